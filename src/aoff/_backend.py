@@ -1,0 +1,53 @@
+"""The backend protocol the pump drives.
+
+A backend receives batches of :class:`~aoff.StepRecord` in order. Every method is
+``async`` so a backend can do its blocking work in a worker thread
+(``anyio.to_thread.run_sync(..., abandon_on_cancel=True)``) or through aiofiles, and
+never on the event loop that runs the pump (which, for the async face, is the training
+runner's own loop). The pump isolates each backend: a raise or a hang in one never
+reaches training or the other backends (see ``_runner.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from ._state import RunConfig, StepRecord
+
+
+def _discard(_: str) -> None:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class BackendContext:
+    """What a backend may use while opening: the run's config and a console line printer.
+
+    ``say`` takes one line of Rich markup and prints it above the live dashboard (or to
+    the console when there is none); it is thread-safe.
+    """
+
+    config: RunConfig = field(default_factory=RunConfig)
+    say: Callable[[str], None] = _discard
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """Where step records go. Implementations must be safe to close without open."""
+
+    #: short name shown in the dashboard and in error reports, e.g. ``"tensorboard"``
+    name: str
+
+    async def open(self, ctx: BackendContext) -> None:
+        """Acquire resources; print the seed's one-line notice through ``ctx.say``."""
+
+    async def write(self, records: Sequence[StepRecord]) -> None:
+        """Persist (or buffer) a batch of records, in order."""
+
+    async def flush(self) -> None:
+        """Make everything written so far durable/visible (called every ~2 s and at end)."""
+
+    async def close(self) -> None:
+        """Flush and release resources. Called once, also after a failure."""

@@ -1,0 +1,344 @@
+"""The state model: a pure fold of events into what the dashboard and backends need.
+
+Nothing here reads a clock, touches a file or knows about threads: ``Folder.apply`` takes
+one event and returns the scalar record the seed logger would have written for it (or
+``None``). That makes the seed-compatibility rules testable with plain data, and lets
+the pump, a synchronous reference in the tests and the benchmarks share one definition.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from . import _events as ev
+from ._keys import drop_aliases, metric_tag, reward_tag
+
+REWARD_HISTORY = 200
+
+
+@dataclass(frozen=True, slots=True)
+class StepRecord:
+    """One step's scalars, in the order the seed logger wrote them.
+
+    ``scalars`` is a tuple of ``(tag, value)`` pairs rather than a dict so that the rare
+    case of two inputs mapping to one tag is written twice, exactly like the seed's
+    ``add_scalar`` loop did (a dict view, :meth:`as_dict`, keeps the last one, like W&B).
+    """
+
+    step: int
+    iteration: int
+    wall_time: float
+    scalars: tuple[tuple[str, float], ...]
+
+    def as_dict(self) -> dict[str, float]:
+        return dict(self.scalars)
+
+
+@dataclass(slots=True)
+class RunConfig:
+    """The constructor arguments the dashboard and backends need (never changes)."""
+
+    algo_name: str = "RL"
+    max_iterations: int = 1500
+    num_envs: int = 4096
+    env_name: str = ""
+    obs_dim: int = 0
+    action_dim: int = 0
+
+
+@dataclass(slots=True)
+class State:
+    """Everything the dashboard shows. Mutated only by :class:`Folder`."""
+
+    config: RunConfig = field(default_factory=RunConfig)
+    started: bool = False
+    start_time: float | None = None
+    training_start_time: float | None = None
+    last_wall_time: float | None = None
+    iteration: int = 0
+    total_steps: int = 0
+    buffer_size: int = 0
+    buffer_target: int = 0
+    train_time: float = 0.0
+    wait_time: float = 0.0
+    h2d_time: float = 0.0
+    weight_sync_time: float = 0.0
+    throughput_known: bool = False
+    throughput_steps: int = 0
+    latest_metrics: dict[str, float] = field(default_factory=dict)
+    reward_history: deque[float] = field(default_factory=lambda: deque(maxlen=REWARD_HISTORY))
+    reward_components: dict[str, float] = field(default_factory=dict)
+    collector_timing: dict[str, float] = field(default_factory=dict)
+    timeout_rate: float = 0.0
+    terminated_rate: float = 0.0
+    buffer_utilization: float = 0.0
+    sync_collection: bool = False
+    env_steps_per_sync: int = 0
+    staging_len: int = 0
+    staging_max: int = 0
+    ep_length: float = 0.0
+    status: str = "Initializing..."
+    training_started: bool = False
+    last_save: str | None = None
+    finished: bool = False
+    finish_title: str = "Training Summary"
+    extra_summary: str = ""
+    interrupted: bool = False
+    steps_logged: int = 0
+    # filled in by the pump, not by events
+    dropped_events: int = 0
+    invalid_values: int = 0
+    backend_problems: dict[str, str] = field(default_factory=dict)
+
+    def pipeline_time(self) -> float:
+        """Seconds of the learner pipeline: H2D + train + weight sync (as the seed)."""
+        return self.h2d_time + self.train_time + self.weight_sync_time
+
+    def steps_per_sec(self) -> float | None:
+        """Throughput of the last iteration, or ``None`` when it is not known."""
+        if not self.throughput_known or self.throughput_steps <= 0:
+            return None
+        t = self.pipeline_time()
+        if t <= 0:
+            return None
+        return self.throughput_steps / t
+
+    def snapshot(self) -> State:
+        """A copy safe to hand to another thread for rendering."""
+        return dataclasses.replace(
+            self,
+            latest_metrics=dict(self.latest_metrics),
+            reward_history=deque(self.reward_history, maxlen=REWARD_HISTORY),
+            reward_components=dict(self.reward_components),
+            collector_timing=dict(self.collector_timing),
+            backend_problems=dict(self.backend_problems),
+        )
+
+
+class BadValue(TypeError):
+    """A value that is not a real number (raised by :func:`to_float`, reported by the pump)."""
+
+
+_FLOAT = float
+
+
+def to_float(where: str, key: object, value: object) -> float:
+    """Convert a logged value to ``float`` the documented way.
+
+    ``float`` passes through (NaN and ±inf included); ``bool``, ``int`` and anything with
+    ``__float__`` (NumPy scalars, 0-d arrays, one-element CPU tensors) is converted;
+    strings, bytes, ``None`` and other objects raise :class:`BadValue` naming the key.
+    """
+    if type(value) is _FLOAT:
+        return value  # type: ignore[return-value]
+    if value is None or isinstance(value, str | bytes | bytearray) or not hasattr(
+        value, "__float__"
+    ):
+        raise BadValue(
+            f"{where}: value for key {key!r} is {type(value).__name__} {value!r:.60}, "
+            "not a real number"
+        )
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError) as exc:
+        raise BadValue(f"{where}: value for key {key!r} cannot be converted: {exc}") from None
+
+
+Reporter = Callable[[str], None]
+
+
+def _ignore(_: str) -> None:
+    pass
+
+
+class Folder:
+    """Folds events into a :class:`State`, yielding the seed's scalar record per step.
+
+    ``report`` receives one message per value that had to be skipped (not a number, or a
+    non-string key); the fold itself never raises for bad input, so one bad call cannot
+    kill the pump or change other records.
+    """
+
+    __slots__ = ("report", "state")
+
+    def __init__(self, state: State, report: Reporter = _ignore) -> None:
+        self.state = state
+        self.report = report
+
+    # -- helpers ---------------------------------------------------------------------
+    def _num(self, where: str, key: object, value: object, default: float = 0.0) -> float:
+        if type(value) is _FLOAT:
+            return value  # type: ignore[return-value]
+        try:
+            return to_float(where, key, value)
+        except BadValue as exc:
+            self.state.invalid_values += 1
+            self.report(str(exc))
+            return default
+
+    def _mapping(self, where: str, values: object) -> dict[str, float]:
+        """Validate one dict argument: keys must be str, values real numbers."""
+        out: dict[str, float] = {}
+        if values is None:
+            return out
+        if not isinstance(values, Mapping):
+            self.state.invalid_values += 1
+            self.report(f"{where}: expected a dict, got {type(values).__name__}; ignored")
+            return out
+        for k, v in values.items():
+            if type(k) is not str:
+                self.state.invalid_values += 1
+                self.report(f"{where}: key {k!r} is {type(k).__name__}, not str; skipped")
+                continue
+            if type(v) is _FLOAT:
+                out[k] = v
+                continue
+            try:
+                out[k] = to_float(where, k, v)
+            except BadValue as exc:
+                self.state.invalid_values += 1
+                self.report(f"{exc}; skipped")
+        return out
+
+    def _int(self, where: str, name: str, value: object) -> int:
+        if type(value) is int:
+            return value
+        f = self._num(where, name, value)
+        if not math.isfinite(f):
+            self.state.invalid_values += 1
+            self.report(f"{where}: {name}={value!r} is not finite; using 0")
+            return 0
+        return int(f)
+
+    # -- the fold --------------------------------------------------------------------
+    def apply(self, event: ev.Event) -> StepRecord | None:
+        s = self.state
+        kind = event[0]
+        wall = event[2]
+        s.last_wall_time = wall  # type: ignore[assignment]
+        if kind == ev.STEP:
+            return self._step(event)
+        if kind == ev.COLLECTOR_TIMING:
+            s.collector_timing.update(self._mapping("update_collector_timing", event[3]))
+        elif kind == ev.COLLECTOR:
+            s.total_steps = self._int("log_collector", "total_steps", event[3])
+            s.buffer_size = self._int("log_collector", "buffer_size", event[4])
+            mean_reward = self._num("log_collector", "mean_reward", event[5])
+            if mean_reward != 0:
+                s.reward_history.append(mean_reward)
+        elif kind == ev.DONE_RATES:
+            s.timeout_rate = self._num("update_done_rates", "timeout_rate", event[3])
+            s.terminated_rate = self._num("update_done_rates", "terminated_rate", event[4])
+        elif kind == ev.BUFFER_FILL:
+            cur = self._int("log_buffer_fill", "current", event[3])
+            tgt = self._int("log_buffer_fill", "target", event[4])
+            s.buffer_size, s.buffer_target = cur, tgt
+            pct = cur / max(tgt, 1) * 100
+            s.status = f"Buffer fill: {cur:,}/{tgt:,} ({pct:.0f}%)"
+        elif kind == ev.BUFFER_UTIL:
+            s.buffer_utilization = self._num("update_buffer_utilization", "utilization", event[3])
+        elif kind == ev.STAGING_POOL:
+            s.staging_len = self._int("update_staging_pool", "current_len", event[3])
+            s.staging_max = self._int("update_staging_pool", "max_size", event[4])
+        elif kind == ev.COLLECTION_SYNC:
+            s.sync_collection = bool(event[3])
+            s.env_steps_per_sync = self._int("set_collection_sync", "env_steps_per_sync", event[4])
+        elif kind == ev.EP_LENGTH:
+            s.ep_length = self._num("update_ep_length", "length", event[3])
+        elif kind == ev.STATUS:
+            s.status = str(event[3])
+        elif kind == ev.SAVE:
+            s.last_save = str(event[3])
+        elif kind == ev.START:
+            if not s.started:
+                s.started = True
+                s.start_time = wall  # type: ignore[assignment]
+            s.status = str(event[3])
+        elif kind == ev.TRAINING_TIMER:
+            s.training_start_time = wall  # type: ignore[assignment]
+        elif kind == ev.FINISH:
+            s.finished = True
+            s.finish_title = str(event[3])
+            s.extra_summary = str(event[4])
+            s.interrupted = bool(event[5])
+        return None
+
+    def _step(self, event: ev.Event) -> StepRecord:
+        s = self.state
+        (
+            _,
+            _,
+            wall,
+            iteration_in,
+            metrics_in,
+            reward_in,
+            reward_metrics_in,
+            components_in,
+            train_time,
+            wait_time,
+            h2d_time,
+            weight_sync_time,
+            extra_info,
+        ) = event
+        where = "log_step"
+        iteration = self._int(where, "iteration", iteration_in)
+        metrics = drop_aliases(self._mapping("log_step(metrics)", metrics_in))  # type: ignore[arg-type]
+        reward = None if reward_in is None else self._num(where, "reward", reward_in)
+        reward_metrics = self._mapping("log_step(reward_metrics)", reward_metrics_in)
+        components = self._mapping("log_step(reward_components)", components_in)
+
+        s.iteration = iteration
+        s.train_time = self._num(where, "train_time", train_time)
+        s.wait_time = self._num(where, "wait_time", wait_time)
+        s.h2d_time = self._num(where, "learner_incremental_h2d_time", h2d_time)
+        s.weight_sync_time = self._num(where, "weight_sync_time", weight_sync_time)
+        s.throughput_known = extra_info is not None
+        if extra_info:
+            raw = extra_info.get("throughput_steps", 0) if isinstance(extra_info, Mapping) else 0
+            s.throughput_steps = self._int(where, "extra_info['throughput_steps']", raw)
+        else:
+            s.throughput_steps = 0
+        if metrics:
+            s.latest_metrics.update(metrics)  # type: ignore[arg-type]
+        if reward is not None:
+            s.reward_history.append(reward)
+        if components:
+            s.reward_components = components
+        s.status = "Training"
+        s.training_started = True
+        s.steps_logged += 1
+
+        step = s.total_steps if s.total_steps > 0 else iteration
+        out: list[tuple[str, float]] = [
+            ("axis/iteration", float(iteration)),
+            ("axis/env_steps_total", float(step)),
+        ]
+        for k, v in metrics.items():
+            out.append((metric_tag(k), v))  # type: ignore[arg-type]
+        if reward is not None:
+            out.append(("reward/mean", reward))
+        for k, v in reward_metrics.items():
+            out.append((reward_tag(k), v))
+        for k, v in components.items():
+            out.append((reward_tag(k), v))
+        if s.ep_length > 0:
+            out.append(("episode/length", s.ep_length))
+        out.append(("episode/timeout_rate", s.timeout_rate))
+        out.append(("episode/terminated_rate", s.terminated_rate))
+        out.append(("timing/learner_wait_ms", s.wait_time * 1000))
+        out.append(("timing/learner_incremental_h2d_ms", s.h2d_time * 1000))
+        out.append(("timing/learner_train_ms", s.train_time * 1000))
+        out.append(("timing/learner_weight_sync_ms", s.weight_sync_time * 1000))
+        for k, v in s.collector_timing.items():
+            out.append(("timing/collector_" + k, v))
+        sps = s.steps_per_sec()
+        if sps is not None:
+            out.append(("perf/steps_per_sec", sps))
+        out.append(("perf/iter_ms", s.pipeline_time() * 1000))
+        if s.dropped_events:
+            out.append(("aoff/dropped_events", float(s.dropped_events)))
+        return StepRecord(step, iteration, wall, tuple(out))  # type: ignore[arg-type]
