@@ -1,0 +1,166 @@
+"""The terminal face of a run: a :class:`~aoff._display_api.Display` over a Rich console.
+
+On an interactive terminal it keeps one Rich ``Live`` panel at the bottom of the screen
+and redirects ``print()`` and stderr above it, as the seed logger did. Anywhere else (CI
+logs, ``nohup``, redirected stdout, ``TERM=dumb``) a redrawn panel would be a stream of
+cursor codes, so it writes one plain line at most every ``plain_interval`` seconds and the
+summary panel at the end.
+
+The pump calls these methods from a worker thread with the time as an argument; the
+dashboard never reads a clock and never sleeps, so its throttling is testable with plain
+numbers. Its one hard promise is :meth:`Dashboard.close`: whatever happened before (a
+render that raised, Ctrl+C), the terminal gets its cursor back and stdout its original
+stream.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+
+from rich.console import Console, RenderableType
+from rich.live import Live
+
+from ._render import Glyphs, dashboard_panel, glyphs_for, plain_line, summary_panel
+from ._state import State
+
+__all__ = ["Dashboard", "use_live"]
+
+
+def use_live(console: Console) -> bool:
+    """Whether ``console`` can host a redrawn ``Live`` panel.
+
+    Only a real terminal that is not ``TERM=dumb``/``unknown`` can; everything else gets
+    plain lines (Rich's own ``NO_COLOR`` handling still applies to both).
+    """
+    return bool(console.is_terminal) and not console.is_dumb_terminal
+
+
+class Dashboard:
+    """Shows a run: a live panel on terminals, throttled plain lines elsewhere.
+
+    ``live`` forces the mode (``None``: decide with :func:`use_live`). Exceptions raised
+    while building or drawing a frame propagate to the caller (the pump reports them);
+    the dashboard stays usable and :meth:`close` still restores the terminal.
+    """
+
+    def __init__(
+        self,
+        console: Console | None = None,
+        *,
+        plain_interval: float = 5.0,
+        live: bool | None = None,
+    ) -> None:
+        self.console = console if console is not None else Console()
+        self.plain_interval = plain_interval
+        self.live_mode = use_live(self.console) if live is None else live
+        self.glyphs: Glyphs = glyphs_for(self.console)
+        self._lock = threading.RLock()
+        self._live: Live | None = None
+        self._last_plain_time: float | None = None
+        self._last_plain_line: str | None = None
+        self._closed = False
+
+    # -- Display protocol --------------------------------------------------------------
+    def open(self, state: State, now: float) -> None:
+        """Enter ``Live`` (terminal) or print the first plain line (elsewhere)."""
+        with self._lock:
+            self._closed = False
+            if self.live_mode:
+                self._start_live(state, now)
+            else:
+                self._plain(state, now, force=True)
+
+    def update(self, state: State, now: float) -> None:
+        """Redraw the panel, or print a plain line if ``plain_interval`` has passed."""
+        with self._lock:
+            if self._closed:
+                return
+            if not self.live_mode:
+                self._plain(state, now, force=False)
+                return
+            renderable = self._panel(state, now)
+            if self._live is None:
+                self._start_live(state, now, renderable)
+            else:
+                self._live.update(renderable, refresh=True)
+
+    def say(self, markup: str) -> None:
+        """Print one line of markup; under ``Live`` it appears above the panel."""
+        self.console.print(markup)
+
+    def close(self, state: State, now: float, *, summary: bool) -> None:
+        """Stop ``Live`` and restore the terminal (always; idempotent), then print the
+        summary panel when ``summary`` (once).
+
+        If the final frame cannot be drawn, the terminal is restored and the summary
+        printed first; the error is raised afterwards.
+        """
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            live, self._live = self._live, None
+            error: Exception | None = None
+            if live is not None:
+                try:
+                    self._stop_live(live, state, now)
+                except Exception as exc:  # streams and cursor are restored by now
+                    error = exc
+            elif not summary and not self.live_mode:
+                # a run that ends without a summary still logs where it stopped
+                line = plain_line(state, now)
+                if line != self._last_plain_line:
+                    self._emit_plain(line, now)
+            if summary:
+                self.console.print()
+                self.console.print(summary_panel(state, now, self.glyphs))
+            if error is not None:
+                raise error
+
+    # -- internals ---------------------------------------------------------------------
+    def _panel(self, state: State, now: float) -> RenderableType:
+        return dashboard_panel(state, now, self.glyphs)
+
+    def _start_live(
+        self, state: State, now: float, renderable: RenderableType | None = None
+    ) -> None:
+        if renderable is None:
+            renderable = self._panel(state, now)
+        if self._live is not None:
+            self._live.update(renderable, refresh=True)
+            return
+        live = Live(
+            renderable,
+            console=self.console,
+            auto_refresh=False,
+            transient=False,
+            redirect_stdout=True,
+            redirect_stderr=True,
+        )
+        # Live.start(refresh=True) stops itself again if the first frame raises
+        live.start(refresh=True)
+        self._live = live
+
+    def _stop_live(self, live: Live, state: State, now: float) -> None:
+        """Draw the final frame if possible, then stop ``live`` no matter what."""
+        try:
+            # if the final frame cannot be built, keep the last one: stopping matters more
+            with contextlib.suppress(Exception):
+                live.update(self._panel(state, now), refresh=False)
+            live.stop()  # re-renders the last frame; its own `finally` restores streams
+        finally:
+            if self.console.is_terminal:
+                self.console.show_cursor(True)
+
+    def _plain(self, state: State, now: float, *, force: bool) -> None:
+        last = self._last_plain_time
+        if not force and last is not None and now - last < self.plain_interval:
+            return
+        self._emit_plain(plain_line(state, now), now)
+
+    def _emit_plain(self, line: str, now: float) -> None:
+        # out(): no markup, no wrapping, no highlighting: one log line per call
+        self.console.out(line, highlight=False)
+        self._last_plain_time = now
+        self._last_plain_line = line
