@@ -1,11 +1,9 @@
 """The immutable events recorded by the hot path.
 
-An event is a plain tuple ``(kind, seq, wall_time, *args)``: building a tuple is the
-cheapest immutable record CPython has, and the hot path must stay near a microsecond.
-``seq`` comes from one shared :func:`itertools.count` (atomic under the GIL) so the pump
-can tell exactly how many events were accepted versus drained, which is how dropped
-events are counted without a lock. Dict arguments are copied by the caller-side
-recorder, so later mutation by training code cannot change what was logged.
+An event is a plain tuple ``(kind, wall_time, *args)``: building a tuple is the cheapest
+immutable record CPython has, and the hot path must stay near a microsecond. Dict
+arguments are copied by the recorder, so later mutation by training code cannot change
+what was logged. Values are converted to floats by the pump, not here.
 """
 
 from __future__ import annotations
@@ -25,7 +23,8 @@ COLLECTOR: Final = 8  # (total_steps, buffer_size, mean_reward)
 EP_LENGTH: Final = 9  # (length,)
 SAVE: Final = 10  # (path,)
 STEP: Final = 11  # (iteration, metrics, reward, reward_metrics, reward_components,
-#                    train_time, wait_time, h2d_time, weight_sync_time, extra_info)
+#                    train_time, wait_time, h2d_time, weight_sync_time,
+#                    throughput_steps or None when extra_info was not given)
 TRAINING_TIMER: Final = 12  # ()
 FINISH: Final = 13  # (title, extra_summary, interrupted)
 
@@ -47,3 +46,9 @@ NAMES: Final = (
 )
 
 Event = tuple[object, ...]
+
+
+def name_of(event: Event) -> str:
+    """The public call that recorded ``event`` (for messages)."""
+    kind = event[0]
+    return NAMES[kind] if isinstance(kind, int) and 0 <= kind < len(NAMES) else repr(kind)

@@ -134,16 +134,18 @@ def to_float(where: str, key: object, value: object) -> float:
     strings, bytes, ``None`` and other objects raise :class:`BadValue` naming the key.
     """
     if type(value) is _FLOAT:
-        return value  # type: ignore[return-value]
-    if value is None or isinstance(value, str | bytes | bytearray) or not hasattr(
-        value, "__float__"
+        return value
+    if (
+        value is None
+        or isinstance(value, str | bytes | bytearray)
+        or not hasattr(value, "__float__")
     ):
         raise BadValue(
             f"{where}: value for key {key!r} is {type(value).__name__} {value!r:.60}, "
             "not a real number"
         )
     try:
-        return float(value)  # type: ignore[arg-type]
+        return float(value)
     except (TypeError, ValueError) as exc:
         raise BadValue(f"{where}: value for key {key!r} cannot be converted: {exc}") from None
 
@@ -172,7 +174,7 @@ class Folder:
     # -- helpers ---------------------------------------------------------------------
     def _num(self, where: str, key: object, value: object, default: float = 0.0) -> float:
         if type(value) is _FLOAT:
-            return value  # type: ignore[return-value]
+            return value
         try:
             return to_float(where, key, value)
         except BadValue as exc:
@@ -218,59 +220,58 @@ class Folder:
     def apply(self, event: ev.Event) -> StepRecord | None:
         s = self.state
         kind = event[0]
-        wall = event[2]
+        wall = event[1]
         s.last_wall_time = wall  # type: ignore[assignment]
         if kind == ev.STEP:
             return self._step(event)
         if kind == ev.COLLECTOR_TIMING:
-            s.collector_timing.update(self._mapping("update_collector_timing", event[3]))
+            s.collector_timing.update(self._mapping("update_collector_timing", event[2]))
         elif kind == ev.COLLECTOR:
-            s.total_steps = self._int("log_collector", "total_steps", event[3])
-            s.buffer_size = self._int("log_collector", "buffer_size", event[4])
-            mean_reward = self._num("log_collector", "mean_reward", event[5])
+            s.total_steps = self._int("log_collector", "total_steps", event[2])
+            s.buffer_size = self._int("log_collector", "buffer_size", event[3])
+            mean_reward = self._num("log_collector", "mean_reward", event[4])
             if mean_reward != 0:
                 s.reward_history.append(mean_reward)
         elif kind == ev.DONE_RATES:
-            s.timeout_rate = self._num("update_done_rates", "timeout_rate", event[3])
-            s.terminated_rate = self._num("update_done_rates", "terminated_rate", event[4])
+            s.timeout_rate = self._num("update_done_rates", "timeout_rate", event[2])
+            s.terminated_rate = self._num("update_done_rates", "terminated_rate", event[3])
         elif kind == ev.BUFFER_FILL:
-            cur = self._int("log_buffer_fill", "current", event[3])
-            tgt = self._int("log_buffer_fill", "target", event[4])
+            cur = self._int("log_buffer_fill", "current", event[2])
+            tgt = self._int("log_buffer_fill", "target", event[3])
             s.buffer_size, s.buffer_target = cur, tgt
             pct = cur / max(tgt, 1) * 100
             s.status = f"Buffer fill: {cur:,}/{tgt:,} ({pct:.0f}%)"
         elif kind == ev.BUFFER_UTIL:
-            s.buffer_utilization = self._num("update_buffer_utilization", "utilization", event[3])
+            s.buffer_utilization = self._num("update_buffer_utilization", "utilization", event[2])
         elif kind == ev.STAGING_POOL:
-            s.staging_len = self._int("update_staging_pool", "current_len", event[3])
-            s.staging_max = self._int("update_staging_pool", "max_size", event[4])
+            s.staging_len = self._int("update_staging_pool", "current_len", event[2])
+            s.staging_max = self._int("update_staging_pool", "max_size", event[3])
         elif kind == ev.COLLECTION_SYNC:
-            s.sync_collection = bool(event[3])
-            s.env_steps_per_sync = self._int("set_collection_sync", "env_steps_per_sync", event[4])
+            s.sync_collection = bool(event[2])
+            s.env_steps_per_sync = self._int("set_collection_sync", "env_steps_per_sync", event[3])
         elif kind == ev.EP_LENGTH:
-            s.ep_length = self._num("update_ep_length", "length", event[3])
+            s.ep_length = self._num("update_ep_length", "length", event[2])
         elif kind == ev.STATUS:
-            s.status = str(event[3])
+            s.status = str(event[2])
         elif kind == ev.SAVE:
-            s.last_save = str(event[3])
+            s.last_save = str(event[2])
         elif kind == ev.START:
             if not s.started:
                 s.started = True
                 s.start_time = wall  # type: ignore[assignment]
-            s.status = str(event[3])
+            s.status = str(event[2])
         elif kind == ev.TRAINING_TIMER:
             s.training_start_time = wall  # type: ignore[assignment]
         elif kind == ev.FINISH:
             s.finished = True
-            s.finish_title = str(event[3])
-            s.extra_summary = str(event[4])
-            s.interrupted = bool(event[5])
+            s.finish_title = str(event[2])
+            s.extra_summary = str(event[3])
+            s.interrupted = bool(event[4])
         return None
 
     def _step(self, event: ev.Event) -> StepRecord:
         s = self.state
         (
-            _,
             _,
             wall,
             iteration_in,
@@ -296,10 +297,10 @@ class Folder:
         s.wait_time = self._num(where, "wait_time", wait_time)
         s.h2d_time = self._num(where, "learner_incremental_h2d_time", h2d_time)
         s.weight_sync_time = self._num(where, "weight_sync_time", weight_sync_time)
+        # the recorder reduces extra_info to its throughput (None: not given)
         s.throughput_known = extra_info is not None
         if extra_info:
-            raw = extra_info.get("throughput_steps", 0) if isinstance(extra_info, Mapping) else 0
-            s.throughput_steps = self._int(where, "extra_info['throughput_steps']", raw)
+            s.throughput_steps = self._int(where, "extra_info['throughput_steps']", extra_info)
         else:
             s.throughput_steps = 0
         if metrics:

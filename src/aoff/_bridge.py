@@ -1,0 +1,293 @@
+"""``OffPolicyLogger``: the synchronous drop-in for the seed's logger.
+
+Same constructor arguments, same methods, same tags and dashboard. Logging calls are
+fire-and-forget: they append an event and return (the hot path in ``_recorder.py``).
+The pump runs on a private asyncio event loop in a daemon thread ("aoff-pump"); the
+only calls that wait are :meth:`flush`, :meth:`finish` and :meth:`close`, which talk to
+that loop through anyio's thread bridge.
+
+What is lost if ``finish()``/``close()`` is never called: nothing on a normal interpreter
+exit, an uncaught exception, Ctrl+C or SIGTERM — an exit hook drains and closes
+everything (SIGTERM is turned into ``SystemExit(143)`` while the default handler is in
+place, so ``finally`` blocks and the hook run). ``os._exit`` and SIGKILL lose what the
+backends had not flushed (at most ``flush_secs`` of records); the files stay readable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+import types
+import warnings
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+from rich.console import Console
+
+from . import _events as ev
+from ._buffer import DEFAULT_CAPACITY, Overflow
+from ._core import DEFAULT_WANDB_PROJECT, BackendSpec, Core, Options
+from ._display_api import Display
+from ._pump import FinishReport
+from ._recorder import Recorder
+
+
+class AoffWarning(UserWarning):
+    """Misuse that aoff answers without raising (e.g. logging after ``finish()``)."""
+
+
+class _SigtermExit(SystemExit):
+    """Raised in the main thread on SIGTERM so ``finally`` blocks and exit hooks run."""
+
+
+_live_loggers: weakref.WeakSet[OffPolicyLogger] = weakref.WeakSet()
+_prev_sigterm: Any = None
+_sigterm_seen = False
+
+
+def _on_sigterm(signum: int, frame: types.FrameType | None) -> None:
+    global _sigterm_seen
+    _sigterm_seen = True
+    raise _SigtermExit(128 + signum)
+
+
+def _install_sigterm() -> None:
+    global _prev_sigterm
+    if _prev_sigterm is not None or threading.current_thread() is not threading.main_thread():
+        return
+    try:
+        if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            _prev_sigterm = signal.signal(signal.SIGTERM, _on_sigterm)
+    except (ValueError, OSError):  # pragma: no cover - not the main interpreter
+        pass
+
+
+def _exit_hook() -> None:
+    """Drain every logger still open at interpreter exit."""
+    interrupted = _sigterm_seen or getattr(sys, "last_type", None) is KeyboardInterrupt
+    for logger in list(_live_loggers):
+        with contextlib.suppress(Exception):  # best effort at exit
+            logger._stop(summary=True, interrupted=interrupted or None)
+
+
+def _register_exit_hook() -> None:
+    # threading's own exit hooks run before non-daemon threads are joined and before
+    # atexit, while new threads may still be started (the backends need worker threads).
+    reg = getattr(threading, "_register_atexit", None)
+    if reg is not None:
+        reg(_exit_hook)
+    else:  # pragma: no cover
+        import atexit
+
+        atexit.register(_exit_hook)
+
+
+_register_exit_hook()
+
+
+class OffPolicyLogger(Recorder[None]):
+    """Rich dashboard + TensorBoard/W&B/JSONL logger for off-policy RL (sync face).
+
+    Arguments up to ``wandb_notes`` are the seed logger's, with the same defaults (the
+    W&B project defaults to ``"aoff"``). aoff's own options are keyword-only:
+
+    backends
+        extra backends by name (``"tensorboard"``, ``"jsonl"``, ``"wandb"``) or
+        :class:`~aoff.Backend` objects, in addition to ``log_backend``.
+    capacity, overflow
+        the event buffer's bound (events) and policy: ``"drop_oldest"`` (default,
+        never blocks), ``"drop_newest"`` or ``"block"``.
+    finish_timeout
+        how long ``finish()`` waits for a slow or hung backend before giving up on it.
+    flush_secs
+        backends are flushed at least this often.
+    console, display, clock
+        a Rich console to draw on, a replacement display, and the time source
+        (``time.time`` by default; tests pass :class:`aoff.testing.ManualClock`).
+    """
+
+    def __init__(
+        self,
+        algo_name: str = "RL",
+        max_iterations: int = 1500,
+        num_envs: int = 4096,
+        env_name: str = "",
+        obs_dim: int = 0,
+        action_dim: int = 0,
+        refresh_per_second: int = 4,
+        log_dir: str | os.PathLike[str] = "",
+        log_backend: str = "tensorboard",
+        wandb_project: str = DEFAULT_WANDB_PROJECT,
+        wandb_entity: str | None = None,
+        wandb_name: str = "",
+        wandb_group: str | None = None,
+        wandb_job_type: str | None = None,
+        wandb_tags: list[str] | None = None,
+        wandb_notes: str | None = None,
+        *,
+        backends: Sequence[BackendSpec] = (),
+        capacity: int = DEFAULT_CAPACITY,
+        overflow: Overflow = "drop_oldest",
+        finish_timeout: float = 10.0,
+        flush_secs: float = 2.0,
+        console: Console | None = None,
+        display: Display | None = None,
+        clock: Callable[[], float] | None = None,
+        handle_sigterm: bool = True,
+    ) -> None:
+        self._stopped = True  # until fully constructed
+        self._options = Options(
+            algo_name=algo_name,
+            max_iterations=max_iterations,
+            num_envs=num_envs,
+            env_name=env_name,
+            obs_dim=obs_dim,
+            action_dim=action_dim,
+            refresh_per_second=refresh_per_second,
+            log_dir=log_dir,
+            log_backend=log_backend,
+            wandb_project=wandb_project,
+            wandb_entity=wandb_entity,
+            wandb_name=wandb_name,
+            wandb_group=wandb_group,
+            wandb_job_type=wandb_job_type,
+            wandb_tags=wandb_tags,
+            wandb_notes=wandb_notes,
+            backends=backends,
+            capacity=capacity,
+            overflow=overflow,
+            finish_timeout=finish_timeout,
+            flush_secs=flush_secs,
+            console=console,
+            display=display,
+            clock=clock,
+        )
+        self._core = Core(self._options)
+        self.algo_name = algo_name
+        self.max_iterations = max_iterations
+        self.num_envs = num_envs
+        self.env_name = env_name
+        self.obs_dim = obs_dim
+        self.action_dim = action_dim
+        buf = self._core.buffer
+        self._init_recorder(buf.put, self._options.clock)
+        self._stop_lock = threading.Lock()
+        self._token: Any = None
+        self._ready = threading.Event()
+        self._crashed: BaseException | None = None
+        self._report: FinishReport | None = None
+        self._thread = threading.Thread(target=self._thread_main, name="aoff-pump", daemon=True)
+        self._thread.start()
+        self._ready.wait()
+        if self._crashed is not None:
+            raise RuntimeError("aoff: the pump thread failed to start") from self._crashed
+        self._stopped = False
+        _live_loggers.add(self)
+        if handle_sigterm:
+            _install_sigterm()
+
+    # -- the pump thread ---------------------------------------------------------------------
+    def _thread_main(self) -> None:
+        try:
+            anyio.run(self._main, backend="asyncio")
+        except BaseException as exc:  # pragma: no cover - reported to the constructor
+            self._crashed = exc
+            self._ready.set()
+
+    async def _main(self) -> None:
+        self._token = anyio.lowlevel.current_token()
+        self._ready.set()
+        await self._core.pump.run(self._core.context)
+
+    # -- the calls that wait ---------------------------------------------------------------
+    def start(self, *, status: str = "Warming up...") -> None:
+        """Record the start time and open the dashboard; a second call updates the status."""
+        self._start_event(status)
+
+    def flush(self) -> None:
+        """Block until everything logged so far is written and flushed by every backend."""
+        if self._stopped or not self._thread.is_alive():
+            return
+        anyio.from_thread.run(self._core.pump.flush, token=self._token)
+
+    def finish(self, *, title: str = "Training Summary", extra_summary: str = "") -> FinishReport:
+        """Drain everything, close the backends, print the summary. Idempotent."""
+        return self._stop(summary=True, title=title, extra_summary=extra_summary)
+
+    def close(self) -> FinishReport:
+        """Drain everything and close the backends, without a summary. Idempotent."""
+        return self._stop(summary=False)
+
+    def _stop(
+        self,
+        *,
+        summary: bool,
+        title: str = "Training Summary",
+        extra_summary: str = "",
+        interrupted: bool | None = None,
+    ) -> FinishReport:
+        with self._stop_lock:
+            if self._stopped:
+                return self._report or FinishReport()
+            self._stopped = True
+        state_interrupted = bool(interrupted)
+        # appended directly: the overflow policy must never refuse the final event
+        self._core.buffer.append(
+            (ev.FINISH, self._clock(), title, extra_summary, state_interrupted)
+        )
+        self._put = self._after_close
+        pump = self._core.pump
+        with contextlib.suppress(RuntimeError):  # the loop is already gone
+            anyio.from_thread.run_sync(
+                lambda: pump.request_stop(summary=summary), token=self._token
+            )
+        self._thread.join(self._options.finish_timeout + 10.0)
+        _live_loggers.discard(self)
+        self._report = pump.result
+        return self._report
+
+    def _after_close(self, event: ev.Event) -> None:
+        warnings.warn(
+            f"aoff: {ev.name_of(event)}() called after finish()/close(); "
+            "the event was not recorded",
+            AoffWarning,
+            stacklevel=3,
+        )
+
+    # -- conveniences ------------------------------------------------------------------------
+    def __enter__(self) -> OffPolicyLogger:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: types.TracebackType | None,
+    ) -> None:
+        self._stop(summary=True, interrupted=exc_type is not None)
+
+    async def __aenter__(self) -> None:
+        raise TypeError(
+            "OffPolicyLogger is the sync face: use `with OffPolicyLogger(...)`, "
+            "or `async with AsyncOffPolicyLogger(...)` in async code"
+        )
+
+    async def __aexit__(self, *exc: object) -> None:  # pragma: no cover - never entered
+        pass
+
+    async def aflush(self) -> None:
+        raise TypeError("OffPolicyLogger.aflush(): the sync face flushes with flush()")
+
+    async def afinish(self, **kwargs: Any) -> None:
+        raise TypeError("OffPolicyLogger.afinish(): the sync face finishes with finish()")
+
+    async def aclose(self) -> None:
+        raise TypeError("OffPolicyLogger.aclose(): the sync face closes with close()")

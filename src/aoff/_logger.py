@@ -1,0 +1,241 @@
+"""``AsyncOffPolicyLogger``: the face for async runners (asyncio or trio, via anyio).
+
+``async with AsyncOffPolicyLogger(...) as log:`` starts the pump as a task in the
+caller's event loop and opens the dashboard; leaving the block — normally, by an
+exception, or by cancellation — drains, flushes and closes every backend (shielded,
+bounded by ``finish_timeout``) and prints the summary.
+
+Every logging call records its event *when it is called* and returns an awaitable:
+``await log.log_step(...)`` is the documented form, and it completes at once unless the
+buffer is full under ``overflow="block"``, in which case it waits for space. Because the
+event is already recorded, a forgotten ``await`` loses nothing and keeps the order.
+"""
+
+from __future__ import annotations
+
+import os
+import types
+from collections.abc import Awaitable, Callable, Generator, Sequence
+from typing import Any
+
+import anyio
+import anyio.abc
+from rich.console import Console
+
+from . import _events as ev
+from ._buffer import DEFAULT_CAPACITY, Overflow
+from ._core import DEFAULT_WANDB_PROJECT, BackendSpec, Core, Options
+from ._display_api import Display
+from ._pump import FinishReport
+from ._recorder import Recorder
+
+
+class _Ready:
+    """An awaitable that is already complete (no coroutine object, no loop round-trip)."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return
+        yield  # pragma: no cover - makes this a generator
+
+
+READY = _Ready()
+
+
+class AsyncOffPolicyLogger(Recorder[Awaitable[None]]):
+    """The async face. Same arguments and calls as :class:`aoff.OffPolicyLogger`.
+
+    Waiting methods are the ``a``-prefixed twins: :meth:`aflush`, :meth:`afinish`,
+    :meth:`aclose`; the sync names raise a ``TypeError`` that names them.
+    """
+
+    def __init__(
+        self,
+        algo_name: str = "RL",
+        max_iterations: int = 1500,
+        num_envs: int = 4096,
+        env_name: str = "",
+        obs_dim: int = 0,
+        action_dim: int = 0,
+        refresh_per_second: int = 4,
+        log_dir: str | os.PathLike[str] = "",
+        log_backend: str = "tensorboard",
+        wandb_project: str = DEFAULT_WANDB_PROJECT,
+        wandb_entity: str | None = None,
+        wandb_name: str = "",
+        wandb_group: str | None = None,
+        wandb_job_type: str | None = None,
+        wandb_tags: list[str] | None = None,
+        wandb_notes: str | None = None,
+        *,
+        backends: Sequence[BackendSpec] = (),
+        capacity: int = DEFAULT_CAPACITY,
+        overflow: Overflow = "drop_oldest",
+        finish_timeout: float = 10.0,
+        flush_secs: float = 2.0,
+        console: Console | None = None,
+        display: Display | None = None,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        self._options = Options(
+            algo_name=algo_name,
+            max_iterations=max_iterations,
+            num_envs=num_envs,
+            env_name=env_name,
+            obs_dim=obs_dim,
+            action_dim=action_dim,
+            refresh_per_second=refresh_per_second,
+            log_dir=log_dir,
+            log_backend=log_backend,
+            wandb_project=wandb_project,
+            wandb_entity=wandb_entity,
+            wandb_name=wandb_name,
+            wandb_group=wandb_group,
+            wandb_job_type=wandb_job_type,
+            wandb_tags=wandb_tags,
+            wandb_notes=wandb_notes,
+            backends=backends,
+            capacity=capacity,
+            overflow=overflow,
+            finish_timeout=finish_timeout,
+            flush_secs=flush_secs,
+            console=console,
+            display=display,
+            clock=clock,
+        )
+        self._core = Core(self._options)
+        self.algo_name = algo_name
+        self.max_iterations = max_iterations
+        self.num_envs = num_envs
+        self.env_name = env_name
+        self.obs_dim = obs_dim
+        self.action_dim = action_dim
+        buf = self._core.buffer
+        self._buf = buf
+        if overflow == "block":
+            self._init_recorder(self._put_block, self._options.clock)
+        else:
+            self._init_recorder(self._put_nowait, self._options.clock)
+        self._raw_put = buf.put if overflow != "block" else buf.append
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._entered = False
+        self._stopped = False
+        self._report: FinishReport | None = None
+
+    # -- hot path adapters -------------------------------------------------------------------
+    def _put_nowait(self, event: ev.Event) -> Awaitable[None]:
+        self._raw_put(event)
+        return READY
+
+    def _put_block(self, event: ev.Event) -> Awaitable[None]:
+        self._raw_put(event)  # recorded now (order kept); the caller awaits space
+        if self._buf.full() and not self._buf.closed:
+            return self._wait_for_space()
+        return READY
+
+    async def _wait_for_space(self) -> None:
+        buf = self._buf
+        # polling only while full under overflow='block'; the pump runs on this loop
+        while buf.full() and not buf.closed:  # noqa: ASYNC110
+            await anyio.sleep(0.002)
+
+    def _after_close(self, event: ev.Event) -> Awaitable[None]:
+        import warnings
+
+        from ._bridge import AoffWarning
+
+        warnings.warn(
+            f"aoff: {ev.name_of(event)}() called after the logger was closed; "
+            "the event was not recorded",
+            AoffWarning,
+            stacklevel=3,
+        )
+        return READY
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    async def __aenter__(self) -> AsyncOffPolicyLogger:
+        if self._entered:
+            raise RuntimeError("an AsyncOffPolicyLogger can be entered only once")
+        self._entered = True
+        tg = anyio.create_task_group()
+        await tg.__aenter__()
+        self._tg = tg
+        try:
+            await tg.start(self._core.pump.run, self._core.context)
+        except BaseException:
+            await tg.__aexit__(None, None, None)
+            raise
+        self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: types.TracebackType | None,
+    ) -> bool | None:
+        # No shield needed here: if this task is cancelled, the task group cancels the pump,
+        # whose final drain/flush/close runs shielded (bounded by finish_timeout).
+        await self._stop(summary=True, interrupted=exc_type is not None)
+        return None
+
+    def start(self, *, status: str = "Warming up...") -> Awaitable[None]:
+        """Open the dashboard (done by ``async with``); a later call updates the status."""
+        return self._start_event(status)
+
+    async def aflush(self) -> None:
+        """Wait until everything logged so far is written and flushed by every backend."""
+        if self._tg is None or self._stopped:
+            return
+        await self._core.pump.flush()
+
+    async def afinish(
+        self, *, title: str = "Training Summary", extra_summary: str = ""
+    ) -> FinishReport:
+        """Drain, close the backends, print the summary (``async with`` does this)."""
+        return await self._stop(summary=True, title=title, extra_summary=extra_summary)
+
+    async def aclose(self) -> FinishReport:
+        """Drain and close the backends without a summary. Idempotent."""
+        return await self._stop(summary=False)
+
+    async def _stop(
+        self,
+        *,
+        summary: bool,
+        title: str = "Training Summary",
+        extra_summary: str = "",
+        interrupted: bool = False,
+    ) -> FinishReport:
+        if self._stopped:
+            return self._report or FinishReport()
+        self._stopped = True
+        self._buf.append((ev.FINISH, self._clock(), title, extra_summary, interrupted))
+        self._put = self._after_close
+        pump = self._core.pump
+        pump.request_stop(summary=summary)
+        tg, self._tg = self._tg, None
+        if tg is not None:
+            await tg.__aexit__(None, None, None)
+        self._report = pump.result
+        return self._report
+
+    # -- the wrong twins ----------------------------------------------------------------------
+    def __enter__(self) -> None:
+        raise TypeError(
+            "AsyncOffPolicyLogger is the async face: use `async with AsyncOffPolicyLogger(...)`"
+            ", or `with OffPolicyLogger(...)` in sync code"
+        )
+
+    def __exit__(self, *exc: object) -> None:  # pragma: no cover - never entered
+        pass
+
+    def flush(self) -> None:
+        raise TypeError("AsyncOffPolicyLogger.flush() would block: use `await log.aflush()`")
+
+    def finish(self, **kwargs: Any) -> None:
+        raise TypeError("AsyncOffPolicyLogger.finish() would block: use `await log.afinish()`")
+
+    def close(self) -> None:
+        raise TypeError("AsyncOffPolicyLogger.close() would block: use `await log.aclose()`")

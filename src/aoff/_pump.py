@@ -1,0 +1,291 @@
+"""The background pump: the one task that turns recorded events into output.
+
+Every ``tick`` seconds (or at once when asked to stop or flush) it drains the event
+buffer in order, folds the events into the :class:`State` (in slices, with a checkpoint
+between slices, so the async face's event loop is never held for long), hands the step
+records to each backend's runner, and — when the state changed and the throttle allows —
+renders a snapshot in a worker thread. Written on anyio, so the same code runs on
+asyncio and trio; the sync face runs it on a private event loop thread.
+
+The throttle uses the injected ``clock`` only, so tests drive it with a manual clock.
+Nothing here raises into the caller: a bad value is reported and skipped, a failing
+backend is isolated by its runner, a failing display is switched off and reported.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import anyio
+import anyio.abc
+
+from ._backend import Backend, BackendContext
+from ._buffer import EventBuffer
+from ._display_api import Display
+from ._events import Event
+from ._recorder import refresh_capture_mode
+from ._runner import BackendRunner
+from ._state import Folder, State, StepRecord
+
+FOLD_SLICE = 512
+
+
+@dataclass
+class FinishReport:
+    """What ``finish()``/``close()`` return: what could not be delivered, and why."""
+
+    dropped_events: int = 0
+    invalid_values: int = 0
+    steps: int = 0
+    backend_written: dict[str, int] = field(default_factory=dict)
+    backend_lost: dict[str, int] = field(default_factory=dict)
+    backend_errors: dict[str, str] = field(default_factory=dict)
+    interrupted: bool = False
+
+    @property
+    def complete(self) -> bool:
+        """True when every accepted event reached every backend."""
+        return not self.dropped_events and not any(self.backend_lost.values())
+
+
+class _OnceReporter:
+    """Prints each distinct problem once to stderr (at most ``limit`` lines a run)."""
+
+    def __init__(self, write: Callable[[str], None], limit: int = 50) -> None:
+        self.write = write
+        self.seen: set[str] = set()
+        self.limit = limit
+        self.count = 0
+
+    def __call__(self, message: str) -> None:
+        self.count += 1
+        if message in self.seen or len(self.seen) >= self.limit:
+            return
+        self.seen.add(message)
+        with contextlib.suppress(Exception):
+            self.write(message)
+
+
+def _stderr_line(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+class Pump:
+    def __init__(
+        self,
+        buffer: EventBuffer,
+        state: State,
+        backends: Sequence[Backend],
+        display: Display,
+        *,
+        refresh_per_second: float = 4,
+        clock: Callable[[], float] = time.time,
+        tick: float = 0.05,
+        finish_timeout: float = 10.0,
+        flush_interval: float = 2.0,
+        stall_timeout: float = 10.0,
+        max_pending: int = 20_000,
+        report: Callable[[str], None] = _stderr_line,
+    ) -> None:
+        if refresh_per_second <= 0:
+            raise ValueError(f"refresh_per_second must be > 0, got {refresh_per_second!r}")
+        self.buffer = buffer
+        self.state = state
+        self.display = display
+        self.clock = clock
+        self.tick = min(tick, 1.0 / refresh_per_second)
+        self.min_frame_interval = 1.0 / refresh_per_second
+        self.finish_timeout = finish_timeout
+        self.report = _OnceReporter(report)
+        self.folder = Folder(state, self.report)
+        self.runners = [
+            BackendRunner(
+                b,
+                report=self.report,
+                flush_interval=flush_interval,
+                stall_timeout=stall_timeout,
+                max_pending=max_pending,
+            )
+            for b in backends
+        ]
+        self.frames = 0
+        self.last_frame: float | None = None
+        self.dirty = False
+        self.display_open = False
+        self.display_failed = False
+        self.summary = True
+        self.result = FinishReport()
+        self._stop: anyio.Event | None = None
+        self._stop_requested = False
+        self._finished = False
+        self.say: Callable[[str], None] = display.say
+
+    # -- folding (synchronous, on the pump's loop) -------------------------------------------
+    def _may_drain(self) -> bool:
+        return not any(r.holds_back() for r in self.runners)
+
+    def fold(self, events: Sequence[Event]) -> list[StepRecord]:
+        apply = self.folder.apply
+        records: list[StepRecord] = []
+        for e in events:
+            try:
+                rec = apply(e)
+            except Exception as exc:  # a bug or an exotic input: report, keep going
+                self.state.invalid_values += 1
+                self.report(f"aoff: could not process {e[0]!r} event: {type(exc).__name__}: {exc}")
+                continue
+            if rec is not None:
+                records.append(rec)
+        if events:
+            self.dirty = True
+        return records
+
+    async def drain_once(self, *, final: bool = False) -> int:
+        """Drain what is buffered now, fold it in slices, offer records to backends."""
+        total = 0
+        if self.buffer.trim():
+            self.state.dropped_events = self.buffer.dropped
+            self.dirty = True
+        while True:
+            if not final and not self._may_drain():
+                break
+            events = self.buffer.drain(FOLD_SLICE)
+            if not events:
+                break
+            total += len(events)
+            records = self.fold(events)
+            for r in self.runners:
+                r.offer(records)
+            if len(events) < FOLD_SLICE:
+                break
+            await anyio.lowlevel.checkpoint()
+        return total
+
+    # -- rendering --------------------------------------------------------------------------
+    def frame_due(self, now: float) -> bool:
+        if not self.dirty or not self.display_open or self.display_failed:
+            return False
+        return not (self.last_frame is not None and now - self.last_frame < self.min_frame_interval)
+
+    def _sync_problems(self) -> None:
+        for r in self.runners:
+            if r.status == "failed" and r.error:
+                self.state.backend_problems[r.name] = r.error
+            elif r.stalled():
+                self.state.backend_problems[r.name] = "stalled (write in progress)"
+            else:
+                self.state.backend_problems.pop(r.name, None)
+
+    async def _display_call(self, fn: Callable[..., None], *args: object, **kw: object) -> None:
+        try:
+            await anyio.to_thread.run_sync(lambda: fn(*args, **kw), abandon_on_cancel=True)
+        except Exception as exc:
+            self.display_failed = True
+            self.report(f"aoff: dashboard disabled after error: {type(exc).__name__}: {exc}")
+
+    async def maybe_render(self) -> None:
+        refresh_capture_mode()
+        self.state.dropped_events = self.buffer.dropped
+        now = self.clock()
+        if self.state.started and not self.display_open and not self.display_failed:
+            self.display_open = True
+            await self._display_call(self.display.open, self.state.snapshot(), now)
+        if self.frame_due(now):
+            self._sync_problems()
+            self.dirty = False
+            self.last_frame = now
+            self.frames += 1
+            await self._display_call(self.display.update, self.state.snapshot(), now)
+
+    # -- control (call on the pump's loop) ------------------------------------------------------
+    def request_stop(self, *, summary: bool = True) -> None:
+        self.summary = summary
+        self._stop_requested = True
+        if self._stop is not None:
+            self._stop.set()
+
+    async def flush(self) -> None:
+        """Deliver everything recorded so far to every healthy backend and flush it."""
+        while len(self.buffer):
+            await self.drain_once()
+            if len(self.buffer):
+                await anyio.sleep(0.001)
+        waits = [r.request_flush() for r in self.runners]
+        for w in waits:
+            await w.wait()
+
+    # -- the task ----------------------------------------------------------------------------
+    async def run(
+        self,
+        ctx: BackendContext,
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        self._stop = anyio.Event()
+        if self._stop_requested:
+            self._stop.set()
+        async with anyio.create_task_group() as runners_tg:
+            for r in self.runners:
+                runners_tg.start_soon(r.run, ctx)
+            task_status.started()
+            try:
+                while not self._stop_requested:
+                    with anyio.move_on_after(self.tick):
+                        await self._stop.wait()
+                    try:
+                        await self.drain_once()
+                        await self.maybe_render()
+                    except Exception as exc:  # pragma: no cover - defensive
+                        self.report(f"aoff: pump error: {type(exc).__name__}: {exc}")
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await self._final(runners_tg)
+
+    async def _final(self, runners_tg: anyio.abc.TaskGroup) -> None:
+        if self._finished:
+            return
+        self._finished = True
+        self.buffer.close()
+        await self.drain_once(final=True)
+        for r in self.runners:
+            r.close_input()
+        with anyio.move_on_after(self.finish_timeout):
+            for r in self.runners:
+                await r.done.wait()
+        for r in self.runners:
+            if not r.done.is_set():
+                r.abandon()
+                self.report(
+                    f"aoff: backend {r.name!r} did not finish within "
+                    f"{self.finish_timeout:g}s; {r.lost} records not written"
+                )
+        runners_tg.cancel_scope.cancel()
+        self.state.dropped_events = self.buffer.dropped
+        self._sync_problems()
+        res = self.result
+        res.dropped_events = self.state.dropped_events
+        res.invalid_values = self.state.invalid_values
+        res.steps = self.state.steps_logged
+        res.interrupted = self.state.interrupted
+        for r in self.runners:
+            res.backend_written[r.name] = r.written
+            res.backend_lost[r.name] = r.lost
+            if r.error:
+                res.backend_errors[r.name] = r.error
+        if not self.display_failed:  # a summary is printed even if start() never was
+            await self._display_call(
+                self.display.close, self.state.snapshot(), self.clock(), summary=self.summary
+            )
+        if res.dropped_events:
+            self.report(
+                f"aoff: {res.dropped_events:,} events were dropped because the buffer was full "
+                f"(capacity {self.buffer.capacity:,}, overflow={self.buffer.overflow!r})"
+            )
+        for name, lost in res.backend_lost.items():
+            if lost:
+                why = res.backend_errors.get(name, "")
+                self.report(f"aoff: backend {name!r}: {lost:,} records not written ({why})")

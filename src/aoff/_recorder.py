@@ -1,0 +1,238 @@
+"""The hot path: every public logging call, shared by the sync and async faces.
+
+Each call builds one tuple ``(kind, wall_time, *args)`` and hands it to the face's
+``put``; nothing else. Dict arguments are shallow-copied (``dict.copy`` is C code) so the
+training loop may reuse or mutate its dicts. Values are *not* converted here: floats,
+ints, bools and NumPy scalars are immutable, so the pump converts and validates them
+later (reporting, never raising, for anything that is not a number).
+
+The one thing that cannot wait is a PyTorch tensor: it is mutable and may live on a GPU.
+Once ``torch`` has been imported in the process (checked when a logger is built and on
+every pump tick), calls switch to the capturing path, which inspects each value and
+captures tensors at call time (see ``_capture.py``). Until then no call pays for it.
+
+The return value of every call is whatever the face's ``put`` returns: ``None`` for the
+sync face (fire-and-forget) and an awaitable for the async face, so the two faces share
+this code without a wrapper call on the hot path.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any, Generic, TypeVar
+
+from . import _events as ev
+from ._capture import capture_value
+
+R = TypeVar("R")
+
+_capture_on = False
+
+
+def refresh_capture_mode() -> bool:
+    """Turn tensor capture on once torch is imported (it is never turned off)."""
+    global _capture_on
+    if not _capture_on and "torch" in sys.modules:
+        _capture_on = True
+    return _capture_on
+
+
+def _copy_dict(d: object, where: str) -> dict[Any, Any]:
+    """Copy a dict-like argument; capture non-plain values when capture is on."""
+    if type(d) is dict:
+        c: dict[Any, Any] = d.copy()
+    elif isinstance(d, Mapping):
+        c = dict(d)
+    else:
+        raise TypeError(f"{where}: expected a dict or None, got {type(d).__name__}")
+    if _capture_on:
+        for k, v in c.items():
+            if type(v) is not float and type(v) is not int:
+                c[k] = capture_value(v, where, k)
+    return c
+
+
+def _value(v: object, where: str, name: str) -> Any:
+    if type(v) is float or type(v) is int or not _capture_on:
+        return v
+    return capture_value(v, where, name)
+
+
+class Recorder(Generic[R]):
+    """Hot-path methods. A face calls ``_init_recorder`` with its ``put`` and clock."""
+
+    _put: Callable[[ev.Event], R]
+    _clock: Callable[[], float]
+
+    def _init_recorder(self, put: Callable[[ev.Event], R], clock: Callable[[], float]) -> None:
+        self._put = put
+        self._clock = clock
+        refresh_capture_mode()
+
+    # -- the main event ------------------------------------------------------------------
+    def log_step(
+        self,
+        iteration: int,
+        metrics: Mapping[str, Any] | None = None,
+        reward: float | None = None,
+        reward_metrics: Mapping[str, Any] | None = None,
+        reward_components: Mapping[str, Any] | None = None,
+        train_time: float = 0.0,
+        wait_time: float = 0.0,
+        learner_incremental_h2d_time: float = 0.0,
+        weight_sync_time: float = 0.0,
+        extra_info: Mapping[str, Any] | None = None,
+    ) -> R:
+        """Record one learner iteration (times in seconds). Returns at once."""
+        if _capture_on:
+            return self._log_step_capturing(
+                iteration,
+                metrics,
+                reward,
+                reward_metrics,
+                reward_components,
+                train_time,
+                wait_time,
+                learner_incremental_h2d_time,
+                weight_sync_time,
+                extra_info,
+            )
+        return self._put(
+            (
+                ev.STEP,
+                self._clock(),
+                iteration,
+                None
+                if metrics is None
+                else (metrics.copy() if type(metrics) is dict else _copy_dict(metrics, "log_step")),
+                reward,
+                None if reward_metrics is None else _copy_dict(reward_metrics, "log_step"),
+                None
+                if reward_components is None
+                else (
+                    reward_components.copy()
+                    if type(reward_components) is dict
+                    else _copy_dict(reward_components, "log_step")
+                ),
+                train_time,
+                wait_time,
+                learner_incremental_h2d_time,
+                weight_sync_time,
+                None
+                if extra_info is None
+                else (extra_info.get("throughput_steps", 0) if extra_info else 0),
+            )
+        )
+
+    def _log_step_capturing(
+        self,
+        iteration: Any,
+        metrics: Any,
+        reward: Any,
+        reward_metrics: Any,
+        reward_components: Any,
+        train_time: Any,
+        wait_time: Any,
+        h2d: Any,
+        weight_sync: Any,
+        extra_info: Any,
+    ) -> R:
+        w = "log_step"
+        throughput = None
+        if extra_info is not None:
+            throughput = _value(
+                extra_info.get("throughput_steps", 0) if extra_info else 0,
+                w,
+                "extra_info['throughput_steps']",
+            )
+        return self._put(
+            (
+                ev.STEP,
+                self._clock(),
+                _value(iteration, w, "iteration"),
+                None if metrics is None else _copy_dict(metrics, "log_step(metrics)"),
+                None if reward is None else _value(reward, w, "reward"),
+                None
+                if reward_metrics is None
+                else _copy_dict(reward_metrics, "log_step(reward_metrics)"),
+                None
+                if reward_components is None
+                else _copy_dict(reward_components, "log_step(reward_components)"),
+                _value(train_time, w, "train_time"),
+                _value(wait_time, w, "wait_time"),
+                _value(h2d, w, "learner_incremental_h2d_time"),
+                _value(weight_sync, w, "weight_sync_time"),
+                throughput,
+            )
+        )
+
+    # -- collector side --------------------------------------------------------------------
+    def update_collector_timing(self, timing_ms: Mapping[str, Any]) -> R:
+        """Merge collector timings (milliseconds) by key; any key is accepted."""
+        if type(timing_ms) is dict and not _capture_on:
+            return self._put((ev.COLLECTOR_TIMING, self._clock(), timing_ms.copy()))
+        return self._put(
+            (ev.COLLECTOR_TIMING, self._clock(), _copy_dict(timing_ms, "update_collector_timing"))
+        )
+
+    def update_done_rates(self, timeout_rate: float, terminated_rate: float) -> R:
+        """Fractions 0..1 of episodes that ended by timeout / termination."""
+        if _capture_on:
+            timeout_rate = _value(timeout_rate, "update_done_rates", "timeout_rate")
+            terminated_rate = _value(terminated_rate, "update_done_rates", "terminated_rate")
+        return self._put((ev.DONE_RATES, self._clock(), timeout_rate, terminated_rate))
+
+    def log_collector(self, total_steps: int, buffer_size: int, mean_reward: float = 0.0) -> R:
+        """Total env steps, replay-buffer size; a non-zero ``mean_reward`` joins the history."""
+        if _capture_on:
+            total_steps = _value(total_steps, "log_collector", "total_steps")
+            buffer_size = _value(buffer_size, "log_collector", "buffer_size")
+            mean_reward = _value(mean_reward, "log_collector", "mean_reward")
+        return self._put((ev.COLLECTOR, self._clock(), total_steps, buffer_size, mean_reward))
+
+    def log_buffer_fill(self, current: int, target: int) -> R:
+        """Replay-buffer warm-up progress; sets the status line."""
+        if _capture_on:
+            current = _value(current, "log_buffer_fill", "current")
+            target = _value(target, "log_buffer_fill", "target")
+        return self._put((ev.BUFFER_FILL, self._clock(), current, target))
+
+    def update_buffer_utilization(self, utilization: float) -> R:
+        if _capture_on:
+            utilization = _value(utilization, "update_buffer_utilization", "utilization")
+        return self._put((ev.BUFFER_UTIL, self._clock(), utilization))
+
+    def update_staging_pool(self, current_len: int, max_size: int) -> R:
+        if _capture_on:
+            current_len = _value(current_len, "update_staging_pool", "current_len")
+            max_size = _value(max_size, "update_staging_pool", "max_size")
+        return self._put((ev.STAGING_POOL, self._clock(), current_len, max_size))
+
+    def update_replay_queue(self, current_len: int, max_size: int) -> R:
+        """Alias of :meth:`update_staging_pool` (the seed's older name)."""
+        return self.update_staging_pool(current_len, max_size)
+
+    def set_collection_sync(self, enabled: bool, env_steps_per_sync: int = 0) -> R:
+        return self._put((ev.COLLECTION_SYNC, self._clock(), enabled, env_steps_per_sync))
+
+    def update_ep_length(self, length: float) -> R:
+        """Mean episode length (shown and logged when > 0)."""
+        if _capture_on:
+            length = _value(length, "update_ep_length", "length")
+        return self._put((ev.EP_LENGTH, self._clock(), length))
+
+    # -- status --------------------------------------------------------------------------------
+    def log_status(self, status: str) -> R:
+        return self._put((ev.STATUS, self._clock(), status))
+
+    def log_save(self, path: str) -> R:
+        """Last checkpoint path (shown in the final summary)."""
+        return self._put((ev.SAVE, self._clock(), str(path)))
+
+    def start_training_timer(self) -> R:
+        """Restart the ETA clock now (call after warm-up so buffer filling is excluded)."""
+        return self._put((ev.TRAINING_TIMER, self._clock()))
+
+    def _start_event(self, status: str) -> R:
+        return self._put((ev.START, self._clock(), status))

@@ -1,0 +1,89 @@
+"""Public test helpers: an in-memory backend, a manual clock, a recording display.
+
+Use them to test code that logs through aoff without files, terminals or sleeping::
+
+    mem = MemoryBackend()
+    with OffPolicyLogger(log_backend="none", backends=[mem], display=RecordingDisplay()):
+        ...
+    assert mem.records[0].as_dict()["axis/iteration"] == 1.0
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+from ._backend import BackendContext
+from ._state import State, StepRecord
+
+__all__ = ["ManualClock", "MemoryBackend", "RecordingDisplay"]
+
+
+class MemoryBackend:
+    """Keeps every record it is given, in order; counts flushes and closes."""
+
+    def __init__(self, name: str = "memory") -> None:
+        self.name = name
+        self.records: list[StepRecord] = []
+        self.opened = 0
+        self.flushes = 0
+        self.closed = 0
+        self.context: BackendContext | None = None
+
+    async def open(self, ctx: BackendContext) -> None:
+        self.opened += 1
+        self.context = ctx
+
+    async def write(self, records: Sequence[StepRecord]) -> None:
+        self.records.extend(records)
+
+    async def flush(self) -> None:
+        self.flushes += 1
+
+    async def close(self) -> None:
+        self.closed += 1
+
+    def scalars(self) -> list[tuple[int, str, float]]:
+        """Every written scalar as ``(step, tag, value)``, in write order."""
+        return [(r.step, t, v) for r in self.records for t, v in r.scalars]
+
+
+class ManualClock:
+    """A clock that moves only when told to; pass it as ``clock=`` to a logger."""
+
+    def __init__(self, start: float = 1_000_000.0) -> None:
+        self._now = start
+        self._lock = threading.Lock()
+
+    def __call__(self) -> float:
+        return self._now
+
+    def advance(self, seconds: float) -> float:
+        with self._lock:
+            self._now += seconds
+            return self._now
+
+    def set(self, now: float) -> None:
+        self._now = now
+
+
+class RecordingDisplay:
+    """A display that keeps every frame (a state snapshot and its time) instead of drawing."""
+
+    def __init__(self) -> None:
+        self.frames: list[tuple[float, State]] = []
+        self.opened: list[float] = []
+        self.lines: list[str] = []
+        self.closed: list[tuple[float, State, bool]] = []
+
+    def open(self, state: State, now: float) -> None:
+        self.opened.append(now)
+
+    def update(self, state: State, now: float) -> None:
+        self.frames.append((now, state))
+
+    def say(self, markup: str) -> None:
+        self.lines.append(markup)
+
+    def close(self, state: State, now: float, *, summary: bool) -> None:
+        self.closed.append((now, state, summary))
