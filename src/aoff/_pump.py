@@ -276,10 +276,12 @@ class Pump:
             res.backend_lost[r.name] = r.lost
             if r.error:
                 res.backend_errors[r.name] = r.error
-        if not self.display_failed:  # a summary is printed even if start() never was
-            await self._display_call(
-                self.display.close, self.state.snapshot(), self.clock(), summary=self.summary
-            )
+        # always close: it restores the terminal even after a failed frame, and prints
+        # the summary even if start() was never called (as the seed did)
+        self.display_failed = False
+        await self._display_call(
+            self.display.close, self.state.snapshot(), self.clock(), summary=self.summary
+        )
         if res.dropped_events:
             self.report(
                 f"aoff: {res.dropped_events:,} events were dropped because the buffer was full "

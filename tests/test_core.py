@@ -1,0 +1,213 @@
+"""The core pipeline: seed-compatible records from both faces, ordering, no loss."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import warnings
+
+import anyio
+import pytest
+
+from aoff import AoffWarning, AsyncOffPolicyLogger, OffPolicyLogger
+from aoff.testing import ManualClock, MemoryBackend, RecordingDisplay
+
+from .seedcase import CALLS, EXPECTED, assert_records_equal, thread_call, thread_expected
+
+
+def make_sync(mem: MemoryBackend, **kw: object) -> OffPolicyLogger:
+    return OffPolicyLogger(
+        log_backend="none", backends=[mem], display=RecordingDisplay(), handle_sigterm=False, **kw
+    )
+
+
+def test_sync_face_writes_the_seed_records() -> None:
+    mem = MemoryBackend()
+    log = make_sync(mem)
+    log.start()
+    for name, args, kwargs in CALLS:
+        assert getattr(log, name)(*args, **kwargs) is None  # fire-and-forget
+    report = log.finish()
+    assert_records_equal(mem.records, EXPECTED)
+    assert report.steps == 3 and report.complete
+    assert mem.opened == 1 and mem.closed == 1
+
+
+@pytest.mark.anyio
+async def test_async_face_writes_the_seed_records() -> None:
+    mem = MemoryBackend()
+    async with AsyncOffPolicyLogger(
+        log_backend="none", backends=[mem], display=RecordingDisplay()
+    ) as log:
+        for name, args, kwargs in CALLS:
+            await getattr(log, name)(*args, **kwargs)
+    assert_records_equal(mem.records, EXPECTED)
+    assert mem.closed == 1
+
+
+@pytest.mark.anyio
+async def test_async_face_records_at_call_time_even_without_await() -> None:
+    mem = MemoryBackend()
+    async with AsyncOffPolicyLogger(
+        log_backend="none", backends=[mem], display=RecordingDisplay()
+    ) as log:
+        for name, args, kwargs in CALLS:
+            getattr(log, name)(*args, **kwargs)  # no await: still recorded, in order
+    assert_records_equal(mem.records, EXPECTED)
+
+
+def test_sync_face_from_four_threads_each_with_its_own_keys() -> None:
+    mem = MemoryBackend()
+    log = make_sync(mem)
+    n = 2_000
+
+    def worker(t: int) -> None:
+        for i in range(n):
+            thread_call(log, t, i)
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    log.finish()
+    assert len(mem.records) == 4 * n
+    for t in range(4):
+        mine = [r for r in mem.records if r.scalars[2][0] == f"train/t{t}_loss"]
+        assert_records_equal(mine, [thread_expected(t, i) for i in range(n)])
+
+
+def test_one_million_steps_from_four_threads_reach_the_backend_in_order() -> None:
+    """1,000,000 log_step calls, 4 threads; overflow='block' so producers wait, never drop."""
+    mem = MemoryBackend()
+    log = make_sync(mem, overflow="block", capacity=50_000)
+    per_thread = 250_000
+
+    def worker(t: int) -> None:
+        for i in range(per_thread):
+            log.log_step(t * 1_000_000 + i)
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    report = log.finish()
+    assert report.dropped_events == 0
+    assert len(mem.records) == 1_000_000
+    by_thread: list[list[int]] = [[], [], [], []]
+    for r in mem.records:
+        by_thread[r.iteration // 1_000_000].append(r.iteration % 1_000_000)
+    for seq in by_thread:
+        assert seq == list(range(per_thread))
+
+
+def test_finish_and_close_are_idempotent_and_later_calls_warn() -> None:
+    mem = MemoryBackend()
+    log = make_sync(mem)
+    log.log_step(1)
+    first = log.finish()
+    assert log.finish() is first and log.close() is first
+    with pytest.warns(AoffWarning, match=r"log_step\(\) called after finish"):
+        log.log_step(2)
+    assert len(mem.records) == 1 and mem.closed == 1
+
+
+def test_flush_delivers_everything_logged_so_far() -> None:
+    mem = MemoryBackend()
+    log = make_sync(mem)
+    for i in range(100):
+        log.log_step(i + 1)
+    log.flush()
+    assert len(mem.records) == 100 and mem.flushes >= 1
+    log.close()
+
+
+def test_context_manager_finishes_and_marks_exceptions_as_interrupted() -> None:
+    mem = MemoryBackend()
+    display = RecordingDisplay()
+    with pytest.raises(ValueError), OffPolicyLogger(
+        log_backend="none", backends=[mem], display=display, handle_sigterm=False
+    ) as log:
+        log.log_step(1)
+        raise ValueError("boom")
+    assert len(mem.records) == 1
+    (_, state, summary) = display.closed[0]
+    assert summary and state.interrupted and state.finished
+
+
+def test_wrong_twin_errors_name_the_right_one() -> None:
+    log = OffPolicyLogger(log_backend="no_print", handle_sigterm=False)
+    with pytest.raises(TypeError, match=r"with OffPolicyLogger"):
+        anyio.run(log.__aenter__)
+    log.close()
+    alog = AsyncOffPolicyLogger(log_backend="no_print")
+    with pytest.raises(TypeError, match=r"await log.aflush\(\)"):
+        alog.flush()
+    with pytest.raises(TypeError, match=r"await log.afinish\(\)"):
+        alog.finish()
+    with pytest.raises(TypeError, match=r"await log.aclose\(\)"):
+        alog.close()
+    with pytest.raises(TypeError, match=r"async with AsyncOffPolicyLogger"), alog:
+        pass
+
+
+@pytest.mark.anyio
+async def test_async_face_drains_on_cancellation() -> None:
+    mem = MemoryBackend()
+    with anyio.move_on_after(0.2):
+        async with AsyncOffPolicyLogger(
+            log_backend="none", backends=[mem], display=RecordingDisplay()
+        ) as log:
+            for i in range(10):
+                await log.log_step(i + 1)
+            await anyio.sleep(5)  # cancelled here
+    assert [r.iteration for r in mem.records] == list(range(1, 11))
+
+
+def test_display_refreshes_no_more_than_refresh_per_second() -> None:
+    clock = ManualClock()
+    display = RecordingDisplay()
+    mem = MemoryBackend()
+    log = OffPolicyLogger(
+        log_backend="none",
+        backends=[mem],
+        display=display,
+        clock=clock,
+        refresh_per_second=4,
+        handle_sigterm=False,
+    )
+    log.start()
+    for i in range(10_000):  # 10,000 steps over 1 s of clock time
+        log.log_step(i + 1)
+        clock.advance(1.0 / 10_000)
+        if i % 500 == 0:
+            log.flush()  # let the pump tick mid-run
+    log.finish()
+    times = [t for t, _ in display.frames]
+    assert 1 <= len(times) <= 4 + 2
+    assert all(b - a >= 0.25 for a, b in zip(times, times[1:], strict=False))
+
+
+def test_import_does_not_pull_in_wandb_or_torch() -> None:
+    code = "import sys, aoff; print('wandb' in sys.modules, 'torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
+
+
+def test_bad_constructor_arguments_are_rejected_clearly() -> None:
+    with pytest.raises(ValueError, match="overflow must be one of"):
+        OffPolicyLogger(log_backend="none", overflow="wait", handle_sigterm=False)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="refresh_per_second"):
+        OffPolicyLogger(log_backend="none", refresh_per_second=0, handle_sigterm=False)
+    with pytest.raises(ValueError, match="unknown backend 'csv'"):
+        OffPolicyLogger(log_backend="none", backends=("csv",), handle_sigterm=False)
+
+
+def test_warnings_filter_is_clean() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        log = make_sync(MemoryBackend())
+        log.log_step(1)
+        log.finish()
