@@ -1,0 +1,74 @@
+"""TFRecord framing, the container format of TensorBoard event files.
+
+Each record is ``u64 length (LE) | u32 masked CRC32C(length bytes) | data |
+u32 masked CRC32C(data)``. Readers (TensorBoard's ``EventFileLoader``) verify both
+checksums and stop cleanly at a truncated last record, which is what makes an event file
+that is only ever appended to safe to read while it is being written.
+
+Why a module of its own: framing is the only per-record work besides protobuf
+serialisation, so it must be cheap. The checksum comes from the native ``crc32c``
+package (~0.3 µs a record, against ~13 µs for TensorBoard's pure-Python fallback), and
+:func:`frame_many` joins a whole batch into one ``bytes`` object so that the caller pays
+one ``write`` system call per batch instead of one per record (:func:`write_all`).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable
+from typing import BinaryIO
+
+from crc32c import crc32c
+
+__all__ = ["frame", "frame_many", "masked_crc32c", "write_all"]
+
+_MASK_DELTA = 0xA282EAD8
+_U32 = 0xFFFFFFFF
+_pack_len = struct.Struct("<Q").pack
+_pack_u32 = struct.Struct("<I").pack
+
+
+def masked_crc32c(data: bytes) -> int:
+    """CRC32C of ``data``, rotated right by 15 bits and offset, as TFRecord stores it."""
+    c = crc32c(data)
+    return (((c >> 15) | (c << 17)) + _MASK_DELTA) & _U32
+
+
+def frame(data: bytes) -> bytes:
+    """One TFRecord: header, payload and footer as a single ``bytes`` object."""
+    return frame_many((data,))
+
+
+def frame_many(payloads: Iterable[bytes]) -> bytes:
+    """Frame every payload and concatenate the records, in order, into one buffer."""
+    parts: list[bytes] = []
+    append = parts.append
+    crc = crc32c
+    pack_len = _pack_len
+    pack_u32 = _pack_u32
+    for data in payloads:
+        header = pack_len(len(data))
+        c = crc(header)
+        d = crc(data)
+        append(header)
+        append(pack_u32((((c >> 15) | (c << 17)) + _MASK_DELTA) & _U32))
+        append(data)
+        append(pack_u32((((d >> 15) | (d << 17)) + _MASK_DELTA) & _U32))
+    return b"".join(parts)
+
+
+def write_all(f: BinaryIO, data: bytes) -> None:
+    """Write ``data`` to an unbuffered binary file, looping over short writes.
+
+    Unbuffered (``buffering=0``) files hand each ``write`` straight to the OS, so after
+    this returns the bytes survive a crash of this process (not of the machine: that
+    needs ``fsync``). A raw write may legally write fewer bytes than asked; loop.
+    """
+    view = memoryview(data)
+    total = len(view)
+    done = 0
+    while done < total:
+        n = f.write(view[done:])
+        if not n:  # None (non-blocking, would block) or 0: never for a regular file
+            raise OSError(f"short write: {done} of {total} bytes written")
+        done += n

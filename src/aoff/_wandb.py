@@ -1,0 +1,261 @@
+"""Weights & Biases backend, with the seed logger's run rules, off the event loop.
+
+Seed rules kept: if a run is already active (``wandb.run``) it is reused and never
+finished here; otherwise a run is created with ``name or f"{algo}_{env}"`` and the
+config ``{algo, env, num_envs, obs_dim, action_dim, max_iterations}`` (merged with the
+``config`` argument, whose keys win), ``dir`` when given, and entity/group/job_type/
+tags/notes only when given; that run is owned and finished at :meth:`close`. Each
+record is logged as ``run.log({"iteration": it, **scalars}, step=step)``.
+
+``reinit``: the seed passed ``reinit=True``, which wandb 0.19+ deprecates; its documented
+equivalent is ``"finish_previous"``, used here. (``"create_new"`` would leave
+``wandb.run`` unset, so a user's own ``wandb.log(...)`` calls next to the logger would
+fail, unlike with the seed.) A run is only created when ``wandb.run`` is None.
+
+Threads: ``wandb.log`` is not documented as thread-safe, so *every* wandb call (import,
+init, log, finish) runs on one dedicated thread owned by this backend. That thread is a
+daemon: a wandb call that hangs can be abandoned by the pump and can never keep the
+process from exiting (a ``ThreadPoolExecutor`` thread would be joined at exit). Results
+come back to the event loop through :func:`wait_future`, which wakes the loop directly
+(``call_soon_threadsafe`` on asyncio, the trio token on trio) instead of parking a second
+thread in ``Future.result()``.
+
+Console: runs created here get ``Settings(silent=True)`` so wandb's banner and
+summaries stay out of the dashboard; no environment variable is changed. ``import
+wandb`` (~0.5 s) happens lazily, in that thread, only when the backend opens; without
+the package the backend prints the seed's yellow ``wandb not installed`` and does nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import os
+import queue
+import sys
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+import anyio.to_thread
+from rich.markup import escape
+
+from ._backend import BackendContext
+from ._state import RunConfig, StepRecord
+
+__all__ = ["SerialWorker", "WandbBackend", "wait_future"]
+
+T = TypeVar("T")
+
+
+async def wait_future(fut: concurrent.futures.Future[T]) -> T:
+    """Await a ``concurrent.futures.Future`` on asyncio or trio without blocking the loop.
+
+    Cancelling the waiter abandons the wait only: the future is not cancelled, so work
+    already queued on the worker (e.g. ``run.finish()``) still happens.
+    """
+    if fut.done():
+        return fut.result()
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        loop = None
+    if loop is not None:
+        return await asyncio.shield(asyncio.wrap_future(fut, loop=loop))
+    trio: Any = sys.modules.get("trio")
+    token: Any = None
+    if trio is not None:
+        try:
+            token = trio.lowlevel.current_trio_token()
+        except RuntimeError:
+            token = None
+    if token is not None:
+        event = trio.Event()
+
+        def wake(_: object) -> None:
+            with contextlib.suppress(trio.RunFinishedError):
+                token.run_sync_soon(event.set)
+
+        fut.add_done_callback(wake)
+        await event.wait()
+        return fut.result()
+    # some other anyio backend: park a thread on the result instead
+    return await anyio.to_thread.run_sync(fut.result, abandon_on_cancel=True)
+
+
+_STOP = object()
+
+
+class SerialWorker:
+    """One daemon thread that runs submitted calls in order, returning futures."""
+
+    def __init__(self, name: str) -> None:
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+        self._stopped = False
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is _STOP:
+                return
+            fut, fn, args = item
+            if not fut.set_running_or_notify_cancel():
+                continue
+            try:
+                result = fn(*args)
+            except BaseException as exc:
+                fut.set_exception(exc)
+            else:
+                fut.set_result(result)
+
+    def submit(self, fn: Callable[..., T], *args: Any) -> concurrent.futures.Future[T]:
+        if self._stopped:
+            raise RuntimeError("worker stopped")
+        fut: concurrent.futures.Future[T] = concurrent.futures.Future()
+        self._queue.put((fut, fn, args))
+        return fut
+
+    def stop(self) -> None:
+        """Let the thread exit after the calls already submitted (does not wait)."""
+        if not self._stopped:
+            self._stopped = True
+            self._queue.put(_STOP)
+
+
+class _WandbMissing(Exception):
+    pass
+
+
+class WandbBackend:
+    """Logs each :class:`~aoff.StepRecord` to W&B with one ``run.log`` call."""
+
+    name = "wandb"
+
+    def __init__(
+        self,
+        *,
+        project: str,
+        entity: str | None = None,
+        name: str = "",
+        group: str | None = None,
+        job_type: str | None = None,
+        tags: Sequence[str] | None = None,
+        notes: str | None = None,
+        dir: str | os.PathLike[str] | None = None,
+        config: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.project = project
+        self.entity = entity
+        self.run_name = name
+        self.group = group
+        self.job_type = job_type
+        self.tags = list(tags) if tags is not None else None
+        self.notes = notes
+        self.dir = os.fspath(dir) if dir else None
+        self.config = dict(config) if config else {}
+        #: the wandb run records go to (created here or reused), once open
+        self.run: Any = None
+        #: True when this backend created the run and so finishes it at close
+        self.owns_run = False
+        self.disabled = False
+        self._worker: SerialWorker | None = None
+        self._closed = False
+
+    # -- on the wandb thread -----------------------------------------------------------
+    def _open_sync(self, cfg: RunConfig) -> tuple[Any, bool, str]:
+        try:
+            import wandb
+        except ImportError as exc:
+            raise _WandbMissing from exc
+        active = wandb.run
+        if active is not None:
+            return active, False, str(active.name)
+        run_name = self.run_name or f"{cfg.algo_name}_{cfg.env_name}"
+        run_config: dict[str, Any] = {
+            "algo": cfg.algo_name,
+            "env": cfg.env_name,
+            "num_envs": cfg.num_envs,
+            "obs_dim": cfg.obs_dim,
+            "action_dim": cfg.action_dim,
+            "max_iterations": cfg.max_iterations,
+        }
+        run_config.update(self.config)
+        kwargs: dict[str, Any] = {
+            "project": self.project,
+            "name": run_name,
+            "config": run_config,
+            "dir": self.dir,
+            "reinit": "finish_previous",
+            "settings": wandb.Settings(silent=True),
+        }
+        for key, value in (
+            ("entity", self.entity),
+            ("group", self.group),
+            ("job_type", self.job_type),
+            ("tags", self.tags),
+            ("notes", self.notes),
+        ):
+            if value is not None:
+                kwargs[key] = value
+        if self.dir:
+            os.makedirs(self.dir, exist_ok=True)
+        run = wandb.init(**kwargs)
+        return run, True, run_name
+
+    def _log_sync(self, records: Sequence[StepRecord]) -> None:
+        log = self.run.log
+        for rec in records:
+            row: dict[str, Any] = {"iteration": rec.iteration}
+            row.update(rec.scalars)
+            log(row, step=rec.step)
+
+    def _finish_sync(self) -> None:
+        self.run.finish()
+
+    # -- Backend protocol --------------------------------------------------------------
+    async def open(self, ctx: BackendContext) -> None:
+        if self._closed:
+            raise RuntimeError("W&B backend: open() after close()")
+        if self.run is not None or self.disabled:
+            return
+        if self._worker is None:
+            self._worker = SerialWorker("aoff-wandb")
+        try:
+            run, owned, run_name = await wait_future(
+                self._worker.submit(self._open_sync, ctx.config)
+            )
+        except _WandbMissing:
+            self.disabled = True
+            self._worker.stop()
+            self._worker = None
+            ctx.say("[yellow]wandb not installed[/]")
+            return
+        self.run, self.owns_run = run, owned
+        project = self.project if owned else str(getattr(run, "project", "") or self.project)
+        ctx.say(f"[dim]W&B logging to project: {escape(project)}, run: {escape(run_name)}[/]")
+
+    async def write(self, records: Sequence[StepRecord]) -> None:
+        if self.disabled or not records:
+            return
+        if self.run is None or self._worker is None:
+            raise RuntimeError("W&B backend: write() before open() or after close()")
+        await wait_future(self._worker.submit(self._log_sync, tuple(records)))
+
+    async def flush(self) -> None:
+        # Each write() returns only after its run.log calls ran; wandb itself streams
+        # them to its service process, and has no public flush.
+        return
+
+    async def close(self) -> None:
+        self._closed = True
+        worker, self._worker = self._worker, None
+        if worker is None:
+            return
+        try:
+            if self.run is not None and self.owns_run:
+                await wait_future(worker.submit(self._finish_sync))
+        finally:
+            worker.stop()

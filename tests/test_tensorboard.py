@@ -1,0 +1,419 @@
+"""The TensorBoard backend writes event files that TensorBoard itself reads back exactly.
+
+Read-back goes through TensorBoard's own ``EventAccumulator`` (and, in one test, the real
+``tensorboard`` server over loopback HTTP), never through aoff's code, so a framing,
+checksum or protobuf mistake fails here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import types
+import urllib.parse
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+
+import anyio
+import numpy as np
+import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+from tensorboard.compat.proto import event_pb2
+
+import aoff._tensorboard as tbmod
+from aoff._backend import Backend, BackendContext
+from aoff._state import StepRecord
+from aoff._tensorboard import TensorBoardBackend, encode_records
+from aoff._tfrecord import frame_many, masked_crc32c
+
+TAGS = tuple(
+    [
+        "axis/iteration",
+        "axis/env_steps_total",
+        *(f"train/metric_{i}" for i in range(10)),
+        *(f"reward/part_{i}" for i in range(8)),
+        *(f"timing/t_{i}" for i in range(10)),
+    ]
+)
+assert len(TAGS) == 30
+
+
+def value(step: int, j: int) -> float:
+    """Deterministic values spanning magnitudes and signs (not only small integers)."""
+    return math.sin(step * 0.013 + j) * 10.0 ** ((j % 7) - 3) + (step if j == 1 else 0)
+
+
+def make_records(n: int, start: int = 0, tags: Sequence[str] = TAGS) -> list[StepRecord]:
+    return [
+        StepRecord(
+            step=s,
+            iteration=s,
+            wall_time=1_700_000_000.0 + s * 0.001,
+            scalars=tuple((t, value(s, j)) for j, t in enumerate(tags)),
+        )
+        for s in range(start, start + n)
+    ]
+
+
+class Said:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def __call__(self, line: str) -> None:
+        self.lines.append(line)
+
+
+def read_bytes(path: str) -> bytes:
+    return Path(path).read_bytes()
+
+
+def truncated_copy(src: str, dst: Path, cut: int) -> None:
+    """Copy ``src`` to ``dst`` and drop its last ``cut`` bytes, as a crash would."""
+    dst.parent.mkdir(parents=True)
+    shutil.copyfile(src, dst)
+    os.truncate(dst, os.path.getsize(dst) - cut)
+
+
+def load(path: str | os.PathLike[str]) -> EventAccumulator:
+    acc = EventAccumulator(os.fspath(path), size_guidance={"scalars": 0})
+    acc.Reload()
+    return acc
+
+
+async def write_all(backend: TensorBoardBackend, records: list[StepRecord], batch: int) -> None:
+    for i in range(0, len(records), batch):
+        await backend.write(records[i : i + batch])
+
+
+def check_roundtrip(path: str, n: int) -> None:
+    acc = load(path)
+    assert set(acc.Tags()["scalars"]) == set(TAGS)
+    steps_expected = np.arange(n)
+    for j, tag in enumerate(TAGS):
+        events = acc.Scalars(tag)
+        steps = np.fromiter((e.step for e in events), dtype=np.int64, count=len(events))
+        assert np.array_equal(steps, steps_expected), tag
+        got = np.fromiter((e.value for e in events), dtype=np.float32, count=len(events))
+        want = np.array([value(s, j) for s in range(n)], dtype=np.float32)
+        assert np.array_equal(got, want), tag
+        walls = np.fromiter((e.wall_time for e in events), dtype=np.float64, count=len(events))
+        assert np.all(np.diff(walls) >= 0), tag
+        assert walls[0] == pytest.approx(1_700_000_000.0)
+
+
+# -- framing ---------------------------------------------------------------------------
+def test_masked_crc_known_value() -> None:
+    # CRC32C("123456789") = 0xE3069283 (RFC 3720 check value), then TFRecord's mask
+    c = 0xE3069283
+    assert masked_crc32c(b"123456789") == (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def test_framing_matches_tensorboard_reader() -> None:
+    from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c as tb_crc
+
+    for payload in (b"", b"x", b"hello world" * 100):
+        framed = frame_many([payload])
+        header = framed[:8]
+        assert int.from_bytes(header, "little") == len(payload)
+        assert int.from_bytes(framed[8:12], "little") == tb_crc(header)
+        assert framed[12 : 12 + len(payload)] == payload
+        assert int.from_bytes(framed[-4:], "little") == tb_crc(payload)
+
+
+def test_encode_records_is_protobuf_event() -> None:
+    recs = make_records(3)
+    data = encode_records(event_pb2.Event, recs)
+    pos = 0
+    for rec in recs:
+        n = int.from_bytes(data[pos : pos + 8], "little")
+        ev = event_pb2.Event.FromString(data[pos + 12 : pos + 12 + n])
+        pos += 16 + n
+        assert ev.step == rec.step and ev.wall_time == rec.wall_time
+        assert [(v.tag, v.simple_value) for v in ev.summary.value] == [
+            (t, float(np.float32(x))) for t, x in rec.scalars
+        ]
+    assert pos == len(data)
+
+
+# -- the backend -----------------------------------------------------------------------
+def test_is_a_backend(tmp_path: Path) -> None:
+    assert isinstance(TensorBoardBackend(tmp_path), Backend)
+    assert TensorBoardBackend(tmp_path).name == "tensorboard"
+    with pytest.raises(ValueError):
+        TensorBoardBackend(tmp_path, flush_secs=0)
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # asyncio only: ~1 min on 2 cores
+async def test_100k_steps_30_tags_roundtrip(tmp_path: Path) -> None:
+    """The full-size stress run (asyncio only; the trio run below uses 5,000 steps)."""
+    n = 100_000
+    records = make_records(n)
+    backend = TensorBoardBackend(tmp_path / "tb")
+    said = Said()
+    await backend.open(BackendContext(say=said))
+    await write_all(backend, records, 1000)
+    await backend.flush()
+    await backend.close()
+    assert said.lines == [f"[dim]TensorBoard logging to: {tmp_path / 'tb'}[/]"]
+    assert backend.path is not None
+    assert os.listdir(tmp_path / "tb") == [os.path.basename(backend.path)]
+    check_roundtrip(backend.path, n)
+
+
+@pytest.mark.anyio
+async def test_roundtrip_on_each_event_loop(tmp_path: Path) -> None:
+    n = 5_000
+    backend = TensorBoardBackend(tmp_path)
+    await backend.open(BackendContext())
+    await write_all(backend, make_records(n), 700)  # uneven batches, one short at the end
+    await backend.close()
+    assert backend.path is not None
+    check_roundtrip(backend.path, n)
+
+
+@pytest.mark.anyio
+async def test_file_name_and_first_event(tmp_path: Path) -> None:
+    before = int(time.time())
+    backend = TensorBoardBackend(tmp_path / "a" / "b", filename_suffix=".aoff")
+    await backend.open(BackendContext())
+    await backend.close()
+    assert backend.path is not None
+    name = os.path.basename(backend.path)
+    assert os.path.dirname(backend.path) == str(tmp_path / "a" / "b")
+    m = re.fullmatch(r"events\.out\.tfevents\.(\d{10})\.(.+)", name)
+    assert m is not None, name
+    assert before <= int(m.group(1)) <= int(time.time())
+    assert m.group(2) == f"{socket.gethostname()}.{os.getpid()}.0.aoff"
+    data = read_bytes(backend.path)
+    n = int.from_bytes(data[:8], "little")
+    first = event_pb2.Event.FromString(data[12 : 12 + n])
+    assert first.file_version == "brain.Event:2"
+    assert first.wall_time > 0
+    assert len(data) == 16 + n  # nothing else: no records were written
+
+
+@pytest.mark.anyio
+async def test_non_finite_values_roundtrip(tmp_path: Path) -> None:
+    specials = [
+        ("x/nan", math.nan),
+        ("x/inf", math.inf),
+        ("x/ninf", -math.inf),
+        ("x/big", 1e300),  # beyond float32: stored as +inf, like SummaryWriter
+        ("x/negzero", -0.0),
+        ("x/tiny", 1e-30),
+    ]
+    recs = [StepRecord(s, s, 100.0 + s, tuple(specials)) for s in range(3)]
+    backend = TensorBoardBackend(tmp_path)
+    await backend.open(BackendContext())
+    await backend.write(recs)
+    await backend.close()
+    assert backend.path is not None
+    acc = load(backend.path)
+    got = {tag: [e.value for e in acc.Scalars(tag)] for tag, _ in specials}
+    assert all(math.isnan(v) for v in got["x/nan"])
+    assert got["x/inf"] == [math.inf] * 3
+    assert got["x/ninf"] == [-math.inf] * 3
+    assert got["x/big"] == [math.inf] * 3
+    assert got["x/negzero"] == [0.0] * 3 and math.copysign(1, got["x/negzero"][0]) == -1
+    assert got["x/tiny"] == [float(np.float32(1e-30))] * 3
+
+
+@pytest.mark.anyio
+async def test_repeated_tag_is_written_twice(tmp_path: Path) -> None:
+    backend = TensorBoardBackend(tmp_path)
+    await backend.open(BackendContext())
+    await backend.write([StepRecord(1, 1, 5.0, (("a/x", 1.0), ("a/x", 2.0)))])
+    await backend.close()
+    assert backend.path is not None
+    data = read_bytes(backend.path)
+    first_len = int.from_bytes(data[:8], "little")
+    pos = 16 + first_len
+    n = int.from_bytes(data[pos : pos + 8], "little")
+    ev = event_pb2.Event.FromString(data[pos + 12 : pos + 12 + n])
+    assert [(v.tag, v.simple_value) for v in ev.summary.value] == [("a/x", 1.0), ("a/x", 2.0)]
+
+
+@pytest.mark.anyio
+async def test_two_backends_same_second_never_clobber(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    frozen = types.SimpleNamespace(time=lambda: 1_700_000_000.25)
+    monkeypatch.setattr(tbmod, "time", frozen)
+    base = f"events.out.tfevents.1700000000.{socket.gethostname()}.{os.getpid()}"
+    (tmp_path / f"{base}.0").write_bytes(b"someone else's file")
+
+    a, b = TensorBoardBackend(tmp_path), TensorBoardBackend(tmp_path)
+    await a.open(BackendContext())
+    await b.open(BackendContext())
+    await a.write(make_records(10))
+    await b.write(make_records(20, start=100))
+    await a.close()
+    await b.close()
+
+    assert (tmp_path / f"{base}.0").read_bytes() == b"someone else's file"
+    assert a.path == str(tmp_path / f"{base}.1")
+    assert b.path == str(tmp_path / f"{base}.2")
+    assert [e.step for e in load(a.path).Scalars("axis/iteration")] == list(range(10))
+    assert [e.step for e in load(b.path).Scalars("axis/iteration")] == list(range(100, 120))
+
+
+@pytest.mark.anyio
+async def test_truncated_last_record_keeps_earlier_ones(tmp_path: Path) -> None:
+    n = 200
+    records = make_records(n)
+    backend = TensorBoardBackend(tmp_path / "run")
+    await backend.open(BackendContext())
+    await write_all(backend, records, 64)
+    await backend.close()
+    assert backend.path is not None
+
+    last_len = len(encode_records(event_pb2.Event, records[-1:]))
+    copy = tmp_path / "copy" / os.path.basename(backend.path)
+    truncated_copy(backend.path, copy, cut=last_len - 12 - (last_len - 16) // 2)  # mid-payload
+
+    acc = load(copy)
+    for j, tag in enumerate(TAGS):
+        events = acc.Scalars(tag)
+        assert [e.step for e in events] == list(range(n - 1)), tag
+        assert [e.value for e in events] == [float(np.float32(value(s, j))) for s in range(n - 1)]
+
+
+@pytest.mark.anyio
+async def test_writes_reach_the_os_without_flush(tmp_path: Path) -> None:
+    """Durable without flush(): another reader sees each batch as soon as write returns."""
+    backend = TensorBoardBackend(tmp_path, flush_secs=60)
+    await backend.open(BackendContext())
+    await backend.write(make_records(5))
+    assert backend.path is not None
+    assert len(load(backend.path).Scalars("axis/iteration")) == 5
+    await backend.write(make_records(5, start=5))
+    assert len(load(backend.path).Scalars("axis/iteration")) == 10
+    await backend.close()
+
+
+@pytest.mark.anyio
+async def test_close_without_open_and_twice(tmp_path: Path) -> None:
+    backend = TensorBoardBackend(tmp_path / "never")
+    await backend.close()
+    await backend.close()
+    assert not (tmp_path / "never").exists()
+    with pytest.raises(RuntimeError):
+        await backend.write(make_records(1))
+
+
+@pytest.mark.anyio
+async def test_write_after_close_raises(tmp_path: Path) -> None:
+    backend = TensorBoardBackend(tmp_path)
+    await backend.open(BackendContext())
+    await backend.close()
+    with pytest.raises(RuntimeError):
+        await backend.write(make_records(1))
+
+
+@pytest.mark.anyio
+async def test_missing_tensorboard_is_a_noop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "tensorboard.compat.proto", None)
+    said = Said()
+    backend = TensorBoardBackend(tmp_path / "tb")
+    await backend.open(BackendContext(say=said))
+    await backend.write(make_records(3))
+    await backend.flush()
+    await backend.close()
+    assert said.lines == ["[yellow]tensorboard not installed[/]"]
+    assert backend.disabled
+    assert not (tmp_path / "tb").exists()
+
+
+# -- the real TensorBoard server -------------------------------------------------------
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+_opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback only
+
+
+def _get_json(url: str) -> object:
+    with _opener.open(url, timeout=5) as resp:
+        return json.loads(resp.read().decode("utf-8"))
+
+
+def test_real_tensorboard_server_shows_the_scalars(tmp_path: Path) -> None:
+    n = 300
+    logdir = tmp_path / "logs"
+
+    async def produce() -> None:
+        backend = TensorBoardBackend(logdir)
+        await backend.open(BackendContext())
+        await write_all(backend, make_records(n), 100)
+        await backend.close()
+
+    anyio.run(produce)
+
+    port = _free_port()
+    cmd = [
+        sys.executable,
+        "-m",
+        "tensorboard.main",
+        "--logdir",
+        str(logdir),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--load_fast=false",
+        "--reload_interval",
+        "1",
+    ]
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+    )
+    base = f"http://127.0.0.1:{port}/data/plugin/scalars"
+    tag = "train/metric_3"
+    points: object = None
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+                pytest.fail(f"tensorboard exited with {proc.returncode}: {err[-2000:]}")
+            try:
+                tags = _get_json(f"{base}/tags")
+                if isinstance(tags, dict) and tag in tags.get(".", {}):
+                    query = urllib.parse.urlencode({"run": ".", "tag": tag})
+                    points = _get_json(f"{base}/scalars?{query}")
+                    if isinstance(points, list) and len(points) == n:
+                        break
+            except OSError:
+                pass
+            time.sleep(0.5)
+        else:
+            pytest.fail(f"tensorboard did not serve {n} points of {tag} in time: {points!r:.200}")
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+        if proc.stderr:
+            proc.stderr.close()
+
+    assert isinstance(points, list)
+    assert isinstance(tags, dict) and set(tags["."]) == set(TAGS)
+    j = TAGS.index(tag)
+    assert [p[1] for p in points] == list(range(n))
+    assert [p[2] for p in points] == [float(np.float32(value(s, j))) for s in range(n)]

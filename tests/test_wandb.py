@@ -1,0 +1,221 @@
+"""The W&B backend against real wandb in offline mode (no mocks, no network).
+
+What was logged is read back from the offline ``run-*.wandb`` file with
+:mod:`aoff._wandb_reader`, which parses wandb's own protobuf records.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aoff._backend import Backend, BackendContext
+from aoff._state import RunConfig, StepRecord
+from aoff._wandb import WandbBackend
+from aoff._wandb_reader import iter_records, read_history
+
+wandb = pytest.importorskip("wandb")
+
+TAGS = ["axis/iteration", "axis/env_steps_total", *(f"train/m{j}" for j in range(28))]
+
+
+def val(step: int, j: int) -> float:
+    return math.cos(step * 0.01 + j) * (j + 1)
+
+
+def make_records(n: int, start: int = 0) -> list[StepRecord]:
+    return [
+        StepRecord(s * 4, s, 1000.0 + s, tuple((t, val(s, j)) for j, t in enumerate(TAGS)))
+        for s in range(start, start + n)
+    ]
+
+
+@pytest.fixture
+def wandb_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    d = tmp_path / "wb"
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_DIR", str(d))
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    yield d
+    if wandb.run is not None:  # never leak a run into the next test
+        wandb.run.finish()
+
+
+def run_file(root: Path) -> Path:
+    files = sorted(root.rglob("offline-run-*/run-*.wandb"))
+    assert len(files) == 1, files
+    return files[0]
+
+
+@pytest.mark.anyio
+async def test_offline_run_1000_steps(wandb_dir: Path) -> None:
+    backend = WandbBackend(project="aoff-test", dir=wandb_dir, tags=["t1"], config={"lr": 3e-4})
+    assert isinstance(backend, Backend) and backend.name == "wandb"
+    said: list[str] = []
+    cfg = RunConfig(algo_name="SAC", env_name="Pendulum-v1", num_envs=8, obs_dim=3, action_dim=1)
+    await backend.open(BackendContext(config=cfg, say=said.append))
+    assert said == ["[dim]W&B logging to project: aoff-test, run: SAC_Pendulum-v1[/]"]
+    assert backend.owns_run
+    assert wandb.run is backend.run  # like the seed's reinit=True: the global run is set
+
+    records = make_records(1000)
+    for i in range(0, 1000, 100):
+        await backend.write(records[i : i + 100])
+        await backend.flush()
+    await backend.close()
+    assert wandb.run is None  # the backend created the run, so it finished it
+
+    path = run_file(wandb_dir)
+    rows = read_history(path)
+    assert len(rows) == 1000
+    assert [r["_step"] for r in rows] == [s * 4 for s in range(1000)]
+    last = rows[-1]
+    assert last["iteration"] == 999
+    for j, tag in enumerate(TAGS):
+        assert last[tag] == pytest.approx(val(999, j), rel=1e-12, abs=1e-12), tag
+    assert rows[500]["train/m5"] == pytest.approx(val(500, 7), rel=1e-12)
+
+    run_records = [r.run for r in iter_records(path) if r.WhichOneof("record_type") == "run"]
+    assert run_records and run_records[0].display_name == "SAC_Pendulum-v1"
+    assert list(run_records[0].tags) == ["t1"]
+    config = {
+        item.key: json.loads(item.value_json)
+        for item in run_records[0].config.update
+        if item.key != "_wandb"
+    }
+    assert {k: (v["value"] if isinstance(v, dict) else v) for k, v in config.items()} == {
+        "algo": "SAC",
+        "env": "Pendulum-v1",
+        "num_envs": 8,
+        "obs_dim": 3,
+        "action_dim": 1,
+        "max_iterations": 1500,
+        "lr": 3e-4,
+    }
+
+
+@pytest.mark.anyio
+async def test_active_run_is_reused_and_not_finished(wandb_dir: Path) -> None:
+    user_run = wandb.init(project="users-own", name="mine", dir=str(wandb_dir))
+    try:
+        backend = WandbBackend(project="ignored", name="ignored")
+        said: list[str] = []
+        await backend.open(BackendContext(say=said.append))
+        assert backend.run is user_run and not backend.owns_run
+        assert said == ["[dim]W&B logging to project: users-own, run: mine[/]"]
+        await backend.write(make_records(10))
+        await backend.close()
+        assert wandb.run is user_run  # still active: not ours to finish
+        user_run.log({"user/extra": 1.0}, step=100)
+    finally:
+        user_run.finish()
+    rows = read_history(run_file(wandb_dir))
+    assert [r["_step"] for r in rows] == [*(s * 4 for s in range(10)), 100]
+    assert rows[-1]["user/extra"] == 1.0
+    assert rows[3]["train/m0"] == pytest.approx(val(3, 2), rel=1e-12)
+
+
+@pytest.mark.anyio
+async def test_all_wandb_calls_on_one_thread(
+    wandb_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: set[str] = set()
+    real_init = wandb.init
+
+    def spy_init(*args: Any, **kwargs: Any) -> Any:
+        seen.add(threading.current_thread().name)
+        run = real_init(*args, **kwargs)
+        real_log, real_finish = run.log, run.finish
+
+        def log(*a: Any, **k: Any) -> Any:
+            seen.add(threading.current_thread().name)
+            return real_log(*a, **k)
+
+        def finish(*a: Any, **k: Any) -> Any:
+            seen.add(threading.current_thread().name)
+            return real_finish(*a, **k)
+
+        monkeypatch.setattr(run, "log", log)
+        monkeypatch.setattr(run, "finish", finish)
+        return run
+
+    monkeypatch.setattr(wandb, "init", spy_init)
+    backend = WandbBackend(project="aoff-test", dir=wandb_dir)
+    await backend.open(BackendContext())
+    await backend.write(make_records(5))
+    await backend.write(make_records(5, start=5))
+    await backend.close()
+    assert seen == {"aoff-wandb"}
+    assert len(read_history(run_file(wandb_dir))) == 10
+
+
+@pytest.mark.anyio
+async def test_missing_wandb_is_a_noop(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "wandb", None)  # what an absent package looks like
+    said: list[str] = []
+    backend = WandbBackend(project="p")
+    await backend.open(BackendContext(say=said.append))
+    await backend.write(make_records(3))
+    await backend.flush()
+    await backend.close()
+    assert said == ["[yellow]wandb not installed[/]"]
+    assert backend.disabled and backend.run is None
+
+
+@pytest.mark.anyio
+async def test_close_without_open() -> None:
+    backend = WandbBackend(project="p")
+    await backend.close()
+    await backend.close()
+    with pytest.raises(RuntimeError):
+        await backend.write(make_records(1))
+
+
+@pytest.mark.anyio
+async def test_waiting_on_the_worker_never_blocks_the_loop() -> None:
+    """A hung wandb call can be abandoned; the call itself still runs to completion."""
+    import anyio
+
+    from aoff._wandb import SerialWorker, wait_future
+
+    worker = SerialWorker("aoff-test-worker")
+    release = threading.Event()
+    done: list[str] = []
+
+    def slow() -> str:
+        release.wait(10)
+        done.append("slow")
+        return "slow"
+
+    ticks = 0
+    with anyio.move_on_after(0.3) as scope:
+        fut = worker.submit(slow)
+        async with anyio.create_task_group() as tg:
+
+            async def tick() -> None:
+                nonlocal ticks
+                while True:
+                    ticks += 1
+                    await anyio.sleep(0.01)
+
+            tg.start_soon(tick)
+            await wait_future(fut)
+    assert scope.cancelled_caught and ticks >= 5  # the loop kept running meanwhile
+    assert not fut.cancelled()  # abandoned, not cancelled: queued work is not lost
+    nxt = worker.submit(lambda: "next")
+    release.set()
+    assert await wait_future(nxt) == "next"  # in order: slow ran first
+    assert done == ["slow"] and fut.result() == "slow"
+    worker.stop()
+
+    failing = SerialWorker("aoff-test-worker-2")
+    with pytest.raises(ZeroDivisionError):
+        await wait_future(failing.submit(lambda: 1 / 0))
+    failing.stop()
