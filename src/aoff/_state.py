@@ -124,6 +124,8 @@ class BadValue(TypeError):
 
 
 _FLOAT = float
+_FLOAT_ONLY = frozenset((float,))
+_STR_ONLY = frozenset((str,))
 
 
 def to_float(where: str, key: object, value: object) -> float:
@@ -165,11 +167,15 @@ class Folder:
     kill the pump or change other records.
     """
 
-    __slots__ = ("report", "state")
+    __slots__ = ("_collector_tags", "_metric_tags", "_reward_tags", "report", "state")
 
     def __init__(self, state: State, report: Reporter = _ignore) -> None:
         self.state = state
         self.report = report
+        # tag spelling is pure, so it is cached per key (the fold handles ~30 keys a step)
+        self._metric_tags: dict[str, str] = {}
+        self._reward_tags: dict[str, str] = {}
+        self._collector_tags: dict[str, str] = {}
 
     # -- helpers ---------------------------------------------------------------------
     def _num(self, where: str, key: object, value: object, default: float = 0.0) -> float:
@@ -191,6 +197,12 @@ class Folder:
             self.state.invalid_values += 1
             self.report(f"{where}: expected a dict, got {type(values).__name__}; ignored")
             return out
+        if (
+            type(values) is dict
+            and _FLOAT_ONLY.issuperset(map(type, values.values()))
+            and _STR_ONLY.issuperset(map(type, values))
+        ):
+            return values  # the common case: the recorder's own copy, already clean
         for k, v in values.items():
             if type(k) is not str:
                 self.state.invalid_values += 1
@@ -318,24 +330,43 @@ class Folder:
             ("axis/iteration", float(iteration)),
             ("axis/env_steps_total", float(step)),
         ]
-        for k, v in metrics.items():
-            out.append((metric_tag(k), v))  # type: ignore[arg-type]
+        if metrics:
+            mt = self._metric_tags
+            out.extend(
+                [(mt.get(k) or mt.setdefault(k, metric_tag(k)), v) for k, v in metrics.items()]
+            )
         if reward is not None:
             out.append(("reward/mean", reward))
-        for k, v in reward_metrics.items():
-            out.append((reward_tag(k), v))
-        for k, v in components.items():
-            out.append((reward_tag(k), v))
+        rt = self._reward_tags
+        if reward_metrics:
+            out.extend(
+                [
+                    (rt.get(k) or rt.setdefault(k, reward_tag(k)), v)
+                    for k, v in reward_metrics.items()
+                ]
+            )
+        if components:
+            out.extend(
+                [(rt.get(k) or rt.setdefault(k, reward_tag(k)), v) for k, v in components.items()]
+            )
         if s.ep_length > 0:
             out.append(("episode/length", s.ep_length))
-        out.append(("episode/timeout_rate", s.timeout_rate))
-        out.append(("episode/terminated_rate", s.terminated_rate))
-        out.append(("timing/learner_wait_ms", s.wait_time * 1000))
-        out.append(("timing/learner_incremental_h2d_ms", s.h2d_time * 1000))
-        out.append(("timing/learner_train_ms", s.train_time * 1000))
-        out.append(("timing/learner_weight_sync_ms", s.weight_sync_time * 1000))
-        for k, v in s.collector_timing.items():
-            out.append(("timing/collector_" + k, v))
+        out += (
+            ("episode/timeout_rate", s.timeout_rate),
+            ("episode/terminated_rate", s.terminated_rate),
+            ("timing/learner_wait_ms", s.wait_time * 1000),
+            ("timing/learner_incremental_h2d_ms", s.h2d_time * 1000),
+            ("timing/learner_train_ms", s.train_time * 1000),
+            ("timing/learner_weight_sync_ms", s.weight_sync_time * 1000),
+        )
+        if s.collector_timing:
+            ct = self._collector_tags
+            out.extend(
+                [
+                    (ct.get(k) or ct.setdefault(k, "timing/collector_" + k), v)
+                    for k, v in s.collector_timing.items()
+                ]
+            )
         sps = s.steps_per_sec()
         if sps is not None:
             out.append(("perf/steps_per_sec", sps))
