@@ -15,11 +15,12 @@ emit the invalid tokens ``NaN``/``Infinity``. So a NaN is written as the string
 with ``float(value)``, which accepts those three strings.
 
 The file is opened for appending (an existing file is never truncated; a resumed run
-adds to it) and parent folders are created. Encoding and writing a batch happen
-together in one worker thread (``anyio.to_thread.run_sync(..., abandon_on_cancel=True)``),
-one ``write`` system call per batch on an unbuffered file: encoding 1,000 records
-takes milliseconds, too long a slice for the training loop's event loop. aiofiles is not
-used because it needs an asyncio loop and the pump may run on trio.
+adds to it) and parent folders are created. I/O goes through an async file object:
+aiofiles on asyncio, and anyio's thread-backed ``anyio.open_file`` on trio (aiofiles is
+built on asyncio's executor and has no trio support). A batch is encoded in a worker
+thread when it is large (encoding 1,000 records takes milliseconds, too long a slice for
+the training loop's event loop), then written with one ``write`` call; ``flush()`` (every
+``flush_secs`` and at the end) pushes it to the OS.
 """
 
 from __future__ import annotations
@@ -27,16 +28,19 @@ from __future__ import annotations
 import json
 import math
 import os
-import threading
 from collections.abc import Sequence
-from typing import BinaryIO
+from typing import Any
 
+import anyio
 import anyio.to_thread
+import sniffio
 from rich.markup import escape
 
 from ._backend import BackendContext
 from ._state import StepRecord
-from ._tfrecord import write_all
+
+#: batches at least this long are encoded in a worker thread
+ENCODE_IN_THREAD = 64
 
 __all__ = ["JsonlBackend", "encode_lines"]
 
@@ -79,37 +83,23 @@ class JsonlBackend:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.fspath(path)
-        self._file: BinaryIO | None = None
+        self._file: Any = None  # an aiofiles or anyio async file
         self._closed = False
-        # taken only in worker threads: orders an abandoned write against later calls
-        self._lock = threading.Lock()
-
-    def _open_sync(self) -> None:
-        parent = os.path.dirname(os.path.abspath(self.path))
-        os.makedirs(parent, exist_ok=True)
-        with self._lock:
-            if self._closed or self._file is not None:
-                return
-            self._file = open(self.path, "ab", buffering=0)  # noqa: SIM115 - until close()
-
-    def _write_sync(self, records: Sequence[StepRecord]) -> None:
-        data = encode_lines(records)
-        with self._lock:
-            f = self._file
-            if f is None:
-                raise RuntimeError("JSONL backend: file is closed")
-            write_all(f, data)
-
-    def _close_sync(self) -> None:
-        with self._lock:
-            f, self._file = self._file, None
-            if f is not None:
-                f.close()
 
     async def open(self, ctx: BackendContext) -> None:
         if self._closed:
             raise RuntimeError("JSONL backend: open() after close()")
-        await anyio.to_thread.run_sync(self._open_sync, abandon_on_cancel=True)
+        path = self.path
+        await anyio.to_thread.run_sync(
+            lambda: os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True),
+            abandon_on_cancel=True,
+        )
+        if sniffio.current_async_library() == "asyncio":
+            import aiofiles
+
+            self._file = await aiofiles.open(self.path, "ab")
+        else:
+            self._file = await anyio.open_file(self.path, "ab")
         ctx.say(f"[dim]JSONL logging to: {escape(self.path)}[/]")
 
     async def write(self, records: Sequence[StepRecord]) -> None:
@@ -117,14 +107,21 @@ class JsonlBackend:
             return
         if self._file is None:
             raise RuntimeError("JSONL backend: write() before open() or after close()")
-        await anyio.to_thread.run_sync(self._write_sync, tuple(records), abandon_on_cancel=True)
+        if len(records) >= ENCODE_IN_THREAD:
+            data = await anyio.to_thread.run_sync(
+                encode_lines, tuple(records), abandon_on_cancel=True
+            )
+        else:
+            data = encode_lines(records)
+        await self._file.write(data)
 
     async def flush(self) -> None:
-        # Unbuffered file: each write() already handed its bytes to the OS.
-        return
+        if self._file is not None:
+            await self._file.flush()
 
     async def close(self) -> None:
         self._closed = True
-        if self._file is None:
-            return
-        await anyio.to_thread.run_sync(self._close_sync, abandon_on_cancel=True)
+        f, self._file = self._file, None
+        if f is not None:
+            # anyio's AsyncFile closes with aclose(), aiofiles' with close()
+            await (f.aclose() if hasattr(f, "aclose") else f.close())
