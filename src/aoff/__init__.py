@@ -5,13 +5,37 @@ pump folds events into the dashboard state and writes TensorBoard/W&B/JSONL in b
 Public names only; the implementation lives in the ``_``-prefixed modules.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from ._backend import Backend, BackendContext
 from ._bridge import AoffWarning, OffPolicyLogger
 from ._buffer import DEFAULT_CAPACITY, Overflow
+from ._dashboard import Dashboard
 from ._display_api import Display
 from ._logger import AsyncOffPolicyLogger
 from ._pump import FinishReport
 from ._state import RunConfig, State, StepRecord
+
+if TYPE_CHECKING:
+    from ._jsonl import JsonlBackend
+    from ._tensorboard import TensorBoardBackend
+    from ._wandb import WandbBackend
+
+# backends are imported on first use: TensorBoard's protobufs and wandb are slow imports
+_LAZY = {
+    "TensorBoardBackend": "._tensorboard",
+    "JsonlBackend": "._jsonl",
+    "WandbBackend": "._wandb",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module 'aoff' has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_CAPACITY",
@@ -19,12 +43,16 @@ __all__ = [
     "AsyncOffPolicyLogger",
     "Backend",
     "BackendContext",
+    "Dashboard",
     "Display",
     "FinishReport",
+    "JsonlBackend",
     "OffPolicyLogger",
     "Overflow",
     "RunConfig",
     "State",
     "StepRecord",
+    "TensorBoardBackend",
+    "WandbBackend",
 ]
 __version__ = "0.1.0"
