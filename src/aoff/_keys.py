@@ -9,6 +9,9 @@ TensorBoard, W&B and JSONL agree on tags.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TypeVar
+
+V = TypeVar("V")
 
 #: legacy flat key -> canonical key; the legacy one is dropped when both are present.
 METRIC_ALIASES: Mapping[str, str] = {
@@ -29,7 +32,7 @@ def reward_tag(key: str) -> str:
     return key if key.startswith("reward/") else "reward/" + key
 
 
-def drop_aliases(metrics: dict[str, object]) -> dict[str, object]:
+def drop_aliases(metrics: dict[str, V]) -> dict[str, V]:
     """Return ``metrics`` without legacy aliases whose canonical key is also present."""
     for legacy, canonical in METRIC_ALIASES.items():
         if legacy in metrics and canonical in metrics:

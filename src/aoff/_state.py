@@ -299,7 +299,7 @@ class Folder:
         ) = event
         where = "log_step"
         iteration = self._int(where, "iteration", iteration_in)
-        metrics = drop_aliases(self._mapping("log_step(metrics)", metrics_in))  # type: ignore[arg-type]
+        metrics = drop_aliases(self._mapping("log_step(metrics)", metrics_in))
         reward = None if reward_in is None else self._num(where, "reward", reward_in)
         reward_metrics = self._mapping("log_step(reward_metrics)", reward_metrics_in)
         components = self._mapping("log_step(reward_components)", components_in)
@@ -316,7 +316,7 @@ class Folder:
         else:
             s.throughput_steps = 0
         if metrics:
-            s.latest_metrics.update(metrics)  # type: ignore[arg-type]
+            s.latest_metrics.update(metrics)
         if reward is not None:
             s.reward_history.append(reward)
         if components:
