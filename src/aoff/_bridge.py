@@ -82,6 +82,12 @@ def _register_exit_hook() -> None:
     # atexit, while new threads may still be started (the backends need worker threads).
     reg = getattr(threading, "_register_atexit", None)
     if reg is not None:
+        # These hooks run last-registered-first. concurrent.futures.thread registers one
+        # that forbids new executor jobs (asyncio's run_in_executor, hence aiofiles) when
+        # it is first imported; importing it now makes ours run before it, so the final
+        # drain can still write.
+        import concurrent.futures.thread  # noqa: F401
+
         reg(_exit_hook)
     else:  # pragma: no cover
         import atexit

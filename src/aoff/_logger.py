@@ -9,11 +9,19 @@ Every logging call records its event *when it is called* and returns an awaitabl
 ``await log.log_step(...)`` is the documented form, and it completes at once unless the
 buffer is full under ``overflow="block"``, in which case it waits for space. Because the
 event is already recorded, a forgotten ``await`` loses nothing and keeps the order.
+
+SIGTERM: while the block runs on the main thread and SIGTERM has its default handler,
+the logger watches for it (anyio's signal receiver; ``handle_sigterm=False`` turns this
+off). On SIGTERM it marks the run interrupted and cancels the block, so leaving it drains
+and closes everything as above; then it raises ``SystemExit(143)``, as the sync face does.
+The default handler is back once the block is left.
 """
 
 from __future__ import annotations
 
 import os
+import signal
+import threading
 import types
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from typing import Any
@@ -77,6 +85,7 @@ class AsyncOffPolicyLogger(Recorder[Awaitable[None]]):
         console: Console | None = None,
         display: Display | None = None,
         clock: Callable[[], float] | None = None,
+        handle_sigterm: bool = True,
     ) -> None:
         self._options = Options(
             algo_name=algo_name,
@@ -122,6 +131,9 @@ class AsyncOffPolicyLogger(Recorder[Awaitable[None]]):
         self._entered = False
         self._stopped = False
         self._report: FinishReport | None = None
+        self._handle_sigterm = handle_sigterm
+        self._sigterm_scope: anyio.CancelScope | None = None
+        self._signalled: int | None = None
 
     # -- hot path adapters -------------------------------------------------------------------
     def _put_nowait(self, event: ev.Event) -> Awaitable[None]:
@@ -162,8 +174,13 @@ class AsyncOffPolicyLogger(Recorder[Awaitable[None]]):
         await tg.__aenter__()
         self._tg = tg
         try:
-            await tg.start(self._core.pump.run, self._core.context)
+            self._sigterm_scope = anyio.CancelScope()
+            await tg.start(self._run_pump)
+            if self._handle_sigterm and _sigterm_is_default():
+                await tg.start(self._watch_sigterm, tg.cancel_scope)
         except BaseException:
+            self._core.pump.request_stop(summary=False)  # the pump is shielded: ask it
+            tg.cancel_scope.cancel()
             await tg.__aexit__(None, None, None)
             raise
         self.start()
@@ -175,10 +192,57 @@ class AsyncOffPolicyLogger(Recorder[Awaitable[None]]):
         exc: BaseException | None,
         tb: types.TracebackType | None,
     ) -> bool | None:
-        # No shield needed here: if this task is cancelled, the task group cancels the pump,
-        # whose final drain/flush/close runs shielded (bounded by finish_timeout).
+        # No shield needed here: the pump runs shielded (see _run_pump) and stops only when
+        # _stop() asks; its final drain/flush/close is bounded by finish_timeout.
         await self._stop(summary=True, interrupted=exc_type is not None)
+        if self._signalled is not None:
+            raise SystemExit(128 + self._signalled)
         return None
+
+    async def _run_pump(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        # Shielded: cancelling the body of `async with` (a timeout around it, SIGTERM)
+        # must not cancel the pump's backend runners while records are still queued for
+        # them; the pump stops when _stop() asks it to, after its final drain.
+        try:
+            with anyio.CancelScope(shield=True):
+                await self._core.pump.run(self._core.context, task_status=task_status)
+        finally:
+            if self._sigterm_scope is not None:  # the run is over: stop watching
+                self._sigterm_scope.cancel()
+
+    async def _watch_sigterm(
+        self,
+        host: anyio.CancelScope,
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Until the pump is done: on SIGTERM, mark the run interrupted, cancel ``host``.
+
+        ``host`` is the task group's scope, which holds the body of ``async with``; the
+        pump's final drain is shielded, so cancelling it loses nothing.
+        """
+        assert self._sigterm_scope is not None
+        started = False
+        try:
+            with self._sigterm_scope, anyio.open_signal_receiver(signal.SIGTERM) as signals:
+                task_status.started()
+                started = True
+                async for signum in signals:
+                    self._signalled = int(signum)
+                    # recorded before the cancellation, so the summary says so whichever
+                    # of the pump and the body is cancelled first
+                    self._buf.append((ev.FINISH, self._clock(), "Training Summary", "", True))
+                    host.cancel()
+                    return  # leaving restores the default handler: a second SIGTERM kills
+        except (NotImplementedError, RuntimeError, ValueError, OSError):
+            if started:
+                raise
+            # no signal support here (e.g. not the main thread): SIGTERM keeps its default
+        finally:
+            if not started:
+                task_status.started()
 
     def start(self, *, status: str = "Warming up...") -> Awaitable[None]:
         """Open the dashboard (done by ``async with``); a later call updates the status."""
@@ -211,6 +275,7 @@ class AsyncOffPolicyLogger(Recorder[Awaitable[None]]):
         if self._stopped:
             return self._report or FinishReport()
         self._stopped = True
+        interrupted = interrupted or self._signalled is not None
         self._buf.append((ev.FINISH, self._clock(), title, extra_summary, interrupted))
         self._put = self._after_close
         pump = self._core.pump
@@ -239,3 +304,13 @@ class AsyncOffPolicyLogger(Recorder[Awaitable[None]]):
 
     def close(self) -> None:
         raise TypeError("AsyncOffPolicyLogger.close() would block: use `await log.aclose()`")
+
+
+def _sigterm_is_default() -> bool:
+    """Whether this is the main thread and SIGTERM still has its default handler."""
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    try:
+        return signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    except (ValueError, OSError):  # pragma: no cover - no signals here
+        return False

@@ -1,0 +1,135 @@
+"""A small training run that tests/test_terminal.py starts in a child process.
+
+Run as ``python terminal_child.py MODE OUT_DIR [options]``:
+
+``timed``
+    log for ``--seconds`` and call ``finish()``. Half-way through it prints one line
+    to stdout and one to stderr (``MARKER_OUT``/``MARKER_ERR``), as training code does
+    while the panel is live.
+``forever``
+    log until a signal ends the process (capped at ``--seconds``).
+
+In both modes, after each ``log_step`` returns, the iteration is appended to
+``OUT_DIR/progress.txt`` (one line, flushed), so the parent knows what was logged before
+it sent a signal. ``--no-finish`` (sync face) leaves the logger to the exit hook.
+
+``--face`` picks the sync face or the async face on asyncio or trio; ``--backends tb``
+logs TensorBoard into OUT_DIR (the default ``log_backend``) plus JSONL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from typing import Any
+
+MARKER_OUT = "training says hello from print() " + "-" * 40 + " end-of-line-out"
+MARKER_ERR = "training says hello on stderr " + "=" * 40 + " end-of-line-err"
+
+
+def parse() -> argparse.Namespace:
+    p = argparse.ArgumentParser()
+    p.add_argument("mode", choices=["timed", "forever"])
+    p.add_argument("out")
+    p.add_argument("--face", choices=["sync", "asyncio", "trio"], default="sync")
+    p.add_argument("--seconds", type=float, default=1.5)
+    p.add_argument("--refresh", type=float, default=8)
+    p.add_argument("--plain-interval", type=float, default=None)
+    p.add_argument("--backends", choices=["none", "tb"], default="none")
+    p.add_argument("--no-finish", action="store_true")
+    return p.parse_args()
+
+
+def logger_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    kw: dict[str, Any] = {
+        "algo_name": "SACTERM",
+        "env_name": "PendulumTerm-v1",
+        "max_iterations": 100_000,
+        "num_envs": 16,
+        "refresh_per_second": args.refresh,
+    }
+    if args.backends == "tb":
+        kw.update(log_dir=args.out, backends=("jsonl",), flush_secs=0.5)
+    else:
+        kw.update(log_backend="none")
+    if args.plain_interval is not None:
+        from aoff import Dashboard
+
+        kw["display"] = Dashboard(plain_interval=args.plain_interval)
+    return kw
+
+
+def step_kwargs(i: int) -> dict[str, Any]:
+    return {
+        "metrics": {"critic_loss": 1.0 / i, "actor_loss": -2.5, "alpha": 0.125},
+        "reward": -100.0 + i * 0.01,
+        "train_time": 0.004,
+        "extra_info": {"throughput_steps": 4096},
+    }
+
+
+class Progress:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.file = open(os.path.join(args.out, "progress.txt"), "a", encoding="utf-8")  # noqa: SIM115
+
+    def logged(self, i: int) -> None:
+        self.file.write(f"{i}\n")
+        self.file.flush()
+
+
+def run_sync(args: argparse.Namespace) -> None:
+    from aoff import OffPolicyLogger
+
+    progress = Progress(args)
+    log = OffPolicyLogger(**logger_kwargs(args))
+    log.start()
+    t0 = time.monotonic()
+    i = 0
+    said = False
+    while time.monotonic() - t0 < args.seconds:
+        i += 1
+        log.log_collector(total_steps=i * 4096, buffer_size=i * 16)
+        log.log_step(i, **step_kwargs(i))
+        progress.logged(i)
+        if not said and time.monotonic() - t0 >= args.seconds / 2:
+            said = True
+            print(MARKER_OUT, flush=True)
+            print(MARKER_ERR, file=sys.stderr, flush=True)
+        time.sleep(0.002)
+    if not args.no_finish:
+        log.finish()
+    print(f"child finished after {i} iterations", flush=True)
+
+
+async def run_async(args: argparse.Namespace) -> None:
+    import anyio
+
+    from aoff import AsyncOffPolicyLogger
+
+    progress = Progress(args)
+    async with AsyncOffPolicyLogger(**logger_kwargs(args)) as log:
+        t0 = time.monotonic()
+        i = 0
+        while time.monotonic() - t0 < args.seconds:
+            i += 1
+            await log.log_collector(total_steps=i * 4096, buffer_size=i * 16)
+            await log.log_step(i, **step_kwargs(i))
+            progress.logged(i)
+            await anyio.sleep(0.002)
+    print(f"child finished after {i} iterations", flush=True)
+
+
+def main() -> None:
+    args = parse()
+    if args.face == "sync":
+        run_sync(args)
+    else:
+        import anyio
+
+        anyio.run(run_async, args, backend=args.face)
+
+
+if __name__ == "__main__":
+    main()
