@@ -18,33 +18,10 @@ import time
 
 import anyio
 import anyio.lowlevel
+from _workload import COMPONENTS, EXTRA, METRICS, TIMING  # benchmarks/ is on sys.path
 
 from aoff import AsyncOffPolicyLogger, OffPolicyLogger
 from aoff.testing import MemoryBackend
-
-METRICS = {
-    "q1_loss": 0.52,
-    "q2_loss": 0.49,
-    "actor_loss": -12.3,
-    "alpha_loss": 0.01,
-    "alpha": 0.2,
-    "entropy": 1.3,
-    "q1_mean": 45.0,
-    "q2_mean": 44.8,
-    "target_q": 44.0,
-    "grad_norm_actor": 0.8,
-    "grad_norm_critic": 2.1,
-    "lr": 3e-4,
-}
-COMPONENTS = {"forward": 1.2, "ctrl": -0.05, "alive": 1.0, "contact": -0.01}
-TIMING = {
-    "weight_sync_ms": 0.3,
-    "action_select_ms": 0.8,
-    "env_step_ms": 2.5,
-    "replay_ms": 0.4,
-    "sync_coordination_ms": 0.1,
-}
-EXTRA = {"throughput_steps": 4096}
 
 
 def summarize(name: str, samples_ns: list[int]) -> dict[str, float]:
