@@ -28,7 +28,7 @@ from ._buffer import EventBuffer
 from ._display_api import Display
 from ._events import Event
 from ._recorder import refresh_capture_mode
-from ._runner import BackendRunner
+from ._runner import DEFAULT_MAX_PENDING, BackendRunner
 from ._state import Folder, State, StepRecord
 
 FOLD_SLICE = 512
@@ -63,9 +63,16 @@ class _OnceReporter:
 
     def __call__(self, message: str) -> None:
         self.count += 1
-        if message in self.seen or len(self.seen) >= self.limit:
+        if message in self.seen or len(self.seen) > self.limit:
             return
         self.seen.add(message)
+        if len(self.seen) > self.limit:
+            message = f"aoff: more than {self.limit} distinct problems; no more are shown"
+        with contextlib.suppress(Exception):
+            self.write(message)
+
+    def always(self, message: str) -> None:
+        """Print regardless of the limit (the end-of-run totals)."""
         with contextlib.suppress(Exception):
             self.write(message)
 
@@ -88,7 +95,7 @@ class Pump:
         finish_timeout: float = 10.0,
         flush_interval: float = 2.0,
         stall_timeout: float = 10.0,
-        max_pending: int = 20_000,
+        max_pending: int = DEFAULT_MAX_PENDING,
         report: Callable[[str], None] = _stderr_line,
     ) -> None:
         if refresh_per_second <= 0:
@@ -105,7 +112,7 @@ class Pump:
         self.runners = [
             BackendRunner(
                 b,
-                report=self.report,
+                report=self.report.always,  # a runner reports at most twice
                 flush_interval=flush_interval,
                 stall_timeout=stall_timeout,
                 max_pending=max_pending,
@@ -147,20 +154,26 @@ class Pump:
     async def drain_once(self, *, final: bool = False) -> int:
         """Drain what is buffered now, fold it in slices, offer records to backends."""
         total = 0
-        if self.buffer.trim():
-            self.state.dropped_events = self.buffer.dropped
-            self.dirty = True
+        buffer = self.buffer
+        # Not final: fold at most what is buffered now (then the caller renders), so a
+        # producer faster than the fold cannot keep the pump in here forever.
+        budget = None if final else len(buffer) + FOLD_SLICE
         while True:
+            # drop_oldest: trim before every slice, so the buffer stays bounded even while
+            # a long backlog is being folded (not only once per tick)
+            if buffer.trim():
+                self.dirty = True
+            self.state.dropped_events = buffer.dropped
             if not final and not self._may_drain():
                 break
-            events = self.buffer.drain(FOLD_SLICE)
+            events = buffer.drain(FOLD_SLICE)
             if not events:
                 break
             total += len(events)
             records = self.fold(events)
             for r in self.runners:
                 r.offer(records)
-            if len(events) < FOLD_SLICE:
+            if len(events) < FOLD_SLICE or (budget is not None and total >= budget):
                 break
             await anyio.lowlevel.checkpoint()
         return total
@@ -234,8 +247,11 @@ class Pump:
             task_status.started()
             try:
                 while not self._stop_requested:
-                    with anyio.move_on_after(self.tick):
-                        await self._stop.wait()
+                    if len(self.buffer) >= FOLD_SLICE and self._may_drain():
+                        await anyio.lowlevel.checkpoint()  # a backlog: no idle tick
+                    else:
+                        with anyio.move_on_after(self.tick):
+                            await self._stop.wait()
                     try:
                         await self.drain_once()
                         await self.maybe_render()
@@ -259,7 +275,7 @@ class Pump:
         for r in self.runners:
             if not r.done.is_set():
                 r.abandon()
-                self.report(
+                self.report.always(
                     f"aoff: backend {r.name!r} did not finish within "
                     f"{self.finish_timeout:g}s; {r.lost} records not written"
                 )
@@ -283,11 +299,18 @@ class Pump:
             self.display.close, self.state.snapshot(), self.clock(), summary=self.summary
         )
         if res.dropped_events:
-            self.report(
+            self.report.always(
                 f"aoff: {res.dropped_events:,} events were dropped because the buffer was full "
                 f"(capacity {self.buffer.capacity:,}, overflow={self.buffer.overflow!r})"
+            )
+        if res.invalid_values:
+            self.report.always(
+                f"aoff: {res.invalid_values:,} values were not logged (not real numbers, "
+                "non-str keys or non-dicts; each kind was reported once above)"
             )
         for name, lost in res.backend_lost.items():
             if lost:
                 why = res.backend_errors.get(name, "")
-                self.report(f"aoff: backend {name!r}: {lost:,} records not written ({why})")
+                self.report.always(
+                    f"aoff: backend {name!r}: {lost:,} records not written ({why})"
+                )

@@ -45,12 +45,19 @@ def _copy_dict(d: object, where: str) -> dict[Any, Any]:
     elif isinstance(d, Mapping):
         c = dict(d)
     else:
-        raise TypeError(f"{where}: expected a dict or None, got {type(d).__name__}")
+        raise TypeError(f"{where}: expected a dict, got {type(d).__name__}")
     if _capture_on:
         for k, v in c.items():
             if type(v) is not float and type(v) is not int:
                 c[k] = capture_value(v, where, k)
     return c
+
+
+def _throughput(extra_info: object) -> Any:
+    """``extra_info["throughput_steps"]`` (default 0); a non-dict is a TypeError at once."""
+    if isinstance(extra_info, Mapping):
+        return extra_info.get("throughput_steps", 0)
+    raise TypeError(f"log_step(extra_info): expected a dict, got {type(extra_info).__name__}")
 
 
 def _value(v: object, where: str, name: str) -> Any:
@@ -105,15 +112,21 @@ class Recorder(Generic[R]):
                 iteration,
                 None
                 if metrics is None
-                else (metrics.copy() if type(metrics) is dict else _copy_dict(metrics, "log_step")),
+                else (
+                    metrics.copy()
+                    if type(metrics) is dict
+                    else _copy_dict(metrics, "log_step(metrics)")
+                ),
                 reward,
-                None if reward_metrics is None else _copy_dict(reward_metrics, "log_step"),
+                None
+                if reward_metrics is None
+                else _copy_dict(reward_metrics, "log_step(reward_metrics)"),
                 None
                 if reward_components is None
                 else (
                     reward_components.copy()
                     if type(reward_components) is dict
-                    else _copy_dict(reward_components, "log_step")
+                    else _copy_dict(reward_components, "log_step(reward_components)")
                 ),
                 train_time,
                 wait_time,
@@ -121,7 +134,11 @@ class Recorder(Generic[R]):
                 weight_sync_time,
                 None
                 if extra_info is None
-                else (extra_info.get("throughput_steps", 0) if extra_info else 0),
+                else (
+                    extra_info.get("throughput_steps", 0)
+                    if type(extra_info) is dict
+                    else _throughput(extra_info)
+                ),
             )
         )
 
@@ -142,7 +159,7 @@ class Recorder(Generic[R]):
         throughput = None
         if extra_info is not None:
             throughput = _value(
-                extra_info.get("throughput_steps", 0) if extra_info else 0,
+                _throughput(extra_info),
                 w,
                 "extra_info['throughput_steps']",
             )
@@ -172,9 +189,8 @@ class Recorder(Generic[R]):
         """Merge collector timings (milliseconds) by key; any key is accepted."""
         if type(timing_ms) is dict and not _capture_on:
             return self._put((ev.COLLECTOR_TIMING, self._clock(), timing_ms.copy()))
-        return self._put(
-            (ev.COLLECTOR_TIMING, self._clock(), _copy_dict(timing_ms, "update_collector_timing"))
-        )
+        timing = _copy_dict(timing_ms, "update_collector_timing(timing_ms)")
+        return self._put((ev.COLLECTOR_TIMING, self._clock(), timing))
 
     def update_done_rates(self, timeout_rate: float, terminated_rate: float) -> R:
         """Fractions 0..1 of episodes that ended by timeout / termination."""

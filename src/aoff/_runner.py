@@ -4,11 +4,33 @@ Why a runner per backend: a backend that raises (disk full, permission denied, a
 error) or hangs (a network filesystem, a stuck ``wandb.init``) must never stall the
 training loop or the other backends. Each runner owns a bounded outbox of records; the
 pump only waits for a runner (backpressure, which then reaches the event buffer's
-overflow policy) while it is healthy and making progress. A runner whose write has been
-in flight longer than ``stall_timeout`` is *stalled*: it no longer holds the pump back,
-and its outbox drops its oldest records (counted in ``lost``). A runner whose write still
-fails after ``retries`` attempts is *failed*: it is reported once, closed, and every later
-record for it is counted in ``lost``.
+overflow policy) while it is healthy and making progress.
+
+Failure modes, and what each costs:
+
+*raises*
+    a failed ``write``/``flush`` is retried ``retries`` times (backoff 0.1 s, then x4);
+    if it still fails the runner is *failed*: reported once on stderr and in the
+    dashboard's System column, the backend is closed, and every record it did not
+    confirm (the failed batch, the outbox, every later record) is counted in ``lost``.
+    A failed ``open`` is not retried.
+*hangs*
+    a call in flight longer than ``stall_timeout`` makes the runner *stalled*: reported
+    (the first time only), it stops holding the pump back, and its outbox keeps only the newest
+    ``max_pending`` records (the rest counted in ``lost``). If the call returns, the
+    runner carries on. At ``finish`` the pump waits ``finish_timeout`` at most, then
+    :meth:`abandon` counts the outbox *and the batch in flight* as lost.
+
+Invariant (tested): at the end, ``offered == written + lost`` for every runner.
+``written`` counts records whose ``write`` returned; ``lost`` counts the others.
+
+A backend's blocking work must be cancellable (``anyio.to_thread.run_sync(...,
+abandon_on_cancel=True)``): the runner is cancelled when ``finish_timeout`` expires, and
+an await that ignores cancellation would hold ``finish`` back.
+
+Memory: the outbox holds at most ``max_pending`` records plus one fold slice, and one
+batch (``MAX_BATCH`` records) is in flight; with ~30 scalars a record that is a few MB
+a backend (see ``benchmarks/bench_soak.py``).
 """
 
 from __future__ import annotations
@@ -25,7 +47,10 @@ import anyio
 from ._backend import Backend, BackendContext
 from ._state import StepRecord
 
-MAX_BATCH = 4096
+#: records handed to one ``Backend.write`` call at most
+MAX_BATCH = 1024
+#: outbox size at which a healthy runner holds the pump back (backpressure)
+DEFAULT_MAX_PENDING = 4 * MAX_BATCH
 
 
 class BackendRunner:
@@ -34,7 +59,7 @@ class BackendRunner:
         backend: Backend,
         *,
         report: Callable[[str], None],
-        max_pending: int = 20_000,
+        max_pending: int = DEFAULT_MAX_PENDING,
         retries: int = 2,
         retry_backoff: float = 0.1,
         flush_interval: float = 2.0,
@@ -53,9 +78,13 @@ class BackendRunner:
         self.pending: deque[StepRecord] = deque()
         self.status = "opening"  # opening | ok | failed | closed
         self.error: str | None = None
+        self.offered = 0
         self.lost = 0
         self.written = 0
+        self.in_flight = 0  # records of the write in progress
         self.busy_since: float | None = None
+        self.busy_with = ""
+        self._stall_reported = False
         self._closing = False
         self._wake = anyio.Event()
         self._flush_waiters: list[anyio.Event] = []
@@ -68,7 +97,16 @@ class BackendRunner:
 
     def stalled(self) -> bool:
         since = self.busy_since
-        return since is not None and self.monotonic() - since > self.stall_timeout
+        if since is None or self.monotonic() - since <= self.stall_timeout:
+            return False
+        if not self._stall_reported:
+            self._stall_reported = True
+            self.report(
+                f"aoff: backend {self.name!r}: {self.busy_with} has not returned for "
+                f"{self.stall_timeout:g}s; training goes on, and this backend keeps only "
+                f"its newest {self.max_pending:,} records until it answers"
+            )
+        return True
 
     def holds_back(self) -> bool:
         """True while the pump should wait for this runner before draining more."""
@@ -77,6 +115,7 @@ class BackendRunner:
     def offer(self, records: Sequence[StepRecord]) -> None:
         if not records:
             return
+        self.offered += len(records)
         if not self.healthy:
             self.lost += len(records)
             return
@@ -102,9 +141,10 @@ class BackendRunner:
         return done
 
     def abandon(self) -> None:
-        """Count what is still queued as lost (finish timed out on this backend)."""
-        self.lost += len(self.pending)
+        """Count everything not confirmed written as lost (finish gave up on it)."""
+        self.lost += len(self.pending) + self.in_flight
         self.pending.clear()
+        self.in_flight = 0
         if self.status in ("opening", "ok"):
             self.status = "failed"
             self.error = self.error or "timed out at finish"
@@ -119,6 +159,8 @@ class BackendRunner:
                 await self._close_quietly()
             raise
         except BaseException as exc:  # never let a backend kill the pump
+            self.lost += self.in_flight
+            self.in_flight = 0
             self._fail(f"{type(exc).__name__}: {exc}")
             with anyio.move_on_after(1.0, shield=True):
                 await self._close_quietly()
@@ -136,13 +178,16 @@ class BackendRunner:
         dirty = False
         while True:
             if self.pending:
-                batch = [self.pending.popleft() for _ in range(min(MAX_BATCH, len(self.pending)))]
-                if not await self._attempt("write", functools.partial(self.backend.write, batch)):
-                    self.lost += len(batch)
+                n = min(MAX_BATCH, len(self.pending))
+                batch = [self.pending.popleft() for _ in range(n)]
+                self.in_flight = n
+                ok = await self._attempt("write", functools.partial(self.backend.write, batch))
+                self.in_flight = 0
+                if not ok:
+                    self.lost += n
                     return
-                self.written += len(batch)
+                self.written += n
                 dirty = True
-            if self.pending:
                 continue
             now = self.monotonic()
             want_flush = bool(self._flush_waiters) or self._closing
@@ -151,12 +196,15 @@ class BackendRunner:
                     return
                 dirty = False
                 last_flush = self.monotonic()
+                continue  # records may have arrived during the flush
             if self._flush_waiters:
                 for w in self._flush_waiters:
                     w.set()
                 self._flush_waiters.clear()
             if self._closing:
                 break
+            # No await between the checks above and this wait: an offer() made while a
+            # write or flush was in flight was seen by `if self.pending` (no lost wake-up).
             self._wake = anyio.Event()
             wait = self.flush_interval - (self.monotonic() - last_flush) if dirty else math.inf
             with anyio.move_on_after(max(wait, 0.0)):
@@ -169,12 +217,13 @@ class BackendRunner:
         delay = self.retry_backoff
         for attempt in range(self.retries + 1):
             self.busy_since = self.monotonic()
+            self.busy_with = what
             try:
                 await call()  # type: ignore[misc]
                 return True
             except Exception as exc:
                 msg = f"{what} failed: {type(exc).__name__}: {exc}"
-                if attempt == self.retries or what == "open":
+                if attempt == self.retries or what in ("open", "close"):
                     self._fail(msg)
                     if what != "close":
                         await self._close_quietly()

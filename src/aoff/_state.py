@@ -124,6 +124,9 @@ class BadValue(TypeError):
 
 
 _FLOAT = float
+_I64_MIN = -(2**63)
+_I64_MAX = 2**63 - 1
+_REPORTED_KEYS_MAX = 10_000
 _FLOAT_ONLY = frozenset((float,))
 _STR_ONLY = frozenset((str,))
 
@@ -133,7 +136,9 @@ def to_float(where: str, key: object, value: object) -> float:
 
     ``float`` passes through (NaN and ±inf included); ``bool``, ``int`` and anything with
     ``__float__`` (NumPy scalars, 0-d arrays, one-element CPU tensors) is converted;
-    strings, bytes, ``None`` and other objects raise :class:`BadValue` naming the key.
+    strings, bytes, ``None`` and other objects raise :class:`BadValue` naming the key, and
+    so does a conversion that fails in any way (an ``int`` beyond the float range, a
+    multi-element array, a ``__float__`` that raises).
     """
     if type(value) is _FLOAT:
         return value
@@ -148,8 +153,10 @@ def to_float(where: str, key: object, value: object) -> float:
         )
     try:
         return float(value)
-    except (TypeError, ValueError) as exc:
-        raise BadValue(f"{where}: value for key {key!r} cannot be converted: {exc}") from None
+    except Exception as exc:
+        raise BadValue(
+            f"{where}: value for key {key!r} cannot be converted: {type(exc).__name__}: {exc}"
+        ) from None
 
 
 Reporter = Callable[[str], None]
@@ -162,31 +169,62 @@ def _ignore(_: str) -> None:
 class Folder:
     """Folds events into a :class:`State`, yielding the seed's scalar record per step.
 
-    ``report`` receives one message per value that had to be skipped (not a number, or a
-    non-string key); the fold itself never raises for bad input, so one bad call cannot
-    kill the pump or change other records.
+    Every value that had to be skipped (not a number, or a non-string key) counts in
+    ``state.invalid_values``; ``report`` receives one message for the first problem of each
+    (argument, key) pair, so a bad key logged every step is one line, not one per step.
+    The fold itself never raises for bad input, so one bad call cannot kill the pump or
+    change other records.
     """
 
-    __slots__ = ("_collector_tags", "_metric_tags", "_reward_tags", "report", "state")
+    __slots__ = (
+        "_collector_tags",
+        "_metric_tags",
+        "_reported",
+        "_reward_tags",
+        "report",
+        "state",
+    )
 
     def __init__(self, state: State, report: Reporter = _ignore) -> None:
         self.state = state
         self.report = report
+        self._reported: set[tuple[str, object]] = set()
         # tag spelling is pure, so it is cached per key (the fold handles ~30 keys a step)
         self._metric_tags: dict[str, str] = {}
         self._reward_tags: dict[str, str] = {}
         self._collector_tags: dict[str, str] = {}
 
     # -- helpers ---------------------------------------------------------------------
+    def _bad(self, where: str, key: object, message: str) -> None:
+        """Count one skipped value; report it if it is the first for (where, key)."""
+        self.state.invalid_values += 1
+        seen = self._reported
+        try:
+            first = (where, key) not in seen
+        except TypeError:  # pragma: no cover - dict keys are hashable
+            first = True
+        if first:
+            if len(seen) < _REPORTED_KEYS_MAX:
+                seen.add((where, key))
+            self.report(message)
+
     def _num(self, where: str, key: object, value: object, default: float = 0.0) -> float:
         if type(value) is _FLOAT:
             return value
         try:
             return to_float(where, key, value)
         except BadValue as exc:
-            self.state.invalid_values += 1
-            self.report(str(exc))
+            self._bad(where, key, f"{exc}; using {default!r}")
             return default
+
+    def _num_or_skip(self, where: str, key: object, value: object) -> float | None:
+        if type(value) is _FLOAT:
+            return value
+        try:
+            return to_float(where, key, value)
+        except BadValue as exc:
+            self._bad(where, key, f"{exc}; skipped")
+            return None
 
     def _mapping(self, where: str, values: object) -> dict[str, float]:
         """Validate one dict argument: keys must be str, values real numbers."""
@@ -194,8 +232,8 @@ class Folder:
         if values is None:
             return out
         if not isinstance(values, Mapping):
-            self.state.invalid_values += 1
-            self.report(f"{where}: expected a dict, got {type(values).__name__}; ignored")
+            got = type(values).__name__
+            self._bad(where, None, f"{where}: expected a dict, got {got}; ignored")
             return out
         if (
             type(values) is dict
@@ -205,8 +243,8 @@ class Folder:
             return values  # the common case: the recorder's own copy, already clean
         for k, v in values.items():
             if type(k) is not str:
-                self.state.invalid_values += 1
-                self.report(f"{where}: key {k!r} is {type(k).__name__}, not str; skipped")
+                msg = f"{where}: key {k!r:.60} is {type(k).__name__}, not str; skipped"
+                self._bad(where, k, msg)
                 continue
             if type(v) is _FLOAT:
                 out[k] = v
@@ -214,19 +252,24 @@ class Folder:
             try:
                 out[k] = to_float(where, k, v)
             except BadValue as exc:
-                self.state.invalid_values += 1
-                self.report(f"{exc}; skipped")
+                self._bad(where, k, f"{exc}; skipped")
         return out
 
     def _int(self, where: str, name: str, value: object) -> int:
+        """An integer that fits TensorBoard's int64 step; anything else is reported, 0."""
         if type(value) is int:
-            return value
-        f = self._num(where, name, value)
-        if not math.isfinite(f):
-            self.state.invalid_values += 1
-            self.report(f"{where}: {name}={value!r} is not finite; using 0")
-            return 0
-        return int(f)
+            if _I64_MIN <= value <= _I64_MAX:
+                return value
+        else:
+            f = self._num(where, name, value)
+            if math.isfinite(f):
+                i = int(f)
+                if _I64_MIN <= i <= _I64_MAX:
+                    return i
+        self._bad(
+            where, name, f"{where}: {name}={value!r:.60} is not a finite 64-bit integer; using 0"
+        )
+        return 0
 
     # -- the fold --------------------------------------------------------------------
     def apply(self, event: ev.Event) -> StepRecord | None:
@@ -300,7 +343,7 @@ class Folder:
         where = "log_step"
         iteration = self._int(where, "iteration", iteration_in)
         metrics = drop_aliases(self._mapping("log_step(metrics)", metrics_in))
-        reward = None if reward_in is None else self._num(where, "reward", reward_in)
+        reward = None if reward_in is None else self._num_or_skip(where, "reward", reward_in)
         reward_metrics = self._mapping("log_step(reward_metrics)", reward_metrics_in)
         components = self._mapping("log_step(reward_components)", components_in)
 
