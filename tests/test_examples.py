@@ -1,0 +1,198 @@
+"""Smoke tests of ``python -m aoff demo`` and the SAC examples, run as users run them.
+
+Each program runs in a subprocess with its output piped (so the dashboard prints plain
+lines) and tiny sizes; the test then reads the TensorBoard files back with TensorBoard's
+own ``EventAccumulator`` and checks the tags and step counts. The example runs need the
+``examples`` extra (torch, gymnasium, trio) and are skipped without it. The cheap checks
+of the demo's simulation and command line run in-process.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from aoff.__main__ import main as aoff_main
+from aoff._demo import DemoConfig, Simulation
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+TIMEOUT = 180  # seconds per subprocess: generous, this machine is slow and shared
+
+needs_examples = pytest.mark.skipif(
+    any(importlib.util.find_spec(m) is None for m in ("torch", "gymnasium", "trio")),
+    reason="needs the 'examples' extra (torch, gymnasium, trio)",
+)
+
+
+def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONUNBUFFERED="1", COLUMNS="100")
+    env.pop("FORCE_COLOR", None)
+    proc = subprocess.run(
+        [sys.executable, *args],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    return proc
+
+
+def _scalars(logdir: Path) -> dict[str, list[tuple[int, float]]]:
+    assert list(logdir.glob("events.out.tfevents.*")), f"no event file in {logdir}"
+    acc = EventAccumulator(str(logdir), size_guidance={"scalars": 0})
+    acc.Reload()
+    return {t: [(e.step, e.value) for e in acc.Scalars(t)] for t in acc.Tags()["scalars"]}
+
+
+# -- the demo -------------------------------------------------------------------------------
+@pytest.mark.parametrize("face", ["sync", "async"])
+def test_demo_writes_a_readable_tensorboard_run(tmp_path: Path, face: str) -> None:
+    n = 20
+    args = ["-m", "aoff", "demo", "--iterations", str(n), "--iter-ms", "1"]
+    args += ["--logdir", str(tmp_path / "runs"), "--name", "smoke", "--seed", "3"]
+    args += ["--backends", "tensorboard,jsonl", "--refresh", "20"]
+    if face == "async":
+        args.append("--async")
+    proc = _run(args, tmp_path)
+
+    run_dir = tmp_path / "runs" / "smoke"
+    assert f"tensorboard --logdir {tmp_path / 'runs'}" in proc.stdout
+    assert "Training complete" in proc.stdout
+    assert "\x1b[?25l" not in proc.stdout  # piped: plain lines, no Live cursor codes
+
+    sc = _scalars(run_dir)
+    for tag in (
+        "axis/iteration",
+        "axis/env_steps_total",
+        "reward/mean",
+        "reward/angle",
+        "train/q1_loss",
+        "train/alpha",
+        "train/entropy",
+        "episode/length",
+        "timing/collector_env_step_backend_ms",
+        "perf/steps_per_sec",
+    ):
+        assert len(sc[tag]) == n, tag
+    assert [v for _, v in sc["axis/iteration"]] == list(range(1, n + 1))
+    steps = [s for s, _ in sc["axis/iteration"]]
+    assert steps == sorted(steps) and steps[0] > 0  # x axis: env steps after the warm-up
+    rewards = [v for _, v in sc["reward/mean"]]
+    assert rewards[0] < -1000 and rewards[-1] > -400  # the simulated learning curve
+
+    lines = (run_dir / "metrics.jsonl").read_text().splitlines()
+    assert len(lines) == n
+    assert json.loads(lines[-1])["iteration"] == n
+
+
+def test_demo_simulation_is_seeded_and_learns() -> None:
+    a = Simulation(iterations=100, seed=7, iter_ms=10.0)
+    b = Simulation(iterations=100, seed=7, iter_ms=10.0)
+    fills = list(a.fill())
+    assert fills == list(b.fill())
+    assert fills[-1].buffer_size == fills[-1].target
+    assert all(x.buffer_size < y.buffer_size for x, y in itertools.pairwise(fills))
+    steps_a = [a.step(i) for i in range(1, 101)]
+    assert steps_a == [b.step(i) for i in range(1, 101)]
+    early = sum(s.reward for s in steps_a[:10]) / 10
+    late = sum(s.reward for s in steps_a[-10:]) / 10
+    assert -1500 < early < -1000 and -300 < late < -150
+    assert steps_a[-1].metrics["alpha"] < steps_a[0].metrics["alpha"]
+    assert steps_a[-1].metrics["q1_loss"] < steps_a[5].metrics["q1_loss"]
+    # the nested collector timing sits under its parent and fits within it
+    t = steps_a[0].collector_timing_ms
+    assert t["env_step_backend_ms"] < t["env_step_ms"]
+    assert Simulation(iterations=100, seed=8).step(1) != Simulation(iterations=100, seed=7).step(1)
+
+
+def test_demo_config_routes_backends() -> None:
+    kw = DemoConfig(backends=("tensorboard", "jsonl"), logdir="r", name="n").logger_kwargs()
+    assert (kw["log_backend"], kw["backends"], kw["log_dir"]) == (
+        "tensorboard",
+        ("jsonl",),
+        os.path.join("r", "n"),
+    )
+    kw = DemoConfig(backends=(), name="n").logger_kwargs()
+    assert (kw["log_backend"], kw["backends"], kw["log_dir"]) == ("none", (), "")
+
+
+def test_cli_needs_a_command_and_rejects_unknown_backends(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert aoff_main([]) == 2
+    assert "demo" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        aoff_main(["demo", "--backends", "tensorboard,nope"])
+    assert exc.value.code == 2
+    assert "unknown backend 'nope'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        aoff_main(["demo", "--iterations", "0"])
+
+
+# -- the SAC examples ----------------------------------------------------------------------
+@needs_examples
+@pytest.mark.parametrize("name", ["sac_pendulum_sync", "sac_pendulum_asyncio", "sac_pendulum_trio"])
+def test_sac_example_runs_and_logs(tmp_path: Path, name: str) -> None:
+    total, starts = 200, 100
+    logdir = tmp_path / name
+    proc = _run(
+        [
+            str(EXAMPLES / f"{name}.py"),
+            "--total-steps",
+            str(total),
+            "--learning-starts",
+            str(starts),
+            "--logdir",
+            str(logdir),
+            # tiny networks: this checks the plumbing, not the learning
+            "--hidden",
+            "32",
+            "--batch-size",
+            "32",
+        ],
+        tmp_path,
+    )
+    assert f"{name}: seed 0, {total} env steps" in proc.stdout
+    assert (logdir / "sac_pendulum.pt").is_file()
+
+    sc = _scalars(logdir)
+    updates = total - starts
+    for tag in (
+        "axis/iteration",
+        "train/q1_loss",
+        "train/q2_loss",
+        "train/actor_loss",
+        "train/alpha",
+        "train/alpha_loss",
+        "train/entropy",
+        "train/q1_mean",
+        "timing/learner_train_ms",
+        "timing/collector_env_step_ms",
+    ):
+        assert len(sc[tag]) == updates, tag
+    assert [v for _, v in sc["axis/iteration"]] == list(range(1, updates + 1))
+    # the x axis is env steps: one update per step after the warm-up; the async runners'
+    # collector may be up to 2 steps (MAX_LEAD) ahead of the learner when it logs
+    steps = [s for s, _ in sc["axis/iteration"]]
+    lead = 0 if name == "sac_pendulum_sync" else 2
+    assert all(starts + k <= s <= starts + k + lead for k, s in enumerate(steps, 1)), steps
+    assert steps == sorted(steps) and steps[-1] == total
+    # Pendulum's 200-step episode ends at the last step and is logged with its return
+    assert [s for s, _ in sc["reward/mean"]] == [total]
+    assert -2000 < sc["reward/mean"][0][1] < 0
+    # written once an episode has ended (mean length > 0), as the seed logger did
+    assert sc["episode/length"][-1] == (total, 200.0)
+    assert "reward/return_mean10" in sc
+    assert all(v > 0 for _, v in sc["train/alpha"])
