@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
 from typing import Any
@@ -123,6 +124,8 @@ async def run_async(args: argparse.Namespace) -> None:
 
 def main() -> None:
     args = parse()
+    # as when run from an interactive shell, even if the test runner ignores SIGINT
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     if args.face == "sync":
         run_sync(args)
     else:

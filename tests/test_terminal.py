@@ -453,7 +453,8 @@ def test_signal_mid_run_on_a_pty_loses_nothing_and_restores_the_terminal(
 
 
 @pytest.mark.parametrize("face", ["asyncio", "trio"])
-def test_async_face_drains_on_sigterm(tmp_path: Path, face: str) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_async_face_drains_on_signal(tmp_path: Path, face: str, signum: signal.Signals) -> None:
     args = child_args(
         "forever",
         tmp_path,
@@ -485,15 +486,19 @@ def test_async_face_drains_on_sigterm(tmp_path: Path, face: str) -> None:
                 assert proc.poll() is None, err_path.read_text()
                 assert time.monotonic() < deadline, "child made no progress"
                 time.sleep(0.05)
-            proc.send_signal(signal.SIGTERM)
+            proc.send_signal(signum)
             code = proc.wait(CHILD_TIMEOUT)
         finally:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
     stdout, stderr = out_path.read_text(encoding="utf-8"), err_path.read_text(encoding="utf-8")
-    assert code == 143, stdout[-2000:] + stderr[-2000:]
-    assert "Traceback" not in stderr, stderr
+    if signum == signal.SIGTERM:
+        assert code == 143, stdout[-2000:] + stderr[-2000:]
+        assert "Traceback" not in stderr, stderr
+    else:  # KeyboardInterrupt out of asyncio.run / trio.run, then SIGINT's default
+        assert code == -signal.SIGINT, stdout[-2000:] + stderr[-2000:]
+        assert stderr.rstrip().endswith("KeyboardInterrupt")
     assert "child finished" not in stdout
     assert_nothing_lost(tmp_path)
     assert_summary_after_last_panel(stdout.splitlines(), interrupted=True)
