@@ -311,13 +311,16 @@ def main(argv: list[str] | None = None) -> int:
     results: list[dict[str, Any]] = []
     for name in names:
         n = args.iterations if name in FAST else slow_n
-        print(f"running {name:<10} ({n:,} iterations, fresh process) ...", flush=True)
+        print(f"running {name:<10} ({n:,} iterations, fresh process) ...", end="", flush=True)
         results.append(run_contender(name, n, work, args.no_torch))
+        print(f" {results[-1]['process_s']:.1f} s", flush=True)
 
-    print("reading the outputs back ...", flush=True)
+    print("reading the outputs back ...", end="", flush=True)
+    t_check = time.perf_counter()
     with ProcessPoolExecutor(max_workers=2) as pool:
         futures = [pool.submit(verify, r["name"], r["dir"], r["iterations"]) for r in results]
         checks = [f.result() for f in futures]
+    print(f" {time.perf_counter() - t_check:.1f} s", flush=True)
 
     rows = []
     for res, (ok, text) in zip(results, checks, strict=True):

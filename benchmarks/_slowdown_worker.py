@@ -1,0 +1,183 @@
+"""One configuration of ``slowdown.py``, run in a fresh process whose stdout is a pty.
+
+    python benchmarks/_slowdown_worker.py CONFIG --iterations N --inner K --dir DIR \
+        --result FILE [--no-torch]
+
+A training loop whose every iteration does ``busy(K)`` — a fixed amount of pure-Python
+work that holds the GIL, calibrated by the parent to ~1 ms — and then, unless CONFIG is
+``none``, the workload's 4 logging calls. Each whole iteration (work + logging) is timed
+with ``perf_counter_ns``. The dashboards draw to this process's stdout (a pseudo-terminal
+the parent drains). Results go to ``FILE`` as JSON, not to stdout.
+
+CONFIG: ``none`` (no logger), ``aoff`` (``OffPolicyLogger``, TensorBoard + JSONL, live
+dashboard), ``seedlike`` (the synchronous reference), and for attributing aoff's overhead
+``aoff-nodash`` (TensorBoard + JSONL, no dashboard) and ``aoff-dashonly`` (dashboard, no
+backend).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import time
+from typing import Any
+
+from _workload import (
+    BUFFER_SIZE,
+    COMPONENTS,
+    EXTRA,
+    METRICS,
+    REWARD,
+    TERMINATED_RATE,
+    TIMEOUT_RATE,
+    TIMING,
+    TRAIN_TIME,
+    WAIT_TIME,
+    total_steps,
+)
+
+CONFIGS = ("none", "aoff", "seedlike", "aoff-nodash", "aoff-dashonly")
+
+
+def busy(k: int) -> int:
+    """Pure-Python work that holds the GIL (no sleep, no C call that releases it)."""
+    x = 0
+    for j in range(k):
+        x += j
+    return x
+
+
+def _cpu() -> float:
+    """Process CPU seconds, all threads (the pump's included)."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def make_logger(config: str, n: int, d: str) -> Any:
+    if config == "none":
+        return None
+    if config == "seedlike":
+        from _seedlike import SeedLikeLogger
+
+        return SeedLikeLogger(
+            algo_name="SAC", env_name="HalfCheetah-v4", max_iterations=n, log_dir=d
+        )
+    from aoff import OffPolicyLogger
+
+    kw: dict[str, Any] = {}
+    if config == "aoff":
+        kw = {"log_dir": d, "backends": ("jsonl",)}
+    elif config == "aoff-nodash":
+        from aoff._display_api import NullDisplay
+
+        kw = {"log_dir": d, "backends": ("jsonl",), "display": NullDisplay()}
+    elif config == "aoff-dashonly":
+        kw = {"log_backend": "none"}
+    else:
+        raise ValueError(config)
+    return OffPolicyLogger(
+        algo_name="SAC", env_name="HalfCheetah-v4", max_iterations=n, handle_sigterm=False, **kw
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("config", choices=CONFIGS)
+    ap.add_argument("--iterations", type=int, required=True)
+    ap.add_argument("--inner", type=int, required=True)
+    ap.add_argument("--dir", required=True)
+    ap.add_argument("--result", required=True)
+    ap.add_argument("--no-torch", action="store_true")
+    args = ap.parse_args()
+    if not args.no_torch or args.config == "seedlike":
+        import torch  # noqa: F401 - a training process has it imported
+
+    n, k = args.iterations, args.inner
+    os.makedirs(args.dir, exist_ok=True)
+    log = make_logger(args.config, n, args.dir)
+    if log is not None:
+        log.start()
+        if hasattr(log, "flush"):
+            # aoff opens its backends and dashboard in the background: let that finish
+            # first, as the seed-like logger's constructor does before the loop too
+            log.flush()
+    busy(k)  # warm the loop's code path once
+    out = [0] * n
+    clock = time.perf_counter_ns
+    t_loop = time.perf_counter()
+    cpu0 = _cpu()
+    if log is None:
+        for i in range(n):
+            t0 = clock()
+            busy(k)
+            out[i] = clock() - t0
+    else:
+        for i in range(n):
+            t0 = clock()
+            busy(k)
+            log.update_collector_timing(TIMING)
+            log.update_done_rates(TIMEOUT_RATE, TERMINATED_RATE)
+            log.log_collector(total_steps(i), BUFFER_SIZE, REWARD)
+            log.log_step(
+                i,
+                METRICS,
+                reward=REWARD,
+                reward_components=COMPONENTS,
+                train_time=TRAIN_TIME,
+                wait_time=WAIT_TIME,
+                extra_info=EXTRA,
+            )
+            out[i] = clock() - t0
+    loop_s = time.perf_counter() - t_loop
+    loop_cpu_s = _cpu() - cpu0
+    t_close = time.perf_counter()
+    check = "-"
+    info: dict[str, Any] = {}
+    if log is not None:
+        rep = log.finish()
+        if args.config.startswith("aoff"):
+            info = {
+                "frames": log._core.pump.frames,
+                "dropped_events": rep.dropped_events,
+                "backend_written": rep.backend_written,
+                "backend_lost": rep.backend_lost,
+            }
+            want = {} if args.config == "aoff-dashonly" else {"tensorboard": n, "jsonl": n}
+            written_ok = rep.backend_written == want and not any(rep.backend_lost.values())
+            rows = 0
+            jsonl = os.path.join(args.dir, "metrics.jsonl")
+            if os.path.exists(jsonl):
+                with open(jsonl, "rb") as f:
+                    rows = sum(1 for _ in f)
+            rows_ok = rows == (n if "jsonl" in want else 0)
+            check = (
+                "ok"
+                if written_ok and rows_ok and not rep.dropped_events
+                else f"written {rep.backend_written}, lost {rep.backend_lost}, "
+                f"dropped {rep.dropped_events}, jsonl rows {rows}"
+            )
+        else:
+            info = {"frames": log.frames}
+            check = "ok" if log.state.steps_logged == n else f"{log.state.steps_logged}/{n} steps"
+    close_s = time.perf_counter() - t_close
+    with open(args.result, "w", encoding="utf-8") as f:
+        json.dump(
+            {
+                "config": args.config,
+                "iterations": n,
+                "inner": k,
+                "loop_s": loop_s,
+                "loop_cpu_s": loop_cpu_s,
+                "close_s": close_s,
+                "check": check,
+                "info": info,
+                "samples_ns": out,
+            },
+            f,
+        )
+
+
+if __name__ == "__main__":
+    main()

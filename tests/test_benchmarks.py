@@ -1,0 +1,189 @@
+"""Smoke tests of the benchmark commands (tiny sizes; no timing is asserted here).
+
+``benchmarks/compare.py --quick`` and ``benchmarks/slowdown.py --quick`` run end to end,
+as subprocesses, side by side: each must print its table, find every contender's scalars
+on disk, and write its result files. Timing claims live in the benchmarks' own output,
+never in tests. Plus unit checks of the pieces the comparison's fairness rests on: the
+shared workload's scalars are exactly what aoff writes for it, and the read-back checks
+notice missing data.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import anyio
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def bench_modules() -> Iterator[dict[str, ModuleType]]:
+    sys.path.insert(0, str(BENCH))
+    try:
+        yield {name: importlib.import_module(name) for name in ("_workload", "compare")}
+    finally:
+        sys.path.remove(str(BENCH))
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, str, Path]]:
+    """Run both commands once, concurrently (they are independent processes)."""
+    out = tmp_path_factory.mktemp("bench-out")
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    procs = {
+        name: subprocess.Popen(
+            [sys.executable, str(BENCH / f"{name}.py"), "--quick", "--out", str(out / name)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+            cwd=ROOT,
+        )
+        for name in ("compare", "slowdown")
+    }
+    deadline = time.monotonic() + 240
+    results = {}
+    for name, proc in procs.items():
+        try:
+            stdout, _ = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            stdout, _ = proc.communicate()
+            pytest.fail(f"{name}.py --quick did not finish in time:\n{stdout}")
+        results[name] = (proc.returncode, stdout, out / name)
+    return results
+
+
+def _table_rows(stdout: str, first_cell: str) -> list[list[str]]:
+    lines = [ln for ln in stdout.splitlines() if ln.startswith("| ")]
+    header = [ln for ln in lines if ln.startswith(f"| {first_cell} |")]
+    assert header, f"no table with a {first_cell!r} column in:\n{stdout}"
+    rows = [ln for ln in lines if ln not in header and not ln.startswith("| ---")]
+    return [[c.strip() for c in ln.strip().strip("|").split("|")] for ln in rows]
+
+
+def test_compare_prints_table_and_finds_every_scalar_on_disk(
+    runs: dict[str, tuple[int, str, Path]],
+) -> None:
+    rc, stdout, out = runs["compare"]
+    assert rc == 0, stdout
+    rows = _table_rows(stdout, "contender")
+    labels = [r[0] for r in rows]
+    expected = [
+        "aoff sync face (OffPolicyLogger)",
+        "aoff async face (AsyncOffPolicyLogger)",
+        "synchronous reference (seed-like: Rich + SummaryWriter)",
+        "torch SummaryWriter alone (add_scalar x32)",
+    ]
+    if importlib.util.find_spec("wandb") is not None:
+        expected.append("wandb.log offline")
+    assert labels == expected
+    assert all(r[-1] == "ok" for r in rows), stdout
+    assert "on-disk check: ok" in stdout
+    assert "hot-path median vs the synchronous reference's" in stdout
+    # every contender's data was read back from disk, not taken on trust
+    assert stdout.count("TensorBoard ok (") == 4
+    assert stdout.count("JSONL ok (300 rows)") == 2
+
+    data = json.loads((out / "results.json").read_text())
+    assert [r["label"] for r in data["rows"]] == expected
+    assert all(r["check_ok"] for r in data["rows"])
+    assert {r["iterations"] for r in data["rows"][:2]} == {300}
+    assert all(r["median_us"] > 0 and r["p99_us"] >= r["median_us"] for r in data["rows"])
+    assert "| contender |" in (out / "results.md").read_text()
+    assert (out / "latency.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_slowdown_prints_table_with_all_three_configurations(
+    runs: dict[str, tuple[int, str, Path]],
+) -> None:
+    rc, stdout, out = runs["slowdown"]
+    assert rc == 0, stdout
+    rows = _table_rows(stdout, "configuration")
+    assert [r[0] for r in rows] == [
+        "no logger",
+        "aoff sync face (TB + JSONL + dashboard)",
+        "synchronous reference (seed-like)",
+    ]
+    assert [r[-1] for r in rows] == ["-", "ok", "ok"], stdout
+    assert "aoff overhead: mean" in stdout
+    data = json.loads((out / "slowdown.json").read_text())
+    by_config = {r["config"]: r for r in data["rows"]}
+    # the dashboards really drew to the pseudo-terminal; the bare loop printed nothing
+    assert by_config["none"]["tty_bytes"] == [0]
+    assert by_config["aoff"]["tty_bytes"][0] > 1000
+    assert by_config["seedlike"]["tty_bytes"][0] > 1000
+
+
+def test_workload_scalars_are_what_aoff_writes(bench_modules: dict[str, ModuleType]) -> None:
+    """SummaryWriter/wandb contenders log ``seed_scalars``; aoff must write the same."""
+    from aoff import OffPolicyLogger
+    from aoff.testing import MemoryBackend, RecordingDisplay
+
+    w = bench_modules["_workload"]
+    mem = MemoryBackend()
+    log = OffPolicyLogger(
+        log_backend="none", backends=[mem], display=RecordingDisplay(), handle_sigterm=False
+    )
+    for i in range(3):
+        log.update_collector_timing(w.TIMING)
+        log.update_done_rates(w.TIMEOUT_RATE, w.TERMINATED_RATE)
+        log.log_collector(w.total_steps(i), w.BUFFER_SIZE, w.REWARD)
+        log.log_step(
+            i,
+            w.METRICS,
+            reward=w.REWARD,
+            reward_components=w.COMPONENTS,
+            train_time=w.TRAIN_TIME,
+            wait_time=w.WAIT_TIME,
+            extra_info=w.EXTRA,
+        )
+    log.finish()
+    assert [r.step for r in mem.records] == [w.step_of(i) for i in range(3)]
+    for i, rec in enumerate(mem.records):
+        assert list(rec.scalars) == w.seed_scalars(i)
+    assert len(w.EXPECTED_TAGS) == 32
+
+
+def test_read_back_checks_notice_missing_data(
+    bench_modules: dict[str, ModuleType], tmp_path: Path
+) -> None:
+    from aoff._backend import BackendContext
+    from aoff._state import StepRecord
+    from aoff._tensorboard import TensorBoardBackend
+
+    w, compare = bench_modules["_workload"], bench_modules["compare"]
+    records = [StepRecord(w.step_of(i), i, 1.7e9 + i, tuple(w.seed_scalars(i))) for i in range(3)]
+
+    async def write() -> None:
+        tb = TensorBoardBackend(tmp_path / "tb")
+        await tb.open(BackendContext())
+        await tb.write(records)
+        await tb.close()
+
+    anyio.run(write)
+    ok, text = compare.check_tensorboard(str(tmp_path / "tb"), 3)
+    assert ok, text
+    ok, text = compare.check_tensorboard(str(tmp_path / "tb"), 4)
+    assert not ok and "3/4 steps" in text
+
+    rows = [{"step": r.step, **dict(r.scalars)} for r in records]
+    path = tmp_path / "m.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert compare.check_jsonl(str(path), 3)[0]
+    assert not compare.check_jsonl(str(path), 4)[0]
+    del rows[1]["train/q1_loss"]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ok, text = compare.check_jsonl(str(path), 3)
+    assert not ok and "1 rows missing tags" in text
