@@ -129,6 +129,7 @@ class Pump:
         self._stop: anyio.Event | None = None
         self._stop_requested = False
         self._finished = False
+        self._saw_full = False
         self.say: Callable[[str], None] = display.say
 
     # -- folding (synchronous, on the pump's loop) -------------------------------------------
@@ -155,6 +156,7 @@ class Pump:
         """Drain what is buffered now, fold it in slices, offer records to backends."""
         total = 0
         buffer = self.buffer
+        self._saw_full = len(buffer) >= buffer.capacity
         # Not final: fold at most what is buffered now (then the caller renders), so a
         # producer faster than the fold cannot keep the pump in here forever.
         budget = None if final else len(buffer) + FOLD_SLICE
@@ -247,8 +249,12 @@ class Pump:
             task_status.started()
             try:
                 while not self._stop_requested:
-                    if len(self.buffer) >= FOLD_SLICE and self._may_drain():
+                    backlog = len(self.buffer) >= min(FOLD_SLICE, self.buffer.capacity)
+                    if backlog and self._may_drain():
                         await anyio.lowlevel.checkpoint()  # a backlog: no idle tick
+                    elif self._saw_full and self._may_drain():
+                        # overflow="block" producers are likely waiting: not a whole tick
+                        await anyio.sleep(0.001)
                     else:
                         with anyio.move_on_after(self.tick):
                             await self._stop.wait()

@@ -1,0 +1,106 @@
+"""Backends that misbehave on purpose, for the reliability tests.
+
+Each does its blocking work in a worker thread with ``abandon_on_cancel=True``, as the
+:class:`aoff.Backend` contract asks, so what is tested is aoff's isolation, not a
+backend that also blocks the event loop.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+import anyio.to_thread
+
+from aoff import BackendContext, StepRecord
+
+
+class CountingBackend:
+    """Keeps only each record's iteration (cheap enough for millions of records)."""
+
+    def __init__(self, name: str = "counting") -> None:
+        self.name = name
+        self.iterations: list[int] = []
+        self.writes = 0
+        self.opened = 0
+        self.closed = 0
+
+    async def open(self, ctx: BackendContext) -> None:
+        self.opened += 1
+
+    async def write(self, records: Sequence[StepRecord]) -> None:
+        self.writes += 1
+        self.iterations.extend(r.iteration for r in records)
+
+    async def flush(self) -> None:
+        pass
+
+    async def close(self) -> None:
+        self.closed += 1
+
+
+class SlowBackend(CountingBackend):
+    """Every write blocks a worker thread for ``delay`` seconds (a slow disk)."""
+
+    def __init__(self, delay: float = 0.002, name: str = "slow") -> None:
+        super().__init__(name)
+        self.delay = delay
+
+    async def write(self, records: Sequence[StepRecord]) -> None:
+        await anyio.to_thread.run_sync(time.sleep, self.delay, abandon_on_cancel=True)
+        await super().write(records)
+
+
+class GatedBackend(CountingBackend):
+    """Every write blocks a worker thread until :attr:`gate` is set (a hung backend).
+
+    Never setting the gate makes it hang forever; tests set it at teardown so that the
+    abandoned worker thread ends.
+    """
+
+    def __init__(self, name: str = "gated") -> None:
+        super().__init__(name)
+        self.gate = threading.Event()
+        self.entered = threading.Event()  # set once a write is blocked on the gate
+
+    def _wait(self) -> None:
+        self.entered.set()
+        self.gate.wait()
+
+    async def write(self, records: Sequence[StepRecord]) -> None:
+        await anyio.to_thread.run_sync(self._wait, abandon_on_cancel=True)
+        await super().write(records)
+
+
+class RaisingBackend(CountingBackend):
+    """Raises ``make_error()`` from ``write`` (or from ``open``), every time or ``times``."""
+
+    def __init__(
+        self,
+        make_error: Callable[[], BaseException],
+        *,
+        on: str = "write",
+        times: int | None = None,
+        name: str = "raising",
+    ) -> None:
+        super().__init__(name)
+        self.make_error = make_error
+        self.on = on
+        self.times = times
+        self.attempts = 0
+
+    def _maybe_raise(self, what: str) -> None:
+        if what != self.on:
+            return
+        self.attempts += 1
+        if self.times is None or self.attempts <= self.times:
+            raise self.make_error()
+
+    async def open(self, ctx: BackendContext) -> None:
+        self._maybe_raise("open")
+        await super().open(ctx)
+
+    async def write(self, records: Sequence[StepRecord]) -> None:
+        self._maybe_raise("write")
+        await super().write(records)

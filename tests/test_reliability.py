@@ -1,0 +1,523 @@
+"""Reliability: nothing lost silently, overload handled, backend faults contained.
+
+* overload: a soak of 2,000,000 events from 4 threads into a slow backend; every
+  dropped event is counted (drops == events missing from the output, exactly), memory
+  stays bounded, and ``overflow="block"`` loses nothing;
+* backend faults: a backend that raises or hangs never costs the other backend a record,
+  is reported once, and ``finish()`` gives up on it after ``finish_timeout``;
+* disk full for real: a 64 KiB tmpfs under the TensorBoard backend.
+
+No assertion here is a timing claim; the bounds on waits are deliberately generous.
+Timings are in ``benchmarks/bench_soak.py`` and ``benchmarks/bench_faults.py``.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import psutil
+import pytest
+
+from aoff import AsyncOffPolicyLogger, FinishReport, OffPolicyLogger
+from aoff.testing import MemoryBackend, RecordingDisplay
+
+from .faulty import CountingBackend, GatedBackend, RaisingBackend, SlowBackend
+
+# Peak RSS growth allowed while 2,000,000 events hit a logger with the default capacity
+# (100,000 events). A bare log_step event is ~0.2 KB, so the buffer itself is ~20 MB;
+# the rest is what producers add within one pump tick, the backends' bounded outboxes
+# and allocator slack. Measured 45-80 MB here; before the buffer was trimmed while a
+# backlog was folded, this run grew past 400 MB.
+SOAK_RSS_BOUND = 150 * 2**20
+
+
+def make_logger(*backends: object, **kw: object) -> OffPolicyLogger:
+    kw.setdefault("display", RecordingDisplay())
+    return OffPolicyLogger(
+        log_backend="none",
+        backends=list(backends),  # type: ignore[arg-type]
+        handle_sigterm=False,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def runner(log: OffPolicyLogger | AsyncOffPolicyLogger, name: str) -> object:
+    return next(r for r in log._core.pump.runners if r.name == name)
+
+
+def assert_accounted(log: OffPolicyLogger | AsyncOffPolicyLogger) -> None:
+    """Every record offered to a backend was either written or counted as lost."""
+    for r in log._core.pump.runners:
+        assert r.offered == r.written + r.lost, (r.name, r.offered, r.written, r.lost)
+
+
+class RssPeak:
+    """Samples this process's RSS in a thread; ``growth`` is the peak minus the start."""
+
+    def __init__(self) -> None:
+        self.proc = psutil.Process()
+        self.start = self.proc.memory_info().rss
+        self.peak = self.start
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.01):
+            self.peak = max(self.peak, self.proc.memory_info().rss)
+
+    def __enter__(self) -> RssPeak:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self.proc.memory_info().rss)
+
+    @property
+    def growth(self) -> int:
+        return self.peak - self.start
+
+
+def produce(log: OffPolicyLogger, threads: int, per_thread: int) -> None:
+    """``threads`` producers at full speed; thread t logs iterations t*per .. (t+1)*per-1."""
+
+    def work(t: int) -> None:
+        log_step = log.log_step
+        for i in range(t * per_thread, (t + 1) * per_thread):
+            log_step(i)
+
+    ts = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
+    for th in ts:
+        th.start()
+    for th in ts:
+        th.join()
+
+
+def assert_per_thread_order(iterations: list[int], per_thread: int) -> None:
+    last: dict[int, int] = {}
+    for it in iterations:
+        t = it // per_thread
+        assert it > last.get(t, -1), "a thread's events were reordered or duplicated"
+        last[t] = it
+
+
+# -- overload -------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("overflow", "total"),
+    [
+        ("drop_oldest", 2_000_000),
+        ("drop_newest", 2_000_000),
+        # block is paced by the fold (~55,000 events/s on this 2-core machine): fewer
+        # events keep the test short; benchmarks/bench_soak.py runs it with 2,000,000.
+        ("block", 400_000),
+    ],
+)
+def test_soak_drops_are_counted_exactly_and_memory_stays_bounded(
+    overflow: str, total: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    slow = SlowBackend(delay=0.002)
+    display = RecordingDisplay()
+    with RssPeak() as rss:
+        log = make_logger(slow, overflow=overflow, display=display)
+        log.start()
+        produce(log, 4, total // 4)
+        report = log.finish()
+    received = slow.iterations
+    assert len(set(received)) == len(received)
+    assert_per_thread_order(received, total // 4)
+    missing = total - len(received)
+    assert report.dropped_events == missing
+    assert report.backend_lost == {"slow": 0}
+    assert report.steps == len(received)
+    (_, final_state, _) = display.closed[0]
+    assert final_state.dropped_events == missing  # the dashboard's System column
+    err = capsys.readouterr().err
+    if overflow == "block":
+        assert missing == 0
+        assert "dropped" not in err
+    else:
+        assert missing > 0  # the slow backend and the fold cannot keep up with 4 threads
+        assert err.count("events were dropped") == 1
+        assert f"{missing:,} events were dropped" in err
+    assert rss.growth < SOAK_RSS_BOUND, f"RSS grew by {rss.growth / 2**20:.0f} MB"
+    assert_accounted(log)
+
+
+@pytest.mark.parametrize("overflow", ["drop_oldest", "drop_newest"])
+def test_dropped_events_scalar_is_the_running_total(overflow: str) -> None:
+    """With one producer, buffer order is iteration order, so each record's
+    ``aoff/dropped_events`` can be checked against the iterations missing before it."""
+    mem = MemoryBackend()
+    slow = SlowBackend(delay=0.002)
+    log = make_logger(mem, slow, overflow=overflow, capacity=1_000)
+    n = 200_000
+    for i in range(n):
+        log.log_step(i)
+    report = log.finish()
+    assert report.dropped_events == n - len(mem.records) > 0
+    seen_before = 0
+    for index, rec in enumerate(mem.records):
+        scalars = rec.as_dict()
+        dropped_before = rec.iteration - index  # earlier iterations that never arrived
+        value = scalars.get("aoff/dropped_events")
+        if overflow == "drop_oldest":
+            # the oldest are dropped, so the total at fold time is exactly what came before
+            assert (value or 0) == dropped_before
+        else:
+            # refusals are counted when they happen, possibly before this record is folded
+            assert (value or 0) >= dropped_before
+        if value is not None:
+            assert rec.scalars[-1][0] == "aoff/dropped_events"  # appended last
+            assert value >= seen_before  # a running total never goes down
+            seen_before = int(value)
+    assert seen_before <= report.dropped_events
+
+
+def test_block_policy_blocks_the_sync_caller_until_there_is_room() -> None:
+    gated = GatedBackend()
+    log = make_logger(gated, overflow="block", capacity=100)
+    n = 20_000
+    progress = [0]
+
+    def work() -> None:
+        for i in range(n):
+            log.log_step(i)
+            progress[0] = i + 1
+
+    th = threading.Thread(target=work, daemon=True)
+    try:
+        th.start()
+        assert gated.entered.wait(30)
+        deadline = time.monotonic() + 30
+        while not log._core.buffer.full():  # the outbox filled, then the buffer
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        time.sleep(0.2)
+        # nothing can drain while the backend is stuck: the producer must be waiting
+        assert th.is_alive() and progress[0] < n
+    finally:
+        gated.gate.set()
+    th.join(60)
+    assert not th.is_alive() and progress[0] == n
+    report = log.finish()
+    assert report.dropped_events == 0 and gated.iterations == list(range(n))
+
+
+def test_default_policy_never_blocks_the_caller_even_when_a_backend_is_stuck() -> None:
+    gated = GatedBackend()
+    mem = CountingBackend("memory")
+    log = make_logger(gated, mem)  # overflow="drop_oldest", capacity=100,000
+    n = 20_000
+    done = threading.Event()
+
+    def work() -> None:
+        for i in range(n):
+            log.log_step(i)
+        done.set()
+
+    th = threading.Thread(target=work, daemon=True)
+    th.start()
+    try:
+        assert done.wait(60), "the training thread was blocked by a stuck backend"
+        assert not gated.iterations  # still stuck while training went on
+    finally:
+        gated.gate.set()
+    report = log.finish()
+    assert report.complete and mem.iterations == gated.iterations == list(range(n))
+
+
+@pytest.mark.anyio
+async def test_block_policy_makes_the_async_caller_await_space() -> None:
+    gated = GatedBackend()
+    mem = CountingBackend("memory")
+    n = 20_000
+    progress = [0]
+    try:
+        async with AsyncOffPolicyLogger(
+            log_backend="none",
+            backends=[gated, mem],
+            display=RecordingDisplay(),
+            overflow="block",
+            capacity=100,
+        ) as log:
+
+            async def work() -> None:
+                for i in range(n):
+                    await log.log_step(i)  # completes at once unless the buffer is full
+                    progress[0] = i + 1
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(work)
+                with anyio.fail_after(30):
+                    while not log._core.buffer.full():
+                        await anyio.sleep(0.01)
+                await anyio.sleep(0.1)
+                # without awaiting space, the task would have run to the end in one go
+                assert progress[0] < n
+                gated.gate.set()
+        report = log._report
+        assert report is not None and report.dropped_events == 0
+        assert mem.iterations == gated.iterations == list(range(n))
+    finally:
+        gated.gate.set()
+
+
+# -- backend faults -------------------------------------------------------------------------
+def disk_full() -> OSError:
+    return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def test_a_backend_that_raises_is_isolated_and_reported_once(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    bad = RaisingBackend(disk_full, name="full-disk")
+    mem = MemoryBackend()
+    display = RecordingDisplay()
+    log = make_logger(bad, mem, display=display)
+    n = 5_000
+    for i in range(n):
+        log.log_step(i)
+        if i == 2_000:
+            log.flush()  # let the failure happen mid-run
+    report = log.finish()
+    assert [r.iteration for r in mem.records] == list(range(n))
+    assert not bad.iterations
+    assert bad.attempts == 3  # one write, retried twice, then the backend is given up
+    assert report.backend_lost == {"full-disk": n, "memory": 0}
+    assert "No space left on device" in report.backend_errors["full-disk"]
+    assert "memory" not in report.backend_errors
+    err = capsys.readouterr().err
+    assert err.count("backend 'full-disk' disabled after error") == 1
+    assert err.count(f"backend 'full-disk': {n:,} records not written") == 1
+    (_, state, _) = display.closed[0]
+    assert "No space left" in state.backend_problems["full-disk"]  # System column
+    assert bad.closed == 1
+    assert_accounted(log)
+
+
+def test_a_backend_that_cannot_open_is_not_retried_and_loses_nothing_else(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    bad = RaisingBackend(lambda: PermissionError(13, "Permission denied"), on="open", name="ro")
+    mem = MemoryBackend()
+    log = make_logger(bad, mem)
+    for i in range(100):
+        log.log_step(i)
+    report = log.finish()
+    assert len(mem.records) == 100 and bad.attempts == 1
+    assert report.backend_lost["ro"] == 100
+    assert "Permission denied" in report.backend_errors["ro"]
+    assert capsys.readouterr().err.count("backend 'ro' disabled") == 1
+    assert_accounted(log)
+
+
+def test_a_transient_error_is_retried_and_nothing_is_lost(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    flaky = RaisingBackend(disk_full, times=2, name="flaky")  # fails twice, then works
+    log = make_logger(flaky)
+    for i in range(1_000):
+        log.log_step(i)
+    report = log.finish()
+    assert report.complete and flaky.iterations == list(range(1_000))
+    assert "flaky" not in capsys.readouterr().err
+
+
+def test_a_hung_backend_costs_finish_at_most_finish_timeout(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    hung = GatedBackend("hung")
+    mem = MemoryBackend()
+    display = RecordingDisplay()
+    log = make_logger(hung, mem, display=display, finish_timeout=1.0)
+    n = 3_000
+    try:
+        for i in range(n):
+            log.log_step(i)
+        assert hung.entered.wait(30)
+        t0 = time.monotonic()
+        report = log.finish()
+        elapsed = time.monotonic() - t0
+    finally:
+        hung.gate.set()
+    # generous: finish_timeout, then at most 1 s for the abandoned backend's close
+    assert elapsed < 1.0 + 9.0
+    assert [r.iteration for r in mem.records] == list(range(n))
+    assert report.backend_written["hung"] == 0
+    assert report.backend_lost["hung"] == n  # the batch in flight is counted too
+    assert report.backend_errors["hung"] == "timed out at finish"
+    err = capsys.readouterr().err
+    assert err.count("backend 'hung' did not finish within 1s") == 1
+    (_, state, _) = display.closed[0]
+    assert state.backend_problems["hung"] == "timed out at finish"
+    assert_accounted(log)
+
+
+def test_a_stalled_backend_stops_holding_the_others_back(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """More records than a runner's outbox holds: without stall detection the hung
+    backend would hold the pump back and the buffer would start dropping for everyone."""
+    hung = GatedBackend("hung")
+    mem = CountingBackend("memory")
+    log = make_logger(hung, mem, finish_timeout=0.5, capacity=5_000)
+    r = runner(log, "hung")
+    r.stall_timeout = 0.2  # type: ignore[attr-defined]
+    # > outbox (4,096) + batch in flight (1,024) + capacity (5,000): without stall
+    # detection the buffer overflows. Paced (<= 20 events/ms, like a training loop) so
+    # that the 0.2 s before the stall is noticed fits in the buffer.
+    n = 20_000
+    try:
+        for i in range(n):
+            log.log_step(i)
+            if i % 20 == 0:
+                time.sleep(0.001)
+        report = log.finish()
+    finally:
+        hung.gate.set()
+    assert mem.iterations == list(range(n))
+    assert report.dropped_events == 0 and report.backend_lost["memory"] == 0
+    assert report.backend_lost["hung"] == n
+    err = capsys.readouterr().err
+    assert err.count("backend 'hung': write has not returned for 0.2s") == 1
+    assert_accounted(log)
+
+
+@pytest.mark.anyio
+async def test_async_face_isolates_a_raising_backend() -> None:
+    bad = RaisingBackend(lambda: PermissionError(13, "Permission denied"), name="bad")
+    mem = MemoryBackend()
+    async with AsyncOffPolicyLogger(
+        log_backend="none", backends=[bad, mem], display=RecordingDisplay()
+    ) as log:
+        for i in range(1_000):
+            await log.log_step(i)
+    report = log._report
+    assert report is not None
+    assert len(mem.records) == 1_000 and report.backend_lost["bad"] == 1_000
+
+
+# -- disk full, for real ----------------------------------------------------------------------
+@pytest.fixture
+def tiny_tmpfs(tmp_path: Path) -> Iterator[Path]:
+    """A 64 KiB tmpfs (needs root and CAP_SYS_ADMIN; skipped elsewhere)."""
+    mnt = tmp_path / "tiny"
+    mnt.mkdir()
+    try:
+        res = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)],
+            capture_output=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        pytest.skip(f"cannot mount a tmpfs: {exc}")
+    if res.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs: {res.stderr.decode(errors='replace').strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True, timeout=30)
+
+
+def read_tensorboard_iterations(log_dir: Path) -> list[int]:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(log_dir), size_guidance={"scalars": 0})
+    acc.Reload()
+    if "axis/iteration" not in acc.Tags()["scalars"]:
+        return []
+    return [int(e.value) for e in acc.Scalars("axis/iteration")]
+
+
+def read_jsonl_iterations(path: Path) -> list[int]:
+    import json
+
+    return [json.loads(line)["iteration"] for line in path.read_text().splitlines()]
+
+
+def test_disk_full_on_a_real_tmpfs(tiny_tmpfs: Path, tmp_path: Path) -> None:
+    from aoff._jsonl import JsonlBackend
+    from aoff._tensorboard import TensorBoardBackend
+
+    tb = TensorBoardBackend(tiny_tmpfs)
+    jl = JsonlBackend(tmp_path / "metrics.jsonl")
+    mem = MemoryBackend()
+    log = make_logger(tb, jl, mem)
+    n = 2_000  # ~1 KB a step in TensorBoard: far more than 64 KiB
+    metrics = {f"m{k}": float(k) for k in range(20)}
+    for i in range(n):
+        log.log_step(i + 1, metrics)
+        if i % 100 == 0:
+            log.flush()
+    report = log.finish()
+    assert [r.iteration for r in mem.records] == list(range(1, n + 1))
+    assert read_jsonl_iterations(tmp_path / "metrics.jsonl") == list(range(1, n + 1))
+    assert "No space left on device" in report.backend_errors["tensorboard"]
+    written, lost = report.backend_written["tensorboard"], report.backend_lost["tensorboard"]
+    assert written + lost == n and lost > 0
+    # what reached the disk reads back without error: a prefix, at least what was confirmed
+    on_disk = read_tensorboard_iterations(tiny_tmpfs)
+    assert on_disk == list(range(1, len(on_disk) + 1))
+    assert written <= len(on_disk) <= n
+    assert set(report.backend_errors) == {"tensorboard"}
+
+
+RLIMIT_CHILD = textwrap.dedent(
+    """
+    import json, resource, signal, sys
+    from aoff import OffPolicyLogger
+    from aoff._tensorboard import TensorBoardBackend
+    from aoff.testing import MemoryBackend
+
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past the limit get EFBIG
+    resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))
+    mem = MemoryBackend()
+    log = OffPolicyLogger(log_backend="none", backends=[TensorBoardBackend(sys.argv[1]), mem],
+                          handle_sigterm=False)
+    metrics = {f"m{k}": float(k) for k in range(20)}
+    for i in range(2000):
+        log.log_step(i + 1, metrics)
+        if i % 100 == 0:
+            log.flush()
+    r = log.finish()
+    print(json.dumps({"memory": [x.iteration for x in mem.records], "written": r.backend_written,
+                      "lost": r.backend_lost, "errors": r.backend_errors}))
+    """
+)
+
+
+def test_disk_full_via_a_file_size_limit(tmp_path: Path) -> None:
+    import json
+
+    proc = subprocess.run(
+        [sys.executable, "-c", RLIMIT_CHILD, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["memory"] == list(range(1, 2001))
+    assert "File too large" in out["errors"]["tensorboard"]
+    assert out["written"]["tensorboard"] + out["lost"]["tensorboard"] == 2000
+    assert out["lost"]["tensorboard"] > 0
+    assert proc.stderr.count("backend 'tensorboard' disabled after error") == 1
+    on_disk = read_tensorboard_iterations(tmp_path)
+    assert on_disk == list(range(1, len(on_disk) + 1))
+    assert out["written"]["tensorboard"] <= len(on_disk)
+
+
+def test_finish_report_is_complete_only_when_nothing_was_lost() -> None:
+    assert FinishReport().complete
+    assert not FinishReport(dropped_events=1).complete
+    assert not FinishReport(backend_lost={"tb": 1}).complete
