@@ -12,7 +12,10 @@ import time
 from collections.abc import Callable, Sequence
 
 import anyio.to_thread
+import pytest
 
+import aoff._pump
+import aoff._recorder
 from aoff import BackendContext, StepRecord
 
 
@@ -104,3 +107,16 @@ class RaisingBackend(CountingBackend):
     async def write(self, records: Sequence[StepRecord]) -> None:
         self._maybe_raise("write")
         await super().write(records)
+
+
+@pytest.fixture
+def plain_numbers_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pin the recorder's torch-free path (another test may have imported torch).
+
+    Once torch is imported the recorder inspects values on the hot path; the outcome of
+    a non-number must then be the same (docs/input-handling.md), but the tests that check
+    the pump's handling of bad values should not depend on test order.
+    """
+    monkeypatch.setattr(aoff._recorder, "_capture_on", False)
+    monkeypatch.setattr(aoff._recorder, "refresh_capture_mode", lambda: False)
+    monkeypatch.setattr(aoff._pump, "refresh_capture_mode", lambda: False)

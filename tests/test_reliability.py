@@ -259,7 +259,7 @@ async def test_block_policy_makes_the_async_caller_await_space() -> None:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(work)
                 with anyio.fail_after(30):
-                    while not log._core.buffer.full():
+                    while not log._core.buffer.full():  # noqa: ASYNC110 - polled state
                         await anyio.sleep(0.01)
                 await anyio.sleep(0.1)
                 # without awaiting space, the task would have run to the end in one go

@@ -103,7 +103,7 @@ class State:
         if not self.throughput_known or self.throughput_steps <= 0:
             return None
         t = self.pipeline_time()
-        if t <= 0:
+        if not t > 0:  # NaN too: the seed writes steps/sec only for a pipeline time > 0
             return None
         return self.throughput_steps / t
 
@@ -157,6 +157,14 @@ def to_float(where: str, key: object, value: object) -> float:
         raise BadValue(
             f"{where}: value for key {key!r} cannot be converted: {type(exc).__name__}: {exc}"
         ) from None
+
+
+def _encodable(key: str) -> bool:
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 Reporter = Callable[[str], None]
@@ -239,12 +247,18 @@ class Folder:
             type(values) is dict
             and _FLOAT_ONLY.issuperset(map(type, values.values()))
             and _STR_ONLY.issuperset(map(type, values))
+            and "".join(values).isascii()
         ):
             return values  # the common case: the recorder's own copy, already clean
         for k, v in values.items():
             if type(k) is not str:
                 msg = f"{where}: key {k!r:.60} is {type(k).__name__}, not str; skipped"
                 self._bad(where, k, msg)
+                continue
+            if not k.isascii() and not _encodable(k):
+                # e.g. a lone surrogate: TensorBoard's protobuf (and W&B) would refuse the
+                # whole batch and the backend would be disabled for one bad key
+                self._bad(where, k, f"{where}: key {k!r:.60} is not valid Unicode; skipped")
                 continue
             if type(v) is _FLOAT:
                 out[k] = v
