@@ -27,7 +27,14 @@ import pexpect
 import pytest
 from rich.console import Console
 
-from aoff import AsyncOffPolicyLogger, Dashboard, OffPolicyLogger, State, StepRecord
+from aoff import (
+    AsyncOffPolicyLogger,
+    Dashboard,
+    OffPolicyLogger,
+    RunConfig,
+    State,
+    StepRecord,
+)
 from aoff.testing import ManualClock, MemoryBackend, RecordingDisplay
 
 from .terminal_child import MARKER_ERR, MARKER_OUT
@@ -583,6 +590,58 @@ async def test_async_face_leaves_a_sigterm_handler_alone() -> None:
         assert signal.getsignal(signal.SIGTERM) is handler
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def _state_of_height(i: int) -> State:
+    s = State(config=RunConfig(algo_name="SAC", env_name="P", max_iterations=100_000))
+    s.started, s.start_time, s.iteration, s.status = True, 0.0, i, "Training"
+    # the panel grows and shrinks by 6 rows every frame, as when metrics come and go
+    s.latest_metrics = {f"metric_{k}": 1.0 for k in range(1 + (i % 2) * 6)}
+    return s
+
+
+@pytest.mark.usefixtures("restore_streams")
+def test_print_from_another_thread_while_frames_change_height() -> None:
+    """Each printed line lands above the panel, intact, and one panel stays on screen."""
+    console = captured_console()
+    dash = Dashboard(console, live=True)
+    dash.open(_state_of_height(0), 0.0)
+    texts = [f"line-{n:04d}-" + "x" * 50 for n in range(40)]
+
+    def training() -> None:
+        for text in texts:
+            print(text)
+
+    thread = threading.Thread(target=training)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)  # switch threads often: many interleavings to try
+    try:
+        thread.start()
+        i = 0
+        while thread.is_alive() or i < 20:
+            i += 1
+            dash.update(_state_of_height(i), float(i))
+        thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    dash.close(_state_of_height(i), float(i), summary=False)
+
+    screen = Screen(height=ROWS)
+    screen.feed(console.file.getvalue())  # type: ignore[attr-defined]
+    lines = screen.lines()
+    assert sum(PANEL_TITLE in line for line in lines) == 1
+    top = next(n for n, line in enumerate(lines) if PANEL_TITLE in line)
+    assert [line for line in lines if line.startswith("line-")] == texts
+    assert lines[top - len(texts) : top] == texts
+
+
+@pytest.fixture
+def restore_streams() -> Iterator[None]:
+    out, err = sys.stdout, sys.stderr
+    yield
+    ok = sys.stdout is out and sys.stderr is err
+    sys.stdout, sys.stderr = out, err
+    assert ok, "dashboard left sys.stdout/sys.stderr redirected"
 
 
 # -- 4. the throttle with the real Dashboard ----------------------------------------------

@@ -16,9 +16,12 @@ stream.
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
+from typing import IO, Any
 
 from rich.console import Console, RenderableType
+from rich.file_proxy import FileProxy
 from rich.live import Live
 
 from ._render import Glyphs, dashboard_panel, glyphs_for, plain_line, summary_panel
@@ -34,6 +37,29 @@ def use_live(console: Console) -> bool:
     plain lines (Rich's own ``NO_COLOR`` handling still applies to both).
     """
     return bool(console.is_terminal) and not console.is_dumb_terminal
+
+
+class _LockedProxy(FileProxy):
+    """Rich's redirect of ``sys.stdout``/``sys.stderr`` under ``Live``, holding the
+    dashboard's lock while it prints.
+
+    Rich draws a printed line and then the whole panel again, placing the cursor from the
+    height of the last frame. Without the lock, a frame drawn by the pump's thread in the
+    middle of that leaves copies of the panel on the screen or erases lines printed
+    above it whenever the panel's height changes.
+    """
+
+    def __init__(self, console: Console, file: IO[str], lock: threading.RLock) -> None:
+        super().__init__(console, file)
+        self._aoff_lock = lock
+
+    def write(self, text: str) -> int:
+        with self._aoff_lock:
+            return super().write(text)
+
+    def flush(self) -> None:
+        with self._aoff_lock:
+            super().flush()
 
 
 class Dashboard:
@@ -57,6 +83,7 @@ class Dashboard:
         self.glyphs: Glyphs = glyphs_for(self.console)
         self._lock = threading.RLock()
         self._live: Live | None = None
+        self._saved_streams: tuple[Any, Any] | None = None
         self._last_plain_time: float | None = None
         self._last_plain_line: str | None = None
         self._closed = False
@@ -87,7 +114,8 @@ class Dashboard:
 
     def say(self, markup: str) -> None:
         """Print one line of markup; under ``Live`` it appears above the panel."""
-        self.console.print(markup)
+        with self._lock:  # never in the middle of a frame (see _LockedProxy)
+            self.console.print(markup)
 
     def close(self, state: State, now: float, *, summary: bool) -> None:
         """Stop ``Live`` and restore the terminal (always; idempotent), then print the
@@ -135,12 +163,35 @@ class Dashboard:
             console=self.console,
             auto_refresh=False,
             transient=False,
-            redirect_stdout=True,
-            redirect_stderr=True,
+            redirect_stdout=False,  # redirected below, under self._lock
+            redirect_stderr=False,
         )
         # Live.start(refresh=True) stops itself again if the first frame raises
         live.start(refresh=True)
         self._live = live
+        self._redirect_streams()
+
+    def _redirect_streams(self) -> None:
+        """``print()`` and stderr go above the panel, as with Rich's own redirect."""
+        if not self.console.is_terminal or self._saved_streams is not None:
+            return
+        out, err = sys.stdout, sys.stderr
+        self._saved_streams = (out, err)
+        if not isinstance(out, FileProxy):
+            sys.stdout = _LockedProxy(self.console, out, self._lock)
+        if not isinstance(err, FileProxy):
+            sys.stderr = _LockedProxy(self.console, err, self._lock)
+
+    def _restore_streams(self) -> None:
+        saved, self._saved_streams = self._saved_streams, None
+        if saved is None:
+            return
+        for name, original in zip(("stdout", "stderr"), saved, strict=True):
+            current = getattr(sys, name)
+            if isinstance(current, _LockedProxy):
+                with contextlib.suppress(Exception):
+                    current.flush()  # a last line printed without its newline
+            setattr(sys, name, original)
 
     def _stop_live(self, live: Live, state: State, now: float) -> None:
         """Draw the final frame if possible, then stop ``live`` no matter what."""
@@ -148,8 +199,9 @@ class Dashboard:
             # if the final frame cannot be built, keep the last one: stopping matters more
             with contextlib.suppress(Exception):
                 live.update(self._panel(state, now), refresh=False)
-            live.stop()  # re-renders the last frame; its own `finally` restores streams
+            live.stop()  # re-renders the last frame
         finally:
+            self._restore_streams()
             if self.console.is_terminal:
                 self.console.show_cursor(True)
 
