@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import subprocess
 import sys
 import textwrap
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import anyio
@@ -30,7 +31,13 @@ import pytest
 from aoff import AsyncOffPolicyLogger, FinishReport, OffPolicyLogger
 from aoff.testing import MemoryBackend, RecordingDisplay
 
-from .faulty import CountingBackend, GatedBackend, RaisingBackend, SlowBackend
+from .faulty import (
+    CountingBackend,
+    GatedBackend,
+    RaisingBackend,
+    SlowBackend,
+    plain_numbers_path,  # noqa: F401 - a fixture
+)
 
 # Peak RSS growth allowed while 2,000,000 events hit a logger with the default capacity
 # (100,000 events). A bare log_step event is ~0.2 KB, so the buffer itself is ~20 MB;
@@ -521,3 +528,260 @@ def test_finish_report_is_complete_only_when_nothing_was_lost() -> None:
     assert FinishReport().complete
     assert not FinishReport(dropped_events=1).complete
     assert not FinishReport(backend_lost={"tb": 1}).complete
+
+
+# -- bad input: one test per row of docs/input-handling.md ----------------------------------
+def read_tensorboard(log_dir: Path) -> dict[str, list[tuple[int, float]]]:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(log_dir), size_guidance={"scalars": 0})
+    acc.Reload()
+    return {t: [(e.step, e.value) for e in acc.Scalars(t)] for t in acc.Tags()["scalars"]}
+
+
+def make_logger_with(log_dir: Path, *extra: object, **kw: object) -> OffPolicyLogger:
+    from aoff._jsonl import JsonlBackend
+    from aoff._tensorboard import TensorBoardBackend
+
+    return make_logger(
+        TensorBoardBackend(log_dir), JsonlBackend(log_dir / "metrics.jsonl"), *extra, **kw
+    )
+
+
+def test_nan_and_infinities_are_kept(tmp_path: Path) -> None:
+    import json
+    import math
+
+    log = make_logger_with(tmp_path)
+    log.log_step(1, {"n": math.nan, "p": math.inf, "m": -math.inf}, reward=math.nan)
+    report = log.finish()
+    assert report.complete and report.invalid_values == 0
+    tb = read_tensorboard(tmp_path)
+    assert math.isnan(tb["train/n"][0][1]) and math.isnan(tb["reward/mean"][0][1])
+    assert tb["train/p"] == [(1, math.inf)] and tb["train/m"] == [(1, -math.inf)]
+    row = json.loads((tmp_path / "metrics.jsonl").read_text())  # strict JSON
+    assert (row["train/n"], row["train/p"], row["train/m"]) == ("nan", "inf", "-inf")
+
+
+def test_bools_ints_and_numpy_scalars_are_converted() -> None:
+    import numpy as np
+
+    mem = MemoryBackend()
+    log = make_logger(mem)
+    log.log_step(
+        np.int64(3),  # type: ignore[arg-type]
+        {"b": True, "i": 7, "f32": np.float32(0.5), "i64": np.int64(-2), "big": 2**70},
+        reward=np.float64(-1.5),
+    )
+    report = log.finish()
+    d = mem.records[0].as_dict()
+    assert mem.records[0].iteration == 3
+    assert (d["train/b"], d["train/i"], d["train/f32"], d["train/i64"]) == (1.0, 7.0, 0.5, -2.0)
+    assert d["train/big"] == float(2**70) and d["reward/mean"] == -1.5
+    assert all(type(v) is float for _, v in mem.records[0].scalars)
+    assert report.invalid_values == 0
+
+
+@pytest.mark.usefixtures("plain_numbers_path")
+def test_non_numbers_are_skipped_counted_and_reported_once_per_key(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    mem = MemoryBackend()
+    log = make_logger(mem)
+    for i in range(100):
+        log.log_step(
+            i,
+            {"loss": 0.5, "name": f"run-{i}", "none": None, "obj": object(), "huge": 10**400},
+            reward="high",  # type: ignore[arg-type]
+        )
+    report = log.finish()
+    assert len(mem.records) == 100
+    for rec in mem.records:
+        tags = [t for t, _ in rec.scalars]
+        assert "train/loss" in tags  # the rest of the call is logged
+        assert not {"train/name", "train/none", "train/obj", "train/huge", "reward/mean"} & set(
+            tags
+        )
+    assert report.invalid_values == 5 * 100
+    err = capsys.readouterr().err.splitlines()
+    for key in ("'name'", "'none'", "'obj'", "'huge'"):
+        assert sum(key in line for line in err) == 1, err  # once, not once per step
+    assert sum("'reward'" in line for line in err) == 1
+    assert sum("500 values were not logged" in line for line in err) == 1
+
+
+@pytest.mark.parametrize(
+    ("call", "argument"),
+    [
+        (lambda log: log.log_step(1, [("loss", 1.0)]), "log_step(metrics)"),
+        (lambda log: log.log_step(1, reward_metrics="r"), "log_step(reward_metrics)"),
+        (lambda log: log.log_step(1, reward_components=(1, 2)), "log_step(reward_components)"),
+        (lambda log: log.log_step(1, extra_info=[4096]), "log_step(extra_info)"),
+        (lambda log: log.update_collector_timing(None), "update_collector_timing(timing_ms)"),
+    ],
+)
+def test_a_non_dict_where_a_dict_belongs_is_a_type_error_at_the_call(
+    call: Callable[[OffPolicyLogger], object], argument: str
+) -> None:
+    mem = MemoryBackend()
+    log = make_logger(mem)
+    with pytest.raises(TypeError, match=rf"^{re.escape(argument)}: expected a dict, got "):
+        call(log)
+    log.log_step(2)
+    log.finish()
+    assert [r.iteration for r in mem.records] == [2]  # the bad call recorded nothing
+
+
+def test_mappings_other_than_dict_are_accepted() -> None:
+    import collections
+    import types
+
+    mem = MemoryBackend()
+    log = make_logger(mem)
+    log.log_step(
+        1,
+        collections.OrderedDict(a=1.0),
+        reward_components=types.MappingProxyType({"c": 2.0}),
+        extra_info=collections.UserDict(throughput_steps=10),  # type: ignore[arg-type]
+        train_time=0.5,
+    )
+    log.finish()
+    d = mem.records[0].as_dict()
+    assert (d["train/a"], d["reward/c"], d["perf/steps_per_sec"]) == (1.0, 2.0, 20.0)
+
+
+def test_non_string_keys_are_skipped_and_reported_once(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    mem = MemoryBackend()
+    log = make_logger(mem)
+    for i in range(10):
+        log.log_step(i, {1: 1.0, ("a",): 2.0, "ok": 3.0})  # type: ignore[dict-item]
+    report = log.finish()
+    assert all(
+        [t for t, _ in r.scalars if t.startswith("train/")] == ["train/ok"] for r in mem.records
+    )
+    assert report.invalid_values == 20
+    err = capsys.readouterr().err
+    assert err.count("key 1 is int, not str") == 1 and err.count("key ('a',) is tuple") == 1
+
+
+def test_empty_dicts() -> None:
+    mem = MemoryBackend()
+    log = make_logger(mem)
+    log.log_step(1, {}, reward_components={"c": 1.0})
+    log.log_step(2, {}, reward_metrics={}, reward_components={}, extra_info={})
+    log.update_collector_timing({})
+    log.log_step(3, metrics={}, train_time=0.01, extra_info={})
+    report = log.finish()
+    assert report.complete and report.invalid_values == 0
+    tags = [[t for t, _ in r.scalars] for r in mem.records]
+    assert "reward/c" in tags[0] and "reward/c" not in tags[1]  # written only when given
+    assert not any(t.startswith("train/") or t == "perf/steps_per_sec" for t in tags[2])
+    display = log._core.pump.state
+    assert display.reward_components == {"c": 1.0}  # an empty dict keeps the last ones
+
+
+def test_negative_and_decreasing_iterations_are_kept_as_given(tmp_path: Path) -> None:
+    order = [5, 10, 3, 10, -1, 0, 20]
+    log = make_logger_with(tmp_path)
+    for it in order:
+        log.log_step(it, {"x": float(it)})
+    assert log.finish().complete
+    # TensorBoard keeps every point, in write order (its files are brain.Event:2: it
+    # purges only after a restart marker, which aoff never writes)
+    assert read_tensorboard(tmp_path)["train/x"] == [(it, float(it)) for it in order]
+    assert read_jsonl_iterations(tmp_path / "metrics.jsonl") == order
+
+
+def test_iterations_beyond_int64_are_reported_and_do_not_disable_tensorboard(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = make_logger_with(tmp_path)
+    log.log_step(2**64)
+    log.log_step(1.5e300)  # type: ignore[arg-type]
+    log.log_step(7)
+    report = log.finish()
+    assert report.complete and report.invalid_values == 2
+    assert read_tensorboard(tmp_path)["axis/iteration"] == [(0, 0.0), (0, 0.0), (7, 7.0)]
+    assert "is not a finite 64-bit integer; using 0" in capsys.readouterr().err
+
+
+def test_a_ten_thousand_key_dict_is_logged_whole(tmp_path: Path) -> None:
+    metrics = {f"m{k:05d}": float(k) for k in range(10_000)}
+    mem = MemoryBackend()
+    log = make_logger_with(tmp_path, mem)
+    for i in range(3):
+        log.log_step(i + 1, metrics)
+    assert log.finish().complete
+    for rec in mem.records:
+        d = rec.as_dict()
+        assert all(d[f"train/m{k:05d}"] == float(k) for k in range(10_000))
+    tb = read_tensorboard(tmp_path)
+    assert len([t for t in tb if t.startswith("train/m")]) == 10_000
+    assert tb["train/m09999"] == [(1, 9999.0), (2, 9999.0), (3, 9999.0)]
+
+
+def test_unicode_tags_round_trip_and_invalid_unicode_is_skipped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    log = make_logger_with(tmp_path)
+    log.log_step(1, {"損失": 1.0, "é/ü": 2.0, "🚀": 3.0, "bad\ud800": 4.0})
+    log.log_step(2, {"損失": 5.0})
+    report = log.finish()
+    assert report.complete and report.invalid_values == 1  # TensorBoard still healthy
+    tb = read_tensorboard(tmp_path)
+    assert tb["train/損失"] == [(1, 1.0), (2, 5.0)]
+    assert tb["é/ü"] == [(1, 2.0)] and tb["train/🚀"] == [(1, 3.0)]
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert rows[0]["train/損失"] == 1.0 and rows[0]["é/ü"] == 2.0
+    assert "is not valid Unicode; skipped" in capsys.readouterr().err
+
+
+ALL_CALLS: list[tuple[str, tuple[object, ...]]] = [
+    ("start", ()),
+    ("log_step", (1,)),
+    ("log_status", ("x",)),
+    ("log_save", ("p",)),
+    ("log_buffer_fill", (1, 2)),
+    ("update_collector_timing", ({"a": 1.0},)),
+    ("update_done_rates", (0.1, 0.2)),
+    ("update_buffer_utilization", (0.5,)),
+    ("update_staging_pool", (1, 2)),
+    ("update_replay_queue", (1, 2)),
+    ("set_collection_sync", (True, 4)),
+    ("log_collector", (1, 2, 3.0)),
+    ("update_ep_length", (10.0,)),
+    ("start_training_timer", ()),
+]
+
+
+def test_every_call_after_finish_warns_and_records_nothing() -> None:
+    from aoff import AoffWarning
+
+    mem = MemoryBackend()
+    log = make_logger(mem)
+    log.log_step(1)
+    log.finish()
+    for name, args in ALL_CALLS:
+        with pytest.warns(AoffWarning, match="called after finish"):
+            getattr(log, name)(*args)
+    assert [r.iteration for r in mem.records] == [1]
+    assert len(log._core.buffer) == 0
+
+
+@pytest.mark.anyio
+async def test_every_async_call_after_close_warns_and_records_nothing() -> None:
+    from aoff import AoffWarning
+
+    mem = MemoryBackend()
+    async with AsyncOffPolicyLogger(
+        log_backend="none", backends=[mem], display=RecordingDisplay()
+    ) as log:
+        await log.log_step(1)
+    for name, args in ALL_CALLS:
+        with pytest.warns(AoffWarning, match="called after the logger was closed"):
+            await getattr(log, name)(*args)
+    assert [r.iteration for r in mem.records] == [1]
