@@ -1,0 +1,130 @@
+"""Where aoff's background CPU goes, per iteration of the shared workload.
+
+aoff moves the logging work off the training loop's call path, but its pump thread still
+needs the GIL for most of it; with GIL-bound training code (``slowdown.py``) that CPU is
+time the loop loses. This prints each stage's cost, single-threaded, for one iteration
+(4 events, 32 scalars) and for one dashboard frame:
+
+* fold: ``Folder.apply`` of the 4 events (state update + the step's record)
+* TensorBoard encode: ``encode_records`` (protobuf ``Event`` + TFRecord framing)
+* JSONL encode: ``encode_lines``
+* snapshot: ``State.snapshot()`` (once a frame)
+* frame: ``dashboard_panel`` rendered to a 120x40 colour console writing to /dev/null
+
+    python benchmarks/bench_pump_cost.py [--iterations 5000] [--frames 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+from _workload import (
+    BUFFER_SIZE,
+    COMPONENTS,
+    METRICS,
+    REWARD,
+    TERMINATED_RATE,
+    TIMEOUT_RATE,
+    TIMING,
+    TRAIN_TIME,
+    WAIT_TIME,
+    total_steps,
+)
+from rich.console import Console
+
+from aoff import _events as ev
+from aoff._jsonl import encode_lines
+from aoff._render import dashboard_panel
+from aoff._state import Folder, State
+from aoff._tensorboard import _load_event_class, encode_records
+
+
+def events(n: int) -> list[ev.Event]:
+    out: list[ev.Event] = []
+    for i in range(n):
+        w = 1.7e9 + i * 0.01
+        out += [
+            (ev.COLLECTOR_TIMING, w, dict(TIMING)),
+            (ev.DONE_RATES, w, TIMEOUT_RATE, TERMINATED_RATE),
+            (ev.COLLECTOR, w, total_steps(i), BUFFER_SIZE, REWARD),
+            (
+                ev.STEP,
+                w,
+                i,
+                dict(METRICS),
+                REWARD,
+                None,
+                dict(COMPONENTS),
+                TRAIN_TIME,
+                WAIT_TIME,
+                0.0,
+                0.0,
+                4096,
+            ),
+        ]
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--iterations", type=int, default=5000)
+    ap.add_argument("--frames", type=int, default=20)
+    args = ap.parse_args()
+    n = args.iterations
+    evs = events(n)
+    state = State()
+    folder = Folder(state)
+
+    t = time.perf_counter()
+    records = [r for e in evs if (r := folder.apply(e)) is not None]
+    fold_us = (time.perf_counter() - t) / n * 1e6
+
+    event_cls = _load_event_class()
+    t = time.perf_counter()
+    encode_records(event_cls, records)
+    tb_us = (time.perf_counter() - t) / n * 1e6
+
+    t = time.perf_counter()
+    encode_lines(records)
+    jsonl_us = (time.perf_counter() - t) / n * 1e6
+
+    state.started = True
+    state.start_time = 1.7e9
+    t = time.perf_counter()
+    for _ in range(args.frames):
+        state.snapshot()
+    snap_us = (time.perf_counter() - t) / args.frames * 1e6
+
+    console = Console(
+        file=open(os.devnull, "w", encoding="utf-8"),  # noqa: SIM115 - for the whole run
+        force_terminal=True,
+        color_system="truecolor",
+        width=120,
+        height=40,
+    )
+    console.print(dashboard_panel(state, 1.7e9 + 60))  # warm-up (imports, caches)
+    t = time.perf_counter()
+    for k in range(args.frames):
+        console.print(dashboard_panel(state, 1.7e9 + 60 + k))
+    frame_ms = (time.perf_counter() - t) / args.frames * 1e3
+
+    per_iter = fold_us + tb_us + jsonl_us
+    print(f"per iteration (4 events, 32 scalars), n={n:,}:")
+    print(f"  fold                 {fold_us:8.1f} us")
+    print(f"  TensorBoard encode   {tb_us:8.1f} us")
+    print(f"  JSONL encode         {jsonl_us:8.1f} us")
+    print(f"  total                {per_iter:8.1f} us")
+    print(f"per dashboard frame: snapshot {snap_us:.0f} us, render {frame_ms:.1f} ms")
+    for it_ms in (1.0, 10.0):
+        per_s = 1000 / it_ms
+        share = (per_iter * per_s / 1e6) + 4 * (frame_ms / 1e3 + snap_us / 1e6)
+        print(
+            f"GIL time per second at {it_ms:g} ms/iteration and 4 frames/s: "
+            f"{share * 1000:.0f} ms ({share * 100:.1f} % of the loop's time)"
+        )
+
+
+if __name__ == "__main__":
+    main()
