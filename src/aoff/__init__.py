@@ -11,7 +11,7 @@ from ._backend import Backend, BackendContext
 from ._bridge import AoffWarning, OffPolicyLogger
 from ._buffer import DEFAULT_CAPACITY, Overflow
 from ._dashboard import Dashboard
-from ._display_api import Display
+from ._display_api import Display, NullDisplay
 from ._logger import AsyncOffPolicyLogger
 from ._pump import FinishReport
 from ._state import RunConfig, State, StepRecord
@@ -47,6 +47,7 @@ __all__ = [
     "Display",
     "FinishReport",
     "JsonlBackend",
+    "NullDisplay",
     "OffPolicyLogger",
     "Overflow",
     "RunConfig",
