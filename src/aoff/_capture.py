@@ -1,35 +1,168 @@
-"""Slow-path value capture for the hot path: anything that is not a plain number.
+"""Value capture on the hot path once torch is imported, and the placeholders it leaves.
 
-Called only when a value is not ``float``/``int``/``bool``. It must return something
-the pump can turn into a float later *with the value as it is now*: NumPy scalars and
-arrays are converted with ``float()`` (arrays can change in place later), PyTorch
-tensors are read without importing torch unless the caller already passed one, and
-anything else that is not a number raises ``TypeError`` naming the argument and key.
+Until ``torch`` is in ``sys.modules`` the recorder never comes here: floats, ints, bools
+and NumPy scalars are immutable, and the pump converts them later. Once torch is
+imported, :func:`activate` is called (by ``_recorder.refresh_capture_mode``) and each
+public call that carries a value that is not a plain ``float``/``int`` builds one
+:class:`Gather`, passes every such value through :meth:`Gather.value`, and hands its
+event to :meth:`Gather.finish`:
+
+* a PyTorch tensor goes to ``_tensors.capture``: a one-element CPU tensor is read at
+  once (``.item()``), a CUDA tensor becomes a :class:`Placeholder` and the call's CUDA
+  tensors are copied to the host together, asynchronously, in ``finish`` (see
+  ``_tensors.py``); a tensor with more than one element raises ``ValueError``;
+* anything else with ``__float__`` (NumPy scalars and arrays, which can change in place
+  later) is converted with ``float()`` now; ``None``, strings and other objects raise
+  ``TypeError`` naming the argument and key.
+
+An event that holds placeholders is a :class:`PendingEvent` (a ``tuple`` subclass, so it
+travels through the buffer like any event). The pump never folds one until
+:func:`event_ready` is true, which never blocks; it then folds :func:`resolve_event`'s
+plain tuple, so the fold only ever sees numbers. Events behind a pending one wait too,
+which keeps order and step numbers.
+
+This module never imports torch; ``_tensors`` (which does) is imported by :func:`activate`.
 """
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable, Iterable
 from typing import Any
 
 
-def _is_tensor(value: object) -> bool:
-    mod = type(value).__module__
-    return mod == "torch" or mod.startswith("torch.")
+class Placeholder:
+    """A logged value that is not known yet (a device-to-host copy in flight).
+
+    ``ready()`` must never block; ``value()`` is called only after ``ready()`` returned
+    True. Placeholders deliberately have no ``__float__``: nothing may convert one by
+    waiting for the device.
+    """
+
+    __slots__ = ()
+
+    def ready(self) -> bool:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def value(self) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
 
 
-def capture_value(value: object, where: str, key: object) -> Any:
+class PendingEvent(tuple[object, ...]):
+    """An event with placeholders; ``waits`` are the objects whose ``ready()`` gate it."""
+
+    waits: tuple[Any, ...]
+
+    def __new__(cls, event: Iterable[object], waits: Iterable[Any]) -> PendingEvent:
+        self = super().__new__(cls, event)
+        self.waits = tuple(waits)
+        return self
+
+
+def event_ready(event: PendingEvent) -> bool:
+    """True when every value of ``event`` is known (never blocks)."""
+    return all(w.ready() for w in event.waits)
+
+
+def resolve_event(event: PendingEvent) -> tuple[object, ...]:
+    """The plain event with every placeholder replaced by its value (call when ready)."""
+    out: list[object] = []
+    for x in event:
+        if isinstance(x, Placeholder):
+            x = x.value()
+        elif type(x) is dict:
+            # the recorder's own copy: resolved in place
+            for k, v in x.items():
+                if isinstance(v, Placeholder):
+                    x[k] = v.value()
+        out.append(x)
+    return tuple(out)
+
+
+def pending_event(event: Iterable[object]) -> tuple[object, ...]:
+    """Wrap ``event`` as a :class:`PendingEvent` if it holds placeholders (any kind)."""
+    event = tuple(event)
+    waits: list[Any] = []
+    for x in event:
+        if isinstance(x, Placeholder):
+            waits.append(x)
+        elif isinstance(x, dict):
+            waits.extend(v for v in x.values() if isinstance(v, Placeholder))
+    return PendingEvent(event, waits) if waits else event
+
+
+# -- the hot path -----------------------------------------------------------------------------
+class _NoTensor:
+    """Stands in for ``torch.Tensor`` until torch is imported (nothing is an instance)."""
+
+
+_Tensor: type = _NoTensor
+_capture_tensor: Callable[[Gather, Any, str, object], Any] | None = None
+
+
+def activate() -> bool:
+    """Enable tensor capture if torch is (fully) imported; True once enabled."""
+    global _Tensor, _capture_tensor
+    if _capture_tensor is not None:
+        return True
+    torch = sys.modules.get("torch")
+    tensor = getattr(torch, "Tensor", None)
+    if not isinstance(tensor, type):  # torch is still being imported
+        return False
+    from . import _tensors
+
+    _Tensor = tensor
+    _capture_tensor = _tensors.capture
+    return True
+
+
+def _not_a_number(value: object, where: str, key: object) -> TypeError:
+    return TypeError(
+        f"{where}: value for {key!r} is {type(value).__name__} {value!r:.60}; "
+        "aoff logs real numbers only"
+    )
+
+
+def capture_other(value: object, where: str, key: object) -> Any:
+    """A value that is neither a plain number nor a tensor: convert it now, or raise."""
     if value is None or isinstance(value, str | bytes | bytearray):
-        raise TypeError(
-            f"{where}: value for {key!r} is {type(value).__name__} {value!r:.60}; "
-            "aoff logs real numbers only"
-        )
-    if _is_tensor(value):
-        from ._tensors import capture_tensor
-
-        return capture_tensor(value, where, key)
+        raise _not_a_number(value, where, key)
     if hasattr(value, "__float__"):
         try:
             return float(value)
         except (TypeError, ValueError) as exc:
             raise TypeError(f"{where}: value for {key!r} cannot be converted: {exc}") from None
     raise TypeError(f"{where}: value for {key!r} is {type(value).__name__}, not a real number")
+
+
+class Gather:
+    """Collects one public call's values; CUDA tensors are copied together in :meth:`finish`."""
+
+    __slots__ = ("call", "groups", "n")
+
+    def __init__(self) -> None:
+        self.call: Any = None  # a _tensors.CudaCall once a CUDA tensor is seen
+        self.groups: dict[Any, Any] | None = None
+        self.n = 0
+
+    def value(self, v: Any, where: str, key: object) -> Any:
+        """The value to record for ``v`` (``v`` itself for plain numbers)."""
+        if type(v) is float or type(v) is int:
+            return v
+        if isinstance(v, _Tensor) and _capture_tensor is not None:
+            return _capture_tensor(self, v, where, key)
+        return capture_other(v, where, key)
+
+    def tensor(self, v: Any, where: str, key: object) -> Any:
+        """Like :meth:`value` for a tensor; anything else is returned unchanged."""
+        if isinstance(v, _Tensor) and _capture_tensor is not None:
+            return _capture_tensor(self, v, where, key)
+        return v
+
+    def finish(self, event: tuple[object, ...]) -> tuple[object, ...]:
+        """Launch the call's device-to-host copies; the event to put in the buffer."""
+        call = self.call
+        if call is None:
+            return event
+        call.launch(self.groups, self.n)
+        return PendingEvent(event, (call,))

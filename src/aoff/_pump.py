@@ -25,6 +25,7 @@ import anyio.abc
 
 from ._backend import Backend, BackendContext
 from ._buffer import EventBuffer
+from ._capture import PendingEvent, event_ready, resolve_event
 from ._display_api import Display
 from ._events import Event
 from ._recorder import refresh_capture_mode
@@ -131,15 +132,46 @@ class Pump:
         self._finished = False
         self._saw_full = False
         self.say: Callable[[str], None] = display.say
+        # events drained but not folded yet because an earlier one still waits for values
+        # from a device (a PendingEvent); they are folded, in order, before anything newer
+        self._held: list[Event] = []
+        self.unresolved = 0  # pending events given up on at finish (counted as dropped)
+        self._give_up = False
 
     # -- folding (synchronous, on the pump's loop) -------------------------------------------
     def _may_drain(self) -> bool:
         return not any(r.holds_back() for r in self.runners)
 
+    def _pending_ready(self, e: PendingEvent) -> bool | None:
+        """Whether a pending event's values are known (None: they never will be)."""
+        try:
+            return event_ready(e)
+        except Exception as exc:  # e.g. a CUDA error surfacing in Event.query()
+            self.report(f"aoff: could not read device values: {type(exc).__name__}: {exc}")
+            return None
+
     def fold(self, events: Sequence[Event]) -> list[StepRecord]:
+        """Fold ``events`` in order; stop at the first whose device values are not ready.
+
+        The rest (that event included) is kept in ``_held`` and folded first next time:
+        ``PendingEvent.waits`` are polled (never waited for), so the loop is never blocked,
+        and no event is folded before an earlier one, so order and steps are kept.
+        """
         apply = self.folder.apply
         records: list[StepRecord] = []
-        for e in events:
+        folded = 0
+        for i, e in enumerate(events):
+            if type(e) is PendingEvent:
+                ready = self._pending_ready(e)
+                if not ready:
+                    if ready is False and not self._give_up:
+                        self._held = list(events[i:])
+                        break
+                    self.unresolved += 1
+                    folded += 1
+                    continue
+                e = resolve_event(e)
+            folded += 1
             try:
                 rec = apply(e)
             except Exception as exc:  # a bug or an exotic input: report, keep going
@@ -148,7 +180,7 @@ class Pump:
                 continue
             if rec is not None:
                 records.append(rec)
-        if events:
+        if folded:
             self.dirty = True
         return records
 
@@ -165,9 +197,17 @@ class Pump:
             # a long backlog is being folded (not only once per tick)
             if buffer.trim():
                 self.dirty = True
-            self.state.dropped_events = buffer.dropped
+            self.state.dropped_events = buffer.dropped + self.unresolved
             if not final and not self._may_drain():
                 break
+            if self._held:  # older than anything in the buffer: fold these first
+                held, self._held = self._held, []
+                records = self.fold(held)
+                for r in self.runners:
+                    r.offer(records)
+                if self._held:
+                    break  # still waiting for a device; poll again on a later tick
+                continue
             events = buffer.drain(FOLD_SLICE)
             if not events:
                 break
@@ -175,7 +215,7 @@ class Pump:
             records = self.fold(events)
             for r in self.runners:
                 r.offer(records)
-            if len(events) < FOLD_SLICE or (budget is not None and total >= budget):
+            if self._held or len(events) < FOLD_SLICE or (budget is not None and total >= budget):
                 break
             await anyio.lowlevel.checkpoint()
         return total
@@ -204,7 +244,7 @@ class Pump:
 
     async def maybe_render(self) -> None:
         refresh_capture_mode()
-        self.state.dropped_events = self.buffer.dropped
+        self.state.dropped_events = self.buffer.dropped + self.unresolved
         now = self.clock()
         if self.state.started and not self.display_open and not self.display_failed:
             self.display_open = True
@@ -225,9 +265,9 @@ class Pump:
 
     async def flush(self) -> None:
         """Deliver everything recorded so far to every healthy backend and flush it."""
-        while len(self.buffer):
+        while len(self.buffer) or self._held:
             await self.drain_once()
-            if len(self.buffer):
+            if len(self.buffer) or self._held:
                 await anyio.sleep(0.001)
         waits = [r.request_flush() for r in self.runners]
         for w in waits:
@@ -250,9 +290,9 @@ class Pump:
             try:
                 while not self._stop_requested:
                     backlog = len(self.buffer) >= min(FOLD_SLICE, self.buffer.capacity)
-                    if backlog and self._may_drain():
+                    if backlog and not self._held and self._may_drain():
                         await anyio.lowlevel.checkpoint()  # a backlog: no idle tick
-                    elif self._saw_full and self._may_drain():
+                    elif self._saw_full and not self._held and self._may_drain():
                         # overflow="block" producers are likely waiting: not a whole tick
                         await anyio.sleep(0.001)
                     else:
@@ -267,12 +307,31 @@ class Pump:
                 with anyio.CancelScope(shield=True):
                     await self._final(runners_tg)
 
+    async def _await_device_values(self) -> None:
+        """Final drain: poll (1 ms, never blocking the loop) for values still on a device.
+
+        Gives up after ``finish_timeout``: the events still waiting are dropped (counted
+        in ``dropped_events``) and everything else is folded in order.
+        """
+        deadline = time.monotonic() + self.finish_timeout
+        while self._held:
+            if time.monotonic() < deadline:
+                await anyio.sleep(0.001)
+            else:
+                self._give_up = True
+                self.report.always(
+                    f"aoff: device values still not copied after {self.finish_timeout:g}s; "
+                    "events waiting for them are dropped"
+                )
+            await self.drain_once(final=True)
+
     async def _final(self, runners_tg: anyio.abc.TaskGroup) -> None:
         if self._finished:
             return
         self._finished = True
         self.buffer.close()
         await self.drain_once(final=True)
+        await self._await_device_values()
         for r in self.runners:
             r.close_input()
         with anyio.move_on_after(self.finish_timeout):
@@ -286,7 +345,7 @@ class Pump:
                     f"{self.finish_timeout:g}s; {r.lost} records not written"
                 )
         runners_tg.cancel_scope.cancel()
-        self.state.dropped_events = self.buffer.dropped
+        self.state.dropped_events = self.buffer.dropped + self.unresolved
         self._sync_problems()
         res = self.result
         res.dropped_events = self.state.dropped_events
@@ -304,9 +363,9 @@ class Pump:
         await self._display_call(
             self.display.close, self.state.snapshot(), self.clock(), summary=self.summary
         )
-        if res.dropped_events:
+        if self.buffer.dropped:
             self.report.always(
-                f"aoff: {res.dropped_events:,} events were dropped because the buffer was full "
+                f"aoff: {self.buffer.dropped:,} events were dropped because the buffer was full "
                 f"(capacity {self.buffer.capacity:,}, overflow={self.buffer.overflow!r})"
             )
         if res.invalid_values:

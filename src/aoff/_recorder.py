@@ -8,8 +8,11 @@ later (reporting, never raising, for anything that is not a number).
 
 The one thing that cannot wait is a PyTorch tensor: it is mutable and may live on a GPU.
 Once ``torch`` has been imported in the process (checked when a logger is built and on
-every pump tick), calls switch to the capturing path, which inspects each value and
-captures tensors at call time (see ``_capture.py``). Until then no call pays for it.
+every pump tick), calls switch to the capturing path: each call builds one
+``_capture.Gather``, passes every value that is not a plain ``float``/``int`` through it
+(CPU tensors are read at once; CUDA tensors become placeholders) and lets it launch the
+call's device-to-host copies together, without waiting (see ``_capture.py`` and
+``_tensors.py``). Until then no call pays for it.
 
 The return value of every call is whatever the face's ``put`` returns: ``None`` for the
 sync face (fire-and-forget) and an awaitable for the async face, so the two faces share
@@ -23,7 +26,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar
 
 from . import _events as ev
-from ._capture import capture_value
+from ._capture import Gather, activate
 
 R = TypeVar("R")
 
@@ -34,22 +37,22 @@ def refresh_capture_mode() -> bool:
     """Turn tensor capture on once torch is imported (it is never turned off)."""
     global _capture_on
     if not _capture_on and "torch" in sys.modules:
-        _capture_on = True
+        _capture_on = activate()
     return _capture_on
 
 
-def _copy_dict(d: object, where: str) -> dict[Any, Any]:
-    """Copy a dict-like argument; capture non-plain values when capture is on."""
+def _copy_dict(d: object, where: str, g: Gather | None = None) -> dict[Any, Any]:
+    """Copy a dict-like argument; capture non-plain values through ``g`` when given."""
     if type(d) is dict:
         c: dict[Any, Any] = d.copy()
     elif isinstance(d, Mapping):
         c = dict(d)
     else:
         raise TypeError(f"{where}: expected a dict, got {type(d).__name__}")
-    if _capture_on:
+    if g is not None:
         for k, v in c.items():
             if type(v) is not float and type(v) is not int:
-                c[k] = capture_value(v, where, k)
+                c[k] = g.value(v, where, k)
     return c
 
 
@@ -58,12 +61,6 @@ def _throughput(extra_info: object) -> Any:
     if isinstance(extra_info, Mapping):
         return extra_info.get("throughput_steps", 0)
     raise TypeError(f"log_step(extra_info): expected a dict, got {type(extra_info).__name__}")
-
-
-def _value(v: object, where: str, name: str) -> Any:
-    if type(v) is float or type(v) is int or not _capture_on:
-        return v
-    return capture_value(v, where, name)
 
 
 class Recorder(Generic[R]):
@@ -156,73 +153,99 @@ class Recorder(Generic[R]):
         extra_info: Any,
     ) -> R:
         w = "log_step"
+        g = Gather()  # one call's CUDA tensors are copied together in g.finish
+        value = g.value
         throughput = None
         if extra_info is not None:
-            throughput = _value(
-                _throughput(extra_info),
-                w,
-                "extra_info['throughput_steps']",
-            )
+            throughput = value(_throughput(extra_info), w, "extra_info['throughput_steps']")
         return self._put(
-            (
-                ev.STEP,
-                self._clock(),
-                _value(iteration, w, "iteration"),
-                None if metrics is None else _copy_dict(metrics, "log_step(metrics)"),
-                None if reward is None else _value(reward, w, "reward"),
-                None
-                if reward_metrics is None
-                else _copy_dict(reward_metrics, "log_step(reward_metrics)"),
-                None
-                if reward_components is None
-                else _copy_dict(reward_components, "log_step(reward_components)"),
-                _value(train_time, w, "train_time"),
-                _value(wait_time, w, "wait_time"),
-                _value(h2d, w, "learner_incremental_h2d_time"),
-                _value(weight_sync, w, "weight_sync_time"),
-                throughput,
+            g.finish(
+                (
+                    ev.STEP,
+                    self._clock(),
+                    value(iteration, w, "iteration"),
+                    None if metrics is None else _copy_dict(metrics, "log_step(metrics)", g),
+                    None if reward is None else value(reward, w, "reward"),
+                    None
+                    if reward_metrics is None
+                    else _copy_dict(reward_metrics, "log_step(reward_metrics)", g),
+                    None
+                    if reward_components is None
+                    else _copy_dict(reward_components, "log_step(reward_components)", g),
+                    value(train_time, w, "train_time"),
+                    value(wait_time, w, "wait_time"),
+                    value(h2d, w, "learner_incremental_h2d_time"),
+                    value(weight_sync, w, "weight_sync_time"),
+                    throughput,
+                )
             )
         )
 
     # -- collector side --------------------------------------------------------------------
     def update_collector_timing(self, timing_ms: Mapping[str, Any]) -> R:
         """Merge collector timings (milliseconds) by key; any key is accepted."""
-        if type(timing_ms) is dict and not _capture_on:
-            return self._put((ev.COLLECTOR_TIMING, self._clock(), timing_ms.copy()))
-        timing = _copy_dict(timing_ms, "update_collector_timing(timing_ms)")
-        return self._put((ev.COLLECTOR_TIMING, self._clock(), timing))
+        if not _capture_on:
+            if type(timing_ms) is dict:
+                return self._put((ev.COLLECTOR_TIMING, self._clock(), timing_ms.copy()))
+            timing = _copy_dict(timing_ms, "update_collector_timing(timing_ms)")
+            return self._put((ev.COLLECTOR_TIMING, self._clock(), timing))
+        g = Gather()
+        timing = _copy_dict(timing_ms, "update_collector_timing(timing_ms)", g)
+        return self._put(g.finish((ev.COLLECTOR_TIMING, self._clock(), timing)))
 
     def update_done_rates(self, timeout_rate: float, terminated_rate: float) -> R:
         """Fractions 0..1 of episodes that ended by timeout / termination."""
         if _capture_on:
-            timeout_rate = _value(timeout_rate, "update_done_rates", "timeout_rate")
-            terminated_rate = _value(terminated_rate, "update_done_rates", "terminated_rate")
+            return self._capture2(
+                ev.DONE_RATES,
+                "update_done_rates",
+                "timeout_rate",
+                timeout_rate,
+                "terminated_rate",
+                terminated_rate,
+            )
         return self._put((ev.DONE_RATES, self._clock(), timeout_rate, terminated_rate))
 
     def log_collector(self, total_steps: int, buffer_size: int, mean_reward: float = 0.0) -> R:
         """Total env steps, replay-buffer size; a non-zero ``mean_reward`` joins the history."""
         if _capture_on:
-            total_steps = _value(total_steps, "log_collector", "total_steps")
-            buffer_size = _value(buffer_size, "log_collector", "buffer_size")
-            mean_reward = _value(mean_reward, "log_collector", "mean_reward")
+            w = "log_collector"
+            g = Gather()
+            event = (
+                ev.COLLECTOR,
+                self._clock(),
+                g.value(total_steps, w, "total_steps"),
+                g.value(buffer_size, w, "buffer_size"),
+                g.value(mean_reward, w, "mean_reward"),
+            )
+            return self._put(g.finish(event))
         return self._put((ev.COLLECTOR, self._clock(), total_steps, buffer_size, mean_reward))
 
     def log_buffer_fill(self, current: int, target: int) -> R:
         """Replay-buffer warm-up progress; sets the status line."""
         if _capture_on:
-            current = _value(current, "log_buffer_fill", "current")
-            target = _value(target, "log_buffer_fill", "target")
+            return self._capture2(
+                ev.BUFFER_FILL, "log_buffer_fill", "current", current, "target", target
+            )
         return self._put((ev.BUFFER_FILL, self._clock(), current, target))
 
     def update_buffer_utilization(self, utilization: float) -> R:
         if _capture_on:
-            utilization = _value(utilization, "update_buffer_utilization", "utilization")
+            return self._capture1(
+                ev.BUFFER_UTIL, "update_buffer_utilization", "utilization", utilization
+            )
         return self._put((ev.BUFFER_UTIL, self._clock(), utilization))
 
     def update_staging_pool(self, current_len: int, max_size: int) -> R:
         if _capture_on:
-            current_len = _value(current_len, "update_staging_pool", "current_len")
-            max_size = _value(max_size, "update_staging_pool", "max_size")
+            return self._capture2(
+                ev.STAGING_POOL,
+                "update_staging_pool",
+                "current_len",
+                current_len,
+                "max_size",
+                max_size,
+            )
         return self._put((ev.STAGING_POOL, self._clock(), current_len, max_size))
 
     def update_replay_queue(self, current_len: int, max_size: int) -> R:
@@ -230,13 +253,31 @@ class Recorder(Generic[R]):
         return self.update_staging_pool(current_len, max_size)
 
     def set_collection_sync(self, enabled: bool, env_steps_per_sync: int = 0) -> R:
+        if _capture_on:
+            w = "set_collection_sync"
+            g = Gather()
+            on = g.tensor(enabled, w, "enabled")  # a flag: only a tensor needs capturing
+            n = g.value(env_steps_per_sync, w, "env_steps_per_sync")
+            return self._put(g.finish((ev.COLLECTION_SYNC, self._clock(), on, n)))
         return self._put((ev.COLLECTION_SYNC, self._clock(), enabled, env_steps_per_sync))
 
     def update_ep_length(self, length: float) -> R:
         """Mean episode length (shown and logged when > 0)."""
         if _capture_on:
-            length = _value(length, "update_ep_length", "length")
+            return self._capture1(ev.EP_LENGTH, "update_ep_length", "length", length)
         return self._put((ev.EP_LENGTH, self._clock(), length))
+
+    # -- capturing paths of the small calls (torch imported) ------------------------------------
+    def _capture1(self, kind: int, where: str, name: str, v: Any) -> R:
+        g = Gather()
+        value = g.value(v, where, name)
+        return self._put(g.finish((kind, self._clock(), value)))
+
+    def _capture2(self, kind: int, where: str, n1: str, v1: Any, n2: str, v2: Any) -> R:
+        g = Gather()
+        a = g.value(v1, where, n1)
+        b = g.value(v2, where, n2)
+        return self._put(g.finish((kind, self._clock(), a, b)))
 
     # -- status --------------------------------------------------------------------------------
     def log_status(self, status: str) -> R:

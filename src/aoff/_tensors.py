@@ -1,18 +1,164 @@
-"""PyTorch tensor values (imported only once a tensor has been passed).
+"""PyTorch tensor values, read without making the training thread wait for a device.
 
-Interim implementation: a one-element tensor is read with ``.item()``; for CUDA tensors
-this synchronises, which the deferred-copy path will remove.
+This module imports torch, so it is imported only once torch is already in
+``sys.modules`` (see ``_recorder.refresh_capture_mode``); ``import aoff`` never imports
+torch. ``_capture.Gather`` calls :func:`capture` for every tensor of one logging call and
+:func:`launch` once at the end of the call.
+
+What a tensor may be
+    a 0-d or one-element tensor of any real dtype (float16/bfloat16/float32/float64,
+    integer, bool), on any device, with or without ``requires_grad``. A tensor with more
+    than one element raises ``ValueError`` in the caller, naming the argument and the key
+    (reduce it first, e.g. ``.mean()``); aoff never reduces silently.
+
+CPU tensors
+    are read at once with ``.item()``: that touches no device, and it captures the value
+    as it is at the time of the call, so a later in-place change (``t.add_(1)``) does not
+    change what was logged. ``.item()`` measured ~0.4 us a tensor here, a ``clone()``
+    ~2.5 us (plus a conversion later), so the hot path reads CPU tensors immediately.
+
+CUDA tensors
+    are gathered per call and read with as few kernel launches as possible: per
+    (device, dtype, ndim) group one ``torch.stack`` (a one-element tensor of a given ndim
+    always has the shape ``(1,) * ndim``, so no per-tensor reshape is needed; a group of
+    one tensor is copied directly) and one ``copy_(non_blocking=True)`` into pinned host
+    memory, then one CUDA event per device recorded on that device's current stream.
+    Everything is enqueued on the stream that would run the caller's next kernel, so an
+    in-place change made after the call is ordered after the copy, and nothing waits.
+    The call's values become :class:`CudaValue` placeholders; the pump folds the event only
+    once every event of the call reports completion (``Event.query()``, which never
+    blocks), then reads the pinned buffers with ``tolist()`` (exact: each group keeps its
+    own dtype, so int64 counters and bfloat16 values convert exactly).
+
+Other devices (MPS, XPU, ...)
+    fall back to ``.item()``, which waits for that device.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from ._capture import Placeholder
+
+if TYPE_CHECKING:
+    from ._capture import Gather
+
+#: a group: (tensors, their slots in the call), keyed by (device index, dtype, ndim)
+Group = tuple[list[Any], list[int]]
 
 
-def capture_tensor(value: Any, where: str, key: object) -> float:
-    if value.numel() != 1:
+def capture(g: Gather, t: Any, where: str, key: object) -> Any:
+    """Capture one tensor of the call ``g``: a number now, or a :class:`CudaValue`."""
+    if t.numel() != 1:
         raise ValueError(
-            f"{where}: tensor for {key!r} has shape {tuple(value.shape)}; "
+            f"{where}: tensor for {key!r} has shape {tuple(t.shape)}; "
             "log a 0-d or one-element tensor (reduce it first, e.g. .mean())"
         )
-    return float(value.detach().reshape(()).item())
+    if not t.is_cuda:
+        return read_now(t, where, key)
+    return defer(g, t)
+
+
+def defer(g: Gather, t: Any) -> CudaValue:
+    """Add a one-element tensor to the call's copy groups; its placeholder."""
+    if t.requires_grad:
+        t = t.detach()  # cheaper than a no_grad() block around the stack (~0.8 vs ~4 us)
+    call = g.call
+    if call is None:
+        call = g.call = CudaCall()
+        g.groups = {}
+    groups: dict[Any, Group] = g.groups  # type: ignore[assignment]
+    k = (t.get_device(), t.dtype, t.dim())
+    group = groups.get(k)
+    if group is None:
+        group = groups[k] = ([], [])
+    slot = g.n
+    g.n = slot + 1
+    group[0].append(t)
+    group[1].append(slot)
+    return CudaValue(call, slot)
+
+
+def read_now(value: Any, where: str, key: object) -> Any:
+    """Read a one-element non-CUDA tensor now (a Python float, int or bool)."""
+    try:
+        return value.item()
+    except RuntimeError as exc:  # e.g. a meta tensor
+        raise TypeError(f"{where}: tensor for {key!r} cannot be read: {exc}") from None
+
+
+def _host_empty(shape: Any, dtype: Any) -> Any:
+    """Page-locked host memory, so the device-to-host copy can be asynchronous."""
+    return torch.empty(shape, dtype=dtype, pin_memory=True)
+
+
+def _record_event(device: int) -> Any:
+    """A CUDA event recorded on ``device``'s current stream (after the copies)."""
+    event = torch.cuda.Event()  # type: ignore[no-untyped-call]
+    event.record(torch.cuda.current_stream(device))
+    return event
+
+
+class CudaCall:
+    """The pending device-to-host copies of one logging call."""
+
+    __slots__ = ("copies", "events", "n", "values")
+
+    def __init__(self) -> None:
+        self.copies: list[tuple[Any, list[int]]] = []  # (pinned host tensor, slots)
+        self.events: list[Any] = []
+        self.values: list[Any] | None = None
+        self.n = 0
+
+    def launch(self, groups: dict[Any, Group], n: int) -> None:
+        """Enqueue one stack and one asynchronous copy per group, one event per device."""
+        devices: list[int] = []
+        for (device, _dtype, _ndim), (tensors, slots) in groups.items():
+            src = torch.stack(tensors) if len(tensors) > 1 else tensors[0]
+            host = _host_empty(src.shape, src.dtype)
+            host.copy_(src, non_blocking=True)
+            self.copies.append((host, slots))
+            if device not in devices:
+                devices.append(device)
+        self.events = [_record_event(d) for d in devices]
+        self.n = n
+
+    def ready(self) -> bool:
+        """True once every copy has landed (never blocks); then the values are read."""
+        if self.values is not None:
+            return True
+        for event in self.events:
+            if not event.query():
+                return False
+        values: list[Any] = [None] * self.n
+        for host, slots in self.copies:
+            for slot, v in zip(slots, host.reshape(-1).tolist(), strict=True):
+                values[slot] = v
+        self.values = values
+        self.copies = []  # give the pinned buffers and events back
+        self.events = []
+        return True
+
+
+class CudaValue(Placeholder):
+    """One value of a :class:`CudaCall`, known once the call's copies have landed."""
+
+    __slots__ = ("call", "slot")
+
+    def __init__(self, call: CudaCall, slot: int) -> None:
+        self.call = call
+        self.slot = slot
+
+    def ready(self) -> bool:
+        return self.call.ready()
+
+    def value(self) -> Any:
+        values = self.call.values
+        if values is None:
+            raise RuntimeError("aoff: CUDA value read before its copy completed")
+        return values[self.slot]
+
+    def __repr__(self) -> str:
+        return f"<aoff pending CUDA value #{self.slot}>"
