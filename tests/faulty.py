@@ -109,14 +109,18 @@ class RaisingBackend(CountingBackend):
         await super().write(records)
 
 
-@pytest.fixture
-def plain_numbers_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Pin the recorder's torch-free path (another test may have imported torch).
+@pytest.fixture(params=["plain", "capturing"])
+def number_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run a test on both recorder paths: torch-free, and capturing (torch imported).
 
-    Once torch is imported the recorder inspects values on the hot path; the outcome of
-    a non-number must then be the same (docs/input-handling.md), but the tests that check
-    the pump's handling of bad values should not depend on test order.
+    Once torch is imported anywhere in the process, the recorder inspects values at the
+    call; the outcome of a bad value must not change (docs/input-handling.md).
     """
-    monkeypatch.setattr(aoff._recorder, "_capture_on", False)
-    monkeypatch.setattr(aoff._recorder, "refresh_capture_mode", lambda: False)
-    monkeypatch.setattr(aoff._pump, "refresh_capture_mode", lambda: False)
+    if request.param == "plain":
+        monkeypatch.setattr(aoff._recorder, "_capture_on", False)
+        monkeypatch.setattr(aoff._recorder, "refresh_capture_mode", lambda: False)
+        monkeypatch.setattr(aoff._pump, "refresh_capture_mode", lambda: False)
+    else:
+        pytest.importorskip("torch")
+        assert aoff._recorder.refresh_capture_mode()
+    return str(request.param)

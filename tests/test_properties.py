@@ -25,7 +25,7 @@ from aoff import OffPolicyLogger
 from aoff._dashboard import Dashboard
 from aoff.testing import MemoryBackend
 
-from .faulty import plain_numbers_path  # noqa: F401 - a fixture
+from .faulty import number_path  # noqa: F401 - a fixture
 
 I64 = (-(2**63), 2**63 - 1)
 ALIASES = {
@@ -342,7 +342,7 @@ def same(a: float, b: float) -> bool:
     return a == b or (math.isnan(a) and math.isnan(b))
 
 
-@pytest.mark.usefixtures("plain_numbers_path")
+@pytest.mark.usefixtures("number_path")
 @settings(
     max_examples=60,
     deadline=None,

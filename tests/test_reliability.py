@@ -36,7 +36,7 @@ from .faulty import (
     GatedBackend,
     RaisingBackend,
     SlowBackend,
-    plain_numbers_path,  # noqa: F401 - a fixture
+    number_path,  # noqa: F401 - a fixture
 )
 
 # Peak RSS growth allowed while 2,000,000 events hit a logger with the default capacity
@@ -582,7 +582,7 @@ def test_bools_ints_and_numpy_scalars_are_converted() -> None:
     assert report.invalid_values == 0
 
 
-@pytest.mark.usefixtures("plain_numbers_path")
+@pytest.mark.usefixtures("number_path")
 def test_non_numbers_are_skipped_counted_and_reported_once_per_key(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

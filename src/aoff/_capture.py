@@ -12,8 +12,9 @@ event to :meth:`Gather.finish`:
   tensors are copied to the host together, asynchronously, in ``finish`` (see
   ``_tensors.py``); a tensor with more than one element raises ``ValueError``;
 * anything else with ``__float__`` (NumPy scalars and arrays, which can change in place
-  later) is converted with ``float()`` now; ``None``, strings and other objects raise
-  ``TypeError`` naming the argument and key.
+  later) is converted with ``float()`` now; ``None``, strings and other objects are
+  passed on unchanged, so that the pump skips them and reports each key once, exactly as
+  when torch is not imported (docs/input-handling.md).
 
 An event that holds placeholders is a :class:`PendingEvent` (a ``tuple`` subclass, so it
 travels through the buffer like any event). The pump never folds one until
@@ -116,23 +117,20 @@ def activate() -> bool:
     return True
 
 
-def _not_a_number(value: object, where: str, key: object) -> TypeError:
-    return TypeError(
-        f"{where}: value for {key!r} is {type(value).__name__} {value!r:.60}; "
-        "aoff logs real numbers only"
-    )
-
-
 def capture_other(value: object, where: str, key: object) -> Any:
-    """A value that is neither a plain number nor a tensor: convert it now, or raise."""
+    """A value that is neither a plain number nor a tensor: converted now if it can be.
+
+    Anything else is returned as is: the pump then skips it, counts it in
+    ``invalid_values`` and reports the key once, whether or not torch is imported.
+    """
     if value is None or isinstance(value, str | bytes | bytearray):
-        raise _not_a_number(value, where, key)
+        return value
     if hasattr(value, "__float__"):
         try:
             return float(value)
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"{where}: value for {key!r} cannot be converted: {exc}") from None
-    raise TypeError(f"{where}: value for {key!r} is {type(value).__name__}, not a real number")
+        except Exception:
+            return value  # fails again in the pump, which reports it
+    return value
 
 
 class Gather:
