@@ -186,11 +186,15 @@ def main(argv: list[str] | None = None) -> int:
                 res = run_in_pty(c, args.iterations, k, work, args.no_torch, r)
                 st = stats(res.pop("samples_ns"))
                 res.update(st)
-                res["cpu_per_iter_ms"] = res["loop_cpu_s"] / args.iterations * 1e3
+                n = args.iterations
+                res["logger_cpu_us"] = (res["loop_cpu_s"] - res["work_cpu_s"]) / n * 1e6
+                res["work_cpu_us"] = res["work_cpu_s"] / n * 1e6
+                res["logger_share"] = (res["loop_cpu_s"] - res["work_cpu_s"]) / res["work_cpu_s"]
                 per_round[c].append(res)
                 print(
                     f"  round {r + 1} {c:<13} mean {st['mean_ms']:.3f} ms  "
-                    f"p99 {st['p99_ms']:.3f} ms  CPU {res['cpu_per_iter_ms']:.3f} ms/iter  "
+                    f"p99 {st['p99_ms']:.3f} ms  work CPU {res['work_cpu_us']:.0f} us/iter  "
+                    f"other CPU {res['logger_cpu_us']:.0f} us/iter  "
                     f"({res['tty_bytes']:,} bytes to the pty)",
                     flush=True,
                 )
@@ -201,11 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     base = per_round["none"]
     for c in configs:
         runs = per_round[c]
-        mean_ratios = [x["mean_ms"] / b["mean_ms"] for x, b in zip(runs, base, strict=True)]
-        p99_ratios = [x["p99_ms"] / b["p99_ms"] for x, b in zip(runs, base, strict=True)]
-        cpu_ratios = [
-            x["cpu_per_iter_ms"] / b["cpu_per_iter_ms"] for x, b in zip(runs, base, strict=True)
-        ]
+        pairs = list(zip(runs, base, strict=True))
         checks = {x["check"] for x in runs}
         rows.append(
             {
@@ -213,10 +213,10 @@ def main(argv: list[str] | None = None) -> int:
                 "label": LABELS[c],
                 "mean_ms": statistics.median(x["mean_ms"] for x in runs),
                 "p99_ms": statistics.median(x["p99_ms"] for x in runs),
-                "mean_ratio": statistics.median(mean_ratios),
-                "p99_ratio": statistics.median(p99_ratios),
-                "cpu_per_iter_ms": statistics.median(x["cpu_per_iter_ms"] for x in runs),
-                "cpu_ratio": statistics.median(cpu_ratios),
+                "mean_ratio": statistics.median(x["mean_ms"] / b["mean_ms"] for x, b in pairs),
+                "p99_ratio": statistics.median(x["p99_ms"] / b["p99_ms"] for x, b in pairs),
+                "logger_cpu_us": statistics.median(x["logger_cpu_us"] for x in runs),
+                "logger_share": statistics.median(x["logger_share"] for x in runs),
                 "close_s": statistics.median(x["close_s"] for x in runs),
                 "frames": [x["info"].get("frames") for x in runs],
                 "tty_bytes": [x["tty_bytes"] for x in runs],
@@ -224,34 +224,51 @@ def main(argv: list[str] | None = None) -> int:
                 "rounds": runs,
             }
         )
+    floor = next(r for r in rows if r["config"] == "none")["logger_share"]
 
     head = (
         "| configuration | mean iteration ms | p99 iteration ms | mean vs no logger "
-        "| p99 vs no logger | CPU / iteration ms | CPU vs no logger | finish() s "
-        "| output check |\n"
+        "| p99 vs no logger | logger CPU µs / iteration | logger CPU ÷ work CPU "
+        "| finish() s | output check |\n"
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n"
     )
     body = "\n".join(
         f"| {r['label']} | {r['mean_ms']:.3f} | {r['p99_ms']:.3f} | {r['mean_ratio']:.3f}x "
-        f"(+{(r['mean_ratio'] - 1) * 100:.1f} %) | {r['p99_ratio']:.3f}x "
-        f"(+{(r['p99_ratio'] - 1) * 100:.1f} %) | {r['cpu_per_iter_ms']:.3f} "
-        f"| {r['cpu_ratio']:.3f}x | {r['close_s']:.2f} | {r['check']} |"
+        f"({(r['mean_ratio'] - 1) * 100:+.1f} %) | {r['p99_ratio']:.3f}x "
+        f"({(r['p99_ratio'] - 1) * 100:+.1f} %) | {r['logger_cpu_us']:,.0f} "
+        f"| {r['logger_share'] * 100:.1f} % | {r['close_s']:.2f} | {r['check']} |"
         for r in rows
     )
     table = head + body + "\n"
     print()
     print(table)
+    base_means = [b["mean_ms"] for b in base]
+    spread = (max(base_means) - min(base_means)) / statistics.median(base_means)
     verdict = []
     for r in rows:
-        if r["config"] == "aoff":
-            mean_ok = r["mean_ratio"] - 1 <= TARGET_MEAN
-            p99_ok = r["p99_ratio"] - 1 <= TARGET_P99
-            verdict.append(
-                f"aoff overhead: mean +{(r['mean_ratio'] - 1) * 100:.1f} % (target <= "
-                f"{TARGET_MEAN * 100:.0f} %: {'met' if mean_ok else 'NOT met'}), p99 "
-                f"+{(r['p99_ratio'] - 1) * 100:.1f} % (target <= {TARGET_P99 * 100:.0f} %: "
-                f"{'met' if p99_ok else 'NOT met'})"
+        if r["config"] != "aoff":
+            continue
+        mean_ok = r["mean_ratio"] - 1 <= TARGET_MEAN
+        p99_ok = r["p99_ratio"] - 1 <= TARGET_P99
+        share = r["logger_share"] - floor
+        verdict.append(
+            f"aoff overhead, wall time: mean {(r['mean_ratio'] - 1) * 100:+.1f} % (target <= "
+            f"{TARGET_MEAN * 100:.0f} %: {'met' if mean_ok else 'NOT met'}), p99 "
+            f"{(r['p99_ratio'] - 1) * 100:+.1f} % (target <= {TARGET_P99 * 100:.0f} %: "
+            f"{'met' if p99_ok else 'NOT met'}); the no-logger mean varied by "
+            f"{spread * 100:.0f} % across rounds"
+            + (
+                " — more than the target, so the wall-time verdict is noise"
+                if spread > 0.02
+                else ""
             )
+        )
+        verdict.append(
+            f"aoff overhead, CPU (in-process, load-independent): the logger used "
+            f"{share * 100:.1f} % of the work's CPU beyond the no-logger floor "
+            f"(target <= {TARGET_MEAN * 100:.0f} %: {'met' if share <= TARGET_MEAN else 'NOT met'})"
+            "; with GIL-bound work that CPU is time the loop cannot run"
+        )
     for v in verdict:
         print(v)
     end_load = load_line()
@@ -259,12 +276,15 @@ def main(argv: list[str] | None = None) -> int:
         f"{os.cpu_count()} CPUs, Python {platform.python_version()}; {start_load} at start, "
         f"{end_load} at the end ({time.perf_counter() - t_start:.0f} s).",
         f"Work: busy loop of {k:,} additions (≈ {args.work_ms} ms calibrated), "
-        f"{args.iterations:,} iterations, {args.rounds} round(s); median over rounds.",
+        f"{args.iterations:,} iterations, {args.rounds} round(s); median over rounds "
+        "(ratios: median of the per-round ratios).",
         "Iteration time = work + the 4 logging calls, perf_counter_ns; dashboards draw to a "
-        "120x40 pty drained by the parent. CPU = process user+sys over the loop (all "
-        "threads, aoff's pump included) per iteration: less sensitive than wall time to "
-        "other processes on a shared machine, and with GIL-bound work the logger's CPU is "
-        "time the loop cannot run.",
+        "120x40 pty drained by the parent.",
+        "Logger CPU = the process's CPU over the loop (all threads: aoff's pump, "
+        "SummaryWriter's writer) minus the work's own CPU (the loop thread's CPU clock "
+        "around the busy loop), per iteration. Both halves come from one process, so the "
+        "split does not depend on what else the machine runs; the no-logger row is the "
+        "measurement floor (timer calls, loop overhead).",
         "Every worker imports torch first, as a training process does"
         + (" (not in this run: --no-torch)." if args.no_torch else "."),
     ]
