@@ -785,3 +785,77 @@ async def test_every_async_call_after_close_warns_and_records_nothing() -> None:
         with pytest.warns(AoffWarning, match="called after the logger was closed"):
             await getattr(log, name)(*args)
     assert [r.iteration for r in mem.records] == [1]
+
+
+# -- finish() and a pump that is slow or stuck ------------------------------------------------
+def test_finish_waits_for_a_long_final_drain_while_it_makes_progress(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Folding the last buffer-full can take longer than finish_timeout + grace; as long
+    as it makes progress, finish() must wait (giving up would lose it at exit)."""
+    import aoff._bridge
+
+    monkeypatch.setattr(aoff._bridge, "FINISH_GRACE", 0.3)
+    counting = CountingBackend()
+    log = make_logger(counting, finish_timeout=0.1)
+    metrics = {f"m{k}": float(k) for k in range(10_000)}
+    n = 200  # ~7 ms of fold a step here: ~1.4 s, far beyond 0.1 + 0.3 s
+    for i in range(n):
+        log.log_step(i, metrics)
+    report = log.finish()
+    assert report.steps == n and report.complete
+    assert counting.iterations == list(range(n))
+
+
+class StuckDisplay(RecordingDisplay):
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+
+    def close(self, state: object, now: float, *, summary: bool) -> None:
+        self.gate.wait()  # e.g. a terminal that stopped reading
+
+
+def test_finish_gives_up_on_a_pump_that_stops_making_progress(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import aoff._bridge
+
+    monkeypatch.setattr(aoff._bridge, "FINISH_GRACE", 0.3)
+    display = StuckDisplay()
+    mem = MemoryBackend()
+    log = make_logger(mem, display=display, finish_timeout=0.2)
+    for i in range(100):
+        log.log_step(i)
+    try:
+        report = log.finish()  # returns although the pump thread is stuck in close()
+        assert log._thread.is_alive()
+    finally:
+        display.gate.set()
+    assert report.interrupted and report.steps == 100 and len(mem.records) == 100
+    assert "stopped making progress" in capsys.readouterr().err
+    log._thread.join(30)
+
+
+def test_the_final_drain_folds_no_faster_than_the_backends_write() -> None:
+    """At finish, the buffer's backlog must not turn into records all at once: a step
+    record is several times the size of its event (memory bound at finish)."""
+    slow = SlowBackend(delay=0.01)
+    log = make_logger(slow, finish_timeout=60)
+    r = runner(log, "slow")
+    peak = [0]
+    offer = r.offer  # type: ignore[attr-defined]
+
+    def tracking_offer(records: object) -> None:
+        offer(records)
+        peak[0] = max(peak[0], len(r.pending))  # type: ignore[attr-defined]
+
+    r.offer = tracking_offer  # type: ignore[attr-defined]
+    n = 30_000
+    for i in range(n):
+        log.log_step(i)
+    backlog = len(log._core.buffer)
+    report = log.finish()
+    assert report.complete and slow.iterations == list(range(n))
+    assert backlog > 10_000  # the slow backend held the pump back: a real backlog
+    assert peak[0] <= r.max_pending + 2 * 512  # type: ignore[attr-defined]

@@ -20,6 +20,7 @@ import os
 import signal
 import sys
 import threading
+import time
 import types
 import warnings
 import weakref
@@ -37,6 +38,9 @@ from ._core import DEFAULT_WANDB_PROJECT, BackendSpec, Core, Options
 from ._display_api import Display
 from ._pump import FinishReport
 from ._recorder import Recorder
+
+#: how long finish() waits, beyond ``finish_timeout``, for a pump that makes no progress
+FINISH_GRACE = 10.0
 
 
 class AoffWarning(UserWarning):
@@ -254,10 +258,61 @@ class OffPolicyLogger(Recorder[None]):
             anyio.from_thread.run_sync(
                 lambda: pump.request_stop(summary=summary), token=self._token
             )
-        self._thread.join(self._options.finish_timeout + 10.0)
+        finished = self._join_pump()
         _live_loggers.discard(self)
-        self._report = pump.result
+        self._report = pump.result if finished else self._partial_report()
         return self._report
+
+    def _join_pump(self) -> bool:
+        """Wait for the pump's final drain; False if it stopped making progress.
+
+        Folding a full buffer is CPU work that can take seconds (100,000 events of a
+        10,000-key dict take minutes on a slow machine); cutting it short would lose
+        those events at interpreter exit. So this waits as long as events are folded or
+        records written, and gives up only after ``finish_timeout + FINISH_GRACE`` s
+        without either (the pump itself waits at most ``finish_timeout`` for a hung
+        backend; a display that blocks, e.g. on a full stdout pipe, is what this catches).
+        """
+        pump = self._core.pump
+        grace = self._options.finish_timeout + FINISH_GRACE
+        last: tuple[int, int] | None = None
+        still_since = time.monotonic()
+        while True:
+            self._thread.join(0.25)
+            if not self._thread.is_alive():
+                return True
+            mark = (pump.buffer.drained, sum(r.written + r.lost for r in pump.runners))
+            now = time.monotonic()
+            if mark != last:
+                last, still_since = mark, now
+            elif now - still_since > grace:
+                return False
+
+    def _partial_report(self) -> FinishReport:
+        """What is known when the pump stopped making progress; reported on stderr."""
+        pump = self._core.pump
+        left = len(pump.buffer)
+        report = FinishReport(
+            dropped_events=pump.buffer.dropped + left,
+            invalid_values=pump.state.invalid_values,
+            steps=pump.state.steps_logged,
+            backend_written={r.name: r.written for r in pump.runners},
+            backend_lost={r.name: r.lost + len(r.pending) + r.in_flight for r in pump.runners},
+            backend_errors={
+                r.name: r.error or "did not finish"
+                for r in pump.runners
+                if r.error or not r.done.is_set()
+            },
+            interrupted=True,
+        )
+        with contextlib.suppress(Exception):
+            print(
+                "aoff: the background writer stopped making progress; finish() gave up "
+                f"waiting ({left:,} events not processed)",
+                file=sys.stderr,
+                flush=True,
+            )
+        return report
 
     def _after_close(self, event: ev.Event) -> None:
         warnings.warn(

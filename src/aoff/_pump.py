@@ -131,6 +131,7 @@ class Pump:
         self._stop_requested = False
         self._finished = False
         self._saw_full = False
+        self._backend_wait_left = finish_timeout  # finish's budget for waiting on backends
         self.say: Callable[[str], None] = display.say
         # events drained but not folded yet because an earlier one still waits for values
         # from a device (a PendingEvent); they are folded, in order, before anything newer
@@ -198,8 +199,12 @@ class Pump:
             if buffer.trim():
                 self.dirty = True
             self.state.dropped_events = buffer.dropped + self.unresolved
-            if not final and not self._may_drain():
-                break
+            if not self._may_drain():
+                if not final:
+                    break
+                # final drain: fold no faster than the backends write, so that the last
+                # buffer-full does not become records all at once (memory stays bounded)
+                await self._await_room()
             if self._held:  # older than anything in the buffer: fold these first
                 held, self._held = self._held, []
                 records = self.fold(held)
@@ -325,6 +330,18 @@ class Pump:
                 )
             await self.drain_once(final=True)
 
+    async def _await_room(self) -> None:
+        """Wait (1 ms polls) while a runner holds the pump back, out of the budget of
+        ``finish_timeout`` that finish() spends waiting for backends; once that is spent,
+        return at once (everything left is then folded and a stuck backend loses it)."""
+        if self._backend_wait_left <= 0:
+            return
+        t0 = time.monotonic()
+        # polled: runners have no "room" event, and this runs only at finish
+        while not self._may_drain() and time.monotonic() - t0 < self._backend_wait_left:  # noqa: ASYNC110
+            await anyio.sleep(0.001)
+        self._backend_wait_left -= time.monotonic() - t0
+
     async def _final(self, runners_tg: anyio.abc.TaskGroup) -> None:
         if self._finished:
             return
@@ -334,7 +351,7 @@ class Pump:
         await self._await_device_values()
         for r in self.runners:
             r.close_input()
-        with anyio.move_on_after(self.finish_timeout):
+        with anyio.move_on_after(max(self._backend_wait_left, 0.0)):
             for r in self.runners:
                 await r.done.wait()
         for r in self.runners:
@@ -376,6 +393,4 @@ class Pump:
         for name, lost in res.backend_lost.items():
             if lost:
                 why = res.backend_errors.get(name, "")
-                self.report.always(
-                    f"aoff: backend {name!r}: {lost:,} records not written ({why})"
-                )
+                self.report.always(f"aoff: backend {name!r}: {lost:,} records not written ({why})")
