@@ -24,7 +24,15 @@ import torch
 from aoff import AsyncOffPolicyLogger, OffPolicyLogger, _tensors
 from aoff import _events as ev
 from aoff._buffer import EventBuffer
-from aoff._capture import Gather, PendingEvent, Placeholder, event_ready, pending_event
+from aoff._capture import (
+    Gather,
+    PendingEvent,
+    Placeholder,
+    capture,
+    event_ready,
+    finish,
+    pending_event,
+)
 from aoff._pump import Pump
 from aoff._recorder import refresh_capture_mode
 from aoff._state import State
@@ -247,6 +255,18 @@ def test_empty_tensor_is_a_value_error_too() -> None:
     log.close()
 
 
+def test_an_unreadable_tensor_is_reported_by_the_pump_not_raised() -> None:
+    mem = MemoryBackend()
+    lines: list[str] = []
+    log = make_sync(mem)
+    log._core.pump.report.write = lines.append
+    log.log_step(1, {"meta": torch.empty((), device="meta"), "ok": torch.tensor(0.5)})
+    report = log.finish()
+    assert mem.records[0].as_dict()["train/ok"] == 0.5
+    assert "train/meta" not in mem.records[0].as_dict()
+    assert report.invalid_values == 1 and any("'meta'" in m for m in lines), lines
+
+
 def test_requires_grad_tensors_log_without_warnings() -> None:
     mem = MemoryBackend()
     log = make_sync(mem)
@@ -338,15 +358,13 @@ def test_capture_turns_on_only_after_torch_is_imported() -> None:
 
 def test_gather_reads_cpu_tensors_now_and_leaves_plain_events() -> None:
     assert refresh_capture_mode()  # torch is imported in this process
-    g = Gather()
-    v = g.value(torch.tensor(1.5, dtype=torch.float16), "w", "k")
+    g: Gather = []
+    v = capture(torch.tensor(1.5, dtype=torch.float16), g, "w", "k")
     assert v == 1.5 and type(v) is float
-    assert g.value(torch.tensor(7), "w", "k") == 7
-    assert g.value(3, "w", "k") == 3
-    event = (ev.EP_LENGTH, 0.0, v)
-    assert g.finish(event) is event  # no CUDA tensor: no pending event, no copies
-    with pytest.raises(TypeError, match=r"'k'.*str"):
-        g.value("nope", "w", "k")
+    assert capture(torch.tensor(7), g, "w", "k") == 7
+    assert capture(3, g, "w", "k") == 3
+    assert g == []  # no CUDA tensor: nothing to copy, the recorder puts the plain event
+    assert capture("nope", g, "w", "k") == "nope"  # the pump reports non-numbers
 
 
 # -- waiting for device values, in order (fake readiness, no CUDA needed) ------------------------
@@ -520,7 +538,7 @@ def fake_cuda(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
 
 
 def test_cuda_path_groups_one_call_into_few_copies(fake_cuda: dict[str, list[Any]]) -> None:
-    g = Gather()
+    g: Gather = []
     specs = [
         (0.1, torch.float32, ()),
         (0.2, torch.float32, ()),
@@ -542,7 +560,7 @@ def test_cuda_path_groups_one_call_into_few_copies(fake_cuda: dict[str, list[Any
         *[0.0] * 4,
         None,
     )
-    out = g.finish(event)
+    out = finish(g, event)
     assert type(out) is PendingEvent
     # groups: (float32, 0-d) x3 stacked, int64, bfloat16, bool, (float32, 1-d): one copy each
     assert fake_cuda["stacks"] == [3]
@@ -566,11 +584,11 @@ def test_cuda_path_one_event_per_device(fake_cuda: dict[str, list[Any]]) -> None
         def get_device(self) -> int:  # type: ignore[override]
             return 1
 
-    g = Gather()
+    g: Gather = []
     a = _tensors.defer(g, torch.tensor(1.0))
     b = _tensors.defer(g, torch.tensor(2.0).as_subclass(OnDevice))
     c = _tensors.defer(g, torch.tensor(3.0))
-    out = g.finish((ev.DONE_RATES, 0.0, a, b))
+    out = finish(g, (ev.DONE_RATES, 0.0, a, b))
     assert sorted(e.device for e in fake_cuda["events"]) == [-1, 1]
     assert fake_cuda["stacks"] == [2]
     while not event_ready(out):  # type: ignore[arg-type]

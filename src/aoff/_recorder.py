@@ -8,11 +8,12 @@ later (reporting, never raising, for anything that is not a number).
 
 The one thing that cannot wait is a PyTorch tensor: it is mutable and may live on a GPU.
 Once ``torch`` has been imported in the process (checked when a logger is built and on
-every pump tick), calls switch to the capturing path: each call builds one
-``_capture.Gather``, passes every value that is not a plain ``float``/``int`` through it
-(CPU tensors are read at once; CUDA tensors become placeholders) and lets it launch the
-call's device-to-host copies together, without waiting (see ``_capture.py`` and
-``_tensors.py``). Until then no call pays for it.
+every pump tick), calls switch to the capturing path: each call starts an empty capture
+list ``g``, passes every value that is not a plain ``float``/``int`` through
+``_capture.capture`` (CPU tensors are read at once; CUDA tensors become placeholders and
+are appended to ``g``) and, only if ``g`` is not empty, launches the call's
+device-to-host copies together, without waiting (``_capture.finish``; see
+``_capture.py`` and ``_tensors.py``). Until then no call pays for it.
 
 The return value of every call is whatever the face's ``put`` returns: ``None`` for the
 sync face (fire-and-forget) and an awaitable for the async face, so the two faces share
@@ -26,7 +27,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar
 
 from . import _events as ev
-from ._capture import Gather, activate
+from ._capture import Gather, activate, capture, capture_tensor, finish
 
 R = TypeVar("R")
 
@@ -52,7 +53,7 @@ def _copy_dict(d: object, where: str, g: Gather | None = None) -> dict[Any, Any]
     if g is not None:
         for k, v in c.items():
             if type(v) is not float and type(v) is not int:
-                c[k] = g.value(v, where, k)
+                c[k] = capture(v, g, where, k)
     return c
 
 
@@ -153,33 +154,29 @@ class Recorder(Generic[R]):
         extra_info: Any,
     ) -> R:
         w = "log_step"
-        g = Gather()  # one call's CUDA tensors are copied together in g.finish
-        value = g.value
+        g: Gather = []  # this call's CUDA tensors, copied together by finish()
         throughput = None
         if extra_info is not None:
-            throughput = value(_throughput(extra_info), w, "extra_info['throughput_steps']")
-        return self._put(
-            g.finish(
-                (
-                    ev.STEP,
-                    self._clock(),
-                    value(iteration, w, "iteration"),
-                    None if metrics is None else _copy_dict(metrics, "log_step(metrics)", g),
-                    None if reward is None else value(reward, w, "reward"),
-                    None
-                    if reward_metrics is None
-                    else _copy_dict(reward_metrics, "log_step(reward_metrics)", g),
-                    None
-                    if reward_components is None
-                    else _copy_dict(reward_components, "log_step(reward_components)", g),
-                    value(train_time, w, "train_time"),
-                    value(wait_time, w, "wait_time"),
-                    value(h2d, w, "learner_incremental_h2d_time"),
-                    value(weight_sync, w, "weight_sync_time"),
-                    throughput,
-                )
-            )
+            throughput = capture(_throughput(extra_info), g, w, "extra_info['throughput_steps']")
+        event = (
+            ev.STEP,
+            self._clock(),
+            capture(iteration, g, w, "iteration"),
+            None if metrics is None else _copy_dict(metrics, "log_step(metrics)", g),
+            None if reward is None else capture(reward, g, w, "reward"),
+            None
+            if reward_metrics is None
+            else _copy_dict(reward_metrics, "log_step(reward_metrics)", g),
+            None
+            if reward_components is None
+            else _copy_dict(reward_components, "log_step(reward_components)", g),
+            capture(train_time, g, w, "train_time"),
+            capture(wait_time, g, w, "wait_time"),
+            capture(h2d, g, w, "learner_incremental_h2d_time"),
+            capture(weight_sync, g, w, "weight_sync_time"),
+            throughput,
         )
+        return self._put(finish(g, event) if g else event)
 
     # -- collector side --------------------------------------------------------------------
     def update_collector_timing(self, timing_ms: Mapping[str, Any]) -> R:
@@ -189,13 +186,17 @@ class Recorder(Generic[R]):
                 return self._put((ev.COLLECTOR_TIMING, self._clock(), timing_ms.copy()))
             timing = _copy_dict(timing_ms, "update_collector_timing(timing_ms)")
             return self._put((ev.COLLECTOR_TIMING, self._clock(), timing))
-        g = Gather()
+        g: Gather = []
         timing = _copy_dict(timing_ms, "update_collector_timing(timing_ms)", g)
-        return self._put(g.finish((ev.COLLECTOR_TIMING, self._clock(), timing)))
+        event = (ev.COLLECTOR_TIMING, self._clock(), timing)
+        return self._put(finish(g, event) if g else event)
 
     def update_done_rates(self, timeout_rate: float, terminated_rate: float) -> R:
         """Fractions 0..1 of episodes that ended by timeout / termination."""
-        if _capture_on:
+        if _capture_on and not (
+            (type(timeout_rate) is float or type(timeout_rate) is int)
+            and (type(terminated_rate) is float or type(terminated_rate) is int)
+        ):
             return self._capture2(
                 ev.DONE_RATES,
                 "update_done_rates",
@@ -208,17 +209,21 @@ class Recorder(Generic[R]):
 
     def log_collector(self, total_steps: int, buffer_size: int, mean_reward: float = 0.0) -> R:
         """Total env steps, replay-buffer size; a non-zero ``mean_reward`` joins the history."""
-        if _capture_on:
+        if _capture_on and not (
+            (type(total_steps) is int or type(total_steps) is float)
+            and (type(buffer_size) is int or type(buffer_size) is float)
+            and (type(mean_reward) is float or type(mean_reward) is int)
+        ):
             w = "log_collector"
-            g = Gather()
+            g: Gather = []
             event = (
                 ev.COLLECTOR,
                 self._clock(),
-                g.value(total_steps, w, "total_steps"),
-                g.value(buffer_size, w, "buffer_size"),
-                g.value(mean_reward, w, "mean_reward"),
+                capture(total_steps, g, w, "total_steps"),
+                capture(buffer_size, g, w, "buffer_size"),
+                capture(mean_reward, g, w, "mean_reward"),
             )
-            return self._put(g.finish(event))
+            return self._put(finish(g, event) if g else event)
         return self._put((ev.COLLECTOR, self._clock(), total_steps, buffer_size, mean_reward))
 
     def log_buffer_fill(self, current: int, target: int) -> R:
@@ -255,10 +260,11 @@ class Recorder(Generic[R]):
     def set_collection_sync(self, enabled: bool, env_steps_per_sync: int = 0) -> R:
         if _capture_on:
             w = "set_collection_sync"
-            g = Gather()
-            on = g.tensor(enabled, w, "enabled")  # a flag: only a tensor needs capturing
-            n = g.value(env_steps_per_sync, w, "env_steps_per_sync")
-            return self._put(g.finish((ev.COLLECTION_SYNC, self._clock(), on, n)))
+            g: Gather = []
+            on = capture_tensor(enabled, g, w, "enabled")  # a flag: only a tensor is captured
+            n = capture(env_steps_per_sync, g, w, "env_steps_per_sync")
+            event = (ev.COLLECTION_SYNC, self._clock(), on, n)
+            return self._put(finish(g, event) if g else event)
         return self._put((ev.COLLECTION_SYNC, self._clock(), enabled, env_steps_per_sync))
 
     def update_ep_length(self, length: float) -> R:
@@ -269,15 +275,18 @@ class Recorder(Generic[R]):
 
     # -- capturing paths of the small calls (torch imported) ------------------------------------
     def _capture1(self, kind: int, where: str, name: str, v: Any) -> R:
-        g = Gather()
-        value = g.value(v, where, name)
-        return self._put(g.finish((kind, self._clock(), value)))
+        if type(v) is float or type(v) is int:
+            return self._put((kind, self._clock(), v))
+        g: Gather = []
+        event = (kind, self._clock(), capture(v, g, where, name))
+        return self._put(finish(g, event) if g else event)
 
     def _capture2(self, kind: int, where: str, n1: str, v1: Any, n2: str, v2: Any) -> R:
-        g = Gather()
-        a = g.value(v1, where, n1)
-        b = g.value(v2, where, n2)
-        return self._put(g.finish((kind, self._clock(), a, b)))
+        if (type(v1) is float or type(v1) is int) and (type(v2) is float or type(v2) is int):
+            return self._put((kind, self._clock(), v1, v2))
+        g: Gather = []
+        event = (kind, self._clock(), capture(v1, g, where, n1), capture(v2, g, where, n2))
+        return self._put(finish(g, event) if g else event)
 
     # -- status --------------------------------------------------------------------------------
     def log_status(self, status: str) -> R:

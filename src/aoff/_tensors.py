@@ -2,8 +2,9 @@
 
 This module imports torch, so it is imported only once torch is already in
 ``sys.modules`` (see ``_recorder.refresh_capture_mode``); ``import aoff`` never imports
-torch. ``_capture.Gather`` calls :func:`capture` for every tensor of one logging call and
-:func:`launch` once at the end of the call.
+torch. ``_capture.capture`` calls :func:`capture` for every tensor of one logging call;
+``_capture.finish`` calls :meth:`CudaCall.launch` once at the end of a call that had
+CUDA tensors.
 
 What a tensor may be
     a 0-d or one-element tensor of any real dtype (float16/bfloat16/float32/float64,
@@ -57,36 +58,29 @@ def capture(g: Gather, t: Any, where: str, key: object) -> Any:
             "log a 0-d or one-element tensor (reduce it first, e.g. .mean())"
         )
     if not t.is_cuda:
-        return read_now(t, where, key)
+        return read_now(t)
     return defer(g, t)
 
 
 def defer(g: Gather, t: Any) -> CudaValue:
-    """Add a one-element tensor to the call's copy groups; its placeholder."""
+    """Add a one-element tensor to the call's capture list ``g``; its placeholder."""
     if t.requires_grad:
         t = t.detach()  # cheaper than a no_grad() block around the stack (~0.8 vs ~4 us)
-    call = g.call
-    if call is None:
-        call = g.call = CudaCall()
-        g.groups = {}
-    groups: dict[Any, Group] = g.groups  # type: ignore[assignment]
-    k = (t.get_device(), t.dtype, t.dim())
-    group = groups.get(k)
-    if group is None:
-        group = groups[k] = ([], [])
-    slot = g.n
-    g.n = slot + 1
-    group[0].append(t)
-    group[1].append(slot)
-    return CudaValue(call, slot)
+    if g:
+        call = g[0]
+    else:
+        call = CudaCall()
+        g.append(call)
+    g.append(t)
+    return CudaValue(call, len(g) - 2)
 
 
-def read_now(value: Any, where: str, key: object) -> Any:
+def read_now(value: Any) -> Any:
     """Read a one-element non-CUDA tensor now (a Python float, int or bool)."""
     try:
         return value.item()
-    except RuntimeError as exc:  # e.g. a meta tensor
-        raise TypeError(f"{where}: tensor for {key!r} cannot be read: {exc}") from None
+    except RuntimeError:  # e.g. a meta tensor: the pump reports it, like any non-number
+        return value
 
 
 def _host_empty(shape: Any, dtype: Any) -> Any:
@@ -112,18 +106,26 @@ class CudaCall:
         self.values: list[Any] | None = None
         self.n = 0
 
-    def launch(self, groups: dict[Any, Group], n: int) -> None:
+    def launch(self, tensors: list[Any]) -> None:
         """Enqueue one stack and one asynchronous copy per group, one event per device."""
+        groups: dict[Any, Group] = {}
+        for slot, t in enumerate(tensors):
+            k = (t.get_device(), t.dtype, t.dim())
+            group = groups.get(k)
+            if group is None:
+                group = groups[k] = ([], [])
+            group[0].append(t)
+            group[1].append(slot)
         devices: list[int] = []
-        for (device, _dtype, _ndim), (tensors, slots) in groups.items():
-            src = torch.stack(tensors) if len(tensors) > 1 else tensors[0]
+        for (device, _dtype, _ndim), (ts, slots) in groups.items():
+            src = torch.stack(ts) if len(ts) > 1 else ts[0]
             host = _host_empty(src.shape, src.dtype)
             host.copy_(src, non_blocking=True)
             self.copies.append((host, slots))
             if device not in devices:
                 devices.append(device)
         self.events = [_record_event(d) for d in devices]
-        self.n = n
+        self.n = len(tensors)
 
     def ready(self) -> bool:
         """True once every copy has landed (never blocks); then the values are read."""
