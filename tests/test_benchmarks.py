@@ -117,13 +117,17 @@ def test_slowdown_prints_table_with_all_three_configurations(
         "synchronous reference (seed-like)",
     ]
     assert [r[-1] for r in rows] == ["-", "ok", "ok"], stdout
-    assert "aoff overhead: mean" in stdout
+    assert "aoff overhead, wall time: mean" in stdout
+    assert "aoff overhead, CPU (in-process, load-independent)" in stdout
     data = json.loads((out / "slowdown.json").read_text())
     by_config = {r["config"]: r for r in data["rows"]}
     # the dashboards really drew to the pseudo-terminal; the bare loop printed nothing
     assert by_config["none"]["tty_bytes"] == [0]
     assert by_config["aoff"]["tty_bytes"][0] > 1000
     assert by_config["seedlike"]["tty_bytes"][0] > 1000
+    # the CPU split is computed from measurements, not left at a default
+    assert all(r["rounds"][0]["work_cpu_s"] > 0 for r in data["rows"])
+    assert by_config["seedlike"]["logger_cpu_us"] > by_config["none"]["logger_cpu_us"]
 
 
 def test_workload_scalars_are_what_aoff_writes(bench_modules: dict[str, ModuleType]) -> None:
