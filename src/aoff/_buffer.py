@@ -8,15 +8,24 @@ The bound (``capacity``, in events) and the overflow policy decide what happens 
 pump falls behind (a slow backend holding it back, or a producer faster than the fold):
 
 ``"drop_oldest"`` (default)
-    the producer never waits and never checks; on each tick the pump discards the
-    oldest events beyond ``capacity`` and counts them. The buffer can therefore exceed
-    ``capacity`` by what producers append within one tick (``tick`` = 50 ms at most).
+    the producer never waits and never checks (its cost stays one C-level
+    ``deque.append``); the pump discards the oldest events beyond ``capacity`` and
+    counts them, before every fold slice of 512 events and every 5 ms while the buffer
+    is over capacity. The bound is therefore soft: the buffer can exceed ``capacity`` by
+    what producers append while the pump thread waits for its turn (the GIL, or a tick
+    when idle). Measured on the 2-core test machine (``benchmarks/bench_soak.py``): a
+    peak of 1.2x capacity with one thread logging the standard workload flat out; 3x to
+    6x (varying run to run) with four threads calling bare ``log_step`` at ~1 million
+    events/s, which starve the pump thread of the GIL for up to ~0.4 s at a time. Real
+    training loops, which spend their time in NumPy/PyTorch (releasing the GIL), stay
+    near 1x. Use ``"drop_newest"`` or ``"block"`` where a hard cap matters more.
 ``"drop_newest"``
     the producer checks the length and refuses the new event when the buffer is full
-    (counted); the producer never waits.
+    (counted); the producer never waits. A hard bound (``capacity`` plus at most one
+    event per producer thread), at ~0.15 µs more per call than ``drop_oldest``.
 ``"block"``
     the producer waits for space (the sync face blocks the calling thread, the async
-    face awaits); nothing is ever dropped.
+    face awaits); nothing is ever dropped. A hard bound, like ``drop_newest``.
 
 Every drop is counted exactly: ``dropped`` is the sum of the pump's trims and the
 producers' refusals.
@@ -41,7 +50,10 @@ OVERFLOW_POLICIES: tuple[Overflow, ...] = ("drop_oldest", "drop_newest", "block"
 #: dict, done rates, ``log_collector``, ``log_step`` with 12 metrics, a reward and 4
 #: reward components, every value a fresh float): about 2.1 KB an iteration, i.e.
 #: ~0.5 KB an event, so a full buffer holds 25,000 iterations in about 50 MB. Bare
-#: ``log_step(i)`` events take ~0.2 KB each (20 MB for a full buffer).
+#: ``log_step(i)`` events take ~0.2 KB each (20 MB for a full buffer). On top of the
+#: buffer, each backend's outbox holds at most ~5,600 step records (~12 MB for the
+#: standard workload; ``_runner.py``). See the overflow policies above for how far
+#: ``"drop_oldest"`` may overshoot ``capacity`` under extreme load.
 DEFAULT_CAPACITY = 100_000
 
 

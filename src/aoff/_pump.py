@@ -301,7 +301,10 @@ class Pump:
                         # overflow="block" producers are likely waiting: not a whole tick
                         await anyio.sleep(0.001)
                     else:
-                        with anyio.move_on_after(self.tick):
+                        # drop_oldest over capacity (e.g. while a backend holds the pump
+                        # back): trim again within 5 ms, not after a whole tick
+                        over = len(self.buffer) > self.buffer.capacity
+                        with anyio.move_on_after(0.005 if over else self.tick):
                             await self._stop.wait()
                     try:
                         await self.drain_once()
