@@ -181,9 +181,9 @@ class Recorder(Generic[R]):
     # -- collector side --------------------------------------------------------------------
     def update_collector_timing(self, timing_ms: Mapping[str, Any]) -> R:
         """Merge collector timings (milliseconds) by key; any key is accepted."""
+        if type(timing_ms) is dict and not _capture_on:
+            return self._put((ev.COLLECTOR_TIMING, self._clock(), timing_ms.copy()))
         if not _capture_on:
-            if type(timing_ms) is dict:
-                return self._put((ev.COLLECTOR_TIMING, self._clock(), timing_ms.copy()))
             timing = _copy_dict(timing_ms, "update_collector_timing(timing_ms)")
             return self._put((ev.COLLECTOR_TIMING, self._clock(), timing))
         g: Gather = []

@@ -133,9 +133,8 @@ def test_sync_face_1000_steps_of_30_cuda_tensors_never_sync() -> None:
     check_records(mem, STEPS)
 
 
-@pytest.mark.anyio
-@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
-async def test_async_face_cuda_tensors_never_sync(anyio_backend: str) -> None:
+@pytest.mark.anyio  # asyncio and trio (tests/conftest.py)
+async def test_async_face_cuda_tensors_never_sync() -> None:
     dev = torch.device("cuda")
     mem = MemoryBackend()
     w = torch.full((), 2.0, device=dev, requires_grad=True)
