@@ -362,7 +362,7 @@ class Pump:
                 r.abandon()
                 self.report.always(
                     f"aoff: backend {r.name!r} did not finish within "
-                    f"{self.finish_timeout:g}s; {r.lost} records not written"
+                    f"{self.finish_timeout:g}s; {r.lost:,} records not written"
                 )
         runners_tg.cancel_scope.cancel()
         self.state.dropped_events = self.buffer.dropped + self.unresolved
