@@ -4,7 +4,8 @@
         --result FILE [--no-torch]
 
 A training loop whose every iteration does ``busy(K)`` — a fixed amount of pure-Python
-work that holds the GIL, calibrated by the parent to ~1 ms — and then, unless CONFIG is
+work that holds the GIL, calibrated by the parent to ~1 ms (``--work native``: hashing in
+C, which releases the GIL, like torch kernels do) — and then, unless CONFIG is
 ``none``, the workload's 4 logging calls. Each whole iteration (work + logging) is timed
 with ``perf_counter_ns``; the CPU time of the work itself is summed from the thread's CPU
 clock around ``busy(K)``, so that the process's other CPU over the loop is the logger's
@@ -52,6 +53,22 @@ def busy(k: int) -> int:
     return x
 
 
+_CHUNK = bytes(16384)
+
+
+def busy_native(k: int) -> int:
+    """CPU work in C that releases the GIL (hashlib does above 2 KiB), like a torch kernel."""
+    from hashlib import sha256
+
+    n = 0
+    for _ in range(k):
+        n += len(sha256(_CHUNK).digest())
+    return n
+
+
+WORKS = {"python": busy, "native": busy_native}
+
+
 def _cpu() -> float:
     """Process CPU seconds, all threads (the pump's included)."""
     r = resource.getrusage(resource.RUSAGE_SELF)
@@ -93,7 +110,9 @@ def main() -> None:
     ap.add_argument("--dir", required=True)
     ap.add_argument("--result", required=True)
     ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--work", choices=sorted(WORKS), default="python")
     args = ap.parse_args()
+    busy = WORKS[args.work]
     if not args.no_torch or args.config == "seedlike":
         import torch  # noqa: F401 - a training process has it imported
 
@@ -177,6 +196,7 @@ def main() -> None:
                 "config": args.config,
                 "iterations": n,
                 "inner": k,
+                "work": args.work,
                 "loop_s": loop_s,
                 "loop_cpu_s": loop_cpu_s,
                 "work_cpu_s": work_ns / 1e9,

@@ -43,7 +43,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "_slowdown_worker.py")
 sys.path.insert(0, HERE)
 
-from _slowdown_worker import busy  # noqa: E402 - after the path set-up (also run as a module)
+from _slowdown_worker import WORKS  # noqa: E402 - after the path set-up
 
 LABELS = {
     "none": "no logger",
@@ -53,13 +53,18 @@ LABELS = {
     "aoff-dashonly": "aoff, dashboard only",
 }
 DEFAULT_CONFIGS = ("none", "aoff", "seedlike")
+WORK_DESC = {
+    "python": "pure-Python busy loop of {k:,} additions (holds the GIL)",
+    "native": "{k:,} sha256 of 16 KiB (C code that releases the GIL)",
+}
 TARGET_MEAN = 0.02
 TARGET_P99 = 0.10
 
 
-def calibrate(work_ms: float) -> int:
+def calibrate(work_ms: float, kind: str = "python") -> int:
     """Inner count ``k`` so that ``busy(k)`` takes about ``work_ms`` here (median of runs)."""
-    k = 20_000
+    busy = WORKS[kind]
+    k = 20_000 if kind == "python" else 50
     for _ in range(3):
         times = []
         for _ in range(30):
@@ -82,7 +87,9 @@ def _drain(fd: int, counter: list[int]) -> None:
         counter[0] += len(data)
 
 
-def run_in_pty(config: str, n: int, k: int, work: str, no_torch: bool, idx: int) -> dict[str, Any]:
+def run_in_pty(
+    config: str, n: int, k: int, work: str, no_torch: bool, idx: int, kind: str = "python"
+) -> dict[str, Any]:
     run_dir = os.path.join(work, f"{config}-{idx}")
     result = os.path.join(work, f"{config}-{idx}.json")
     cmd = [
@@ -100,6 +107,7 @@ def run_in_pty(config: str, n: int, k: int, work: str, no_torch: bool, idx: int)
     ]
     if no_torch:
         cmd.append("--no-torch")
+    cmd += ["--work", kind]
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
     env = {k_: v for k_, v in os.environ.items() if k_ not in ("NO_COLOR", "FORCE_COLOR")}
@@ -149,6 +157,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--iterations", type=int, default=5000)
     ap.add_argument("--work-ms", type=float, default=1.0, help="pure-Python work an iteration")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument(
+        "--work",
+        choices=sorted(WORKS),
+        default="python",
+        help="python: a busy loop holding the GIL (default, aoff's worst case); native: "
+        "hashing in C that releases the GIL, as torch kernels do",
+    )
     ap.add_argument("--configs", default=",".join(DEFAULT_CONFIGS), help=",".join(LABELS))
     ap.add_argument("--out", default="bench-out")
     ap.add_argument("--no-torch", action="store_true", help="skip torch where not needed")
@@ -170,10 +185,10 @@ def main(argv: list[str] | None = None) -> int:
         f"machine: {platform.system()} {platform.machine()}, {os.cpu_count()} CPUs, "
         f"Python {platform.python_version()}, {start_load}"
     )
-    k = calibrate(args.work_ms)
+    k = calibrate(args.work_ms, args.work)
     print(
-        f"busy loop: {k:,} additions ≈ {args.work_ms} ms here; {args.iterations:,} iterations, "
-        f"{args.rounds} round(s), each run a fresh process on a pty",
+        f"work: {WORK_DESC[args.work].format(k=k)} ≈ {args.work_ms} ms here; "
+        f"{args.iterations:,} iterations, {args.rounds} round(s), each a fresh process on a pty",
         flush=True,
     )
     work = tempfile.mkdtemp(prefix="aoff-slowdown-")
@@ -183,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         for r in range(args.rounds):
             order = configs[r % len(configs) :] + configs[: r % len(configs)]
             for c in order:
-                res = run_in_pty(c, args.iterations, k, work, args.no_torch, r)
+                res = run_in_pty(c, args.iterations, k, work, args.no_torch, r, args.work)
                 st = stats(res.pop("samples_ns"))
                 res.update(st)
                 n = args.iterations
@@ -266,7 +281,11 @@ def main(argv: list[str] | None = None) -> int:
             f"aoff overhead, CPU (in-process, load-independent): the logger used "
             f"{share * 100:.1f} % of the work's CPU beyond the no-logger floor "
             f"(target <= {TARGET_MEAN * 100:.0f} %: {'met' if share <= TARGET_MEAN else 'NOT met'})"
-            "; with GIL-bound work that CPU is time the loop cannot run"
+            + (
+                "; with GIL-bound work that CPU is time the loop cannot run"
+                if args.work == "python"
+                else ""
+            )
         )
     for v in verdict:
         print(v)
@@ -274,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     notes = [
         f"{os.cpu_count()} CPUs, Python {platform.python_version()}; {start_load} at start, "
         f"{end_load} at the end ({time.perf_counter() - t_start:.0f} s).",
-        f"Work: busy loop of {k:,} additions (≈ {args.work_ms} ms calibrated), "
+        f"Work: {WORK_DESC[args.work].format(k=k)} (≈ {args.work_ms} ms calibrated), "
         f"{args.iterations:,} iterations, {args.rounds} round(s); median over rounds "
         "(ratios: median of the per-round ratios).",
         "Iteration time = work + the 4 logging calls, perf_counter_ns; dashboards draw to a "
@@ -293,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
         json.dump({"rows": rows, "inner": k, "notes": notes, "verdict": verdict}, f, indent=2)
     with open(os.path.join(args.out, "slowdown.md"), "w", encoding="utf-8") as f:
         f.write(
-            "# Training-loop slowdown (pure-Python work, dashboard on a pty)\n\n"
+            f"# Training-loop slowdown ({args.work} work, dashboards on a pty)\n\n"
             + table
             + "\n"
             + "".join(f"- {x}\n" for x in verdict + notes)
