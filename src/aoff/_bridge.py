@@ -291,7 +291,7 @@ class OffPolicyLogger(Recorder[None]):
     def _partial_report(self) -> FinishReport:
         """What is known when the pump stopped making progress; reported on stderr."""
         pump = self._core.pump
-        left = len(pump.buffer)
+        left = len(pump.buffer) + len(pump._held)  # held: waiting for a GPU copy
         report = FinishReport(
             dropped_events=pump.buffer.dropped + left,
             invalid_values=pump.state.invalid_values,
