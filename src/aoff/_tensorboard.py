@@ -25,6 +25,7 @@ so two backends started in the same second never clobber one another.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import itertools
 import os
@@ -140,7 +141,17 @@ class TensorBoardBackend:
             f = self._file
             if f is None:
                 raise RuntimeError("TensorBoard backend: event file is closed")
-            write_all(f, data)
+            start = f.tell()
+            try:
+                write_all(f, data)
+            except BaseException:
+                # A partial batch (disk full mid-write) would leave a torn record in the
+                # middle of the file once a retry succeeds, and TensorBoard's reader
+                # stops at a torn record. Cut the file back to the last whole batch.
+                with contextlib.suppress(OSError):
+                    f.truncate(start)
+                    f.seek(start)
+                raise
 
     def _close_sync(self) -> None:
         with self._lock:
