@@ -16,7 +16,6 @@ backends had not flushed (at most ``flush_secs`` of records); the files stay rea
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 import sys
 import threading
@@ -24,20 +23,15 @@ import time
 import types
 import warnings
 import weakref
-from collections.abc import Callable, Sequence
 from typing import Any
 
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
-from rich.console import Console
 
 from . import _events as ev
-from ._buffer import DEFAULT_CAPACITY, Overflow
-from ._core import DEFAULT_WANDB_PROJECT, BackendSpec, Core, Options
-from ._display_api import Display
+from ._core import Face
 from ._pump import FinishReport
-from ._recorder import Recorder
 
 #: how long finish() waits, beyond ``finish_timeout``, for a pump that makes no progress
 FINISH_GRACE = 10.0
@@ -102,7 +96,7 @@ def _register_exit_hook() -> None:
 _register_exit_hook()
 
 
-class OffPolicyLogger(Recorder[None]):
+class OffPolicyLogger(Face[None]):
     """Rich dashboard + TensorBoard/W&B/JSONL logger for off-policy RL (sync face).
 
     Arguments up to ``wandb_notes`` are the seed logger's, with the same defaults (the
@@ -123,69 +117,8 @@ class OffPolicyLogger(Recorder[None]):
         (``time.time`` by default; tests pass :class:`aoff.testing.ManualClock`).
     """
 
-    def __init__(
-        self,
-        algo_name: str = "RL",
-        max_iterations: int = 1500,
-        num_envs: int = 4096,
-        env_name: str = "",
-        obs_dim: int = 0,
-        action_dim: int = 0,
-        refresh_per_second: int = 4,
-        log_dir: str | os.PathLike[str] = "",
-        log_backend: str = "tensorboard",
-        wandb_project: str = DEFAULT_WANDB_PROJECT,
-        wandb_entity: str | None = None,
-        wandb_name: str = "",
-        wandb_group: str | None = None,
-        wandb_job_type: str | None = None,
-        wandb_tags: list[str] | None = None,
-        wandb_notes: str | None = None,
-        *,
-        backends: Sequence[BackendSpec] = (),
-        capacity: int = DEFAULT_CAPACITY,
-        overflow: Overflow = "drop_oldest",
-        finish_timeout: float = 10.0,
-        flush_secs: float = 2.0,
-        console: Console | None = None,
-        display: Display | None = None,
-        clock: Callable[[], float] | None = None,
-        handle_sigterm: bool = True,
-    ) -> None:
-        self._stopped = True  # until fully constructed
-        self._options = Options(
-            algo_name=algo_name,
-            max_iterations=max_iterations,
-            num_envs=num_envs,
-            env_name=env_name,
-            obs_dim=obs_dim,
-            action_dim=action_dim,
-            refresh_per_second=refresh_per_second,
-            log_dir=log_dir,
-            log_backend=log_backend,
-            wandb_project=wandb_project,
-            wandb_entity=wandb_entity,
-            wandb_name=wandb_name,
-            wandb_group=wandb_group,
-            wandb_job_type=wandb_job_type,
-            wandb_tags=wandb_tags,
-            wandb_notes=wandb_notes,
-            backends=backends,
-            capacity=capacity,
-            overflow=overflow,
-            finish_timeout=finish_timeout,
-            flush_secs=flush_secs,
-            console=console,
-            display=display,
-            clock=clock,
-        )
-        self._core = Core(self._options)
-        self.algo_name = algo_name
-        self.max_iterations = max_iterations
-        self.num_envs = num_envs
-        self.env_name = env_name
-        self.obs_dim = obs_dim
-        self.action_dim = action_dim
+    def _setup_face(self, *, handle_sigterm: bool) -> None:
+        self._stopped = True  # until the pump thread runs
         buf = self._core.buffer
         self._init_recorder(buf.put, self._options.clock)
         self._stop_lock = threading.Lock()

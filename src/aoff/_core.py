@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Generic
 
 from rich.console import Console
 
@@ -17,6 +17,7 @@ from ._backend import Backend, BackendContext
 from ._buffer import DEFAULT_CAPACITY, EventBuffer, Overflow
 from ._display_api import Display, NullDisplay
 from ._pump import Pump
+from ._recorder import R, Recorder
 from ._state import RunConfig, State
 
 BackendSpec = str | Backend
@@ -181,6 +182,82 @@ class Core:
             **kw,
         )
         self.context = BackendContext(config=options.config, say=self.display.say)
+
+
+class Face(Recorder[R], Generic[R]):
+    """The constructor both faces share, so their arguments cannot drift apart.
+
+    Arguments up to ``wandb_notes`` are the seed logger's, with the same defaults (the
+    W&B project defaults to ``"aoff"``); the rest are aoff's own, keyword-only. A face
+    finishes its own set-up in :meth:`_setup_face` (how it runs the pump, signals).
+    """
+
+    def __init__(
+        self,
+        algo_name: str = "RL",
+        max_iterations: int = 1500,
+        num_envs: int = 4096,
+        env_name: str = "",
+        obs_dim: int = 0,
+        action_dim: int = 0,
+        refresh_per_second: int = 4,
+        log_dir: str | os.PathLike[str] = "",
+        log_backend: str = "tensorboard",
+        wandb_project: str = DEFAULT_WANDB_PROJECT,
+        wandb_entity: str | None = None,
+        wandb_name: str = "",
+        wandb_group: str | None = None,
+        wandb_job_type: str | None = None,
+        wandb_tags: list[str] | None = None,
+        wandb_notes: str | None = None,
+        *,
+        backends: Sequence[BackendSpec] = (),
+        capacity: int = DEFAULT_CAPACITY,
+        overflow: Overflow = "drop_oldest",
+        finish_timeout: float = 10.0,
+        flush_secs: float = 2.0,
+        console: Console | None = None,
+        display: Display | None = None,
+        clock: Callable[[], float] | None = None,
+        handle_sigterm: bool = True,
+    ) -> None:
+        self._options = Options(
+            algo_name=algo_name,
+            max_iterations=max_iterations,
+            num_envs=num_envs,
+            env_name=env_name,
+            obs_dim=obs_dim,
+            action_dim=action_dim,
+            refresh_per_second=refresh_per_second,
+            log_dir=log_dir,
+            log_backend=log_backend,
+            wandb_project=wandb_project,
+            wandb_entity=wandb_entity,
+            wandb_name=wandb_name,
+            wandb_group=wandb_group,
+            wandb_job_type=wandb_job_type,
+            wandb_tags=wandb_tags,
+            wandb_notes=wandb_notes,
+            backends=backends,
+            capacity=capacity,
+            overflow=overflow,
+            finish_timeout=finish_timeout,
+            flush_secs=flush_secs,
+            console=console,
+            display=display,
+            clock=clock,
+        )
+        self._core = Core(self._options)
+        self.algo_name = algo_name
+        self.max_iterations = max_iterations
+        self.num_envs = num_envs
+        self.env_name = env_name
+        self.obs_dim = obs_dim
+        self.action_dim = action_dim
+        self._setup_face(handle_sigterm=handle_sigterm)
+
+    def _setup_face(self, *, handle_sigterm: bool) -> None:
+        raise NotImplementedError
 
 
 def common_kwargs() -> dict[str, Any]:

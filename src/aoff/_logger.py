@@ -19,23 +19,18 @@ The default handler is back once the block is left.
 
 from __future__ import annotations
 
-import os
 import signal
 import threading
 import types
-from collections.abc import Awaitable, Callable, Generator, Sequence
+from collections.abc import Awaitable, Generator
 from typing import Any
 
 import anyio
 import anyio.abc
-from rich.console import Console
 
 from . import _events as ev
-from ._buffer import DEFAULT_CAPACITY, Overflow
-from ._core import DEFAULT_WANDB_PROJECT, BackendSpec, Core, Options
-from ._display_api import Display
+from ._core import Face
 from ._pump import FinishReport
-from ._recorder import Recorder
 
 
 class _Ready:
@@ -51,75 +46,15 @@ class _Ready:
 READY = _Ready()
 
 
-class AsyncOffPolicyLogger(Recorder[Awaitable[None]]):
+class AsyncOffPolicyLogger(Face[Awaitable[None]]):
     """The async face. Same arguments and calls as :class:`aoff.OffPolicyLogger`.
 
     Waiting methods are the ``a``-prefixed twins: :meth:`aflush`, :meth:`afinish`,
     :meth:`aclose`; the sync names raise a ``TypeError`` that names them.
     """
 
-    def __init__(
-        self,
-        algo_name: str = "RL",
-        max_iterations: int = 1500,
-        num_envs: int = 4096,
-        env_name: str = "",
-        obs_dim: int = 0,
-        action_dim: int = 0,
-        refresh_per_second: int = 4,
-        log_dir: str | os.PathLike[str] = "",
-        log_backend: str = "tensorboard",
-        wandb_project: str = DEFAULT_WANDB_PROJECT,
-        wandb_entity: str | None = None,
-        wandb_name: str = "",
-        wandb_group: str | None = None,
-        wandb_job_type: str | None = None,
-        wandb_tags: list[str] | None = None,
-        wandb_notes: str | None = None,
-        *,
-        backends: Sequence[BackendSpec] = (),
-        capacity: int = DEFAULT_CAPACITY,
-        overflow: Overflow = "drop_oldest",
-        finish_timeout: float = 10.0,
-        flush_secs: float = 2.0,
-        console: Console | None = None,
-        display: Display | None = None,
-        clock: Callable[[], float] | None = None,
-        handle_sigterm: bool = True,
-    ) -> None:
-        self._options = Options(
-            algo_name=algo_name,
-            max_iterations=max_iterations,
-            num_envs=num_envs,
-            env_name=env_name,
-            obs_dim=obs_dim,
-            action_dim=action_dim,
-            refresh_per_second=refresh_per_second,
-            log_dir=log_dir,
-            log_backend=log_backend,
-            wandb_project=wandb_project,
-            wandb_entity=wandb_entity,
-            wandb_name=wandb_name,
-            wandb_group=wandb_group,
-            wandb_job_type=wandb_job_type,
-            wandb_tags=wandb_tags,
-            wandb_notes=wandb_notes,
-            backends=backends,
-            capacity=capacity,
-            overflow=overflow,
-            finish_timeout=finish_timeout,
-            flush_secs=flush_secs,
-            console=console,
-            display=display,
-            clock=clock,
-        )
-        self._core = Core(self._options)
-        self.algo_name = algo_name
-        self.max_iterations = max_iterations
-        self.num_envs = num_envs
-        self.env_name = env_name
-        self.obs_dim = obs_dim
-        self.action_dim = action_dim
+    def _setup_face(self, *, handle_sigterm: bool) -> None:
+        overflow = self._options.overflow
         buf = self._core.buffer
         self._buf = buf
         if overflow == "block":
