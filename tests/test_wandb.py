@@ -10,6 +10,7 @@ import json
 import math
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,19 @@ def run_file(root: Path) -> Path:
     return files[0]
 
 
+def history_eventually(root: Path, rows: int, timeout: float = 20.0) -> list[dict[str, Any]]:
+    """The run's history once ``rows`` rows are on disk.
+
+    wandb's offline writer is a separate service process; under load its last block
+    can reach the file a moment after ``finish()`` has returned, so poll (bounded)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = read_history(run_file(root))
+        if len(got) >= rows or time.monotonic() > deadline:
+            return got
+        time.sleep(0.1)
+
+
 @pytest.mark.anyio
 async def test_offline_run_1000_steps(wandb_dir: Path) -> None:
     backend = WandbBackend(project="aoff-test", dir=wandb_dir, tags=["t1"], config={"lr": 3e-4})
@@ -72,8 +86,8 @@ async def test_offline_run_1000_steps(wandb_dir: Path) -> None:
     await backend.close()
     assert wandb.run is None  # the backend created the run, so it finished it
 
+    rows = history_eventually(wandb_dir, 1000)
     path = run_file(wandb_dir)
-    rows = read_history(path)
     assert len(rows) == 1000
     assert [r["_step"] for r in rows] == [s * 4 for s in range(1000)]
     last = rows[-1]
@@ -116,7 +130,7 @@ async def test_active_run_is_reused_and_not_finished(wandb_dir: Path) -> None:
         user_run.log({"user/extra": 1.0}, step=100)
     finally:
         user_run.finish()
-    rows = read_history(run_file(wandb_dir))
+    rows = history_eventually(wandb_dir, 11)
     assert [r["_step"] for r in rows] == [*(s * 4 for s in range(10)), 100]
     assert rows[-1]["user/extra"] == 1.0
     assert rows[3]["train/m0"] == pytest.approx(val(3, 2), rel=1e-12)
@@ -153,7 +167,7 @@ async def test_all_wandb_calls_on_one_thread(
     await backend.write(make_records(5, start=5))
     await backend.close()
     assert seen == {"aoff-wandb"}
-    assert len(read_history(run_file(wandb_dir))) == 10
+    assert len(history_eventually(wandb_dir, 10)) == 10
 
 
 @pytest.mark.anyio

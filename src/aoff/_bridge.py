@@ -208,13 +208,19 @@ class OffPolicyLogger(Face[None]):
         """
         pump = self._core.pump
         grace = self._options.finish_timeout + FINISH_GRACE
-        last: tuple[int, int] | None = None
+        last: tuple[int, int, int] | None = None
         still_since = time.monotonic()
         while True:
             self._thread.join(0.25)
             if not self._thread.is_alive():
                 return True
-            mark = (pump.buffer.drained, sum(r.written + r.lost for r in pump.runners))
+            # progress = events drained, steps folded (one slice of big steps can take
+            # seconds to fold) or records written
+            mark = (
+                pump.buffer.drained,
+                pump.state.steps_logged,
+                sum(r.written + r.lost for r in pump.runners),
+            )
             now = time.monotonic()
             if mark != last:
                 last, still_since = mark, now
