@@ -6,7 +6,7 @@ time the loop loses. This prints each stage's cost, single-threaded, for one ite
 (4 events, 32 scalars) and for one dashboard frame:
 
 * fold: ``Folder.apply`` of the 4 events (state update + the step's record)
-* TensorBoard encode: ``encode_records`` (protobuf ``Event`` + TFRecord framing)
+* TensorBoard encode: ``encode_records`` (``Event`` wire format + TFRecord framing)
 * JSONL encode: ``encode_lines``
 * snapshot: ``State.snapshot()`` (once a frame)
 * frame: ``dashboard_panel`` rendered to a 120x40 colour console writing to /dev/null
@@ -38,7 +38,7 @@ from aoff import _events as ev
 from aoff._jsonl import encode_lines
 from aoff._render import dashboard_panel
 from aoff._state import Folder, State
-from aoff._tensorboard import _load_event_class, encode_records
+from aoff._tensorboard import EventEncoder, encode_records
 
 
 def events(n: int) -> list[ev.Event]:
@@ -81,9 +81,9 @@ def main() -> None:
     records = [r for e in evs if (r := folder.apply(e)) is not None]
     fold_us = (time.perf_counter() - t) / n * 1e6
 
-    event_cls = _load_event_class()
+    encoder = EventEncoder()
     t = time.perf_counter()
-    encode_records(event_cls, records)
+    encode_records(encoder, records)
     tb_us = (time.perf_counter() - t) / n * 1e6
 
     t = time.perf_counter()

@@ -31,7 +31,7 @@ from tensorboard.compat.proto import event_pb2
 import aoff._tensorboard as tbmod
 from aoff._backend import Backend, BackendContext
 from aoff._state import StepRecord
-from aoff._tensorboard import TensorBoardBackend, encode_records
+from aoff._tensorboard import EventEncoder, TensorBoardBackend, encode_records
 from aoff._tfrecord import frame_many, masked_crc32c
 
 TAGS = tuple(
@@ -128,9 +128,37 @@ def test_framing_matches_tensorboard_reader() -> None:
         assert int.from_bytes(framed[-4:], "little") == tb_crc(payload)
 
 
+def protobuf_bytes(rec: StepRecord) -> bytes:
+    """What TensorBoard's own protobuf classes serialise for ``rec``."""
+    ev = event_pb2.Event(wall_time=rec.wall_time, step=rec.step)
+    for tag, value in rec.scalars:
+        ev.summary.value.add(tag=tag, simple_value=value)
+    return bytes(ev.SerializeToString())
+
+
+@pytest.mark.parametrize(
+    "rec",
+    [
+        StepRecord(4096, 1, 1_718_000_000.25, (("train/q_loss", 0.5), ("reward/mean", -123.4))),
+        StepRecord(0, 0, 0.0, (("a", 0.0),)),  # zero step and wall time are omitted
+        StepRecord(-5, -5, 1.0, (("neg/step", 1.0),)),  # int64 two's complement varint
+        StepRecord(2**62, 1, 2.0, (("big", 1e300), ("small", -1e300), ("tiny", 1e-50))),
+        StepRecord(7, 7, 3.0, (("nan", math.nan), ("inf", math.inf), ("ninf", -math.inf))),
+        StepRecord(
+            8, 8, 4.0, (("ünïcode/タグ", 1.5), ("x" * 300, 2.5), ("dup", 1.0), ("dup", 2.0))
+        ),
+        StepRecord(9, 9, 5.0, ()),  # no scalars: no summary field
+    ],
+)
+def test_event_encoder_matches_protobuf_byte_for_byte(rec: StepRecord) -> None:
+    enc = EventEncoder()
+    assert enc.encode(rec) == protobuf_bytes(rec)
+    assert enc.encode(rec) == protobuf_bytes(rec)  # again, from the tag cache
+
+
 def test_encode_records_is_protobuf_event() -> None:
     recs = make_records(3)
-    data = encode_records(event_pb2.Event, recs)
+    data = encode_records(EventEncoder(), recs)
     pos = 0
     for rec in recs:
         n = int.from_bytes(data[pos : pos + 8], "little")
@@ -277,7 +305,7 @@ async def test_truncated_last_record_keeps_earlier_ones(tmp_path: Path) -> None:
     await backend.close()
     assert backend.path is not None
 
-    last_len = len(encode_records(event_pb2.Event, records[-1:]))
+    last_len = len(encode_records(EventEncoder(), records[-1:]))
     copy = tmp_path / "copy" / os.path.basename(backend.path)
     truncated_copy(backend.path, copy, cut=last_len - 12 - (last_len - 16) // 2)  # mid-payload
 

@@ -28,8 +28,10 @@ from __future__ import annotations
 import contextlib
 import errno
 import itertools
+import math
 import os
 import socket
+import struct
 import threading
 import time
 from collections.abc import Sequence
@@ -54,23 +56,75 @@ def _load_event_class() -> Any:
     return event_pb2.Event
 
 
-def encode_records(event_cls: Any, records: Sequence[StepRecord]) -> bytes:
-    """Serialise one ``Event`` per record and frame them all into one buffer.
+def _varint(n: int) -> bytes:
+    """Protobuf base-128 varint of a non-negative int (< 2**64)."""
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
 
-    Appending to the repeated field with ``summary.value.add(tag=, simple_value=)``
-    measured ~1.6-2.8x faster than constructing ``Summary(value=[Summary.Value(...)])``
-    (upb protobuf 7.x, 30 scalars an event).
+
+_pack_f = struct.Struct("<f").pack
+_pack_d = struct.Struct("<d").pack
+_F32_INF = _pack_f(math.inf)
+_F32_NINF = _pack_f(-math.inf)
+_U64 = (1 << 64) - 1
+
+
+class EventEncoder:
+    """Encodes a :class:`~aoff.StepRecord` as a serialised ``tensorflow.Event``.
+
+    The wire format is written directly instead of through protobuf objects: building
+    ``Summary.Value`` messages cost ~1.3 µs a scalar here and was most of this backend's
+    CPU, which the training process pays for (the pump shares its GIL). Each tag's bytes
+    (``Summary.Value.tag`` plus the ``simple_value`` key) are built once and cached, so a
+    scalar costs one ``struct.pack``. The output is byte-for-byte what protobuf's
+    ``SerializeToString`` produces for the same ``Event`` (a test checks it): fields in
+    number order, ``wall_time``/``step`` omitted when zero (proto3), ``simple_value``
+    always present (it is in a ``oneof``), doubles narrowed to float32 as protobuf does
+    (beyond float32's range: ±inf).
+
+    Event: wall_time = 1 (double), step = 2 (int64), summary = 5 (Summary)
+    Summary: value = 1 (repeated Value); Value: tag = 1 (string), simple_value = 2 (float)
     """
 
-    def payloads() -> Any:
-        for rec in records:
-            event = event_cls(wall_time=rec.wall_time, step=rec.step)
-            add = event.summary.value.add
-            for tag, value in rec.scalars:
-                add(tag=tag, simple_value=value)
-            yield event.SerializeToString()
+    def __init__(self) -> None:
+        self._heads: dict[str, bytes] = {}
 
-    return frame_many(payloads())
+    def _head(self, tag: str) -> bytes:
+        raw = tag.encode("utf-8")
+        field = b"\x0a" + _varint(len(raw)) + raw  # Value.tag
+        head = b"\x0a" + _varint(len(field) + 5) + field + b"\x15"  # Summary.value, key 2
+        self._heads[tag] = head
+        return head
+
+    def encode(self, rec: StepRecord) -> bytes:
+        heads = self._heads
+        parts: list[bytes] = []
+        append = parts.append
+        for tag, value in rec.scalars:
+            head = heads.get(tag) or self._head(tag)
+            try:
+                append(head + _pack_f(value))
+            except OverflowError:  # finite but beyond float32: protobuf gives ±inf
+                append(head + (_F32_INF if value > 0 else _F32_NINF))
+        summary = b"".join(parts)
+        out = b""
+        if rec.wall_time != 0.0:
+            out = b"\x09" + _pack_d(rec.wall_time)
+        if rec.step:
+            out += b"\x10" + _varint(rec.step & _U64)
+        if summary:
+            out += b"\x2a" + _varint(len(summary)) + summary
+        return out
+
+
+def encode_records(encoder: EventEncoder, records: Sequence[StepRecord]) -> bytes:
+    """Serialise one ``Event`` per record and frame them all into one buffer."""
+    encode = encoder.encode
+    return frame_many([encode(rec) for rec in records])
 
 
 class TensorBoardBackend:
@@ -103,6 +157,7 @@ class TensorBoardBackend:
         self.path: str | None = None
         self.disabled = False
         self._event_cls: Any = None
+        self._encoder = EventEncoder()
         self._file: BinaryIO | None = None
         self._closed = False
         # Serialises file access between worker threads: after the pump abandons a hung
@@ -136,7 +191,7 @@ class TensorBoardBackend:
             self.path = path
 
     def _write_sync(self, records: Sequence[StepRecord]) -> None:
-        data = encode_records(self._event_cls, records)
+        data = encode_records(self._encoder, records)
         with self._lock:
             f = self._file
             if f is None:
