@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 import threading
@@ -127,9 +128,12 @@ def test_flush_delivers_everything_logged_so_far() -> None:
 def test_context_manager_finishes_and_marks_exceptions_as_interrupted() -> None:
     mem = MemoryBackend()
     display = RecordingDisplay()
-    with pytest.raises(ValueError), OffPolicyLogger(
-        log_backend="none", backends=[mem], display=display, handle_sigterm=False
-    ) as log:
+    with (
+        pytest.raises(ValueError),
+        OffPolicyLogger(
+            log_backend="none", backends=[mem], display=display, handle_sigterm=False
+        ) as log,
+    ):
         log.log_step(1)
         raise ValueError("boom")
     assert len(mem.records) == 1
@@ -187,7 +191,7 @@ def test_display_refreshes_no_more_than_refresh_per_second() -> None:
     log.finish()
     times = [t for t, _ in display.frames]
     assert 1 <= len(times) <= 4 + 2
-    assert all(b - a >= 0.25 for a, b in zip(times, times[1:], strict=False))
+    assert all(b - a >= 0.25 for a, b in itertools.pairwise(times))
 
 
 def test_import_does_not_pull_in_wandb_or_torch() -> None:
