@@ -8,8 +8,9 @@ Public names only; the implementation lives in the ``_``-prefixed modules.
 from typing import TYPE_CHECKING, Any
 
 from ._backend import Backend, BackendContext
-from ._bridge import AoffWarning, OffPolicyLogger
+from ._bridge import OffPolicyLogger
 from ._buffer import DEFAULT_CAPACITY, Overflow
+from ._core import AoffWarning
 from ._dashboard import Dashboard
 from ._display_api import Display, NullDisplay
 from ._logger import AsyncOffPolicyLogger

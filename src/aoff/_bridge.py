@@ -21,7 +21,6 @@ import sys
 import threading
 import time
 import types
-import warnings
 import weakref
 from typing import Any
 
@@ -30,15 +29,11 @@ import anyio.from_thread
 import anyio.lowlevel
 
 from . import _events as ev
-from ._core import Face
+from ._core import Face, warn_not_recorded
 from ._pump import FinishReport
 
 #: how long finish() waits, beyond ``finish_timeout``, for a pump that makes no progress
 FINISH_GRACE = 10.0
-
-
-class AoffWarning(UserWarning):
-    """Misuse that aoff answers without raising (e.g. logging after ``finish()``)."""
 
 
 class _SigtermExit(SystemExit):
@@ -254,12 +249,7 @@ class OffPolicyLogger(Face[None]):
         return report
 
     def _after_close(self, event: ev.Event) -> None:
-        warnings.warn(
-            f"aoff: {ev.name_of(event)}() called after finish()/close(); "
-            "the event was not recorded",
-            AoffWarning,
-            stacklevel=3,
-        )
+        warn_not_recorded(event, "finish()/close()")
 
     # -- conveniences ------------------------------------------------------------------------
     def __enter__(self) -> OffPolicyLogger:

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, Generic
 
 from rich.console import Console
 
+from . import _events as ev
 from ._backend import Backend, BackendContext
 from ._buffer import DEFAULT_CAPACITY, EventBuffer, Overflow
 from ._display_api import Display, NullDisplay
@@ -184,6 +186,22 @@ class Core:
         self.context = BackendContext(config=options.config, say=self.display.say)
 
 
+class AoffWarning(UserWarning):
+    """Misuse that aoff answers without raising (e.g. logging after ``finish()``)."""
+
+
+def warn_not_recorded(event: ev.Event, when: str) -> None:
+    """Warn, at the user's call site, that a call after closing was not recorded.
+
+    ``stacklevel=4``: this function, the face's ``_after_close``, the logging method.
+    """
+    warnings.warn(
+        f"aoff: {ev.name_of(event)}() called after {when}; the event was not recorded",
+        AoffWarning,
+        stacklevel=4,
+    )
+
+
 class Face(Recorder[R], Generic[R]):
     """The constructor both faces share, so their arguments cannot drift apart.
 
@@ -258,17 +276,3 @@ class Face(Recorder[R], Generic[R]):
 
     def _setup_face(self, *, handle_sigterm: bool) -> None:
         raise NotImplementedError
-
-
-def common_kwargs() -> dict[str, Any]:
-    """Defaults of aoff's own keyword-only arguments (beyond the seed's)."""
-    return {
-        "backends": (),
-        "capacity": DEFAULT_CAPACITY,
-        "overflow": "drop_oldest",
-        "finish_timeout": 10.0,
-        "flush_secs": 2.0,
-        "console": None,
-        "display": None,
-        "clock": None,
-    }

@@ -29,7 +29,7 @@ import anyio
 import anyio.abc
 
 from . import _events as ev
-from ._core import Face
+from ._core import Face, warn_not_recorded
 from ._pump import FinishReport
 
 
@@ -90,16 +90,7 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
             await anyio.sleep(0.002)
 
     def _after_close(self, event: ev.Event) -> Awaitable[None]:
-        import warnings
-
-        from ._bridge import AoffWarning
-
-        warnings.warn(
-            f"aoff: {ev.name_of(event)}() called after the logger was closed; "
-            "the event was not recorded",
-            AoffWarning,
-            stacklevel=3,
-        )
+        warn_not_recorded(event, "the logger was closed")
         return READY
 
     # -- lifecycle ----------------------------------------------------------------------------
