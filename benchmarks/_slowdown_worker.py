@@ -90,7 +90,7 @@ def make_logger(config: str, n: int, d: str) -> Any:
     if config == "aoff":
         kw = {"log_dir": d, "backends": ("jsonl",)}
     elif config == "aoff-nodash":
-        from aoff._display_api import NullDisplay
+        from aoff._display._api import NullDisplay
 
         kw = {"log_dir": d, "backends": ("jsonl",), "display": NullDisplay()}
     elif config == "aoff-dashonly":

@@ -38,7 +38,7 @@ import _workload as w
 import anyio.to_thread
 
 from aoff import BackendContext, OffPolicyLogger, StepRecord
-from aoff._display_api import NullDisplay
+from aoff._display._api import NullDisplay
 from aoff.testing import MemoryBackend
 
 

@@ -34,11 +34,12 @@ from _workload import (
 )
 from rich.console import Console
 
-from aoff import _events as ev
-from aoff._jsonl import encode_lines
-from aoff._render import dashboard_panel
-from aoff._state import Folder, State
-from aoff._tensorboard import EventEncoder, encode_records
+from aoff._core import _events as ev
+from aoff._backends._jsonl import encode_lines
+from aoff._display._render import dashboard_panel
+from aoff._core._fold import Folder
+from aoff._core._state import State
+from aoff._backends._tensorboard import EventEncoder, encode_records
 
 
 def events(n: int) -> list[ev.Event]:

@@ -37,9 +37,10 @@ import _workload as w
 def memory() -> None:
     import random
 
-    from aoff._buffer import EventBuffer
-    from aoff._recorder import Recorder
-    from aoff._state import Folder, State
+    from aoff._core._buffer import EventBuffer
+    from aoff._core._recorder import Recorder
+    from aoff._core._fold import Folder
+from aoff._core._state import State
 
     class Rec(Recorder[None]):
         pass
@@ -104,7 +105,7 @@ def soak_child(policy: str, events: int, threads: int) -> dict[str, Any]:
     import psutil
 
     from aoff import BackendContext, OffPolicyLogger, StepRecord
-    from aoff._display_api import NullDisplay
+    from aoff._display._api import NullDisplay
 
     class Slow:
         name = "slow"

@@ -22,7 +22,7 @@ measurement; ``slowdown.py`` draws to a real pseudo-terminal instead).
 Per contender: hot-path median / p99 / p99.9 (``perf_counter_ns`` around one iteration's
 calls), wall and CPU time of loop + final close/flush, peak RSS, and a read-back of what
 reached the disk (TensorBoard through ``EventAccumulator``, JSONL rows, the offline
-``.wandb`` file through ``aoff._wandb_reader``). Writes ``results.json``, ``results.md`` and
+``.wandb`` file through ``aoff.testing``). Writes ``results.json``, ``results.md`` and
 ``latency.png`` into ``--out`` (default ``bench-out/``).
 """
 
@@ -158,7 +158,7 @@ def check_wandb(run_root: str, n: int) -> tuple[bool, str]:
     files = glob.glob(os.path.join(run_root, "wandb", "offline-run-*", "run-*.wandb"))
     if len(files) != 1:
         return False, f"W&B: expected one offline run file, found {len(files)}"
-    from aoff._wandb_reader import read_history
+    from aoff.testing import read_wandb_history as read_history
 
     rows = read_history(files[0])
     bad = sum(1 for r in rows if any(t not in r for t in EXPECTED_TAGS))

@@ -14,8 +14,7 @@ from collections.abc import Callable, Sequence
 import anyio.to_thread
 import pytest
 
-import aoff._pump
-import aoff._recorder
+from aoff._core._recorder import Recorder
 from aoff import BackendContext, StepRecord
 
 
@@ -117,10 +116,9 @@ def number_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
     call; the outcome of a bad value must not change (docs/input-handling.md).
     """
     if request.param == "plain":
-        monkeypatch.setattr(aoff._recorder, "_capture_on", False)
-        monkeypatch.setattr(aoff._recorder, "refresh_capture_mode", lambda: False)
-        monkeypatch.setattr(aoff._pump, "refresh_capture_mode", lambda: False)
+        # the capture switch is the recorder's own: keep it off for loggers built now
+        monkeypatch.setattr(Recorder, "refresh_capture", lambda self: False)
     else:
         pytest.importorskip("torch")
-        assert aoff._recorder.refresh_capture_mode()
+        assert Recorder().refresh_capture()
     return str(request.param)

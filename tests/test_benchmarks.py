@@ -164,9 +164,9 @@ def test_workload_scalars_are_what_aoff_writes(bench_modules: dict[str, ModuleTy
 def test_read_back_checks_notice_missing_data(
     bench_modules: dict[str, ModuleType], tmp_path: Path
 ) -> None:
-    from aoff._backend import BackendContext
-    from aoff._state import StepRecord
-    from aoff._tensorboard import TensorBoardBackend
+    from aoff._backends._base import BackendContext
+    from aoff._core._records import StepRecord
+    from aoff._backends._tensorboard import TensorBoardBackend
 
     w, compare = bench_modules["_workload"], bench_modules["compare"]
     records = [StepRecord(w.step_of(i), i, 1.7e9 + i, tuple(w.seed_scalars(i))) for i in range(3)]

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from aoff._backend import Backend, BackendContext
-from aoff._jsonl import JsonlBackend
-from aoff._state import StepRecord
+from aoff._backends._base import Backend, BackendContext
+from aoff._backends._jsonl import JsonlBackend
+from aoff._core._records import StepRecord
 
 TAGS = [f"grp{j % 4}/tag_{j}" for j in range(30)]
 

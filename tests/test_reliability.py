@@ -465,8 +465,8 @@ def read_jsonl_iterations(path: Path) -> list[int]:
 
 
 def test_disk_full_on_a_real_tmpfs(tiny_tmpfs: Path, tmp_path: Path) -> None:
-    from aoff._jsonl import JsonlBackend
-    from aoff._tensorboard import TensorBoardBackend
+    from aoff._backends._jsonl import JsonlBackend
+    from aoff._backends._tensorboard import TensorBoardBackend
 
     tb = TensorBoardBackend(tiny_tmpfs)
     jl = JsonlBackend(tmp_path / "metrics.jsonl")
@@ -495,7 +495,7 @@ RLIMIT_CHILD = textwrap.dedent(
     """
     import json, resource, signal, sys
     from aoff import OffPolicyLogger
-    from aoff._tensorboard import TensorBoardBackend
+    from aoff._backends._tensorboard import TensorBoardBackend
     from aoff.testing import MemoryBackend
 
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past the limit get EFBIG
@@ -552,8 +552,8 @@ def read_tensorboard(log_dir: Path) -> dict[str, list[tuple[int, float]]]:
 
 
 def make_logger_with(log_dir: Path, *extra: object, **kw: object) -> OffPolicyLogger:
-    from aoff._jsonl import JsonlBackend
-    from aoff._tensorboard import TensorBoardBackend
+    from aoff._backends._jsonl import JsonlBackend
+    from aoff._backends._tensorboard import TensorBoardBackend
 
     return make_logger(
         TensorBoardBackend(log_dir), JsonlBackend(log_dir / "metrics.jsonl"), *extra, **kw
@@ -805,9 +805,9 @@ def test_finish_waits_for_a_long_final_drain_while_it_makes_progress(
 ) -> None:
     """Folding the last buffer-full can take longer than finish_timeout + grace; as long
     as it makes progress, finish() must wait (giving up would lose it at exit)."""
-    import aoff._bridge
+    import aoff._sync
 
-    monkeypatch.setattr(aoff._bridge, "FINISH_GRACE", 0.3)
+    monkeypatch.setattr(aoff._sync, "FINISH_GRACE", 0.3)
     counting = CountingBackend()
     log = make_logger(counting, finish_timeout=0.1)
     metrics = {f"m{k}": float(k) for k in range(10_000)}
@@ -831,9 +831,9 @@ class StuckDisplay(RecordingDisplay):
 def test_finish_gives_up_on_a_pump_that_stops_making_progress(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import aoff._bridge
+    import aoff._sync
 
-    monkeypatch.setattr(aoff._bridge, "FINISH_GRACE", 0.3)
+    monkeypatch.setattr(aoff._sync, "FINISH_GRACE", 0.3)
     display = StuckDisplay()
     mem = MemoryBackend()
     log = make_logger(mem, display=display, finish_timeout=0.2)

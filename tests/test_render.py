@@ -17,8 +17,8 @@ from rich.panel import Panel
 from rich.style import Style
 from rich.text import Text
 
-from aoff._format import fmt_duration, fmt_ms, fmt_number
-from aoff._render import (
+from aoff._display._format import fmt_duration, fmt_ms, fmt_number
+from aoff._display._render import (
     ASCII_GLYPHS,
     UNICODE_GLYPHS,
     collector_rows,
@@ -34,7 +34,8 @@ from aoff._render import (
     summary_panel,
     timing_table,
 )
-from aoff._state import RunConfig, State
+from aoff._core._records import RunConfig
+from aoff._core._state import State
 
 GOLDEN = Path(__file__).parent / "golden"
 T0 = 1_700_000_000.0  # a fixed wall-clock origin

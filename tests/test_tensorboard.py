@@ -28,11 +28,11 @@ import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from tensorboard.compat.proto import event_pb2
 
-import aoff._tensorboard as tbmod
-from aoff._backend import Backend, BackendContext
-from aoff._state import StepRecord
-from aoff._tensorboard import EventEncoder, TensorBoardBackend, encode_records
-from aoff._tfrecord import frame_many, masked_crc32c
+import aoff._backends._tensorboard as tbmod
+from aoff._backends._base import Backend, BackendContext
+from aoff._core._records import StepRecord
+from aoff._backends._tensorboard import EventEncoder, TensorBoardBackend, encode_records
+from aoff._backends._tfrecord import frame_many, masked_crc32c
 
 TAGS = tuple(
     [

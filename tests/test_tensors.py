@@ -21,21 +21,21 @@ import anyio.lowlevel
 import pytest
 import torch
 
-from aoff import AsyncOffPolicyLogger, OffPolicyLogger, _tensors
-from aoff import _events as ev
-from aoff._buffer import EventBuffer
-from aoff._capture import (
+from aoff import AsyncOffPolicyLogger, OffPolicyLogger
+from aoff._core import _tensors
+from aoff._core import _events as ev
+from aoff._core._buffer import EventBuffer
+from aoff._core._capture import capture, finish
+from aoff._core._pending import (
     Gather,
     PendingEvent,
     Placeholder,
-    capture,
     event_ready,
-    finish,
     pending_event,
 )
+from aoff._core._recorder import Recorder
 from aoff._pump import Pump
-from aoff._recorder import refresh_capture_mode
-from aoff._state import State
+from aoff._core._state import State
 from aoff.testing import ManualClock, MemoryBackend, RecordingDisplay
 
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.bool]
@@ -259,7 +259,7 @@ def test_an_unreadable_tensor_is_reported_by_the_pump_not_raised() -> None:
     mem = MemoryBackend()
     lines: list[str] = []
     log = make_sync(mem)
-    log._core.pump.report.write = lines.append
+    log._core.pump.report_line.write = lines.append
     log.log_step(1, {"meta": torch.empty((), device="meta"), "ok": torch.tensor(0.5)})
     report = log.finish()
     assert mem.records[0].as_dict()["train/ok"] == 0.5
@@ -326,8 +326,7 @@ def test_capture_turns_on_only_after_torch_is_imported() -> None:
         import sys
         import aoff
         from aoff.testing import MemoryBackend, RecordingDisplay
-        assert "torch" not in sys.modules and "aoff._tensors" not in sys.modules
-        from aoff import _recorder
+        assert "torch" not in sys.modules and "aoff._core._tensors" not in sys.modules
 
         def logger(mem):
             return aoff.OffPolicyLogger(log_backend="none", backends=[mem],
@@ -337,13 +336,13 @@ def test_capture_turns_on_only_after_torch_is_imported() -> None:
         log = logger(mem)
         log.log_step(1, {"x": 0.5})
         log.finish()
-        assert not _recorder._capture_on
-        assert "torch" not in sys.modules and "aoff._tensors" not in sys.modules
+        assert not log._capturing
+        assert "torch" not in sys.modules and "aoff._core._tensors" not in sys.modules
 
         import torch
         mem = MemoryBackend()
         log = logger(mem)  # a logger built after import torch captures
-        assert _recorder._capture_on and "aoff._tensors" in sys.modules
+        assert log._capturing and "aoff._core._tensors" in sys.modules
         t = torch.tensor(0.25)
         log.log_step(2, {"x": t})
         t.add_(1)
@@ -357,7 +356,7 @@ def test_capture_turns_on_only_after_torch_is_imported() -> None:
 
 
 def test_gather_reads_cpu_tensors_now_and_leaves_plain_events() -> None:
-    assert refresh_capture_mode()  # torch is imported in this process
+    assert Recorder().refresh_capture()  # torch is imported in this process
     g: Gather = []
     v = capture(torch.tensor(1.5, dtype=torch.float16), g, "w", "k")
     assert v == 1.5 and type(v) is float
@@ -474,7 +473,7 @@ def test_values_that_never_arrive_are_dropped_at_finish_and_counted() -> None:
     mem = MemoryBackend()
     lines: list[str] = []
     log = make_sync(mem, finish_timeout=0.3)
-    log._core.pump.report.write = lines.append
+    log._core.pump.report_line.write = lines.append
     log.log_step(1, {"q": 0.5})
     log._put(pending_event(step_event(2, Never())))
     log.log_step(3, {"q": 1.5})
@@ -490,7 +489,7 @@ async def test_a_placeholder_that_fails_drops_its_event_not_the_pump() -> None:
     mem = MemoryBackend()
     lines: list[str] = []
     log = make_async(mem)
-    log._core.pump.report.write = lines.append
+    log._core.pump.report_line.write = lines.append
     async with log:
         await log.log_step(1, {"q": 0.5})
         await log._put(pending_event(step_event(2, Broken())))
@@ -607,7 +606,7 @@ def test_cuda_path_end_to_end_through_the_sync_face(
             return real_capture(g, t, where, key)
         return _tensors.defer(g, t)
 
-    import aoff._capture as cap
+    import aoff._core._capture as cap
 
     monkeypatch.setattr(cap, "_capture_tensor", capture)
     for dtype in (torch.float32, torch.int64):

@@ -1,7 +1,7 @@
 """The W&B backend against real wandb in offline mode (no mocks, no network).
 
 What was logged is read back from the offline ``run-*.wandb`` file with
-:mod:`aoff._wandb_reader`, which parses wandb's own protobuf records.
+:mod:`aoff.testing`, which parses wandb's own protobuf records.
 """
 
 from __future__ import annotations
@@ -17,10 +17,11 @@ from typing import Any
 
 import pytest
 
-from aoff._backend import Backend, BackendContext
-from aoff._state import RunConfig, StepRecord
-from aoff._wandb import WandbBackend
-from aoff._wandb_reader import iter_records, read_history
+from aoff._backends._base import Backend, BackendContext
+from aoff._core._records import RunConfig, StepRecord
+from aoff._backends._wandb import WandbBackend
+from aoff.testing import iter_wandb_records as iter_records
+from aoff.testing import read_wandb_history as read_history
 
 wandb = pytest.importorskip("wandb")
 
@@ -197,7 +198,7 @@ async def test_waiting_on_the_worker_never_blocks_the_loop() -> None:
     """A hung wandb call can be abandoned; the call itself still runs to completion."""
     import anyio
 
-    from aoff._wandb import SerialWorker, wait_future
+    from aoff._threads import SerialWorker, wait_future
 
     worker = SerialWorker("aoff-test-worker")
     release = threading.Event()

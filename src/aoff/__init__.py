@@ -2,31 +2,32 @@
 
 The hot path (``log_step`` and every ``update_*``) only records an event; one background
 pump folds events into the dashboard state and writes TensorBoard/W&B/JSONL in batches.
-Public names only; the implementation lives in the ``_``-prefixed modules.
+Public names only; the implementation lives in the ``_``-prefixed modules and packages.
 """
 
 from typing import TYPE_CHECKING, Any
 
-from ._backend import Backend, BackendContext
-from ._bridge import OffPolicyLogger
-from ._buffer import DEFAULT_CAPACITY, Overflow
-from ._core import AoffWarning
-from ._dashboard import Dashboard
-from ._display_api import Display, NullDisplay
-from ._logger import AsyncOffPolicyLogger
-from ._pump import FinishReport
-from ._state import RunConfig, State, StepRecord
+from ._async import AsyncOffPolicyLogger
+from ._backends._base import Backend, BackendContext
+from ._core._buffer import DEFAULT_CAPACITY, Overflow
+from ._core._records import RunConfig, StepRecord
+from ._core._state import State
+from ._display._api import Display, NullDisplay
+from ._display._dashboard import Dashboard
+from ._face import AoffWarning
+from ._report import FinishReport
+from ._sync import OffPolicyLogger
 
 if TYPE_CHECKING:
-    from ._jsonl import JsonlBackend
-    from ._tensorboard import TensorBoardBackend
-    from ._wandb import WandbBackend
+    from ._backends._jsonl import JsonlBackend
+    from ._backends._tensorboard import TensorBoardBackend
+    from ._backends._wandb import WandbBackend
 
 # backends are imported on first use: TensorBoard's protobufs and wandb are slow imports
 _LAZY = {
-    "TensorBoardBackend": "._tensorboard",
-    "JsonlBackend": "._jsonl",
-    "WandbBackend": "._wandb",
+    "TensorBoardBackend": "._backends._tensorboard",
+    "JsonlBackend": "._backends._jsonl",
+    "WandbBackend": "._backends._wandb",
 }
 
 
@@ -34,7 +35,9 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         import importlib
 
-        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        value.__module__ = __name__
+        return value
     raise AttributeError(f"module 'aoff' has no attribute {name!r}")
 
 
@@ -57,4 +60,21 @@ __all__ = [
     "TensorBoardBackend",
     "WandbBackend",
 ]
+
+# public classes show their public home (as anyio does)
+for _obj in (
+    AsyncOffPolicyLogger,
+    Backend,
+    BackendContext,
+    Dashboard,
+    Display,
+    NullDisplay,
+    OffPolicyLogger,
+    RunConfig,
+    State,
+    StepRecord,
+):
+    _obj.__module__ = __name__
+del _obj
+
 __version__ = "0.1.0"

@@ -21,12 +21,12 @@ import os
 import random
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from ._bridge import OffPolicyLogger
-from ._logger import AsyncOffPolicyLogger
+from ._async import AsyncOffPolicyLogger
+from ._sync import OffPolicyLogger
 
 __all__ = ["DemoConfig", "Fill", "Iteration", "Simulation", "add_arguments", "run"]
 
@@ -425,9 +425,3 @@ def _print_outro(cfg: DemoConfig, out: TextIO) -> None:
     if not lines:
         lines.append("No backend was chosen (--backends none): nothing was written.")
     print("\n".join(lines), file=out)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="aoff demo", description=__doc__)
-    add_arguments(p)
-    return run(config_from_args(p.parse_args(argv)))

@@ -7,82 +7,46 @@ records to each backend's runner, and — when the state changed and the throttl
 renders a snapshot in a worker thread. Written on anyio, so the same code runs on
 asyncio and trio; the sync face runs it on a private event loop thread.
 
-The throttle uses the injected ``clock`` only, so tests drive it with a manual clock.
+Frames are throttled on ``monotonic`` (``time.monotonic``; a wall clock that steps back
+must not freeze the dashboard); ``clock`` is the wall time handed to the display. Tests
+inject one manual clock for both. Whatever drains a buffer has per-tick chores of its
+own (the recorder's tensor-capture switch): they come in as ``on_tick``, so the pump
+knows nothing of the hot path.
 Nothing here raises into the caller: a bad value is reported and skipped, a failing
 backend is isolated by its runner, a failing display is switched off and reported.
 """
 
 from __future__ import annotations
 
-import contextlib
-import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 
 import anyio
 import anyio.abc
 
-from ._backend import Backend, BackendContext
-from ._buffer import EventBuffer
-from ._capture import PendingEvent, event_ready, resolve_event
-from ._display_api import Display
-from ._events import Event
-from ._recorder import refresh_capture_mode
+from ._backends._base import Backend, BackendContext
+from ._core._buffer import EventBuffer
+from ._core._events import Event
+from ._core._fold import Folder
+from ._core._pending import PendingEvent, event_ready, resolve_event
+from ._core._records import StepRecord
+from ._core._state import State
+from ._display._api import Display
+from ._report import FinishReport, OnceReporter, end_of_run_lines, stderr_line
 from ._runner import DEFAULT_MAX_PENDING, BackendRunner
-from ._state import Folder, State, StepRecord
 
 FOLD_SLICE = 512
 
 
-@dataclass
-class FinishReport:
-    """What ``finish()``/``close()`` return: what could not be delivered, and why."""
-
-    dropped_events: int = 0
-    invalid_values: int = 0
-    steps: int = 0
-    backend_written: dict[str, int] = field(default_factory=dict)
-    backend_lost: dict[str, int] = field(default_factory=dict)
-    backend_errors: dict[str, str] = field(default_factory=dict)
-    interrupted: bool = False
-
-    @property
-    def complete(self) -> bool:
-        """True when every accepted event reached every backend."""
-        return not self.dropped_events and not any(self.backend_lost.values())
-
-
-class _OnceReporter:
-    """Prints each distinct problem once to stderr (at most ``limit`` lines a run)."""
-
-    def __init__(self, write: Callable[[str], None], limit: int = 50) -> None:
-        self.write = write
-        self.seen: set[str] = set()
-        self.limit = limit
-        self.count = 0
-
-    def __call__(self, message: str) -> None:
-        self.count += 1
-        if message in self.seen or len(self.seen) > self.limit:
-            return
-        self.seen.add(message)
-        if len(self.seen) > self.limit:
-            message = f"aoff: more than {self.limit} distinct problems; no more are shown"
-        with contextlib.suppress(Exception):
-            self.write(message)
-
-    def always(self, message: str) -> None:
-        """Print regardless of the limit (the end-of-run totals)."""
-        with contextlib.suppress(Exception):
-            self.write(message)
-
-
-def _stderr_line(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
 class Pump:
+    """Drains one :class:`EventBuffer` into a :class:`State`, the backends and a display.
+
+    Parts: ``folder`` (the pure fold), ``runners`` (one :class:`BackendRunner` a backend),
+    ``display``; ``_held`` keeps drained events that wait for device values. It runs as
+    one anyio task (:meth:`run`) and is driven from its own loop only: :meth:`request_stop`,
+    :meth:`flush`; :meth:`report` is the one place a :class:`FinishReport` is made.
+    """
+
     def __init__(
         self,
         buffer: EventBuffer,
@@ -92,12 +56,14 @@ class Pump:
         *,
         refresh_per_second: float = 4,
         clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
         tick: float = 0.05,
         finish_timeout: float = 10.0,
         flush_interval: float = 2.0,
         stall_timeout: float = 10.0,
         max_pending: int = DEFAULT_MAX_PENDING,
-        report: Callable[[str], None] = _stderr_line,
+        report: Callable[[str], None] = stderr_line,
+        on_tick: Callable[[], object] | None = None,
     ) -> None:
         if refresh_per_second <= 0:
             raise ValueError(f"refresh_per_second must be > 0, got {refresh_per_second!r}")
@@ -105,15 +71,17 @@ class Pump:
         self.state = state
         self.display = display
         self.clock = clock
+        self.monotonic = monotonic
+        self.on_tick = on_tick
         self.tick = min(tick, 1.0 / refresh_per_second)
         self.min_frame_interval = 1.0 / refresh_per_second
         self.finish_timeout = finish_timeout
-        self.report = _OnceReporter(report)
-        self.folder = Folder(state, self.report)
+        self.report_line = OnceReporter(report)
+        self.folder = Folder(state, self.report_line)
         self.runners = [
             BackendRunner(
                 b,
-                report=self.report.always,  # a runner reports at most twice
+                report=self.report_line.always,  # a runner reports at most twice
                 flush_interval=flush_interval,
                 stall_timeout=stall_timeout,
                 max_pending=max_pending,
@@ -126,7 +94,7 @@ class Pump:
         self.display_open = False
         self.display_failed = False
         self.summary = True
-        self.result = FinishReport()
+        self.result: FinishReport | None = None  # set when run() has ended
         self._stop: anyio.Event | None = None
         self._stop_requested = False
         self._finished = False
@@ -148,7 +116,7 @@ class Pump:
         try:
             return event_ready(e)
         except Exception as exc:  # e.g. a CUDA error surfacing in Event.query()
-            self.report(f"aoff: could not read device values: {type(exc).__name__}: {exc}")
+            self.report_line(f"aoff: could not read device values: {type(exc).__name__}: {exc}")
             return None
 
     def fold(self, events: Sequence[Event]) -> list[StepRecord]:
@@ -177,7 +145,9 @@ class Pump:
                 rec = apply(e)
             except Exception as exc:  # a bug or an exotic input: report, keep going
                 self.state.invalid_values += 1
-                self.report(f"aoff: could not process {e[0]!r} event: {type(exc).__name__}: {exc}")
+                self.report_line(
+                    f"aoff: could not process {e[0]!r} event: {type(exc).__name__}: {exc}"
+                )
                 continue
             if rec is not None:
                 records.append(rec)
@@ -198,7 +168,7 @@ class Pump:
             # a long backlog is being folded (not only once per tick)
             if buffer.trim():
                 self.dirty = True
-            self.state.dropped_events = buffer.dropped + self.unresolved
+            self.state.dropped_events = self.dropped()
             if not self._may_drain():
                 if not final:
                     break
@@ -245,21 +215,49 @@ class Pump:
             await anyio.to_thread.run_sync(lambda: fn(*args, **kw), abandon_on_cancel=True)
         except Exception as exc:
             self.display_failed = True
-            self.report(f"aoff: dashboard disabled after error: {type(exc).__name__}: {exc}")
+            self.report_line(f"aoff: dashboard disabled after error: {type(exc).__name__}: {exc}")
 
     async def maybe_render(self) -> None:
-        refresh_capture_mode()
-        self.state.dropped_events = self.buffer.dropped + self.unresolved
-        now = self.clock()
+        if self.on_tick is not None:
+            self.on_tick()
+        self.state.dropped_events = self.dropped()
         if self.state.started and not self.display_open and not self.display_failed:
             self.display_open = True
-            await self._display_call(self.display.open, self.state.snapshot(), now)
-        if self.frame_due(now):
+            await self._display_call(self.display.open, self.state.snapshot(), self.clock())
+        mono = self.monotonic()
+        if self.frame_due(mono):
             self._sync_problems()
             self.dirty = False
-            self.last_frame = now
+            self.last_frame = mono
             self.frames += 1
-            await self._display_call(self.display.update, self.state.snapshot(), now)
+            await self._display_call(self.display.update, self.state.snapshot(), self.clock())
+
+    # -- accounting -----------------------------------------------------------------------------
+    def dropped(self) -> int:
+        """Events that never reached the fold: the overflow policy and lost device values."""
+        return self.buffer.dropped + self.unresolved
+
+    def report(self, *, partial: bool = False) -> FinishReport:
+        """The run's :class:`FinishReport`: final after :meth:`run` returned, else
+        ``partial`` (what is known now; events still buffered or held count as dropped,
+        and a backend's unwritten records as lost)."""
+        left = len(self.buffer) + len(self._held) if partial else 0
+        res = FinishReport(
+            dropped_events=self.dropped() + left,
+            invalid_values=self.state.invalid_values,
+            steps=self.state.steps_logged,
+            interrupted=self.state.interrupted or partial,
+            partial=partial,
+        )
+        for r in self.runners:
+            res.backend_written[r.name] = r.written
+            unconfirmed = len(r.pending) + r.in_flight if partial else 0
+            res.backend_lost[r.name] = r.lost + unconfirmed
+            if r.error:
+                res.backend_errors[r.name] = r.error
+            elif partial and not r.done.is_set():
+                res.backend_errors[r.name] = "did not finish"
+        return res
 
     # -- control (call on the pump's loop) ------------------------------------------------------
     def request_stop(self, *, summary: bool = True) -> None:
@@ -310,7 +308,7 @@ class Pump:
                         await self.drain_once()
                         await self.maybe_render()
                     except Exception as exc:  # pragma: no cover - defensive
-                        self.report(f"aoff: pump error: {type(exc).__name__}: {exc}")
+                        self.report_line(f"aoff: pump error: {type(exc).__name__}: {exc}")
             finally:
                 with anyio.CancelScope(shield=True):
                     await self._final(runners_tg)
@@ -327,7 +325,7 @@ class Pump:
                 await anyio.sleep(0.001)
             else:
                 self._give_up = True
-                self.report.always(
+                self.report_line.always(
                     f"aoff: device values still not copied after {self.finish_timeout:g}s; "
                     "events waiting for them are dropped"
                 )
@@ -360,40 +358,24 @@ class Pump:
         for r in self.runners:
             if not r.done.is_set():
                 r.abandon()
-                self.report.always(
+                self.report_line.always(
                     f"aoff: backend {r.name!r} did not finish within "
                     f"{self.finish_timeout:g}s; {r.lost:,} records not written"
                 )
         runners_tg.cancel_scope.cancel()
-        self.state.dropped_events = self.buffer.dropped + self.unresolved
+        self.state.dropped_events = self.dropped()
         self._sync_problems()
-        res = self.result
-        res.dropped_events = self.state.dropped_events
-        res.invalid_values = self.state.invalid_values
-        res.steps = self.state.steps_logged
-        res.interrupted = self.state.interrupted
-        for r in self.runners:
-            res.backend_written[r.name] = r.written
-            res.backend_lost[r.name] = r.lost
-            if r.error:
-                res.backend_errors[r.name] = r.error
+        self.result = res = self.report()
         # always close: it restores the terminal even after a failed frame, and prints
         # the summary even if start() was never called (as the seed did)
         self.display_failed = False
         await self._display_call(
             self.display.close, self.state.snapshot(), self.clock(), summary=self.summary
         )
-        if self.buffer.dropped:
-            self.report.always(
-                f"aoff: {self.buffer.dropped:,} events were dropped because the buffer was full "
-                f"(capacity {self.buffer.capacity:,}, overflow={self.buffer.overflow!r})"
-            )
-        if res.invalid_values:
-            self.report.always(
-                f"aoff: {res.invalid_values:,} values were not logged (not real numbers, "
-                "non-str keys or non-dicts; each kind was reported once above)"
-            )
-        for name, lost in res.backend_lost.items():
-            if lost:
-                why = res.backend_errors.get(name, "")
-                self.report.always(f"aoff: backend {name!r}: {lost:,} records not written ({why})")
+        for line in end_of_run_lines(
+            res,
+            overflow_dropped=self.buffer.dropped,
+            capacity=self.buffer.capacity,
+            overflow=self.buffer.overflow,
+        ):
+            self.report_line.always(line)

@@ -24,8 +24,8 @@ from rich.console import Console, RenderableType
 from rich.file_proxy import FileProxy
 from rich.live import Live
 
+from .._core._state import State
 from ._render import Glyphs, dashboard_panel, glyphs_for, plain_line, summary_panel
-from ._state import State
 
 __all__ = ["Dashboard", "use_live"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from ._state import State
+from .._core._state import State
 
 
 class Display(Protocol):

@@ -40,8 +40,8 @@ from typing import Any, BinaryIO
 import anyio.to_thread
 from rich.markup import escape
 
-from ._backend import BackendContext
-from ._state import StepRecord
+from .._core._records import StepRecord
+from ._base import BackendContext
 from ._tfrecord import frame_many, write_all
 
 __all__ = ["TensorBoardBackend"]

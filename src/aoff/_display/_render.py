@@ -25,8 +25,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from .._core._state import State
 from ._format import fmt_duration, fmt_ms, fmt_number
-from ._state import State
 
 __all__ = [
     "ASCII_GLYPHS",

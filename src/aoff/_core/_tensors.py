@@ -1,7 +1,7 @@
 """PyTorch tensor values, read without making the training thread wait for a device.
 
 This module imports torch, so it is imported only once torch is already in
-``sys.modules`` (see ``_recorder.refresh_capture_mode``); ``import aoff`` never imports
+``sys.modules`` (see ``_capture.activate``); ``import aoff`` never imports
 torch. ``_capture.capture`` calls :func:`capture` for every tensor of one logging call;
 ``_capture.finish`` calls :meth:`CudaCall.launch` once at the end of a call that had
 CUDA tensors.
@@ -55,10 +55,10 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ._capture import Placeholder
+from ._pending import Placeholder
 
 if TYPE_CHECKING:
-    from ._capture import Gather
+    from ._pending import Gather
 
 #: a group: (tensors, their slots in the call), keyed by (device index, dtype, ndim)
 Group = tuple[list[Any], list[int]]

@@ -1,6 +1,8 @@
 """Public test helpers: an in-memory backend, a manual clock, a recording display.
 
-Use them to test code that logs through aoff without files, terminals or sleeping::
+``read_wandb_history`` reads an offline W&B run file back (``WANDB_MODE=offline``), so
+the W&B side of a run can be checked without a server. Use them to test code that
+logs through aoff without files, terminals or sleeping::
 
     mem = MemoryBackend()
     with OffPolicyLogger(log_backend="none", backends=[mem], display=RecordingDisplay()):
@@ -13,10 +15,21 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
-from ._backend import BackendContext
-from ._state import State, StepRecord
+from .._backends._base import BackendContext
+from .._core._records import StepRecord
+from .._core._state import State
+from ._wandb_offline import CorruptRunFile
+from ._wandb_offline import iter_records as iter_wandb_records
+from ._wandb_offline import read_history as read_wandb_history
 
-__all__ = ["ManualClock", "MemoryBackend", "RecordingDisplay"]
+__all__ = [
+    "CorruptRunFile",
+    "ManualClock",
+    "MemoryBackend",
+    "RecordingDisplay",
+    "iter_wandb_records",
+    "read_wandb_history",
+]
 
 
 class MemoryBackend:

@@ -81,7 +81,7 @@ class EventBuffer:
             self.put = self._put_drop_newest
         else:
             self.put = self._put_block
-        self.append = self._dq.append  # unconditional (used for the final FINISH event)
+        self._slack = 0  # room kept for the closing event, which never evicts data
 
     # -- producers ---------------------------------------------------------------------
     def _put_drop_newest(self, event: Event) -> None:
@@ -122,7 +122,7 @@ class EventBuffer:
         """``drop_oldest``: discard the oldest events beyond capacity; return how many."""
         if self.overflow != "drop_oldest":
             return 0
-        excess = len(self._dq) - self.capacity
+        excess = len(self._dq) - self.capacity - self._slack
         if excess <= 0:
             return 0
         pop = self._dq.popleft
@@ -156,6 +156,15 @@ class EventBuffer:
     def dropped(self) -> int:
         """Events discarded by the overflow policy so far (exact)."""
         return self._trimmed + self.refused
+
+    def append(self, event: Event) -> None:
+        """Append regardless of the policy (an event already counted as recorded)."""
+        self._dq.append(event)
+
+    def append_final(self, event: Event) -> None:
+        """Append the closing event: never refused, and it never evicts a data event."""
+        self._slack += 1
+        self._dq.append(event)
 
     def close(self) -> None:
         """Stop blocking producers (a blocked ``put`` proceeds)."""

@@ -1,127 +1,22 @@
-"""The state model: a pure fold of events into what the dashboard and backends need.
+"""The fold: events in, the seed's scalar record per step out, the dashboard state kept.
 
-Nothing here reads a clock, touches a file or knows about threads: ``Folder.apply`` takes
-one event and returns the scalar record the seed logger would have written for it (or
-``None``). That makes the seed-compatibility rules testable with plain data, and lets
-the pump, a synchronous reference in the tests and the benchmarks share one definition.
+Pure: nothing here reads a clock, touches a file or knows about threads. ``Folder.apply``
+takes one event and returns the record the seed logger would have written for it (or
+``None``). That makes the seed-compatibility rules testable with plain data, and lets the
+pump (in the training process or in the agent), a reference in the tests and the
+benchmarks share one definition.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 
 from . import _events as ev
+from ._convert import BadValue, encodable, to_float
 from ._keys import drop_aliases, metric_tag, reward_tag
-
-REWARD_HISTORY = 200
-
-
-@dataclass(frozen=True, slots=True)
-class StepRecord:
-    """One step's scalars, in the order the seed logger wrote them.
-
-    ``scalars`` is a tuple of ``(tag, value)`` pairs rather than a dict so that the rare
-    case of two inputs mapping to one tag is written twice, exactly like the seed's
-    ``add_scalar`` loop did (a dict view, :meth:`as_dict`, keeps the last one, like W&B).
-    """
-
-    step: int
-    iteration: int
-    wall_time: float
-    scalars: tuple[tuple[str, float], ...]
-
-    def as_dict(self) -> dict[str, float]:
-        return dict(self.scalars)
-
-
-@dataclass(slots=True)
-class RunConfig:
-    """The constructor arguments the dashboard and backends need (never changes)."""
-
-    algo_name: str = "RL"
-    max_iterations: int = 1500
-    num_envs: int = 4096
-    env_name: str = ""
-    obs_dim: int = 0
-    action_dim: int = 0
-
-
-@dataclass(slots=True)
-class State:
-    """Everything the dashboard shows. Mutated only by :class:`Folder`."""
-
-    config: RunConfig = field(default_factory=RunConfig)
-    started: bool = False
-    start_time: float | None = None
-    training_start_time: float | None = None
-    last_wall_time: float | None = None
-    iteration: int = 0
-    total_steps: int = 0
-    buffer_size: int = 0
-    buffer_target: int = 0
-    train_time: float = 0.0
-    wait_time: float = 0.0
-    h2d_time: float = 0.0
-    weight_sync_time: float = 0.0
-    throughput_known: bool = False
-    throughput_steps: int = 0
-    latest_metrics: dict[str, float] = field(default_factory=dict)
-    reward_history: deque[float] = field(default_factory=lambda: deque(maxlen=REWARD_HISTORY))
-    reward_components: dict[str, float] = field(default_factory=dict)
-    collector_timing: dict[str, float] = field(default_factory=dict)
-    timeout_rate: float = 0.0
-    terminated_rate: float = 0.0
-    buffer_utilization: float = 0.0
-    sync_collection: bool = False
-    env_steps_per_sync: int = 0
-    staging_len: int = 0
-    staging_max: int = 0
-    ep_length: float = 0.0
-    status: str = "Initializing..."
-    training_started: bool = False
-    last_save: str | None = None
-    finished: bool = False
-    finish_title: str = "Training Summary"
-    extra_summary: str = ""
-    interrupted: bool = False
-    steps_logged: int = 0
-    # filled in by the pump, not by events
-    dropped_events: int = 0
-    invalid_values: int = 0
-    backend_problems: dict[str, str] = field(default_factory=dict)
-
-    def pipeline_time(self) -> float:
-        """Seconds of the learner pipeline: H2D + train + weight sync (as the seed)."""
-        return self.h2d_time + self.train_time + self.weight_sync_time
-
-    def steps_per_sec(self) -> float | None:
-        """Throughput of the last iteration, or ``None`` when it is not known."""
-        if not self.throughput_known or self.throughput_steps <= 0:
-            return None
-        t = self.pipeline_time()
-        if not t > 0:  # NaN too: the seed writes steps/sec only for a pipeline time > 0
-            return None
-        return self.throughput_steps / t
-
-    def snapshot(self) -> State:
-        """A copy safe to hand to another thread for rendering."""
-        return dataclasses.replace(
-            self,
-            latest_metrics=dict(self.latest_metrics),
-            reward_history=deque(self.reward_history, maxlen=REWARD_HISTORY),
-            reward_components=dict(self.reward_components),
-            collector_timing=dict(self.collector_timing),
-            backend_problems=dict(self.backend_problems),
-        )
-
-
-class BadValue(TypeError):
-    """A value that is not a real number (raised by :func:`to_float`, reported by the pump)."""
-
+from ._records import StepRecord
+from ._state import State
 
 _FLOAT = float
 _I64_MIN = -(2**63)
@@ -129,43 +24,6 @@ _I64_MAX = 2**63 - 1
 _REPORTED_KEYS_MAX = 10_000
 _FLOAT_ONLY = frozenset((float,))
 _STR_ONLY = frozenset((str,))
-
-
-def to_float(where: str, key: object, value: object) -> float:
-    """Convert a logged value to ``float`` the documented way.
-
-    ``float`` passes through (NaN and ±inf included); ``bool``, ``int`` and anything with
-    ``__float__`` (NumPy scalars, 0-d arrays, one-element CPU tensors) is converted;
-    strings, bytes, ``None`` and other objects raise :class:`BadValue` naming the key, and
-    so does a conversion that fails in any way (an ``int`` beyond the float range, a
-    multi-element array, a ``__float__`` that raises).
-    """
-    if type(value) is _FLOAT:
-        return value
-    if (
-        value is None
-        or isinstance(value, str | bytes | bytearray)
-        or not hasattr(value, "__float__")
-    ):
-        raise BadValue(
-            f"{where}: value for key {key!r} is {type(value).__name__} {value!r:.60}, "
-            "not a real number"
-        )
-    try:
-        return float(value)
-    except Exception as exc:
-        raise BadValue(
-            f"{where}: value for key {key!r} cannot be converted: {type(exc).__name__}: {exc}"
-        ) from None
-
-
-def _encodable(key: str) -> bool:
-    try:
-        key.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
 
 Reporter = Callable[[str], None]
 
@@ -255,7 +113,7 @@ class Folder:
                 msg = f"{where}: key {k!r:.60} is {type(k).__name__}, not str; skipped"
                 self._bad(where, k, msg)
                 continue
-            if not k.isascii() and not _encodable(k):
+            if not k.isascii() and not encodable(k):
                 # e.g. a lone surrogate: TensorBoard's protobuf (and W&B) would refuse the
                 # whole batch and the backend would be disabled for one bad key
                 self._bad(where, k, f"{where}: key {k!r:.60} is not valid Unicode; skipped")
@@ -290,7 +148,7 @@ class Folder:
         s = self.state
         kind = event[0]
         wall = event[1]
-        s.last_wall_time = wall  # type: ignore[assignment]
+        s.last_wall_time = wall
         if kind == ev.STEP:
             return self._step(event)
         if kind == ev.COLLECTOR_TIMING:
@@ -327,10 +185,10 @@ class Folder:
         elif kind == ev.START:
             if not s.started:
                 s.started = True
-                s.start_time = wall  # type: ignore[assignment]
+                s.start_time = wall
             s.status = str(event[2])
         elif kind == ev.TRAINING_TIMER:
-            s.training_start_time = wall  # type: ignore[assignment]
+            s.training_start_time = wall
         elif kind == ev.FINISH:
             s.finished = True
             s.finish_title = str(event[2])
@@ -340,20 +198,17 @@ class Folder:
 
     def _step(self, event: ev.Event) -> StepRecord:
         s = self.state
-        (
-            _,
-            wall,
-            iteration_in,
-            metrics_in,
-            reward_in,
-            reward_metrics_in,
-            components_in,
-            train_time,
-            wait_time,
-            h2d_time,
-            weight_sync_time,
-            extra_info,
-        ) = event
+        wall = event[ev.WALL]
+        iteration_in = event[ev.S_ITERATION]
+        metrics_in = event[ev.S_METRICS]
+        reward_in = event[ev.S_REWARD]
+        reward_metrics_in = event[ev.S_REWARD_METRICS]
+        components_in = event[ev.S_COMPONENTS]
+        train_time = event[ev.S_TRAIN_TIME]
+        wait_time = event[ev.S_WAIT_TIME]
+        h2d_time = event[ev.S_H2D_TIME]
+        weight_sync_time = event[ev.S_WEIGHT_SYNC_TIME]
+        extra_info = event[ev.S_THROUGHPUT]
         where = "log_step"
         iteration = self._int(where, "iteration", iteration_in)
         metrics = drop_aliases(self._mapping("log_step(metrics)", metrics_in))
@@ -430,4 +285,4 @@ class Folder:
         out.append(("perf/iter_ms", s.pipeline_time() * 1000))
         if s.dropped_events:
             out.append(("aoff/dropped_events", float(s.dropped_events)))
-        return StepRecord(step, iteration, wall, tuple(out))  # type: ignore[arg-type]
+        return StepRecord(step, iteration, wall, tuple(out))

@@ -23,14 +23,14 @@ import signal
 import threading
 import types
 from collections.abc import Awaitable
-from typing import Any, cast
+from typing import Any, NoReturn, cast
 
 import anyio
 import anyio.abc
 
-from . import _events as ev
-from ._core import Face, warn_not_recorded
-from ._pump import FinishReport
+from ._core import _events as ev
+from ._face import Face
+from ._report import FinishReport
 
 
 class _Ready:
@@ -55,20 +55,22 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
     :meth:`aclose`; the sync names raise a ``TypeError`` that names them.
     """
 
-    def _setup_face(self, *, handle_sigterm: bool) -> None:
+    _closed_result = READY
+    _closed_when = "the logger was closed"
+
+    def _setup_face(self) -> None:
         overflow = self._options.overflow
         buf = self._core.buffer
         self._buf = buf
         if overflow == "block":
-            self._init_recorder(self._put_block, self._options.clock)
+            self._init_recorder(self._put_block, self._options.now)
         else:
-            self._init_recorder(self._put_nowait, self._options.clock)
+            self._init_recorder(self._put_nowait, self._options.now)
         self._raw_put = buf.put if overflow != "block" else buf.append
         self._tg: anyio.abc.TaskGroup | None = None
         self._entered = False
         self._stopped = False
-        self._report: FinishReport | None = None
-        self._handle_sigterm = handle_sigterm
+        self._handle_sigterm = self._options.handle_sigterm
         self._sigterm_scope: anyio.CancelScope | None = None
         self._signalled: int | None = None
 
@@ -84,14 +86,9 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
         return READY
 
     async def _wait_for_space(self) -> None:
-        buf = self._buf
-        # polling only while full under overflow='block'; the pump runs on this loop
-        while buf.full() and not buf.closed:  # noqa: ASYNC110
-            await anyio.sleep(0.002)
-
-    def _after_close(self, event: ev.Event) -> Awaitable[None]:
-        warn_not_recorded(event, "the logger was closed")
-        return READY
+        # the buffer's own wait (the sync face's), parked in a worker thread so this
+        # loop, which may run the pump, goes on
+        await anyio.to_thread.run_sync(self._buf.wait_for_space, abandon_on_cancel=True)
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def __aenter__(self) -> AsyncOffPolicyLogger:
@@ -161,7 +158,9 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
                     self._signalled = int(signum)
                     # recorded before the cancellation, so the summary says so whichever
                     # of the pump and the body is cancelled first
-                    self._buf.append((ev.FINISH, self._clock(), "Training Summary", "", True))
+                    self._buf.append_final(
+                        ev.finish_event(self._clock(), "Training Summary", "", True)
+                    )
                     host.cancel()
                     return  # leaving restores the default handler: a second SIGTERM kills
         except (NotImplementedError, RuntimeError, ValueError, OSError):
@@ -200,22 +199,23 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
         extra_summary: str = "",
         interrupted: bool = False,
     ) -> FinishReport:
-        if self._stopped:
-            return self._report or FinishReport()
-        self._stopped = True
         interrupted = interrupted or self._signalled is not None
-        self._buf.append((ev.FINISH, self._clock(), title, extra_summary, interrupted))
-        self._put = self._after_close
+        if not self._begin_stop(title=title, extra_summary=extra_summary, interrupted=interrupted):
+            # another task is stopping the run: its report is ours too
+            while self._report is None:  # noqa: ASYNC110 - rare: a second concurrent stop
+                await anyio.sleep(0.01)
+            return self._report
+        self._stopped = True
         pump = self._core.pump
         pump.request_stop(summary=summary)
         tg, self._tg = self._tg, None
         if tg is not None:
             await tg.__aexit__(None, None, None)
-        self._report = pump.result
+        self._report = pump.result or pump.report(partial=True)
         return self._report
 
     # -- the wrong twins ----------------------------------------------------------------------
-    def __enter__(self) -> None:
+    def __enter__(self) -> NoReturn:
         raise TypeError(
             "AsyncOffPolicyLogger is the async face: use `async with AsyncOffPolicyLogger(...)`"
             ", or `with OffPolicyLogger(...)` in sync code"
@@ -224,13 +224,13 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
     def __exit__(self, *exc: object) -> None:  # pragma: no cover - never entered
         pass
 
-    def flush(self) -> None:
+    def flush(self) -> NoReturn:
         raise TypeError("AsyncOffPolicyLogger.flush() would block: use `await log.aflush()`")
 
-    def finish(self, **kwargs: Any) -> None:
+    def finish(self, **kwargs: Any) -> NoReturn:
         raise TypeError("AsyncOffPolicyLogger.finish() would block: use `await log.afinish()`")
 
-    def close(self) -> None:
+    def close(self) -> NoReturn:
         raise TypeError("AsyncOffPolicyLogger.close() would block: use `await log.aclose()`")
 
 

@@ -20,7 +20,7 @@ from typing import BinaryIO
 
 from crc32c import crc32c
 
-__all__ = ["frame", "frame_many", "masked_crc32c", "write_all"]
+__all__ = ["frame_many", "masked_crc32c", "write_all"]
 
 _MASK_DELTA = 0xA282EAD8
 _U32 = 0xFFFFFFFF
@@ -32,11 +32,6 @@ def masked_crc32c(data: bytes) -> int:
     """CRC32C of ``data``, rotated right by 15 bits and offset, as TFRecord stores it."""
     c = crc32c(data)
     return (((c >> 15) | (c << 17)) + _MASK_DELTA) & _U32
-
-
-def frame(data: bytes) -> bytes:
-    """One TFRecord: header, payload and footer as a single ``bytes`` object."""
-    return frame_many((data,))
 
 
 def frame_many(payloads: Iterable[bytes]) -> bytes:

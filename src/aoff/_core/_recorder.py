@@ -7,8 +7,9 @@ ints, bools and NumPy scalars are immutable, so the pump converts and validates 
 later (reporting, never raising, for anything that is not a number).
 
 The one thing that cannot wait is a PyTorch tensor: it is mutable and may live on a GPU.
-Once ``torch`` has been imported in the process (checked when a logger is built and on
-every pump tick), calls switch to the capturing path: each call starts an empty capture
+Once ``torch`` has been imported in the process (checked when a logger is built and by
+:meth:`Recorder.refresh_capture`, which the face hands to whoever drains the buffer as a
+per-tick hook), calls switch to the capturing path: each call starts an empty capture
 list ``g``, passes every value that is not a plain ``float``/``int`` through
 ``_capture.capture`` (CPU tensors are read at once; CUDA tensors become placeholders and
 are appended to ``g``) and, only if ``g`` is not empty, launches the call's
@@ -27,19 +28,10 @@ from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar
 
 from . import _events as ev
-from ._capture import Gather, activate, capture, capture_tensor, finish
+from ._capture import activate, capture, capture_tensor, finish
+from ._pending import Gather
 
 R = TypeVar("R")
-
-_capture_on = False
-
-
-def refresh_capture_mode() -> bool:
-    """Turn tensor capture on once torch is imported (it is never turned off)."""
-    global _capture_on
-    if not _capture_on and "torch" in sys.modules:
-        _capture_on = activate()
-    return _capture_on
 
 
 def _copy_dict(d: object, where: str, g: Gather | None = None) -> dict[Any, Any]:
@@ -73,11 +65,19 @@ class Recorder(Generic[R]):
 
     _put: Callable[[ev.Event], R]
     _clock: Callable[[], float]
+    #: the capture switch: this recorder checks values for tensors (torch is imported)
+    _capturing: bool = False
 
     def _init_recorder(self, put: Callable[[ev.Event], R], clock: Callable[[], float]) -> None:
         self._put = put
         self._clock = clock
-        refresh_capture_mode()
+        self.refresh_capture()
+
+    def refresh_capture(self) -> bool:
+        """Turn tensor capture on once torch is imported (never off); cheap, call often."""
+        if not self._capturing and "torch" in sys.modules:
+            self._capturing = activate()
+        return self._capturing
 
     # -- the main event ------------------------------------------------------------------
     def log_step(
@@ -94,7 +94,7 @@ class Recorder(Generic[R]):
         extra_info: Mapping[str, Any] | None = None,
     ) -> R:
         """Record one learner iteration (times in seconds). Returns at once."""
-        if _capture_on:
+        if self._capturing:
             return self._log_step_capturing(
                 iteration,
                 metrics,
@@ -204,9 +204,9 @@ class Recorder(Generic[R]):
     # -- collector side --------------------------------------------------------------------
     def update_collector_timing(self, timing_ms: Mapping[str, Any]) -> R:
         """Merge collector timings (milliseconds) by key; any key is accepted."""
-        if type(timing_ms) is dict and not _capture_on:
+        if type(timing_ms) is dict and not self._capturing:
             return self._put((ev.COLLECTOR_TIMING, self._clock(), timing_ms.copy()))
-        if not _capture_on:
+        if not self._capturing:
             timing = _copy_dict(timing_ms, "update_collector_timing(timing_ms)")
             return self._put((ev.COLLECTOR_TIMING, self._clock(), timing))
         g: Gather = []
@@ -216,7 +216,7 @@ class Recorder(Generic[R]):
 
     def update_done_rates(self, timeout_rate: float, terminated_rate: float) -> R:
         """Fractions 0..1 of episodes that ended by timeout / termination."""
-        if _capture_on and not (
+        if self._capturing and not (
             (type(timeout_rate) is float or type(timeout_rate) is int)
             and (type(terminated_rate) is float or type(terminated_rate) is int)
         ):
@@ -232,7 +232,7 @@ class Recorder(Generic[R]):
 
     def log_collector(self, total_steps: int, buffer_size: int, mean_reward: float = 0.0) -> R:
         """Total env steps, replay-buffer size; a non-zero ``mean_reward`` joins the history."""
-        if _capture_on and not (
+        if self._capturing and not (
             (type(total_steps) is int or type(total_steps) is float)
             and (type(buffer_size) is int or type(buffer_size) is float)
             and (type(mean_reward) is float or type(mean_reward) is int)
@@ -251,21 +251,21 @@ class Recorder(Generic[R]):
 
     def log_buffer_fill(self, current: int, target: int) -> R:
         """Replay-buffer warm-up progress; sets the status line."""
-        if _capture_on:
+        if self._capturing:
             return self._capture2(
                 ev.BUFFER_FILL, "log_buffer_fill", "current", current, "target", target
             )
         return self._put((ev.BUFFER_FILL, self._clock(), current, target))
 
     def update_buffer_utilization(self, utilization: float) -> R:
-        if _capture_on:
+        if self._capturing:
             return self._capture1(
                 ev.BUFFER_UTIL, "update_buffer_utilization", "utilization", utilization
             )
         return self._put((ev.BUFFER_UTIL, self._clock(), utilization))
 
     def update_staging_pool(self, current_len: int, max_size: int) -> R:
-        if _capture_on:
+        if self._capturing:
             return self._capture2(
                 ev.STAGING_POOL,
                 "update_staging_pool",
@@ -281,7 +281,7 @@ class Recorder(Generic[R]):
         return self.update_staging_pool(current_len, max_size)
 
     def set_collection_sync(self, enabled: bool, env_steps_per_sync: int = 0) -> R:
-        if _capture_on:
+        if self._capturing:
             w = "set_collection_sync"
             g: Gather = []
             on = capture_tensor(enabled, g, w, "enabled")  # a flag: only a tensor is captured
@@ -292,7 +292,7 @@ class Recorder(Generic[R]):
 
     def update_ep_length(self, length: float) -> R:
         """Mean episode length (shown and logged when > 0)."""
-        if _capture_on:
+        if self._capturing:
             return self._capture1(ev.EP_LENGTH, "update_ep_length", "length", length)
         return self._put((ev.EP_LENGTH, self._clock(), length))
 

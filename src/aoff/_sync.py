@@ -22,15 +22,14 @@ import threading
 import time
 import types
 import weakref
-from typing import Any
+from typing import Any, NoReturn
 
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
 
-from . import _events as ev
-from ._core import Face, warn_not_recorded
-from ._pump import FinishReport
+from ._face import Face
+from ._report import FinishReport, gave_up_line
 
 #: how long finish() waits, beyond ``finish_timeout``, for a pump that makes no progress
 FINISH_GRACE = 10.0
@@ -112,15 +111,16 @@ class OffPolicyLogger(Face[None]):
         (``time.time`` by default; tests pass :class:`aoff.testing.ManualClock`).
     """
 
-    def _setup_face(self, *, handle_sigterm: bool) -> None:
+    _closed_result = None
+
+    def _setup_face(self) -> None:
         self._stopped = True  # until the pump thread runs
         buf = self._core.buffer
-        self._init_recorder(buf.put, self._options.clock)
-        self._stop_lock = threading.Lock()
+        self._init_recorder(buf.put, self._options.now)
         self._token: Any = None
         self._ready = threading.Event()
+        self._done = threading.Event()  # set once the stop in progress has its report
         self._crashed: BaseException | None = None
-        self._report: FinishReport | None = None
         self._thread = threading.Thread(target=self._thread_main, name="aoff-pump", daemon=True)
         self._thread.start()
         self._ready.wait()
@@ -128,7 +128,7 @@ class OffPolicyLogger(Face[None]):
             raise RuntimeError("aoff: the pump thread failed to start") from self._crashed
         self._stopped = False
         _live_loggers.add(self)
-        if handle_sigterm:
+        if self._options.handle_sigterm:
             _install_sigterm()
 
     # -- the pump thread ---------------------------------------------------------------------
@@ -171,16 +171,14 @@ class OffPolicyLogger(Face[None]):
         extra_summary: str = "",
         interrupted: bool | None = None,
     ) -> FinishReport:
-        with self._stop_lock:
-            if self._stopped:
-                return self._report or FinishReport()
-            self._stopped = True
-        state_interrupted = bool(interrupted)
-        # appended directly: the overflow policy must never refuse the final event
-        self._core.buffer.append(
-            (ev.FINISH, self._clock(), title, extra_summary, state_interrupted)
-        )
-        self._put = self._after_close
+        if not self._begin_stop(
+            title=title, extra_summary=extra_summary, interrupted=bool(interrupted)
+        ):
+            # another thread (or the exit hook) is stopping: its report is ours too
+            self._done.wait()
+            assert self._report is not None
+            return self._report
+        self._stopped = True
         pump = self._core.pump
         with contextlib.suppress(RuntimeError):  # the loop is already gone
             anyio.from_thread.run_sync(
@@ -188,7 +186,14 @@ class OffPolicyLogger(Face[None]):
             )
         finished = self._join_pump()
         _live_loggers.discard(self)
-        self._report = pump.result if finished else self._partial_report()
+        if finished and pump.result is not None:
+            self._report = pump.result
+        else:
+            self._report = pump.report(partial=True)
+            left = self._report.dropped_events - pump.dropped()
+            with contextlib.suppress(Exception):
+                print(gave_up_line(left), file=sys.stderr, flush=True)
+        self._done.set()
         return self._report
 
     def _join_pump(self) -> bool:
@@ -222,35 +227,6 @@ class OffPolicyLogger(Face[None]):
             elif now - still_since > grace:
                 return False
 
-    def _partial_report(self) -> FinishReport:
-        """What is known when the pump stopped making progress; reported on stderr."""
-        pump = self._core.pump
-        left = len(pump.buffer) + len(pump._held)  # held: waiting for a GPU copy
-        report = FinishReport(
-            dropped_events=pump.buffer.dropped + left,
-            invalid_values=pump.state.invalid_values,
-            steps=pump.state.steps_logged,
-            backend_written={r.name: r.written for r in pump.runners},
-            backend_lost={r.name: r.lost + len(r.pending) + r.in_flight for r in pump.runners},
-            backend_errors={
-                r.name: r.error or "did not finish"
-                for r in pump.runners
-                if r.error or not r.done.is_set()
-            },
-            interrupted=True,
-        )
-        with contextlib.suppress(Exception):
-            print(
-                "aoff: the background writer stopped making progress; finish() gave up "
-                f"waiting ({left:,} events not processed)",
-                file=sys.stderr,
-                flush=True,
-            )
-        return report
-
-    def _after_close(self, event: ev.Event) -> None:
-        warn_not_recorded(event, "finish()/close()")
-
     # -- conveniences ------------------------------------------------------------------------
     def __enter__(self) -> OffPolicyLogger:
         self.start()
@@ -264,7 +240,7 @@ class OffPolicyLogger(Face[None]):
     ) -> None:
         self._stop(summary=True, interrupted=exc_type is not None)
 
-    async def __aenter__(self) -> None:
+    async def __aenter__(self) -> NoReturn:
         raise TypeError(
             "OffPolicyLogger is the sync face: use `with OffPolicyLogger(...)`, "
             "or `async with AsyncOffPolicyLogger(...)` in async code"
@@ -273,11 +249,12 @@ class OffPolicyLogger(Face[None]):
     async def __aexit__(self, *exc: object) -> None:  # pragma: no cover - never entered
         pass
 
-    async def aflush(self) -> None:
+    # -- the wrong twins: NoReturn, so a type checker marks what follows a call unreachable
+    async def aflush(self) -> NoReturn:
         raise TypeError("OffPolicyLogger.aflush(): the sync face flushes with flush()")
 
-    async def afinish(self, **kwargs: Any) -> None:
+    async def afinish(self, **kwargs: Any) -> NoReturn:
         raise TypeError("OffPolicyLogger.afinish(): the sync face finishes with finish()")
 
-    async def aclose(self) -> None:
+    async def aclose(self) -> NoReturn:
         raise TypeError("OffPolicyLogger.aclose(): the sync face closes with close()")

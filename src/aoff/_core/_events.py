@@ -8,7 +8,7 @@ what was logged. Values are converted to floats by the pump, not here.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
 # kinds (small ints: compared on every fold)
 START: Final = 0  # (status,)
@@ -45,7 +45,60 @@ NAMES: Final = (
     "finish",
 )
 
-Event = tuple[object, ...]
+#: each kind's fields after ``(kind, wall_time)``, named once: the recorder builds events
+#: in this order and the fold reads them by these positions (``tests/test_core.py``
+#: checks every builder against this table).
+FIELDS: Final[dict[int, tuple[str, ...]]] = {
+    START: ("status",),
+    STATUS: ("status",),
+    BUFFER_FILL: ("current", "target"),
+    COLLECTOR_TIMING: ("timing_ms",),
+    DONE_RATES: ("timeout_rate", "terminated_rate"),
+    BUFFER_UTIL: ("utilization",),
+    STAGING_POOL: ("current_len", "max_size"),
+    COLLECTION_SYNC: ("enabled", "env_steps_per_sync"),
+    COLLECTOR: ("total_steps", "buffer_size", "mean_reward"),
+    EP_LENGTH: ("length",),
+    SAVE: ("path",),
+    STEP: (
+        "iteration",
+        "metrics",
+        "reward",
+        "reward_metrics",
+        "reward_components",
+        "train_time",
+        "wait_time",
+        "h2d_time",
+        "weight_sync_time",
+        "throughput",
+    ),
+    TRAINING_TIMER: (),
+    FINISH: ("title", "extra_summary", "interrupted"),
+}
+
+KIND = 0
+WALL = 1
+#: positions of a STEP event's fields
+(
+    S_ITERATION,
+    S_METRICS,
+    S_REWARD,
+    S_REWARD_METRICS,
+    S_COMPONENTS,
+    S_TRAIN_TIME,
+    S_WAIT_TIME,
+    S_H2D_TIME,
+    S_WEIGHT_SYNC_TIME,
+    S_THROUGHPUT,
+) = range(2, 12)
+
+#: an event: ``(kind, wall_time, *FIELDS[kind])``; values are checked by the fold
+Event = tuple[Any, ...]
+
+
+def finish_event(wall_time: float, title: str, extra_summary: str, interrupted: bool) -> Event:
+    """The closing event (one builder for every stop path)."""
+    return (FINISH, wall_time, title, extra_summary, interrupted)
 
 
 def name_of(event: Event) -> str:

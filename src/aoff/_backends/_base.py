@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from ._state import RunConfig, StepRecord
+from .._core._records import RunConfig, StepRecord
 
 
 def _discard(_: str) -> None:

@@ -2,7 +2,7 @@
 
 Until ``torch`` is in ``sys.modules`` the recorder never comes here: floats, ints, bools
 and NumPy scalars are immutable, and the pump converts them later. Once torch is
-imported, :func:`activate` is called (by ``_recorder.refresh_capture_mode``) and each
+imported, :func:`activate` is called (by ``Recorder.refresh_capture``) and each
 public call starts an empty capture list ``g`` (a :data:`Gather`), passes every value
 that is not a plain ``float``/``int`` through :func:`capture`, and, if ``g`` is no longer
 empty (the call had CUDA tensors), hands its event to :func:`finish`:
@@ -16,11 +16,9 @@ empty (the call had CUDA tensors), hands its event to :func:`finish`:
   passed on unchanged, so that the pump skips them and reports each key once, exactly as
   when torch is not imported (docs/input-handling.md).
 
-An event that holds placeholders is a :class:`PendingEvent` (a ``tuple`` subclass, so it
-travels through the buffer like any event). The pump never folds one until
-:func:`event_ready` is true, which never blocks; it then folds :func:`resolve_event`'s
-plain tuple, so the fold only ever sees numbers. Events behind a pending one wait too,
-which keeps order and step numbers.
+An event that holds placeholders is a ``_pending.PendingEvent``; whoever drains the
+buffer polls it (never waits) and keeps later events behind it, which keeps order and
+step numbers.
 
 This module never imports torch; ``_tensors`` (which does) is imported by :func:`activate`.
 """
@@ -28,68 +26,10 @@ This module never imports torch; ``_tensors`` (which does) is imported by :func:
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
-
-class Placeholder:
-    """A logged value that is not known yet (a device-to-host copy in flight).
-
-    ``ready()`` must never block; ``value()`` is called only after ``ready()`` returned
-    True. Placeholders deliberately have no ``__float__``: nothing may convert one by
-    waiting for the device.
-    """
-
-    __slots__ = ()
-
-    def ready(self) -> bool:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def value(self) -> Any:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-
-class PendingEvent(tuple[object, ...]):
-    """An event with placeholders; ``waits`` are the objects whose ``ready()`` gate it."""
-
-    waits: tuple[Any, ...]
-
-    def __new__(cls, event: Iterable[object], waits: Iterable[Any]) -> PendingEvent:
-        self = super().__new__(cls, event)
-        self.waits = tuple(waits)
-        return self
-
-
-def event_ready(event: PendingEvent) -> bool:
-    """True when every value of ``event`` is known (never blocks)."""
-    return all(w.ready() for w in event.waits)
-
-
-def resolve_event(event: PendingEvent) -> tuple[object, ...]:
-    """The plain event with every placeholder replaced by its value (call when ready)."""
-    out: list[object] = []
-    for x in event:
-        if isinstance(x, Placeholder):
-            x = x.value()
-        elif type(x) is dict:
-            # the recorder's own copy: resolved in place
-            for k, v in x.items():
-                if isinstance(v, Placeholder):
-                    x[k] = v.value()
-        out.append(x)
-    return tuple(out)
-
-
-def pending_event(event: Iterable[object]) -> tuple[object, ...]:
-    """Wrap ``event`` as a :class:`PendingEvent` if it holds placeholders (any kind)."""
-    event = tuple(event)
-    waits: list[Any] = []
-    for x in event:
-        if isinstance(x, Placeholder):
-            waits.append(x)
-        elif isinstance(x, dict):
-            waits.extend(v for v in x.values() if isinstance(v, Placeholder))
-    return PendingEvent(event, waits) if waits else event
+from ._pending import Gather, PendingEvent
 
 
 # -- the hot path -----------------------------------------------------------------------------
@@ -131,11 +71,6 @@ def capture_other(value: object, where: str, key: object) -> Any:
         except Exception:
             return value  # fails again in the pump, which reports it
     return value
-
-
-# One call's capture state is a plain list (building one costs ~20 ns, an object ~60-200):
-# empty until the call meets a CUDA tensor, then ``[CudaCall, tensor, tensor, ...]``.
-Gather = list[Any]
 
 
 def capture(v: Any, g: Gather, where: str, key: object) -> Any:

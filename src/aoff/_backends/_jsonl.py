@@ -36,8 +36,8 @@ import anyio.to_thread
 import sniffio
 from rich.markup import escape
 
-from ._backend import BackendContext
-from ._state import StepRecord
+from .._core._records import StepRecord
+from ._base import BackendContext
 
 #: batches at least this long are encoded in a worker thread
 ENCODE_IN_THREAD = 64

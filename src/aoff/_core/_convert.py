@@ -1,0 +1,50 @@
+"""The documented conversion of logged values to floats (docs/input-handling.md).
+
+One rule for every call: ``float`` passes, anything with ``__float__`` is converted,
+everything else is a :class:`BadValue` that the fold reports once per key and skips.
+"""
+
+from __future__ import annotations
+
+
+class BadValue(TypeError):
+    """A value that is not a real number (raised by :func:`to_float`, reported by the pump)."""
+
+
+_FLOAT = float
+
+
+def to_float(where: str, key: object, value: object) -> float:
+    """Convert a logged value to ``float`` the documented way.
+
+    ``float`` passes through (NaN and ±inf included); ``bool``, ``int`` and anything with
+    ``__float__`` (NumPy scalars, 0-d arrays, one-element CPU tensors) is converted;
+    strings, bytes, ``None`` and other objects raise :class:`BadValue` naming the key, and
+    so does a conversion that fails in any way (an ``int`` beyond the float range, a
+    multi-element array, a ``__float__`` that raises).
+    """
+    if type(value) is _FLOAT:
+        return value
+    if (
+        value is None
+        or isinstance(value, str | bytes | bytearray)
+        or not hasattr(value, "__float__")
+    ):
+        raise BadValue(
+            f"{where}: value for key {key!r} is {type(value).__name__} {value!r:.60}, "
+            "not a real number"
+        )
+    try:
+        return float(value)
+    except Exception as exc:
+        raise BadValue(
+            f"{where}: value for key {key!r} cannot be converted: {type(exc).__name__}: {exc}"
+        ) from None
+
+
+def encodable(key: str) -> bool:
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -1,0 +1,79 @@
+"""Logged values that are not known yet, and the events that carry them.
+
+A leaf module: the hot path (``_capture``), the torch side (``_tensors``) and the pump
+all use these types, and none of them needs the others to do so.
+
+An event that holds placeholders is a :class:`PendingEvent` (a ``tuple`` subclass, so it
+travels through the buffer like any event). The pump never folds one until
+:func:`event_ready` is true, which never blocks; it then folds :func:`resolve_event`'s
+plain tuple, so the fold only ever sees numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+# One call's capture state is a plain list (building one costs ~20 ns, an object ~60-200):
+# empty until the call meets a CUDA tensor, then ``[CudaCall, tensor, tensor, ...]``.
+Gather = list[Any]
+
+
+class Placeholder:
+    """A logged value that is not known yet (a device-to-host copy in flight).
+
+    ``ready()`` must never block; ``value()`` is called only after ``ready()`` returned
+    True. Placeholders deliberately have no ``__float__``: nothing may convert one by
+    waiting for the device.
+    """
+
+    __slots__ = ()
+
+    def ready(self) -> bool:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def value(self) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class PendingEvent(tuple[object, ...]):
+    """An event with placeholders; ``waits`` are the objects whose ``ready()`` gate it."""
+
+    waits: tuple[Any, ...]
+
+    def __new__(cls, event: Iterable[object], waits: Iterable[Any]) -> PendingEvent:
+        self = super().__new__(cls, event)
+        self.waits = tuple(waits)
+        return self
+
+
+def event_ready(event: PendingEvent) -> bool:
+    """True when every value of ``event`` is known (never blocks)."""
+    return all(w.ready() for w in event.waits)
+
+
+def resolve_event(event: PendingEvent) -> tuple[object, ...]:
+    """The plain event with every placeholder replaced by its value (call when ready)."""
+    out: list[object] = []
+    for x in event:
+        if isinstance(x, Placeholder):
+            x = x.value()
+        elif type(x) is dict:
+            # the recorder's own copy: resolved in place
+            for k, v in x.items():
+                if isinstance(v, Placeholder):
+                    x[k] = v.value()
+        out.append(x)
+    return tuple(out)
+
+
+def pending_event(event: Iterable[object]) -> tuple[object, ...]:
+    """Wrap ``event`` as a :class:`PendingEvent` if it holds placeholders (any kind)."""
+    event = tuple(event)
+    waits: list[Any] = []
+    for x in event:
+        if isinstance(x, Placeholder):
+            waits.append(x)
+        elif isinstance(x, dict):
+            waits.extend(v for v in x.values() if isinstance(v, Placeholder))
+    return PendingEvent(event, waits) if waits else event

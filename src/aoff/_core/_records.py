@@ -1,0 +1,39 @@
+"""What the backends receive: one step's scalar record, and the run's fixed config.
+
+Kept apart from the dashboard state and the fold so that a backend (or a test) imports
+two small frozen types and nothing else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class StepRecord:
+    """One step's scalars, in the order the seed logger wrote them.
+
+    ``scalars`` is a tuple of ``(tag, value)`` pairs rather than a dict so that the rare
+    case of two inputs mapping to one tag is written twice, exactly like the seed's
+    ``add_scalar`` loop did (a dict view, :meth:`as_dict`, keeps the last one, like W&B).
+    """
+
+    step: int
+    iteration: int
+    wall_time: float
+    scalars: tuple[tuple[str, float], ...]
+
+    def as_dict(self) -> dict[str, float]:
+        return dict(self.scalars)
+
+
+@dataclass(slots=True)
+class RunConfig:
+    """The constructor arguments the dashboard and backends need (never changes)."""
+
+    algo_name: str = "RL"
+    max_iterations: int = 1500
+    num_envs: int = 4096
+    env_name: str = ""
+    obs_dim: int = 0
+    action_dim: int = 0

@@ -1,0 +1,84 @@
+"""What the dashboard draws: the run's state, mutated only by the fold.
+
+A plain dataclass with a :meth:`State.snapshot` that copies the mutable parts, so a
+display (in another thread, or another process) can render it while the fold goes on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import deque
+from dataclasses import dataclass, field
+
+from ._records import RunConfig
+
+REWARD_HISTORY = 200
+
+
+@dataclass(slots=True)
+class State:
+    """Everything the dashboard shows. Mutated only by :class:`Folder`."""
+
+    config: RunConfig = field(default_factory=RunConfig)
+    started: bool = False
+    start_time: float | None = None
+    training_start_time: float | None = None
+    last_wall_time: float | None = None
+    iteration: int = 0
+    total_steps: int = 0
+    buffer_size: int = 0
+    buffer_target: int = 0
+    train_time: float = 0.0
+    wait_time: float = 0.0
+    h2d_time: float = 0.0
+    weight_sync_time: float = 0.0
+    throughput_known: bool = False
+    throughput_steps: int = 0
+    latest_metrics: dict[str, float] = field(default_factory=dict)
+    reward_history: deque[float] = field(default_factory=lambda: deque(maxlen=REWARD_HISTORY))
+    reward_components: dict[str, float] = field(default_factory=dict)
+    collector_timing: dict[str, float] = field(default_factory=dict)
+    timeout_rate: float = 0.0
+    terminated_rate: float = 0.0
+    buffer_utilization: float = 0.0
+    sync_collection: bool = False
+    env_steps_per_sync: int = 0
+    staging_len: int = 0
+    staging_max: int = 0
+    ep_length: float = 0.0
+    status: str = "Initializing..."
+    training_started: bool = False
+    last_save: str | None = None
+    finished: bool = False
+    finish_title: str = "Training Summary"
+    extra_summary: str = ""
+    interrupted: bool = False
+    steps_logged: int = 0
+    # filled in by the pump, not by events
+    dropped_events: int = 0
+    invalid_values: int = 0
+    backend_problems: dict[str, str] = field(default_factory=dict)
+
+    def pipeline_time(self) -> float:
+        """Seconds of the learner pipeline: H2D + train + weight sync (as the seed)."""
+        return self.h2d_time + self.train_time + self.weight_sync_time
+
+    def steps_per_sec(self) -> float | None:
+        """Throughput of the last iteration, or ``None`` when it is not known."""
+        if not self.throughput_known or self.throughput_steps <= 0:
+            return None
+        t = self.pipeline_time()
+        if not t > 0:  # NaN too: the seed writes steps/sec only for a pipeline time > 0
+            return None
+        return self.throughput_steps / t
+
+    def snapshot(self) -> State:
+        """A copy safe to hand to another thread for rendering."""
+        return dataclasses.replace(
+            self,
+            latest_metrics=dict(self.latest_metrics),
+            reward_history=deque(self.reward_history, maxlen=REWARD_HISTORY),
+            reward_components=dict(self.reward_components),
+            collector_timing=dict(self.collector_timing),
+            backend_problems=dict(self.backend_problems),
+        )

@@ -1,0 +1,147 @@
+"""What both faces share: the public constructor, the pump's parts, and the stop path.
+
+The sync and async faces differ only in how they run the pump and in the methods that
+wait (httpx's rule: share logic, not I/O). Everything decided from the constructor's
+arguments is decided once, in :class:`~aoff._options.Options`; the closing event, the
+after-close warning and "who owns the stop" are decided here, once.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Generic
+
+from rich.console import Console
+
+from ._backends._base import BackendContext
+from ._core import _events as ev
+from ._core._buffer import DEFAULT_CAPACITY, EventBuffer, Overflow
+from ._core._recorder import R, Recorder
+from ._core._state import State
+from ._display._api import Display
+from ._options import DEFAULT_WANDB_PROJECT, BackendSpec, Options, PumpMode
+from ._pump import Pump
+from ._report import FinishReport
+
+__all__ = ["AoffWarning", "Core", "Face"]
+
+
+class AoffWarning(UserWarning):
+    """Misuse that aoff answers without raising (e.g. logging after ``finish()``)."""
+
+
+AoffWarning.__module__ = "aoff"
+
+
+class Core:
+    """Buffer + state + pump, wired from :class:`Options` (in whichever process pumps)."""
+
+    def __init__(
+        self,
+        options: Options,
+        *,
+        buffer: EventBuffer | None = None,
+        on_tick: Callable[[], object] | None = None,
+    ) -> None:
+        self.options = options
+        self.buffer = buffer or EventBuffer(options.capacity, options.overflow)
+        self.state = State(config=options.config)
+        self.display = options.build_display()
+        self.pump = Pump(
+            self.buffer,
+            self.state,
+            options.build_backends(),
+            self.display,
+            refresh_per_second=options.refresh_per_second,
+            clock=options.now,
+            monotonic=options.monotonic,
+            finish_timeout=options.finish_timeout,
+            flush_interval=options.flush_secs,
+            on_tick=on_tick,
+        )
+        self.context = BackendContext(config=options.config, say=self.display.say)
+
+
+class Face(Recorder[R], Generic[R]):
+    """The constructor both faces share, so their arguments cannot drift apart.
+
+    Arguments up to ``wandb_notes`` are the seed logger's, with the same defaults (the
+    W&B project defaults to ``"aoff"``); the rest are aoff's own, keyword-only. A face
+    finishes its own set-up in :meth:`_setup_face` (how it runs the pump, signals).
+    """
+
+    #: what a logging call returns once the logger is closed (None, or a done awaitable)
+    _closed_result: R
+    _closed_when = "finish()/close()"
+
+    def __init__(
+        self,
+        algo_name: str = "RL",
+        max_iterations: int = 1500,
+        num_envs: int = 4096,
+        env_name: str = "",
+        obs_dim: int = 0,
+        action_dim: int = 0,
+        refresh_per_second: int = 4,
+        log_dir: str | os.PathLike[str] = "",
+        log_backend: str = "tensorboard",
+        wandb_project: str = DEFAULT_WANDB_PROJECT,
+        wandb_entity: str | None = None,
+        wandb_name: str = "",
+        wandb_group: str | None = None,
+        wandb_job_type: str | None = None,
+        wandb_tags: list[str] | None = None,
+        wandb_notes: str | None = None,
+        *,
+        backends: Sequence[BackendSpec] = (),
+        capacity: int = DEFAULT_CAPACITY,
+        overflow: Overflow = "drop_oldest",
+        finish_timeout: float = 10.0,
+        flush_secs: float = 2.0,
+        console: Console | None = None,
+        display: Display | None = None,
+        clock: Callable[[], float] | None = None,
+        handle_sigterm: bool = True,
+        pump: PumpMode = "thread",
+    ) -> None:
+        self._options = Options.of(locals())
+        self.algo_name = algo_name
+        self.max_iterations = max_iterations
+        self.num_envs = num_envs
+        self.env_name = env_name
+        self.obs_dim = obs_dim
+        self.action_dim = action_dim
+        self._stop_lock = threading.Lock()
+        self._stopping = False
+        self._report: FinishReport | None = None
+        self._core = Core(self._options, on_tick=self.refresh_capture)
+        self._setup_face()
+
+    def _setup_face(self) -> None:
+        raise NotImplementedError
+
+    # -- the one stop path's shared half --------------------------------------------------
+    def _begin_stop(self, *, title: str, extra_summary: str, interrupted: bool) -> bool:
+        """Close the hot path and queue the closing event; True for the first caller only
+        (later callers wait for that one's report)."""
+        with self._stop_lock:
+            if self._stopping:
+                return False
+            self._stopping = True
+        self._core.buffer.append_final(
+            ev.finish_event(self._clock(), title, extra_summary, interrupted)
+        )
+        self._put = self._after_close
+        return True
+
+    def _after_close(self, event: ev.Event) -> R:
+        warnings.warn(
+            f"aoff: {ev.name_of(event)}() called after {self._closed_when}; "
+            "the event was not recorded",
+            AoffWarning,
+            stacklevel=3,  # this method, the logging method: the user's call
+        )
+        return self._closed_result

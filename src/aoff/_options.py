@@ -1,0 +1,204 @@
+"""Every constructor argument of both faces, validated once, as one frozen value.
+
+Why a frozen dataclass: the pump may run in another process (the agent), and what it
+needs to rebuild the run there is exactly this value, pickled. Both faces build it in
+one place (:meth:`Options.of`, from the public constructor's arguments), so the two
+faces cannot drift apart and no list of arguments is written twice.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any, Literal
+
+from ._backends._base import Backend
+from ._core._buffer import DEFAULT_CAPACITY, OVERFLOW_POLICIES, Overflow
+from ._core._records import RunConfig
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ._display._api import Display
+
+BackendSpec = str | Backend
+PumpMode = Literal["process", "thread"]
+PUMP_MODES: tuple[PumpMode, ...] = ("process", "thread")
+BACKEND_NAMES = ("tensorboard", "jsonl", "wandb")
+DEFAULT_WANDB_PROJECT = "aoff"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Options:
+    """The validated arguments (see ``OffPolicyLogger`` for what each means)."""
+
+    algo_name: str = "RL"
+    max_iterations: int = 1500
+    num_envs: int = 4096
+    env_name: str = ""
+    obs_dim: int = 0
+    action_dim: int = 0
+    refresh_per_second: float = 4.0
+    log_dir: str = ""
+    log_backend: str = "tensorboard"
+    wandb_project: str = DEFAULT_WANDB_PROJECT
+    wandb_entity: str | None = None
+    wandb_name: str = ""
+    wandb_group: str | None = None
+    wandb_job_type: str | None = None
+    wandb_tags: tuple[str, ...] | None = None
+    wandb_notes: str | None = None
+    backends: tuple[BackendSpec, ...] = ()
+    capacity: int = DEFAULT_CAPACITY
+    overflow: Overflow = "drop_oldest"
+    finish_timeout: float = 10.0
+    flush_secs: float = 2.0
+    console: Console | None = field(default=None, compare=False)
+    display: Display | None = field(default=None, compare=False)
+    clock: Callable[[], float] | None = field(default=None, compare=False)
+    handle_sigterm: bool = True
+    pump: PumpMode = "thread"
+
+    def __post_init__(self) -> None:
+        def fix(name: str, value: object) -> None:
+            object.__setattr__(self, name, value)
+
+        r = self.refresh_per_second
+        if isinstance(r, bool) or not isinstance(r, int | float) or not r > 0:
+            raise ValueError(f"refresh_per_second must be > 0, got {r!r}")
+        fix("refresh_per_second", float(r))
+        if not isinstance(self.log_backend, str):
+            got = type(self.log_backend).__name__
+            raise TypeError(f"log_backend must be a str, got {got}")
+        fix("log_backend", self.log_backend.lower())
+        fix("log_dir", os.fspath(self.log_dir) if self.log_dir else "")
+        if isinstance(self.backends, str | bytes):
+            raise TypeError("backends must be a sequence, e.g. backends=('jsonl',)")
+        fix("backends", tuple(self.backends))
+        for spec in self.backends:
+            if not isinstance(spec, str | Backend):
+                raise TypeError(f"backends: {spec!r} is neither a name nor a Backend")
+        if self.wandb_tags is not None:
+            fix("wandb_tags", tuple(self.wandb_tags))
+        c = self.capacity
+        if not isinstance(c, int) or isinstance(c, bool) or c < 1:
+            raise ValueError(f"capacity must be a positive int, got {c!r}")
+        if self.overflow not in OVERFLOW_POLICIES:
+            raise ValueError(f"overflow must be one of {OVERFLOW_POLICIES}, got {self.overflow!r}")
+        if self.pump not in PUMP_MODES:
+            raise ValueError(f"pump must be one of {PUMP_MODES}, got {self.pump!r}")
+        fix("finish_timeout", float(self.finish_timeout))
+        fix("flush_secs", float(self.flush_secs))
+
+    @classmethod
+    def of(cls, args: Mapping[str, Any]) -> Options:
+        """From a face constructor's ``locals()`` (the names are the fields' names)."""
+        return cls(**{f.name: args[f.name] for f in fields(cls) if f.name in args})
+
+    # -- derived -----------------------------------------------------------------------------
+    @property
+    def config(self) -> RunConfig:
+        return RunConfig(
+            algo_name=self.algo_name,
+            max_iterations=self.max_iterations,
+            num_envs=self.num_envs,
+            env_name=self.env_name,
+            obs_dim=self.obs_dim,
+            action_dim=self.action_dim,
+        )
+
+    @property
+    def now(self) -> Callable[[], float]:
+        """The wall clock for events and records."""
+        return self.clock or time.time
+
+    @property
+    def monotonic(self) -> Callable[[], float]:
+        """The clock for throttling: ``time.monotonic``, or the injected test clock."""
+        return self.clock or time.monotonic
+
+    def in_process_only(self) -> str | None:
+        """Why the pump cannot run in the agent process (None: it can).
+
+        Objects given to the constructor (a console, a display, a clock, Backend
+        objects) live in this process; the agent rebuilds everything else from names.
+        """
+        if self.console is not None:
+            return "console="
+        if self.display is not None:
+            return "display="
+        if self.clock is not None:
+            return "clock="
+        if any(not isinstance(b, str) for b in self.backends):
+            return "Backend objects in backends="
+        return None
+
+    def backend_names(self) -> list[str]:
+        """The seed's ``log_backend`` rule plus the ``backends=`` names, deduplicated."""
+        if self.log_backend == "no_print":
+            return []
+        wanted: list[str] = []
+        if self.log_backend == "tensorboard" and self.log_dir:
+            wanted.append("tensorboard")
+        elif self.log_backend == "wandb":
+            wanted.append("wandb")
+        wanted.extend(b.lower() for b in self.backends if isinstance(b, str))
+        out: list[str] = []
+        for name in wanted:
+            if name not in BACKEND_NAMES:
+                raise ValueError(
+                    f"unknown backend {name!r}: use 'tensorboard', 'jsonl', 'wandb' "
+                    "or a Backend object"
+                )
+            if name in ("tensorboard", "jsonl") and not self.log_dir:
+                what = (
+                    "TensorBoard files go into it"
+                    if name == "tensorboard"
+                    else ("writes log_dir/metrics.jsonl")
+                )
+                raise ValueError(f"backends=({name!r}, ...) needs log_dir ({what})")
+            if name not in out:
+                out.append(name)
+        return out
+
+    def build_backends(self) -> list[Backend]:
+        """The backends of this run, in order (named ones first, then objects)."""
+        out = [self._backend_from_name(n) for n in self.backend_names()]
+        if self.log_backend != "no_print":
+            out.extend(b for b in self.backends if not isinstance(b, str))
+        return out
+
+    def _backend_from_name(self, name: str) -> Backend:
+        if name == "tensorboard":
+            from ._backends._tensorboard import TensorBoardBackend
+
+            return TensorBoardBackend(self.log_dir, flush_secs=self.flush_secs)
+        if name == "jsonl":
+            from ._backends._jsonl import JsonlBackend
+
+            return JsonlBackend(os.path.join(self.log_dir, "metrics.jsonl"))
+        from ._backends._wandb import WandbBackend
+
+        return WandbBackend(
+            project=self.wandb_project,
+            entity=self.wandb_entity,
+            name=self.wandb_name,
+            group=self.wandb_group,
+            job_type=self.wandb_job_type,
+            tags=list(self.wandb_tags) if self.wandb_tags is not None else None,
+            notes=self.wandb_notes,
+            dir=self.log_dir or None,
+        )
+
+    def build_display(self) -> Display:
+        if self.display is not None:
+            return self.display
+        if self.log_backend == "no_print":
+            from ._display._api import NullDisplay
+
+            return NullDisplay()
+        from ._display._dashboard import Dashboard
+
+        return Dashboard(self.console)

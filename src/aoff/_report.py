@@ -1,0 +1,106 @@
+"""The end-of-run report and every line aoff prints about a run's problems.
+
+One owner for the accounting: :class:`FinishReport` is what ``finish()``/``close()``
+return, built by ``Pump.report()`` (complete or partial) wherever the pump runs, and the
+lines printed on stderr at the end of a run are built here, from a report, so that the
+in-process pump, the agent and a face that gave up waiting all say the same thing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+__all__ = ["FinishReport", "OnceReporter", "end_of_run_lines", "stderr_line"]
+
+
+@dataclass
+class FinishReport:
+    """What ``finish()``/``close()`` return: what could not be delivered, and why.
+
+    ``dropped_events`` counts events that never reached the fold (the overflow policy,
+    device values that never arrived, events the agent received but could not fold);
+    ``backend_written``/``backend_lost`` count step records per backend
+    (``offered == written + lost``); ``backend_errors`` says why a backend stopped.
+    ``partial`` is True when ``finish()`` gave up waiting for the pump: the counts are
+    what was known at that moment.
+    """
+
+    dropped_events: int = 0
+    invalid_values: int = 0
+    steps: int = 0
+    backend_written: dict[str, int] = field(default_factory=dict)
+    backend_lost: dict[str, int] = field(default_factory=dict)
+    backend_errors: dict[str, str] = field(default_factory=dict)
+    interrupted: bool = False
+    partial: bool = False
+
+    @property
+    def complete(self) -> bool:
+        """True when every accepted event reached every backend."""
+        return not self.dropped_events and not any(self.backend_lost.values())
+
+
+FinishReport.__module__ = "aoff"
+
+
+def stderr_line(message: str) -> None:
+    """Print one line on stderr (the default reporter)."""
+    print(message, file=sys.stderr, flush=True)
+
+
+class OnceReporter:
+    """Prints each distinct problem once (at most ``limit`` distinct lines a run)."""
+
+    def __init__(self, write: Callable[[str], None], limit: int = 50) -> None:
+        self.write = write
+        self.seen: set[str] = set()
+        self.limit = limit
+        self.count = 0
+
+    def __call__(self, message: str) -> None:
+        self.count += 1
+        if message in self.seen or len(self.seen) > self.limit:
+            return
+        self.seen.add(message)
+        if len(self.seen) > self.limit:
+            message = f"aoff: more than {self.limit} distinct problems; no more are shown"
+        with contextlib.suppress(Exception):
+            self.write(message)
+
+    def always(self, message: str) -> None:
+        """Print regardless of the limit (the end-of-run totals)."""
+        with contextlib.suppress(Exception):
+            self.write(message)
+
+
+def end_of_run_lines(
+    report: FinishReport, *, overflow_dropped: int, capacity: int, overflow: str
+) -> list[str]:
+    """The lines printed after a run: drops, skipped values, and per-backend losses."""
+    lines: list[str] = []
+    if overflow_dropped:
+        lines.append(
+            f"aoff: {overflow_dropped:,} events were dropped because the buffer was full "
+            f"(capacity {capacity:,}, overflow={overflow!r})"
+        )
+    if report.invalid_values:
+        lines.append(
+            f"aoff: {report.invalid_values:,} values were not logged (not real numbers, "
+            "non-str keys or non-dicts; each kind was reported once above)"
+        )
+    for name, lost in report.backend_lost.items():
+        if lost:
+            why = report.backend_errors.get(name, "")
+            lines.append(f"aoff: backend {name!r}: {lost:,} records not written ({why})")
+    return lines
+
+
+def gave_up_line(left: int) -> str:
+    """``finish()`` stopped waiting for a pump that made no progress."""
+    return (
+        "aoff: the background writer stopped making progress; finish() gave up "
+        f"waiting ({left:,} events not processed)"
+    )
