@@ -23,9 +23,9 @@ from typing import Any
 from rich.console import Console
 from rich.live import Live
 
-from aoff._display._render import dashboard_panel, glyphs_for, summary_panel
 from aoff._core._records import RunConfig
 from aoff._core._state import State
+from aoff._display._render import dashboard_panel, glyphs_for, summary_panel
 
 _ALIASES = {
     "surrogate_loss": "loss/policy_loss",

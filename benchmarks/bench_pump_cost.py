@@ -34,12 +34,12 @@ from _workload import (
 )
 from rich.console import Console
 
-from aoff._core import _events as ev
 from aoff._backends._jsonl import encode_lines
-from aoff._display._render import dashboard_panel
+from aoff._backends._tensorboard import EventEncoder, encode_records
+from aoff._core import _events as ev
 from aoff._core._fold import Folder
 from aoff._core._state import State
-from aoff._backends._tensorboard import EventEncoder, encode_records
+from aoff._display._render import dashboard_panel
 
 
 def events(n: int) -> list[ev.Event]:

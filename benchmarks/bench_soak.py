@@ -38,9 +38,9 @@ def memory() -> None:
     import random
 
     from aoff._core._buffer import EventBuffer
-    from aoff._core._recorder import Recorder
     from aoff._core._fold import Folder
-from aoff._core._state import State
+    from aoff._core._recorder import Recorder
+    from aoff._core._state import State
 
     class Rec(Recorder[None]):
         pass

@@ -24,8 +24,8 @@ import time
 import anyio
 
 from aoff._backends._base import BackendContext
-from aoff._core._records import StepRecord
 from aoff._backends._tensorboard import TensorBoardBackend
+from aoff._core._records import StepRecord
 
 N_TAGS = 30
 TAGS = [f"group_{j % 5}/scalar_{j}" for j in range(N_TAGS)]

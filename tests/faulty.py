@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 import anyio.to_thread
 import pytest
 
-from aoff._core._recorder import Recorder
 from aoff import BackendContext, StepRecord
+from aoff._core._recorder import Recorder
 
 
 class CountingBackend:

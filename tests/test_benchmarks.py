@@ -165,8 +165,8 @@ def test_read_back_checks_notice_missing_data(
     bench_modules: dict[str, ModuleType], tmp_path: Path
 ) -> None:
     from aoff._backends._base import BackendContext
-    from aoff._core._records import StepRecord
     from aoff._backends._tensorboard import TensorBoardBackend
+    from aoff._core._records import StepRecord
 
     w, compare = bench_modules["_workload"], bench_modules["compare"]
     records = [StepRecord(w.step_of(i), i, 1.7e9 + i, tuple(w.seed_scalars(i))) for i in range(3)]

@@ -13,11 +13,11 @@ import pytest
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.segment import Segment
 
-from aoff._display._dashboard import Dashboard, use_live
-from aoff._display._api import Display
-from aoff._display._render import ASCII_GLYPHS, UNICODE_GLYPHS
 from aoff._core._records import RunConfig
 from aoff._core._state import State
+from aoff._display._api import Display
+from aoff._display._dashboard import Dashboard, use_live
+from aoff._display._render import ASCII_GLYPHS, UNICODE_GLYPHS
 
 T0 = 1_700_000_000.0
 SHOW_CURSOR = "\x1b[?25h"

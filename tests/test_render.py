@@ -17,6 +17,8 @@ from rich.panel import Panel
 from rich.style import Style
 from rich.text import Text
 
+from aoff._core._records import RunConfig
+from aoff._core._state import State
 from aoff._display._format import fmt_duration, fmt_ms, fmt_number
 from aoff._display._render import (
     ASCII_GLYPHS,
@@ -34,8 +36,6 @@ from aoff._display._render import (
     summary_panel,
     timing_table,
 )
-from aoff._core._records import RunConfig
-from aoff._core._state import State
 
 GOLDEN = Path(__file__).parent / "golden"
 T0 = 1_700_000_000.0  # a fixed wall-clock origin

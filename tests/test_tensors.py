@@ -22,8 +22,8 @@ import pytest
 import torch
 
 from aoff import AsyncOffPolicyLogger, OffPolicyLogger
-from aoff._core import _tensors
 from aoff._core import _events as ev
+from aoff._core import _tensors
 from aoff._core._buffer import EventBuffer
 from aoff._core._capture import capture, finish
 from aoff._core._pending import (
@@ -34,8 +34,8 @@ from aoff._core._pending import (
     pending_event,
 )
 from aoff._core._recorder import Recorder
-from aoff._pump import Pump
 from aoff._core._state import State
+from aoff._pump import Pump
 from aoff.testing import ManualClock, MemoryBackend, RecordingDisplay
 
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.bool]

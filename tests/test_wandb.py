@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from aoff._backends._base import Backend, BackendContext
-from aoff._core._records import RunConfig, StepRecord
 from aoff._backends._wandb import WandbBackend
+from aoff._core._records import RunConfig, StepRecord
 from aoff.testing import iter_wandb_records as iter_records
 from aoff.testing import read_wandb_history as read_history
 
