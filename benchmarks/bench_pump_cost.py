@@ -9,9 +9,12 @@ time the loop loses. This prints each stage's cost, single-threaded, for one ite
 * TensorBoard encode: ``encode_records`` (``Event`` wire format + TFRecord framing)
 * JSONL encode: ``encode_lines``
 * snapshot: ``State.snapshot()`` (once a frame)
-* frame: ``dashboard_panel`` rendered to a 120x40 colour console writing to /dev/null
+* frame: CPU time (``time.thread_time``) to build ``dashboard_panel`` and render it to a
+  terminal-like truecolor console writing to /dev/null: at 120x40 (the wide layout), at
+  80x24 (the compact one), and through ``Dashboard.update`` (Rich ``Live``, as the pump
+  draws it) at 120x40
 
-    python benchmarks/bench_pump_cost.py [--iterations 5000] [--frames 20]
+    python benchmarks/bench_pump_cost.py [--iterations 5000] [--frames 100]
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from aoff._backends._tensorboard import EventEncoder, encode_records
 from aoff._core import _events as ev
 from aoff._core._fold import Folder
 from aoff._core._state import State
+from aoff._display._dashboard import Dashboard
 from aoff._display._render import dashboard_panel
 
 
@@ -71,7 +75,7 @@ def events(n: int) -> list[ev.Event]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--iterations", type=int, default=5000)
-    ap.add_argument("--frames", type=int, default=20)
+    ap.add_argument("--frames", type=int, default=100)
     args = ap.parse_args()
     n = args.iterations
     evs = events(n)
@@ -98,18 +102,36 @@ def main() -> None:
         state.snapshot()
     snap_us = (time.perf_counter() - t) / args.frames * 1e6
 
-    console = Console(
-        file=open(os.devnull, "w", encoding="utf-8"),  # noqa: SIM115 - for the whole run
-        force_terminal=True,
-        color_system="truecolor",
-        width=120,
-        height=40,
-    )
-    console.print(dashboard_panel(state, 1.7e9 + 60))  # warm-up (imports, caches)
-    t = time.perf_counter()
-    for k in range(args.frames):
-        console.print(dashboard_panel(state, 1.7e9 + 60 + k))
-    frame_ms = (time.perf_counter() - t) / args.frames * 1e3
+    devnull = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - for the whole run
+
+    def terminal(width: int, height: int) -> Console:
+        return Console(
+            file=devnull, force_terminal=True, color_system="truecolor", width=width, height=height
+        )
+
+    def print_frames(console: Console) -> float:
+        """CPU ms per frame: build the panel and render it to ``console``."""
+        console.print(dashboard_panel(state, 1.7e9 + 60))  # warm-up (imports, caches)
+        t = time.thread_time()
+        for k in range(args.frames):
+            console.print(dashboard_panel(state, 1.7e9 + 60 + k))
+        return (time.thread_time() - t) / args.frames * 1e3
+
+    def live_frames() -> float:
+        """CPU ms per ``Dashboard.update``: build, render, and Live's cursor work."""
+        dash = Dashboard(terminal(120, 40), live=True)
+        dash.open(state, 1.7e9 + 60)
+        dash.update(state, 1.7e9 + 60)  # warm-up
+        t = time.thread_time()
+        for k in range(args.frames):
+            dash.update(state, 1.7e9 + 61 + k)
+        cost = (time.thread_time() - t) / args.frames * 1e3
+        dash.close(state, 1.7e9 + 61 + args.frames, summary=False)
+        return cost
+
+    frame_ms = print_frames(terminal(120, 40))
+    small_ms = print_frames(terminal(80, 24))
+    live_ms = live_frames()
 
     per_iter = fold_us + tb_us + jsonl_us
     print(f"per iteration (4 events, 32 scalars), n={n:,}:")
@@ -117,10 +139,13 @@ def main() -> None:
     print(f"  TensorBoard encode   {tb_us:8.1f} us")
     print(f"  JSONL encode         {jsonl_us:8.1f} us")
     print(f"  total                {per_iter:8.1f} us")
-    print(f"per dashboard frame: snapshot {snap_us:.0f} us, render {frame_ms:.1f} ms")
+    print(f"per dashboard frame (CPU), frames={args.frames}: snapshot {snap_us:.0f} us")
+    print(f"  build + render, 120x40   {frame_ms:8.2f} ms")
+    print(f"  build + render, 80x24    {small_ms:8.2f} ms")
+    print(f"  Dashboard.update, 120x40 {live_ms:8.2f} ms")
     for it_ms in (1.0, 10.0):
         per_s = 1000 / it_ms
-        share = (per_iter * per_s / 1e6) + 4 * (frame_ms / 1e3 + snap_us / 1e6)
+        share = (per_iter * per_s / 1e6) + 4 * (live_ms / 1e3 + snap_us / 1e6)
         print(
             f"GIL time per second at {it_ms:g} ms/iteration and 4 frames/s: "
             f"{share * 1000:.0f} ms ({share * 100:.1f} % of the loop's time)"

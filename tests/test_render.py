@@ -1,6 +1,7 @@
 """The dashboard's renderables: formats, thresholds, orderings, glyphs and golden layouts.
 
-Goldens live in ``tests/golden/*.txt`` (plain-text exports at width 120). Regenerate with
+Goldens live in ``tests/golden/*.txt``: plain-text exports at 120 columns (40 rows), and
+``*_80x24.txt`` / ``*_120x40.txt`` rendered on a console of that size. Regenerate with
 ``AOFF_UPDATE_GOLDEN=1 pytest tests/test_render.py`` and review every diff by eye.
 """
 
@@ -9,11 +10,12 @@ from __future__ import annotations
 import io
 import math
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from rich.cells import cell_len
 from rich.console import Console, RenderableType
-from rich.panel import Panel
 from rich.style import Style
 from rich.text import Text
 
@@ -51,20 +53,31 @@ class _AsciiIO(io.StringIO):
         return "ascii"
 
 
-def make_console(*, ascii_only: bool = False, width: int = 120) -> Console:
+def make_console(*, ascii_only: bool = False, width: int = 120, height: int = 40) -> Console:
     return Console(
         record=True,
         width=width,
+        height=height,  # never the height of the terminal running the tests
         file=_AsciiIO() if ascii_only else io.StringIO(),
         force_terminal=True,
         color_system="truecolor",
     )
 
 
-def export(renderable: RenderableType, *, ascii_only: bool = False, width: int = 120) -> str:
-    console = make_console(ascii_only=ascii_only, width=width)
+def export(
+    renderable: RenderableType, *, ascii_only: bool = False, width: int = 120, height: int = 40
+) -> str:
+    console = make_console(ascii_only=ascii_only, width=width, height=height)
     console.print(renderable)
     return console.export_text()
+
+
+def sized(renderable: RenderableType, width: int, height: int, *, ascii_only: bool = False) -> str:
+    """What a ``width`` x ``height`` terminal without colours shows of ``renderable``."""
+    file = _AsciiIO() if ascii_only else io.StringIO()
+    console = Console(width=width, height=height, file=file, force_terminal=True, color_system=None)
+    console.print(renderable)
+    return file.getvalue()
 
 
 def check_golden(name: str, text: str) -> None:
@@ -77,9 +90,11 @@ def check_golden(name: str, text: str) -> None:
     assert text == path.read_text(encoding="utf-8"), f"{name} differs from {path}"
 
 
-def style_of(renderable: RenderableType, needle: str) -> Style:
+def style_of(
+    renderable: RenderableType, needle: str, *, width: int = 120, height: int = 40
+) -> Style:
     """The style of the one rendered segment that contains ``needle``."""
-    console = make_console()
+    console = make_console(width=width, height=height)
     hits = [s for s in console.render(renderable) if needle in s.text]
     if len(hits) > 1:  # e.g. "━" is also in the table rules: take the exact segment
         hits = [s for s in hits if s.text.strip() == needle]
@@ -88,8 +103,8 @@ def style_of(renderable: RenderableType, needle: str) -> Style:
     return hits[0].style
 
 
-def color_of(renderable: RenderableType, needle: str) -> str:
-    color = style_of(renderable, needle).color
+def color_of(renderable: RenderableType, needle: str, *, width: int = 120, height: int = 40) -> str:
+    color = style_of(renderable, needle, width=width, height=height).color
     assert color is not None
     return color.name
 
@@ -286,18 +301,138 @@ def test_golden_summary_interrupted() -> None:
     check_golden("summary_interrupted", text)
 
 
+SMALL, BIG = (80, 24), (120, 40)
+
+
+def problems_state() -> State:
+    s = mid_run_state()
+    s.latest_metrics["loss/critic_loss"] = 12.5
+    s.wait_time = 0.0021
+    s.staging_len = 4
+    s.buffer_size = 317_440
+    s.dropped_events = 12_345
+    s.backend_problems = {"tensorboard": "failed", "jsonl": "disk full"}
+    return s
+
+
+def assert_fits(text: str, width: int, height: int) -> None:
+    lines = text.splitlines()
+    assert len(lines) <= height, f"{len(lines)} rows"
+    assert all(cell_len(ln) == width for ln in lines), [cell_len(ln) for ln in lines]
+    shown = text.replace("Waiting for data...", "").replace("Initializing...", "")
+    assert "…" not in shown and "..." not in shown
+
+
+@pytest.mark.parametrize(
+    ("name", "make", "size", "ascii_only"),
+    [
+        ("mid_run_80x24", mid_run_state, SMALL, False),
+        ("mid_run_ascii_80x24", mid_run_state, SMALL, True),
+        ("problems_80x24", problems_state, SMALL, False),
+        ("empty_80x24", empty_state, SMALL, False),
+        ("mid_run_120x40", mid_run_state, BIG, False),
+        ("problems_120x40", problems_state, BIG, False),
+    ],
+)
+def test_golden_sized(
+    name: str, make: Callable[[], State], size: tuple[int, int], ascii_only: bool
+) -> None:
+    glyphs = ASCII_GLYPHS if ascii_only else UNICODE_GLYPHS
+    text = sized(dashboard_panel(make(), NOW, glyphs), *size, ascii_only=ascii_only)
+    assert_fits(text, *size)
+    if ascii_only:
+        text.encode("ascii")
+    check_golden(name, text)
+
+
+def test_big_terminal_keeps_the_wide_layout() -> None:
+    assert sized(dashboard_panel(mid_run_state(), NOW), *BIG) == export(
+        dashboard_panel(mid_run_state(), NOW)
+    )
+    assert (GOLDEN / "mid_run_120x40.txt").read_text(encoding="utf-8") == (
+        GOLDEN / "mid_run.txt"
+    ).read_text(encoding="utf-8")
+
+
+def test_small_terminal_shows_every_number_whole() -> None:
+    text = sized(dashboard_panel(problems_state(), NOW), *SMALL)
+    for number in (
+        "317,440",
+        "Steps/s 2,374,493",
+        "Mean 14.500",
+        "Peak 29.000",
+        "12,345",
+        "1.20e+07",
+        "12.500",
+        "20.0%",
+        "4,096",
+        "✓ (8)",
+        "4/4",
+    ):
+        assert number in text, number
+    for label in ("Terminated Rate", "Sync Coordination", "Staging Pool", "Training"):
+        assert label in text, label
+
+
+@pytest.mark.parametrize(
+    ("width", "height", "wide"),
+    [(120, 40, True), (200, 23, True), (80, 40, False), (120, 22, False), (100, 30, False)],
+)
+def test_layout_follows_the_size(width: int, height: int, wide: bool) -> None:
+    """Wide when every number fits whole and the panel fits the height, else compact."""
+    panel = dashboard_panel(mid_run_state(), NOW)
+    console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True)
+    assert panel.layout(console, console.options)[0] == ("wide" if wide else "compact")
+    lines = sized(panel, width, height).splitlines()
+    assert len(lines) <= height
+    assert "…" not in "".join(lines)
+
+
+def test_compact_drops_spacers_before_rows() -> None:
+    tall = sized(dashboard_panel(problems_state(), NOW), 80, 40).splitlines()
+    short = sized(dashboard_panel(problems_state(), NOW), *SMALL).splitlines()
+    assert len(tall) == 25 and len(short) == 24
+    assert [ln for ln in tall if ln.strip("│ ")] == [ln for ln in short if ln.strip("│ ")]
+
+
+def test_compact_keeps_the_styles() -> None:
+    panel = dashboard_panel(problems_state(), NOW)
+    at = {"width": 80, "height": 24}
+    assert color_of(panel, "12.500", **at) == "red"
+    assert color_of(panel, "2.1ms", **at) == "red"
+    assert color_of(panel, "14.500", **at) == "green"
+    assert style_of(panel, "14.500", **at).bold
+    assert style_of(panel, "29.000", **at).dim
+    assert color_of(panel, "317,440", **at) == "yellow"
+    assert color_of(panel, "12,345", **at) == "red"
+    assert color_of(panel, "Steps/s 2,374,493", **at) == "green"
+    assert color_of(panel, "Losses & Metrics", **at) == "cyan"
+    assert color_of(panel, "Learner", **at) == "blue"
+    assert style_of(panel, "Training", **at).italic
+
+
+def test_any_size_renders_within_its_width() -> None:
+    states = (empty_state(), mid_run_state(), problems_state())
+    for width in (1, 2, 4, 5, 8, 13, 20, 33, 47, 61, 79, 81, 99, 119, 121, 160):
+        for height in (1, 5, 12, 24, 60):
+            for s in states:
+                text = sized(dashboard_panel(s, NOW), width, height)
+                assert all(cell_len(ln) <= width for ln in text.splitlines())
+
+
 # -- panel structure -----------------------------------------------------------------------
 def test_panel_title_and_border() -> None:
     panel = dashboard_panel(mid_run_state(), NOW)
-    assert isinstance(panel, Panel)
-    assert panel.border_style == "bright_blue"
-    assert panel.padding == (0, 1)
-    assert isinstance(panel.title, Text)
-    assert panel.title.plain == " 🚀 aoff Off-Policy Training "
-    assert panel.title.style == "bold"
+    assert panel.title == " 🚀 aoff Off-Policy Training "
+    title = style_of(panel, "aoff Off-Policy Training")
+    assert title.bold
+    assert title.color is not None and title.color.name == "bright_blue"
+    assert color_of(panel, "╭─") == "bright_blue"
+    assert color_of(panel, "╰─") == "bright_blue"
+    lines = export(panel).splitlines()
+    assert all(ln.startswith("│ ") and ln.endswith(" │") for ln in lines[1:-1])  # padding 1
     ascii_panel = dashboard_panel(mid_run_state(), NOW, ASCII_GLYPHS)
-    assert isinstance(ascii_panel.title, Text)
-    assert ascii_panel.title.plain == " aoff Off-Policy Training "
+    assert ascii_panel.title == " aoff Off-Policy Training "
 
 
 def test_panel_section_order() -> None:
@@ -374,12 +509,38 @@ def test_header_status_markup() -> None:
 def test_header_is_one_line_with_ellipsis() -> None:
     s = mid_run_state()
     s.status = "a very long status " * 10
-    lines = export(dashboard_panel(s, NOW), width=60).splitlines()
+    lines = export(dashboard_panel(s, NOW)).splitlines()
     assert lines[1].rstrip("│ ").endswith("…")
     assert lines[2].strip("│ ") == ""  # the blank spacer: the header did not wrap
-    ascii_lines = export(dashboard_panel(s, NOW, ASCII_GLYPHS), width=60, ascii_only=True)
+    ascii_lines = export(dashboard_panel(s, NOW, ASCII_GLYPHS), ascii_only=True)
     ascii_lines.encode("ascii")
     assert ascii_lines.splitlines()[2].strip("| ") == ""
+
+
+def test_compact_header_wraps_by_field_and_cuts_only_the_status() -> None:
+    s = mid_run_state()
+    s.status = "a very long status " * 10
+    lines = sized(dashboard_panel(s, NOW), 60, 40).splitlines()
+    end = next(i for i, ln in enumerate(lines) if ln.strip("│ ") == "")
+    head = [ln.strip("│ ") for ln in lines[1:end]]
+    assert len(head) == 3
+    fields = [f for ln in head[:-1] for f in ln.split(" | ")]
+    assert fields == [
+        "SAC",
+        "Humanoid-v4",
+        "iter 120/1500",
+        "⏱ 3m07s",
+        "ETA 24m20s",
+        "Ep Len 512.3",
+        "Steps/s 2,374,493",
+    ]
+    assert head[-1].startswith("a very long status") and head[-1].endswith("…")
+    text = "\n".join(lines)
+    for number in ("1,000,000", "1.20e+07", "-17.000", "Mean 14.500", "Peak 29.000", "✓ (8)"):
+        assert number in text
+    ascii_text = sized(dashboard_panel(s, NOW, ASCII_GLYPHS), 60, 40, ascii_only=True)
+    ascii_text.encode("ascii")
+    assert "Steps/s 2,374,493" in ascii_text
 
 
 def test_header_before_start() -> None:

@@ -1,0 +1,80 @@
+"""The two outputs that are not the live panel: the end-of-run summary and the plain line.
+
+Both are printed rarely (once at the end; once every few seconds in logs that are not a
+terminal), so they stay plain Rich renderables and strings; they live apart from the
+panel because they share its content rules (reward mean window, status markup, problem
+rows) but none of its layout.
+"""
+
+from __future__ import annotations
+
+from rich.panel import Panel
+from rich.text import Text
+
+from .._core._state import State
+from ._content import REWARD_MEAN_WINDOW, markup, mean
+from ._format import fmt_duration
+from ._glyphs import UNICODE_GLYPHS, Glyphs
+
+__all__ = ["plain_line", "summary_panel"]
+
+
+def summary_panel(state: State, now: float, glyphs: Glyphs = UNICODE_GLYPHS) -> Panel:
+    """The panel printed once at the end (green; yellow when the run was interrupted).
+
+    Total time is ``last_wall_time - start_time`` (the time of the last event, so it does
+    not depend on when the pump got round to printing); ``now`` stands in for a state
+    that never saw an event after start.
+    """
+    cfg = state.config
+    lines: list[Text] = []
+    if state.interrupted:
+        lines.append(Text("Training interrupted", style="bold yellow"))
+    else:
+        lines.append(Text("Training complete", style="bold green"))
+    lines.append(
+        Text.assemble("  Algo: ", (cfg.algo_name, "cyan"), " | Env: ", (cfg.env_name, "cyan"))
+    )
+    lines.append(
+        Text.assemble("  Iterations: ", (str(state.iteration), "yellow"), f"/{cfg.max_iterations}")
+    )
+    end = state.last_wall_time if state.last_wall_time is not None else now
+    total = max(end - state.start_time, 0.0) if state.start_time is not None else 0.0
+    lines.append(Text.assemble("  Total time: ", (fmt_duration(total), "yellow")))
+    lines.append(Text.assemble("  Total env steps: ", (f"{state.total_steps:,}", "yellow")))
+    if state.extra_summary:
+        lines.extend(markup(state.extra_summary.rstrip("\n")).split("\n"))
+    if state.last_save:
+        lines.append(Text.assemble("  Last checkpoint: ", (state.last_save, "dim")))
+    if state.dropped_events > 0:
+        lines.append(Text(f"  Dropped events: {state.dropped_events:,}", style="red"))
+    for name, problem in sorted(state.backend_problems.items()):
+        lines.append(Text(f"  {name}: {problem}", style="red"))
+    return Panel(
+        Text("\n").join(lines),
+        title=Text(state.finish_title, style="bold"),
+        border_style="yellow" if state.interrupted else "green",
+    )
+
+
+def plain_line(state: State, now: float) -> str:
+    """One line for logs that are not a terminal (CI, nohup, redirected stdout).
+
+    ``iter 120/1500 | 3,456 steps/s | reward -123.456 | Training`` — throughput and
+    reward (mean of the last 50, as on the panel) only when known, then dropped events
+    and backend problems if any, then the status with any markup removed.
+    """
+    parts = [f"iter {state.iteration}/{state.config.max_iterations}"]
+    sps = state.steps_per_sec()
+    if sps is not None:
+        parts.append(f"{sps:,.0f} steps/s")
+    if state.reward_history:
+        parts.append(f"reward {mean(list(state.reward_history)[-REWARD_MEAN_WINDOW:]):.3f}")
+    if state.dropped_events > 0:
+        parts.append(f"dropped {state.dropped_events:,}")
+    for name, problem in sorted(state.backend_problems.items()):
+        parts.append(f"{name}: {problem}")
+    status = markup(state.status).plain if state.status else ""
+    if status:
+        parts.append(status)
+    return " | ".join(parts)
