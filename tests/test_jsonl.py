@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import math
+import os
 from pathlib import Path
+from typing import Any, BinaryIO, cast
 
 import pytest
 
+from aoff import FinishReport, NullDisplay, OffPolicyLogger
 from aoff._backends._base import Backend, BackendContext
-from aoff._backends._jsonl import JsonlBackend
+from aoff._backends._jsonl import JsonlBackend, encode_lines
 from aoff._core._records import StepRecord
 
 TAGS = [f"grp{j % 4}/tag_{j}" for j in range(30)]
@@ -130,3 +134,104 @@ async def test_lifecycle_errors(tmp_path: Path) -> None:
     await other.close()
     with pytest.raises(RuntimeError):
         await other.write(make_records(1))
+
+
+# -- a full disk: a failed batch leaves nothing of itself ------------------------------------
+class TearingFile:
+    """Wraps the backend's file: once a batch would take it past ``limit`` bytes, that
+    write hands half the batch to the file and then fails with ENOSPC (what a full disk
+    does), ``tears`` times (``None``: for ever); after that, writes go through again."""
+
+    def __init__(self, f: BinaryIO, *, limit: int, tears: int | None) -> None:
+        self.f = f
+        self.limit = limit
+        self.tears = tears
+        self.torn = 0  # batches torn so far
+        self._fail_next = False
+
+    def write(self, data: bytes) -> int:
+        if self._fail_next:
+            self._fail_next = False
+            self.torn += 1
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        size = os.fstat(self.f.fileno()).st_size
+        if size + len(data) > self.limit and (self.tears is None or self.torn < self.tears):
+            self._fail_next = True
+            return self.f.write(data[: max(len(data) // 2, 1)])
+        return self.f.write(data)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.f, name)
+
+
+class TearingJsonlBackend(JsonlBackend):
+    """The real backend, on a :class:`TearingFile`."""
+
+    def __init__(self, path: Path, *, limit: int, tears: int | None) -> None:
+        super().__init__(path)
+        self.limit = limit
+        self.tears = tears
+        self.tearing: TearingFile | None = None
+
+    def _open_sync(self) -> None:
+        super()._open_sync()
+        assert self._file is not None
+        self.tearing = TearingFile(self._file, limit=self.limit, tears=self.tears)
+        self._file = cast(BinaryIO, self.tearing)
+
+
+@pytest.mark.anyio
+async def test_a_torn_batch_is_cut_back_and_a_retry_leaves_whole_lines(tmp_path: Path) -> None:
+    path = tmp_path / "m.jsonl"
+    first = make_records(3)
+    backend = TearingJsonlBackend(path, limit=len(encode_lines(first)), tears=1)
+    await backend.open(BackendContext())
+    await backend.write(first)
+    # write() returned: the batch is in the file, without flush() (nothing is buffered)
+    assert [r["iteration"] for r in read_rows(path)] == [0, 1, 2]
+    size = path.stat().st_size
+    second = make_records(5, start=3)
+    with pytest.raises(OSError) as info:
+        await backend.write(second)
+    assert info.value.errno == errno.ENOSPC
+    assert backend.tearing is not None and backend.tearing.torn == 1  # half was written...
+    assert path.stat().st_size == size  # ...and cut back: nothing of the batch is left
+    assert [r["iteration"] for r in read_rows(path)] == [0, 1, 2]
+    await backend.write(second)  # the runner's retry
+    await backend.write(make_records(2, start=8))
+    await backend.close()
+    assert [r["iteration"] for r in read_rows(path)] == list(range(10))
+
+
+def run_logger(backend: JsonlBackend, n: int) -> FinishReport:
+    log = OffPolicyLogger(
+        log_backend="none", backends=[backend], display=NullDisplay(), handle_sigterm=False
+    )
+    for i in range(1, n + 1):
+        log.log_step(i, {"loss": i / 3})
+        if i % 10 == 0:
+            log.flush()  # batches of 10
+    return log.finish()
+
+
+def test_a_transient_full_disk_is_retried_and_loses_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "m.jsonl"
+    backend = TearingJsonlBackend(path, limit=8_000, tears=2)  # the runner retries twice
+    report = run_logger(backend, 200)
+    assert backend.tearing is not None and backend.tearing.torn == 2
+    assert report.backend_written == {"jsonl": 200} and report.complete
+    assert [r["iteration"] for r in read_rows(path)] == list(range(1, 201))
+
+
+def test_a_full_disk_leaves_exactly_the_written_rows(tmp_path: Path) -> None:
+    """``backend_written`` is the number of lines in the file; every line is whole."""
+    path = tmp_path / "m.jsonl"
+    backend = TearingJsonlBackend(path, limit=8_000, tears=None)
+    report = run_logger(backend, 200)
+    assert backend.tearing is not None and backend.tearing.torn == 3  # 1 try + 2 retries
+    written, lost = report.backend_written["jsonl"], report.backend_lost["jsonl"]
+    rows = read_rows(path)
+    assert 0 < written == len(rows) < 200 and written + lost == 200
+    assert [r["iteration"] for r in rows] == list(range(1, written + 1))
+    assert "No space left on device" in report.backend_errors["jsonl"]
+    assert path.stat().st_size <= 8_000

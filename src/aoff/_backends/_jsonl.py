@@ -15,32 +15,41 @@ emit the invalid tokens ``NaN``/``Infinity``. So a NaN is written as the string
 with ``float(value)``, which accepts those three strings.
 
 The file is opened for appending (an existing file is never truncated; a resumed run
-adds to it) and parent folders are created. I/O goes through an async file object:
-aiofiles on asyncio, and anyio's thread-backed ``anyio.open_file`` on trio (aiofiles is
-built on asyncio's executor and has no trio support). A batch is encoded in a worker
-thread when it is large (encoding 1,000 records takes milliseconds, too long a slice for
-the training loop's event loop), then written with one ``write`` call; ``flush()`` (every
-``flush_secs`` and at the end) pushes it to the OS.
+adds to it) and parent folders are created. Each batch is encoded and handed to the OS
+in a worker thread (aiofiles' executor wrapper on asyncio, ``anyio.to_thread`` on trio,
+which aiofiles does not support; the event loop never encodes or waits on the disk),
+with one ``write`` on
+an unbuffered file: when :meth:`JsonlBackend.write` returns, the whole batch is in the
+file, and nothing of it is held in this process's buffers (so :meth:`~JsonlBackend.flush`
+has nothing to do, and a crash of this process loses nothing that was confirmed). The
+file is ``fsync``-ed once, at :meth:`~JsonlBackend.close`.
+
+A failed write leaves nothing of its batch behind: if the disk fills up (``ENOSPC``, or
+``EFBIG`` past ``RLIMIT_FSIZE``) part-way through a batch, the file is cut back to its
+size before that batch, as the TensorBoard backend does. So every line in the file is
+whole, strict JSON, a retry never leaves a torn line in the middle of the file, and the
+runner's ``written`` count (records whose ``write`` returned) is exactly the number of
+lines this backend added to the file.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import math
 import os
-from collections.abc import Sequence
-from typing import Any
+import threading
+from collections.abc import Callable, Sequence
+from typing import BinaryIO
 
-import anyio
 import anyio.to_thread
 import sniffio
 from rich.markup import escape
 
 from .._core._records import StepRecord
 from ._base import BackendContext
-
-#: batches at least this long are encoded in a worker thread
-ENCODE_IN_THREAD = 64
+from ._tfrecord import write_all
 
 __all__ = ["JsonlBackend", "encode_lines"]
 
@@ -83,23 +92,66 @@ class JsonlBackend:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.fspath(path)
-        self._file: Any = None  # an aiofiles or anyio async file
+        self._file: BinaryIO | None = None
         self._closed = False
+        # Serialises file access between worker threads: after the runner abandons a
+        # hung call, the next call may start while the old thread still runs. Only ever
+        # taken in worker threads, never on the event loop.
+        self._lock = threading.Lock()
+
+    # -- worker-thread side ------------------------------------------------------------
+    def _open_sync(self) -> None:
+        os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+        with self._lock:
+            if self._closed or self._file is not None:
+                return
+            self._file = open(self.path, "ab", buffering=0)  # noqa: SIM115 - closed in close()
+
+    def _write_sync(self, records: Sequence[StepRecord]) -> None:
+        data = encode_lines(records)
+        with self._lock:
+            f = self._file
+            if f is None:
+                raise RuntimeError("JSONL backend: the file is closed")
+            # the file's size, not tell(): in append mode every write goes to the end
+            start = os.fstat(f.fileno()).st_size
+            try:
+                write_all(f, data)
+            except BaseException:
+                # A partial batch (disk full mid-write) would leave a torn line, and the
+                # batch counts as lost: cut the file back to the last whole batch.
+                with contextlib.suppress(OSError):
+                    f.truncate(start)
+                raise
+
+    def _close_sync(self) -> None:
+        with self._lock:
+            f, self._file = self._file, None
+            if f is None:
+                return
+            try:
+                os.fsync(f.fileno())
+            except OSError as exc:  # e.g. a file system without fsync support
+                if exc.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP):
+                    raise
+            finally:
+                f.close()
+
+    # -- Backend protocol --------------------------------------------------------------
+    @staticmethod
+    async def _off_loop(fn: Callable[..., None], *args: object) -> None:
+        """Run ``fn`` in a worker thread: aiofiles' executor on asyncio, anyio's on trio."""
+        if sniffio.current_async_library() == "asyncio":
+            import aiofiles.os
+
+            await aiofiles.os.wrap(fn)(*args)
+        else:
+            await anyio.to_thread.run_sync(fn, *args, abandon_on_cancel=True)
 
     async def open(self, ctx: BackendContext) -> None:
         if self._closed:
             raise RuntimeError("JSONL backend: open() after close()")
-        path = self.path
-        await anyio.to_thread.run_sync(
-            lambda: os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True),
-            abandon_on_cancel=True,
-        )
-        if sniffio.current_async_library() == "asyncio":
-            import aiofiles
-
-            self._file = await aiofiles.open(self.path, "ab")
-        else:
-            self._file = await anyio.open_file(self.path, "ab")
+        await self._off_loop(self._open_sync)
         ctx.say(f"[dim]JSONL logging to: {escape(self.path)}[/]")
 
     async def write(self, records: Sequence[StepRecord]) -> None:
@@ -107,21 +159,16 @@ class JsonlBackend:
             return
         if self._file is None:
             raise RuntimeError("JSONL backend: write() before open() or after close()")
-        if len(records) >= ENCODE_IN_THREAD:
-            data = await anyio.to_thread.run_sync(
-                encode_lines, tuple(records), abandon_on_cancel=True
-            )
-        else:
-            data = encode_lines(records)
-        await self._file.write(data)
+        # a tuple: the runner may reuse its list while an abandoned thread still reads ours
+        await self._off_loop(self._write_sync, tuple(records))
 
     async def flush(self) -> None:
-        if self._file is not None:
-            await self._file.flush()
+        # Every write() handed its bytes to the OS already (unbuffered file): nothing is
+        # held in this process, so there is nothing to do and no thread hop to pay.
+        return
 
     async def close(self) -> None:
         self._closed = True
-        f, self._file = self._file, None
-        if f is not None:
-            # anyio's AsyncFile closes with aclose(), aiofiles' with close()
-            await (f.aclose() if hasattr(f, "aclose") else f.close())
+        if self._file is None:
+            return
+        await self._off_loop(self._close_sync)
