@@ -1,10 +1,127 @@
-"""Shared fixtures: every ``@pytest.mark.anyio`` test runs on asyncio and on trio."""
+"""Shared fixtures and factories for the test suite.
+
+* every ``@pytest.mark.anyio`` test runs on asyncio and on trio (``anyio_backend``);
+* ``restore_streams`` fails a test that leaves ``sys.stdout``/``sys.stderr`` redirected;
+* plain functions, imported with ``from .conftest import ...``: loggers wired to test
+  backends (:func:`make_logger`, :func:`make_async_logger`), and read-back of what a run
+  left on disk through the formats' own readers (TensorBoard's ``EventAccumulator``,
+  strict JSON for JSONL).
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
+
 import pytest
+
+from aoff import AsyncOffPolicyLogger, Backend, Display, OffPolicyLogger, Overflow
+from aoff.testing import RecordingDisplay
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from aoff._options import PumpMode
 
 
 @pytest.fixture(params=["asyncio", "trio"])
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
+
+
+@pytest.fixture
+def restore_streams() -> Iterator[None]:
+    """Fail the test if it leaves sys.stdout/sys.stderr redirected."""
+    out, err = sys.stdout, sys.stderr
+    yield
+    ok = sys.stdout is out and sys.stderr is err
+    sys.stdout, sys.stderr = out, err
+    assert ok, "dashboard left sys.stdout/sys.stderr redirected"
+
+
+# -- loggers --------------------------------------------------------------------------------
+class LoggerOptions(TypedDict, total=False):
+    """The constructor arguments the factories pass through (see ``OffPolicyLogger``)."""
+
+    algo_name: str
+    max_iterations: int
+    refresh_per_second: int
+    capacity: int
+    overflow: Overflow
+    finish_timeout: float
+    flush_secs: float
+    console: Console | None
+    display: Display | None
+    clock: Callable[[], float] | None
+    handle_sigterm: bool
+    pump: PumpMode
+
+
+def make_logger(*backends: Backend, **kw: Unpack[LoggerOptions]) -> OffPolicyLogger:
+    """A sync logger that writes to ``backends`` only: no files of its own
+    (``log_backend="none"``), a :class:`RecordingDisplay` unless ``display=`` is given,
+    and no SIGTERM handler unless ``handle_sigterm=True`` (the test process keeps its own).
+
+    Backend and display objects keep the pump in this process (``pump="process"``
+    falls back to a thread for them)."""
+    kw.setdefault("display", RecordingDisplay())
+    kw.setdefault("handle_sigterm", False)
+    return OffPolicyLogger(log_backend="none", backends=backends, **kw)
+
+
+def make_async_logger(*backends: Backend, **kw: Unpack[LoggerOptions]) -> AsyncOffPolicyLogger:
+    """The async twin of :func:`make_logger`, with the same defaults."""
+    kw.setdefault("display", RecordingDisplay())
+    kw.setdefault("handle_sigterm", False)
+    return AsyncOffPolicyLogger(log_backend="none", backends=backends, **kw)
+
+
+def pump_thread(log: OffPolicyLogger) -> threading.Thread:
+    """The thread that runs ``log``'s pump (thread mode)."""
+    from aoff._pump_thread import PumpThread
+
+    pump = log._pump
+    assert isinstance(pump, PumpThread), pump
+    return pump.thread
+
+
+# -- reading a run back -----------------------------------------------------------------------
+def tensorboard_accumulator(path: str | os.PathLike[str]) -> EventAccumulator:
+    """TensorBoard's own reader over a run directory or one event file, loaded, every
+    scalar kept (no sampling). ``Reload`` raises on a corrupt file."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(os.fspath(path), size_guidance={"scalars": 0})
+    acc.Reload()
+    return acc
+
+
+def read_tensorboard(log_dir: str | os.PathLike[str]) -> dict[str, list[tuple[int, float]]]:
+    """Every scalar tag in ``log_dir`` as ``(step, value)`` pairs, in file order."""
+    acc = tensorboard_accumulator(log_dir)
+    return {t: [(e.step, e.value) for e in acc.Scalars(t)] for t in acc.Tags()["scalars"]}
+
+
+def read_tensorboard_iterations(log_dir: str | os.PathLike[str]) -> list[int]:
+    """The ``axis/iteration`` values in ``log_dir`` (``[]`` when there are none)."""
+    return [int(v) for _, v in read_tensorboard(log_dir).get("axis/iteration", [])]
+
+
+def _no_constants(name: str) -> Any:
+    raise AssertionError(f"non-strict JSON constant {name} in a JSONL file")
+
+
+def loads_strict(line: str) -> Any:
+    """One line of JSONL, parsed as strict JSON (a NaN/Infinity literal fails the test)."""
+    return json.loads(line, parse_constant=_no_constants)
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """The rows of a JSONL file, each parsed with :func:`loads_strict`."""
+    return [loads_strict(line) for line in path.read_text(encoding="utf-8").splitlines()]

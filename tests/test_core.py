@@ -14,18 +14,13 @@ import pytest
 from aoff import AoffWarning, AsyncOffPolicyLogger, OffPolicyLogger
 from aoff.testing import ManualClock, MemoryBackend, RecordingDisplay
 
+from .conftest import make_async_logger, make_logger
 from .seedcase import CALLS, EXPECTED, assert_records_equal, thread_call, thread_expected
-
-
-def make_sync(mem: MemoryBackend, **kw: object) -> OffPolicyLogger:
-    return OffPolicyLogger(
-        log_backend="none", backends=[mem], display=RecordingDisplay(), handle_sigterm=False, **kw
-    )
 
 
 def test_sync_face_writes_the_seed_records() -> None:
     mem = MemoryBackend()
-    log = make_sync(mem)
+    log = make_logger(mem)
     log.start()
     for name, args, kwargs in CALLS:
         assert getattr(log, name)(*args, **kwargs) is None  # fire-and-forget
@@ -38,9 +33,7 @@ def test_sync_face_writes_the_seed_records() -> None:
 @pytest.mark.anyio
 async def test_async_face_writes_the_seed_records() -> None:
     mem = MemoryBackend()
-    async with AsyncOffPolicyLogger(
-        log_backend="none", backends=[mem], display=RecordingDisplay()
-    ) as log:
+    async with make_async_logger(mem) as log:
         for name, args, kwargs in CALLS:
             await getattr(log, name)(*args, **kwargs)
     assert_records_equal(mem.records, EXPECTED)
@@ -50,9 +43,7 @@ async def test_async_face_writes_the_seed_records() -> None:
 @pytest.mark.anyio
 async def test_async_face_records_at_call_time_even_without_await() -> None:
     mem = MemoryBackend()
-    async with AsyncOffPolicyLogger(
-        log_backend="none", backends=[mem], display=RecordingDisplay()
-    ) as log:
+    async with make_async_logger(mem) as log:
         for name, args, kwargs in CALLS:
             getattr(log, name)(*args, **kwargs)  # no await: still recorded, in order
     assert_records_equal(mem.records, EXPECTED)
@@ -60,7 +51,7 @@ async def test_async_face_records_at_call_time_even_without_await() -> None:
 
 def test_sync_face_from_four_threads_each_with_its_own_keys() -> None:
     mem = MemoryBackend()
-    log = make_sync(mem)
+    log = make_logger(mem)
     n = 2_000
 
     def worker(t: int) -> None:
@@ -79,10 +70,11 @@ def test_sync_face_from_four_threads_each_with_its_own_keys() -> None:
         assert_records_equal(mine, [thread_expected(t, i) for i in range(n)])
 
 
+@pytest.mark.slow  # ~15 s
 def test_one_million_steps_from_four_threads_reach_the_backend_in_order() -> None:
     """1,000,000 log_step calls, 4 threads; overflow='block' so producers wait, never drop."""
     mem = MemoryBackend()
-    log = make_sync(mem, overflow="block", capacity=50_000)
+    log = make_logger(mem, overflow="block", capacity=50_000)
     per_thread = 250_000
 
     def worker(t: int) -> None:
@@ -106,7 +98,7 @@ def test_one_million_steps_from_four_threads_reach_the_backend_in_order() -> Non
 
 def test_finish_and_close_are_idempotent_and_later_calls_warn() -> None:
     mem = MemoryBackend()
-    log = make_sync(mem)
+    log = make_logger(mem)
     log.log_step(1)
     first = log.finish()
     assert log.finish() is first and log.close() is first
@@ -117,7 +109,7 @@ def test_finish_and_close_are_idempotent_and_later_calls_warn() -> None:
 
 def test_flush_delivers_everything_logged_so_far() -> None:
     mem = MemoryBackend()
-    log = make_sync(mem)
+    log = make_logger(mem)
     for i in range(100):
         log.log_step(i + 1)
     log.flush()
@@ -130,9 +122,7 @@ def test_context_manager_finishes_and_marks_exceptions_as_interrupted() -> None:
     display = RecordingDisplay()
     with (
         pytest.raises(ValueError),
-        OffPolicyLogger(
-            log_backend="none", backends=[mem], display=display, handle_sigterm=False
-        ) as log,
+        make_logger(mem, display=display) as log,
     ):
         log.log_step(1)
         raise ValueError("boom")
@@ -161,9 +151,7 @@ def test_wrong_twin_errors_name_the_right_one() -> None:
 async def test_async_face_drains_on_cancellation() -> None:
     mem = MemoryBackend()
     with anyio.move_on_after(0.2):
-        async with AsyncOffPolicyLogger(
-            log_backend="none", backends=[mem], display=RecordingDisplay()
-        ) as log:
+        async with make_async_logger(mem) as log:
             for i in range(10):
                 await log.log_step(i + 1)
             await anyio.sleep(5)  # cancelled here
@@ -174,14 +162,7 @@ def test_display_refreshes_no_more_than_refresh_per_second() -> None:
     clock = ManualClock()
     display = RecordingDisplay()
     mem = MemoryBackend()
-    log = OffPolicyLogger(
-        log_backend="none",
-        backends=[mem],
-        display=display,
-        clock=clock,
-        refresh_per_second=4,
-        handle_sigterm=False,
-    )
+    log = make_logger(mem, display=display, clock=clock, refresh_per_second=4)
     log.start()
     for i in range(10_000):  # 10,000 steps over 1 s of clock time
         log.log_step(i + 1)
@@ -212,6 +193,6 @@ def test_bad_constructor_arguments_are_rejected_clearly() -> None:
 def test_warnings_filter_is_clean() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        log = make_sync(MemoryBackend())
+        log = make_logger(MemoryBackend())
         log.log_step(1)
         log.finish()

@@ -18,10 +18,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from aoff.__main__ import main as aoff_main
 from aoff._demo import DemoConfig, Simulation
+
+from .conftest import read_tensorboard
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -51,12 +52,11 @@ def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
 
 def _scalars(logdir: Path) -> dict[str, list[tuple[int, float]]]:
     assert list(logdir.glob("events.out.tfevents.*")), f"no event file in {logdir}"
-    acc = EventAccumulator(str(logdir), size_guidance={"scalars": 0})
-    acc.Reload()
-    return {t: [(e.step, e.value) for e in acc.Scalars(t)] for t in acc.Tags()["scalars"]}
+    return read_tensorboard(logdir)
 
 
 # -- the demo -------------------------------------------------------------------------------
+@pytest.mark.slow  # a child process
 @pytest.mark.parametrize("face", ["sync", "async"])
 def test_demo_writes_a_readable_tensorboard_run(tmp_path: Path, face: str) -> None:
     n = 20
@@ -142,6 +142,7 @@ def test_cli_needs_a_command_and_rejects_unknown_backends(
 
 
 # -- the SAC examples ----------------------------------------------------------------------
+@pytest.mark.slow  # real SAC training in a subprocess, ~4 s each
 @needs_examples
 @pytest.mark.parametrize("name", ["sac_pendulum_sync", "sac_pendulum_asyncio", "sac_pendulum_trio"])
 def test_sac_example_runs_and_logs(tmp_path: Path, name: str) -> None:

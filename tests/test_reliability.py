@@ -21,16 +21,25 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import anyio
 import psutil
 import pytest
 
-from aoff import AsyncOffPolicyLogger, FinishReport, OffPolicyLogger
-from aoff.testing import MemoryBackend, RecordingDisplay
+from aoff import AsyncOffPolicyLogger, Backend, FinishReport, OffPolicyLogger, Overflow, StepRecord
+from aoff._runner import BackendRunner
+from aoff.testing import ManualClock, MemoryBackend, RecordingDisplay
 
+from .conftest import (
+    make_async_logger,
+    make_logger,
+    pump_thread,
+    read_jsonl,
+    read_tensorboard,
+    read_tensorboard_iterations,
+)
 from .faulty import (
     CountingBackend,
     GatedBackend,
@@ -49,17 +58,7 @@ from .faulty import (
 SOAK_RSS_BOUND = {"drop_oldest": 250 * 2**20, "drop_newest": 100 * 2**20, "block": 100 * 2**20}
 
 
-def make_logger(*backends: object, **kw: object) -> OffPolicyLogger:
-    kw.setdefault("display", RecordingDisplay())
-    return OffPolicyLogger(
-        log_backend="none",
-        backends=list(backends),  # type: ignore[arg-type]
-        handle_sigterm=False,
-        **kw,  # type: ignore[arg-type]
-    )
-
-
-def runner(log: OffPolicyLogger | AsyncOffPolicyLogger, name: str) -> object:
+def runner(log: OffPolicyLogger | AsyncOffPolicyLogger, name: str) -> BackendRunner:
     return next(r for r in log._core.pump.runners if r.name == name)
 
 
@@ -123,6 +122,7 @@ def assert_per_thread_order(iterations: list[int], per_thread: int) -> None:
 
 
 # -- overload -------------------------------------------------------------------------------
+@pytest.mark.slow  # a soak: ~12 s for the three
 @pytest.mark.parametrize(
     ("overflow", "total"),
     [
@@ -134,7 +134,7 @@ def assert_per_thread_order(iterations: list[int], per_thread: int) -> None:
     ],
 )
 def test_soak_drops_are_counted_exactly_and_memory_stays_bounded(
-    overflow: str, total: int, capsys: pytest.CaptureFixture[str]
+    overflow: Overflow, total: int, capsys: pytest.CaptureFixture[str]
 ) -> None:
     slow = SlowBackend(delay=0.002)
     display = RecordingDisplay()
@@ -173,7 +173,7 @@ def test_soak_drops_are_counted_exactly_and_memory_stays_bounded(
 
 
 @pytest.mark.parametrize("overflow", ["drop_oldest", "drop_newest"])
-def test_dropped_events_scalar_is_the_running_total(overflow: str) -> None:
+def test_dropped_events_scalar_is_the_running_total(overflow: Overflow) -> None:
     """With one producer, buffer order is iteration order, so each record's
     ``aoff/dropped_events`` can be checked against the iterations missing before it."""
     mem = MemoryBackend()
@@ -262,13 +262,7 @@ async def test_block_policy_makes_the_async_caller_await_space() -> None:
     n = 20_000
     progress = [0]
     try:
-        async with AsyncOffPolicyLogger(
-            log_backend="none",
-            backends=[gated, mem],
-            display=RecordingDisplay(),
-            overflow="block",
-            capacity=100,
-        ) as log:
+        async with make_async_logger(gated, mem, overflow="block", capacity=100) as log:
 
             async def work() -> None:
                 for i in range(n):
@@ -386,18 +380,27 @@ def test_a_stalled_backend_stops_holding_the_others_back(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """More records than a runner's outbox holds: without stall detection the hung
-    backend would hold the pump back and the buffer would start dropping for everyone."""
+    backend would hold the pump back and the buffer would start dropping for everyone.
+
+    The hung write is made to last past the default ``stall_timeout`` (10 s) by
+    advancing a manual clock, not by waiting (``tests/test_units.py`` drives
+    ``BackendRunner`` alone through the same states)."""
     hung = GatedBackend("hung")
     mem = CountingBackend("memory")
+    clock = ManualClock()
     log = make_logger(hung, mem, finish_timeout=0.5, capacity=5_000)
     r = runner(log, "hung")
-    r.stall_timeout = 0.2  # type: ignore[attr-defined]
-    # > outbox (4,096) + batch in flight (1,024) + capacity (5,000): without stall
-    # detection the buffer overflows. Paced (<= 20 events/ms, like a training loop) so
-    # that the 0.2 s before the stall is noticed fits in the buffer.
+    r.monotonic = clock  # the pump does not hand its clock to the runners
     n = 20_000
     try:
-        for i in range(n):
+        log.log_step(0)
+        assert hung.entered.wait(30)  # its first write hangs
+        assert not r.stalled()
+        clock.advance(r.stall_timeout + 0.5)
+        # > outbox (4,096) + batch in flight (1,024) + capacity (5,000): without stall
+        # detection the buffer overflows. Paced (<= 20 events/ms, like a training loop)
+        # so that the fold keeps up with the producer.
+        for i in range(1, n):
             log.log_step(i)
             if i % 20 == 0:
                 time.sleep(0.001)
@@ -408,7 +411,7 @@ def test_a_stalled_backend_stops_holding_the_others_back(
     assert report.dropped_events == 0 and report.backend_lost["memory"] == 0
     assert report.backend_lost["hung"] == n
     err = capsys.readouterr().err
-    assert err.count("backend 'hung': write has not returned for 0.2s") == 1
+    assert err.count("backend 'hung': write has not returned for 10s") == 1
     assert_accounted(log)
 
 
@@ -416,9 +419,7 @@ def test_a_stalled_backend_stops_holding_the_others_back(
 async def test_async_face_isolates_a_raising_backend() -> None:
     bad = RaisingBackend(lambda: PermissionError(13, "Permission denied"), name="bad")
     mem = MemoryBackend()
-    async with AsyncOffPolicyLogger(
-        log_backend="none", backends=[bad, mem], display=RecordingDisplay()
-    ) as log:
+    async with make_async_logger(bad, mem) as log:
         for i in range(1_000):
             await log.log_step(i)
     report = log._report
@@ -448,20 +449,8 @@ def tiny_tmpfs(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True, timeout=30)
 
 
-def read_tensorboard_iterations(log_dir: Path) -> list[int]:
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    acc = EventAccumulator(str(log_dir), size_guidance={"scalars": 0})
-    acc.Reload()
-    if "axis/iteration" not in acc.Tags()["scalars"]:
-        return []
-    return [int(e.value) for e in acc.Scalars("axis/iteration")]
-
-
 def read_jsonl_iterations(path: Path) -> list[int]:
-    import json
-
-    return [json.loads(line)["iteration"] for line in path.read_text().splitlines()]
+    return [row["iteration"] for row in read_jsonl(path)]
 
 
 def test_disk_full_on_a_real_tmpfs(tiny_tmpfs: Path, tmp_path: Path) -> None:
@@ -515,6 +504,7 @@ RLIMIT_CHILD = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # a child process
 def test_disk_full_via_a_file_size_limit(tmp_path: Path) -> None:
     import json
 
@@ -543,25 +533,15 @@ def test_finish_report_is_complete_only_when_nothing_was_lost() -> None:
 
 
 # -- bad input: one test per row of docs/input-handling.md ----------------------------------
-def read_tensorboard(log_dir: Path) -> dict[str, list[tuple[int, float]]]:
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    acc = EventAccumulator(str(log_dir), size_guidance={"scalars": 0})
-    acc.Reload()
-    return {t: [(e.step, e.value) for e in acc.Scalars(t)] for t in acc.Tags()["scalars"]}
-
-
-def make_logger_with(log_dir: Path, *extra: object, **kw: object) -> OffPolicyLogger:
+def make_logger_with(log_dir: Path, *extra: Backend) -> OffPolicyLogger:
+    """A logger writing TensorBoard and JSONL files into ``log_dir`` (plus ``extra``)."""
     from aoff._backends._jsonl import JsonlBackend
     from aoff._backends._tensorboard import TensorBoardBackend
 
-    return make_logger(
-        TensorBoardBackend(log_dir), JsonlBackend(log_dir / "metrics.jsonl"), *extra, **kw
-    )
+    return make_logger(TensorBoardBackend(log_dir), JsonlBackend(log_dir / "metrics.jsonl"), *extra)
 
 
 def test_nan_and_infinities_are_kept(tmp_path: Path) -> None:
-    import json
     import math
 
     log = make_logger_with(tmp_path)
@@ -571,7 +551,7 @@ def test_nan_and_infinities_are_kept(tmp_path: Path) -> None:
     tb = read_tensorboard(tmp_path)
     assert math.isnan(tb["train/n"][0][1]) and math.isnan(tb["reward/mean"][0][1])
     assert tb["train/p"] == [(1, math.inf)] and tb["train/m"] == [(1, -math.inf)]
-    row = json.loads((tmp_path / "metrics.jsonl").read_text())  # strict JSON
+    (row,) = read_jsonl(tmp_path / "metrics.jsonl")  # strict JSON
     assert (row["train/n"], row["train/p"], row["train/m"]) == ("nan", "inf", "-inf")
 
 
@@ -654,7 +634,7 @@ def test_mappings_other_than_dict_are_accepted() -> None:
         1,
         collections.OrderedDict(a=1.0),
         reward_components=types.MappingProxyType({"c": 2.0}),
-        extra_info=collections.UserDict(throughput_steps=10),  # type: ignore[arg-type]
+        extra_info=collections.UserDict(throughput_steps=10),
         train_time=0.5,
     )
     log.finish()
@@ -737,8 +717,6 @@ def test_a_ten_thousand_key_dict_is_logged_whole(tmp_path: Path) -> None:
 def test_unicode_tags_round_trip_and_invalid_unicode_is_skipped(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import json
-
     log = make_logger_with(tmp_path)
     log.log_step(1, {"損失": 1.0, "é/ü": 2.0, "🚀": 3.0, "bad\ud800": 4.0})
     log.log_step(2, {"損失": 5.0})
@@ -747,7 +725,7 @@ def test_unicode_tags_round_trip_and_invalid_unicode_is_skipped(
     tb = read_tensorboard(tmp_path)
     assert tb["train/損失"] == [(1, 1.0), (2, 5.0)]
     assert tb["é/ü"] == [(1, 2.0)] and tb["train/🚀"] == [(1, 3.0)]
-    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    rows = read_jsonl(tmp_path / "metrics.jsonl")
     assert rows[0]["train/損失"] == 1.0 and rows[0]["é/ü"] == 2.0
     assert "is not valid Unicode; skipped" in capsys.readouterr().err
 
@@ -789,9 +767,7 @@ async def test_every_async_call_after_close_warns_and_records_nothing() -> None:
     from aoff import AoffWarning
 
     mem = MemoryBackend()
-    async with AsyncOffPolicyLogger(
-        log_backend="none", backends=[mem], display=RecordingDisplay()
-    ) as log:
+    async with make_async_logger(mem) as log:
         await log.log_step(1)
     for name, args in ALL_CALLS:
         with pytest.warns(AoffWarning, match="called after the logger was closed"):
@@ -841,28 +817,30 @@ def test_finish_gives_up_on_a_pump_that_stops_making_progress(
         log.log_step(i)
     try:
         report = log.finish()  # returns although the pump thread is stuck in close()
-        assert log._thread.is_alive()
+        assert pump_thread(log).is_alive()
     finally:
         display.gate.set()
     assert report.interrupted and report.steps == 100 and len(mem.records) == 100
     assert "stopped making progress" in capsys.readouterr().err
-    log._thread.join(30)
+    pump_thread(log).join(30)
 
 
-def test_the_final_drain_folds_no_faster_than_the_backends_write() -> None:
+def test_the_final_drain_folds_no_faster_than_the_backends_write(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """At finish, the buffer's backlog must not turn into records all at once: a step
     record is several times the size of its event (memory bound at finish)."""
     slow = SlowBackend(delay=0.01)
     log = make_logger(slow, finish_timeout=60)
     r = runner(log, "slow")
     peak = [0]
-    offer = r.offer  # type: ignore[attr-defined]
+    offer = r.offer
 
-    def tracking_offer(records: object) -> None:
+    def tracking_offer(records: Sequence[StepRecord]) -> None:
         offer(records)
-        peak[0] = max(peak[0], len(r.pending))  # type: ignore[attr-defined]
+        peak[0] = max(peak[0], len(r.pending))
 
-    r.offer = tracking_offer  # type: ignore[attr-defined]
+    monkeypatch.setattr(r, "offer", tracking_offer)
     n = 30_000
     for i in range(n):
         log.log_step(i)
@@ -870,4 +848,4 @@ def test_the_final_drain_folds_no_faster_than_the_backends_write() -> None:
     report = log.finish()
     assert report.complete and slow.iterations == list(range(n))
     assert backlog > 10_000  # the slow backend held the pump back: a real backlog
-    assert peak[0] <= r.max_pending + 2 * 512  # type: ignore[attr-defined]
+    assert peak[0] <= r.max_pending + 2 * 512

@@ -25,7 +25,6 @@ from pathlib import Path
 import anyio
 import numpy as np
 import pytest
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from tensorboard.compat.proto import event_pb2
 
 import aoff._backends._tensorboard as tbmod
@@ -33,6 +32,8 @@ from aoff._backends._base import Backend, BackendContext
 from aoff._backends._tensorboard import EventEncoder, TensorBoardBackend, encode_records
 from aoff._backends._tfrecord import frame_many, masked_crc32c
 from aoff._core._records import StepRecord
+
+from .conftest import tensorboard_accumulator as load
 
 TAGS = tuple(
     [
@@ -80,12 +81,6 @@ def truncated_copy(src: str, dst: Path, cut: int) -> None:
     dst.parent.mkdir(parents=True)
     shutil.copyfile(src, dst)
     os.truncate(dst, os.path.getsize(dst) - cut)
-
-
-def load(path: str | os.PathLike[str]) -> EventAccumulator:
-    acc = EventAccumulator(os.fspath(path), size_guidance={"scalars": 0})
-    acc.Reload()
-    return acc
 
 
 async def write_all(backend: TensorBoardBackend, records: list[StepRecord], batch: int) -> None:
@@ -379,6 +374,7 @@ def _get_json(url: str) -> object:
         return json.loads(resp.read().decode("utf-8"))
 
 
+@pytest.mark.slow  # starts the real tensorboard server
 def test_real_tensorboard_server_shows_the_scalars(tmp_path: Path) -> None:
     n = 300
     logdir = tmp_path / "logs"

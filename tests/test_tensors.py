@@ -38,25 +38,19 @@ from aoff._core._state import State
 from aoff._pump import Pump
 from aoff.testing import ManualClock, MemoryBackend, RecordingDisplay
 
+from .conftest import make_async_logger, make_logger
+
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.bool]
 SHAPES = [(), (1,), (1, 1)]
 
 
-def make_sync(mem: MemoryBackend, **kw: Any) -> OffPolicyLogger:
-    return OffPolicyLogger(
-        log_backend="none",
-        backends=[mem],
-        display=RecordingDisplay(),
-        handle_sigterm=False,
-        clock=ManualClock(),
-        **kw,
-    )
+# a manual clock: the timing scalars (perf/steps_per_sec) do not depend on the machine
+def make_sync(mem: MemoryBackend, finish_timeout: float = 10.0) -> OffPolicyLogger:
+    return make_logger(mem, clock=ManualClock(), finish_timeout=finish_timeout)
 
 
-def make_async(mem: MemoryBackend, **kw: Any) -> AsyncOffPolicyLogger:
-    return AsyncOffPolicyLogger(
-        log_backend="none", backends=[mem], display=RecordingDisplay(), clock=ManualClock(), **kw
-    )
+def make_async(mem: MemoryBackend) -> AsyncOffPolicyLogger:
+    return make_async_logger(mem, clock=ManualClock())
 
 
 def rows(mem: MemoryBackend) -> list[tuple[int, int, tuple[tuple[str, float], ...]]]:
@@ -193,13 +187,14 @@ def test_mixed_tensors_and_floats_in_one_call() -> None:
     log = make_sync(mem)
     t = torch.tensor(0.5)
     i = torch.tensor([3], dtype=torch.int64)
-    log.log_collector(i * 1000, 10, 0.0)
+    # tensors where the signatures say int/float: accepted at the call (captured)
+    log.log_collector(i * 1000, 10, 0.0)  # type: ignore[arg-type]
     log.log_step(
         1,
         {"a": t, "b": 0.25, "c": 2, "d": torch.tensor([[1.5]], dtype=torch.float64)},
-        reward=torch.tensor(-1.0, dtype=torch.bfloat16),
+        reward=torch.tensor(-1.0, dtype=torch.bfloat16),  # type: ignore[arg-type]
         train_time=0.002,
-        wait_time=torch.tensor(0.001, dtype=torch.float64),
+        wait_time=torch.tensor(0.001, dtype=torch.float64),  # type: ignore[arg-type]
     )
     t.add_(100)
     i.add_(100)
@@ -274,8 +269,8 @@ def test_requires_grad_tensors_log_without_warnings() -> None:
     loss = (w * 3).sum()  # a non-leaf with a grad_fn
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        log.log_step(1, {"loss": loss, "w": w}, reward=loss.reshape(1))
-        loss.backward()  # the graph is untouched by logging
+        log.log_step(1, {"loss": loss, "w": w}, reward=loss.reshape(1))  # type: ignore[arg-type]
+        torch.autograd.backward(loss)  # the graph is untouched by logging
     log.finish()
     assert w.grad is not None and w.grad.item() == 3.0
     d = mem.records[0].as_dict()
@@ -320,6 +315,7 @@ async def test_async_face_multi_element_tensor_raises_at_the_call() -> None:
 
 
 # -- torch stays optional ----------------------------------------------------------------------
+@pytest.mark.slow  # a subprocess that imports torch
 def test_capture_turns_on_only_after_torch_is_imported() -> None:
     code = textwrap.dedent(
         """
@@ -532,7 +528,7 @@ def fake_cuda(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
 
     monkeypatch.setattr(_tensors, "_host_empty", host_empty)
     monkeypatch.setattr(_tensors, "_record_event", record_event)
-    monkeypatch.setattr(_tensors.torch, "stack", stack)
+    monkeypatch.setattr(torch, "stack", stack)  # _tensors calls torch.stack
     return seen
 
 
@@ -580,7 +576,7 @@ def test_cuda_path_one_event_per_device(fake_cuda: dict[str, list[Any]]) -> None
     class OnDevice(torch.Tensor):
         """A CPU tensor that says it is on another device index (grouping only)."""
 
-        def get_device(self) -> int:  # type: ignore[override]
+        def get_device(self) -> int:
             return 1
 
     g: Gather = []
@@ -590,7 +586,8 @@ def test_cuda_path_one_event_per_device(fake_cuda: dict[str, list[Any]]) -> None
     out = finish(g, (ev.DONE_RATES, 0.0, a, b))
     assert sorted(e.device for e in fake_cuda["events"]) == [-1, 1]
     assert fake_cuda["stacks"] == [2]
-    while not event_ready(out):  # type: ignore[arg-type]
+    assert type(out) is PendingEvent
+    while not event_ready(out):
         pass
     assert (a.value(), b.value(), c.value()) == (1.0, 2.0, 3.0)
 

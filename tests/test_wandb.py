@@ -69,6 +69,7 @@ def history_eventually(root: Path, rows: int, timeout: float = 20.0) -> list[dic
         time.sleep(0.1)
 
 
+@pytest.mark.slow  # starts wandb's service process
 @pytest.mark.anyio
 async def test_offline_run_1000_steps(wandb_dir: Path) -> None:
     backend = WandbBackend(project="aoff-test", dir=wandb_dir, tags=["t1"], config={"lr": 3e-4})

@@ -26,8 +26,9 @@ from typing import Any
 import pytest
 import torch
 
-from aoff import AsyncOffPolicyLogger, OffPolicyLogger
-from aoff.testing import MemoryBackend, RecordingDisplay
+from aoff.testing import MemoryBackend
+
+from ..conftest import make_async_logger, make_logger
 
 pytestmark = [
     pytest.mark.gpu,
@@ -114,9 +115,7 @@ def test_debug_mode_catches_a_sync() -> None:
 def test_sync_face_1000_steps_of_30_cuda_tensors_never_sync() -> None:
     dev = torch.device("cuda")
     mem = MemoryBackend()
-    log = OffPolicyLogger(
-        log_backend="none", backends=[mem], display=RecordingDisplay(), handle_sigterm=False
-    )
+    log = make_logger(mem)
     log.start()
     w = torch.full((), 2.0, device=dev, requires_grad=True)
     ramp = torch.arange(30, dtype=torch.float32, device=dev)
@@ -127,7 +126,8 @@ def test_sync_face_1000_steps_of_30_cuda_tensors_never_sync() -> None:
             log.log_step(iteration, **kwargs)
             vals.add_(1000)  # in place, after the call: must not reach the records
             iteration.add_(1000)
-            log.update_done_rates(vals[0] * 0, vals[1] * 0)  # more calls, other kinds
+            # more calls, other kinds (tensors where floats are declared: captured)
+            log.update_done_rates(vals[0] * 0, vals[1] * 0)  # type: ignore[arg-type]
     report = log.finish()
     assert report.complete and report.invalid_values == 0, report
     check_records(mem, STEPS)
@@ -140,9 +140,7 @@ async def test_async_face_cuda_tensors_never_sync() -> None:
     w = torch.full((), 2.0, device=dev, requires_grad=True)
     ramp = torch.arange(30, dtype=torch.float32, device=dev)
     steps = 200
-    async with AsyncOffPolicyLogger(
-        log_backend="none", backends=[mem], display=RecordingDisplay()
-    ) as log:
+    async with make_async_logger(mem) as log:
         with SyncDebugError():
             for i in range(steps):
                 vals = ramp + i * 0.5

@@ -1,0 +1,473 @@
+"""Unit tests of the pure core and of one backend runner, without a logger around them.
+
+* :class:`EventBuffer`: each overflow policy's exact drop count, ``block`` waiting and
+  being released, and the closing event that never evicts data;
+* :class:`Folder`: events in, the seed's records out; bad values counted, and reported
+  once per (argument, key);
+* :class:`BackendRunner` on a manual monotonic clock: retries, failure, a stalled write
+  (a fake backend awaits an ``anyio.Event``; the clock is advanced, nothing sleeps), and
+  ``offered == written + lost`` at every step.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import anyio
+import pytest
+
+from aoff import BackendContext, Overflow, StepRecord
+from aoff._core import _events as ev
+from aoff._core._buffer import EventBuffer
+from aoff._core._fold import Folder
+from aoff._core._state import State
+from aoff._runner import BackendRunner
+from aoff.testing import ManualClock
+
+from .faulty import CountingBackend
+
+WAIT = 10.0  # generous bound on a real wait for another thread
+
+
+def status(i: int) -> ev.Event:
+    """A small data event, numbered so tests can tell which ones survived."""
+    return (ev.STATUS, float(i), f"s{i}")
+
+
+def numbers(events: list[ev.Event]) -> list[int]:
+    return [int(e[1]) for e in events]
+
+
+def eventually(condition: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + WAIT
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.001)
+
+
+# -- EventBuffer --------------------------------------------------------------------------------
+def test_buffer_rejects_bad_arguments() -> None:
+    for capacity in (0, -1, True, 1.5):
+        with pytest.raises(ValueError, match="capacity must be a positive int"):
+            EventBuffer(capacity, "drop_oldest")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="overflow must be one of"):
+        EventBuffer(10, "wait")  # type: ignore[arg-type]
+
+
+def test_drop_oldest_never_refuses_and_trim_discards_exactly_the_oldest_excess() -> None:
+    buf = EventBuffer(10, "drop_oldest")
+    for i in range(25):
+        buf.put(status(i))
+    assert len(buf) == 25 and buf.full()  # the producer never checks: the bound is soft
+    assert buf.dropped == 0 and buf.refused == 0
+    assert buf.trim() == 15
+    assert buf.trim() == 0  # nothing beyond capacity left
+    assert buf.dropped == 15
+    assert numbers(buf.drain()) == list(range(15, 25))
+    assert buf.drained == 10
+    for i in range(25, 37):
+        buf.put(status(i))
+    assert buf.trim() == 2 and buf.dropped == 17
+    assert numbers(buf.drain(limit=4)) == [27, 28, 29, 30]
+    assert numbers(buf.drain()) == list(range(31, 37))
+    assert buf.drain() == [] and buf.drained == 20
+
+
+def test_drop_newest_refuses_at_capacity_and_counts_each_refusal() -> None:
+    buf = EventBuffer(10, "drop_newest")
+    for i in range(25):
+        buf.put(status(i))
+    assert len(buf) == 10
+    assert buf.refused == 15 and buf.dropped == 15
+    assert buf.trim() == 0  # trimming is drop_oldest's
+    assert numbers(buf.drain(limit=3)) == [0, 1, 2]
+    for i in range(25, 30):
+        buf.put(status(i))  # 3 fit, 2 are refused
+    assert buf.refused == 17 and buf.dropped == 17
+    assert numbers(buf.drain()) == [*range(3, 10), 25, 26, 27]
+
+
+def test_block_waits_for_space_and_a_drain_releases_it() -> None:
+    buf = EventBuffer(2, "block")
+    buf.put(status(0))
+    buf.put(status(1))
+    assert buf.wait_for_space(timeout=0.01) is False  # full, and nobody drains
+    done = threading.Event()
+
+    def producer() -> None:
+        buf.put(status(2))
+        done.set()
+
+    th = threading.Thread(target=producer, daemon=True)
+    th.start()
+    eventually(lambda: buf._waiters == 1)  # blocked in wait_for_space
+    assert not done.is_set() and len(buf) == 2
+    assert numbers(buf.drain(limit=1)) == [0]
+    assert done.wait(WAIT)
+    th.join(WAIT)
+    assert numbers(buf.drain()) == [1, 2]
+    assert buf.dropped == 0 and buf.trim() == 0
+
+
+def test_block_is_released_by_close_and_drops_nothing() -> None:
+    buf = EventBuffer(1, "block")
+    buf.put(status(0))
+    done = threading.Event()
+
+    def producer() -> None:
+        buf.put(status(1))  # proceeds once the buffer is closed
+        done.set()
+
+    th = threading.Thread(target=producer, daemon=True)
+    th.start()
+    eventually(lambda: buf._waiters == 1)
+    assert not done.is_set()
+    buf.close()
+    assert done.wait(WAIT)
+    th.join(WAIT)
+    assert buf.wait_for_space() is True  # closed: never waits again
+    buf.put(status(2))
+    assert numbers(buf.drain()) == [0, 1, 2] and buf.dropped == 0
+
+
+@pytest.mark.parametrize("overflow", ["drop_oldest", "drop_newest", "block"])
+def test_append_final_never_evicts_data_when_exactly_capacity_is_buffered(
+    overflow: Overflow,
+) -> None:
+    buf = EventBuffer(3, overflow)
+    for i in range(3):
+        buf.put(status(i))
+    final = ev.finish_event(99.0, "Training Summary", "", False)
+    buf.append_final(final)  # never refused, never blocks
+    assert buf.trim() == 0
+    assert buf.dropped == 0
+    assert buf.drain() == [status(0), status(1), status(2), final]
+
+
+def test_append_final_under_drop_oldest_trims_only_data_beyond_capacity() -> None:
+    buf = EventBuffer(3, "drop_oldest")
+    for i in range(5):
+        buf.put(status(i))
+    final = ev.finish_event(99.0, "Training Summary", "", True)
+    buf.append_final(final)
+    assert buf.trim() == 2 and buf.dropped == 2
+    assert buf.drain() == [status(2), status(3), status(4), final]
+
+
+def test_dropped_is_exact_across_trims_and_refusals() -> None:
+    """Rounds of bursts and partial drains: every event is drained, dropped or still
+    buffered, never two of these and never none."""
+    oldest = EventBuffer(100, "drop_oldest")
+    newest = EventBuffer(100, "drop_newest")
+    total_trimmed = 0
+    for rnd in range(20):
+        for i in range(37 * rnd):
+            oldest.put(status(i))
+            newest.put(status(i))
+        total_trimmed += oldest.trim()
+        assert oldest.dropped == total_trimmed
+        assert len(oldest) <= 100 and len(newest) <= 100
+        oldest.drain(limit=50)
+        newest.drain(limit=50)
+    produced = sum(37 * rnd for rnd in range(20))
+    assert oldest.dropped + oldest.drained + len(oldest) == produced
+    assert newest.dropped + newest.drained + len(newest) == produced
+    assert newest.dropped == newest.refused > 0 and oldest.dropped > 0
+
+
+# -- Folder ----------------------------------------------------------------------------------
+def step_event(
+    iteration: object,
+    metrics: object = None,
+    reward: object = None,
+    *,
+    wall: float = 100.0,
+    reward_metrics: object = None,
+    components: object = None,
+    train_time: object = 0.0,
+    wait_time: object = 0.0,
+    throughput: object = None,
+) -> ev.Event:
+    return (
+        ev.STEP,
+        wall,
+        iteration,
+        metrics,
+        reward,
+        reward_metrics,
+        components,
+        train_time,
+        wait_time,
+        0.0,  # h2d_time
+        0.0,  # weight_sync_time
+        throughput,
+    )
+
+
+def test_fold_turns_events_into_the_seed_record() -> None:
+    folder = Folder(State())
+    assert folder.apply((ev.START, 10.0, "Warming up...")) is None
+    assert folder.apply((ev.COLLECTOR_TIMING, 11.0, {"env_ms": 3.0})) is None
+    assert folder.apply((ev.DONE_RATES, 12.0, 0.25, 0.5)) is None
+    assert folder.apply((ev.COLLECTOR, 13.0, 8192, 1000, 1.5)) is None
+    assert folder.apply((ev.EP_LENGTH, 14.0, 200.0)) is None
+    rec = folder.apply(
+        step_event(
+            3,
+            {"critic_loss": 0.5, "loss/actor": -1.0},
+            2.0,
+            wall=15.0,
+            components={"speed": 0.25},
+            train_time=0.002,
+            wait_time=0.001,
+            throughput=4096,
+        )
+    )
+    assert rec == StepRecord(
+        step=8192,  # total_steps once known, else the iteration
+        iteration=3,
+        wall_time=15.0,
+        scalars=(
+            ("axis/iteration", 3.0),
+            ("axis/env_steps_total", 8192.0),
+            ("train/critic_loss", 0.5),
+            ("loss/actor", -1.0),
+            ("reward/mean", 2.0),
+            ("reward/speed", 0.25),
+            ("episode/length", 200.0),
+            ("episode/timeout_rate", 0.25),
+            ("episode/terminated_rate", 0.5),
+            ("timing/learner_wait_ms", 1.0),
+            ("timing/learner_incremental_h2d_ms", 0.0),
+            ("timing/learner_train_ms", 2.0),
+            ("timing/learner_weight_sync_ms", 0.0),
+            ("timing/collector_env_ms", 3.0),
+            ("perf/steps_per_sec", 4096 / 0.002),
+            ("perf/iter_ms", 2.0),
+        ),
+    )
+    s = folder.state
+    assert s.started and s.start_time == 10.0 and s.last_wall_time == 15.0
+    assert (s.iteration, s.total_steps, s.buffer_size, s.steps_logged) == (3, 8192, 1000, 1)
+    assert list(s.reward_history) == [1.5, 2.0]  # the collector's mean, then the step's
+    assert s.latest_metrics == {"critic_loss": 0.5, "loss/actor": -1.0}
+    assert s.status == "Training" and s.invalid_values == 0
+    assert folder.apply(ev.finish_event(16.0, "Done", "extra", True)) is None
+    assert s.finished and s.interrupted and s.finish_title == "Done"
+
+
+def test_fold_step_before_any_collector_uses_the_iteration_as_step() -> None:
+    folder = Folder(State())
+    rec = folder.apply(step_event(7))
+    assert rec is not None and (rec.step, rec.iteration) == (7, 7)
+    assert [t for t, _ in rec.scalars][:2] == ["axis/iteration", "axis/env_steps_total"]
+    assert "reward/mean" not in rec.as_dict()
+
+
+def test_fold_counts_every_bad_value_and_reports_each_argument_key_pair_once() -> None:
+    lines: list[str] = []
+    folder = Folder(State(), lines.append)
+    for i in range(3):
+        rec = folder.apply(
+            step_event(
+                i,
+                {"loss": 0.5, "name": "run", 1: 2.0, "nan": math.nan},
+                "high",
+                reward_metrics={"name": None},
+            )
+        )
+        assert rec is not None
+        d = rec.as_dict()
+        assert d["train/loss"] == 0.5 and math.isnan(d["train/nan"])  # the rest is kept
+        assert "train/name" not in d and "reward/mean" not in d and "reward/name" not in d
+    # per step: metrics 'name', metrics key 1, the reward, reward_metrics 'name'
+    assert folder.state.invalid_values == 4 * 3
+    assert len(lines) == 4, lines
+    assert sum("'name'" in m and "log_step(metrics)" in m for m in lines) == 1
+    assert sum("'name'" in m and "log_step(reward_metrics)" in m for m in lines) == 1
+    assert sum("key 1 is int, not str" in m for m in lines) == 1
+    assert sum("'reward'" in m for m in lines) == 1
+    # a bad value outside log_step: counted, reported once, replaced by its default
+    assert folder.apply((ev.DONE_RATES, 1.0, "x", 0.5)) is None
+    assert folder.apply((ev.DONE_RATES, 2.0, "x", 0.5)) is None
+    assert folder.state.timeout_rate == 0.0 and folder.state.terminated_rate == 0.5
+    assert folder.state.invalid_values == 4 * 3 + 2 and len(lines) == 5
+
+
+def test_fold_never_raises_for_a_non_dict_argument() -> None:
+    lines: list[str] = []
+    folder = Folder(State(), lines.append)
+    rec = folder.apply(step_event(1, [("loss", 1.0)]))
+    assert rec is not None and not any(t.startswith("train/") for t, _ in rec.scalars)
+    assert folder.state.invalid_values == 1
+    assert lines == ["log_step(metrics): expected a dict, got list; ignored"]
+
+
+# -- BackendRunner -----------------------------------------------------------------------------
+def step_records(start: int, n: int) -> list[StepRecord]:
+    return [
+        StepRecord(i, i, float(i), (("axis/iteration", float(i)),)) for i in range(start, start + n)
+    ]
+
+
+def accounted(r: BackendRunner) -> bool:
+    """The invariant at the end of a run: every record offered was written or lost."""
+    return r.offered == r.written + r.lost
+
+
+def accounted_mid_run(r: BackendRunner) -> bool:
+    """At any moment: written, lost, waiting in the outbox, or in the write in flight."""
+    return r.offered == r.written + r.lost + len(r.pending) + r.in_flight
+
+
+class FlakyBackend(CountingBackend):
+    """``write`` raises for its first ``failures`` calls (every call when None)."""
+
+    def __init__(self, failures: int | None) -> None:
+        super().__init__("flaky")
+        self.failures = failures
+        self.attempts = 0
+
+    async def write(self, records: Sequence[StepRecord]) -> None:
+        self.attempts += 1
+        if self.failures is None or self.attempts <= self.failures:
+            raise OSError(28, "No space left on device")
+        await super().write(records)
+
+
+class HangingBackend(CountingBackend):
+    """``write`` waits for :attr:`release`; :attr:`entered` is set once one is waiting."""
+
+    def __init__(self) -> None:
+        super().__init__("hanging")
+        self.entered = anyio.Event()
+        self.release = anyio.Event()
+
+    async def write(self, records: Sequence[StepRecord]) -> None:
+        self.entered.set()
+        await self.release.wait()
+        await super().write(records)
+
+
+def make_runner(
+    backend: CountingBackend, clock: ManualClock, **kw: Any
+) -> tuple[BackendRunner, list[str]]:
+    lines: list[str] = []
+    runner = BackendRunner(backend, report=lines.append, monotonic=clock, retry_backoff=0.0, **kw)
+    return runner, lines
+
+
+@pytest.mark.anyio
+async def test_runner_retries_then_fails_and_counts_everything_as_lost() -> None:
+    backend = FlakyBackend(failures=None)
+    runner, lines = make_runner(backend, ManualClock(), retries=2)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(runner.run, BackendContext())
+        runner.offer(step_records(0, 5))
+        with anyio.fail_after(WAIT):
+            await runner.done.wait()
+    assert backend.attempts == 3  # the write, then two retries
+    assert runner.status == "failed" and not runner.healthy
+    assert runner.error == "write failed: OSError: [Errno 28] No space left on device"
+    assert (runner.offered, runner.written, runner.lost) == (5, 0, 5)
+    assert lines == [
+        "aoff: backend 'flaky' disabled after error: "
+        "write failed: OSError: [Errno 28] No space left on device"
+    ]
+    assert backend.closed == 1  # closed once, quietly
+    runner.offer(step_records(5, 3))  # after the failure: counted as lost at once
+    assert (runner.offered, runner.lost) == (8, 8) and accounted(runner)
+    assert runner.request_flush().is_set()  # nothing to wait for
+
+
+@pytest.mark.anyio
+async def test_runner_retries_a_transient_error_and_loses_nothing() -> None:
+    backend = FlakyBackend(failures=2)
+    runner, lines = make_runner(backend, ManualClock(), retries=2)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(runner.run, BackendContext())
+        runner.offer(step_records(0, 5))
+        with anyio.fail_after(WAIT):
+            await runner.request_flush().wait()
+        assert backend.iterations == list(range(5)) and backend.attempts == 3
+        runner.close_input()
+    assert runner.status == "closed" and backend.closed == 1
+    assert (runner.offered, runner.written, runner.lost) == (5, 5, 0)
+    assert lines == []
+
+
+@pytest.mark.anyio
+async def test_a_stalled_write_stops_holding_back_after_stall_timeout() -> None:
+    clock = ManualClock()
+    backend = HangingBackend()
+    runner, lines = make_runner(backend, clock, max_pending=4, stall_timeout=10.0)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(runner.run, BackendContext())
+        runner.offer(step_records(0, 1))
+        with anyio.fail_after(WAIT):
+            await backend.entered.wait()  # record 0 is in flight, and hangs
+        assert runner.in_flight == 1 and not runner.holds_back()
+        runner.offer(step_records(1, 4))  # the outbox is full: the pump must wait...
+        assert runner.holds_back() and not runner.stalled() and accounted_mid_run(runner)
+        clock.advance(10.0)  # ...for stall_timeout, not a moment less
+        assert runner.holds_back() and lines == []
+        clock.advance(0.001)
+        assert not runner.holds_back() and runner.stalled()
+        assert lines == [
+            "aoff: backend 'hanging': write has not returned for 10s; training goes on, "
+            "and this backend keeps only its newest 4 records until it answers"
+        ]
+        assert runner.stalled() and len(lines) == 1  # reported once
+        runner.offer(step_records(5, 3))  # stalled: the outbox keeps the newest 4
+        assert [r.iteration for r in runner.pending] == [4, 5, 6, 7]
+        assert (runner.offered, runner.lost) == (8, 3)
+        assert runner.healthy and accounted_mid_run(runner)
+        backend.release.set()  # the write returns: the runner carries on
+        with anyio.fail_after(WAIT):
+            await runner.request_flush().wait()
+        assert not runner.stalled()
+        runner.close_input()
+    assert backend.iterations == [0, 4, 5, 6, 7]
+    assert runner.status == "closed"
+    assert (runner.offered, runner.written, runner.lost) == (8, 5, 3) and accounted(runner)
+    assert len(lines) == 1
+
+
+@pytest.mark.anyio
+async def test_a_runner_abandoned_mid_write_counts_the_write_and_outbox_as_lost() -> None:
+    clock = ManualClock()
+    backend = HangingBackend()
+    runner, _ = make_runner(backend, clock, max_pending=4, stall_timeout=10.0)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(runner.run, BackendContext())
+        runner.offer(step_records(0, 3))
+        with anyio.fail_after(WAIT):
+            await backend.entered.wait()
+        runner.offer(step_records(3, 2))
+        assert (runner.in_flight, len(runner.pending)) == (3, 2) and accounted_mid_run(runner)
+        tg.cancel_scope.cancel()  # finish gave up on it
+    backend.release.set()
+    assert runner.done.is_set() and runner.status == "failed"
+    assert runner.error == "timed out at finish"
+    assert (runner.offered, runner.written, runner.lost) == (5, 0, 5) and accounted(runner)
+    assert backend.iterations == [] and backend.closed == 1
+
+
+@pytest.mark.anyio
+async def test_a_failed_open_is_not_retried() -> None:
+    class NoOpen(CountingBackend):
+        async def open(self, ctx: BackendContext) -> None:
+            raise PermissionError(13, "Permission denied")
+
+    backend = NoOpen("ro")
+    runner, lines = make_runner(backend, ManualClock(), retries=5)
+    runner.offer(step_records(0, 2))  # offered before the open fails
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(runner.run, BackendContext())
+    assert runner.status == "failed" and runner.done.is_set()
+    assert (runner.offered, runner.written, runner.lost) == (2, 0, 2)
+    assert len(lines) == 1 and "open failed: PermissionError" in lines[0]
