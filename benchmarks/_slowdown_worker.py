@@ -42,7 +42,7 @@ from _workload import (
     total_steps,
 )
 
-CONFIGS = ("none", "aoff", "seedlike", "aoff-nodash", "aoff-dashonly")
+CONFIGS = ("none", "aoff", "aoff-thread", "seedlike", "aoff-nodash", "aoff-dashonly")
 
 
 def busy(k: int) -> int:
@@ -88,13 +88,15 @@ def make_logger(config: str, n: int, d: str) -> Any:
 
     kw: dict[str, Any] = {}
     if config == "aoff":
-        kw = {"log_dir": d, "backends": ("jsonl",)}
+        kw = {"log_dir": d, "backends": ("jsonl",), "pump": "process"}
+    elif config == "aoff-thread":
+        kw = {"log_dir": d, "backends": ("jsonl",), "pump": "thread"}
     elif config == "aoff-nodash":
         from aoff._display._api import NullDisplay
 
-        kw = {"log_dir": d, "backends": ("jsonl",), "display": NullDisplay()}
+        kw = {"log_dir": d, "backends": ("jsonl",), "display": NullDisplay(), "pump": "thread"}
     elif config == "aoff-dashonly":
-        kw = {"log_backend": "none"}
+        kw = {"log_backend": "none", "pump": "thread"}
     else:
         raise ValueError(config)
     return OffPolicyLogger(
@@ -167,7 +169,7 @@ def main() -> None:
         rep = log.finish()
         if args.config.startswith("aoff"):
             info = {
-                "frames": log._core.pump.frames,
+                "frames": log._core.pump.frames if hasattr(log, "_core") else "in the agent",
                 "dropped_events": rep.dropped_events,
                 "backend_written": rep.backend_written,
                 "backend_lost": rep.backend_lost,

@@ -47,12 +47,13 @@ from _slowdown_worker import WORKS  # noqa: E402 - after the path set-up
 
 LABELS = {
     "none": "no logger",
-    "aoff": "aoff sync face (TB + JSONL + dashboard)",
+    "aoff": "aoff sync face, pump='process' (TB + JSONL + dashboard in the agent)",
+    "aoff-thread": "aoff sync face, pump='thread' (TB + JSONL + dashboard in-process)",
     "seedlike": "synchronous reference (seed-like)",
     "aoff-nodash": "aoff, TB + JSONL, no dashboard",
     "aoff-dashonly": "aoff, dashboard only",
 }
-DEFAULT_CONFIGS = ("none", "aoff", "seedlike")
+DEFAULT_CONFIGS = ("none", "aoff", "aoff-thread", "seedlike")
 WORK_DESC = {
     "python": "pure-Python busy loop of {k:,} additions (holds the GIL)",
     "native": "{k:,} sha256 of 16 KiB (C code that releases the GIL)",

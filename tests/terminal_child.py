@@ -40,6 +40,7 @@ def parse() -> argparse.Namespace:
     p.add_argument("--plain-interval", type=float, default=None)
     p.add_argument("--backends", choices=["none", "tb"], default="none")
     p.add_argument("--no-finish", action="store_true")
+    p.add_argument("--pump", choices=["process", "thread"], default="process")
     return p.parse_args()
 
 
@@ -50,6 +51,7 @@ def logger_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "max_iterations": 100_000,
         "num_envs": 16,
         "refresh_per_second": args.refresh,
+        "pump": args.pump,
     }
     if args.backends == "tb":
         kw.update(log_dir=args.out, backends=("jsonl",), flush_secs=0.5)
@@ -79,6 +81,11 @@ class Progress:
         self.file.write(f"{i}\n")
         self.file.flush()
 
+    def finished(self) -> None:
+        """finish() returned (written here, not to a terminal that may not take it)."""
+        self.file.write("finished\n")
+        self.file.flush()
+
 
 def run_sync(args: argparse.Namespace) -> None:
     from aoff import OffPolicyLogger
@@ -101,6 +108,7 @@ def run_sync(args: argparse.Namespace) -> None:
         time.sleep(0.002)
     if not args.no_finish:
         log.finish()
+        progress.finished()
     print(f"child finished after {i} iterations", flush=True)
 
 

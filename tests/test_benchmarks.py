@@ -24,6 +24,8 @@ from types import ModuleType
 import anyio
 import pytest
 
+from .conftest import make_logger
+
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "benchmarks"
 
@@ -74,6 +76,7 @@ def _table_rows(stdout: str, first_cell: str) -> list[list[str]]:
     return [[c.strip() for c in ln.strip().strip("|").split("|")] for ln in rows]
 
 
+@pytest.mark.slow  # runs both benchmark commands (~10 s)
 def test_compare_prints_table_and_finds_every_scalar_on_disk(
     runs: dict[str, tuple[int, str, Path]],
 ) -> None:
@@ -106,7 +109,8 @@ def test_compare_prints_table_and_finds_every_scalar_on_disk(
     assert (out / "latency.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_slowdown_prints_table_with_all_three_configurations(
+@pytest.mark.slow
+def test_slowdown_prints_table_with_every_default_configuration(
     runs: dict[str, tuple[int, str, Path]],
 ) -> None:
     rc, stdout, out = runs["slowdown"]
@@ -114,17 +118,19 @@ def test_slowdown_prints_table_with_all_three_configurations(
     rows = _table_rows(stdout, "configuration")
     assert [r[0] for r in rows] == [
         "no logger",
-        "aoff sync face (TB + JSONL + dashboard)",
+        "aoff sync face, pump='process' (TB + JSONL + dashboard in the agent)",
+        "aoff sync face, pump='thread' (TB + JSONL + dashboard in-process)",
         "synchronous reference (seed-like)",
     ]
-    assert [r[-1] for r in rows] == ["-", "ok", "ok"], stdout
+    assert [r[-1] for r in rows] == ["-", "ok", "ok", "ok"], stdout
     assert "aoff overhead, wall time: mean" in stdout
     assert "aoff overhead, CPU (in-process, load-independent)" in stdout
     data = json.loads((out / "slowdown.json").read_text())
     by_config = {r["config"]: r for r in data["rows"]}
     # the dashboards really drew to the pseudo-terminal; the bare loop printed nothing
     assert by_config["none"]["tty_bytes"] == [0]
-    assert by_config["aoff"]["tty_bytes"][0] > 1000
+    assert by_config["aoff"]["tty_bytes"][0] > 1000  # drawn by the agent, same pty
+    assert by_config["aoff-thread"]["tty_bytes"][0] > 1000
     assert by_config["seedlike"]["tty_bytes"][0] > 1000
     # the CPU split is computed from measurements, not left at a default
     assert all(r["rounds"][0]["work_cpu_s"] > 0 for r in data["rows"])
@@ -133,14 +139,11 @@ def test_slowdown_prints_table_with_all_three_configurations(
 
 def test_workload_scalars_are_what_aoff_writes(bench_modules: dict[str, ModuleType]) -> None:
     """SummaryWriter/wandb contenders log ``seed_scalars``; aoff must write the same."""
-    from aoff import OffPolicyLogger
-    from aoff.testing import MemoryBackend, RecordingDisplay
+    from aoff.testing import MemoryBackend
 
     w = bench_modules["_workload"]
     mem = MemoryBackend()
-    log = OffPolicyLogger(
-        log_backend="none", backends=[mem], display=RecordingDisplay(), handle_sigterm=False
-    )
+    log = make_logger(mem)
     for i in range(3):
         log.update_collector_timing(w.TIMING)
         log.update_done_rates(w.TIMEOUT_RATE, w.TERMINATED_RATE)

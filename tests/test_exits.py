@@ -10,7 +10,6 @@ with no gap, and what was logged before the process went idle must be there.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import signal
@@ -19,12 +18,16 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from .conftest import loads_strict, tensorboard_accumulator
 
 CHILD = Path(__file__).with_name("exit_child.py")
 N = 300  # exit_child.N
 TIMEOUT = 120  # generous: this is a slow, shared machine
+
+pytestmark = pytest.mark.slow  # every test runs a child process (with its agent)
 
 
 def start(mode: str, log_dir: Path) -> tuple[subprocess.Popen[bytes], Path, Path]:
@@ -53,8 +56,7 @@ def wait_for_progress(proc: subprocess.Popen[bytes], log_dir: Path, at_least: in
 def tensorboard_iterations(log_dir: Path) -> list[int]:
     files = [p for p in os.listdir(log_dir) if p.startswith("events.out.tfevents.")]
     assert len(files) == 1, files
-    acc = EventAccumulator(str(log_dir), size_guidance={"scalars": 0})
-    acc.Reload()  # raises on a corrupt file
+    acc = tensorboard_accumulator(log_dir)  # raises on a corrupt file
     its = [int(e.value) for e in acc.Scalars("axis/iteration")]
     assert [e.step for e in acc.Scalars("axis/iteration")] == its
     nans = acc.Scalars("train/nan_metric")
@@ -68,7 +70,7 @@ def jsonl_iterations(log_dir: Path, *, allow_partial_last: bool = False) -> list
     tail = lines.pop()  # "" when the file ends with a newline
     if tail:
         assert allow_partial_last, f"a partial last line: {tail[-80:]!r}"
-    rows = [json.loads(line) for line in lines]
+    rows = [loads_strict(line) for line in lines]
     assert all(r["train/nan_metric"] == "nan" for r in rows)
     return [r["iteration"] for r in rows]
 
@@ -156,9 +158,13 @@ def test_sigkill_mid_stream_leaves_files_that_read_back_without_error(tmp_path: 
     proc, _, _ = start("forever", tmp_path)
     try:
         wait_for_progress(proc, tmp_path, 2_000)
+        helpers = psutil.Process(proc.pid).children()  # the agent (pump="process")
     finally:
         proc.kill()
         proc.wait()
+    # the agent sees end of file, writes what it received and exits within seconds
+    _, alive = psutil.wait_procs(helpers, timeout=10)
+    assert not alive, alive
     tb = tensorboard_iterations(tmp_path)  # a truncated last record is tolerated
     jl = jsonl_iterations(tmp_path, allow_partial_last=True)
     for got in (tb, jl):

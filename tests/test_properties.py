@@ -21,10 +21,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from aoff import OffPolicyLogger
 from aoff._display._dashboard import Dashboard
 from aoff.testing import MemoryBackend
 
+from .conftest import make_logger, pump_thread
 from .faulty import number_path  # noqa: F401 - a fixture
 
 I64 = (-(2**63), 2**63 - 1)
@@ -361,7 +361,7 @@ def test_pump_survives_any_calls_and_matches_the_reference_fold(
     mem = MemoryBackend()
     out = io.StringIO()
     display = Dashboard(Console(file=out, width=100), plain_interval=0)
-    log = OffPolicyLogger(log_backend="none", backends=[mem], display=display, handle_sigterm=False)
+    log = make_logger(mem, display=display)
     ref = Reference()
     log.start()
     for name, args, kwargs in sequence:
@@ -373,7 +373,7 @@ def test_pump_survives_any_calls_and_matches_the_reference_fold(
         method(*args, **kwargs)
         getattr(ref, name)(*args, **kwargs)
     log.flush()
-    assert log._thread.is_alive()  # the pump never dies
+    assert pump_thread(log).is_alive()  # the pump never dies
     log.log_step(7, {"alive": 1.0})  # and still works
     ref.log_step(7, {"alive": 1.0})
     report = log.finish()

@@ -9,8 +9,8 @@ check the screen a user is left with, not only the byte stream.
 
 from __future__ import annotations
 
+import io
 import itertools
-import json
 import os
 import re
 import signal
@@ -30,13 +30,13 @@ from rich.console import Console
 from aoff import (
     AsyncOffPolicyLogger,
     Dashboard,
-    OffPolicyLogger,
     RunConfig,
     State,
     StepRecord,
 )
 from aoff.testing import ManualClock, MemoryBackend, RecordingDisplay
 
+from .conftest import make_async_logger, make_logger, read_jsonl, tensorboard_accumulator
 from .terminal_child import MARKER_ERR, MARKER_OUT
 
 CHILD = str(Path(__file__).with_name("terminal_child.py"))
@@ -183,7 +183,7 @@ class PtyRun:
     """The child on a ``ROWS``x``COLS`` pty; keeps reading so the child never blocks."""
 
     def __init__(self, args: list[str], env: dict[str, str]) -> None:
-        self.child = pexpect.spawn(
+        self.child: pexpect.spawn[bytes] = pexpect.spawn(
             sys.executable,
             args,
             env=env,
@@ -278,6 +278,7 @@ def assert_summary_after_last_panel(lines: list[str], *, interrupted: bool) -> N
 
 
 # -- 1. the live panel on a real terminal -------------------------------------------------
+@pytest.mark.slow  # a child process on a pty or a pipe
 def test_live_panel_on_a_pty_draws_updates_and_gives_the_terminal_back(
     tmp_path: Path, pty_run: Callable[..., PtyRun]
 ) -> None:
@@ -328,6 +329,7 @@ def test_live_panel_on_a_pty_draws_updates_and_gives_the_terminal_back(
     assert raw.index(MARKER_OUT) > raw.index("Losses & Metrics")  # printed while live
 
 
+@pytest.mark.slow  # a child process on a pty or a pipe
 def test_no_color_on_a_pty_has_no_colour_codes(
     tmp_path: Path, pty_run: Callable[..., PtyRun]
 ) -> None:
@@ -345,6 +347,7 @@ def test_no_color_on_a_pty_has_no_colour_codes(
     assert_summary_after_last_panel(screen.lines(), interrupted=False)
 
 
+@pytest.mark.slow  # a child process on a pty or a pipe
 def test_dumb_terminal_gets_plain_lines_without_cursor_codes(
     tmp_path: Path, pty_run: Callable[..., PtyRun]
 ) -> None:
@@ -363,6 +366,7 @@ def test_dumb_terminal_gets_plain_lines_without_cursor_codes(
 
 
 # -- 2. stdout redirected to a file -------------------------------------------------------
+@pytest.mark.slow  # a child process on a pty or a pipe
 def test_redirected_stdout_gets_plain_lines_and_no_escape_codes(tmp_path: Path) -> None:
     out, err, code = run_to_file(
         child_args("timed", tmp_path, "--seconds", "1.2", "--plain-interval", "0.25"),
@@ -387,11 +391,11 @@ def test_redirected_stdout_gets_plain_lines_and_no_escape_codes(tmp_path: Path) 
 def logged_before_signal(out: Path) -> list[int]:
     text = (out / "progress.txt").read_text(encoding="utf-8")
     complete = text[: text.rfind("\n") + 1]  # a line cut by the signal does not count
-    return [int(x) for x in complete.split()]
+    return [int(x) for x in complete.split() if x != "finished"]
 
 
 def jsonl_iterations(out: Path) -> list[int]:
-    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    rows = read_jsonl(out / "metrics.jsonl")
     for row in rows:
         assert row["step"] == row["iteration"] * 4096
         assert row["train/critic_loss"] == pytest.approx(1.0 / row["iteration"])
@@ -399,13 +403,9 @@ def jsonl_iterations(out: Path) -> list[int]:
 
 
 def tensorboard_iterations(out: Path) -> list[int]:
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
     files = list(out.glob("events.out.tfevents.*"))
     assert len(files) == 1, files
-    acc = EventAccumulator(str(out), size_guidance={"scalars": 0})
-    acc.Reload()
-    events = acc.Scalars("axis/iteration")
+    events = tensorboard_accumulator(out).Scalars("axis/iteration")
     assert [e.step for e in events] == [int(e.value) * 4096 for e in events]
     return [int(e.value) for e in events]
 
@@ -428,6 +428,7 @@ def wait_for_progress(run: PtyRun, out: Path, steps: int) -> None:
     run.read_until(enough)
 
 
+@pytest.mark.slow  # a child process on a pty or a pipe
 @pytest.mark.parametrize(
     ("how", "expected_status"),
     [("SIGTERM", 143), ("Ctrl+C", None)],
@@ -459,6 +460,7 @@ def test_signal_mid_run_on_a_pty_loses_nothing_and_restores_the_terminal(
     assert_summary_after_last_panel(screen.lines(), interrupted=True)
 
 
+@pytest.mark.slow  # a child process on a pty or a pipe
 @pytest.mark.parametrize("face", ["asyncio", "trio"])
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_async_face_drains_on_signal(tmp_path: Path, face: str, signum: signal.Signals) -> None:
@@ -511,6 +513,7 @@ def test_async_face_drains_on_signal(tmp_path: Path, face: str, signum: signal.S
     assert_summary_after_last_panel(stdout.splitlines(), interrupted=True)
 
 
+@pytest.mark.slow  # a child process on a pty or a pipe
 def test_exit_without_finish_writes_everything(tmp_path: Path) -> None:
     """The exit hook's final drain can still use asyncio's executor (aiofiles: JSONL)."""
     out, err, code = run_to_file(
@@ -539,9 +542,7 @@ async def test_async_face_cancelled_from_outside_still_writes_everything() -> No
     mem = SlowBackend()
     i = 0
     with anyio.move_on_after(0.3):
-        async with AsyncOffPolicyLogger(
-            log_backend="none", backends=[mem], display=RecordingDisplay()
-        ) as log:
+        async with make_async_logger(mem) as log:
             while True:
                 i += 1
                 await log.log_step(i)
@@ -627,21 +628,12 @@ def test_print_from_another_thread_while_frames_change_height() -> None:
     dash.close(_state_of_height(i), float(i), summary=False)
 
     screen = Screen(height=ROWS)
-    screen.feed(console.file.getvalue())  # type: ignore[attr-defined]
+    screen.feed(captured_text(console))
     lines = screen.lines()
     assert sum(PANEL_TITLE in line for line in lines) == 1
     top = next(n for n, line in enumerate(lines) if PANEL_TITLE in line)
     assert [line for line in lines if line.startswith("line-")] == texts
     assert lines[top - len(texts) : top] == texts
-
-
-@pytest.fixture
-def restore_streams() -> Iterator[None]:
-    out, err = sys.stdout, sys.stderr
-    yield
-    ok = sys.stdout is out and sys.stderr is err
-    sys.stdout, sys.stderr = out, err
-    assert ok, "dashboard left sys.stdout/sys.stderr redirected"
 
 
 # -- 4. the throttle with the real Dashboard ----------------------------------------------
@@ -668,8 +660,6 @@ class CountingDashboard(Dashboard):
 
 
 def captured_console() -> Console:
-    import io
-
     return Console(
         file=io.StringIO(),
         force_terminal=True,
@@ -679,20 +669,20 @@ def captured_console() -> Console:
     )
 
 
+def captured_text(console: Console) -> str:
+    """Everything written to a :func:`captured_console`."""
+    file = console.file
+    assert isinstance(file, io.StringIO)
+    return file.getvalue()
+
+
 @pytest.mark.parametrize("refresh", [4, 10])
 def test_real_dashboard_frames_never_exceed_refresh_per_second(refresh: int) -> None:
     clock = ManualClock()
     console = captured_console()
     dash = CountingDashboard(console)
     mem = MemoryBackend()
-    log = OffPolicyLogger(
-        log_backend="none",
-        backends=[mem],
-        display=dash,
-        clock=clock,
-        refresh_per_second=refresh,
-        handle_sigterm=False,
-    )
+    log = make_logger(mem, display=dash, clock=clock, refresh_per_second=refresh)
     log.start()
     for i in range(10_000):  # 10,000 steps over 1 s of clock time
         log.log_step(i + 1, {"critic_loss": 0.5})
@@ -705,7 +695,7 @@ def test_real_dashboard_frames_never_exceed_refresh_per_second(refresh: int) -> 
     times = dash.update_times
     assert 2 <= len(times) <= refresh + 2, times
     assert all(b - a >= 1.0 / refresh - 1e-9 for a, b in itertools.pairwise(times))
-    raw = console.file.getvalue()  # type: ignore[attr-defined]
+    raw = captured_text(console)
     panels = frames_drawn(raw)
     # every update drew one panel; open and stop may draw one more each
     assert len(times) <= panels <= len(times) + 2

@@ -22,15 +22,20 @@ from __future__ import annotations
 import signal
 import threading
 import types
+import warnings
 from collections.abc import Awaitable
-from typing import Any, NoReturn, cast
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 import anyio
 import anyio.abc
 
 from ._core import _events as ev
-from ._face import Face
+from ._face import AoffWarning, Face
 from ._report import FinishReport
+from ._streams import Forwarding, should_forward
+
+if TYPE_CHECKING:
+    from ._agent._side import AgentSide
 
 
 class _Ready:
@@ -60,21 +65,41 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
 
     def _setup_face(self) -> None:
         overflow = self._options.overflow
-        buf = self._core.buffer
+        buf = self._buffer
         self._buf = buf
-        if overflow == "block":
-            self._init_recorder(self._put_block, self._options.now)
-        else:
-            self._init_recorder(self._put_nowait, self._options.now)
+        self._entered_put = self._put_block if overflow == "block" else self._put_nowait
+        # until `async with` enters, calls are kept (written if it does) and warn once
+        self._init_recorder(self._put_unentered, self._options.now)
         self._raw_put = buf.put if overflow != "block" else buf.append
+        self._side: AgentSide | None = None  # process mode, once entered
+        self._forwarding: Forwarding | None = None  # thread mode on a terminal
+        if not self._process_mode():
+            self._build_core()
         self._tg: anyio.abc.TaskGroup | None = None
         self._entered = False
+        self._warned_unentered = False
+        # made in __aenter__ (an anyio.Event needs a running loop)
+        self._pump_done: anyio.Event | None = None  # the in-process pump task ended
+        self._stop_done: anyio.Event | None = None  # the stop in progress has its report
         self._stopped = False
         self._handle_sigterm = self._options.handle_sigterm
         self._sigterm_scope: anyio.CancelScope | None = None
         self._signalled: int | None = None
 
     # -- hot path adapters -------------------------------------------------------------------
+    def _put_unentered(self, event: ev.Event) -> Awaitable[None]:
+        if not self._warned_unentered:
+            self._warned_unentered = True
+            warnings.warn(
+                f"aoff: AsyncOffPolicyLogger.{ev.name_of(event)}() before `async with`: "
+                "nothing is written until the logger is entered "
+                "(`async with AsyncOffPolicyLogger(...) as log:`)",
+                AoffWarning,
+                stacklevel=3,
+            )
+        self._buf.append(event)  # never waits, whatever the policy: nothing drains yet
+        return READY
+
     def _put_nowait(self, event: ev.Event) -> Awaitable[None]:
         self._raw_put(event)
         return READY
@@ -95,16 +120,28 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
         if self._entered:
             raise RuntimeError("an AsyncOffPolicyLogger can be entered only once")
         self._entered = True
+        self._pump_done = anyio.Event()
+        self._stop_done = anyio.Event()
+        self._put = self._entered_put
         tg = anyio.create_task_group()
         await tg.__aenter__()
         self._tg = tg
         try:
             self._sigterm_scope = anyio.CancelScope()
-            await tg.start(self._run_pump)
+            if self._process_mode():
+                from ._agent._side import AgentSide
+
+                self._side = AgentSide(self._options, self._buffer, self._build_core, driver="task")
+                await tg.start(self._run_shipper)
+            else:
+                if should_forward(self._options.log_backend, self._options.display is not None):
+                    self._forwarding = Forwarding(self._core.pump.text)
+                await tg.start(self._run_pump)
             if self._handle_sigterm and _sigterm_is_default():
                 await tg.start(self._watch_sigterm, tg.cancel_scope)
         except BaseException:
-            self._core.pump.request_stop(summary=False)  # the pump is shielded: ask it
+            if self._side is None:
+                self._core.pump.request_stop(summary=False)  # the pump is shielded: ask it
             tg.cancel_scope.cancel()
             await tg.__aexit__(None, None, None)
             raise
@@ -120,9 +157,23 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
         # No shield needed here: the pump runs shielded (see _run_pump) and stops only when
         # _stop() asks; its final drain/flush/close is bounded by finish_timeout.
         await self._stop(summary=True, interrupted=exc_type is not None)
+        # the task group is left here, in the task that entered it, whoever stopped the run
+        tg, self._tg = self._tg, None
+        if tg is not None:
+            await tg.__aexit__(None, None, None)
         if self._signalled is not None:
             raise SystemExit(128 + self._signalled)
         return None
+
+    async def _run_shipper(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        # Shielded, like the pump: cancelling the body must not strand buffered events;
+        # the shipper ends by itself once the agent's report is in (or it is lost).
+        assert self._side is not None
+        task_status.started()
+        with anyio.CancelScope(shield=True):
+            await self._side.run()
 
     async def _run_pump(
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
@@ -134,6 +185,8 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
             with anyio.CancelScope(shield=True):
                 await self._core.pump.run(self._core.context, task_status=task_status)
         finally:
+            if self._pump_done is not None:
+                self._pump_done.set()
             if self._sigterm_scope is not None:  # the run is over: stop watching
                 self._sigterm_scope.cancel()
 
@@ -179,7 +232,10 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
         """Wait until everything logged so far is written and flushed by every backend."""
         if self._tg is None or self._stopped:
             return
-        await self._core.pump.flush()
+        if self._side is not None:
+            await self._side.aflush(self._idle_timeout())
+        else:
+            await self._core.pump.flush()
 
     async def afinish(
         self, *, title: str = "Training Summary", extra_summary: str = ""
@@ -202,17 +258,37 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
         interrupted = interrupted or self._signalled is not None
         if not self._begin_stop(title=title, extra_summary=extra_summary, interrupted=interrupted):
             # another task is stopping the run: its report is ours too
-            while self._report is None:  # noqa: ASYNC110 - rare: a second concurrent stop
-                await anyio.sleep(0.01)
+            if self._stop_done is not None:
+                with anyio.CancelScope(shield=True):
+                    await self._stop_done.wait()
+            assert self._report is not None
             return self._report
         self._stopped = True
-        pump = self._core.pump
-        pump.request_stop(summary=summary)
-        tg, self._tg = self._tg, None
-        if tg is not None:
-            await tg.__aexit__(None, None, None)
-        self._report = pump.result or pump.report(partial=True)
-        return self._report
+        # Shielded: the final drain is bounded by finish_timeout, and a cancelled caller
+        # must not strand it. Any task may stop the run; only __aexit__ leaves the group.
+        with anyio.CancelScope(shield=True):
+            if self._side is not None:
+                report = await self._side.astop(summary, self._idle_timeout())
+            elif self._tg is not None and self._pump_done is not None:
+                if self._forwarding is not None:  # printed from now on: straight out
+                    self._forwarding.restore()
+                pump = self._core.pump
+                pump.request_stop(summary=summary)
+                await self._pump_done.wait()
+                report = pump.result or pump.report(partial=True)
+            else:  # never entered: nothing ran, nothing was written
+                report = FinishReport(dropped_events=len(self._buffer), partial=True)
+        if self._sigterm_scope is not None:
+            self._sigterm_scope.cancel()
+        self._report = report
+        if self._stop_done is not None:
+            self._stop_done.set()
+        return report
+
+    def _idle_timeout(self) -> float:
+        from ._sync import FINISH_GRACE
+
+        return self._options.finish_timeout + FINISH_GRACE
 
     # -- the wrong twins ----------------------------------------------------------------------
     def __enter__(self) -> NoReturn:

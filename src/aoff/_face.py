@@ -47,7 +47,9 @@ class Core:
         on_tick: Callable[[], object] | None = None,
     ) -> None:
         self.options = options
-        self.buffer = buffer or EventBuffer(options.capacity, options.overflow)
+        self.buffer = (
+            buffer if buffer is not None else EventBuffer(options.capacity, options.overflow)
+        )
         self.state = State(config=options.config)
         self.display = options.build_display()
         self.pump = Pump(
@@ -62,7 +64,7 @@ class Core:
             flush_interval=options.flush_secs,
             on_tick=on_tick,
         )
-        self.context = BackendContext(config=options.config, say=self.display.say)
+        self.context = BackendContext(config=options.config, say=self.pump.say)
 
 
 class Face(Recorder[R], Generic[R]):
@@ -105,9 +107,10 @@ class Face(Recorder[R], Generic[R]):
         display: Display | None = None,
         clock: Callable[[], float] | None = None,
         handle_sigterm: bool = True,
-        pump: PumpMode = "thread",
+        pump: PumpMode = "process",
     ) -> None:
         self._options = Options.of(locals())
+        self._options.backend_names()  # bad names and a missing log_dir fail here, in any mode
         self.algo_name = algo_name
         self.max_iterations = max_iterations
         self.num_envs = num_envs
@@ -117,8 +120,19 @@ class Face(Recorder[R], Generic[R]):
         self._stop_lock = threading.Lock()
         self._stopping = False
         self._report: FinishReport | None = None
-        self._core = Core(self._options, on_tick=self.refresh_capture)
+        self._buffer = EventBuffer(self._options.capacity, self._options.overflow)
         self._setup_face()
+
+    _core: Core  # the in-process pump's parts (thread mode, or after the agent is lost)
+
+    def _process_mode(self) -> bool:
+        """Whether the pump goes to the agent (``pump="process"`` and nothing that must
+        stay in this process was given)."""
+        return self._options.pump == "process" and self._options.in_process_only() is None
+
+    def _build_core(self) -> Core:
+        self._core = Core(self._options, buffer=self._buffer, on_tick=self.refresh_capture)
+        return self._core
 
     def _setup_face(self) -> None:
         raise NotImplementedError
@@ -126,14 +140,12 @@ class Face(Recorder[R], Generic[R]):
     # -- the one stop path's shared half --------------------------------------------------
     def _begin_stop(self, *, title: str, extra_summary: str, interrupted: bool) -> bool:
         """Close the hot path and queue the closing event; True for the first caller only
-        (later callers wait for that one's report)."""
+        (later callers wait for the same drain and report)."""
         with self._stop_lock:
             if self._stopping:
                 return False
             self._stopping = True
-        self._core.buffer.append_final(
-            ev.finish_event(self._clock(), title, extra_summary, interrupted)
-        )
+        self._buffer.append_final(ev.finish_event(self._clock(), title, extra_summary, interrupted))
         self._put = self._after_close
         return True
 

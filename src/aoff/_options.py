@@ -59,7 +59,7 @@ class Options:
     display: Display | None = field(default=None, compare=False)
     clock: Callable[[], float] | None = field(default=None, compare=False)
     handle_sigterm: bool = True
-    pump: PumpMode = "thread"
+    pump: PumpMode = "process"
 
     def __post_init__(self) -> None:
         def fix(name: str, value: object) -> None:

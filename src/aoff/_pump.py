@@ -18,6 +18,7 @@ backend is isolated by its runner, a failing display is switched off and reporte
 
 from __future__ import annotations
 
+import collections
 import time
 from collections.abc import Callable, Sequence
 
@@ -32,10 +33,14 @@ from ._core._pending import PendingEvent, event_ready, resolve_event
 from ._core._records import StepRecord
 from ._core._state import State
 from ._display._api import Display
+from ._display._guard import GuardedDisplay
 from ._report import FinishReport, OnceReporter, end_of_run_lines, stderr_line
 from ._runner import DEFAULT_MAX_PENDING, BackendRunner
+from ._streams import LineJoiner
 
 FOLD_SLICE = 512
+#: how long the end of a run waits for the dashboard's last frame and summary
+DISPLAY_CLOSE_TIMEOUT = 3.0
 
 
 class Pump:
@@ -69,7 +74,8 @@ class Pump:
             raise ValueError(f"refresh_per_second must be > 0, got {refresh_per_second!r}")
         self.buffer = buffer
         self.state = state
-        self.display = display
+        # the pump never waits for the display: frames go to their own thread (_guard)
+        self.display = GuardedDisplay(display, report=report)
         self.clock = clock
         self.monotonic = monotonic
         self.on_tick = on_tick
@@ -92,7 +98,6 @@ class Pump:
         self.last_frame: float | None = None
         self.dirty = False
         self.display_open = False
-        self.display_failed = False
         self.summary = True
         self.result: FinishReport | None = None  # set when run() has ended
         self._stop: anyio.Event | None = None
@@ -100,11 +105,18 @@ class Pump:
         self._finished = False
         self._saw_full = False
         self._backend_wait_left = finish_timeout  # finish's budget for waiting on backends
-        self.say: Callable[[str], None] = display.say
+        self.say: Callable[[str], None] = self.display.say
+        # what the training process printed (see _streams): whole lines go above the panel
+        self.text: collections.deque[tuple[str, str]] = collections.deque()
+        self._lines = LineJoiner()
         # events drained but not folded yet because an earlier one still waits for values
         # from a device (a PendingEvent); they are folded, in order, before anything newer
         self._held: list[Event] = []
         self.unresolved = 0  # pending events given up on at finish (counted as dropped)
+        # dropped before events reached this process (the training process's buffer, when
+        # this pump runs in the agent), and the policy that dropped them
+        self.upstream_dropped = 0
+        self.overflow_label: tuple[int, str] = (buffer.capacity, buffer.overflow)
         self._give_up = False
 
     # -- folding (synchronous, on the pump's loop) -------------------------------------------
@@ -197,7 +209,7 @@ class Pump:
 
     # -- rendering --------------------------------------------------------------------------
     def frame_due(self, now: float) -> bool:
-        if not self.dirty or not self.display_open or self.display_failed:
+        if not self.dirty or not self.display_open or self.display.failed:
             return False
         return not (self.last_frame is not None and now - self.last_frame < self.min_frame_interval)
 
@@ -210,32 +222,44 @@ class Pump:
             else:
                 self.state.backend_problems.pop(r.name, None)
 
-    async def _display_call(self, fn: Callable[..., None], *args: object, **kw: object) -> None:
-        try:
-            await anyio.to_thread.run_sync(lambda: fn(*args, **kw), abandon_on_cancel=True)
-        except Exception as exc:
-            self.display_failed = True
-            self.report_line(f"aoff: dashboard disabled after error: {type(exc).__name__}: {exc}")
+    def _echo_text(self, *, final: bool = False) -> None:
+        lines: list[str] = []
+        while self.text:
+            stream, chunk = self.text.popleft()
+            lines += self._lines.feed(stream, chunk)
+        if final:
+            lines += self._lines.rest()
+        if lines:
+            self.display.echo("\n".join(lines))
 
     async def maybe_render(self) -> None:
         if self.on_tick is not None:
             self.on_tick()
+        self._echo_text()
         self.state.dropped_events = self.dropped()
-        if self.state.started and not self.display_open and not self.display_failed:
+        if self.state.started and not self.display_open and not self.display.failed:
             self.display_open = True
-            await self._display_call(self.display.open, self.state.snapshot(), self.clock())
+            self.display.open(self.state.snapshot(), self.clock())
         mono = self.monotonic()
         if self.frame_due(mono):
             self._sync_problems()
             self.dirty = False
             self.last_frame = mono
             self.frames += 1
-            await self._display_call(self.display.update, self.state.snapshot(), self.clock())
+            self.display.update(self.state.snapshot(), self.clock())
 
     # -- accounting -----------------------------------------------------------------------------
     def dropped(self) -> int:
         """Events that never reached the fold: the overflow policy and lost device values."""
-        return self.buffer.dropped + self.unresolved
+        return self.buffer.dropped + self.unresolved + self.upstream_dropped
+
+    def held(self) -> list[Event]:
+        """Drained events still waiting (for device values) to be folded."""
+        return list(self._held)
+
+    def hold_first(self, events: list[Event]) -> None:
+        """Fold ``events`` before anything in the buffer (the agent's unsent events)."""
+        self._held = events + self._held
 
     def report(self, *, partial: bool = False) -> FinishReport:
         """The run's :class:`FinishReport`: final after :meth:`run` returned, else
@@ -343,6 +367,18 @@ class Pump:
             await anyio.sleep(0.001)
         self._backend_wait_left -= time.monotonic() - t0
 
+    async def _await_display_closed(self) -> None:
+        """Wait for the display's close (terminal restored, summary printed), at most
+        ``DISPLAY_CLOSE_TIMEOUT``: a terminal that takes no output never holds finish."""
+        deadline = time.monotonic() + DISPLAY_CLOSE_TIMEOUT
+        while not self.display.closed() and time.monotonic() < deadline:  # noqa: ASYNC110
+            await anyio.sleep(0.005)
+        if not self.display.closed():
+            self.report_line.always(
+                f"aoff: the terminal did not take output for {DISPLAY_CLOSE_TIMEOUT:g}s; "
+                "the summary panel was not printed (everything was written to the backends)"
+            )
+
     async def _final(self, runners_tg: anyio.abc.TaskGroup) -> None:
         if self._finished:
             return
@@ -368,14 +404,18 @@ class Pump:
         self.result = res = self.report()
         # always close: it restores the terminal even after a failed frame, and prints
         # the summary even if start() was never called (as the seed did)
-        self.display_failed = False
-        await self._display_call(
-            self.display.close, self.state.snapshot(), self.clock(), summary=self.summary
-        )
+        self._echo_text(final=True)
+        self.display.close(self.state.snapshot(), self.clock(), summary=self.summary)
+        await self._await_display_closed()
+        if self.display.lines_dropped:
+            self.report_line.always(
+                f"aoff: {self.display.lines_dropped:,} printed lines were not shown: the "
+                "terminal took no output while they came"
+            )
         for line in end_of_run_lines(
             res,
-            overflow_dropped=self.buffer.dropped,
-            capacity=self.buffer.capacity,
-            overflow=self.buffer.overflow,
+            overflow_dropped=self.buffer.dropped + self.upstream_dropped,
+            capacity=self.overflow_label[0],
+            overflow=self.overflow_label[1],
         ):
             self.report_line.always(line)

@@ -8,8 +8,11 @@ in-process pump, the agent and a face that gave up waiting all say the same thin
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import sys
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -46,9 +49,50 @@ class FinishReport:
 FinishReport.__module__ = "aoff"
 
 
-def stderr_line(message: str) -> None:
-    """Print one line on stderr (the default reporter)."""
-    print(message, file=sys.stderr, flush=True)
+class _StderrWriter:
+    """aoff's own lines go to stderr through one daemon thread, and a caller waits for
+    its line at most ``WAIT`` seconds (none at all while an earlier line is stuck): a
+    terminal or pipe that takes no output never holds ``finish()`` or the pump."""
+
+    WAIT = 1.0
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._lines: collections.deque[str] = collections.deque(maxlen=1000)
+        self._written = 0
+        self._queued = 0
+        self._busy_since: float | None = None
+        self._thread: threading.Thread | None = None
+
+    def __call__(self, message: str) -> None:
+        with self._cond:
+            self._lines.append(message)
+            self._queued += 1
+            mine = self._queued
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="aoff-stderr", daemon=True)
+                self._thread.start()
+            self._cond.notify_all()
+            stuck = self._busy_since is not None and time.monotonic() - self._busy_since > self.WAIT
+            if not stuck:
+                self._cond.wait_for(lambda: self._written >= mine, timeout=self.WAIT)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: bool(self._lines))
+                line = self._lines.popleft()
+                self._busy_since = time.monotonic()
+            with contextlib.suppress(Exception):
+                print(line, file=sys.stderr, flush=True)
+            with self._cond:
+                self._busy_since = None
+                self._written += 1
+                self._cond.notify_all()
+
+
+stderr_line = _StderrWriter()
+"""Print one line on stderr (the default reporter), never waiting long (see above)."""
 
 
 class OnceReporter:
@@ -104,3 +148,11 @@ def gave_up_line(left: int) -> str:
         "aoff: the background writer stopped making progress; finish() gave up "
         f"waiting ({left:,} events not processed)"
     )
+
+
+def force_quit_line(unwritten: dict[str, int]) -> str:
+    """A second Ctrl+C stopped ``finish()`` from waiting: exactly what each backend lacks."""
+    if not unwritten:
+        return "aoff: stopped before the end of the drain (no backend was waiting for data)"
+    parts = ", ".join(f"{n:,} to {name!r}" for name, n in unwritten.items())
+    return f"aoff: stopped before the end of the drain; steps not written: {parts}"

@@ -22,17 +22,23 @@ import threading
 import time
 import types
 import weakref
-from typing import Any, NoReturn
-
-import anyio
-import anyio.from_thread
-import anyio.lowlevel
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ._face import Face
-from ._report import FinishReport, gave_up_line
+from ._pump_thread import PumpThread
+from ._report import FinishReport, force_quit_line, stderr_line
+
+if TYPE_CHECKING:
+    from ._agent._side import AgentSide
 
 #: how long finish() waits, beyond ``finish_timeout``, for a pump that makes no progress
 FINISH_GRACE = 10.0
+#: a second Ctrl+C this soon after the first stops finish() from waiting for the drain
+FORCE_WINDOW = 2.0
+
+
+def _say(line: str) -> None:
+    stderr_line(line)
 
 
 class _SigtermExit(SystemExit):
@@ -65,7 +71,8 @@ def _exit_hook() -> None:
     """Drain every logger still open at interpreter exit."""
     interrupted = _sigterm_seen or getattr(sys, "last_type", None) is KeyboardInterrupt
     for logger in list(_live_loggers):
-        with contextlib.suppress(Exception):  # best effort at exit
+        # best effort at exit; a signal during the drain was already answered there
+        with contextlib.suppress(Exception, KeyboardInterrupt, SystemExit):
             logger._stop(summary=True, interrupted=interrupted or None)
 
 
@@ -114,35 +121,23 @@ class OffPolicyLogger(Face[None]):
     _closed_result = None
 
     def _setup_face(self) -> None:
-        self._stopped = True  # until the pump thread runs
-        buf = self._core.buffer
-        self._init_recorder(buf.put, self._options.now)
-        self._token: Any = None
-        self._ready = threading.Event()
-        self._done = threading.Event()  # set once the stop in progress has its report
-        self._crashed: BaseException | None = None
-        self._thread = threading.Thread(target=self._thread_main, name="aoff-pump", daemon=True)
-        self._thread.start()
-        self._ready.wait()
-        if self._crashed is not None:
-            raise RuntimeError("aoff: the pump thread failed to start") from self._crashed
+        self._init_recorder(self._buffer.put, self._options.now)
+        self._drain_lock = threading.Lock()
+        self._drain_over: threading.Event | None = None  # set when the final drain ended
+        self._drain_result: list[FinishReport] = []
+        self._drain_failure: list[BaseException] = []
+        self._forced = False  # a second Ctrl+C stopped the wait for the drain
         self._stopped = False
+        self._pump: PumpThread | AgentSide
+        if self._process_mode():
+            from ._agent._side import AgentSide
+
+            self._pump = AgentSide(self._options, self._buffer, self._build_core)
+        else:
+            self._pump = PumpThread(self._build_core())
         _live_loggers.add(self)
         if self._options.handle_sigterm:
             _install_sigterm()
-
-    # -- the pump thread ---------------------------------------------------------------------
-    def _thread_main(self) -> None:
-        try:
-            anyio.run(self._main, backend="asyncio")
-        except BaseException as exc:  # pragma: no cover - reported to the constructor
-            self._crashed = exc
-            self._ready.set()
-
-    async def _main(self) -> None:
-        self._token = anyio.lowlevel.current_token()
-        self._ready.set()
-        await self._core.pump.run(self._core.context)
 
     # -- the calls that wait ---------------------------------------------------------------
     def start(self, *, status: str = "Warming up...") -> None:
@@ -151,9 +146,12 @@ class OffPolicyLogger(Face[None]):
 
     def flush(self) -> None:
         """Block until everything logged so far is written and flushed by every backend."""
-        if self._stopped or not self._thread.is_alive():
+        if self._stopped:
             return
-        anyio.from_thread.run(self._core.pump.flush, token=self._token)
+        if isinstance(self._pump, PumpThread):
+            self._pump.flush()
+        else:
+            self._pump.flush(self._options.finish_timeout + FINISH_GRACE)
 
     def finish(self, *, title: str = "Training Summary", extra_summary: str = "") -> FinishReport:
         """Drain everything, close the backends, print the summary. Idempotent."""
@@ -171,61 +169,73 @@ class OffPolicyLogger(Face[None]):
         extra_summary: str = "",
         interrupted: bool | None = None,
     ) -> FinishReport:
-        if not self._begin_stop(
-            title=title, extra_summary=extra_summary, interrupted=bool(interrupted)
-        ):
-            # another thread (or the exit hook) is stopping: its report is ours too
-            self._done.wait()
-            assert self._report is not None
-            return self._report
+        """The one stop path: the first caller queues the closing event; every caller
+        (another thread, the exit hook) waits for the same drain and gets its report."""
+        self._begin_stop(title=title, extra_summary=extra_summary, interrupted=bool(interrupted))
         self._stopped = True
-        pump = self._core.pump
-        with contextlib.suppress(RuntimeError):  # the loop is already gone
-            anyio.from_thread.run_sync(
-                lambda: pump.request_stop(summary=summary), token=self._token
-            )
-        finished = self._join_pump()
-        _live_loggers.discard(self)
-        if finished and pump.result is not None:
-            self._report = pump.result
-        else:
-            self._report = pump.report(partial=True)
-            left = self._report.dropped_events - pump.dropped()
-            with contextlib.suppress(Exception):
-                print(gave_up_line(left), file=sys.stderr, flush=True)
-        self._done.set()
+        self._ensure_drain(summary)
+        return self._wait_for_drain()
+
+    def _ensure_drain(self, summary: bool) -> None:
+        """Start the final drain on a helper thread (once). A caller interrupted before
+        it got here is covered by the next caller (the exit hook at the latest)."""
+        with self._drain_lock:
+            if self._drain_over is not None:
+                return
+            over = self._drain_over = threading.Event()
+        pump = self._pump
+        idle = self._options.finish_timeout + FINISH_GRACE
+
+        def drain() -> None:
+            try:
+                self._drain_result.append(pump.stop(summary, idle))
+            except BaseException as exc:  # pragma: no cover - reported by the waiter
+                self._drain_failure.append(exc)
+            finally:
+                _live_loggers.discard(self)
+                over.set()
+
+        threading.Thread(target=drain, name="aoff-finish", daemon=True).start()
+
+    def _wait_for_drain(self) -> FinishReport:
+        """Wait for the drain here, so that Ctrl+C or SIGTERM arriving meanwhile does
+        not cut it short (supervisors often send SIGTERM twice): the signal is raised
+        again once the drain is over. A second Ctrl+C within ``FORCE_WINDOW`` seconds
+        stops waiting at once, after one line that says exactly how many steps each
+        backend did not get; later stops (the exit hook) then return at once too."""
+        over = self._drain_over
+        assert over is not None
+        caught: BaseException | None = None
+        caught_at = 0.0
+        while not over.is_set() and not self._forced:
+            try:
+                over.wait(0.05)  # not Thread.join: a signal inside join can corrupt it
+            except (KeyboardInterrupt, SystemExit) as exc:
+                now = time.monotonic()
+                if (
+                    isinstance(exc, KeyboardInterrupt)
+                    and isinstance(caught, KeyboardInterrupt)
+                    and now - caught_at < FORCE_WINDOW
+                ):
+                    self._forced = True
+                    _say(force_quit_line(self._pump.unwritten()))
+                    raise
+                if caught is None:
+                    _say(
+                        "aoff: still writing the rest of the run; it stops within "
+                        f"finish_timeout ({self._options.finish_timeout:g}s) of a stuck "
+                        f"backend. Ctrl+C again within {FORCE_WINDOW:g}s to stop now."
+                    )
+                caught, caught_at = caught or exc, now
+        if self._drain_failure:
+            raise self._drain_failure[0]
+        if self._drain_result:
+            self._report = self._drain_result[0]
+        else:  # forced out earlier: what is known now
+            self._report = FinishReport(interrupted=True, partial=True)
+        if caught is not None:
+            raise caught
         return self._report
-
-    def _join_pump(self) -> bool:
-        """Wait for the pump's final drain; False if it stopped making progress.
-
-        Folding a full buffer is CPU work that can take seconds (100,000 events of a
-        10,000-key dict take minutes on a slow machine); cutting it short would lose
-        those events at interpreter exit. So this waits as long as events are folded or
-        records written, and gives up only after ``finish_timeout + FINISH_GRACE`` s
-        without either (the pump itself waits at most ``finish_timeout`` for a hung
-        backend; a display that blocks, e.g. on a full stdout pipe, is what this catches).
-        """
-        pump = self._core.pump
-        grace = self._options.finish_timeout + FINISH_GRACE
-        last: tuple[int, int, int] | None = None
-        still_since = time.monotonic()
-        while True:
-            self._thread.join(0.25)
-            if not self._thread.is_alive():
-                return True
-            # progress = events drained, steps folded (one slice of big steps can take
-            # seconds to fold) or records written
-            mark = (
-                pump.buffer.drained,
-                pump.state.steps_logged,
-                sum(r.written + r.lost for r in pump.runners),
-            )
-            now = time.monotonic()
-            if mark != last:
-                last, still_since = mark, now
-            elif now - still_since > grace:
-                return False
 
     # -- conveniences ------------------------------------------------------------------------
     def __enter__(self) -> OffPolicyLogger:

@@ -118,11 +118,13 @@ class EventBuffer:
     def __len__(self) -> int:
         return len(self._dq)
 
-    def trim(self) -> int:
-        """``drop_oldest``: discard the oldest events beyond capacity; return how many."""
+    def trim(self, bound: int | None = None) -> int:
+        """``drop_oldest``: discard the oldest events beyond ``bound`` (default: capacity);
+        return how many."""
         if self.overflow != "drop_oldest":
             return 0
-        excess = len(self._dq) - self.capacity - self._slack
+        limit = self.capacity if bound is None else bound
+        excess = len(self._dq) - limit - self._slack
         if excess <= 0:
             return 0
         pop = self._dq.popleft
@@ -156,6 +158,10 @@ class EventBuffer:
     def dropped(self) -> int:
         """Events discarded by the overflow policy so far (exact)."""
         return self._trimmed + self.refused
+
+    def snapshot(self) -> tuple[Event, ...]:
+        """The events buffered now, oldest first (a copy; for accounting, not draining)."""
+        return tuple(self._dq)
 
     def append(self, event: Event) -> None:
         """Append regardless of the policy (an event already counted as recorded)."""

@@ -14,6 +14,26 @@ class BadValue(TypeError):
 _FLOAT = float
 
 
+class Opaque:
+    """Stands in for a logged value that cannot travel to the agent (pickle refused it).
+
+    It is not a number, so the fold reports and skips it, naming the original type, as
+    it would have for the original object in the training process.
+    """
+
+    __slots__ = ("text", "type_name")
+
+    def __init__(self, value: object) -> None:
+        self.type_name = type(value).__name__
+        try:
+            self.text = repr(value)[:60]
+        except Exception:
+            self.text = "<unrepresentable>"
+
+    def __repr__(self) -> str:
+        return self.text
+
+
 def to_float(where: str, key: object, value: object) -> float:
     """Convert a logged value to ``float`` the documented way.
 
@@ -30,10 +50,8 @@ def to_float(where: str, key: object, value: object) -> float:
         or isinstance(value, str | bytes | bytearray)
         or not hasattr(value, "__float__")
     ):
-        raise BadValue(
-            f"{where}: value for key {key!r} is {type(value).__name__} {value!r:.60}, "
-            "not a real number"
-        )
+        name = value.type_name if isinstance(value, Opaque) else type(value).__name__
+        raise BadValue(f"{where}: value for key {key!r} is {name} {value!r:.60}, not a real number")
     try:
         return float(value)
     except Exception as exc:

@@ -105,3 +105,8 @@ def name_of(event: Event) -> str:
     """The public call that recorded ``event`` (for messages)."""
     kind = event[0]
     return NAMES[kind] if isinstance(kind, int) and 0 <= kind < len(NAMES) else repr(kind)
+
+
+def steps_in(events: list[Event]) -> int:
+    """How many of ``events`` are steps (each becomes one record per backend)."""
+    return sum(1 for e in events if e[0] == STEP)

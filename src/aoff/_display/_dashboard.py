@@ -23,8 +23,10 @@ from typing import IO, Any
 from rich.console import Console, RenderableType
 from rich.file_proxy import FileProxy
 from rich.live import Live
+from rich.text import Text
 
 from .._core._state import State
+from .._streams import ForwardingStream
 from ._render import Glyphs, dashboard_panel, glyphs_for, plain_line, summary_panel
 
 __all__ = ["Dashboard", "use_live"]
@@ -117,6 +119,14 @@ class Dashboard:
         with self._lock:  # never in the middle of a frame (see _LockedProxy)
             self.console.print(markup)
 
+    def echo(self, text: str) -> None:
+        """Print lines another process wrote (the agent's forwarded ``print()``) as they
+        are: no markup, no highlighting; under ``Live`` above the panel."""
+        with self._lock:
+            self.console.print(
+                Text.from_ansi(text), markup=False, highlight=False, emoji=False, soft_wrap=True
+            )
+
     def close(self, state: State, now: float, *, summary: bool) -> None:
         """Stop ``Live`` and restore the terminal (always; idempotent), then print the
         summary panel when ``summary`` (once).
@@ -177,9 +187,11 @@ class Dashboard:
             return
         out, err = sys.stdout, sys.stderr
         self._saved_streams = (out, err)
-        if not isinstance(out, FileProxy):
+        # a ForwardingStream (aoff's own, see _streams) already sends the text above the
+        # panel, without ever blocking the writer
+        if not isinstance(out, FileProxy | ForwardingStream):
             sys.stdout = _LockedProxy(self.console, out, self._lock)
-        if not isinstance(err, FileProxy):
+        if not isinstance(err, FileProxy | ForwardingStream):
             sys.stderr = _LockedProxy(self.console, err, self._lock)
 
     def _restore_streams(self) -> None:
@@ -207,7 +219,8 @@ class Dashboard:
 
     def _plain(self, state: State, now: float, *, force: bool) -> None:
         last = self._last_plain_time
-        if not force and last is not None and now - last < self.plain_interval:
+        # a wall clock that stepped back restarts the interval instead of silencing lines
+        if not force and last is not None and 0 <= now - last < self.plain_interval:
             return
         self._emit_plain(plain_line(state, now), now)
 

@@ -1,0 +1,116 @@
+"""The agent process: receive batches, run the one :class:`~aoff._pump.Pump`, answer.
+
+It ignores SIGINT and SIGTERM: Ctrl+C and a supervisor's SIGTERM reach the whole
+process group, and the agent must outlive the training process's drain. It ends on the
+training process's word (``stop``) or, if that process dies, on end of file: then it
+folds and writes everything it received, closes the files, restores the terminal and
+exits.
+
+Its own buffer uses the ``block`` policy (nothing is dropped in the agent): when it is
+full the receiver stops reading, the socket fills, and the training process's buffer and
+its overflow policy take over. Bound: ``agent_capacity`` events (2 x ``capacity``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from multiprocessing.connection import Connection
+from typing import Any
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+
+from .._core import _events as ev
+from .._core._buffer import EventBuffer
+from .._face import Core
+from .._options import Options
+from ._wire import dumps, loads
+
+
+def agent_capacity(options: Options) -> int:
+    """Events the agent buffers before it stops reading (backpressure)."""
+    return 2 * options.capacity
+
+
+class Agent:
+    def __init__(self, options: Options, conn: Connection) -> None:
+        self.conn = conn
+        self._send_lock = threading.Lock()
+        self.buffer = EventBuffer(agent_capacity(options), "block")
+        self.core = Core(options, buffer=self.buffer, on_tick=self.ack)
+        self.core.pump.overflow_label = (options.capacity, options.overflow)
+        self._last_ack: Any = None
+
+    def send(self, message: tuple[Any, ...]) -> None:
+        # OSError: the training process is gone; nobody to tell
+        with self._send_lock, contextlib.suppress(OSError):
+            self.conn.send_bytes(dumps(message))
+
+    def ack(self) -> None:
+        """Tell the training process how far the run got (only when it changed)."""
+        pump = self.core.pump
+        mark = (pump.state.steps_logged, {r.name: r.written for r in pump.runners})
+        if mark != self._last_ack:
+            self._last_ack = mark
+            self.send(("ack", *mark))
+
+    async def serve(self) -> None:
+        token = anyio.lowlevel.current_token()
+        async with anyio.create_task_group() as tg:
+            await tg.start(self.core.pump.run, self.core.context)
+            threading.Thread(
+                target=self._receive, args=(token,), name="aoff-agent-receiver", daemon=True
+            ).start()
+        self.ack()
+        self.send(("report", self.core.pump.result))
+
+    def _receive(self, token: Any) -> None:
+        pump = self.core.pump
+        buf = self.buffer
+        summary = True
+        try:
+            while True:
+                try:
+                    msg = loads(self.conn.recv_bytes())
+                except (EOFError, OSError):  # the training process is gone
+                    buf.append_final(ev.finish_event(time.time(), "Training Summary", "", True))
+                    break
+                kind = msg[0]
+                if kind == "ev":
+                    pump.upstream_dropped = msg[2]
+                    put = buf.put
+                    for e in msg[1]:
+                        put(e)
+                elif kind == "out":  # printed in the training process: above the panel
+                    pump.text.append((msg[1], msg[2]))
+                elif kind == "flush":
+                    anyio.from_thread.run(pump.flush, token=token)
+                    self.ack()
+                    self.send(("flushed", msg[1]))
+                elif kind == "stop":
+                    summary = bool(msg[1])
+                    break
+        finally:
+            anyio.from_thread.run_sync(lambda: pump.request_stop(summary=summary), token=token)
+
+
+def main(argv: Sequence[str]) -> int:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    sock = socket.socket(fileno=int(argv[0]))
+    sock.setblocking(True)
+    conn = Connection(sock.detach())
+    hello = loads(conn.recv_bytes())
+    if hello[0] != "hello" or not isinstance(hello[1], Options):
+        print("aoff agent: bad hello from the training process", file=sys.stderr)
+        return 2
+    agent = Agent(hello[1], conn)
+    anyio.run(agent.serve)
+    return 0

@@ -1,0 +1,178 @@
+"""The shipper: all the training process keeps of the pump in process mode.
+
+Every few milliseconds it drains the event buffer (a C-speed ``popleft`` loop), keeps
+events whose values wait for a device copy until they land (polled, never waited for;
+later events stay behind them, so order is kept), pickles what is ready in small
+batches and queues them on the :class:`~aoff._agent._wire.Link`. Small batches keep each
+GIL hold short; a burst (``BURST_ROUND``) is pickled in one call so that the shipper keeps
+up with producer threads instead of dropping. The logic is here once;
+``_side.AgentSide`` drives it from a daemon thread (the sync face) or an anyio task in
+the caller's loop (the async face).
+
+Backpressure: while more than ``MAX_PENDING_BYTES`` wait for the socket (the agent is
+behind), nothing more is drained; the buffer's overflow policy then applies at
+``capacity``, exactly as with the in-process pump. While events are leaving,
+``drop_oldest`` trims only beyond ``BURST_FACTOR`` x ``capacity`` (a burst outrunning the
+shipper for a few rounds). Memory in the training process is therefore at most
+``BURST_FACTOR`` x ``capacity`` events during a burst, ``capacity`` otherwise, plus one
+drained round being pickled and ``MAX_PENDING_BYTES`` of pickles.
+"""
+
+from __future__ import annotations
+
+import collections
+import pickle
+from typing import Any
+
+from .._core import _events as ev
+from .._core._buffer import EventBuffer
+from .._core._convert import Opaque
+from .._core._events import Event
+from .._core._pending import PendingEvent, event_ready, resolve_event
+from .._report import FinishReport
+from ._wire import MAX_PENDING_BYTES, Link, dumps, loads
+
+#: events per pickled batch (short GIL holds; ~60-100 bytes an event on the wire)
+SHIP_BATCH = 256
+#: a round with more events than this is a burst: it is pickled in one call. One C call
+#: holds the GIL throughout (a few ms), which is what lets the shipper keep up with
+#: several producer threads; small batches would hand the GIL back after each one and
+#: the backlog would grow until the overflow policy dropped events.
+BURST_ROUND = 4096
+#: while events are leaving (the agent keeps up), ``drop_oldest`` trims only beyond this
+#: many times ``capacity``: a burst from several threads can outrun the shipper for a few
+#: rounds without losing anything; once the agent falls behind, ``capacity`` applies
+BURST_FACTOR = 4
+#: how often the shipper looks at the buffer
+SHIP_INTERVAL = 0.005
+
+
+def _picklable(event: Event) -> Event:
+    """``event`` with every value pickle refuses replaced by an :class:`Opaque` stand-in
+    (the fold then reports and skips it, as it would have in-process)."""
+
+    def fix(v: Any) -> Any:
+        try:
+            pickle.dumps(v, protocol=5)
+        except Exception:
+            return Opaque(v)
+        return v
+
+    out: list[Any] = []
+    for x in event:
+        if type(x) is dict:
+            x = {k: fix(v) for k, v in x.items()}
+        out.append(fix(x))
+    return tuple(out)
+
+
+class Shipper:
+    """Face-independent: drain, resolve, batch, queue; read the agent's answers."""
+
+    def __init__(self, buffer: EventBuffer, link: Link) -> None:
+        self.buffer = buffer
+        self.link = link
+        link.on_sent = self._sent
+        self.held: list[Event] = []  # drained, behind an event waiting for a device
+        self.unresolved = 0
+        self.shipped_steps = 0
+        self.acked_steps = 0
+        self.acked_written: dict[str, int] = {}
+        self.text: collections.deque[tuple[str, str]] = collections.deque()
+        self.flush_asked = 0  # flush requests: asked, sent to the agent, answered
+        self.flush_sent = 0
+        self.flushed = 0
+        self.stop_summary: bool | None = None
+        self.stop_sent = False
+        self.report: FinishReport | None = None
+        self.progress = 0  # bumps on every answer from the agent (finish() watches it)
+
+    # -- outgoing ---------------------------------------------------------------------------
+    def dropped(self) -> int:
+        return self.buffer.dropped + self.unresolved
+
+    def collect(self) -> None:
+        """Move what is ready from the buffer onto the link (never blocks)."""
+        while self.text:
+            stream, text = self.text.popleft()
+            self.link.queue(dumps(("out", stream, text)))
+        if self.link.pending_out > MAX_PENDING_BYTES:
+            # the agent is behind and nothing can leave: the policy applies at capacity
+            self.buffer.trim()
+            return
+        # the buffer is moving: a burst may outrun one round, so only a far bound applies
+        self.buffer.trim(BURST_FACTOR * self.buffer.capacity)
+        events = self.held + self.buffer.drain() if self.held else self.buffer.drain()
+        self.held = []
+        if events:
+            ready = self._ready_prefix(events)
+            step = len(ready) if len(ready) > BURST_ROUND else SHIP_BATCH
+            for i in range(0, len(ready), step):
+                self._queue_events(ready[i : i + step])
+        if self.flush_asked > self.flush_sent and not self.held:
+            self.link.queue(dumps(("flush", self.flush_asked)))
+            self.flush_sent = self.flush_asked
+        stop_now = not self.held and not len(self.buffer)
+        if self.stop_summary is not None and not self.stop_sent and stop_now:
+            self.link.queue(dumps(("stop", self.stop_summary)))
+            self.stop_sent = True
+
+    def _ready_prefix(self, events: list[Event]) -> list[Event]:
+        """The events that can go now; from the first one still waiting, keep the rest."""
+        out: list[Event] = []
+        for i, e in enumerate(events):
+            if type(e) is PendingEvent:
+                try:
+                    ready = event_ready(e)
+                except Exception:
+                    ready = None
+                if ready is None:  # its values will never come: dropped, counted
+                    self.unresolved += 1
+                    continue
+                if not ready:
+                    self.held = events[i:]
+                    break
+                e = resolve_event(e)
+            out.append(e)
+        return out
+
+    def _queue_events(self, batch: list[Event]) -> None:
+        try:
+            payload = dumps(("ev", batch, self.dropped()))
+        except Exception:
+            batch = [_picklable(e) for e in batch]
+            payload = dumps(("ev", batch, self.dropped()))
+        self.link.queue(payload, batch)
+
+    def _sent(self, batch: list[Event]) -> None:
+        self.shipped_steps += sum(1 for e in batch if e[0] == ev.STEP)
+
+    # -- incoming ---------------------------------------------------------------------------
+    def receive(self) -> None:
+        for payload in self.link.recv_some():
+            msg = loads(payload)
+            self.progress += 1
+            if msg[0] == "ack":
+                self.acked_steps, self.acked_written = msg[1], msg[2]
+            elif msg[0] == "flushed":
+                self.flushed = msg[1]
+            elif msg[0] == "report":
+                self.report = msg[1]
+
+    def step(self) -> None:
+        """One round: collect, send, receive (raises :class:`AgentGone`)."""
+        self.collect()
+        self.link.send_some()
+        self.receive()
+
+    def unsent_events(self) -> list[Event]:
+        """After :class:`AgentGone`: events never handed to the agent, oldest first."""
+        out: list[Event] = [e for batch in self.link.unsent() for e in batch]
+        return out + self.held
+
+    def agent_loss(self) -> dict[str, int]:
+        """Per backend, steps the agent received but had not confirmed written."""
+        return {
+            name: max(self.shipped_steps - written, 0)
+            for name, written in self.acked_written.items()
+        }

@@ -1,0 +1,241 @@
+"""A face's process mode in one piece: start the agent, ship, lose it, account.
+
+The faces hold an :class:`AgentSide` instead of a pump. It owns the agent process, the
+shipper thread, the stdout/stderr forwarding, and, if the agent dies, the switch to an
+in-process :class:`~aoff._pump_thread.PumpThread` that folds every event not yet handed
+over. The :class:`~aoff.FinishReport` then adds what the agent wrote before it died and
+counts as lost what it had received but not confirmed written.
+"""
+
+from __future__ import annotations
+
+import select
+import threading
+import time
+from collections.abc import Callable
+
+import anyio
+import anyio.to_thread
+
+from .._core._buffer import EventBuffer
+from .._core._events import steps_in
+from .._face import Core
+from .._options import Options
+from .._pump_thread import PumpThread
+from .._report import FinishReport, gave_up_line, stderr_line
+from .._streams import Forwarding, should_forward
+from ._shipper import SHIP_INTERVAL, Shipper
+from ._spawn import start_agent
+from ._wire import AgentGone
+
+
+class _Idle:
+    """Whether the agent has made no progress for ``timeout`` seconds (events drained
+    from the buffer, or any answer from the agent, count as progress)."""
+
+    def __init__(self, shipper: Shipper, timeout: float) -> None:
+        self.shipper = shipper
+        self.timeout = timeout
+        self.last = (-1, -1)
+        self.since = time.monotonic()
+
+    def expired(self) -> bool:
+        mark = (self.shipper.buffer.drained, self.shipper.progress)
+        now = time.monotonic()
+        if mark != self.last:
+            self.last, self.since = mark, now
+            return False
+        return now - self.since > self.timeout
+
+
+class AgentSide:
+    """A face's half of process mode: the agent, the shipper, the streams, and the
+    fallback to an in-process :class:`PumpThread` when the agent is lost.
+
+    The shipping logic is :class:`Shipper`'s; this class only drives it and waits. The
+    sync face drives it from a daemon thread (``driver="thread"``), the async face from
+    an anyio task running :meth:`run` in its own event loop (``driver="task"``): the two
+    differ only in how they wait (:meth:`flush`/:meth:`stop` against
+    :meth:`aflush`/:meth:`astop`).
+    """
+
+    def __init__(
+        self,
+        options: Options,
+        buffer: EventBuffer,
+        make_core: Callable[[], Core],
+        *,
+        driver: str = "thread",
+    ) -> None:
+        self.options = options
+        self.buffer = buffer
+        self.make_core = make_core
+        self.proc, link = start_agent(options)
+        self.shipper = Shipper(buffer, link)
+        self.gone: str | None = None
+        self.fallback: PumpThread | None = None
+        self.forwarding: Forwarding | None = None
+        if should_forward(options.log_backend, options.display is not None):
+            self.forwarding = Forwarding(self.shipper.text)
+        self._cond = threading.Condition()
+        self.thread: threading.Thread | None = None
+        if driver == "thread":
+            self.thread = threading.Thread(
+                target=self._run_thread, name="aoff-shipper", daemon=True
+            )
+            self.thread.start()
+
+    # -- driving the shipper ---------------------------------------------------------------
+    def _round(self) -> bool:
+        """One round of the shipper; False once it is done (report received, agent lost)."""
+        try:
+            self.shipper.step()
+        except AgentGone as exc:
+            self._gone(str(exc) or "closed")
+            return False
+        except Exception as exc:  # pragma: no cover - a bug: say so, keep the data
+            self._gone(f"shipper error: {type(exc).__name__}: {exc}")
+            return False
+        return self.shipper.report is None
+
+    def _run_thread(self) -> None:
+        sock = self.shipper.link.sock
+        while True:
+            more = self._round()
+            with self._cond:
+                self._cond.notify_all()
+            if not more:
+                return
+            wlist = [sock] if self.shipper.link.pending_out else []
+            try:
+                select.select([sock], wlist, [], SHIP_INTERVAL)
+            except (OSError, ValueError):  # closed under us: the next round says why
+                time.sleep(SHIP_INTERVAL)
+
+    async def run(self) -> None:
+        """The async face's shipper task (run it shielded: it ends by itself)."""
+        # polled on purpose: producers never wake the shipper (that is the hot path's
+        # whole point), so it looks every SHIP_INTERVAL
+        while self._round():  # noqa: ASYNC110
+            await anyio.sleep(SHIP_INTERVAL)
+
+    def _gone(self, reason: str) -> None:
+        """The agent died: restore the streams, say so once, fold the rest in-process."""
+        if self.forwarding is not None:
+            self.forwarding.restore()
+        s = self.shipper
+        lost = max(s.agent_loss().values(), default=0)
+        stderr_line(
+            f"aoff: the agent process is gone ({reason}, exit code {self.proc.poll()}); "
+            f"logging goes on in this process. {lost:,} steps it had received were "
+            "not confirmed written."
+        )
+        core = self.make_core()
+        core.pump.unresolved += s.unresolved
+        self.fallback = PumpThread(core, held=s.unsent_events())
+        self.gone = reason
+
+    # -- waiting: the one place the two faces differ -----------------------------------------
+    def _wait(self, done: Callable[[], bool], idle_timeout: float) -> bool:
+        idle = _Idle(self.shipper, idle_timeout)
+        with self._cond:
+            while not done():
+                if self.gone is not None:
+                    return done()
+                if idle.expired():
+                    return False
+                self._cond.wait(0.05)
+        return True
+
+    async def _await(self, done: Callable[[], bool], idle_timeout: float) -> bool:
+        idle = _Idle(self.shipper, idle_timeout)
+        while not done():
+            if self.gone is not None:
+                return done()
+            if idle.expired():
+                return False
+            await anyio.sleep(SHIP_INTERVAL)
+        return True
+
+    def _ask_flush(self) -> Callable[[], bool]:
+        s = self.shipper
+        s.flush_asked += 1
+        n = s.flush_asked
+        return lambda: s.flushed >= n
+
+    def flush(self, idle_timeout: float) -> None:
+        """Wait until the agent (or the fallback) wrote and flushed everything so far."""
+        self._wait(self._ask_flush(), idle_timeout)
+        if self.fallback is not None:
+            self.fallback.flush()
+
+    async def aflush(self, idle_timeout: float) -> None:
+        await self._await(self._ask_flush(), idle_timeout)
+        if self.fallback is not None:
+            await anyio.to_thread.run_sync(self.fallback.flush)
+
+    def stop(self, summary: bool, idle_timeout: float) -> FinishReport:
+        """Ship the rest, ask the agent to finish; its report (or the fallback's)."""
+        self.shipper.stop_summary = summary
+        self._wait(lambda: self.shipper.report is not None, idle_timeout)
+        return self._conclude(summary, idle_timeout)
+
+    async def astop(self, summary: bool, idle_timeout: float) -> FinishReport:
+        self.shipper.stop_summary = summary
+        await self._await(lambda: self.shipper.report is not None, idle_timeout)
+        return await anyio.to_thread.run_sync(self._conclude, summary, idle_timeout)
+
+    # -- after the wait: the agent's report, the fallback's, or what is known -----------------
+    def _conclude(self, summary: bool, idle_timeout: float) -> FinishReport:
+        s = self.shipper
+        if s.report is not None:
+            self._close()
+            return s.report
+        if self.fallback is not None:
+            report = self.fallback.stop(summary, idle_timeout)
+            self.merge_into(report)
+            return report
+        # the agent is alive but made no progress: give up, say what is known
+        report = FinishReport(
+            dropped_events=s.dropped() + len(self.buffer) + len(s.held),
+            steps=s.acked_steps,
+            backend_written=dict(s.acked_written),
+            backend_lost=s.agent_loss(),
+            backend_errors={name: "did not finish" for name in s.acked_written},
+            interrupted=True,
+            partial=True,
+        )
+        self._close()
+        stderr_line(gave_up_line(len(self.buffer)))
+        return report
+
+    def unwritten(self) -> dict[str, int]:
+        """Per backend, steps not confirmed written as of now (shipped or still here)."""
+        if self.fallback is not None:
+            here = self.fallback.unwritten()
+            return {n: here.get(n, 0) + lost for n, lost in self.shipper.agent_loss().items()}
+        s = self.shipper
+        unsent = [e for batch in s.link.unsent() for e in batch]
+        waiting = steps_in(list(self.buffer.snapshot()) + s.held + unsent)
+        names = list(s.acked_written) or self.options.backend_names()
+        return {n: s.shipped_steps - s.acked_written.get(n, 0) + waiting for n in names}
+
+    def merge_into(self, report: FinishReport) -> None:
+        """Add what the lost agent had written and lost to the fallback's report."""
+        s = self.shipper
+        report.steps += s.acked_steps
+        for name, written in s.acked_written.items():
+            report.backend_written[name] = report.backend_written.get(name, 0) + written
+        for name, lost in s.agent_loss().items():
+            report.backend_lost[name] = report.backend_lost.get(name, 0) + lost
+
+    def _close(self) -> None:
+        if self.forwarding is not None:
+            self.forwarding.restore()
+        if self.thread is not None:
+            self.thread.join(1.0)
+        try:
+            self.proc.wait(2.0)
+        except Exception:
+            self.proc.kill()
+        self.shipper.link.close()

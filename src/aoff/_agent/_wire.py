@@ -1,0 +1,119 @@
+"""The wire between the training process and the agent: framed pickles on a socket.
+
+Frames are ``multiprocessing.connection``'s (a 4-byte big-endian length, then the
+payload), so the agent reads them with a plain blocking ``Connection`` while the
+training process writes them without ever blocking (a non-blocking socket and an
+outgoing byte buffer, drained by whoever drives the shipper: a thread or an anyio task).
+
+Messages are pickled tuples ``(kind, *args)``:
+
+to the agent
+    ``("hello", options)``, ``("ev", events, dropped_upstream)``,
+    ``("out", stream_name, text)``, ``("flush", n)``, ``("stop", summary)``
+from the agent
+    ``("ack", steps_folded, {backend: records written})``, ``("flushed", n)``,
+    ``("report", FinishReport)``
+"""
+
+from __future__ import annotations
+
+import pickle
+import socket
+import struct
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+_LEN = struct.Struct("!i")
+#: stop taking new events while this many bytes wait for the socket (backpressure)
+MAX_PENDING_BYTES = 8 << 20
+
+
+class AgentGone(Exception):
+    """The agent closed its end (it exited or was killed)."""
+
+
+def dumps(message: tuple[Any, ...]) -> bytes:
+    return pickle.dumps(message, protocol=5)
+
+
+def loads(payload: bytes) -> tuple[Any, ...]:
+    msg = pickle.loads(payload)
+    if not isinstance(msg, tuple) or not msg:
+        raise ValueError(f"aoff agent: malformed message {type(msg).__name__}")
+    return msg
+
+
+class Link:
+    """One end of the socket pair, non-blocking, with framed send and receive buffers.
+
+    Each queued frame keeps its ``meta`` (the events it carries) until the kernel has
+    taken the whole frame: if the agent goes away, :meth:`unsent` gives back exactly the
+    events that were never handed over, so the in-process fallback can fold them.
+    """
+
+    def __init__(self, sock: socket.socket) -> None:
+        sock.setblocking(False)
+        self.sock = sock
+        self._out: deque[tuple[memoryview, Any]] = deque()
+        self._offset = 0  # bytes of the first frame already sent
+        self.pending_out = 0
+        self._in = bytearray()
+        self.closed = False
+        self.on_sent: Callable[[Any], None] | None = None
+
+    def queue(self, payload: bytes, meta: Any = None) -> None:
+        frame = memoryview(_LEN.pack(len(payload)) + payload)
+        self._out.append((frame, meta))
+        self.pending_out += len(frame)
+
+    def send_some(self) -> None:
+        """Write what the socket takes now; raise :class:`AgentGone` if it is closed."""
+        out = self._out
+        while out:
+            frame, meta = out[0]
+            try:
+                n = self.sock.send(frame[self._offset :])
+            except BlockingIOError:
+                return
+            except OSError as exc:  # EPIPE, ECONNRESET
+                raise AgentGone(str(exc)) from None
+            self._offset += n
+            self.pending_out -= n
+            if self._offset < len(frame):
+                return
+            out.popleft()
+            self._offset = 0
+            if self.on_sent is not None and meta is not None:
+                self.on_sent(meta)
+
+    def unsent(self) -> list[Any]:
+        """The metas of frames not wholly sent (a partly sent frame was never read)."""
+        return [meta for _, meta in self._out if meta is not None]
+
+    def recv_some(self) -> list[bytes]:
+        """Every whole frame readable now; raise :class:`AgentGone` on end of file."""
+        while True:
+            try:
+                chunk = self.sock.recv(1 << 16)
+            except BlockingIOError:
+                break
+            except OSError as exc:
+                raise AgentGone(str(exc)) from None
+            if not chunk:
+                raise AgentGone("end of file")
+            self._in += chunk
+        frames: list[bytes] = []
+        buf = self._in
+        while len(buf) >= 4:
+            (n,) = _LEN.unpack_from(buf)
+            if len(buf) < 4 + n:
+                break
+            frames.append(bytes(buf[4 : 4 + n]))
+            del buf[: 4 + n]
+        return frames
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.sock.close()

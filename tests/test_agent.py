@@ -1,0 +1,217 @@
+"""The agent (``pump="process"``): the pump's work in a helper process.
+
+Every test reads the run's TensorBoard and JSONL files back. The agent's own code runs
+in another process, so these tests drive the public faces only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from aoff import AsyncOffPolicyLogger, OffPolicyLogger
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def jsonl_rows(run: Path) -> list[dict[str, Any]]:
+    with open(run / "metrics.jsonl", encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+def tb_scalars(run: Path) -> dict[str, list[tuple[int, float]]]:
+    acc = EventAccumulator(str(run), size_guidance={"scalars": 0})
+    acc.Reload()
+    return {t: [(e.step, e.value) for e in acc.Scalars(t)] for t in acc.Tags()["scalars"]}
+
+
+def script_sequence(log: Any, n: int) -> None:
+    """A fixed, varied call sequence (every kind of call, a bad value, big and small)."""
+    log.log_buffer_fill(100, 1000)
+    log.start_training_timer()
+    for i in range(1, n + 1):
+        log.update_collector_timing({"env_step_ms": i % 7 * 0.5, "replay_ms": 0.25})
+        log.update_done_rates(timeout_rate=(i % 3) / 10, terminated_rate=0.05)
+        log.log_collector(total_steps=i * 64, buffer_size=i * 64 + 1000, mean_reward=-i * 0.5)
+        if i % 10 == 0:
+            log.update_ep_length(200.0)
+            log.log_status(f"iteration {i}")
+        log.log_step(
+            i,
+            {"q_loss": 1.0 / i, "actor_loss": -float(i), "bad": "nan?" if i == 5 else 0.5},
+            reward=-float(i),
+            reward_components={"upright": 0.5 * i},
+            train_time=0.004,
+            extra_info={"throughput_steps": 64},
+        )
+
+
+def test_process_and_thread_mode_write_identical_records(tmp_path: Path) -> None:
+    runs = {}
+    for mode in ("process", "thread"):
+        run = tmp_path / mode
+        log = OffPolicyLogger(
+            log_dir=run,
+            backends=("jsonl",),
+            log_backend="tensorboard",
+            pump=mode,
+            refresh_per_second=4,
+            handle_sigterm=False,
+        )
+        if mode == "process":
+            assert log._pump.__class__.__name__ == "AgentSide"
+        log.start()
+        script_sequence(log, 300)
+        report = log.finish()
+        assert report.steps == 300 and report.complete and report.invalid_values == 1
+        runs[mode] = (
+            [{k: v for k, v in r.items() if k != "wall_time"} for r in jsonl_rows(run)],
+            tb_scalars(run),
+        )
+    assert runs["process"][0] == runs["thread"][0]
+    assert len(runs["process"][0]) == 300
+    assert runs["process"][1] == runs["thread"][1]
+
+
+@pytest.mark.anyio
+async def test_async_face_in_process_mode_writes_everything(tmp_path: Path) -> None:
+    async with AsyncOffPolicyLogger(
+        log_dir=tmp_path, backends=("jsonl",), handle_sigterm=False
+    ) as log:
+        assert log._side is not None
+        for i in range(1, 501):
+            await log.log_step(i, {"x": float(i)})
+        await log.aflush()
+        assert len(jsonl_rows(tmp_path)) == 500  # flushed means on disk
+    assert log._report is not None and log._report.steps == 500
+    assert [s for s, _ in tb_scalars(tmp_path)["train/x"]] == list(range(1, 501))
+
+
+@pytest.mark.slow
+def test_burst_from_four_threads_loses_nothing_with_default_settings(tmp_path: Path) -> None:
+    log = OffPolicyLogger(log_dir=tmp_path, backends=("jsonl",), handle_sigterm=False)
+    log.start()
+    per = 50_000
+
+    def produce(t: int) -> None:
+        for i in range(per):
+            log.log_step(t * 1_000_000 + i)
+
+    threads = [threading.Thread(target=produce, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    report = log.finish()
+    assert report.dropped_events == 0 and report.steps == 4 * per, report
+    rows = jsonl_rows(tmp_path)
+    assert len(rows) == 4 * per
+    by_thread: list[list[int]] = [[], [], [], []]
+    for r in rows:
+        by_thread[r["iteration"] // 1_000_000].append(r["iteration"] % 1_000_000)
+    assert all(seq == list(range(per)) for seq in by_thread)
+
+
+GUARDLESS = """
+import sys, time
+from aoff import OffPolicyLogger
+print("script body ran", flush=True)
+log = OffPolicyLogger(log_dir=sys.argv[1], backends=("jsonl",), handle_sigterm=False)
+log.start()
+for i in range(1, 201):
+    log.log_step(i, {"x": i * 1.0})
+log.flush()
+print("AGENT", log._pump.proc.pid, flush=True)
+if sys.argv[2] == "kill-self":
+    for i in range(201, 401):
+        log.log_step(i, {"x": i * 1.0})
+    time.sleep(0.5)  # shipped by now
+    import os, signal
+    os.kill(os.getpid(), signal.SIGKILL)
+if sys.argv[2] == "kill-agent":
+    import os, signal
+    os.kill(log._pump.proc.pid, signal.SIGSTOP)   # it can neither write nor confirm
+    for i in range(201, 301):
+        log.log_step(i, {"x": i * 1.0})
+    time.sleep(0.3)  # shipped into the stopped agent: received, never written
+    os.kill(log._pump.proc.pid, signal.SIGKILL)
+    time.sleep(0.3)
+    for i in range(301, 401):
+        log.log_step(i, {"x": i * 1.0})
+r = log.finish()
+print("REPORT", r.steps, r.backend_written, r.backend_lost, flush=True)
+"""
+
+
+def run_script(tmp_path: Path, mode: str) -> subprocess.CompletedProcess[str]:
+    script = tmp_path / "train.py"  # no `if __name__ == "__main__":` guard, on purpose
+    script.write_text(textwrap.dedent(GUARDLESS))
+    return subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "run"), mode],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+
+
+@pytest.mark.slow
+def test_a_script_without_main_guard_runs_once_and_the_agent_never_imports_it(
+    tmp_path: Path,
+) -> None:
+    out = run_script(tmp_path, "normal")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("script body ran") == 1
+    assert len(jsonl_rows(tmp_path / "run")) == 200
+
+
+@pytest.mark.slow
+def test_sigkill_of_the_training_process_leaves_everything_shipped_on_disk(
+    tmp_path: Path,
+) -> None:
+    out = run_script(tmp_path, "kill-self")
+    assert out.returncode == -signal.SIGKILL
+    agent = int(next(ln.split()[1] for ln in out.stdout.splitlines() if ln.startswith("AGENT")))
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(agent, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail("the agent outlived its training process by 10 s")
+    run = tmp_path / "run"
+    assert [r["iteration"] for r in jsonl_rows(run)] == list(range(1, 401))
+    assert [s for s, _ in tb_scalars(run)["train/x"]] == list(range(1, 401))
+
+
+@pytest.mark.slow
+def test_sigkill_of_the_agent_falls_back_and_reports_exactly_what_was_lost(
+    tmp_path: Path,
+) -> None:
+    out = run_script(tmp_path, "kill-agent")
+    assert out.returncode == 0, out.stderr
+    assert "the agent process is gone" in out.stderr
+    assert out.stderr.count("the agent process is gone") == 1
+    line = next(ln for ln in out.stdout.splitlines() if ln.startswith("REPORT"))
+    run = tmp_path / "run"
+    on_disk = [r["iteration"] for r in jsonl_rows(run)]
+    # 1-200 by the agent; 201-300 went into the stopped agent and were lost; 301-400
+    # were folded in this process after the fallback took over
+    assert on_disk == list(range(1, 201)) + list(range(301, 401))
+    tb = sorted(s for s, _ in tb_scalars(run)["train/x"])
+    assert tb == list(range(1, 201)) + list(range(301, 401))
+    assert "'jsonl': 100" in line.split("{")[2] and "'tensorboard': 100" in line.split("{")[2]
+    assert "'jsonl': 300" in line.split("{")[1]

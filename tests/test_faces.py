@@ -1,0 +1,66 @@
+"""The two faces' edges: a logger never entered, and the wrong twin flagged by mypy."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import anyio
+import pytest
+
+from aoff import AoffWarning, AsyncOffPolicyLogger
+
+
+@pytest.mark.anyio
+async def test_an_async_face_never_entered_warns_once_and_never_hangs(tmp_path: Path) -> None:
+    log = AsyncOffPolicyLogger(
+        log_dir=tmp_path,
+        backends=("jsonl",),
+        overflow="block",
+        capacity=4,
+        handle_sigterm=False,
+    )
+    with pytest.warns(AoffWarning, match=r"before `async with`: nothing is written") as seen:
+        with anyio.fail_after(5):  # block policy, full buffer: must not wait
+            for i in range(1, 21):
+                await log.log_step(i, {"x": float(i)})
+    assert len([w for w in seen if issubclass(w.category, AoffWarning)]) == 1
+    assert not (tmp_path / "metrics.jsonl").exists()
+    # entered later, what was logged before is written, in order
+    async with log:
+        await log.log_step(21, {"x": 21.0})
+    rows = [json.loads(ln) for ln in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["iteration"] for r in rows] == list(range(1, 22))
+
+
+@pytest.mark.slow
+def test_mypy_flags_code_after_a_wrong_twin_as_unreachable(tmp_path: Path) -> None:
+    snippet = tmp_path / "user.py"
+    snippet.write_text(
+        textwrap.dedent(
+            """
+            from aoff import AsyncOffPolicyLogger, OffPolicyLogger
+
+            async def main() -> None:
+                log = AsyncOffPolicyLogger()
+                log.flush()
+                print("never runs")
+
+            def sync() -> None:
+                s = OffPolicyLogger()
+                async def inner() -> None:
+                    await s.aflush()
+                    print("never runs")
+            """
+        )
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--warn-unreachable", str(snippet)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.stdout.count("Statement is unreachable") == 2, out.stdout
