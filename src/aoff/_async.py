@@ -230,7 +230,7 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
 
     async def aflush(self) -> None:
         """Wait until everything logged so far is written and flushed by every backend."""
-        if self._tg is None or self._stopped:
+        if self._tg is None or self._stopped or self._forked:
             return
         if self._side is not None:
             await self._side.aflush(self._idle_timeout())
@@ -255,6 +255,9 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
         extra_summary: str = "",
         interrupted: bool = False,
     ) -> FinishReport:
+        if self._forked:  # nothing of the run lives in this (forked) process
+            assert self._report is not None
+            return self._report
         interrupted = interrupted or self._signalled is not None
         if not self._begin_stop(title=title, extra_summary=extra_summary, interrupted=interrupted):
             # another task is stopping the run: its report is ours too

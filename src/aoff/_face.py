@@ -8,11 +8,13 @@ after-close warning and "who owns the stop" are decided here, once.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import warnings
+import weakref
 from collections.abc import Callable, Sequence
-from typing import Generic
+from typing import Any, Generic
 
 from rich.console import Console
 
@@ -67,6 +69,22 @@ class Core:
         self.context = BackendContext(config=options.config, say=self.pump.say)
 
 
+_faces: weakref.WeakSet[Face[Any]] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    """A child forked from a process with a live logger (``fork`` start method,
+    ``AsyncVectorEnv``, ``DataLoader`` workers) has its objects but none of its threads:
+    its calls are counted as dropped (one warning says so) and its stops return at once,
+    so it never hangs, at exit or anywhere else."""
+    for face in list(_faces):
+        face._forked_in_child()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 class Face(Recorder[R], Generic[R]):
     """The constructor both faces share, so their arguments cannot drift apart.
 
@@ -74,6 +92,14 @@ class Face(Recorder[R], Generic[R]):
     W&B project defaults to ``"aoff"``); the rest are aoff's own, keyword-only. A face
     finishes its own set-up in :meth:`_setup_face` (how it runs the pump, signals).
     """
+
+    # the seed logger's public attributes, set from the run description
+    algo_name: str
+    max_iterations: int
+    num_envs: int
+    env_name: str
+    obs_dim: int
+    action_dim: int
 
     #: what a logging call returns once the logger is closed (None, or a done awaitable)
     _closed_result: R
@@ -111,17 +137,17 @@ class Face(Recorder[R], Generic[R]):
     ) -> None:
         self._options = Options.of(locals())
         self._options.backend_names()  # bad names and a missing log_dir fail here, in any mode
-        self.algo_name = algo_name
-        self.max_iterations = max_iterations
-        self.num_envs = num_envs
-        self.env_name = env_name
-        self.obs_dim = obs_dim
-        self.action_dim = action_dim
+        # the seed's public attributes
+        for name, value in dataclasses.asdict(self._options.config).items():
+            setattr(self, name, value)
         self._stop_lock = threading.Lock()
         self._stopping = False
         self._report: FinishReport | None = None
         self._buffer = EventBuffer(self._options.capacity, self._options.overflow)
+        self._forked = False
+        self._forked_dropped = 0
         self._setup_face()
+        _faces.add(self)
 
     _core: Core  # the in-process pump's parts (thread mode, or after the agent is lost)
 
@@ -148,6 +174,25 @@ class Face(Recorder[R], Generic[R]):
         self._buffer.append_final(ev.finish_event(self._clock(), title, extra_summary, interrupted))
         self._put = self._after_close
         return True
+
+    def _forked_in_child(self) -> None:
+        self._forked = True
+        self._put = self._put_forked
+        self._report = FinishReport(interrupted=True, partial=True)
+
+    def _put_forked(self, event: ev.Event) -> R:
+        if not self._forked_dropped:
+            warnings.warn(
+                f"aoff: {ev.name_of(event)}() in a process forked from the one that made "
+                "this logger: calls here are not recorded (counted as dropped); make a "
+                "logger in the child, or log from the parent",
+                AoffWarning,
+                stacklevel=3,
+            )
+        self._forked_dropped += 1
+        assert self._report is not None
+        self._report.dropped_events = self._forked_dropped
+        return self._closed_result
 
     def _after_close(self, event: ev.Event) -> R:
         warnings.warn(

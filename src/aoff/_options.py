@@ -34,12 +34,8 @@ DEFAULT_WANDB_PROJECT = "aoff"
 class Options:
     """The validated arguments (see ``OffPolicyLogger`` for what each means)."""
 
-    algo_name: str = "RL"
-    max_iterations: int = 1500
-    num_envs: int = 4096
-    env_name: str = ""
-    obs_dim: int = 0
-    action_dim: int = 0
+    #: the seed's run description (algo, env, sizes): what the dashboard and backends show
+    config: RunConfig = field(default_factory=RunConfig)
     refresh_per_second: float = 4.0
     log_dir: str = ""
     log_backend: str = "tensorboard"
@@ -94,21 +90,13 @@ class Options:
 
     @classmethod
     def of(cls, args: Mapping[str, Any]) -> Options:
-        """From a face constructor's ``locals()`` (the names are the fields' names)."""
-        return cls(**{f.name: args[f.name] for f in fields(cls) if f.name in args})
+        """From a face constructor's ``locals()``: the names are the fields' names, and
+        :class:`RunConfig`'s for the run description."""
+        config = RunConfig(**{f.name: args[f.name] for f in fields(RunConfig) if f.name in args})
+        kw = {f.name: args[f.name] for f in fields(cls) if f.name in args}
+        return cls(config=config, **kw)
 
     # -- derived -----------------------------------------------------------------------------
-    @property
-    def config(self) -> RunConfig:
-        return RunConfig(
-            algo_name=self.algo_name,
-            max_iterations=self.max_iterations,
-            num_envs=self.num_envs,
-            env_name=self.env_name,
-            obs_dim=self.obs_dim,
-            action_dim=self.action_dim,
-        )
-
     @property
     def now(self) -> Callable[[], float]:
         """The wall clock for events and records."""

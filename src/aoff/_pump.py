@@ -34,13 +34,12 @@ from ._core._records import StepRecord
 from ._core._state import State
 from ._display._api import Display
 from ._display._guard import GuardedDisplay
-from ._report import FinishReport, OnceReporter, end_of_run_lines, stderr_line
+from ._pump_end import await_room, end_of_run
+from ._report import FinishReport, OnceReporter, stderr_line
 from ._runner import DEFAULT_MAX_PENDING, BackendRunner
 from ._streams import LineJoiner
 
 FOLD_SLICE = 512
-#: how long the end of a run waits for the dashboard's last frame and summary
-DISPLAY_CLOSE_TIMEOUT = 3.0
 
 
 class Pump:
@@ -186,7 +185,7 @@ class Pump:
                     break
                 # final drain: fold no faster than the backends write, so that the last
                 # buffer-full does not become records all at once (memory stays bounded)
-                await self._await_room()
+                await await_room(self)
             if self._held:  # older than anything in the buffer: fold these first
                 held, self._held = self._held, []
                 records = self.fold(held)
@@ -335,87 +334,4 @@ class Pump:
                         self.report_line(f"aoff: pump error: {type(exc).__name__}: {exc}")
             finally:
                 with anyio.CancelScope(shield=True):
-                    await self._final(runners_tg)
-
-    async def _await_device_values(self) -> None:
-        """Final drain: poll (1 ms, never blocking the loop) for values still on a device.
-
-        Gives up after ``finish_timeout``: the events still waiting are dropped (counted
-        in ``dropped_events``) and everything else is folded in order.
-        """
-        deadline = time.monotonic() + self.finish_timeout
-        while self._held:
-            if time.monotonic() < deadline:
-                await anyio.sleep(0.001)
-            else:
-                self._give_up = True
-                self.report_line.always(
-                    f"aoff: device values still not copied after {self.finish_timeout:g}s; "
-                    "events waiting for them are dropped"
-                )
-            await self.drain_once(final=True)
-
-    async def _await_room(self) -> None:
-        """Wait (1 ms polls) while a runner holds the pump back, out of the budget of
-        ``finish_timeout`` that finish() spends waiting for backends; once that is spent,
-        return at once (everything left is then folded and a stuck backend loses it)."""
-        if self._backend_wait_left <= 0:
-            return
-        t0 = time.monotonic()
-        # polled: runners have no "room" event, and this runs only at finish
-        while not self._may_drain() and time.monotonic() - t0 < self._backend_wait_left:  # noqa: ASYNC110
-            await anyio.sleep(0.001)
-        self._backend_wait_left -= time.monotonic() - t0
-
-    async def _await_display_closed(self) -> None:
-        """Wait for the display's close (terminal restored, summary printed), at most
-        ``DISPLAY_CLOSE_TIMEOUT``: a terminal that takes no output never holds finish."""
-        deadline = time.monotonic() + DISPLAY_CLOSE_TIMEOUT
-        while not self.display.closed() and time.monotonic() < deadline:  # noqa: ASYNC110
-            await anyio.sleep(0.005)
-        if not self.display.closed():
-            self.report_line.always(
-                f"aoff: the terminal did not take output for {DISPLAY_CLOSE_TIMEOUT:g}s; "
-                "the summary panel was not printed (everything was written to the backends)"
-            )
-
-    async def _final(self, runners_tg: anyio.abc.TaskGroup) -> None:
-        if self._finished:
-            return
-        self._finished = True
-        self.buffer.close()
-        await self.drain_once(final=True)
-        await self._await_device_values()
-        for r in self.runners:
-            r.close_input()
-        with anyio.move_on_after(max(self._backend_wait_left, 0.0)):
-            for r in self.runners:
-                await r.done.wait()
-        for r in self.runners:
-            if not r.done.is_set():
-                r.abandon()
-                self.report_line.always(
-                    f"aoff: backend {r.name!r} did not finish within "
-                    f"{self.finish_timeout:g}s; {r.lost:,} records not written"
-                )
-        runners_tg.cancel_scope.cancel()
-        self.state.dropped_events = self.dropped()
-        self._sync_problems()
-        self.result = res = self.report()
-        # always close: it restores the terminal even after a failed frame, and prints
-        # the summary even if start() was never called (as the seed did)
-        self._echo_text(final=True)
-        self.display.close(self.state.snapshot(), self.clock(), summary=self.summary)
-        await self._await_display_closed()
-        if self.display.lines_dropped:
-            self.report_line.always(
-                f"aoff: {self.display.lines_dropped:,} printed lines were not shown: the "
-                "terminal took no output while they came"
-            )
-        for line in end_of_run_lines(
-            res,
-            overflow_dropped=self.buffer.dropped + self.upstream_dropped,
-            capacity=self.overflow_label[0],
-            overflow=self.overflow_label[1],
-        ):
-            self.report_line.always(line)
+                    await end_of_run(self, runners_tg)

@@ -57,6 +57,12 @@ class ForwardingStream(io.TextIOBase):
     def isatty(self) -> bool:
         return self._original.isatty()
 
+    @property
+    def rich_proxied_file(self) -> TextIO:
+        """Rich consoles (the dashboard's own included) write to the real stream, as
+        with Rich's own redirect: only plain writes are forwarded."""
+        return self._original
+
     def fileno(self) -> int:
         return self._original.fileno()
 

@@ -16,6 +16,7 @@ backends had not flushed (at most ``flush_secs`` of records); the files stay rea
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import sys
 import threading
@@ -96,6 +97,9 @@ def _register_exit_hook() -> None:
 
 _register_exit_hook()
 
+if hasattr(os, "register_at_fork"):  # a forked child's exit hook has nothing to drain
+    os.register_at_fork(after_in_child=_live_loggers.clear)
+
 
 class OffPolicyLogger(Face[None]):
     """Rich dashboard + TensorBoard/W&B/JSONL logger for off-policy RL (sync face).
@@ -146,7 +150,7 @@ class OffPolicyLogger(Face[None]):
 
     def flush(self) -> None:
         """Block until everything logged so far is written and flushed by every backend."""
-        if self._stopped:
+        if self._stopped or self._forked:
             return
         if isinstance(self._pump, PumpThread):
             self._pump.flush()
@@ -171,6 +175,9 @@ class OffPolicyLogger(Face[None]):
     ) -> FinishReport:
         """The one stop path: the first caller queues the closing event; every caller
         (another thread, the exit hook) waits for the same drain and gets its report."""
+        if self._forked:  # nothing of the run lives in this (forked) process
+            assert self._report is not None
+            return self._report
         self._begin_stop(title=title, extra_summary=extra_summary, interrupted=bool(interrupted))
         self._stopped = True
         self._ensure_drain(summary)

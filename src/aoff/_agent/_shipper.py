@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import collections
 import pickle
+import time
 from typing import Any
 
 from .._core import _events as ev
@@ -43,8 +44,14 @@ BURST_ROUND = 4096
 #: many times ``capacity``: a burst from several threads can outrun the shipper for a few
 #: rounds without losing anything; once the agent falls behind, ``capacity`` applies
 BURST_FACTOR = 4
-#: how often the shipper looks at the buffer
-SHIP_INTERVAL = 0.005
+#: how often the shipper looks at the buffer when all is quiet, and when it has work in
+#: hand (a backlog, bytes the socket did not take, a flush or stop to see through). Each
+#: round wakes a thread that needs the GIL, and with a GIL-bound training loop every GIL
+#: hand-off costs that loop tens of microseconds: few rounds, few system calls a round.
+SHIP_INTERVAL = 0.05
+SHIP_INTERVAL_BUSY = 0.005
+#: how often answers from the agent are read when nothing is being waited for
+RECV_INTERVAL = 0.1
 
 
 def _picklable(event: Event) -> Event:
@@ -86,6 +93,7 @@ class Shipper:
         self.stop_sent = False
         self.report: FinishReport | None = None
         self.progress = 0  # bumps on every answer from the agent (finish() watches it)
+        self._last_recv = 0.0
 
     # -- outgoing ---------------------------------------------------------------------------
     def dropped(self) -> int:
@@ -119,6 +127,8 @@ class Shipper:
 
     def _ready_prefix(self, events: list[Event]) -> list[Event]:
         """The events that can go now; from the first one still waiting, keep the rest."""
+        if PendingEvent not in set(map(type, events)):  # the common case, at C speed
+            return events
         out: list[Event] = []
         for i, e in enumerate(events):
             if type(e) is PendingEvent:
@@ -159,11 +169,22 @@ class Shipper:
             elif msg[0] == "report":
                 self.report = msg[1]
 
-    def step(self) -> None:
-        """One round: collect, send, receive (raises :class:`AgentGone`)."""
+    def waiting_for_agent(self) -> bool:
+        return self.flush_asked > self.flushed or self.stop_summary is not None
+
+    def step(self) -> float:
+        """One round: collect, send, and read the agent's answers when they matter (raises
+        :class:`AgentGone`); returns how long to wait before the next round."""
         self.collect()
-        self.link.send_some()
-        self.receive()
+        if self.link.pending_out:
+            self.link.send_some()
+        now = time.monotonic()
+        waiting = self.waiting_for_agent()
+        if waiting or now - self._last_recv >= RECV_INTERVAL:
+            self._last_recv = now
+            self.receive()
+        busy = waiting or self.link.pending_out or self.held or len(self.buffer) > SHIP_BATCH
+        return SHIP_INTERVAL_BUSY if busy else SHIP_INTERVAL
 
     def unsent_events(self) -> list[Event]:
         """After :class:`AgentGone`: events never handed to the agent, oldest first."""

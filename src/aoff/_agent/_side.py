@@ -9,7 +9,6 @@ counts as lost what it had received but not confirmed written.
 
 from __future__ import annotations
 
-import select
 import threading
 import time
 from collections.abc import Callable
@@ -24,7 +23,7 @@ from .._options import Options
 from .._pump_thread import PumpThread
 from .._report import FinishReport, gave_up_line, stderr_line
 from .._streams import Forwarding, should_forward
-from ._shipper import SHIP_INTERVAL, Shipper
+from ._shipper import SHIP_INTERVAL_BUSY, Shipper
 from ._spawn import start_agent
 from ._wire import AgentGone
 
@@ -86,38 +85,35 @@ class AgentSide:
             self.thread.start()
 
     # -- driving the shipper ---------------------------------------------------------------
-    def _round(self) -> bool:
-        """One round of the shipper; False once it is done (report received, agent lost)."""
+    def _round(self) -> float | None:
+        """One round of the shipper: how long to wait before the next, or None once it is
+        done (the agent's report is in, or the agent was lost)."""
         try:
-            self.shipper.step()
+            wait = self.shipper.step()
         except AgentGone as exc:
             self._gone(str(exc) or "closed")
-            return False
+            return None
         except Exception as exc:  # pragma: no cover - a bug: say so, keep the data
             self._gone(f"shipper error: {type(exc).__name__}: {exc}")
-            return False
-        return self.shipper.report is None
+            return None
+        return wait if self.shipper.report is None else None
 
     def _run_thread(self) -> None:
-        sock = self.shipper.link.sock
         while True:
-            more = self._round()
-            with self._cond:
-                self._cond.notify_all()
-            if not more:
+            wait = self._round()
+            if self.shipper.waiting_for_agent() or wait is None:
+                with self._cond:
+                    self._cond.notify_all()
+            if wait is None:
                 return
-            wlist = [sock] if self.shipper.link.pending_out else []
-            try:
-                select.select([sock], wlist, [], SHIP_INTERVAL)
-            except (OSError, ValueError):  # closed under us: the next round says why
-                time.sleep(SHIP_INTERVAL)
+            time.sleep(wait)  # one GIL hand-off a round; the socket is polled, not waited on
 
     async def run(self) -> None:
         """The async face's shipper task (run it shielded: it ends by itself)."""
         # polled on purpose: producers never wake the shipper (that is the hot path's
-        # whole point), so it looks every SHIP_INTERVAL
-        while self._round():  # noqa: ASYNC110
-            await anyio.sleep(SHIP_INTERVAL)
+        # whole point), so it looks every few milliseconds
+        while (wait := self._round()) is not None:  # noqa: ASYNC110
+            await anyio.sleep(wait)
 
     def _gone(self, reason: str) -> None:
         """The agent died: restore the streams, say so once, fold the rest in-process."""
@@ -154,7 +150,7 @@ class AgentSide:
                 return done()
             if idle.expired():
                 return False
-            await anyio.sleep(SHIP_INTERVAL)
+            await anyio.sleep(SHIP_INTERVAL_BUSY)
         return True
 
     def _ask_flush(self) -> Callable[[], bool]:

@@ -34,8 +34,6 @@ lines this backend added to the file.
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import json
 import math
 import os
@@ -49,7 +47,7 @@ from rich.markup import escape
 
 from .._core._records import StepRecord
 from ._base import BackendContext
-from ._tfrecord import write_all
+from ._tfrecord import fsync_and_close, write_whole
 
 __all__ = ["JsonlBackend", "encode_lines"]
 
@@ -113,29 +111,14 @@ class JsonlBackend:
             f = self._file
             if f is None:
                 raise RuntimeError("JSONL backend: the file is closed")
-            # the file's size, not tell(): in append mode every write goes to the end
-            start = os.fstat(f.fileno()).st_size
-            try:
-                write_all(f, data)
-            except BaseException:
-                # A partial batch (disk full mid-write) would leave a torn line, and the
-                # batch counts as lost: cut the file back to the last whole batch.
-                with contextlib.suppress(OSError):
-                    f.truncate(start)
-                raise
+            write_whole(f, data)
 
     def _close_sync(self) -> None:
         with self._lock:
             f, self._file = self._file, None
             if f is None:
                 return
-            try:
-                os.fsync(f.fileno())
-            except OSError as exc:  # e.g. a file system without fsync support
-                if exc.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP):
-                    raise
-            finally:
-                f.close()
+            fsync_and_close(f)
 
     # -- Backend protocol --------------------------------------------------------------
     @staticmethod

@@ -25,8 +25,6 @@ so two backends started in the same second never clobber one another.
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import itertools
 import math
 import os
@@ -42,7 +40,7 @@ from rich.markup import escape
 
 from .._core._records import StepRecord
 from ._base import BackendContext
-from ._tfrecord import frame_many, write_all
+from ._tfrecord import frame_many, fsync_and_close, write_all, write_whole
 
 __all__ = ["TensorBoardBackend"]
 
@@ -196,30 +194,14 @@ class TensorBoardBackend:
             f = self._file
             if f is None:
                 raise RuntimeError("TensorBoard backend: event file is closed")
-            start = f.tell()
-            try:
-                write_all(f, data)
-            except BaseException:
-                # A partial batch (disk full mid-write) would leave a torn record in the
-                # middle of the file once a retry succeeds, and TensorBoard's reader
-                # stops at a torn record. Cut the file back to the last whole batch.
-                with contextlib.suppress(OSError):
-                    f.truncate(start)
-                    f.seek(start)
-                raise
+            write_whole(f, data)
 
     def _close_sync(self) -> None:
         with self._lock:
             f, self._file = self._file, None
             if f is None:
                 return
-            try:
-                os.fsync(f.fileno())
-            except OSError as exc:  # e.g. a file system without fsync support
-                if exc.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP):
-                    raise
-            finally:
-                f.close()
+            fsync_and_close(f)
 
     # -- Backend protocol --------------------------------------------------------------
     async def open(self, ctx: BackendContext) -> None:

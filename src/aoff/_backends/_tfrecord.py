@@ -14,13 +14,16 @@ one ``write`` system call per batch instead of one per record (:func:`write_all`
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import os
 import struct
 from collections.abc import Iterable
 from typing import BinaryIO
 
 from crc32c import crc32c
 
-__all__ = ["frame_many", "masked_crc32c", "write_all"]
+__all__ = ["frame_many", "fsync_and_close", "masked_crc32c", "write_all", "write_whole"]
 
 _MASK_DELTA = 0xA282EAD8
 _U32 = 0xFFFFFFFF
@@ -67,3 +70,28 @@ def write_all(f: BinaryIO, data: bytes) -> None:
         if not n:  # None (non-blocking, would block) or 0: never for a regular file
             raise OSError(f"short write: {done} of {total} bytes written")
         done += n
+
+
+def write_whole(f: BinaryIO, data: bytes) -> None:
+    """:func:`write_all`, or nothing: a batch torn part-way (disk full mid-write) is cut
+    back to the file's size before it and the error re-raised. A torn record or line in
+    the middle of a file, once a retry succeeds, would stop its reader there."""
+    start = os.fstat(f.fileno()).st_size  # not tell(): in append mode writes go to the end
+    try:
+        write_all(f, data)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            f.truncate(start)
+            f.seek(start)
+        raise
+
+
+def fsync_and_close(f: BinaryIO) -> None:
+    """Make the file durable once, at the end, then close it (always)."""
+    try:
+        os.fsync(f.fileno())
+    except OSError as exc:  # e.g. a file system without fsync support
+        if exc.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP):
+            raise
+    finally:
+        f.close()
