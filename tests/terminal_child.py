@@ -20,6 +20,7 @@ logs TensorBoard into OUT_DIR (the default ``log_backend``) plus JSONL.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import signal
 import sys
@@ -28,6 +29,7 @@ from typing import Any
 
 MARKER_OUT = "training says hello from print() " + "-" * 40 + " end-of-line-out"
 MARKER_ERR = "training says hello on stderr " + "=" * 40 + " end-of-line-err"
+MARKER_LOG = "training says hello through logging " + "~" * 30 + " end-of-line-log"
 
 
 def parse() -> argparse.Namespace:
@@ -41,6 +43,7 @@ def parse() -> argparse.Namespace:
     p.add_argument("--backends", choices=["none", "tb"], default="none")
     p.add_argument("--no-finish", action="store_true")
     p.add_argument("--pump", choices=["process", "thread"], default="process")
+    p.add_argument("--log-marker", action="store_true", help="also log through `logging`")
     return p.parse_args()
 
 
@@ -105,6 +108,8 @@ def run_sync(args: argparse.Namespace) -> None:
             said = True
             print(MARKER_OUT, flush=True)
             print(MARKER_ERR, file=sys.stderr, flush=True)
+            if args.log_marker:
+                logging.getLogger("train").warning(MARKER_LOG)
         time.sleep(0.002)
     if not args.no_finish:
         log.finish()
@@ -132,6 +137,8 @@ async def run_async(args: argparse.Namespace) -> None:
 
 def main() -> None:
     args = parse()
+    if args.log_marker:  # a handler made before the logger: it holds the real stderr
+        logging.basicConfig(format="%(message)s")
     # as when run from an interactive shell, even if the test runner ignores SIGINT
     signal.signal(signal.SIGINT, signal.default_int_handler)
     if args.face == "sync":

@@ -37,7 +37,7 @@ from aoff import (
 from aoff.testing import ManualClock, MemoryBackend, RecordingDisplay
 
 from .conftest import make_async_logger, make_logger, read_jsonl, tensorboard_accumulator
-from .terminal_child import MARKER_ERR, MARKER_OUT
+from .terminal_child import MARKER_ERR, MARKER_LOG, MARKER_OUT
 
 CHILD = str(Path(__file__).with_name("terminal_child.py"))
 ROWS, COLS = 40, 120
@@ -279,10 +279,23 @@ def assert_summary_after_last_panel(lines: list[str], *, interrupted: bool) -> N
 
 # -- 1. the live panel on a real terminal -------------------------------------------------
 @pytest.mark.slow  # a child process on a pty or a pipe
+@pytest.mark.parametrize("pump", ["process", "thread"])
 def test_live_panel_on_a_pty_draws_updates_and_gives_the_terminal_back(
-    tmp_path: Path, pty_run: Callable[..., PtyRun]
+    tmp_path: Path, pty_run: Callable[..., PtyRun], pump: str
 ) -> None:
-    run = pty_run(child_args("timed", tmp_path, "--seconds", "1.5", "--refresh", "8"))
+    run = pty_run(
+        child_args(
+            "timed",
+            tmp_path,
+            "--seconds",
+            "1.5",
+            "--refresh",
+            "8",
+            "--pump",
+            pump,
+            "--log-marker",
+        )
+    )
     assert run.wait() == 0, run.text()[-3000:]
     raw = run.text()
 
@@ -318,10 +331,11 @@ def test_live_panel_on_a_pty_draws_updates_and_gives_the_terminal_back(
     assert_summary_after_last_panel(lines, interrupted=False)
     assert "child finished after" in lines[-2] and lines[-1] == ""
 
-    # print() and stderr from the training code while the panel was live: above the
-    # panel, each on its own row, intact
+    # print(), stderr and logging (a handler made before the logger, holding the real
+    # stderr) from the training code while the panel was live (drawn by the agent with
+    # pump="process"): above the panel, each on its own row, intact
     top = next(i for i, line in enumerate(lines) if PANEL_TITLE in line)
-    for marker in (MARKER_OUT, MARKER_ERR):
+    for marker in (MARKER_OUT, MARKER_ERR, MARKER_LOG):
         rows = [i for i, line in enumerate(lines) if marker in line]
         assert len(rows) == 1, (marker, "\n".join(lines))
         assert lines[rows[0]] == marker

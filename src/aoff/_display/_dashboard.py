@@ -200,10 +200,12 @@ class Dashboard:
             return
         for name, original in zip(("stdout", "stderr"), saved, strict=True):
             current = getattr(sys, name)
+            # only our own proxy is undone: a stream someone replaced since (aoff's
+            # forwarding, already put back by its owner) is left as it is
             if isinstance(current, _LockedProxy):
                 with contextlib.suppress(Exception):
                     current.flush()  # a last line printed without its newline
-            setattr(sys, name, original)
+                setattr(sys, name, original)
 
     def _stop_live(self, live: Live, state: State, now: float) -> None:
         """Draw the final frame if possible, then stop ``live`` no matter what."""
