@@ -848,3 +848,34 @@ def test_plain_line_problems() -> None:
     assert "wandb: failed" in line
     assert line.endswith("| Training")
     assert "\n" not in line
+
+
+def many_metrics_state() -> State:
+    """What the demo logs: 12 metrics and nested collector timings (29 rows wide)."""
+    s = mid_run_state()
+    s.latest_metrics = {
+        "loss/actor_loss": 155.8,
+        "loss/alpha_loss": 0.51,
+        "loss/q1_loss": 1.702,
+        "loss/q2_loss": 2.403,
+        "alpha": 0.042,
+        "entropy": -1.154,
+        "grad_norm_actor": 0.4066,
+        "grad_norm_critic": 1.187,
+        "lr": 3e-4,
+        "q1_mean": -154.4,
+        "q2_mean": -152.9,
+        "target_q": -153.8,
+    }
+    return s
+
+
+def test_a_small_terminal_fits_many_metrics_by_flowing_them_under_the_rewards() -> None:
+    text = sized(dashboard_panel(many_metrics_state(), NOW), *SMALL)
+    assert_fits(text, *SMALL)
+    for number in ("155.8", "0.5100", "-154.4", "-152.9", "-153.8", "3.00e-04", "1.187"):
+        assert number in text, number
+    assert text.count("Losses & Metrics") == 2  # the rest continues under the rewards
+    # a big terminal still gets the seed's layout, every metric in one column
+    big = sized(dashboard_panel(many_metrics_state(), NOW), *BIG)
+    assert big.count("Losses & Metrics") == 1 and "-153.8" in big

@@ -254,6 +254,17 @@ class DashboardPanel:
         middle = side_by_side(metrics, 2, rewards, lw, rw)
         timing = _section(p, _TIMING, width, self.timing, g, compact=True)
         room = height - len(head) - len(middle) - len(timing)
+        if room < 0:  # still too tall (many metrics): the rules under the titles go
+            metrics, rewards, timing = (_no_rule(x) for x in (metrics, rewards, timing))
+            middle = side_by_side(metrics, 2, rewards, lw, rw)
+            room = height - len(head) - len(middle) - len(timing)
+        n = len(self.metrics)
+        if room < 0 and n > 1:  # and the metrics that do not fit flow on under the rewards
+            k = min(n - 1, max(1, (n + len(rewards) + 1) // 2))
+            left = _no_rule(_section(p, _METRICS, lw, [self.metrics[:k]], g, compact=True))
+            more = _no_rule(_section(p, _METRICS, rw, [self.metrics[k:]], g, compact=True))
+            middle = side_by_side(left, 2, rewards + more, lw, rw)
+            room = height - len(head) - len(middle) - len(timing)
         gap1 = [blank(width)] if room >= 2 else []
         gap2 = [blank(width)] if room >= 1 else []
         return head + gap1 + middle + gap2 + timing
@@ -284,6 +295,11 @@ class DashboardPanel:
             yield new_line
         yield Segment(box.get_bottom([width - 2]), _BORDER)
         yield new_line
+
+
+def _no_rule(section: list[Line]) -> list[Line]:
+    """A section without the rule under its title row (its second line)."""
+    return section[:1] + section[2:] if len(section) > 2 else section
 
 
 def _pack(fields: list[Cell], width: int) -> list[list[Cell]]:
