@@ -186,8 +186,8 @@ def test_bad_constructor_arguments_are_rejected_clearly() -> None:
         OffPolicyLogger(log_backend="none", overflow="wait", handle_sigterm=False)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="refresh_per_second"):
         OffPolicyLogger(log_backend="none", refresh_per_second=0, handle_sigterm=False)
-    with pytest.raises(ValueError, match="unknown backend 'csv'"):
-        OffPolicyLogger(log_backend="none", backends=("csv",), handle_sigterm=False)
+    with pytest.raises(ValueError, match="unknown backend 'parquet'"):
+        OffPolicyLogger(log_backend="none", backends=("parquet",), handle_sigterm=False)
 
 
 def test_warnings_filter_is_clean() -> None:

@@ -19,6 +19,7 @@ from ._report import FinishReport
 from ._sync import OffPolicyLogger
 
 if TYPE_CHECKING:
+    from ._backends._csv import CsvBackend
     from ._backends._jsonl import JsonlBackend
     from ._backends._tensorboard import TensorBoardBackend
     from ._backends._wandb import WandbBackend
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 # backends are imported on first use: TensorBoard's protobufs and wandb are slow imports
 _LAZY = {
     "TensorBoardBackend": "._backends._tensorboard",
+    "CsvBackend": "._backends._csv",
     "JsonlBackend": "._backends._jsonl",
     "WandbBackend": "._backends._wandb",
 }
@@ -47,6 +49,7 @@ __all__ = [
     "AsyncOffPolicyLogger",
     "Backend",
     "BackendContext",
+    "CsvBackend",
     "Dashboard",
     "Display",
     "FinishReport",

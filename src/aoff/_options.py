@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 BackendSpec = str | Backend
 PumpMode = Literal["process", "thread"]
 PUMP_MODES: tuple[PumpMode, ...] = ("process", "thread")
-BACKEND_NAMES = ("tensorboard", "jsonl", "wandb")
+BACKEND_NAMES = ("tensorboard", "jsonl", "csv", "wandb")
 DEFAULT_WANDB_PROJECT = "aoff"
 
 
@@ -137,15 +137,15 @@ class Options:
         for name in wanted:
             if name not in BACKEND_NAMES:
                 raise ValueError(
-                    f"unknown backend {name!r}: use 'tensorboard', 'jsonl', 'wandb' "
-                    "or a Backend object"
+                    f"unknown backend {name!r}: use 'tensorboard', 'jsonl', 'csv', "
+                    "'wandb' or a Backend object"
                 )
-            if name in ("tensorboard", "jsonl") and not self.log_dir:
-                what = (
-                    "TensorBoard files go into it"
-                    if name == "tensorboard"
-                    else ("writes log_dir/metrics.jsonl")
-                )
+            if name in ("tensorboard", "jsonl", "csv") and not self.log_dir:
+                what = {
+                    "tensorboard": "TensorBoard files go into it",
+                    "jsonl": "writes log_dir/metrics.jsonl",
+                    "csv": "writes log_dir/progress.csv",
+                }[name]
                 raise ValueError(f"backends=({name!r}, ...) needs log_dir ({what})")
             if name not in out:
                 out.append(name)
@@ -167,6 +167,10 @@ class Options:
             from ._backends._jsonl import JsonlBackend
 
             return JsonlBackend(os.path.join(self.log_dir, "metrics.jsonl"))
+        if name == "csv":
+            from ._backends._csv import CsvBackend
+
+            return CsvBackend(os.path.join(self.log_dir, "progress.csv"))
         from ._backends._wandb import WandbBackend
 
         return WandbBackend(
