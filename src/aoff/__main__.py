@@ -18,6 +18,7 @@ from . import __version__
 
 def _parser() -> argparse.ArgumentParser:
     from ._demo import add_arguments
+    from ._show import add_ls_arguments, add_show_arguments
 
     p = argparse.ArgumentParser(
         prog="aoff", description="aoff: an asyncio-native training logger for off-policy RL."
@@ -32,6 +33,22 @@ def _parser() -> argparse.ArgumentParser:
         "TensorBoard files in <logdir>/<name>.",
     )
     add_arguments(demo)
+    show = sub.add_parser(
+        "show",
+        help="summary and per-tag table (with sparklines) of a finished run",
+        description="Print a finished run's summary and one row per tag (first, last, min, "
+        "max, sparkline), read from RUN_DIR/metrics.jsonl or else its TensorBoard files.",
+    )
+    add_show_arguments(show)
+    ls = sub.add_parser(
+        "ls",
+        help="one line per run folder: steps, last reward, wall time",
+        description="List the run folders below RUNS_DIR (folders holding metrics.jsonl or "
+        "events.out.tfevents.*): name, steps, last reward/mean, wall time from the first to "
+        "the last record. Every run is shown as 'finished': telling live runs apart comes "
+        "with `aoff attach`.",
+    )
+    add_ls_arguments(ls)
     return p
 
 
@@ -42,6 +59,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ._demo import config_from_args, run
 
         return run(config_from_args(ns))
+    if ns.command == "show":
+        from rich.console import Console
+
+        from ._show import run_show
+
+        return run_show(ns.run_dir, Console(), sys.stderr)
+    if ns.command == "ls":
+        from ._show import run_ls
+
+        return run_ls(ns.runs_dir, sys.stdout, sys.stderr)
     p.print_help(sys.stderr)
     return 2
 

@@ -9,15 +9,20 @@ logger (:class:`~aoff.OffPolicyLogger`, or :class:`~aoff.AsyncOffPolicyLogger` u
 asyncio with ``--async``) while sleeping ``--iter-ms`` per iteration in place of training.
 
 The logger writes TensorBoard files to ``<logdir>/<name>`` (``runs/demo-<time>`` by
-default); the demo ends by printing how to open them.
+default); the demo ends by printing how to open them, as commands that run as printed
+(the scripts next to ``sys.executable``: after the README's install they are only in
+``.venv/bin``, not on ``PATH``). The checkpoints it "saves" are marked ``(simulated)``:
+no file is written.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import glob
 import math
 import os
+import shlex
 import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -81,8 +86,8 @@ class DemoConfig:
 
 
 def _checkpoint(cfg: DemoConfig, i: int) -> str:
-    # a path only: the demo has no model to save
-    return os.path.join(cfg.run_dir, "checkpoints", f"model_{i:06d}.pt")
+    # a path only, marked as such: the demo has no model to save and writes no file
+    return "(simulated) " + os.path.join(cfg.run_dir, "checkpoints", f"model_{i:06d}.pt")
 
 
 #: one step of the demo script: ``(logger method, args)``, or ``(None, (ms,))`` to sleep
@@ -265,15 +270,65 @@ def run(cfg: DemoConfig, out: TextIO | None = None) -> int:
     return 0
 
 
+def _script(name: str) -> str | None:
+    """The console script ``name`` next to ``sys.executable``, as a command prefix.
+
+    Shown relative to the current folder when it is inside it (``.venv/bin/tensorboard``),
+    else absolute; ``None`` when there is no such script.
+    """
+    folder = os.path.dirname(sys.executable)
+    for candidate in (name, name + ".exe"):
+        path = os.path.join(folder, candidate)
+        if os.path.isfile(path):
+            cwd = os.getcwd()
+            absolute = os.path.abspath(path)
+            if os.path.commonpath([cwd, absolute]) == cwd:
+                rel = os.path.relpath(absolute, cwd)
+                path = rel if os.sep in rel else os.path.join(".", rel)
+            return shlex.quote(path)
+    return None
+
+
+def _command(script: str, module: str) -> str:
+    """How to run ``script`` as printed: the script itself, else ``python -m module``."""
+    found = _script(script)
+    return found if found is not None else f"{shlex.quote(sys.executable)} -m {module}"
+
+
+def _wandb_run_folder(cfg: DemoConfig) -> str | None:
+    """The newest ``offline-run-*``/``run-*`` folder wandb left under ``<run_dir>/wandb``."""
+    root = glob.escape(os.path.join(cfg.run_dir, "wandb"))
+    found = [
+        p
+        for pattern in ("offline-run-*", "run-*")
+        for p in glob.glob(os.path.join(root, pattern))
+        if os.path.isdir(p)
+    ]
+    return max(found, key=os.path.getmtime) if found else None
+
+
 def _print_outro(cfg: DemoConfig, out: TextIO) -> None:
     lines: list[str] = []
+    logdir = shlex.quote(cfg.logdir)
     if "tensorboard" in cfg.backends:
         lines.append(f"TensorBoard files: {cfg.run_dir}")
-        lines.append(f"Open them with:    tensorboard --logdir {cfg.logdir}")
+        lines.append(
+            f"Open them with:    {_command('tensorboard', 'tensorboard.main')} --logdir {logdir}"
+        )
     if "jsonl" in cfg.backends:
         lines.append(f"JSON Lines:        {os.path.join(cfg.run_dir, 'metrics.jsonl')}")
+    if "tensorboard" in cfg.backends or "jsonl" in cfg.backends:
+        run_dir = shlex.quote(cfg.run_dir)
+        lines.append(f"Summary:           {_command('aoff', 'aoff')} show {run_dir}")
     if "wandb" in cfg.backends:
-        lines.append("W&B:               see the run printed above")
+        folder = _wandb_run_folder(cfg)
+        if folder is None:
+            where = os.path.join(cfg.run_dir, "wandb")
+            lines.append(f"W&B:               no run folder under {where}; see the output above")
+        else:
+            lines.append(f"W&B run folder:    {folder}")
+            sync = _command("wandb", "wandb")
+            lines.append(f"Upload it with:    {sync} sync {shlex.quote(folder)}")
     if not lines:
         lines.append("No backend was chosen (--backends none): nothing was written.")
     print("\n".join(lines), file=out)

@@ -1,0 +1,195 @@
+"""``aoff show`` and ``aoff ls`` on runs the demo wrote, intact and damaged, and the demo's hint.
+
+One demo run (20 iterations, no sleeping) is written once per module; each test copies
+it before cutting anything, and reads the values it expects back from the run's own
+``metrics.jsonl``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import sys
+from io import StringIO
+from pathlib import Path
+
+import pytest
+
+from aoff.__main__ import main
+from aoff._demo import DemoConfig, _checkpoint, run
+from aoff._show import ASCII_BARS, UNICODE_BARS, sparkline
+
+ITERATIONS = 20
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A finished demo run (TensorBoard + JSONL) and the demo's closing text."""
+    logdir = tmp_path_factory.mktemp("runs")
+    cfg = DemoConfig(
+        iterations=ITERATIONS,
+        iter_ms=0.0,
+        logdir=str(logdir),
+        name="r1",
+        backends=("tensorboard", "jsonl"),
+    )
+    out = StringIO()
+    assert run(cfg, out=out) == 0
+    return logdir / "r1", out.getvalue()
+
+
+def _records(run_dir: Path) -> list[dict[str, object]]:
+    lines = (run_dir / "metrics.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def _aoff(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    rc = main(list(args))
+    got = capsys.readouterr()
+    return rc, got.out, got.err
+
+
+def _row(out: str, tag: str) -> list[str]:
+    for line in out.splitlines():
+        if line.split(" ", 1)[0] == tag:
+            return line.split()
+    raise AssertionError(f"no row for {tag!r} in:\n{out}")
+
+
+def _copy(run_dir: Path, dest: Path, *, keep: str) -> Path:
+    shutil.copytree(run_dir, dest)
+    for f in dest.iterdir():
+        if keep not in f.name:
+            f.unlink()
+    return dest
+
+
+def test_show_prints_summary_and_tag_table(
+    demo_run: tuple[Path, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_dir, _ = demo_run
+    last = _records(run_dir)[-1]
+    rc, out, err = _aoff(capsys, "show", str(run_dir))
+    assert rc == 0 and err == ""
+    assert f"Total env steps: {last['step']:,}" in out
+    assert f"Iterations: {ITERATIONS}" in out
+    assert "metrics.jsonl (20 records)" in out
+    reward = float(str(last["reward/mean"]))
+    assert f"reward/mean: last {reward:.1f}" in out
+    row = _row(out, "reward/mean")
+    assert float(row[2]) == pytest.approx(reward, abs=0.05)
+    assert len(row[5]) == ITERATIONS and set(row[5]) <= set(UNICODE_BARS)
+    train_rows = [ln for ln in out.splitlines() if ln.startswith("train/")]
+    assert len(train_rows) >= 10
+    assert float(_row(out, "axis/iteration")[2]) == ITERATIONS
+
+
+def test_show_reads_tensorboard_when_there_is_no_jsonl(
+    demo_run: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_dir, _ = demo_run
+    last = _records(run_dir)[-1]
+    tb = _copy(run_dir, tmp_path / "tb", keep="tfevents")
+    rc, out, err = _aoff(capsys, "show", str(tb))
+    assert rc == 0 and err == ""
+    assert "TensorBoard files (20 records)" in out
+    assert f"Total env steps: {last['step']:,}" in out
+    # float32 in the event file: compare at the printed precision
+    assert float(_row(out, "reward/mean")[2]) == pytest.approx(
+        float(str(last["reward/mean"])), 1e-3
+    )
+
+
+def test_show_truncated_jsonl_prints_what_it_read(
+    demo_run: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_dir, _ = demo_run
+    records = _records(run_dir)
+    cut = _copy(run_dir, tmp_path / "cut", keep="metrics")
+    path = cut / "metrics.jsonl"
+    path.write_bytes(path.read_bytes()[:-40])  # tear the last line
+    rc, out, err = _aoff(capsys, "show", str(cut))
+    assert rc == 0
+    assert f"{ITERATIONS - 1} records" in out
+    assert f"Total env steps: {records[-2]['step']:,}" in out
+    assert str(path) in err and "truncated" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_show_truncated_tensorboard_prints_what_it_read(
+    demo_run: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_dir, _ = demo_run
+    records = _records(run_dir)
+    cut = _copy(run_dir, tmp_path / "cut", keep="tfevents")
+    (event_file,) = cut.iterdir()
+    event_file.write_bytes(event_file.read_bytes()[:-7])
+    rc, out, err = _aoff(capsys, "show", str(cut))
+    assert rc == 0
+    assert f"Total env steps: {records[-2]['step']:,}" in out
+    assert str(event_file) in err and "truncated" in err
+
+
+def test_show_and_ls_on_an_empty_folder_exit_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rc, out, err = _aoff(capsys, "show", str(tmp_path))
+    assert rc == 1 and out == ""
+    assert "no metrics.jsonl or events.out.tfevents.*" in err and str(tmp_path) in err
+    rc, out, err = _aoff(capsys, "ls", str(tmp_path))
+    assert rc == 1 and "no run folders" in err
+    rc, _, err = _aoff(capsys, "show", str(tmp_path / "missing"))
+    assert rc == 1 and "not a folder" in err
+
+
+def test_ls_lists_each_run(
+    demo_run: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_dir, _ = demo_run
+    last = _records(run_dir)[-1]
+    root = tmp_path / "runs"
+    shutil.copytree(run_dir, root / "a")
+    _copy(run_dir, root / "nested" / "b", keep="tfevents")
+    (root / "not-a-run").mkdir()
+    rc, out, err = _aoff(capsys, "ls", str(root))
+    assert rc == 0 and err == ""
+    lines = out.splitlines()
+    assert lines[0].split() == ["run", "steps", "last", "reward", "wall", "time", "status"]
+    names = [ln.split()[0] for ln in lines[1:]]
+    assert names == ["a", os.path.join("nested", "b")]
+    for line in lines[1:]:
+        cols = line.split()
+        assert cols[1] == f"{last['step']:,}"
+        assert float(cols[2]) == pytest.approx(float(str(last["reward/mean"])), abs=0.05)
+        assert cols[-1] == "finished"
+
+
+def test_demo_hint_commands_run_as_printed(demo_run: tuple[Path, str]) -> None:
+    run_dir, text = demo_run
+    commands = {}
+    for line in text.splitlines():
+        label, _, rest = line.partition(":")
+        if label in ("Open them with", "Summary"):
+            commands[label] = shlex.split(rest)
+    assert set(commands) == {"Open them with", "Summary"}
+    for words in commands.values():
+        assert os.path.isfile(words[0]) or words[0] == sys.executable, words
+    assert commands["Open them with"][-2:] == ["--logdir", str(run_dir.parent)]
+    assert commands["Summary"][-2:] == ["show", str(run_dir)]
+
+
+def test_demo_checkpoint_is_marked_simulated(demo_run: tuple[Path, str]) -> None:
+    run_dir, _ = demo_run
+    assert _checkpoint(DemoConfig(logdir="runs", name="x"), 3).startswith("(simulated) runs")
+    assert not (run_dir / "checkpoints").exists()  # no placeholder file is written
+
+
+def test_sparkline() -> None:
+    assert sparkline([]) == ""
+    assert sparkline([0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]) == UNICODE_BARS
+    assert sparkline([1.0, float("nan"), 3.0], bars=ASCII_BARS) == "_!#"
+    assert sparkline([5.0] * 4) == UNICODE_BARS[3] * 4
+    assert len(sparkline([float(i) for i in range(1000)], width=24)) == 24
