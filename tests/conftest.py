@@ -125,3 +125,22 @@ def loads_strict(line: str) -> Any:
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """The rows of a JSONL file, each parsed with :func:`loads_strict`."""
     return [loads_strict(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.fixture(autouse=True)
+def _sigterm_handler_back() -> Iterator[None]:
+    """A sync logger made with the default ``handle_sigterm=True`` installs aoff's SIGTERM
+    handler for the rest of the process (as in a training script), also from a module
+    fixture; each test starts, and ends, with it taken back out."""
+    import signal
+
+    import aoff._sync
+
+    def reset() -> None:
+        if signal.getsignal(signal.SIGTERM) is aoff._sync._on_sigterm:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            aoff._sync._prev_sigterm = None
+
+    reset()
+    yield
+    reset()

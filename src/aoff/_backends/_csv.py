@@ -33,17 +33,12 @@ import io
 import os
 import stat
 import tempfile
-import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import BinaryIO
 
-import anyio.to_thread
-import sniffio
-from rich.markup import escape
-
 from .._core._records import StepRecord
-from ._base import BackendContext
-from ._tfrecord import fsync_and_close, write_whole
+from ._file import AppendFileBackend
+from ._tfrecord import write_whole
 
 __all__ = ["FIXED_COLUMNS", "CsvBackend"]
 
@@ -81,52 +76,42 @@ def _read_header(path: str) -> list[str] | None:
         return None
 
 
-class CsvBackend:
+class CsvBackend(AppendFileBackend):
     """Appends one CSV row per :class:`~aoff.StepRecord` to ``path``."""
 
     name = "csv"
+    label = "CSV"
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = os.fspath(path)
-        self._file: BinaryIO | None = None
-        self._closed = False
+        super().__init__(path)
         #: the header as in the file; empty until it has one
         self._columns: list[str] = []
         #: how many times the file was rewritten for new columns (tests read it)
         self.rewrites = 0
-        # Serialises file access between worker threads: after the runner abandons a
-        # hung call, the next call may start while the old thread still runs. Only ever
-        # taken in worker threads, never on the event loop.
-        self._lock = threading.Lock()
 
-    # -- worker-thread side ------------------------------------------------------------
-    def _open_sync(self) -> None:
-        os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
-        with self._lock:
-            if self._closed or self._file is not None:
-                return
-            f = open(self.path, "ab", buffering=0)  # noqa: SIM115 - closed in close()
-            try:
-                header = None
-                size = os.fstat(f.fileno()).st_size
-                if size:  # a resumed run: keep its columns
-                    header = _read_header(self.path)  # None: only blank lines so far
-                    with open(self.path, "rb") as r:
-                        r.seek(size - 1)
-                        if r.read(1) != b"\n":  # a last line cut short (a crash)
-                            write_whole(f, b"\n")
-            except BaseException:
-                f.close()
-                raise
-            self._columns = list(header or ())
-            self._file = f
+    def _open_file(self) -> BinaryIO:
+        f = super()._open_file()
+        try:
+            header = None
+            size = os.fstat(f.fileno()).st_size
+            if size:  # a resumed run: keep its columns
+                header = _read_header(self.path)  # None: only blank lines so far
+                with open(self.path, "rb") as r:
+                    r.seek(size - 1)
+                    if r.read(1) != b"\n":  # a last line cut short (a crash)
+                        write_whole(f, b"\n")
+        except BaseException:
+            f.close()
+            raise
+        self._columns = list(header or ())
+        return f
 
     def _write_sync(self, records: Sequence[StepRecord]) -> None:
-        rows = [_row(rec) for rec in records]
         with self._lock:
             f = self._file
             if f is None:
                 raise RuntimeError("CSV backend: the file is closed")
+            rows = [_row(rec) for rec in records]
             known = set(self._columns)
             new: dict[str, None] = {}  # an ordered set: first-seen order
             for row in rows:
@@ -180,46 +165,3 @@ class CsvBackend:
         with contextlib.suppress(OSError):  # the old file is gone from the folder
             old.close()
         return new
-
-    def _close_sync(self) -> None:
-        with self._lock:
-            f, self._file = self._file, None
-            if f is None:
-                return
-            fsync_and_close(f)
-
-    # -- Backend protocol --------------------------------------------------------------
-    @staticmethod
-    async def _off_loop(fn: Callable[..., None], *args: object) -> None:
-        """Run ``fn`` in a worker thread: aiofiles' executor on asyncio, anyio's on trio."""
-        if sniffio.current_async_library() == "asyncio":
-            import aiofiles.os
-
-            await aiofiles.os.wrap(fn)(*args)
-        else:
-            await anyio.to_thread.run_sync(fn, *args, abandon_on_cancel=True)
-
-    async def open(self, ctx: BackendContext) -> None:
-        if self._closed:
-            raise RuntimeError("CSV backend: open() after close()")
-        await self._off_loop(self._open_sync)
-        ctx.say(f"[dim]CSV logging to: {escape(self.path)}[/]")
-
-    async def write(self, records: Sequence[StepRecord]) -> None:
-        if not records:
-            return
-        if self._file is None:
-            raise RuntimeError("CSV backend: write() before open() or after close()")
-        # a tuple: the runner may reuse its list while an abandoned thread still reads ours
-        await self._off_loop(self._write_sync, tuple(records))
-
-    async def flush(self) -> None:
-        # Every write() handed its bytes to the OS already (unbuffered file): nothing is
-        # held in this process, so there is nothing to do and no thread hop to pay.
-        return
-
-    async def close(self) -> None:
-        self._closed = True
-        if self._file is None:
-            return
-        await self._off_loop(self._close_sync)

@@ -36,18 +36,10 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import threading
-from collections.abc import Callable, Sequence
-from typing import BinaryIO
-
-import anyio.to_thread
-import sniffio
-from rich.markup import escape
+from collections.abc import Sequence
 
 from .._core._records import StepRecord
-from ._base import BackendContext
-from ._tfrecord import fsync_and_close, write_whole
+from ._file import AppendFileBackend
 
 __all__ = ["JsonlBackend", "encode_lines"]
 
@@ -83,75 +75,11 @@ def encode_lines(records: Sequence[StepRecord]) -> bytes:
     return "\n".join(lines).encode("utf-8")
 
 
-class JsonlBackend:
+class JsonlBackend(AppendFileBackend):
     """Appends one JSON object per :class:`~aoff.StepRecord` to ``path``."""
 
     name = "jsonl"
+    label = "JSONL"
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = os.fspath(path)
-        self._file: BinaryIO | None = None
-        self._closed = False
-        # Serialises file access between worker threads: after the runner abandons a
-        # hung call, the next call may start while the old thread still runs. Only ever
-        # taken in worker threads, never on the event loop.
-        self._lock = threading.Lock()
-
-    # -- worker-thread side ------------------------------------------------------------
-    def _open_sync(self) -> None:
-        os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
-        with self._lock:
-            if self._closed or self._file is not None:
-                return
-            self._file = open(self.path, "ab", buffering=0)  # noqa: SIM115 - closed in close()
-
-    def _write_sync(self, records: Sequence[StepRecord]) -> None:
-        data = encode_lines(records)
-        with self._lock:
-            f = self._file
-            if f is None:
-                raise RuntimeError("JSONL backend: the file is closed")
-            write_whole(f, data)
-
-    def _close_sync(self) -> None:
-        with self._lock:
-            f, self._file = self._file, None
-            if f is None:
-                return
-            fsync_and_close(f)
-
-    # -- Backend protocol --------------------------------------------------------------
-    @staticmethod
-    async def _off_loop(fn: Callable[..., None], *args: object) -> None:
-        """Run ``fn`` in a worker thread: aiofiles' executor on asyncio, anyio's on trio."""
-        if sniffio.current_async_library() == "asyncio":
-            import aiofiles.os
-
-            await aiofiles.os.wrap(fn)(*args)
-        else:
-            await anyio.to_thread.run_sync(fn, *args, abandon_on_cancel=True)
-
-    async def open(self, ctx: BackendContext) -> None:
-        if self._closed:
-            raise RuntimeError("JSONL backend: open() after close()")
-        await self._off_loop(self._open_sync)
-        ctx.say(f"[dim]JSONL logging to: {escape(self.path)}[/]")
-
-    async def write(self, records: Sequence[StepRecord]) -> None:
-        if not records:
-            return
-        if self._file is None:
-            raise RuntimeError("JSONL backend: write() before open() or after close()")
-        # a tuple: the runner may reuse its list while an abandoned thread still reads ours
-        await self._off_loop(self._write_sync, tuple(records))
-
-    async def flush(self) -> None:
-        # Every write() handed its bytes to the OS already (unbuffered file): nothing is
-        # held in this process, so there is nothing to do and no thread hop to pay.
-        return
-
-    async def close(self) -> None:
-        self._closed = True
-        if self._file is None:
-            return
-        await self._off_loop(self._close_sync)
+    def _encode(self, records: Sequence[StepRecord]) -> bytes:
+        return encode_lines(records)

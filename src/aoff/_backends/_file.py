@@ -1,0 +1,109 @@
+"""What the JSONL and CSV backends share: an append-only file, one whole batch a write.
+
+Why a base class: both keep the same promises (see ``_jsonl.py``), and those promises
+live in the protocol side, which is the same for both: blocking work in a worker thread
+(aiofiles' executor on asyncio, ``anyio.to_thread`` on trio, which aiofiles does not
+support), a lock around the file (after the runner abandons a hung call, the next may
+start while the old thread still runs), one write per batch on an unbuffered file that a
+full disk cannot tear (``write_whole``), nothing to flush, ``fsync`` once at close. A
+subclass says how to encode a batch, and may say how to open and write it.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Sequence
+from typing import BinaryIO
+
+import anyio.to_thread
+import sniffio
+from rich.markup import escape
+
+from .._core._records import StepRecord
+from ._base import BackendContext
+from ._tfrecord import fsync_and_close, write_whole
+
+
+class AppendFileBackend:
+    """An append-only file backend; subclasses set ``name``, ``label`` and ``_encode``."""
+
+    name: str
+    #: how the backend names itself in messages, e.g. ``"JSONL"``
+    label: str
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        self._file: BinaryIO | None = None
+        self._closed = False
+        # only ever taken in worker threads, never on the event loop
+        self._lock = threading.Lock()
+
+    # -- worker-thread side (under the lock) ----------------------------------------------
+    def _open_file(self) -> BinaryIO:
+        """The file, open for appending, unbuffered."""
+        return open(self.path, "ab", buffering=0)
+
+    def _encode(self, records: Sequence[StepRecord]) -> bytes:
+        raise NotImplementedError
+
+    def _write_batch(self, f: BinaryIO, records: Sequence[StepRecord]) -> None:
+        """Write one batch whole (``write_whole``), or raise leaving nothing of it."""
+        write_whole(f, self._encode(records))
+
+    def _open_sync(self) -> None:
+        os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+        with self._lock:
+            if self._closed or self._file is not None:
+                return
+            self._file = self._open_file()
+
+    def _write_sync(self, records: Sequence[StepRecord]) -> None:
+        with self._lock:
+            f = self._file
+            if f is None:
+                raise RuntimeError(f"{self.label} backend: the file is closed")
+            self._write_batch(f, records)
+
+    def _close_sync(self) -> None:
+        with self._lock:
+            f, self._file = self._file, None
+            if f is None:
+                return
+            fsync_and_close(f)
+
+    # -- Backend protocol -----------------------------------------------------------------
+    @staticmethod
+    async def _off_loop(fn: Callable[..., None], *args: object) -> None:
+        """Run ``fn`` in a worker thread: aiofiles' executor on asyncio, anyio's on trio."""
+        if sniffio.current_async_library() == "asyncio":
+            import aiofiles.os
+
+            await aiofiles.os.wrap(fn)(*args)
+        else:
+            await anyio.to_thread.run_sync(fn, *args, abandon_on_cancel=True)
+
+    async def open(self, ctx: BackendContext) -> None:
+        if self._closed:
+            raise RuntimeError(f"{self.label} backend: open() after close()")
+        await self._off_loop(self._open_sync)
+        ctx.say(f"[dim]{self.label} logging to: {escape(self.path)}[/]")
+
+    async def write(self, records: Sequence[StepRecord]) -> None:
+        if not records:
+            return
+        if self._file is None:
+            raise RuntimeError(f"{self.label} backend: write() before open() or after close()")
+        # a tuple: the runner may reuse its list while an abandoned thread still reads ours
+        await self._off_loop(self._write_sync, tuple(records))
+
+    async def flush(self) -> None:
+        # Every write() handed its bytes to the OS already (unbuffered file): nothing is
+        # held in this process, so there is nothing to do and no thread hop to pay.
+        return
+
+    async def close(self) -> None:
+        self._closed = True
+        if self._file is None:
+            return
+        await self._off_loop(self._close_sync)
