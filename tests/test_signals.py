@@ -84,7 +84,8 @@ def test_a_second_ctrl_c_stops_at_once_and_says_exactly_what_was_not_written(
 ) -> None:
     rc, out, err = run_and_signal(tmp_path, mode, [signal.SIGINT, signal.SIGINT], gap=0.3)
     assert rc in (-signal.SIGINT, 130), (rc, out, err)
-    line = next(ln for ln in err.splitlines() if "steps not written" in ln)
+    line = next((ln for ln in err.splitlines() if "steps not written" in ln), None)
+    assert line is not None, (out, err)
     missing = dict(
         (part.split(" to ")[1].strip("'"), int(part.split(" to ")[0].replace(",", "")))
         for part in line.split("steps not written: ", 1)[1].split(", ")

@@ -64,7 +64,7 @@ class _StderrWriter:
         self._busy_since: float | None = None
         self._thread: threading.Thread | None = None
 
-    def __call__(self, message: str) -> None:
+    def __call__(self, message: str, *, wait: bool = True) -> None:
         with self._cond:
             self._lines.append(message)
             self._queued += 1
@@ -74,7 +74,7 @@ class _StderrWriter:
                 self._thread.start()
             self._cond.notify_all()
             stuck = self._busy_since is not None and time.monotonic() - self._busy_since > self.WAIT
-            if not stuck:
+            if wait and not stuck:
                 self._cond.wait_for(lambda: self._written >= mine, timeout=self.WAIT)
 
     def _run(self) -> None:

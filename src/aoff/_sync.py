@@ -38,8 +38,10 @@ FINISH_GRACE = 10.0
 FORCE_WINDOW = 2.0
 
 
-def _say(line: str) -> None:
-    stderr_line(line)
+def _say(line: str, *, wait: bool = True) -> None:
+    """One line on stderr; a further Ctrl+C while it is being written is ignored."""
+    with contextlib.suppress(KeyboardInterrupt):
+        stderr_line(line, wait=wait)
 
 
 class _SigtermExit(SystemExit):
@@ -131,6 +133,8 @@ class OffPolicyLogger(Face[None]):
         self._drain_result: list[FinishReport] = []
         self._drain_failure: list[BaseException] = []
         self._forced = False  # a second Ctrl+C stopped the wait for the drain
+        self._caught: BaseException | None = None  # a signal during the drain, raised after
+        self._caught_at = 0.0
         self._stopped = False
         self._pump: PumpThread | AgentSide
         if self._process_mode():
@@ -178,10 +182,38 @@ class OffPolicyLogger(Face[None]):
         if self._forked:  # nothing of the run lives in this (forked) process
             assert self._report is not None
             return self._report
-        self._begin_stop(title=title, extra_summary=extra_summary, interrupted=bool(interrupted))
-        self._stopped = True
-        self._ensure_drain(summary)
+        try:
+            self._begin_stop(
+                title=title, extra_summary=extra_summary, interrupted=bool(interrupted)
+            )
+            self._stopped = True
+            self._ensure_drain(summary)
+        except (KeyboardInterrupt, SystemExit) as exc:
+            # a signal before the wait began counts as one during it (raised after)
+            self._note_signal(exc)
+            self._ensure_drain(summary)
         return self._wait_for_drain()
+
+    def _note_signal(self, exc: BaseException) -> bool:
+        """Remember a signal that came during the drain; True if it is a second Ctrl+C
+        within ``FORCE_WINDOW`` seconds (stop waiting now)."""
+        now = time.monotonic()
+        first = self._caught
+        if (
+            isinstance(exc, KeyboardInterrupt)
+            and isinstance(first, KeyboardInterrupt)
+            and now - self._caught_at < FORCE_WINDOW
+        ):
+            return True
+        self._caught, self._caught_at = first or exc, now
+        if first is None:  # queued, not waited for: a second Ctrl+C may come any moment
+            _say(
+                "aoff: still writing the rest of the run; it stops within "
+                f"finish_timeout ({self._options.finish_timeout:g}s) of a stuck "
+                f"backend. Ctrl+C again within {FORCE_WINDOW:g}s to stop now.",
+                wait=False,
+            )
+        return False
 
     def _ensure_drain(self, summary: bool) -> None:
         """Start the final drain on a helper thread (once). A caller interrupted before
@@ -212,34 +244,21 @@ class OffPolicyLogger(Face[None]):
         backend did not get; later stops (the exit hook) then return at once too."""
         over = self._drain_over
         assert over is not None
-        caught: BaseException | None = None
-        caught_at = 0.0
         while not over.is_set() and not self._forced:
             try:
                 over.wait(0.05)  # not Thread.join: a signal inside join can corrupt it
             except (KeyboardInterrupt, SystemExit) as exc:
-                now = time.monotonic()
-                if (
-                    isinstance(exc, KeyboardInterrupt)
-                    and isinstance(caught, KeyboardInterrupt)
-                    and now - caught_at < FORCE_WINDOW
-                ):
+                if self._note_signal(exc):
                     self._forced = True
                     _say(force_quit_line(self._pump.unwritten()))
                     raise
-                if caught is None:
-                    _say(
-                        "aoff: still writing the rest of the run; it stops within "
-                        f"finish_timeout ({self._options.finish_timeout:g}s) of a stuck "
-                        f"backend. Ctrl+C again within {FORCE_WINDOW:g}s to stop now."
-                    )
-                caught, caught_at = caught or exc, now
         if self._drain_failure:
             raise self._drain_failure[0]
         if self._drain_result:
             self._report = self._drain_result[0]
         else:  # forced out earlier: what is known now
             self._report = FinishReport(interrupted=True, partial=True)
+        caught, self._caught = self._caught, None
         if caught is not None:
             raise caught
         return self._report
