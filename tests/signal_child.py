@@ -5,7 +5,9 @@ from __future__ import annotations
 import signal
 import sys
 
-from aoff import OffPolicyLogger
+import anyio
+
+from aoff import AsyncOffPolicyLogger, OffPolicyLogger
 from aoff._options import PumpMode
 
 
@@ -13,6 +15,9 @@ def main() -> None:
     run, n = sys.argv[1], int(sys.argv[3])
     mode: PumpMode = "process" if sys.argv[2] == "process" else "thread"
     signal.signal(signal.SIGINT, signal.default_int_handler)  # as in an interactive shell
+    if sys.argv[4:] == ["async"]:
+        anyio.run(run_async, run, mode, n)
+        return
     log = OffPolicyLogger(
         log_dir=run, backends=("jsonl",), pump=mode, overflow="block", log_backend="tensorboard"
     )
@@ -21,6 +26,16 @@ def main() -> None:
     print("FINISHING", flush=True)
     report = log.finish()
     print("DONE", report.steps, flush=True)
+
+
+async def run_async(run: str, mode: PumpMode, n: int) -> None:
+    async with AsyncOffPolicyLogger(
+        log_dir=run, backends=("jsonl",), pump=mode, overflow="block", log_backend="tensorboard"
+    ) as log:
+        for i in range(1, n + 1):
+            await log.log_step(i, {"x": float(i)})
+        print("FINISHING", flush=True)
+    # leaving the block drains; a SIGTERM meanwhile is raised after it as SystemExit(143)
 
 
 if __name__ == "__main__":

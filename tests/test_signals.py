@@ -22,10 +22,10 @@ N = 100_000
 
 
 def run_and_signal(
-    tmp_path: Path, mode: str, signals: list[signal.Signals], gap: float = 0.05
+    tmp_path: Path, mode: str, signals: list[signal.Signals], gap: float = 0.05, face: str = "sync"
 ) -> tuple[int, str, str]:
     proc = subprocess.Popen(
-        [sys.executable, str(CHILD), str(tmp_path), mode, str(N)],
+        [sys.executable, str(CHILD), str(tmp_path), mode, str(N), face],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -96,3 +96,14 @@ def test_a_second_ctrl_c_stops_at_once_and_says_exactly_what_was_not_written(
     # batch after the line was printed), and never more than the whole run
     assert N - rows <= missing["jsonl"] <= N
     assert missing["jsonl"] > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["process", "thread"])
+@pytest.mark.parametrize("signals", [[signal.SIGTERM], [signal.SIGTERM, signal.SIGTERM]])
+def test_sigterm_while_the_async_face_drains_loses_nothing(
+    tmp_path: Path, mode: str, signals: list[signal.Signals]
+) -> None:
+    rc, out, err = run_and_signal(tmp_path, mode, signals, face="async")
+    assert rc == 143, (rc, out, err)
+    check_everything_on_disk(tmp_path)

@@ -31,7 +31,7 @@ import anyio.abc
 
 from ._core import _events as ev
 from ._face import AoffWarning, Face
-from ._report import FinishReport
+from ._report import FinishReport, stderr_line
 from ._streams import Forwarding, should_forward
 
 if TYPE_CHECKING:
@@ -127,7 +127,8 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
         await tg.__aenter__()
         self._tg = tg
         try:
-            self._sigterm_scope = anyio.CancelScope()
+            # shielded: cancelling the body on SIGTERM must not end the watch (see below)
+            self._sigterm_scope = anyio.CancelScope(shield=True)
             if self._process_mode():
                 from ._agent._side import AgentSide
 
@@ -208,6 +209,9 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
                 task_status.started()
                 started = True
                 async for signum in signals:
+                    if self._signalled is not None:  # a second SIGTERM: the drain goes on
+                        stderr_line("aoff: still writing the rest of the run", wait=False)
+                        continue
                     self._signalled = int(signum)
                     # recorded before the cancellation, so the summary says so whichever
                     # of the pump and the body is cancelled first
@@ -215,7 +219,8 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
                         ev.finish_event(self._clock(), "Training Summary", "", True)
                     )
                     host.cancel()
-                    return  # leaving restores the default handler: a second SIGTERM kills
+                    # watching on (shielded) until the run is over: supervisors often
+                    # send SIGTERM twice, and the default handler would kill the drain
         except (NotImplementedError, RuntimeError, ValueError, OSError):
             if started:
                 raise
