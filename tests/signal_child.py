@@ -23,7 +23,8 @@ def main() -> None:
     )
     for i in range(1, n + 1):
         log.log_step(i, {"x": float(i)})
-    print("FINISHING", flush=True)
+    sys.stdout.write("FINISHING\n")  # one write: the pump thread prints too
+    sys.stdout.flush()
     report = log.finish()
     print("DONE", report.steps, flush=True)
 
@@ -34,7 +35,8 @@ async def run_async(run: str, mode: PumpMode, n: int) -> None:
     ) as log:
         for i in range(1, n + 1):
             await log.log_step(i, {"x": float(i)})
-        print("FINISHING", flush=True)
+        sys.stdout.write("FINISHING\n")
+        sys.stdout.flush()
     # leaving the block drains; a SIGTERM meanwhile is raised after it as SystemExit(143)
 
 
