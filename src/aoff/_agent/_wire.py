@@ -59,6 +59,7 @@ class Link:
         self._offset = 0  # bytes of the first frame already sent
         self.pending_out = 0
         self._in = bytearray()
+        self._gone: str | None = None  # end of file seen: why
         self.closed = False
         self.on_sent: Callable[[Any], None] | None = None
 
@@ -92,17 +93,23 @@ class Link:
         return [meta for _, meta in self._out if meta is not None]
 
     def recv_some(self) -> list[bytes]:
-        """Every whole frame readable now; raise :class:`AgentGone` on end of file."""
-        while True:
+        """Every whole frame readable now. At end of file the frames read before it are
+        returned first (the agent's report is often its last word before it exits), and
+        :class:`AgentGone` is raised once there are none left."""
+        gone = self._gone
+        while gone is None:
             try:
                 chunk = self.sock.recv(1 << 16)
             except BlockingIOError:
                 break
             except OSError as exc:
-                raise AgentGone(str(exc)) from None
+                gone = str(exc)
+                break
             if not chunk:
-                raise AgentGone("end of file")
+                gone = "end of file"
+                break
             self._in += chunk
+        self._gone = gone
         frames: list[bytes] = []
         buf = self._in
         while len(buf) >= 4:
@@ -111,6 +118,8 @@ class Link:
                 break
             frames.append(bytes(buf[4 : 4 + n]))
             del buf[: 4 + n]
+        if gone is not None and not frames:
+            raise AgentGone(gone)
         return frames
 
     def close(self) -> None:
