@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -144,3 +145,24 @@ def _sigterm_handler_back() -> Iterator[None]:
     reset()
     yield
     reset()
+
+
+@pytest.fixture
+def tiny_tmpfs(tmp_path: Path) -> Iterator[Path]:
+    """A 64 KiB tmpfs (needs root and CAP_SYS_ADMIN; skipped elsewhere)."""
+    mnt = tmp_path / "tiny"
+    mnt.mkdir()
+    try:
+        res = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)],
+            capture_output=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        pytest.skip(f"cannot mount a tmpfs: {exc}")
+    if res.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs: {res.stderr.decode(errors='replace').strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True, timeout=30)

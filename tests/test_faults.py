@@ -197,27 +197,6 @@ def test_disk_full_leaves_whole_lines_and_exact_counts(
         assert proc.stderr.count(f"backend {name!r} disabled after error") == 1
 
 
-@pytest.fixture
-def tiny_tmpfs(tmp_path: Path) -> Iterator[Path]:
-    """A 64 KiB tmpfs (needs root and CAP_SYS_ADMIN; skipped elsewhere)."""
-    mnt = tmp_path / "tiny"
-    mnt.mkdir()
-    try:
-        res = subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)],
-            capture_output=True,
-            timeout=30,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        pytest.skip(f"cannot mount a tmpfs: {exc}")
-    if res.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs: {res.stderr.decode(errors='replace').strip()}")
-    try:
-        yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], capture_output=True, timeout=30)
-
-
 @pytest.mark.anyio
 async def test_disk_full_on_a_real_tmpfs_async_face(tiny_tmpfs: Path) -> None:
     """ENOSPC for real, both files on one 64 KiB tmpfs, on asyncio and trio."""

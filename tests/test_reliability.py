@@ -21,7 +21,7 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import anyio
@@ -428,25 +428,6 @@ async def test_async_face_isolates_a_raising_backend() -> None:
 
 
 # -- disk full, for real ----------------------------------------------------------------------
-@pytest.fixture
-def tiny_tmpfs(tmp_path: Path) -> Iterator[Path]:
-    """A 64 KiB tmpfs (needs root and CAP_SYS_ADMIN; skipped elsewhere)."""
-    mnt = tmp_path / "tiny"
-    mnt.mkdir()
-    try:
-        res = subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)],
-            capture_output=True,
-            timeout=30,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        pytest.skip(f"cannot mount a tmpfs: {exc}")
-    if res.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs: {res.stderr.decode(errors='replace').strip()}")
-    try:
-        yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], capture_output=True, timeout=30)
 
 
 def read_jsonl_iterations(path: Path) -> list[int]:
