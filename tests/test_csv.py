@@ -13,7 +13,7 @@ import math
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO, cast
+from typing import Any, BinaryIO
 
 import pytest
 
@@ -25,7 +25,7 @@ from aoff._core._records import StepRecord
 from aoff._options import PumpMode
 
 from .conftest import read_jsonl
-from .test_jsonl import TearingFile
+from .test_jsonl import Tearing
 
 pd: Any = importlib.import_module("pandas")  # untyped (no pandas-stubs): used as Any
 
@@ -275,20 +275,8 @@ async def test_a_failed_rewrite_leaves_the_file_as_it_was(
 
 
 # -- a full disk: whole rows only ------------------------------------------------------------
-class TearingCsvBackend(CsvBackend):
-    """The real backend, on a :class:`~tests.test_jsonl.TearingFile`."""
-
-    def __init__(self, path: Path, *, limit: int, tears: int | None) -> None:
-        super().__init__(path)
-        self.limit = limit
-        self.tears = tears
-        self.tearing: TearingFile | None = None
-
-    def _open_sync(self) -> None:
-        super()._open_sync()
-        assert self._file is not None
-        self.tearing = TearingFile(self._file, limit=self.limit, tears=self.tears)
-        self._file = cast(BinaryIO, self.tearing)
+class TearingCsvBackend(Tearing, CsvBackend):
+    """The real CSV backend, on a :class:`~tests.test_jsonl.TearingFile`."""
 
 
 def run_logger(backend: CsvBackend, n: int) -> FinishReport:

@@ -13,6 +13,7 @@ import pytest
 
 from aoff import FinishReport, NullDisplay, OffPolicyLogger
 from aoff._backends._base import Backend, BackendContext
+from aoff._backends._file import AppendFileBackend
 from aoff._backends._jsonl import JsonlBackend, encode_lines
 from aoff._core._records import StepRecord
 
@@ -164,8 +165,8 @@ class TearingFile:
         return getattr(self.f, name)
 
 
-class TearingJsonlBackend(JsonlBackend):
-    """The real backend, on a :class:`TearingFile`."""
+class Tearing(AppendFileBackend):
+    """Mixed in before a real file backend (JSONL, CSV): its file is a :class:`TearingFile`."""
 
     def __init__(self, path: Path, *, limit: int, tears: int | None) -> None:
         super().__init__(path)
@@ -178,6 +179,10 @@ class TearingJsonlBackend(JsonlBackend):
         assert self._file is not None
         self.tearing = TearingFile(self._file, limit=self.limit, tears=self.tears)
         self._file = cast(BinaryIO, self.tearing)
+
+
+class TearingJsonlBackend(Tearing, JsonlBackend):
+    """The real JSONL backend, on a :class:`TearingFile`."""
 
 
 @pytest.mark.anyio
