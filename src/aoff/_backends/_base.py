@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from .._core._config import HParams
 from .._core._records import RunConfig, StepRecord
 
 
@@ -27,10 +28,18 @@ class BackendContext:
 
     ``say`` takes one line of Rich markup and prints it above the live dashboard (or to
     the console when there is none); it is thread-safe.
+
+    ``hparams`` is the run's live hyperparameters (``config=`` and ``log_config``) and
+    final metrics, kept by the fold. Why a live view rather than a record type or a new
+    protocol method: config changes are rare and have no step, so a backend compares
+    ``hparams.version`` once per ``write`` (and at ``close``) on the pump's loop and writes
+    what changed; records stay scalar-only, and backends that ignore config (a user's own)
+    need no new method. Read it on the event loop only (not in a worker thread).
     """
 
     config: RunConfig = field(default_factory=RunConfig)
     say: Callable[[str], None] = _discard
+    hparams: HParams = field(default_factory=HParams)
 
 
 @runtime_checkable

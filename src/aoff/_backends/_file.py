@@ -11,10 +11,13 @@ subclass says how to encode a batch, and may say how to open and write it.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import tempfile
 import threading
 from collections.abc import Callable, Sequence
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import anyio.to_thread
 import sniffio
@@ -22,6 +25,7 @@ from rich.markup import escape
 
 from .._core._records import StepRecord
 from ._base import BackendContext
+from ._hparams import run_config
 from ._tfrecord import fsync_and_close, write_whole
 
 
@@ -38,6 +42,9 @@ class AppendFileBackend:
         self._closed = False
         # only ever taken in worker threads, never on the event loop
         self._lock = threading.Lock()
+        # config.json: the context (its HParams) and the version written last
+        self._ctx: BackendContext | None = None
+        self._config_version = -1
 
     # -- worker-thread side (under the lock) ----------------------------------------------
     def _open_file(self) -> BinaryIO:
@@ -72,6 +79,50 @@ class AppendFileBackend:
                 return
             fsync_and_close(f)
 
+    # -- config.json ----------------------------------------------------------------------
+    def _config_due(self) -> dict[str, Any] | None:
+        """On the loop: the config to write if it changed since last written (only runs
+        given ``config=`` or ``log_config`` get a ``config.json``)."""
+        ctx = self._ctx
+        if ctx is None or ctx.hparams.version == self._config_version or not ctx.hparams.values:
+            return None
+        version, values = ctx.hparams.snapshot()
+        self._config_version = version
+        return run_config(ctx.config, values)
+
+    def _write_config_sync(self, values: dict[str, Any]) -> None:
+        """``config.json`` next to the file, replaced whole (temporary file, ``fsync``,
+        ``os.replace``): a reader never sees half of it. The JSONL and CSV backends of one
+        run write the same content, so whichever renames last is right."""
+        folder = os.path.dirname(os.path.abspath(self.path))
+        text = json.dumps(values, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".config-", suffix=".json.tmp")
+        try:
+            with open(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, os.path.join(folder, "config.json"))
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+    async def _maybe_write_config(self) -> None:
+        """Write ``config.json`` if the config changed; before the batch it came with, so
+        that a failure raises before any row is written (the runner's retry of the batch
+        duplicates nothing, and the config is tried again)."""
+        before = self._config_version
+        values = self._config_due()
+        if values is None:
+            return
+        try:
+            await self._off_loop(self._write_config_sync, values)
+        except BaseException:
+            self._config_version = before
+            raise
+
     # -- Backend protocol -----------------------------------------------------------------
     @staticmethod
     async def _off_loop(fn: Callable[..., None], *args: object) -> None:
@@ -88,12 +139,15 @@ class AppendFileBackend:
             raise RuntimeError(f"{self.label} backend: open() after close()")
         await self._off_loop(self._open_sync)
         ctx.say(f"[dim]{self.label} logging to: {escape(self.path)}[/]")
+        self._ctx = ctx
+        await self._maybe_write_config()
 
     async def write(self, records: Sequence[StepRecord]) -> None:
         if not records:
             return
         if self._file is None:
             raise RuntimeError(f"{self.label} backend: write() before open() or after close()")
+        await self._maybe_write_config()
         # a tuple: the runner may reuse its list while an abandoned thread still reads ours
         await self._off_loop(self._write_sync, tuple(records))
 
@@ -106,4 +160,7 @@ class AppendFileBackend:
         self._closed = True
         if self._file is None:
             return
-        await self._off_loop(self._close_sync)
+        try:
+            await self._maybe_write_config()  # keys logged after the last step
+        finally:
+            await self._off_loop(self._close_sync)

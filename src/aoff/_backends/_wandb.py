@@ -7,6 +7,14 @@ config ``{algo, env, num_envs, obs_dim, action_dim, max_iterations}`` (merged wi
 tags/notes only when given; that run is owned and finished at :meth:`close`. Each
 record is logged as ``run.log({"iteration": it, **scalars}, step=step)``.
 
+Config: the run's config is that seed config, then the ``config`` argument, then the
+logger's ``config=`` (:class:`~aoff._core._config.HParams` in the context; later keys
+win); keys added by ``log_config`` go to ``run.config.update(..., allow_val_change=True)``
+after the next batch, or at :meth:`WandbBackend.close`. Resume: the id of a run created
+here is stored in ``dir/wandb-run-id``; with ``resume=True`` (``resume_step=``) the backend
+calls ``wandb.init(id=<stored id>, resume="allow")``. Offline, wandb writes a second
+``offline-run-*`` folder with the same id.
+
 ``reinit``: the seed passed ``reinit=True``, which wandb 0.19+ deprecates; its documented
 equivalent is ``"finish_previous"``, used here. (``"create_new"`` would leave
 ``wandb.run`` unset, so a user's own ``wandb.log(...)`` calls next to the logger would
@@ -28,7 +36,9 @@ the package the backend prints the seed's yellow ``wandb not installed`` and doe
 
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -37,8 +47,36 @@ from rich.markup import escape
 from .._core._records import RunConfig, StepRecord
 from .._threads import SerialWorker, wait_future
 from ._base import BackendContext
+from ._hparams import run_config as merged_config
 
-__all__ = ["WandbBackend"]
+__all__ = ["RUN_ID_FILE", "WandbBackend", "read_run_id"]
+
+#: the file in the run folder (``dir``) that holds the id of the run this backend created
+RUN_ID_FILE = "wandb-run-id"
+
+
+def read_run_id(folder: str) -> str | None:
+    """The W&B run id stored in ``folder`` (None: no such file, or empty)."""
+    try:
+        with open(os.path.join(folder, RUN_ID_FILE), encoding="utf-8") as f:
+            return f.read().strip() or None
+    except FileNotFoundError:
+        return None
+
+
+def _store_run_id(folder: str, run_id: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".wandb-run-id-", suffix=".tmp")
+    try:
+        with open(fd, "w", encoding="utf-8") as f:
+            f.write(run_id + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, os.path.join(folder, RUN_ID_FILE))
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 class _WandbMissing(Exception):
@@ -62,6 +100,7 @@ class WandbBackend:
         notes: str | None = None,
         dir: str | os.PathLike[str] | None = None,
         config: Mapping[str, Any] | None = None,
+        resume: bool = False,
     ) -> None:
         self.project = project
         self.entity = entity
@@ -72,6 +111,10 @@ class WandbBackend:
         self.notes = notes
         self.dir = os.fspath(dir) if dir else None
         self.config = dict(config) if config else {}
+        #: continue the run whose id is stored in ``dir`` (``resume_step=``)
+        self.resume = resume
+        self._ctx: BackendContext | None = None
+        self._config_version = -1
         #: the wandb run records go to (created here or reused), once open
         self.run: Any = None
         #: True when this backend created the run and so finishes it at close
@@ -81,24 +124,21 @@ class WandbBackend:
         self._closed = False
 
     # -- on the wandb thread -----------------------------------------------------------
-    def _open_sync(self, cfg: RunConfig) -> tuple[Any, bool, str]:
+    def _open_sync(self, cfg: RunConfig, values: dict[str, Any]) -> tuple[Any, bool, str]:
         try:
             import wandb
         except ImportError as exc:
             raise _WandbMissing from exc
-        active = wandb.run
+        active: Any = wandb.run
         if active is not None:
+            if values:  # the user's keys go to the run they reuse too
+                active.config.update(values, allow_val_change=True)
             return active, False, str(active.name)
         run_name = self.run_name or f"{cfg.algo_name}_{cfg.env_name}"
-        run_config: dict[str, Any] = {
-            "algo": cfg.algo_name,
-            "env": cfg.env_name,
-            "num_envs": cfg.num_envs,
-            "obs_dim": cfg.obs_dim,
-            "action_dim": cfg.action_dim,
-            "max_iterations": cfg.max_iterations,
-        }
+        # the seed's config, then the ``config`` argument, then config= (later keys win)
+        run_config: dict[str, Any] = merged_config(cfg, {})
         run_config.update(self.config)
+        run_config.update(values)
         kwargs: dict[str, Any] = {
             "project": self.project,
             "name": run_name,
@@ -118,8 +158,40 @@ class WandbBackend:
                 kwargs[key] = value
         if self.dir:
             os.makedirs(self.dir, exist_ok=True)
+            stored = read_run_id(self.dir) if self.resume else None
+            if stored is not None:
+                # the same run again; offline, a second offline-run-* folder with this id,
+                # which `wandb sync` sends to that one run
+                kwargs["id"] = stored
+                kwargs["resume"] = "allow"
         run = wandb.init(**kwargs)
+        if self.dir:
+            _store_run_id(self.dir, str(run.id))
         return run, True, run_name
+
+    def _update_config_sync(self, values: dict[str, Any]) -> None:
+        self.run.config.update(values, allow_val_change=True)
+
+    def _config_due(self) -> dict[str, Any] | None:
+        """On the loop: the user's config if it changed since it was last sent."""
+        ctx = self._ctx
+        if ctx is None or ctx.hparams.version == self._config_version:
+            return None
+        version, values = ctx.hparams.snapshot()
+        self._config_version = version
+        return values
+
+    async def _maybe_update_config(self) -> None:
+        """Send the config if it changed; before the batch it came with (a failure raises
+        before anything is logged, so the runner's retry duplicates nothing)."""
+        before = self._config_version
+        values = self._config_due()
+        if values and self._worker is not None and self.run is not None:
+            try:
+                await wait_future(self._worker.submit(self._update_config_sync, values))
+            except BaseException:
+                self._config_version = before
+                raise
 
     def _log_sync(self, records: Sequence[StepRecord]) -> None:
         log = self.run.log
@@ -139,9 +211,11 @@ class WandbBackend:
             return
         if self._worker is None:
             self._worker = SerialWorker("aoff-wandb")
+        self._ctx = ctx
+        values = self._config_due() or {}
         try:
             run, owned, run_name = await wait_future(
-                self._worker.submit(self._open_sync, ctx.config)
+                self._worker.submit(self._open_sync, ctx.config, values)
             )
         except _WandbMissing:
             self.disabled = True
@@ -158,6 +232,7 @@ class WandbBackend:
             return
         if self.run is None or self._worker is None:
             raise RuntimeError("W&B backend: write() before open() or after close()")
+        await self._maybe_update_config()
         await wait_future(self._worker.submit(self._log_sync, tuple(records)))
 
     async def flush(self) -> None:
@@ -171,6 +246,10 @@ class WandbBackend:
         if worker is None:
             return
         try:
+            if self.run is not None and not self.disabled:
+                values = self._config_due()  # keys logged after the last step
+                if values:
+                    await wait_future(worker.submit(self._update_config_sync, values))
             if self.run is not None and self.owns_run:
                 await wait_future(worker.submit(self._finish_sync))
         finally:

@@ -20,7 +20,9 @@ from .._core._records import StepRecord
 from .._core._state import State
 from ._wandb_offline import CorruptRunFile
 from ._wandb_offline import iter_records as iter_wandb_records
+from ._wandb_offline import read_config as read_wandb_config
 from ._wandb_offline import read_history as read_wandb_history
+from ._wandb_offline import read_run_id as read_wandb_run_id
 
 __all__ = [
     "CorruptRunFile",
@@ -28,7 +30,9 @@ __all__ = [
     "MemoryBackend",
     "RecordingDisplay",
     "iter_wandb_records",
+    "read_wandb_config",
     "read_wandb_history",
+    "read_wandb_run_id",
 ]
 
 

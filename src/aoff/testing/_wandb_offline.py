@@ -23,7 +23,7 @@ import zlib
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["iter_records", "read_history"]
+__all__ = ["iter_records", "read_config", "read_history", "read_run_id"]
 
 _IDENT = b":W&B"
 _MAGIC = 0xBEE1
@@ -121,3 +121,32 @@ def read_history(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
             row.setdefault("_step", history.step.num)
         rows.append(row)
     return rows
+
+
+def read_run_id(path: str | os.PathLike[str]) -> str:
+    """The id of the run an offline run file belongs to (its ``run`` record)."""
+    for record in iter_records(path):
+        if record.WhichOneof("record_type") == "run":
+            return str(record.run.run_id)
+    raise CorruptRunFile(f"no run record in {os.fspath(path)!r}")
+
+
+def read_config(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The run's config as the file has it: the ``run`` record's config, then every later
+    ``config`` update in order (nested keys joined with ``"/"``); wandb's own ``_wandb``
+    key is left out."""
+    config: dict[str, Any] = {}
+
+    def apply(items: Any) -> None:
+        for item in items:
+            key = item.key or "/".join(item.nested_key)
+            if key != "_wandb":
+                config[key] = json.loads(item.value_json)
+
+    for record in iter_records(path):
+        kind = record.WhichOneof("record_type")
+        if kind == "run":
+            apply(record.run.config.update)
+        elif kind == "config":
+            apply(record.config.update)
+    return config
