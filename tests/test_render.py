@@ -359,7 +359,7 @@ def test_small_terminal_shows_every_number_whole() -> None:
     for number in (
         "317,440",
         "Steps/s 2,374,493",
-        "Mean 14.500",
+        "Mean (last 50) 14.500",
         "Peak 29.000",
         "12,345",
         "1.20e+07",
@@ -536,7 +536,14 @@ def test_compact_header_wraps_by_field_and_cuts_only_the_status() -> None:
     ]
     assert head[-1].startswith("a very long status") and head[-1].endswith("…")
     text = "\n".join(lines)
-    for number in ("1,000,000", "1.20e+07", "-17.000", "Mean 14.500", "Peak 29.000", "✓ (8)"):
+    for number in (
+        "1,000,000",
+        "1.20e+07",
+        "-17.000",
+        "Mean (last 50) 14.500",
+        "Peak 29.000",
+        "✓ (8)",
+    ):
         assert number in text
     ascii_text = sized(dashboard_panel(s, NOW, ASCII_GLYPHS), 60, 40, ascii_only=True)
     ascii_text.encode("ascii")
@@ -652,7 +659,7 @@ def test_reward_mean_last_50_peak_all() -> None:
     s = empty_state()
     s.reward_history.extend([100.0] + [1.0] * 49 + [3.0] * 50)
     table = reward_table(s)
-    assert "Mean 3.000 / Peak 100.000" in export(table)
+    assert "Mean (last 50) 3.000 / Peak 100.000" in export(table)
     assert color_of(table, "3.000") == "green"
     assert style_of(table, "3.000").bold
     assert style_of(table, "100.000").dim

@@ -5,6 +5,10 @@ Subcommands:
 ``demo``
     a simulated off-policy run: the live dashboard, and TensorBoard files under
     ``runs/`` (see ``aoff demo --help``).
+``attach``
+    a running job's live dashboard in this terminal (``_live/_client.py``).
+``show``, ``ls``
+    a finished run's summary and curves; one line per run (``_show.py``).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from . import __version__
 
 def _parser() -> argparse.ArgumentParser:
     from ._demo import add_arguments
+    from ._live._client import add_attach_arguments
     from ._show import add_ls_arguments, add_show_arguments
 
     p = argparse.ArgumentParser(
@@ -33,6 +38,15 @@ def _parser() -> argparse.ArgumentParser:
         "TensorBoard files in <logdir>/<name>.",
     )
     add_arguments(demo)
+    attach = sub.add_parser(
+        "attach",
+        help="the live dashboard of a running job, in this terminal",
+        description="Draw a running job's live dashboard here, from the Unix socket in its "
+        "run folder (its log_dir). RUN_DIR may also be a folder above it: with one live run "
+        "below it, that one; with several, you choose. Ctrl+C detaches; the run goes on. "
+        "Exits 0 after the run's summary or a detach, 1 when nothing is live there.",
+    )
+    add_attach_arguments(attach)
     show = sub.add_parser(
         "show",
         help="summary and per-tag table (with sparklines) of a finished run",
@@ -45,8 +59,7 @@ def _parser() -> argparse.ArgumentParser:
         help="one line per run folder: steps, last reward, wall time",
         description="List the run folders below RUNS_DIR (folders holding metrics.jsonl or "
         "events.out.tfevents.*): name, steps, last reward/mean, wall time from the first to "
-        "the last record. Every run is shown as 'finished': telling live runs apart comes "
-        "with `aoff attach`.",
+        "the last record, and whether it is live (serving `aoff attach`) or finished.",
     )
     add_ls_arguments(ls)
     return p
@@ -59,6 +72,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ._demo import config_from_args, run
 
         return run(config_from_args(ns))
+    if ns.command == "attach":
+        from rich.console import Console
+
+        from ._live._client import run_attach
+
+        return run_attach(ns.run_dir, ns.refresh, Console(), sys.stderr, sys.stdin)
     if ns.command == "show":
         from rich.console import Console
 

@@ -71,10 +71,14 @@ def is_run_dir(path: str) -> bool:
 
 
 def find_runs(root: str) -> list[str]:
-    """Every run folder at or below ``root``, sorted; a run's own subfolders are skipped."""
+    """Every run folder at or below ``root``, sorted; a run's own subfolders are skipped.
+
+    A folder with a live socket (or a killed run's) counts too, data or not yet."""
+    from ._live._paths import has_live_files
+
     found: list[str] = []
     for here, dirs, _files in os.walk(root):
-        if is_run_dir(here):
+        if is_run_dir(here) or has_live_files(here):
             found.append(here)
             dirs[:] = []  # its wandb/, checkpoints/ ... are part of the run
         else:

@@ -5,8 +5,9 @@ After a run, the quickest questions are "how far did it get, and did the reward 
 :mod:`aoff._runs`): a summary panel and one row per tag with its first, last, min and max
 values and a sparkline of the curve. ``ls`` prints one line per run below a folder.
 
-Both only read finished files: telling a live run from a finished one comes with
-``aoff attach``; until then every run is listed as ``finished``.
+Both only read files; ``ls`` also knocks on each run's socket (see :mod:`aoff._live`):
+``live`` when a run answers, ``not live (stale socket)`` when the socket was left by a
+run that was killed, ``finished`` when there is none.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ._display._format import fmt_duration, fmt_number
+from ._live._paths import live_status
 from ._runs import JSONL_NAME, TB_PATTERN, RunData, find_runs, read_run
 
 __all__ = ["add_ls_arguments", "add_show_arguments", "run_ls", "run_show", "sparkline"]
@@ -173,10 +175,14 @@ def run_ls(root: str, out: TextIO, err: TextIO) -> int:
     rows = [("run", "steps", "last reward", "wall time", "status")]
     for path in runs:
         name = os.path.relpath(path, root)
+        live = live_status(path)
         data = read_run(path)
-        if data is None:  # removed while we looked
+        if data is None:
+            if not live:  # removed while we looked
+                continue
+            rows.append((name, "--", "--", "--", live))
             continue
-        status = "finished" + (" (damaged file: see aoff show)" if data.notes else "")
+        status = (live or "finished") + (" (damaged file: see aoff show)" if data.notes else "")
         rows.append((name, _steps(data), _fmt(data.last(REWARD_TAG)), _wall(data), status))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     for r in rows:

@@ -46,6 +46,8 @@ _ORDER_INDEX = {key: i for i, key in enumerate(COLLECTOR_TIMING_ORDER)}
 
 TREND_WINDOW = 10
 REWARD_MEAN_WINDOW = 50
+#: names its window: a run's summary often shows another mean (e.g. of the last 10 episodes)
+MEAN_LABEL = f"Mean (last {REWARD_MEAN_WINDOW}) "
 TREND_THRESHOLD = 0.05
 LOSS_ALERT = 10.0
 WAIT_ALERT_MS = 1.0
@@ -86,7 +88,7 @@ def eta_seconds(state: State, now: float) -> float | None:
         origin = state.start_time
     if origin is None:
         return None
-    elapsed = max(now - origin, 0.0)
+    elapsed = max(now - origin, 0.0) + state.elapsed_before  # earlier sessions' too
     remaining = max(state.config.max_iterations - state.iteration, 0)
     return remaining * elapsed / state.iteration
 
@@ -100,6 +102,7 @@ def header_fields(state: State, now: float, glyphs: Glyphs = UNICODE_GLYPHS) -> 
     """
     cfg = state.config
     elapsed = max(now - state.start_time, 0.0) if state.start_time is not None else 0.0
+    elapsed += state.elapsed_before  # a resumed run's clock goes on (load_state_dict)
     fields = [Cell((f" {cfg.algo_name}", _ALGO), whole=True)]
     if cfg.env_name:
         fields.append(Cell((cfg.env_name, _ENV), whole=True))
@@ -181,7 +184,8 @@ def reward_trend(history: Iterable[float]) -> Trend | None:
 
 
 def reward_rows(state: State, glyphs: Glyphs, *, split: bool = False) -> list[Pair]:
-    """ "Rewards" | "Value": trend, mean of the last 50 and peak of the kept history, then
+    """ "Rewards" | "Value": trend, mean of the last 50 (labelled so: the seed's plain
+    "Mean" read like the summary's mean of other windows) and peak of the kept history, then
     each reward component (sorted, ``reward/`` removed, ``_`` → space, signed, coloured
     by sign). ``split`` puts Mean and Peak on two rows (for narrow columns)."""
     history = list(state.reward_history)
@@ -195,10 +199,10 @@ def reward_rows(state: State, glyphs: Glyphs, *, split: bool = False) -> list[Pa
         avg = f"{mean(history[-REWARD_MEAN_WINDOW:]):.3f}"
         peak = f"{max(history):.3f}"
         if split:
-            rows.append((label, Cell("Mean ", (avg, BOLD_GREEN), whole=True)))
+            rows.append((label, Cell(MEAN_LABEL, (avg, BOLD_GREEN), whole=True)))
             rows.append((EMPTY, Cell("Peak ", (peak, DIM), whole=True)))
         else:
-            value = Cell("Mean ", (avg, BOLD_GREEN), " / Peak ", (peak, DIM), whole=True)
+            value = Cell(MEAN_LABEL, (avg, BOLD_GREEN), " / Peak ", (peak, DIM), whole=True)
             rows.append((label, value))
     else:
         rows.append((Cell(("Waiting for data...", DIM)), EMPTY))
@@ -270,10 +274,31 @@ def collector_rows(timing: Mapping[str, float]) -> list[tuple[str, str]]:
     return rows
 
 
+def _mib(mb: float) -> str:
+    """``512M``, ``2.1G``: short enough for the System value column at 80 columns."""
+    return f"{mb:.0f}M" if mb < 1000 else f"{mb / 1024:.1f}G"
+
+
+def system_rows(system: Mapping[str, float]) -> list[Pair]:
+    """The training process's CPU % and RSS, and GPU utilisation and memory when sampled
+    (``_sysmetrics``); two rows at most, so the compact 80x24 layout keeps its height."""
+    rows: list[Pair] = []
+    cpu = system.get("system/cpu_percent")
+    rss = system.get("system/rss_mb")
+    if cpu is not None and rss is not None:
+        rows.append((Cell("CPU/RSS"), Cell(f"{cpu:.0f}% {_mib(rss)}", whole=True)))
+    util = system.get("system/gpu_util")
+    mem = system.get("system/gpu_mem_mb")
+    if util is not None and mem is not None:
+        rows.append((Cell("GPU/Mem"), Cell(f"{util:.0f}% {_mib(mem)}", whole=True)))
+    return rows
+
+
 def timing_columns(state: State, glyphs: Glyphs) -> tuple[list[Pair], list[Pair], list[Pair]]:
     """The bottom section's Learner, Collector and System ``(label, value)`` lists.
 
-    System adds two aoff rows to the seed's: ``Dropped`` (red) when the hot-path buffer
+    System adds aoff rows to the seed's: the sampled ``CPU/RSS`` and ``GPU/Mem``
+    (:func:`system_rows`), ``Dropped`` (red) when the hot-path buffer
     had to drop events, and one red row per failing backend (its message is text, not a
     number: the one value a layout may cut).
     """
@@ -303,6 +328,7 @@ def timing_columns(state: State, glyphs: Glyphs) -> tuple[list[Pair], list[Pair]
         system.append(
             (Cell("Staging Pool"), Cell((staging, YELLOW if full else GREEN), whole=True))
         )
+    system.extend(system_rows(state.system))
     if state.dropped_events > 0:
         dropped = Cell((f"{state.dropped_events:,}", RED), whole=True)
         system.append((Cell(("Dropped", RED)), dropped))
