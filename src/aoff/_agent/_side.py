@@ -12,20 +12,35 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 import anyio
 import anyio.to_thread
 
 from .._core._buffer import EventBuffer
-from .._core._events import steps_in
+from .._core._events import Event, steps_in
 from .._face import Core
 from .._options import Options
 from .._pump_thread import PumpThread
 from .._report import FinishReport, gave_up_line, stderr_line
 from .._streams import Forwarding, should_forward
-from ._shipper import SHIP_INTERVAL_BUSY, Shipper
+from ._shipper import BURST_ROUND, SHIP_INTERVAL_BUSY, Shipper
 from ._spawn import start_agent
 from ._wire import AgentGone
+
+#: the sync face's producers ship a round themselves (``AgentSide.put``) when the last
+#: round is this old, or when this many events wait. Measured on the 2-core test machine
+#: (Python 3.11): waking a thread that needs the GIL while the training loop holds it
+#: costs that thread ~140 us of CPU (and each GIL-releasing call inside the round ~30-100
+#: us more), far more than the round itself (~1.4 us an iteration to pickle). A round on
+#: the caller's own thread hands the GIL to nobody: one iteration in ~200 pays ~0.3 ms.
+INLINE_INTERVAL = 0.2
+INLINE_EVENTS = BURST_ROUND
+#: producers look at the clock once every this many calls (the rest is one decrement)
+INLINE_CHECK_EVERY = 16
+#: the shipper thread's round when producers ship for themselves: it only covers quiet
+#: spells (a loop that stopped logging, or logs less than once a round)
+BACKSTOP_INTERVAL = 0.25
 
 
 class _Idle:
@@ -77,6 +92,11 @@ class AgentSide:
         if should_forward(options.log_backend, options.display is not None):
             self.forwarding = Forwarding(self.shipper.text)
         self._cond = threading.Condition()
+        # one round at a time: the shipper thread, or a producer shipping inline (put)
+        self._round_lock = threading.Lock()
+        self._wake = threading.Event()
+        self._last_round = time.monotonic()
+        self._inline = driver == "thread"
         self.thread: threading.Thread | None = None
         if driver == "thread":
             self.thread = threading.Thread(
@@ -100,13 +120,60 @@ class AgentSide:
 
     def _run_thread(self) -> None:
         while True:
-            wait = self._round()
+            with self._round_lock:
+                wait = self._round()
+                self._last_round = time.monotonic()
             if self.shipper.waiting_for_agent() or wait is None:
                 with self._cond:
                     self._cond.notify_all()
             if wait is None:
                 return
-            time.sleep(wait)  # one GIL hand-off a round; the socket is polled, not waited on
+            # one GIL hand-off a wake-up; the socket is polled, never waited on
+            while True:
+                if wait < SHIP_INTERVAL_BUSY * 2 or not self._inline:
+                    self._wake.wait(wait)
+                    break
+                # producers ship inline: wake only when no round ran for a while
+                due = self._last_round + BACKSTOP_INTERVAL - time.monotonic()
+                if due <= 0 or self._wake.is_set():
+                    break
+                self._wake.wait(due)
+            self._wake.clear()
+
+    def put(self) -> Callable[[Event], None]:
+        """The sync face's ``put``: the buffer's own, plus a shipping round on the
+        caller's thread when one is due (see ``INLINE_INTERVAL``). Never blocks: if
+        another thread is in a round, the caller goes on."""
+        put = self.buffer.put
+        maybe_ship = self._ship_inline
+        left = INLINE_CHECK_EVERY
+
+        def put_and_ship(event: Event) -> None:
+            nonlocal left
+            put(event)
+            left -= 1
+            if left <= 0:
+                left = INLINE_CHECK_EVERY
+                maybe_ship()
+
+        return put_and_ship
+
+    def _ship_inline(self) -> None:
+        now = time.monotonic()
+        if now - self._last_round < INLINE_INTERVAL and len(self.buffer) < INLINE_EVENTS:
+            return
+        if not self._round_lock.acquire(blocking=False):
+            return
+        try:
+            if not self._inline:  # the agent is gone: the fallback drains the buffer
+                return
+            self.shipper.step()
+            self._last_round = now
+        except Exception:  # the agent is gone (or a bug): the shipper thread handles it
+            self._inline = False
+            self._wake.set()
+        finally:
+            self._round_lock.release()
 
     async def run(self) -> None:
         """The async face's shipper task (run it shielded: it ends by itself)."""
@@ -126,6 +193,7 @@ class AgentSide:
             f"logging goes on in this process. {lost:,} steps it had received were "
             "not confirmed written."
         )
+        self._inline = False
         core = self.make_core()
         core.pump.unresolved += s.unresolved
         self.fallback = PumpThread(core, held=s.unsent_events())
@@ -157,6 +225,7 @@ class AgentSide:
         s = self.shipper
         s.flush_asked += 1
         n = s.flush_asked
+        self._wake.set()
         return lambda: s.flushed >= n
 
     def flush(self, idle_timeout: float) -> None:
@@ -164,6 +233,21 @@ class AgentSide:
         self._wait(self._ask_flush(), idle_timeout)
         if self.fallback is not None:
             self.fallback.flush()
+
+    def state_dict(self, idle_timeout: float) -> dict[str, Any] | None:
+        """aoff's counters after a flush (None: the agent never answered)."""
+        if self.shipper.report is None and self.fallback is None:
+            self.flush(idle_timeout)
+        if self.fallback is not None:
+            return self.fallback.state_dict()
+        return self.shipper.last_state
+
+    async def astate_dict(self, idle_timeout: float) -> dict[str, Any] | None:
+        if self.shipper.report is None and self.fallback is None:
+            await self.aflush(idle_timeout)
+        if self.fallback is not None:
+            return await anyio.to_thread.run_sync(self.fallback.state_dict)
+        return self.shipper.last_state
 
     async def aflush(self, idle_timeout: float) -> None:
         await self._await(self._ask_flush(), idle_timeout)
@@ -173,6 +257,7 @@ class AgentSide:
     def stop(self, summary: bool, idle_timeout: float) -> FinishReport:
         """Ship the rest, ask the agent to finish; its report (or the fallback's)."""
         self.shipper.stop_summary = summary
+        self._wake.set()
         self._wait(lambda: self.shipper.report is not None, idle_timeout)
         return self._conclude(summary, idle_timeout)
 
