@@ -62,6 +62,7 @@ class LoggerOptions(TypedDict, total=False):
     clock: Callable[[], float] | None
     handle_sigterm: bool
     pump: PumpMode
+    system_interval: float
 
 
 def make_logger(*backends: Backend, **kw: Unpack[LoggerOptions]) -> OffPolicyLogger:

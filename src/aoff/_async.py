@@ -30,6 +30,8 @@ import anyio
 import anyio.abc
 
 from ._core import _events as ev
+from ._core._checkpoint import no_state_line, to_state_dict
+from ._core._state import State
 from ._face import AoffWarning, Face
 from ._report import FinishReport, stderr_line
 from ._streams import Forwarding, should_forward
@@ -116,10 +118,16 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
         await anyio.to_thread.run_sync(self._buf.wait_for_space, abandon_on_cancel=True)
 
     # -- lifecycle ----------------------------------------------------------------------------
+    _tg: anyio.abc.TaskGroup | None = None
+    _entered = False
+    _signalled: int | None = None
+
     async def __aenter__(self) -> AsyncOffPolicyLogger:
         if self._entered:
             raise RuntimeError("an AsyncOffPolicyLogger can be entered only once")
         self._entered = True
+        if self._inert:  # a rank that does not log: nothing to start
+            return self
         self._pump_done = anyio.Event()
         self._stop_done = anyio.Event()
         self._put = self._entered_put
@@ -235,12 +243,27 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
 
     async def aflush(self) -> None:
         """Wait until everything logged so far is written and flushed by every backend."""
-        if self._tg is None or self._stopped or self._forked:
+        if self._tg is None or self._stopped or self._inert:
             return
         if self._side is not None:
             await self._side.aflush(self._idle_timeout())
         else:
             await self._core.pump.flush()
+
+    async def astate_dict(self) -> dict[str, Any]:
+        """aoff's own counters, for your checkpoint, after an :meth:`aflush` (see
+        :meth:`aoff.OffPolicyLogger.state_dict`)."""
+        if self._side is not None and not self._inert:
+            got = await self._side.astate_dict(self._idle_timeout())
+            if got is None:
+                raise RuntimeError(no_state_line(self._options.finish_timeout))
+            return got
+        if self._inert or not hasattr(self, "_core"):
+            return to_state_dict(State(), self._options.now())
+        if self._tg is not None and not self._stopped:
+            await self._core.pump.flush()
+        pump = self._core.pump
+        return to_state_dict(pump.state, self._options.now(), pump.dropped())
 
     async def afinish(
         self, *, title: str = "Training Summary", extra_summary: str = ""
@@ -260,7 +283,7 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
         extra_summary: str = "",
         interrupted: bool = False,
     ) -> FinishReport:
-        if self._forked:  # nothing of the run lives in this (forked) process
+        if self._inert:  # nothing of the run lives in this process (fork, muted rank)
             assert self._report is not None
             return self._report
         interrupted = interrupted or self._signalled is not None
@@ -316,6 +339,11 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
 
     def close(self) -> NoReturn:
         raise TypeError("AsyncOffPolicyLogger.close() would block: use `await log.aclose()`")
+
+    def state_dict(self) -> NoReturn:
+        raise TypeError(
+            "AsyncOffPolicyLogger.state_dict() would block: use `await log.astate_dict()`"
+        )
 
 
 def _sigterm_is_default() -> bool:

@@ -13,7 +13,7 @@ import os
 import threading
 import warnings
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic
 
 from rich.console import Console
@@ -21,12 +21,16 @@ from rich.console import Console
 from ._backends._base import BackendContext
 from ._core import _events as ev
 from ._core._buffer import DEFAULT_CAPACITY, EventBuffer, Overflow
+from ._core._config import HParams, format_converted
 from ._core._recorder import R, Recorder
 from ._core._state import State
 from ._display._api import Display
 from ._options import DEFAULT_WANDB_PROJECT, BackendSpec, Options, PumpMode
 from ._pump import Pump
-from ._report import FinishReport
+from ._ranks import RankMode, muted_line, rank_dir, this_rank
+from ._report import FinishReport, stderr_line
+from ._sysmetrics import DEFAULT_INTERVAL as DEFAULT_SYSTEM_INTERVAL
+from ._sysmetrics import SystemSampler
 
 __all__ = ["AoffWarning", "Core", "Face"]
 
@@ -52,7 +56,7 @@ class Core:
         self.buffer = (
             buffer if buffer is not None else EventBuffer(options.capacity, options.overflow)
         )
-        self.state = State(config=options.config)
+        self.state = State(config=options.config, hparams=HParams(options.hparams))
         self.display = options.build_display()
         self.pump = Pump(
             self.buffer,
@@ -65,11 +69,25 @@ class Core:
             finish_timeout=options.finish_timeout,
             flush_interval=options.flush_secs,
             on_tick=on_tick,
+            live_dir=options.log_dir,  # `aoff attach` (src/aoff/_live)
+            system=(
+                SystemSampler(options.training_pid, options.system_interval)
+                if options.system_interval > 0
+                else None
+            ),
         )
-        self.context = BackendContext(config=options.config, say=self.pump.say)
+        self.context = BackendContext(
+            config=options.config, say=self.pump.say, hparams=self.state.hparams
+        )
 
 
 _faces: weakref.WeakSet[Face[Any]] = weakref.WeakSet()
+
+
+def _logging_methods() -> list[str]:
+    """The public calls a muted rank turns into no-ops: the recorder's, and ``start``."""
+    names = [n for n in dir(Recorder) if not n.startswith("_") and n != "refresh_capture"]
+    return [*names, "start"]
 
 
 def _after_fork_in_child() -> None:
@@ -134,9 +152,28 @@ class Face(Recorder[R], Generic[R]):
         clock: Callable[[], float] | None = None,
         handle_sigterm: bool = True,
         pump: PumpMode = "process",
+        config: Mapping[str, Any] | None = None,
+        resume_step: int | None = None,
+        system_interval: float = DEFAULT_SYSTEM_INTERVAL,
+        ranks: RankMode = "zero",
     ) -> None:
         self._options = Options.of(locals())
         self._options.backend_names()  # bad names and a missing log_dir fail here, in any mode
+        rank = this_rank()
+        if rank is not None and self._options.ranks == "each" and self._options.log_dir:
+            self._options = dataclasses.replace(
+                self._options, log_dir=rank_dir(self._options.log_dir, rank)
+            )
+        if rank and self._options.ranks == "zero":
+            self._mute(rank)
+            return
+        if self._options.hparams_converted:
+            msg = format_converted("config", list(self._options.hparams_converted))
+            warnings.warn(msg, AoffWarning, stacklevel=2)
+        if self._options.resume_step is not None:
+            from ._resume import prepare_resume
+
+            prepare_resume(self._options)  # checks the run folder, cuts JSONL/CSV rows
         # the seed's public attributes
         for name, value in dataclasses.asdict(self._options.config).items():
             setattr(self, name, value)
@@ -144,7 +181,6 @@ class Face(Recorder[R], Generic[R]):
         self._stopping = False
         self._report: FinishReport | None = None
         self._buffer = EventBuffer(self._options.capacity, self._options.overflow)
-        self._forked = False
         self._forked_dropped = 0
         self._setup_face()
         _faces.add(self)
@@ -175,8 +211,31 @@ class Face(Recorder[R], Generic[R]):
         self._put = self._after_close
         return True
 
+    #: nothing of the run lives in this process (a forked child, a rank that does not
+    #: log): the waiting methods return at once
+    _inert = False
+    _forked = False
+    _stopped = False
+
+    def _mute(self, rank: int) -> None:
+        """A rank that does not log (``_ranks.py``): every logging call is a no-op bound
+        on the instance (no event, no buffer: ~0.1 us a call), no agent, no threads."""
+        for name, value in dataclasses.asdict(self._options.config).items():
+            setattr(self, name, value)
+        result = self._closed_result
+
+        def noop(*args: object, **kwargs: object) -> R:
+            return result
+
+        for name in _logging_methods():
+            setattr(self, name, noop)
+        self._inert = True
+        self._report = FinishReport()
+        stderr_line(muted_line(rank))
+
     def _forked_in_child(self) -> None:
         self._forked = True
+        self._inert = True
         self._put = self._put_forked
         self._report = FinishReport(interrupted=True, partial=True)
 

@@ -16,7 +16,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ._backends._base import Backend
 from ._core._buffer import DEFAULT_CAPACITY, OVERFLOW_POLICIES, Overflow
+from ._core._config import ConfigValue, flatten_config
 from ._core._records import RunConfig
+from ._ranks import RANK_MODES, RankMode
+from ._sysmetrics import DEFAULT_INTERVAL as DEFAULT_SYSTEM_INTERVAL
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -56,6 +59,19 @@ class Options:
     clock: Callable[[], float] | None = field(default=None, compare=False)
     handle_sigterm: bool = True
     pump: PumpMode = "process"
+    #: which torchrun ranks log (``_ranks.py``): rank 0 only, or each in ``rank<N>``
+    ranks: RankMode = "zero"
+    #: the constructor's ``config=``, flattened and JSON-safe (see ``_core/_config.py``)
+    hparams: dict[str, ConfigValue] = field(default_factory=dict)
+    #: values of ``config=`` stored as ``str()``: ``(key, type name)``, for the one warning
+    hparams_converted: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+    #: continue the run in ``log_dir`` after this step (see ``_resume.py``)
+    resume_step: int | None = None
+    #: seconds between system-metric samples (``_sysmetrics.py``); 0 turns them off
+    system_interval: float = DEFAULT_SYSTEM_INTERVAL
+    #: the process whose CPU/memory/GPU use is sampled: the one that built these options
+    #: (pickled as is to the agent, which watches it from there)
+    training_pid: int = field(default_factory=os.getpid, compare=False)
 
     def __post_init__(self) -> None:
         def fix(name: str, value: object) -> None:
@@ -85,16 +101,33 @@ class Options:
             raise ValueError(f"overflow must be one of {OVERFLOW_POLICIES}, got {self.overflow!r}")
         if self.pump not in PUMP_MODES:
             raise ValueError(f"pump must be one of {PUMP_MODES}, got {self.pump!r}")
+        if self.ranks not in RANK_MODES:
+            raise ValueError(f"ranks must be one of {RANK_MODES}, got {self.ranks!r}")
         fix("finish_timeout", float(self.finish_timeout))
         fix("flush_secs", float(self.flush_secs))
+        si = self.system_interval
+        if isinstance(si, bool) or not isinstance(si, int | float) or not si >= 0:
+            raise ValueError(f"system_interval must be a number of seconds >= 0, got {si!r}")
+        fix("system_interval", float(si))
+        n = self.resume_step
+        if n is not None:
+            if isinstance(n, bool) or not isinstance(n, int):
+                got = type(n).__name__
+                raise ValueError(f"resume_step must be an int step (or None), got {n!r} ({got})")
+            if n < 0:
+                raise ValueError(f"resume_step must be >= 0, got {n}")
 
     @classmethod
     def of(cls, args: Mapping[str, Any]) -> Options:
         """From a face constructor's ``locals()``: the names are the fields' names, and
         :class:`RunConfig`'s for the run description."""
         config = RunConfig(**{f.name: args[f.name] for f in fields(RunConfig) if f.name in args})
-        kw = {f.name: args[f.name] for f in fields(cls) if f.name in args}
-        return cls(config=config, **kw)
+        # ``config=`` is the user's hyperparameters; the field named ``config`` is the run
+        # description, so the user's goes to ``hparams``
+        skip = ("config", "hparams", "hparams_converted")
+        kw = {f.name: args[f.name] for f in fields(cls) if f.name in args and f.name not in skip}
+        hparams, converted = flatten_config(args.get("config"), "config")
+        return cls(config=config, hparams=hparams, hparams_converted=tuple(converted), **kw)
 
     # -- derived -----------------------------------------------------------------------------
     @property
@@ -162,7 +195,11 @@ class Options:
         if name == "tensorboard":
             from ._backends._tensorboard import TensorBoardBackend
 
-            return TensorBoardBackend(self.log_dir, flush_secs=self.flush_secs)
+            return TensorBoardBackend(
+                self.log_dir,
+                flush_secs=self.flush_secs,
+                purge_after=self.resume_step,
+            )
         if name == "jsonl":
             from ._backends._jsonl import JsonlBackend
 
@@ -182,6 +219,7 @@ class Options:
             tags=list(self.wandb_tags) if self.wandb_tags is not None else None,
             notes=self.wandb_notes,
             dir=self.log_dir or None,
+            resume=self.resume_step is not None,
         )
 
     def build_display(self) -> Display:

@@ -21,25 +21,32 @@ from __future__ import annotations
 import collections
 import time
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
 
 from ._backends._base import Backend, BackendContext
 from ._core._buffer import EventBuffer
-from ._core._events import Event
+from ._core._events import SYSTEM, Event
 from ._core._fold import Folder
 from ._core._pending import PendingEvent, event_ready, resolve_event
 from ._core._records import StepRecord
 from ._core._state import State
 from ._display._api import Display
 from ._display._guard import GuardedDisplay
+from ._live._server import LiveServer, start_serving, stop_serving
 from ._pump_end import await_room, end_of_run
 from ._report import FinishReport, OnceReporter, stderr_line
 from ._runner import DEFAULT_MAX_PENDING, BackendRunner
 from ._streams import LineJoiner
 
+if TYPE_CHECKING:
+    from ._sysmetrics import SystemSampler
+
 FOLD_SLICE = 512
+#: real seconds the dashboard waits, after start, for the backends' "logging to" lines
+NOTICE_WAIT = 2.0
 
 
 class Pump:
@@ -68,6 +75,8 @@ class Pump:
         max_pending: int = DEFAULT_MAX_PENDING,
         report: Callable[[str], None] = stderr_line,
         on_tick: Callable[[], object] | None = None,
+        live_dir: str = "",
+        system: SystemSampler | None = None,
     ) -> None:
         if refresh_per_second <= 0:
             raise ValueError(f"refresh_per_second must be > 0, got {refresh_per_second!r}")
@@ -117,6 +126,12 @@ class Pump:
         self.upstream_dropped = 0
         self.overflow_label: tuple[int, str] = (buffer.capacity, buffer.overflow)
         self._give_up = False
+        # `aoff attach`: the run folder whose socket serves viewers (see _live._server)
+        self.live_dir = live_dir
+        self.live: LiveServer | None = None
+        self._notice_deadline: float | None = None
+        #: system metrics (``_sysmetrics``): sampled in its own thread, folded here
+        self.system = system
 
     # -- folding (synchronous, on the pump's loop) -------------------------------------------
     def _may_drain(self) -> bool:
@@ -179,7 +194,7 @@ class Pump:
             # a long backlog is being folded (not only once per tick)
             if buffer.trim():
                 self.dirty = True
-            self.state.dropped_events = self.dropped()
+            self.state.dropped_events = self.dropped() + self.state.dropped_before
             if not self._may_drain():
                 if not final:
                     break
@@ -231,12 +246,44 @@ class Pump:
         if lines:
             self.display.echo("\n".join(lines))
 
+    def _fold_system(self) -> None:
+        """Fold the sampler's newest sample (it joins the next step's record)."""
+        sampler = self.system
+        if sampler is None:
+            return
+        problem = sampler.problem()
+        if problem is not None:
+            self.report_line(problem)
+        sample = sampler.take()
+        if sample is not None:
+            self.folder.apply((SYSTEM, self.clock(), sample))
+            self.dirty = True
+
+    def _notices_said(self) -> bool:
+        """Whether every backend has opened (and said where it logs), or ``NOTICE_WAIT``
+        real seconds went by since the run started.
+
+        A backend opens concurrently with the run (a cold import of TensorBoard's protobuf
+        module takes ~0.3 s), so its "logging to" line used to come after the first
+        progress line, or after the last of a short run. The dashboard opens after it.
+        """
+        if not any(r.status == "opening" for r in self.runners):
+            return True
+        if self._notice_deadline is None:
+            self._notice_deadline = time.monotonic() + NOTICE_WAIT
+        return time.monotonic() >= self._notice_deadline
+
     async def maybe_render(self) -> None:
         if self.on_tick is not None:
             self.on_tick()
         self._echo_text()
-        self.state.dropped_events = self.dropped()
-        if self.state.started and not self.display_open and not self.display.failed:
+        self.state.dropped_events = self.dropped() + self.state.dropped_before
+        if (
+            self.state.started
+            and not self.display_open
+            and not self.display.failed
+            and self._notices_said()
+        ):
             self.display_open = True
             self.display.open(self.state.snapshot(), self.clock())
         mono = self.monotonic()
@@ -246,6 +293,10 @@ class Pump:
             self.last_frame = mono
             self.frames += 1
             self.display.update(self.state.snapshot(), self.clock())
+        live = self.live
+        if live is not None and live.due(mono):  # only while a viewer is attached
+            self._sync_problems()
+            live.publish(self.state.snapshot(), self.clock(), mono)
 
     # -- accounting -----------------------------------------------------------------------------
     def dropped(self) -> int:
@@ -313,7 +364,11 @@ class Pump:
             for r in self.runners:
                 runners_tg.start_soon(r.run, ctx)
             task_status.started()
+            if self.system is not None:
+                self.system.start()
             try:
+                if self.live_dir:
+                    self.live = await start_serving(self.live_dir, self.report_line.always)
                 while not self._stop_requested:
                     backlog = len(self.buffer) >= min(FOLD_SLICE, self.buffer.capacity)
                     if backlog and not self._held and self._may_drain():
@@ -329,9 +384,15 @@ class Pump:
                             await self._stop.wait()
                     try:
                         await self.drain_once()
+                        self._fold_system()
                         await self.maybe_render()
                     except Exception as exc:  # pragma: no cover - defensive
                         self.report_line(f"aoff: pump error: {type(exc).__name__}: {exc}")
             finally:
+                if self.system is not None:
+                    self.system.stop()
                 with anyio.CancelScope(shield=True):
-                    await end_of_run(self, runners_tg)
+                    try:
+                        await end_of_run(self, runners_tg)
+                    finally:
+                        await stop_serving(self.live)

@@ -88,12 +88,20 @@ async def end_of_run(pump: Pump, runners_tg: anyio.abc.TaskGroup) -> None:
                 f"{pump.finish_timeout:g}s; {r.lost:,} records not written"
             )
     runners_tg.cancel_scope.cancel()
-    pump.state.dropped_events = pump.dropped()
+    pump.state.dropped_events = pump.dropped() + pump.state.dropped_before
     pump._sync_problems()
     pump.result = res = pump.report()
     # always close: it restores the terminal even after a failed frame, and prints
     # the summary even if start() was never called (as the seed did)
     pump._echo_text(final=True)
+    lines = end_of_run_lines(
+        res,
+        overflow_dropped=pump.buffer.dropped + pump.upstream_dropped,
+        capacity=pump.overflow_label[0],
+        overflow=pump.overflow_label[1],
+    )
+    if pump.live is not None:  # `aoff attach` viewers see the end as the terminal does
+        pump.live.end(pump.state.snapshot(), pump.clock(), summary=pump.summary, lines=lines)
     pump.display.close(pump.state.snapshot(), pump.clock(), summary=pump.summary)
     await await_display_closed(pump)
     if pump.display.lines_dropped:
@@ -101,10 +109,5 @@ async def end_of_run(pump: Pump, runners_tg: anyio.abc.TaskGroup) -> None:
             f"aoff: {pump.display.lines_dropped:,} printed lines were not shown: the "
             "terminal took no output while they came"
         )
-    for line in end_of_run_lines(
-        res,
-        overflow_dropped=pump.buffer.dropped + pump.upstream_dropped,
-        capacity=pump.overflow_label[0],
-        overflow=pump.overflow_label[1],
-    ):
+    for line in lines:
         pump.report_line.always(line)

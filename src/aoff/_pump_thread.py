@@ -17,6 +17,7 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 
+from ._core._checkpoint import to_state_dict
 from ._core._events import steps_in
 from ._face import Core
 from ._report import FinishReport, gave_up_line, stderr_line
@@ -58,6 +59,18 @@ class PumpThread:
         if self.thread.is_alive():
             with contextlib.suppress(RuntimeError):  # the loop ended meanwhile
                 anyio.from_thread.run(self.core.pump.flush, token=self._token)
+
+    def state_dict(self) -> dict[str, Any]:
+        """aoff's counters after a flush (``_core/_checkpoint.py``), made on the pump's
+        loop; once the pump has ended, from its final state."""
+        pump = self.core.pump
+        self.flush()
+        if self.thread.is_alive():
+            with contextlib.suppress(RuntimeError):  # the loop ended meanwhile
+                return anyio.from_thread.run_sync(
+                    lambda: to_state_dict(pump.state, pump.clock(), pump.dropped()), token=self._token
+                )
+        return to_state_dict(pump.state, pump.clock(), pump.dropped())
 
     def unwritten(self) -> dict[str, int]:
         """Per backend, steps not written as of now (events still waiting count too)."""

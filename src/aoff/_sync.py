@@ -25,6 +25,8 @@ import types
 import weakref
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from ._core._checkpoint import no_state_line, to_state_dict
+from ._core._state import State
 from ._face import Face
 from ._pump_thread import PumpThread
 from ._report import FinishReport, force_quit_line, stderr_line
@@ -141,6 +143,7 @@ class OffPolicyLogger(Face[None]):
             from ._agent._side import AgentSide
 
             self._pump = AgentSide(self._options, self._buffer, self._build_core)
+            self._put = self._pump.put()  # producers ship a round themselves now and then
         else:
             self._pump = PumpThread(self._build_core())
         _live_loggers.add(self)
@@ -154,12 +157,27 @@ class OffPolicyLogger(Face[None]):
 
     def flush(self) -> None:
         """Block until everything logged so far is written and flushed by every backend."""
-        if self._stopped or self._forked:
+        if self._stopped or self._inert:
             return
         if isinstance(self._pump, PumpThread):
             self._pump.flush()
         else:
             self._pump.flush(self._options.finish_timeout + FINISH_GRACE)
+
+    def state_dict(self) -> dict[str, Any]:
+        """aoff's own counters, for your checkpoint: the elapsed time behind the ETA, the
+        reward history and best mean reward, the dropped total (``_core/_checkpoint.py``).
+        Flushes first, so they cover every call made before this one. A plain dict of
+        built-ins: ``torch.save`` it with your model; give it to
+        :meth:`load_state_dict` in the resumed run (with ``resume_step``)."""
+        if self._inert:
+            return to_state_dict(State(), self._options.now())
+        if isinstance(self._pump, PumpThread):
+            return self._pump.state_dict()
+        got = self._pump.state_dict(self._options.finish_timeout + FINISH_GRACE)
+        if got is None:
+            raise RuntimeError(no_state_line(self._options.finish_timeout))
+        return got
 
     def finish(self, *, title: str = "Training Summary", extra_summary: str = "") -> FinishReport:
         """Drain everything, close the backends, print the summary. Idempotent."""
@@ -179,7 +197,7 @@ class OffPolicyLogger(Face[None]):
     ) -> FinishReport:
         """The one stop path: the first caller queues the closing event; every caller
         (another thread, the exit hook) waits for the same drain and gets its report."""
-        if self._forked:  # nothing of the run lives in this (forked) process
+        if self._inert:  # nothing of the run lives in this process (fork, muted rank)
             assert self._report is not None
             return self._report
         try:
@@ -294,3 +312,6 @@ class OffPolicyLogger(Face[None]):
 
     async def aclose(self) -> NoReturn:
         raise TypeError("OffPolicyLogger.aclose(): the sync face closes with close()")
+
+    async def astate_dict(self) -> NoReturn:
+        raise TypeError("OffPolicyLogger.astate_dict(): the sync face uses state_dict()")

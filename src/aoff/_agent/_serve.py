@@ -29,6 +29,7 @@ import anyio.lowlevel
 
 from .._core import _events as ev
 from .._core._buffer import EventBuffer
+from .._core._checkpoint import to_state_dict
 from .._face import Core
 from .._options import Options
 from ._wire import dumps, loads
@@ -69,7 +70,11 @@ class Agent:
                 target=self._receive, args=(token,), name="aoff-agent-receiver", daemon=True
             ).start()
         self.ack()
-        self.send(("report", self.core.pump.result))
+        self.send(("report", self.core.pump.result, self._state_dict()))
+
+    def _state_dict(self) -> dict[str, Any]:
+        pump = self.core.pump
+        return to_state_dict(pump.state, pump.clock(), pump.dropped())
 
     def _receive(self, token: Any) -> None:
         pump = self.core.pump
@@ -93,7 +98,9 @@ class Agent:
                 elif kind == "flush":
                     anyio.from_thread.run(pump.flush, token=token)
                     self.ack()
-                    self.send(("flushed", msg[1]))
+                    # with aoff's counters as of now, for state_dict() (made on the loop)
+                    state = anyio.from_thread.run_sync(self._state_dict, token=token)
+                    self.send(("flushed", msg[1], state))
                 elif kind == "stop":
                     summary = bool(msg[1])
                     break

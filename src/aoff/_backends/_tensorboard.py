@@ -21,6 +21,14 @@ Files follow TensorFlow's naming, ``events.out.tfevents.<10-digit time>.<host>.<
 directly in ``log_dir`` (like the seed logger), so ``tensorboard --logdir`` finds them.
 A file is created with mode ``"xb"`` and ``n`` is the first number that gives a new name,
 so two backends started in the same second never clobber one another.
+
+Resume (``purge_after=N``, from ``resume_step=``): the new file's second event is a
+``SessionLog.START`` at step ``N + 1`` (what ``SummaryWriter(purge_step=N + 1)`` writes),
+and its name sorts after every event file already in the folder, so TensorBoard's
+readers, which go through files in name order, drop the older files' points after ``N``.
+
+Config (``config=``, ``log_config``): the HParams session infos, the markdown text table
+and, at :meth:`TensorBoardBackend.close`, the final metrics; see :mod:`aoff._backends._hparams`.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
+import re
 import socket
 import struct
 import threading
@@ -38,8 +47,16 @@ from typing import Any, BinaryIO
 import anyio.to_thread
 from rich.markup import escape
 
+from .._core._histogram import Histogram
 from .._core._records import StepRecord
 from ._base import BackendContext
+from ._hparams import (
+    HPARAMS_FILE_PREFIX,
+    hparams_file_events,
+    run_config,
+    text_table_event,
+    write_hparams_file,
+)
 from ._tfrecord import frame_many, fsync_and_close, write_all, write_whole
 
 __all__ = ["TensorBoardBackend"]
@@ -86,6 +103,9 @@ class EventEncoder:
 
     Event: wall_time = 1 (double), step = 2 (int64), summary = 5 (Summary)
     Summary: value = 1 (repeated Value); Value: tag = 1 (string), simple_value = 2 (float)
+
+    A record's histograms (``log_histogram``) follow its scalars, one ``Value`` each with
+    a ``HistogramProto`` (:func:`encode_histogram`); their percentiles are scalars.
     """
 
     def __init__(self) -> None:
@@ -108,6 +128,9 @@ class EventEncoder:
                 append(head + _pack_f(value))
             except OverflowError:  # finite but beyond float32: protobuf gives ±inf
                 append(head + (_F32_INF if value > 0 else _F32_NINF))
+        for h in rec.histograms:
+            if h.count:  # all values non-finite: only the <tag>/nonfinite scalar
+                append(encode_histogram(h))
         summary = b"".join(parts)
         out = b""
         if rec.wall_time != 0.0:
@@ -117,6 +140,39 @@ class EventEncoder:
         if summary:
             out += b"\x2a" + _varint(len(summary)) + summary
         return out
+
+
+def _double_field(key: int, value: float) -> bytes:
+    """A proto3 ``double`` field: omitted when it is +0.0 (the default)."""
+    raw = _pack_d(value)
+    return b"" if raw == _ZERO_D else bytes((key,)) + raw
+
+
+_ZERO_D = _pack_d(0.0)
+
+
+def encode_histogram(h: Histogram) -> bytes:
+    """``Summary.Value(tag, histo=HistogramProto(...))``, serialised as protobuf does.
+
+    HistogramProto: min = 1, max = 2, num = 3, sum = 4, sum_squares = 5 (doubles),
+    bucket_limit = 6, bucket = 7 (packed repeated doubles); Value.histo = 5.
+    """
+    proto = b"".join(
+        (
+            _double_field(0x09, h.min),
+            _double_field(0x11, h.max),
+            _double_field(0x19, float(h.count)),
+            _double_field(0x21, h.sum),
+            _double_field(0x29, h.sum_squares),
+        )
+    )
+    for key, values in ((b"\x32", h.bucket_limits), (b"\x3a", h.bucket_counts)):
+        if values:
+            packed = struct.pack(f"<{len(values)}d", *values)
+            proto += key + _varint(len(packed)) + packed
+    raw = h.tag.encode("utf-8")
+    value = b"\x0a" + _varint(len(raw)) + raw + b"\x2a" + _varint(len(proto)) + proto
+    return b"\x0a" + _varint(len(value)) + value  # Summary.value
 
 
 def encode_records(encoder: EventEncoder, records: Sequence[StepRecord]) -> bytes:
@@ -141,6 +197,7 @@ class TensorBoardBackend:
         *,
         flush_secs: float = 2.0,
         filename_suffix: str = "",
+        purge_after: int | None = None,
     ) -> None:
         if not flush_secs > 0:
             raise ValueError(f"flush_secs must be > 0, got {flush_secs!r}")
@@ -162,12 +219,35 @@ class TensorBoardBackend:
         # call, the next call may start while the old thread still runs. Only ever
         # taken in worker threads, never on the event loop.
         self._lock = threading.Lock()
+        #: resume: steps after this one are hidden from TensorBoard (SessionLog.START)
+        self.purge_after = purge_after
+        # config (see _hparams.py): the context's HParams, the version written last (-1:
+        # none), the run's start time, and the last step written (for the end metrics)
+        self._ctx: BackendContext | None = None
+        self._hp_version = -1
+        self._hp_values: dict[str, Any] = {}
+        self._hp_start = 0.0
+        self._last_step = 0
 
     # -- worker-thread side ------------------------------------------------------------
+    def _file_time(self, now: float) -> int:
+        """The time in the file's name: now, or (resuming) later than every scalar file
+        already in the folder, so that readers, which go through files in name order,
+        read the ``SessionLog.START`` after the points it hides."""
+        t = int(now)
+        if self.purge_after is None:
+            return t
+        for name in os.listdir(self.log_dir):
+            m = re.match(r"events\.out\.tfevents\.(\d+)\.", name)
+            if m and not name.startswith(HPARAMS_FILE_PREFIX):
+                t = max(t, int(m[1]) + 1)
+        return t
+
     def _create_file(self, event_cls: Any) -> None:
         os.makedirs(self.log_dir, exist_ok=True)
         now = time.time()
-        base = f"events.out.tfevents.{int(now):010d}.{socket.gethostname()}.{os.getpid()}"
+        stamp = self._file_time(now)
+        base = f"events.out.tfevents.{stamp:010d}.{socket.gethostname()}.{os.getpid()}"
         with self._lock:
             if self._closed:
                 return
@@ -180,7 +260,14 @@ class TensorBoardBackend:
                 break
             try:
                 first = event_cls(wall_time=now, file_version=FILE_VERSION)
-                write_all(f, frame_many((first.SerializeToString(),)))
+                head = [first.SerializeToString()]
+                if self.purge_after is not None:
+                    # as SummaryWriter(purge_step=N + 1): readers drop every point they
+                    # read before this event with a step > N (TensorBoard's purge rule)
+                    start = event_cls(wall_time=now, step=self.purge_after + 1)
+                    start.session_log.status = start.session_log.START
+                    head.append(start.SerializeToString())
+                write_all(f, frame_many(head))
             except BaseException:
                 f.close()
                 raise
@@ -195,6 +282,49 @@ class TensorBoardBackend:
             if f is None:
                 raise RuntimeError("TensorBoard backend: event file is closed")
             write_whole(f, data)
+            if records:
+                self._last_step = records[-1].step
+
+    # -- config (HParams, text table; see _hparams.py) ----------------------------------
+    def _config_due(self) -> dict[str, Any] | None:
+        """On the loop: the full config to write if it changed since last written."""
+        ctx = self._ctx
+        if ctx is None or ctx.hparams.version == self._hp_version or not ctx.hparams.values:
+            return None
+        version, values = ctx.hparams.snapshot()
+        self._hp_version = version
+        return run_config(ctx.config, values)
+
+    def _write_config_sync(self, values: dict[str, Any], step: int) -> None:
+        now = time.time()
+        with self._lock:
+            f = self._file
+            if f is None:
+                raise RuntimeError("TensorBoard backend: event file is closed")
+            write_whole(f, frame_many([text_table_event(values, step, now)]))
+            self._hp_values = values
+            self._write_hparams_file(None)
+
+    def _write_hparams_file(self, end: tuple[float, bool] | None) -> None:
+        version = self._event_cls(wall_time=self._hp_start, file_version=FILE_VERSION)
+        events = hparams_file_events(
+            self._hp_values,
+            start_time=self._hp_start,
+            end_time=None if end is None else end[0],
+            interrupted=False if end is None else end[1],
+        )
+        write_hparams_file(self.log_dir, events, version.SerializeToString())
+
+    def _finish_config_sync(self, final: dict[str, float], interrupted: bool) -> None:
+        """At close: the final metrics as scalars at the last step, and the session end."""
+        with self._lock:
+            f = self._file
+            if f is None:
+                return
+            if final:
+                rec = StepRecord(self._last_step, 0, time.time(), tuple(final.items()))
+                write_whole(f, encode_records(self._encoder, (rec,)))
+            self._write_hparams_file((time.time(), interrupted))
 
     def _close_sync(self) -> None:
         with self._lock:
@@ -202,6 +332,22 @@ class TensorBoardBackend:
             if f is None:
                 return
             fsync_and_close(f)
+
+    async def _write_config(self, step: int) -> None:
+        """Write the table and the HParams file if the config changed. Called before the
+        batch it came with: a failure raises before any record is written, so the
+        runner's retry of the batch duplicates nothing (and the config is tried again)."""
+        before = self._hp_version
+        values = self._config_due()
+        if values is None:
+            return
+        try:
+            await anyio.to_thread.run_sync(
+                self._write_config_sync, values, step, abandon_on_cancel=True
+            )
+        except BaseException:
+            self._hp_version = before
+            raise
 
     # -- Backend protocol --------------------------------------------------------------
     async def open(self, ctx: BackendContext) -> None:
@@ -217,12 +363,17 @@ class TensorBoardBackend:
             return
         await anyio.to_thread.run_sync(self._create_file, event_cls, abandon_on_cancel=True)
         ctx.say(f"[dim]TensorBoard logging to: {escape(self.log_dir)}[/]")
+        self._ctx = ctx
+        self._hp_start = time.time()
+        # a resumed run's table goes at the first step it may log, not under old ones
+        await self._write_config(0 if self.purge_after is None else self.purge_after + 1)
 
     async def write(self, records: Sequence[StepRecord]) -> None:
         if self.disabled or not records:
             return
         if self._file is None:
             raise RuntimeError("TensorBoard backend: write() before open() or after close()")
+        await self._write_config(records[-1].step)
         # a tuple: the pump may reuse its list while an abandoned thread still reads ours
         await anyio.to_thread.run_sync(self._write_sync, tuple(records), abandon_on_cancel=True)
 
@@ -235,4 +386,17 @@ class TensorBoardBackend:
         self._closed = True
         if self._file is None:
             return
-        await anyio.to_thread.run_sync(self._close_sync, abandon_on_cancel=True)
+        try:
+            ctx = self._ctx
+            if ctx is not None and not self.disabled:
+                await self._write_config(self._last_step)  # keys logged after the last step
+                if self._hp_version >= 0:
+                    hp = ctx.hparams
+                    await anyio.to_thread.run_sync(
+                        self._finish_config_sync,
+                        hp.final_metrics(),
+                        hp.interrupted,
+                        abandon_on_cancel=True,
+                    )
+        finally:
+            await anyio.to_thread.run_sync(self._close_sync, abandon_on_cancel=True)

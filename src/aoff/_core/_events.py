@@ -27,6 +27,10 @@ STEP: Final = 11  # (iteration, metrics, reward, reward_metrics, reward_componen
 #                    throughput_steps or None when extra_info was not given)
 TRAINING_TIMER: Final = 12  # ()
 FINISH: Final = 13  # (title, extra_summary, interrupted)
+HISTOGRAM: Final = 14  # (key, values: a NumPy copy, a Histogram, or a device placeholder)
+SYSTEM: Final = 15  # (samples dict: made by the pump's system sampler, not the recorder)
+CONFIG: Final = 16  # (values: a flat dict of JSON-safe values, see _config.py)
+LOAD_STATE: Final = 17  # (values: a checked dict from state_dict(), see _checkpoint.py)
 
 NAMES: Final = (
     "start",
@@ -43,6 +47,10 @@ NAMES: Final = (
     "log_step",
     "start_training_timer",
     "finish",
+    "log_histogram",
+    "system metrics",
+    "log_config",
+    "load_state_dict",
 )
 
 #: each kind's fields after ``(kind, wall_time)``, named once: the recorder builds events
@@ -74,6 +82,10 @@ FIELDS: Final[dict[int, tuple[str, ...]]] = {
     ),
     TRAINING_TIMER: (),
     FINISH: ("title", "extra_summary", "interrupted"),
+    HISTOGRAM: ("key", "values"),
+    SYSTEM: ("samples",),
+    CONFIG: ("values",),
+    LOAD_STATE: ("values",),
 }
 
 KIND = 0

@@ -13,7 +13,9 @@ import math
 from collections.abc import Callable, Mapping
 
 from . import _events as ev
+from ._checkpoint import load_into
 from ._convert import BadValue, encodable, to_float
+from ._histogram import Histogram, histogram_scalars, summarize
 from ._keys import drop_aliases, metric_tag, reward_tag
 from ._records import StepRecord
 from ._state import State
@@ -44,9 +46,11 @@ class Folder:
 
     __slots__ = (
         "_collector_tags",
+        "_histograms",
         "_metric_tags",
         "_reported",
         "_reward_tags",
+        "_system",
         "report",
         "state",
     )
@@ -59,6 +63,9 @@ class Folder:
         self._metric_tags: dict[str, str] = {}
         self._reward_tags: dict[str, str] = {}
         self._collector_tags: dict[str, str] = {}
+        # logged since the last step, attached to the next one (log_histogram, system)
+        self._histograms: dict[str, Histogram] = {}
+        self._system: dict[str, float] | None = None
 
     # -- helpers ---------------------------------------------------------------------
     def _bad(self, where: str, key: object, message: str) -> None:
@@ -148,6 +155,10 @@ class Folder:
         s = self.state
         kind = event[0]
         wall = event[1]
+        if kind == ev.SYSTEM:  # a sample, not a call: it does not move the run's clock
+            s.system = dict(event[2])
+            self._system = s.system
+            return None
         s.last_wall_time = wall
         if kind == ev.STEP:
             return self._step(event)
@@ -189,12 +200,29 @@ class Folder:
             s.status = str(event[2])
         elif kind == ev.TRAINING_TIMER:
             s.training_start_time = wall
+        elif kind == ev.HISTOGRAM:
+            self._histogram(event[2], event[3])
+        elif kind == ev.CONFIG:
+            s.hparams.merge(event[2])  # made JSON-safe by log_config, in the caller
+        elif kind == ev.LOAD_STATE:
+            load_into(s, event[2])  # checked by load_state_dict, in the caller
         elif kind == ev.FINISH:
             s.finished = True
             s.finish_title = str(event[2])
             s.extra_summary = str(event[3])
             s.interrupted = bool(event[4])
+            s.hparams.interrupted = s.interrupted
         return None
+
+    def _histogram(self, key: object, payload: object) -> None:
+        """Reduce (or take) one distribution; the last one per key before a step wins."""
+        try:
+            h = payload if isinstance(payload, Histogram) else summarize(str(key), payload)
+        except Exception as exc:  # the call checked the input: only a bug lands here
+            where = "log_histogram"
+            self._bad(where, key, f"{where}: {key!r:.60}: {type(exc).__name__}: {exc}; skipped")
+            return
+        self._histograms[h.tag] = h
 
     def _step(self, event: ev.Event) -> StepRecord:
         s = self.state
@@ -231,6 +259,7 @@ class Folder:
             s.latest_metrics.update(metrics)
         if reward is not None:
             s.reward_history.append(reward)
+            s.hparams.reward(reward)
         if components:
             s.reward_components = components
         s.status = "Training"
@@ -285,4 +314,13 @@ class Folder:
         out.append(("perf/iter_ms", s.pipeline_time() * 1000))
         if s.dropped_events:
             out.append(("aoff/dropped_events", float(s.dropped_events)))
+        if self._system is not None:
+            out.extend(self._system.items())
+            self._system = None
+        if self._histograms:
+            histograms = tuple(self._histograms.values())
+            self._histograms = {}
+            for h in histograms:
+                out += histogram_scalars(h)
+            return StepRecord(step, iteration, wall, tuple(out), histograms)
         return StepRecord(step, iteration, wall, tuple(out))

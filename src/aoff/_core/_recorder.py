@@ -29,7 +29,10 @@ from typing import Any, Generic, TypeVar
 
 from . import _events as ev
 from ._capture import activate, capture, capture_tensor, finish
-from ._pending import Gather
+from ._checkpoint import checked_state_dict
+from ._config import flatten_config, format_converted
+from ._histogram import capture as capture_histogram
+from ._pending import Gather, PendingEvent, Placeholder
 
 R = TypeVar("R")
 
@@ -58,6 +61,14 @@ def _throughput(extra_info: object) -> Any:
     if isinstance(extra_info, Mapping):
         return extra_info.get("throughput_steps", 0)
     raise TypeError(f"log_step(extra_info): expected a dict, got {type(extra_info).__name__}")
+
+
+def _warn_converted(where: str, converted: list[tuple[str, str]]) -> None:
+    import warnings
+
+    from .._face import AoffWarning  # at call time: _face imports this module
+
+    warnings.warn(format_converted(where, converted), AoffWarning, stacklevel=3)
 
 
 class Recorder(Generic[R]):
@@ -310,6 +321,47 @@ class Recorder(Generic[R]):
         g: Gather = []
         event = (kind, self._clock(), capture(v1, g, where, n1), capture(v2, g, where, n2))
         return self._put(finish(g, event) if g else event)
+
+    # -- distributions ---------------------------------------------------------------------------
+    def log_histogram(self, key: str, values: Any) -> R:
+        """Log a distribution (Q-values, TD errors, actions) at the next ``log_step``'s step.
+
+        ``values``: a tensor (any device, real dtype, shape), a NumPy array or a sequence of
+        numbers. CUDA tensors are reduced on the device and copied without a sync; other
+        inputs are copied here and reduced by the pump (see ``_core/_histogram.py``). Bad
+        input raises here: ``TypeError`` (key not a str, not an array, non-real dtype) or
+        ``ValueError`` (empty key or input, ragged sequence); NaN/inf are counted apart.
+        """
+        payload = capture_histogram(key, values)
+        event = (ev.HISTOGRAM, self._clock(), key, payload)
+        if isinstance(payload, Placeholder):
+            return self._put(PendingEvent(event, (payload,)))
+        return self._put(event)
+
+    # -- config ----------------------------------------------------------------------------------
+    def log_config(self, config: Mapping[str, Any]) -> R:
+        """Add (or change) hyperparameters after the constructor's ``config=``.
+
+        Flattened with ``"/"`` and made JSON-safe here, in the caller (see
+        ``_core/_config.py``): a non-dict or a non-``str`` key is a ``TypeError``, a key
+        given twice once flattened a ``ValueError``; values JSON cannot hold are stored as
+        ``str()`` with one :class:`~aoff.AoffWarning` for the call. Backends get the new
+        keys with their next batch (TensorBoard: the HParams session info is rewritten
+        with all keys and a new text table is written; W&B: ``run.config.update``;
+        JSONL/CSV: ``config.json`` is replaced).
+        """
+        values, converted = flatten_config(config, "log_config")
+        if converted:
+            _warn_converted("log_config", converted)
+        return self._put((ev.CONFIG, self._clock(), values))
+
+    def load_state_dict(self, state_dict: Mapping[str, Any]) -> R:
+        """Restore aoff's own counters from a checkpoint (what ``state_dict()`` returned
+        in the earlier session): the elapsed time behind the ETA, the reward history and
+        best mean reward, the dropped total. Checked here (a bad dict is a ``TypeError``
+        or ``ValueError`` at this call) and folded in order with the other calls; see
+        ``_core/_checkpoint.py``."""
+        return self._put((ev.LOAD_STATE, self._clock(), checked_state_dict(state_dict)))
 
     # -- status --------------------------------------------------------------------------------
     def log_status(self, status: str) -> R:

@@ -7,6 +7,10 @@ two small frozen types and nothing else.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._histogram import Histogram
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +26,9 @@ class StepRecord:
     iteration: int
     wall_time: float
     scalars: tuple[tuple[str, float], ...]
+    #: the distributions logged since the previous step (``log_histogram``); their
+    #: min/max/mean/percentiles are in ``scalars`` too, for backends without histograms
+    histograms: tuple[Histogram, ...] = ()
 
     def as_dict(self) -> dict[str, float]:
         return dict(self.scalars)

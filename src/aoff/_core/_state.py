@@ -10,6 +10,7 @@ import dataclasses
 from collections import deque
 from dataclasses import dataclass, field
 
+from ._config import HParams
 from ._records import RunConfig
 
 REWARD_HISTORY = 200
@@ -54,10 +55,18 @@ class State:
     extra_summary: str = ""
     interrupted: bool = False
     steps_logged: int = 0
+    # carried over from an earlier session by load_state_dict (see _checkpoint.py)
+    elapsed_before: float = 0.0
+    dropped_before: int = 0
     # filled in by the pump, not by events
     dropped_events: int = 0
     invalid_values: int = 0
     backend_problems: dict[str, str] = field(default_factory=dict)
+    #: the latest system sample (``system/cpu_percent``, ...), empty until the first one
+    system: dict[str, float] = field(default_factory=dict)
+    #: the run's config and final metrics (``config=``, ``log_config``): shared, as is,
+    #: with the backends (BackendContext.hparams), never copied into snapshots
+    hparams: HParams = field(default_factory=HParams)
 
     def pipeline_time(self) -> float:
         """Seconds of the learner pipeline: H2D + train + weight sync (as the seed)."""
@@ -81,4 +90,5 @@ class State:
             reward_components=dict(self.reward_components),
             collector_timing=dict(self.collector_timing),
             backend_problems=dict(self.backend_problems),
+            system=dict(self.system),
         )
