@@ -215,3 +215,30 @@ def test_sigkill_of_the_agent_falls_back_and_reports_exactly_what_was_lost(
     assert tb == list(range(1, 201)) + list(range(301, 401))
     assert "'jsonl': 100" in line.split("{")[2] and "'tensorboard': 100" in line.split("{")[2]
     assert "'jsonl': 300" in line.split("{")[1]
+
+
+def test_a_signal_during_a_shipping_round_is_held_until_the_round_is_over() -> None:
+    """A round on the main thread (inside a logging call) must not be cut by Ctrl+C or
+    SIGTERM halfway (events drained but not queued, a frame half sent): each handler
+    runs after the round, still inside the call, and none is lost."""
+    import os
+    import signal
+
+    from aoff._agent._defer import signals_deferred
+
+    seen: list[str] = []
+    prev = signal.signal(signal.SIGTERM, lambda s, f: seen.append(f"handler {s}"))
+    try:
+        with pytest.raises(KeyboardInterrupt), signals_deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            os.kill(os.getpid(), signal.SIGTERM)
+            for _ in range(1000):  # bytecodes where a handler would otherwise run
+                pass
+            seen.append("round over")
+        for _ in range(1000):  # SIGTERM was left pending by the KeyboardInterrupt
+            pass
+        # nothing ran inside the round; both ran after it, none was lost
+        assert seen == ["round over", "handler 15"]
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGTERM, prev)

@@ -24,6 +24,7 @@ from .._options import Options
 from .._pump_thread import PumpThread
 from .._report import FinishReport, gave_up_line, stderr_line
 from .._streams import Forwarding, should_forward
+from ._defer import signals_deferred
 from ._shipper import BURST_ROUND, SHIP_INTERVAL_BUSY, Shipper
 from ._spawn import start_agent
 from ._wire import AgentGone
@@ -167,7 +168,8 @@ class AgentSide:
         try:
             if not self._inline:  # the agent is gone: the fallback drains the buffer
                 return
-            self.shipper.step()
+            with signals_deferred():  # a signal mid-round would lose or tear a batch
+                self.shipper.step()
             self._last_round = now
         except Exception:  # the agent is gone (or a bug): the shipper thread handles it
             self._inline = False

@@ -1,0 +1,60 @@
+"""Hold Ctrl+C and SIGTERM back while a producer ships a round on the main thread.
+
+A shipping round (``_side.AgentSide.put``) runs inside a logging call, on whatever thread
+made it. On the main thread, a Python signal handler (``KeyboardInterrupt``, aoff's
+``SystemExit(143)`` for SIGTERM, or yours) may raise between any two bytecodes: between
+draining the buffer and queueing the batch (events lost), or between a partial socket
+send and the bookkeeping of how much was sent (the agent's stream corrupted). So the
+round runs with the handlers of SIGINT and SIGTERM swapped for one that only notes the
+signal; the signal is raised again as soon as the round is over, and its real handler runs -
+at most a few milliseconds later, still inside the logging call, so the caller sees the
+exception where it would have anyway. Other threads' rounds need none of this (Python
+runs signal handlers on the main thread only).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+import types
+from collections.abc import Callable, Iterator
+from typing import Any
+
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Run the body with SIGINT/SIGTERM handlers deferred (main thread; elsewhere a no-op)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[tuple[int, types.FrameType | None]] = []
+
+    def note(signum: int, frame: types.FrameType | None) -> None:
+        caught.append((signum, frame))
+
+    saved: dict[signal.Signals, Callable[[int, types.FrameType | None], Any]] = {}
+    try:
+        for sig in _SIGNALS:
+            handler = signal.getsignal(sig)
+            if callable(handler):  # SIG_DFL/SIG_IGN: nothing runs Python code
+                saved[sig] = handler
+                signal.signal(sig, note)
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+        # raised again, as if they came now, all of them before any handler can run
+        # (blocked while raised, delivered together when unblocked): Python then runs
+        # each real handler, and one that raises (KeyboardInterrupt) leaves the rest
+        # pending for its next check
+        pending = list(dict.fromkeys(signal.Signals(s) for s, _ in caught))
+        if pending:
+            mask = signal.pthread_sigmask(signal.SIG_BLOCK, pending)
+            try:
+                for sig in pending:
+                    signal.raise_signal(sig)
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, mask)
