@@ -44,10 +44,13 @@ from multiprocessing.connection import (
     answer_challenge,
     deliver_challenge,
 )
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._core._state import State
 from ._paths import Placement, bind_listener, create_key, find_socket, probe, remove_placement
+
+if TYPE_CHECKING:
+    from ._produce import ProducerHub
 
 __all__ = ["ROLES", "Handler", "LiveServer", "register_role", "set_timeouts"]
 
@@ -57,6 +60,8 @@ HANDSHAKE_TIMEOUT = 5.0
 SEND_TIMEOUT = 10.0
 #: connections served at once; more are closed at once
 MAX_CONNECTIONS = 64
+#: refused connections reported one line each (then only counted)
+REFUSALS_REPORTED = 5
 MIN_HZ, MAX_HZ = 0.1, 60.0
 
 Handler = Callable[["LiveServer", Connection, tuple[Any, ...]], None]
@@ -94,6 +99,10 @@ class LiveServer:
         self._closing = False
         self._threads: set[threading.Thread] = set()
         self.refused = 0  # connections that failed the key
+        #: set by the pump: where refusals are reported, and the producers' hub
+        #: (``_produce.py``; ``None``: this server takes no producers)
+        self.report: Callable[[str], None] | None = None
+        self.produce: ProducerHub | None = None
         # what viewers get: (version, state, now); the end message once the run ended
         self.version = 0
         self.latest: tuple[State, float] | None = None
@@ -148,6 +157,8 @@ class LiveServer:
             self._closing = True
             self._cond.notify_all()
             threads = list(self._threads)
+        if self.produce is not None:  # producers see end of file: the run is gone
+            self.produce.close()
         # wake the accept loop: it checks _closing after every accept
         with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX) as s:
             s.settimeout(0.2)
@@ -232,6 +243,11 @@ class LiveServer:
             handler(self, conn, hello)
         except AuthenticationError:
             self.refused += 1
+            if self.report is not None and self.refused <= REFUSALS_REPORTED:
+                self.report(
+                    "aoff: refused a connection to the run's socket: it did not prove "
+                    "the run's key (aoff.key); the run goes on"
+                )
         except Exception:  # a peer that vanished, timed out or sent garbage: drop it
             pass
         finally:

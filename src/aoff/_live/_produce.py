@@ -1,0 +1,210 @@
+"""The live server's ``produce`` role: events from other processes' ``RemoteLogger``.
+
+Why here: the run already serves its folder's socket (``_server.py``: Unix socket 0600,
+the run's key proven both ways before anything is unpickled), wherever the pump runs.
+A producer (``log.remote()``, or a forked child of the training process) connects to
+it, says ``("produce", name, pid)`` and gets ``("welcome", live_name)`` (``name``, or
+``name-<pid>`` while another producer of that name is connected) or ``("error", why)``.
+Then it speaks the agent's protocol (``_agent/_wire.py``), so the producer side is the
+agent's own :class:`~aoff._agent._shipper.Shipper`:
+
+``("ev", events, dropped_so_far)``
+    each event goes into the pump's buffer wrapped as ``(REMOTE, wall, live_name,
+    event)`` (folded by ``_core/_fold.py``), in the order received: each producer's
+    events stay in order, producers interleave. In the agent that buffer blocks when
+    full, so backpressure reaches the producer's socket, then its own buffer's policy.
+``("flush", n)`` -> ``("flushed", n, None)``
+    once the pump has written and flushed everything received so far.
+``("stop", summary)`` -> ``("report", {...}, None)``, and the connection ends.
+
+End of file without ``stop``: the producer died (killed?); one line says which one and
+what is known lost. At the end of the run (``_pump_end.await_producers``) the pump waits
+up to ``finish_timeout`` for producers still connected, then stops taking events (what
+comes later is counted as lost) and names those still open; the server's close shuts
+their connections, so they see the run is gone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import socket
+import threading
+import time
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from typing import TYPE_CHECKING, Any
+
+from .._agent._wire import dumps, loads
+from .._core import _events as ev
+from ._server import SEND_TIMEOUT, register_role, set_timeouts
+
+if TYPE_CHECKING:
+    from ._server import LiveServer
+
+__all__ = ["NAME_RE", "ProducerHub", "check_name", "serve_producer"]
+
+#: seconds a producer that connects as the server starts waits for the pump's hub
+HUB_WAIT = 2.0
+#: a producer's name: it names a folder (TensorBoard) and a tag prefix (W&B)
+NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
+
+
+def check_name(name: object) -> str | None:
+    """Why ``name`` cannot name a producer, or ``None`` when it can."""
+    if not isinstance(name, str):
+        return f"a producer's name must be a str, got {type(name).__name__}"
+    if not NAME_RE.fullmatch(name):
+        return (
+            f"bad producer name {name!r}: 1-64 characters of letters, digits, '_', '-' "
+            "and '.', not starting with '.' or '-' (it names a folder of the run)"
+        )
+    return None
+
+
+class ProducerHub:
+    """The producers connected to one run, and where their events go (the pump's)."""
+
+    def __init__(
+        self,
+        sink: Callable[[ev.Event], None],
+        report: Callable[[str], None],
+        flush: Callable[[], None],
+    ) -> None:
+        self.sink = sink
+        self.report = report
+        self.flush = flush
+        self._lock = threading.Lock()
+        self.conns: dict[str, Connection] = {}  # live name -> connection
+        self.accepting = True
+        self.in_flight = 0  # batches being put into the buffer now
+        self.dropped_by: dict[str, int] = {}  # live name -> its own latest dropped count
+        self.lost = 0  # events that came after the run stopped taking them
+
+    def dropped(self) -> int:
+        """Events the producers dropped before sending, and those that came too late."""
+        return sum(self.dropped_by.values()) + self.lost
+
+    def join(self, name: str, pid: int, conn: Connection) -> str:
+        with self._lock:
+            live = name
+            n = 0
+            while live in self.conns:
+                n += 1
+                live = f"{name}-{pid}" if n == 1 else f"{name}-{pid}-{n}"
+            self.conns[live] = conn
+            return live
+
+    def leave(self, live: str) -> None:
+        with self._lock:
+            self.conns.pop(live, None)
+
+    def open_names(self) -> list[str]:
+        with self._lock:
+            return sorted(self.conns)
+
+    def put(self, live: str, events: list[Any]) -> bool:
+        """Hand ``events`` to the pump; False (counted lost) once it stopped taking them."""
+        with self._lock:
+            if not self.accepting:
+                self.lost += len(events)
+                return False
+            self.in_flight += 1
+        try:
+            sink = self.sink
+            remote = ev.REMOTE
+            for e in events:
+                wall = e[1] if type(e) is tuple and len(e) > 1 else time.time()
+                sink((remote, wall, live, e))
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+        return True
+
+    def stop_accepting(self) -> list[str]:
+        """From now on events are counted as lost; returns the producers still open."""
+        with self._lock:
+            self.accepting = False
+            return sorted(self.conns)
+
+    def close(self) -> None:
+        """Shut every producer's connection (they see end of file: the run is gone)."""
+        with self._lock:
+            conns = list(self.conns.values())
+        for conn in conns:
+            with contextlib.suppress(OSError, ValueError):
+                sock = socket.socket(fileno=conn.fileno())
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                finally:
+                    sock.detach()
+
+
+def serve_producer(server: LiveServer, conn: Connection, hello: tuple[Any, ...]) -> None:
+    """The ``produce`` role: ``("produce", name, pid)``; see the module's doc."""
+    hub = server.produce
+    deadline = time.monotonic() + HUB_WAIT
+    while hub is None and not server.closing and time.monotonic() < deadline:
+        time.sleep(0.005)  # the pump sets the hub just after the server starts
+        hub = server.produce
+    if hub is None or not hub.accepting:
+        conn.send(("error", "this run takes no events from producers now (it is ending)"))
+        return
+    name = hello[1] if len(hello) > 1 else None
+    pid = hello[2] if len(hello) > 2 and type(hello[2]) is int else 0
+    problem = check_name(name)
+    if problem is not None:
+        conn.send(("error", problem))
+        return
+    assert isinstance(name, str)
+    set_timeouts(conn, 0, SEND_TIMEOUT)  # a quiet producer is never dropped
+    live = hub.join(name, pid, conn)
+    received = 0
+    stopped = False
+    try:
+        conn.send(("welcome", live))
+        while True:
+            try:
+                msg = loads(conn.recv_bytes())
+            except (EOFError, OSError):
+                break
+            kind = msg[0]
+            if kind == "ev":
+                if type(msg[2]) is int:
+                    hub.dropped_by[live] = msg[2]
+                if hub.put(live, msg[1]):
+                    received += len(msg[1])
+            elif kind == "flush":
+                if hub.accepting:
+                    with contextlib.suppress(Exception):  # the run is ending: nothing to wait for
+                        hub.flush()
+                conn.send_bytes(dumps(("flushed", msg[1], None)))
+            elif kind == "stop":
+                stopped = True
+                report = {"name": live, "received": received, "lost": not hub.accepting}
+                conn.send_bytes(dumps(("report", report, None)))
+                break
+    finally:
+        hub.leave(live)
+        if not stopped and not server.closing and hub.accepting:
+            dropped = hub.dropped_by.get(live, 0)
+            more = f"; it had dropped {dropped:,} before sending" if dropped else ""
+            hub.report(
+                f"aoff: remote {live!r} (pid {pid}) was lost before close() (killed?): "
+                f"{received:,} events came from it; what it had not sent yet is lost{more}"
+            )
+
+
+register_role("produce", serve_producer)
+
+
+def attach_producers(
+    server: LiveServer,
+    sink: Callable[[ev.Event], None],
+    report: Callable[[str], None],
+    flush: Callable[[], None],
+) -> ProducerHub:
+    """Let ``server`` take producers, feeding ``sink`` (the pump's buffer)."""
+    hub = ProducerHub(sink, report, flush)
+    server.produce = hub
+    return hub
