@@ -15,6 +15,7 @@ from ._core._state import State
 from ._display._api import Display, NullDisplay
 from ._display._dashboard import Dashboard
 from ._face import AoffWarning
+from ._remote import RemoteLogger, RemoteReport
 from ._report import FinishReport
 from ._sync import OffPolicyLogger
 
@@ -57,6 +58,8 @@ __all__ = [
     "NullDisplay",
     "OffPolicyLogger",
     "Overflow",
+    "RemoteLogger",
+    "RemoteReport",
     "RunConfig",
     "State",
     "StepRecord",

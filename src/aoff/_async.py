@@ -284,8 +284,7 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
         interrupted: bool = False,
     ) -> FinishReport:
         if self._inert:  # nothing of the run lives in this process (fork, muted rank)
-            assert self._report is not None
-            return self._report
+            return await self._ainert_report()
         interrupted = interrupted or self._signalled is not None
         if not self._begin_stop(title=title, extra_summary=extra_summary, interrupted=interrupted):
             # another task is stopping the run: its report is ours too

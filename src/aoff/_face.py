@@ -9,12 +9,13 @@ after-close warning and "who owns the stop" are decided here, once.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
 import threading
 import warnings
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Generic
+from typing import TYPE_CHECKING, Any, Generic
 
 from rich.console import Console
 
@@ -31,6 +32,9 @@ from ._ranks import RankMode, muted_line, rank_dir, this_rank
 from ._report import FinishReport, stderr_line
 from ._sysmetrics import DEFAULT_INTERVAL as DEFAULT_SYSTEM_INTERVAL
 from ._sysmetrics import SystemSampler
+
+if TYPE_CHECKING:
+    from ._remote import RemoteLogger
 
 __all__ = ["AoffWarning", "Core", "Face"]
 
@@ -92,9 +96,11 @@ def _logging_methods() -> list[str]:
 
 def _after_fork_in_child() -> None:
     """A child forked from a process with a live logger (``fork`` start method,
-    ``AsyncVectorEnv``, ``DataLoader`` workers) has its objects but none of its threads:
-    its calls are counted as dropped (one warning says so) and its stops return at once,
-    so it never hangs, at exit or anywhere else."""
+    ``AsyncVectorEnv``, ``DataLoader`` workers) has its objects but none of its threads.
+    With a ``log_dir`` its calls go into the parent's run through a
+    :class:`~aoff.RemoteLogger` named ``fork-<pid>`` (closed by its ``finish()``/
+    ``close()`` or at its exit); without one they are counted as dropped (one warning
+    says so). Its stops return at once, so it never hangs, at exit or anywhere else."""
     for face in list(_faces):
         face._forked_in_child()
 
@@ -233,11 +239,81 @@ class Face(Recorder[R], Generic[R]):
         self._report = FinishReport()
         stderr_line(muted_line(rank))
 
+    _fork_remote: RemoteLogger | None = None
+
     def _forked_in_child(self) -> None:
         self._forked = True
         self._inert = True
-        self._put = self._put_forked
         self._report = FinishReport(interrupted=True, partial=True)
+        if self._options.log_dir and not self._stopping:
+            from ._remote import RemoteLogger
+
+            pid = os.getpid()
+            self._fork_remote = remote = RemoteLogger(
+                self._options.log_dir,
+                f"fork-{pid}",
+                capacity=self._options.capacity,
+                overflow=self._options.overflow,
+                owner_pid=os.getppid(),
+            )
+            result = self._closed_result
+            put = remote._put_via_face
+
+            def put_remote(event: ev.Event) -> R:
+                put(event)
+                return result
+
+            self._put = put_remote
+        else:
+            self._put = self._put_forked
+
+    def _inert_report(self) -> FinishReport:
+        """``finish()``/``close()`` where nothing of the run lives in this process: a
+        forked child's remote is closed (what it sent is the parent's run's)."""
+        assert self._report is not None
+        remote = self._fork_remote
+        if remote is not None:
+            got = remote.close()
+            self._put = self._after_close
+            self._report = FinishReport(dropped_events=got.dropped, partial=got.error is not None)
+        return self._report
+
+    async def _ainert_report(self) -> FinishReport:
+        if self._fork_remote is None:
+            return self._inert_report()
+        import anyio.to_thread
+
+        return await anyio.to_thread.run_sync(self._inert_report)
+
+    _remote_names: itertools.count[int] | None = None
+
+    def remote(self, name: str | None = None, *, timeout: float = 10.0) -> RemoteLogger:
+        """A picklable :class:`~aoff.RemoteLogger` for another process (spawned,
+        forkserver'd or forked) to log into this run (see README, "Many producers").
+
+        ``name`` names its records (default ``remote0``, ``remote1``, ...); ``timeout``
+        bounds how long it tries to reach the run, and its ``flush()``/``close()``.
+        Needs ``log_dir`` (its socket is how producers reach the run): ``ValueError``
+        without one; ``RuntimeError`` after ``finish()``/``close()``."""
+        from ._remote import RemoteLogger
+
+        if not self._options.log_dir:
+            raise ValueError(
+                "remote() needs a log_dir: producers reach the run through the socket in its folder"
+            )
+        if getattr(self, "_stopping", False):
+            raise RuntimeError(f"remote() called after {self._closed_when}")
+        if name is None:
+            if self._remote_names is None:
+                self._remote_names = itertools.count()
+            name = f"remote{next(self._remote_names)}"
+        return RemoteLogger(
+            self._options.log_dir,
+            name,
+            capacity=self._options.capacity,
+            overflow=self._options.overflow,
+            timeout=timeout,
+        )
 
     def _put_forked(self, event: ev.Event) -> R:
         if not self._forked_dropped:

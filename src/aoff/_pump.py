@@ -35,6 +35,7 @@ from ._core._records import StepRecord
 from ._core._state import State
 from ._display._api import Display
 from ._display._guard import GuardedDisplay
+from ._live._produce import ProducerHub, attach_producers
 from ._live._server import LiveServer, start_serving, stop_serving
 from ._pump_end import await_room, end_of_run
 from ._report import FinishReport, OnceReporter, stderr_line
@@ -129,6 +130,8 @@ class Pump:
         # `aoff attach`: the run folder whose socket serves viewers (see _live._server)
         self.live_dir = live_dir
         self.live: LiveServer | None = None
+        #: producers (``log.remote()``) feeding this pump through ``live``
+        self.producers: ProducerHub | None = None
         self._notice_deadline: float | None = None
         #: system metrics (``_sysmetrics``): sampled in its own thread, folded here
         self.system = system
@@ -301,7 +304,9 @@ class Pump:
     # -- accounting -----------------------------------------------------------------------------
     def dropped(self) -> int:
         """Events that never reached the fold: the overflow policy and lost device values."""
-        return self.buffer.dropped + self.unresolved + self.upstream_dropped
+        hub = self.producers
+        remote = hub.dropped() if hub is not None else 0
+        return self.buffer.dropped + self.unresolved + self.upstream_dropped + remote
 
     def held(self) -> list[Event]:
         """Drained events still waiting (for device values) to be folded."""
@@ -350,6 +355,18 @@ class Pump:
         for w in waits:
             await w.wait()
 
+    def _flusher(self) -> Callable[[], None]:
+        """:meth:`flush`, callable from another thread (a producer's connection)."""
+        import anyio.from_thread
+        import anyio.lowlevel
+
+        token = anyio.lowlevel.current_token()
+
+        def flush() -> None:
+            anyio.from_thread.run(self.flush, token=token)
+
+        return flush
+
     # -- the task ----------------------------------------------------------------------------
     async def run(
         self,
@@ -369,6 +386,11 @@ class Pump:
             try:
                 if self.live_dir:
                     self.live = await start_serving(self.live_dir, self.report_line.always)
+                    if self.live is not None:  # log.remote() producers (_live/_produce)
+                        self.live.report = self.report_line.always
+                        self.producers = attach_producers(
+                            self.live, self.buffer.put, self.report_line.always, self._flusher()
+                        )
                 while not self._stop_requested:
                     backlog = len(self.buffer) >= min(FOLD_SLICE, self.buffer.capacity)
                     if backlog and not self._held and self._may_drain():

@@ -68,10 +68,35 @@ async def await_display_closed(pump: Pump) -> None:
         )
 
 
+async def await_producers(pump: Pump) -> None:
+    """Wait up to ``finish_timeout`` for producers (``log.remote()``) still connected,
+    folding what they send meanwhile; then stop taking their events and name those still
+    open (what they send later is counted as dropped)."""
+    hub = pump.producers
+    if hub is None:
+        return
+    t0 = time.monotonic()
+    deadline = t0 + pump.finish_timeout
+    while hub.open_names() and time.monotonic() < deadline:
+        await pump.drain_once()
+        await anyio.sleep(0.01)
+    left = hub.stop_accepting()
+    while hub.in_flight and time.monotonic() < deadline + 1.0:  # a batch being put now
+        await pump.drain_once()
+        await anyio.sleep(0.001)
+    if left:
+        names = ", ".join(repr(n) for n in left)
+        pump.report_line.always(
+            f"aoff: finish() waited {time.monotonic() - t0:.1f}s for remotes still open: "
+            f"{names}; what they send from now on is not recorded (close() them first)"
+        )
+
+
 async def end_of_run(pump: Pump, runners_tg: anyio.abc.TaskGroup) -> None:
     if pump._finished:
         return
     pump._finished = True
+    await await_producers(pump)
     pump.buffer.close()
     await pump.drain_once(final=True)
     await await_device_values(pump)

@@ -68,7 +68,8 @@ class PumpThread:
         if self.thread.is_alive():
             with contextlib.suppress(RuntimeError):  # the loop ended meanwhile
                 return anyio.from_thread.run_sync(
-                    lambda: to_state_dict(pump.state, pump.clock(), pump.dropped()), token=self._token
+                    lambda: to_state_dict(pump.state, pump.clock(), pump.dropped()),
+                    token=self._token,
                 )
         return to_state_dict(pump.state, pump.clock(), pump.dropped())
 

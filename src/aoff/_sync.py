@@ -157,6 +157,9 @@ class OffPolicyLogger(Face[None]):
 
     def flush(self) -> None:
         """Block until everything logged so far is written and flushed by every backend."""
+        remote = self._fork_remote  # a forked child: what it logged, into the parent's run
+        if remote is not None and not remote._closed:
+            remote.flush()
         if self._stopped or self._inert:
             return
         if isinstance(self._pump, PumpThread):
@@ -198,8 +201,7 @@ class OffPolicyLogger(Face[None]):
         """The one stop path: the first caller queues the closing event; every caller
         (another thread, the exit hook) waits for the same drain and gets its report."""
         if self._inert:  # nothing of the run lives in this process (fork, muted rank)
-            assert self._report is not None
-            return self._report
+            return self._inert_report()
         try:
             self._begin_stop(
                 title=title, extra_summary=extra_summary, interrupted=bool(interrupted)

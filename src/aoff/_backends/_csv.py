@@ -2,7 +2,9 @@
 users know, readable by ``pandas.read_csv``.
 
 Columns: ``step``, ``iteration``, ``wall_time``, then every tag in the order it was
-first seen. A row without some tag leaves that cell empty (pandas reads ``NaN``); a tag
+first seen. A producer's row (``log.remote(name)``) has its name in a ``producer``
+column (empty for the run's own rows), and that producer's own step and iteration. A
+row without some tag leaves that cell empty (pandas reads ``NaN``); a tag
 that repeats within a record keeps its last value, and a tag named like one of the three
 fixed columns never hides the record's own value (as in the JSONL backend). Values are
 written with ``repr(float)``, which round-trips; non-finite ones read ``nan``, ``inf``
@@ -53,6 +55,8 @@ def _row(rec: StepRecord) -> dict[str, str]:
     cells["step"] = str(rec.step)
     cells["iteration"] = str(rec.iteration)
     cells["wall_time"] = repr(float(rec.wall_time))
+    if rec.producer is not None:  # log.remote(name): a "producer" column
+        cells["producer"] = rec.producer
     return cells
 
 

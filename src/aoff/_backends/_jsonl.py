@@ -5,8 +5,10 @@ Each :class:`~aoff.StepRecord` becomes one line::
     {"step": 4096, "iteration": 1, "wall_time": 1718000000.25, "train/loss": 0.5, ...}
 
 ``step``, ``iteration`` and ``wall_time`` come first, then every tag in the record's
-order; a tag that repeats within a record keeps its last value (as W&B does). These three
-keys always hold the record's own values, even if a tag has the same name.
+order (a producer's record, ``log.remote(name)``, ends with ``"producer": name``; its
+``step`` and ``iteration`` are that producer's own); a tag that repeats within a
+record keeps its last value (as W&B does). These three keys always hold the record's
+own values, even if a tag has the same name.
 
 Non-finite values: JSON has no NaN or infinity, and ``json.dumps`` would by default
 emit the invalid tokens ``NaN``/``Infinity``. So a NaN is written as the string
@@ -65,6 +67,8 @@ def encode_lines(records: Sequence[StepRecord]) -> bytes:
         row["step"] = rec.step
         row["iteration"] = rec.iteration
         row["wall_time"] = rec.wall_time
+        if rec.producer is not None:  # log.remote(name): its own step and iteration
+            row["producer"] = rec.producer
         try:
             append(_dumps(row))
         except ValueError:  # a non-finite float: allow_nan=False refuses it

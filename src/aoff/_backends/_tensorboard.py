@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 import os
 import re
 import socket
@@ -175,6 +176,9 @@ def encode_histogram(h: Histogram) -> bytes:
     return b"\x0a" + _varint(len(value)) + value  # Summary.value
 
 
+_producer_of = operator.attrgetter("producer")
+
+
 def encode_records(encoder: EventEncoder, records: Sequence[StepRecord]) -> bytes:
     """Serialise one ``Event`` per record and frame them all into one buffer."""
     encode = encoder.encode
@@ -228,6 +232,8 @@ class TensorBoardBackend:
         self._hp_values: dict[str, Any] = {}
         self._hp_start = 0.0
         self._last_step = 0
+        #: producers' event files (``log_dir/<name>/``), by producer name
+        self._producer_files: dict[str, BinaryIO] = {}
 
     # -- worker-thread side ------------------------------------------------------------
     def _file_time(self, now: float) -> int:
@@ -275,7 +281,56 @@ class TensorBoardBackend:
             self._file = f
             self.path = path
 
+    def _producer_file(self, name: str) -> BinaryIO:
+        """The event file of producer ``name`` (``log.remote(name)``): in
+        ``log_dir/<name>/``, which TensorBoard shows as a run of its own, so each
+        producer's steps only grow within its file (TensorBoard's default loader hides
+        points whose step goes back within a file). Call with the lock held."""
+        f = self._producer_files.get(name)
+        if f is not None:
+            return f
+        folder = os.path.join(self.log_dir, name)
+        os.makedirs(folder, exist_ok=True)
+        now = time.time()
+        base = f"events.out.tfevents.{int(now):010d}.{socket.gethostname()}.{os.getpid()}"
+        for n in itertools.count():
+            path = os.path.join(folder, f"{base}.{n}{self.filename_suffix}")
+            try:
+                f = open(path, "xb", buffering=0)  # noqa: SIM115 - kept open until close()
+            except FileExistsError:
+                continue
+            break
+        assert f is not None
+        try:
+            first = self._event_cls(wall_time=now, file_version=FILE_VERSION)
+            write_all(f, frame_many([first.SerializeToString()]))
+        except BaseException:
+            f.close()
+            raise
+        self._producer_files[name] = f
+        return f
+
+    def _write_producers(self, records: Sequence[StepRecord]) -> list[StepRecord]:
+        """Write the producers' records to their own files; return the run's own."""
+        own: list[StepRecord] = []
+        theirs: dict[str, list[StepRecord]] = {}
+        for rec in records:
+            if rec.producer is None:
+                own.append(rec)
+            else:
+                theirs.setdefault(rec.producer, []).append(rec)
+        with self._lock:
+            if self._file is None:
+                raise RuntimeError("TensorBoard backend: event file is closed")
+            for name, recs in theirs.items():
+                write_whole(self._producer_file(name), encode_records(self._encoder, recs))
+        return own
+
     def _write_sync(self, records: Sequence[StepRecord]) -> None:
+        if any(map(_producer_of, records)):
+            records = self._write_producers(records)
+            if not records:
+                return
         data = encode_records(self._encoder, records)
         with self._lock:
             f = self._file
@@ -329,6 +384,9 @@ class TensorBoardBackend:
     def _close_sync(self) -> None:
         with self._lock:
             f, self._file = self._file, None
+            theirs, self._producer_files = list(self._producer_files.values()), {}
+            for pf in theirs:
+                fsync_and_close(pf)
             if f is None:
                 return
             fsync_and_close(f)

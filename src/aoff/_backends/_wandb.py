@@ -5,7 +5,9 @@ finished here; otherwise a run is created with ``name or f"{algo}_{env}"`` and t
 config ``{algo, env, num_envs, obs_dim, action_dim, max_iterations}`` (merged with the
 ``config`` argument, whose keys win), ``dir`` when given, and entity/group/job_type/
 tags/notes only when given; that run is owned and finished at :meth:`close`. Each
-record is logged as ``run.log({"iteration": it, **scalars}, step=step)``.
+record is logged as ``run.log({"iteration": it, **scalars}, step=step)``. A producer's
+record (``log.remote(name)``) is logged at the run's latest step with every tag, and its
+own ``step``/``iteration``, under ``<name>/`` (W&B's step must only grow).
 
 Config: the run's config is that seed config, then the ``config`` argument, then the
 logger's ``config=`` (:class:`~aoff._core._config.HParams` in the context; later keys
@@ -103,6 +105,7 @@ class WandbBackend:
         resume: bool = False,
     ) -> None:
         self.project = project
+        self._last_wandb_step = 0  # the latest step of the run's own records
         self.entity = entity
         self.run_name = name
         self.group = group
@@ -196,9 +199,19 @@ class WandbBackend:
     def _log_sync(self, records: Sequence[StepRecord]) -> None:
         log = self.run.log
         for rec in records:
-            row: dict[str, Any] = {"iteration": rec.iteration}
-            row.update(rec.scalars)
-            log(row, step=rec.step)
+            if rec.producer is not None:
+                # W&B's step only grows: a producer's record joins the run's current row
+                # under "<name>/" (the latest value per row is kept; TensorBoard, JSONL
+                # and CSV keep every point)
+                p = rec.producer + "/"
+                row: dict[str, Any] = {p + "step": rec.step, p + "iteration": rec.iteration}
+                row.update([(p + tag, v) for tag, v in rec.scalars])
+                log(row, step=self._last_wandb_step)
+                continue
+            own: dict[str, Any] = {"iteration": rec.iteration}
+            own.update(rec.scalars)
+            log(own, step=rec.step)
+            self._last_wandb_step = max(self._last_wandb_step, rec.step)
 
     def _finish_sync(self) -> None:
         self.run.finish()

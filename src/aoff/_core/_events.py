@@ -31,6 +31,8 @@ HISTOGRAM: Final = 14  # (key, values: a NumPy copy, a Histogram, or a device pl
 SYSTEM: Final = 15  # (samples dict: made by the pump's system sampler, not the recorder)
 CONFIG: Final = 16  # (values: a flat dict of JSON-safe values, see _config.py)
 LOAD_STATE: Final = 17  # (values: a checked dict from state_dict(), see _checkpoint.py)
+REMOTE: Final = 18  # (producer name, the producer's own event): made by the run's live
+#                     server for each event a ``RemoteLogger`` sends (see _live/_produce.py)
 
 NAMES: Final = (
     "start",
@@ -51,6 +53,7 @@ NAMES: Final = (
     "system metrics",
     "log_config",
     "load_state_dict",
+    "remote",
 )
 
 #: each kind's fields after ``(kind, wall_time)``, named once: the recorder builds events
@@ -86,6 +89,7 @@ FIELDS: Final[dict[int, tuple[str, ...]]] = {
     SYSTEM: ("samples",),
     CONFIG: ("values",),
     LOAD_STATE: ("values",),
+    REMOTE: ("producer", "event"),
 }
 
 KIND = 0

@@ -9,7 +9,9 @@ benchmarks share one definition.
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections import deque
 from collections.abc import Callable, Mapping
 
 from . import _events as ev
@@ -18,7 +20,7 @@ from ._convert import BadValue, encodable, to_float
 from ._histogram import Histogram, histogram_scalars, summarize
 from ._keys import drop_aliases, metric_tag, reward_tag
 from ._records import StepRecord
-from ._state import State
+from ._state import ProducerInfo, State
 
 _FLOAT = float
 _I64_MIN = -(2**63)
@@ -26,6 +28,10 @@ _I64_MAX = 2**63 - 1
 _REPORTED_KEYS_MAX = 10_000
 _FLOAT_ONLY = frozenset((float,))
 _STR_ONLY = frozenset((str,))
+#: a producer's calls that say something about the whole run: not its to make
+_REMOTE_IGNORED = frozenset(
+    (ev.START, ev.FINISH, ev.TRAINING_TIMER, ev.LOAD_STATE, ev.SYSTEM, ev.REMOTE)
+)
 
 Reporter = Callable[[str], None]
 
@@ -48,6 +54,9 @@ class Folder:
         "_collector_tags",
         "_histograms",
         "_metric_tags",
+        "_own_timing",
+        "_producer_total",
+        "_remotes",
         "_reported",
         "_reward_tags",
         "_system",
@@ -66,6 +75,10 @@ class Folder:
         # logged since the last step, attached to the next one (log_histogram, system)
         self._histograms: dict[str, Histogram] = {}
         self._system: dict[str, float] | None = None
+        # producers (``log.remote()``): one folder each, with a state of its own
+        self._remotes: dict[str, Folder] = {}
+        self._own_timing: dict[str, float] = {}  # the run's own collector timings
+        self._producer_total = 0  # the sum of the producers' latest total_steps
 
     # -- helpers ---------------------------------------------------------------------
     def _bad(self, where: str, key: object, message: str) -> None:
@@ -163,9 +176,15 @@ class Folder:
         if kind == ev.STEP:
             return self._step(event)
         if kind == ev.COLLECTOR_TIMING:
-            s.collector_timing.update(self._mapping("update_collector_timing", event[2]))
+            timing = self._mapping("update_collector_timing", event[2])
+            if self._remotes:
+                self._own_timing.update(timing)
+                self._average_timing()
+            else:
+                s.collector_timing.update(timing)
         elif kind == ev.COLLECTOR:
-            s.total_steps = self._int("log_collector", "total_steps", event[2])
+            s.own_total_steps = self._int("log_collector", "total_steps", event[2])
+            s.total_steps = s.own_total_steps + self._producer_total
             s.buffer_size = self._int("log_collector", "buffer_size", event[3])
             mean_reward = self._num("log_collector", "mean_reward", event[4])
             if mean_reward != 0:
@@ -212,7 +231,65 @@ class Folder:
             s.extra_summary = str(event[3])
             s.interrupted = bool(event[4])
             s.hparams.interrupted = s.interrupted
+        elif kind == ev.REMOTE:
+            return self._remote(event[2], event[3])
         return None
+
+    # -- producers (log.remote(); see README "Many producers") -----------------------------
+    def _remote(self, name: object, inner: object) -> StepRecord | None:
+        """Fold one producer's event into that producer's own state; what the run's
+        dashboard shows of it: its steps and iteration, its ``total_steps`` (summed into
+        the run's), its rewards (in the reward history), its collector timings
+        (averaged with the others'). Its ``log_step`` becomes a record of its own."""
+        s = self.state
+        if type(name) is not str or not isinstance(inner, tuple) or len(inner) < 2:
+            self._bad("remote", None, f"remote: a malformed event from {name!r:.60}; skipped")
+            return None
+        kind = inner[0]
+        if kind in _REMOTE_IGNORED:
+            return None
+        if kind == ev.CONFIG:  # the run has one config: a producer may add to it
+            s.hparams.merge(inner[2])
+            return None
+        sub = self._remotes.get(name)
+        if sub is None:
+            if not self._remotes:
+                self._own_timing = dict(s.collector_timing)
+            sub_state = State(config=s.config)
+            sub_state.reward_history = deque(maxlen=1)  # only to see each new reward
+            sub = self._remotes[name] = Folder(sub_state, self.report)
+        sub_s = sub.state
+        sub_s.reward_history.clear()
+        rec = sub.apply(inner)
+        if sub_s.reward_history:
+            s.reward_history.append(sub_s.reward_history[0])
+        info = s.producers.get(name) or ProducerInfo()
+        if kind == ev.STEP:
+            s.producers[name] = info._replace(steps=info.steps + 1, iteration=sub_s.iteration)
+            if rec is not None:
+                return dataclasses.replace(rec, producer=name)
+        elif kind == ev.COLLECTOR:
+            self._producer_total += sub_s.total_steps - info.total_steps
+            s.total_steps = s.own_total_steps + self._producer_total
+            s.producers[name] = info._replace(total_steps=sub_s.total_steps)
+        else:
+            if name not in s.producers:
+                s.producers[name] = info
+            if kind == ev.COLLECTOR_TIMING:
+                self._average_timing()
+        return None
+
+    def _average_timing(self) -> None:
+        """The dashboard's collector timings: per key, the mean of the run's own latest
+        and each producer's latest (only those that logged the key)."""
+        sums: dict[str, float] = {}
+        counts: dict[str, int] = {}
+        sources = [self._own_timing, *(f.state.collector_timing for f in self._remotes.values())]
+        for timing in sources:
+            for k, v in timing.items():
+                sums[k] = sums.get(k, 0.0) + v
+                counts[k] = counts.get(k, 0) + 1
+        self.state.collector_timing = {k: sums[k] / counts[k] for k in sums}
 
     def _histogram(self, key: object, payload: object) -> None:
         """Reduce (or take) one distribution; the last one per key before a step wins."""

@@ -29,6 +29,9 @@ class StepRecord:
     #: the distributions logged since the previous step (``log_histogram``); their
     #: min/max/mean/percentiles are in ``scalars`` too, for backends without histograms
     histograms: tuple[Histogram, ...] = ()
+    #: the :class:`~aoff.RemoteLogger` that logged this step (``None``: the run's own
+    #: logger); its ``step`` and ``iteration`` are that producer's own
+    producer: str | None = None
 
     def as_dict(self) -> dict[str, float]:
         return dict(self.scalars)

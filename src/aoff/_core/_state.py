@@ -9,11 +9,20 @@ from __future__ import annotations
 import dataclasses
 from collections import deque
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ._config import HParams
 from ._records import RunConfig
 
 REWARD_HISTORY = 200
+
+
+class ProducerInfo(NamedTuple):
+    """What the dashboard shows of one ``RemoteLogger`` (``log.remote()``)."""
+
+    steps: int = 0  # its log_step calls folded
+    iteration: int = 0  # its latest log_step iteration
+    total_steps: int = 0  # its latest log_collector(total_steps=...)
 
 
 @dataclass(slots=True)
@@ -67,6 +76,11 @@ class State:
     #: the run's config and final metrics (``config=``, ``log_config``): shared, as is,
     #: with the backends (BackendContext.hparams), never copied into snapshots
     hparams: HParams = field(default_factory=HParams)
+    #: per ``RemoteLogger`` name (``log.remote()``); empty when the run has none
+    producers: dict[str, ProducerInfo] = field(default_factory=dict)
+    #: the run's own latest ``log_collector(total_steps=...)``: ``total_steps`` adds each
+    #: producer's latest to it
+    own_total_steps: int = 0
 
     def pipeline_time(self) -> float:
         """Seconds of the learner pipeline: H2D + train + weight sync (as the seed)."""
@@ -91,4 +105,5 @@ class State:
             collector_timing=dict(self.collector_timing),
             backend_problems=dict(self.backend_problems),
             system=dict(self.system),
+            producers=dict(self.producers),
         )

@@ -297,8 +297,10 @@ def system_rows(system: Mapping[str, float]) -> list[Pair]:
 def timing_columns(state: State, glyphs: Glyphs) -> tuple[list[Pair], list[Pair], list[Pair]]:
     """The bottom section's Learner, Collector and System ``(label, value)`` lists.
 
-    System adds aoff rows to the seed's: the sampled ``CPU/RSS`` and ``GPU/Mem``
-    (:func:`system_rows`), ``Dropped`` (red) when the hot-path buffer
+    Collector adds a ``Producers`` row when ``log.remote()`` producers log into the run
+    (how many, and their ``log_step`` calls in all). System adds aoff rows to the seed's:
+    the sampled ``CPU/RSS`` and ``GPU/Mem`` (:func:`system_rows`), ``Dropped`` (red) when
+    the hot-path buffer
     had to drop events, and one red row per failing backend (its message is text, not a
     number: the one value a layout may cut).
     """
@@ -314,6 +316,10 @@ def timing_columns(state: State, glyphs: Glyphs) -> tuple[list[Pair], list[Pair]
         (Cell(label), Cell(value, whole=True))
         for label, value in collector_rows(state.collector_timing)
     ]
+    if state.producers:  # log.remote(): how many, and their log_step calls in all
+        steps = sum(p.steps for p in state.producers.values())
+        n = len(state.producers)
+        collector.append((Cell("Producers"), Cell(f"{n} ({steps:,} steps)", whole=True)))
     sync = f"{glyphs.yes} ({state.env_steps_per_sync})" if state.sync_collection else glyphs.no
     system = [
         (Cell("Buffer"), Cell(f"{state.buffer_size:,}", whole=True)),
