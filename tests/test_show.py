@@ -193,3 +193,22 @@ def test_sparkline() -> None:
     assert sparkline([1.0, float("nan"), 3.0], bars=ASCII_BARS) == "_!#"
     assert sparkline([5.0] * 4) == UNICODE_BARS[3] * 4
     assert len(sparkline([float(i) for i in range(1000)], width=24)) == 24
+
+
+def test_producer_rows_are_kept_out_of_the_runs_series(tmp_path: Path) -> None:
+    """Rows a ``log.remote()`` producer wrote (``"producer"`` set) have their own steps:
+    ``ls``/``show`` count them apart instead of mixing them into the learner's."""
+    from aoff._runs import read_run
+
+    rows = [
+        {"step": 1, "iteration": 1, "wall_time": 10.0, "train/loss": 1.0},
+        {"step": 20_000, "iteration": 5, "wall_time": 11.0, "x": 3.0, "producer": "c0"},
+        {"step": 2, "iteration": 2, "wall_time": 12.0, "train/loss": 0.5},
+    ]
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    data = read_run(str(tmp_path))
+    assert data is not None
+    assert data.steps == 2 and data.iterations == 2 and data.records == 2
+    assert data.curves["train/loss"] == [1.0, 0.5] and "x" not in data.curves
+    assert data.producer_rows == {"c0": 1}
+    assert any("c0 (1)" in n for n in data.notes)

@@ -44,6 +44,8 @@ class RunData:
     #: tag -> values in step order, tags in order of first appearance
     curves: dict[str, list[float]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: rows logged by ``log.remote()`` producers, by name: not the run's own series
+    producer_rows: dict[str, int] = field(default_factory=dict)
 
     @property
     def wall_time(self) -> float | None:
@@ -117,6 +119,10 @@ def _read_jsonl(run_dir: str, path: str) -> RunData:
             else:
                 bad_middle += 1
             continue
+        producer = row.get("producer")
+        if isinstance(producer, str):  # a collector's own steps: kept apart, counted
+            data.producer_rows[producer] = data.producer_rows.get(producer, 0) + 1
+            continue
         step, it, wall = row.get("step"), row.get("iteration"), row.get("wall_time")
         if isinstance(step, int):
             data.steps = step
@@ -134,6 +140,12 @@ def _read_jsonl(run_dir: str, path: str) -> RunData:
                 data.curves.setdefault(tag, []).append(v)
         count += 1
     data.records = count
+    if data.producer_rows:
+        names = ", ".join(f"{n} ({k:,})" for n, k in sorted(data.producer_rows.items()))
+        data.notes.append(
+            f"{path}: rows from producers are not in these series: {names}; "
+            "TensorBoard has each as its own run"
+        )
     if bad_middle:
         data.notes.append(f"{path}: {bad_middle} unreadable line(s) skipped")
     return data
