@@ -12,12 +12,9 @@ import importlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.parse
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +30,7 @@ from aoff._resume import last_logged_step
 from aoff.testing import RecordingDisplay
 
 from .conftest import read_jsonl, tensorboard_accumulator
+from .tbserver import Server, tensorboard_server
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = 60.0
@@ -153,72 +151,16 @@ def preempt(log_dir: Path) -> None:
             proc.stderr.close()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-_opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
-def _get(url: str, body: object = None) -> Any:
-    data = None if body is None else json.dumps(body).encode()
-    headers = {"Content-Type": "application/json", "X-XSRF-Protected": "1"}
-    req = urllib.request.Request(url, data=data, headers=headers)
-    with _opener.open(req, timeout=5) as resp:
-        return json.loads(resp.read().decode("utf-8"))
-
-
-def start_server(logdir: Path, port: int) -> subprocess.Popen[bytes]:
-    cmd = [
-        sys.executable,
-        "-m",
-        "tensorboard.main",
-        "--logdir",
-        str(logdir),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--reload_interval",
-        "1",
-    ]
-    return subprocess.Popen(
-        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
-    )
-
-
-def served_steps(base: str, proc: subprocess.Popen[bytes], run: str, n: int) -> list[int]:
+def served_steps(server: Server, run: str, n: int) -> list[int]:
     """``axis/iteration``'s steps from the server's scalars API, once it has ``n``."""
-    query = urllib.parse.urlencode({"run": run, "tag": "axis/iteration"})
-    points: Any = None
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-            pytest.fail(f"tensorboard exited with {proc.returncode}: {err[-2000:]}")
-        try:
-            points = _get(f"{base}/data/plugin/scalars/scalars?{query}")
-            if isinstance(points, list) and len(points) >= n:
-                time.sleep(1.5)  # one more reload: nothing more comes
-                points = _get(f"{base}/data/plugin/scalars/scalars?{query}")
-                return [int(p[1]) for p in points]
-        except OSError:
-            pass
-        time.sleep(0.3)
-    pytest.fail(f"tensorboard did not serve {n} points in time: {points!r:.200}")
 
+    def probe() -> list[int] | None:
+        if len(server.scalars(run, "axis/iteration")) < n:
+            return None
+        time.sleep(1.5)  # one more reload: nothing more comes
+        return [int(p[1]) for p in server.scalars(run, "axis/iteration")]
 
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
-    if proc.stderr:
-        proc.stderr.close()
+    return server.until(probe, f"{n} points")
 
 
 @pytest.mark.slow  # two training processes with their agents, and the real TensorBoard server
@@ -257,14 +199,9 @@ def test_preempted_run_resumes_at_its_checkpoint(tmp_path: Path) -> None:
     with thread_logger(runs / "sac_pendulum_s2", config={"lr": 1e-3, "gamma": 0.9}) as log:
         run_steps(log, 1, 3)
 
-    port = _free_port()
-    proc = start_server(runs, port)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        served = served_steps(base, proc, "sac_pendulum_s1", 1000)
-        experiment = _get(f"{base}/data/plugin/hparams/experiment", {"experimentName": ""})
-    finally:
-        stop(proc)
+    with tensorboard_server(runs) as server:
+        served = served_steps(server, "sac_pendulum_s1", 1000)
+        experiment = server.get("/data/plugin/hparams/experiment", {"experimentName": ""})
     assert collections.Counter(served) == collections.Counter(want)  # each step once
     names = {h["name"] for h in experiment["hparamInfos"]}
     assert {"lr", "seed", "gamma", "algo", "env"} <= names

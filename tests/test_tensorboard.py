@@ -7,18 +7,14 @@ checksum or protobuf mistake fails here.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
 import shutil
 import socket
-import subprocess
 import sys
 import time
 import types
-import urllib.parse
-import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -34,6 +30,7 @@ from aoff._backends._tfrecord import frame_many, masked_crc32c
 from aoff._core._records import StepRecord
 
 from .conftest import tensorboard_accumulator as load
+from .tbserver import tensorboard_server
 
 TAGS = tuple(
     [
@@ -360,20 +357,6 @@ async def test_missing_tensorboard_is_a_noop(
 
 
 # -- the real TensorBoard server -------------------------------------------------------
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-_opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback only
-
-
-def _get_json(url: str) -> object:
-    with _opener.open(url, timeout=5) as resp:
-        return json.loads(resp.read().decode("utf-8"))
-
-
 @pytest.mark.slow  # starts the real tensorboard server
 def test_real_tensorboard_server_shows_the_scalars(tmp_path: Path) -> None:
     n = 300
@@ -387,54 +370,17 @@ def test_real_tensorboard_server_shows_the_scalars(tmp_path: Path) -> None:
 
     anyio.run(produce)
 
-    port = _free_port()
-    cmd = [
-        sys.executable,
-        "-m",
-        "tensorboard.main",
-        "--logdir",
-        str(logdir),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--load_fast=false",
-        "--reload_interval",
-        "1",
-    ]
-    proc = subprocess.Popen(
-        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
-    )
-    base = f"http://127.0.0.1:{port}/data/plugin/scalars"
     tag = "train/metric_3"
-    points: object = None
-    try:
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-                pytest.fail(f"tensorboard exited with {proc.returncode}: {err[-2000:]}")
-            try:
-                tags = _get_json(f"{base}/tags")
-                if isinstance(tags, dict) and tag in tags.get(".", {}):
-                    query = urllib.parse.urlencode({"run": ".", "tag": tag})
-                    points = _get_json(f"{base}/scalars?{query}")
-                    if isinstance(points, list) and len(points) == n:
-                        break
-            except OSError:
-                pass
-            time.sleep(0.5)
-        else:
-            pytest.fail(f"tensorboard did not serve {n} points of {tag} in time: {points!r:.200}")
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-        if proc.stderr:
-            proc.stderr.close()
+    with tensorboard_server(logdir, "--load_fast=false") as server:
+
+        def served() -> tuple[object, list[list[float]]] | None:
+            tags = server.get("/data/plugin/scalars/tags")
+            if not (isinstance(tags, dict) and tag in tags.get(".", {})):
+                return None
+            points = server.scalars(".", tag)
+            return (tags, points) if len(points) == n else None
+
+        tags, points = server.until(served, f"{n} points of {tag}")
 
     assert isinstance(points, list)
     assert isinstance(tags, dict) and set(tags["."]) == set(TAGS)
