@@ -22,7 +22,7 @@ import pytest
 from aoff.__main__ import main as aoff_main
 from aoff._demo import DemoConfig, Simulation
 
-from .conftest import read_tensorboard
+from .conftest import read_jsonl, read_tensorboard
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -197,3 +197,57 @@ def test_sac_example_runs_and_logs(tmp_path: Path, name: str) -> None:
     assert sc["episode/length"][-1] == (total, 200.0)
     assert "reward/return_mean10" in sc
     assert all(v > 0 for _, v in sc["train/alpha"])
+
+
+@pytest.mark.slow  # SAC with 2 spawned collector processes, ~10 s
+@needs_examples
+def test_sac_collectors_example_logs_learner_and_each_collector(tmp_path: Path) -> None:
+    total, starts, collectors = 400, 200, 2
+    logdir = tmp_path / "collectors"
+    proc = _run(
+        [
+            str(EXAMPLES / "sac_pendulum_collectors.py"),
+            *("--total-steps", str(total), "--learning-starts", str(starts)),
+            *("--collectors", str(collectors), "--chunk", "10", "--sync-every", "10"),
+            *("--logdir", str(logdir), "--hidden", "32", "--batch-size", "32"),
+            *("--backends", "jsonl"),
+        ],
+        tmp_path,
+    )
+    assert f"sac_pendulum_collectors: seed 0, {total} env steps" in proc.stdout
+    for k in range(collectors):
+        assert f"collector{k}: " in proc.stdout and ", 0 dropped" in proc.stdout
+    assert (logdir / "sac_pendulum.pt").is_file()
+
+    # the run's total env steps is the sum of the collectors' (the learner steps none)
+    assert f"Total env steps: {total}" in proc.stdout
+
+    # the learner: one record per update, its x axis the collectors' summed env steps as
+    # the run had them then (their events arrive on their own connections, so no exact
+    # step is asserted: only that it grows and lies within the collectors' range)
+    updates = total - starts
+    sc = _scalars(logdir)
+    assert [v for _, v in sc["axis/iteration"]] == list(range(1, updates + 1))
+    assert len(sc["train/q1_loss"]) == updates
+    steps = [s for s, _ in sc["axis/iteration"]]
+    assert steps == sorted(steps) and starts < steps[-1] <= total
+    rows = read_jsonl(logdir / "metrics.jsonl")
+    own = [r for r in rows if "producer" not in r]
+    assert [r["iteration"] for r in own] == list(range(1, updates + 1))
+
+    # each collector: its own TensorBoard run and JSONL rows, in order, one per chunk
+    per = total // collectors
+    for k in range(collectors):
+        name = f"collector{k}"
+        mine = [r for r in rows if r.get("producer") == name]
+        assert [r["iteration"] for r in mine] == list(range(1, per // 10 + 1)), name
+        assert [r["step"] for r in mine] == list(range(10, per + 1, 10)), name
+        assert all(r["timing/collector_env_step_ms"] > 0 for r in mine), name
+        # Pendulum's 200-step episode ends at the collector's last step
+        assert [r["step"] for r in mine if "reward/mean" in r] == [per], name
+        tb = _scalars(logdir / name)
+        assert [s for s, _ in tb["axis/iteration"]] == [r["step"] for r in mine], name
+        assert len(tb["reward/mean"]) == 1 and -2000 < tb["reward/mean"][0][1] < 0, name
+    # the learner's new weights reached the collectors (one may have run all its steps
+    # during the warm-up, before the first sync)
+    assert max(r["train/policy_version"] for r in rows if "producer" in r) > 0
