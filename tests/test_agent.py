@@ -242,3 +242,21 @@ def test_a_signal_during_a_shipping_round_is_held_until_the_round_is_over() -> N
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     finally:
         signal.signal(signal.SIGTERM, prev)
+
+
+def test_ctrl_c_while_the_agent_is_still_starting_does_not_kill_it(tmp_path: Path) -> None:
+    """Ctrl+C reaches the whole process group, the agent too, and may come while the
+    agent is still importing aoff (seconds on a loaded machine), before its main() says
+    to ignore it: the agent is started with SIGINT/SIGTERM blocked, so it survives."""
+    log = OffPolicyLogger(
+        log_dir=tmp_path, backends=("jsonl",), log_backend="none", handle_sigterm=False
+    )
+    agent = log._pump.proc  # type: ignore[union-attr]
+    os.kill(agent.pid, signal.SIGINT)  # in the import window: nothing handles it yet
+    os.kill(agent.pid, signal.SIGTERM)
+    for i in range(1, 101):
+        log.log_step(i, {"x": 1.0})
+    report = log.finish()
+    assert not report.partial and report.backend_written == {"jsonl": 100}
+    assert agent.returncode == 0  # it ended on the training process's word
+    assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 100

@@ -111,6 +111,8 @@ class Agent:
 def main(argv: Sequence[str]) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    # started with both blocked (``_spawn``): what came meanwhile is dropped now
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, (signal.SIGINT, signal.SIGTERM))
     sock = socket.socket(fileno=int(argv[0]))
     sock.setblocking(True)
     conn = Connection(sock.detach())

@@ -10,12 +10,16 @@ stderr inherited, so the agent draws on the same terminal.
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
 
 from .._options import Options
 from ._wire import Link, dumps
+
+#: what the agent ignores (``_serve.main``): the whole process group gets them
+AGENT_IGNORES = (signal.SIGINT, signal.SIGTERM)
 
 
 def start_agent(options: Options) -> tuple[subprocess.Popen[bytes], Link]:
@@ -24,6 +28,11 @@ def start_agent(options: Options) -> tuple[subprocess.Popen[bytes], Link]:
     env = dict(os.environ)
     here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = here + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    # The agent ignores Ctrl+C and SIGTERM, but only once its main() runs, after it
+    # imported aoff (seconds on a loaded machine): a Ctrl+C to the process group in that
+    # window killed it. Started with both blocked (a blocked mask survives fork and
+    # exec), they wait as pending until the agent has ignored them, then vanish.
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, AGENT_IGNORES)
     try:
         proc = subprocess.Popen(
             [sys.executable, "-m", "aoff._agent", str(theirs.fileno())],
@@ -35,6 +44,7 @@ def start_agent(options: Options) -> tuple[subprocess.Popen[bytes], Link]:
         ours.close()
         raise
     finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
         theirs.close()
     link = Link(ours)
     link.queue(dumps(("hello", options)))
