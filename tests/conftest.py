@@ -68,12 +68,15 @@ class LoggerOptions(TypedDict, total=False):
 def make_logger(*backends: Backend, **kw: Unpack[LoggerOptions]) -> OffPolicyLogger:
     """A sync logger that writes to ``backends`` only: no files of its own
     (``log_backend="none"``), a :class:`RecordingDisplay` unless ``display=`` is given,
-    and no SIGTERM handler unless ``handle_sigterm=True`` (the test process keeps its own).
+    and no SIGTERM handler unless ``handle_sigterm=True`` (the test process keeps its own),
+    and no system metrics unless ``system_interval=`` is given (a sample landing after
+    ~1 s would add ``system/*`` scalars to whichever step comes next).
 
     Backend and display objects keep the pump in this process (``pump="process"``
     falls back to a thread for them)."""
     kw.setdefault("display", RecordingDisplay())
     kw.setdefault("handle_sigterm", False)
+    kw.setdefault("system_interval", 0)
     return OffPolicyLogger(log_backend="none", backends=backends, **kw)
 
 
@@ -81,6 +84,7 @@ def make_async_logger(*backends: Backend, **kw: Unpack[LoggerOptions]) -> AsyncO
     """The async twin of :func:`make_logger`, with the same defaults."""
     kw.setdefault("display", RecordingDisplay())
     kw.setdefault("handle_sigterm", False)
+    kw.setdefault("system_interval", 0)
     return AsyncOffPolicyLogger(log_backend="none", backends=backends, **kw)
 
 

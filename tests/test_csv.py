@@ -104,9 +104,12 @@ def run_public(log_dir: Path, pump: PumpMode, n: int = 100) -> tuple[FinishRepor
             pump="thread",
             display=NullDisplay(),
             handle_sigterm=False,
+            system_interval=0,  # system/* keys would be new keys whenever a sample lands
         )
     else:  # no objects given: the agent process builds every backend from its name
-        log = OffPolicyLogger(log_dir=log_dir, backends=("jsonl", "csv"), handle_sigterm=False)
+        log = OffPolicyLogger(
+            log_dir=log_dir, backends=("jsonl", "csv"), handle_sigterm=False, system_interval=0
+        )
         assert log._pump.__class__.__name__ == "AgentSide"
     watch = InodeWatch(log_dir / "progress.csv")
     for i in range(1, n + 1):

@@ -147,9 +147,14 @@ def test_sigkill_after_the_last_log_leaves_everything_readable_on_disk(tmp_path:
                 break
             assert time.monotonic() < deadline
             time.sleep(0.05)
+        helpers = psutil.Process(proc.pid).children()  # the agent (pump="process")
     finally:
         proc.kill()
         proc.wait()
+    # the JSONL being complete does not mean TensorBoard's runner is done: the agent
+    # writes what it has after the end of file, then exits
+    _, alive = psutil.wait_procs(helpers, timeout=10)
+    assert not alive, alive
     assert tensorboard_iterations(tmp_path) == list(range(1, N + 1))
     assert jsonl_iterations(tmp_path) == list(range(1, N + 1))
 
