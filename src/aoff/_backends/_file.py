@@ -25,7 +25,7 @@ from rich.markup import escape
 
 from .._core._records import StepRecord
 from ._base import BackendContext
-from ._hparams import run_config
+from ._hparams import ConfigWrites
 from ._tfrecord import fsync_and_close, write_whole
 
 
@@ -44,7 +44,7 @@ class AppendFileBackend:
         self._lock = threading.Lock()
         # config.json: the context (its HParams) and the version written last
         self._ctx: BackendContext | None = None
-        self._config_version = -1
+        self._config_writes = ConfigWrites()
 
     # -- worker-thread side (under the lock) ----------------------------------------------
     def _open_file(self) -> BinaryIO:
@@ -80,16 +80,6 @@ class AppendFileBackend:
             fsync_and_close(f)
 
     # -- config.json ----------------------------------------------------------------------
-    def _config_due(self) -> dict[str, Any] | None:
-        """On the loop: the config to write if it changed since last written (only runs
-        given ``config=`` or ``log_config`` get a ``config.json``)."""
-        ctx = self._ctx
-        if ctx is None or ctx.hparams.version == self._config_version or not ctx.hparams.values:
-            return None
-        version, values = ctx.hparams.snapshot()
-        self._config_version = version
-        return run_config(ctx.config, values)
-
     def _write_config_sync(self, values: dict[str, Any]) -> None:
         """``config.json`` next to the file, replaced whole (temporary file, ``fsync``,
         ``os.replace``): a reader never sees half of it. The JSONL and CSV backends of one
@@ -110,18 +100,10 @@ class AppendFileBackend:
             raise
 
     async def _maybe_write_config(self) -> None:
-        """Write ``config.json`` if the config changed; before the batch it came with, so
-        that a failure raises before any row is written (the runner's retry of the batch
-        duplicates nothing, and the config is tried again)."""
-        before = self._config_version
-        values = self._config_due()
-        if values is None:
-            return
-        try:
-            await self._off_loop(self._write_config_sync, values)
-        except BaseException:
-            self._config_version = before
-            raise
+        """Write ``config.json`` if the config changed (see :class:`ConfigWrites`)."""
+        await self._config_writes.write_if_changed(
+            self._ctx, lambda values: self._off_loop(self._write_config_sync, values)
+        )
 
     # -- Backend protocol -----------------------------------------------------------------
     @staticmethod

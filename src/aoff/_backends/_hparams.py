@@ -31,15 +31,19 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from .._core._config import ConfigValue
 from .._core._records import RunConfig
 from ._tfrecord import frame_many, write_all
 
+if TYPE_CHECKING:
+    from ._base import BackendContext
+
 __all__ = [
     "HPARAMS_FILE_PREFIX",
+    "ConfigWrites",
     "hparams_file_events",
     "run_config",
     "text_table",
@@ -50,6 +54,33 @@ __all__ = [
 HPARAMS_FILE_PREFIX = "events.out.tfevents.0000000000.aoff-hparams."
 TEXT_TAG = "hyperparameters"
 _SEQ = re.compile(re.escape(HPARAMS_FILE_PREFIX) + r"(\d+)$")
+
+
+class ConfigWrites:
+    """Which version of the run's config a backend has written, and writing the next.
+
+    A changed config is written before the batch it came with: a failure raises before
+    any record is written, so the runner's retry of the batch duplicates nothing, and
+    the version goes back so the config is tried again. Only runs given ``config=`` or
+    ``log_config()`` have one."""
+
+    def __init__(self) -> None:
+        self.version = -1
+
+    async def write_if_changed(
+        self,
+        ctx: BackendContext | None,
+        write: Callable[[dict[str, ConfigValue]], Awaitable[object]],
+    ) -> None:
+        if ctx is None or ctx.hparams.version == self.version or not ctx.hparams.values:
+            return
+        before = self.version
+        self.version, values = ctx.hparams.snapshot()
+        try:
+            await write(run_config(ctx.config, values))
+        except BaseException:
+            self.version = before
+            raise
 
 
 def run_config(cfg: RunConfig, values: Mapping[str, ConfigValue]) -> dict[str, ConfigValue]:

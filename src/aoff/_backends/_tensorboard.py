@@ -53,8 +53,8 @@ from .._core._records import StepRecord
 from ._base import BackendContext
 from ._hparams import (
     HPARAMS_FILE_PREFIX,
+    ConfigWrites,
     hparams_file_events,
-    run_config,
     text_table_event,
     write_hparams_file,
 )
@@ -228,7 +228,7 @@ class TensorBoardBackend:
         # config (see _hparams.py): the context's HParams, the version written last (-1:
         # none), the run's start time, and the last step written (for the end metrics)
         self._ctx: BackendContext | None = None
-        self._hp_version = -1
+        self._config_writes = ConfigWrites()
         self._hp_values: dict[str, Any] = {}
         self._hp_start = 0.0
         self._last_step = 0
@@ -341,14 +341,6 @@ class TensorBoardBackend:
                 self._last_step = records[-1].step
 
     # -- config (HParams, text table; see _hparams.py) ----------------------------------
-    def _config_due(self) -> dict[str, Any] | None:
-        """On the loop: the full config to write if it changed since last written."""
-        ctx = self._ctx
-        if ctx is None or ctx.hparams.version == self._hp_version or not ctx.hparams.values:
-            return None
-        version, values = ctx.hparams.snapshot()
-        self._hp_version = version
-        return run_config(ctx.config, values)
 
     def _write_config_sync(self, values: dict[str, Any], step: int) -> None:
         now = time.time()
@@ -392,20 +384,14 @@ class TensorBoardBackend:
             fsync_and_close(f)
 
     async def _write_config(self, step: int) -> None:
-        """Write the table and the HParams file if the config changed. Called before the
-        batch it came with: a failure raises before any record is written, so the
-        runner's retry of the batch duplicates nothing (and the config is tried again)."""
-        before = self._hp_version
-        values = self._config_due()
-        if values is None:
-            return
-        try:
-            await anyio.to_thread.run_sync(
+        """Write the table and the HParams file if the config changed (see
+        :class:`ConfigWrites`)."""
+        await self._config_writes.write_if_changed(
+            self._ctx,
+            lambda values: anyio.to_thread.run_sync(
                 self._write_config_sync, values, step, abandon_on_cancel=True
-            )
-        except BaseException:
-            self._hp_version = before
-            raise
+            ),
+        )
 
     # -- Backend protocol --------------------------------------------------------------
     async def open(self, ctx: BackendContext) -> None:
@@ -448,7 +434,7 @@ class TensorBoardBackend:
             ctx = self._ctx
             if ctx is not None and not self.disabled:
                 await self._write_config(self._last_step)  # keys logged after the last step
-                if self._hp_version >= 0:
+                if self._config_writes.version >= 0:
                     hp = ctx.hparams
                     await anyio.to_thread.run_sync(
                         self._finish_config_sync,
