@@ -30,8 +30,7 @@ import anyio
 import anyio.abc
 
 from ._core import _events as ev
-from ._core._checkpoint import no_state_line, to_state_dict
-from ._core._state import State
+from ._core._checkpoint import no_state_line
 from ._face import AoffWarning, Face
 from ._report import FinishReport, stderr_line
 from ._streams import Forwarding, should_forward
@@ -259,11 +258,10 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
                 raise RuntimeError(no_state_line(self._options.finish_timeout))
             return got
         if self._inert or not hasattr(self, "_core"):
-            return to_state_dict(State(), self._options.now())
+            return self._empty_state_dict()
         if self._tg is not None and not self._stopped:
             await self._core.pump.flush()
-        pump = self._core.pump
-        return to_state_dict(pump.state, self._options.now(), pump.dropped())
+        return self._core.pump.state_dict()
 
     async def afinish(
         self, *, title: str = "Training Summary", extra_summary: str = ""

@@ -22,6 +22,7 @@ from rich.console import Console
 from ._backends._base import BackendContext
 from ._core import _events as ev
 from ._core._buffer import DEFAULT_CAPACITY, EventBuffer, Overflow
+from ._core._checkpoint import to_state_dict
 from ._core._config import HParams, format_converted
 from ._core._recorder import R, Recorder
 from ._core._state import State
@@ -170,6 +171,9 @@ class Face(Recorder[R], Generic[R]):
             self._options = dataclasses.replace(
                 self._options, log_dir=rank_dir(self._options.log_dir, rank)
             )
+        # the seed's public attributes (a muted rank has them too)
+        for name, value in dataclasses.asdict(self._options.config).items():
+            setattr(self, name, value)
         if rank and self._options.ranks == "zero":
             self._mute(rank)
             return
@@ -180,9 +184,6 @@ class Face(Recorder[R], Generic[R]):
             from ._resume import prepare_resume
 
             prepare_resume(self._options)  # checks the run folder, cuts JSONL/CSV rows
-        # the seed's public attributes
-        for name, value in dataclasses.asdict(self._options.config).items():
-            setattr(self, name, value)
         self._stop_lock = threading.Lock()
         self._stopping = False
         self._report: FinishReport | None = None
@@ -226,8 +227,6 @@ class Face(Recorder[R], Generic[R]):
     def _mute(self, rank: int) -> None:
         """A rank that does not log (``_ranks.py``): every logging call is a no-op bound
         on the instance (no event, no buffer: ~0.1 us a call), no agent, no threads."""
-        for name, value in dataclasses.asdict(self._options.config).items():
-            setattr(self, name, value)
         result = self._closed_result
 
         def noop(*args: object, **kwargs: object) -> R:
@@ -266,6 +265,10 @@ class Face(Recorder[R], Generic[R]):
             self._put = put_remote
         else:
             self._put = self._put_forked
+
+    def _empty_state_dict(self) -> dict[str, Any]:
+        """``state_dict()`` where nothing of the run lives in this process."""
+        return to_state_dict(State(), self._options.now())
 
     def _inert_report(self) -> FinishReport:
         """``finish()``/``close()`` where nothing of the run lives in this process: a

@@ -21,13 +21,14 @@ from __future__ import annotations
 import collections
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
 
 from ._backends._base import Backend, BackendContext
 from ._core._buffer import EventBuffer
+from ._core._checkpoint import to_state_dict
 from ._core._events import SYSTEM, Event
 from ._core._fold import Folder
 from ._core._pending import PendingEvent, event_ready, resolve_event
@@ -197,7 +198,7 @@ class Pump:
             # a long backlog is being folded (not only once per tick)
             if buffer.trim():
                 self.dirty = True
-            self.state.dropped_events = self.dropped() + self.state.dropped_before
+            self.show_dropped()
             if not self._may_drain():
                 if not final:
                     break
@@ -280,7 +281,7 @@ class Pump:
         if self.on_tick is not None:
             self.on_tick()
         self._echo_text()
-        self.state.dropped_events = self.dropped() + self.state.dropped_before
+        self.show_dropped()
         if (
             self.state.started
             and not self.display_open
@@ -302,6 +303,15 @@ class Pump:
             live.publish(self.state.snapshot(), self.clock(), mono)
 
     # -- accounting -----------------------------------------------------------------------------
+    def show_dropped(self) -> None:
+        """The dashboard's dropped count: the run's total (earlier sessions' too, from
+        ``load_state_dict``)."""
+        self.state.dropped_events = self.dropped() + self.state.dropped_before
+
+    def state_dict(self) -> dict[str, Any]:
+        """aoff's counters for ``state_dict()`` (``_core/_checkpoint.py``); on the loop."""
+        return to_state_dict(self.state, self.clock(), self.dropped())
+
     def dropped(self) -> int:
         """Events that never reached the fold: the overflow policy and lost device values."""
         hub = self.producers

@@ -113,7 +113,7 @@ async def end_of_run(pump: Pump, runners_tg: anyio.abc.TaskGroup) -> None:
                 f"{pump.finish_timeout:g}s; {r.lost:,} records not written"
             )
     runners_tg.cancel_scope.cancel()
-    pump.state.dropped_events = pump.dropped() + pump.state.dropped_before
+    pump.show_dropped()
     pump._sync_problems()
     pump.result = res = pump.report()
     # always close: it restores the terminal even after a failed frame, and prints

@@ -17,7 +17,6 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 
-from ._core._checkpoint import to_state_dict
 from ._core._events import steps_in
 from ._face import Core
 from ._report import FinishReport, gave_up_line, stderr_line
@@ -67,11 +66,8 @@ class PumpThread:
         self.flush()
         if self.thread.is_alive():
             with contextlib.suppress(RuntimeError):  # the loop ended meanwhile
-                return anyio.from_thread.run_sync(
-                    lambda: to_state_dict(pump.state, pump.clock(), pump.dropped()),
-                    token=self._token,
-                )
-        return to_state_dict(pump.state, pump.clock(), pump.dropped())
+                return anyio.from_thread.run_sync(pump.state_dict, token=self._token)
+        return pump.state_dict()
 
     def unwritten(self) -> dict[str, int]:
         """Per backend, steps not written as of now (events still waiting count too)."""

@@ -25,8 +25,7 @@ import types
 import weakref
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from ._core._checkpoint import no_state_line, to_state_dict
-from ._core._state import State
+from ._core._checkpoint import no_state_line
 from ._face import Face
 from ._pump_thread import PumpThread
 from ._report import FinishReport, force_quit_line, stderr_line
@@ -174,7 +173,7 @@ class OffPolicyLogger(Face[None]):
         built-ins: ``torch.save`` it with your model; give it to
         :meth:`load_state_dict` in the resumed run (with ``resume_step``)."""
         if self._inert:
-            return to_state_dict(State(), self._options.now())
+            return self._empty_state_dict()
         if isinstance(self._pump, PumpThread):
             return self._pump.state_dict()
         got = self._pump.state_dict(self._options.finish_timeout + FINISH_GRACE)

@@ -29,9 +29,9 @@ import anyio.lowlevel
 
 from .._core import _events as ev
 from .._core._buffer import EventBuffer
-from .._core._checkpoint import to_state_dict
 from .._face import Core
 from .._options import Options
+from ._spawn import AGENT_IGNORES
 from ._wire import dumps, loads
 
 
@@ -70,11 +70,7 @@ class Agent:
                 target=self._receive, args=(token,), name="aoff-agent-receiver", daemon=True
             ).start()
         self.ack()
-        self.send(("report", self.core.pump.result, self._state_dict()))
-
-    def _state_dict(self) -> dict[str, Any]:
-        pump = self.core.pump
-        return to_state_dict(pump.state, pump.clock(), pump.dropped())
+        self.send(("report", self.core.pump.result, self.core.pump.state_dict()))
 
     def _receive(self, token: Any) -> None:
         pump = self.core.pump
@@ -99,7 +95,7 @@ class Agent:
                     anyio.from_thread.run(pump.flush, token=token)
                     self.ack()
                     # with aoff's counters as of now, for state_dict() (made on the loop)
-                    state = anyio.from_thread.run_sync(self._state_dict, token=token)
+                    state = anyio.from_thread.run_sync(pump.state_dict, token=token)
                     self.send(("flushed", msg[1], state))
                 elif kind == "stop":
                     summary = bool(msg[1])
@@ -112,7 +108,7 @@ def main(argv: Sequence[str]) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     # started with both blocked (``_spawn``): what came meanwhile is dropped now
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, (signal.SIGINT, signal.SIGTERM))
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, AGENT_IGNORES)
     sock = socket.socket(fileno=int(argv[0]))
     sock.setblocking(True)
     conn = Connection(sock.detach())
