@@ -22,16 +22,15 @@ What happens (also in the README):
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import json
 import os
 import re
 import stat
 import struct
-import tempfile
 from collections.abc import Callable, Iterator
 
+from ._backends._replace import replaced
 from ._options import Options
 
 __all__ = ["last_logged_step", "prepare_resume"]
@@ -214,25 +213,15 @@ def last_logged_step(log_dir: str) -> tuple[int | None, list[str], list[str]]:
 def _replace_filtered(path: str, keep: Callable[[bytes], bool], header: bool) -> None:
     """Write the rows of ``path`` that ``keep`` accepts (and the first line, when it is a
     ``header``) to a temporary file, ``fsync`` it, and rename it over ``path``."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".aoff-cut-", suffix=".tmp")
-    try:
-        with open(fd, "wb") as out, open(path, "rb") as src:
-            first = header
-            for line in src:
-                if not line.endswith(b"\n"):
-                    break  # a last line cut short
-                if first or keep(line):
-                    out.write(line)
-                first = False
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(tmp, stat.S_IMODE(os.stat(path).st_mode))
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    mode = stat.S_IMODE(os.stat(path).st_mode)
+    with replaced(path, prefix=".aoff-cut-", mode=mode) as out, open(path, "rb") as src:
+        first = header
+        for line in src:
+            if not line.endswith(b"\n"):
+                break  # a last line cut short
+            if first or keep(line):
+                out.write(line)
+            first = False
 
 
 def _needs_cut(path: str, parse: Callable[[bytes], int | None], step: int) -> bool:

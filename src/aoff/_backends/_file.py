@@ -11,10 +11,8 @@ subclass says how to encode a batch, and may say how to open and write it.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import tempfile
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, BinaryIO
@@ -26,6 +24,7 @@ from rich.markup import escape
 from .._core._records import StepRecord
 from ._base import BackendContext
 from ._hparams import ConfigWrites
+from ._replace import replaced
 from ._tfrecord import fsync_and_close, write_whole
 
 
@@ -86,18 +85,9 @@ class AppendFileBackend:
         run write the same content, so whichever renames last is right."""
         folder = os.path.dirname(os.path.abspath(self.path))
         text = json.dumps(values, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".config-", suffix=".json.tmp")
-        try:
-            with open(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, os.path.join(folder, "config.json"))
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        target = os.path.join(folder, "config.json")
+        with replaced(target, prefix=".config-", suffix=".json.tmp") as f:
+            f.write(text.encode("utf-8"))
 
     async def _maybe_write_config(self) -> None:
         """Write ``config.json`` if the config changed (see :class:`ConfigWrites`)."""

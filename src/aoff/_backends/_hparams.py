@@ -30,12 +30,12 @@ import contextlib
 import json
 import os
 import re
-import tempfile
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._core._config import ConfigValue
 from .._core._records import RunConfig
+from ._replace import replaced
 from ._tfrecord import frame_many, write_all
 
 if TYPE_CHECKING:
@@ -209,17 +209,8 @@ def write_hparams_file(log_dir: str, events: list[bytes], file_version: bytes) -
     old = hparams_files(log_dir)
     seq = old[-1][0] + 1 if old else 1
     path = os.path.join(log_dir, f"{HPARAMS_FILE_PREFIX}{seq:06d}")
-    fd, tmp = tempfile.mkstemp(dir=log_dir, prefix=".aoff-hparams-", suffix=".tmp")
-    try:
-        with open(fd, "wb", buffering=0) as f:
-            write_all(f, frame_many([file_version, *events]))
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    with replaced(path, prefix=".aoff-hparams-") as f:
+        write_all(f, frame_many([file_version, *events]))
     for _, p in old:
         with contextlib.suppress(OSError):
             os.unlink(p)

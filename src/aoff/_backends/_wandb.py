@@ -38,9 +38,7 @@ the package the backend prints the seed's yellow ``wandb not installed`` and doe
 
 from __future__ import annotations
 
-import contextlib
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -50,6 +48,7 @@ from .._core._records import RunConfig, StepRecord
 from .._threads import SerialWorker, wait_future
 from ._base import BackendContext
 from ._hparams import run_config as merged_config
+from ._replace import replaced
 
 __all__ = ["RUN_ID_FILE", "WandbBackend", "read_run_id"]
 
@@ -67,18 +66,8 @@ def read_run_id(folder: str) -> str | None:
 
 
 def _store_run_id(folder: str, run_id: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".wandb-run-id-", suffix=".tmp")
-    try:
-        with open(fd, "w", encoding="utf-8") as f:
-            f.write(run_id + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, os.path.join(folder, RUN_ID_FILE))
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    with replaced(os.path.join(folder, RUN_ID_FILE), prefix=".wandb-run-id-") as f:
+        f.write((run_id + "\n").encode("utf-8"))
 
 
 class _WandbMissing(Exception):
