@@ -18,7 +18,9 @@ script's directory), so it has no package and no dependency beyond the standard 
 from __future__ import annotations
 
 import statistics
+import time
 from collections.abc import Sequence
+from typing import Any
 
 METRICS: dict[str, float] = {
     "q1_loss": 0.52,
@@ -56,6 +58,28 @@ ENV_STEPS_PER_ITERATION = 4096
 def total_steps(i: int) -> int:
     """What iteration ``i`` passes to ``log_collector`` as the env-step total."""
     return i * ENV_STEPS_PER_ITERATION
+
+
+def iterate(log: Any, start: int, n: int, samples: list[int] | None = None) -> None:
+    """``n`` standard iterations (the 4 calls) on ``log`` from iteration ``start``; each
+    timed into ``samples`` (ns) when given."""
+    clock = time.perf_counter_ns
+    for i in range(start, start + n):
+        t0 = clock() if samples is not None else 0
+        log.update_collector_timing(TIMING)
+        log.update_done_rates(TIMEOUT_RATE, TERMINATED_RATE)
+        log.log_collector(total_steps(i), BUFFER_SIZE, REWARD)
+        log.log_step(
+            i,
+            METRICS,
+            reward=REWARD,
+            reward_components=COMPONENTS,
+            train_time=TRAIN_TIME,
+            wait_time=WAIT_TIME,
+            extra_info=EXTRA,
+        )
+        if samples is not None:
+            samples.append(clock() - t0)
 
 
 def step_of(i: int) -> int:

@@ -19,17 +19,7 @@ import time
 from typing import Any
 
 from _workload import (  # benchmarks/ is on sys.path
-    BUFFER_SIZE,
-    COMPONENTS,
-    EXTRA,
-    METRICS,
-    REWARD,
-    TERMINATED_RATE,
-    TIMEOUT_RATE,
-    TIMING,
-    TRAIN_TIME,
-    WAIT_TIME,
-    total_steps,
+    iterate,
 )
 
 from aoff import OffPolicyLogger
@@ -40,19 +30,7 @@ def per_iteration_us(log: Any, n: int, rounds: int = 5) -> float:
     results = []
     for _ in range(rounds):
         t0 = time.perf_counter_ns()
-        for i in range(n):
-            log.update_collector_timing(TIMING)
-            log.update_done_rates(TIMEOUT_RATE, TERMINATED_RATE)
-            log.log_collector(total_steps(i), BUFFER_SIZE, REWARD)
-            log.log_step(
-                i,
-                METRICS,
-                reward=REWARD,
-                reward_components=COMPONENTS,
-                train_time=TRAIN_TIME,
-                wait_time=WAIT_TIME,
-                extra_info=EXTRA,
-            )
+        iterate(log, 0, n)
         results.append((time.perf_counter_ns() - t0) / n / 1000)
     return statistics.median(results)
 

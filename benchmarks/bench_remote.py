@@ -30,45 +30,14 @@ import time
 from typing import Any
 
 from _workload import (  # benchmarks/ is on sys.path
-    BUFFER_SIZE,
-    COMPONENTS,
-    EXTRA,
-    METRICS,
-    REWARD,
-    TERMINATED_RATE,
-    TIMEOUT_RATE,
-    TIMING,
-    TRAIN_TIME,
-    WAIT_TIME,
+    iterate,
     percentiles_us,
-    total_steps,
 )
 
 from aoff import NullDisplay, OffPolicyLogger, RemoteLogger
 
 PRODUCERS = 4
 EVENTS_PER_ITERATION = 4
-
-
-def iterate(log: Any, start: int, n: int, samples: list[int] | None = None) -> None:
-    """``n`` standard iterations on ``log`` (timed one by one into ``samples``)."""
-    clock = time.perf_counter_ns
-    for i in range(start, start + n):
-        t0 = clock()
-        log.update_collector_timing(TIMING)
-        log.update_done_rates(TIMEOUT_RATE, TERMINATED_RATE)
-        log.log_collector(total_steps(i), BUFFER_SIZE, REWARD)
-        log.log_step(
-            i,
-            METRICS,
-            reward=REWARD,
-            reward_components=COMPONENTS,
-            train_time=TRAIN_TIME,
-            wait_time=WAIT_TIME,
-            extra_info=EXTRA,
-        )
-        if samples is not None:
-            samples.append(clock() - t0)
 
 
 def make_logger(log_dir: str, **kw: Any) -> OffPolicyLogger:
