@@ -36,6 +36,7 @@ from _workload import (
     TIMING,
     TRAIN_TIME,
     WAIT_TIME,
+    iterate,
     seed_scalars,
     step_of,
     total_steps,
@@ -110,24 +111,9 @@ def run_aoff_sync(n: int, d: str, m: Meter, info: dict[str, Any]) -> list[int]:
     )
     log.start()
     log.flush()  # backends opened and dashboard up before the loop (setup, not timed)
-    out = [0] * n
-    clock = time.perf_counter_ns
+    out: list[int] = []
     m.begin()
-    for i in range(n):
-        t0 = clock()
-        log.update_collector_timing(TIMING)
-        log.update_done_rates(TIMEOUT_RATE, TERMINATED_RATE)
-        log.log_collector(total_steps(i), BUFFER_SIZE, REWARD)
-        log.log_step(
-            i,
-            METRICS,
-            reward=REWARD,
-            reward_components=COMPONENTS,
-            train_time=TRAIN_TIME,
-            wait_time=WAIT_TIME,
-            extra_info=EXTRA,
-        )
-        out[i] = clock() - t0
+    iterate(log, 0, n, out)
     m.loop_done()
     rep = log.finish()
     m.end()
