@@ -130,15 +130,15 @@ class AgentSide:
             if wait is None:
                 return
             # one GIL hand-off a wake-up; the socket is polled, never waited on
-            while True:
-                if wait < SHIP_INTERVAL_BUSY * 2 or not self._inline:
-                    self._wake.wait(wait)
-                    break
+            if self._inline and wait >= SHIP_INTERVAL_BUSY * 2:
                 # producers ship inline: wake only when no round ran for a while
-                due = self._last_round + BACKSTOP_INTERVAL - time.monotonic()
-                if due <= 0 or self._wake.is_set():
-                    break
-                self._wake.wait(due)
+                while not self._wake.is_set():
+                    due = self._last_round + BACKSTOP_INTERVAL - time.monotonic()
+                    if due <= 0:
+                        break
+                    self._wake.wait(due)
+            else:
+                self._wake.wait(wait)
             self._wake.clear()
 
     def put(self) -> Callable[[Event], None]:
