@@ -136,7 +136,7 @@ print("AGENT", log._pump.proc.pid, flush=True)
 if sys.argv[2] == "kill-self":
     for i in range(201, 401):
         log.log_step(i, {"x": i * 1.0})
-    time.sleep(0.5)  # shipped by now
+    time.sleep(1.2)  # shipped by now (the backstop round: <= 0.75 s)
     import os, signal
     os.kill(os.getpid(), signal.SIGKILL)
 if sys.argv[2] == "kill-agent":
@@ -144,7 +144,7 @@ if sys.argv[2] == "kill-agent":
     os.kill(log._pump.proc.pid, signal.SIGSTOP)   # it can neither write nor confirm
     for i in range(201, 301):
         log.log_step(i, {"x": i * 1.0})
-    time.sleep(0.3)  # shipped into the stopped agent: received, never written
+    time.sleep(1.2)  # shipped into the stopped agent (<= 0.75 s): received, never written
     os.kill(log._pump.proc.pid, signal.SIGKILL)
     time.sleep(0.3)
     for i in range(301, 401):

@@ -163,6 +163,12 @@ def test_sigkill_mid_stream_leaves_files_that_read_back_without_error(tmp_path: 
     proc, _, _ = start("forever", tmp_path)
     try:
         wait_for_progress(proc, tmp_path, 2_000)
+        # mid-stream: the agent has written some (a round ships every 0.5 s or so)
+        deadline = time.monotonic() + TIMEOUT
+        jsonl = tmp_path / "metrics.jsonl"
+        while not (jsonl.exists() and jsonl.stat().st_size > 0):
+            assert time.monotonic() < deadline, "nothing reached the files"
+            time.sleep(0.02)
         helpers = psutil.Process(proc.pid).children()  # the agent (pump="process")
     finally:
         proc.kill()

@@ -142,7 +142,8 @@ class OffPolicyLogger(Face[None]):
             from ._agent._side import AgentSide
 
             self._pump = AgentSide(self._options, self._buffer, self._build_core)
-            self._put = self._pump.put()  # producers ship a round themselves now and then
+            # log_step ships a round itself now and then (once an iteration is enough)
+            self._swap_put(self._buffer.put, self._pump.put())
         else:
             self._pump = PumpThread(self._build_core())
         _live_loggers.add(self)

@@ -1,11 +1,12 @@
 """The shipper: all the training process keeps of the pump in process mode.
 
-Every few milliseconds it drains the event buffer (a C-speed ``popleft`` loop), keeps
-events whose values wait for a device copy until they land (polled, never waited for;
-later events stay behind them, so order is kept), pickles what is ready in small
-batches and queues them on the :class:`~aoff._agent._wire.Link`. Small batches keep each
-GIL hold short; a burst (``BURST_ROUND``) is pickled in one call so that the shipper keeps
-up with producer threads instead of dropping. The logic is here once;
+Each round drains the event buffer (a C-speed ``popleft`` loop), keeps events whose
+values wait for a device copy until they land (polled, never waited for; later events
+stay behind them, so order is kept), pickles what is ready in frames of up to
+``FRAME_EVENTS`` and queues them on the :class:`~aoff._agent._wire.Link`. A round is one
+GIL hold however it is cut (``pickle.dumps`` never releases the GIL), so frames are
+large: fewer system calls, and one pickler memo for the dict keys of many events. The
+logic is here once;
 ``_side.AgentSide`` drives it from a daemon thread (the sync face) or an anyio task in
 the caller's loop (the async face).
 
@@ -34,12 +35,11 @@ from .._core._pending import PendingEvent, event_ready, resolve_event
 from .._report import FinishReport
 from ._wire import MAX_PENDING_BYTES, Link, dumps, loads
 
-#: events per pickled batch (short GIL holds; ~60-100 bytes an event on the wire)
+#: events per pickled frame (~60-100 bytes an event on the wire)
+FRAME_EVENTS = 4096
+#: a round with more events than this waiting is a burst: the driver comes back sooner
 SHIP_BATCH = 256
-#: a round with more events than this is a burst: it is pickled in one call. One C call
-#: holds the GIL throughout (a few ms), which is what lets the shipper keep up with
-#: several producer threads; small batches would hand the GIL back after each one and
-#: the backlog would grow until the overflow policy dropped events.
+#: producers ship a round themselves once this many events wait (``_side``)
 BURST_ROUND = 4096
 #: while events are leaving (the agent keeps up), ``drop_oldest`` trims only beyond this
 #: many times ``capacity``: a burst from several threads can outrun the shipper for a few
@@ -51,8 +51,9 @@ BURST_FACTOR = 4
 #: hand-off costs that loop tens of microseconds: few rounds, few system calls a round.
 SHIP_INTERVAL = 0.05
 SHIP_INTERVAL_BUSY = 0.005
-#: how often answers from the agent are read when nothing is being waited for
-RECV_INTERVAL = 0.1
+#: how often answers from the agent are read when nothing is being waited for (they
+#: only matter if the agent is lost, and a lost agent is seen at the next send anyway)
+RECV_INTERVAL = 1.0
 
 
 _kind = operator.itemgetter(0)
@@ -120,9 +121,11 @@ class Shipper:
         self.held = []
         if events:
             ready = self._ready_prefix(events)
-            step = len(ready) if len(ready) > BURST_ROUND else SHIP_BATCH
-            for i in range(0, len(ready), step):
-                self._queue_events(ready[i : i + step])
+            if len(ready) <= FRAME_EVENTS:
+                self._queue_events(ready)
+            else:
+                for i in range(0, len(ready), FRAME_EVENTS):
+                    self._queue_events(ready[i : i + FRAME_EVENTS])
         if self.flush_asked > self.flush_sent and not self.held:
             self.link.queue(dumps(("flush", self.flush_asked)))
             self.flush_sent = self.flush_asked

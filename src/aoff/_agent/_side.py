@@ -33,15 +33,24 @@ from ._wire import AgentGone
 #: round is this old, or when this many events wait. Measured on the 2-core test machine
 #: (Python 3.11): waking a thread that needs the GIL while the training loop holds it
 #: costs that thread ~140 us of CPU (and each GIL-releasing call inside the round ~30-100
-#: us more), far more than the round itself (~1.4 us an iteration to pickle). A round on
-#: the caller's own thread hands the GIL to nobody: one iteration in ~200 pays ~0.3 ms.
-INLINE_INTERVAL = 0.2
+#: us more), far more than the round itself (~0.7 us an event). A round on the caller's
+#: own thread hands the GIL to nobody: one iteration in ~500 of a 1 ms loop pays ~2 ms.
+#: Each round also has a fixed part (~0.1-0.3 ms: the signal mask, the system calls,
+#: a cold pickler), so 0.5 s rounds cost ~0.8 us an iteration less than 0.2 s ones did.
+#: The agent therefore sees events up to 0.5 s late (the dashboard draws 4 times a
+#: second; flush() and finish() ship at once).
+INLINE_INTERVAL = 0.5
 INLINE_EVENTS = BURST_ROUND
-#: producers look at the clock once every this many calls (the rest is one decrement)
-INLINE_CHECK_EVERY = 16
+#: ``log_step`` looks at the clock once every this many calls (the rest is one
+#: decrement); the other calls go straight to the buffer (a C call, no Python frame)
+INLINE_CHECK_EVERY = 4
 #: the shipper thread's round when producers ship for themselves: it only covers quiet
-#: spells (a loop that stopped logging, or logs less than once a round)
-BACKSTOP_INTERVAL = 0.25
+#: spells (a loop that stopped logging, or logs less than once a round), so a call is
+#: shipped at most this long after it was made (what a SIGKILL of the training process
+#: can lose). It wakes at most once this often, whether or not producers shipped
+#: meanwhile (each wake-up costs the loop a GIL hand-off); longer than
+#: ``INLINE_INTERVAL`` so that a busy loop's own rounds come first.
+BACKSTOP_INTERVAL = 0.75
 
 
 class _Idle:
@@ -142,9 +151,11 @@ class AgentSide:
             self._wake.clear()
 
     def put(self) -> Callable[[Event], None]:
-        """The sync face's ``put``: the buffer's own, plus a shipping round on the
-        caller's thread when one is due (see ``INLINE_INTERVAL``). Never blocks: if
-        another thread is in a round, the caller goes on."""
+        """The sync face's ``put`` for ``log_step`` (once an iteration): the buffer's own,
+        plus a shipping round on the caller's thread when one is due (see
+        ``INLINE_INTERVAL``). Never blocks: if another thread is in a round, the caller
+        goes on. The other calls use the buffer's ``put`` alone; a producer that never
+        calls ``log_step`` is shipped by the backstop thread."""
         put = self.buffer.put
         maybe_ship = self._ship_inline
         left = INLINE_CHECK_EVERY
