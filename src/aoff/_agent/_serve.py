@@ -34,6 +34,10 @@ from .._options import Options
 from ._spawn import AGENT_IGNORES
 from ._wire import dumps, loads
 
+#: the agent tells the training process how far it got at most this often (and at every
+#: flush and at the end): the training process reads them once a second
+ACK_INTERVAL = 0.25
+
 
 def agent_capacity(options: Options) -> int:
     """Events the agent buffers before it stops reading (backpressure)."""
@@ -48,18 +52,24 @@ class Agent:
         self.core = Core(options, buffer=self.buffer, on_tick=self.ack)
         self.core.pump.overflow_label = (options.capacity, options.overflow)
         self._last_ack: Any = None
+        self._acked_at = 0.0
 
     def send(self, message: tuple[Any, ...]) -> None:
         # OSError: the training process is gone; nobody to tell
         with self._send_lock, contextlib.suppress(OSError):
             self.conn.send_bytes(dumps(message))
 
-    def ack(self) -> None:
-        """Tell the training process how far the run got (only when it changed)."""
+    def ack(self, *, now: bool = False) -> None:
+        """Tell the training process how far the run got: when it changed, at most every
+        ``ACK_INTERVAL`` (each ack costs the training process an unpickle), or ``now``."""
+        mono = time.monotonic()
+        if not now and mono - self._acked_at < ACK_INTERVAL:
+            return
         pump = self.core.pump
         mark = (pump.state.steps_logged, {r.name: r.written for r in pump.runners})
         if mark != self._last_ack:
             self._last_ack = mark
+            self._acked_at = mono
             self.send(("ack", *mark))
 
     async def serve(self) -> None:
@@ -69,7 +79,7 @@ class Agent:
             threading.Thread(
                 target=self._receive, args=(token,), name="aoff-agent-receiver", daemon=True
             ).start()
-        self.ack()
+        self.ack(now=True)
         self.send(("report", self.core.pump.result, self.core.pump.state_dict()))
 
     def _receive(self, token: Any) -> None:
@@ -93,7 +103,7 @@ class Agent:
                     pump.text.append((msg[1], msg[2]))
                 elif kind == "flush":
                     anyio.from_thread.run(pump.flush, token=token)
-                    self.ack()
+                    self.ack(now=True)
                     # with aoff's counters as of now, for state_dict() (made on the loop)
                     state = anyio.from_thread.run_sync(pump.state_dict, token=token)
                     self.send(("flushed", msg[1], state))

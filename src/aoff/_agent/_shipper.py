@@ -136,7 +136,8 @@ class Shipper:
 
     def _ready_prefix(self, events: list[Event]) -> list[Event]:
         """The events that can go now; from the first one still waiting, keep the rest."""
-        if PendingEvent not in set(map(type, events)):  # the common case, at C speed
+        # the common cases: no event ever waited for a device here, or none of these does
+        if not PendingEvent.made or PendingEvent not in set(map(type, events)):
             return events
         out: list[Event] = []
         for i, e in enumerate(events):

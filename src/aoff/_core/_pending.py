@@ -40,10 +40,14 @@ class PendingEvent(tuple[object, ...]):
     """An event with placeholders; ``waits`` are the objects whose ``ready()`` gate it."""
 
     waits: tuple[Any, ...]
+    #: how many were made in this process so far: while none was, whoever drains the
+    #: buffer need not look for one (a lost update under threads still leaves it > 0)
+    made = 0
 
     def __new__(cls, event: Iterable[object], waits: Iterable[Any]) -> PendingEvent:
         self = super().__new__(cls, event)
         self.waits = tuple(waits)
+        PendingEvent.made += 1
         return self
 
 
