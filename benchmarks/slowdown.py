@@ -274,6 +274,9 @@ def main(argv: list[str] | None = None) -> int:
         cpu_us = r["logger_cpu_us"] - floor_us
         cpu_ok = cpu_us <= TARGET_CPU_US
         per_round = ", ".join(f"{x['logger_cpu_us']:.1f}" for x in r["rounds"])
+        work_ratio = statistics.median(
+            x["work_cpu_us"] / b["work_cpu_us"] for x, b in zip(r["rounds"], base, strict=True)
+        )
         noise = ""
         if len(base) > 1:
             noise = f"; the no-logger mean varied by {spread * 100:.0f} % across rounds"
@@ -295,6 +298,12 @@ def main(argv: list[str] | None = None) -> int:
                 if args.work == "python"
                 else ""
             )
+        )
+        verdict.append(
+            f"the loop's own work (the same busy loop) took {(work_ratio - 1) * 100:+.1f} % "
+            "of CPU time in the aoff rounds against the no-logger rounds: not aoff's CPU in "
+            "this process but the machine's speed drifting between rounds (or the agent on "
+            "the other core slowing this one: benchmarks/bench_neighbour.py measures that)"
         )
     for v in verdict:
         print(v)

@@ -196,3 +196,19 @@ def test_read_back_checks_notice_missing_data(
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     ok, text = compare.check_jsonl(str(path), 3)
     assert not ok and "1 rows missing tags" in text
+
+
+def test_bench_neighbour_prints_its_ratio() -> None:
+    """Smoke test at a tiny size: it pins itself to one CPU and spins the other."""
+    if not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs Linux and 2 CPUs")
+    out = subprocess.run(
+        [sys.executable, str(BENCH / "bench_neighbour.py"), "--rounds", "2", "--n", "3"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    assert "while CPU" in out and "median per-round ratio" in out, out
+    alone = out.split("alone: ")[1].split("\n")[0].split(", ")
+    assert len(alone) == 2 and all(float(x) > 0 for x in alone), out
