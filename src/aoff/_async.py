@@ -129,7 +129,7 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
             return self
         self._pump_done = anyio.Event()
         self._stop_done = anyio.Event()
-        self._swap_put(self._entered_put)
+        self._put = self._entered_put
         tg = anyio.create_task_group()
         await tg.__aenter__()
         self._tg = tg

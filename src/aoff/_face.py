@@ -215,7 +215,7 @@ class Face(Recorder[R], Generic[R]):
                 return False
             self._stopping = True
         self._buffer.append_final(ev.finish_event(self._clock(), title, extra_summary, interrupted))
-        self._swap_put(self._after_close)
+        self._put = self._after_close
         return True
 
     #: nothing of the run lives in this process (a forked child, a rank that does not
@@ -262,9 +262,9 @@ class Face(Recorder[R], Generic[R]):
                 put(event)
                 return result
 
-            self._swap_put(put_remote)
+            self._put = put_remote
         else:
-            self._swap_put(self._put_forked)
+            self._put = self._put_forked
 
     def _empty_state_dict(self) -> dict[str, Any]:
         """``state_dict()`` where nothing of the run lives in this process."""
@@ -277,7 +277,7 @@ class Face(Recorder[R], Generic[R]):
         remote = self._fork_remote
         if remote is not None:
             got = remote.close()
-            self._swap_put(self._after_close)
+            self._put = self._after_close
             self._report = FinishReport(dropped_events=got.dropped, partial=got.error is not None)
         return self._report
 

@@ -87,7 +87,7 @@ def _after_fork_in_child() -> None:
         r._conn = None
         r._lock = threading.Lock()  # a parent's thread may have held it at the fork
         if not r._closed:
-            r._swap_put(r._start_and_put)
+            r._put = r._start_and_put
     _started.clear()
 
 
@@ -138,7 +138,7 @@ class RemoteLogger(Recorder[None]):
         self._closed = False
         self._report: RemoteReport | None = None
         self._lock = threading.Lock()
-        self._swap_put(self._start_and_put)
+        self._put = self._start_and_put
         self.refresh_capture()  # torch imported here already: tensors are captured
 
     def __getstate__(self) -> dict[str, Any]:
@@ -149,7 +149,7 @@ class RemoteLogger(Recorder[None]):
         self._setup()
         if state["closed"]:
             self._closed = True
-            self._swap_put(self._put_closed)
+            self._put = self._put_closed
 
     def __repr__(self) -> str:
         return f"RemoteLogger({self._spec.log_dir!r}, {self._spec.name!r})"
@@ -169,7 +169,7 @@ class RemoteLogger(Recorder[None]):
                 self._conn = conn
                 _started.add(self)
                 _register_exit(self)
-            self._swap_put(self._put_checked)
+            self._put = self._put_checked
         self._put_checked(event)
 
     def _put_checked(self, event: ev.Event) -> None:
@@ -218,7 +218,7 @@ class RemoteLogger(Recorder[None]):
             if self._report is not None:
                 return self._report
             self._closed = True
-            self._swap_put(self._put_closed)
+            self._put = self._put_closed
             conn = self._conn
         if conn is None:
             report = RemoteReport(self._spec.name, received=0)

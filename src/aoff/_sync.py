@@ -142,8 +142,7 @@ class OffPolicyLogger(Face[None]):
             from ._agent._side import AgentSide
 
             self._pump = AgentSide(self._options, self._buffer, self._build_core)
-            # log_step ships a round itself now and then (once an iteration is enough)
-            self._swap_put(self._buffer.put, self._pump.put())
+            self._put = self._pump.put()  # producers ship a round themselves now and then
         else:
             self._pump = PumpThread(self._build_core())
         _live_loggers.add(self)

@@ -41,9 +41,13 @@ from ._wire import AgentGone
 #: second; flush() and finish() ship at once).
 INLINE_INTERVAL = 0.5
 INLINE_EVENTS = BURST_ROUND
-#: ``log_step`` looks at the clock once every this many calls (the rest is one
-#: decrement); the other calls go straight to the buffer (a C call, no Python frame)
-INLINE_CHECK_EVERY = 4
+#: producers look at the clock once every this many calls (the rest is one decrement).
+#: Every call goes through this check, not only ``log_step``: a thread that floods other
+#: calls must ship its own rounds too. Checking in ``log_step`` alone saved ~0.3 us an
+#: iteration, but 4 threads x 100,000 ``log_collector`` calls (1.9 million a second
+#: here) then piled up to 394,000 events (~80 MB) before the backstop's first round,
+#: one over the 4 x capacity bound; with every call checking, the peak was 79,000.
+INLINE_CHECK_EVERY = 16
 #: the shipper thread's round when producers ship for themselves: it only covers quiet
 #: spells (a loop that stopped logging, or logs less than once a round), so a call is
 #: shipped at most this long after it was made (what a SIGKILL of the training process
@@ -151,11 +155,9 @@ class AgentSide:
             self._wake.clear()
 
     def put(self) -> Callable[[Event], None]:
-        """The sync face's ``put`` for ``log_step`` (once an iteration): the buffer's own,
-        plus a shipping round on the caller's thread when one is due (see
-        ``INLINE_INTERVAL``). Never blocks: if another thread is in a round, the caller
-        goes on. The other calls use the buffer's ``put`` alone; a producer that never
-        calls ``log_step`` is shipped by the backstop thread."""
+        """The sync face's ``put``: the buffer's own, plus a shipping round on the
+        caller's thread when one is due (see ``INLINE_INTERVAL``). Never blocks: if
+        another thread is in a round, the caller goes on."""
         put = self.buffer.put
         maybe_ship = self._ship_inline
         left = INLINE_CHECK_EVERY

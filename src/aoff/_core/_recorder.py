@@ -108,25 +108,14 @@ class Recorder(Generic[R]):
     """Hot-path methods. A face calls ``_init_recorder`` with its ``put`` and clock."""
 
     _put: Callable[[ev.Event], R]
-    #: where ``log_step`` hands its event: ``_put``, or (the sync face in process mode) a
-    #: put that also ships a round now and then; once an iteration, not on every call
-    _put_step: Callable[[ev.Event], R]
     _clock: Callable[[], float]
     #: the capture switch: this recorder checks values for tensors (torch is imported)
     _capturing: bool = False
 
     def _init_recorder(self, put: Callable[[ev.Event], R], clock: Callable[[], float]) -> None:
-        self._swap_put(put)
+        self._put = put
         self._clock = clock
         self.refresh_capture()
-
-    def _swap_put(
-        self, put: Callable[[ev.Event], R], put_step: Callable[[ev.Event], R] | None = None
-    ) -> None:
-        """Send every call's event to ``put`` from now on (``log_step``'s to ``put_step``
-        when given). The one place both are set, so they can never disagree."""
-        self._put = put
-        self._put_step = put if put_step is None else put_step
 
     def refresh_capture(self) -> bool:
         """Turn tensor capture on once torch is imported (never off); cheap, call often."""
@@ -190,13 +179,13 @@ class Recorder(Generic[R]):
                 and type(weight_sync_time) is float
                 and (event[11] is None or type(event[11]) is int)
             ):
-                return self._put_step(_capture_step(event))
+                return self._put(_capture_step(event))
             for d in (event[3], event[6], event[5]):
                 if d:
                     for v in d.values():
                         if type(v) is not float and type(v) is not int:
-                            return self._put_step(_capture_step(event))
-        return self._put_step(event)
+                            return self._put(_capture_step(event))
+        return self._put(event)
 
     # -- collector side --------------------------------------------------------------------
     def update_collector_timing(self, timing_ms: Mapping[str, Any]) -> R:
