@@ -117,6 +117,50 @@ async def test_offline_run_1000_steps(wandb_dir: Path) -> None:
     }
 
 
+@pytest.mark.slow  # starts wandb's service process
+@pytest.mark.anyio
+async def test_a_producers_records_join_the_runs_latest_row_under_its_name(
+    wandb_dir: Path,
+) -> None:
+    """``log.remote(name)`` records (README, "Many producers"): W&B's step only grows, so
+    a producer's record is logged into the run's latest row, every tag under
+    ``<name>/`` with its own step and iteration. Several before the next learner step
+    share that row: the last one's values are what W&B keeps (the documented loss;
+    TensorBoard, JSONL and CSV keep every point). The learner's rows are untouched."""
+    backend = WandbBackend(project="aoff-test", dir=wandb_dir)
+    await backend.open(BackendContext(say=lambda _: None))
+
+    def producer(step: int, it: int, x: float) -> StepRecord:
+        return StepRecord(step, it, 0.0, (("train/x", x),), producer="c0")
+
+    await backend.write(
+        [
+            producer(5, 1, 0.5),  # before any learner step: joins row 0
+            StepRecord(10, 1, 0.0, (("train/loss", 1.0),)),
+            producer(7, 2, 0.7),  # these two share the learner's row at step 10
+            producer(9, 3, 0.9),
+            StepRecord(20, 2, 0.0, (("train/loss", 2.0),)),
+        ]
+    )
+    await backend.close()
+    rows = history_eventually(wandb_dir, 3)
+    by_step = {r["_step"]: r for r in rows}
+    assert sorted(by_step) == [0, 10, 20]
+    assert (by_step[0]["c0/step"], by_step[0]["c0/iteration"], by_step[0]["c0/train/x"]) == (
+        5,
+        1,
+        0.5,
+    )
+    assert "train/loss" not in by_step[0]
+    ten = by_step[10]
+    assert (ten["iteration"], ten["train/loss"]) == (1, 1.0)
+    assert (ten["c0/step"], ten["c0/iteration"], ten["c0/train/x"]) == (9, 3, 0.9)
+    twenty = by_step[20]
+    assert (twenty["iteration"], twenty["train/loss"]) == (2, 2.0)
+    assert not any(k.startswith("c0/") for k in twenty)
+    assert "train/x" not in ten and "train/x" not in twenty  # never under the learner's tags
+
+
 @pytest.mark.anyio
 async def test_active_run_is_reused_and_not_finished(wandb_dir: Path) -> None:
     user_run = wandb.init(project="users-own", name="mine", dir=str(wandb_dir))
