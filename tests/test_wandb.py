@@ -126,7 +126,8 @@ async def test_a_producers_records_join_the_runs_latest_row_under_its_name(
     a producer's record is logged into the run's latest row, every tag under
     ``<name>/`` with its own step and iteration. Several before the next learner step
     share that row: the last one's values are what W&B keeps (the documented loss;
-    TensorBoard, JSONL and CSV keep every point). The learner's rows are untouched."""
+    TensorBoard, JSONL and CSV keep every point). The learner's rows are untouched, and
+    the producer's charts use ``<name>/step`` as their x axis (defined once)."""
     backend = WandbBackend(project="aoff-test", dir=wandb_dir)
     await backend.open(BackendContext(say=lambda _: None))
 
@@ -159,6 +160,16 @@ async def test_a_producers_records_join_the_runs_latest_row_under_its_name(
     assert (twenty["iteration"], twenty["train/loss"]) == (2, 2.0)
     assert not any(k.startswith("c0/") for k in twenty)
     assert "train/x" not in ten and "train/x" not in twenty  # never under the learner's tags
+    # W&B charts the producer against its own step (define_metric, read back as records)
+    metrics = [
+        r.metric
+        for r in iter_records(run_file(wandb_dir))
+        if r.WhichOneof("record_type") == "metric"
+    ]
+    assert [(m.name, m.glob_name, m.step_metric) for m in metrics] == [
+        ("c0/step", "", ""),
+        ("", "c0/*", "c0/step"),
+    ]
 
 
 @pytest.mark.anyio

@@ -7,7 +7,9 @@ config ``{algo, env, num_envs, obs_dim, action_dim, max_iterations}`` (merged wi
 tags/notes only when given; that run is owned and finished at :meth:`close`. Each
 record is logged as ``run.log({"iteration": it, **scalars}, step=step)``. A producer's
 record (``log.remote(name)``) is logged at the run's latest step with every tag, and its
-own ``step``/``iteration``, under ``<name>/`` (W&B's step must only grow).
+own ``step``/``iteration``, under ``<name>/`` (W&B's step must only grow); the first one
+defines ``<name>/*`` with ``<name>/step`` as its step metric, so W&B charts a producer
+against its own step.
 
 Config: the run's config is that seed config, then the ``config`` argument, then the
 logger's ``config=`` (:class:`~aoff._core._config.HParams` in the context; later keys
@@ -95,6 +97,8 @@ class WandbBackend:
     ) -> None:
         self.project = project
         self._last_wandb_step = 0  # the latest step of the run's own records
+        #: producers (``log.remote(name)``) whose ``<name>/*`` charts use ``<name>/step``
+        self._producer_axes: set[str] = set()
         self.entity = entity
         self.run_name = name
         self.group = group
@@ -193,6 +197,11 @@ class WandbBackend:
                 # under "<name>/" (the latest value per row is kept; TensorBoard, JSONL
                 # and CSV keep every point)
                 p = rec.producer + "/"
+                if rec.producer not in self._producer_axes:
+                    # its charts' x axis: its own step, not the learner's
+                    self._producer_axes.add(rec.producer)
+                    self.run.define_metric(p + "step")
+                    self.run.define_metric(p + "*", step_metric=p + "step")
                 row: dict[str, Any] = {p + "step": rec.step, p + "iteration": rec.iteration}
                 row.update([(p + tag, v) for tag, v in rec.scalars])
                 log(row, step=self._last_wandb_step)
