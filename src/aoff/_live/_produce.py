@@ -190,7 +190,8 @@ def serve_producer(server: LiveServer, conn: Connection, hello: tuple[Any, ...])
             dropped = hub.dropped_by.get(live, 0)
             more = f"; it had dropped {dropped:,} before sending" if dropped else ""
             hub.report(
-                f"aoff: remote {live!r} (pid {pid}) was lost before close() (killed?): "
+                f"aoff: remote {live!r} (pid {pid}) was lost before its close() finished "
+                "(killed, or its close() gave up waiting): "
                 f"{received:,} events came from it; what it had not sent yet is lost{more}"
             )
 
