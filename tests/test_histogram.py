@@ -27,7 +27,7 @@ import pytest
 import torch
 
 from aoff import OffPolicyLogger
-from aoff._backends._tensorboard import EventEncoder, encode_histogram
+from aoff._backends._tbevents import EventEncoder, encode_histogram
 from aoff._core._histogram import (
     BINS,
     DEFER_MAX,

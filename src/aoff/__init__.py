@@ -12,9 +12,9 @@ from ._backends._base import Backend, BackendContext
 from ._core._buffer import DEFAULT_CAPACITY, Overflow
 from ._core._records import RunConfig, StepRecord
 from ._core._state import State
+from ._core._warning import AoffWarning
 from ._display._api import Display, NullDisplay
 from ._display._dashboard import Dashboard
-from ._face import AoffWarning
 from ._remote import RemoteLogger, RemoteReport
 from ._report import FinishReport
 from ._sync import OffPolicyLogger

@@ -31,7 +31,8 @@ import anyio.abc
 
 from ._core import _events as ev
 from ._core._checkpoint import no_state_line
-from ._face import AoffWarning, Face
+from ._core._warning import AoffWarning
+from ._face import Face
 from ._report import FinishReport, stderr_line
 from ._streams import Forwarding, should_forward
 

@@ -26,6 +26,7 @@ from ._core._checkpoint import to_state_dict
 from ._core._config import HParams, format_converted
 from ._core._recorder import R, Recorder
 from ._core._state import State
+from ._core._warning import AoffWarning
 from ._display._api import Display
 from ._options import DEFAULT_WANDB_PROJECT, BackendSpec, Options, PumpMode
 from ._pump import Pump
@@ -37,14 +38,7 @@ from ._sysmetrics import SystemSampler
 if TYPE_CHECKING:
     from ._remote import RemoteLogger
 
-__all__ = ["AoffWarning", "Core", "Face"]
-
-
-class AoffWarning(UserWarning):
-    """Misuse that aoff answers without raising (e.g. logging after ``finish()``)."""
-
-
-AoffWarning.__module__ = "aoff"
+__all__ = ["Core", "Face"]
 
 
 class Core:

@@ -33,6 +33,7 @@ from ._checkpoint import checked_state_dict
 from ._config import flatten_config, format_converted
 from ._histogram import capture as capture_histogram
 from ._pending import Gather, PendingEvent, Placeholder
+from ._warning import AoffWarning
 
 R = TypeVar("R")
 
@@ -98,8 +99,6 @@ def _throughput(extra_info: object) -> Any:
 
 def _warn_converted(where: str, converted: list[tuple[str, str]]) -> None:
     import warnings
-
-    from .._face import AoffWarning  # at call time: _face imports this module
 
     warnings.warn(format_converted(where, converted), AoffWarning, stacklevel=3)
 
