@@ -260,3 +260,36 @@ def test_ctrl_c_while_the_agent_is_still_starting_does_not_kill_it(tmp_path: Pat
     assert not report.partial and report.backend_written == {"jsonl": 100}
     assert agent.returncode == 0  # it ended on the training process's word
     assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 100
+
+
+def test_a_value_pickle_refuses_is_reported_by_the_agent_and_nothing_else_is_lost(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A value that cannot be pickled (a lock) cannot go to the agent as it is: its event
+    is shipped with that value replaced, and the agent reports and skips it exactly as
+    the in-process pump skips a value that is not a number. The rest of the frame (the
+    other 299 steps, and the same step's other metric) arrives untouched."""
+    run = tmp_path / "run"
+    log = OffPolicyLogger(
+        log_dir=str(run),
+        log_backend="none",
+        backends=("jsonl",),
+        handle_sigterm=False,
+        system_interval=0,
+    )
+    assert log._pump.proc.poll() is None  # process mode: the agent runs it
+    log.start()
+    for i in range(1, 301):
+        metrics: dict[str, Any] = {"x": float(i)}
+        if i == 150:
+            metrics["lock"] = threading.Lock()
+        log.log_step(i, metrics)
+    report = log.finish()
+    assert report.backend_written == {"jsonl": 300} and not report.dropped_events
+    rows = [json.loads(ln) for ln in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [r["iteration"] for r in rows] == list(range(1, 301))
+    assert all(r["train/x"] == float(r["iteration"]) for r in rows)
+    assert not any("train/lock" in r for r in rows)
+    err = capfd.readouterr().err
+    lines = [ln for ln in err.splitlines() if "'lock'" in ln]
+    assert len(lines) == 1 and "log_step(metrics)" in lines[0], err
