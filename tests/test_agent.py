@@ -293,3 +293,43 @@ def test_a_value_pickle_refuses_is_reported_by_the_agent_and_nothing_else_is_los
     err = capfd.readouterr().err
     lines = [ln for ln in err.splitlines() if "'lock'" in ln]
     assert len(lines) == 1 and "log_step(metrics)" in lines[0], err
+
+
+@pytest.mark.parametrize("overflow", ["drop_newest", "block"])
+def test_a_small_buffer_is_shipped_before_it_fills(tmp_path: Path, overflow: str) -> None:
+    """Producers ship once half the buffer's ``capacity`` waits, not only after the usual
+    4,096 events or 0.5 s: with ``capacity=1000`` a loop would otherwise fill the buffer
+    between rounds (``drop_newest`` refusing calls, ``block`` waiting for the backstop
+    thread)."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    try:
+        from _workload import iterate
+    finally:
+        sys.path.pop(0)
+    run = tmp_path / "run"
+    log = OffPolicyLogger(
+        log_dir=str(run),
+        log_backend="none",
+        backends=("jsonl",),
+        handle_sigterm=False,
+        system_interval=0,
+        capacity=1000,
+        overflow=overflow,  # type: ignore[arg-type]
+    )
+    waits = []
+    wait_for_space = log._buffer.wait_for_space
+
+    def counted(timeout: float | None = None) -> bool:
+        waits.append(len(log._buffer))
+        return wait_for_space(timeout)
+
+    log._buffer.wait_for_space = counted  # type: ignore[method-assign]
+    log.start()
+    log.flush()
+    iterate(log, 0, 3000)  # 12,000 events, flat out
+    report = log.finish()
+    assert report.dropped_events == 0  # drop_newest refused none
+    assert waits == []  # block never made the loop wait
+    assert report.backend_written == {"jsonl": 3000}

@@ -40,6 +40,9 @@ from ._wire import AgentGone
 #: The agent therefore sees events up to 0.5 s late (the dashboard draws 4 times a
 #: second; flush() and finish() ship at once).
 INLINE_INTERVAL = 0.5
+#: the "this many events" above, capped at half the buffer's ``capacity`` (``AgentSide``):
+#: with ``capacity=1000`` a 1 ms loop's 0.5 s of events filled the buffer first, and
+#: ``drop_newest`` refused a third of the calls, ``block`` stalled the loop ~0.4 s
 INLINE_EVENTS = BURST_ROUND
 #: producers look at the clock once every this many calls (the rest is one decrement).
 #: Every call goes through this check, not only ``log_step``: a thread that floods other
@@ -111,6 +114,7 @@ class AgentSide:
         self._wake = threading.Event()
         self._last_round = time.monotonic()
         self._inline = driver == "thread"
+        self._inline_events = max(1, min(INLINE_EVENTS, buffer.capacity // 2))
         self.thread: threading.Thread | None = None
         if driver == "thread":
             self.thread = threading.Thread(
@@ -174,7 +178,7 @@ class AgentSide:
 
     def _ship_inline(self) -> None:
         now = time.monotonic()
-        if now - self._last_round < INLINE_INTERVAL and len(self.buffer) < INLINE_EVENTS:
+        if now - self._last_round < INLINE_INTERVAL and len(self.buffer) < self._inline_events:
             return
         if not self._round_lock.acquire(blocking=False):
             return
