@@ -164,14 +164,16 @@ class AgentSide:
         another thread is in a round, the caller goes on."""
         put = self.buffer.put
         maybe_ship = self._ship_inline
-        left = INLINE_CHECK_EVERY
+        # a tiny buffer is looked at more often than every 16 calls
+        every = max(1, min(INLINE_CHECK_EVERY, self._inline_events // 2))
+        left = every
 
         def put_and_ship(event: Event) -> None:
             nonlocal left
             put(event)
             left -= 1
             if left <= 0:
-                left = INLINE_CHECK_EVERY
+                left = every
                 maybe_ship()
 
         return put_and_ship
