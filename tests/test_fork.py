@@ -33,10 +33,12 @@ def child(log, face, closes):
             if face == "async":
                 list(r.__await__())  # a done awaitable
     n = sum("forked from the one that made this logger" in str(w.message) for w in seen)
-    print("CHILD warnings", n, "pid", os.getpid(), flush=True)
+    # one string, one write: a print of several arguments is several writes, and the
+    # parent's pump may write a notice to the same pipe in between
+    print(f"CHILD warnings {n} pid {os.getpid()}", flush=True)
     if face == "sync" and closes:
         report = log.finish()
-        print("CHILD report", report.dropped_events, flush=True)
+        print(f"CHILD report {report.dropped_events}", flush=True)
     # otherwise: the child's exit closes its remote
 
 def main():
@@ -49,7 +51,7 @@ def main():
     if face == "sync":
         log = OffPolicyLogger(**kw)
         go(log, face)
-        print("PARENT", log.finish(), flush=True)
+        print(f"PARENT {log.finish()}", flush=True)
     else:
         import anyio
         async def amain():
@@ -72,7 +74,7 @@ def fork(log, face, closes):
     return t, p
 
 def said(t, p):
-    print("CHILD exit", p.exitcode, "after", round(time.monotonic() - t, 1), flush=True)
+    print(f"CHILD exit {p.exitcode} after {round(time.monotonic() - t, 1)}", flush=True)
 
 def go(log, face):
     for i in range(1, 51):
