@@ -262,6 +262,18 @@ def test_ctrl_c_while_the_agent_is_still_starting_does_not_kill_it(tmp_path: Pat
     assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 100
 
 
+def _jsonl_only(run: Path, **kw: Any) -> OffPolicyLogger:
+    """A sync logger with the default pump (the agent) writing only JSONL into ``run``."""
+    return OffPolicyLogger(
+        log_dir=str(run),
+        log_backend="none",
+        backends=("jsonl",),
+        handle_sigterm=False,
+        system_interval=0,
+        **kw,
+    )
+
+
 def test_a_value_pickle_refuses_is_reported_by_the_agent_and_nothing_else_is_lost(
     tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
@@ -270,13 +282,7 @@ def test_a_value_pickle_refuses_is_reported_by_the_agent_and_nothing_else_is_los
     the in-process pump skips a value that is not a number. The rest of the frame (the
     other 299 steps, and the same step's other metric) arrives untouched."""
     run = tmp_path / "run"
-    log = OffPolicyLogger(
-        log_dir=str(run),
-        log_backend="none",
-        backends=("jsonl",),
-        handle_sigterm=False,
-        system_interval=0,
-    )
+    log = _jsonl_only(run)
     assert log._pump.proc.poll() is None  # process mode: the agent runs it
     log.start()
     for i in range(1, 301):
@@ -308,16 +314,7 @@ def test_a_small_buffer_is_shipped_before_it_fills(tmp_path: Path, overflow: str
         from _workload import iterate
     finally:
         sys.path.pop(0)
-    run = tmp_path / "run"
-    log = OffPolicyLogger(
-        log_dir=str(run),
-        log_backend="none",
-        backends=("jsonl",),
-        handle_sigterm=False,
-        system_interval=0,
-        capacity=1000,
-        overflow=overflow,  # type: ignore[arg-type]
-    )
+    log = _jsonl_only(tmp_path / "run", capacity=1000, overflow=overflow)
     waits = []
     wait_for_space = log._buffer.wait_for_space
 
