@@ -189,24 +189,9 @@ def run_seedlike(n: int, d: str, m: Meter, info: dict[str, Any]) -> list[int]:
         algo_name=ALGO, env_name=ENV, max_iterations=n, log_dir=d, console=devnull_console()
     )
     log.start()
-    out = [0] * n
-    clock = time.perf_counter_ns
+    out: list[int] = []
     m.begin()
-    for i in range(n):
-        t0 = clock()
-        log.update_collector_timing(TIMING)
-        log.update_done_rates(TIMEOUT_RATE, TERMINATED_RATE)
-        log.log_collector(total_steps(i), BUFFER_SIZE, REWARD)
-        log.log_step(
-            i,
-            METRICS,
-            reward=REWARD,
-            reward_components=COMPONENTS,
-            train_time=TRAIN_TIME,
-            wait_time=WAIT_TIME,
-            extra_info=EXTRA,
-        )
-        out[i] = clock() - t0
+    iterate(log, 0, n, out)  # the same timed loop as aoff's sync face
     m.loop_done()
     log.finish()
     m.end()
