@@ -174,10 +174,12 @@ def test_is_a_backend(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.anyio
-@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # asyncio only: ~1 min on 2 cores
-async def test_100k_steps_30_tags_roundtrip(tmp_path: Path) -> None:
-    """The full-size stress run (asyncio only; the trio run below uses 5,000 steps)."""
-    n = 100_000
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # asyncio only: the read-back is slow
+async def test_25k_steps_30_tags_roundtrip(tmp_path: Path) -> None:
+    """The stress run: 750,000 scalars in 25 batches of 1,000 steps (asyncio only; the trio
+    run below uses 5,000 steps). It was 100,000 steps, 27 s of a CI run that TensorBoard's
+    reader spent reading them back; 25 batches prove the same framing and ordering."""
+    n = 25_000
     records = make_records(n)
     backend = TensorBoardBackend(tmp_path / "tb")
     said = Said()
