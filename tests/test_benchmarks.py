@@ -212,3 +212,20 @@ def test_bench_neighbour_prints_its_ratio() -> None:
     assert "while CPU" in out and "median per-round ratio" in out, out
     alone = out.split("alone: ")[1].split("\n")[0].split(", ")
     assert len(alone) == 2 and all(float(x) > 0 for x in alone), out
+
+
+def test_gpu_check_skips_cleanly_without_cuda_and_its_read_back_works_on_cpu() -> None:
+    """CI has no GPU: ``gpu_check.py`` says SKIP and exits 0; its agent read-back (the one
+    check written for it alone) passes on CPU tensors, so a failure on a GPU machine
+    is the device path's, not the script's."""
+    torch = pytest.importorskip("torch")
+    script = str(BENCH / "gpu_check.py")
+    if not torch.cuda.is_available():
+        res = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=120)
+        assert res.returncode == 0, res.stderr
+        assert res.stdout.strip() == "SKIP gpu_check: no CUDA device"
+    res = subprocess.run(
+        [sys.executable, script, "--cpu-dry-run"], capture_output=True, text=True, timeout=120
+    )
+    assert res.returncode == 0, (res.stdout, res.stderr)
+    assert "agent-tensors   PASS    50 steps" in res.stdout
