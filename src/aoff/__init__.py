@@ -35,6 +35,10 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
+    if name == "ray":  # aoff.ray imports ray: only when asked for
+        import importlib
+
+        return importlib.import_module(".ray", __name__)
     if name in _LAZY:
         import importlib
 
