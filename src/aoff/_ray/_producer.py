@@ -95,6 +95,7 @@ class _Pusher:
         self.gone = False
         self.submitted = 0  # events drained and submitted (or dropped as unresolved)
         self.closing = False
+        self.close_by = float("inf")  # close(): the thread gives up at this time
         self.done = threading.Event()
         self.wake = threading.Event()
         self.cond = threading.Condition()
@@ -112,6 +113,10 @@ class _Pusher:
                 self.on_round()
                 self._reap(ray, 0.0)
                 if self.gone:
+                    return
+                if self.closing and time.monotonic() >= self.close_by:
+                    t = self.link.timeout
+                    self._give_up(f"the run's hub did not take everything within {t:g}s")
                     return
                 full = len(self.in_flight) >= self.link.max_in_flight
                 if full:
@@ -135,9 +140,13 @@ class _Pusher:
                     self.wake.wait(self.link.interval)
                     self.wake.clear()
             # closing: every event is submitted; wait (bounded) for the hub's answers
-            deadline = time.monotonic() + self.link.timeout
-            while self.in_flight and time.monotonic() < deadline and not self.gone:
-                self._reap(ray, min(0.1, max(deadline - time.monotonic(), 0.0)))
+            while self.in_flight and not self.gone:
+                left = self.close_by - time.monotonic()
+                if left <= 0:
+                    t = self.link.timeout
+                    self._give_up(f"the run's hub did not answer within {t:g}s")
+                    break
+                self._reap(ray, min(0.1, left))
         except Exception as exc:  # pragma: no cover - a bug: never into the caller
             self._give_up(f"ray producer error: {type(exc).__name__}: {exc}")
         finally:
@@ -364,9 +373,10 @@ class RayLogger(Recorder[None]):
             return self._report
         timeout = self._link.timeout
         deadline = time.monotonic() + timeout
+        p.close_by = deadline
         p.closing = True
         p.wake.set()
-        p.wait(p.done.is_set, timeout)
+        p.wait(p.done.is_set, timeout + 1.0)
         got: RemoteReport | None = None
         if not p.gone and p.seq:
             import ray

@@ -1,0 +1,172 @@
+"""``aoff.ray``: collectors on another node of a Ray cluster log into the run (issue #24).
+
+One real two-node cluster on this machine for the whole module (``ray.cluster_utils``: a
+head, where the learner and the hub run, and a second node with the ``far`` resource,
+where every collector actor is pinned). What is proven: every step of every actor
+reaches the run's files (JSONL and TensorBoard, each read back with its own reader),
+each actor's in order; an actor killed mid-run leaves the run going and is named, with
+what it had delivered; a learner whose hub is gone, or a hub that never answers, never
+holds a collector past its bound, and every event it could not deliver is counted.
+Skipped when Ray is not installed (the ``aoff[ray]`` extra).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import aoff
+from aoff import OffPolicyLogger, RemoteReport
+from tests.conftest import read_jsonl, read_tensorboard
+
+ray = pytest.importorskip("ray")
+
+pytestmark = pytest.mark.slow  # a Ray cluster: ~10 s to start on the 2-core CI machine
+
+STEPS = 1000
+
+
+def test_import_aoff_does_not_import_ray() -> None:
+    code = "import sys, aoff; print('ray' in sys.modules, callable(aoff.ray.serve))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True"]
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Any]:
+    from ray.cluster_utils import Cluster
+
+    # the workers the cluster starts must import aoff and this module, as this process does
+    src = str(Path(aoff.__file__).resolve().parent.parent)
+    root = str(Path(__file__).resolve().parent.parent)
+    before = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (src, root, before) if p)
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    try:
+        c.add_node(num_cpus=1, resources={"far": 3})
+        ray.init(address=c.address, logging_level="warning", log_to_driver=False)
+        yield c
+    finally:
+        ray.shutdown()
+        c.shutdown()
+        if before is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = before
+
+
+class _Collector:
+    """A collector actor: logs its steps like ``tests/remote_child.collector``."""
+
+    def __init__(self, link: Any, name: str) -> None:
+        self.log = link.remote(name)
+
+    def node(self) -> str:
+        return str(ray.get_runtime_context().get_node_id())
+
+    def run(self, start: int, stop: int) -> None:
+        for i in range(start, stop):
+            self.log.log_collector(i * 10, i, 0.5)
+            self.log.log_step(i, {"x": float(i)})
+        self.log.flush()
+
+    def close(self) -> RemoteReport:
+        return self.log.close()
+
+
+def _collectors(link: Any, names: list[str]) -> list[Any]:
+    actor = ray.remote(num_cpus=0, resources={"far": 1}, max_restarts=0)(_Collector)
+    return [actor.remote(link, n) for n in names]
+
+
+def _logger(run: Path) -> OffPolicyLogger:
+    return OffPolicyLogger(
+        log_dir=str(run), backends=("jsonl",), log_backend="tensorboard", handle_sigterm=False
+    )
+
+
+def test_every_step_of_every_far_actor_on_disk_in_order_and_a_killed_one_is_named(
+    cluster: Any, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    run = tmp_path / "run"
+    log = _logger(run)
+    link = aoff.ray.serve(log, lost_after=1.0)
+    names = ["c0", "c1", "doomed"]
+    actors = _collectors(link, names)
+    here = ray.get_runtime_context().get_node_id()
+    assert here not in ray.get([a.node.remote() for a in actors])  # on the second node
+    ray.get([a.run.remote(1, STEPS + 1) for a in actors])  # each flushed: on disk
+    ray.kill(actors[2])
+    ray.get([a.run.remote(STEPS + 1, 2 * STEPS + 1) for a in actors[:2]])
+    reports = ray.get([a.close.remote() for a in actors[:2]])
+    for n, r in zip(names, reports, strict=False):
+        assert r == RemoteReport(n, 4 * STEPS, 0, 4 * STEPS, None), r
+    deadline = time.monotonic() + 30
+    while not link.lost() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert link.lost() == [("doomed", 2 * STEPS)]
+    log.log_step(1, {"loss": 1.0})
+    report = log.finish()
+    assert report.steps == 1 and not report.backend_errors
+    err = capfd.readouterr().err
+    assert "remote 'doomed' (pid " in err and f"{2 * STEPS:,} events came from it" in err, err
+
+    rows = read_jsonl(run / "metrics.jsonl")
+    for n, steps in (("c0", 2 * STEPS), ("c1", 2 * STEPS), ("doomed", STEPS)):
+        mine = [x for x in rows if x.get("producer") == n]
+        assert [x["iteration"] for x in mine] == list(range(1, steps + 1)), n
+        assert [x["step"] for x in mine] == [i * 10 for i in range(1, steps + 1)], n
+        tb = read_tensorboard(run / n)
+        assert [s for s, _ in tb["train/x"]] == [i * 10 for i in range(1, steps + 1)], n
+    assert [x["iteration"] for x in rows if "producer" not in x] == [1]
+
+
+def test_a_learner_gone_mid_run_never_holds_a_collector(cluster: Any, tmp_path: Path) -> None:
+    """The hub dies with the learner: the collector's calls go on returning, and its
+    close() says what was handed over and what was dropped, within its bound."""
+    log = _logger(tmp_path / "run")
+    link = aoff.ray.serve(log, timeout=2.0)
+    (actor,) = _collectors(link, ["orphan"])
+    ray.get(actor.run.remote(1, 101))
+    ray.kill(link.hub)  # the learner's side is gone
+    ray.get(actor.run.remote(101, 201))
+    report = ray.get(actor.close.remote(), timeout=30)
+    assert (report.sent, report.dropped, report.received) == (200, 200, None), report
+    assert report.error is not None and "hub is gone" in report.error
+    log.finish()
+    rows = read_jsonl(tmp_path / "run" / "metrics.jsonl")
+    assert [x["iteration"] for x in rows if x.get("producer") == "orphan"] == list(range(1, 101))
+
+
+class _Stuck:
+    """A hub that never answers (a learner that stopped reading, or an unreachable node)."""
+
+    def push(self, *args: Any) -> None:
+        time.sleep(3600)
+
+    def beat(self, *args: Any) -> None:
+        time.sleep(3600)
+
+
+def test_a_hub_that_never_answers_makes_the_producer_drop_by_its_policy(cluster: Any) -> None:
+    from aoff.ray import RayLink
+
+    stuck = ray.remote(num_cpus=0, concurrency_groups={"ctl": 2})(_Stuck).remote()
+    try:
+        link = RayLink(stuck, 500, "drop_oldest", 1.0, 0.01, 100, 2)
+        rlog = link.remote("stalled")
+        for i in range(10_000):  # returns at once: the hot path only appends
+            rlog.log_step(i, {"x": 1.0})
+        rlog.flush()  # bounded by the link's timeout
+        report = rlog.close()  # likewise
+        assert (report.sent, report.dropped, report.received) == (0, 10_000, None), report
+        assert report.error is not None and "did not" in report.error
+    finally:
+        ray.kill(stuck)
