@@ -55,7 +55,7 @@ def cluster() -> Iterator[Any]:
         yield c
     finally:
         ray.shutdown()
-        c.shutdown()
+        c.shutdown()  # type: ignore[no-untyped-call]
         if before is None:
             os.environ.pop("PYTHONPATH", None)
         else:
@@ -78,7 +78,8 @@ class _Collector:
         self.log.flush()
 
     def close(self) -> RemoteReport:
-        return self.log.close()
+        report: RemoteReport = self.log.close()
+        return report
 
 
 def _collectors(link: Any, names: list[str]) -> list[Any]:
