@@ -179,7 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     what = "standard 4-call iterations" if args.standard else "bare log_step calls"
     events = per * args.iterations * args.actors
     print(
-        f"| throughput: {args.actors} actors on the second node, {what} | events | events/s | wall |"
+        f"| throughput: {args.actors} actors on the second node, {what} "
+        "| events | events/s | wall |"
     )
     print("| --- | ---: | ---: | ---: |")
     for label, t in (
