@@ -21,6 +21,7 @@ from aoff._backends._base import Backend, BackendContext
 from aoff._backends._wandb import WandbBackend
 from aoff._core._records import RunConfig, StepRecord
 from aoff.testing import iter_wandb_records as iter_records
+from aoff.testing import read_wandb_config as read_config
 from aoff.testing import read_wandb_history as read_history
 
 wandb = pytest.importorskip("wandb")
@@ -66,6 +67,25 @@ def history_eventually(root: Path, rows: int, timeout: float = 20.0) -> list[dic
         got = read_history(run_file(root))
         if len(got) >= rows or time.monotonic() > deadline:
             return got
+        time.sleep(0.1)
+
+
+def runs_eventually(
+    root: Path, want: dict[str, int], timeout: float = 20.0
+) -> tuple[dict[str, tuple[Path, Any]], dict[str, list[dict[str, Any]]]]:
+    """Every offline run under ``root`` by display name (its file and ``run`` record) and
+    its history rows, once the runs named in ``want`` have that many rows each."""
+    deadline = time.monotonic() + timeout
+    while True:  # the offline writer may land the last records a moment after close
+        files: dict[str, tuple[Path, Any]] = {}
+        for f in sorted(root.rglob("offline-run-*/run-*.wandb")):
+            for r in iter_records(f):
+                if r.WhichOneof("record_type") == "run":
+                    files[r.run.display_name] = (f, r.run)
+        rows = {k: read_history(f) for k, (f, _) in files.items()}
+        if sorted(files) == sorted(want) and all(len(rows[k]) >= n for k, n in want.items()):
+            return files, rows
+        assert time.monotonic() < deadline, (sorted(files), rows)
         time.sleep(0.1)
 
 
@@ -119,57 +139,50 @@ async def test_offline_run_1000_steps(wandb_dir: Path) -> None:
 
 @pytest.mark.slow  # starts wandb's service process
 @pytest.mark.anyio
-async def test_a_producers_records_join_the_runs_latest_row_under_its_name(
-    wandb_dir: Path,
-) -> None:
-    """``log.remote(name)`` records (README, "Many producers"): W&B's step only grows, so
-    a producer's record is logged into the run's latest row, every tag under
-    ``<name>/`` with its own step and iteration. Several before the next learner step
-    share that row: the last one's values are what W&B keeps (the documented loss;
-    TensorBoard, JSONL and CSV keep every point). The learner's rows are untouched, and
-    the producer's charts use ``<name>/step`` as their x axis (defined once)."""
-    backend = WandbBackend(project="aoff-test", dir=wandb_dir)
+async def test_every_producer_record_is_kept_in_a_run_of_its_own(wandb_dir: Path) -> None:
+    """``log.remote(name)`` records (README, "Many producers"): several per learner step
+    are all kept, each a row of the producer's own W&B run (in the learner run's group),
+    charted against its own ``step``; the learner's rows are untouched."""
+    backend = WandbBackend(project="aoff-test", dir=wandb_dir, group="g1")
     await backend.open(BackendContext(say=lambda _: None))
 
-    def producer(step: int, it: int, x: float) -> StepRecord:
-        return StepRecord(step, it, 0.0, (("train/x", x),), producer="c0")
+    def producer(name: str, step: int, it: int, x: float) -> StepRecord:
+        return StepRecord(step, it, 0.0, (("train/x", x),), producer=name)
 
     await backend.write(
         [
-            producer(5, 1, 0.5),  # before any learner step: joins row 0
+            producer("c0", 5, 1, 0.5),  # before any learner step
             StepRecord(10, 1, 0.0, (("train/loss", 1.0),)),
-            producer(7, 2, 0.7),  # these two share the learner's row at step 10
-            producer(9, 3, 0.9),
+            producer("c0", 7, 2, 0.7),  # these three come between two learner steps
+            producer("c1", 7, 1, 0.1),
+            producer("c0", 7, 3, 0.9),  # the same step as the one before: kept too
             StepRecord(20, 2, 0.0, (("train/loss", 2.0),)),
         ]
     )
     await backend.close()
-    rows = history_eventually(wandb_dir, 3)
-    by_step = {r["_step"]: r for r in rows}
-    assert sorted(by_step) == [0, 10, 20]
-    assert (by_step[0]["c0/step"], by_step[0]["c0/iteration"], by_step[0]["c0/train/x"]) == (
-        5,
-        1,
-        0.5,
-    )
-    assert "train/loss" not in by_step[0]
-    ten = by_step[10]
-    assert (ten["iteration"], ten["train/loss"]) == (1, 1.0)
-    assert (ten["c0/step"], ten["c0/iteration"], ten["c0/train/x"]) == (9, 3, 0.9)
-    twenty = by_step[20]
-    assert (twenty["iteration"], twenty["train/loss"]) == (2, 2.0)
-    assert not any(k.startswith("c0/") for k in twenty)
-    assert "train/x" not in ten and "train/x" not in twenty  # never under the learner's tags
-    # W&B charts the producer against its own step (define_metric, read back as records)
-    metrics = [
-        r.metric
-        for r in iter_records(run_file(wandb_dir))
-        if r.WhichOneof("record_type") == "metric"
+    files, rows = runs_eventually(wandb_dir, {"RL_": 2, "RL_/c0": 3, "RL_/c1": 1})
+    learner = files["RL_"][1]
+
+    def points(name: str) -> list[tuple[Any, ...]]:
+        return [(r["step"], r["iteration"], r["train/x"]) for r in rows[name]]
+
+    assert points("RL_/c0") == [(5, 1, 0.5), (7, 2, 0.7), (7, 3, 0.9)]
+    assert points("RL_/c1") == [(7, 1, 0.1)]
+    assert [(r["_step"], r["iteration"], r["train/loss"]) for r in rows["RL_"]] == [
+        (10, 1, 1.0),
+        (20, 2, 2.0),
     ]
-    assert [(m.name, m.glob_name, m.step_metric) for m in metrics] == [
-        ("c0/step", "", ""),
-        ("", "c0/*", "c0/step"),
-    ]
+    assert not any(k.startswith(("c0", "step", "train/x")) for r in rows["RL_"] for k in r)
+    for name in ("RL_/c0", "RL_/c1"):
+        f, run = files[name]
+        assert (run.run_group, run.job_type, run.project) == ("g1", "producer", learner.project)
+        assert read_config(f) == {"producer": name[4:], "learner_run": learner.run_id}
+        # W&B charts the producer against its own step (define_metric, read back)
+        metrics = [r.metric for r in iter_records(f) if r.WhichOneof("record_type") == "metric"]
+        assert [(m.name, m.glob_name, m.step_metric) for m in metrics] == [
+            ("step", "", ""),
+            ("", "*", "step"),
+        ]
 
 
 @pytest.mark.anyio

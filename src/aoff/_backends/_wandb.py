@@ -5,11 +5,21 @@ finished here; otherwise a run is created with ``name or f"{algo}_{env}"`` and t
 config ``{algo, env, num_envs, obs_dim, action_dim, max_iterations}`` (merged with the
 ``config`` argument, whose keys win), ``dir`` when given, and entity/group/job_type/
 tags/notes only when given; that run is owned and finished at :meth:`close`. Each
-record is logged as ``run.log({"iteration": it, **scalars}, step=step)``. A producer's
-record (``log.remote(name)``) is logged at the run's latest step with every tag, and its
-own ``step``/``iteration``, under ``<name>/`` (W&B's step must only grow); the first one
-defines ``<name>/*`` with ``<name>/step`` as its step metric, so W&B charts a producer
-against its own step.
+record is logged as ``run.log({"iteration": it, **scalars}, step=step)``.
+
+Producers (``log.remote(name)``, ``aoff.ray``): every record is kept. A W&B run has one
+row per step and its step only grows, so a producer's several records between two
+learner steps cannot each have a row in the learner's run (joined to its latest row,
+the last would win). Each producer therefore gets a W&B run of its own, made on its
+first record (``reinit="create_new"``: ``wandb.run`` stays the learner's): named
+``<run name>/<name>``, ``job_type="producer"``, in the learner run's group (its
+``group``, or else a group named after the learner run's id: pass ``group=`` to see
+the learner in the same group), same project, entity and ``dir``, config
+``{"producer": name, "learner_run": <id>}``. Each record is one row, logged without a
+W&B step, as ``{"step", "iteration", **scalars}`` with ``step`` defined as the x axis of
+every key (``define_metric``), so W&B charts each record at the producer's own step,
+however many share a learner step. Producer runs are finished at :meth:`close` (before
+the learner's run); a resumed learner gets new producer runs.
 
 Config: the run's config is that seed config, then the ``config`` argument, then the
 logger's ``config=`` (:class:`~aoff._core._config.HParams` in the context; later keys
@@ -96,9 +106,8 @@ class WandbBackend:
         resume: bool = False,
     ) -> None:
         self.project = project
-        self._last_wandb_step = 0  # the latest step of the run's own records
-        #: producers (``log.remote(name)``) whose ``<name>/*`` charts use ``<name>/step``
-        self._producer_axes: set[str] = set()
+        #: producer name -> its own W&B run (``log.remote(name)``; see the module's doc)
+        self._producer_runs: dict[str, Any] = {}
         self.entity = entity
         self.run_name = name
         self.group = group
@@ -193,23 +202,46 @@ class WandbBackend:
         log = self.run.log
         for rec in records:
             if rec.producer is not None:
-                # W&B's step only grows: a producer's record joins the run's current row
-                # under "<name>/" (the latest value per row is kept; TensorBoard, JSONL
-                # and CSV keep every point)
-                p = rec.producer + "/"
-                if rec.producer not in self._producer_axes:
-                    # its charts' x axis: its own step, not the learner's
-                    self._producer_axes.add(rec.producer)
-                    self.run.define_metric(p + "step")
-                    self.run.define_metric(p + "*", step_metric=p + "step")
-                row: dict[str, Any] = {p + "step": rec.step, p + "iteration": rec.iteration}
-                row.update([(p + tag, v) for tag, v in rec.scalars])
-                log(row, step=self._last_wandb_step)
+                # a row of its own in the producer's run: every record kept
+                prun = self._producer_runs.get(rec.producer)
+                if prun is None:
+                    prun = self._producer_runs[rec.producer] = self._open_producer(rec.producer)
+                row: dict[str, Any] = {"step": rec.step, "iteration": rec.iteration}
+                row.update(rec.scalars)
+                prun.log(row)
                 continue
             own: dict[str, Any] = {"iteration": rec.iteration}
             own.update(rec.scalars)
             log(own, step=rec.step)
-            self._last_wandb_step = max(self._last_wandb_step, rec.step)
+
+    def _open_producer(self, name: str) -> Any:
+        """The W&B run of producer ``name`` (see the module's doc)."""
+        import wandb
+
+        learner = self.run
+        learner_id = str(learner.id)
+        kwargs: dict[str, Any] = {
+            "project": str(getattr(learner, "project", "") or self.project),
+            "name": f"{learner.name}/{name}",
+            "group": getattr(learner, "group", None) or self.group or learner_id,
+            "job_type": "producer",
+            "config": {"producer": name, "learner_run": learner_id},
+            "dir": self.dir,
+            "reinit": "create_new",
+            "settings": wandb.Settings(silent=True),
+        }
+        entity = getattr(learner, "entity", None) or self.entity
+        if entity:
+            kwargs["entity"] = entity
+        run = wandb.init(**kwargs)
+        run.define_metric("step")
+        run.define_metric("*", step_metric="step")
+        return run
+
+    def _finish_producers_sync(self) -> None:
+        runs, self._producer_runs = list(self._producer_runs.values()), {}
+        for run in runs:
+            run.finish()
 
     def _finish_sync(self) -> None:
         self.run.finish()
@@ -261,6 +293,8 @@ class WandbBackend:
                 values = self._config_due()  # keys logged after the last step
                 if values:
                     await wait_future(worker.submit(self._update_config_sync, values))
+            if self._producer_runs:
+                await wait_future(worker.submit(self._finish_producers_sync))
             if self.run is not None and self.owns_run:
                 await wait_future(worker.submit(self._finish_sync))
         finally:
