@@ -98,7 +98,7 @@ def test_every_step_of_every_far_actor_on_disk_in_order_and_a_killed_one_is_name
 ) -> None:
     run = tmp_path / "run"
     log = _logger(run)
-    link = aoff.ray.serve(log, lost_after=1.0)
+    link = aoff.ray.serve(log, lost_after=3.0)
     names = ["c0", "c1", "doomed"]
     actors = _collectors(link, names)
     here = ray.get_runtime_context().get_node_id()
@@ -133,7 +133,7 @@ def test_a_learner_gone_mid_run_never_holds_a_collector(cluster: Any, tmp_path: 
     """The hub dies with the learner: the collector's calls go on returning, and its
     close() says what was handed over and what was dropped, within its bound."""
     log = _logger(tmp_path / "run")
-    link = aoff.ray.serve(log, timeout=2.0)
+    link = aoff.ray.serve(log)
     (actor,) = _collectors(link, ["orphan"])
     ray.get(actor.run.remote(1, 101))
     ray.kill(link.hub)  # the learner's side is gone

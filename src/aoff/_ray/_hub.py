@@ -16,7 +16,7 @@ producer waiting for its ``close`` never holds another's ``push`` back):
     a producer's batches 0, 1, 2, ...: they enter the run in that order even if Ray runs
     two at once. Returns ``None``, or why this producer's events are not taken any more.
 ``beat(key)``
-    a producer with nothing to send says it is alive (about once a second).
+    a producer says it is alive (about once a second, whether or not it ships).
 ``flush(key, upto)`` / ``close(key, upto)``
     once batches ``0 .. upto-1`` are in: the run has written them / the producer's
     :class:`~aoff.RemoteReport` from its ``RemoteLogger``.

@@ -14,9 +14,9 @@ nothing more is shipped and the buffer's overflow policy applies at ``capacity``
 drop counted. If the hub is gone (the learner ended or crashed) or refuses this
 producer, what is left and what comes later is dropped and counted; :meth:`close` says
 so in its :class:`~aoff.RemoteReport`. ``flush()`` and ``close()`` wait at most
-``timeout`` (a dead node cannot hold them longer). A producer with nothing to send
-tells the hub it is alive about once a second (``beat``), so that a silent producer can
-be declared lost (see ``_hub.py``).
+``timeout`` (a dead node cannot hold them longer). Every producer also tells the hub it
+is alive about once a second (``beat``, answered by the hub's own threads even while
+pushes wait), so that a silent producer can be declared lost (see ``_hub.py``).
 """
 
 from __future__ import annotations
@@ -99,7 +99,8 @@ class _Pusher:
         self.done = threading.Event()
         self.wake = threading.Event()
         self.cond = threading.Condition()
-        self.last_call = time.monotonic()
+        self.last_beat = time.monotonic()
+        self.beat_ref: Any = None
         self.thread = threading.Thread(target=self._run, name=f"aoff-ray-{name}", daemon=True)
 
     # -- the thread ---------------------------------------------------------------------------
@@ -129,9 +130,11 @@ class _Pusher:
                     if self.closing and not len(self.buffer) and not self.held:
                         break
                 now = time.monotonic()
-                if not self.in_flight and now - self.last_call >= BEAT_INTERVAL and self.seq:
-                    self.last_call = now
-                    self.in_flight.append((beat.remote(self.key), 0))
+                if self.seq and now - self.last_beat >= BEAT_INTERVAL:
+                    # alive, even while pushes wait behind a slow hub (beats have their
+                    # own threads there): the hub declares a silent producer lost
+                    self.last_beat = now
+                    self._beat(ray, beat)
                 if self.in_flight and (full or self.closing):
                     ray.wait(
                         [r for r, _ in self.in_flight], num_returns=1, timeout=self.link.interval
@@ -169,7 +172,6 @@ class _Pusher:
                 ref = hub.push.remote(self.key, self.name, self.seq, _pickled(batch))
                 self.in_flight.append((ref, len(batch)))
                 self.seq += 1
-                self.last_call = time.monotonic()
         self.submitted = self.buffer.drained - len(self.held)
 
     def _ready_prefix(self, events: list[ev.Event]) -> list[ev.Event]:
@@ -191,6 +193,23 @@ class _Pusher:
                 e = resolve_event(e)
             out.append(e)
         return out
+
+    def _beat(self, ray: Any, beat: Any) -> None:
+        """Say this producer is alive (once the last beat was answered)."""
+        ref = self.beat_ref
+        if ref is not None:
+            ready, _ = ray.wait([ref], timeout=0)
+            if not ready:
+                return
+            try:
+                refused = ray.get(ref)
+            except Exception as exc:
+                self._give_up(f"the run's hub is gone ({type(exc).__name__}: {exc})")
+                return
+            if refused is not None:
+                self._give_up(f"the run's hub refused this producer: {refused}")
+                return
+        self.beat_ref = beat.remote(self.key)
 
     def _reap(self, ray: Any, timeout: float) -> None:
         """Take the hub's answers to the calls that have one (in order)."""

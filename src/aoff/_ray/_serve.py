@@ -16,7 +16,7 @@ from typing import Any
 
 from .._core._buffer import Overflow
 from ._hub import Hub, HubSpec
-from ._producer import RayLogger
+from ._producer import BEAT_INTERVAL, RayLogger
 
 __all__ = ["RayLink", "serve"]
 
@@ -74,8 +74,8 @@ def serve(
     :class:`~aoff.AsyncOffPolicyLogger` with a ``log_dir``) on this node and return the
     :class:`RayLink` to pass to Ray actors and tasks. Call it after ``ray.init()``.
 
-    ``lost_after``: seconds without a word from a producer (it sends at least one call a
-    second while alive) after which the hub declares it lost and the run reports it.
+    ``lost_after``: seconds without a word from a producer (it says it is alive every
+    second) after which the hub declares it lost and the run reports it (at least 2).
     The other arguments are :class:`RayLink`'s. Waits for the hub to start (a clear
     error if it cannot, e.g. aoff is not importable on the cluster's workers).
     """
@@ -87,6 +87,11 @@ def serve(
     for what, value in (("timeout", timeout), ("interval", interval), ("lost_after", lost_after)):
         if not value > 0:
             raise ValueError(f"{what} must be > 0, got {value!r}")
+    if lost_after < 2 * BEAT_INTERVAL:
+        raise ValueError(
+            f"lost_after must be >= {2 * BEAT_INTERVAL:g}s (producers say they are alive "
+            f"every {BEAT_INTERVAL:g}s), got {lost_after!r}"
+        )
     for what, n in (("batch", batch), ("max_in_flight", max_in_flight)):
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise ValueError(f"{what} must be a positive int, got {n!r}")
