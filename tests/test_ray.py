@@ -171,3 +171,35 @@ def test_a_hub_that_never_answers_makes_the_producer_drop_by_its_policy(cluster:
         assert report.error is not None and "did not" in report.error
     finally:
         ray.kill(stuck)
+
+
+def test_a_node_removed_mid_run_leaves_the_run_going_and_is_named(
+    cluster: Any, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    run = tmp_path / "run"
+    log = _logger(run)
+    link = aoff.ray.serve(log, lost_after=2.0)
+    node = cluster.add_node(num_cpus=1, resources={"doomed_node": 1})
+    try:
+        cluster.wait_for_nodes()
+        doomed = ray.remote(num_cpus=0, resources={"doomed_node": 1}, max_restarts=0)(
+            _Collector
+        ).remote(link, "on-the-lost-node")
+        (alive,) = _collectors(link, ["alive"])
+        ray.get([a.run.remote(1, 101) for a in (doomed, alive)])
+    finally:
+        cluster.remove_node(node)
+    ray.get(alive.run.remote(101, 201))
+    deadline = time.monotonic() + 30
+    while not link.lost() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert link.lost() == [("on-the-lost-node", 200)]
+    assert ray.get(alive.close.remote()) == RemoteReport("alive", 400, 0, 400, None)
+    report = log.finish()  # nothing left open: it does not wait for the lost node
+    assert not report.backend_errors
+    err = capfd.readouterr().err
+    assert "remote 'on-the-lost-node' (pid " in err and "200 events came from it" in err, err
+    rows = read_jsonl(run / "metrics.jsonl")
+    for n, steps in (("alive", 200), ("on-the-lost-node", 100)):
+        mine = [x["iteration"] for x in rows if x.get("producer") == n]
+        assert mine == list(range(1, steps + 1)), n
