@@ -15,8 +15,11 @@ pinned). Two measurements:
    standard 4-call iteration with ``--standard``); the time runs from the moment all are
    ready until the last ``close()`` returns (the run has confirmed every event). The
    learner's logger uses ``overflow="block"``, so nothing is dropped: a collector that
-   gets ahead of the run waits. Afterwards every JSONL row is read back: each actor's
-   iterations complete and in order.
+   gets ahead of the run waits. Also timed: when the hub had taken every event (its
+   answers back in the actor). Then the same actors do the same through
+   ``log.remote(name)`` (the one-host path, into a fresh run), side by side. Afterwards
+   every JSONL row of both runs is read back: each actor's iterations complete and in
+   order.
 
     python benchmarks/bench_ray.py [--actors 4] [--iterations 50000] [--standard]
 """
@@ -83,27 +86,67 @@ class Collector:
             assert r.complete, r
         return {"ray": percentiles_us(ray_ns), "local": percentiles_us(local_ns)}
 
-    def warm(self) -> None:
-        self.rlog.log_step(0, {"x": 0.0})
-        self.rlog.flush()
+    def warm(self, local: Any = None) -> None:
+        self.out = local if local is not None else self.rlog
+        self.out.log_step(0, {"x": 0.0})
+        self.out.flush()
 
     def run(self, n: int, standard: bool) -> tuple[float, float, float, float, Any]:
+        out = self.out
         t0 = time.monotonic()  # one clock for every process on this machine
         if standard:
-            iterate(self.rlog, 1, n, None)
+            iterate(out, 1, n, None)
         else:
-            log_step = self.rlog.log_step
+            log_step = out.log_step
             for i in range(1, n + 1):
                 log_step(i, {"x": 1.0})
         t_logged = time.monotonic()
-        # handed over: the hub has taken every event (its answers came back)
-        want = (EVENTS_PER_ITERATION if standard else 1) * n + 1
-        pusher = self.rlog._pusher
-        while pusher.sent < want and not pusher.gone:
-            time.sleep(0.001)
-        t_handed = time.monotonic()
-        report = self.rlog.close()
+        t_handed = float("nan")
+        pusher = getattr(out, "_pusher", None)
+        if pusher is not None:  # handed over: the hub has taken every event
+            want = (EVENTS_PER_ITERATION if standard else 1) * n + 1
+            while pusher.sent < want and not pusher.gone:
+                time.sleep(0.001)
+            t_handed = time.monotonic()
+        report = out.close()
         return t0, t_logged, t_handed, time.monotonic(), report
+
+
+def throughput(actor: Any, run: str, args: argparse.Namespace, via_ray: bool) -> dict[str, float]:
+    """``--actors`` far actors log into a fresh run, through ``aoff.ray`` or through
+    ``log.remote()``; the times (s) from the first start to the last logged / handed over
+    / confirmed, every row read back."""
+    import ray
+
+    log = make_logger(run, overflow="block")
+    link = aoff.ray.serve(log, timeout=300.0)
+    names = [f"collector{k}" for k in range(args.actors)]
+    actors = [actor.remote(link, n) for n in names]
+    ray.get(
+        [
+            x.warm.remote(None if via_ray else log.remote(n, timeout=300.0))
+            for x, n in zip(actors, names, strict=True)
+        ]
+    )
+    got = ray.get([x.run.remote(args.iterations, args.standard) for x in actors])
+    start = min(g[0] for g in got)
+    per = EVENTS_PER_ITERATION if args.standard else 1
+    for name, (*_, rep) in zip(names, got, strict=True):
+        want = per * args.iterations + 1
+        assert rep.dropped == 0 and rep.received == rep.sent == want, (name, rep)
+    rep = log.finish()
+    assert rep.dropped_events == 0, rep
+    rows: dict[str | None, list[int]] = {}
+    with open(os.path.join(run, "metrics.jsonl"), encoding="utf-8") as f:
+        for line in f:
+            row = json.loads(line)
+            rows.setdefault(row.get("producer"), []).append(row["iteration"])
+    for name in names:
+        assert rows.get(name) == list(range(args.iterations + 1)), name
+    return {
+        what: max(g[k] for g in got) - start
+        for k, what in ((1, "logged"), (2, "handed"), (3, "confirmed"))
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -138,29 +181,11 @@ def main(argv: list[str] | None = None) -> int:
             )
             log.finish()
 
-            # 2. throughput from N far actors
-            run = os.path.join(d, "throughput")
-            log = make_logger(run, overflow="block")
-            link = aoff.ray.serve(log, timeout=300.0)
-            names = [f"collector{k}" for k in range(args.actors)]
-            actors = [actor.remote(link, n) for n in names]
-            ray.get([x.warm.remote() for x in actors])
-            got = ray.get([x.run.remote(args.iterations, args.standard) for x in actors])
-            start = min(g[0] for g in got)
-            logged, handed, elapsed = (max(g[k] for g in got) - start for k in (1, 2, 3))
-            per = EVENTS_PER_ITERATION if args.standard else 1
-            for name, (*_, rep) in zip(names, got, strict=True):
-                want = per * args.iterations + 1
-                assert rep.dropped == 0 and rep.received == rep.sent == want, (name, rep)
-            rep = log.finish()
-            assert rep.dropped_events == 0, rep
-            rows: dict[str | None, list[int]] = {}
-            with open(os.path.join(run, "metrics.jsonl"), encoding="utf-8") as f:
-                for line in f:
-                    row = json.loads(line)
-                    rows.setdefault(row.get("producer"), []).append(row["iteration"])
-            for name in names:
-                assert rows.get(name) == list(range(args.iterations + 1)), name
+            # 2. throughput from N far actors: through aoff.ray, then through log.remote()
+            tp = {
+                "ray": throughput(actor, os.path.join(d, "ray"), args, True),
+                "local": throughput(actor, os.path.join(d, "local"), args, False),
+            }
     finally:
         ray.shutdown()
         cluster.shutdown()  # type: ignore[no-untyped-call]
@@ -177,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     print()
     what = "standard 4-call iterations" if args.standard else "bare log_step calls"
+    per = EVENTS_PER_ITERATION if args.standard else 1
     events = per * args.iterations * args.actors
     print(
         f"| throughput: {args.actors} actors on the second node, {what} "
@@ -184,9 +210,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     print("| --- | ---: | ---: | ---: |")
     for label, t in (
-        ("logged (the actors' calls returned)", logged),
-        ("handed over (the hub took them)", handed),
-        ("into the run, confirmed (JSONL written)", elapsed),
+        ("`aoff.ray`: logged (the actors' calls returned)", tp["ray"]["logged"]),
+        ("`aoff.ray`: handed over (the hub took them)", tp["ray"]["handed"]),
+        ("`aoff.ray`: into the run, confirmed (JSONL written)", tp["ray"]["confirmed"]),
+        ("`log.remote()`: logged", tp["local"]["logged"]),
+        ("`log.remote()`: into the run, confirmed (JSONL written)", tp["local"]["confirmed"]),
     ):
         print(f"| {label} | {events:,} | {events / t:,.0f} | {t:.2f} s |")
     print()

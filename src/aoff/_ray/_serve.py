@@ -66,7 +66,7 @@ def serve(
     *,
     timeout: float = 10.0,
     interval: float = 0.05,
-    batch: int = 16384,
+    batch: int = 4096,
     max_in_flight: int = 4,
     lost_after: float = 10.0,
 ) -> RayLink:
