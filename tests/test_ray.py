@@ -203,3 +203,31 @@ def test_a_node_removed_mid_run_leaves_the_run_going_and_is_named(
     for n, steps in (("alive", 200), ("on-the-lost-node", 100)):
         mine = [x["iteration"] for x in rows if x.get("producer") == n]
         assert mine == list(range(1, steps + 1)), n
+
+
+def test_serve_and_remote_check_their_arguments_and_a_logger_pickles(
+    cluster: Any, tmp_path: Path
+) -> None:
+    import pickle
+
+    log = _logger(tmp_path / "run")
+    try:
+        with pytest.raises(ValueError, match="lost_after must be >= 2s"):
+            aoff.ray.serve(log, lost_after=1.0)
+        with pytest.raises(ValueError, match="max_in_flight must be a positive int"):
+            aoff.ray.serve(log, max_in_flight=0)
+        link = aoff.ray.serve(log)
+        with pytest.raises(ValueError, match="bad producer name"):
+            link.remote("../up")
+        rlog = pickle.loads(pickle.dumps(link.remote("p")))
+        assert rlog.close() == RemoteReport("p", received=0)  # never used: nothing to send
+        with pytest.raises(RuntimeError, match=r"log_step\(\) on RayLogger 'p' after its close"):
+            rlog.log_step(1)
+    finally:
+        log.finish()
+    no_dir = OffPolicyLogger(log_backend="none", handle_sigterm=False, pump="thread")
+    try:
+        with pytest.raises(ValueError, match="needs a log_dir"):
+            aoff.ray.serve(no_dir)
+    finally:
+        no_dir.finish()

@@ -86,7 +86,10 @@ class _Pusher:
         self.buffer = EventBuffer(link.capacity, link.overflow)
         self.held: list[ev.Event] = []  # behind an event waiting for a device copy
         self.seq = 0  # batches submitted
-        self.in_flight: deque[tuple[Any, int]] = deque()  # (ObjectRef, events)
+        self.in_flight: deque[tuple[Any, int, int]] = deque()  # (ObjectRef, events, seq)
+        #: batches below this seq are known taken by the hub (its flush/close said so),
+        #: even if their own answers were lost with it
+        self.confirmed = 0
         self.sent = 0  # events the hub took
         self.lost = 0  # events dropped because the hub refused them or was gone
         self.unresolved = 0
@@ -137,7 +140,7 @@ class _Pusher:
                     self._beat(ray, beat)
                 if self.in_flight and (full or self.closing):
                     ray.wait(
-                        [r for r, _ in self.in_flight], num_returns=1, timeout=self.link.interval
+                        [r for r, _, _ in self.in_flight], num_returns=1, timeout=self.link.interval
                     )
                 else:
                     self.wake.wait(self.link.interval)
@@ -170,7 +173,7 @@ class _Pusher:
                     break
                 batch = events[i : i + step]
                 ref = hub.push.remote(self.key, self.name, self.seq, _pickled(batch))
-                self.in_flight.append((ref, len(batch)))
+                self.in_flight.append((ref, len(batch), self.seq))
                 self.seq += 1
         self.submitted = self.buffer.drained - len(self.held)
 
@@ -215,16 +218,19 @@ class _Pusher:
         """Take the hub's answers to the calls that have one (in order)."""
         if not self.in_flight:
             return
-        refs = [r for r, _ in self.in_flight]
+        refs = [r for r, _, _ in self.in_flight]
         ready, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout)
         if not ready:
             return
         done = set(ready)
         while self.in_flight and self.in_flight[0][0] in done:
-            ref, n = self.in_flight.popleft()
+            ref, n, seq = self.in_flight.popleft()
             try:
                 refused = ray.get(ref)
             except Exception as exc:
+                if seq < self.confirmed:  # taken: the hub said so before it went
+                    self.sent += n
+                    continue
                 self.lost += n
                 self._give_up(f"the run's hub is gone ({type(exc).__name__}: {exc})")
                 return
@@ -239,10 +245,18 @@ class _Pusher:
     def _give_up(self, why: str) -> None:
         self.error = self.error or why
         self.gone = True
-        self.lost += sum(n for _, n in self.in_flight) + len(self.held) + len(self.buffer.drain())
+        sent, unanswered = self.settle()
+        self.sent += sent
+        self.lost += unanswered + len(self.held) + len(self.buffer.drain())
         self.in_flight.clear()
         self.held = []
         self.buffer.close()
+
+    def settle(self) -> tuple[int, int]:
+        """Of the calls still unanswered: events known taken, and the others."""
+        flights = list(self.in_flight)
+        taken = sum(n for _, n, seq in flights if seq < self.confirmed)
+        return taken, sum(n for _, n, _ in flights) - taken
 
     # -- the caller's side --------------------------------------------------------------------
     def dropped(self) -> int:
@@ -377,6 +391,8 @@ class RayLogger(Recorder[None]):
             return
         if refused is not None:
             p.error = p.error or f"the run's hub refused this producer: {refused}"
+        else:
+            p.confirmed = max(p.confirmed, upto)
 
     def close(self) -> RemoteReport:
         """Send what is left, wait (at most the link's ``timeout``) for the run's word, and
@@ -412,7 +428,10 @@ class RayLogger(Recorder[None]):
                 p.error = p.error or f"the run's hub is gone ({type(exc).__name__}: {exc})"
         # calls never answered (a dead or unreachable hub) and events still held count
         # as dropped: close() never waits past its bound for them
-        dropped = p.dropped() + sum(n for _, n in list(p.in_flight)) + len(p.held)
+        if got is not None and got.error is None:
+            p.confirmed = max(p.confirmed, p.seq)  # the hub took every batch
+        taken, unanswered = p.settle()
+        dropped = p.dropped() + unanswered + len(p.held)
         error = p.error
         name, received = self._name, None
         if got is not None:
@@ -421,7 +440,7 @@ class RayLogger(Recorder[None]):
             error = error or got.error
         elif not p.seq and not p.gone:
             received = 0
-        self._report = RemoteReport(name, p.sent, dropped, received, error)
+        self._report = RemoteReport(name, p.sent + taken, dropped, received, error)
         return self._report
 
     async def aflush(self) -> None:
