@@ -1,17 +1,19 @@
 """``aoff.ray``: collectors on another node of a Ray cluster log into the run (issue #24).
 
-One real two-node cluster on this machine for the whole module (``ray.cluster_utils``: a
-head, where the learner and the hub run, and a second node with the ``far`` resource,
-where every collector actor is pinned). What is proven: every step of every actor
-reaches the run's files (JSONL and TensorBoard, each read back with its own reader),
-each actor's in order; an actor killed mid-run leaves the run going and is named, with
-what it had delivered; a learner whose hub is gone, or a hub that never answers, never
-holds a collector past its bound, and every event it could not deliver is counted.
+One real two-node cluster on this machine for every case (``ray.cluster_utils``: a head,
+where the learner and the hub run, and a second node with the ``far`` resource, where
+every collector actor is pinned; one more node is added, then removed). What is proven:
+every step of every actor reaches the run's files (JSONL and TensorBoard, each read
+back with its own reader), each actor's in order; an actor killed mid-run, or a node
+removed, leaves the run going and is named, with what it had delivered; a learner whose
+hub is gone, or a hub that never answers, never holds a collector past its bound, and
+every event it could not deliver is counted.
 Skipped when Ray is not installed (the ``aoff[ray]`` extra).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -28,8 +30,6 @@ from tests.conftest import read_jsonl, read_tensorboard
 
 ray = pytest.importorskip("ray")
 
-pytestmark = pytest.mark.slow  # a Ray cluster: ~10 s to start on the 2-core CI machine
-
 STEPS = 1000
 
 
@@ -39,8 +39,9 @@ def test_import_aoff_does_not_import_ray() -> None:
     assert out.stdout.split() == ["False", "True"]
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[Any]:
+@contextlib.contextmanager
+def two_nodes() -> Iterator[Any]:
+    """A head (the learner, the hub) and a second node with the ``far`` resource."""
     from ray.cluster_utils import Cluster
 
     # the workers the cluster starts must import aoff and this module, as this process does
@@ -60,6 +61,20 @@ def cluster() -> Iterator[Any]:
             os.environ.pop("PYTHONPATH", None)
         else:
             os.environ["PYTHONPATH"] = before
+
+
+@pytest.mark.slow  # a Ray cluster (~5-10 s to start here) and 5 cases: ~30 s
+def test_collectors_on_a_second_node(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """One cluster for every case (a Ray cluster costs ~5-10 s to start here, and
+    pytest-xdist would start one per worker for a module-scoped fixture)."""
+    with two_nodes() as cluster:
+        every_step_of_every_far_actor_on_disk_in_order_and_a_killed_one_is_named(
+            tmp_path / "kill", capfd
+        )
+        a_node_removed_mid_run_leaves_the_run_going_and_is_named(cluster, tmp_path / "node", capfd)
+        a_learner_gone_mid_run_never_holds_a_collector(tmp_path / "gone")
+        a_hub_that_never_answers_makes_the_producer_drop_by_its_policy()
+        serve_and_remote_check_their_arguments_and_a_logger_pickles(tmp_path / "args")
 
 
 class _Collector:
@@ -93,10 +108,9 @@ def _logger(run: Path) -> OffPolicyLogger:
     )
 
 
-def test_every_step_of_every_far_actor_on_disk_in_order_and_a_killed_one_is_named(
-    cluster: Any, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+def every_step_of_every_far_actor_on_disk_in_order_and_a_killed_one_is_named(
+    run: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    run = tmp_path / "run"
     log = _logger(run)
     link = aoff.ray.serve(log, lost_after=3.0)
     names = ["c0", "c1", "doomed"]
@@ -129,7 +143,7 @@ def test_every_step_of_every_far_actor_on_disk_in_order_and_a_killed_one_is_name
     assert [x["iteration"] for x in rows if "producer" not in x] == [1]
 
 
-def test_a_learner_gone_mid_run_never_holds_a_collector(cluster: Any, tmp_path: Path) -> None:
+def a_learner_gone_mid_run_never_holds_a_collector(tmp_path: Path) -> None:
     """The hub dies with the learner: the collector's calls go on returning, and its
     close() says what was handed over and what was dropped, within its bound."""
     log = _logger(tmp_path / "run")
@@ -156,7 +170,7 @@ class _Stuck:
         time.sleep(3600)
 
 
-def test_a_hub_that_never_answers_makes_the_producer_drop_by_its_policy(cluster: Any) -> None:
+def a_hub_that_never_answers_makes_the_producer_drop_by_its_policy() -> None:
     from aoff.ray import RayLink
 
     stuck = ray.remote(num_cpus=0, concurrency_groups={"ctl": 2})(_Stuck).remote()
@@ -173,10 +187,9 @@ def test_a_hub_that_never_answers_makes_the_producer_drop_by_its_policy(cluster:
         ray.kill(stuck)
 
 
-def test_a_node_removed_mid_run_leaves_the_run_going_and_is_named(
-    cluster: Any, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+def a_node_removed_mid_run_leaves_the_run_going_and_is_named(
+    cluster: Any, run: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    run = tmp_path / "run"
     log = _logger(run)
     link = aoff.ray.serve(log, lost_after=2.0)
     node = cluster.add_node(num_cpus=1, resources={"doomed_node": 1})
@@ -205,9 +218,7 @@ def test_a_node_removed_mid_run_leaves_the_run_going_and_is_named(
         assert mine == list(range(1, steps + 1)), n
 
 
-def test_serve_and_remote_check_their_arguments_and_a_logger_pickles(
-    cluster: Any, tmp_path: Path
-) -> None:
+def serve_and_remote_check_their_arguments_and_a_logger_pickles(tmp_path: Path) -> None:
     import pickle
 
     log = _logger(tmp_path / "run")

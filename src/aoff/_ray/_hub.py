@@ -135,6 +135,7 @@ class Hub:
                     ),
                     time.monotonic(),
                 )
+                self.cond.notify_all()
             if p.refused is not None:
                 return p.refused
             p.last_seen = time.monotonic()
@@ -168,6 +169,19 @@ class Hub:
                 p.last_seen = time.monotonic()
             return p.refused
 
+    def _find(self, key: str, upto: int) -> _Producer | None:
+        """The producer ``key``; if it sent batches that are not here yet (a flush or
+        close can overtake its pushes: they run on other threads), wait for the first
+        (bounded)."""
+        deadline = time.monotonic() + self.spec.timeout
+        with self.cond:
+            while key not in self.producers and upto > 0:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self.cond.wait(min(left, 0.1))
+            return self.producers.get(key)
+
     def _wait_for(self, p: _Producer, upto: int) -> bool:
         deadline = time.monotonic() + self.spec.timeout
         with self.cond:
@@ -179,9 +193,9 @@ class Hub:
         return p.next_seq >= upto
 
     def flush(self, key: str, upto: int) -> str | None:
-        p = self.producers.get(key)
+        p = self._find(key, upto)
         if p is None:
-            return None
+            return None if upto == 0 else "the hub never got this producer's batches"
         if not self._wait_for(p, upto):
             return p.refused or f"the hub did not get every batch within {self.spec.timeout:g}s"
         if p.refused is None:
@@ -190,9 +204,11 @@ class Hub:
         return p.refused
 
     def close(self, key: str, name: str, upto: int) -> RemoteReport:
-        p = self.producers.get(key)
+        p = self._find(key, upto)
         if p is None:
-            return RemoteReport(name, received=0)
+            if upto == 0:
+                return RemoteReport(name, received=0)
+            return RemoteReport(name, error="the hub never got this producer's batches")
         complete = self._wait_for(p, upto)
         with self.lock:
             if p.refused is not None and p.report is not None:
