@@ -161,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--chunk", type=int, default=50, help="transitions per chunk")
     p.add_argument("--sync-every", type=int, default=100, help="updates between weight syncs")
     p.add_argument("--address", default=None, help="a Ray cluster to join (default: start one)")
+    # small by default: a minute on a laptop's CPU (pass --total-steps 20000 to learn more)
+    p.set_defaults(total_steps=3000, learning_starts=1000, hidden=64, batch_size=64)
     args = p.parse_args(argv)
     if not 1 <= args.collectors <= 64:
         p.error("--collectors must be 1..64")
