@@ -161,11 +161,15 @@ class _Pusher:
                 self.cond.notify_all()
 
     def _ship(self, hub: Any) -> None:
-        events = self.held + self.buffer.drain() if self.held else self.buffer.drain()
+        # take from the buffer only what the free calls can carry: the rest waits there,
+        # where the overflow policy bounds it
+        step = self.link.batch
+        room = (self.link.max_in_flight - len(self.in_flight)) * step - len(self.held)
+        fresh = self.buffer.drain(room) if room > 0 else []
+        events = self.held + fresh if self.held else fresh
         self.held = []
         if events:
             events = self._ready_prefix(events)
-            step = self.link.batch
             for i in range(0, len(events), step):
                 if len(self.in_flight) >= self.link.max_in_flight:
                     # no slot left: the rest waits, oldest first, for the next round
