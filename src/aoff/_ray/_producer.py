@@ -46,6 +46,8 @@ __all__ = ["RayLogger"]
 
 #: seconds between beats while a producer has nothing to send
 BEAT_INTERVAL = 1.0
+#: seconds between rounds while a batch's worth or more waits in the buffer (a burst)
+BUSY_INTERVAL = 0.005
 #: a burst: while the buffer holds more than this many batches' worth, trim beyond it
 BURST_FACTOR = 4
 
@@ -138,13 +140,16 @@ class _Pusher:
                     # own threads there): the hub declares a silent producer lost
                     self.last_beat = now
                     self._beat(ray, beat)
+                backlog = len(self.buffer) >= self.link.batch
                 if self.in_flight and (full or self.closing):
                     ray.wait(
                         [r for r, _, _ in self.in_flight], num_returns=1, timeout=self.link.interval
                     )
-                else:
+                elif not backlog:
                     self.wake.wait(self.link.interval)
                     self.wake.clear()
+                else:  # a burst: the next round comes sooner
+                    time.sleep(BUSY_INTERVAL)
             # closing: every event is submitted; wait (bounded) for the hub's answers
             while self.in_flight and not self.gone:
                 left = self.close_by - time.monotonic()
