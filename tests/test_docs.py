@@ -143,3 +143,32 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     assert (site / "reference" / "api" / "index.html").is_file()
+
+
+def test_the_readme_stays_an_overview() -> None:
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= 200, f"README.md has {len(lines)} lines; move detail into docs/"
+    assert lines[0] == "# aoff"
+    commands = [line for line in lines[:10] if line.startswith("python3 -m venv .venv")]
+    assert [c.endswith("# tests") or "aoff demo" in c for c in commands] == [True, True]
+
+
+def test_the_dashboard_picture_is_drawn_from_a_real_demo_run(tmp_path: Path) -> None:
+    out = tmp_path / "dashboard.svg"
+    script = ROOT / "scripts" / "make_dashboard_svg.py"
+    proc = subprocess.run(
+        [sys.executable, str(script), "--out", str(out), "--iterations", "12", "--iter-ms", "2"],
+        cwd=tmp_path,
+        env=_env(),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    svg = out.read_text()
+    assert svg.startswith("<svg") and "Generated with Rich" in svg
+    # the frame is the demo's: its header names the simulated run, mid-way
+    text = svg.replace("&#160;", " ")
+    assert "SAC" in text and "Pendulum-v1" in text and "iter" in text
+    assert (ROOT / "docs" / "assets" / "dashboard.svg").read_text().startswith("<svg")
