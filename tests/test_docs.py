@@ -173,3 +173,14 @@ def test_the_dashboard_picture_is_drawn_from_a_real_demo_run(tmp_path: Path) -> 
     text = svg.replace("&#160;", " ")
     assert "SAC" in text and "Pendulum-v1" in text and "iter" in text
     assert (ROOT / "docs" / "assets" / "dashboard.svg").read_text().startswith("<svg")
+
+
+def test_users_never_meet_the_word_seed_for_the_original_logger() -> None:
+    # a random seed is a seed; the logger aoff replaces is named on its migration page
+    allowed = re.compile(r"random\s+seed|--seed|rng_seed", re.I)
+    for page in doc_pages():
+        text = allowed.sub("", page.read_text())
+        hits = [m.start() for m in re.finditer(r"seed", text, re.I)]
+        assert not hits, (
+            f"{page.relative_to(ROOT)}: 'seed' at {text[hits[0] - 40 : hits[0] + 40]!r}"
+        )
