@@ -2,7 +2,8 @@
 
 Each case is checked on what reaches the disk: TensorBoard read back with its own
 ``EventAccumulator`` and JSONL read back line by line as strict JSON, against the
-``FinishReport``. ``docs/exits-and-faults.md`` lists every case and the test that shows it.
+``FinishReport``. ``docs/reference/exits-and-faults.md`` lists every case and the test
+that shows it.
 """
 
 from __future__ import annotations
@@ -474,7 +475,7 @@ async def test_a_wall_clock_stepping_back_does_not_freeze_the_dashboard_async(
 @pytest.mark.anyio
 async def test_the_pump_throttles_frames_on_its_monotonic_clock_not_the_wall_clock() -> None:
     """The same at the ``Pump``, with the wall clock injected and ``time.monotonic``
-    for the throttle (the public ``clock=`` moves both: see docs/exits-and-faults.md)."""
+    for the throttle (the public ``clock=`` moves both: see docs/reference/exits-and-faults.md)."""
     clock = SteppingBackClock(time.time)
     buffer = EventBuffer()
     display = RecordingDisplay()

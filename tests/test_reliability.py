@@ -513,7 +513,7 @@ def test_finish_report_is_complete_only_when_nothing_was_lost() -> None:
     assert not FinishReport(backend_lost={"tb": 1}).complete
 
 
-# -- bad input: one test per row of docs/input-handling.md ----------------------------------
+# -- bad input: one test per row of docs/reference/input-handling.md -------------------------
 def make_logger_with(log_dir: Path, *extra: Backend) -> OffPolicyLogger:
     """A logger writing TensorBoard and JSONL files into ``log_dir`` (plus ``extra``)."""
     from aoff._backends._jsonl import JsonlBackend

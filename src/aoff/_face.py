@@ -107,7 +107,7 @@ if hasattr(os, "register_at_fork"):
 class Face(Recorder[R], Generic[R]):
     """The constructor both faces share, so their arguments cannot drift apart.
 
-    Arguments up to ``wandb_notes`` are the seed logger's, with the same defaults (the
+    Arguments up to ``wandb_notes`` are the original logger's, with the same defaults (the
     W&B project defaults to ``"aoff"``); the rest are aoff's own, keyword-only. A face
     finishes its own set-up in :meth:`_setup_face` (how it runs the pump, signals).
     """

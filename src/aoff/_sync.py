@@ -107,7 +107,7 @@ if hasattr(os, "register_at_fork"):  # a forked child's exit hook has nothing to
 class OffPolicyLogger(Face[None]):
     """Rich dashboard + TensorBoard/W&B/JSONL logger for off-policy RL (sync face).
 
-    Arguments up to ``wandb_notes`` are the seed logger's, with the same defaults (the
+    Arguments up to ``wandb_notes`` are the original logger's, with the same defaults (the
     W&B project defaults to ``"aoff"``). aoff's own options are keyword-only:
 
     backends

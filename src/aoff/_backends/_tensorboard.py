@@ -67,7 +67,7 @@ class TensorBoardBackend:
     """Writes each :class:`~aoff.StepRecord` as one TensorBoard ``Event`` of scalars.
 
     ``log_dir`` is created if needed; the event file goes straight into it. If the
-    ``tensorboard`` package cannot be imported, :meth:`open` prints the seed's yellow
+    ``tensorboard`` package cannot be imported, :meth:`open` prints the original logger's yellow
     ``tensorboard not installed`` and the backend does nothing from then on.
     """
 

@@ -262,7 +262,7 @@ class Recorder(Generic[R]):
         return self._put((ev.STAGING_POOL, self._clock(), current_len, max_size))
 
     def update_replay_queue(self, current_len: int, max_size: int) -> R:
-        """Alias of :meth:`update_staging_pool` (the seed's older name)."""
+        """Alias of :meth:`update_staging_pool` (the original logger's older name)."""
         return self.update_staging_pool(current_len, max_size)
 
     def set_collection_sync(self, enabled: bool, env_steps_per_sync: int = 0) -> R:

@@ -15,10 +15,10 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class StepRecord:
-    """One step's scalars, in the order the seed logger wrote them.
+    """One step's scalars, in the order the original logger wrote them.
 
     ``scalars`` is a tuple of ``(tag, value)`` pairs rather than a dict so that the rare
-    case of two inputs mapping to one tag is written twice, exactly like the seed's
+    case of two inputs mapping to one tag is written twice, exactly like the original logger's
     ``add_scalar`` loop did (a dict view, :meth:`as_dict`, keeps the last one, like W&B).
     """
 
