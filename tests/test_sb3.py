@@ -125,3 +125,21 @@ def test_bad_arguments_fail_at_configure(tmp_path: Path) -> None:
         aoff.sb3.configure(str(tmp_path), ["xml"])
     with pytest.raises(TypeError, match="sets log_dir"):
         aoff.sb3.configure(str(tmp_path), ["csv"], log_dir="elsewhere")
+
+
+@pytest.mark.slow  # real SB3 training in a subprocess (tests/test_examples.py's conventions)
+def test_sb3_sac_example_runs_and_logs(tmp_path: Path) -> None:
+    from .test_examples import EXAMPLES, _run
+
+    logdir = tmp_path / "sb3_sac"
+    args = [str(EXAMPLES / "sb3_sac.py"), "--total-steps", "600", "--learning-starts", "100"]
+    args += ["--logdir", str(logdir), "--hidden", "16", "--batch-size", "32"]
+    proc = _run(args, tmp_path)
+    assert "sb3_sac: seed 0, 600 env steps" in proc.stdout and "lost 0" in proc.stdout
+    assert "Training complete" in proc.stdout  # aoff's dashboard summary ("stdout")
+    sc = read_tensorboard(logdir)
+    assert [s for s, _ in sc["rollout/ep_rew_mean"]] == [200, 400, 600]
+    assert sc["reward/mean"] == sc["rollout/ep_rew_mean"]
+    assert len(sc["train/critic_loss"]) == 3
+    header = (logdir / "progress.csv").read_text().splitlines()[0].split(",")
+    assert header[:3] == ["step", "iteration", "wall_time"] and "train/actor_loss" in header
