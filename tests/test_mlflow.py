@@ -197,3 +197,16 @@ def test_a_store_that_fails_costs_the_run_nothing_and_is_reported(
     assert report.backend_written["jsonl"] == 5
     assert report.backend_lost["mlflow"] == 5 and "mlflow" in report.backend_errors
     assert "open failed" in report.backend_errors["mlflow"]
+
+
+def test_without_mlflow_the_constructor_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "mlflow" else real(name, *a)
+    )
+    with pytest.raises(ImportError, match=r"pip install 'aoff\[mlflow\]'"):
+        OffPolicyLogger(log_backend="none", backends=("mlflow",), handle_sigterm=False)

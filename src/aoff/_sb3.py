@@ -54,10 +54,8 @@ from stable_baselines3.common.logger import (
     Video,
 )
 
-from ._core._warning import AoffWarning
-from ._display._api import NullDisplay
-from ._report import FinishReport
-from ._sync import OffPolicyLogger
+# public names: they keep their place whatever the package's inner layout
+from . import AoffWarning, FinishReport, NullDisplay, OffPolicyLogger
 
 __all__ = ["FORMATS", "AoffLogger", "AoffOutputFormat", "configure"]
 
