@@ -24,9 +24,10 @@ What is written:
 * metrics in ``log_batch`` calls within MLflow's limits: at most 1,000 metrics (and
   1,000 entities) a call, at most 100 params or tags a call.
 * the run's config (the run description: algo, env, sizes; then ``config=`` and
-  ``log_config``) as params, ``str(value)`` cut to MLflow's 6,000 characters. MLflow params cannot change:
-  a key whose value changes later keeps its first value as the param, and the new value
-  goes to the run tag ``aoff.config.<key>`` (with one console line naming the keys).
+  ``log_config``) as params, ``str(value)`` cut to MLflow's 6,000 characters. MLflow
+  params cannot change: a key whose value changes later keeps its first value as the
+  param, and the new value goes to the run tag ``aoff.config.<key>`` (with one console
+  line naming the keys).
 
 Runs: a run created here has its id stored in ``dir/mlflow-run-id`` (``dir`` is the
 logger's ``log_dir`` when the backend is built by name); with ``resume=True``
