@@ -22,6 +22,7 @@ from ._sync import OffPolicyLogger
 if TYPE_CHECKING:
     from ._backends._csv import CsvBackend
     from ._backends._jsonl import JsonlBackend
+    from ._backends._mlflow import MlflowBackend
     from ._backends._tensorboard import TensorBoardBackend
     from ._backends._wandb import WandbBackend
 
@@ -30,6 +31,7 @@ _LAZY = {
     "TensorBoardBackend": "._backends._tensorboard",
     "CsvBackend": "._backends._csv",
     "JsonlBackend": "._backends._jsonl",
+    "MlflowBackend": "._backends._mlflow",
     "WandbBackend": "._backends._wandb",
 }
 
@@ -55,6 +57,7 @@ __all__ = [
     "Display",
     "FinishReport",
     "JsonlBackend",
+    "MlflowBackend",
     "NullDisplay",
     "OffPolicyLogger",
     "Overflow",

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 BackendSpec = str | Backend
 PumpMode = Literal["process", "thread"]
 PUMP_MODES: tuple[PumpMode, ...] = ("process", "thread")
-BACKEND_NAMES = ("tensorboard", "jsonl", "csv", "wandb")
+BACKEND_NAMES = ("tensorboard", "jsonl", "csv", "wandb", "mlflow")
 DEFAULT_WANDB_PROJECT = "aoff"
 
 
@@ -152,7 +152,9 @@ class Options:
             return "display="
         if self.clock is not None:
             return "clock="
-        if any(not isinstance(b, str) for b in self.backends):
+        # a backend that is plain data until opened (``portable = True``, e.g. MlflowBackend)
+        # is pickled to the agent with these options
+        if any(not isinstance(b, str) and not getattr(b, "portable", False) for b in self.backends):
             return "Backend objects in backends="
         return None
 
@@ -171,7 +173,7 @@ class Options:
             if name not in BACKEND_NAMES:
                 raise ValueError(
                     f"unknown backend {name!r}: use 'tensorboard', 'jsonl', 'csv', "
-                    "'wandb' or a Backend object"
+                    "'wandb', 'mlflow' or a Backend object"
                 )
             if name in ("tensorboard", "jsonl", "csv") and not self.log_dir:
                 what = {
@@ -180,6 +182,11 @@ class Options:
                     "csv": "writes log_dir/progress.csv",
                 }[name]
                 raise ValueError(f"backends=({name!r}, ...) needs log_dir ({what})")
+            if name == "mlflow":
+                import importlib.util
+
+                if importlib.util.find_spec("mlflow") is None:  # finds, imports nothing
+                    raise ImportError("backends=('mlflow', ...) needs: pip install 'aoff[mlflow]'")
             if name not in out:
                 out.append(name)
         return out
@@ -208,6 +215,10 @@ class Options:
             from ._backends._csv import CsvBackend
 
             return CsvBackend(os.path.join(self.log_dir, "progress.csv"))
+        if name == "mlflow":  # where to: MLflow's environment variables (see _mlflow.py)
+            from ._backends._mlflow import MlflowBackend
+
+            return MlflowBackend(dir=self.log_dir or None, resume=self.resume_step is not None)
         from ._backends._wandb import WandbBackend
 
         return WandbBackend(

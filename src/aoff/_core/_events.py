@@ -92,6 +92,12 @@ FIELDS: Final[dict[int, tuple[str, ...]]] = {
     REMOTE: ("producer", "event"),
 }
 
+#: kinds numbered apart from the contiguous ones above (named in ``EXTRA_NAMES``), so a
+#: kind added there never takes their number
+EPISODES: Final = 64  # (returns: tuple, lengths: tuple): episodes that ended (log_episodes)
+EXTRA_NAMES: Final[dict[int, str]] = {EPISODES: "log_episodes"}
+FIELDS[EPISODES] = ("returns", "lengths")
+
 KIND = 0
 WALL = 1
 #: positions of a STEP event's fields
@@ -120,7 +126,9 @@ def finish_event(wall_time: float, title: str, extra_summary: str, interrupted: 
 def name_of(event: Event) -> str:
     """The public call that recorded ``event`` (for messages)."""
     kind = event[0]
-    return NAMES[kind] if isinstance(kind, int) and 0 <= kind < len(NAMES) else repr(kind)
+    if isinstance(kind, int) and 0 <= kind < len(NAMES):
+        return NAMES[kind]
+    return EXTRA_NAMES.get(kind, repr(kind)) if isinstance(kind, int) else repr(kind)
 
 
 def steps_in(events: list[Event]) -> int:

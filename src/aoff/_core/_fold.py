@@ -52,6 +52,7 @@ class Folder:
 
     __slots__ = (
         "_collector_tags",
+        "_episodes",
         "_histograms",
         "_metric_tags",
         "_own_timing",
@@ -72,6 +73,9 @@ class Folder:
         self._metric_tags: dict[str, str] = {}
         self._reward_tags: dict[str, str] = {}
         self._collector_tags: dict[str, str] = {}
+        # episodes that ended since the last step (log_episodes): return sum, count,
+        # length sum, count
+        self._episodes: list[float] = [0.0, 0.0, 0.0, 0.0]
         # logged since the last step, attached to the next one (log_histogram, system)
         self._histograms: dict[str, Histogram] = {}
         self._system: dict[str, float] | None = None
@@ -208,6 +212,8 @@ class Folder:
             s.env_steps_per_sync = self._int("set_collection_sync", "env_steps_per_sync", event[3])
         elif kind == ev.EP_LENGTH:
             s.ep_length = self._num("update_ep_length", "length", event[2])
+        elif kind == ev.EPISODES:
+            self._fold_episodes(event[2], event[3])
         elif kind == ev.STATUS:
             s.status = str(event[2])
         elif kind == ev.SAVE:
@@ -251,6 +257,9 @@ class Folder:
         if kind == ev.CONFIG:  # the run has one config: a producer may add to it
             s.hparams.merge(inner[2])
             return None
+        if kind == ev.EPISODES:  # a collector's episodes are the run's episodes
+            self._fold_episodes(inner[2], inner[3])
+            return None
         sub = self._remotes.get(name)
         if sub is None:
             if not self._remotes:
@@ -278,6 +287,30 @@ class Folder:
             if kind == ev.COLLECTOR_TIMING:
                 self._average_timing()
         return None
+
+    def _fold_episodes(self, returns: object, lengths: object) -> None:
+        """Episodes that ended: the dashboard's reward and length now, their means in the
+        next step's record."""
+        acc = self._episodes
+        where = "log_episodes"
+        for values, at in ((returns, 0), (lengths, 2)):
+            if not isinstance(values, tuple):
+                self._bad(where, at, f"{where}: a malformed event; skipped")
+                continue
+            total, n = 0.0, 0
+            for v in values:
+                f = self._num_or_skip(where, "returns" if at == 0 else "lengths", v)
+                if f is not None:
+                    total += f
+                    n += 1
+            if not n:
+                continue
+            acc[at] += total
+            acc[at + 1] += n
+            if at == 0:
+                self.state.reward_history.append(total / n)
+            else:
+                self.state.ep_length = total / n
 
     def _average_timing(self) -> None:
         """The dashboard's collector timings: per key, the mean of the run's own latest
@@ -367,6 +400,13 @@ class Folder:
             out.extend(
                 [(rt.get(k) or rt.setdefault(k, reward_tag(k)), v) for k, v in components.items()]
             )
+        acc = self._episodes
+        if acc[1] or acc[3]:  # episodes ended since the previous step (log_episodes)
+            if acc[1]:
+                out += (("episode/return", acc[0] / acc[1]), ("episode/count", acc[1]))
+            if acc[3]:
+                s.ep_length = acc[2] / acc[3]
+            self._episodes = [0.0, 0.0, 0.0, 0.0]
         if s.ep_length > 0:
             out.append(("episode/length", s.ep_length))
         out += (
