@@ -14,6 +14,7 @@ manager, and W&B's ``sync_tensorboard`` in real offline mode.
 from __future__ import annotations
 
 import importlib.util
+import json
 import random
 import time
 from pathlib import Path
@@ -310,3 +311,23 @@ def test_wandb_sync_tensorboard_sees_the_writer(
     returns = [r["charts/return"] for r in rows if "charts/return" in r]
     assert returns == [0.0, 10.0, 20.0, 30.0, 40.0]
     assert {"q_a/q", "q_b/q"} <= keys  # add_scalars' sub-runs, named by their folders
+
+
+def test_extras_jsonl_and_csv_and_the_pump_stays_in_the_agent(tmp_path: Path) -> None:
+    import pandas as pd
+
+    from aoff._agent._side import AgentSide
+
+    with SummaryWriter(str(tmp_path), backends=("jsonl", "csv")) as w:
+        assert isinstance(w._engine._pump, AgentSide)  # no dashboard, still process mode
+        w.add_scalar("loss", 0.5, 3)
+        w.add_scalars("q", {"a": 1.0}, 3)
+        w.add_text("note", "hi", 4)
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [(r["step"], r.get("loss"), r.get("q"), r.get("run"), r.get("note")) for r in rows] == [
+        (3, 0.5, None, None, None),
+        (3, None, 1.0, "q_a", None),
+        (4, None, None, None, "hi"),
+    ]
+    csv = pd.read_csv(tmp_path / "progress.csv")
+    assert csv["loss"].tolist()[0] == 0.5 and csv["run"].tolist()[1] == "q_a"

@@ -36,6 +36,7 @@ from typing import Any, NoReturn
 
 from ._core import _events as ev
 from ._core._capture import activate, capture_tensor, finish
+from ._core._buffer import Overflow
 from ._core._histogram import DEFER_MAX
 from ._core._pending import Gather, pending_event
 from ._core._warning import AoffWarning
@@ -286,10 +287,17 @@ class SummaryWriter:
     dashboard
         draw aoff's live dashboard (default ``False``: the script's own prints stay as
         they are; the pump runs in aoff's agent process either way).
+    total_steps
+        the dashboard's end: the ``global_step`` the run ends at (for its progress and
+        ETA; 0, the default: no end shown).
     backends
         more outputs besides TensorBoard: ``"jsonl"`` (``log_dir/metrics.jsonl``),
         ``"csv"`` (``log_dir/progress.csv``), ``"wandb"`` (``wandb_project``, ...).
-    capacity, overflow, finish_timeout, pump, ranks, wandb_*
+    capacity, overflow
+        aoff's event buffer (100,000 events by default). ``overflow="block"`` (the
+        default here, like torch's writer, whose calls wait when its queue is full):
+        a call waits for room, so nothing is lost; ``"drop_oldest"`` never waits.
+    finish_timeout, pump, ranks, wandb_*
         as for :class:`aoff.OffPolicyLogger`.
     """
 
@@ -303,9 +311,10 @@ class SummaryWriter:
         filename_suffix: str = "",
         *,
         dashboard: bool = False,
+        total_steps: int = 0,
         backends: Sequence[str] = (),
         capacity: int | None = None,
-        overflow: str = "drop_oldest",
+        overflow: Overflow = "block",
         finish_timeout: float = 10.0,
         pump: PumpMode = "process",
         ranks: str = "zero",
@@ -331,6 +340,7 @@ class SummaryWriter:
             {"tb_filename_suffix": filename_suffix, "tb_purge_step": purge_step},
             algo_name="SummaryWriter",
             env_name=self._logdir,
+            max_iterations=total_steps,
             log_dir=os.path.abspath(self._logdir),
             log_backend="tensorboard",
             wandb_project=wandb_project,

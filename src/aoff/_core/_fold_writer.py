@@ -108,7 +108,7 @@ def fold_writer(f: Checks, e: ev.Event) -> StepRecord | None:
         metrics = e[4]
         values = f._mapping(where, metrics)
         hp = WriterHParams(dict(e[3]), tuple(metrics), dict(e[5]))
-        return StepRecord(step, step, wall, tuple(values.items()), run=run, hparams=hp)
+        return StepRecord(step, step, wall, tuple(values.items()), run=run, hparams=hp, writer=True)
     tag = e[3]
     if type(run) is not str or type(tag) is not str:  # the calls check both
         f._bad(where, tag, f"{where}: malformed event {e!r:.80}; skipped")
@@ -121,11 +121,11 @@ def fold_writer(f: Checks, e: ev.Event) -> StepRecord | None:
         _seen(f, step)
         if not run:
             f.state.latest_metrics[tag] = value
-        return StepRecord(step, step, wall, ((tag, value),), run=run, tensor_style=e[6])
+        return StepRecord(step, step, wall, ((tag, value),), run=run, tensor_style=e[6], writer=True)
     if kind == ev.W_TEXT:  # (run, tag, text, step)
         step = _step(f, where, e[5])
         _seen(f, step)
-        return StepRecord(step, step, wall, (), run=run, texts=((tag, str(e[4])),))
+        return StepRecord(step, step, wall, (), run=run, texts=((tag, str(e[4])),), writer=True)
     # W_HISTOGRAM: (run, tag, values, step, bins, max_bins)
     step = _step(f, where, e[5])
     try:
@@ -134,4 +134,4 @@ def fold_writer(f: Checks, e: ev.Event) -> StepRecord | None:
         f._bad(where, tag, f"{where}: {tag!r:.60}: {type(exc).__name__}: {exc}; skipped")
         return None
     _seen(f, step)
-    return StepRecord(step, step, wall, (), (h,), run=run)
+    return StepRecord(step, step, wall, (), (h,), run=run, writer=True)

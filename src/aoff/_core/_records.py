@@ -32,8 +32,10 @@ class StepRecord:
     #: the :class:`~aoff.RemoteLogger` that logged this step (``None``: the run's own
     #: logger); its ``step`` and ``iteration`` are that producer's own
     producer: str | None = None
-    #: ``aoff.tensorboard.SummaryWriter`` only (one record a call, ``_core/_fold_writer``):
-    #: the run folder under ``log_dir`` (``""``: ``log_dir`` itself; ``add_scalars`` and
+    #: ``aoff.tensorboard.SummaryWriter``'s records (one a call, ``_core/_fold_writer``):
+    #: True, and its ``step`` is the call's ``global_step`` (it may go back) ...
+    writer: bool = False
+    #: ... the run folder under ``log_dir`` (``""``: ``log_dir`` itself; ``add_scalars`` and
     #: ``add_hparams`` write into others), ...
     run: str = ""
     #: ... ``add_text``'s ``(tag, text)`` pairs, ...
