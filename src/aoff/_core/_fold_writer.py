@@ -121,7 +121,9 @@ def fold_writer(f: Checks, e: ev.Event) -> StepRecord | None:
         _seen(f, step)
         if not run:
             f.state.latest_metrics[tag] = value
-        return StepRecord(step, step, wall, ((tag, value),), run=run, tensor_style=e[6], writer=True)
+        return StepRecord(
+            step, step, wall, ((tag, value),), run=run, tensor_style=e[6], writer=True
+        )
     if kind == ev.W_TEXT:  # (run, tag, text, step)
         step = _step(f, where, e[5])
         _seen(f, step)
