@@ -8,8 +8,9 @@ a hyperparameter table as text, ``charts/*`` and ``losses/*`` scalars every 100 
 
 plus ``--aoff-dashboard``, which turns on aoff's live dashboard (off by default: the
 script's own prints stay as they are), a short default run, and ``--threads 1`` (torch's
-default of one thread a core is much slower for these small networks on a busy CPU). The writer's calls only append events; aoff's
-agent process writes the TensorBoard files::
+default of one thread a core is much slower for these small networks on a busy CPU).
+The writer's calls only append events; aoff's agent process writes the TensorBoard
+files::
 
     python examples/cleanrl_sac.py                      # 5,000 steps on CPU, ~1-2 min
     python examples/cleanrl_sac.py --aoff-dashboard

@@ -35,8 +35,8 @@ from datetime import datetime
 from typing import Any, NoReturn
 
 from ._core import _events as ev
-from ._core._capture import activate, capture_tensor, finish
 from ._core._buffer import Overflow
+from ._core._capture import activate, capture_tensor, finish
 from ._core._histogram import DEFER_MAX
 from ._core._pending import Gather, pending_event
 from ._core._warning import AoffWarning
