@@ -201,9 +201,9 @@ class WandbBackend:
                 # it, sub-runs' tags under "<folder>/" (texts, histograms: TensorBoard)
                 if rec.scalars:
                     p = rec.run + "/" if rec.run else ""
-                    row = {"global_step": rec.step}
-                    row.update([(p + tag, v) for tag, v in rec.scalars])
-                    log(row)
+                    call: dict[str, Any] = {"global_step": rec.step}
+                    call.update([(p + tag, v) for tag, v in rec.scalars])
+                    log(call)
                 continue
             if rec.producer is not None:
                 # W&B's step only grows: a producer's record joins the run's current row
