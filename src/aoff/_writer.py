@@ -109,6 +109,8 @@ def _number(where: str, tag: object, v: Any, g: Gather) -> Any:
         activate()
         return capture_tensor(v, g, where, tag)  # numel != 1: ValueError
     np = sys.modules.get("numpy")
+    if np is not None and isinstance(v, np.generic) and v.dtype.kind in _NUMERIC_KINDS:
+        return v.item()  # a NumPy scalar (e.g. Gymnasium's episode return): immutable
     if np is not None and isinstance(v, np.ndarray | np.generic):
         a = np.asarray(v)
         if a.dtype.kind not in _NUMERIC_KINDS:
@@ -418,11 +420,11 @@ class SummaryWriter:
         for key, v in tag_scalar_dict.items():
             if type(key) is not str:
                 raise TypeError(f"add_scalars: keys must be str, got {type(key).__name__}")
-            run = prefix + key
-            if run not in self._runs:
-                self._new_run(run, self._logdir + "/" + run)
             value = _number("add_scalars", key, v, g)
-            events.append((_W_SCALAR, wall, run, main_tag, value, global_step, 0))
+            events.append((_W_SCALAR, wall, prefix + key, main_tag, value, global_step, 0))
+        for e in events:  # every value was good: the new sub-runs are real
+            if e[2] not in self._runs:
+                self._new_run(e[2], self._logdir + "/" + e[2])
         put = self._engine._put
         if g:  # device values: the call's copies are launched together, once
             put(finish(g, events[0]))

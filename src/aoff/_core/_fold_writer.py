@@ -131,7 +131,8 @@ def fold_writer(f: Checks, e: ev.Event) -> StepRecord | None:
     # W_HISTOGRAM: (run, tag, values, step, bins, max_bins)
     step = _step(f, where, e[5])
     try:
-        h = torch_histogram(tag, e[4], e[6], e[7])
+        # a large input was reduced by the call already (bounded buffered events)
+        h = e[4] if isinstance(e[4], Histogram) else torch_histogram(tag, e[4], e[6], e[7])
     except Exception as exc:  # e.g. NaN with automatic bins: torch raises there too
         f._bad(where, tag, f"{where}: {tag!r:.60}: {type(exc).__name__}: {exc}; skipped")
         return None
