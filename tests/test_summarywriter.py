@@ -257,6 +257,13 @@ def test_other_bad_input_is_an_error_at_the_call(tmp_path: Path) -> None:
             w.add_hparams([], {})  # type: ignore[arg-type]
         with pytest.raises(ValueError, match="int, float, str, bool"):
             w.add_hparams({"a": [1]}, {})
+        for bad in ("\ud800", "a\udfff"):  # lone surrogates: UTF-8 cannot hold them
+            with pytest.raises(ValueError, match="not valid Unicode"):
+                w.add_scalar(bad, 1.0)
+            with pytest.raises(ValueError, match="not valid Unicode"):
+                w.add_text("t", bad)
+            with pytest.raises(ValueError, match="not valid Unicode"):
+                w.add_scalars("m", {bad: 1.0})
         with pytest.raises(TypeError, match="global_step"):
             w.add_scalar("x", 1.0, "later")  # type: ignore[arg-type]
 

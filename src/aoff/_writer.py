@@ -37,6 +37,7 @@ from typing import Any, NoReturn
 from ._core import _events as ev
 from ._core._buffer import Overflow
 from ._core._capture import activate, capture_tensor, finish
+from ._core._convert import encodable
 from ._core._histogram import DEFER_MAX
 from ._core._pending import Gather, pending_event
 from ._core._warning import AoffWarning
@@ -81,8 +82,21 @@ def default_log_dir(comment: str = "") -> str:
     return os.path.join("runs", now + "_" + socket.gethostname() + comment)
 
 
-def _bad_tag(where: str, tag: object) -> TypeError:
+def _bad_tag(where: str, tag: object) -> Exception:
+    """The error for a tag that is not a ``str``, or a ``str`` UTF-8 cannot hold (a
+    lone surrogate: TensorBoard's protobuf would refuse the whole batch later)."""
+    if type(tag) is str or isinstance(tag, str):
+        return ValueError(f"{where}: {tag!r:.60} is not valid Unicode (not UTF-8 encodable)")
     return TypeError(f"{where}: tag must be a str, got {type(tag).__name__}")
+
+
+def _text(where: str, what: str, s: object) -> str:
+    """A ``str`` that UTF-8 can hold (texts, keys, run names), or an error here."""
+    if not isinstance(s, str):
+        raise TypeError(f"{where}: {what} must be a str, got {type(s).__name__}")
+    if not s.isascii() and not encodable(s):
+        raise ValueError(f"{where}: {what} {s!r:.60} is not valid Unicode (not UTF-8 encodable)")
+    return str(s)
 
 
 def _step(where: str, step: Any) -> int:
@@ -201,7 +215,9 @@ def _bins(tag: str, arr: Any, bins: Any) -> Any:
 
 def _hparam(k: str, v: Any) -> Any:
     """One ``add_hparams`` value, checked as torch's ``hparams()`` does."""
-    if v is None or isinstance(v, int | float | str):  # bool is an int (torch: a number)
+    if isinstance(v, str):
+        return _text("add_hparams", f"the value of {k!r}", v)
+    if v is None or isinstance(v, int | float):  # bool is an int (torch: a number)
         return v
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(v, torch.Tensor):
@@ -227,7 +243,10 @@ def _check_discrete(hparams: dict[str, Any], discrete: object) -> dict[str, list
                 f"add_hparams: hparam_domain_discrete[{k!r}] should be a list of the same "
                 f"type as hparam_dict[{k!r}]"
             )
-    return {k: list(vs) for k, vs in discrete.items()}
+    return {
+        k: [_text("add_hparams", "a discrete value", d) if isinstance(d, str) else d for d in vs]
+        for k, vs in discrete.items()
+    }
 
 
 _notify_failed = False
@@ -383,7 +402,7 @@ class SummaryWriter:
     ) -> None:
         """Log one number at ``tag`` (Python numbers, NumPy scalars or one-element arrays,
         one-element tensors; CUDA tensors are copied without a sync)."""
-        if type(tag) is not str:
+        if type(tag) is not str or not (tag.isascii() or encodable(tag)):
             raise _bad_tag("add_scalar", tag)
         if global_step is not None and type(global_step) is not int:
             global_step = _step("add_scalar", global_step)
@@ -406,8 +425,7 @@ class SummaryWriter:
     ) -> None:
         """Log several numbers under ``main_tag``, each in its own run folder
         ``<log_dir>/<main_tag with "/" as "_">_<key>`` (torch's layout)."""
-        if type(main_tag) is not str:
-            raise _bad_tag("add_scalars", main_tag)
+        main_tag = _text("add_scalars", "main_tag", main_tag)
         if not isinstance(tag_scalar_dict, Mapping):
             got = type(tag_scalar_dict).__name__
             raise TypeError(f"add_scalars: tag_scalar_dict must be a dict, got {got}")
@@ -418,8 +436,7 @@ class SummaryWriter:
         g: Gather = []
         events = []
         for key, v in tag_scalar_dict.items():
-            if type(key) is not str:
-                raise TypeError(f"add_scalars: keys must be str, got {type(key).__name__}")
+            key = _text("add_scalars", "key", key)
             value = _number("add_scalars", key, v, g)
             events.append((_W_SCALAR, wall, prefix + key, main_tag, value, global_step, 0))
         for e in events:  # every value was good: the new sub-runs are real
@@ -442,15 +459,12 @@ class SummaryWriter:
         walltime: float | None = None,
     ) -> None:
         """Log a (markdown) text at ``<tag>/text_summary``, TensorBoard's Text tab."""
-        if type(tag) is not str:
-            raise _bad_tag("add_text", tag)
-        if not isinstance(text_string, str):
-            got = type(text_string).__name__
-            raise TypeError(f"add_text: text_string must be a str, got {got}")
+        tag = _text("add_text", "tag", tag)
+        text_string = _text("add_text", "text_string", text_string)
         if global_step is not None and type(global_step) is not int:
             global_step = _step("add_text", global_step)
         wall = _time() if walltime is None else float(walltime)
-        self._engine._put((_W_TEXT, wall, "", tag, str(text_string), global_step))
+        self._engine._put((_W_TEXT, wall, "", tag, text_string, global_step))
 
     def add_histogram(
         self,
@@ -465,8 +479,7 @@ class SummaryWriter:
         ``"tensorflow"`` default, any ``np.histogram`` rule, a count or edges). The input
         is copied here; the buckets are made in aoff's agent (inputs over 65,536 values
         are reduced here, to bound what one buffered event holds)."""
-        if type(tag) is not str:
-            raise _bad_tag("add_histogram", tag)
+        tag = _text("add_histogram", "tag", tag)
         if global_step is not None and type(global_step) is not int:
             global_step = _step("add_histogram", global_step)
         wall = _time() if walltime is None else float(walltime)
@@ -493,14 +506,18 @@ class SummaryWriter:
         ``str(time.time())``), for TensorBoard's HParams tab, as torch's writer does."""
         if type(hparam_dict) is not dict or type(metric_dict) is not dict:
             raise TypeError("add_hparams: hparam_dict and metric_dict should be dictionary.")
-        values = {k: _hparam(k, v) for k, v in hparam_dict.items()}
+        values = {_text("add_hparams", "key", k): _hparam(k, v) for k, v in hparam_dict.items()}
         discrete = _check_discrete(values, hparam_domain_discrete)
         if global_step is not None and type(global_step) is not int:
             global_step = _step("add_hparams", global_step)
         g: Gather = []
-        metrics = {k: _number("add_hparams", k, v, g) for k, v in metric_dict.items()}
+        metrics = {
+            _text("add_hparams", "metric", k): _number("add_hparams", k, v, g)
+            for k, v in metric_dict.items()
+        }
         if not run_name:
             run_name = str(time.time())
+        run_name = _text("add_hparams", "run_name", run_name)
         self._new_run(run_name, os.path.join(self._logdir, run_name))
         event = (_W_HPARAMS, _time(), run_name, values, metrics, discrete, global_step)
         self._engine._put(finish(g, event) if g else event)
