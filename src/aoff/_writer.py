@@ -34,9 +34,10 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, NoReturn
 
+from . import _writer_checks as checked
 from ._core import _events as ev
 from ._core._buffer import Overflow
-from ._core._capture import activate, capture_tensor, finish
+from ._core._capture import finish
 from ._core._convert import encodable
 from ._core._histogram import DEFER_MAX
 from ._core._pending import Gather, pending_event
@@ -53,7 +54,6 @@ _W_SCALAR = ev.W_SCALAR
 _W_TEXT = ev.W_TEXT
 _W_HISTOGRAM = ev.W_HISTOGRAM
 _W_HPARAMS = ev.W_HPARAMS
-_NUMERIC_KINDS = frozenset("biuf")
 
 #: what to use instead of each call this writer does not cover
 _ELSEWHERE = "torch's own writer (torch.utils.tensorboard.SummaryWriter) on the same log_dir"
@@ -80,173 +80,6 @@ def default_log_dir(comment: str = "") -> str:
     """torch's default: ``runs/<Mon>DD_HH-MM-SS_<host><comment>``."""
     now = datetime.now().strftime("%b%d_%H-%M-%S")
     return os.path.join("runs", now + "_" + socket.gethostname() + comment)
-
-
-def _bad_tag(where: str, tag: object) -> Exception:
-    """The error for a tag that is not a ``str``, or a ``str`` UTF-8 cannot hold (a
-    lone surrogate: TensorBoard's protobuf would refuse the whole batch later)."""
-    if type(tag) is str or isinstance(tag, str):
-        return ValueError(f"{where}: {tag!r:.60} is not valid Unicode (not UTF-8 encodable)")
-    return TypeError(f"{where}: tag must be a str, got {type(tag).__name__}")
-
-
-def _text(where: str, what: str, s: object) -> str:
-    """A ``str`` that UTF-8 can hold (texts, keys, run names), or an error here."""
-    if not isinstance(s, str):
-        raise TypeError(f"{where}: {what} must be a str, got {type(s).__name__}")
-    if not s.isascii() and not encodable(s):
-        raise ValueError(f"{where}: {what} {s!r:.60} is not valid Unicode (not UTF-8 encodable)")
-    return str(s)
-
-
-def _step(where: str, step: Any) -> int:
-    """``global_step`` as torch's writer reads it (``int(step)``), checked at the call."""
-    try:
-        return int(step)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{where}: global_step must be an integer, got {step!r:.60}") from exc
-
-
-def _number(where: str, tag: object, v: Any, g: Gather) -> Any:
-    """One value for ``add_scalar``: a number, or a device placeholder added to ``g``.
-
-    Accepts what torch's writer accepts (Python numbers, NumPy scalars and arrays,
-    tensors, each of exactly one element); anything else is an error here."""
-    if type(v) is float or type(v) is int:
-        return v
-    if type(v) is bool:
-        return float(v)
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(v, torch.Tensor):
-        if v.is_complex():
-            raise TypeError(f"{where}: tensor for {tag!r} has non-real dtype {v.dtype}")
-        activate()
-        return capture_tensor(v, g, where, tag)  # numel != 1: ValueError
-    np = sys.modules.get("numpy")
-    if np is not None and isinstance(v, np.generic) and v.dtype.kind in _NUMERIC_KINDS:
-        return v.item()  # a NumPy scalar (e.g. Gymnasium's episode return): immutable
-    if np is not None and isinstance(v, np.ndarray | np.generic):
-        a = np.asarray(v)
-        if a.dtype.kind not in _NUMERIC_KINDS:
-            raise TypeError(f"{where}: value for {tag!r} has non-real dtype {a.dtype}")
-        if a.size != 1:
-            raise ValueError(
-                f"{where}: value for {tag!r} has shape {a.shape}; log one number "
-                "(a 0-d or one-element array; reduce it first, e.g. .mean())"
-            )
-        return a.reshape(()).item()
-    if v is None or isinstance(v, str | bytes | bytearray | Mapping):
-        raise TypeError(
-            f"{where}: value for {tag!r} must be a number, a one-element NumPy array or "
-            f"tensor, got {type(v).__name__}"
-        )
-    try:
-        return float(v)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{where}: value for {tag!r} is not a number: {type(v).__name__}") from exc
-
-
-def _histogram_values(tag: str, values: Any) -> Any:
-    """A private float64 1-D copy of ``values`` (torch's ``make_np(values).astype(float)``;
-    sequences are accepted too)."""
-    import numpy as np
-
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(values, torch.Tensor):
-        if values.is_complex():
-            raise TypeError(f"add_histogram: tensor for {tag!r} has non-real dtype")
-        arr = values.detach().to("cpu", torch.float64).numpy().reshape(-1)
-    else:
-        if values is None or isinstance(values, str | bytes | bytearray | Mapping):
-            raise TypeError(
-                f"add_histogram: values for {tag!r} must be a tensor, a NumPy array or a "
-                f"sequence of numbers, got {type(values).__name__}"
-            )
-        try:
-            arr = np.array(values, dtype=np.float64).reshape(-1)
-        except (TypeError, ValueError) as exc:
-            raise TypeError(
-                f"add_histogram: values for {tag!r} are not real numbers: {exc}"
-            ) from None
-    if arr.size == 0:
-        raise ValueError(f"add_histogram: values for {tag!r} are empty (nothing to summarise)")
-    return arr
-
-
-_NUMPY_RULES = frozenset(("auto", "fd", "doane", "scott", "stone", "rice", "sturges", "sqrt"))
-
-
-def _bins(tag: str, arr: Any, bins: Any) -> Any:
-    """``bins`` as it travels (a str or int as is, edges as a float64 copy), checked
-    with ``arr`` for what would make ``np.histogram`` (and so torch's call) fail: an
-    unknown rule, a count < 1, edges that do not increase, a NaN or infinity when the
-    range comes from the values, no value within the edges."""
-    import numpy as np
-
-    where = f"add_histogram: {tag!r}"
-    if isinstance(bins, str) and bins == "tensorflow":
-        from ._core._fold_writer import tensorflow_bins
-
-        lo, hi = tensorflow_bins()[0], tensorflow_bins()[-1]
-    elif isinstance(bins, str | int) and not isinstance(bins, bool):
-        if isinstance(bins, str) and bins not in _NUMPY_RULES:
-            rules = ", ".join(sorted(_NUMPY_RULES))
-            raise ValueError(f"{where}: bins={bins!r} is not 'tensorflow' nor one of {rules}")
-        if isinstance(bins, int) and bins < 1:
-            raise ValueError(f"{where}: bins must be >= 1, got {bins}")
-        if not np.isfinite(arr).all():
-            raise ValueError(
-                f"{where}: the values hold NaN or infinity, and bins={bins!r} takes its "
-                "range from them (use bins='tensorflow' or explicit edges)"
-            )
-        return bins
-    else:
-        try:
-            edges = np.array(bins, dtype=np.float64).reshape(-1)
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"{where}: bins must be a str, an int or edges: {exc}") from None
-        if edges.size < 2 or not (np.diff(edges) >= 0).all():
-            raise ValueError(f"{where}: bin edges must increase (at least two)")
-        bins, lo, hi = edges, edges[0], edges[-1]
-    if not ((arr >= lo) & (arr <= hi)).any():
-        raise ValueError(f"{where}: no value falls within the bins' edges [{lo:g}, {hi:g}]")
-    return bins
-
-
-def _hparam(k: str, v: Any) -> Any:
-    """One ``add_hparams`` value, checked as torch's ``hparams()`` does."""
-    if isinstance(v, str):
-        return _text("add_hparams", f"the value of {k!r}", v)
-    if v is None or isinstance(v, int | float):  # bool is an int (torch: a number)
-        return v
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(v, torch.Tensor):
-        return float(v.detach().reshape(-1)[0].item())
-    raise ValueError(
-        f"add_hparams: {k!r}: value should be one of int, float, str, bool, or torch.Tensor, "
-        f"got {type(v).__name__}"
-    )
-
-
-def _check_discrete(hparams: dict[str, Any], discrete: object) -> dict[str, list[Any]]:
-    if discrete is None:
-        return {}
-    if not isinstance(discrete, dict):
-        raise TypeError("add_hparams: hparam_domain_discrete should be a dictionary")
-    for k, vs in discrete.items():
-        if (
-            k not in hparams
-            or not isinstance(vs, list)
-            or not all(isinstance(d, type(hparams[k])) for d in vs)
-        ):
-            raise TypeError(
-                f"add_hparams: hparam_domain_discrete[{k!r}] should be a list of the same "
-                f"type as hparam_dict[{k!r}]"
-            )
-    return {
-        k: [_text("add_hparams", "a discrete value", d) if isinstance(d, str) else d for d in vs]
-        for k, vs in discrete.items()
-    }
 
 
 _notify_failed = False
@@ -403,16 +236,16 @@ class SummaryWriter:
         """Log one number at ``tag`` (Python numbers, NumPy scalars or one-element arrays,
         one-element tensors; CUDA tensors are copied without a sync)."""
         if type(tag) is not str or not (tag.isascii() or encodable(tag)):
-            raise _bad_tag("add_scalar", tag)
+            raise checked.bad_tag("add_scalar", tag)
         if global_step is not None and type(global_step) is not int:
-            global_step = _step("add_scalar", global_step)
+            global_step = checked.step("add_scalar", global_step)
         style = (2 if double_precision else 1) if new_style else 0
         wall = _time() if walltime is None else float(walltime)
         if type(scalar_value) is float or type(scalar_value) is int:
             self._engine._put((_W_SCALAR, wall, "", tag, scalar_value, global_step, style))
             return
         g: Gather = []
-        value = _number("add_scalar", tag, scalar_value, g)
+        value = checked.number("add_scalar", tag, scalar_value, g)
         event = (_W_SCALAR, wall, "", tag, value, global_step, style)
         self._engine._put(finish(g, event) if g else event)
 
@@ -425,19 +258,19 @@ class SummaryWriter:
     ) -> None:
         """Log several numbers under ``main_tag``, each in its own run folder
         ``<log_dir>/<main_tag with "/" as "_">_<key>`` (torch's layout)."""
-        main_tag = _text("add_scalars", "main_tag", main_tag)
+        main_tag = checked.text("add_scalars", "main_tag", main_tag)
         if not isinstance(tag_scalar_dict, Mapping):
             got = type(tag_scalar_dict).__name__
             raise TypeError(f"add_scalars: tag_scalar_dict must be a dict, got {got}")
         if global_step is not None and type(global_step) is not int:
-            global_step = _step("add_scalars", global_step)
+            global_step = checked.step("add_scalars", global_step)
         wall = _time() if walltime is None else float(walltime)
         prefix = main_tag.replace("/", "_") + "_"
         g: Gather = []
         events = []
         for key, v in tag_scalar_dict.items():
-            key = _text("add_scalars", "key", key)
-            value = _number("add_scalars", key, v, g)
+            key = checked.text("add_scalars", "key", key)
+            value = checked.number("add_scalars", key, v, g)
             events.append((_W_SCALAR, wall, prefix + key, main_tag, value, global_step, 0))
         for e in events:  # every value was good: the new sub-runs are real
             if e[2] not in self._runs:
@@ -459,10 +292,10 @@ class SummaryWriter:
         walltime: float | None = None,
     ) -> None:
         """Log a (markdown) text at ``<tag>/text_summary``, TensorBoard's Text tab."""
-        tag = _text("add_text", "tag", tag)
-        text_string = _text("add_text", "text_string", text_string)
+        tag = checked.text("add_text", "tag", tag)
+        text_string = checked.text("add_text", "text_string", text_string)
         if global_step is not None and type(global_step) is not int:
-            global_step = _step("add_text", global_step)
+            global_step = checked.step("add_text", global_step)
         wall = _time() if walltime is None else float(walltime)
         self._engine._put((_W_TEXT, wall, "", tag, text_string, global_step))
 
@@ -479,12 +312,12 @@ class SummaryWriter:
         ``"tensorflow"`` default, any ``np.histogram`` rule, a count or edges). The input
         is copied here; the buckets are made in aoff's agent (inputs over 65,536 values
         are reduced here, to bound what one buffered event holds)."""
-        tag = _text("add_histogram", "tag", tag)
+        tag = checked.text("add_histogram", "tag", tag)
         if global_step is not None and type(global_step) is not int:
-            global_step = _step("add_histogram", global_step)
+            global_step = checked.step("add_histogram", global_step)
         wall = _time() if walltime is None else float(walltime)
-        arr = _histogram_values(tag, values)
-        b = _bins(tag, arr, bins)
+        arr = checked.histogram_values(tag, values)
+        b = checked.bins(tag, arr, bins)
         if max_bins is not None:
             max_bins = int(max_bins)
         payload: Any = arr
@@ -506,18 +339,21 @@ class SummaryWriter:
         ``str(time.time())``), for TensorBoard's HParams tab, as torch's writer does."""
         if type(hparam_dict) is not dict or type(metric_dict) is not dict:
             raise TypeError("add_hparams: hparam_dict and metric_dict should be dictionary.")
-        values = {_text("add_hparams", "key", k): _hparam(k, v) for k, v in hparam_dict.items()}
-        discrete = _check_discrete(values, hparam_domain_discrete)
+        values = {
+            checked.text("add_hparams", "key", k): checked.hparam(k, v)
+            for k, v in hparam_dict.items()
+        }
+        discrete = checked.check_discrete(values, hparam_domain_discrete)
         if global_step is not None and type(global_step) is not int:
-            global_step = _step("add_hparams", global_step)
+            global_step = checked.step("add_hparams", global_step)
         g: Gather = []
         metrics = {
-            _text("add_hparams", "metric", k): _number("add_hparams", k, v, g)
+            checked.text("add_hparams", "metric", k): checked.number("add_hparams", k, v, g)
             for k, v in metric_dict.items()
         }
         if not run_name:
             run_name = str(time.time())
-        run_name = _text("add_hparams", "run_name", run_name)
+        run_name = checked.text("add_hparams", "run_name", run_name)
         self._new_run(run_name, os.path.join(self._logdir, run_name))
         event = (_W_HPARAMS, _time(), run_name, values, metrics, discrete, global_step)
         self._engine._put(finish(g, event) if g else event)
