@@ -33,6 +33,12 @@ BACKEND_NAMES = ("tensorboard", "jsonl", "csv", "wandb", "mlflow")
 DEFAULT_WANDB_PROJECT = "aoff"
 
 
+def _is_null_display(display: object) -> bool:
+    from ._display._api import NullDisplay
+
+    return type(display) is NullDisplay
+
+
 @dataclass(frozen=True, kw_only=True)
 class Options:
     """The validated arguments (see ``OffPolicyLogger`` for what each means)."""
@@ -72,6 +78,10 @@ class Options:
     #: the process whose CPU/memory/GPU use is sampled: the one that built these options
     #: (pickled as is to the agent, which watches it from there)
     training_pid: int = field(default_factory=os.getpid, compare=False)
+    #: ``aoff.tensorboard.SummaryWriter``'s ``filename_suffix`` and ``purge_step`` (the
+    #: TensorBoard backend's; ``purge_step=N`` hides points at steps >= N, like torch's)
+    tb_filename_suffix: str = ""
+    tb_purge_step: int | None = None
 
     def __post_init__(self) -> None:
         def fix(name: str, value: object) -> None:
@@ -148,8 +158,8 @@ class Options:
         """
         if self.console is not None:
             return "console="
-        if self.display is not None:
-            return "display="
+        if self.display is not None and not _is_null_display(self.display):
+            return "display="  # NullDisplay holds nothing: the agent makes its own
         if self.clock is not None:
             return "clock="
         # a backend that is plain data until opened (``portable = True``, e.g. MlflowBackend)
@@ -202,10 +212,14 @@ class Options:
         if name == "tensorboard":
             from ._backends._tensorboard import TensorBoardBackend
 
+            purge = self.resume_step
+            if purge is None and self.tb_purge_step is not None:
+                purge = self.tb_purge_step - 1
             return TensorBoardBackend(
                 self.log_dir,
                 flush_secs=self.flush_secs,
-                purge_after=self.resume_step,
+                filename_suffix=self.tb_filename_suffix,
+                purge_after=purge,
             )
         if name == "jsonl":
             from ._backends._jsonl import JsonlBackend

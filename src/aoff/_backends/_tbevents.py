@@ -79,6 +79,8 @@ class EventEncoder:
         return head
 
     def encode(self, rec: StepRecord) -> bytes:
+        if rec.texts or rec.tensor_style or rec.hparams is not None:
+            raise _SummaryRecord
         heads = self._heads
         parts: list[bytes] = []
         append = parts.append
@@ -136,6 +138,22 @@ def encode_histogram(h: Histogram) -> bytes:
 
 
 def encode_records(encoder: EventEncoder, records: Sequence[StepRecord]) -> bytes:
-    """Serialise one ``Event`` per record and frame them all into one buffer."""
+    """Serialise one ``Event`` per record and frame them all into one buffer
+    (``SummaryWriter``'s texts, tensors and HParams go through ``_tbsummaries``)."""
     encode = encoder.encode
-    return frame_many([encode(rec) for rec in records])
+    try:
+        return frame_many([encode(rec) for rec in records])
+    except _SummaryRecord:
+        from ._tbsummaries import encode_summary_record, is_summary_record
+
+        out: list[bytes] = []
+        for rec in records:
+            if is_summary_record(rec):
+                out += encode_summary_record(encoder, rec)
+            else:
+                out.append(encode(rec))
+        return frame_many(out)
+
+
+class _SummaryRecord(Exception):
+    """:meth:`EventEncoder.encode` met a record it does not encode (see encode_records)."""

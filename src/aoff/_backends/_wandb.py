@@ -9,7 +9,10 @@ record is logged as ``run.log({"iteration": it, **scalars}, step=step)``. A prod
 record (``log.remote(name)``) is logged at the run's latest step with every tag, and its
 own ``step``/``iteration``, under ``<name>/`` (W&B's step must only grow); the first one
 defines ``<name>/*`` with ``<name>/step`` as its step metric, so W&B charts a producer
-against its own step.
+against its own step. A ``SummaryWriter`` record (``aoff.tensorboard``; its
+``global_step`` may go back) is logged as its own row, ``{"global_step": step, tag:
+value}`` without a W&B step (W&B numbers rows itself, as its TensorBoard sync does), a
+sub-run's tags under ``<folder>/``; texts and histograms stay TensorBoard's.
 
 Config: the run's config is that seed config, then the ``config`` argument, then the
 logger's ``config=`` (:class:`~aoff._core._config.HParams` in the context; later keys
@@ -192,6 +195,16 @@ class WandbBackend:
     def _log_sync(self, records: Sequence[StepRecord]) -> None:
         log = self.run.log
         for rec in records:
+            if rec.writer and rec.producer is None:
+                # SummaryWriter: its global_step may go back, W&B's step may not; as
+                # W&B's own TensorBoard sync does, a row a call with "global_step" in
+                # it, sub-runs' tags under "<folder>/" (texts, histograms: TensorBoard)
+                if rec.scalars:
+                    p = rec.run + "/" if rec.run else ""
+                    call: dict[str, Any] = {"global_step": rec.step}
+                    call.update([(p + tag, v) for tag, v in rec.scalars])
+                    log(call)
+                continue
             if rec.producer is not None:
                 # W&B's step only grows: a producer's record joins the run's current row
                 # under "<name>/" (the latest value per row is kept; TensorBoard, JSONL
