@@ -295,7 +295,9 @@ def test_wandb_sync_tensorboard_sees_the_writer(
     monkeypatch.setenv("WANDB_DIR", str(tmp_path / "wb"))
     monkeypatch.setenv("WANDB_SILENT", "true")
     (tmp_path / "wb").mkdir()
-    run = wandb.init(project="p", sync_tensorboard=True)
+    # dir= as well as WANDB_DIR: wandb reads its settings once a process, so an earlier
+    # wandb test in the same (xdist) worker would otherwise decide where this run goes
+    run = wandb.init(project="p", sync_tensorboard=True, dir=str(tmp_path / "wb"))
     try:
         with SummaryWriter(str(tmp_path / "runs" / "r")) as w:
             for step in range(5):
