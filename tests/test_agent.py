@@ -224,7 +224,7 @@ def test_a_signal_during_a_shipping_round_is_held_until_the_round_is_over() -> N
     import os
     import signal
 
-    from aoff._agent._defer import signals_deferred
+    from aoff._faces._defer import signals_deferred
 
     seen: list[str] = []
     prev = signal.signal(signal.SIGTERM, lambda s, f: seen.append(f"handler {s}"))

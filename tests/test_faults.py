@@ -35,7 +35,7 @@ from aoff import (
 )
 from aoff._core._buffer import EventBuffer
 from aoff._core._recorder import Recorder
-from aoff._pump import Pump
+from aoff._pump._pump import Pump
 from aoff.testing import MemoryBackend, RecordingDisplay
 
 TIMEOUT = 60.0  # generous bounds on waits: this is a slow, shared machine

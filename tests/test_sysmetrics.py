@@ -29,9 +29,9 @@ from aoff._core._buffer import EventBuffer
 from aoff._core._recorder import Recorder
 from aoff._core._state import State
 from aoff._display._panel import dashboard_panel, timing_table
-from aoff._options import PumpMode
-from aoff._pump import Pump
-from aoff._sysmetrics import SystemSampler, _open_gpu, _visible
+from aoff._pump._options import PumpMode
+from aoff._pump._pump import Pump
+from aoff._pump._sysmetrics import SystemSampler, _open_gpu, _visible
 from aoff.testing import MemoryBackend, RecordingDisplay
 
 from .conftest import read_jsonl, read_tensorboard

@@ -35,7 +35,7 @@ from aoff._core._pending import (
 )
 from aoff._core._recorder import Recorder
 from aoff._core._state import State
-from aoff._pump import Pump
+from aoff._pump._pump import Pump
 from aoff.testing import ManualClock, MemoryBackend, RecordingDisplay
 
 from .conftest import make_async_logger, make_logger

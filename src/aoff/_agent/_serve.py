@@ -1,4 +1,4 @@
-"""The agent process: receive batches, run the one :class:`~aoff._pump.Pump`, answer.
+"""The agent process: receive batches, run the one :class:`~aoff._pump._pump.Pump`, answer.
 
 It ignores SIGINT and SIGTERM: Ctrl+C and a supervisor's SIGTERM reach the whole
 process group, and the agent must outlive the training process's drain. It ends on the
@@ -29,10 +29,10 @@ import anyio.lowlevel
 
 from .._core import _events as ev
 from .._core._buffer import EventBuffer
-from .._face import Core
-from .._options import Options
-from ._spawn import AGENT_IGNORES
-from ._wire import dumps, loads
+from .._faces._base import Core
+from .._faces._spawn import AGENT_IGNORES
+from .._pump._options import Options
+from .._transport._wire import dumps, loads
 
 #: the agent tells the training process how far it got at most this often (and at every
 #: flush and at the end): the training process reads them once a second

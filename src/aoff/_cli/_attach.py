@@ -21,9 +21,7 @@ from typing import IO, Any, TextIO
 
 from rich.console import Console
 
-from .._display._dashboard import Dashboard
-from .._runs import is_run_dir
-from ._paths import (
+from .._channel._paths import (
     POINTER_NAME,
     SOCKET_NAME,
     LiveError,
@@ -33,6 +31,8 @@ from ._paths import (
     probe,
     read_key,
 )
+from .._display._dashboard import Dashboard
+from ._runs import is_run_dir
 
 __all__ = ["add_attach_arguments", "run_attach"]
 

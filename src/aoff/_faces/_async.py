@@ -29,15 +29,15 @@ from typing import TYPE_CHECKING, Any, NoReturn, cast
 import anyio
 import anyio.abc
 
-from ._core import _events as ev
-from ._core._checkpoint import no_state_line
-from ._core._warning import AoffWarning
-from ._face import Face
-from ._report import FinishReport, stderr_line
-from ._streams import Forwarding, should_forward
+from .._core import _events as ev
+from .._core._checkpoint import no_state_line
+from .._core._report import FinishReport, stderr_line
+from .._core._warning import AoffWarning
+from .._display._streams import Forwarding, should_forward
+from ._base import Face
 
 if TYPE_CHECKING:
-    from ._agent._side import AgentSide
+    from ._side import AgentSide
 
 
 class _Ready:
@@ -138,7 +138,7 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
             # shielded: cancelling the body on SIGTERM must not end the watch (see below)
             self._sigterm_scope = anyio.CancelScope(shield=True)
             if self._process_mode():
-                from ._agent._side import AgentSide
+                from ._side import AgentSide
 
                 self._side = AgentSide(self._options, self._buffer, self._build_core, driver="task")
                 await tg.start(self._run_shipper)

@@ -6,7 +6,7 @@ A producer (``log.remote()``, or a forked child of the training process) connect
 it, says ``("produce", name, pid)`` and gets ``("welcome", live_name)`` (``name``, or
 ``name-<pid>`` while another producer of that name is connected) or ``("error", why)``.
 Then it speaks the agent's protocol (``_agent/_wire.py``), so the producer side is the
-agent's own :class:`~aoff._agent._shipper.Shipper`:
+agent's own :class:`~aoff._transport._shipper.Shipper`:
 
 ``("ev", events, dropped_so_far)``
     each event goes into the pump's buffer wrapped as ``(REMOTE, wall, live_name,
@@ -35,8 +35,8 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
-from .._agent._wire import dumps, loads
 from .._core import _events as ev
+from .._transport._wire import dumps, loads
 from ._server import SEND_TIMEOUT, register_role, set_timeouts
 
 if TYPE_CHECKING:

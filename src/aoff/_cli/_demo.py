@@ -29,7 +29,8 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from ._async import AsyncOffPolicyLogger
+from .._faces._async import AsyncOffPolicyLogger
+from .._faces._sync import OffPolicyLogger
 from ._demo_sim import (
     ACTION_DIM,
     ALGO,
@@ -44,7 +45,6 @@ from ._demo_sim import (
     Iteration,
     Simulation,
 )
-from ._sync import OffPolicyLogger
 
 __all__ = ["DemoConfig", "Fill", "Iteration", "Simulation", "add_arguments", "run"]
 

@@ -25,13 +25,13 @@ import types
 import weakref
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from ._core._checkpoint import no_state_line
-from ._face import Face
-from ._pump_thread import PumpThread
-from ._report import FinishReport, force_quit_line, stderr_line
+from .._core._checkpoint import no_state_line
+from .._core._report import FinishReport, force_quit_line, stderr_line
+from .._pump._thread import PumpThread
+from ._base import Face
 
 if TYPE_CHECKING:
-    from ._agent._side import AgentSide
+    from ._side import AgentSide
 
 #: how long finish() waits, beyond ``finish_timeout``, for a pump that makes no progress
 FINISH_GRACE = 10.0
@@ -139,7 +139,7 @@ class OffPolicyLogger(Face[None]):
         self._stopped = False
         self._pump: PumpThread | AgentSide
         if self._process_mode():
-            from ._agent._side import AgentSide
+            from ._side import AgentSide
 
             self._pump = AgentSide(self._options, self._buffer, self._build_core)
             self._put = self._pump.put()  # producers ship a round themselves now and then

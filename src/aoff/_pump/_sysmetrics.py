@@ -2,7 +2,7 @@
 
 Why here and not in the recorder: a sample (``psutil`` reads ``/proc``; NVML asks the
 driver) costs tens to hundreds of microseconds, far more than a logging call. So the
-:class:`~aoff._pump.Pump` owns one :class:`SystemSampler`, whose own daemon thread takes
+:class:`~aoff._pump._pump.Pump` owns one :class:`SystemSampler`, whose own daemon thread takes
 a sample every ``interval`` seconds (default 1 s); the pump folds the latest one like an
 event (``SYSTEM``): the dashboard's System column shows it and the next ``log_step``'s
 record carries it. With the default ``pump="process"`` all of this runs in the agent

@@ -14,17 +14,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._backends._base import Backend
-from ._core._buffer import DEFAULT_CAPACITY, OVERFLOW_POLICIES, Overflow
-from ._core._config import ConfigValue, flatten_config
-from ._core._records import RunConfig
+from .._backends._base import Backend
+from .._core._buffer import DEFAULT_CAPACITY, OVERFLOW_POLICIES, Overflow
+from .._core._config import ConfigValue, flatten_config
+from .._core._records import RunConfig
 from ._ranks import RANK_MODES, RankMode
 from ._sysmetrics import DEFAULT_INTERVAL as DEFAULT_SYSTEM_INTERVAL
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ._display._api import Display
+    from .._display._api import Display
 
 BackendSpec = str | Backend
 PumpMode = Literal["process", "thread"]
@@ -193,7 +193,7 @@ class Options:
 
     def _backend_from_name(self, name: str) -> Backend:
         if name == "tensorboard":
-            from ._backends._tensorboard import TensorBoardBackend
+            from .._backends._tensorboard import TensorBoardBackend
 
             return TensorBoardBackend(
                 self.log_dir,
@@ -201,14 +201,14 @@ class Options:
                 purge_after=self.resume_step,
             )
         if name == "jsonl":
-            from ._backends._jsonl import JsonlBackend
+            from .._backends._jsonl import JsonlBackend
 
             return JsonlBackend(os.path.join(self.log_dir, "metrics.jsonl"))
         if name == "csv":
-            from ._backends._csv import CsvBackend
+            from .._backends._csv import CsvBackend
 
             return CsvBackend(os.path.join(self.log_dir, "progress.csv"))
-        from ._backends._wandb import WandbBackend
+        from .._backends._wandb import WandbBackend
 
         return WandbBackend(
             project=self.wandb_project,
@@ -226,9 +226,9 @@ class Options:
         if self.display is not None:
             return self.display
         if self.log_backend == "no_print":
-            from ._display._api import NullDisplay
+            from .._display._api import NullDisplay
 
             return NullDisplay()
-        from ._display._dashboard import Dashboard
+        from .._display._dashboard import Dashboard
 
         return Dashboard(self.console)

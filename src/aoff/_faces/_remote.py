@@ -3,7 +3,7 @@
 Why its own object: a collector process (spawned, forkserver'd or forked) must not
 start a run of its own; it sends its events to the run's pump, wherever that runs (the
 agent, or the training process in thread mode), over the run folder's socket (see
-``_live/_produce.py``: Unix socket 0600, the run's key proven both ways, so nothing
+``_channel/_produce.py``: Unix socket 0600, the run's key proven both ways, so nothing
 without the key can inject events).
 
 A :class:`RemoteLogger` holds only the run folder, its name and its buffer's bound and
@@ -11,8 +11,8 @@ policy, so it pickles into any process. In the process that logs, the first call
 (lazily, and again in a forked copy: the process id decides) an event buffer and one
 daemon thread that connects, retrying while the run's server is not up yet (events
 wait in the buffer), and then drives the agent's own
-:class:`~aoff._agent._shipper.Shipper` over a non-blocking
-:class:`~aoff._agent._wire.Link`. Logging calls never block (unless ``overflow="block"``
+:class:`~aoff._transport._shipper.Shipper` over a non-blocking
+:class:`~aoff._transport._wire.Link`. Logging calls never block (unless ``overflow="block"``
 was chosen) and never raise for the run's sake: if the run is gone, refused this
 producer, or cannot be reached within ``timeout``, events are dropped and counted, and
 :meth:`RemoteLogger.close` says so in its :class:`RemoteReport`.
@@ -38,12 +38,12 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
-from ._core import _events as ev
-from ._core._buffer import DEFAULT_CAPACITY, EventBuffer, Overflow
-from ._core._pending import PendingEvent
-from ._core._recorder import Recorder
-from ._live._produce import check_name
-from ._live._sender import HELLO_TIMEOUT, Conn, Spec
+from .._channel._produce import check_name
+from .._channel._sender import HELLO_TIMEOUT, Conn, Spec
+from .._core import _events as ev
+from .._core._buffer import DEFAULT_CAPACITY, EventBuffer, Overflow
+from .._core._pending import PendingEvent
+from .._core._recorder import Recorder
 
 __all__ = ["RemoteLogger", "RemoteReport"]
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import anyio
 import anyio.abc
 
-from ._report import end_of_run_lines
+from .._core._report import end_of_run_lines
 
 if TYPE_CHECKING:
     from ._pump import Pump

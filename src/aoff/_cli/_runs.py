@@ -76,7 +76,7 @@ def find_runs(root: str) -> list[str]:
     """Every run folder at or below ``root``, sorted; a run's own subfolders are skipped.
 
     A folder with a live socket (or a killed run's) counts too, data or not yet."""
-    from ._live._paths import has_live_files
+    from .._channel._paths import has_live_files
 
     found: list[str] = []
     for here, dirs, _files in os.walk(root):
@@ -153,7 +153,7 @@ def _read_jsonl(run_dir: str, path: str) -> RunData:
 
 def _tfrecord_problem(path: str) -> str | None:
     """Why the TFRecord framing of ``path`` does not hold up to its end, or ``None``."""
-    from ._backends._tfrecord import masked_crc32c
+    from .._backends._tfrecord import masked_crc32c
 
     with open(path, "rb") as f:
         raw = f.read()

@@ -17,10 +17,10 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 
-from ._core._events import steps_in
-from ._face import Core
-from ._report import FinishReport, gave_up_line, stderr_line
-from ._streams import Forwarding, should_forward
+from .._core._events import steps_in
+from .._core._report import FinishReport, gave_up_line, stderr_line
+from .._display._streams import Forwarding, should_forward
+from .._faces._base import Core
 
 
 class PumpThread:

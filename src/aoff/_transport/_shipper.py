@@ -3,11 +3,11 @@
 Each round drains the event buffer (a C-speed ``popleft`` loop), keeps events whose
 values wait for a device copy until they land (polled, never waited for; later events
 stay behind them, so order is kept), pickles what is ready in frames of up to
-``FRAME_EVENTS`` and queues them on the :class:`~aoff._agent._wire.Link`. A round is one
+``FRAME_EVENTS`` and queues them on the :class:`~aoff._transport._wire.Link`. A round is one
 GIL hold however it is cut (``pickle.dumps`` never releases the GIL), so frames are
 large: fewer system calls, and one pickler memo for the dict keys of many events. The
 logic is here once;
-``_side.AgentSide`` drives it from a daemon thread (the sync face) or an anyio task in
+``_faces/_side.AgentSide`` drives it from a daemon thread (the sync face) or an anyio task in
 the caller's loop (the async face).
 
 Backpressure: while more than ``MAX_PENDING_BYTES`` wait for the socket (the agent is
@@ -32,7 +32,7 @@ from .._core._buffer import EventBuffer
 from .._core._convert import Opaque
 from .._core._events import Event
 from .._core._pending import PendingEvent, event_ready, resolve_event
-from .._report import FinishReport
+from .._core._report import FinishReport
 from ._wire import MAX_PENDING_BYTES, Link, dumps, loads
 
 #: events per pickled frame (~60-100 bytes an event on the wire)

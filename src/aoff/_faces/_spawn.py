@@ -15,8 +15,8 @@ import socket
 import subprocess
 import sys
 
-from .._options import Options
-from ._wire import Link, dumps
+from .._pump._options import Options
+from .._transport._wire import Link, dumps
 
 #: what the agent ignores (``_serve.main``): the whole process group gets them
 AGENT_IGNORES = (signal.SIGINT, signal.SIGTERM)

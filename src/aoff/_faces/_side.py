@@ -2,7 +2,7 @@
 
 The faces hold an :class:`AgentSide` instead of a pump. It owns the agent process, the
 shipper thread, the stdout/stderr forwarding, and, if the agent dies, the switch to an
-in-process :class:`~aoff._pump_thread.PumpThread` that folds every event not yet handed
+in-process :class:`~aoff._pump._thread.PumpThread` that folds every event not yet handed
 over. The :class:`~aoff.FinishReport` then adds what the agent wrote before it died and
 counts as lost what it had received but not confirmed written.
 """
@@ -19,15 +19,15 @@ import anyio.to_thread
 
 from .._core._buffer import EventBuffer
 from .._core._events import Event, steps_in
-from .._face import Core
-from .._options import Options
-from .._pump_thread import PumpThread
-from .._report import FinishReport, gave_up_line, stderr_line
-from .._streams import Forwarding, should_forward
+from .._core._report import FinishReport, gave_up_line, stderr_line
+from .._display._streams import Forwarding, should_forward
+from .._pump._options import Options
+from .._pump._thread import PumpThread
+from .._transport._shipper import BURST_ROUND, SHIP_INTERVAL_BUSY, Shipper
+from .._transport._wire import AgentGone
+from ._base import Core
 from ._defer import signals_deferred
-from ._shipper import BURST_ROUND, SHIP_INTERVAL_BUSY, Shipper
 from ._spawn import start_agent
-from ._wire import AgentGone
 
 #: the sync face's producers ship a round themselves (``AgentSide.put``) when the last
 #: round is this old, or when this many events wait. Measured on the 2-core test machine

@@ -2,10 +2,10 @@
 
 After a run, the quickest questions are "how far did it get, and did the reward go up?".
 ``show`` answers them in the terminal from the files the run left (read by
-:mod:`aoff._runs`): a summary panel and one row per tag with its first, last, min and max
+:mod:`aoff._cli._runs`): a summary panel and one row per tag with its first, last, min and max
 values and a sparkline of the curve. ``ls`` prints one line per run below a folder.
 
-Both only read files; ``ls`` also knocks on each run's socket (see :mod:`aoff._live`):
+Both only read files; ``ls`` also knocks on each run's socket (see :mod:`aoff._channel`):
 ``live`` when a run answers, ``not live (stale socket)`` when the socket was left by a
 run that was killed, ``finished`` when there is none.
 """
@@ -22,8 +22,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from ._display._format import fmt_duration, fmt_number
-from ._live._paths import live_status
+from .._channel._paths import live_status
+from .._display._format import fmt_duration, fmt_number
 from ._runs import JSONL_NAME, TB_PATTERN, RunData, find_runs, read_run
 
 __all__ = ["add_ls_arguments", "add_show_arguments", "run_ls", "run_show", "sparkline"]

@@ -26,22 +26,22 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.abc
 
-from ._backends._base import Backend, BackendContext
-from ._core._buffer import EventBuffer
-from ._core._checkpoint import to_state_dict
-from ._core._events import SYSTEM, Event
-from ._core._fold import Folder
-from ._core._pending import PendingEvent, event_ready, resolve_event
-from ._core._records import StepRecord
-from ._core._state import State
-from ._display._api import Display
-from ._display._guard import GuardedDisplay
-from ._live._produce import ProducerHub, attach_producers
-from ._live._server import LiveServer, start_serving, stop_serving
-from ._pump_end import await_room, end_of_run
-from ._report import FinishReport, OnceReporter, stderr_line
+from .._backends._base import Backend, BackendContext
+from .._channel._produce import ProducerHub, attach_producers
+from .._channel._server import LiveServer, start_serving, stop_serving
+from .._core._buffer import EventBuffer
+from .._core._checkpoint import to_state_dict
+from .._core._events import SYSTEM, Event
+from .._core._fold import Folder
+from .._core._pending import PendingEvent, event_ready, resolve_event
+from .._core._records import StepRecord
+from .._core._report import FinishReport, OnceReporter, stderr_line
+from .._core._state import State
+from .._display._api import Display
+from .._display._guard import GuardedDisplay
+from .._display._streams import LineJoiner
+from ._end import await_room, end_of_run
 from ._runner import DEFAULT_MAX_PENDING, BackendRunner
-from ._streams import LineJoiner
 
 if TYPE_CHECKING:
     from ._sysmetrics import SystemSampler
@@ -128,7 +128,7 @@ class Pump:
         self.upstream_dropped = 0
         self.overflow_label: tuple[int, str] = (buffer.capacity, buffer.overflow)
         self._give_up = False
-        # `aoff attach`: the run folder whose socket serves viewers (see _live._server)
+        # `aoff attach`: the run folder whose socket serves viewers (see _channel._server)
         self.live_dir = live_dir
         self.live: LiveServer | None = None
         #: producers (``log.remote()``) feeding this pump through ``live``

@@ -30,8 +30,8 @@ import stat
 import struct
 from collections.abc import Callable, Iterator
 
-from ._backends._replace import replaced
-from ._options import Options
+from .._backends._replace import replaced
+from .._pump._options import Options
 
 __all__ = ["last_logged_step", "prepare_resume"]
 
@@ -173,7 +173,7 @@ def _tensorboard_last_step(files: list[str]) -> int | None:
 
 
 def _tensorboard_files(log_dir: str) -> list[str]:
-    from ._backends._hparams import HPARAMS_FILE_PREFIX
+    from .._backends._hparams import HPARAMS_FILE_PREFIX
 
     names = sorted(
         n
@@ -273,7 +273,7 @@ def prepare_resume(options: Options) -> None:
     log_dir = options.log_dir
     if not log_dir:
         raise ValueError(f"resume_step={n} needs log_dir: the folder of the run to continue")
-    from ._backends._wandb import RUN_ID_FILE, read_run_id
+    from .._backends._wandb import RUN_ID_FILE, read_run_id
 
     last, used, found = last_logged_step(log_dir) if os.path.isdir(log_dir) else (None, [], [])
     has_wandb_id = os.path.isdir(log_dir) and read_run_id(log_dir) is not None

@@ -3,8 +3,8 @@
 Why apart from ``_remote.py``: the public object holds only what pickles (:class:`Spec`);
 everything bound to one process - the event buffer, the daemon thread that connects to
 the run folder's socket (retrying while the run's server starts), proves the key, names
-its role and then drives the agent's :class:`~aoff._agent._shipper.Shipper` over a
-non-blocking :class:`~aoff._agent._wire.Link` - lives in one :class:`Conn` per process.
+its role and then drives the agent's :class:`~aoff._transport._shipper.Shipper` over a
+non-blocking :class:`~aoff._transport._wire.Link` - lives in one :class:`Conn` per process.
 The server's half is ``_produce.py``.
 """
 
@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from multiprocessing import AuthenticationError
 from typing import Any
 
-from .._agent._shipper import Shipper
-from .._agent._wire import AgentGone, Link
 from .._core._buffer import EventBuffer, Overflow
+from .._transport._shipper import Shipper
+from .._transport._wire import AgentGone, Link
 from ._paths import LiveError, find_socket, read_key
 
 __all__ = ["HELLO_TIMEOUT", "Conn", "Spec"]

@@ -2,7 +2,7 @@
 
 The sync and async faces differ only in how they run the pump and in the methods that
 wait (httpx's rule: share logic, not I/O). Everything decided from the constructor's
-arguments is decided once, in :class:`~aoff._options.Options`; the closing event, the
+arguments is decided once, in :class:`~aoff._pump._options.Options`; the closing event, the
 after-close warning and "who owns the stop" are decided here, once.
 """
 
@@ -19,21 +19,21 @@ from typing import TYPE_CHECKING, Any, Generic
 
 from rich.console import Console
 
-from ._backends._base import BackendContext
-from ._core import _events as ev
-from ._core._buffer import DEFAULT_CAPACITY, EventBuffer, Overflow
-from ._core._checkpoint import to_state_dict
-from ._core._config import HParams, format_converted
-from ._core._recorder import R, Recorder
-from ._core._state import State
-from ._core._warning import AoffWarning
-from ._display._api import Display
-from ._options import DEFAULT_WANDB_PROJECT, BackendSpec, Options, PumpMode
-from ._pump import Pump
-from ._ranks import RankMode, muted_line, rank_dir, this_rank
-from ._report import FinishReport, stderr_line
-from ._sysmetrics import DEFAULT_INTERVAL as DEFAULT_SYSTEM_INTERVAL
-from ._sysmetrics import SystemSampler
+from .._backends._base import BackendContext
+from .._core import _events as ev
+from .._core._buffer import DEFAULT_CAPACITY, EventBuffer, Overflow
+from .._core._checkpoint import to_state_dict
+from .._core._config import HParams, format_converted
+from .._core._recorder import R, Recorder
+from .._core._report import FinishReport, stderr_line
+from .._core._state import State
+from .._core._warning import AoffWarning
+from .._display._api import Display
+from .._pump._options import DEFAULT_WANDB_PROJECT, BackendSpec, Options, PumpMode
+from .._pump._pump import Pump
+from .._pump._ranks import RankMode, muted_line, rank_dir, this_rank
+from .._pump._sysmetrics import DEFAULT_INTERVAL as DEFAULT_SYSTEM_INTERVAL
+from .._pump._sysmetrics import SystemSampler
 
 if TYPE_CHECKING:
     from ._remote import RemoteLogger
@@ -68,7 +68,7 @@ class Core:
             finish_timeout=options.finish_timeout,
             flush_interval=options.flush_secs,
             on_tick=on_tick,
-            live_dir=options.log_dir,  # `aoff attach` (src/aoff/_live)
+            live_dir=options.log_dir,  # `aoff attach` (src/aoff/_channel)
             system=(
                 SystemSampler(options.training_pid, options.system_interval)
                 if options.system_interval > 0

@@ -44,8 +44,8 @@ from collections.abc import Callable, Sequence
 
 import anyio
 
-from ._backends._base import Backend, BackendContext
-from ._core._records import StepRecord
+from .._backends._base import Backend, BackendContext
+from .._core._records import StepRecord
 
 #: records handed to one ``Backend.write`` call at most
 MAX_BATCH = 1024
