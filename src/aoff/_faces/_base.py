@@ -1,4 +1,4 @@
-"""What both faces share: the public constructor, the pump's parts, and the stop path.
+"""What both faces share: the public constructor, the fork and rank rules, and the stop path.
 
 The sync and async faces differ only in how they run the pump and in the methods that
 wait (httpx's rule: share logic, not I/O). Everything decided from the constructor's
@@ -19,65 +19,24 @@ from typing import TYPE_CHECKING, Any, Generic
 
 from rich.console import Console
 
-from .._backends._base import BackendContext
 from .._core import _events as ev
 from .._core._buffer import DEFAULT_CAPACITY, EventBuffer, Overflow
 from .._core._checkpoint import to_state_dict
-from .._core._config import HParams, format_converted
+from .._core._config import format_converted
 from .._core._recorder import R, Recorder
 from .._core._report import FinishReport, stderr_line
 from .._core._state import State
 from .._core._warning import AoffWarning
 from .._display._api import Display
 from .._pump._options import DEFAULT_WANDB_PROJECT, BackendSpec, Options, PumpMode
-from .._pump._pump import Pump
 from .._pump._ranks import RankMode, muted_line, rank_dir, this_rank
 from .._pump._sysmetrics import DEFAULT_INTERVAL as DEFAULT_SYSTEM_INTERVAL
-from .._pump._sysmetrics import SystemSampler
+from .._pump._wiring import Core
 
 if TYPE_CHECKING:
     from ._remote import RemoteLogger
 
-__all__ = ["Core", "Face"]
-
-
-class Core:
-    """Buffer + state + pump, wired from :class:`Options` (in whichever process pumps)."""
-
-    def __init__(
-        self,
-        options: Options,
-        *,
-        buffer: EventBuffer | None = None,
-        on_tick: Callable[[], object] | None = None,
-    ) -> None:
-        self.options = options
-        self.buffer = (
-            buffer if buffer is not None else EventBuffer(options.capacity, options.overflow)
-        )
-        self.state = State(config=options.config, hparams=HParams(options.hparams))
-        self.display = options.build_display()
-        self.pump = Pump(
-            self.buffer,
-            self.state,
-            options.build_backends(),
-            self.display,
-            refresh_per_second=options.refresh_per_second,
-            clock=options.now,
-            monotonic=options.monotonic,
-            finish_timeout=options.finish_timeout,
-            flush_interval=options.flush_secs,
-            on_tick=on_tick,
-            live_dir=options.log_dir,  # `aoff attach` (src/aoff/_channel)
-            system=(
-                SystemSampler(options.training_pid, options.system_interval)
-                if options.system_interval > 0
-                else None
-            ),
-        )
-        self.context = BackendContext(
-            config=options.config, say=self.pump.say, hparams=self.state.hparams
-        )
+__all__ = ["Face"]
 
 
 _faces: weakref.WeakSet[Face[Any]] = weakref.WeakSet()

@@ -23,9 +23,9 @@ from .._core._report import FinishReport, gave_up_line, stderr_line
 from .._display._streams import Forwarding, should_forward
 from .._pump._options import Options
 from .._pump._thread import PumpThread
+from .._pump._wiring import Core
 from .._transport._shipper import BURST_ROUND, SHIP_INTERVAL_BUSY, Shipper
 from .._transport._wire import AgentGone
-from ._base import Core
 from ._defer import signals_deferred
 from ._spawn import start_agent
 

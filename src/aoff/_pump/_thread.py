@@ -20,7 +20,7 @@ import anyio.lowlevel
 from .._core._events import steps_in
 from .._core._report import FinishReport, gave_up_line, stderr_line
 from .._display._streams import Forwarding, should_forward
-from .._faces._base import Core
+from ._wiring import Core
 
 
 class PumpThread:
