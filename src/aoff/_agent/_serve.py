@@ -29,10 +29,9 @@ import anyio.lowlevel
 
 from .._core import _events as ev
 from .._core._buffer import EventBuffer
-from .._faces._spawn import AGENT_IGNORES
 from .._pump._options import Options
 from .._pump._wiring import Core
-from .._transport._wire import dumps, loads
+from .._transport._wire import AGENT_IGNORES, dumps, loads
 
 #: the agent tells the training process how far it got at most this often (and at every
 #: flush and at the end): the training process reads them once a second

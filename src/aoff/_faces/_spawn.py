@@ -16,10 +16,7 @@ import subprocess
 import sys
 
 from .._pump._options import Options
-from .._transport._wire import Link, dumps
-
-#: what the agent ignores (``_serve.main``): the whole process group gets them
-AGENT_IGNORES = (signal.SIGINT, signal.SIGTERM)
+from .._transport._wire import AGENT_IGNORES, Link, dumps
 
 
 def start_agent(options: Options) -> tuple[subprocess.Popen[bytes], Link]:

@@ -18,6 +18,7 @@ from the agent
 from __future__ import annotations
 
 import pickle
+import signal
 import socket
 import struct
 from collections import deque
@@ -25,6 +26,10 @@ from collections.abc import Callable
 from typing import Any
 
 _LEN = struct.Struct("!i")
+#: what the agent ignores (``_agent/_serve.main``): Ctrl+C and a supervisor's SIGTERM reach
+#: the whole process group. The training process starts it with both blocked
+#: (``_faces/_spawn``), the agent unblocks them once it ignores them.
+AGENT_IGNORES = (signal.SIGINT, signal.SIGTERM)
 #: stop taking new events while this many bytes wait for the socket (backpressure)
 MAX_PENDING_BYTES = 8 << 20
 
