@@ -314,11 +314,6 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
             self._stop_done.set()
         return report
 
-    def _idle_timeout(self) -> float:
-        from ._sync import FINISH_GRACE
-
-        return self._options.finish_timeout + FINISH_GRACE
-
     # -- the wrong twins ----------------------------------------------------------------------
     def __enter__(self) -> NoReturn:
         raise TypeError(

@@ -39,6 +39,9 @@ if TYPE_CHECKING:
 __all__ = ["Face"]
 
 
+#: how long finish() waits, beyond ``finish_timeout``, for a pump that makes no progress
+FINISH_GRACE = 10.0
+
 _faces: weakref.WeakSet[Face[Any]] = weakref.WeakSet()
 
 
@@ -158,6 +161,10 @@ class Face(Recorder[R], Generic[R]):
 
     def _setup_face(self) -> None:
         raise NotImplementedError
+
+    def _idle_timeout(self) -> float:
+        """How long a wait for the pump may see no progress before it gives up."""
+        return self._options.finish_timeout + FINISH_GRACE
 
     # -- the one stop path's shared half --------------------------------------------------
     def _begin_stop(self, *, title: str, extra_summary: str, interrupted: bool) -> bool:

@@ -33,8 +33,6 @@ from ._base import Face
 if TYPE_CHECKING:
     from ._side import AgentSide
 
-#: how long finish() waits, beyond ``finish_timeout``, for a pump that makes no progress
-FINISH_GRACE = 10.0
 #: a second Ctrl+C this soon after the first stops finish() from waiting for the drain
 FORCE_WINDOW = 2.0
 
@@ -164,7 +162,7 @@ class OffPolicyLogger(Face[None]):
         if isinstance(self._pump, PumpThread):
             self._pump.flush()
         else:
-            self._pump.flush(self._options.finish_timeout + FINISH_GRACE)
+            self._pump.flush(self._idle_timeout())
 
     def state_dict(self) -> dict[str, Any]:
         """aoff's own counters, for your checkpoint: the elapsed time behind the ETA, the
@@ -176,7 +174,7 @@ class OffPolicyLogger(Face[None]):
             return self._empty_state_dict()
         if isinstance(self._pump, PumpThread):
             return self._pump.state_dict()
-        got = self._pump.state_dict(self._options.finish_timeout + FINISH_GRACE)
+        got = self._pump.state_dict(self._idle_timeout())
         if got is None:
             raise RuntimeError(no_state_line(self._options.finish_timeout))
         return got
@@ -242,7 +240,7 @@ class OffPolicyLogger(Face[None]):
                 return
             over = self._drain_over = threading.Event()
         pump = self._pump
-        idle = self._options.finish_timeout + FINISH_GRACE
+        idle = self._idle_timeout()
 
         def drain() -> None:
             try:
