@@ -27,7 +27,8 @@ import anyio
 import anyio.abc
 
 from .._backends._base import Backend, BackendContext
-from .._channel._produce import ProducerHub, attach_producers
+from .._channel._hub import ProducerHub
+from .._channel._produce import attach_producers
 from .._channel._server import LiveServer, start_serving, stop_serving
 from .._core._buffer import EventBuffer
 from .._core._checkpoint import to_state_dict
