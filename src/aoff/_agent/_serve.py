@@ -49,7 +49,6 @@ class Agent:
         self._send_lock = threading.Lock()
         self.buffer = EventBuffer(agent_capacity(options), "block")
         self.core = Core(options, buffer=self.buffer, on_tick=self.ack)
-        self.core.pump.overflow_label = (options.capacity, options.overflow)
         self._last_ack: Any = None
         self._acked_at = 0.0
 
@@ -94,12 +93,12 @@ class Agent:
                     break
                 kind = msg[0]
                 if kind == "ev":
-                    pump.upstream_dropped = msg[2]
+                    pump.note_upstream_dropped(msg[2])
                     put = buf.put
                     for e in msg[1]:
                         put(e)
                 elif kind == "out":  # printed in the training process: above the panel
-                    pump.text.append((msg[1], msg[2]))
+                    pump.echo(msg[1], msg[2])
                 elif kind == "flush":
                     anyio.from_thread.run(pump.flush, token=token)
                     self.ack(now=True)

@@ -216,7 +216,7 @@ class AgentSide:
         )
         self._inline = False
         core = self.make_core()
-        core.pump.unresolved += s.unresolved
+        core.pump.note_unresolved(s.unresolved)
         self.fallback = PumpThread(core, held=s.unsent_events())
         self.gone = reason
 

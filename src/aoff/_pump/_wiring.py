@@ -47,6 +47,7 @@ class Core:
             finish_timeout=options.finish_timeout,
             flush_interval=options.flush_secs,
             on_tick=on_tick,
+            overflow_label=(options.capacity, options.overflow),
             live_dir=options.log_dir,  # `aoff attach` (src/aoff/_channel)
             system=(
                 SystemSampler(options.training_pid, options.system_interval)
