@@ -19,8 +19,7 @@ The default handler is back once the block is left.
 
 from __future__ import annotations
 
-import signal
-import threading
+import functools
 import types
 import warnings
 from collections.abc import Awaitable
@@ -31,10 +30,11 @@ import anyio.abc
 
 from .._core import _events as ev
 from .._core._checkpoint import no_state_line
-from .._core._report import FinishReport, stderr_line
+from .._core._report import FinishReport
 from .._core._warning import AoffWarning
 from .._display._streams import Forwarding, should_forward
 from ._base import Face
+from ._sigterm import sigterm_is_default, watch_sigterm
 
 if TYPE_CHECKING:
     from ._side import AgentSide
@@ -146,8 +146,9 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
                 if should_forward(self._options.log_backend, self._options.display is not None):
                     self._forwarding = Forwarding(self._core.pump.text)
                 await tg.start(self._run_pump)
-            if self._handle_sigterm and _sigterm_is_default():
-                await tg.start(self._watch_sigterm, tg.cancel_scope)
+            if self._handle_sigterm and sigterm_is_default():
+                on_first = functools.partial(self._on_sigterm, tg.cancel_scope)
+                await tg.start(watch_sigterm, self._sigterm_scope, on_first)
         except BaseException:
             if self._side is None:
                 self._core.pump.request_stop(summary=False)  # the pump is shielded: ask it
@@ -199,43 +200,15 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
             if self._sigterm_scope is not None:  # the run is over: stop watching
                 self._sigterm_scope.cancel()
 
-    async def _watch_sigterm(
-        self,
-        host: anyio.CancelScope,
-        *,
-        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
-    ) -> None:
-        """Until the pump is done: on SIGTERM, mark the run interrupted, cancel ``host``.
-
-        ``host`` is the task group's scope, which holds the body of ``async with``; the
-        pump's final drain is shielded, so cancelling it loses nothing.
-        """
-        assert self._sigterm_scope is not None
-        started = False
-        try:
-            with self._sigterm_scope, anyio.open_signal_receiver(signal.SIGTERM) as signals:
-                task_status.started()
-                started = True
-                async for signum in signals:
-                    if self._signalled is not None:  # a second SIGTERM: the drain goes on
-                        stderr_line("aoff: still writing the rest of the run", wait=False)
-                        continue
-                    self._signalled = int(signum)
-                    # recorded before the cancellation, so the summary says so whichever
-                    # of the pump and the body is cancelled first
-                    self._buf.append_final(
-                        ev.finish_event(self._clock(), "Training Summary", "", True)
-                    )
-                    host.cancel()
-                    # watching on (shielded) until the run is over: supervisors often
-                    # send SIGTERM twice, and the default handler would kill the drain
-        except (NotImplementedError, RuntimeError, ValueError, OSError):
-            if started:
-                raise
-            # no signal support here (e.g. not the main thread): SIGTERM keeps its default
-        finally:
-            if not started:
-                task_status.started()
+    def _on_sigterm(self, host: anyio.CancelScope, signum: int) -> None:
+        """The first SIGTERM: mark the run interrupted, cancel ``host`` (the task group's
+        scope, which holds the body of ``async with``; the pump's final drain is
+        shielded, so cancelling it loses nothing)."""
+        self._signalled = signum
+        # recorded before the cancellation, so the summary says so whichever of the pump
+        # and the body is cancelled first
+        self._buf.append_final(ev.finish_event(self._clock(), "Training Summary", "", True))
+        host.cancel()
 
     def start(self, *, status: str = "Warming up...") -> Awaitable[None]:
         """Open the dashboard (done by ``async with``); a later call updates the status."""
@@ -337,13 +310,3 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
         raise TypeError(
             "AsyncOffPolicyLogger.state_dict() would block: use `await log.astate_dict()`"
         )
-
-
-def _sigterm_is_default() -> bool:
-    """Whether this is the main thread and SIGTERM still has its default handler."""
-    if threading.current_thread() is not threading.main_thread():
-        return False
-    try:
-        return signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
-    except (ValueError, OSError):  # pragma: no cover - no signals here
-        return False
