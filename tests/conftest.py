@@ -92,7 +92,7 @@ def pump_thread(log: OffPolicyLogger) -> threading.Thread:
     """The thread that runs ``log``'s pump (thread mode)."""
     from aoff._pump._thread import PumpThread
 
-    pump = log._pump
+    pump = log._host
     assert isinstance(pump, PumpThread), pump
     return pump.thread
 

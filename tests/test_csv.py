@@ -110,7 +110,7 @@ def run_public(log_dir: Path, pump: PumpMode, n: int = 100) -> tuple[FinishRepor
         log = OffPolicyLogger(
             log_dir=log_dir, backends=("jsonl", "csv"), handle_sigterm=False, system_interval=0
         )
-        assert log._pump.__class__.__name__ == "AgentSide"
+        assert log._host.__class__.__name__ == "AgentSide"
     watch = InodeWatch(log_dir / "progress.csv")
     for i in range(1, n + 1):
         log.log_step(i, metrics(i))

@@ -135,14 +135,15 @@ class OffPolicyLogger(Face[None]):
         self._caught: BaseException | None = None  # a signal during the drain, raised after
         self._caught_at = 0.0
         self._stopped = False
-        self._pump: PumpThread | AgentSide
+        #: where the pump runs: a thread of this process, or the agent (through its link)
+        self._host: PumpThread | AgentSide
         if self._process_mode():
             from ._side import AgentSide
 
-            self._pump = AgentSide(self._options, self._buffer, self._build_core)
-            self._put = self._pump.put()  # producers ship a round themselves now and then
+            self._host = AgentSide(self._options, self._buffer, self._build_core)
+            self._put = self._host.put()  # producers ship a round themselves now and then
         else:
-            self._pump = PumpThread(self._build_core())
+            self._host = PumpThread(self._build_core())
         _live_loggers.add(self)
         if self._options.handle_sigterm:
             _install_sigterm()
@@ -159,10 +160,10 @@ class OffPolicyLogger(Face[None]):
             remote.flush()
         if self._stopped or self._inert:
             return
-        if isinstance(self._pump, PumpThread):
-            self._pump.flush()
+        if isinstance(self._host, PumpThread):
+            self._host.flush()
         else:
-            self._pump.flush(self._idle_timeout())
+            self._host.flush(self._idle_timeout())
 
     def state_dict(self) -> dict[str, Any]:
         """aoff's own counters, for your checkpoint: the elapsed time behind the ETA, the
@@ -172,9 +173,9 @@ class OffPolicyLogger(Face[None]):
         :meth:`load_state_dict` in the resumed run (with ``resume_step``)."""
         if self._inert:
             return self._empty_state_dict()
-        if isinstance(self._pump, PumpThread):
-            return self._pump.state_dict()
-        got = self._pump.state_dict(self._idle_timeout())
+        if isinstance(self._host, PumpThread):
+            return self._host.state_dict()
+        got = self._host.state_dict(self._idle_timeout())
         if got is None:
             raise RuntimeError(no_state_line(self._options.finish_timeout))
         return got
@@ -239,7 +240,7 @@ class OffPolicyLogger(Face[None]):
             if self._drain_over is not None:
                 return
             over = self._drain_over = threading.Event()
-        pump = self._pump
+        pump = self._host
         idle = self._idle_timeout()
 
         def drain() -> None:
@@ -267,7 +268,7 @@ class OffPolicyLogger(Face[None]):
             except (KeyboardInterrupt, SystemExit) as exc:
                 if self._note_signal(exc):
                     self._forced = True
-                    _say(force_quit_line(self._pump.unwritten()))
+                    _say(force_quit_line(self._host.unwritten()))
                     raise
         if self._drain_failure:
             raise self._drain_failure[0]
