@@ -5,20 +5,20 @@ the run's key proven both ways before anything is unpickled), wherever the pump 
 A producer (``log.remote()``, or a forked child of the training process) connects to
 it, says ``("produce", name, pid)`` and gets ``("welcome", live_name)`` (``name``, or
 ``name-<pid>`` while another producer of that name is connected) or ``("error", why)``.
-Then it speaks the agent's protocol (``_agent/_wire.py``), so the producer side is the
-agent's own :class:`~aoff._transport._shipper.Shipper`:
+Then it speaks the agent's protocol (``_transport/_messages.py``), so the producer side
+is the agent's own :class:`~aoff._transport._shipper.Shipper`:
 
-``("ev", events, dropped_so_far)``
+``Events(events, dropped_so_far)``
     each event goes into the pump's buffer wrapped as ``(REMOTE, wall, live_name,
     event)`` (folded by ``_core/_fold.py``), in the order received: each producer's
     events stay in order, producers interleave. In the agent that buffer blocks when
     full, so backpressure reaches the producer's socket, then its own buffer's policy.
-``("flush", n)`` -> ``("flushed", n, None)``
+``Flush(n)`` -> ``Flushed(n, None)``
     once the pump has written and flushed everything received so far.
-``("stop", summary)`` -> ``("report", {...}, None)``, and the connection ends.
+``Stop(summary)`` -> ``Report(ProducerReport(...), None)``, and the connection ends.
 
 End of file without ``stop``: the producer died (killed?); one line says which one and
-what is known lost. At the end of the run (``_pump_end.await_producers``) the pump waits
+what is known lost. At the end of the run (``_pump/_end.await_producers``) the pump waits
 up to ``finish_timeout`` for producers still connected, then stops taking events (what
 comes later is counted as lost) and names those still open; the server's close shuts
 their connections, so they see the run is gone.
@@ -33,7 +33,16 @@ from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
 from .._core import _events as ev
-from .._transport._wire import dumps, loads
+from .._transport._messages import (
+    Events,
+    Flush,
+    Flushed,
+    ProducerReport,
+    Report,
+    Stop,
+    decode_to_peer,
+    encode,
+)
 from ._hub import ProducerHub, check_name
 from ._server import SEND_TIMEOUT, register_role, set_timeouts
 
@@ -71,25 +80,27 @@ def serve_producer(server: LiveServer, conn: Connection, hello: tuple[Any, ...])
         conn.send(("welcome", live))
         while True:
             try:
-                msg = loads(conn.recv_bytes())
+                msg = decode_to_peer(conn.recv_bytes())
             except (EOFError, OSError):
                 break
-            kind = msg[0]
-            if kind == "ev":
-                if type(msg[2]) is int:
-                    hub.dropped_by[live] = msg[2]
-                if hub.put(live, msg[1]):
-                    received += len(msg[1])
-            elif kind == "flush":
-                if hub.accepting:
-                    with contextlib.suppress(Exception):  # the run is ending: nothing to wait for
-                        hub.flush()
-                conn.send_bytes(dumps(("flushed", msg[1], None)))
-            elif kind == "stop":
-                stopped = True
-                report = {"name": live, "received": received, "lost": not hub.accepting}
-                conn.send_bytes(dumps(("report", report, None)))
-                break
+            match msg:
+                case Events(events, dropped):
+                    if type(dropped) is int:
+                        hub.dropped_by[live] = dropped
+                    if hub.put(live, events):
+                        received += len(events)
+                case Flush(n):
+                    if hub.accepting:
+                        with contextlib.suppress(Exception):  # the run is ending: no wait
+                            hub.flush()
+                    conn.send_bytes(encode(Flushed(n, None)))
+                case Stop():
+                    stopped = True
+                    report = ProducerReport(live, received, lost=not hub.accepting)
+                    conn.send_bytes(encode(Report(report, None)))
+                    break
+                case _:  # a hello or printed text: not a producer's to send, ignored
+                    pass
     finally:
         hub.leave(live)
         if not stopped and not server.closing and hub.accepting:

@@ -21,6 +21,7 @@ from multiprocessing import AuthenticationError
 from typing import Any
 
 from .._core._buffer import EventBuffer, Overflow
+from .._transport._messages import ProducerReport
 from .._transport._shipper import Shipper
 from .._transport._wire import AgentGone, Link
 from ._paths import LiveError, find_socket, read_key
@@ -59,7 +60,7 @@ class Conn:
         self.on_round = on_round  # the recorder's tensor-capture switch (torch imported?)
         self.buffer = EventBuffer(spec.capacity, spec.overflow)
         self.live_name = spec.name
-        self.shipper: Shipper | None = None
+        self.shipper: Shipper[ProducerReport] | None = None
         self.error: str | None = None
         self.gone = False
         self.late = itertools.count()  # events logged after the run was gone
@@ -82,7 +83,7 @@ class Conn:
             if link is None:
                 self._give_up([])
                 return
-            sh = self.shipper = Shipper(self.buffer, link)
+            sh = self.shipper = Shipper(self.buffer, link, ProducerReport)
             counted = link.on_sent
 
             def sent(batch: Any) -> None:

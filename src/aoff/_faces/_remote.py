@@ -229,11 +229,11 @@ class RemoteLogger(Recorder[None]):
             conn.wait(conn.done.is_set, self._spec.timeout + HELLO_TIMEOUT)
             sh = conn.shipper
             got = sh.report if sh is not None else None
-            received = got.get("received") if isinstance(got, dict) else None
+            received = got.received if got is not None else None
             error = conn.error
             if error is None and got is None:
                 error = f"the run did not answer within {self._spec.timeout:g}s"
-            if isinstance(got, dict) and got.get("lost"):
+            if got is not None and got.lost:
                 error = "the run had stopped taking events (it finished before this close())"
             dropped = conn.dropped()
             if got is None and sh is not None:

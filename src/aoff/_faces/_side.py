@@ -64,7 +64,7 @@ class _Idle:
     """Whether the agent has made no progress for ``timeout`` seconds (events drained
     from the buffer, or any answer from the agent, count as progress)."""
 
-    def __init__(self, shipper: Shipper, timeout: float) -> None:
+    def __init__(self, shipper: Shipper[FinishReport], timeout: float) -> None:
         self.shipper = shipper
         self.timeout = timeout
         self.last = (-1, -1)
@@ -102,7 +102,7 @@ class AgentSide:
         self.buffer = buffer
         self.make_core = make_core
         self.proc, link = start_agent(options)
-        self.shipper = Shipper(buffer, link)
+        self.shipper = Shipper(buffer, link, FinishReport)
         self.gone: str | None = None
         self.fallback: PumpThread | None = None
         self.forwarding: Forwarding | None = None

@@ -16,7 +16,8 @@ import subprocess
 import sys
 
 from .._pump._options import Options
-from .._transport._wire import AGENT_IGNORES, Link, dumps
+from .._transport._messages import Hello, encode
+from .._transport._wire import AGENT_IGNORES, Link
 
 
 def start_agent(options: Options) -> tuple[subprocess.Popen[bytes], Link]:
@@ -44,5 +45,5 @@ def start_agent(options: Options) -> tuple[subprocess.Popen[bytes], Link]:
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
         theirs.close()
     link = Link(ours)
-    link.queue(dumps(("hello", options)))
+    link.queue(encode(Hello(options)))
     return proc, link

@@ -25,7 +25,7 @@ import collections
 import operator
 import pickle
 import time
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from .._core import _events as ev
 from .._core._buffer import EventBuffer
@@ -33,7 +33,19 @@ from .._core._convert import Opaque
 from .._core._events import Event
 from .._core._pending import PendingEvent, event_ready, resolve_event
 from .._core._report import FinishReport
-from ._wire import MAX_PENDING_BYTES, Link, dumps, loads
+from ._messages import (
+    Ack,
+    Events,
+    Flush,
+    Flushed,
+    Out,
+    ProducerReport,
+    Report,
+    Stop,
+    decode_from_peer,
+    encode,
+)
+from ._wire import MAX_PENDING_BYTES, Link
 
 #: events per pickled frame (~60-100 bytes an event on the wire)
 FRAME_EVENTS = 4096
@@ -86,12 +98,22 @@ def _picklable(event: Event) -> Event:
     return tuple(out)
 
 
-class Shipper:
-    """Face-independent: drain, resolve, batch, queue; read the agent's answers."""
+#: the peer's report: a FinishReport from the agent, a ProducerReport from a run that took
+#: a producer's events
+R = TypeVar("R", FinishReport, ProducerReport)
 
-    def __init__(self, buffer: EventBuffer, link: Link) -> None:
+
+class Shipper(Generic[R]):
+    """Face-independent: drain, resolve, batch, queue; read the peer's answers.
+
+    ``report_type`` is the report the peer ends with (:class:`FinishReport` from the
+    agent, :class:`ProducerReport` from a run taking a producer's events).
+    """
+
+    def __init__(self, buffer: EventBuffer, link: Link, report_type: type[R]) -> None:
         self.buffer = buffer
         self.link = link
+        self.report_type: type[R] = report_type
         link.on_sent = self._sent
         self.held: list[Event] = []  # drained, behind an event waiting for a device
         self.unresolved = 0
@@ -104,7 +126,7 @@ class Shipper:
         self.flushed = 0
         self.stop_summary: bool | None = None
         self.stop_sent = False
-        self.report: FinishReport | None = None
+        self.report: R | None = None
         #: aoff's counters (``_core/_checkpoint.py``) from the agent's latest flush or report
         self.last_state: dict[str, Any] | None = None
         self.progress = 0  # bumps on every answer from the agent (finish() watches it)
@@ -118,7 +140,7 @@ class Shipper:
         """Move what is ready from the buffer onto the link (never blocks)."""
         while self.text:
             stream, text = self.text.popleft()
-            self.link.queue(dumps(("out", stream, text)))
+            self.link.queue(encode(Out(stream, text)))
         if self.link.pending_out > MAX_PENDING_BYTES:
             # the agent is behind and nothing can leave: the policy applies at capacity
             self.buffer.trim()
@@ -135,11 +157,11 @@ class Shipper:
                 for i in range(0, len(ready), FRAME_EVENTS):
                     self._queue_events(ready[i : i + FRAME_EVENTS])
         if self.flush_asked > self.flush_sent and not self.held:
-            self.link.queue(dumps(("flush", self.flush_asked)))
+            self.link.queue(encode(Flush(self.flush_asked)))
             self.flush_sent = self.flush_asked
         stop_now = not self.held and not len(self.buffer)
         if self.stop_summary is not None and not self.stop_sent and stop_now:
-            self.link.queue(dumps(("stop", self.stop_summary)))
+            self.link.queue(encode(Stop(self.stop_summary)))
             self.stop_sent = True
 
     def _ready_prefix(self, events: list[Event]) -> list[Event]:
@@ -166,12 +188,12 @@ class Shipper:
 
     def _queue_events(self, batch: list[Event]) -> None:
         try:
-            payload = dumps(("ev", batch, self.dropped()))
+            payload = encode(Events(batch, self.dropped()))
         except Exception:
             # a value pickle refuses: look for it event by event (~1-2 us each), and
             # only the events that hold one are taken apart value by value
             batch = [e if _pickles(e) else _picklable(e) for e in batch]
-            payload = dumps(("ev", batch, self.dropped()))
+            payload = encode(Events(batch, self.dropped()))
         self.link.queue(payload, batch)
 
     def _sent(self, batch: list[Event]) -> None:
@@ -180,16 +202,19 @@ class Shipper:
     # -- incoming ---------------------------------------------------------------------------
     def receive(self) -> None:
         for payload in self.link.recv_some():
-            msg = loads(payload)
+            msg = decode_from_peer(payload)
             self.progress += 1
-            if msg[0] == "ack":
-                self.acked_steps, self.acked_written = msg[1], msg[2]
-            elif msg[0] == "flushed":
-                self.flushed = msg[1]
-                self.last_state = msg[2]
-            elif msg[0] == "report":
-                self.report = msg[1]
-                self.last_state = msg[2]
+            match msg:
+                case Ack(steps, written):
+                    self.acked_steps, self.acked_written = steps, written
+                case Flushed(n, state):
+                    self.flushed = n
+                    self.last_state = state
+                case Report(report, state):
+                    if not isinstance(report, self.report_type):
+                        raise ValueError(f"aoff: unexpected report {type(report).__name__}")
+                    self.report = report
+                    self.last_state = state
 
     def waiting_for_agent(self) -> bool:
         return self.flush_asked > self.flushed or self.stop_summary is not None

@@ -5,19 +5,12 @@ payload), so the agent reads them with a plain blocking ``Connection`` while the
 training process writes them without ever blocking (a non-blocking socket and an
 outgoing byte buffer, drained by whoever drives the shipper: a thread or an anyio task).
 
-Messages are pickled tuples ``(kind, *args)``:
-
-to the agent
-    ``("hello", options)``, ``("ev", events, dropped_upstream)``,
-    ``("out", stream_name, text)``, ``("flush", n)``, ``("stop", summary)``
-from the agent
-    ``("ack", steps_folded, {backend: records written})``, ``("flushed", n)``,
-    ``("report", FinishReport)``
+Each frame holds one message of ``_messages.py`` (the same frames carry a producer's
+events to a run, after the channel's handshake).
 """
 
 from __future__ import annotations
 
-import pickle
 import signal
 import socket
 import struct
@@ -36,17 +29,6 @@ MAX_PENDING_BYTES = 8 << 20
 
 class AgentGone(Exception):
     """The agent closed its end (it exited or was killed)."""
-
-
-def dumps(message: tuple[Any, ...]) -> bytes:
-    return pickle.dumps(message, protocol=5)
-
-
-def loads(payload: bytes) -> tuple[Any, ...]:
-    msg = pickle.loads(payload)
-    if not isinstance(msg, tuple) or not msg:
-        raise ValueError(f"aoff agent: malformed message {type(msg).__name__}")
-    return msg
 
 
 class Link:
