@@ -1,7 +1,12 @@
-"""The run folder's channel: its Unix socket and key, serving ``aoff attach`` viewers and
-taking events from ``log.remote()`` producers.
+"""The run folder's channel: its Unix socket and key, for ``aoff attach`` viewers and
+``log.remote()`` producers.
 
-``_paths`` owns where the socket, its key and the long-path pointer live; ``_server``
-runs beside the pump (in the agent, or in the training process in thread mode) and
-answers viewers; ``_produce`` takes producers' events; ``_sender`` is a producer's half.
+Owns where the socket, its key and the long-path pointer live (``_paths``), the server
+that runs beside the pump and answers viewers (``_server``), the producers' hub
+(``_hub``) and role (``_produce``: their events go into the pump's buffer), and a
+producer's half: its buffer, thread and connection (``_sender``). The ``aoff attach``
+client is the command line's (``aoff._cli._attach``).
+
+May import: ``_transport``, ``_display``, ``_backends``, ``_core``. Never ``_pump`` (it
+hands the server its buffer and report line), nor anything above it.
 """
