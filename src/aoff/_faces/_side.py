@@ -22,7 +22,7 @@ from .._core._events import Event, steps_in
 from .._core._report import FinishReport, gave_up_line, stderr_line
 from .._display._streams import Forwarding, should_forward
 from .._pump._options import Options
-from .._pump._thread import PumpThread
+from .._pump._thread import ProgressWatch, PumpThread
 from .._pump._wiring import Core
 from .._transport._shipper import BURST_ROUND, SHIP_INTERVAL_BUSY, Shipper
 from .._transport._wire import AgentGone
@@ -58,25 +58,6 @@ INLINE_CHECK_EVERY = 16
 #: meanwhile (each wake-up costs the loop a GIL hand-off); longer than
 #: ``INLINE_INTERVAL`` so that a busy loop's own rounds come first.
 BACKSTOP_INTERVAL = 0.75
-
-
-class _Idle:
-    """Whether the agent has made no progress for ``timeout`` seconds (events drained
-    from the buffer, or any answer from the agent, count as progress)."""
-
-    def __init__(self, shipper: Shipper[FinishReport], timeout: float) -> None:
-        self.shipper = shipper
-        self.timeout = timeout
-        self.last = (-1, -1)
-        self.since = time.monotonic()
-
-    def expired(self) -> bool:
-        mark = (self.shipper.buffer.drained, self.shipper.progress)
-        now = time.monotonic()
-        if mark != self.last:
-            self.last, self.since = mark, now
-            return False
-        return now - self.since > self.timeout
 
 
 class AgentSide:
@@ -221,23 +202,29 @@ class AgentSide:
         self.gone = reason
 
     # -- waiting: the one place the two faces differ -----------------------------------------
+    def _idle(self, timeout: float) -> ProgressWatch:
+        """Whether the agent made no progress for ``timeout`` seconds (events drained from
+        the buffer, or any answer from the agent, count as progress)."""
+        s = self.shipper
+        return ProgressWatch(lambda: (s.buffer.drained, s.progress), timeout)
+
     def _wait(self, done: Callable[[], bool], idle_timeout: float) -> bool:
-        idle = _Idle(self.shipper, idle_timeout)
+        idle = self._idle(idle_timeout)
         with self._cond:
             while not done():
                 if self.gone is not None:
                     return done()
-                if idle.expired():
+                if idle.stalled():
                     return False
                 self._cond.wait(0.05)
         return True
 
     async def _await(self, done: Callable[[], bool], idle_timeout: float) -> bool:
-        idle = _Idle(self.shipper, idle_timeout)
+        idle = self._idle(idle_timeout)
         while not done():
             if self.gone is not None:
                 return done()
-            if idle.expired():
+            if idle.stalled():
                 return False
             await anyio.sleep(SHIP_INTERVAL_BUSY)
         return True

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -21,6 +22,26 @@ from .._core._events import steps_in
 from .._core._report import FinishReport, gave_up_line, stderr_line
 from .._display._streams import Forwarding, should_forward
 from ._wiring import Core
+
+
+class ProgressWatch:
+    """Whether ``mark()`` (what progress looks like: counts that grow) stayed the same for
+    more than ``timeout`` seconds. The faces wait for a pump, here or in the agent, as
+    long as it makes progress, and give up only once it stopped."""
+
+    def __init__(self, mark: Callable[[], object], timeout: float) -> None:
+        self.mark = mark
+        self.timeout = timeout
+        self.last: object = None
+        self.since = time.monotonic()
+
+    def stalled(self) -> bool:
+        mark = self.mark()
+        now = time.monotonic()
+        if mark != self.last:
+            self.last, self.since = mark, now
+            return False
+        return now - self.since > self.timeout
 
 
 class PumpThread:
@@ -105,19 +126,17 @@ class PumpThread:
         blocks, e.g. on a full stdout pipe, is what this catches).
         """
         pump = self.core.pump
-        last: tuple[int, int, int] | None = None
-        still_since = time.monotonic()
+        idle = ProgressWatch(
+            lambda: (
+                pump.buffer.drained,
+                pump.state.steps_logged,
+                sum(r.written + r.lost for r in pump.runners),
+            ),
+            idle_timeout,
+        )
         while True:
             self.thread.join(0.25)
             if not self.thread.is_alive():
                 return True
-            mark = (
-                pump.buffer.drained,
-                pump.state.steps_logged,
-                sum(r.written + r.lost for r in pump.runners),
-            )
-            now = time.monotonic()
-            if mark != last:
-                last, still_since = mark, now
-            elif now - still_since > idle_timeout:
+            if idle.stalled():
                 return False
