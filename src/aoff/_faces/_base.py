@@ -42,7 +42,7 @@ __all__ = ["Face"]
 #: how long finish() waits, beyond ``finish_timeout``, for a pump that makes no progress
 FINISH_GRACE = 10.0
 
-_faces: weakref.WeakSet[Face[Any]] = weakref.WeakSet()
+_live_faces: weakref.WeakSet[Face[Any]] = weakref.WeakSet()
 
 
 def _logging_methods() -> list[str]:
@@ -58,7 +58,7 @@ def _after_fork_in_child() -> None:
     :class:`~aoff.RemoteLogger` named ``fork-<pid>`` (closed by its ``finish()``/
     ``close()`` or at its exit); without one they are counted as dropped (one warning
     says so). Its stops return at once, so it never hangs, at exit or anywhere else."""
-    for face in list(_faces):
+    for face in list(_live_faces):
         face._forked_in_child()
 
 
@@ -146,7 +146,7 @@ class Face(Recorder[R], Generic[R]):
         self._buffer = EventBuffer(self._options.capacity, self._options.overflow)
         self._forked_dropped = 0
         self._setup_face()
-        _faces.add(self)
+        _live_faces.add(self)
 
     _core: Core  # the in-process pump's parts (thread mode, or after the agent is lost)
 
