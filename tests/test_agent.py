@@ -283,7 +283,7 @@ def test_a_value_pickle_refuses_is_reported_by_the_agent_and_nothing_else_is_los
     other 299 steps, and the same step's other metric) arrives untouched."""
     run = tmp_path / "run"
     log = _jsonl_only(run)
-    assert log._host.proc.poll() is None  # process mode: the agent runs it
+    assert log._host.proc.poll() is None  # type: ignore[union-attr]  # the agent runs it
     log.start()
     for i in range(1, 301):
         metrics: dict[str, Any] = {"x": float(i)}

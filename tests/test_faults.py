@@ -351,7 +351,7 @@ def test_the_closing_event_never_evicts_a_data_event(
     if pump == "process":
         # the loop itself ships once half the buffer waits: not here, where the buffer
         # must be exactly full when finish() comes
-        log._host._inline_events = CAPACITY + 1
+        log._host._inline_events = CAPACITY + 1  # type: ignore[union-attr]
     with gil_held_by_this_thread():
         for i in range(1, CAPACITY + 1):
             log.log_step(i, {"loss": float(i)})
