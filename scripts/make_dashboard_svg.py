@@ -2,7 +2,7 @@
 
 The picture in the README and on the documentation site must show what ``python -m aoff
 demo`` really draws, not a drawing of it. So this script runs the demo itself (the same
-``aoff._demo.run`` that ``python -m aoff demo`` calls, with its simulated SAC numbers and
+``aoff._cli._demo.run`` that ``python -m aoff demo`` calls, with its simulated SAC numbers and
 its real logger) with one change: the logger gets a display that keeps the state of each
 frame. When the run is past ``--at`` of its iterations, that frame is drawn by aoff's own
 :class:`aoff.Dashboard` on a Rich ``Console(record=True)`` and exported with Rich's
@@ -25,7 +25,7 @@ from typing import Any
 from rich.console import Console
 
 from aoff import Dashboard, State
-from aoff._demo import DemoConfig, run
+from aoff._cli._demo import DemoConfig, run
 
 
 class FrameKeeper:

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from aoff.__main__ import main as aoff_main
-from aoff._demo import DemoConfig, Simulation
+from aoff._cli._demo import DemoConfig, Simulation
 
 from .conftest import read_jsonl, read_tensorboard, tensorboard_accumulator
 

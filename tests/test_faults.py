@@ -36,7 +36,7 @@ from aoff import (
 )
 from aoff._core._buffer import EventBuffer
 from aoff._core._recorder import Recorder
-from aoff._pump import Pump
+from aoff._pump._pump import Pump
 from aoff.testing import MemoryBackend, RecordingDisplay
 
 TIMEOUT = 60.0  # generous bounds on waits: this is a slow, shared machine
@@ -352,7 +352,7 @@ def test_the_closing_event_never_evicts_a_data_event(
     if pump == "process":
         # the loop itself ships once half the buffer waits: not here, where the buffer
         # must be exactly full when finish() comes
-        log._pump._inline_events = CAPACITY + 1
+        log._host._inline_events = CAPACITY + 1  # type: ignore[union-attr]
     with gil_held_by_this_thread():
         for i in range(1, CAPACITY + 1):
             log.log_step(i, {"loss": float(i)})

@@ -19,7 +19,7 @@ from aoff._backends._base import Backend, BackendContext
 from aoff._backends._mlflow import MAX_METRICS_PER_CALL, RUN_ID_FILE, metric_key
 from aoff._core._config import HParams
 from aoff._core._records import RunConfig, StepRecord
-from aoff._options import Options
+from aoff._pump._options import Options
 
 mlflow_tracking = pytest.importorskip("mlflow.tracking")
 

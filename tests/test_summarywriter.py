@@ -288,7 +288,6 @@ def test_wandb_sync_tensorboard_sees_the_writer(
     if importlib.util.find_spec("wandb") is None:
         pytest.skip("wandb not installed")
     import wandb
-
     from aoff.testing._wandb_offline import read_history
 
     monkeypatch.setenv("WANDB_MODE", "offline")
@@ -323,11 +322,10 @@ def test_wandb_sync_tensorboard_sees_the_writer(
 
 def test_extras_jsonl_and_csv_and_the_pump_stays_in_the_agent(tmp_path: Path) -> None:
     import pandas as pd
-
-    from aoff._agent._side import AgentSide
+    from aoff._faces._side import AgentSide
 
     with SummaryWriter(str(tmp_path), backends=("jsonl", "csv")) as w:
-        assert isinstance(w._engine._pump, AgentSide)  # no dashboard, still process mode
+        assert isinstance(w._engine._host, AgentSide)  # no dashboard, still process mode
         w.add_scalar("loss", 0.5, 3)
         w.add_scalars("q", {"a": 1.0}, 3)
         w.add_text("note", "hi", 4)

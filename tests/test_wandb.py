@@ -254,7 +254,7 @@ async def test_waiting_on_the_worker_never_blocks_the_loop() -> None:
     """A hung wandb call can be abandoned; the call itself still runs to completion."""
     import anyio
 
-    from aoff._threads import SerialWorker, wait_future
+    from aoff._backends._threads import SerialWorker, wait_future
 
     worker = SerialWorker("aoff-test-worker")
     release = threading.Event()

@@ -4,7 +4,7 @@ Reads ``RecordEpisodeStatistics`` infos (single and vector envs); see ``docs/gui
 Importing this module does not import Gymnasium.
 """
 
-from ._gym import episodes_in, log_episodes
+from ._adapters._gym import episodes_in, log_episodes
 
 __all__ = ["episodes_in", "log_episodes"]
 

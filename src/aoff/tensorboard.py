@@ -5,6 +5,6 @@ torch's writer makes (see docs/migrate-summarywriter.md for what is covered, and
 keyword-only extras: the live dashboard, JSONL/CSV/W&B backends, ``remote()``).
 """
 
-from ._writer import SummaryWriter
+from ._adapters._writer import SummaryWriter
 
 __all__ = ["SummaryWriter"]

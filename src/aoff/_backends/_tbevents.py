@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Sequence
 from typing import Any
 
 from .._core._histogram import Histogram
 from .._core._records import StepRecord
-from ._tfrecord import frame_many
 
-__all__ = ["FILE_VERSION", "EventEncoder", "encode_histogram", "encode_records", "load_event_class"]
+__all__ = ["FILE_VERSION", "EventEncoder", "SummaryRecord", "encode_histogram", "load_event_class"]
 
 FILE_VERSION = "brain.Event:2"
 
@@ -80,7 +78,7 @@ class EventEncoder:
 
     def encode(self, rec: StepRecord) -> bytes:
         if rec.texts or rec.tensor_style or rec.hparams is not None:
-            raise _SummaryRecord
+            raise SummaryRecord
         heads = self._heads
         parts: list[bytes] = []
         append = parts.append
@@ -137,23 +135,5 @@ def encode_histogram(h: Histogram) -> bytes:
     return b"\x0a" + _varint(len(value)) + value  # Summary.value
 
 
-def encode_records(encoder: EventEncoder, records: Sequence[StepRecord]) -> bytes:
-    """Serialise one ``Event`` per record and frame them all into one buffer
-    (``SummaryWriter``'s texts, tensors and HParams go through ``_tbsummaries``)."""
-    encode = encoder.encode
-    try:
-        return frame_many([encode(rec) for rec in records])
-    except _SummaryRecord:
-        from ._tbsummaries import encode_summary_record, is_summary_record
-
-        out: list[bytes] = []
-        for rec in records:
-            if is_summary_record(rec):
-                out += encode_summary_record(encoder, rec)
-            else:
-                out.append(encode(rec))
-        return frame_many(out)
-
-
-class _SummaryRecord(Exception):
-    """:meth:`EventEncoder.encode` met a record it does not encode (see encode_records)."""
+class SummaryRecord(Exception):
+    """:meth:`EventEncoder.encode` met a record it does not encode (``_tbencode`` decides)."""

@@ -55,7 +55,8 @@ from ._hparams import (
     text_table_event,
     write_hparams_file,
 )
-from ._tbevents import FILE_VERSION, EventEncoder, encode_records, load_event_class
+from ._tbencode import encode_records
+from ._tbevents import FILE_VERSION, EventEncoder, load_event_class
 from ._tfrecord import frame_many, fsync_and_close, write_all, write_whole
 
 __all__ = ["TensorBoardBackend"]

@@ -50,10 +50,10 @@ from typing import Any
 from rich.markup import escape
 
 from .._core._records import RunConfig, StepRecord
-from .._threads import SerialWorker, wait_future
 from ._base import BackendContext
 from ._hparams import run_config as merged_config
 from ._replace import replaced
+from ._threads import SerialWorker, wait_future
 
 __all__ = ["RUN_ID_FILE", "WandbBackend", "read_run_id"]
 

@@ -33,7 +33,7 @@ CONFIG: Final = 16  # (values: a flat dict of JSON-safe values, see _config.py)
 LOAD_STATE: Final = 17  # (values: a checked dict from state_dict(), see _checkpoint.py)
 REMOTE: Final = 18  # (producer name, the producer's own event): made by the run's live
 #                     server for each event a ``RemoteLogger`` sends (see _live/_produce.py)
-# aoff.tensorboard.SummaryWriter's calls (see _writer/): one summary at a tag, step and
+# aoff.tensorboard.SummaryWriter's calls (see _adapters/_writer.py): one summary at a tag, step and
 # wall time of the caller's choosing, in a run folder ``run`` ("": log_dir itself)
 W_SCALAR: Final = 19  # (run, tag, value, step or None, style: 0 simple, 1 float, 2 double)
 W_TEXT: Final = 20  # (run, tag, text, step or None)
