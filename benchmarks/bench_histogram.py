@@ -41,7 +41,7 @@ import numpy as np
 
 from aoff import OffPolicyLogger
 from aoff._core._histogram import summarize
-from aoff._options import PumpMode
+from aoff._pump._options import PumpMode
 
 N = 4096
 

@@ -38,7 +38,8 @@ from _workload import (
 from rich.console import Console
 
 from aoff._backends._jsonl import encode_lines
-from aoff._backends._tbevents import EventEncoder, encode_records
+from aoff._backends._tbencode import encode_records
+from aoff._backends._tbevents import EventEncoder
 from aoff._core import _events as ev
 from aoff._core._fold import Folder
 from aoff._core._state import State

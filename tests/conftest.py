@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    from aoff._options import PumpMode
+    from aoff._pump._options import PumpMode
 
 
 @pytest.fixture(params=["asyncio", "trio"])
@@ -90,9 +90,9 @@ def make_async_logger(*backends: Backend, **kw: Unpack[LoggerOptions]) -> AsyncO
 
 def pump_thread(log: OffPolicyLogger) -> threading.Thread:
     """The thread that runs ``log``'s pump (thread mode)."""
-    from aoff._pump_thread import PumpThread
+    from aoff._pump._thread import PumpThread
 
-    pump = log._pump
+    pump = log._host
     assert isinstance(pump, PumpThread), pump
     return pump.thread
 
@@ -140,12 +140,12 @@ def _sigterm_handler_back() -> Iterator[None]:
     fixture; each test starts, and ends, with it taken back out."""
     import signal
 
-    import aoff._sync
+    import aoff._faces._sync
 
     def reset() -> None:
-        if signal.getsignal(signal.SIGTERM) is aoff._sync._on_sigterm:
+        if signal.getsignal(signal.SIGTERM) is aoff._faces._sync._on_sigterm:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            aoff._sync._prev_sigterm = None
+            aoff._faces._sync._prev_sigterm = None
 
     reset()
     yield

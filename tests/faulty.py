@@ -113,7 +113,7 @@ def number_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
     """Run a test on both recorder paths: torch-free, and capturing (torch imported).
 
     Once torch is imported anywhere in the process, the recorder inspects values at the
-    call; the outcome of a bad value must not change (docs/input-handling.md).
+    call; the outcome of a bad value must not change (docs/reference/input-handling.md).
     """
     if request.param == "plain":
         # the capture switch is the recorder's own: keep it off for loggers built now

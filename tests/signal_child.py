@@ -8,7 +8,7 @@ import sys
 import anyio
 
 from aoff import AsyncOffPolicyLogger, OffPolicyLogger
-from aoff._options import PumpMode
+from aoff._pump._options import PumpMode
 
 
 def main() -> None:

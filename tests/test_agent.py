@@ -70,7 +70,7 @@ def test_process_and_thread_mode_write_identical_records(tmp_path: Path) -> None
             handle_sigterm=False,
         )
         if mode == "process":
-            assert log._pump.__class__.__name__ == "AgentSide"
+            assert log._host.__class__.__name__ == "AgentSide"
         log.start()
         script_sequence(log, 300)
         report = log.finish()
@@ -132,7 +132,7 @@ log.start()
 for i in range(1, 201):
     log.log_step(i, {"x": i * 1.0})
 log.flush()
-print("AGENT", log._pump.proc.pid, flush=True)
+print("AGENT", log._host.proc.pid, flush=True)
 if sys.argv[2] == "kill-self":
     for i in range(201, 401):
         log.log_step(i, {"x": i * 1.0})
@@ -141,11 +141,11 @@ if sys.argv[2] == "kill-self":
     os.kill(os.getpid(), signal.SIGKILL)
 if sys.argv[2] == "kill-agent":
     import os, signal
-    os.kill(log._pump.proc.pid, signal.SIGSTOP)   # it can neither write nor confirm
+    os.kill(log._host.proc.pid, signal.SIGSTOP)   # it can neither write nor confirm
     for i in range(201, 301):
         log.log_step(i, {"x": i * 1.0})
     time.sleep(1.2)  # shipped into the stopped agent (<= 0.75 s): received, never written
-    os.kill(log._pump.proc.pid, signal.SIGKILL)
+    os.kill(log._host.proc.pid, signal.SIGKILL)
     time.sleep(0.3)
     for i in range(301, 401):
         log.log_step(i, {"x": i * 1.0})
@@ -224,7 +224,7 @@ def test_a_signal_during_a_shipping_round_is_held_until_the_round_is_over() -> N
     import os
     import signal
 
-    from aoff._agent._defer import signals_deferred
+    from aoff._faces._defer import signals_deferred
 
     seen: list[str] = []
     prev = signal.signal(signal.SIGTERM, lambda s, f: seen.append(f"handler {s}"))
@@ -251,7 +251,7 @@ def test_ctrl_c_while_the_agent_is_still_starting_does_not_kill_it(tmp_path: Pat
     log = OffPolicyLogger(
         log_dir=tmp_path, backends=("jsonl",), log_backend="none", handle_sigterm=False
     )
-    agent = log._pump.proc  # type: ignore[union-attr]
+    agent = log._host.proc  # type: ignore[union-attr]
     os.kill(agent.pid, signal.SIGINT)  # in the import window: nothing handles it yet
     os.kill(agent.pid, signal.SIGTERM)
     for i in range(1, 101):
@@ -283,7 +283,7 @@ def test_a_value_pickle_refuses_is_reported_by_the_agent_and_nothing_else_is_los
     other 299 steps, and the same step's other metric) arrives untouched."""
     run = tmp_path / "run"
     log = _jsonl_only(run)
-    assert log._pump.proc.poll() is None  # process mode: the agent runs it
+    assert log._host.proc.poll() is None  # type: ignore[union-attr]  # the agent runs it
     log.start()
     for i in range(1, 301):
         metrics: dict[str, Any] = {"x": float(i)}

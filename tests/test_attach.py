@@ -35,8 +35,8 @@ import pytest
 
 from aoff import BackendContext, OffPolicyLogger, State
 from aoff.__main__ import main
-from aoff._demo import DemoConfig, run
-from aoff._live._paths import KEY_NAME, POINTER_NAME, SOCKET_NAME, SUN_PATH_MAX, probe
+from aoff._channel._paths import KEY_NAME, POINTER_NAME, SOCKET_NAME, SUN_PATH_MAX, probe
+from aoff._cli._demo import DemoConfig, run
 from aoff.testing import MemoryBackend, RecordingDisplay
 
 from .conftest import read_jsonl

@@ -17,7 +17,7 @@ import pytest
 from aoff import AoffWarning, OffPolicyLogger
 from aoff._backends._hparams import HPARAMS_FILE_PREFIX, text_table
 from aoff._core._config import HParams, flatten_config
-from aoff._options import PumpMode
+from aoff._pump._options import PumpMode
 from aoff.testing import RecordingDisplay
 
 from .conftest import make_logger, tensorboard_accumulator

@@ -22,7 +22,7 @@ from aoff import AsyncOffPolicyLogger, FinishReport, NullDisplay, OffPolicyLogge
 from aoff._backends._base import Backend, BackendContext
 from aoff._backends._csv import CsvBackend
 from aoff._core._records import StepRecord
-from aoff._options import PumpMode
+from aoff._pump._options import PumpMode
 
 from .conftest import read_jsonl
 from .test_jsonl import Tearing
@@ -110,7 +110,7 @@ def run_public(log_dir: Path, pump: PumpMode, n: int = 100) -> tuple[FinishRepor
         log = OffPolicyLogger(
             log_dir=log_dir, backends=("jsonl", "csv"), handle_sigterm=False, system_interval=0
         )
-        assert log._pump.__class__.__name__ == "AgentSide"
+        assert log._host.__class__.__name__ == "AgentSide"
     watch = InodeWatch(log_dir / "progress.csv")
     for i in range(1, n + 1):
         log.log_step(i, metrics(i))
@@ -174,7 +174,7 @@ def test_a_resumed_run_keeps_the_existing_header(tmp_path: Path) -> None:
 
 
 def test_names_and_log_dir_rules() -> None:
-    assert "csv" in aoff._options.BACKEND_NAMES
+    assert "csv" in aoff._pump._options.BACKEND_NAMES
     with pytest.raises(ValueError, match=r"needs log_dir \(writes log_dir/progress.csv\)"):
         OffPolicyLogger(log_backend="none", backends=("csv",), handle_sigterm=False)
     with pytest.raises(ValueError, match="'jsonl', 'csv', 'wandb'"):

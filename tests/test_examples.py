@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from aoff.__main__ import main as aoff_main
-from aoff._demo import DemoConfig, Simulation
+from aoff._cli._demo import DemoConfig, Simulation
 
-from .conftest import read_jsonl, read_tensorboard
+from .conftest import read_jsonl, read_tensorboard, tensorboard_accumulator
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -197,6 +197,31 @@ def test_sac_example_runs_and_logs(tmp_path: Path, name: str) -> None:
     assert sc["episode/length"][-1] == (total, 200.0)
     assert "reward/return_mean10" in sc
     assert all(v > 0 for _, v in sc["train/alpha"])
+
+
+@pytest.mark.slow  # real SAC training in a subprocess, a few seconds
+@needs_examples
+def test_cleanrl_style_sac_logs_through_aoffs_summarywriter(tmp_path: Path) -> None:
+    total, starts = 300, 100
+    proc = _run(
+        [
+            str(EXAMPLES / "cleanrl_sac.py"),
+            *("--total-timesteps", str(total), "--learning-starts", str(starts)),
+            *("--batch-size", "32"),
+        ],
+        tmp_path,
+    )
+    assert "global_step=199, episodic_return=" in proc.stdout  # the script's own prints
+    (run_dir,) = (tmp_path / "runs").iterdir()  # CleanRL's runs/<run_name>
+    assert run_dir.name.startswith("Pendulum-v1__cleanrl_sac__1__")
+    sc = _scalars(run_dir)
+    assert [s for s, _ in sc["charts/episodic_return"]] == [199]
+    assert sc["charts/episodic_length"] == [(199, 200.0)]
+    for tag in ("losses/qf1_loss", "losses/actor_loss", "losses/alpha", "charts/SPS"):
+        assert [s for s, _ in sc[tag]] == [200], tag
+    acc = tensorboard_accumulator(run_dir)
+    (text,) = acc.Tensors("hyperparameters/text_summary")
+    assert text.tensor_proto.string_val[0].startswith(b"|param|value|")
 
 
 @pytest.mark.slow  # SAC with 2 spawned collector processes, ~10 s

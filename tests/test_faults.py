@@ -2,7 +2,8 @@
 
 Each case is checked on what reaches the disk: TensorBoard read back with its own
 ``EventAccumulator`` and JSONL read back line by line as strict JSON, against the
-``FinishReport``. ``docs/exits-and-faults.md`` lists every case and the test that shows it.
+``FinishReport``. ``docs/reference/exits-and-faults.md`` lists every case and the test
+that shows it.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from aoff import (
 )
 from aoff._core._buffer import EventBuffer
 from aoff._core._recorder import Recorder
-from aoff._pump import Pump
+from aoff._pump._pump import Pump
 from aoff.testing import MemoryBackend, RecordingDisplay
 
 TIMEOUT = 60.0  # generous bounds on waits: this is a slow, shared machine
@@ -351,7 +352,7 @@ def test_the_closing_event_never_evicts_a_data_event(
     if pump == "process":
         # the loop itself ships once half the buffer waits: not here, where the buffer
         # must be exactly full when finish() comes
-        log._pump._inline_events = CAPACITY + 1
+        log._host._inline_events = CAPACITY + 1  # type: ignore[union-attr]
     with gil_held_by_this_thread():
         for i in range(1, CAPACITY + 1):
             log.log_step(i, {"loss": float(i)})
@@ -474,7 +475,7 @@ async def test_a_wall_clock_stepping_back_does_not_freeze_the_dashboard_async(
 @pytest.mark.anyio
 async def test_the_pump_throttles_frames_on_its_monotonic_clock_not_the_wall_clock() -> None:
     """The same at the ``Pump``, with the wall clock injected and ``time.monotonic``
-    for the throttle (the public ``clock=`` moves both: see docs/exits-and-faults.md)."""
+    for the throttle (the public ``clock=`` moves both: see docs/reference/exits-and-faults.md)."""
     clock = SteppingBackClock(time.time)
     buffer = EventBuffer()
     display = RecordingDisplay()

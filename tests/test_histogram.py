@@ -40,7 +40,7 @@ from aoff._core._histogram import (
 )
 from aoff._core._histogram_torch import reduce_tensor
 from aoff._core._records import StepRecord
-from aoff._options import PumpMode
+from aoff._pump._options import PumpMode
 from aoff.testing import MemoryBackend, RecordingDisplay
 
 from .conftest import make_async_logger, make_logger, read_jsonl

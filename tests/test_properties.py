@@ -2,7 +2,7 @@
 exactly what a plain synchronous fold of the same calls writes.
 
 The reference below is written from ``seed-behaviour.md`` (the seed's record layout) and
-``docs/input-handling.md`` (what aoff does with inputs the seed would have crashed on),
+``docs/reference/input-handling.md`` (what aoff does with inputs the seed would have crashed on),
 deliberately without importing anything from ``aoff._state`` or ``aoff._keys``: it is a
 second, straightforward implementation, so a bug in the fold cannot hide in both.
 """
@@ -44,7 +44,8 @@ BAD = Bad()
 
 
 def ref_float(v: object) -> float | Bad:
-    """docs/input-handling.md: float as is; bool, int, NumPy numbers converted; else bad."""
+    """docs/reference/input-handling.md: float as is; bool, int, NumPy numbers converted;
+    else bad."""
     if isinstance(v, bool | int | float | np.number):
         try:
             return float(v)

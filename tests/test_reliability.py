@@ -29,7 +29,7 @@ import psutil
 import pytest
 
 from aoff import AsyncOffPolicyLogger, Backend, FinishReport, OffPolicyLogger, Overflow, StepRecord
-from aoff._runner import BackendRunner
+from aoff._pump._runner import BackendRunner
 from aoff.testing import ManualClock, MemoryBackend, RecordingDisplay
 
 from .conftest import (
@@ -513,7 +513,7 @@ def test_finish_report_is_complete_only_when_nothing_was_lost() -> None:
     assert not FinishReport(backend_lost={"tb": 1}).complete
 
 
-# -- bad input: one test per row of docs/input-handling.md ----------------------------------
+# -- bad input: one test per row of docs/reference/input-handling.md -------------------------
 def make_logger_with(log_dir: Path, *extra: Backend) -> OffPolicyLogger:
     """A logger writing TensorBoard and JSONL files into ``log_dir`` (plus ``extra``)."""
     from aoff._backends._jsonl import JsonlBackend
@@ -762,9 +762,9 @@ def test_finish_waits_for_a_long_final_drain_while_it_makes_progress(
 ) -> None:
     """Folding the last buffer-full can take longer than finish_timeout + grace; as long
     as it makes progress, finish() must wait (giving up would lose it at exit)."""
-    import aoff._sync
+    import aoff._faces._base
 
-    monkeypatch.setattr(aoff._sync, "FINISH_GRACE", 0.3)
+    monkeypatch.setattr(aoff._faces._base, "FINISH_GRACE", 0.3)
     counting = CountingBackend()
     log = make_logger(counting, finish_timeout=0.1)
     metrics = {f"m{k}": float(k) for k in range(10_000)}
@@ -788,9 +788,9 @@ class StuckDisplay(RecordingDisplay):
 def test_finish_gives_up_on_a_pump_that_stops_making_progress(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import aoff._sync
+    import aoff._faces._base
 
-    monkeypatch.setattr(aoff._sync, "FINISH_GRACE", 0.3)
+    monkeypatch.setattr(aoff._faces._base, "FINISH_GRACE", 0.3)
     display = StuckDisplay()
     mem = MemoryBackend()
     log = make_logger(mem, display=display, finish_timeout=0.2)

@@ -24,10 +24,10 @@ import anyio
 import pytest
 
 from aoff import AsyncOffPolicyLogger, OffPolicyLogger, RemoteLogger
+from aoff._channel._paths import find_socket
 from aoff._core import _events as ev
 from aoff._core._fold import Folder
 from aoff._core._state import ProducerInfo, State
-from aoff._live._paths import find_socket
 from tests import remote_child
 from tests.conftest import read_jsonl, read_tensorboard
 from tests.tbserver import tensorboard_server

@@ -25,8 +25,8 @@ from aoff import OffPolicyLogger
 from aoff._backends._base import BackendContext
 from aoff._core._config import HParams
 from aoff._core._records import RunConfig, StepRecord
-from aoff._options import PumpMode
-from aoff._resume import last_logged_step
+from aoff._faces._resume import last_logged_step
+from aoff._pump._options import PumpMode
 from aoff.testing import RecordingDisplay
 
 from .conftest import read_jsonl, tensorboard_accumulator

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from aoff.__main__ import main
-from aoff._demo import DemoConfig, _checkpoint, run
-from aoff._show import ASCII_BARS, UNICODE_BARS, sparkline
+from aoff._cli._demo import DemoConfig, _checkpoint, run
+from aoff._cli._show import ASCII_BARS, UNICODE_BARS, sparkline
 
 ITERATIONS = 20
 
@@ -198,7 +198,7 @@ def test_sparkline() -> None:
 def test_producer_rows_are_kept_out_of_the_runs_series(tmp_path: Path) -> None:
     """Rows a ``log.remote()`` producer wrote (``"producer"`` set) have their own steps:
     ``ls``/``show`` count them apart instead of mixing them into the learner's."""
-    from aoff._runs import read_run
+    from aoff._cli._runs import read_run
 
     rows = [
         {"step": 1, "iteration": 1, "wall_time": 10.0, "train/loss": 1.0},

@@ -29,9 +29,9 @@ from aoff._core._buffer import EventBuffer
 from aoff._core._recorder import Recorder
 from aoff._core._state import State
 from aoff._display._panel import dashboard_panel, timing_table
-from aoff._options import PumpMode
-from aoff._pump import Pump
-from aoff._sysmetrics import SystemSampler, _open_gpu, _visible
+from aoff._pump._options import PumpMode
+from aoff._pump._pump import Pump
+from aoff._pump._sysmetrics import SystemSampler, _open_gpu, _visible
 from aoff.testing import MemoryBackend, RecordingDisplay
 
 from .conftest import read_jsonl, read_tensorboard
@@ -127,7 +127,7 @@ async def test_a_failing_sampler_is_reported_once_and_the_pump_goes_on() -> None
 def test_a_sample_joins_the_next_step_only() -> None:
     state = State()
     pump = Pump(EventBuffer(), state, [], RecordingDisplay())
-    fold = pump.folder.apply
+    fold = pump.intake.folder.apply
     assert fold((ev.SYSTEM, 5.0, {"system/cpu_percent": 50.0, "system/rss_mb": 100.0})) is None
     assert state.last_wall_time is None  # a sample does not move the run's clock
     first = fold((ev.STEP, 6.0, 1, None, None, None, None, 0.0, 0.0, 0.0, 0.0, None))

@@ -35,7 +35,7 @@ from aoff._core._pending import (
 )
 from aoff._core._recorder import Recorder
 from aoff._core._state import State
-from aoff._pump import Pump
+from aoff._pump._pump import Pump
 from aoff.testing import ManualClock, MemoryBackend, RecordingDisplay
 
 from .conftest import make_async_logger, make_logger
@@ -406,13 +406,13 @@ async def test_pump_holds_back_until_ready_and_keeps_order() -> None:
 
     assert await pump.drain_once() == 5
     assert state.steps_logged == 1 and state.total_steps == 100  # stopped at step 2
-    assert len(pump._held) == 3 and len(buf) == 0
+    assert len(pump.held()) == 3 and len(buf) == 0
     buf.put(step_event(4, 1.0))  # newer than the held events: stays behind them
     for _ in range(2):  # polls 2 and 3: still not ready
         await pump.drain_once()
         assert state.steps_logged == 1 and len(buf) == 1
     await pump.drain_once()  # poll 4: ready; held events first, then the buffer
-    assert state.steps_logged == 4 and state.iteration == 4 and not pump._held
+    assert state.steps_logged == 4 and state.iteration == 4 and not pump.held()
     assert state.latest_metrics["q"] == 1.0 and slow.polls == 4
 
 

@@ -25,7 +25,7 @@ from aoff._core import _events as ev
 from aoff._core._buffer import EventBuffer
 from aoff._core._fold import Folder
 from aoff._core._state import State
-from aoff._runner import BackendRunner
+from aoff._pump._runner import BackendRunner
 from aoff.testing import ManualClock
 
 from .faulty import CountingBackend

@@ -267,7 +267,7 @@ async def test_waiting_on_the_worker_never_blocks_the_loop() -> None:
     """A hung wandb call can be abandoned; the call itself still runs to completion."""
     import anyio
 
-    from aoff._threads import SerialWorker, wait_future
+    from aoff._backends._threads import SerialWorker, wait_future
 
     worker = SerialWorker("aoff-test-worker")
     release = threading.Event()
@@ -303,3 +303,30 @@ async def test_waiting_on_the_worker_never_blocks_the_loop() -> None:
     with pytest.raises(ZeroDivisionError):
         await wait_future(failing.submit(lambda: 1 / 0))
     failing.stop()
+
+
+@pytest.mark.slow  # starts wandb's service process
+@pytest.mark.anyio
+async def test_summarywriter_records_are_rows_of_their_own_with_global_step(
+    wandb_dir: Path,
+) -> None:
+    """aoff.tensorboard's records: the call's step may go back, so W&B numbers the rows
+    and the step is a ``global_step`` value; a sub-run's tag is under its folder."""
+    backend = WandbBackend(project="aoff-test", dir=wandb_dir)
+    await backend.open(BackendContext())
+    await backend.write(
+        [
+            StepRecord(5, 5, 1.0, (("loss", 0.5),), writer=True),
+            StepRecord(3, 3, 2.0, (("loss", 0.25),), writer=True),  # back: still a row
+            StepRecord(3, 3, 3.0, (("q", 1.0),), run="q_a", writer=True),
+            StepRecord(4, 4, 4.0, (), texts=(("note", "hi"),), writer=True),  # no scalar
+        ]
+    )
+    await backend.close()
+    rows = history_eventually(wandb_dir, 3)
+    got = [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows]
+    assert got == [
+        {"global_step": 5, "loss": 0.5},
+        {"global_step": 3, "loss": 0.25},
+        {"global_step": 3, "q_a/q": 1.0},
+    ]

@@ -7,21 +7,22 @@ Public names only; the implementation lives in the ``_``-prefixed modules and pa
 
 from typing import TYPE_CHECKING, Any
 
-from ._async import AsyncOffPolicyLogger
 from ._backends._base import Backend, BackendContext
 from ._core._buffer import DEFAULT_CAPACITY, Overflow
 from ._core._records import RunConfig, StepRecord
+from ._core._report import FinishReport
 from ._core._state import State
 from ._core._warning import AoffWarning
 from ._display._api import Display, NullDisplay
 from ._display._dashboard import Dashboard
-from ._remote import RemoteLogger, RemoteReport
-from ._report import FinishReport
-from ._sync import OffPolicyLogger
+from ._faces._async import AsyncOffPolicyLogger
+from ._faces._remote import RemoteLogger, RemoteReport
+from ._faces._sync import OffPolicyLogger
 
 if TYPE_CHECKING:
     from ._backends._csv import CsvBackend
     from ._backends._jsonl import JsonlBackend
+    from ._backends._mlflow import MlflowBackend
     from ._backends._tensorboard import TensorBoardBackend
     from ._backends._wandb import WandbBackend
 
@@ -30,6 +31,7 @@ _LAZY = {
     "TensorBoardBackend": "._backends._tensorboard",
     "CsvBackend": "._backends._csv",
     "JsonlBackend": "._backends._jsonl",
+    "MlflowBackend": "._backends._mlflow",
     "WandbBackend": "._backends._wandb",
 }
 
@@ -59,6 +61,7 @@ __all__ = [
     "Display",
     "FinishReport",
     "JsonlBackend",
+    "MlflowBackend",
     "NullDisplay",
     "OffPolicyLogger",
     "Overflow",

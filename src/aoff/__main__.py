@@ -21,9 +21,9 @@ from . import __version__
 
 
 def _parser() -> argparse.ArgumentParser:
-    from ._demo import add_arguments
-    from ._live._client import add_attach_arguments
-    from ._show import add_ls_arguments, add_show_arguments
+    from ._cli._attach import add_attach_arguments
+    from ._cli._demo import add_arguments
+    from ._cli._show import add_ls_arguments, add_show_arguments
 
     p = argparse.ArgumentParser(
         prog="aoff", description="aoff: an asyncio-native training logger for off-policy RL."
@@ -69,23 +69,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = _parser()
     ns = p.parse_args(argv)
     if ns.command == "demo":
-        from ._demo import config_from_args, run
+        from ._cli._demo import config_from_args, run
 
         return run(config_from_args(ns))
     if ns.command == "attach":
         from rich.console import Console
 
-        from ._live._client import run_attach
+        from ._cli._attach import run_attach
 
         return run_attach(ns.run_dir, ns.refresh, Console(), sys.stderr, sys.stdin)
     if ns.command == "show":
         from rich.console import Console
 
-        from ._show import run_show
+        from ._cli._show import run_show
 
         return run_show(ns.run_dir, Console(), sys.stderr)
     if ns.command == "ls":
-        from ._show import run_ls
+        from ._cli._show import run_ls
 
         return run_ls(ns.runs_dir, sys.stdout, sys.stderr)
     p.print_help(sys.stderr)

@@ -12,7 +12,7 @@ and in any Ray actor or task, on any node::
 
 Events cross nodes only as Ray actor calls (no port of aoff's own); on the learner's
 node they enter the run through the same path as ``log.remote()``. Importing this module
-imports ``ray``; ``import aoff`` does not. See docs/guide-more-than-one-machine.md.
+imports ``ray``; ``import aoff`` does not. See docs/guides/machines.md.
 """
 
 from ._ray import RayLink, RayLogger, serve

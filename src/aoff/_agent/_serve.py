@@ -1,4 +1,4 @@
-"""The agent process: receive batches, run the one :class:`~aoff._pump.Pump`, answer.
+"""The agent process: receive batches, run the one :class:`~aoff._pump._pump.Pump`, answer.
 
 It ignores SIGINT and SIGTERM: Ctrl+C and a supervisor's SIGTERM reach the whole
 process group, and the agent must outlive the training process's drain. It ends on the
@@ -29,10 +29,22 @@ import anyio.lowlevel
 
 from .._core import _events as ev
 from .._core._buffer import EventBuffer
-from .._face import Core
-from .._options import Options
-from ._spawn import AGENT_IGNORES
-from ._wire import dumps, loads
+from .._pump._options import Options
+from .._pump._wiring import Core
+from .._transport._messages import (
+    Ack,
+    Events,
+    Flush,
+    Flushed,
+    FromPeer,
+    Hello,
+    Out,
+    Report,
+    Stop,
+    decode_to_peer,
+    encode,
+)
+from .._transport._wire import AGENT_IGNORES
 
 #: the agent tells the training process how far it got at most this often (and at every
 #: flush and at the end): the training process reads them once a second
@@ -50,14 +62,13 @@ class Agent:
         self._send_lock = threading.Lock()
         self.buffer = EventBuffer(agent_capacity(options), "block")
         self.core = Core(options, buffer=self.buffer, on_tick=self.ack)
-        self.core.pump.overflow_label = (options.capacity, options.overflow)
-        self._last_ack: Any = None
+        self._last_ack: Ack | None = None
         self._acked_at = 0.0
 
-    def send(self, message: tuple[Any, ...]) -> None:
+    def send(self, message: FromPeer) -> None:
         # OSError: the training process is gone; nobody to tell
         with self._send_lock, contextlib.suppress(OSError):
-            self.conn.send_bytes(dumps(message))
+            self.conn.send_bytes(encode(message))
 
     def ack(self, *, now: bool = False) -> None:
         """Tell the training process how far the run got: when it changed, at most every
@@ -66,11 +77,11 @@ class Agent:
         if not now and mono - self._acked_at < ACK_INTERVAL:
             return
         pump = self.core.pump
-        mark = (pump.state.steps_logged, {r.name: r.written for r in pump.runners})
+        mark = Ack(pump.state.steps_logged, {r.name: r.written for r in pump.runners})
         if mark != self._last_ack:
             self._last_ack = mark
             self._acked_at = mono
-            self.send(("ack", *mark))
+            self.send(mark)
 
     async def serve(self) -> None:
         token = anyio.lowlevel.current_token()
@@ -80,7 +91,9 @@ class Agent:
                 target=self._receive, args=(token,), name="aoff-agent-receiver", daemon=True
             ).start()
         self.ack(now=True)
-        self.send(("report", self.core.pump.result, self.core.pump.state_dict()))
+        pump = self.core.pump
+        assert pump.result is not None  # set by run() as it ends
+        self.send(Report(pump.result, pump.state_dict()))
 
     def _receive(self, token: Any) -> None:
         pump = self.core.pump
@@ -89,27 +102,29 @@ class Agent:
         try:
             while True:
                 try:
-                    msg = loads(self.conn.recv_bytes())
+                    msg = decode_to_peer(self.conn.recv_bytes())
                 except (EOFError, OSError):  # the training process is gone
                     buf.append_final(ev.finish_event(time.time(), "Training Summary", "", True))
                     break
-                kind = msg[0]
-                if kind == "ev":
-                    pump.upstream_dropped = msg[2]
-                    put = buf.put
-                    for e in msg[1]:
-                        put(e)
-                elif kind == "out":  # printed in the training process: above the panel
-                    pump.text.append((msg[1], msg[2]))
-                elif kind == "flush":
-                    anyio.from_thread.run(pump.flush, token=token)
-                    self.ack(now=True)
-                    # with aoff's counters as of now, for state_dict() (made on the loop)
-                    state = anyio.from_thread.run_sync(pump.state_dict, token=token)
-                    self.send(("flushed", msg[1], state))
-                elif kind == "stop":
-                    summary = bool(msg[1])
-                    break
+                match msg:
+                    case Events(events, dropped):
+                        pump.note_upstream_dropped(dropped)
+                        put = buf.put
+                        for e in events:
+                            put(e)
+                    case Out(stream, text):  # printed in the training process: above the panel
+                        pump.echo(stream, text)
+                    case Flush(n):
+                        anyio.from_thread.run(pump.flush, token=token)
+                        self.ack(now=True)
+                        # with aoff's counters as of now, for state_dict() (made on the loop)
+                        state = anyio.from_thread.run_sync(pump.state_dict, token=token)
+                        self.send(Flushed(n, state))
+                    case Stop(stop_summary):
+                        summary = bool(stop_summary)
+                        break
+                    case Hello():  # only the first message says hello: nothing to do
+                        pass
         finally:
             anyio.from_thread.run_sync(lambda: pump.request_stop(summary=summary), token=token)
 
@@ -122,10 +137,10 @@ def main(argv: Sequence[str]) -> int:
     sock = socket.socket(fileno=int(argv[0]))
     sock.setblocking(True)
     conn = Connection(sock.detach())
-    hello = loads(conn.recv_bytes())
-    if hello[0] != "hello" or not isinstance(hello[1], Options):
+    hello = decode_to_peer(conn.recv_bytes())
+    if not isinstance(hello, Hello) or not isinstance(hello.options, Options):
         print("aoff agent: bad hello from the training process", file=sys.stderr)
         return 2
-    agent = Agent(hello[1], conn)
+    agent = Agent(hello.options, conn)
     anyio.run(agent.serve)
     return 0

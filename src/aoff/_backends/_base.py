@@ -50,7 +50,7 @@ class Backend(Protocol):
     name: str
 
     async def open(self, ctx: BackendContext) -> None:
-        """Acquire resources; print the seed's one-line notice through ``ctx.say``."""
+        """Acquire resources; print the original logger's one-line notice through ``ctx.say``."""
 
     async def write(self, records: Sequence[StepRecord]) -> None:
         """Persist (or buffer) a batch of records, in order."""

@@ -3,7 +3,9 @@ users know, readable by ``pandas.read_csv``.
 
 Columns: ``step``, ``iteration``, ``wall_time``, then every tag in the order it was
 first seen. A producer's row (``log.remote(name)``) has its name in a ``producer``
-column (empty for the run's own rows), and that producer's own step and iteration. A
+column (empty for the run's own rows), and that producer's own step and iteration; a
+``SummaryWriter`` sub-run's row (``add_scalars``, ``add_hparams``) has its folder in a
+``run`` column (texts and histograms are not CSV cells: TensorBoard and JSONL). A
 row without some tag leaves that cell empty (pandas reads ``NaN``); a tag
 that repeats within a record keeps its last value, and a tag named like one of the three
 fixed columns never hides the record's own value (as in the JSONL backend). Values are
@@ -57,6 +59,8 @@ def _row(rec: StepRecord) -> dict[str, str]:
     cells["wall_time"] = repr(float(rec.wall_time))
     if rec.producer is not None:  # log.remote(name): a "producer" column
         cells["producer"] = rec.producer
+    if rec.run:  # SummaryWriter's add_scalars/add_hparams: a "run" column (its folder)
+        cells["run"] = rec.run
     return cells
 
 

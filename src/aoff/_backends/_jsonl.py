@@ -7,7 +7,9 @@ Each :class:`~aoff.StepRecord` becomes one line::
 ``step``, ``iteration`` and ``wall_time`` come first, then every tag in the record's
 order (a producer's record, ``log.remote(name)``, ends with ``"producer": name``; its
 ``step`` and ``iteration`` are that producer's own); a tag that repeats within a
-record keeps its last value (as W&B does). These three keys always hold the record's
+record keeps its last value (as W&B does). A ``SummaryWriter`` record (one a call)
+holds ``add_text``'s text as a string value, and ``"run": folder`` when the call wrote
+into a sub-run (``add_scalars``, ``add_hparams``). These three keys always hold the record's
 own values, even if a tag has the same name.
 
 Non-finite values: JSON has no NaN or infinity, and ``json.dumps`` would by default
@@ -69,6 +71,10 @@ def encode_lines(records: Sequence[StepRecord]) -> bytes:
         row["wall_time"] = rec.wall_time
         if rec.producer is not None:  # log.remote(name): its own step and iteration
             row["producer"] = rec.producer
+        if rec.writer:  # SummaryWriter: add_text's texts, the run folder of add_scalars'
+            row.update(rec.texts)
+            if rec.run:
+                row["run"] = rec.run
         try:
             append(_dumps(row))
         except ValueError:  # a non-finite float: allow_nan=False refuses it

@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Sequence
 from typing import Any
 
 from .._core._histogram import Histogram
 from .._core._records import StepRecord
-from ._tfrecord import frame_many
 
-__all__ = ["FILE_VERSION", "EventEncoder", "encode_histogram", "encode_records", "load_event_class"]
+__all__ = ["FILE_VERSION", "EventEncoder", "SummaryRecord", "encode_histogram", "load_event_class"]
 
 FILE_VERSION = "brain.Event:2"
 
@@ -79,6 +77,8 @@ class EventEncoder:
         return head
 
     def encode(self, rec: StepRecord) -> bytes:
+        if rec.texts or rec.tensor_style or rec.hparams is not None:
+            raise SummaryRecord
         heads = self._heads
         parts: list[bytes] = []
         append = parts.append
@@ -135,7 +135,5 @@ def encode_histogram(h: Histogram) -> bytes:
     return b"\x0a" + _varint(len(value)) + value  # Summary.value
 
 
-def encode_records(encoder: EventEncoder, records: Sequence[StepRecord]) -> bytes:
-    """Serialise one ``Event`` per record and frame them all into one buffer."""
-    encode = encoder.encode
-    return frame_many([encode(rec) for rec in records])
+class SummaryRecord(Exception):
+    """:meth:`EventEncoder.encode` met a record it does not encode (``_tbencode`` decides)."""

@@ -55,19 +55,28 @@ from ._hparams import (
     text_table_event,
     write_hparams_file,
 )
-from ._tbevents import FILE_VERSION, EventEncoder, encode_records, load_event_class
+from ._tbencode import encode_records
+from ._tbevents import FILE_VERSION, EventEncoder, load_event_class
 from ._tfrecord import frame_many, fsync_and_close, write_all, write_whole
 
 __all__ = ["TensorBoardBackend"]
 
 _producer_of = operator.attrgetter("producer")
+_run_of = operator.attrgetter("run")
+
+
+def _folder_of(rec: StepRecord) -> str:
+    """A record's run folder under ``log_dir`` (``""``: ``log_dir`` itself)."""
+    if rec.producer is None:
+        return rec.run
+    return os.path.join(rec.producer, rec.run) if rec.run else rec.producer
 
 
 class TensorBoardBackend:
     """Writes each :class:`~aoff.StepRecord` as one TensorBoard ``Event`` of scalars.
 
     ``log_dir`` is created if needed; the event file goes straight into it. If the
-    ``tensorboard`` package cannot be imported, :meth:`open` prints the seed's yellow
+    ``tensorboard`` package cannot be imported, :meth:`open` prints the original logger's yellow
     ``tensorboard not installed`` and the backend does nothing from then on.
     """
 
@@ -159,11 +168,12 @@ class TensorBoardBackend:
             self._file = f
             self.path = path
 
-    def _producer_file(self, name: str) -> BinaryIO:
-        """The event file of producer ``name`` (``log.remote(name)``): in
-        ``log_dir/<name>/``, which TensorBoard shows as a run of its own, so each
-        producer's steps only grow within its file (TensorBoard's default loader hides
-        points whose step goes back within a file). Call with the lock held."""
+    def _run_file(self, name: str) -> BinaryIO:
+        """The event file of run folder ``name`` under ``log_dir``, made on first use:
+        a producer's (``log.remote(name)``: ``<name>/``, which TensorBoard shows as a run
+        of its own, so each producer's steps only grow within its file) or a
+        ``SummaryWriter`` sub-run's (``add_scalars``, ``add_hparams``). Call with the
+        lock held."""
         f = self._producer_files.get(name)
         if f is not None:
             return f
@@ -188,25 +198,27 @@ class TensorBoardBackend:
         self._producer_files[name] = f
         return f
 
-    def _write_producers(self, records: Sequence[StepRecord]) -> list[StepRecord]:
-        """Write the producers' records to their own files; return the run's own."""
+    def _write_others(self, records: Sequence[StepRecord]) -> list[StepRecord]:
+        """Write the records of other run folders (producers', sub-runs') to their own
+        files, each in order; return the run's own."""
         own: list[StepRecord] = []
         theirs: dict[str, list[StepRecord]] = {}
         for rec in records:
-            if rec.producer is None:
+            name = _folder_of(rec)
+            if not name:
                 own.append(rec)
             else:
-                theirs.setdefault(rec.producer, []).append(rec)
+                theirs.setdefault(name, []).append(rec)
         with self._lock:
             if self._file is None:
                 raise RuntimeError("TensorBoard backend: event file is closed")
             for name, recs in theirs.items():
-                write_whole(self._producer_file(name), encode_records(self._encoder, recs))
+                write_whole(self._run_file(name), encode_records(self._encoder, recs))
         return own
 
     def _write_sync(self, records: Sequence[StepRecord]) -> None:
-        if any(map(_producer_of, records)):
-            records = self._write_producers(records)
+        if any(map(_producer_of, records)) or any(map(_run_of, records)):
+            records = self._write_others(records)
             if not records:
                 return
         data = encode_records(self._encoder, records)

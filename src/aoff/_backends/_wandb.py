@@ -21,6 +21,11 @@ every key (``define_metric``), so W&B charts each record at the producer's own s
 however many share a learner step. Producer runs are finished at :meth:`close` (before
 the learner's run); a resumed learner gets new producer runs.
 
+A ``SummaryWriter`` record (``aoff.tensorboard``; its ``global_step`` may go back) is
+logged as its own row, ``{"global_step": step, tag: value}`` without a W&B step (W&B
+numbers rows itself, as its TensorBoard sync does), a sub-run's tags under
+``<folder>/``; texts and histograms stay TensorBoard's.
+
 Config: the run's config is that seed config, then the ``config`` argument, then the
 logger's ``config=`` (:class:`~aoff._core._config.HParams` in the context; later keys
 win); keys added by ``log_config`` go to ``run.config.update(..., allow_val_change=True)``
@@ -57,10 +62,10 @@ from typing import Any
 from rich.markup import escape
 
 from .._core._records import RunConfig, StepRecord
-from .._threads import SerialWorker, wait_future
 from ._base import BackendContext
 from ._hparams import run_config as merged_config
 from ._replace import replaced
+from ._threads import SerialWorker, wait_future
 
 __all__ = ["RUN_ID_FILE", "WandbBackend", "read_run_id"]
 
@@ -201,6 +206,16 @@ class WandbBackend:
     def _log_sync(self, records: Sequence[StepRecord]) -> None:
         log = self.run.log
         for rec in records:
+            if rec.writer and rec.producer is None:
+                # SummaryWriter: its global_step may go back, W&B's step may not; as
+                # W&B's own TensorBoard sync does, a row a call with "global_step" in
+                # it, sub-runs' tags under "<folder>/" (texts, histograms: TensorBoard)
+                if rec.scalars:
+                    p = rec.run + "/" if rec.run else ""
+                    call: dict[str, Any] = {"global_step": rec.step}
+                    call.update([(p + tag, v) for tag, v in rec.scalars])
+                    log(call)
+                continue
             if rec.producer is not None:
                 # a row of its own in the producer's run: every record kept
                 prun = self._producer_runs.get(rec.producer)

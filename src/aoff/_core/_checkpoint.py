@@ -8,7 +8,7 @@ far); ``log.load_state_dict(d)`` records them as one event, folded in order with
 rest. The dict holds only JSON-safe built-ins, so it pickles into a ``torch.save``
 checkpoint and serialises to JSON alike.
 
-What each key restores (documented in the README):
+What each key restores (documented in docs/guides/resume.md):
 
 ``elapsed_seconds``
     the run's elapsed time when the dict was taken (from ``start_training_timer()``,

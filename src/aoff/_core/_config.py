@@ -6,7 +6,7 @@ the constructor's ``config=`` or :meth:`log_config` — means what travels to th
 plain data that always pickles, every backend stores the same values, and a bad key is an
 error at the line that gave it, never a dead pump.
 
-Rules (also in the README):
+Rules (also in docs/guides/config.md):
 
 * nested mappings are flattened, their keys joined with ``"/"``: ``{"sac": {"tau": 0.005}}``
   becomes ``{"sac/tau": 0.005}``; a key given twice after flattening (``"sac/tau"`` next to

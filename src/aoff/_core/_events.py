@@ -33,6 +33,12 @@ CONFIG: Final = 16  # (values: a flat dict of JSON-safe values, see _config.py)
 LOAD_STATE: Final = 17  # (values: a checked dict from state_dict(), see _checkpoint.py)
 REMOTE: Final = 18  # (producer name, the producer's own event): made by the run's live
 #                     server for each event a ``RemoteLogger`` sends (see _live/_produce.py)
+# aoff.tensorboard.SummaryWriter's calls (see _adapters/_writer.py): one summary at a tag, step and
+# wall time of the caller's choosing, in a run folder ``run`` ("": log_dir itself)
+W_SCALAR: Final = 19  # (run, tag, value, step or None, style: 0 simple, 1 float, 2 double)
+W_TEXT: Final = 20  # (run, tag, text, step or None)
+W_HISTOGRAM: Final = 21  # (run, tag, values: a float64 NumPy copy, step, bins, max_bins)
+W_HPARAMS: Final = 22  # (run, hparams dict, metrics dict, discrete dict, step or None)
 
 NAMES: Final = (
     "start",
@@ -54,6 +60,10 @@ NAMES: Final = (
     "log_config",
     "load_state_dict",
     "remote",
+    "add_scalar",
+    "add_text",
+    "add_histogram",
+    "add_hparams",
 )
 
 #: each kind's fields after ``(kind, wall_time)``, named once: the recorder builds events
@@ -90,7 +100,17 @@ FIELDS: Final[dict[int, tuple[str, ...]]] = {
     CONFIG: ("values",),
     LOAD_STATE: ("values",),
     REMOTE: ("producer", "event"),
+    W_SCALAR: ("run", "tag", "value", "step", "style"),
+    W_TEXT: ("run", "tag", "text", "step"),
+    W_HISTOGRAM: ("run", "tag", "values", "step", "bins", "max_bins"),
+    W_HPARAMS: ("run", "hparams", "metrics", "discrete", "step"),
 }
+
+#: kinds numbered apart from the contiguous ones above (named in ``EXTRA_NAMES``), so a
+#: kind added there never takes their number
+EPISODES: Final = 64  # (returns: tuple, lengths: tuple): episodes that ended (log_episodes)
+EXTRA_NAMES: Final[dict[int, str]] = {EPISODES: "log_episodes"}
+FIELDS[EPISODES] = ("returns", "lengths")
 
 KIND = 0
 WALL = 1
@@ -120,7 +140,9 @@ def finish_event(wall_time: float, title: str, extra_summary: str, interrupted: 
 def name_of(event: Event) -> str:
     """The public call that recorded ``event`` (for messages)."""
     kind = event[0]
-    return NAMES[kind] if isinstance(kind, int) and 0 <= kind < len(NAMES) else repr(kind)
+    if isinstance(kind, int) and 0 <= kind < len(NAMES):
+        return NAMES[kind]
+    return EXTRA_NAMES.get(kind, repr(kind)) if isinstance(kind, int) else repr(kind)
 
 
 def steps_in(events: list[Event]) -> int:

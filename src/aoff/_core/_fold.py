@@ -10,37 +10,28 @@ benchmarks share one definition.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections import deque
-from collections.abc import Callable, Mapping
 
 from . import _events as ev
 from ._checkpoint import load_into
-from ._convert import BadValue, encodable, to_float
+from ._fold_checks import Checks, Reporter
+from ._fold_writer import WRITER_KINDS, fold_writer
 from ._histogram import Histogram, histogram_scalars, summarize
 from ._keys import drop_aliases, metric_tag, reward_tag
 from ._records import StepRecord
 from ._state import ProducerInfo, State
 
-_FLOAT = float
-_I64_MIN = -(2**63)
-_I64_MAX = 2**63 - 1
-_REPORTED_KEYS_MAX = 10_000
-_FLOAT_ONLY = frozenset((float,))
-_STR_ONLY = frozenset((str,))
 #: a producer's calls that say something about the whole run: not its to make
 _REMOTE_IGNORED = frozenset(
     (ev.START, ev.FINISH, ev.TRAINING_TIMER, ev.LOAD_STATE, ev.SYSTEM, ev.REMOTE)
 )
-
-Reporter = Callable[[str], None]
 
 
 def _ignore(_: str) -> None:
     pass
 
 
-class Folder:
+class Folder(Checks):
     """Folds events into a :class:`State`, yielding the seed's scalar record per step.
 
     Every value that had to be skipped (not a number, or a non-string key) counts in
@@ -52,26 +43,25 @@ class Folder:
 
     __slots__ = (
         "_collector_tags",
+        "_episodes",
         "_histograms",
         "_metric_tags",
         "_own_timing",
         "_producer_total",
         "_remotes",
-        "_reported",
         "_reward_tags",
         "_system",
-        "report",
-        "state",
     )
 
     def __init__(self, state: State, report: Reporter = _ignore) -> None:
-        self.state = state
-        self.report = report
-        self._reported: set[tuple[str, object]] = set()
+        super().__init__(state, report)
         # tag spelling is pure, so it is cached per key (the fold handles ~30 keys a step)
         self._metric_tags: dict[str, str] = {}
         self._reward_tags: dict[str, str] = {}
         self._collector_tags: dict[str, str] = {}
+        # episodes that ended since the last step (log_episodes): return sum, count,
+        # length sum, count
+        self._episodes: list[float] = [0.0, 0.0, 0.0, 0.0]
         # logged since the last step, attached to the next one (log_histogram, system)
         self._histograms: dict[str, Histogram] = {}
         self._system: dict[str, float] | None = None
@@ -79,89 +69,6 @@ class Folder:
         self._remotes: dict[str, Folder] = {}
         self._own_timing: dict[str, float] = {}  # the run's own collector timings
         self._producer_total = 0  # the sum of the producers' latest total_steps
-
-    # -- helpers ---------------------------------------------------------------------
-    def _bad(self, where: str, key: object, message: str) -> None:
-        """Count one skipped value; report it if it is the first for (where, key)."""
-        self.state.invalid_values += 1
-        seen = self._reported
-        try:
-            first = (where, key) not in seen
-        except TypeError:  # pragma: no cover - dict keys are hashable
-            first = True
-        if first:
-            if len(seen) < _REPORTED_KEYS_MAX:
-                seen.add((where, key))
-            self.report(message)
-
-    def _num(self, where: str, key: object, value: object, default: float = 0.0) -> float:
-        if type(value) is _FLOAT:
-            return value
-        try:
-            return to_float(where, key, value)
-        except BadValue as exc:
-            self._bad(where, key, f"{exc}; using {default!r}")
-            return default
-
-    def _num_or_skip(self, where: str, key: object, value: object) -> float | None:
-        if type(value) is _FLOAT:
-            return value
-        try:
-            return to_float(where, key, value)
-        except BadValue as exc:
-            self._bad(where, key, f"{exc}; skipped")
-            return None
-
-    def _mapping(self, where: str, values: object) -> dict[str, float]:
-        """Validate one dict argument: keys must be str, values real numbers."""
-        out: dict[str, float] = {}
-        if values is None:
-            return out
-        if not isinstance(values, Mapping):
-            got = type(values).__name__
-            self._bad(where, None, f"{where}: expected a dict, got {got}; ignored")
-            return out
-        if (
-            type(values) is dict
-            and _FLOAT_ONLY.issuperset(map(type, values.values()))
-            and _STR_ONLY.issuperset(map(type, values))
-            and "".join(values).isascii()
-        ):
-            return values  # the common case: the recorder's own copy, already clean
-        for k, v in values.items():
-            if type(k) is not str:
-                msg = f"{where}: key {k!r:.60} is {type(k).__name__}, not str; skipped"
-                self._bad(where, k, msg)
-                continue
-            if not k.isascii() and not encodable(k):
-                # e.g. a lone surrogate: TensorBoard's protobuf (and W&B) would refuse the
-                # whole batch and the backend would be disabled for one bad key
-                self._bad(where, k, f"{where}: key {k!r:.60} is not valid Unicode; skipped")
-                continue
-            if type(v) is _FLOAT:
-                out[k] = v
-                continue
-            try:
-                out[k] = to_float(where, k, v)
-            except BadValue as exc:
-                self._bad(where, k, f"{exc}; skipped")
-        return out
-
-    def _int(self, where: str, name: str, value: object) -> int:
-        """An integer that fits TensorBoard's int64 step; anything else is reported, 0."""
-        if type(value) is int:
-            if _I64_MIN <= value <= _I64_MAX:
-                return value
-        else:
-            f = self._num(where, name, value)
-            if math.isfinite(f):
-                i = int(f)
-                if _I64_MIN <= i <= _I64_MAX:
-                    return i
-        self._bad(
-            where, name, f"{where}: {name}={value!r:.60} is not a finite 64-bit integer; using 0"
-        )
-        return 0
 
     # -- the fold --------------------------------------------------------------------
     def apply(self, event: ev.Event) -> StepRecord | None:
@@ -208,6 +115,8 @@ class Folder:
             s.env_steps_per_sync = self._int("set_collection_sync", "env_steps_per_sync", event[3])
         elif kind == ev.EP_LENGTH:
             s.ep_length = self._num("update_ep_length", "length", event[2])
+        elif kind == ev.EPISODES:
+            self._fold_episodes(event[2], event[3])
         elif kind == ev.STATUS:
             s.status = str(event[2])
         elif kind == ev.SAVE:
@@ -233,9 +142,11 @@ class Folder:
             s.hparams.interrupted = s.interrupted
         elif kind == ev.REMOTE:
             return self._remote(event[2], event[3])
+        elif kind in WRITER_KINDS:
+            return fold_writer(self, event)
         return None
 
-    # -- producers (log.remote(); see README "Many producers") -----------------------------
+    # -- producers (log.remote(); see docs/guides/producers.md) -----------------------------
     def _remote(self, name: object, inner: object) -> StepRecord | None:
         """Fold one producer's event into that producer's own state; what the run's
         dashboard shows of it: its steps and iteration, its ``total_steps`` (summed into
@@ -250,6 +161,9 @@ class Folder:
             return None
         if kind == ev.CONFIG:  # the run has one config: a producer may add to it
             s.hparams.merge(inner[2])
+            return None
+        if kind == ev.EPISODES:  # a collector's episodes are the run's episodes
+            self._fold_episodes(inner[2], inner[3])
             return None
         sub = self._remotes.get(name)
         if sub is None:
@@ -278,6 +192,30 @@ class Folder:
             if kind == ev.COLLECTOR_TIMING:
                 self._average_timing()
         return None
+
+    def _fold_episodes(self, returns: object, lengths: object) -> None:
+        """Episodes that ended: the dashboard's reward and length now, their means in the
+        next step's record."""
+        acc = self._episodes
+        where = "log_episodes"
+        for values, at in ((returns, 0), (lengths, 2)):
+            if not isinstance(values, tuple):
+                self._bad(where, at, f"{where}: a malformed event; skipped")
+                continue
+            total, n = 0.0, 0
+            for v in values:
+                f = self._num_or_skip(where, "returns" if at == 0 else "lengths", v)
+                if f is not None:
+                    total += f
+                    n += 1
+            if not n:
+                continue
+            acc[at] += total
+            acc[at + 1] += n
+            if at == 0:
+                self.state.reward_history.append(total / n)
+            else:
+                self.state.ep_length = total / n
 
     def _average_timing(self) -> None:
         """The dashboard's collector timings: per key, the mean of the run's own latest
@@ -367,6 +305,13 @@ class Folder:
             out.extend(
                 [(rt.get(k) or rt.setdefault(k, reward_tag(k)), v) for k, v in components.items()]
             )
+        acc = self._episodes
+        if acc[1] or acc[3]:  # episodes ended since the previous step (log_episodes)
+            if acc[1]:
+                out += (("episode/return", acc[0] / acc[1]), ("episode/count", acc[1]))
+            if acc[3]:
+                s.ep_length = acc[2] / acc[3]
+            self._episodes = [0.0, 0.0, 0.0, 0.0]
         if s.ep_length > 0:
             out.append(("episode/length", s.ep_length))
         out += (

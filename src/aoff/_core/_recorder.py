@@ -24,7 +24,7 @@ this code without a wrapper call on the hot path.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Generic, TypeVar
 
 from . import _events as ev
@@ -95,6 +95,18 @@ def _throughput(extra_info: object) -> Any:
     if isinstance(extra_info, Mapping):
         return extra_info.get("throughput_steps", 0)
     raise TypeError(f"log_step(extra_info): expected a dict, got {type(extra_info).__name__}")
+
+
+def _numbers(values: Iterable[Any]) -> tuple[Any, ...]:
+    """``log_episodes``' argument as a tuple (NumPy arrays as Python floats)."""
+    tolist = getattr(values, "tolist", None)
+    if tolist is not None and type(values).__module__ == "numpy":
+        listed = tolist()
+        return tuple(listed) if isinstance(listed, list) else (listed,)
+    if isinstance(values, str | bytes | Mapping) or not hasattr(values, "__iter__"):
+        got = type(values).__name__
+        raise TypeError(f"log_episodes: expected a sequence of numbers, got {got}")
+    return tuple(values)
 
 
 def _warn_converted(where: str, converted: list[tuple[str, str]]) -> None:
@@ -262,7 +274,7 @@ class Recorder(Generic[R]):
         return self._put((ev.STAGING_POOL, self._clock(), current_len, max_size))
 
     def update_replay_queue(self, current_len: int, max_size: int) -> R:
-        """Alias of :meth:`update_staging_pool` (the seed's older name)."""
+        """Alias of :meth:`update_staging_pool` (the original logger's older name)."""
         return self.update_staging_pool(current_len, max_size)
 
     def set_collection_sync(self, enabled: bool, env_steps_per_sync: int = 0) -> R:
@@ -351,3 +363,17 @@ class Recorder(Generic[R]):
 
     def _start_event(self, status: str) -> R:
         return self._put((ev.START, self._clock(), status))
+
+    # -- episodes ----------------------------------------------------------------------------
+    def log_episodes(self, returns: Iterable[Any], lengths: Iterable[Any] = ()) -> R:
+        """Episodes that ended: their returns and lengths (numbers, or NumPy arrays).
+
+        The dashboard's reward takes the mean return and its episode length the mean
+        length; the next ``log_step`` record gets ``episode/return`` and
+        ``episode/length`` (the means over every episode that ended since the previous
+        step) and ``episode/count``. From a :class:`~aoff.RemoteLogger` (a collector)
+        they count for the run. ``aoff.gymnasium.log_episodes`` reads them from
+        Gymnasium's ``RecordEpisodeStatistics`` infos. A value that is not a number is
+        skipped and counted (``invalid_values``); a non-iterable is a ``TypeError``.
+        """
+        return self._put((ev.EPISODES, self._clock(), _numbers(returns), _numbers(lengths)))

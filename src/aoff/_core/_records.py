@@ -7,7 +7,7 @@ two small frozen types and nothing else.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._histogram import Histogram
@@ -15,10 +15,10 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class StepRecord:
-    """One step's scalars, in the order the seed logger wrote them.
+    """One step's scalars, in the order the original logger wrote them.
 
     ``scalars`` is a tuple of ``(tag, value)`` pairs rather than a dict so that the rare
-    case of two inputs mapping to one tag is written twice, exactly like the seed's
+    case of two inputs mapping to one tag is written twice, exactly like the original logger's
     ``add_scalar`` loop did (a dict view, :meth:`as_dict`, keeps the last one, like W&B).
     """
 
@@ -32,6 +32,19 @@ class StepRecord:
     #: the :class:`~aoff.RemoteLogger` that logged this step (``None``: the run's own
     #: logger); its ``step`` and ``iteration`` are that producer's own
     producer: str | None = None
+    #: ``aoff.tensorboard.SummaryWriter``'s records (one a call, ``_core/_fold_writer``):
+    #: True, and its ``step`` is the call's ``global_step`` (it may go back) ...
+    writer: bool = False
+    #: ... the run folder under ``log_dir`` (``""``: ``log_dir`` itself; ``add_scalars`` and
+    #: ``add_hparams`` write into others), ...
+    run: str = ""
+    #: ... ``add_text``'s ``(tag, text)`` pairs, ...
+    texts: tuple[tuple[str, str], ...] = ()
+    #: ... ``add_scalar(new_style=True)``: the scalars are written as tensors (1: float32,
+    #: 2: float64 with ``double_precision=True``) rather than ``simple_value``s, ...
+    tensor_style: int = 0
+    #: ... and ``add_hparams``' hyperparameters (its metrics are ``scalars``)
+    hparams: WriterHParams | None = None
 
     def as_dict(self) -> dict[str, float]:
         return dict(self.scalars)
@@ -47,3 +60,17 @@ class RunConfig:
     env_name: str = ""
     obs_dim: int = 0
     action_dim: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class WriterHParams:
+    """``SummaryWriter.add_hparams``: what TensorBoard's HParams plugin needs besides the
+    metric values (which are the record's scalars)."""
+
+    #: the hyperparameters, checked by the call (bool, int, float or str; None skipped)
+    values: dict[str, Any]
+    #: the metric names, in the call's order (a metric whose value was skipped is still
+    #: named in the experiment, as torch does)
+    metrics: tuple[str, ...]
+    #: ``hparam_domain_discrete``: the values each named hyperparameter can take
+    discrete: dict[str, list[Any]]

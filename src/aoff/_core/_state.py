@@ -83,7 +83,7 @@ class State:
     own_total_steps: int = 0
 
     def pipeline_time(self) -> float:
-        """Seconds of the learner pipeline: H2D + train + weight sync (as the seed)."""
+        """Seconds of the learner pipeline: H2D + train + weight sync (as the original logger)."""
         return self.h2d_time + self.train_time + self.weight_sync_time
 
     def steps_per_sec(self) -> float | None:

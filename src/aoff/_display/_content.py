@@ -89,8 +89,16 @@ def eta_seconds(state: State, now: float) -> float | None:
     if origin is None:
         return None
     elapsed = max(now - origin, 0.0) + state.elapsed_before  # earlier sessions' too
+    if state.config.max_iterations <= 0:  # no end known (aoff.tensorboard's default)
+        return None
     remaining = max(state.config.max_iterations - state.iteration, 0)
     return remaining * elapsed / state.iteration
+
+
+def iteration_of(state: State) -> str:
+    """``"<iteration>/<max_iterations>"``, or the iteration alone when no end is known."""
+    top = state.config.max_iterations
+    return f"{state.iteration}/{top}" if top > 0 else str(state.iteration)
 
 
 def header_fields(state: State, now: float, glyphs: Glyphs = UNICODE_GLYPHS) -> list[Cell]:
@@ -106,7 +114,7 @@ def header_fields(state: State, now: float, glyphs: Glyphs = UNICODE_GLYPHS) -> 
     fields = [Cell((f" {cfg.algo_name}", _ALGO), whole=True)]
     if cfg.env_name:
         fields.append(Cell((cfg.env_name, _ENV), whole=True))
-    fields.append(Cell((f"iter {state.iteration}/{cfg.max_iterations}", YELLOW), whole=True))
+    fields.append(Cell((f"iter {iteration_of(state)}", YELLOW), whole=True))
     fields.append(Cell((f"{glyphs.timer} {fmt_duration(elapsed)}", GREEN), whole=True))
     eta = eta_seconds(state, now)
     if eta is not None:

@@ -26,8 +26,8 @@ from rich.live import Live
 from rich.text import Text
 
 from .._core._state import State
-from .._streams import ForwardingStream
 from ._render import Glyphs, dashboard_panel, glyphs_for, plain_line, summary_panel
+from ._streams import ForwardingStream
 
 __all__ = ["Dashboard", "use_live"]
 

@@ -12,7 +12,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from .._core._state import State
-from ._content import REWARD_MEAN_WINDOW, markup, mean
+from ._content import REWARD_MEAN_WINDOW, iteration_of, markup, mean
 from ._format import fmt_duration
 from ._glyphs import UNICODE_GLYPHS, Glyphs
 
@@ -36,7 +36,11 @@ def summary_panel(state: State, now: float, glyphs: Glyphs = UNICODE_GLYPHS) -> 
         Text.assemble("  Algo: ", (cfg.algo_name, "cyan"), " | Env: ", (cfg.env_name, "cyan"))
     )
     lines.append(
-        Text.assemble("  Iterations: ", (str(state.iteration), "yellow"), f"/{cfg.max_iterations}")
+        Text.assemble(
+            "  Iterations: ",
+            (str(state.iteration), "yellow"),
+            f"/{cfg.max_iterations}" if cfg.max_iterations > 0 else "",
+        )
     )
     end = state.last_wall_time if state.last_wall_time is not None else now
     total = max(end - state.start_time, 0.0) if state.start_time is not None else 0.0
@@ -64,7 +68,7 @@ def plain_line(state: State, now: float) -> str:
     reward (mean of the last 50, as on the panel) only when known, then dropped events
     and backend problems if any, then the status with any markup removed.
     """
-    parts = [f"iter {state.iteration}/{state.config.max_iterations}"]
+    parts = [f"iter {iteration_of(state)}"]
     sps = state.steps_per_sec()
     if sps is not None:
         parts.append(f"{sps:,.0f} steps/s")

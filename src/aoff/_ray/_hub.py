@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._core._buffer import Overflow
-from .._remote import RemoteLogger, RemoteReport
+from .._faces._remote import RemoteLogger, RemoteReport
 
 __all__ = ["Hub", "HubSpec"]
 

@@ -29,18 +29,36 @@ import time
 import uuid
 import weakref
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from .._channel._hub import check_name
 from .._core import _events as ev
-from .._core._buffer import EventBuffer
+from .._core._buffer import EventBuffer, Overflow
 from .._core._convert import Opaque
 from .._core._pending import PendingEvent, event_ready, resolve_event
 from .._core._recorder import Recorder
-from .._live._produce import check_name
-from .._remote import _PLAIN, RemoteReport, _check_picklable
+from .._faces._remote import _PLAIN, RemoteReport, _check_picklable
 
-if TYPE_CHECKING:
-    from ._serve import RayLink
+
+class LinkSettings(Protocol):
+    """What a producer reads of its :class:`~aoff.ray.RayLink` (``_serve`` defines it, a
+    layer above: this keeps the producer from importing it back)."""
+
+    @property
+    def hub(self) -> Any: ...
+    @property
+    def capacity(self) -> int: ...
+    @property
+    def overflow(self) -> Overflow: ...
+    @property
+    def timeout(self) -> float: ...
+    @property
+    def interval(self) -> float: ...
+    @property
+    def batch(self) -> int: ...
+    @property
+    def max_in_flight(self) -> int: ...
+
 
 __all__ = ["RayLogger"]
 
@@ -80,7 +98,7 @@ def _pickled(batch: list[Any]) -> bytes:
 class _Pusher:
     """One process's buffer, shipping thread and accounting for one :class:`RayLogger`."""
 
-    def __init__(self, link: RayLink, name: str, on_round: Any) -> None:
+    def __init__(self, link: LinkSettings, name: str, on_round: Any) -> None:
         self.link = link
         self.name = name
         self.on_round = on_round
@@ -305,7 +323,7 @@ class RayLogger(Recorder[None]):
     (``link.remote(name)``): every logging method of :class:`~aoff.OffPolicyLogger`,
     and ``flush``/``close`` as :class:`~aoff.RemoteLogger`'s. Picklable."""
 
-    def __init__(self, link: RayLink, name: str) -> None:
+    def __init__(self, link: LinkSettings, name: str) -> None:
         problem = check_name(name)
         if problem is not None:
             raise ValueError(problem)

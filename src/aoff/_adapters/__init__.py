@@ -1,0 +1,12 @@
+"""Drop-ins for the APIs RL code already logs through, each a thin layer over a face.
+
+Owns ``aoff.tensorboard.SummaryWriter`` (``_writer``, its call-side checks in
+``_writer_checks``), the Stable-Baselines3 logger ``aoff.sb3`` (``_sb3``) and Gymnasium's
+episode statistics ``aoff.gymnasium`` (``_gym``). The public modules at the top of the
+package re-export from here; the adapters' own third-party imports (stable_baselines3,
+wandb) stay inside them, so ``import aoff`` never pays for them.
+
+May import: ``_faces`` (an adapter drives a logger like a user does), ``_pump`` (its
+options' types), ``_display``, ``_core``. Nothing inside aoff imports it but the public
+modules.
+"""

@@ -1,0 +1,418 @@
+"""``aoff.tensorboard.SummaryWriter``: torch's ``SummaryWriter`` calls, through aoff.
+
+Why: most RL code (CleanRL and the research repos built like it) logs with
+``torch.utils.tensorboard.SummaryWriter``, whose ``add_scalar`` builds a protobuf and a
+record on the training thread. This class takes the same constructor and calls, turns
+each call into one event tuple for aoff's hot path (``_core/_events.py``: ``W_SCALAR``,
+``W_TEXT``, ``W_HISTOGRAM``, ``W_HPARAMS``) and leaves everything else to aoff's agent
+process: the fold makes one record a call (``_core/_fold_writer.py``) and the
+TensorBoard backend writes it into the same run folder, under the same tag, step and
+wall time as torch's writer would (``_backends/_tbsummaries.py`` for what is not a
+plain scalar). What lands on disk reads back the same through TensorBoard's reader
+(``tests/test_summarywriter.py`` plays one call sequence through both and compares).
+
+What is checked at the call (a clear error there, as torch's writer raises there):
+a tag that is not a ``str``, a value that is not one number, a text that is not a
+``str``, empty histogram input, hyperparameters of the wrong types. Everything else
+(reducing histograms, building protobufs, files) happens in the agent.
+
+Calls torch's writer has and this one does not cover raise ``NotImplementedError``
+naming what to use instead; media calls wait for aoff's media path (issue #23).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import socket
+import sys
+import time
+import types
+import warnings
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, NoReturn
+
+from .._core import _events as ev
+from .._core._buffer import Overflow
+from .._core._capture import finish
+from .._core._convert import encodable
+from .._core._histogram import DEFER_MAX
+from .._core._pending import Gather, pending_event
+from .._core._report import FinishReport
+from .._core._warning import AoffWarning
+from .._display._api import NullDisplay
+from .._faces._sync import OffPolicyLogger
+from .._pump._options import PumpMode
+from . import _writer_checks as checked
+
+__all__ = ["SummaryWriter"]
+
+_time = time.time
+_W_SCALAR = ev.W_SCALAR
+_W_TEXT = ev.W_TEXT
+_W_HISTOGRAM = ev.W_HISTOGRAM
+_W_HPARAMS = ev.W_HPARAMS
+
+#: what to use instead of each call this writer does not cover
+_ELSEWHERE = "torch's own writer (torch.utils.tensorboard.SummaryWriter) on the same log_dir"
+UNSUPPORTED: dict[str, str] = {
+    "add_graph": f"log the model graph once with {_ELSEWHERE}",
+    "add_onnx_graph": f"log the ONNX graph once with {_ELSEWHERE}",
+    "add_embedding": f"write projector embeddings with {_ELSEWHERE}",
+    "add_mesh": f"log meshes with {_ELSEWHERE}",
+    "add_pr_curve": f"log PR curves with {_ELSEWHERE}",
+    "add_pr_curve_raw": f"log PR curves with {_ELSEWHERE}",
+    "add_custom_scalars": f"write the custom-scalars layout once with {_ELSEWHERE}",
+    "add_custom_scalars_multilinechart": f"write the layout once with {_ELSEWHERE}",
+    "add_custom_scalars_marginchart": f"write the layout once with {_ELSEWHERE}",
+    "add_audio": f"log audio with {_ELSEWHERE}",
+    "add_image_with_boxes": f"log images with {_ELSEWHERE} (media: aoff issue #23)",
+    "add_tensor": "log one number with add_scalar, or a distribution with add_histogram",
+    "add_histogram_raw": "give the raw values to add_histogram (same statistics as torch's)",
+}
+#: media: not yet (issue #23); keep torch's writer for these meanwhile
+MEDIA = ("add_image", "add_images", "add_video", "add_figure")
+
+
+def default_log_dir(comment: str = "") -> str:
+    """torch's default: ``runs/<Mon>DD_HH-MM-SS_<host><comment>``."""
+    now = datetime.now().strftime("%b%d_%H-%M-%S")
+    return os.path.join("runs", now + "_" + socket.gethostname() + comment)
+
+
+_notify_failed = False
+
+
+def notify_wandb(logdir: str) -> None:
+    """Tell an active ``wandb.init(sync_tensorboard=True)`` run about a new run folder,
+    exactly as W&B's patched ``EventFileWriter`` does for torch's writer (W&B then tails
+    the event files there). Nothing without such a run; never imports wandb."""
+    global _notify_failed
+    wandb = sys.modules.get("wandb")
+    if wandb is None or getattr(wandb, "run", None) is None:
+        return
+    patched = getattr(wandb, "patched", None)
+    if not isinstance(patched, dict) or not patched.get("tensorboard"):
+        return  # the run does not sync TensorBoard
+    try:
+        from wandb.integration.tensorboard import monkeypatch
+
+        # W&B's rule: a generated log dir (ending in "-<seconds>_<host>") is its own root
+        found = re.search(rf"-\d+_{socket.gethostname()}", logdir)
+        root = logdir[: found.span()[1]] if found else ""
+        monkeypatch._notify_tensorboard_logdir(logdir, save=True, root_logdir=root)
+    except Exception as exc:  # a W&B version without it: say so once, keep logging
+        if not _notify_failed:
+            _notify_failed = True
+            warnings.warn(
+                f"aoff: could not tell W&B about {logdir!r} ({type(exc).__name__}: {exc}); "
+                "its sync_tensorboard will not see this writer",
+                AoffWarning,
+                stacklevel=3,
+            )
+
+
+def _discard(event: ev.Event) -> None:
+    return None
+
+
+class _Engine(OffPolicyLogger):
+    """aoff's sync logger, with the writer's TensorBoard options set before it starts."""
+
+    def __init__(self, writer_options: dict[str, Any], **kwargs: Any) -> None:
+        self._writer_options = writer_options
+        super().__init__(**kwargs)
+
+    def _setup_face(self) -> None:
+        self._options = dataclasses.replace(self._options, **self._writer_options)
+        super()._setup_face()
+
+
+class SummaryWriter:
+    """A drop-in for ``torch.utils.tensorboard.SummaryWriter`` that writes through aoff.
+
+    The positional arguments and every ``add_*`` method mean what they mean in torch's
+    writer. ``max_queue`` is accepted and unused (aoff's buffer is ``capacity`` events
+    and never blocks the caller); ``flush_secs`` bounds how long records wait before the
+    backends flush. aoff's extras are keyword-only:
+
+    dashboard
+        draw aoff's live dashboard (default ``False``: the script's own prints stay as
+        they are; the pump runs in aoff's agent process either way).
+    total_steps
+        the dashboard's end: the ``global_step`` the run ends at (for its progress and
+        ETA; 0, the default: no end shown).
+    backends
+        more outputs besides TensorBoard: ``"jsonl"`` (``log_dir/metrics.jsonl``),
+        ``"csv"`` (``log_dir/progress.csv``), ``"wandb"`` (``wandb_project``, ...).
+    capacity, overflow
+        aoff's event buffer (100,000 events by default). ``overflow="block"`` (the
+        default here, like torch's writer, whose calls wait when its queue is full):
+        a call waits for room, so nothing is lost; ``"drop_oldest"`` never waits.
+    finish_timeout, pump, ranks, wandb_*
+        as for :class:`aoff.OffPolicyLogger`.
+    """
+
+    def __init__(
+        self,
+        log_dir: str | os.PathLike[str] | None = None,
+        comment: str = "",
+        purge_step: int | None = None,
+        max_queue: int = 10,
+        flush_secs: float = 120,
+        filename_suffix: str = "",
+        *,
+        dashboard: bool = False,
+        total_steps: int = 0,
+        backends: Sequence[str] = (),
+        capacity: int | None = None,
+        overflow: Overflow = "block",
+        finish_timeout: float = 10.0,
+        pump: PumpMode = "process",
+        ranks: str = "zero",
+        wandb_project: str = "aoff",
+        wandb_entity: str | None = None,
+        wandb_name: str = "",
+    ) -> None:
+        if not log_dir:
+            log_dir = default_log_dir(comment)
+        self.log_dir = log_dir
+        self.purge_step = purge_step
+        self.max_queue = max_queue
+        self.flush_secs = flush_secs
+        self.filename_suffix = filename_suffix
+        self._logdir = os.fspath(log_dir)
+        if purge_step is not None and (isinstance(purge_step, bool) or purge_step < 0):
+            raise ValueError(f"purge_step must be an int >= 0, got {purge_step!r}")
+        extra: dict[str, Any] = {}
+        if capacity is not None:
+            extra["capacity"] = capacity
+        os.makedirs(self._logdir, exist_ok=True)  # torch's writer makes it at once too
+        self._engine = _Engine(
+            {"tb_filename_suffix": filename_suffix, "tb_purge_step": purge_step},
+            algo_name="SummaryWriter",
+            env_name=self._logdir,
+            max_iterations=total_steps,
+            log_dir=os.path.abspath(self._logdir),
+            log_backend="tensorboard",
+            wandb_project=wandb_project,
+            wandb_entity=wandb_entity,
+            wandb_name=wandb_name,
+            backends=tuple(backends),
+            overflow=overflow,
+            finish_timeout=finish_timeout,
+            flush_secs=flush_secs,
+            display=None if dashboard else NullDisplay(),
+            pump=pump,
+            system_interval=2.0 if dashboard else 0,
+            ranks=ranks,
+            **extra,
+        )
+        if self._engine._inert:  # a rank that does not log (see aoff's ``ranks=``)
+            self._engine._put = _discard
+        self._runs: set[str] = set()
+        self._closed = False
+        self._engine.start(status="Logging")
+        self._new_run("", self._logdir)
+
+    def _new_run(self, run: str, logdir: str) -> None:
+        """First use of a run folder: tell W&B's TensorBoard sync, as torch's would."""
+        if run not in self._runs:
+            self._runs.add(run)
+            notify_wandb(logdir)
+
+    # -- the calls ----------------------------------------------------------------------------
+    def add_scalar(
+        self,
+        tag: str,
+        scalar_value: Any,
+        global_step: int | None = None,
+        walltime: float | None = None,
+        new_style: bool = False,
+        double_precision: bool = False,
+    ) -> None:
+        """Log one number at ``tag`` (Python numbers, NumPy scalars or one-element arrays,
+        one-element tensors; CUDA tensors are copied without a sync)."""
+        if type(tag) is not str or not (tag.isascii() or encodable(tag)):
+            raise checked.bad_tag("add_scalar", tag)
+        if global_step is not None and type(global_step) is not int:
+            global_step = checked.step("add_scalar", global_step)
+        style = (2 if double_precision else 1) if new_style else 0
+        wall = _time() if walltime is None else float(walltime)
+        if type(scalar_value) is float or type(scalar_value) is int:
+            self._engine._put((_W_SCALAR, wall, "", tag, scalar_value, global_step, style))
+            return
+        g: Gather = []
+        value = checked.number("add_scalar", tag, scalar_value, g)
+        event = (_W_SCALAR, wall, "", tag, value, global_step, style)
+        self._engine._put(finish(g, event) if g else event)
+
+    def add_scalars(
+        self,
+        main_tag: str,
+        tag_scalar_dict: Mapping[str, Any],
+        global_step: int | None = None,
+        walltime: float | None = None,
+    ) -> None:
+        """Log several numbers under ``main_tag``, each in its own run folder
+        ``<log_dir>/<main_tag with "/" as "_">_<key>`` (torch's layout)."""
+        main_tag = checked.text("add_scalars", "main_tag", main_tag)
+        if not isinstance(tag_scalar_dict, Mapping):
+            got = type(tag_scalar_dict).__name__
+            raise TypeError(f"add_scalars: tag_scalar_dict must be a dict, got {got}")
+        if global_step is not None and type(global_step) is not int:
+            global_step = checked.step("add_scalars", global_step)
+        wall = _time() if walltime is None else float(walltime)
+        prefix = main_tag.replace("/", "_") + "_"
+        g: Gather = []
+        events = []
+        for key, v in tag_scalar_dict.items():
+            key = checked.text("add_scalars", "key", key)
+            value = checked.number("add_scalars", key, v, g)
+            events.append((_W_SCALAR, wall, prefix + key, main_tag, value, global_step, 0))
+        for e in events:  # every value was good: the new sub-runs are real
+            if e[2] not in self._runs:
+                self._new_run(e[2], self._logdir + "/" + e[2])
+        put = self._engine._put
+        if g:  # device values: the call's copies are launched together, once
+            put(finish(g, events[0]))
+            for e in events[1:]:
+                put(pending_event(e))
+            return
+        for e in events:
+            put(e)
+
+    def add_text(
+        self,
+        tag: str,
+        text_string: str,
+        global_step: int | None = None,
+        walltime: float | None = None,
+    ) -> None:
+        """Log a (markdown) text at ``<tag>/text_summary``, TensorBoard's Text tab."""
+        tag = checked.text("add_text", "tag", tag)
+        text_string = checked.text("add_text", "text_string", text_string)
+        if global_step is not None and type(global_step) is not int:
+            global_step = checked.step("add_text", global_step)
+        wall = _time() if walltime is None else float(walltime)
+        self._engine._put((_W_TEXT, wall, "", tag, text_string, global_step))
+
+    def add_histogram(
+        self,
+        tag: str,
+        values: Any,
+        global_step: int | None = None,
+        bins: Any = "tensorflow",
+        walltime: float | None = None,
+        max_bins: int | None = None,
+    ) -> None:
+        """Log a distribution with torch's statistics and buckets (``bins``: torch's
+        ``"tensorflow"`` default, any ``np.histogram`` rule, a count or edges). The input
+        is copied here; the buckets are made in aoff's agent (inputs over 65,536 values
+        are reduced here, to bound what one buffered event holds)."""
+        tag = checked.text("add_histogram", "tag", tag)
+        if global_step is not None and type(global_step) is not int:
+            global_step = checked.step("add_histogram", global_step)
+        wall = _time() if walltime is None else float(walltime)
+        arr = checked.histogram_values(tag, values)
+        b = checked.bins(tag, arr, bins)
+        if max_bins is not None:
+            max_bins = int(max_bins)
+        payload: Any = arr
+        if arr.size > DEFER_MAX:
+            from .._core._fold_writer import torch_histogram
+
+            payload = torch_histogram(tag, arr, b, max_bins)
+        self._engine._put((_W_HISTOGRAM, wall, "", tag, payload, global_step, b, max_bins))
+
+    def add_hparams(
+        self,
+        hparam_dict: dict[str, Any],
+        metric_dict: dict[str, Any],
+        hparam_domain_discrete: dict[str, list[Any]] | None = None,
+        run_name: str | None = None,
+        global_step: int | None = None,
+    ) -> None:
+        """Log hyperparameters and their metrics into the sub-run ``run_name`` (default
+        ``str(time.time())``), for TensorBoard's HParams tab, as torch's writer does."""
+        if type(hparam_dict) is not dict or type(metric_dict) is not dict:
+            raise TypeError("add_hparams: hparam_dict and metric_dict should be dictionary.")
+        values = {
+            checked.text("add_hparams", "key", k): checked.hparam(k, v)
+            for k, v in hparam_dict.items()
+        }
+        discrete = checked.check_discrete(values, hparam_domain_discrete)
+        if global_step is not None and type(global_step) is not int:
+            global_step = checked.step("add_hparams", global_step)
+        g: Gather = []
+        metrics = {
+            checked.text("add_hparams", "metric", k): checked.number("add_hparams", k, v, g)
+            for k, v in metric_dict.items()
+        }
+        if not run_name:
+            run_name = str(time.time())
+        run_name = checked.text("add_hparams", "run_name", run_name)
+        self._new_run(run_name, os.path.join(self._logdir, run_name))
+        event = (_W_HPARAMS, _time(), run_name, values, metrics, discrete, global_step)
+        self._engine._put(finish(g, event) if g else event)
+
+    # -- not covered -----------------------------------------------------------------------------
+    def __getattr__(self, name: str) -> Any:
+        if name in UNSUPPORTED:
+            return _unsupported(name, UNSUPPORTED[name])
+        if name in MEDIA:
+            return _unsupported(
+                name,
+                "media (images, videos, figures) arrives with aoff's media path (issue "
+                "#23); meanwhile keep torch's writer for media: "
+                "torch.utils.tensorboard.SummaryWriter(log_dir) on the same log_dir",
+            )
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    # -- the rest of torch's writer --------------------------------------------------------------
+    def get_logdir(self) -> str:
+        """The directory the event files go into (as given, or the default)."""
+        return self._logdir
+
+    def flush(self) -> None:
+        """Block until everything logged so far is written (and flushed) by every backend."""
+        if not self._closed:
+            self._engine.flush()
+
+    def close(self) -> None:
+        """Write everything logged so far and close the files. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self.report = self._engine.close()
+
+    #: the engine's :class:`~aoff.FinishReport` once closed (dropped, written per backend)
+    report: FinishReport | None = None
+
+    def remote(self, name: str | None = None, *, timeout: float = 10.0) -> Any:
+        """A picklable :class:`~aoff.RemoteLogger` that logs into this run from another
+        process (aoff's calls: ``log_step``, ...; see docs/guides/sync.md)."""
+        return self._engine.remote(name, timeout=timeout)
+
+    def __enter__(self) -> SummaryWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: types.TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def _unsupported(name: str, instead: str) -> Any:
+    def call(*args: object, **kwargs: object) -> NoReturn:
+        raise NotImplementedError(
+            f"aoff.tensorboard.SummaryWriter.{name}() is not covered: {instead}"
+        )
+
+    call.__name__ = name
+    return call

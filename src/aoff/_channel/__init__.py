@@ -1,0 +1,12 @@
+"""The run folder's channel: its Unix socket and key, for ``aoff attach`` viewers and
+``log.remote()`` producers.
+
+Owns where the socket, its key and the long-path pointer live (``_paths``), the server
+that runs beside the pump and answers viewers (``_server``), the producers' hub
+(``_hub``) and role (``_produce``: their events go into the pump's buffer), and a
+producer's half: its buffer, thread and connection (``_sender``). The ``aoff attach``
+client is the command line's (``aoff._cli._attach``).
+
+May import: ``_transport``, ``_display``, ``_backends``, ``_core``. Never ``_pump`` (it
+hands the server its buffer and report line), nor anything above it.
+"""

@@ -1,0 +1,128 @@
+"""The live server's ``produce`` role: events from other processes' ``RemoteLogger``.
+
+Why here: the run already serves its folder's socket (``_server.py``: Unix socket 0600,
+the run's key proven both ways before anything is unpickled), wherever the pump runs.
+A producer (``log.remote()``, or a forked child of the training process) connects to
+it, says ``("produce", name, pid)`` and gets ``("welcome", live_name)`` (``name``, or
+``name-<pid>`` while another producer of that name is connected) or ``("error", why)``.
+Then it speaks the agent's protocol (``_transport/_messages.py``), so the producer side
+is the agent's own :class:`~aoff._transport._shipper.Shipper`:
+
+``Events(events, dropped_so_far)``
+    each event goes into the pump's buffer wrapped as ``(REMOTE, wall, live_name,
+    event)`` (folded by ``_core/_fold.py``), in the order received: each producer's
+    events stay in order, producers interleave. In the agent that buffer blocks when
+    full, so backpressure reaches the producer's socket, then its own buffer's policy.
+``Flush(n)`` -> ``Flushed(n, None)``
+    once the pump has written and flushed everything received so far.
+``Stop(summary)`` -> ``Report(ProducerReport(...), None)``, and the connection ends.
+
+End of file without ``stop``: the producer died (killed?); one line says which one and
+what is known lost. At the end of the run (``_pump/_end.await_producers``) the pump waits
+up to ``finish_timeout`` for producers still connected, then stops taking events (what
+comes later is counted as lost) and names those still open; the server's close shuts
+their connections, so they see the run is gone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from typing import TYPE_CHECKING, Any
+
+from .._core import _events as ev
+from .._transport._messages import (
+    Events,
+    Flush,
+    Flushed,
+    ProducerReport,
+    Report,
+    Stop,
+    decode_to_peer,
+    encode,
+)
+from ._hub import ProducerHub, check_name
+from ._server import SEND_TIMEOUT, register_role, set_timeouts
+
+if TYPE_CHECKING:
+    from ._server import LiveServer
+
+__all__ = ["attach_producers", "serve_producer"]
+
+#: seconds a producer that connects as the server starts waits for the pump's hub
+HUB_WAIT = 2.0
+
+
+def serve_producer(server: LiveServer, conn: Connection, hello: tuple[Any, ...]) -> None:
+    """The ``produce`` role: ``("produce", name, pid)``; see the module's doc."""
+    hub = server.produce
+    deadline = time.monotonic() + HUB_WAIT
+    while hub is None and not server.closing and time.monotonic() < deadline:
+        time.sleep(0.005)  # the pump sets the hub just after the server starts
+        hub = server.produce
+    if hub is None or not hub.accepting:
+        conn.send(("error", "this run takes no events from producers now (it is ending)"))
+        return
+    name = hello[1] if len(hello) > 1 else None
+    pid = hello[2] if len(hello) > 2 and type(hello[2]) is int else 0
+    problem = check_name(name)
+    if problem is not None:
+        conn.send(("error", problem))
+        return
+    assert isinstance(name, str)
+    set_timeouts(conn, 0, SEND_TIMEOUT)  # a quiet producer is never dropped
+    live = hub.join(name, pid, conn)
+    received = 0
+    stopped = False
+    try:
+        conn.send(("welcome", live))
+        while True:
+            try:
+                msg = decode_to_peer(conn.recv_bytes())
+            except (EOFError, OSError):
+                break
+            match msg:
+                case Events(events, dropped):
+                    if type(dropped) is int:
+                        hub.dropped_by[live] = dropped
+                    if hub.put(live, events):
+                        received += len(events)
+                case Flush(n):
+                    if hub.accepting:
+                        with contextlib.suppress(Exception):  # the run is ending: no wait
+                            hub.flush()
+                    conn.send_bytes(encode(Flushed(n, None)))
+                case Stop():
+                    stopped = True
+                    report = ProducerReport(live, received, lost=not hub.accepting)
+                    conn.send_bytes(encode(Report(report, None)))
+                    break
+                case _:  # a hello or printed text: not a producer's to send, ignored
+                    pass
+    finally:
+        hub.leave(live)
+        if not stopped and not server.closing and hub.accepting:
+            dropped = hub.dropped_by.get(live, 0)
+            more = f"; it had dropped {dropped:,} before sending" if dropped else ""
+            hub.report(
+                f"aoff: remote {live!r} (pid {pid}) was lost before its close() finished "
+                "(killed, or its close() gave up waiting): "
+                f"{received:,} events came from it; what it had not sent yet is lost{more}"
+            )
+
+
+register_role("produce", serve_producer)
+
+
+def attach_producers(
+    server: LiveServer,
+    sink: Callable[[ev.Event], None],
+    report: Callable[[str], None],
+    flush: Callable[[], None],
+) -> ProducerHub:
+    """Let ``server`` take producers, feeding ``sink`` (the pump's buffer)."""
+    hub = ProducerHub(sink, report, flush)
+    server.produce = hub
+    return hub

@@ -1,0 +1,140 @@
+"""The fold of ``aoff.tensorboard.SummaryWriter``'s events: one record a call.
+
+Why apart from ``_fold.py``: the seed logger's calls make one record a *step*, with the
+seed's tags; ``SummaryWriter``'s calls each make one record of their own, at the tag,
+step, wall time and run folder the caller chose, because that is what torch's writer
+puts on disk (one ``Event`` a call) and what TensorBoard's reader expects (it drops
+points on out-of-order steps per event, so events must not be merged).
+
+The histogram reduction here is torch's, not ``_histogram.py``'s: ``np.histogram`` with
+the call's ``bins`` (``"tensorflow"``: the same exponential bucket edges torch uses),
+``max_bins`` subsampling, and the same trimming to the buckets that hold values. It runs
+where the fold runs (the agent process by default), never on the training thread.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from . import _events as ev
+from ._fold_checks import Checks
+from ._histogram import Histogram
+from ._records import StepRecord, WriterHParams
+
+WRITER_KINDS = frozenset((ev.W_SCALAR, ev.W_TEXT, ev.W_HISTOGRAM, ev.W_HPARAMS))
+#: ``bins="tensorflow"`` as the event carries it (the edges are made here, once)
+TENSORFLOW_BINS = "tensorflow"
+
+
+@cache
+def tensorflow_bins() -> tuple[float, ...]:
+    """TensorBoard's default histogram edges, as torch's ``SummaryWriter`` makes them:
+    ±1e-12 growing by 10 % until 1e20, and 0."""
+    pos: list[float] = []
+    v = 1e-12
+    while v < 1e20:
+        pos.append(v)
+        v *= 1.1
+    return (*(-x for x in reversed(pos)), 0.0, *pos)
+
+
+def torch_histogram(tag: str, values: Any, bins: Any, max_bins: int | None) -> Histogram:
+    """The statistics torch's ``add_histogram`` writes for ``values`` (a 1-D float64
+    array): min/max/num/sum/sum_squares of all values, and the buckets of
+    ``np.histogram(values, bins)`` (subsampled to ``max_bins``), trimmed to the span
+    that holds values plus one empty bucket on the left (TensorBoard keeps only right
+    edges)."""
+    import numpy as np
+
+    if isinstance(bins, str) and bins == TENSORFLOW_BINS:
+        bins = tensorflow_bins()
+    counts, limits = np.histogram(values, bins=bins)
+    n = len(counts)
+    if max_bins is not None and n > max_bins:
+        sub = n // max_bins
+        if n % sub:
+            counts = np.pad(counts, (0, sub - n % sub))
+        counts = counts.reshape(-1, sub).sum(axis=-1)
+        merged = np.empty(counts.size + 1, limits.dtype)
+        merged[:-1] = limits[:-1:sub]
+        merged[-1] = limits[-1]
+        limits = merged
+    held = np.cumsum(counts > 0)
+    first, last = (int(i) for i in np.searchsorted(held, [0, held[-1] - 1], side="right"))
+    end = last + 1
+    kept = counts[first - 1 : end] if first > 0 else np.concatenate([[0], counts[:end]])
+    edges = limits[first : end + 1]
+    if kept.size == 0 or edges.size == 0:
+        raise ValueError("the histogram is empty")
+    return Histogram(
+        tag,
+        int(values.size),
+        0,
+        float(values.min()),
+        float(values.max()),
+        float(values.sum()),
+        float(values.dot(values)),
+        tuple(float(x) for x in edges.tolist()),
+        tuple(float(x) for x in kept.tolist()),
+        (),
+    )
+
+
+def _step(f: Checks, where: str, raw: object) -> int:
+    return 0 if raw is None else f._int(where, "global_step", raw)
+
+
+def _seen(f: Checks, step: int) -> None:
+    s = f.state
+    s.status = "Training"
+    s.training_started = True
+    if step > s.iteration:
+        s.iteration = step
+
+
+def fold_writer(f: Checks, e: ev.Event) -> StepRecord | None:
+    """The record of one ``SummaryWriter`` event (None: its value was skipped, reported).
+
+    The dashboard (``dashboard=True``) shows the latest scalar of each main-run tag and
+    the highest step seen as the iteration."""
+    kind = e[0]
+    where = ev.NAMES[kind]
+    wall = float(e[1])
+    run = e[2]
+    if kind == ev.W_HPARAMS:  # (run, hparams, metrics, discrete, step)
+        step = _step(f, where, e[6])
+        _seen(f, step)
+        metrics = e[4]
+        values = f._mapping(where, metrics)
+        hp = WriterHParams(dict(e[3]), tuple(metrics), dict(e[5]))
+        return StepRecord(step, step, wall, tuple(values.items()), run=run, hparams=hp, writer=True)
+    tag = e[3]
+    if type(run) is not str or type(tag) is not str:  # the calls check both
+        f._bad(where, tag, f"{where}: malformed event {e!r:.80}; skipped")
+        return None
+    if kind == ev.W_SCALAR:  # (run, tag, value, step, style)
+        step = _step(f, where, e[5])
+        value = f._num_or_skip(where, tag, e[4])
+        if value is None:
+            return None
+        _seen(f, step)
+        if not run:
+            f.state.latest_metrics[tag] = value
+        return StepRecord(
+            step, step, wall, ((tag, value),), run=run, tensor_style=e[6], writer=True
+        )
+    if kind == ev.W_TEXT:  # (run, tag, text, step)
+        step = _step(f, where, e[5])
+        _seen(f, step)
+        return StepRecord(step, step, wall, (), run=run, texts=((tag, str(e[4])),), writer=True)
+    # W_HISTOGRAM: (run, tag, values, step, bins, max_bins)
+    step = _step(f, where, e[5])
+    try:
+        # a large input was reduced by the call already (bounded buffered events)
+        h = e[4] if isinstance(e[4], Histogram) else torch_histogram(tag, e[4], e[6], e[7])
+    except Exception as exc:  # e.g. NaN with automatic bins: torch raises there too
+        f._bad(where, tag, f"{where}: {tag!r:.60}: {type(exc).__name__}: {exc}; skipped")
+        return None
+    _seen(f, step)
+    return StepRecord(step, step, wall, (), (h,), run=run, writer=True)

@@ -1,0 +1,312 @@
+"""``AsyncOffPolicyLogger``: the face for async runners (asyncio or trio, via anyio).
+
+``async with AsyncOffPolicyLogger(...) as log:`` starts the pump as a task in the
+caller's event loop and opens the dashboard; leaving the block — normally, by an
+exception, or by cancellation — drains, flushes and closes every backend (shielded,
+bounded by ``finish_timeout``) and prints the summary.
+
+Every logging call records its event *when it is called* and returns an awaitable:
+``await log.log_step(...)`` is the documented form, and it completes at once unless the
+buffer is full under ``overflow="block"``, in which case it waits for space. Because the
+event is already recorded, a forgotten ``await`` loses nothing and keeps the order.
+
+SIGTERM: while the block runs on the main thread and SIGTERM has its default handler,
+the logger watches for it (anyio's signal receiver; ``handle_sigterm=False`` turns this
+off). On SIGTERM it marks the run interrupted and cancels the block, so leaving it drains
+and closes everything as above; then it raises ``SystemExit(143)``, as the sync face does.
+The default handler is back once the block is left.
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+import warnings
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any, NoReturn, cast
+
+import anyio
+import anyio.abc
+
+from .._core import _events as ev
+from .._core._checkpoint import no_state_line
+from .._core._report import FinishReport
+from .._core._warning import AoffWarning
+from .._display._streams import Forwarding, should_forward
+from ._base import Face
+from ._sigterm import sigterm_is_default, watch_sigterm
+
+if TYPE_CHECKING:
+    from ._side import AgentSide
+
+
+class _Ready:
+    """An awaitable that is already complete (no coroutine object, no loop round-trip).
+
+    ``__await__`` is the C-level ``().__iter__``: awaiting gets an empty iterator, so the
+    ``await`` finishes at once on any event loop, without running a Python frame (about
+    100 ns cheaper per call than a generator-based ``__await__`` here).
+    """
+
+    __slots__ = ()
+    __await__ = ().__iter__
+
+
+READY = cast(Awaitable[None], _Ready())
+
+
+class AsyncOffPolicyLogger(Face[Awaitable[None]]):
+    """The async face. Same arguments and calls as :class:`aoff.OffPolicyLogger`.
+
+    Waiting methods are the ``a``-prefixed twins: :meth:`aflush`, :meth:`afinish`,
+    :meth:`aclose`; the sync names raise a ``TypeError`` that names them.
+    """
+
+    _closed_result = READY
+    _closed_when = "the logger was closed"
+
+    def _setup_face(self) -> None:
+        overflow = self._options.overflow
+        buf = self._buffer
+        self._buf = buf
+        self._entered_put = self._put_block if overflow == "block" else self._put_nowait
+        # until `async with` enters, calls are kept (written if it does) and warn once
+        self._init_recorder(self._put_unentered, self._options.now)
+        self._raw_put = buf.put if overflow != "block" else buf.append
+        self._side: AgentSide | None = None  # process mode, once entered
+        self._forwarding: Forwarding | None = None  # thread mode on a terminal
+        if not self._process_mode():
+            self._build_core()
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._entered = False
+        self._warned_unentered = False
+        # made in __aenter__ (an anyio.Event needs a running loop)
+        self._pump_done: anyio.Event | None = None  # the in-process pump task ended
+        self._stop_done: anyio.Event | None = None  # the stop in progress has its report
+        self._stopped = False
+        self._handle_sigterm = self._options.handle_sigterm
+        self._sigterm_scope: anyio.CancelScope | None = None
+        self._signalled: int | None = None
+
+    # -- hot path adapters -------------------------------------------------------------------
+    def _put_unentered(self, event: ev.Event) -> Awaitable[None]:
+        if not self._warned_unentered:
+            self._warned_unentered = True
+            warnings.warn(
+                f"aoff: AsyncOffPolicyLogger.{ev.name_of(event)}() before `async with`: "
+                "nothing is written until the logger is entered "
+                "(`async with AsyncOffPolicyLogger(...) as log:`)",
+                AoffWarning,
+                stacklevel=3,
+            )
+        self._buf.append(event)  # never waits, whatever the policy: nothing drains yet
+        return READY
+
+    def _put_nowait(self, event: ev.Event) -> Awaitable[None]:
+        self._raw_put(event)
+        return READY
+
+    def _put_block(self, event: ev.Event) -> Awaitable[None]:
+        self._raw_put(event)  # recorded now (order kept); the caller awaits space
+        if self._buf.full() and not self._buf.closed:
+            return self._wait_for_space()
+        return READY
+
+    async def _wait_for_space(self) -> None:
+        # the buffer's own wait (the sync face's), parked in a worker thread so this
+        # loop, which may run the pump, goes on
+        await anyio.to_thread.run_sync(self._buf.wait_for_space, abandon_on_cancel=True)
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    _tg: anyio.abc.TaskGroup | None = None
+    _entered = False
+    _signalled: int | None = None
+
+    async def __aenter__(self) -> AsyncOffPolicyLogger:
+        if self._entered:
+            raise RuntimeError("an AsyncOffPolicyLogger can be entered only once")
+        self._entered = True
+        if self._inert:  # a rank that does not log: nothing to start
+            return self
+        self._pump_done = anyio.Event()
+        self._stop_done = anyio.Event()
+        self._put = self._entered_put
+        tg = anyio.create_task_group()
+        await tg.__aenter__()
+        self._tg = tg
+        try:
+            # shielded: cancelling the body on SIGTERM must not end the watch (see below)
+            self._sigterm_scope = anyio.CancelScope(shield=True)
+            if self._process_mode():
+                from ._side import AgentSide
+
+                self._side = AgentSide(self._options, self._buffer, self._build_core, driver="task")
+                await tg.start(self._run_shipper)
+            else:
+                if should_forward(self._options.log_backend, self._options.display is not None):
+                    self._forwarding = Forwarding(self._core.pump.text)
+                await tg.start(self._run_pump)
+            if self._handle_sigterm and sigterm_is_default():
+                on_first = functools.partial(self._on_sigterm, tg.cancel_scope)
+                await tg.start(watch_sigterm, self._sigterm_scope, on_first)
+        except BaseException:
+            if self._side is None:
+                self._core.pump.request_stop(summary=False)  # the pump is shielded: ask it
+            tg.cancel_scope.cancel()
+            await tg.__aexit__(None, None, None)
+            raise
+        self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: types.TracebackType | None,
+    ) -> bool | None:
+        # No shield needed here: the pump runs shielded (see _run_pump) and stops only when
+        # _stop() asks; its final drain/flush/close is bounded by finish_timeout.
+        await self._stop(summary=True, interrupted=exc_type is not None)
+        # the task group is left here, in the task that entered it, whoever stopped the run
+        tg, self._tg = self._tg, None
+        if tg is not None:
+            await tg.__aexit__(None, None, None)
+        if self._signalled is not None:
+            raise SystemExit(128 + self._signalled)
+        return None
+
+    async def _run_shipper(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        # Shielded, like the pump: cancelling the body must not strand buffered events;
+        # the shipper ends by itself once the agent's report is in (or it is lost).
+        assert self._side is not None
+        task_status.started()
+        with anyio.CancelScope(shield=True):
+            await self._side.run()
+
+    async def _run_pump(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        # Shielded: cancelling the body of `async with` (a timeout around it, SIGTERM)
+        # must not cancel the pump's backend runners while records are still queued for
+        # them; the pump stops when _stop() asks it to, after its final drain.
+        try:
+            with anyio.CancelScope(shield=True):
+                await self._core.pump.run(self._core.context, task_status=task_status)
+        finally:
+            if self._pump_done is not None:
+                self._pump_done.set()
+            if self._sigterm_scope is not None:  # the run is over: stop watching
+                self._sigterm_scope.cancel()
+
+    def _on_sigterm(self, host: anyio.CancelScope, signum: int) -> None:
+        """The first SIGTERM: mark the run interrupted, cancel ``host`` (the task group's
+        scope, which holds the body of ``async with``; the pump's final drain is
+        shielded, so cancelling it loses nothing)."""
+        self._signalled = signum
+        # recorded before the cancellation, so the summary says so whichever of the pump
+        # and the body is cancelled first
+        self._buf.append_final(ev.finish_event(self._clock(), "Training Summary", "", True))
+        host.cancel()
+
+    def start(self, *, status: str = "Warming up...") -> Awaitable[None]:
+        """Open the dashboard (done by ``async with``); a later call updates the status."""
+        return self._start_event(status)
+
+    async def aflush(self) -> None:
+        """Wait until everything logged so far is written and flushed by every backend."""
+        if self._tg is None or self._stopped or self._inert:
+            return
+        if self._side is not None:
+            await self._side.aflush(self._idle_timeout())
+        else:
+            await self._core.pump.flush()
+
+    async def astate_dict(self) -> dict[str, Any]:
+        """aoff's own counters, for your checkpoint, after an :meth:`aflush` (see
+        :meth:`aoff.OffPolicyLogger.state_dict`)."""
+        if self._side is not None and not self._inert:
+            got = await self._side.astate_dict(self._idle_timeout())
+            if got is None:
+                raise RuntimeError(no_state_line(self._options.finish_timeout))
+            return got
+        if self._inert or not hasattr(self, "_core"):
+            return self._empty_state_dict()
+        if self._tg is not None and not self._stopped:
+            await self._core.pump.flush()
+        return self._core.pump.state_dict()
+
+    async def afinish(
+        self, *, title: str = "Training Summary", extra_summary: str = ""
+    ) -> FinishReport:
+        """Drain, close the backends, print the summary (``async with`` does this)."""
+        return await self._stop(summary=True, title=title, extra_summary=extra_summary)
+
+    async def aclose(self) -> FinishReport:
+        """Drain and close the backends without a summary. Idempotent."""
+        return await self._stop(summary=False)
+
+    async def _stop(
+        self,
+        *,
+        summary: bool,
+        title: str = "Training Summary",
+        extra_summary: str = "",
+        interrupted: bool = False,
+    ) -> FinishReport:
+        if self._inert:  # nothing of the run lives in this process (fork, muted rank)
+            return await self._ainert_report()
+        interrupted = interrupted or self._signalled is not None
+        if not self._begin_stop(title=title, extra_summary=extra_summary, interrupted=interrupted):
+            # another task is stopping the run: its report is ours too
+            if self._stop_done is not None:
+                with anyio.CancelScope(shield=True):
+                    await self._stop_done.wait()
+            assert self._report is not None
+            return self._report
+        self._stopped = True
+        # Shielded: the final drain is bounded by finish_timeout, and a cancelled caller
+        # must not strand it. Any task may stop the run; only __aexit__ leaves the group.
+        with anyio.CancelScope(shield=True):
+            if self._side is not None:
+                report = await self._side.astop(summary, self._idle_timeout())
+            elif self._tg is not None and self._pump_done is not None:
+                if self._forwarding is not None:  # printed from now on: straight out
+                    self._forwarding.restore()
+                pump = self._core.pump
+                pump.request_stop(summary=summary)
+                await self._pump_done.wait()
+                report = pump.result or pump.report(partial=True)
+            else:  # never entered: nothing ran, nothing was written
+                report = FinishReport(dropped_events=len(self._buffer), partial=True)
+        if self._sigterm_scope is not None:
+            self._sigterm_scope.cancel()
+        self._report = report
+        if self._stop_done is not None:
+            self._stop_done.set()
+        return report
+
+    # -- the wrong twins ----------------------------------------------------------------------
+    def __enter__(self) -> NoReturn:
+        raise TypeError(
+            "AsyncOffPolicyLogger is the async face: use `async with AsyncOffPolicyLogger(...)`"
+            ", or `with OffPolicyLogger(...)` in sync code"
+        )
+
+    def __exit__(self, *exc: object) -> None:  # pragma: no cover - never entered
+        pass
+
+    def flush(self) -> NoReturn:
+        raise TypeError("AsyncOffPolicyLogger.flush() would block: use `await log.aflush()`")
+
+    def finish(self, **kwargs: Any) -> NoReturn:
+        raise TypeError("AsyncOffPolicyLogger.finish() would block: use `await log.afinish()`")
+
+    def close(self) -> NoReturn:
+        raise TypeError("AsyncOffPolicyLogger.close() would block: use `await log.aclose()`")
+
+    def state_dict(self) -> NoReturn:
+        raise TypeError(
+            "AsyncOffPolicyLogger.state_dict() would block: use `await log.astate_dict()`"
+        )

@@ -1,0 +1,302 @@
+"""What both faces share: the public constructor, the fork and rank rules, and the stop path.
+
+The sync and async faces differ only in how they run the pump and in the methods that
+wait (httpx's rule: share logic, not I/O). Everything decided from the constructor's
+arguments is decided once, in :class:`~aoff._pump._options.Options`; the closing event, the
+after-close warning and "who owns the stop" are decided here, once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import os
+import threading
+import warnings
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Generic
+
+from rich.console import Console
+
+from .._core import _events as ev
+from .._core._buffer import DEFAULT_CAPACITY, EventBuffer, Overflow
+from .._core._checkpoint import to_state_dict
+from .._core._config import format_converted
+from .._core._recorder import R, Recorder
+from .._core._report import FinishReport, stderr_line
+from .._core._state import State
+from .._core._warning import AoffWarning
+from .._display._api import Display
+from .._pump._options import DEFAULT_WANDB_PROJECT, BackendSpec, Options, PumpMode
+from .._pump._ranks import RankMode, muted_line, rank_dir, this_rank
+from .._pump._sysmetrics import DEFAULT_INTERVAL as DEFAULT_SYSTEM_INTERVAL
+from .._pump._wiring import Core
+
+if TYPE_CHECKING:
+    from ._remote import RemoteLogger
+
+__all__ = ["Face"]
+
+
+#: how long finish() waits, beyond ``finish_timeout``, for a pump that makes no progress
+FINISH_GRACE = 10.0
+
+_live_faces: weakref.WeakSet[Face[Any]] = weakref.WeakSet()
+
+
+def _logging_methods() -> list[str]:
+    """The public calls a muted rank turns into no-ops: the recorder's, and ``start``."""
+    names = [n for n in dir(Recorder) if not n.startswith("_") and n != "refresh_capture"]
+    return [*names, "start"]
+
+
+def _after_fork_in_child() -> None:
+    """A child forked from a process with a live logger (``fork`` start method,
+    ``AsyncVectorEnv``, ``DataLoader`` workers) has its objects but none of its threads.
+    With a ``log_dir`` its calls go into the parent's run through a
+    :class:`~aoff.RemoteLogger` named ``fork-<pid>`` (closed by its ``finish()``/
+    ``close()`` or at its exit); without one they are counted as dropped (one warning
+    says so). Its stops return at once, so it never hangs, at exit or anywhere else."""
+    for face in list(_live_faces):
+        face._forked_in_child()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+class Face(Recorder[R], Generic[R]):
+    """The constructor both faces share, so their arguments cannot drift apart.
+
+    Arguments up to ``wandb_notes`` are the original logger's, with the same defaults (the
+    W&B project defaults to ``"aoff"``); the rest are aoff's own, keyword-only. A face
+    finishes its own set-up in :meth:`_setup_face` (how it runs the pump, signals).
+    """
+
+    # the seed logger's public attributes, set from the run description
+    algo_name: str
+    max_iterations: int
+    num_envs: int
+    env_name: str
+    obs_dim: int
+    action_dim: int
+
+    #: what a logging call returns once the logger is closed (None, or a done awaitable)
+    _closed_result: R
+    _closed_when = "finish()/close()"
+
+    def __init__(
+        self,
+        algo_name: str = "RL",
+        max_iterations: int = 1500,
+        num_envs: int = 4096,
+        env_name: str = "",
+        obs_dim: int = 0,
+        action_dim: int = 0,
+        refresh_per_second: int = 4,
+        log_dir: str | os.PathLike[str] = "",
+        log_backend: str = "tensorboard",
+        wandb_project: str = DEFAULT_WANDB_PROJECT,
+        wandb_entity: str | None = None,
+        wandb_name: str = "",
+        wandb_group: str | None = None,
+        wandb_job_type: str | None = None,
+        wandb_tags: list[str] | None = None,
+        wandb_notes: str | None = None,
+        *,
+        backends: Sequence[BackendSpec] = (),
+        capacity: int = DEFAULT_CAPACITY,
+        overflow: Overflow = "drop_oldest",
+        finish_timeout: float = 10.0,
+        flush_secs: float = 2.0,
+        console: Console | None = None,
+        display: Display | None = None,
+        clock: Callable[[], float] | None = None,
+        handle_sigterm: bool = True,
+        pump: PumpMode = "process",
+        config: Mapping[str, Any] | None = None,
+        resume_step: int | None = None,
+        system_interval: float = DEFAULT_SYSTEM_INTERVAL,
+        ranks: RankMode = "zero",
+    ) -> None:
+        self._options = Options.of(locals())
+        self._options.backend_names()  # bad names and a missing log_dir fail here, in any mode
+        rank = this_rank()
+        if rank is not None and self._options.ranks == "each" and self._options.log_dir:
+            self._options = dataclasses.replace(
+                self._options, log_dir=rank_dir(self._options.log_dir, rank)
+            )
+        # the seed's public attributes (a muted rank has them too)
+        for name, value in dataclasses.asdict(self._options.config).items():
+            setattr(self, name, value)
+        if rank and self._options.ranks == "zero":
+            self._mute(rank)
+            return
+        if self._options.hparams_converted:
+            msg = format_converted("config", list(self._options.hparams_converted))
+            warnings.warn(msg, AoffWarning, stacklevel=2)
+        if self._options.resume_step is not None:
+            from ._resume import prepare_resume
+
+            prepare_resume(self._options)  # checks the run folder, cuts JSONL/CSV rows
+        self._stop_lock = threading.Lock()
+        self._stopping = False
+        self._report: FinishReport | None = None
+        self._buffer = EventBuffer(self._options.capacity, self._options.overflow)
+        self._forked_dropped = 0
+        self._setup_face()
+        _live_faces.add(self)
+
+    _core: Core  # the in-process pump's parts (thread mode, or after the agent is lost)
+
+    def _process_mode(self) -> bool:
+        """Whether the pump goes to the agent (``pump="process"`` and nothing that must
+        stay in this process was given)."""
+        return self._options.pump == "process" and self._options.in_process_only() is None
+
+    def _build_core(self) -> Core:
+        self._core = Core(self._options, buffer=self._buffer, on_tick=self.refresh_capture)
+        return self._core
+
+    def _setup_face(self) -> None:
+        raise NotImplementedError
+
+    def _idle_timeout(self) -> float:
+        """How long a wait for the pump may see no progress before it gives up."""
+        return self._options.finish_timeout + FINISH_GRACE
+
+    # -- the one stop path's shared half --------------------------------------------------
+    def _begin_stop(self, *, title: str, extra_summary: str, interrupted: bool) -> bool:
+        """Close the hot path and queue the closing event; True for the first caller only
+        (later callers wait for the same drain and report)."""
+        with self._stop_lock:
+            if self._stopping:
+                return False
+            self._stopping = True
+        self._buffer.append_final(ev.finish_event(self._clock(), title, extra_summary, interrupted))
+        self._put = self._after_close
+        return True
+
+    #: nothing of the run lives in this process (a forked child, a rank that does not
+    #: log): the waiting methods return at once
+    _inert = False
+    _forked = False
+    _stopped = False
+
+    def _mute(self, rank: int) -> None:
+        """A rank that does not log (``_ranks.py``): every logging call is a no-op bound
+        on the instance (no event, no buffer: ~0.1 us a call), no agent, no threads."""
+        result = self._closed_result
+
+        def noop(*args: object, **kwargs: object) -> R:
+            return result
+
+        for name in _logging_methods():
+            setattr(self, name, noop)
+        self._inert = True
+        self._report = FinishReport()
+        stderr_line(muted_line(rank))
+
+    _fork_remote: RemoteLogger | None = None
+
+    def _forked_in_child(self) -> None:
+        self._forked = True
+        self._inert = True
+        self._report = FinishReport(interrupted=True, partial=True)
+        if self._options.log_dir and not self._stopping:
+            from ._remote import RemoteLogger
+
+            pid = os.getpid()
+            self._fork_remote = remote = RemoteLogger(
+                self._options.log_dir,
+                f"fork-{pid}",
+                capacity=self._options.capacity,
+                overflow=self._options.overflow,
+                owner_pid=os.getppid(),
+            )
+            result = self._closed_result
+            put = remote._put_via_face
+
+            def put_remote(event: ev.Event) -> R:
+                put(event)
+                return result
+
+            self._put = put_remote
+        else:
+            self._put = self._put_forked
+
+    def _empty_state_dict(self) -> dict[str, Any]:
+        """``state_dict()`` where nothing of the run lives in this process."""
+        return to_state_dict(State(), self._options.now())
+
+    def _inert_report(self) -> FinishReport:
+        """``finish()``/``close()`` where nothing of the run lives in this process: a
+        forked child's remote is closed (what it sent is the parent's run's)."""
+        assert self._report is not None
+        remote = self._fork_remote
+        if remote is not None:
+            got = remote.close()
+            self._put = self._after_close
+            self._report = FinishReport(dropped_events=got.dropped, partial=got.error is not None)
+        return self._report
+
+    async def _ainert_report(self) -> FinishReport:
+        if self._fork_remote is None:
+            return self._inert_report()
+        import anyio.to_thread
+
+        return await anyio.to_thread.run_sync(self._inert_report)
+
+    _remote_names: itertools.count[int] | None = None
+
+    def remote(self, name: str | None = None, *, timeout: float = 10.0) -> RemoteLogger:
+        """A picklable :class:`~aoff.RemoteLogger` for another process (spawned,
+        forkserver'd or forked) to log into this run (see docs/guides/producers.md).
+
+        ``name`` names its records (default ``remote0``, ``remote1``, ...); ``timeout``
+        bounds how long it tries to reach the run, and its ``flush()``/``close()``.
+        Needs ``log_dir`` (its socket is how producers reach the run): ``ValueError``
+        without one; ``RuntimeError`` after ``finish()``/``close()``."""
+        from ._remote import RemoteLogger
+
+        if not self._options.log_dir:
+            raise ValueError(
+                "remote() needs a log_dir: producers reach the run through the socket in its folder"
+            )
+        if getattr(self, "_stopping", False):
+            raise RuntimeError(f"remote() called after {self._closed_when}")
+        if name is None:
+            if self._remote_names is None:
+                self._remote_names = itertools.count()
+            name = f"remote{next(self._remote_names)}"
+        return RemoteLogger(
+            self._options.log_dir,
+            name,
+            capacity=self._options.capacity,
+            overflow=self._options.overflow,
+            timeout=timeout,
+        )
+
+    def _put_forked(self, event: ev.Event) -> R:
+        if not self._forked_dropped:
+            warnings.warn(
+                f"aoff: {ev.name_of(event)}() in a process forked from the one that made "
+                "this logger: calls here are not recorded (counted as dropped); make a "
+                "logger in the child, or log from the parent",
+                AoffWarning,
+                stacklevel=3,
+            )
+        self._forked_dropped += 1
+        assert self._report is not None
+        self._report.dropped_events = self._forked_dropped
+        return self._closed_result
+
+    def _after_close(self, event: ev.Event) -> R:
+        warnings.warn(
+            f"aoff: {ev.name_of(event)}() called after {self._closed_when}; "
+            "the event was not recorded",
+            AoffWarning,
+            stacklevel=3,  # this method, the logging method: the user's call
+        )
+        return self._closed_result

@@ -1,0 +1,330 @@
+"""A face's process mode in one piece: start the agent, ship, lose it, account.
+
+The faces hold an :class:`AgentSide` instead of a pump. It owns the agent process, the
+shipper thread, the stdout/stderr forwarding, and, if the agent dies, the switch to an
+in-process :class:`~aoff._pump._thread.PumpThread` that folds every event not yet handed
+over. The :class:`~aoff.FinishReport` then adds what the agent wrote before it died and
+counts as lost what it had received but not confirmed written.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from .._core._buffer import EventBuffer
+from .._core._events import Event, steps_in
+from .._core._report import FinishReport, gave_up_line, stderr_line
+from .._display._streams import Forwarding, should_forward
+from .._pump._options import Options
+from .._pump._thread import ProgressWatch, PumpThread
+from .._pump._wiring import Core
+from .._transport._shipper import BURST_ROUND, SHIP_INTERVAL_BUSY, Shipper
+from .._transport._wire import AgentGone
+from ._defer import signals_deferred
+from ._spawn import start_agent
+
+#: the sync face's producers ship a round themselves (``AgentSide.put``) when the last
+#: round is this old, or when this many events wait. Measured on the 2-core test machine
+#: (Python 3.11): waking a thread that needs the GIL while the training loop holds it
+#: costs that thread ~140 us of CPU (and each GIL-releasing call inside the round ~30-100
+#: us more), far more than the round itself (~0.7 us an event). A round on the caller's
+#: own thread hands the GIL to nobody: one iteration in ~500 of a 1 ms loop pays ~2 ms.
+#: Each round also has a fixed part (~0.1-0.3 ms: the signal mask, the system calls,
+#: a cold pickler), so 0.5 s rounds cost ~0.8 us an iteration less than 0.2 s ones did.
+#: The agent therefore sees events up to 0.5 s late (the dashboard draws 4 times a
+#: second; flush() and finish() ship at once).
+INLINE_INTERVAL = 0.5
+#: the "this many events" above, capped at half the buffer's ``capacity`` (``AgentSide``):
+#: with ``capacity=1000`` a 1 ms loop's 0.5 s of events filled the buffer first, and
+#: ``drop_newest`` refused a third of the calls, ``block`` stalled the loop ~0.4 s
+INLINE_EVENTS = BURST_ROUND
+#: producers look at the clock once every this many calls (the rest is one decrement).
+#: Every call goes through this check, not only ``log_step``: a thread that floods other
+#: calls must ship its own rounds too. Checking in ``log_step`` alone saved ~0.3 us an
+#: iteration, but 4 threads x 100,000 ``log_collector`` calls (1.9 million a second
+#: here) then piled up to 394,000 events (~80 MB) before the backstop's first round,
+#: one over the 4 x capacity bound; with every call checking, the peak was 79,000.
+INLINE_CHECK_EVERY = 16
+#: the shipper thread's round when producers ship for themselves: it only covers quiet
+#: spells (a loop that stopped logging, or logs less than once a round), so a call is
+#: shipped at most this long after it was made (what a SIGKILL of the training process
+#: can lose). It wakes at most once this often, whether or not producers shipped
+#: meanwhile (each wake-up costs the loop a GIL hand-off); longer than
+#: ``INLINE_INTERVAL`` so that a busy loop's own rounds come first.
+BACKSTOP_INTERVAL = 0.75
+
+
+class AgentSide:
+    """A face's half of process mode: the agent, the shipper, the streams, and the
+    fallback to an in-process :class:`PumpThread` when the agent is lost.
+
+    The shipping logic is :class:`Shipper`'s; this class only drives it and waits. The
+    sync face drives it from a daemon thread (``driver="thread"``), the async face from
+    an anyio task running :meth:`run` in its own event loop (``driver="task"``): the two
+    differ only in how they wait (:meth:`flush`/:meth:`stop` against
+    :meth:`aflush`/:meth:`astop`).
+    """
+
+    def __init__(
+        self,
+        options: Options,
+        buffer: EventBuffer,
+        make_core: Callable[[], Core],
+        *,
+        driver: str = "thread",
+    ) -> None:
+        self.options = options
+        self.buffer = buffer
+        self.make_core = make_core
+        self.proc, link = start_agent(options)
+        self.shipper = Shipper(buffer, link, FinishReport)
+        self.gone: str | None = None
+        self.fallback: PumpThread | None = None
+        self.forwarding: Forwarding | None = None
+        if should_forward(options.log_backend, options.display is not None):
+            self.forwarding = Forwarding(self.shipper.text)
+        self._cond = threading.Condition()
+        # one round at a time: the shipper thread, or a producer shipping inline (put)
+        self._round_lock = threading.Lock()
+        self._wake = threading.Event()
+        self._last_round = time.monotonic()
+        self._inline = driver == "thread"
+        self._inline_events = max(1, min(INLINE_EVENTS, buffer.capacity // 2))
+        self.thread: threading.Thread | None = None
+        if driver == "thread":
+            self.thread = threading.Thread(
+                target=self._run_thread, name="aoff-shipper", daemon=True
+            )
+            self.thread.start()
+
+    # -- driving the shipper ---------------------------------------------------------------
+    def _round(self) -> float | None:
+        """One round of the shipper: how long to wait before the next, or None once it is
+        done (the agent's report is in, or the agent was lost)."""
+        try:
+            wait = self.shipper.step()
+        except AgentGone as exc:
+            self._gone(str(exc) or "closed")
+            return None
+        except Exception as exc:  # pragma: no cover - a bug: say so, keep the data
+            self._gone(f"shipper error: {type(exc).__name__}: {exc}")
+            return None
+        return wait if self.shipper.report is None else None
+
+    def _run_thread(self) -> None:
+        while True:
+            with self._round_lock:
+                wait = self._round()
+                self._last_round = time.monotonic()
+            if self.shipper.waiting_for_agent() or wait is None:
+                with self._cond:
+                    self._cond.notify_all()
+            if wait is None:
+                return
+            # one GIL hand-off a wake-up; the socket is polled, never waited on
+            if self._inline and wait >= SHIP_INTERVAL_BUSY * 2:
+                # producers ship inline: wake only when no round ran for a while
+                while not self._wake.is_set():
+                    due = self._last_round + BACKSTOP_INTERVAL - time.monotonic()
+                    if due <= 0:
+                        break
+                    self._wake.wait(due)
+            else:
+                self._wake.wait(wait)
+            self._wake.clear()
+
+    def put(self) -> Callable[[Event], None]:
+        """The sync face's ``put``: the buffer's own, plus a shipping round on the
+        caller's thread when one is due (see ``INLINE_INTERVAL``). Never blocks: if
+        another thread is in a round, the caller goes on."""
+        put = self.buffer.put
+        maybe_ship = self._ship_inline
+        # a tiny buffer is looked at more often than every 16 calls
+        every = max(1, min(INLINE_CHECK_EVERY, self._inline_events // 2))
+        left = every
+
+        def put_and_ship(event: Event) -> None:
+            nonlocal left
+            put(event)
+            left -= 1
+            if left <= 0:
+                left = every
+                maybe_ship()
+
+        return put_and_ship
+
+    def _ship_inline(self) -> None:
+        now = time.monotonic()
+        if now - self._last_round < INLINE_INTERVAL and len(self.buffer) < self._inline_events:
+            return
+        if not self._round_lock.acquire(blocking=False):
+            return
+        try:
+            if not self._inline:  # the agent is gone: the fallback drains the buffer
+                return
+            with signals_deferred():  # a signal mid-round would lose or tear a batch
+                self.shipper.step()
+            self._last_round = now
+        except Exception:  # the agent is gone (or a bug): the shipper thread handles it
+            self._inline = False
+            self._wake.set()
+        finally:
+            self._round_lock.release()
+
+    async def run(self) -> None:
+        """The async face's shipper task (run it shielded: it ends by itself)."""
+        # polled on purpose: producers never wake the shipper (that is the hot path's
+        # whole point), so it looks every few milliseconds
+        while (wait := self._round()) is not None:  # noqa: ASYNC110
+            await anyio.sleep(wait)
+
+    def _gone(self, reason: str) -> None:
+        """The agent died: restore the streams, say so once, fold the rest in-process."""
+        if self.forwarding is not None:
+            self.forwarding.restore()
+        s = self.shipper
+        lost = max(s.agent_loss().values(), default=0)
+        stderr_line(
+            f"aoff: the agent process is gone ({reason}, exit code {self.proc.poll()}); "
+            f"logging goes on in this process. {lost:,} steps it had received were "
+            "not confirmed written."
+        )
+        self._inline = False
+        core = self.make_core()
+        core.pump.note_unresolved(s.unresolved)
+        self.fallback = PumpThread(core, held=s.unsent_events())
+        self.gone = reason
+
+    # -- waiting: the one place the two faces differ -----------------------------------------
+    def _idle(self, timeout: float) -> ProgressWatch:
+        """Whether the agent made no progress for ``timeout`` seconds (events drained from
+        the buffer, or any answer from the agent, count as progress)."""
+        s = self.shipper
+        return ProgressWatch(lambda: (s.buffer.drained, s.progress), timeout)
+
+    def _wait(self, done: Callable[[], bool], idle_timeout: float) -> bool:
+        idle = self._idle(idle_timeout)
+        with self._cond:
+            while not done():
+                if self.gone is not None:
+                    return done()
+                if idle.stalled():
+                    return False
+                self._cond.wait(0.05)
+        return True
+
+    async def _await(self, done: Callable[[], bool], idle_timeout: float) -> bool:
+        idle = self._idle(idle_timeout)
+        while not done():
+            if self.gone is not None:
+                return done()
+            if idle.stalled():
+                return False
+            await anyio.sleep(SHIP_INTERVAL_BUSY)
+        return True
+
+    def _ask_flush(self) -> Callable[[], bool]:
+        s = self.shipper
+        s.flush_asked += 1
+        n = s.flush_asked
+        self._wake.set()
+        return lambda: s.flushed >= n
+
+    def flush(self, idle_timeout: float) -> None:
+        """Wait until the agent (or the fallback) wrote and flushed everything so far."""
+        self._wait(self._ask_flush(), idle_timeout)
+        if self.fallback is not None:
+            self.fallback.flush()
+
+    def state_dict(self, idle_timeout: float) -> dict[str, Any] | None:
+        """aoff's counters after a flush (None: the agent never answered)."""
+        if self.shipper.report is None and self.fallback is None:
+            self.flush(idle_timeout)
+        if self.fallback is not None:
+            return self.fallback.state_dict()
+        return self.shipper.last_state
+
+    async def astate_dict(self, idle_timeout: float) -> dict[str, Any] | None:
+        if self.shipper.report is None and self.fallback is None:
+            await self.aflush(idle_timeout)
+        if self.fallback is not None:
+            return await anyio.to_thread.run_sync(self.fallback.state_dict)
+        return self.shipper.last_state
+
+    async def aflush(self, idle_timeout: float) -> None:
+        await self._await(self._ask_flush(), idle_timeout)
+        if self.fallback is not None:
+            await anyio.to_thread.run_sync(self.fallback.flush)
+
+    def stop(self, summary: bool, idle_timeout: float) -> FinishReport:
+        """Ship the rest, ask the agent to finish; its report (or the fallback's)."""
+        self.shipper.stop_summary = summary
+        self._wake.set()
+        self._wait(lambda: self.shipper.report is not None, idle_timeout)
+        return self._conclude(summary, idle_timeout)
+
+    async def astop(self, summary: bool, idle_timeout: float) -> FinishReport:
+        self.shipper.stop_summary = summary
+        await self._await(lambda: self.shipper.report is not None, idle_timeout)
+        return await anyio.to_thread.run_sync(self._conclude, summary, idle_timeout)
+
+    # -- after the wait: the agent's report, the fallback's, or what is known -----------------
+    def _conclude(self, summary: bool, idle_timeout: float) -> FinishReport:
+        s = self.shipper
+        if s.report is not None:
+            self._close()
+            return s.report
+        if self.fallback is not None:
+            report = self.fallback.stop(summary, idle_timeout)
+            self.merge_into(report)
+            return report
+        # the agent is alive but made no progress: give up, say what is known
+        report = FinishReport(
+            dropped_events=s.dropped() + len(self.buffer) + len(s.held),
+            steps=s.acked_steps,
+            backend_written=dict(s.acked_written),
+            backend_lost=s.agent_loss(),
+            backend_errors={name: "did not finish" for name in s.acked_written},
+            interrupted=True,
+            partial=True,
+        )
+        self._close()
+        stderr_line(gave_up_line(len(self.buffer)))
+        return report
+
+    def unwritten(self) -> dict[str, int]:
+        """Per backend, steps not confirmed written as of now (shipped or still here)."""
+        if self.fallback is not None:
+            here = self.fallback.unwritten()
+            return {n: here.get(n, 0) + lost for n, lost in self.shipper.agent_loss().items()}
+        s = self.shipper
+        unsent = [e for batch in s.link.unsent() for e in batch]
+        waiting = steps_in(list(self.buffer.snapshot()) + s.held + unsent)
+        names = list(s.acked_written) or self.options.backend_names()
+        return {n: s.shipped_steps - s.acked_written.get(n, 0) + waiting for n in names}
+
+    def merge_into(self, report: FinishReport) -> None:
+        """Add what the lost agent had written and lost to the fallback's report."""
+        s = self.shipper
+        report.steps += s.acked_steps
+        for name, written in s.acked_written.items():
+            report.backend_written[name] = report.backend_written.get(name, 0) + written
+        for name, lost in s.agent_loss().items():
+            report.backend_lost[name] = report.backend_lost.get(name, 0) + lost
+
+    def _close(self) -> None:
+        if self.forwarding is not None:
+            self.forwarding.restore()
+        if self.thread is not None:
+            self.thread.join(1.0)
+        try:
+            self.proc.wait(2.0)
+        except Exception:
+            self.proc.kill()
+        self.shipper.link.close()

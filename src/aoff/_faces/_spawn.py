@@ -1,0 +1,49 @@
+"""Starting the agent: ``python -m aoff._agent`` with one end of a socket pair.
+
+Never ``multiprocessing``'s spawn: it re-imports the user's ``__main__``, and many
+training scripts have no ``if __name__ == "__main__":`` guard. The agent is aoff's own
+entry point, started with ``subprocess`` (fork+exec: nothing of this process's threads
+runs in the child), with the socket's descriptor passed on, stdin closed, and stdout and
+stderr inherited, so the agent draws on the same terminal.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+
+from .._pump._options import Options
+from .._transport._messages import Hello, encode
+from .._transport._wire import AGENT_IGNORES, Link
+
+
+def start_agent(options: Options) -> tuple[subprocess.Popen[bytes], Link]:
+    """Start the agent and queue its options; the first events can be queued at once."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    env = dict(os.environ)
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env["PYTHONPATH"] = here + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    # The agent ignores Ctrl+C and SIGTERM, but only once its main() runs, after it
+    # imported aoff (seconds on a loaded machine): a Ctrl+C to the process group in that
+    # window killed it. Started with both blocked (a blocked mask survives fork and
+    # exec), they wait as pending until the agent has ignored them, then vanish.
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, AGENT_IGNORES)
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "aoff._agent", str(theirs.fileno())],
+            pass_fds=(theirs.fileno(),),
+            stdin=subprocess.DEVNULL,
+            env=env,
+        )
+    except BaseException:
+        ours.close()
+        raise
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        theirs.close()
+    link = Link(ours)
+    link.queue(encode(Hello(options)))
+    return proc, link

@@ -1,0 +1,317 @@
+"""``OffPolicyLogger``: the synchronous drop-in for the seed's logger.
+
+Same constructor arguments, same methods, same tags and dashboard. Logging calls are
+fire-and-forget: they append an event and return (the hot path in ``_recorder.py``).
+The pump runs on a private asyncio event loop in a daemon thread ("aoff-pump"); the
+only calls that wait are :meth:`flush`, :meth:`finish` and :meth:`close`, which talk to
+that loop through anyio's thread bridge.
+
+What is lost if ``finish()``/``close()`` is never called: nothing on a normal interpreter
+exit, an uncaught exception, Ctrl+C or SIGTERM — an exit hook drains and closes
+everything (SIGTERM is turned into ``SystemExit(143)`` while the default handler is in
+place, so ``finally`` blocks and the hook run). ``os._exit`` and SIGKILL lose what the
+backends had not flushed (at most ``flush_secs`` of records); the files stay readable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+import time
+import types
+import weakref
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from .._core._checkpoint import no_state_line
+from .._core._report import FinishReport, force_quit_line, stderr_line
+from .._pump._thread import PumpThread
+from ._base import Face
+
+if TYPE_CHECKING:
+    from ._side import AgentSide
+
+#: a second Ctrl+C this soon after the first stops finish() from waiting for the drain
+FORCE_WINDOW = 2.0
+
+
+def _say(line: str, *, wait: bool = True) -> None:
+    """One line on stderr; a further Ctrl+C while it is being written is ignored."""
+    with contextlib.suppress(KeyboardInterrupt):
+        stderr_line(line, wait=wait)
+
+
+class _SigtermExit(SystemExit):
+    """Raised in the main thread on SIGTERM so ``finally`` blocks and exit hooks run."""
+
+
+_live_loggers: weakref.WeakSet[OffPolicyLogger] = weakref.WeakSet()
+_prev_sigterm: Any = None
+_sigterm_seen = False
+
+
+def _on_sigterm(signum: int, frame: types.FrameType | None) -> None:
+    global _sigterm_seen
+    _sigterm_seen = True
+    raise _SigtermExit(128 + signum)
+
+
+def _install_sigterm() -> None:
+    global _prev_sigterm
+    if _prev_sigterm is not None or threading.current_thread() is not threading.main_thread():
+        return
+    try:
+        if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            _prev_sigterm = signal.signal(signal.SIGTERM, _on_sigterm)
+    except (ValueError, OSError):  # pragma: no cover - not the main interpreter
+        pass
+
+
+def _exit_hook() -> None:
+    """Drain every logger still open at interpreter exit."""
+    interrupted = _sigterm_seen or getattr(sys, "last_type", None) is KeyboardInterrupt
+    for logger in list(_live_loggers):
+        # best effort at exit; a signal during the drain was already answered there
+        with contextlib.suppress(Exception, KeyboardInterrupt, SystemExit):
+            logger._stop(summary=True, interrupted=interrupted or None)
+
+
+def _register_exit_hook() -> None:
+    # threading's own exit hooks run before non-daemon threads are joined and before
+    # atexit, while new threads may still be started (the backends need worker threads).
+    reg = getattr(threading, "_register_atexit", None)
+    if reg is not None:
+        # These hooks run last-registered-first. concurrent.futures.thread registers one
+        # that forbids new executor jobs (asyncio's run_in_executor, hence aiofiles) when
+        # it is first imported; importing it now makes ours run before it, so the final
+        # drain can still write.
+        import concurrent.futures.thread  # noqa: F401
+
+        reg(_exit_hook)
+    else:  # pragma: no cover
+        import atexit
+
+        atexit.register(_exit_hook)
+
+
+_register_exit_hook()
+
+if hasattr(os, "register_at_fork"):  # a forked child's exit hook has nothing to drain
+    os.register_at_fork(after_in_child=_live_loggers.clear)
+
+
+class OffPolicyLogger(Face[None]):
+    """Rich dashboard + TensorBoard/W&B/JSONL logger for off-policy RL (sync face).
+
+    Arguments up to ``wandb_notes`` are the original logger's, with the same defaults (the
+    W&B project defaults to ``"aoff"``). aoff's own options are keyword-only:
+
+    backends
+        extra backends by name (``"tensorboard"``, ``"jsonl"``, ``"wandb"``) or
+        :class:`~aoff.Backend` objects, in addition to ``log_backend``.
+    capacity, overflow
+        the event buffer's bound (events) and policy: ``"drop_oldest"`` (default,
+        never blocks), ``"drop_newest"`` or ``"block"``.
+    finish_timeout
+        how long ``finish()`` waits for a slow or hung backend before giving up on it.
+    flush_secs
+        backends are flushed at least this often.
+    console, display, clock
+        a Rich console to draw on, a replacement display, and the time source
+        (``time.time`` by default; tests pass :class:`aoff.testing.ManualClock`).
+    """
+
+    _closed_result = None
+
+    def _setup_face(self) -> None:
+        self._init_recorder(self._buffer.put, self._options.now)
+        self._drain_lock = threading.Lock()
+        self._drain_over: threading.Event | None = None  # set when the final drain ended
+        self._drain_result: list[FinishReport] = []
+        self._drain_failure: list[BaseException] = []
+        self._forced = False  # a second Ctrl+C stopped the wait for the drain
+        self._caught: BaseException | None = None  # a signal during the drain, raised after
+        self._caught_at = 0.0
+        self._stopped = False
+        #: where the pump runs: a thread of this process, or the agent (through its link)
+        self._host: PumpThread | AgentSide
+        if self._process_mode():
+            from ._side import AgentSide
+
+            self._host = AgentSide(self._options, self._buffer, self._build_core)
+            self._put = self._host.put()  # producers ship a round themselves now and then
+        else:
+            self._host = PumpThread(self._build_core())
+        _live_loggers.add(self)
+        if self._options.handle_sigterm:
+            _install_sigterm()
+
+    # -- the calls that wait ---------------------------------------------------------------
+    def start(self, *, status: str = "Warming up...") -> None:
+        """Record the start time and open the dashboard; a second call updates the status."""
+        self._start_event(status)
+
+    def flush(self) -> None:
+        """Block until everything logged so far is written and flushed by every backend."""
+        remote = self._fork_remote  # a forked child: what it logged, into the parent's run
+        if remote is not None and not remote._closed:
+            remote.flush()
+        if self._stopped or self._inert:
+            return
+        if isinstance(self._host, PumpThread):
+            self._host.flush()
+        else:
+            self._host.flush(self._idle_timeout())
+
+    def state_dict(self) -> dict[str, Any]:
+        """aoff's own counters, for your checkpoint: the elapsed time behind the ETA, the
+        reward history and best mean reward, the dropped total (``_core/_checkpoint.py``).
+        Flushes first, so they cover every call made before this one. A plain dict of
+        built-ins: ``torch.save`` it with your model; give it to
+        :meth:`load_state_dict` in the resumed run (with ``resume_step``)."""
+        if self._inert:
+            return self._empty_state_dict()
+        if isinstance(self._host, PumpThread):
+            return self._host.state_dict()
+        got = self._host.state_dict(self._idle_timeout())
+        if got is None:
+            raise RuntimeError(no_state_line(self._options.finish_timeout))
+        return got
+
+    def finish(self, *, title: str = "Training Summary", extra_summary: str = "") -> FinishReport:
+        """Drain everything, close the backends, print the summary. Idempotent."""
+        return self._stop(summary=True, title=title, extra_summary=extra_summary)
+
+    def close(self) -> FinishReport:
+        """Drain everything and close the backends, without a summary. Idempotent."""
+        return self._stop(summary=False)
+
+    def _stop(
+        self,
+        *,
+        summary: bool,
+        title: str = "Training Summary",
+        extra_summary: str = "",
+        interrupted: bool | None = None,
+    ) -> FinishReport:
+        """The one stop path: the first caller queues the closing event; every caller
+        (another thread, the exit hook) waits for the same drain and gets its report."""
+        if self._inert:  # nothing of the run lives in this process (fork, muted rank)
+            return self._inert_report()
+        try:
+            self._begin_stop(
+                title=title, extra_summary=extra_summary, interrupted=bool(interrupted)
+            )
+            self._stopped = True
+            self._ensure_drain(summary)
+        except (KeyboardInterrupt, SystemExit) as exc:
+            # a signal before the wait began counts as one during it (raised after)
+            self._note_signal(exc)
+            self._ensure_drain(summary)
+        return self._wait_for_drain()
+
+    def _note_signal(self, exc: BaseException) -> bool:
+        """Remember a signal that came during the drain; True if it is a second Ctrl+C
+        within ``FORCE_WINDOW`` seconds (stop waiting now)."""
+        now = time.monotonic()
+        first = self._caught
+        if (
+            isinstance(exc, KeyboardInterrupt)
+            and isinstance(first, KeyboardInterrupt)
+            and now - self._caught_at < FORCE_WINDOW
+        ):
+            return True
+        self._caught, self._caught_at = first or exc, now
+        if first is None:  # queued, not waited for: a second Ctrl+C may come any moment
+            _say(
+                "aoff: still writing the rest of the run; it stops within "
+                f"finish_timeout ({self._options.finish_timeout:g}s) of a stuck "
+                f"backend. Ctrl+C again within {FORCE_WINDOW:g}s to stop now.",
+                wait=False,
+            )
+        return False
+
+    def _ensure_drain(self, summary: bool) -> None:
+        """Start the final drain on a helper thread (once). A caller interrupted before
+        it got here is covered by the next caller (the exit hook at the latest)."""
+        with self._drain_lock:
+            if self._drain_over is not None:
+                return
+            over = self._drain_over = threading.Event()
+        pump = self._host
+        idle = self._idle_timeout()
+
+        def drain() -> None:
+            try:
+                self._drain_result.append(pump.stop(summary, idle))
+            except BaseException as exc:  # pragma: no cover - reported by the waiter
+                self._drain_failure.append(exc)
+            finally:
+                _live_loggers.discard(self)
+                over.set()
+
+        threading.Thread(target=drain, name="aoff-finish", daemon=True).start()
+
+    def _wait_for_drain(self) -> FinishReport:
+        """Wait for the drain here, so that Ctrl+C or SIGTERM arriving meanwhile does
+        not cut it short (supervisors often send SIGTERM twice): the signal is raised
+        again once the drain is over. A second Ctrl+C within ``FORCE_WINDOW`` seconds
+        stops waiting at once, after one line that says exactly how many steps each
+        backend did not get; later stops (the exit hook) then return at once too."""
+        over = self._drain_over
+        assert over is not None
+        while not over.is_set() and not self._forced:
+            try:
+                over.wait(0.05)  # not Thread.join: a signal inside join can corrupt it
+            except (KeyboardInterrupt, SystemExit) as exc:
+                if self._note_signal(exc):
+                    self._forced = True
+                    _say(force_quit_line(self._host.unwritten()))
+                    raise
+        if self._drain_failure:
+            raise self._drain_failure[0]
+        if self._drain_result:
+            self._report = self._drain_result[0]
+        else:  # forced out earlier: what is known now
+            self._report = FinishReport(interrupted=True, partial=True)
+        caught, self._caught = self._caught, None
+        if caught is not None:
+            raise caught
+        return self._report
+
+    # -- conveniences ------------------------------------------------------------------------
+    def __enter__(self) -> OffPolicyLogger:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: types.TracebackType | None,
+    ) -> None:
+        self._stop(summary=True, interrupted=exc_type is not None)
+
+    async def __aenter__(self) -> NoReturn:
+        raise TypeError(
+            "OffPolicyLogger is the sync face: use `with OffPolicyLogger(...)`, "
+            "or `async with AsyncOffPolicyLogger(...)` in async code"
+        )
+
+    async def __aexit__(self, *exc: object) -> None:  # pragma: no cover - never entered
+        pass
+
+    # -- the wrong twins: NoReturn, so a type checker marks what follows a call unreachable
+    async def aflush(self) -> NoReturn:
+        raise TypeError("OffPolicyLogger.aflush(): the sync face flushes with flush()")
+
+    async def afinish(self, **kwargs: Any) -> NoReturn:
+        raise TypeError("OffPolicyLogger.afinish(): the sync face finishes with finish()")
+
+    async def aclose(self) -> NoReturn:
+        raise TypeError("OffPolicyLogger.aclose(): the sync face closes with close()")
+
+    async def astate_dict(self) -> NoReturn:
+        raise TypeError("OffPolicyLogger.astate_dict(): the sync face uses state_dict()")

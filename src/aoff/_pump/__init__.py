@@ -1,0 +1,13 @@
+"""The pump: the one task that turns recorded events into output, in whichever process pumps.
+
+Owns :class:`~aoff._pump._pump.Pump` and its parts: the intake (drain, fold in order,
+hand records to the runners: ``_intake``), one runner a backend (``_runner``), the
+screen (display, printed text, ``aoff attach`` viewers: ``_screen``), the end of a run's
+input (``_end``), system metrics (``_sysmetrics``); what it is built from (``Options``:
+every constructor argument, checked once: ``_options``; which ranks log: ``_ranks``),
+how its parts are wired (``Core``: ``_wiring``), and running it on a private loop in a
+daemon thread (``PumpThread``: ``_thread``).
+
+May import: ``_channel``, ``_transport``, ``_backends``, ``_display``, ``_core``. Never
+``_faces``, ``_agent`` or ``_cli`` (they stand on it).
+"""

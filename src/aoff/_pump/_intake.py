@@ -1,0 +1,192 @@
+"""The pump's intake: drain the buffer, fold the events in order, hand records to the runners.
+
+Why a part of its own: this is where the ordering rule lives (no event is folded before
+an earlier one, even while that one waits for values still on a device: those are
+polled, never waited for, and what comes after them is held), and where the two waits
+of a run's end that concern the events themselves are made: for device values, and for
+room in the backends' queues (out of ``finish_timeout``'s budget).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+import anyio
+import anyio.lowlevel
+
+from .._core._buffer import EventBuffer
+from .._core._events import Event
+from .._core._fold import Folder
+from .._core._pending import PendingEvent, event_ready, resolve_event
+from .._core._records import StepRecord
+from .._core._report import OnceReporter
+from .._core._state import State
+from ._runner import BackendRunner
+
+__all__ = ["FOLD_SLICE", "Intake"]
+
+FOLD_SLICE = 512
+
+
+class Intake:
+    """Buffer -> :class:`Folder` -> runners, in order, in slices of ``FOLD_SLICE``.
+
+    ``held`` keeps drained events that wait for device values (and those behind them);
+    ``unresolved`` counts pending events given up on (dropped). ``on_change`` is called
+    when the state may have changed (a fold, a trim); ``on_slice`` before each slice
+    (the pump's dropped count for the dashboard).
+    """
+
+    def __init__(
+        self,
+        buffer: EventBuffer,
+        state: State,
+        runners: Sequence[BackendRunner],
+        report_line: OnceReporter,
+        *,
+        finish_timeout: float,
+        on_change: Callable[[], None],
+        on_slice: Callable[[], None],
+    ) -> None:
+        self.buffer = buffer
+        self.state = state
+        self.runners = runners
+        self.report_line = report_line
+        self.folder = Folder(state, report_line)
+        self.finish_timeout = finish_timeout
+        self._on_change = on_change
+        self._on_slice = on_slice
+        # events drained but not folded yet because an earlier one still waits for values
+        # from a device (a PendingEvent); they are folded, in order, before anything newer
+        self.held: list[Event] = []
+        self.unresolved = 0  # pending events given up on at finish (counted as dropped)
+        self.saw_full = False  # the buffer was full at the last drain
+        self._give_up = False
+        self._backend_wait_left = finish_timeout  # finish's budget for waiting on backends
+
+    def may_drain(self) -> bool:
+        return not any(r.holds_back() for r in self.runners)
+
+    def hold_first(self, events: list[Event]) -> None:
+        """Fold ``events`` before anything in the buffer (the agent's unsent events)."""
+        self.held = events + self.held
+
+    def _pending_ready(self, e: PendingEvent) -> bool | None:
+        """Whether a pending event's values are known (None: they never will be)."""
+        try:
+            return event_ready(e)
+        except Exception as exc:  # e.g. a CUDA error surfacing in Event.query()
+            self.report_line(f"aoff: could not read device values: {type(exc).__name__}: {exc}")
+            return None
+
+    def fold(self, events: Sequence[Event]) -> list[StepRecord]:
+        """Fold ``events`` in order; stop at the first whose device values are not ready.
+
+        The rest (that event included) is kept in ``held`` and folded first next time:
+        ``PendingEvent.waits`` are polled (never waited for), so the loop is never blocked,
+        and no event is folded before an earlier one, so order and steps are kept.
+        """
+        apply = self.folder.apply
+        records: list[StepRecord] = []
+        folded = 0
+        for i, e in enumerate(events):
+            if type(e) is PendingEvent:
+                ready = self._pending_ready(e)
+                if not ready:
+                    if ready is False and not self._give_up:
+                        self.held = list(events[i:])
+                        break
+                    self.unresolved += 1
+                    folded += 1
+                    continue
+                e = resolve_event(e)
+            folded += 1
+            try:
+                rec = apply(e)
+            except Exception as exc:  # a bug or an exotic input: report, keep going
+                self.state.invalid_values += 1
+                self.report_line(
+                    f"aoff: could not process {e[0]!r} event: {type(exc).__name__}: {exc}"
+                )
+                continue
+            if rec is not None:
+                records.append(rec)
+        if folded:
+            self._on_change()
+        return records
+
+    async def drain_once(self, *, final: bool = False) -> int:
+        """Drain what is buffered now, fold it in slices, offer records to backends."""
+        total = 0
+        buffer = self.buffer
+        self.saw_full = len(buffer) >= buffer.capacity
+        # Not final: fold at most what is buffered now (then the caller renders), so a
+        # producer faster than the fold cannot keep the pump in here forever.
+        budget = None if final else len(buffer) + FOLD_SLICE
+        while True:
+            # drop_oldest: trim before every slice, so the buffer stays bounded even while
+            # a long backlog is being folded (not only once per tick)
+            if buffer.trim():
+                self._on_change()
+            self._on_slice()
+            if not self.may_drain():
+                if not final:
+                    break
+                # final drain: fold no faster than the backends write, so that the last
+                # buffer-full does not become records all at once (memory stays bounded)
+                await self.await_room()
+            if self.held:  # older than anything in the buffer: fold these first
+                held, self.held = self.held, []
+                records = self.fold(held)
+                for r in self.runners:
+                    r.offer(records)
+                if self.held:
+                    break  # still waiting for a device; poll again on a later tick
+                continue
+            events = buffer.drain(FOLD_SLICE)
+            if not events:
+                break
+            total += len(events)
+            records = self.fold(events)
+            for r in self.runners:
+                r.offer(records)
+            if self.held or len(events) < FOLD_SLICE or (budget is not None and total >= budget):
+                break
+            await anyio.lowlevel.checkpoint()
+        return total
+
+    # -- the end of a run's waits ----------------------------------------------------------------
+    async def await_room(self) -> None:
+        """Wait (1 ms polls) while a runner holds the pump back, out of the budget of
+        ``finish_timeout`` that finish() spends waiting for backends; once that is spent,
+        return at once (everything left is then folded and a stuck backend loses it)."""
+        if self._backend_wait_left <= 0:
+            return
+        t0 = time.monotonic()
+        # polled: runners have no "room" event, and this runs only at finish
+        while not self.may_drain() and time.monotonic() - t0 < self._backend_wait_left:  # noqa: ASYNC110
+            await anyio.sleep(0.001)
+        self._backend_wait_left -= time.monotonic() - t0
+
+    def backend_wait_left(self) -> float:
+        """What is left of ``finish_timeout`` for waiting on the backends."""
+        return self._backend_wait_left
+
+    async def await_device_values(self) -> None:
+        """Final drain: poll (1 ms, never blocking the loop) for values still on a device.
+
+        Gives up after ``finish_timeout``: the events still waiting are dropped (counted
+        in ``dropped_events``) and everything else is folded in order.
+        """
+        deadline = time.monotonic() + self.finish_timeout
+        while self.held:
+            if time.monotonic() < deadline:
+                await anyio.sleep(0.001)
+            else:
+                self._give_up = True
+                self.report_line.always(
+                    f"aoff: device values still not copied after {self.finish_timeout:g}s; "
+                    "events waiting for them are dropped"
+                )
+            await self.drain_once(final=True)

@@ -1,0 +1,259 @@
+"""Every constructor argument of both faces, validated once, as one frozen value.
+
+Why a frozen dataclass: the pump may run in another process (the agent), and what it
+needs to rebuild the run there is exactly this value, pickled. Both faces build it in
+one place (:meth:`Options.of`, from the public constructor's arguments), so the two
+faces cannot drift apart and no list of arguments is written twice.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any, Literal
+
+from .._backends._base import Backend
+from .._core._buffer import DEFAULT_CAPACITY, OVERFLOW_POLICIES, Overflow
+from .._core._config import ConfigValue, flatten_config
+from .._core._records import RunConfig
+from ._ranks import RANK_MODES, RankMode
+from ._sysmetrics import DEFAULT_INTERVAL as DEFAULT_SYSTEM_INTERVAL
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from .._display._api import Display
+
+BackendSpec = str | Backend
+PumpMode = Literal["process", "thread"]
+PUMP_MODES: tuple[PumpMode, ...] = ("process", "thread")
+BACKEND_NAMES = ("tensorboard", "jsonl", "csv", "wandb", "mlflow")
+DEFAULT_WANDB_PROJECT = "aoff"
+
+
+def _is_null_display(display: object) -> bool:
+    from .._display._api import NullDisplay
+
+    return type(display) is NullDisplay
+
+
+@dataclass(frozen=True, kw_only=True)
+class Options:
+    """The validated arguments (see ``OffPolicyLogger`` for what each means)."""
+
+    #: the seed's run description (algo, env, sizes): what the dashboard and backends show
+    config: RunConfig = field(default_factory=RunConfig)
+    refresh_per_second: float = 4.0
+    log_dir: str = ""
+    log_backend: str = "tensorboard"
+    wandb_project: str = DEFAULT_WANDB_PROJECT
+    wandb_entity: str | None = None
+    wandb_name: str = ""
+    wandb_group: str | None = None
+    wandb_job_type: str | None = None
+    wandb_tags: tuple[str, ...] | None = None
+    wandb_notes: str | None = None
+    backends: tuple[BackendSpec, ...] = ()
+    capacity: int = DEFAULT_CAPACITY
+    overflow: Overflow = "drop_oldest"
+    finish_timeout: float = 10.0
+    flush_secs: float = 2.0
+    console: Console | None = field(default=None, compare=False)
+    display: Display | None = field(default=None, compare=False)
+    clock: Callable[[], float] | None = field(default=None, compare=False)
+    handle_sigterm: bool = True
+    pump: PumpMode = "process"
+    #: which torchrun ranks log (``_ranks.py``): rank 0 only, or each in ``rank<N>``
+    ranks: RankMode = "zero"
+    #: the constructor's ``config=``, flattened and JSON-safe (see ``_core/_config.py``)
+    hparams: dict[str, ConfigValue] = field(default_factory=dict)
+    #: values of ``config=`` stored as ``str()``: ``(key, type name)``, for the one warning
+    hparams_converted: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+    #: continue the run in ``log_dir`` after this step (see ``_resume.py``)
+    resume_step: int | None = None
+    #: seconds between system-metric samples (``_sysmetrics.py``); 0 turns them off
+    system_interval: float = DEFAULT_SYSTEM_INTERVAL
+    #: the process whose CPU/memory/GPU use is sampled: the one that built these options
+    #: (pickled as is to the agent, which watches it from there)
+    training_pid: int = field(default_factory=os.getpid, compare=False)
+    #: ``aoff.tensorboard.SummaryWriter``'s ``filename_suffix`` and ``purge_step`` (the
+    #: TensorBoard backend's; ``purge_step=N`` hides points at steps >= N, like torch's)
+    tb_filename_suffix: str = ""
+    tb_purge_step: int | None = None
+
+    def __post_init__(self) -> None:
+        def fix(name: str, value: object) -> None:
+            object.__setattr__(self, name, value)
+
+        r = self.refresh_per_second
+        if isinstance(r, bool) or not isinstance(r, int | float) or not r > 0:
+            raise ValueError(f"refresh_per_second must be > 0, got {r!r}")
+        fix("refresh_per_second", float(r))
+        if not isinstance(self.log_backend, str):
+            got = type(self.log_backend).__name__
+            raise TypeError(f"log_backend must be a str, got {got}")
+        fix("log_backend", self.log_backend.lower())
+        fix("log_dir", os.fspath(self.log_dir) if self.log_dir else "")
+        if isinstance(self.backends, str | bytes):
+            raise TypeError("backends must be a sequence, e.g. backends=('jsonl',)")
+        fix("backends", tuple(self.backends))
+        for spec in self.backends:
+            if not isinstance(spec, str | Backend):
+                raise TypeError(f"backends: {spec!r} is neither a name nor a Backend")
+        if self.wandb_tags is not None:
+            fix("wandb_tags", tuple(self.wandb_tags))
+        c = self.capacity
+        if not isinstance(c, int) or isinstance(c, bool) or c < 1:
+            raise ValueError(f"capacity must be a positive int, got {c!r}")
+        if self.overflow not in OVERFLOW_POLICIES:
+            raise ValueError(f"overflow must be one of {OVERFLOW_POLICIES}, got {self.overflow!r}")
+        if self.pump not in PUMP_MODES:
+            raise ValueError(f"pump must be one of {PUMP_MODES}, got {self.pump!r}")
+        if self.ranks not in RANK_MODES:
+            raise ValueError(f"ranks must be one of {RANK_MODES}, got {self.ranks!r}")
+        fix("finish_timeout", float(self.finish_timeout))
+        fix("flush_secs", float(self.flush_secs))
+        si = self.system_interval
+        if isinstance(si, bool) or not isinstance(si, int | float) or not si >= 0:
+            raise ValueError(f"system_interval must be a number of seconds >= 0, got {si!r}")
+        fix("system_interval", float(si))
+        n = self.resume_step
+        if n is not None:
+            if isinstance(n, bool) or not isinstance(n, int):
+                got = type(n).__name__
+                raise ValueError(f"resume_step must be an int step (or None), got {n!r} ({got})")
+            if n < 0:
+                raise ValueError(f"resume_step must be >= 0, got {n}")
+
+    @classmethod
+    def of(cls, args: Mapping[str, Any]) -> Options:
+        """From a face constructor's ``locals()``: the names are the fields' names, and
+        :class:`RunConfig`'s for the run description."""
+        config = RunConfig(**{f.name: args[f.name] for f in fields(RunConfig) if f.name in args})
+        # ``config=`` is the user's hyperparameters; the field named ``config`` is the run
+        # description, so the user's goes to ``hparams``
+        skip = ("config", "hparams", "hparams_converted")
+        kw = {f.name: args[f.name] for f in fields(cls) if f.name in args and f.name not in skip}
+        hparams, converted = flatten_config(args.get("config"), "config")
+        return cls(config=config, hparams=hparams, hparams_converted=tuple(converted), **kw)
+
+    # -- derived -----------------------------------------------------------------------------
+    @property
+    def now(self) -> Callable[[], float]:
+        """The wall clock for events and records."""
+        return self.clock or time.time
+
+    @property
+    def monotonic(self) -> Callable[[], float]:
+        """The clock for throttling: ``time.monotonic``, or the injected test clock."""
+        return self.clock or time.monotonic
+
+    def in_process_only(self) -> str | None:
+        """Why the pump cannot run in the agent process (None: it can).
+
+        Objects given to the constructor (a console, a display, a clock, Backend
+        objects) live in this process; the agent rebuilds everything else from names.
+        """
+        if self.console is not None:
+            return "console="
+        if self.display is not None and not _is_null_display(self.display):
+            return "display="  # NullDisplay holds nothing: the agent makes its own
+        if self.clock is not None:
+            return "clock="
+        # a backend that is plain data until opened (``portable = True``, e.g. MlflowBackend)
+        # is pickled to the agent with these options
+        if any(not isinstance(b, str) and not getattr(b, "portable", False) for b in self.backends):
+            return "Backend objects in backends="
+        return None
+
+    def backend_names(self) -> list[str]:
+        """The seed's ``log_backend`` rule plus the ``backends=`` names, deduplicated."""
+        if self.log_backend == "no_print":
+            return []
+        wanted: list[str] = []
+        if self.log_backend == "tensorboard" and self.log_dir:
+            wanted.append("tensorboard")
+        elif self.log_backend == "wandb":
+            wanted.append("wandb")
+        wanted.extend(b.lower() for b in self.backends if isinstance(b, str))
+        out: list[str] = []
+        for name in wanted:
+            if name not in BACKEND_NAMES:
+                raise ValueError(
+                    f"unknown backend {name!r}: use 'tensorboard', 'jsonl', 'csv', "
+                    "'wandb', 'mlflow' or a Backend object"
+                )
+            if name in ("tensorboard", "jsonl", "csv") and not self.log_dir:
+                what = {
+                    "tensorboard": "TensorBoard files go into it",
+                    "jsonl": "writes log_dir/metrics.jsonl",
+                    "csv": "writes log_dir/progress.csv",
+                }[name]
+                raise ValueError(f"backends=({name!r}, ...) needs log_dir ({what})")
+            if name == "mlflow":
+                import importlib.util
+
+                if importlib.util.find_spec("mlflow") is None:  # finds, imports nothing
+                    raise ImportError("backends=('mlflow', ...) needs: pip install 'aoff[mlflow]'")
+            if name not in out:
+                out.append(name)
+        return out
+
+    def build_backends(self) -> list[Backend]:
+        """The backends of this run, in order (named ones first, then objects)."""
+        out = [self._backend_from_name(n) for n in self.backend_names()]
+        if self.log_backend != "no_print":
+            out.extend(b for b in self.backends if not isinstance(b, str))
+        return out
+
+    def _backend_from_name(self, name: str) -> Backend:
+        if name == "tensorboard":
+            from .._backends._tensorboard import TensorBoardBackend
+
+            purge = self.resume_step
+            if purge is None and self.tb_purge_step is not None:
+                purge = self.tb_purge_step - 1
+            return TensorBoardBackend(
+                self.log_dir,
+                flush_secs=self.flush_secs,
+                filename_suffix=self.tb_filename_suffix,
+                purge_after=purge,
+            )
+        if name == "jsonl":
+            from .._backends._jsonl import JsonlBackend
+
+            return JsonlBackend(os.path.join(self.log_dir, "metrics.jsonl"))
+        if name == "csv":
+            from .._backends._csv import CsvBackend
+
+            return CsvBackend(os.path.join(self.log_dir, "progress.csv"))
+        if name == "mlflow":  # where to: MLflow's environment variables (see _mlflow.py)
+            from .._backends._mlflow import MlflowBackend
+
+            return MlflowBackend(dir=self.log_dir or None, resume=self.resume_step is not None)
+        from .._backends._wandb import WandbBackend
+
+        return WandbBackend(
+            project=self.wandb_project,
+            entity=self.wandb_entity,
+            name=self.wandb_name,
+            group=self.wandb_group,
+            job_type=self.wandb_job_type,
+            tags=list(self.wandb_tags) if self.wandb_tags is not None else None,
+            notes=self.wandb_notes,
+            dir=self.log_dir or None,
+            resume=self.resume_step is not None,
+        )
+
+    def build_display(self) -> Display:
+        if self.display is not None:
+            return self.display
+        if self.log_backend == "no_print":
+            from .._display._api import NullDisplay
+
+            return NullDisplay()
+        from .._display._dashboard import Dashboard
+
+        return Dashboard(self.console)

@@ -1,0 +1,248 @@
+"""Runs one backend in isolation: its own outbox, task, retries and health.
+
+Why a runner per backend: a backend that raises (disk full, permission denied, a W&B
+error) or hangs (a network filesystem, a stuck ``wandb.init``) must never stall the
+training loop or the other backends. Each runner owns a bounded outbox of records; the
+pump only waits for a runner (backpressure, which then reaches the event buffer's
+overflow policy) while it is healthy and making progress.
+
+Failure modes, and what each costs:
+
+*raises*
+    a failed ``write``/``flush`` is retried ``retries`` times (backoff 0.1 s, then x4);
+    if it still fails the runner is *failed*: reported once on stderr and in the
+    dashboard's System column, the backend is closed, and every record it did not
+    confirm (the failed batch, the outbox, every later record) is counted in ``lost``.
+    A failed ``open`` is not retried.
+*hangs*
+    a call in flight longer than ``stall_timeout`` makes the runner *stalled*: reported
+    (the first time only), it stops holding the pump back, and its outbox keeps only the newest
+    ``max_pending`` records (the rest counted in ``lost``). If the call returns, the
+    runner carries on. At ``finish`` the pump waits ``finish_timeout`` at most, then
+    :meth:`abandon` counts the outbox *and the batch in flight* as lost.
+
+Invariant (tested): at the end, ``offered == written + lost`` for every runner.
+``written`` counts records whose ``write`` returned; ``lost`` counts the others.
+
+A backend's blocking work must be cancellable (``anyio.to_thread.run_sync(...,
+abandon_on_cancel=True)``): the runner is cancelled when ``finish_timeout`` expires, and
+an await that ignores cancellation would hold ``finish`` back.
+
+Memory: the outbox holds at most ``max_pending`` records plus one fold slice, and one
+batch (``MAX_BATCH`` records) is in flight; with ~30 scalars a record that is a few MB
+a backend (see ``benchmarks/bench_soak.py``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import math
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+
+import anyio
+
+from .._backends._base import Backend, BackendContext
+from .._core._records import StepRecord
+
+#: records handed to one ``Backend.write`` call at most
+MAX_BATCH = 1024
+#: outbox size at which a healthy runner holds the pump back (backpressure)
+DEFAULT_MAX_PENDING = 4 * MAX_BATCH
+
+
+class BackendRunner:
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        report: Callable[[str], None],
+        max_pending: int = DEFAULT_MAX_PENDING,
+        retries: int = 2,
+        retry_backoff: float = 0.1,
+        flush_interval: float = 2.0,
+        stall_timeout: float = 10.0,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.backend = backend
+        self.name = str(getattr(backend, "name", type(backend).__name__))
+        self.report = report
+        self.max_pending = max_pending
+        self.retries = retries
+        self.retry_backoff = retry_backoff
+        self.flush_interval = flush_interval
+        self.stall_timeout = stall_timeout
+        self.monotonic = monotonic
+        self.pending: deque[StepRecord] = deque()
+        self.status = "opening"  # opening | ok | failed | closed
+        self.error: str | None = None
+        self.offered = 0
+        self.lost = 0
+        self.written = 0
+        self.in_flight = 0  # records of the write in progress
+        self.busy_since: float | None = None
+        self.busy_with = ""
+        self._stall_reported = False
+        self._closing = False
+        self._wake = anyio.Event()
+        self._flush_waiters: list[anyio.Event] = []
+        self.done = anyio.Event()
+
+    # -- called by the pump (same event loop) ----------------------------------------------
+    @property
+    def healthy(self) -> bool:
+        return self.status in ("opening", "ok")
+
+    def stalled(self) -> bool:
+        since = self.busy_since
+        if since is None or self.monotonic() - since <= self.stall_timeout:
+            return False
+        if not self._stall_reported:
+            self._stall_reported = True
+            self.report(
+                f"aoff: backend {self.name!r}: {self.busy_with} has not returned for "
+                f"{self.stall_timeout:g}s; training goes on, and this backend keeps only "
+                f"its newest {self.max_pending:,} records until it answers"
+            )
+        return True
+
+    def holds_back(self) -> bool:
+        """True while the pump should wait for this runner before draining more."""
+        return self.healthy and len(self.pending) >= self.max_pending and not self.stalled()
+
+    def offer(self, records: Sequence[StepRecord]) -> None:
+        if not records:
+            return
+        self.offered += len(records)
+        if not self.healthy:
+            self.lost += len(records)
+            return
+        self.pending.extend(records)
+        excess = len(self.pending) - self.max_pending
+        if excess > 0 and self.stalled():
+            for _ in range(excess):
+                self.pending.popleft()
+            self.lost += excess
+        self._wake.set()
+
+    def close_input(self) -> None:
+        self._closing = True
+        self._wake.set()
+
+    def request_flush(self) -> anyio.Event:
+        done = anyio.Event()
+        if self.status in ("failed", "closed") or self.done.is_set():
+            done.set()
+        else:
+            self._flush_waiters.append(done)
+            self._wake.set()
+        return done
+
+    def abandon(self) -> None:
+        """Count everything not confirmed written as lost (finish gave up on it)."""
+        self.lost += len(self.pending) + self.in_flight
+        self.pending.clear()
+        self.in_flight = 0
+        if self.status in ("opening", "ok"):
+            self.status = "failed"
+            self.error = self.error or "timed out at finish"
+
+    # -- the task ------------------------------------------------------------------------
+    async def run(self, ctx: BackendContext) -> None:
+        try:
+            await self._run(ctx)
+        except anyio.get_cancelled_exc_class():
+            self.abandon()
+            with anyio.move_on_after(1.0, shield=True):
+                await self._close_quietly()
+            raise
+        except BaseException as exc:  # never let a backend kill the pump
+            self.lost += self.in_flight
+            self.in_flight = 0
+            self._fail(f"{type(exc).__name__}: {exc}")
+            with anyio.move_on_after(1.0, shield=True):
+                await self._close_quietly()
+        finally:
+            for w in self._flush_waiters:
+                w.set()
+            self._flush_waiters.clear()
+            self.done.set()
+
+    async def _run(self, ctx: BackendContext) -> None:
+        if not await self._attempt("open", lambda: self.backend.open(ctx)):
+            return
+        self.status = "ok"
+        last_flush = self.monotonic()
+        dirty = False
+        while True:
+            if self.pending:
+                n = min(MAX_BATCH, len(self.pending))
+                batch = [self.pending.popleft() for _ in range(n)]
+                self.in_flight = n
+                ok = await self._attempt("write", functools.partial(self.backend.write, batch))
+                self.in_flight = 0
+                if not ok:
+                    self.lost += n
+                    return
+                self.written += n
+                dirty = True
+                continue
+            now = self.monotonic()
+            want_flush = bool(self._flush_waiters) or self._closing
+            if dirty and (want_flush or now - last_flush >= self.flush_interval):
+                if not await self._attempt("flush", self.backend.flush):
+                    return
+                dirty = False
+                last_flush = self.monotonic()
+                continue  # records may have arrived during the flush
+            if self._flush_waiters:
+                for w in self._flush_waiters:
+                    w.set()
+                self._flush_waiters.clear()
+            if self._closing:
+                break
+            # No await between the checks above and this wait: an offer() made while a
+            # write or flush was in flight was seen by `if self.pending` (no lost wake-up).
+            self._wake = anyio.Event()
+            wait = self.flush_interval - (self.monotonic() - last_flush) if dirty else math.inf
+            with anyio.move_on_after(max(wait, 0.0)):
+                await self._wake.wait()
+        await self._attempt("close", self.backend.close)
+        if self.status == "ok":
+            self.status = "closed"
+
+    async def _attempt(self, what: str, call: Callable[[], object]) -> bool:
+        delay = self.retry_backoff
+        for attempt in range(self.retries + 1):
+            self.busy_since = self.monotonic()
+            self.busy_with = what
+            try:
+                await call()  # type: ignore[misc]
+                return True
+            except Exception as exc:
+                msg = f"{what} failed: {type(exc).__name__}: {exc}"
+                if attempt == self.retries or what in ("open", "close"):
+                    self._fail(msg)
+                    if what != "close":
+                        await self._close_quietly()
+                    return False
+                await anyio.sleep(delay)
+                delay *= 4
+            finally:
+                self.busy_since = None
+        return False  # pragma: no cover - loop always returns
+
+    def _fail(self, message: str) -> None:
+        if self.status == "failed":
+            return
+        self.status = "failed"
+        self.error = message
+        self.lost += len(self.pending)
+        self.pending.clear()
+        self.report(f"aoff: backend {self.name!r} disabled after error: {message}")
+
+    async def _close_quietly(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.backend.close()

@@ -1,0 +1,142 @@
+"""The in-process pump on a private event loop in a daemon thread ("aoff-pump").
+
+The sync face's thread mode, and either face's fallback when the agent is lost, run the
+pump this way: the training thread never touches the pump's loop except through
+anyio's thread bridge, and waits only in :meth:`PumpThread.flush` and
+:meth:`PumpThread.stop`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+
+from .._core._events import steps_in
+from .._core._report import FinishReport, gave_up_line, stderr_line
+from .._display._streams import Forwarding, should_forward
+from ._wiring import Core
+
+
+class ProgressWatch:
+    """Whether ``mark()`` (what progress looks like: counts that grow) stayed the same for
+    more than ``timeout`` seconds. The faces wait for a pump, here or in the agent, as
+    long as it makes progress, and give up only once it stopped."""
+
+    def __init__(self, mark: Callable[[], object], timeout: float) -> None:
+        self.mark = mark
+        self.timeout = timeout
+        self.last: object = None
+        self.since = time.monotonic()
+
+    def stalled(self) -> bool:
+        mark = self.mark()
+        now = time.monotonic()
+        if mark != self.last:
+            self.last, self.since = mark, now
+            return False
+        return now - self.since > self.timeout
+
+
+class PumpThread:
+    def __init__(self, core: Core, held: list[Any] | None = None) -> None:
+        self.core = core
+        opts = core.options
+        self.forwarding: Forwarding | None = None
+        if should_forward(opts.log_backend, opts.display is not None):
+            self.forwarding = Forwarding(core.pump.text)
+        if held:
+            core.pump.hold_first(held)
+        self._token: Any = None
+        ready = threading.Event()
+        crashed: list[BaseException] = []
+
+        async def main() -> None:
+            self._token = anyio.lowlevel.current_token()
+            ready.set()
+            await core.pump.run(core.context)
+
+        def thread_main() -> None:
+            try:
+                anyio.run(main, backend="asyncio")
+            except BaseException as exc:  # pragma: no cover - reported to the caller
+                crashed.append(exc)
+                ready.set()
+
+        self.thread = threading.Thread(target=thread_main, name="aoff-pump", daemon=True)
+        self.thread.start()
+        ready.wait()
+        if crashed:
+            raise RuntimeError("aoff: the pump thread failed to start") from crashed[0]
+
+    def flush(self) -> None:
+        if self.thread.is_alive():
+            with contextlib.suppress(RuntimeError):  # the loop ended meanwhile
+                anyio.from_thread.run(self.core.pump.flush, token=self._token)
+
+    def state_dict(self) -> dict[str, Any]:
+        """aoff's counters after a flush (``_core/_checkpoint.py``), made on the pump's
+        loop; once the pump has ended, from its final state."""
+        pump = self.core.pump
+        self.flush()
+        if self.thread.is_alive():
+            with contextlib.suppress(RuntimeError):  # the loop ended meanwhile
+                return anyio.from_thread.run_sync(pump.state_dict, token=self._token)
+        return pump.state_dict()
+
+    def unwritten(self) -> dict[str, int]:
+        """Per backend, steps not written as of now (events still waiting count too)."""
+        pump = self.core.pump
+        waiting = steps_in(list(pump.buffer.snapshot()) + pump.held())
+        return {
+            r.name: r.lost + len(r.pending) + r.in_flight + (waiting if r.healthy else 0)
+            for r in pump.runners
+        }
+
+    def stop(self, summary: bool, idle_timeout: float) -> FinishReport:
+        """Ask the pump to stop and wait for its report (partial if it stalls)."""
+        pump = self.core.pump
+        if self.forwarding is not None:  # what is printed from now on goes straight out
+            self.forwarding.restore()
+        with contextlib.suppress(RuntimeError):  # the loop is already gone
+            anyio.from_thread.run_sync(
+                lambda: pump.request_stop(summary=summary), token=self._token
+            )
+        if self._join(idle_timeout) and pump.result is not None:
+            return pump.result
+        report = pump.report(partial=True)
+        left = report.dropped_events - pump.dropped()
+        stderr_line(gave_up_line(left))
+        return report
+
+    def _join(self, idle_timeout: float) -> bool:
+        """Wait for the pump's final drain; False if it stopped making progress.
+
+        Folding a full buffer is CPU work that can take seconds (100,000 events of a
+        10,000-key dict take minutes on a slow machine); cutting it short would lose
+        those events at interpreter exit. So this waits as long as events are folded or
+        records written, and gives up only after ``idle_timeout`` s without either (the
+        pump itself waits at most ``finish_timeout`` for a hung backend; a display that
+        blocks, e.g. on a full stdout pipe, is what this catches).
+        """
+        pump = self.core.pump
+        idle = ProgressWatch(
+            lambda: (
+                pump.buffer.drained,
+                pump.state.steps_logged,
+                sum(r.written + r.lost for r in pump.runners),
+            ),
+            idle_timeout,
+        )
+        while True:
+            self.thread.join(0.25)
+            if not self.thread.is_alive():
+                return True
+            if idle.stalled():
+                return False

@@ -1,0 +1,136 @@
+"""The messages between a shipper and its peer: one named type each, one decoder a direction.
+
+A peer is the agent (``_agent/_serve.py``), or a run taking a producer's events
+(``_channel/_produce.py``, after the channel's own handshake). Each frame of the wire
+(``_wire.py``) holds one pickled message. Messages are named tuples: they pickle as the
+class and its fields, about as small and fast as the plain tuples they replace, and a
+``match`` takes them apart by name.
+
+to the peer (:data:`ToPeer`)
+    :class:`Hello` (the agent's first message: the run's options), :class:`Events`,
+    :class:`Out` (text the training process printed; the agent only), :class:`Flush`,
+    :class:`Stop`
+from the peer (:data:`FromPeer`)
+    :class:`Ack` (the agent only, at most every ``ACK_INTERVAL``), :class:`Flushed`,
+    :class:`Report` (the last word: a :class:`~aoff.FinishReport` from the agent, a
+    :class:`ProducerReport` from a run taking a producer's events)
+"""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import dataclass
+from typing import Any, NamedTuple, TypeAlias
+
+from .._core._events import Event
+from .._core._report import FinishReport
+
+__all__ = [
+    "Ack",
+    "Events",
+    "Flush",
+    "Flushed",
+    "FromPeer",
+    "Hello",
+    "Out",
+    "ProducerReport",
+    "Report",
+    "Stop",
+    "ToPeer",
+    "decode_from_peer",
+    "decode_to_peer",
+    "encode",
+]
+
+
+# -- to the peer --------------------------------------------------------------------------------
+class Hello(NamedTuple):
+    """The agent's first message: the run's ``Options`` (``aoff._pump._options``; the
+    transport does not import the pump, so the agent checks the type)."""
+
+    options: object
+
+
+class Events(NamedTuple):
+    """Events in order, and how many the sender dropped so far (its overflow policy and
+    device values that never came)."""
+
+    events: list[Event]
+    dropped: int
+
+
+class Out(NamedTuple):
+    """Text the training process printed on ``stream`` (``"stdout"``/``"stderr"``)."""
+
+    stream: str
+    text: str
+
+
+class Flush(NamedTuple):
+    """Write and flush everything received so far, then answer :class:`Flushed` ``n``."""
+
+    n: int
+
+
+class Stop(NamedTuple):
+    """Nothing more comes: finish (with the summary panel or not) and send the report."""
+
+    summary: bool
+
+
+# -- from the peer ------------------------------------------------------------------------------
+class Ack(NamedTuple):
+    """How far the run got: steps folded, and records written per backend."""
+
+    steps: int
+    written: dict[str, int]
+
+
+class Flushed(NamedTuple):
+    """Flush ``n`` is done; aoff's counters as of now (the agent), else None."""
+
+    n: int
+    state: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class ProducerReport:
+    """What the run says to a producer that stopped: the name it was recorded under, how
+    many of its events it received, and whether the run had stopped taking them."""
+
+    name: str
+    received: int
+    lost: bool
+
+
+class Report(NamedTuple):
+    """The peer's last word: its report, and aoff's counters (the agent), else None."""
+
+    report: FinishReport | ProducerReport
+    state: dict[str, Any] | None
+
+
+ToPeer: TypeAlias = Hello | Events | Out | Flush | Stop
+FromPeer: TypeAlias = Ack | Flushed | Report
+_TO_PEER = (Hello, Events, Out, Flush, Stop)
+_FROM_PEER = (Ack, Flushed, Report)
+
+
+def encode(message: ToPeer | FromPeer) -> bytes:
+    return pickle.dumps(message, protocol=5)
+
+
+def decode_to_peer(payload: bytes) -> ToPeer:
+    """A message for the peer; ``ValueError`` for anything else."""
+    msg = pickle.loads(payload)
+    if not isinstance(msg, _TO_PEER):
+        raise ValueError(f"aoff: not a message for the run: {type(msg).__name__}")
+    return msg
+
+
+def decode_from_peer(payload: bytes) -> FromPeer:
+    """A message from the peer; ``ValueError`` for anything else."""
+    msg = pickle.loads(payload)
+    if not isinstance(msg, _FROM_PEER):
+        raise ValueError(f"aoff: not a message from the run: {type(msg).__name__}")
+    return msg

@@ -1,0 +1,246 @@
+"""The shipper: all the training process keeps of the pump in process mode.
+
+Each round drains the event buffer (a C-speed ``popleft`` loop), keeps events whose
+values wait for a device copy until they land (polled, never waited for; later events
+stay behind them, so order is kept), pickles what is ready in frames of up to
+``FRAME_EVENTS`` and queues them on the :class:`~aoff._transport._wire.Link`. A round is one
+GIL hold however it is cut (``pickle.dumps`` never releases the GIL), so frames are
+large: fewer system calls, and one pickler memo for the dict keys of many events. The
+logic is here once;
+``_faces/_side.AgentSide`` drives it from a daemon thread (the sync face) or an anyio task in
+the caller's loop (the async face).
+
+Backpressure: while more than ``MAX_PENDING_BYTES`` wait for the socket (the agent is
+behind), nothing more is drained; the buffer's overflow policy then applies at
+``capacity``, exactly as with the in-process pump. While events are leaving,
+``drop_oldest`` trims only beyond ``BURST_FACTOR`` x ``capacity`` (a burst outrunning the
+shipper for a few rounds). Memory in the training process is therefore at most
+``BURST_FACTOR`` x ``capacity`` events during a burst, ``capacity`` otherwise, plus one
+drained round being pickled and ``MAX_PENDING_BYTES`` of pickles.
+"""
+
+from __future__ import annotations
+
+import collections
+import operator
+import pickle
+import time
+from typing import Any, Generic, TypeVar
+
+from .._core import _events as ev
+from .._core._buffer import EventBuffer
+from .._core._convert import Opaque
+from .._core._events import Event
+from .._core._pending import PendingEvent, event_ready, resolve_event
+from .._core._report import FinishReport
+from ._messages import (
+    Ack,
+    Events,
+    Flush,
+    Flushed,
+    Out,
+    ProducerReport,
+    Report,
+    Stop,
+    decode_from_peer,
+    encode,
+)
+from ._wire import MAX_PENDING_BYTES, Link
+
+#: events per pickled frame (~60-100 bytes an event on the wire)
+FRAME_EVENTS = 4096
+#: a round with more events than this waiting is a burst: the driver comes back sooner
+SHIP_BATCH = 256
+#: producers ship a round themselves once this many events wait (``_side``)
+BURST_ROUND = 4096
+#: while events are leaving (the agent keeps up), ``drop_oldest`` trims only beyond this
+#: many times ``capacity``: a burst from several threads can outrun the shipper for a few
+#: rounds without losing anything; once the agent falls behind, ``capacity`` applies
+BURST_FACTOR = 4
+#: how often the shipper looks at the buffer when all is quiet, and when it has work in
+#: hand (a backlog, bytes the socket did not take, a flush or stop to see through). Each
+#: round wakes a thread that needs the GIL, and with a GIL-bound training loop every GIL
+#: hand-off costs that loop tens of microseconds: few rounds, few system calls a round.
+SHIP_INTERVAL = 0.05
+SHIP_INTERVAL_BUSY = 0.005
+#: how often answers from the agent are read when nothing is being waited for (they
+#: only matter if the agent is lost, and a lost agent is seen at the next send anyway)
+RECV_INTERVAL = 1.0
+
+
+_kind = operator.itemgetter(0)
+
+
+def _pickles(event: Event) -> bool:
+    try:
+        pickle.dumps(event, protocol=5)
+    except Exception:
+        return False
+    return True
+
+
+def _picklable(event: Event) -> Event:
+    """``event`` with every value pickle refuses replaced by an :class:`Opaque` stand-in
+    (the fold then reports and skips it, as it would have in-process)."""
+
+    def fix(v: Any) -> Any:
+        try:
+            pickle.dumps(v, protocol=5)
+        except Exception:
+            return Opaque(v)
+        return v
+
+    out: list[Any] = []
+    for x in event:
+        if type(x) is dict:
+            x = {k: fix(v) for k, v in x.items()}
+        out.append(fix(x))
+    return tuple(out)
+
+
+#: the peer's report: a FinishReport from the agent, a ProducerReport from a run that took
+#: a producer's events
+R = TypeVar("R", FinishReport, ProducerReport)
+
+
+class Shipper(Generic[R]):
+    """Face-independent: drain, resolve, batch, queue; read the peer's answers.
+
+    ``report_type`` is the report the peer ends with (:class:`FinishReport` from the
+    agent, :class:`ProducerReport` from a run taking a producer's events).
+    """
+
+    def __init__(self, buffer: EventBuffer, link: Link, report_type: type[R]) -> None:
+        self.buffer = buffer
+        self.link = link
+        self.report_type: type[R] = report_type
+        link.on_sent = self._sent
+        self.held: list[Event] = []  # drained, behind an event waiting for a device
+        self.unresolved = 0
+        self.shipped_steps = 0
+        self.acked_steps = 0
+        self.acked_written: dict[str, int] = {}
+        self.text: collections.deque[tuple[str, str]] = collections.deque()
+        self.flush_asked = 0  # flush requests: asked, sent to the agent, answered
+        self.flush_sent = 0
+        self.flushed = 0
+        self.stop_summary: bool | None = None
+        self.stop_sent = False
+        self.report: R | None = None
+        #: aoff's counters (``_core/_checkpoint.py``) from the agent's latest flush or report
+        self.last_state: dict[str, Any] | None = None
+        self.progress = 0  # bumps on every answer from the agent (finish() watches it)
+        self._last_recv = 0.0
+
+    # -- outgoing ---------------------------------------------------------------------------
+    def dropped(self) -> int:
+        return self.buffer.dropped + self.unresolved
+
+    def collect(self) -> None:
+        """Move what is ready from the buffer onto the link (never blocks)."""
+        while self.text:
+            stream, text = self.text.popleft()
+            self.link.queue(encode(Out(stream, text)))
+        if self.link.pending_out > MAX_PENDING_BYTES:
+            # the agent is behind and nothing can leave: the policy applies at capacity
+            self.buffer.trim()
+            return
+        # the buffer is moving: a burst may outrun one round, so only a far bound applies
+        self.buffer.trim(BURST_FACTOR * self.buffer.capacity)
+        events = self.held + self.buffer.drain() if self.held else self.buffer.drain()
+        self.held = []
+        if events:
+            ready = self._ready_prefix(events)
+            if len(ready) <= FRAME_EVENTS:
+                self._queue_events(ready)
+            else:
+                for i in range(0, len(ready), FRAME_EVENTS):
+                    self._queue_events(ready[i : i + FRAME_EVENTS])
+        if self.flush_asked > self.flush_sent and not self.held:
+            self.link.queue(encode(Flush(self.flush_asked)))
+            self.flush_sent = self.flush_asked
+        stop_now = not self.held and not len(self.buffer)
+        if self.stop_summary is not None and not self.stop_sent and stop_now:
+            self.link.queue(encode(Stop(self.stop_summary)))
+            self.stop_sent = True
+
+    def _ready_prefix(self, events: list[Event]) -> list[Event]:
+        """The events that can go now; from the first one still waiting, keep the rest."""
+        # the common cases: no event ever waited for a device here, or none of these does
+        if not PendingEvent.made or PendingEvent not in set(map(type, events)):
+            return events
+        out: list[Event] = []
+        for i, e in enumerate(events):
+            if type(e) is PendingEvent:
+                try:
+                    ready = event_ready(e)
+                except Exception:
+                    ready = None
+                if ready is None:  # its values will never come: dropped, counted
+                    self.unresolved += 1
+                    continue
+                if not ready:
+                    self.held = events[i:]
+                    break
+                e = resolve_event(e)
+            out.append(e)
+        return out
+
+    def _queue_events(self, batch: list[Event]) -> None:
+        try:
+            payload = encode(Events(batch, self.dropped()))
+        except Exception:
+            # a value pickle refuses: look for it event by event (~1-2 us each), and
+            # only the events that hold one are taken apart value by value
+            batch = [e if _pickles(e) else _picklable(e) for e in batch]
+            payload = encode(Events(batch, self.dropped()))
+        self.link.queue(payload, batch)
+
+    def _sent(self, batch: list[Event]) -> None:
+        self.shipped_steps += list(map(_kind, batch)).count(ev.STEP)  # C-speed count
+
+    # -- incoming ---------------------------------------------------------------------------
+    def receive(self) -> None:
+        for payload in self.link.recv_some():
+            msg = decode_from_peer(payload)
+            self.progress += 1
+            match msg:
+                case Ack(steps, written):
+                    self.acked_steps, self.acked_written = steps, written
+                case Flushed(n, state):
+                    self.flushed = n
+                    self.last_state = state
+                case Report(report, state):
+                    if not isinstance(report, self.report_type):
+                        raise ValueError(f"aoff: unexpected report {type(report).__name__}")
+                    self.report = report
+                    self.last_state = state
+
+    def waiting_for_agent(self) -> bool:
+        return self.flush_asked > self.flushed or self.stop_summary is not None
+
+    def step(self) -> float:
+        """One round: collect, send, and read the agent's answers when they matter (raises
+        :class:`AgentGone`); returns how long to wait before the next round."""
+        self.collect()
+        if self.link.pending_out:
+            self.link.send_some()
+        now = time.monotonic()
+        waiting = self.waiting_for_agent()
+        if waiting or now - self._last_recv >= RECV_INTERVAL:
+            self._last_recv = now
+            self.receive()
+        busy = waiting or self.link.pending_out or self.held or len(self.buffer) > SHIP_BATCH
+        return SHIP_INTERVAL_BUSY if busy else SHIP_INTERVAL
+
+    def unsent_events(self) -> list[Event]:
+        """After :class:`AgentGone`: events never handed to the agent, oldest first."""
+        out: list[Event] = [e for batch in self.link.unsent() for e in batch]
+        return out + self.held
+
+    def agent_loss(self) -> dict[str, int]:
+        """Per backend, steps the agent received but had not confirmed written."""
+        return {
+            name: max(self.shipped_steps - written, 0)
+            for name, written in self.acked_written.items()
+        }
