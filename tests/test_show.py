@@ -72,11 +72,12 @@ def test_show_prints_summary_and_tag_table(
 ) -> None:
     run_dir, _ = demo_run
     last = _records(run_dir)[-1]
-    rc, out, err = _aoff(capsys, "show", str(run_dir))
+    rc, out, err = _aoff(capsys, "show", str(run_dir), "--width", "160")
     assert rc == 0 and err == ""
     assert f"Total env steps: {last['step']:,}" in out
-    assert f"Iterations: {ITERATIONS}" in out
-    assert "metrics.jsonl (20 records)" in out
+    assert f"Iterations: {ITERATIONS} of {ITERATIONS}" in out
+    assert "aoff-summary.json (20 records)" in out  # the run summary, not the files
+    assert "State: finished" in out
     reward = float(str(last["reward/mean"]))
     assert f"reward/mean: last {reward:.1f}" in out
     row = _row(out, "reward/mean")
@@ -93,7 +94,7 @@ def test_show_reads_tensorboard_when_there_is_no_jsonl(
     run_dir, _ = demo_run
     last = _records(run_dir)[-1]
     tb = _copy(run_dir, tmp_path / "tb", keep="tfevents")
-    rc, out, err = _aoff(capsys, "show", str(tb))
+    rc, out, err = _aoff(capsys, "show", str(tb), "--width", "160")
     assert rc == 0 and err == ""
     assert "TensorBoard files (20 records)" in out
     assert f"Total env steps: {last['step']:,}" in out
@@ -138,7 +139,8 @@ def test_show_and_ls_on_an_empty_folder_exit_1(
 ) -> None:
     rc, out, err = _aoff(capsys, "show", str(tmp_path))
     assert rc == 1 and out == ""
-    assert "no metrics.jsonl or events.out.tfevents.*" in err and str(tmp_path) in err
+    assert "no aoff-summary.json, metrics.jsonl or events.out.tfevents.*" in err
+    assert str(tmp_path) in err
     rc, out, err = _aoff(capsys, "ls", str(tmp_path))
     assert rc == 1 and "no run folders" in err
     rc, _, err = _aoff(capsys, "show", str(tmp_path / "missing"))

@@ -36,6 +36,7 @@ from ._sysmetrics import DEFAULT_INTERVAL as DEFAULT_SYSTEM_INTERVAL
 from ._sysmetrics import SystemSampler
 
 if TYPE_CHECKING:
+    from ._backends._summary import RunSummary
     from ._remote import RemoteLogger
 
 __all__ = ["Core", "Face"]
@@ -74,10 +75,29 @@ class Core:
                 if options.system_interval > 0
                 else None
             ),
+            run_summary=_run_summary(options),
         )
         self.context = BackendContext(
             config=options.config, say=self.pump.say, hparams=self.state.hparams
         )
+
+
+def _run_summary(options: Options) -> RunSummary | None:
+    """``log_dir/aoff-summary.json`` for ``aoff ls``/``show`` when the run writes files
+    there. A resumed run gets none (its history is cut; the readers use the files) and
+    an earlier session's is removed."""
+    from ._backends._summary import SUMMARY_NAME, RunSummary, remove_stale
+
+    names = options.backend_names()
+    if not options.log_dir or not {"tensorboard", "jsonl", "csv"} & set(names):
+        return None
+    if options.resume_step is not None:
+        remove_stale(options.log_dir)
+        return None
+    return RunSummary(
+        os.path.join(options.log_dir, SUMMARY_NAME),
+        max_iterations=options.config.max_iterations,
+    )
 
 
 _faces: weakref.WeakSet[Face[Any]] = weakref.WeakSet()

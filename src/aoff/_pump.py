@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
+import anyio.to_thread
 
 from ._backends._base import Backend, BackendContext
 from ._core._buffer import EventBuffer
@@ -44,6 +45,7 @@ from ._runner import DEFAULT_MAX_PENDING, BackendRunner
 from ._streams import LineJoiner
 
 if TYPE_CHECKING:
+    from ._backends._summary import RunSummary
     from ._sysmetrics import SystemSampler
 
 FOLD_SLICE = 512
@@ -79,6 +81,7 @@ class Pump:
         on_tick: Callable[[], object] | None = None,
         live_dir: str = "",
         system: SystemSampler | None = None,
+        run_summary: RunSummary | None = None,
     ) -> None:
         if refresh_per_second <= 0:
             raise ValueError(f"refresh_per_second must be > 0, got {refresh_per_second!r}")
@@ -136,6 +139,10 @@ class Pump:
         self._notice_deadline: float | None = None
         #: system metrics (``_sysmetrics``): sampled in its own thread, folded here
         self.system = system
+        #: ``aoff-summary.json`` for ``aoff ls``/``show`` (``_backends/_summary``)
+        self.run_summary = run_summary
+        self._summary_due: float | None = None
+        self._summary_busy = False
 
     # -- folding (synchronous, on the pump's loop) -------------------------------------------
     def _may_drain(self) -> bool:
@@ -185,6 +192,12 @@ class Pump:
             self.dirty = True
         return records
 
+    def _offer(self, records: list[StepRecord]) -> None:
+        for r in self.runners:
+            r.offer(records)
+        if self.run_summary is not None and records:
+            self.run_summary.add(records)
+
     async def drain_once(self, *, final: bool = False) -> int:
         """Drain what is buffered now, fold it in slices, offer records to backends."""
         total = 0
@@ -208,8 +221,7 @@ class Pump:
             if self._held:  # older than anything in the buffer: fold these first
                 held, self._held = self._held, []
                 records = self.fold(held)
-                for r in self.runners:
-                    r.offer(records)
+                self._offer(records)
                 if self._held:
                     break  # still waiting for a device; poll again on a later tick
                 continue
@@ -218,8 +230,7 @@ class Pump:
                 break
             total += len(events)
             records = self.fold(events)
-            for r in self.runners:
-                r.offer(records)
+            self._offer(records)
             if self._held or len(events) < FOLD_SLICE or (budget is not None and total >= budget):
                 break
             await anyio.lowlevel.checkpoint()
@@ -301,6 +312,43 @@ class Pump:
         if live is not None and live.due(mono):  # only while a viewer is attached
             self._sync_problems()
             live.publish(self.state.snapshot(), self.clock(), mono)
+
+    # -- the run summary file ------------------------------------------------------------------
+    def _maybe_refresh_summary(self, tg: anyio.abc.TaskGroup) -> None:
+        """Every ``SUMMARY_INTERVAL`` s, rewrite the summary file in a worker thread."""
+        if self.run_summary is None or self._summary_busy:
+            return
+        from ._backends._summary import SUMMARY_INTERVAL
+
+        now = self.monotonic()
+        if self._summary_due is None:
+            self._summary_due = now + SUMMARY_INTERVAL
+        if now < self._summary_due or not self.run_summary.records:
+            return
+        self._summary_due = now + SUMMARY_INTERVAL
+        self._summary_busy = True
+        tg.start_soon(self._write_summary, self.run_summary.snapshot())
+
+    async def _write_summary(self, content: dict[str, Any]) -> None:
+        summary = self.run_summary
+        assert summary is not None
+        try:
+            await anyio.to_thread.run_sync(summary.write, content)
+        except Exception as exc:  # a full disk, a removed folder: said once, run goes on
+            self.report_line(
+                f"aoff: could not write {summary.path}: {type(exc).__name__}: {exc} "
+                "(aoff ls/show read the event files instead)"
+            )
+        finally:
+            self._summary_busy = False
+
+    async def final_summary(self) -> None:
+        """The summary's last write, at the end of the run (at most 2 s)."""
+        if self.run_summary is None or not self.run_summary.records:
+            return
+        state = "interrupted" if self.state.interrupted else "finished"
+        with anyio.move_on_after(2.0):
+            await self._write_summary(self.run_summary.snapshot(state))
 
     # -- accounting -----------------------------------------------------------------------------
     def show_dropped(self) -> None:
@@ -418,6 +466,7 @@ class Pump:
                         await self.drain_once()
                         self._fold_system()
                         await self.maybe_render()
+                        self._maybe_refresh_summary(runners_tg)
                     except Exception as exc:  # pragma: no cover - defensive
                         self.report_line(f"aoff: pump error: {type(exc).__name__}: {exc}")
             finally:

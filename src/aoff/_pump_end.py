@@ -112,6 +112,7 @@ async def end_of_run(pump: Pump, runners_tg: anyio.abc.TaskGroup) -> None:
                 f"aoff: backend {r.name!r} did not finish within "
                 f"{pump.finish_timeout:g}s; {r.lost:,} records not written"
             )
+    await pump.final_summary()
     runners_tg.cancel_scope.cancel()
     pump.show_dropped()
     pump._sync_problems()
