@@ -269,6 +269,14 @@ def _load_summary(run_dir: str, *, live: bool) -> dict[str, Any] | None:
         return None
     if content.get("state") == "running" and not live:
         return None
+    files = content.get("files")
+    if isinstance(files, dict):  # a data file cut since: read the files, say what is lost
+        for name, size in files.items():
+            try:
+                if os.path.getsize(os.path.join(run_dir, str(name))) < int(size):
+                    return None
+            except (OSError, TypeError, ValueError):
+                return None
     return content
 
 

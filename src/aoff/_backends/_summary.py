@@ -14,7 +14,8 @@ two neighbours merge when the curve fills up), enough for any sparkline ``show``
 
 Format (JSON, one object): ``format``/``version``; ``state`` (``running``, ``finished`` or
 ``interrupted``); ``records``, ``step``, ``iteration``, ``max_iterations``, ``first_time``,
-``last_time`` (wall times of the first and last record); ``tags``: per tag, in order of
+``last_time`` (wall times of the first and last record); ``files``: the size of each
+data file when it was written (not trusted once one is smaller); ``tags``: per tag, in order of
 first appearance, ``count``, ``first``, ``last``, ``min``, ``max`` (finite values; ``null``
 when none), ``stride`` and ``curve`` (bucket means to 6 significant digits; ``"nan"``
 for a bucket without a finite value). Non-finite floats are the strings ``"nan"``,
@@ -254,6 +255,7 @@ class RunSummary:
             "first_time": self.first_time,
             "last_time": self.last_time,
             "tags": {tag: acc.as_json() for tag, acc in self.tags.items()},
+            "files": data_file_sizes(os.path.dirname(self.path)),
         }
 
     def write(self, content: dict[str, Any]) -> None:
@@ -266,6 +268,22 @@ class RunSummary:
             with replaced(self.path, prefix=".aoff-summary-") as f:
                 f.write(raw)
             self._written_seq = seq
+
+
+def data_file_sizes(log_dir: str) -> dict[str, int]:
+    """The sizes of the run's data files now (``metrics.jsonl``, ``progress.csv``, the
+    event files): a reader trusts the summary only while none of them is smaller (a file
+    cut or damaged later is read, and its damage reported)."""
+    out: dict[str, int] = {}
+    try:
+        names = os.listdir(log_dir or ".")
+    except OSError:
+        return out
+    for name in names:
+        if name in ("metrics.jsonl", "progress.csv") or name.startswith("events.out.tfevents."):
+            with contextlib.suppress(OSError):
+                out[name] = os.path.getsize(os.path.join(log_dir, name))
+    return out
 
 
 def remove_stale(log_dir: str) -> None:
