@@ -154,7 +154,7 @@ def test_summary_agrees_with_the_event_files(aoff_run: Path, tmp_path: Path) -> 
     assert from_files is not None and from_files.kind == "tensorboard"
     assert from_summary.records == from_files.records == 40
     assert (from_summary.steps, from_summary.iterations) == (from_files.steps, 40)
-    # the HParams tab's final metrics (hparams/*, in the config's own event file) are
+    # the HParams tab's final metrics (hparams/*, written at close at the last step) are
     # not run steps: the summary leaves them out
     assert list(from_summary.tags) == [t for t in from_files.tags if not t.startswith("hparams/")]
     for tag, s in from_summary.tags.items():

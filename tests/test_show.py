@@ -126,8 +126,14 @@ def test_show_truncated_tensorboard_prints_what_it_read(
     run_dir, _ = demo_run
     records = _records(run_dir)
     cut = _copy(run_dir, tmp_path / "cut", keep="tfevents")
-    (event_file,) = cut.iterdir()
-    event_file.write_bytes(event_file.read_bytes()[:-7])
+    (event_file,) = (f for f in cut.iterdir() if "aoff-hparams" not in f.name)
+    raw = event_file.read_bytes()
+    starts, pos = [], 0
+    while pos < len(raw):  # TFRecord framing: u64 length, u32 crc, data, u32 crc
+        starts.append(pos)
+        pos += 16 + int.from_bytes(raw[pos : pos + 8], "little")
+    # the last record is the final metrics (written at close); tear the last step's
+    event_file.write_bytes(raw[: starts[-1] - 7])
     rc, out, err = _aoff(capsys, "show", str(cut))
     assert rc == 0
     assert f"Total env steps: {records[-2]['step']:,}" in out
@@ -214,3 +220,21 @@ def test_producer_rows_are_kept_out_of_the_runs_series(tmp_path: Path) -> None:
     assert data.curves["train/loss"] == [1.0, 0.5] and "x" not in data.curves
     assert data.producer_rows == {"c0": 1}
     assert any("c0 (1)" in n for n in data.notes)
+
+
+@pytest.mark.parametrize("width", [80, 100])
+def test_show_fits_the_width_and_never_wraps_a_tag(
+    demo_run: tuple[Path, str], capsys: pytest.CaptureFixture[str], width: int
+) -> None:
+    """Piped, ``--width`` is the limit: the table drops columns and narrows the
+    sparkline before it would fold a tag name."""
+    run_dir, _ = demo_run
+    tags = list(_records(run_dir)[-1])[3:]  # after step, iteration, wall_time
+    rc, out, _ = _aoff(capsys, "show", str(run_dir), "--width", str(width))
+    assert rc == 0
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= width
+    firsts = [line.split(" ", 1)[0] for line in lines]
+    for tag in tags:
+        assert tag in firsts, tag  # whole, at the start of its own row
+    assert "last" in lines[lines.index(next(x for x in lines if x.startswith("tag")))]

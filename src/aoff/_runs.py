@@ -120,8 +120,14 @@ def stats_of(values: Any) -> TagStats:
     return TagStats(n, float(v[0]), float(v[-1]), lo, hi, curve)
 
 
-def _tb_files(path: str) -> list[str]:
-    return sorted(glob.glob(os.path.join(glob.escape(path), TB_PATTERN)))
+#: aoff's HParams event file (config and final metrics, ``_backends/_hparams.py``): no
+#: run steps in it, so ``show``/``ls`` leave it out, as the run summary does
+_HPARAMS_MARK = ".aoff-hparams."
+
+
+def _tb_files(path: str, *, hparams: bool = False) -> list[str]:
+    files = sorted(glob.glob(os.path.join(glob.escape(path), TB_PATTERN)))
+    return files if hparams else [f for f in files if _HPARAMS_MARK not in os.path.basename(f)]
 
 
 def is_run_dir(path: str) -> bool:
@@ -129,7 +135,7 @@ def is_run_dir(path: str) -> bool:
     return (
         os.path.isfile(os.path.join(path, SUMMARY_NAME))
         or os.path.isfile(os.path.join(path, JSONL_NAME))
-        or bool(_tb_files(path))
+        or bool(_tb_files(path, hparams=True))
     )
 
 
