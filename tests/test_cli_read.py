@@ -274,3 +274,37 @@ def test_ctrl_c_prints_one_line_and_exits_130(tmp_path: Path, command: str) -> N
             proc.wait()
     assert proc.returncode == 130
     assert err == f"aoff {command}: interrupted\n"
+
+
+def test_ls_reads_a_big_run_without_summary_at_its_ends_only(tmp_path: Path) -> None:
+    """A killed run's (or another tool's) big event file: ``ls`` reads its first and
+    last few megabytes and prints what reading it whole gives; a torn end still shows."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from bench_cli import write_run  # type: ignore[import-not-found]
+    finally:
+        sys.path.pop(0)
+    run = tmp_path / "runs" / "big"
+    size = write_run(str(run), 14_000, seed=1, summary=False)
+    from aoff._backends._tbread import TAIL_BYTES
+
+    assert size > 2 * TAIL_BYTES
+    whole = read_run(str(run))
+    ends = read_run(str(run), ends=True)
+    assert whole is not None and ends is not None
+    assert (ends.steps, ends.first_time, ends.last_time) == (
+        whole.steps,
+        whole.first_time,
+        whole.last_time,
+    )
+    assert ends.last("reward/mean") == whole.last("reward/mean")
+    assert ends.tags["reward/mean"].count < whole.tags["reward/mean"].count  # the tail only
+    out = io.StringIO()
+    assert run_ls(str(tmp_path / "runs"), out, io.StringIO()) == 0
+    assert out.getvalue().splitlines()[1].split()[1] == f"{whole.steps:,}"
+    (event_file,) = run.iterdir()
+    with open(event_file, "r+b") as f:
+        f.truncate(size - 5)
+    out = io.StringIO()
+    assert run_ls(str(tmp_path / "runs"), out, io.StringIO()) == 0
+    assert out.getvalue().splitlines()[1].endswith("(damaged file: see aoff show)")

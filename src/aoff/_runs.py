@@ -43,6 +43,7 @@ _FIXED = ("step", "iteration", "wall_time")
 _NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 #: a curve longer than this is kept as this many bucket means (what a sparkline needs)
 CURVE_POINTS = 128
+REWARD_TAG = "reward/mean"
 
 
 @dataclass
@@ -240,11 +241,13 @@ def _read_jsonl(run_dir: str, path: str) -> RunData:
 
 
 def _read_tensorboard(
-    run_dir: str, files: list[str], progress: Callable[[int], None] | None
+    run_dir: str, files: list[str], progress: Callable[[int], None] | None, *, ends: bool = False
 ) -> RunData:
-    from ._backends._tbread import scan_files
+    from ._backends._tbread import scan_files, scan_last
 
-    scan = scan_files(files, progress)
+    scan = scan_last(files, progress) if ends else None
+    if scan is None or REWARD_TAG not in scan.tags:
+        scan = scan_files(files, progress)
     data = RunData(path=run_dir, source=run_dir, kind="tensorboard")
     for path, problem in scan.problems:
         data.notes.append(f"{path}: {problem}; read up to it")
@@ -321,31 +324,40 @@ def _from_summary(run_dir: str, content: dict[str, Any]) -> RunData | None:
     return data
 
 
-def scan_bytes(run_dir: str, *, live: bool = False) -> int:
-    """How many bytes of event files :func:`read_run` will read (0: none)."""
+def scan_bytes(run_dir: str, *, live: bool = False, ends: bool = False) -> int:
+    """How many bytes of event files :func:`read_run` will read (0: none, or little)."""
     if _load_summary(run_dir, live=live) is not None:
         return 0
     if os.path.isfile(os.path.join(run_dir, JSONL_NAME)):
         return 0
+    from ._backends._tbread import TAIL_BYTES
+
+    files = _tb_files(run_dir)
     total = 0
-    for p in _tb_files(run_dir):
+    for p in files:
         try:
             total += os.path.getsize(p)
         except OSError:
             continue
-    return total
+    return 2 * TAIL_BYTES if ends and total > 2 * TAIL_BYTES else total
 
 
 def read_run(
-    run_dir: str, *, live: bool = False, progress: Callable[[int], None] | None = None
+    run_dir: str,
+    *,
+    live: bool = False,
+    progress: Callable[[int], None] | None = None,
+    ends: bool = False,
 ) -> RunData | None:
     """Read ``run_dir``'s summary, or else its JSONL file, or else its TensorBoard files.
 
     ``None`` when the folder holds none of them. A JSONL file without a single readable
     record falls back to the TensorBoard files when there are any. ``live``: the run is
     serving ``aoff attach`` now, so a summary it is still refreshing stands for it.
-    ``progress`` is called with the bytes of each chunk of event file read.
-    Raises ``OSError`` when a file cannot be read.
+    ``progress`` is called with the bytes of each chunk of event file read. ``ends``
+    (``aoff ls``): only the last values, steps and time range are needed, so big event
+    files are read at their two ends only (each tag's count and curve then cover only
+    the end of the run). Raises ``OSError`` when a file cannot be read.
     """
     content = _load_summary(run_dir, live=live)
     if content is not None:
@@ -360,7 +372,7 @@ def read_run(
         if data.records > 0 or not tb:
             return data
     if tb:
-        tb_data = _read_tensorboard(run_dir, tb, progress)
+        tb_data = _read_tensorboard(run_dir, tb, progress, ends=ends)
         if data is not None:
             tb_data.notes[:0] = [*data.notes, f"{jsonl}: no readable records; read TensorBoard"]
         return tb_data

@@ -316,7 +316,7 @@ def run_ls(root: str, out: TextIO, err: TextIO) -> int:
             name = os.path.relpath(path, root)
             live = lives[path]
             try:
-                data = read_run(path, live=live == "live", progress=progress)
+                data = read_run(path, live=live == "live", progress=progress, ends=True)
             except OSError as exc:
                 print(f"aoff ls: skipped {name}: {exc.strerror or exc}", file=err)
                 continue
@@ -340,7 +340,7 @@ def run_ls(root: str, out: TextIO, err: TextIO) -> int:
 
 def _size(path: str, live: bool) -> int:
     try:
-        return scan_bytes(path, live=live)
+        return scan_bytes(path, live=live, ends=True)
     except OSError:
         return 0
 

@@ -447,9 +447,15 @@ class _Reader:
 
 
 def _read_file(
-    reader: _Reader, path: str, progress: Callable[[int], None] | None
+    reader: _Reader,
+    path: str,
+    progress: Callable[[int], None] | None,
+    *,
+    start: int = 0,
+    limit: int | None = None,
 ) -> tuple[str, str] | None:
-    """Walk one file's records; ``(path, why)`` when it stops before the end.
+    """Walk one file's records from byte ``start``; ``(path, why)`` when it stops before
+    the end. ``limit``: read at most that many bytes (a record cut there is not a fault).
 
     The loop is written out (no calls) for the common record: ``wall_time``, ``step`` and
     a summary of a known layout; anything else goes to :meth:`_Reader.event`."""
@@ -461,18 +467,26 @@ def _read_file(
     layouts = reader.layouts
     points = reader.points
     add_point = points.append
+    left = limit
     with open(path, "rb", buffering=0) as f:
+        f.seek(start)
         buf = b""
         view = memoryview(buf)
-        base = 0  # file offset of buf[0]
+        base = start  # file offset of buf[0]
         pos = 0
         eof = False
         want = 12
         while True:
             if len(buf) - pos < want:
                 if eof:
-                    return None if pos == len(buf) else (path, "the last record is truncated")
-                more = f.read(max(CHUNK, want))
+                    if pos == len(buf) or limit is not None:
+                        return None
+                    return (path, "the last record is truncated")
+                size = max(CHUNK, want)
+                if left is not None:
+                    size = min(size, left)
+                    left -= size
+                more = f.read(size) if size > 0 else b""
                 if not more:
                     eof = True
                     continue
@@ -554,6 +568,65 @@ def scan_files(paths: Sequence[str], progress: Callable[[int], None] | None = No
         if problem is not None:
             reader.scan.problems.append(problem)
     return reader.finish()
+
+
+#: bytes of the last event file ``scan_last`` reads, and of the first one
+TAIL_BYTES = 4 << 20
+HEAD_BYTES = 256 << 10
+
+
+def _sync_point(buf: bytes) -> int | None:
+    """The offset of the first record in ``buf`` (a slice from inside a file) whose chain
+    of valid record headers runs to the end of ``buf`` (a torn last record allowed)."""
+    n = len(buf)
+    at = buf.find(b"\0\0\0\0", 4)
+    while at != -1:
+        p = at - 4  # the length's high 4 bytes are zero: a header may start here
+        q = p
+        hops = 0
+        while q + 12 <= n:
+            length, hcrc = _HEADER.unpack_from(buf, q)
+            if length >= n or _masked(buf[q : q + 8]) != hcrc:
+                break
+            q += 16 + length
+            hops += 1
+        if hops and (q == n or (q > n and hops > 1) or n - q < 12):
+            return p
+        at = buf.find(b"\0\0\0\0", at + 1)
+    return None
+
+
+def scan_last(paths: Sequence[str], progress: Callable[[int], None] | None = None) -> Scan | None:
+    """The run's ends only, for ``aoff ls``: the first record's wall time (from the start
+    of the first file) and each tag's last points (from the last ``TAIL_BYTES`` of the
+    last file). Tag counts and curves are those of the tail only. ``None`` when the files
+    are small enough to read whole, or the tail cannot be lined up with the records."""
+    if not paths:
+        return None
+    last = paths[-1]
+    size = os.path.getsize(last)
+    if size <= 2 * TAIL_BYTES:
+        return None
+    with open(last, "rb") as f:
+        f.seek(size - TAIL_BYTES)
+        tail = f.read()
+    sync = _sync_point(tail)
+    if sync is None:
+        return None
+    head = _Reader()
+    _read_file(head, paths[0], None, limit=HEAD_BYTES)
+    reader = _Reader()
+    reader.file_version = head.file_version
+    problem = _read_file(reader, last, None, start=size - TAIL_BYTES + sync)
+    scan = reader.finish()
+    if problem is not None:
+        scan.problems.append(problem)
+    first = head.finish()
+    if first.first_time is not None:
+        scan.first_time = first.first_time
+    if progress is not None:
+        progress(2 * TAIL_BYTES)
+    return scan
 
 
 def file_bytes(paths: Sequence[str]) -> int:
