@@ -217,6 +217,11 @@ class AgentSide:
         self._inline = False
         core = self.make_core()
         core.pump.unresolved += s.unresolved
+        if core.pump.run_summary is not None:  # it would hold this part of the run only:
+            from .._backends._summary import remove_stale  # ls/show read the files instead
+
+            remove_stale(self.options.log_dir)
+            core.pump.run_summary = None
         self.fallback = PumpThread(core, held=s.unsent_events())
         self.gone = reason
 
