@@ -308,3 +308,30 @@ def test_ls_reads_a_big_run_without_summary_at_its_ends_only(tmp_path: Path) -> 
     out = io.StringIO()
     assert run_ls(str(tmp_path / "runs"), out, io.StringIO()) == 0
     assert out.getvalue().splitlines()[1].endswith("(damaged file: see aoff show)")
+
+
+def test_a_long_read_shows_a_progress_bar_on_a_terminal_only(
+    aoff_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pty
+
+    from rich.console import Console
+
+    from aoff import _show
+
+    run = tmp_path / "bare"
+    shutil.copytree(aoff_run, run)
+    (run / SUMMARY_NAME).unlink()  # the event files are read
+    monkeypatch.setattr(_show, "PROGRESS_MIN_BYTES", 0)  # as if they were big
+    master, slave = pty.openpty()
+    try:
+        with open(slave, "w", encoding="utf-8") as tty:
+            assert _show.run_show(str(run), Console(file=io.StringIO()), tty) == 0
+            tty.flush()
+            drawn = os.read(master, 65536).decode("utf-8", "replace")
+    finally:
+        os.close(master)
+    assert "reading event files" in drawn
+    piped = io.StringIO()
+    assert _show.run_show(str(run), Console(file=io.StringIO()), piped) == 0
+    assert piped.getvalue() == ""  # not a terminal: no bar, nothing to say

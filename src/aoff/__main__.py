@@ -8,7 +8,8 @@ Subcommands:
 ``attach``
     a running job's live dashboard in this terminal (``_live/_client.py``).
 ``show``, ``ls``
-    a finished run's summary and curves; one line per run (``_show.py``).
+    a run's summary and curves; one line per run (``_show.py``; the guide is
+    ``docs/guide-terminal-tools.md``). Ctrl+C ends either with one line, exit 130.
 """
 
 from __future__ import annotations

@@ -1,13 +1,15 @@
-"""``aoff show RUN_DIR`` and ``aoff ls RUNS_DIR``: look at finished runs without TensorBoard.
+"""``aoff show RUN_DIR`` and ``aoff ls RUNS_DIR``: look at runs without TensorBoard.
 
 After a run, the quickest questions are "how far did it get, and did the reward go up?".
-``show`` answers them in the terminal from the files the run left (read by
-:mod:`aoff._runs`): a summary panel and one row per tag with its first, last, min and max
-values and a sparkline of the curve. ``ls`` prints one line per run below a folder.
+``show`` answers them in the terminal from what the run left (read by :mod:`aoff._runs`:
+the run summary, else ``metrics.jsonl``, else the event files): a summary panel and one
+row per tag with its first, last, min and max values and a sparkline of the curve, laid
+out to fit the width without wrapping a tag. ``ls`` prints one line per run below a
+folder. A long read of event files shows a progress bar on a terminal.
 
 Both only read files; ``ls`` also knocks on each run's socket (see :mod:`aoff._live`):
 ``live`` when a run answers, ``not live (stale socket)`` when the socket was left by a
-run that was killed, ``finished`` when there is none.
+run that was killed, ``finished`` (or ``stopped at N of M``) when there is none.
 """
 
 from __future__ import annotations
