@@ -290,9 +290,15 @@ def _load_summary(run_dir: str, *, live: bool) -> dict[str, Any] | None:
 
 
 def _num(v: object) -> float | None:
-    from ._backends._summary import from_json_float
-
-    return from_json_float(v)
+    """A number of the summary file (``_backends._summary.to_json_float``'s output);
+    read here without importing numpy, which ``ls`` does not need."""
+    if isinstance(v, bool) or v is None:
+        return None
+    if isinstance(v, int | float):
+        return float(v)
+    if isinstance(v, str) and v in _NONFINITE:
+        return _NONFINITE[v]
+    raise ValueError(f"not a number: {v!r}")
 
 
 def _nan_if_none(v: float | None) -> float:
