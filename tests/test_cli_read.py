@@ -335,3 +335,36 @@ def test_a_long_read_shows_a_progress_bar_on_a_terminal_only(
     piped = io.StringIO()
     assert _show.run_show(str(run), Console(file=io.StringIO()), piped) == 0
     assert piped.getvalue() == ""  # not a terminal: no bar, nothing to say
+
+
+def test_the_summary_is_refreshed_while_the_run_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from aoff._backends import _summary
+
+    monkeypatch.setattr(_summary, "SUMMARY_INTERVAL", 0.05)
+    path = tmp_path / SUMMARY_NAME
+    with OffPolicyLogger(
+        log_dir=str(tmp_path),
+        log_backend="none",
+        backends=("jsonl",),
+        pump="thread",  # in this process, where the interval is patched
+        display=None,
+        console=None,
+        max_iterations=1000,
+        handle_sigterm=False,
+        system_interval=0,
+    ) as log:
+        deadline = time.monotonic() + 30
+        i = 0
+        while not path.exists():
+            i += 1
+            log.log_step(i, {"loss": 1.0 / i}, reward=float(i))
+            time.sleep(0.01)
+            assert time.monotonic() < deadline, "no summary while the run goes on"
+        running = json.loads(path.read_text())
+        assert running["state"] == "running" and 0 < running["records"] <= i
+        assert read_run(str(tmp_path), live=True) is not None
+    done = json.loads(path.read_text())
+    assert done["state"] == "finished" and done["records"] == i
+    assert done["tags"]["reward/mean"]["last"] == float(i)

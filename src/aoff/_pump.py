@@ -333,7 +333,8 @@ class Pump:
         summary = self.run_summary
         assert summary is not None
         try:
-            await anyio.to_thread.run_sync(summary.write, content)
+            # a disk that hangs must not hold finish(): final_summary gives up on it
+            await anyio.to_thread.run_sync(summary.write, content, abandon_on_cancel=True)
         except Exception as exc:  # a full disk, a removed folder: said once, run goes on
             self.report_line(
                 f"aoff: could not write {summary.path}: {type(exc).__name__}: {exc} "
