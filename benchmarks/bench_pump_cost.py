@@ -8,6 +8,7 @@ time the loop loses. This prints each stage's cost, single-threaded, for one ite
 * fold: ``Folder.apply`` of the 4 events (state update + the step's record)
 * TensorBoard encode: ``encode_records`` (``Event`` wire format + TFRecord framing)
 * JSONL encode: ``encode_lines``
+* run summary: ``RunSummary.add`` (``aoff-summary.json``'s statistics, for ls/show)
 * snapshot: ``State.snapshot()`` (once a frame)
 * frame: CPU time (``time.thread_time``) to build ``dashboard_panel`` and render it to a
   terminal-like truecolor console writing to /dev/null: at 120x40 (the wide layout), at
@@ -38,6 +39,7 @@ from _workload import (
 from rich.console import Console
 
 from aoff._backends._jsonl import encode_lines
+from aoff._backends._summary import RunSummary
 from aoff._backends._tbencode import encode_records
 from aoff._backends._tbevents import EventEncoder
 from aoff._core import _events as ev
@@ -96,6 +98,13 @@ def main() -> None:
     encode_lines(records)
     jsonl_us = (time.perf_counter() - t) / n * 1e6
 
+    summary = RunSummary(os.path.join(os.devnull, "unused"))  # never written here
+    t = time.perf_counter()
+    for k in range(0, len(records), 64):  # in batches, as the pump hands them over
+        summary.add(records[k : k + 64])
+    summary.fold()
+    summary_us = (time.perf_counter() - t) / n * 1e6
+
     state.started = True
     state.start_time = 1.7e9
     t = time.perf_counter()
@@ -134,11 +143,12 @@ def main() -> None:
     small_ms = print_frames(terminal(80, 24))
     live_ms = live_frames()
 
-    per_iter = fold_us + tb_us + jsonl_us
+    per_iter = fold_us + tb_us + jsonl_us + summary_us
     print(f"per iteration (4 events, 32 scalars), n={n:,}:")
     print(f"  fold                 {fold_us:8.1f} us")
     print(f"  TensorBoard encode   {tb_us:8.1f} us")
     print(f"  JSONL encode         {jsonl_us:8.1f} us")
+    print(f"  run summary          {summary_us:8.1f} us")
     print(f"  total                {per_iter:8.1f} us")
     print(f"per dashboard frame (CPU), frames={args.frames}: snapshot {snap_us:.0f} us")
     print(f"  build + render, 120x40   {frame_ms:8.2f} ms")

@@ -19,6 +19,8 @@ import argparse
 import copy
 import math
 import os
+import shlex
+import sys
 import time
 from collections import deque
 from collections.abc import Sequence
@@ -418,12 +420,55 @@ def episode_report(
 
 
 def result_line(name: str, args: argparse.Namespace, stats: EpisodeStats, started: float) -> str:
-    return (
+    """The run's result, then where its files are and how to open them."""
+    head = (
         f"{name}: seed {args.seed}, {args.total_steps:,} env steps in "
         f"{time.perf_counter() - started:.0f} s; mean return of the last "
         f"{len(stats.returns)} episodes {stats.mean_return():.1f} "
-        f"({stats.episodes} episodes). TensorBoard: tensorboard --logdir {args.logdir}"
+        f"({stats.episodes} episodes)."
     )
+    backends = ["tensorboard", *(b.strip() for b in args.backends.split(",") if b.strip())]
+    return "\n".join([head, *closing_lines(args.logdir, backends)])
+
+
+def _command(script: str, module: str) -> str:
+    """``script`` next to this Python (relative to here when below it), else
+    ``python -m module``: what runs as printed, venv activated or not."""
+    folder = os.path.dirname(sys.executable)
+    for candidate in (script, script + ".exe"):
+        path = os.path.join(folder, candidate)
+        if os.path.isfile(path):
+            cwd, absolute = os.getcwd(), os.path.abspath(path)
+            if os.path.commonpath([cwd, absolute]) == cwd:
+                rel = os.path.relpath(absolute, cwd)
+                path = rel if os.sep in rel else os.path.join(".", rel)
+            return shlex.quote(path)
+    return f"{shlex.quote(sys.executable)} -m {module}"
+
+
+def closing_lines(run_dir: str, backends: Sequence[str]) -> list[str]:
+    """The lines ``aoff demo`` ends with, for this run (a test checks they are the same):
+    every file written, TensorBoard on the run's parent folder, ``aoff show`` on it."""
+    files = (
+        ("tensorboard", "TensorBoard files", ""),
+        ("jsonl", "JSON Lines", "metrics.jsonl"),
+        ("csv", "CSV", "progress.csv"),
+    )
+    lines = [
+        f"{label + ':':<19}{os.path.join(run_dir, file) if file else run_dir}"
+        for name, label, file in files
+        if name in backends
+    ]
+    for file, label in (("config.json", "Config"), ("aoff-summary.json", "Run summary")):
+        if os.path.isfile(os.path.join(run_dir, file)):  # aoff's own files, when written
+            lines.append(f"{label + ':':<19}{os.path.join(run_dir, file)}")
+    if "tensorboard" in backends:
+        parent = shlex.quote(os.path.dirname(os.path.normpath(run_dir)) or ".")
+        tb = _command("tensorboard", "tensorboard.main")
+        lines.append(f"{'Open them with:':<19}{tb} --logdir {parent}")
+    if any(name in backends for name, _, _ in files):
+        lines.append(f"{'Summary:':<19}{_command('aoff', 'aoff')} show {shlex.quote(run_dir)}")
+    return lines
 
 
 def ms(seconds: float) -> float:

@@ -9,7 +9,7 @@ the learner, which keeps one update per environment step as in the sync example.
 aoff's pump is one more task on the same loop::
 
     python examples/sac_pendulum_asyncio.py            # 20,000 steps, seed 0
-    tensorboard --logdir runs
+    .venv/bin/tensorboard --logdir runs    # as the run's closing lines print it
 
 Needs the ``examples`` extra: ``pip install 'aoff[examples]'``.
 """

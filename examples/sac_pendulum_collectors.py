@@ -16,7 +16,7 @@ same dashboard (its total env steps is the sum of the collectors') and the same 
 (``--logdir``; the collectors' TensorBoard runs are ``<logdir>/collector<k>/``)::
 
     python examples/sac_pendulum_collectors.py --collectors 4
-    tensorboard --logdir runs/sac_pendulum_collectors
+    .venv/bin/tensorboard --logdir runs    # as the run's closing lines print it
 
 Needs the ``examples`` extra: ``pip install 'aoff[examples]'``.
 """

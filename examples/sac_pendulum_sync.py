@@ -5,7 +5,7 @@ calls only record events; a background thread draws the dashboard and writes the
 TensorBoard files (``--logdir``, default ``runs/sac_pendulum_sync``)::
 
     python examples/sac_pendulum_sync.py            # 20,000 steps, seed 0
-    tensorboard --logdir runs
+    .venv/bin/tensorboard --logdir runs    # as the run's closing lines print it
 
 Needs the ``examples`` extra: ``pip install 'aoff[examples]'``.
 """

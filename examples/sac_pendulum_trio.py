@@ -9,7 +9,7 @@ the learner, which keeps one update per environment step as in the sync example.
 aoff's pump is one more task in the same run::
 
     python examples/sac_pendulum_trio.py               # 20,000 steps, seed 0
-    tensorboard --logdir runs
+    .venv/bin/tensorboard --logdir runs    # as the run's closing lines print it
 
 Needs the ``examples`` extra: ``pip install 'aoff[examples]'``.
 """

@@ -117,8 +117,8 @@ def number_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
     """
     if request.param == "plain":
         # the capture switch is the recorder's own: keep it off for loggers built now
-        monkeypatch.setattr(Recorder, "refresh_capture", lambda self: False)
+        monkeypatch.setattr(Recorder, "_refresh_capture", lambda self: False)
     else:
         pytest.importorskip("torch")
-        assert Recorder().refresh_capture()
+        assert Recorder()._refresh_capture()
     return str(request.param)

@@ -215,6 +215,9 @@ def test_sigkill_of_the_agent_falls_back_and_reports_exactly_what_was_lost(
     assert tb == list(range(1, 201)) + list(range(301, 401))
     assert "'jsonl': 100" in line.split("{")[2] and "'tensorboard': 100" in line.split("{")[2]
     assert "'jsonl': 300" in line.split("{")[1]
+    # the fallback's run summary would hold its own part only: there is none, and
+    # aoff show reads the files (all 300 steps)
+    assert not (run / "aoff-summary.json").exists()
 
 
 def test_a_signal_during_a_shipping_round_is_held_until_the_round_is_over() -> None:

@@ -201,7 +201,7 @@ def test_attach_draws_the_panel_detaches_and_sees_the_end(
     second = attach(run_dir)
     read_iteration(second)
     (run_dir / "stop").touch()  # the run ends while the second viewer watches
-    second.expect("Training complete")
+    second.expect("Training stopped at")
     second.expect("has ended")
     second.expect(pexpect.EOF)
     second.close()
@@ -386,7 +386,11 @@ def test_several_live_runs_the_user_chooses(
         logs["a"].finish()
     out = capsys.readouterr().out
     assert "2 live runs" in out and "1) a" in out and "2) b" in out
-    assert "Training complete" in out and "Iterations: 7/1000" in out and "'b' has ended" in out
+    assert (
+        "Training stopped at 7 of 1,000" in out
+        and "Iterations: 7/1000" in out
+        and "'b' has ended" in out
+    )
     monkeypatch.setattr(sys, "stdin", io.StringIO("9\n"))
     assert main(["attach", str(tmp_path)]) == 1  # nothing live any more
     assert "no live run" in capsys.readouterr().err

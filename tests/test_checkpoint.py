@@ -139,7 +139,7 @@ async def test_async_face_twin(tmp_path: Path, pump: str) -> None:
 async def test_sync_face_names_its_own_twin() -> None:
     log = OffPolicyLogger(log_backend="none", pump="thread", handle_sigterm=False)
     try:
-        with pytest.raises(TypeError, match=r"uses state_dict\(\)"):
+        with pytest.raises(AttributeError, match=r"use state_dict\(\)"):
             await log.astate_dict()
     finally:
         log.close()

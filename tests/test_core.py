@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import itertools
+import re
 import subprocess
 import sys
 import threading
 import warnings
+from pathlib import Path
 
 import anyio
 import pytest
@@ -133,8 +135,21 @@ def test_context_manager_finishes_and_marks_exceptions_as_interrupted() -> None:
 
 def test_wrong_twin_errors_name_the_right_one() -> None:
     log = OffPolicyLogger(log_backend="no_print", handle_sigterm=False)
-    with pytest.raises(TypeError, match=r"with OffPolicyLogger"):
-        anyio.run(log.__aenter__)
+    with pytest.raises(AttributeError, match=r"with OffPolicyLogger"):
+        getattr(log, "__aenter__")  # noqa: B009 - what a static checker rejects
+    for name, right in (("aflush", "flush()"), ("afinish", "finish()"), ("aclose", "close()")):
+        with pytest.raises(
+            AttributeError, match=re.escape(f"no {name}: it is the sync face, use {right}")
+        ):
+            getattr(log, name)
+    assert not hasattr(log, "astate_dict")
+
+    async def enter() -> None:
+        async with log:  # type: ignore[attr-defined]
+            pass
+
+    with pytest.raises((TypeError, AttributeError)):
+        anyio.run(enter)
     log.close()
     alog = AsyncOffPolicyLogger(log_backend="no_print")
     with pytest.raises(TypeError, match=r"await log.aflush\(\)"):
@@ -196,3 +211,25 @@ def test_warnings_filter_is_clean() -> None:
         log = make_logger(MemoryBackend())
         log.log_step(1)
         log.finish()
+
+
+#: the sync face's public methods, as docs/guides/sync.md documents them
+DOCUMENTED_SYNC_API = {
+    "close", "finish", "flush", "load_state_dict", "log_buffer_fill", "log_collector",
+    "log_config", "log_episodes", "log_histogram", "log_save", "log_status", "log_step", "remote",
+    "set_collection_sync", "start", "start_training_timer", "state_dict",
+    "update_buffer_utilization", "update_collector_timing", "update_done_rates",
+    "update_ep_length", "update_replay_queue", "update_staging_pool",
+}  # fmt: skip
+
+
+def test_the_sync_faces_public_names_are_the_documented_api() -> None:
+    """``dir(OffPolicyLogger)`` lists what it does: no async-only twins that only raise,
+    no undocumented helper; and each name is in the guide's table of calls."""
+    public = {n for n in dir(OffPolicyLogger) if not n.startswith("_")}
+    assert public == DOCUMENTED_SYNC_API
+    assert "__aenter__" not in dir(OffPolicyLogger)
+    guide = Path(__file__).resolve().parent.parent / "docs" / "guides" / "sync.md"
+    text = guide.read_text()
+    for name in sorted(public):
+        assert re.search(rf"`{name}\b", text), f"{name} is not in {guide}"

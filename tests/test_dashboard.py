@@ -30,6 +30,10 @@ class _AsciiIO(io.StringIO):
         return "ascii"
 
 
+#: the summary's first line for these states (iteration < max_iterations)
+SUMMARY_HEAD = "Training stopped at"
+
+
 def state(iteration: int = 0, *, status: str = "Training") -> State:
     s = State(config=RunConfig(algo_name="SAC", env_name="Pendulum-v1", max_iterations=100))
     s.started = True
@@ -157,7 +161,7 @@ def test_plain_never_emits_escape_codes() -> None:
     assert "\x1b[" not in text
     assert "a warning" in text
     assert "[bold red]" not in text
-    assert text.count("Training complete") == 1
+    assert text.count(SUMMARY_HEAD) == 1
     assert "Total env steps: 29,000" in text
     assert "iter 29/100" in text
 
@@ -220,8 +224,8 @@ def test_live_close_is_idempotent_and_prints_summary_once() -> None:
     d.close(state(10), T0 + 10, summary=True)
     d.update(state(11), T0 + 11)  # ignored after close
     assert output(console) == after_first
-    assert after_first.count("Training complete") == 1
-    assert after_first.rindex("Training complete") > after_first.rindex(SHOW_CURSOR)
+    assert after_first.count(SUMMARY_HEAD) == 1
+    assert after_first.rindex(SUMMARY_HEAD) > after_first.rindex(SHOW_CURSOR)
 
 
 @pytest.mark.usefixtures("restore_streams")
@@ -253,7 +257,7 @@ def test_close_after_failed_update_restores_terminal() -> None:
     d.close(bad_state(), T0 + 7, summary=True)  # final frame fails: last good one stays
     text = output(console)
     assert text.rindex(SHOW_CURSOR) > text.rindex("iter 6/100")
-    assert "Training complete" in text
+    assert SUMMARY_HEAD in text
 
 
 class _Exploding:
@@ -287,7 +291,7 @@ def test_keyboard_interrupt_mid_render_then_close_restores() -> None:
     d.close(state(3), T0 + 3, summary=True)
     text = output(console)
     assert text.rindex(SHOW_CURSOR) > text.rindex("iter 3/100")
-    assert "Training complete" in text
+    assert SUMMARY_HEAD in text
 
 
 @pytest.mark.usefixtures("restore_streams")
@@ -302,7 +306,7 @@ def test_close_when_every_frame_fails_still_restores_then_raises() -> None:
         d.close(state(2), T0 + 2, summary=True)
     text = output(console)
     assert strip_ansi(text).rstrip().endswith("╯")  # summary printed before raising
-    assert text.rindex(HIDE_CURSOR) < text.rindex(SHOW_CURSOR) < text.rindex("Training complete")
+    assert text.rindex(HIDE_CURSOR) < text.rindex(SHOW_CURSOR) < text.rindex(SUMMARY_HEAD)
     d.close(state(2), T0 + 2, summary=True)  # and a second close is a no-op
     assert output(console) == text
 

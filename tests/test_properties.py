@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -391,4 +392,4 @@ def test_pump_survives_any_calls_and_matches_the_reference_fold(
     seen = log._core.pump.report_line.seen
     assert not any("could not process" in m or "dashboard disabled" in m for m in seen)
     assert len(seen) == min(len(ref.problems), 51)
-    assert "Training complete" in out.getvalue()
+    assert re.search(r"Training (complete|stopped at)", out.getvalue())

@@ -284,7 +284,7 @@ def test_golden_summary() -> None:
     s.extra_summary = "  Best reward: [green]29.0[/]\n"
     s.last_save = "/ckpt/model_120.pt"
     text = export(summary_panel(s, NOW))
-    assert "Training complete" in text
+    assert "Training stopped at 120 of 1,500" in text  # finish() before max_iterations
     check_golden("summary", text)
 
 
@@ -296,7 +296,7 @@ def test_golden_summary_interrupted() -> None:
     s.dropped_events = 3
     s.backend_problems = {"wandb": "timed out"}
     text = export(summary_panel(s, NOW))
-    assert "Training interrupted" in text
+    assert "Training interrupted: stopped at 120 of 1,500" in text
     assert "Training complete" not in text
     check_golden("summary_interrupted", text)
 
@@ -812,7 +812,23 @@ def test_summary_content() -> None:
     assert isinstance(panel.title, Text)
     assert panel.title.plain == "Training Summary"
     assert color_of(panel, "3,456,789") == "yellow"
-    assert color_of(panel, "Training complete") == "green"
+    assert color_of(panel, "Training stopped at 120 of 1,500") == "yellow"
+    s.iteration = s.config.max_iterations
+    assert color_of(summary_panel(s, NOW), "Training complete") == "green"
+
+
+def test_summary_omits_empty_fields_and_indents_a_long_checkpoint() -> None:
+    """No bare ``Env:``; a checkpoint path too long for 80 columns folds under itself."""
+    s = mid_run_state()
+    s.config.env_name = ""
+    s.last_save = "/very/long/checkpoint/folder/" + "x" * 60 + "/model_000120.pt"
+    text = sized(summary_panel(s, NOW), 80, 24)
+    assert "Env" not in text and "Algo: SAC" in text
+    lines = text.splitlines()
+    at = next(i for i, line in enumerate(lines) if "Last checkpoint: " in line)
+    start = lines[at].index("/very")
+    assert lines[at + 1][:start].strip("│ ") == ""  # the rest of the path, not the label column
+    assert lines[at + 1][start:].strip("│ ")
 
 
 def test_summary_interrupted_style() -> None:
@@ -882,7 +898,7 @@ def test_a_small_terminal_fits_many_metrics_by_flowing_them_under_the_rewards() 
     assert_fits(text, *SMALL)
     for number in ("155.8", "0.5100", "-154.4", "-152.9", "-153.8", "3.00e-04", "1.187"):
         assert number in text, number
-    assert text.count("Losses & Metrics") == 2  # the rest continues under the rewards
+    assert text.count("Losses & Metrics") == 1  # the rest continues under the rewards, untitled
     # a big terminal still gets the seed's layout, every metric in one column
     big = sized(dashboard_panel(many_metrics_state(), NOW), *BIG)
     assert big.count("Losses & Metrics") == 1 and "-153.8" in big

@@ -72,11 +72,12 @@ def test_show_prints_summary_and_tag_table(
 ) -> None:
     run_dir, _ = demo_run
     last = _records(run_dir)[-1]
-    rc, out, err = _aoff(capsys, "show", str(run_dir))
+    rc, out, err = _aoff(capsys, "show", str(run_dir), "--width", "160")
     assert rc == 0 and err == ""
     assert f"Total env steps: {last['step']:,}" in out
-    assert f"Iterations: {ITERATIONS}" in out
-    assert "metrics.jsonl (20 records)" in out
+    assert f"Iterations: {ITERATIONS} of {ITERATIONS}" in out
+    assert "aoff-summary.json (20 records)" in out  # the run summary, not the files
+    assert "State: finished" in out
     reward = float(str(last["reward/mean"]))
     assert f"reward/mean: last {reward:.1f}" in out
     row = _row(out, "reward/mean")
@@ -93,7 +94,7 @@ def test_show_reads_tensorboard_when_there_is_no_jsonl(
     run_dir, _ = demo_run
     last = _records(run_dir)[-1]
     tb = _copy(run_dir, tmp_path / "tb", keep="tfevents")
-    rc, out, err = _aoff(capsys, "show", str(tb))
+    rc, out, err = _aoff(capsys, "show", str(tb), "--width", "160")
     assert rc == 0 and err == ""
     assert "TensorBoard files (20 records)" in out
     assert f"Total env steps: {last['step']:,}" in out
@@ -125,8 +126,14 @@ def test_show_truncated_tensorboard_prints_what_it_read(
     run_dir, _ = demo_run
     records = _records(run_dir)
     cut = _copy(run_dir, tmp_path / "cut", keep="tfevents")
-    (event_file,) = cut.iterdir()
-    event_file.write_bytes(event_file.read_bytes()[:-7])
+    (event_file,) = (f for f in cut.iterdir() if "aoff-hparams" not in f.name)
+    raw = event_file.read_bytes()
+    starts, pos = [], 0
+    while pos < len(raw):  # TFRecord framing: u64 length, u32 crc, data, u32 crc
+        starts.append(pos)
+        pos += 16 + int.from_bytes(raw[pos : pos + 8], "little")
+    # the last record is the final metrics (written at close); tear the last step's
+    event_file.write_bytes(raw[: starts[-1] - 7])
     rc, out, err = _aoff(capsys, "show", str(cut))
     assert rc == 0
     assert f"Total env steps: {records[-2]['step']:,}" in out
@@ -138,7 +145,8 @@ def test_show_and_ls_on_an_empty_folder_exit_1(
 ) -> None:
     rc, out, err = _aoff(capsys, "show", str(tmp_path))
     assert rc == 1 and out == ""
-    assert "no metrics.jsonl or events.out.tfevents.*" in err and str(tmp_path) in err
+    assert "no aoff-summary.json, metrics.jsonl or events.out.tfevents.*" in err
+    assert str(tmp_path) in err
     rc, out, err = _aoff(capsys, "ls", str(tmp_path))
     assert rc == 1 and "no run folders" in err
     rc, _, err = _aoff(capsys, "show", str(tmp_path / "missing"))
@@ -212,3 +220,21 @@ def test_producer_rows_are_kept_out_of_the_runs_series(tmp_path: Path) -> None:
     assert data.curves["train/loss"] == [1.0, 0.5] and "x" not in data.curves
     assert data.producer_rows == {"c0": 1}
     assert any("c0 (1)" in n for n in data.notes)
+
+
+@pytest.mark.parametrize("width", [80, 100])
+def test_show_fits_the_width_and_never_wraps_a_tag(
+    demo_run: tuple[Path, str], capsys: pytest.CaptureFixture[str], width: int
+) -> None:
+    """Piped, ``--width`` is the limit: the table drops columns and narrows the
+    sparkline before it would fold a tag name."""
+    run_dir, _ = demo_run
+    tags = list(_records(run_dir)[-1])[3:]  # after step, iteration, wall_time
+    rc, out, _ = _aoff(capsys, "show", str(run_dir), "--width", str(width))
+    assert rc == 0
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= width
+    firsts = [line.split(" ", 1)[0] for line in lines]
+    for tag in tags:
+        assert tag in firsts, tag  # whole, at the start of its own row
+    assert "last" in lines[lines.index(next(x for x in lines if x.startswith("tag")))]

@@ -288,7 +288,6 @@ def test_wandb_sync_tensorboard_sees_the_writer(
     if importlib.util.find_spec("wandb") is None:
         pytest.skip("wandb not installed")
     import wandb
-
     from aoff.testing._wandb_offline import read_history
 
     monkeypatch.setenv("WANDB_MODE", "offline")

@@ -272,7 +272,7 @@ def assert_summary_after_last_panel(lines: list[str], *, interrupted: bool) -> N
     if tops:
         assert summaries[0] > tops[-1]
     body = "\n".join(lines[summaries[0] :])
-    expected = "Training interrupted" if interrupted else "Training complete"
+    expected = "Training interrupted" if interrupted else "Training stopped at"
     assert expected in body, body
     assert "SACTERM" in body and "PendulumTerm-v1" in body
 

@@ -6,9 +6,10 @@ Subcommands:
     a simulated off-policy run: the live dashboard, and TensorBoard files under
     ``runs/`` (see ``aoff demo --help``).
 ``attach``
-    a running job's live dashboard in this terminal (``_live/_client.py``).
+    a running job's live dashboard in this terminal (``_cli/_attach.py``).
 ``show``, ``ls``
-    a finished run's summary and curves; one line per run (``_show.py``).
+    a run's summary and curves; one line per run (``_cli/_show.py``; the guide is
+    ``docs/guides/terminal.md``). Ctrl+C ends either with one line, exit 130.
 """
 
 from __future__ import annotations
@@ -25,13 +26,17 @@ def _parser() -> argparse.ArgumentParser:
     from ._cli._demo import add_arguments
     from ._cli._show import add_ls_arguments, add_show_arguments
 
+    fmt = argparse.ArgumentDefaultsHelpFormatter  # every --help lists the defaults
     p = argparse.ArgumentParser(
-        prog="aoff", description="aoff: an asyncio-native training logger for off-policy RL."
+        prog="aoff",
+        description="aoff: an asyncio-native training logger for off-policy RL.",
+        formatter_class=fmt,
     )
     p.add_argument("--version", action="version", version=f"aoff {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     demo = sub.add_parser(
         "demo",
+        formatter_class=fmt,
         help="simulate an off-policy run: live dashboard + TensorBoard files",
         description="Simulate a SAC run on Pendulum-v1 (nothing is trained) and log it "
         "with aoff: a live dashboard on a terminal, plain lines when piped, and "
@@ -40,6 +45,7 @@ def _parser() -> argparse.ArgumentParser:
     add_arguments(demo)
     attach = sub.add_parser(
         "attach",
+        formatter_class=fmt,
         help="the live dashboard of a running job, in this terminal",
         description="Draw a running job's live dashboard here, from the Unix socket in its "
         "run folder (its log_dir). RUN_DIR may also be a folder above it: with one live run "
@@ -49,17 +55,22 @@ def _parser() -> argparse.ArgumentParser:
     add_attach_arguments(attach)
     show = sub.add_parser(
         "show",
+        formatter_class=fmt,
         help="summary and per-tag table (with sparklines) of a finished run",
-        description="Print a finished run's summary and one row per tag (first, last, min, "
-        "max, sparkline), read from RUN_DIR/metrics.jsonl or else its TensorBoard files.",
+        description="Print a run's summary and one row per tag (first, last, min, max, "
+        "sparkline), read from RUN_DIR/aoff-summary.json (written by aoff as the run goes) "
+        "or else its metrics.jsonl or TensorBoard files. Ctrl+C stops it (exit 130).",
     )
     add_show_arguments(show)
     ls = sub.add_parser(
         "ls",
+        formatter_class=fmt,
         help="one line per run folder: steps, last reward, wall time",
-        description="List the run folders below RUNS_DIR (folders holding metrics.jsonl or "
-        "events.out.tfevents.*): name, steps, last reward/mean, wall time from the first to "
-        "the last record, and whether it is live (serving `aoff attach`) or finished.",
+        description="List the run folders below RUNS_DIR (folders holding aoff-summary.json, "
+        "metrics.jsonl or events.out.tfevents.*; symlinked folders are followed): name, "
+        "steps, last reward/mean, wall time from the first to the last record, and whether "
+        "it is live (serving `aoff attach`), finished or stopped early. Folders that cannot "
+        "be read are skipped with one line each. Ctrl+C stops it (exit 130).",
     )
     add_ls_arguments(ls)
     return p
@@ -68,6 +79,28 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     p = _parser()
     ns = p.parse_args(argv)
+    if ns.command in ("show", "ls"):
+        try:
+            return _read_command(ns)
+        except KeyboardInterrupt:  # one line, not a traceback from inside a reader
+            print(f"aoff {ns.command}: interrupted", file=sys.stderr)
+            return 130
+    return _command(p, ns)
+
+
+def _read_command(ns: argparse.Namespace) -> int:
+    if ns.command == "show":
+        from rich.console import Console
+
+        from ._cli._show import run_show
+
+        return run_show(ns.run_dir, Console(), sys.stderr, width=ns.width)
+    from ._cli._show import run_ls
+
+    return run_ls(ns.runs_dir, sys.stdout, sys.stderr)
+
+
+def _command(p: argparse.ArgumentParser, ns: argparse.Namespace) -> int:
     if ns.command == "demo":
         from ._cli._demo import config_from_args, run
 
@@ -78,16 +111,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ._cli._attach import run_attach
 
         return run_attach(ns.run_dir, ns.refresh, Console(), sys.stderr, sys.stdin)
-    if ns.command == "show":
-        from rich.console import Console
-
-        from ._cli._show import run_show
-
-        return run_show(ns.run_dir, Console(), sys.stderr)
-    if ns.command == "ls":
-        from ._cli._show import run_ls
-
-        return run_ls(ns.runs_dir, sys.stdout, sys.stderr)
     p.print_help(sys.stderr)
     return 2
 

@@ -203,6 +203,9 @@ def configure(
     backends = tuple(options.pop("backends", ()))
     names = {"csv": "csv", "json": "jsonl"}
     options["backends"] = (*[names[b] for b in extra], *backends)
+    # SB3 dumps every log_interval episodes or rollouts: how many there will be is not
+    # known here, so the summary says "Training complete" rather than "stopped at 3 of 1,500"
+    options.setdefault("max_iterations", 0)
     if "stdout" not in formats and "display" not in options:
         options["display"] = NullDisplay()
     log = OffPolicyLogger(

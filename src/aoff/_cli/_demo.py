@@ -25,7 +25,7 @@ import os
 import shlex
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -82,6 +82,22 @@ class DemoConfig:
             "log_backend": "tensorboard" if tensorboard else "none",
             "backends": tuple(backends),
             "wandb_name": self.name,
+            # so a newcomer's TensorBoard shows the HParams tab (W&B: the run's config)
+            "config": self.hparams(),
+        }
+
+    def hparams(self) -> dict[str, Any]:
+        """The simulated run's hyperparameters (what a real SAC script would pass)."""
+        return {
+            "algo": ALGO,
+            "env": ENV,
+            "num_envs": NUM_ENVS,
+            "steps_per_env": STEPS_PER_ENV,
+            "iterations": self.iterations,
+            "buffer_capacity": BUFFER_CAPACITY,
+            "lr": 3e-4,
+            "seed": self.seed,
+            "simulated": True,
         }
 
 
@@ -222,11 +238,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--backends",
         type=_parse_backends,
-        default=("tensorboard",),
-        help="comma-separated: tensorboard, jsonl, wandb (use WANDB_MODE=offline), or none",
+        default="tensorboard",
+        help=f"comma-separated, from {', '.join(KNOWN_BACKENDS)}; or none "
+        "(wandb: set WANDB_MODE=offline to keep it local)",
     )
     p.add_argument("--logdir", default="runs", help="parent folder of the run's files")
-    p.add_argument("--name", default="", help="run name (default demo-YYYYmmdd-HHMMSS)")
+    p.add_argument(
+        "--name",
+        default="",
+        # "%(default)s" (empty) keeps the formatter from appending "(default: )"
+        help="run name (default: demo-YYYYmmdd-HHMMSS, the time now)%(default)s",
+    )
     p.add_argument(
         "--iter-ms",
         type=_non_negative_float,
@@ -307,19 +329,38 @@ def _wandb_run_folder(cfg: DemoConfig) -> str | None:
     return max(found, key=os.path.getmtime) if found else None
 
 
-def _print_outro(cfg: DemoConfig, out: TextIO) -> None:
+#: what each file backend writes, and the label the closing lines give it
+FILE_LINES = (
+    ("tensorboard", "TensorBoard files", ""),
+    ("jsonl", "JSON Lines", "metrics.jsonl"),
+    ("csv", "CSV", "progress.csv"),
+)
+
+
+def closing_lines(run_dir: str, backends: Sequence[str]) -> list[str]:
+    """Where a run's files are and how to open them, as commands that run as printed.
+
+    ``examples/_sac.py`` prints the same lines (a test compares them): every file written,
+    TensorBoard opened on the run's parent folder (so runs side by side compare), and
+    ``aoff show`` on the run."""
     lines: list[str] = []
-    logdir = shlex.quote(cfg.logdir)
-    if "tensorboard" in cfg.backends:
-        lines.append(f"TensorBoard files: {cfg.run_dir}")
-        lines.append(
-            f"Open them with:    {_command('tensorboard', 'tensorboard.main')} --logdir {logdir}"
-        )
-    if "jsonl" in cfg.backends:
-        lines.append(f"JSON Lines:        {os.path.join(cfg.run_dir, 'metrics.jsonl')}")
-    if "tensorboard" in cfg.backends or "jsonl" in cfg.backends:
-        run_dir = shlex.quote(cfg.run_dir)
-        lines.append(f"Summary:           {_command('aoff', 'aoff')} show {run_dir}")
+    for name, label, file in FILE_LINES:
+        if name in backends:
+            lines.append(f"{label + ':':<19}{os.path.join(run_dir, file) if file else run_dir}")
+    for file, label in (("config.json", "Config"), ("aoff-summary.json", "Run summary")):
+        if os.path.isfile(os.path.join(run_dir, file)):  # aoff's own files, when written
+            lines.append(f"{label + ':':<19}{os.path.join(run_dir, file)}")
+    if "tensorboard" in backends:
+        parent = shlex.quote(os.path.dirname(os.path.normpath(run_dir)) or ".")
+        tb = _command("tensorboard", "tensorboard.main")
+        lines.append(f"{'Open them with:':<19}{tb} --logdir {parent}")
+    if any(name in backends for name, _, _ in FILE_LINES):
+        lines.append(f"{'Summary:':<19}{_command('aoff', 'aoff')} show {shlex.quote(run_dir)}")
+    return lines
+
+
+def _print_outro(cfg: DemoConfig, out: TextIO) -> None:
+    lines = closing_lines(cfg.run_dir, cfg.backends)
     if "wandb" in cfg.backends:
         folder = _wandb_run_folder(cfg)
         if folder is None:

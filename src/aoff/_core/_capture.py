@@ -2,7 +2,7 @@
 
 Until ``torch`` is in ``sys.modules`` the recorder never comes here: floats, ints, bools
 and NumPy scalars are immutable, and the pump converts them later. Once torch is
-imported, :func:`activate` is called (by ``Recorder.refresh_capture``) and each
+imported, :func:`activate` is called (by ``Recorder._refresh_capture``) and each
 public call starts an empty capture list ``g`` (a :data:`Gather`), passes every value
 that is not a plain ``float``/``int`` through :func:`capture`, and, if ``g`` is no longer
 empty (the call had CUDA tensors), hands its event to :func:`finish`:

@@ -8,7 +8,7 @@ later (reporting, never raising, for anything that is not a number).
 
 The one thing that cannot wait is a PyTorch tensor: it is mutable and may live on a GPU.
 Once ``torch`` has been imported in the process (checked when a logger is built and by
-:meth:`Recorder.refresh_capture`, which the face hands to whoever drains the buffer as a
+:meth:`Recorder._refresh_capture`, which the face hands to whoever drains the buffer as a
 per-tick hook), calls switch to the capturing path: each call starts an empty capture
 list ``g``, passes every value that is not a plain ``float``/``int`` through
 ``_capture.capture`` (CPU tensors are read at once; CUDA tensors become placeholders and
@@ -126,9 +126,9 @@ class Recorder(Generic[R]):
     def _init_recorder(self, put: Callable[[ev.Event], R], clock: Callable[[], float]) -> None:
         self._put = put
         self._clock = clock
-        self.refresh_capture()
+        self._refresh_capture()
 
-    def refresh_capture(self) -> bool:
+    def _refresh_capture(self) -> bool:
         """Turn tensor capture on once torch is imported (never off); cheap, call often."""
         if not self._capturing and "torch" in sys.modules:
             self._capturing = activate()

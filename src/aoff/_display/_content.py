@@ -70,6 +70,11 @@ def mean(values: Sequence[float]) -> float:
     return sum(values) / max(len(values), 1)
 
 
+def label(key: str) -> str:
+    """A metric key as the metrics table shows it."""
+    return _label(key)
+
+
 def _label(key: str) -> str:
     return key.replace("_", " ").title()
 

@@ -26,6 +26,7 @@ from rich.live import Live
 from rich.text import Text
 
 from .._core._state import State
+from ._chart import PanelMemory
 from ._render import Glyphs, dashboard_panel, glyphs_for, plain_line, summary_panel
 from ._streams import ForwardingStream
 
@@ -89,6 +90,8 @@ class Dashboard:
         self._last_plain_time: float | None = None
         self._last_plain_line: str | None = None
         self._closed = False
+        #: kept between frames: steady column widths, the chart's loss history
+        self.memory = PanelMemory()
 
     # -- Display protocol --------------------------------------------------------------
     def open(self, state: State, now: float) -> None:
@@ -158,7 +161,8 @@ class Dashboard:
 
     # -- internals ---------------------------------------------------------------------
     def _panel(self, state: State, now: float) -> RenderableType:
-        return dashboard_panel(state, now, self.glyphs)
+        self.memory.observe(state)
+        return dashboard_panel(state, now, self.glyphs, self.memory)
 
     def _start_live(
         self, state: State, now: float, renderable: RenderableType | None = None

@@ -15,7 +15,7 @@ segments: a frame costs well under Rich ``Table``'s 10+ ms.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Literal
 
 from rich import box as rich_box
@@ -26,154 +26,32 @@ from rich.style import Style
 
 from .._core._state import State
 from ._cells import NULL, Cell, Col, Line, Painter, blank, merge, ratio_distribute, side_by_side
-from ._content import Pair, header_fields, join_fields, metric_rows, reward_rows, timing_columns
+from ._chart import PanelMemory, chart_lines
+from ._content import header_fields, join_fields, metric_rows, reward_rows, timing_columns
 from ._glyphs import UNICODE_GLYPHS, Glyphs
+from ._sections import METRICS, REWARDS, TIMING, numbers_fit, section, section_need, share
 
 __all__ = ["DashboardPanel", "dashboard_panel", "metrics_table", "reward_table", "timing_table"]
 
 TITLE = "aoff Off-Policy Training"
 _BORDER = Style.parse("bright_blue")
 _BOLD = Style.parse("bold")
-_WHITE = Style.parse("white")
-_YELLOW = Style.parse("yellow")
-
-# (title, ratio, right-justified, column style), and the header style, per section
-_Spec = tuple[tuple[tuple[str, int, bool, Style], ...], Style]
-_METRICS: _Spec = (
-    (("Losses & Metrics", 2, False, _WHITE), ("Value", 1, True, _YELLOW)),
-    Style.parse("bold cyan"),
-)
-_REWARDS: _Spec = (
-    (("Rewards", 1, False, _WHITE), ("Value", 2, True, NULL)),
-    Style.parse("bold green"),
-)
-_TIMING: _Spec = (
-    tuple(
-        col
-        for title in ("Learner", "Collector", "System")
-        for col in ((title, 2, False, _WHITE), ("Value", 1, True, _YELLOW))
-    ),
-    Style.parse("bold blue"),
-)
-
-
-def _columns(
-    spec: _Spec, width: int, glyphs: Glyphs, *, no_wrap: bool, widths: Sequence[int] = ()
-) -> list[Col]:
-    """The columns of a section ``width`` wide (dividers included), pads as ``Table``'s
-    with ``pad_edge=False``; by ratio unless ``widths`` gives them."""
-    specs, header_style = spec
-    n = len(specs)
-    pads = _pads(n, compact=no_wrap and bool(widths))
-    if not widths:
-        widths = ratio_distribute(
-            width - (n - 1), [s[1] for s in specs], [1 + left + right for left, right in pads]
-        )
-    return [
-        Col(
-            w,
-            left,
-            right,
-            "right" if right_just else "left",
-            no_wrap,
-            glyphs.overflow,
-            style,
-            header_style,
-        )
-        for w, (left, right), (_, _, right_just, style) in zip(widths, pads, specs, strict=True)
-    ]
-
-
-def _pads(n: int, *, compact: bool) -> list[tuple[int, int]]:
-    """Left and right pads of ``n`` columns: ``Table``'s ``(0, 1)`` without the outer
-    edges; compact drops the pad after a label (its value is right-aligned anyway)."""
-    return [
-        (0 if i == 0 else 1, 0 if i == n - 1 or (compact and i % 2 == 0) else 1) for i in range(n)
-    ]
-
-
-def _share(total: int, needs: Sequence[int]) -> list[int]:
-    """``total`` split so that each need is met and the rest spread evenly; when it is
-    short, the widest are cut first (to a common cap), so short labels stay whole."""
-    if sum(needs) <= total:
-        extra = ratio_distribute(total - sum(needs), [1] * len(needs), [0] * len(needs))
-        return [n + e for n, e in zip(needs, extra, strict=True)]
-    cap = max(needs)
-    while cap > 0 and sum(min(n, cap) for n in needs) > total:
-        cap -= 1
-    out = [min(n, cap) for n in needs]
-    rest = total - sum(out)
-    for i, n in enumerate(needs):
-        if rest > 0 and n > out[i]:
-            out[i] += 1
-            rest -= 1
-    return out
-
-
-def _needs(spec: _Spec, columns: Sequence[Sequence[Pair]]) -> list[int]:
-    """Each column's width for its widest cell (title included), pads included."""
-    pads = _pads(2 * len(columns), compact=True)
-    needs: list[int] = []
-    for k, pairs in enumerate(columns):
-        for j in (0, 1):
-            i = 2 * k + j
-            widest = max([Cell(spec[0][i][0]).width, *(pair[j].width for pair in pairs)])
-            needs.append(widest + sum(pads[i]))
-    return needs
-
-
-def _section_need(spec: _Spec, columns: Sequence[Sequence[Pair]]) -> int:
-    return sum(_needs(spec, columns)) + 2 * len(columns) - 1
-
-
-def _fitted(spec: _Spec, width: int, columns: Sequence[Sequence[Pair]]) -> list[int]:
-    """Compact widths: value columns as wide as their widest value, label columns share
-    the rest (each its widest label first)."""
-    needs = _needs(spec, columns)
-    values = needs[1::2]
-    labels = _share(width - (len(needs) - 1) - sum(values), needs[0::2])
-    return [w for pair in zip(labels, values, strict=True) for w in pair]
-
-
-def _numbers_fit(spec: _Spec, width: int, columns: Sequence[Sequence[Pair]], g: Glyphs) -> bool:
-    """Whether every ``whole`` value fits its column of the wide layout."""
-    cols = _columns(spec, width, g, no_wrap=True)
-    for k, pairs in enumerate(columns):
-        col = cols[2 * k + 1]
-        room = col.width - col.left - col.right
-        if any(v.whole and v.width > room for _, v in pairs):
-            return False
-    return True
-
-
-def _section(
-    p: Painter,
-    spec: _Spec,
-    width: int,
-    columns: Sequence[Sequence[Pair]],
-    glyphs: Glyphs,
-    *,
-    compact: bool,
-) -> list[Line]:
-    widths = _fitted(spec, width, columns) if compact else ()
-    cols = _columns(spec, width, glyphs, no_wrap=compact or spec is _TIMING, widths=widths)
-    header = [Cell(title) for title, *_ in spec[0]]
-    rows: list[list[Cell]] = []
-    for i in range(max(len(c) for c in columns)):
-        row: list[Cell] = []
-        for pairs in columns:
-            row.extend(pairs[i] if i < len(pairs) else (Cell(), Cell()))
-        rows.append(row)
-    actual = sum(c.width for c in cols) + len(cols) - 1
-    return p.exact(p.table(cols, header, rows, glyphs.table_box), width, actual)
 
 
 class DashboardPanel:
     """The live panel for one ``(state, now, glyphs)``; its layout is chosen at render
     time from the width and height Rich renders it into."""
 
-    def __init__(self, state: State, now: float, glyphs: Glyphs = UNICODE_GLYPHS) -> None:
+    def __init__(
+        self,
+        state: State,
+        now: float,
+        glyphs: Glyphs = UNICODE_GLYPHS,
+        memory: PanelMemory | None = None,
+    ) -> None:
         self.glyphs = glyphs
+        self.state = state
+        self.memory = memory
         # the content is built here, so that a state it cannot show fails the caller
         self.fields = header_fields(state, now, glyphs)
         self.metrics = metric_rows(state)
@@ -220,19 +98,22 @@ class DashboardPanel:
         if (
             rows > height
             or sum(f.width + 3 for f in fields if f.whole) - 3 > width
-            or not _numbers_fit(_METRICS, lw, [self.metrics], g)
-            or not _numbers_fit(_REWARDS, rw, [self.rewards], g)
-            or not _numbers_fit(_TIMING, width, self.timing, g)
+            or not numbers_fit(METRICS, lw, [self.metrics], g)
+            or not numbers_fit(REWARDS, rw, [self.rewards], g)
+            or not numbers_fit(TIMING, width, self.timing, g)
         ):
             p.cut = True
             return []
         lines = p.cell(join_fields(fields), Col(width, no_wrap=True, overflow=g.overflow), NULL)
         lines.append(blank(width))
-        metrics = _section(p, _METRICS, lw, [self.metrics], g, compact=False)
-        rewards = _section(p, _REWARDS, rw, [self.rewards], g, compact=False)
+        metrics = section(p, METRICS, lw, [self.metrics], g, compact=False)
+        rewards = section(p, REWARDS, rw, [self.rewards], g, compact=False)
+        # the chart: in the rows beside the longer metrics, and those the height spares
+        free = len(metrics) - len(rewards) + height - rows
+        rewards += chart_lines(self.state, self.memory, rw, free, g)
         lines += side_by_side(metrics, 2, rewards, lw, rw)
         lines.append(blank(width))
-        lines += _section(p, _TIMING, width, self.timing, g, compact=False)
+        lines += section(p, TIMING, width, self.timing, g, compact=False)
         return lines
 
     def compact(self, p: Painter, width: int, height: int) -> list[Line]:
@@ -242,27 +123,40 @@ class DashboardPanel:
         for k, fields in enumerate(_pack(self.fields, width)):
             cell = join_fields(fields, lead=" " if k else "")
             head += p.cell(cell, Col(width, no_wrap=True, overflow=g.overflow), NULL)
-        need = _section_need(_METRICS, [self.metrics])
+        need = section_need(METRICS, [self.metrics])
         rows = self.rewards
-        if _share(width - 2, [need, _section_need(_REWARDS, [rows])])[1] < _section_need(
-            _REWARDS, [rows]
+        if share(width - 2, [need, section_need(REWARDS, [rows])])[1] < section_need(
+            REWARDS, [rows]
         ):
             rows = self.rewards_split
-        lw, rw = _share(width - 2, [need, _section_need(_REWARDS, [rows])])
-        metrics = _section(p, _METRICS, lw, [self.metrics], g, compact=True)
-        rewards = _section(p, _REWARDS, rw, [rows], g, compact=True)
+        needs = [need, section_need(REWARDS, [rows])]
+        lw, rw = share(width - 2, needs)
+        mem = self.memory
+        if mem is not None:  # the last frame's split, while both sides still fit
+            lw, rw = mem.steady(("split", width, len(rows)), [lw, rw], needs)
+        metrics = section(p, METRICS, lw, [self.metrics], g, compact=True, memory=mem)
+        rewards = section(p, REWARDS, rw, [rows], g, compact=True, memory=mem)
+        timing = section(p, TIMING, width, self.timing, g, compact=True, memory=mem)
+        room = height - len(head) - max(len(metrics), len(rewards)) - len(timing)
+        # the chart: beside the longer metrics, and in the rows the height spares (two
+        # are left for the spacers)
+        free = max(len(metrics) - len(rewards), 0) + (room - 2 if room > 2 else min(room, 1))
+        table = rewards
+        rewards = table + chart_lines(self.state, mem, rw, free, g)
         middle = side_by_side(metrics, 2, rewards, lw, rw)
-        timing = _section(p, _TIMING, width, self.timing, g, compact=True)
         room = height - len(head) - len(middle) - len(timing)
         if room < 0:  # still too tall (many metrics): the rules under the titles go
-            metrics, rewards, timing = (_no_rule(x) for x in (metrics, rewards, timing))
+            metrics, table, timing = (_no_rule(x) for x in (metrics, table, timing))
+            rewards = table + rewards[len(table) + 1 :]
             middle = side_by_side(metrics, 2, rewards, lw, rw)
             room = height - len(head) - len(middle) - len(timing)
         n = len(self.metrics)
         if room < 0 and n > 1:  # and the metrics that do not fit flow on under the rewards
+            rewards = table  # (the chart has no room left)
             k = min(n - 1, max(1, (n + len(rewards) + 1) // 2))
-            left = _no_rule(_section(p, _METRICS, lw, [self.metrics[:k]], g, compact=True))
-            more = _no_rule(_section(p, _METRICS, rw, [self.metrics[k:]], g, compact=True))
+            left = _no_rule(section(p, METRICS, lw, [self.metrics[:k]], g, compact=True))
+            # the rest of the metrics, without a second "Losses & Metrics" title
+            more = section(p, METRICS, rw, [self.metrics[k:]], g, compact=True)[2:]
             middle = side_by_side(left, 2, rewards + more, lw, rw)
             room = height - len(head) - len(middle) - len(timing)
         gap1 = [blank(width)] if room >= 2 else []
@@ -325,10 +219,13 @@ def _pack(fields: list[Cell], width: int) -> list[list[Cell]]:
     return lines
 
 
-def dashboard_panel(state: State, now: float, glyphs: Glyphs = UNICODE_GLYPHS) -> DashboardPanel:
-    """The live panel: header, blank, metrics | rewards side by side, blank, timings;
-    compact where the terminal is too small for that (see :class:`DashboardPanel`)."""
-    return DashboardPanel(state, now, glyphs)
+def dashboard_panel(
+    state: State, now: float, glyphs: Glyphs = UNICODE_GLYPHS, memory: PanelMemory | None = None
+) -> DashboardPanel:
+    """The live panel: header, blank, metrics | rewards (and the reward chart) side by
+    side, blank, timings; compact where the terminal is too small for that (see
+    :class:`DashboardPanel`). ``memory``: the dashboard's, kept between frames."""
+    return DashboardPanel(state, now, glyphs, memory)
 
 
 class _Section:
@@ -347,16 +244,16 @@ class _Section:
 def metrics_table(state: State, glyphs: Glyphs = UNICODE_GLYPHS) -> _Section:
     """ "Losses & Metrics" | "Value" (see :func:`~._content.metric_rows`)."""
     rows = metric_rows(state)
-    return _Section(lambda p, w: _section(p, _METRICS, w, [rows], glyphs, compact=False))
+    return _Section(lambda p, w: section(p, METRICS, w, [rows], glyphs, compact=False))
 
 
 def reward_table(state: State, glyphs: Glyphs = UNICODE_GLYPHS) -> _Section:
     """ "Rewards" | "Value", the narrow label column first (ratio 1:2), as the seed had."""
     rows = reward_rows(state, glyphs)
-    return _Section(lambda p, w: _section(p, _REWARDS, w, [rows], glyphs, compact=False))
+    return _Section(lambda p, w: section(p, REWARDS, w, [rows], glyphs, compact=False))
 
 
 def timing_table(state: State, glyphs: Glyphs = UNICODE_GLYPHS) -> _Section:
     """Learner, Collector and System column pairs (see :func:`~._content.timing_columns`)."""
     columns = timing_columns(state, glyphs)
-    return _Section(lambda p, w: _section(p, _TIMING, w, columns, glyphs, compact=False))
+    return _Section(lambda p, w: section(p, TIMING, w, columns, glyphs, compact=False))

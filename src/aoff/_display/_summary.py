@@ -8,7 +8,9 @@ rows) but none of its layout.
 
 from __future__ import annotations
 
+from rich.console import Group, RenderableType
 from rich.panel import Panel
+from rich.table import Table
 from rich.text import Text
 
 from .._core._state import State
@@ -22,19 +24,30 @@ __all__ = ["plain_line", "summary_panel"]
 def summary_panel(state: State, now: float, glyphs: Glyphs = UNICODE_GLYPHS) -> Panel:
     """The panel printed once at the end (green; yellow when the run was interrupted).
 
+    Its first line says how the run ended: ``Training complete`` (all ``max_iterations``
+    done), ``Training stopped at N of M`` (``finish()`` before that) or ``Training
+    interrupted: stopped at N of M``. Empty fields (no ``env_name``) are left out.
+
     Total time is ``last_wall_time - start_time`` (the time of the last event, so it does
     not depend on when the pump got round to printing); ``now`` stands in for a state
     that never saw an event after start.
     """
     cfg = state.config
-    lines: list[Text] = []
+    lines: list[RenderableType] = []
+    stopped = f"stopped at {state.iteration:,} of {cfg.max_iterations:,}"
     if state.interrupted:
-        lines.append(Text("Training interrupted", style="bold yellow"))
+        lines.append(Text(f"Training interrupted: {stopped}", style="bold yellow"))
+    elif state.iteration < cfg.max_iterations:  # finish() before the last iteration
+        lines.append(Text(f"Training {stopped}", style="bold yellow"))
     else:
         lines.append(Text("Training complete", style="bold green"))
-    lines.append(
-        Text.assemble("  Algo: ", (cfg.algo_name, "cyan"), " | Env: ", (cfg.env_name, "cyan"))
-    )
+    run = [(name, value) for name, value in (("Algo", cfg.algo_name), ("Env", cfg.env_name))]
+    run = [(name, value) for name, value in run if value]  # no bare "Env: "
+    if run:
+        parts: list[str | tuple[str, str]] = ["  "]
+        for k, (name, value) in enumerate(run):
+            parts += [" | " if k else "", f"{name}: ", (value, "cyan")]
+        lines.append(Text.assemble(*parts))
     lines.append(
         Text.assemble(
             "  Iterations: ",
@@ -48,17 +61,26 @@ def summary_panel(state: State, now: float, glyphs: Glyphs = UNICODE_GLYPHS) -> 
     lines.append(Text.assemble("  Total env steps: ", (f"{state.total_steps:,}", "yellow")))
     if state.extra_summary:
         lines.extend(markup(state.extra_summary.rstrip("\n")).split("\n"))
-    if state.last_save:
-        lines.append(Text.assemble("  Last checkpoint: ", (state.last_save, "dim")))
+    if state.last_save:  # a long path wraps under itself, not under the label
+        lines.append(_field("  Last checkpoint: ", state.last_save, "dim"))
     if state.dropped_events > 0:
         lines.append(Text(f"  Dropped events: {state.dropped_events:,}", style="red"))
     for name, problem in sorted(state.backend_problems.items()):
         lines.append(Text(f"  {name}: {problem}", style="red"))
     return Panel(
-        Text("\n").join(lines),
+        Group(*lines),
         title=Text(state.finish_title, style="bold"),
         border_style="yellow" if state.interrupted else "green",
     )
+
+
+def _field(label: str, value: str, style: str) -> Table:
+    """``label`` then ``value``; a value too long for the line folds under itself."""
+    grid = Table.grid()
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
+    grid.add_row(Text(label), Text(value, style=style))
+    return grid
 
 
 def plain_line(state: State, now: float) -> str:

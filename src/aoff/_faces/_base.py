@@ -47,7 +47,7 @@ _live_faces: weakref.WeakSet[Face[Any]] = weakref.WeakSet()
 
 def _logging_methods() -> list[str]:
     """The public calls a muted rank turns into no-ops: the recorder's, and ``start``."""
-    names = [n for n in dir(Recorder) if not n.startswith("_") and n != "refresh_capture"]
+    names = [n for n in dir(Recorder) if not n.startswith("_")]
     return [*names, "start"]
 
 
@@ -156,7 +156,7 @@ class Face(Recorder[R], Generic[R]):
         return self._options.pump == "process" and self._options.in_process_only() is None
 
     def _build_core(self) -> Core:
-        self._core = Core(self._options, buffer=self._buffer, on_tick=self.refresh_capture)
+        self._core = Core(self._options, buffer=self._buffer, on_tick=self._refresh_capture)
         return self._core
 
     def _setup_face(self) -> None:

@@ -139,7 +139,7 @@ class RemoteLogger(Recorder[None]):
         self._report: RemoteReport | None = None
         self._lock = threading.Lock()
         self._put = self._start_and_put
-        self.refresh_capture()  # torch imported here already: tensors are captured
+        self._refresh_capture()  # torch imported here already: tensors are captured
 
     def __getstate__(self) -> dict[str, Any]:
         return {"spec": self._spec, "closed": self._closed}
@@ -163,8 +163,8 @@ class RemoteLogger(Recorder[None]):
     def _start_and_put(self, event: ev.Event) -> None:
         with self._lock:
             if self._conn is None:
-                self.refresh_capture()
-                conn = Conn(self._spec, self.refresh_capture)
+                self._refresh_capture()
+                conn = Conn(self._spec, self._refresh_capture)
                 conn.thread.start()
                 self._conn = conn
                 _started.add(self)

@@ -23,7 +23,7 @@ import threading
 import time
 import types
 import weakref
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 from .._core._checkpoint import no_state_line
 from .._core._report import FinishReport, force_quit_line, stderr_line
@@ -100,6 +100,17 @@ _register_exit_hook()
 
 if hasattr(os, "register_at_fork"):  # a forked child's exit hook has nothing to drain
     os.register_at_fork(after_in_child=_live_loggers.clear)
+
+
+#: the async face's own names, and what the sync face uses instead
+_ASYNC_ONLY = {
+    "aflush": "flush()",
+    "afinish": "finish()",
+    "aclose": "close()",
+    "astate_dict": "state_dict()",
+    "__aenter__": "`with OffPolicyLogger(...)`",
+    "__aexit__": "`with OffPolicyLogger(...)`",
+}
 
 
 class OffPolicyLogger(Face[None]):
@@ -294,24 +305,15 @@ class OffPolicyLogger(Face[None]):
     ) -> None:
         self._stop(summary=True, interrupted=exc_type is not None)
 
-    async def __aenter__(self) -> NoReturn:
-        raise TypeError(
-            "OffPolicyLogger is the sync face: use `with OffPolicyLogger(...)`, "
-            "or `async with AsyncOffPolicyLogger(...)` in async code"
-        )
+    if not TYPE_CHECKING:  # at run time only: a type checker still flags unknown names
 
-    async def __aexit__(self, *exc: object) -> None:  # pragma: no cover - never entered
-        pass
-
-    # -- the wrong twins: NoReturn, so a type checker marks what follows a call unreachable
-    async def aflush(self) -> NoReturn:
-        raise TypeError("OffPolicyLogger.aflush(): the sync face flushes with flush()")
-
-    async def afinish(self, **kwargs: Any) -> NoReturn:
-        raise TypeError("OffPolicyLogger.afinish(): the sync face finishes with finish()")
-
-    async def aclose(self) -> NoReturn:
-        raise TypeError("OffPolicyLogger.aclose(): the sync face closes with close()")
-
-    async def astate_dict(self) -> NoReturn:
-        raise TypeError("OffPolicyLogger.astate_dict(): the sync face uses state_dict()")
+        def __getattr__(self, name: str) -> Any:
+            """The async face's names are not here (``dir()`` does not list them); asking
+            for one says what the sync face uses instead."""
+            right = _ASYNC_ONLY.get(name)
+            if right is not None:
+                raise AttributeError(
+                    f"OffPolicyLogger has no {name}: it is the sync face, use {right} "
+                    f"(or AsyncOffPolicyLogger in async code)"
+                )
+            raise AttributeError(f"'OffPolicyLogger' object has no attribute {name!r}")

@@ -64,6 +64,8 @@ class Intake:
         self.saw_full = False  # the buffer was full at the last drain
         self._give_up = False
         self._backend_wait_left = finish_timeout  # finish's budget for waiting on backends
+        #: also handed every slice's records (the run summary file), if set
+        self.on_records: Callable[[list[StepRecord]], None] | None = None
 
     def may_drain(self) -> bool:
         return not any(r.holds_back() for r in self.runners)
@@ -116,6 +118,12 @@ class Intake:
             self._on_change()
         return records
 
+    def _offer(self, records: list[StepRecord]) -> None:
+        for r in self.runners:
+            r.offer(records)
+        if records and self.on_records is not None:
+            self.on_records(records)
+
     async def drain_once(self, *, final: bool = False) -> int:
         """Drain what is buffered now, fold it in slices, offer records to backends."""
         total = 0
@@ -138,9 +146,7 @@ class Intake:
                 await self.await_room()
             if self.held:  # older than anything in the buffer: fold these first
                 held, self.held = self.held, []
-                records = self.fold(held)
-                for r in self.runners:
-                    r.offer(records)
+                self._offer(self.fold(held))
                 if self.held:
                     break  # still waiting for a device; poll again on a later tick
                 continue
@@ -148,9 +154,7 @@ class Intake:
             if not events:
                 break
             total += len(events)
-            records = self.fold(events)
-            for r in self.runners:
-                r.offer(records)
+            self._offer(self.fold(events))
             if self.held or len(events) < FOLD_SLICE or (budget is not None and total >= budget):
                 break
             await anyio.lowlevel.checkpoint()

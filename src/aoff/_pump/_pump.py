@@ -50,8 +50,10 @@ from ._end import end_of_input
 from ._intake import FOLD_SLICE, Intake
 from ._runner import DEFAULT_MAX_PENDING, BackendRunner
 from ._screen import Screen
+from ._summaryfile import SummaryKeeper
 
 if TYPE_CHECKING:
+    from .._backends._summary import RunSummary
     from ._sysmetrics import SystemSampler
 
 __all__ = ["Pump"]
@@ -87,6 +89,7 @@ class Pump:
         live_dir: str = "",
         system: SystemSampler | None = None,
         overflow_label: tuple[int, str] | None = None,
+        run_summary: RunSummary | None = None,
     ) -> None:
         if refresh_per_second <= 0:
             raise ValueError(f"refresh_per_second must be > 0, got {refresh_per_second!r}")
@@ -145,6 +148,13 @@ class Pump:
         self.producers: ProducerHub | None = None
         #: system metrics (``_sysmetrics``): sampled in its own thread, folded here
         self.system = system
+        #: ``aoff-summary.json`` for ``aoff ls``/``show`` (``_summaryfile``)
+        self.summary_file = (
+            SummaryKeeper(run_summary, monotonic=monotonic, say=self.report_line)
+            if run_summary is not None
+            else None
+        )
+        self.intake.on_records = self.summary_file.offer if self.summary_file is not None else None
 
     # -- input from outside (call on the pump's loop, or before it runs) -----------------------
     def hold_first(self, events: list[Event]) -> None:
@@ -301,6 +311,8 @@ class Pump:
                         await intake.drain_once()
                         self._fold_system()
                         await self.maybe_render()
+                        if self.summary_file is not None:
+                            self.summary_file.maybe_refresh(runners_tg)
                     except Exception as exc:  # pragma: no cover - defensive
                         self.report_line(f"aoff: pump error: {type(exc).__name__}: {exc}")
             finally:
@@ -327,6 +339,8 @@ class Pump:
             finish_timeout=self.finish_timeout,
             say=say,
         )
+        if self.summary_file is not None:
+            await self.summary_file.final(interrupted=self.state.interrupted)
         self.show_dropped()
         self.screen.sync_problems()
         self.result = res = self.report()

@@ -7,7 +7,9 @@ it must not import the faces (nor install their fork hook) to do so.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from .._backends._base import BackendContext
 from .._core._buffer import EventBuffer
@@ -16,6 +18,9 @@ from .._core._state import State
 from ._options import Options
 from ._pump import Pump
 from ._sysmetrics import SystemSampler
+
+if TYPE_CHECKING:
+    from .._backends._summary import RunSummary
 
 __all__ = ["Core"]
 
@@ -54,7 +59,26 @@ class Core:
                 if options.system_interval > 0
                 else None
             ),
+            run_summary=_run_summary(options),
         )
         self.context = BackendContext(
             config=options.config, say=self.pump.say, hparams=self.state.hparams
         )
+
+
+def _run_summary(options: Options) -> RunSummary | None:
+    """``log_dir/aoff-summary.json`` for ``aoff ls``/``show`` when the run writes files
+    there. A resumed run gets none (its history is cut; the readers use the files) and
+    an earlier session's is removed."""
+    from .._backends._summary import SUMMARY_NAME, RunSummary, remove_stale
+
+    names = options.backend_names()
+    if not options.log_dir or not {"tensorboard", "jsonl", "csv"} & set(names):
+        return None
+    if options.resume_step is not None:
+        remove_stale(options.log_dir)
+        return None
+    return RunSummary(
+        os.path.join(options.log_dir, SUMMARY_NAME),
+        max_iterations=options.config.max_iterations,
+    )

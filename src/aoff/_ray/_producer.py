@@ -339,7 +339,7 @@ class RayLogger(Recorder[None]):
         self._report: RemoteReport | None = None
         self._lock = threading.Lock()
         self._put = self._start_and_put
-        self.refresh_capture()
+        self._refresh_capture()
 
     def __getstate__(self) -> dict[str, Any]:
         return {"link": self._link, "name": self._name, "closed": self._closed}
@@ -364,8 +364,8 @@ class RayLogger(Recorder[None]):
     def _start_and_put(self, event: ev.Event) -> None:
         with self._lock:
             if self._pusher is None:
-                self.refresh_capture()
-                p = _Pusher(self._link, self._name, self.refresh_capture)
+                self._refresh_capture()
+                p = _Pusher(self._link, self._name, self._refresh_capture)
                 p.thread.start()
                 self._pusher = p
                 _started.add(self)

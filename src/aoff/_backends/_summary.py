@@ -1,0 +1,292 @@
+"""The run summary file, ``<log_dir>/aoff-summary.json``: what ``aoff ls``/``show`` print.
+
+Why: reading a big run's event files back takes seconds (a 1M-step run is ~1.3 GB), and
+``ls``/``show`` only print a handful of numbers per tag: its first, last, min and max
+values and a sparkline. The pump keeps those as it goes (:class:`RunSummary`), rewrites
+the file whole every ``SUMMARY_INTERVAL`` seconds while the run lasts and once more at
+the end, and the commands read a few kilobytes instead of the event files.
+
+The per-record cost stays small: a record's values are appended as one tuple to the block
+of records with the same tags, and every ``FOLD_ROWS`` records the blocks are folded into
+each tag's statistics with numpy. Each curve is kept as between ``CURVE_POINTS`` and twice
+as many buckets (sum and count of the finite values of ``stride`` consecutive points;
+two neighbours merge when the curve fills up), enough for any sparkline ``show`` draws.
+
+Format (JSON, one object): ``format``/``version``; ``state`` (``running``, ``finished`` or
+``interrupted``); ``records``, ``step``, ``iteration``, ``max_iterations``, ``first_time``,
+``last_time`` (wall times of the first and last record); ``files``: the size of each
+data file when it was written (not trusted once one is smaller); ``tags``: per tag, in order of
+first appearance, ``count``, ``first``, ``last``, ``min``, ``max`` (finite values; ``null``
+when none), ``stride`` and ``curve`` (bucket means to 6 significant digits; ``"nan"``
+for a bucket without a finite value). Non-finite floats are the strings ``"nan"``,
+``"inf"``, ``"-inf"``. Records of ``log.remote()`` producers are not in it (they have
+steps of their own).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .._core._records import StepRecord
+from ._replace import replaced
+
+__all__ = [
+    "CURVE_POINTS",
+    "SUMMARY_INTERVAL",
+    "SUMMARY_NAME",
+    "RunSummary",
+    "from_json_float",
+    "to_json_float",
+]
+
+SUMMARY_NAME = "aoff-summary.json"
+FORMAT = "aoff.run-summary"
+VERSION = 1
+#: seconds between rewrites of the file while the run lasts
+SUMMARY_INTERVAL = 10.0
+#: a curve keeps between this many and twice as many buckets
+CURVE_POINTS = 64
+#: records folded into the statistics at a time
+FOLD_ROWS = 2048
+
+
+def to_json_float(v: float | None) -> float | str | None:
+    if v is None or math.isfinite(v):
+        return v
+    return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
+
+
+def from_json_float(v: object) -> float | None:
+    if isinstance(v, bool) or v is None:
+        return None
+    if isinstance(v, int | float):
+        return float(v)
+    if isinstance(v, str) and v in ("nan", "inf", "-inf"):
+        return float(v)
+    raise ValueError(f"not a number: {v!r}")
+
+
+class _Tag:
+    """One tag's statistics and bucketed curve."""
+
+    __slots__ = ("count", "fins", "first", "hi", "last", "lo", "stride", "sums")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.first = math.nan
+        self.last = math.nan
+        self.lo = math.inf
+        self.hi = -math.inf
+        self.stride = 1
+        #: per bucket: sum and count of its finite values; the last one may be partial
+        self.sums: list[float] = []
+        self.fins: list[int] = []
+
+    def feed(self, values: np.ndarray[Any, np.dtype[np.float64]]) -> None:
+        n = len(values)
+        if not n:
+            return
+        if self.count == 0:
+            self.first = float(values[0])
+        self.last = float(values[-1])
+        finite = np.isfinite(values)
+        if finite.any():
+            fv = values[finite]
+            self.lo = min(self.lo, float(fv.min()))
+            self.hi = max(self.hi, float(fv.max()))
+        clean = np.where(finite, values, 0.0)
+        done = 0
+        while done < n:
+            # the points left in the last bucket, then whole buckets, at this stride
+            used = self.count % self.stride
+            room = (self.stride - used) if used else 0
+            if room:
+                take = min(room, n - done)
+                self.sums[-1] += float(clean[done : done + take].sum())
+                self.fins[-1] += int(finite[done : done + take].sum())
+                self.count += take
+                done += take
+                continue
+            if len(self.sums) >= 2 * CURVE_POINTS:
+                self._halve()
+                continue
+            k = self.stride
+            buckets = min((n - done + k - 1) // k, 2 * CURVE_POINTS - len(self.sums))
+            take = min(buckets * k, n - done)
+            whole = take // k
+            if whole:
+                chunk = clean[done : done + whole * k].reshape(whole, k)
+                self.sums.extend(chunk.sum(axis=1).tolist())
+                self.fins.extend(finite[done : done + whole * k].reshape(whole, k).sum(1).tolist())
+            if take > whole * k:  # a partial bucket at the end
+                self.sums.append(float(clean[done + whole * k : done + take].sum()))
+                self.fins.append(int(finite[done + whole * k : done + take].sum()))
+            self.count += take
+            done += take
+
+    def _halve(self) -> None:
+        s, f = self.sums, self.fins
+        self.sums = [s[i] + s[i + 1] for i in range(0, len(s) - 1, 2)]
+        self.fins = [f[i] + f[i + 1] for i in range(0, len(f) - 1, 2)]
+        if len(s) % 2:  # never at a full curve (even), kept for safety
+            self.sums.append(s[-1])
+            self.fins.append(f[-1])
+        self.stride *= 2
+
+    def as_json(self) -> dict[str, Any]:
+        # 6 significant digits: a sparkline has 8 heights, the file stays small
+        curve = [
+            to_json_float(float(f"{s / c:.6g}") if c else math.nan)
+            for s, c in zip(self.sums, self.fins, strict=True)
+        ]
+        return {
+            "count": self.count,
+            "first": to_json_float(self.first),
+            "last": to_json_float(self.last),
+            "min": self.lo if self.lo <= self.hi else None,
+            "max": self.hi if self.lo <= self.hi else None,
+            "stride": self.stride,
+            "curve": curve,
+        }
+
+
+class _Block:
+    __slots__ = ("orders", "rows")
+
+    def __init__(self) -> None:
+        self.orders: list[int] = []
+        self.rows: list[tuple[float, ...]] = []
+
+
+class RunSummary:
+    """Keeps what the summary file holds, from the records the pump folds.
+
+    :meth:`add` runs on the pump's loop for every batch of records; :meth:`snapshot`
+    (on the loop) returns the file's content as a dict, and :meth:`write` (any thread)
+    writes one; a write older than one already written is skipped.
+    """
+
+    def __init__(self, path: str, *, max_iterations: int = 0) -> None:
+        self.path = path
+        self.max_iterations = max_iterations
+        self.records = 0
+        self.step: int | None = None
+        self.iteration: int | None = None
+        self.first_time: float | None = None
+        self.last_time: float | None = None
+        self.tags: dict[str, _Tag] = {}
+        self._blocks: dict[tuple[str, ...], _Block] = {}
+        self._pending = 0
+        self._lock = threading.Lock()
+        self._seq = 0
+        self._written_seq = 0
+
+    def add(self, records: Sequence[StepRecord]) -> None:
+        blocks = self._blocks
+        for rec in records:
+            if rec.producer is not None or not rec.scalars:
+                continue
+            tags, values = zip(*rec.scalars, strict=True)
+            block = blocks.get(tags)
+            if block is None:
+                block = blocks[tags] = _Block()
+            block.orders.append(self.records)
+            block.rows.append(values)
+            self.records += 1
+            self.step = rec.step
+            self.iteration = rec.iteration
+            w = rec.wall_time
+            if self.first_time is None or w < self.first_time:
+                self.first_time = w
+            if self.last_time is None or w > self.last_time:
+                self.last_time = w
+            self._pending += 1
+            if self._pending >= FOLD_ROWS:
+                self.fold()
+                blocks = self._blocks
+
+    def fold(self) -> None:
+        """Fold the records added since the last fold into each tag's statistics."""
+        if not self._pending:
+            return
+        parts: dict[str, list[tuple[Any, Any]]] = {}
+        firsts: dict[str, int] = {}
+        for tags, block in self._blocks.items():
+            orders = np.asarray(block.orders, np.int64)
+            rows = np.asarray(block.rows, np.float64).reshape(len(block.rows), len(tags))
+            for j, tag in enumerate(tags):  # a tag twice in one record: the last one
+                parts.setdefault(tag, []).append((orders, rows[:, j]))
+                firsts[tag] = min(firsts.get(tag, block.orders[0]), block.orders[0])
+        self._blocks = {}
+        self._pending = 0
+        for tag in sorted(parts, key=firsts.__getitem__):
+            got = parts[tag]
+            if len(got) == 1:
+                values = got[0][1]
+            else:
+                orders = np.concatenate([g[0] for g in got])
+                values = np.concatenate([g[1] for g in got])[np.argsort(orders, kind="stable")]
+            acc = self.tags.get(tag)
+            if acc is None:
+                acc = self.tags[tag] = _Tag()
+            acc.feed(np.ascontiguousarray(values, np.float64))
+
+    def snapshot(self, state: str = "running") -> dict[str, Any]:
+        """The file's content now (``state``: running, finished or interrupted)."""
+        self.fold()
+        self._seq += 1
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "seq": self._seq,
+            "state": state,
+            "records": self.records,
+            "step": self.step,
+            "iteration": self.iteration,
+            "max_iterations": self.max_iterations,
+            "first_time": self.first_time,
+            "last_time": self.last_time,
+            "tags": {tag: acc.as_json() for tag, acc in self.tags.items()},
+            "files": data_file_sizes(os.path.dirname(self.path)),
+        }
+
+    def write(self, content: dict[str, Any]) -> None:
+        """Replace the file with ``content`` (atomically), unless a newer one was written."""
+        raw = json.dumps(content, separators=(",", ":"), allow_nan=False).encode()
+        with self._lock:
+            seq = int(content.get("seq", 0))
+            if seq <= self._written_seq:
+                return
+            with replaced(self.path, prefix=".aoff-summary-") as f:
+                f.write(raw)
+            self._written_seq = seq
+
+
+def data_file_sizes(log_dir: str) -> dict[str, int]:
+    """The sizes of the run's data files now (``metrics.jsonl``, ``progress.csv``, the
+    event files): a reader trusts the summary only while none of them is smaller (a file
+    cut or damaged later is read, and its damage reported)."""
+    out: dict[str, int] = {}
+    try:
+        names = os.listdir(log_dir or ".")
+    except OSError:
+        return out
+    for name in names:
+        if name in ("metrics.jsonl", "progress.csv") or name.startswith("events.out.tfevents."):
+            with contextlib.suppress(OSError):
+                out[name] = os.path.getsize(os.path.join(log_dir, name))
+    return out
+
+
+def remove_stale(log_dir: str) -> None:
+    """Remove a summary an earlier session left (a resumed run rewrites its history)."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(os.path.join(log_dir, SUMMARY_NAME))
