@@ -1,6 +1,6 @@
 """Gymnasium episode statistics into an aoff run: ``aoff.gymnasium.log_episodes(log, infos)``.
 
-Reads ``RecordEpisodeStatistics`` infos (single and vector envs); see ``docs/guide-gymnasium.md``.
+Reads ``RecordEpisodeStatistics`` infos (single and vector envs); see ``docs/guides/gymnasium.md``.
 Importing this module does not import Gymnasium.
 """
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
@@ -120,9 +120,19 @@ def attach_producers(
     server: LiveServer,
     sink: Callable[[ev.Event], None],
     report: Callable[[str], None],
-    flush: Callable[[], None],
+    flush: Callable[[], Coroutine[Any, Any, None]],
 ) -> ProducerHub:
-    """Let ``server`` take producers, feeding ``sink`` (the pump's buffer)."""
-    hub = ProducerHub(sink, report, flush)
+    """Let ``server`` take producers, feeding ``sink`` (the pump's buffer). Call it on the
+    pump's event loop: a producer's flush runs ``flush`` there, from its connection's
+    thread."""
+    import anyio.from_thread
+    import anyio.lowlevel
+
+    token = anyio.lowlevel.current_token()
+
+    def flush_from_thread() -> None:
+        anyio.from_thread.run(flush, token=token)
+
+    hub = ProducerHub(sink, report, flush_from_thread)
     server.produce = hub
     return hub

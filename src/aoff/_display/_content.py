@@ -27,14 +27,7 @@ from ._glyphs import UNICODE_GLYPHS, Glyphs
 Trend = Literal["up", "down", "flat"]
 Pair = tuple[Cell, Cell]
 
-#: Known collector timings, in the order the seed showed them, with their labels.
-COLLECTOR_TIMING_ORDER: tuple[str, ...] = (
-    "weight_sync_ms",
-    "action_select_ms",
-    "env_step_ms",
-    "replay_ms",
-    "sync_coordination_ms",
-)
+#: Known collector timings, in the order the original logger showed them, with their labels.
 COLLECTOR_TIMING_LABELS: Mapping[str, str] = {
     "weight_sync_ms": "Weight Sync",
     "action_select_ms": "Action Select",
@@ -42,6 +35,7 @@ COLLECTOR_TIMING_LABELS: Mapping[str, str] = {
     "replay_ms": "Replay",
     "sync_coordination_ms": "Sync Coordination",
 }
+COLLECTOR_TIMING_ORDER: tuple[str, ...] = tuple(COLLECTOR_TIMING_LABELS)
 _ORDER_INDEX = {key: i for i, key in enumerate(COLLECTOR_TIMING_ORDER)}
 
 TREND_WINDOW = 10
@@ -72,10 +66,6 @@ def mean(values: Sequence[float]) -> float:
 
 def label(key: str) -> str:
     """A metric key as the metrics table shows it."""
-    return _label(key)
-
-
-def _label(key: str) -> str:
     return key.replace("_", " ").title()
 
 
@@ -162,9 +152,9 @@ def metric_rows(state: State) -> list[Pair]:
     for key in sorted(k for k in metrics if "loss" in k.lower()):
         value = metrics[key]
         alert = value > LOSS_ALERT or not math.isfinite(value)
-        rows.append((Cell(_label(key)), Cell((fmt_number(value), RED if alert else YELLOW))))
+        rows.append((Cell(label(key)), Cell((fmt_number(value), RED if alert else YELLOW))))
     for key in sorted(k for k in metrics if "loss" not in k.lower()):
-        rows.append((Cell(f"  {_label(key)}"), Cell(fmt_number(metrics[key]))))
+        rows.append((Cell(f"  {label(key)}"), Cell(fmt_number(metrics[key]))))
     for _, shown in rows:
         shown.whole = True
     return rows

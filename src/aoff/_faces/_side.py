@@ -202,8 +202,7 @@ class AgentSide:
             from .._backends._summary import remove_stale  # ls/show read the files instead
 
             remove_stale(self.options.log_dir)
-            core.pump.summary_file = None
-            core.pump.intake.on_records = None
+            core.pump.drop_summary_file()
         self.fallback = PumpThread(core, held=s.unsent_events())
         self.gone = reason
 

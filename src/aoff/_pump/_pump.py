@@ -14,12 +14,11 @@ own (the recorder's tensor-capture switch): they come in as ``on_tick``, so the 
 knows nothing of the hot path.
 
 Its parts: the :class:`Intake` (drain, fold in order, offer records to the runners), the
-:class:`Screen` (display, printed text, viewers), the runners (one per backend), and
-:func:`end_of_input` for the end of a run. The pump holds the run's accounting and is
-the one place a :class:`FinishReport` is made. Outside code feeds it through a few
-methods (:meth:`Pump.hold_first`, :meth:`Pump.note_upstream_dropped`,
-:meth:`Pump.note_unresolved`, :meth:`Pump.echo`) and stops it with
-:meth:`Pump.request_stop`.
+:class:`Screen` (display, printed text, viewers), the runners (one per backend), the
+:class:`SummaryKeeper` (``aoff-summary.json``) and :func:`end_of_input`. The pump holds the
+run's accounting and is the one place a :class:`FinishReport` is made. Outside code feeds
+it through a few methods (``hold_first``, ``note_upstream_dropped``, ``note_unresolved``,
+``echo``, ``drop_summary_file``) and stops it with ``request_stop``.
 
 Nothing here raises into the caller: a bad value is reported and skipped, a failing
 backend is isolated by its runner, a failing display is switched off and reported.
@@ -148,13 +147,12 @@ class Pump:
         self.producers: ProducerHub | None = None
         #: system metrics (``_sysmetrics``): sampled in its own thread, folded here
         self.system = system
-        #: ``aoff-summary.json`` for ``aoff ls``/``show`` (``_summaryfile``)
-        self.summary_file = (
-            SummaryKeeper(run_summary, monotonic=monotonic, say=self.report_line)
-            if run_summary is not None
-            else None
-        )
-        self.intake.on_records = self.summary_file.offer if self.summary_file is not None else None
+        #: ``aoff-summary.json`` for ``aoff ls``/``show`` (``_summaryfile``), if any
+        self.summary_file: SummaryKeeper | None = None
+        if run_summary is not None:
+            keeper = SummaryKeeper(run_summary, monotonic=monotonic, say=self.report_line)
+            self.summary_file = keeper
+            self.intake.on_records = keeper.offer
 
     # -- input from outside (call on the pump's loop, or before it runs) -----------------------
     def hold_first(self, events: list[Event]) -> None:
@@ -168,6 +166,10 @@ class Pump:
     def note_unresolved(self, count: int) -> None:
         """Pending events given up on elsewhere (a lost agent's shipper): dropped."""
         self.intake.unresolved += count
+
+    def drop_summary_file(self) -> None:
+        """Keep no run summary: this pump sees only part of the run (a lost agent's)."""
+        self.summary_file = self.intake.on_records = None
 
     def echo(self, stream: str, text: str) -> None:
         """Text the training process printed: drawn above the panel, in whole lines."""
@@ -257,18 +259,6 @@ class Pump:
         for w in waits:
             await w.wait()
 
-    def _flusher(self) -> Callable[[], None]:
-        """:meth:`flush`, callable from another thread (a producer's connection)."""
-        import anyio.from_thread
-        import anyio.lowlevel
-
-        token = anyio.lowlevel.current_token()
-
-        def flush() -> None:
-            anyio.from_thread.run(self.flush, token=token)
-
-        return flush
-
     # -- the task ----------------------------------------------------------------------------
     async def run(
         self,
@@ -292,7 +282,7 @@ class Pump:
                     if self.live is not None:  # log.remote() producers (_channel/_produce)
                         self.live.report = self.report_line.always
                         self.producers = attach_producers(
-                            self.live, self.buffer.put, self.report_line.always, self._flusher()
+                            self.live, self.buffer.put, self.report_line.always, self.flush
                         )
                 while not self._stop_requested:
                     backlog = len(self.buffer) >= min(FOLD_SLICE, self.buffer.capacity)
