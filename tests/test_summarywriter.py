@@ -163,7 +163,15 @@ def test_same_calls_read_back_the_same_as_torchs_writer(tmp_path: Path) -> None:
         play(tw, sequence)
     with SummaryWriter(str(ours)) as aw:
         play(aw, sequence)
-    # a second session on each folder: purge_step hides the first one's points from 40 on
+    # a second session on each folder: purge_step hides the first one's points from 40 on.
+    # Readers go through a folder's files in name order, and both writers name a file
+    # `<10-digit second>.<host>.<pid>.<n>`: within one second, torch's order then
+    # depends on its process-wide file counter as a string ("12" < "9"), which the
+    # tests run before this one move. Starting the second session in a later second
+    # keeps both folders' files in session order, as a script run twice would.
+    first_done = int(time.time())
+    while int(time.time()) == first_done:
+        time.sleep(0.02)
     tail = calls(seed=8, n=30)
     with TorchWriter(str(theirs), purge_step=40) as tw:
         play(tw, tail)
@@ -288,6 +296,7 @@ def test_wandb_sync_tensorboard_sees_the_writer(
     if importlib.util.find_spec("wandb") is None:
         pytest.skip("wandb not installed")
     import wandb
+
     from aoff.testing._wandb_offline import read_history
 
     monkeypatch.setenv("WANDB_MODE", "offline")
