@@ -28,15 +28,13 @@ import torch
 
 from aoff import OffPolicyLogger
 from aoff._backends._tbevents import EventEncoder, encode_histogram
-from aoff._core._histogram import (
+from aoff._core._histogram import DEFER_MAX, capture, summarize
+from aoff._core._histogram_data import (
     BINS,
-    DEFER_MAX,
     PERCENTILES,
     Histogram,
-    capture,
     from_packed,
     histogram_scalars,
-    summarize,
 )
 from aoff._core._histogram_torch import reduce_tensor
 from aoff._core._records import StepRecord

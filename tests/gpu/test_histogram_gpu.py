@@ -21,7 +21,8 @@ import numpy as np
 import pytest
 import torch
 
-from aoff._core._histogram import Histogram, histogram_scalars, summarize
+from aoff._core._histogram import summarize
+from aoff._core._histogram_data import Histogram, histogram_scalars
 from aoff.testing import MemoryBackend
 
 from ..conftest import make_logger

@@ -14,7 +14,7 @@ import math
 import struct
 from typing import Any
 
-from .._core._histogram import Histogram
+from .._core._histogram_data import Histogram
 from .._core._records import StepRecord
 
 __all__ = ["FILE_VERSION", "EventEncoder", "SummaryRecord", "encode_histogram", "load_event_class"]

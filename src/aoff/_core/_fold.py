@@ -16,7 +16,8 @@ from . import _events as ev
 from ._checkpoint import load_into
 from ._fold_checks import Checks, Reporter
 from ._fold_writer import WRITER_KINDS, fold_writer
-from ._histogram import Histogram, histogram_scalars, summarize
+from ._histogram import summarize
+from ._histogram_data import Histogram, histogram_scalars
 from ._keys import drop_aliases, metric_tag, reward_tag
 from ._records import StepRecord
 from ._state import ProducerInfo, State

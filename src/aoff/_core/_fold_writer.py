@@ -19,7 +19,7 @@ from typing import Any
 
 from . import _events as ev
 from ._fold_checks import Checks
-from ._histogram import Histogram
+from ._histogram_data import Histogram
 from ._records import StepRecord, WriterHParams
 
 WRITER_KINDS = frozenset((ev.W_SCALAR, ev.W_TEXT, ev.W_HISTOGRAM, ev.W_HPARAMS))

@@ -35,55 +35,16 @@ from __future__ import annotations
 
 import math
 import sys
-from dataclasses import dataclass
 from typing import Any
 
 from ._convert import encodable
+from ._histogram_data import BINS, PERCENTILES, Histogram, bucket_limits
 
-#: equal-width buckets between the finite min and max (TensorBoard shows 30 by default)
-BINS = 30
-#: the percentiles logged as ``<key>/p<q>``
-PERCENTILES: tuple[int, ...] = (5, 25, 50, 75, 95)
 #: inputs up to this many elements are copied and reduced by the pump; larger ones are
 #: reduced in the caller (bounded memory per buffered event)
 DEFER_MAX = 1 << 16
 
 _NUMERIC_KINDS = frozenset("biuf")
-
-
-@dataclass(frozen=True, slots=True)
-class Histogram:
-    """One distribution, reduced. ``count`` counts the finite values only."""
-
-    tag: str
-    count: int
-    nonfinite: int
-    min: float
-    max: float
-    sum: float
-    sum_squares: float
-    #: right edges of the buckets (the first bucket starts at ``min``)
-    bucket_limits: tuple[float, ...]
-    bucket_counts: tuple[float, ...]
-    #: ``(q, value)`` for each of :data:`PERCENTILES`
-    percentiles: tuple[tuple[int, float], ...]
-
-    @property
-    def mean(self) -> float:
-        return self.sum / self.count if self.count else math.nan
-
-
-def histogram_scalars(h: Histogram) -> list[tuple[str, float]]:
-    """The scalars every backend gets for ``h``: min, max, mean, the percentiles, and
-    ``nonfinite`` when some values were NaN or infinite (only that one when all were)."""
-    out: list[tuple[str, float]] = []
-    tag = h.tag
-    if h.count:
-        out += ((tag + "/min", h.min), (tag + "/max", h.max), (tag + "/mean", h.mean))
-        out += [(f"{tag}/p{q}", v) for q, v in h.percentiles]
-    if h.nonfinite:
-        out.append((tag + "/nonfinite", float(h.nonfinite)))
-    return out
 
 
 # -- the hot path ---------------------------------------------------------------------------
@@ -215,23 +176,3 @@ def summarize(tag: str, values: Any) -> Histogram:
         tuple(counts),
         tuple(zip(PERCENTILES, (float(v) for v in pct.tolist()), strict=True)),
     )
-
-
-def bucket_limits(lo: float, hi: float) -> tuple[float, ...]:
-    """The right edges of the :data:`BINS` buckets; the last is exactly ``hi``."""
-    step = (hi - lo) / BINS
-    return (*(lo + step * (i + 1) for i in range(BINS - 1)), hi)
-
-
-def from_packed(tag: str, packed: list[float]) -> Histogram:
-    """A :class:`Histogram` from the device reduction's vector (see ``_histogram_torch``):
-    ``[numel, count, min, max, sum, sum_squares, *percentiles, *bucket_counts]``."""
-    numel = int(packed[0])
-    n = int(packed[1])
-    if n == 0:
-        return Histogram(tag, 0, numel, math.nan, math.nan, 0.0, 0.0, (), (), ())
-    lo, hi, total, squares = packed[2:6]
-    k = 6 + len(PERCENTILES)
-    pct = tuple(zip(PERCENTILES, packed[6:k], strict=True))
-    counts = tuple(packed[k : k + BINS])
-    return Histogram(tag, n, numel - n, lo, hi, total, squares, bucket_limits(lo, hi), counts, pct)

@@ -37,7 +37,7 @@ from typing import Any
 
 import torch
 
-from ._histogram import BINS, PERCENTILES, Histogram, from_packed
+from ._histogram_data import BINS, PERCENTILES, Histogram, from_packed
 from ._pending import Placeholder
 from ._tensors import _host_empty, _record_event
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._histogram import Histogram
+    from ._histogram_data import Histogram
 
 
 @dataclass(frozen=True, slots=True)
