@@ -391,3 +391,26 @@ def test_real_tensorboard_server_shows_the_scalars(tmp_path: Path) -> None:
     j = TAGS.index(tag)
     assert [p[1] for p in points] == list(range(n))
     assert [p[2] for p in points] == [float(np.float32(value(s, j))) for s in range(n)]
+
+
+@pytest.mark.anyio
+async def test_a_resumed_sub_run_file_sorts_after_the_earlier_sessions(tmp_path: Path) -> None:
+    # Readers take a folder's files in name order. A resumed session's file in a sub-run
+    # folder (a producer's, or SummaryWriter.add_scalars') must sort after the earlier
+    # session's even in the same second, as its main file does, or its points read first.
+    def rec(step: int, value: float) -> StepRecord:
+        return StepRecord(step, step, 1.0, (("q", value),), producer="collector")
+
+    first = TensorBoardBackend(tmp_path)
+    await first.open(BackendContext())
+    await first.write([rec(1, 1.0), rec(2, 2.0)])
+    await first.close()
+    second = TensorBoardBackend(tmp_path, purge_after=1)
+    await second.open(BackendContext())
+    await second.write([rec(2, 20.0), rec(3, 30.0)])
+    await second.close()
+    names = sorted(os.listdir(tmp_path / "collector"))
+    stamps = [int(re.match(r"events\.out\.tfevents\.(\d+)\.", n)[1]) for n in names]  # type: ignore[index]
+    assert len(stamps) == 2 and stamps[1] > stamps[0], names
+    points = [(e.step, e.value) for e in load(str(tmp_path / "collector")).Scalars("q")]
+    assert points == [(1, 1.0), (2, 2.0), (2, 20.0), (3, 30.0)]

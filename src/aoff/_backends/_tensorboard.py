@@ -123,50 +123,59 @@ class TensorBoardBackend:
         self._producer_files: dict[str, BinaryIO] = {}
 
     # -- worker-thread side ------------------------------------------------------------
-    def _file_time(self, now: float) -> int:
-        """The time in the file's name: now, or (resuming) later than every scalar file
-        already in the folder, so that readers, which go through files in name order,
-        read the ``SessionLog.START`` after the points it hides."""
+    def _file_time(self, folder: str, now: float) -> int:
+        """The time in a new file's name: now, or (resuming) later than every scalar file
+        already in ``folder``, so that readers, which go through files in name order,
+        read the ``SessionLog.START`` after the points it hides, and a resumed sub-run's
+        points after the earlier session's."""
         t = int(now)
         if self.purge_after is None:
             return t
-        for name in os.listdir(self.log_dir):
+        for name in os.listdir(folder):
             m = re.match(r"events\.out\.tfevents\.(\d+)\.", name)
             if m and not name.startswith(HPARAMS_FILE_PREFIX):
                 t = max(t, int(m[1]) + 1)
         return t
 
-    def _create_file(self, event_cls: Any) -> None:
-        os.makedirs(self.log_dir, exist_ok=True)
+    def _new_file(self, folder: str, event_cls: Any, start_step: int | None) -> BinaryIO:
+        """A new event file in ``folder``, created exclusively (``"xb"``: the first free
+        ``<n>``, so two writers never clobber one another), its first event the file
+        version and, with ``start_step``, a ``SessionLog.START`` there (what
+        ``SummaryWriter(purge_step=...)`` writes: readers drop the points they read
+        before it from that step on)."""
+        os.makedirs(folder, exist_ok=True)
         now = time.time()
-        stamp = self._file_time(now)
+        stamp = self._file_time(folder, now)
         base = f"events.out.tfevents.{stamp:010d}.{socket.gethostname()}.{os.getpid()}"
+        for n in itertools.count():
+            path = os.path.join(folder, f"{base}.{n}{self.filename_suffix}")
+            try:
+                f = open(path, "xb", buffering=0)  # noqa: SIM115 - kept open until close()
+            except FileExistsError:
+                continue
+            break
+        try:
+            head = [event_cls(wall_time=now, file_version=FILE_VERSION).SerializeToString()]
+            if start_step is not None:
+                start = event_cls(wall_time=now, step=start_step)
+                start.session_log.status = start.session_log.START
+                head.append(start.SerializeToString())
+            write_all(f, frame_many(head))
+        except BaseException:
+            f.close()
+            raise
+        return f
+
+    def _create_file(self, event_cls: Any) -> None:
         with self._lock:
             if self._closed:
                 return
-            for n in itertools.count():
-                path = os.path.join(self.log_dir, f"{base}.{n}{self.filename_suffix}")
-                try:
-                    f = open(path, "xb", buffering=0)  # noqa: SIM115 - kept open until close()
-                except FileExistsError:
-                    continue
-                break
-            try:
-                first = event_cls(wall_time=now, file_version=FILE_VERSION)
-                head = [first.SerializeToString()]
-                if self.purge_after is not None:
-                    # as SummaryWriter(purge_step=N + 1): readers drop every point they
-                    # read before this event with a step > N (TensorBoard's purge rule)
-                    start = event_cls(wall_time=now, step=self.purge_after + 1)
-                    start.session_log.status = start.session_log.START
-                    head.append(start.SerializeToString())
-                write_all(f, frame_many(head))
-            except BaseException:
-                f.close()
-                raise
+            # resume: as SummaryWriter(purge_step=N + 1)
+            purge = None if self.purge_after is None else self.purge_after + 1
+            f = self._new_file(self.log_dir, event_cls, purge)
             self._event_cls = event_cls
             self._file = f
-            self.path = path
+            self.path = f.name
 
     def _run_file(self, name: str) -> BinaryIO:
         """The event file of run folder ``name`` under ``log_dir``, made on first use:
@@ -175,27 +184,9 @@ class TensorBoardBackend:
         ``SummaryWriter`` sub-run's (``add_scalars``, ``add_hparams``). Call with the
         lock held."""
         f = self._producer_files.get(name)
-        if f is not None:
-            return f
-        folder = os.path.join(self.log_dir, name)
-        os.makedirs(folder, exist_ok=True)
-        now = time.time()
-        base = f"events.out.tfevents.{int(now):010d}.{socket.gethostname()}.{os.getpid()}"
-        for n in itertools.count():
-            path = os.path.join(folder, f"{base}.{n}{self.filename_suffix}")
-            try:
-                f = open(path, "xb", buffering=0)  # noqa: SIM115 - kept open until close()
-            except FileExistsError:
-                continue
-            break
-        assert f is not None
-        try:
-            first = self._event_cls(wall_time=now, file_version=FILE_VERSION)
-            write_all(f, frame_many([first.SerializeToString()]))
-        except BaseException:
-            f.close()
-            raise
-        self._producer_files[name] = f
+        if f is None:
+            f = self._new_file(os.path.join(self.log_dir, name), self._event_cls, None)
+            self._producer_files[name] = f
         return f
 
     def _write_others(self, records: Sequence[StepRecord]) -> list[StepRecord]:
