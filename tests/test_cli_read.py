@@ -317,12 +317,12 @@ def test_a_long_read_shows_a_progress_bar_on_a_terminal_only(
 
     from rich.console import Console
 
-    from aoff._cli import _show
+    from aoff._cli import _progress, _show
 
     run = tmp_path / "bare"
     shutil.copytree(aoff_run, run)
     (run / SUMMARY_NAME).unlink()  # the event files are read
-    monkeypatch.setattr(_show, "PROGRESS_MIN_BYTES", 0)  # as if they were big
+    monkeypatch.setattr(_progress, "PROGRESS_MIN_BYTES", 0)  # as if they were big
     master, slave = pty.openpty()
     try:
         with open(slave, "w", encoding="utf-8") as tty:

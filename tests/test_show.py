@@ -19,7 +19,7 @@ import pytest
 
 from aoff.__main__ import main
 from aoff._cli._demo import DemoConfig, _checkpoint, run
-from aoff._cli._show import ASCII_BARS, UNICODE_BARS, sparkline
+from aoff._cli._tagtable import ASCII_BARS, UNICODE_BARS, sparkline
 
 ITERATIONS = 20
 
