@@ -36,7 +36,8 @@ import pytest
 from aoff import BackendContext, OffPolicyLogger, State
 from aoff.__main__ import main
 from aoff._channel._paths import KEY_NAME, POINTER_NAME, SOCKET_NAME, SUN_PATH_MAX, probe
-from aoff._cli._demo import DemoConfig, run
+from aoff._cli._demo import run
+from aoff._cli._demo_config import DemoConfig
 from aoff.testing import MemoryBackend, RecordingDisplay
 
 from .conftest import read_jsonl

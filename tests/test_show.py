@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from aoff.__main__ import main
-from aoff._cli._demo import DemoConfig, _checkpoint, run
+from aoff._cli._demo import run
+from aoff._cli._demo_config import DemoConfig, checkpoint_path
 from aoff._cli._tagtable import ASCII_BARS, UNICODE_BARS, sparkline
 
 ITERATIONS = 20
@@ -191,7 +192,7 @@ def test_demo_hint_commands_run_as_printed(demo_run: tuple[Path, str]) -> None:
 
 def test_demo_checkpoint_is_marked_simulated(demo_run: tuple[Path, str]) -> None:
     run_dir, _ = demo_run
-    assert _checkpoint(DemoConfig(logdir="runs", name="x"), 3).startswith("(simulated) runs")
+    assert checkpoint_path(DemoConfig(logdir="runs", name="x"), 3).startswith("(simulated) runs")
     assert not (run_dir / "checkpoints").exists()  # no placeholder file is written
 
 
