@@ -239,3 +239,26 @@ def test_show_fits_the_width_and_never_wraps_a_tag(
     for tag in tags:
         assert tag in firsts, tag  # whole, at the start of its own row
     assert "last" in lines[lines.index(next(x for x in lines if x.startswith("tag")))]
+
+
+
+def test_a_run_that_logged_no_step_says_so_not_stopped_at_0(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A finished run without a ``log_step`` is not "stopped at 0 of 1,500": the summary
+    printed at its end says that no step was logged, and so does ``ls``/``show``'s
+    status for a run summary without records."""
+    import aoff
+    from aoff._cli._rundata import RunData
+    from aoff._cli._show import stopped_early
+
+    log = aoff.OffPolicyLogger(max_iterations=1500, log_backend="none", pump="thread")
+    log.log_status("warming up")
+    log.finish()
+    printed = capsys.readouterr()
+    assert "Training stopped before any step was logged" in printed.out + printed.err
+    assert "0 of 1,500" not in printed.out + printed.err
+    data = RunData(str(tmp_path), "s", "summary", state="finished", max_iterations=1500)
+    assert stopped_early(data) == "stopped before any step was logged"
+    data.records, data.iterations = 3, 2
+    assert stopped_early(data) == "stopped at 2 of 1,500"

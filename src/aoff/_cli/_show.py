@@ -53,10 +53,13 @@ def _source(data: RunData) -> str:
 
 
 def stopped_early(data: RunData) -> str | None:
-    """``stopped at N of M`` for a run that ended before its ``max_iterations``."""
+    """``stopped at N of M`` for a run that ended before its ``max_iterations`` (or
+    ``stopped before any step was logged``)."""
     if data.state not in ("finished", "interrupted") or not data.max_iterations:
         return None
     it = data.iterations or 0
+    if not it and not data.records:  # "at 0 of M" would claim a step
+        return "stopped before any step was logged"
     if data.state == "interrupted" or it < data.max_iterations:
         return f"stopped at {it:,} of {data.max_iterations:,}"
     return None
