@@ -241,7 +241,6 @@ def test_show_fits_the_width_and_never_wraps_a_tag(
     assert "last" in lines[lines.index(next(x for x in lines if x.startswith("tag")))]
 
 
-
 def test_a_run_that_logged_no_step_says_so_not_stopped_at_0(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
