@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import threading
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -26,7 +25,7 @@ from aoff._core._buffer import EventBuffer
 from aoff._core._fold import Folder
 from aoff._core._state import State
 from aoff._pump._runner import BackendRunner
-from aoff.testing import ManualClock
+from aoff.testing import ManualClock, wait_until
 
 from .faulty import CountingBackend
 
@@ -43,10 +42,7 @@ def numbers(events: list[ev.Event]) -> list[int]:
 
 
 def eventually(condition: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + WAIT
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.001)
+    wait_until(condition, timeout=WAIT, interval=0.001)
 
 
 # -- EventBuffer --------------------------------------------------------------------------------
