@@ -27,7 +27,7 @@ from typing import Any, Protocol
 from .._core import _events as ev
 from .._core._buffer import EventBuffer, Overflow
 from .._core._convert import Opaque
-from .._core._pending import PendingEvent, event_ready, resolve_event
+from .._core._pending import ready_prefix
 
 
 class LinkSettings(Protocol):
@@ -196,24 +196,9 @@ class Pusher:
         self.submitted = self.buffer.drained - len(self.held)
 
     def _ready_prefix(self, events: list[ev.Event]) -> list[ev.Event]:
-        if not PendingEvent.made or PendingEvent not in set(map(type, events)):
-            return events
-        out: list[ev.Event] = []
-        for i, e in enumerate(events):
-            if type(e) is PendingEvent:
-                try:
-                    ready = event_ready(e)
-                except Exception:
-                    ready = None
-                if ready is None:
-                    self.unresolved += 1
-                    continue
-                if not ready:
-                    self.held = events[i:]
-                    break
-                e = resolve_event(e)
-            out.append(e)
-        return out
+        ready, self.held, unresolved = ready_prefix(events)
+        self.unresolved += unresolved
+        return ready
 
     def _beat(self, ray: Any, beat: Any) -> None:
         """Say this producer is alive (once the last beat was answered)."""
