@@ -30,7 +30,7 @@ import pytest
 
 from aoff import AsyncOffPolicyLogger, Backend, FinishReport, OffPolicyLogger, Overflow, StepRecord
 from aoff._pump._runner import BackendRunner
-from aoff.testing import ManualClock, MemoryBackend, RecordingDisplay, wait_until
+from aoff.testing import ManualClock, MemoryBackend, RecordingDisplay, await_until, wait_until
 
 from .conftest import (
     make_async_logger,
@@ -269,10 +269,8 @@ async def test_block_policy_makes_the_async_caller_await_space() -> None:
 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(work)
-                with anyio.fail_after(30):
-                    while not log._core.buffer.full():  # noqa: ASYNC110 - polled state
-                        await anyio.sleep(0.01)
-                await anyio.sleep(0.1)
+                await await_until(log._core.buffer.full, timeout=30, what="the buffer to fill")
+                await anyio.sleep(0.1)  # a while in which the task may not run to the end
                 # without awaiting space, the task would have run to the end in one go
                 assert progress[0] < n
                 gated.gate.set()
