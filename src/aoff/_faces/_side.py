@@ -310,8 +310,9 @@ class AgentSide:
             return {n: here.get(n, 0) + lost for n, lost in self.shipper.agent_loss().items()}
         s = self.shipper
         # between rounds only: a round moves events from the buffer onto the link and
-        # counts them shipped once sent; read mid-round, a batch was in neither place
-        # (a second Ctrl+C then under-counted what was not written)
+        # counts them shipped once sent; read mid-round, a frame was counted twice (as
+        # unsent, then as shipped: "104,096 steps not written" of a 100,000-step run)
+        # or not at all (drained from the buffer, not yet seen on the link)
         with self._round_lock:
             unsent = [e for batch in s.link.unsent() for e in batch]
             waiting = steps_in(list(self.buffer.snapshot()) + s.held + unsent)
