@@ -25,7 +25,8 @@ from typing import Any
 from rich.console import Console
 
 from aoff import Dashboard, State
-from aoff._cli._demo import DemoConfig, run
+from aoff._cli._demo import run
+from aoff._cli._demo_config import DemoConfig
 
 
 class FrameKeeper:

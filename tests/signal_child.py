@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import signal
 import sys
+import threading
+import time
 
 import anyio
 
@@ -23,10 +25,28 @@ def main() -> None:
     )
     for i in range(1, n + 1):
         log.log_step(i, {"x": float(i)})
-    sys.stdout.write("FINISHING\n")  # one write: the pump thread prints too
-    sys.stdout.flush()
+    # FINISHING once finish() waits for its drain, not before the call: a signal that
+    # came between the line and the call would be a Ctrl+C in the loop, not in finish()
+    threading.Thread(target=say_when_finishing, daemon=True).start()
     report = log.finish()
     print("DONE", report.steps, flush=True)
+
+
+def say_when_finishing() -> None:
+    main = threading.main_thread().ident
+    assert main is not None
+    while True:
+        frame = sys._current_frames().get(main)
+        inside = False
+        innermost = frame.f_code.co_name if frame is not None else ""
+        while frame is not None:
+            inside = inside or frame.f_code.co_name == "finish"  # the only one on main's stack
+            frame = frame.f_back
+        if inside and innermost == "wait":  # finish() is waiting for the drain
+            sys.stdout.write("FINISHING\n")  # one write: the pump thread prints too
+            sys.stdout.flush()
+            return
+        time.sleep(0.001)
 
 
 async def run_async(run: str, mode: PumpMode, n: int) -> None:

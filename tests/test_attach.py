@@ -22,7 +22,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from collections.abc import Callable, Iterator
 from multiprocessing import AuthenticationError
 from multiprocessing.connection import Client, Connection
@@ -36,8 +35,9 @@ import pytest
 from aoff import BackendContext, OffPolicyLogger, State
 from aoff.__main__ import main
 from aoff._channel._paths import KEY_NAME, POINTER_NAME, SOCKET_NAME, SUN_PATH_MAX, probe
-from aoff._cli._demo import DemoConfig, run
-from aoff.testing import MemoryBackend, RecordingDisplay
+from aoff._cli._demo import run
+from aoff._cli._demo_config import DemoConfig
+from aoff.testing import MemoryBackend, RecordingDisplay, wait_until
 
 from .conftest import read_jsonl
 
@@ -50,11 +50,7 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs Unix sock
 
 # -- helpers ------------------------------------------------------------------------------------
 def wait_for(what: str, pred: Callable[[], bool], timeout: float = TIMEOUT) -> None:
-    deadline = time.monotonic() + timeout
-    while not pred():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
+    wait_until(pred, timeout=timeout, interval=0.02, what=what)
 
 
 def start_child(
@@ -441,9 +437,14 @@ def test_the_logging_to_line_comes_before_the_dashboard() -> None:
         handle_sigterm=False,
     )
     log.start()
-    for i in range(30):  # 0.6 s: longer than the backend takes to open
-        log.log_step(i, {"loss": 1.0})
-        time.sleep(0.02)
+    steps = iter(range(1_000_000))
+
+    def step_then_opened() -> bool:
+        log.log_step(next(steps), {"loss": 1.0})
+        return "open" in display.calls
+
+    # the run goes on while the backend opens, until the dashboard has opened too
+    wait_until(step_then_opened, interval=0.02, what="the dashboard to open")
     log.finish()
     assert display.calls[:2] == ["slow logging to: somewhere", "open"]
 

@@ -32,6 +32,7 @@ from aoff._backends._tbread import scan_files
 from aoff._cli._runs import read_run
 from aoff._cli._show import run_ls
 from aoff._core._records import StepRecord
+from aoff.testing import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -257,13 +258,15 @@ def test_ctrl_c_prints_one_line_and_exits_130(tmp_path: Path, command: str) -> N
     )
     writer = None
     try:
-        deadline = time.monotonic() + 60
-        while writer is None:  # opening our end succeeds once the reader has the FIFO
+
+        def opened() -> int | None:  # our end opens once the reader has the FIFO
             try:
-                writer = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+                return os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
             except OSError:
-                assert proc.poll() is None and time.monotonic() < deadline, proc.poll()
-                time.sleep(0.02)
+                assert proc.poll() is None, proc.poll()
+                return None
+
+        writer = wait_until(opened, timeout=60, interval=0.02, what="the command to open the FIFO")
         proc.send_signal(signal.SIGINT)
         _out, err = proc.communicate(timeout=30)
     finally:
@@ -317,12 +320,12 @@ def test_a_long_read_shows_a_progress_bar_on_a_terminal_only(
 
     from rich.console import Console
 
-    from aoff._cli import _show
+    from aoff._cli import _progress, _show
 
     run = tmp_path / "bare"
     shutil.copytree(aoff_run, run)
     (run / SUMMARY_NAME).unlink()  # the event files are read
-    monkeypatch.setattr(_show, "PROGRESS_MIN_BYTES", 0)  # as if they were big
+    monkeypatch.setattr(_progress, "PROGRESS_MIN_BYTES", 0)  # as if they were big
     master, slave = pty.openpty()
     try:
         with open(slave, "w", encoding="utf-8") as tty:

@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from aoff.__main__ import main as aoff_main
-from aoff._cli._demo import DemoConfig, Simulation
+from aoff._cli._demo_config import DemoConfig
+from aoff._cli._demo_sim import Simulation
 
 from .conftest import read_jsonl, read_tensorboard, tensorboard_accumulator
 
@@ -290,7 +291,7 @@ def test_examples_end_with_the_demos_closing_lines(tmp_path: Path) -> None:
         import _sac  # type: ignore[import-not-found]
     finally:
         sys.path.pop(0)
-    from aoff._cli._demo import closing_lines
+    from aoff._cli._demo_outro import closing_lines
 
     run = tmp_path / "runs" / "r"
     run.mkdir(parents=True)

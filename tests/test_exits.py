@@ -15,11 +15,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
 import pytest
+
+from aoff.testing import wait_until
 
 from .conftest import loads_strict, tensorboard_accumulator
 
@@ -43,14 +44,13 @@ def start(mode: str, log_dir: Path) -> tuple[subprocess.Popen[bytes], Path, Path
 
 
 def wait_for_progress(proc: subprocess.Popen[bytes], log_dir: Path, at_least: int) -> None:
-    deadline = time.monotonic() + TIMEOUT
     path = log_dir / "progress.txt"
-    while True:
+
+    def progressed() -> bool:
         assert proc.poll() is None, (log_dir / "stderr.txt").read_text()
-        if path.exists() and len(path.read_text().split()) >= at_least:
-            return
-        assert time.monotonic() < deadline, "the child made no progress"
-        time.sleep(0.02)
+        return path.exists() and len(path.read_text().split()) >= at_least
+
+    wait_until(progressed, timeout=TIMEOUT, interval=0.02, what=f"{at_least} steps of the child")
 
 
 def tensorboard_iterations(log_dir: Path) -> list[int]:
@@ -140,13 +140,13 @@ def test_sigkill_after_the_last_log_leaves_everything_readable_on_disk(tmp_path:
     proc, _, _ = start("idle", tmp_path)
     try:
         wait_for_progress(proc, tmp_path, N)
-        deadline = time.monotonic() + TIMEOUT
-        while True:  # the pump writes within a tick; wait generously, then kill
-            jl = tmp_path / "metrics.jsonl"
-            if jl.exists() and len(jl.read_bytes().splitlines()) >= N:
-                break
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        jl = tmp_path / "metrics.jsonl"
+        wait_until(  # the pump writes within a tick; wait generously, then kill
+            lambda: jl.exists() and len(jl.read_bytes().splitlines()) >= N,
+            timeout=TIMEOUT,
+            interval=0.05,
+            what=f"{N} rows in metrics.jsonl",
+        )
         helpers = psutil.Process(proc.pid).children()  # the agent (pump="process")
     finally:
         proc.kill()
@@ -164,11 +164,13 @@ def test_sigkill_mid_stream_leaves_files_that_read_back_without_error(tmp_path: 
     try:
         wait_for_progress(proc, tmp_path, 2_000)
         # mid-stream: the agent has written some (a round ships every 0.5 s or so)
-        deadline = time.monotonic() + TIMEOUT
         jsonl = tmp_path / "metrics.jsonl"
-        while not (jsonl.exists() and jsonl.stat().st_size > 0):
-            assert time.monotonic() < deadline, "nothing reached the files"
-            time.sleep(0.02)
+        wait_until(
+            lambda: jsonl.exists() and jsonl.stat().st_size > 0,
+            timeout=TIMEOUT,
+            interval=0.02,
+            what="a first row in metrics.jsonl",
+        )
         helpers = psutil.Process(proc.pid).children()  # the agent (pump="process")
     finally:
         proc.kill()

@@ -26,6 +26,7 @@ import pytest
 
 import aoff
 from aoff import OffPolicyLogger, RemoteReport
+from aoff.testing import wait_until
 from tests.conftest import read_jsonl, read_tensorboard
 
 ray = pytest.importorskip("ray")
@@ -123,9 +124,7 @@ def every_step_of_every_far_actor_on_disk_in_order_and_a_killed_one_is_named(
     reports = ray.get([a.close.remote() for a in actors[:2]])
     for n, r in zip(names, reports, strict=False):
         assert r == RemoteReport(n, 4 * STEPS, 0, 4 * STEPS, None), r
-    deadline = time.monotonic() + 30
-    while not link.lost() and time.monotonic() < deadline:
-        time.sleep(0.1)
+    wait_until(link.lost, timeout=60, interval=0.1, what="the hub to declare 'doomed' lost")
     assert link.lost() == [("doomed", 2 * STEPS)]
     log.log_step(1, {"loss": 1.0})
     report = log.finish()
@@ -203,9 +202,9 @@ def a_node_removed_mid_run_leaves_the_run_going_and_is_named(
     finally:
         cluster.remove_node(node)
     ray.get(alive.run.remote(101, 201))
-    deadline = time.monotonic() + 30
-    while not link.lost() and time.monotonic() < deadline:
-        time.sleep(0.1)
+    wait_until(
+        link.lost, timeout=60, interval=0.1, what="the hub to declare the node's producer lost"
+    )
     assert link.lost() == [("on-the-lost-node", 200)]
     assert ray.get(alive.close.remote()) == RemoteReport("alive", 400, 0, 400, None)
     report = log.finish()  # nothing left open: it does not wait for the lost node

@@ -30,7 +30,7 @@ import pytest
 
 from aoff import AsyncOffPolicyLogger, Backend, FinishReport, OffPolicyLogger, Overflow, StepRecord
 from aoff._pump._runner import BackendRunner
-from aoff.testing import ManualClock, MemoryBackend, RecordingDisplay
+from aoff.testing import ManualClock, MemoryBackend, RecordingDisplay, await_until, wait_until
 
 from .conftest import (
     make_async_logger,
@@ -217,11 +217,9 @@ def test_block_policy_blocks_the_sync_caller_until_there_is_room() -> None:
     try:
         th.start()
         assert gated.entered.wait(30)
-        deadline = time.monotonic() + 30
-        while not log._core.buffer.full():  # the outbox filled, then the buffer
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
-        time.sleep(0.2)
+        # the outbox filled, then the buffer
+        wait_until(log._core.buffer.full, timeout=30, what="the buffer to fill")
+        time.sleep(0.2)  # a while in which nothing may move (no condition can say so)
         # nothing can drain while the backend is stuck: the producer must be waiting
         assert th.is_alive() and progress[0] < n
     finally:
@@ -271,10 +269,8 @@ async def test_block_policy_makes_the_async_caller_await_space() -> None:
 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(work)
-                with anyio.fail_after(30):
-                    while not log._core.buffer.full():  # noqa: ASYNC110 - polled state
-                        await anyio.sleep(0.01)
-                await anyio.sleep(0.1)
+                await await_until(log._core.buffer.full, timeout=30, what="the buffer to fill")
+                await anyio.sleep(0.1)  # a while in which the task may not run to the end
                 # without awaiting space, the task would have run to the end in one go
                 assert progress[0] < n
                 gated.gate.set()

@@ -817,6 +817,23 @@ def test_summary_content() -> None:
     assert color_of(summary_panel(s, NOW), "Training complete") == "green"
 
 
+def test_summary_of_a_run_that_logged_no_step_says_so() -> None:
+    """Not "stopped at 0 of 1,500": no iteration 0 was ever logged."""
+    s = empty_state()
+    s.config.max_iterations = 1500
+    s.start_time = T0
+    text = export(summary_panel(s, T0 + 5))
+    assert "Training stopped before any step was logged" in text
+    assert "0 of 1,500" not in text
+    assert color_of(summary_panel(s, T0 + 5), "Training stopped before") == "yellow"
+    s.interrupted = True
+    text = export(summary_panel(s, T0 + 5))
+    assert "Training interrupted: stopped before any step was logged" in text
+    s.interrupted = False
+    s.steps_logged = 1  # log_step(0, ...): iteration 0 was logged, and stopped there
+    assert "Training stopped at 0 of 1,500" in export(summary_panel(s, T0 + 5))
+
+
 def test_summary_omits_empty_fields_and_indents_a_long_checkpoint() -> None:
     """No bare ``Env:``; a checkpoint path too long for 80 columns folds under itself."""
     s = mid_run_state()

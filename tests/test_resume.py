@@ -27,7 +27,7 @@ from aoff._core._config import HParams
 from aoff._core._records import RunConfig, StepRecord
 from aoff._faces._resume import last_logged_step
 from aoff._pump._options import PumpMode
-from aoff.testing import RecordingDisplay
+from aoff.testing import RecordingDisplay, wait_until
 
 from .conftest import read_jsonl, tensorboard_accumulator
 from .tbserver import Server, tensorboard_server
@@ -131,18 +131,22 @@ def preempt(log_dir: Path) -> None:
         start_new_session=True,
     )
     try:
-        deadline = time.monotonic() + TIMEOUT
-        while _last_jsonl_step(log_dir / "metrics.jsonl") < 800:
+
+        def reached() -> bool:
             if proc.poll() is not None:
                 err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
                 pytest.fail(f"the child exited with {proc.returncode}: {err[-2000:]}")
-            assert time.monotonic() < deadline, "step 800 never reached metrics.jsonl"
-            time.sleep(0.02)
+            return _last_jsonl_step(log_dir / "metrics.jsonl") >= 800
+
+        wait_until(reached, timeout=TIMEOUT, interval=0.02, what="step 800 in metrics.jsonl")
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=TIMEOUT)
-        while _group_alive(proc.pid):  # the agent: EOF, writes what it got, exits
-            assert time.monotonic() < deadline, "the agent did not exit after the kill"
-            time.sleep(0.02)
+        wait_until(  # the agent: EOF, writes what it got, exits
+            lambda: not _group_alive(proc.pid),
+            timeout=TIMEOUT,
+            interval=0.02,
+            what="the agent to exit after the kill",
+        )
     finally:
         if proc.poll() is None:
             proc.kill()

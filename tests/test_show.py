@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 
 from aoff.__main__ import main
-from aoff._cli._demo import DemoConfig, _checkpoint, run
-from aoff._cli._show import ASCII_BARS, UNICODE_BARS, sparkline
+from aoff._cli._demo import run
+from aoff._cli._demo_config import DemoConfig, checkpoint_path
+from aoff._cli._tagtable import ASCII_BARS, UNICODE_BARS, sparkline
 
 ITERATIONS = 20
 
@@ -191,7 +192,7 @@ def test_demo_hint_commands_run_as_printed(demo_run: tuple[Path, str]) -> None:
 
 def test_demo_checkpoint_is_marked_simulated(demo_run: tuple[Path, str]) -> None:
     run_dir, _ = demo_run
-    assert _checkpoint(DemoConfig(logdir="runs", name="x"), 3).startswith("(simulated) runs")
+    assert checkpoint_path(DemoConfig(logdir="runs", name="x"), 3).startswith("(simulated) runs")
     assert not (run_dir / "checkpoints").exists()  # no placeholder file is written
 
 
@@ -238,3 +239,25 @@ def test_show_fits_the_width_and_never_wraps_a_tag(
     for tag in tags:
         assert tag in firsts, tag  # whole, at the start of its own row
     assert "last" in lines[lines.index(next(x for x in lines if x.startswith("tag")))]
+
+
+def test_a_run_that_logged_no_step_says_so_not_stopped_at_0(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A finished run without a ``log_step`` is not "stopped at 0 of 1,500": the summary
+    printed at its end says that no step was logged, and so does ``ls``/``show``'s
+    status for a run summary without records."""
+    import aoff
+    from aoff._cli._rundata import RunData
+    from aoff._cli._show import stopped_early
+
+    log = aoff.OffPolicyLogger(max_iterations=1500, log_backend="none", pump="thread")
+    log.log_status("warming up")
+    log.finish()
+    printed = capsys.readouterr()
+    assert "Training stopped before any step was logged" in printed.out + printed.err
+    assert "0 of 1,500" not in printed.out + printed.err
+    data = RunData(str(tmp_path), "s", "summary", state="finished", max_iterations=1500)
+    assert stopped_early(data) == "stopped before any step was logged"
+    data.records, data.iterations = 3, 2
+    assert stopped_early(data) == "stopped at 2 of 1,500"

@@ -1,8 +1,8 @@
 """Signals that arrive while ``finish()`` drains a big backlog: nothing is cut short.
 
-A child process logs 100,000 steps, prints FINISHING and calls ``finish()``; the test
-signals the child's whole process group (as a terminal's Ctrl+C or a supervisor does)
-while the drain runs, then reads TensorBoard and JSONL back.
+A child process logs 100,000 steps, calls ``finish()`` and prints FINISHING once it waits
+for the drain; the test signals the child's whole process group (as a terminal's Ctrl+C
+or a supervisor does) while the drain runs, then reads TensorBoard and JSONL back.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from aoff.testing import wait_until
 
 CHILD = Path(__file__).with_name("signal_child.py")
 N = 100_000
@@ -55,14 +57,16 @@ def run_and_signal(
     err_lines: list[str] = []
     reader = threading.Thread(target=lambda: err_lines.extend(proc.stderr or ()), daemon=True)
     reader.start()
-    time.sleep(0.05)
     for i, sig in enumerate(signals):
         if i:
             if after_notice:
-                deadline = time.monotonic() + 60
-                while not any("still writing" in ln for ln in list(err_lines)):
-                    assert time.monotonic() < deadline, err_lines
-                    time.sleep(0.01)
+                wait_until(
+                    lambda: any("still writing" in ln for ln in list(err_lines)),
+                    timeout=60,
+                    what="the child's 'still writing' notice",
+                )
+            # apart by ``gap``, as a person's two presses: not while the child still
+            # writes its notice (a Ctrl+C then is ignored, by design)
             time.sleep(gap)
         os.killpg(proc.pid, sig)
     out = proc.stdout.read()

@@ -18,7 +18,6 @@ import select
 import struct
 import sys
 import threading
-import time
 
 import pytest
 from rich.cells import cell_len
@@ -103,9 +102,10 @@ def test_frames_are_whole_and_columns_stay_put(cols: int, rows: int) -> None:
             dash.update(_state(i), 1000.0 + i)
         dash.close(_state(60), 1100.0, summary=False)
         tty.flush()
-    time.sleep(0.2)
+    # the slave is closed: the reader gets EIO once it has read everything, and ends
+    reader.join(60)
     stop.set()
-    reader.join(5)
+    assert not reader.is_alive(), "the pty's output was not read to its end"
     os.close(master)
     frames = _frames(data.decode("utf-8", errors="replace"))
     assert len(frames) >= 50, len(frames)

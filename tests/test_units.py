@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import threading
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -24,9 +23,10 @@ from aoff import BackendContext, Overflow, StepRecord
 from aoff._core import _events as ev
 from aoff._core._buffer import EventBuffer
 from aoff._core._fold import Folder
+from aoff._core._pending import Placeholder, pending_event, ready_prefix
 from aoff._core._state import State
 from aoff._pump._runner import BackendRunner
-from aoff.testing import ManualClock
+from aoff.testing import ManualClock, wait_until
 
 from .faulty import CountingBackend
 
@@ -43,10 +43,7 @@ def numbers(events: list[ev.Event]) -> list[int]:
 
 
 def eventually(condition: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + WAIT
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.001)
+    wait_until(condition, timeout=WAIT, interval=0.001)
 
 
 # -- EventBuffer --------------------------------------------------------------------------------
@@ -471,3 +468,31 @@ async def test_a_failed_open_is_not_retried() -> None:
     assert runner.status == "failed" and runner.done.is_set()
     assert (runner.offered, runner.written, runner.lost) == (2, 0, 2)
     assert len(lines) == 1 and "open failed: PermissionError" in lines[0]
+
+
+# -- ready_prefix (a shipper's drained events) -------------------------------------------
+class _Slot(Placeholder):
+    def __init__(self, state: str, value: float = 0.0) -> None:
+        self.state, self._value = state, value
+
+    def ready(self) -> bool:
+        if self.state == "broken":
+            raise RuntimeError("the device is gone")
+        return self.state == "ready"
+
+    def value(self) -> float:
+        return self._value
+
+
+def test_ready_prefix_keeps_order_resolves_and_counts_the_unresolvable() -> None:
+    plain = [(ev.STEP, 1.0, 1), (ev.STEP, 2.0, 2)]
+    got, held, lost = ready_prefix(plain)
+    assert got == plain and held == [] and lost == 0
+    done = pending_event((ev.STEP, 3.0, 3, {"loss": _Slot("ready", 0.5)}))
+    broken = pending_event((ev.STEP, 4.0, 4, {"loss": _Slot("broken")}))
+    waiting = pending_event((ev.STEP, 5.0, 5, {"loss": _Slot("waiting")}))
+    after = (ev.STEP, 6.0, 6)
+    got, held, lost = ready_prefix([*plain, done, broken, waiting, after])
+    assert got == [*plain, (ev.STEP, 3.0, 3, {"loss": 0.5})]
+    assert held == [waiting, after]  # nothing overtakes the event still waiting
+    assert lost == 1

@@ -1,8 +1,11 @@
 """The ``aoff`` command's parts (``aoff.__main__`` parses the arguments).
 
-Owns ``aoff show``/``aoff ls`` (``_show``) and reading a finished run back from its
-files (``_runs``), ``aoff demo`` (``_demo``, its simulated run in ``_demo_sim``) and the
-``aoff attach`` client (``_attach``).
+Owns ``aoff show``/``aoff ls`` (``_show``; the tag table ``_tagtable``, the progress bar
+``_progress``), reading a finished run back from its files (``_runs`` chooses the
+source: the summary ``_runsummary``, the data files ``_runfiles``, into ``_rundata``'s
+shape; run folders found by ``_runfind``), ``aoff demo`` (``_demo``: its settings
+``_demo_config``, its run ``_demo_drive`` with the numbers of ``_demo_sim``, its closing
+lines ``_demo_outro``) and the ``aoff attach`` client (``_attach``).
 
 May import: ``_faces`` (the demo logs like a user), ``_channel`` (the socket's paths),
 ``_display``, ``_backends``, ``_core``. Nothing below imports it.

@@ -32,7 +32,7 @@ from .._channel._paths import (
     read_key,
 )
 from .._display._dashboard import Dashboard
-from ._runs import is_run_dir
+from ._runfind import is_run_dir
 
 __all__ = ["add_attach_arguments", "run_attach"]
 

@@ -10,15 +10,15 @@ folder. A long read of event files shows a progress bar on a terminal.
 Both only read files; ``ls`` also knocks on each run's socket (see :mod:`aoff._channel`):
 ``live`` when a run answers, ``not live (stale socket)`` when the socket was left by a
 run that was killed, ``finished`` (or ``stopped at N of M``) when there is none.
+
+This module is the two commands' flow and the summary panel; the tag table and its
+sparklines are ``_tagtable``'s, the progress bar ``_progress``'s.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import math
 import os
-from collections.abc import Callable, Iterator, Sequence
 from typing import TextIO
 
 from rich.console import Console
@@ -26,67 +26,14 @@ from rich.panel import Panel
 from rich.text import Text
 
 from .._channel._paths import live_status
-from .._display._format import fmt_duration, fmt_number
-from ._runs import (
-    JSONL_NAME,
-    SUMMARY_NAME,
-    TB_PATTERN,
-    RunData,
-    TagStats,
-    find_runs,
-    read_run,
-    scan_bytes,
-)
+from .._display._format import fmt_duration
+from ._progress import reading_progress
+from ._rundata import JSONL_NAME, REWARD_TAG, SUMMARY_NAME, TB_PATTERN, RunData
+from ._runfind import find_runs
+from ._runs import read_run, scan_bytes
+from ._tagtable import bars_for, fmt_value, tag_table
 
-__all__ = ["add_ls_arguments", "add_show_arguments", "run_ls", "run_show", "sparkline"]
-
-UNICODE_BARS = "▁▂▃▄▅▆▇█"
-ASCII_BARS = "_.-:=+*#"
-SPARK_WIDTH = 24
-REWARD_TAG = "reward/mean"
-#: event files to read before a progress bar is worth showing (~0.1 s of reading)
-PROGRESS_MIN_BYTES = 16 << 20
-
-
-def bars_for(console: Console) -> str:
-    """The block characters if the console's encoding can show them, else ASCII ones."""
-    try:
-        UNICODE_BARS.encode(console.encoding or "utf-8")
-    except (UnicodeEncodeError, LookupError):
-        return ASCII_BARS
-    return UNICODE_BARS
-
-
-def sparkline(values: Sequence[float], width: int = SPARK_WIDTH, bars: str = UNICODE_BARS) -> str:
-    """``values`` squeezed into ``width`` characters (each the mean of its bucket).
-
-    Non-finite values are left out of the means; a bucket with none left shows ``!``
-    (a NaN or infinity in a curve must stay visible). A flat curve sits mid-height.
-    """
-    if not values:
-        return ""
-    n = min(width, len(values))
-    buckets: list[float | None] = []
-    for b in range(n):
-        chunk = values[b * len(values) // n : (b + 1) * len(values) // n]
-        finite = [v for v in chunk if math.isfinite(v)]
-        buckets.append(sum(finite) / len(finite) if finite else None)
-    known = [v for v in buckets if v is not None]
-    lo, hi = (min(known), max(known)) if known else (0.0, 0.0)
-    top = len(bars) - 1
-    out: list[str] = []
-    for v in buckets:
-        if v is None:
-            out.append("!")
-        elif hi - lo <= 0 or not math.isfinite(hi - lo):
-            out.append(bars[top // 2])
-        else:
-            out.append(bars[min(top, int((v - lo) / (hi - lo) * top + 0.5))])
-    return "".join(out)
-
-
-def _fmt(v: float | None) -> str:
-    return "--" if v is None else fmt_number(v)
+__all__ = ["add_ls_arguments", "add_show_arguments", "run_ls", "run_show"]
 
 
 def _steps(data: RunData) -> str:
@@ -106,10 +53,13 @@ def _source(data: RunData) -> str:
 
 
 def stopped_early(data: RunData) -> str | None:
-    """``stopped at N of M`` for a run that ended before its ``max_iterations``."""
+    """``stopped at N of M`` for a run that ended before its ``max_iterations`` (or
+    ``stopped before any step was logged``)."""
     if data.state not in ("finished", "interrupted") or not data.max_iterations:
         return None
     it = data.iterations or 0
+    if not it and not data.records:  # "at 0 of M" would claim a step
+        return "stopped before any step was logged"
     if data.state == "interrupted" or it < data.max_iterations:
         return f"stopped at {it:,} of {data.max_iterations:,}"
     return None
@@ -133,9 +83,9 @@ def summary(data: RunData) -> Panel:
         lines.append(
             Text.assemble(
                 f"  {REWARD_TAG}: last ",
-                (_fmt(data.last(REWARD_TAG)), "yellow"),
+                (fmt_value(data.last(REWARD_TAG)), "yellow"),
                 ", best ",
-                (_fmt(data.best(REWARD_TAG)), "yellow"),
+                (fmt_value(data.best(REWARD_TAG)), "yellow"),
             )
         )
     if data.notes:
@@ -147,79 +97,6 @@ def summary(data: RunData) -> Panel:
     )
 
 
-_COLUMNS = ("first", "last", "min", "max")
-_DROP_ORDER = ("first", "min")  # when the width runs short: these go first
-MIN_SPARK = 8
-MIN_TAG = 16
-
-
-def _cells(t: TagStats) -> dict[str, str]:
-    return {"first": _fmt(t.first), "last": _fmt(t.last), "min": _fmt(t.lo), "max": _fmt(t.hi)}
-
-
-def table_layout(
-    width: int, tag_width: int, number_widths: dict[str, int]
-) -> tuple[list[str], int, int]:
-    """Which number columns, how wide a sparkline and tag column fit in ``width``.
-
-    The sparkline shrinks first (to ``MIN_SPARK``), then ``first`` and ``min`` go, then the
-    sparkline; a tag column that still does not fit is cut in the middle (never wrapped).
-    Returns ``(columns, spark_width, tag_width)``; columns are two spaces apart."""
-    cols = list(_COLUMNS)
-    spark = SPARK_WIDTH
-
-    def total() -> int:
-        return tag_width + sum(number_widths[c] + 2 for c in cols) + (spark + 2 if spark else 0)
-
-    while total() > width:
-        over = total() - width
-        if spark > MIN_SPARK:
-            spark = max(MIN_SPARK, spark - over)
-        elif any(c in cols for c in _DROP_ORDER):
-            cols.remove(next(c for c in _DROP_ORDER if c in cols))
-        elif spark:
-            spark = 0
-        else:
-            tag_width = max(MIN_TAG, tag_width - over)
-            break
-    return cols, spark, tag_width
-
-
-def _fit_tag(tag: str, width: int, ellipsis: str) -> str:
-    if len(tag) <= width:
-        return tag
-    keep = width - len(ellipsis)
-    head = keep // 2
-    return tag[:head] + ellipsis + tag[len(tag) - (keep - head) :]
-
-
-def tag_table(data: RunData, bars: str, width: int = 80) -> Text:
-    """One line per tag: first, last, min, max (finite values) and a sparkline, laid out
-    to fit ``width`` columns without wrapping (see :func:`table_layout`)."""
-    rows = [(tag, _cells(t), t.curve) for tag, t in data.tags.items() if t.count]
-    number_widths = {c: max([len(c)] + [len(r[1][c]) for r in rows]) for c in _COLUMNS}
-    tag_w = max([3] + [len(r[0]) for r in rows])
-    cols, spark, tag_w = table_layout(width, tag_w, number_widths)
-    ellipsis = "…" if bars is UNICODE_BARS else "~"
-    header = Text("tag".ljust(tag_w), style="bold")
-    for c in cols:
-        header.append("  " + c.rjust(number_widths[c]), style="bold")
-    if spark:
-        header.append("  curve", style="bold")
-    lines = [header]
-    for tag, cells, curve in rows:
-        line = Text(_fit_tag(tag, tag_w, ellipsis).ljust(tag_w))
-        for c in cols:
-            line.append("  " + cells[c].rjust(number_widths[c]))
-        if spark:
-            line.append("  " + sparkline(curve, spark, bars), style="cyan")
-        lines.append(line)
-    out = Text("\n").join(lines)
-    out.no_wrap = True
-    out.overflow = "crop"
-    return out
-
-
 def _no_run(path: str, err: TextIO, cmd: str) -> int:
     print(
         f"aoff {cmd}: no {SUMMARY_NAME}, {JSONL_NAME} or {TB_PATTERN} in {path!r}: "
@@ -227,36 +104,6 @@ def _no_run(path: str, err: TextIO, cmd: str) -> int:
         file=err,
     )
     return 1
-
-
-@contextlib.contextmanager
-def _progress(err: TextIO, total: int, what: str) -> Iterator[Callable[[int], None] | None]:
-    """A Rich progress bar on ``err`` while ``total`` bytes of event files are read, when
-    ``err`` is a terminal and the read is long enough to wait for; else nothing."""
-    console = Console(file=err)
-    if total < PROGRESS_MIN_BYTES or not console.is_terminal:
-        yield None
-        return
-    from rich.progress import (
-        BarColumn,
-        DownloadColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-        TransferSpeedColumn,
-    )
-
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        DownloadColumn(),
-        TransferSpeedColumn(),
-        TimeRemainingColumn(),
-        console=console,
-        transient=True,
-    ) as progress:
-        task = progress.add_task(what, total=total)
-        yield lambda n: progress.advance(task, n)
 
 
 def run_show(path: str, console: Console, err: TextIO, *, width: int | None = None) -> int:
@@ -270,7 +117,7 @@ def run_show(path: str, console: Console, err: TextIO, *, width: int | None = No
         console.width = width
     live = bool(live_status(path) == "live")
     try:
-        with _progress(err, scan_bytes(path, live=live), "reading event files") as progress:
+        with reading_progress(err, scan_bytes(path, live=live), "reading event files") as progress:
             data = read_run(path, live=live, progress=progress)
     except OSError as exc:
         print(f"aoff show: cannot read {path!r}: {exc.strerror or exc}", file=err)
@@ -313,7 +160,7 @@ def run_ls(root: str, out: TextIO, err: TextIO) -> int:
     lives = {path: live_status(path) for path in runs}
     total = sum(_size(path, lives[path] == "live") for path in runs)
     rows = [("run", "steps", "last reward", "wall time", "status")]
-    with _progress(err, total, "reading event files") as progress:
+    with reading_progress(err, total, "reading event files") as progress:
         for path in runs:
             name = os.path.relpath(path, root)
             live = lives[path]
@@ -328,7 +175,13 @@ def run_ls(root: str, out: TextIO, err: TextIO) -> int:
                 rows.append((name, "--", "--", "--", live))
                 continue
             rows.append(
-                (name, _steps(data), _fmt(data.last(REWARD_TAG)), _wall(data), _status(data, live))
+                (
+                    name,
+                    _steps(data),
+                    fmt_value(data.last(REWARD_TAG)),
+                    _wall(data),
+                    _status(data, live),
+                )
             )
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     for r in rows:

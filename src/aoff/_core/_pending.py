@@ -71,6 +71,35 @@ def resolve_event(event: PendingEvent) -> tuple[object, ...]:
     return tuple(out)
 
 
+def ready_prefix(events: list[Any]) -> tuple[list[Any], list[Any], int]:
+    """Split a drained run of events for a shipper: ``(ready, held, unresolved)``.
+
+    ``ready``: the events that can go now, in order, each :class:`PendingEvent` among
+    them resolved; ``held``: from the first event still waiting for a device value on,
+    the rest (kept, in order, for the next round: events never overtake each other);
+    ``unresolved``: events left out because their values will never come (``ready()``
+    raised), for the sender to count as dropped. Never blocks."""
+    # the common cases: no event ever waited for a device here, or none of these does
+    if not PendingEvent.made or PendingEvent not in set(map(type, events)):
+        return events, [], 0
+    out: list[Any] = []
+    unresolved = 0
+    for i, e in enumerate(events):
+        if type(e) is PendingEvent:
+            try:
+                ready: bool | None = event_ready(e)
+            except Exception:
+                ready = None
+            if ready is None:  # its values will never come: dropped, counted
+                unresolved += 1
+                continue
+            if not ready:
+                return out, events[i:], unresolved
+            e = resolve_event(e)
+        out.append(e)
+    return out, [], unresolved
+
+
 def pending_event(event: Iterable[object]) -> tuple[object, ...]:
     """Wrap ``event`` as a :class:`PendingEvent` if it holds placeholders (any kind)."""
     event = tuple(event)

@@ -26,7 +26,8 @@ def summary_panel(state: State, now: float, glyphs: Glyphs = UNICODE_GLYPHS) -> 
 
     Its first line says how the run ended: ``Training complete`` (all ``max_iterations``
     done), ``Training stopped at N of M`` (``finish()`` before that) or ``Training
-    interrupted: stopped at N of M``. Empty fields (no ``env_name``) are left out.
+    interrupted: stopped at N of M``; ``stopped before any step was logged`` when no
+    ``log_step`` came. Empty fields (no ``env_name``) are left out.
 
     Total time is ``last_wall_time - start_time`` (the time of the last event, so it does
     not depend on when the pump got round to printing); ``now`` stands in for a state
@@ -35,6 +36,8 @@ def summary_panel(state: State, now: float, glyphs: Glyphs = UNICODE_GLYPHS) -> 
     cfg = state.config
     lines: list[RenderableType] = []
     stopped = f"stopped at {state.iteration:,} of {cfg.max_iterations:,}"
+    if not state.steps_logged and not state.iteration:  # "at 0 of M" would claim a step
+        stopped = "stopped before any step was logged"
     if state.interrupted:
         lines.append(Text(f"Training interrupted: {stopped}", style="bold yellow"))
     elif state.iteration < cfg.max_iterations:  # finish() before the last iteration

@@ -309,10 +309,15 @@ class AgentSide:
             here = self.fallback.unwritten()
             return {n: here.get(n, 0) + lost for n, lost in self.shipper.agent_loss().items()}
         s = self.shipper
-        unsent = [e for batch in s.link.unsent() for e in batch]
-        waiting = steps_in(list(self.buffer.snapshot()) + s.held + unsent)
-        names = list(s.acked_written) or self.options.backend_names()
-        return {n: s.shipped_steps - s.acked_written.get(n, 0) + waiting for n in names}
+        # between rounds only: a round moves events from the buffer onto the link and
+        # counts them shipped once sent; read mid-round, a frame was counted twice (as
+        # unsent, then as shipped: "104,096 steps not written" of a 100,000-step run)
+        # or not at all (drained from the buffer, not yet seen on the link)
+        with self._round_lock:
+            unsent = [e for batch in s.link.unsent() for e in batch]
+            waiting = steps_in(list(self.buffer.snapshot()) + s.held + unsent)
+            names = list(s.acked_written) or self.options.backend_names()
+            return {n: s.shipped_steps - s.acked_written.get(n, 0) + waiting for n in names}
 
     def merge_into(self, report: FinishReport) -> None:
         """Add what the lost agent had written and lost to the fallback's report."""

@@ -16,7 +16,8 @@ from typing import Any
 
 from .._core._buffer import Overflow
 from ._hub import Hub, HubSpec
-from ._producer import BEAT_INTERVAL, RayLogger
+from ._producer import RayLogger
+from ._pusher import BEAT_INTERVAL
 
 __all__ = ["RayLink", "serve"]
 

@@ -1,5 +1,7 @@
 """Public test helpers: an in-memory backend, a manual clock, a recording display.
 
+``wait_until``/``await_until`` wait for a condition instead of sleeping a fixed time
+(a clear ``WaitTimeout`` naming what was awaited when it does not come).
 ``read_wandb_history`` reads an offline W&B run file back (``WANDB_MODE=offline``), so
 the W&B side of a run can be checked without a server. Use them to test code that
 logs through aoff without files, terminals or sleeping::
@@ -18,6 +20,7 @@ from collections.abc import Sequence
 from .._backends._base import BackendContext
 from .._core._records import StepRecord
 from .._core._state import State
+from ._wait import WaitTimeout, await_until, wait_until
 from ._wandb_offline import CorruptRunFile
 from ._wandb_offline import iter_records as iter_wandb_records
 from ._wandb_offline import read_config as read_wandb_config
@@ -29,10 +32,13 @@ __all__ = [
     "ManualClock",
     "MemoryBackend",
     "RecordingDisplay",
+    "WaitTimeout",
+    "await_until",
     "iter_wandb_records",
     "read_wandb_config",
     "read_wandb_history",
     "read_wandb_run_id",
+    "wait_until",
 ]
 
 
