@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -50,6 +51,9 @@ def two_nodes() -> Iterator[Any]:
     root = str(Path(__file__).resolve().parent.parent)
     before = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (src, root, before) if p)
+    # Ray's node installs its own SIGINT/SIGTERM handlers in this process and leaves
+    # them: a later test of aoff's signal handling in the same worker would meet them
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
     try:
         c.add_node(num_cpus=1, resources={"far": 3})
@@ -62,6 +66,8 @@ def two_nodes() -> Iterator[Any]:
             os.environ.pop("PYTHONPATH", None)
         else:
             os.environ["PYTHONPATH"] = before
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
 
 
 @pytest.mark.slow  # a Ray cluster (~5-10 s to start here) and 5 cases: ~30 s
