@@ -140,7 +140,10 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
             if self._process_mode():
                 from ._side import AgentSide
 
-                self._side = AgentSide(self._options, self._buffer, self._build_core, driver="task")
+                self._side = side = AgentSide(
+                    self._options, self._buffer, self._build_core, driver="task"
+                )
+                self._media_budget.freed_source = lambda: side.shipper.media_freed
                 await tg.start(self._run_shipper)
             else:
                 if should_forward(self._options.log_backend, self._options.display is not None):

@@ -151,7 +151,8 @@ class OffPolicyLogger(Face[None]):
         if self._process_mode():
             from ._side import AgentSide
 
-            self._host = AgentSide(self._options, self._buffer, self._build_core)
+            self._host = side = AgentSide(self._options, self._buffer, self._build_core)
+            self._media_budget.freed_source = lambda: side.shipper.media_freed
             self._put = self._host.put()  # producers ship a round themselves now and then
         else:
             self._host = PumpThread(self._build_core())

@@ -1,0 +1,126 @@
+"""The call's half of a media call: check the input, then copy it once.
+
+Accepted input: a NumPy array or a torch tensor (CPU or CUDA) of dtype ``uint8``, or a
+float dtype with values in [0, 1] (converted in the agent, see ``_encode.to_uint8``), in
+the layout ``dataformats`` names: ``"HWC"`` (default), ``"CHW"`` or ``"HW"`` for an image,
+``"THWC"`` (default) or ``"TCHW"`` for a video, with 1 (grey), 3 (RGB) or 4 (RGBA)
+channels. Anything else is an error here, at the call, naming what is wrong: a key that is
+not a non-empty str, a type that is not an array or tensor (``TypeError``), a dtype that
+is neither uint8 nor float (``TypeError``), a shape that does not match ``dataformats``,
+a channel count other than 1/3/4 or an empty array (``ValueError``).
+
+The copy, by where the pump runs: process mode, a shared-memory block (``_shm``); thread
+mode, a NumPy copy. A CUDA tensor is copied without a sync (``_cuda``), like
+``log_histogram``'s. Nothing is converted here: the layout and the float scaling are the
+agent's work, so the caller pays for one ``memcpy``.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+__all__ = ["IMAGE_FORMATS", "VIDEO_FORMATS", "Captured", "capture_frames", "check_key"]
+
+IMAGE_FORMATS = ("HWC", "CHW", "HW")
+VIDEO_FORMATS = ("THWC", "TCHW")
+#: SummaryWriter.add_images / add_video: a batch, tiled into one grid by the agent
+BATCH_FORMATS = ("NCHW", "NHWC", "NTCHW")
+_CHANNELS = (1, 3, 4)
+_FLOAT_KINDS = "f"
+
+#: what the event carries: (frames payload, shape, dtype name, bytes)
+Captured = tuple[Any, tuple[int, ...], str, int]
+
+
+def check_key(where: str, key: object) -> str:
+    if not isinstance(key, str):
+        raise TypeError(f"{where}: key must be a str, got {type(key).__name__}")
+    if not key:
+        raise ValueError(f"{where}: key must not be empty")
+    return key
+
+
+def check_format(where: str, dataformats: object, allowed: tuple[str, ...]) -> str:
+    if not isinstance(dataformats, str) or dataformats.upper() not in allowed:
+        raise ValueError(f"{where}: dataformats must be one of {allowed}, got {dataformats!r}")
+    return dataformats.upper()
+
+
+def check_shape(where: str, key: str, shape: tuple[int, ...], fmt: str) -> None:
+    if len(shape) != len(fmt):
+        raise ValueError(
+            f"{where}: {key!r} has shape {shape} ({len(shape)} dimensions); dataformats "
+            f"{fmt!r} needs {len(fmt)}"
+        )
+    if 0 in shape:
+        raise ValueError(f"{where}: {key!r} is empty (shape {shape})")
+    if "C" in fmt:
+        c = shape[fmt.index("C")]
+        if c not in _CHANNELS:
+            raise ValueError(
+                f"{where}: {key!r} has {c} channels (dataformats {fmt!r}, shape {shape}); "
+                "expected 1 (grey), 3 (RGB) or 4 (RGBA)"
+            )
+
+
+def _bad_dtype(where: str, key: str, dtype: object) -> TypeError:
+    return TypeError(
+        f"{where}: {key!r} has dtype {dtype}; expected uint8 (0-255) or a float dtype "
+        "with values in [0, 1]"
+    )
+
+
+def capture_frames(
+    where: str, key: str, data: Any, fmt: str, *, shared: bool, pending: bool = True
+) -> Captured:
+    """Check ``data`` against ``fmt`` and copy it (``shared``: into a shared-memory block).
+
+    Returns the payload for the event (a NumPy copy, a :class:`ShmFrames`, or a CUDA
+    placeholder when ``pending``), its shape, dtype name and size in bytes."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(data, torch.Tensor):
+        return _capture_tensor(where, key, data, fmt, torch, shared=shared)
+    import numpy as np
+
+    if not isinstance(data, np.ndarray):
+        if isinstance(data, list | tuple):
+            data = np.asarray(data)
+        else:
+            raise TypeError(
+                f"{where}: {key!r} must be a NumPy array or a torch tensor, "
+                f"got {type(data).__name__}"
+            )
+    if not (data.dtype == np.uint8 or data.dtype.kind in _FLOAT_KINDS):
+        raise _bad_dtype(where, key, data.dtype)
+    shape = tuple(int(n) for n in data.shape)
+    check_shape(where, key, shape, fmt)
+    return _copy(data, shape, shared)
+
+
+def _copy(arr: Any, shape: tuple[int, ...], shared: bool) -> Captured:
+    if shared:
+        from ._shm import to_shm
+
+        return to_shm(arr), shape, arr.dtype.name, int(arr.nbytes)
+    import numpy as np
+
+    copy = np.array(arr, copy=True, order="C")
+    return copy, shape, copy.dtype.name, int(copy.nbytes)
+
+
+def _capture_tensor(
+    where: str, key: str, t: Any, fmt: str, torch: Any, *, shared: bool
+) -> Captured:
+    if not (t.dtype == torch.uint8 or t.is_floating_point()):
+        raise _bad_dtype(where, key, t.dtype)
+    shape = tuple(int(n) for n in t.shape)
+    check_shape(where, key, shape, fmt)
+    if t.is_cuda:
+        from ._cuda import CudaFrames
+
+        frames = CudaFrames(t, shared=shared)
+        return frames, shape, frames.dtype_name, frames.nbytes
+    if t.dtype not in (torch.uint8, torch.float32, torch.float64, torch.float16):
+        t = t.detach().to(torch.float32)  # bfloat16, float8: NumPy has no twin
+    return _copy(t.detach().numpy(), shape, shared)

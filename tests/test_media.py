@@ -1,0 +1,295 @@
+"""Media (``log_image``, ``log_video``, ``log_figure``): encoded in the agent, read back.
+
+Every test reads what the run left with TensorBoard's own reader and decodes the PNG/GIF
+with Pillow: pixels for images, frame count, size and frames for videos. Both pump modes
+(``process``: frames in shared memory, the agent encodes; ``thread``: the encoder thread
+in this process), both faces (the async one on asyncio and trio).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from PIL import Image, ImageSequence
+
+import aoff
+from aoff import AoffWarning, AsyncOffPolicyLogger, OffPolicyLogger
+
+MODES = ("process", "thread")
+
+
+def _logger(tmp_path: Path, pump: str, **kw: Any) -> OffPolicyLogger:
+    return OffPolicyLogger(
+        log_dir=tmp_path,
+        pump=pump,  # type: ignore[arg-type]
+        handle_sigterm=False,
+        system_interval=0,
+        display=aoff.NullDisplay(),
+        **kw,
+    )
+
+
+def read_images(log_dir: Path) -> dict[str, list[Any]]:
+    """Every image summary in ``log_dir``, by tag (TensorBoard's reader)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(os.fspath(log_dir), size_guidance={"images": 0, "scalars": 0})
+    acc.Reload()
+    return {t: acc.Images(t) for t in acc.Tags()["images"]}
+
+
+def frames_of(encoded: bytes) -> list[np.ndarray]:
+    img = Image.open(io.BytesIO(encoded))
+    return [np.asarray(f.convert("RGB")) for f in ImageSequence.Iterator(img)]
+
+
+def png_pixels(encoded: bytes) -> np.ndarray:
+    img = Image.open(io.BytesIO(encoded))
+    assert img.format == "PNG"
+    return np.asarray(img)
+
+
+def solid_video(t: int, h: int, w: int) -> np.ndarray:
+    """Frames of one colour each (few colours: the GIF palette keeps them exact)."""
+    colours = np.array([[255, 0, 0], [0, 255, 0], [0, 0, 255], [255, 255, 255]], np.uint8)
+    v = np.empty((t, h, w, 3), np.uint8)
+    for i in range(t):
+        v[i] = colours[i % len(colours)]
+    return v
+
+
+def _log_all(log: Any) -> dict[str, Any]:
+    """The calls every face test makes (sync or async: the caller awaits the results)."""
+    rng = np.random.default_rng(0)
+    img = rng.integers(0, 256, (12, 10, 3), dtype=np.uint8)
+    grey = rng.integers(0, 256, (6, 7), dtype=np.uint8)
+    rgba_chw = rng.random((4, 5, 6)).astype(np.float32)
+    vid = solid_video(6, 8, 10)
+    return {
+        "calls": [
+            ("log_image", ("img", img), {}),
+            ("log_image", ("grey", grey), {"dataformats": "HW", "step": 40}),
+            ("log_image", ("rgba", rgba_chw), {"dataformats": "CHW"}),
+            ("log_video", ("vid", vid), {"fps": 10}),
+            (
+                "log_video",
+                ("vid_tchw", vid.transpose(0, 3, 1, 2).astype(np.float32) / 255),
+                {"dataformats": "TCHW", "step": 41},
+            ),
+        ],
+        "img": img,
+        "grey": grey,
+        "rgba": (np.nan_to_num(rgba_chw.transpose(1, 2, 0)) * 255).clip(0, 255).astype(np.uint8),
+        "vid": vid,
+    }
+
+
+def _check(log_dir: Path, want: dict[str, Any], step: int) -> None:
+    images = read_images(log_dir)
+    assert set(images) == {"img", "grey", "rgba", "vid", "vid_tchw"}
+    (img,) = images["img"]
+    assert (img.step, img.width, img.height) == (step, 10, 12)
+    assert np.array_equal(png_pixels(img.encoded_image_string), want["img"])
+    (grey,) = images["grey"]
+    assert grey.step == 40
+    assert np.array_equal(png_pixels(grey.encoded_image_string), want["grey"])
+    (rgba,) = images["rgba"]
+    assert np.array_equal(png_pixels(rgba.encoded_image_string), want["rgba"])
+    for tag, s in (("vid", step), ("vid_tchw", 41)):
+        (vid,) = images[tag]
+        assert (vid.step, vid.width, vid.height) == (s, 10, 8)
+        assert vid.encoded_image_string[:6] in (b"GIF87a", b"GIF89a")
+        frames = frames_of(vid.encoded_image_string)
+        assert len(frames) == 6
+        for got, exp in zip(frames, want["vid"], strict=True):
+            assert np.array_equal(got, exp)
+
+
+@pytest.mark.parametrize("pump", MODES)
+def test_sync_face_writes_images_and_videos_tensorboard_shows(tmp_path: Path, pump: str) -> None:
+    with _logger(tmp_path, pump) as log:
+        for i in range(3):
+            log.log_step(i, {"loss": float(i)})
+        want = _log_all(log)
+        for name, args, kw in want["calls"]:
+            getattr(log, name)(*args, **kw)
+        log.log_step(3, {"loss": 3.0})
+    report = log.close()
+    assert (report.media_written, report.media_refused) == (5, 0)
+    _check(tmp_path, want, step=2)  # step=None: the last log_step's step
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("pump", MODES)
+async def test_async_face_writes_images_and_videos(tmp_path: Path, pump: str) -> None:
+    async with AsyncOffPolicyLogger(
+        log_dir=tmp_path,
+        pump=pump,  # type: ignore[arg-type]
+        handle_sigterm=False,
+        system_interval=0,
+        display=aoff.NullDisplay(),
+    ) as log:
+        await log.log_step(7, {"loss": 1.0})
+        want = _log_all(log)
+        for name, args, kw in want["calls"]:
+            await getattr(log, name)(*args, **kw)
+        await log.aflush()
+        # flush() waits for the encoder too: everything is on disk now
+        assert len(read_images(tmp_path)) == 5
+    report = await log.aclose()
+    assert report.media_written == 5
+    _check(tmp_path, want, step=7)
+
+
+@pytest.mark.parametrize("pump", MODES)
+def test_torch_tensors_and_figures(tmp_path: Path, pump: str) -> None:
+    torch = pytest.importorskip("torch")
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    t = torch.arange(2 * 3 * 4 * 5, dtype=torch.uint8).reshape(2, 3, 4, 5)  # TCHW
+    fig = plt.figure(figsize=(2, 1.5), dpi=50)
+    plt.plot([0, 1], [1, 0])
+    with _logger(tmp_path, pump) as log:
+        log.log_video("t", t, dataformats="TCHW", step=3)
+        t.zero_()  # the call copied the frames: later changes are not logged
+        log.log_image("half", torch.full((4, 4, 3), 0.5, dtype=torch.bfloat16), step=3)
+        log.log_figure("fig", fig, step=5)
+    assert not plt.fignum_exists(fig.number)  # close=True by default
+    images = read_images(tmp_path)
+    (vid,) = images["t"]
+    frames = frames_of(vid.encoded_image_string)
+    assert (len(frames), vid.width, vid.height) == (2, 5, 4)
+    (half,) = images["half"]
+    assert (png_pixels(half.encoded_image_string) == 127).all()  # 0.5 * 255, truncated
+    (f,) = images["fig"]
+    assert (f.step, f.width, f.height) == (5, 100, 75)
+
+
+@pytest.mark.parametrize("pump", MODES)
+def test_over_budget_the_newest_is_refused_and_counted_never_a_scalar(
+    tmp_path: Path, pump: str
+) -> None:
+    big = np.zeros((10, 32, 32, 3), np.uint8)  # 30,720 bytes
+    small = np.zeros((8, 8, 3), np.uint8)  # 192 bytes
+    with _logger(tmp_path, pump, media_budget=20_000) as log:
+        with pytest.warns(AoffWarning, match=r"log_video\('big'\) refused.*media_budget=20,000"):
+            log.log_video("big", big)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # the warning is shown once
+            log.log_video("big", big)
+        for i in range(50):
+            log.log_step(i, {"x": float(i)})
+            log.log_image("small", small, step=i)  # each is freed: never refused
+            if i % 10 == 0:
+                log.flush()
+    report = log.close()
+    assert (report.media_refused, report.media_written) == (2, 50)
+    assert report.steps == 50 and report.complete
+    assert len(read_images(tmp_path)["small"]) == 50
+    summary = json.loads((tmp_path / "aoff-summary.json").read_text())
+    assert summary["media"] == {"written": 50, "refused": 2}
+
+
+def test_in_flight_bytes_are_bounded_while_the_encoder_works(tmp_path: Path) -> None:
+    """Thread mode, the encoder held: what waits is bounded by the budget, and what was
+    accepted is written at finish()."""
+    frame = np.zeros((4, 16, 16, 3), np.uint8)  # 3,072 bytes
+    with _logger(tmp_path, "thread", media_budget=10_000) as log:
+        encoder = log._core.pump.intake.media
+        gate = __import__("threading").Event()
+        encode = encoder._encode
+        encoder._encode = lambda job: (gate.wait(30), encode(job))[1]  # type: ignore[method-assign]
+        with pytest.warns(AoffWarning, match="refused"):
+            for _ in range(10):
+                log.log_video("v", frame)
+        assert log._media_budget.in_flight() <= 10_000
+        gate.set()
+    report = log.close()
+    assert (report.media_written, report.media_refused) == (3, 7)
+    assert len(read_images(tmp_path)["v"]) == 3
+
+
+@pytest.mark.parametrize(
+    ("call", "data", "kw", "error", "match"),
+    [
+        (
+            "log_image",
+            np.zeros((4, 4, 3, 1), np.uint8),
+            {},
+            ValueError,
+            r"4 dimensions.*'HWC' needs 3",
+        ),
+        ("log_image", np.zeros((4, 4, 2), np.uint8), {}, ValueError, r"2 channels.*1 \(grey\), 3"),
+        ("log_image", np.zeros((4, 4, 3), np.int64), {}, TypeError, r"dtype int64; expected uint8"),
+        ("log_image", np.zeros((4, 4, 3), bool), {}, TypeError, r"dtype bool"),
+        ("log_image", np.zeros((0, 4, 3), np.uint8), {}, ValueError, r"is empty"),
+        ("log_image", "not an image", {}, TypeError, r"NumPy array or a torch tensor, got str"),
+        (
+            "log_image",
+            np.zeros((4, 4, 3), np.uint8),
+            {"dataformats": "WHC"},
+            ValueError,
+            r"dataformats",
+        ),
+        ("log_video", np.zeros((0, 4, 4, 3), np.uint8), {}, ValueError, r"is empty"),
+        ("log_video", np.zeros((4, 4, 3), np.uint8), {}, ValueError, r"'THWC' needs 4"),
+        ("log_video", np.zeros((2, 4, 4, 3), np.uint8), {"fps": 0}, ValueError, r"fps"),
+        ("log_video", np.zeros((2, 4, 4, 3), np.uint8), {"step": "one"}, TypeError, r"step"),
+    ],
+)
+def test_bad_input_is_a_specific_error_at_the_call(
+    tmp_path: Path, call: str, data: Any, kw: dict[str, Any], error: type[Exception], match: str
+) -> None:
+    with _logger(tmp_path, "thread") as log:
+        with pytest.raises(error, match=match):
+            getattr(log, call)("k", data, **kw)
+        with pytest.raises(TypeError, match="key must be a str"):
+            getattr(log, call)(3, data, **kw)
+        log.log_image("ok", np.zeros((2, 2, 3), np.uint8))  # the run goes on
+    assert log.close().media_written == 1
+    with pytest.raises(TypeError, match="expected a matplotlib Figure"):
+        OffPolicyLogger.log_figure(log, "f", object())  # checked before anything else
+
+
+def test_process_mode_frees_every_shared_memory_block(tmp_path: Path) -> None:
+    """The agent unlinks each block; no resource-tracker warning at exit."""
+    code = f"""
+import os, numpy as np, aoff
+before = set(os.listdir("/dev/shm"))
+log = aoff.OffPolicyLogger(log_dir={os.fspath(tmp_path)!r}, handle_sigterm=False,
+                           system_interval=0, display=aoff.NullDisplay())
+for i in range(20):
+    log.log_video("v", np.full((3, 8, 8, 3), i, np.uint8), step=i)
+r = log.finish()
+assert r.media_written == 20, r
+left = {{n for n in set(os.listdir("/dev/shm")) - before if n.startswith("psm_")}}
+assert not left, left
+print("ok")
+"""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().endswith("ok")
+    assert "resource_tracker" not in out.stderr and "leaked" not in out.stderr, out.stderr
+    assert len(read_images(tmp_path)["v"]) == 20
+
+
+def test_import_aoff_stays_light() -> None:
+    heavy = "('PIL', 'av', 'matplotlib')"
+    code = f"import sys, aoff; print(sorted(m for m in {heavy} if m in sys.modules))"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.stdout.strip() == "[]", out.stderr
