@@ -293,3 +293,63 @@ def test_import_aoff_stays_light() -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert out.stdout.strip() == "[]", out.stderr
+
+
+def test_summarywriter_media_read_back_like_torchs(tmp_path: Path) -> None:
+    """The same calls through torch's ``SummaryWriter`` and aoff's: the same tags, steps,
+    wall times, sizes, PNG modes and pixels. torch's ``add_video`` needs moviepy (not
+    installed here), so aoff's GIF is checked against torch's own frame preparation
+    (``_prepare_video`` and its uint8 scaling) instead."""
+    torch = pytest.importorskip("torch")
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from torch.utils.tensorboard import SummaryWriter as TorchWriter
+    from torch.utils.tensorboard.summary import _prepare_video
+
+    from aoff.tensorboard import SummaryWriter
+
+    rng = np.random.default_rng(1)
+    fig = plt.figure(figsize=(2, 1), dpi=40)
+    plt.plot([0, 1], [0, 1])
+    calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
+        ("add_image", ("chw_float", rng.random((3, 8, 10)).astype(np.float32)), {"global_step": 1}),
+        ("add_image", ("hwc_u8", rng.integers(0, 256, (8, 10, 3), dtype=np.uint8)),
+         {"global_step": 2, "dataformats": "HWC", "walltime": 123.5}),
+        ("add_image", ("grey_hw", torch.rand(6, 7)), {"dataformats": "HW"}),
+        ("add_image", ("grey_chw", rng.integers(0, 256, (1, 6, 7), dtype=np.uint8)), {}),
+        ("add_image", ("rgba", rng.integers(0, 256, (4, 5, 6), dtype=np.uint8)),
+         {"global_step": 3}),
+        ("add_images", ("batch", rng.random((10, 1, 4, 5))), {"global_step": 4}),
+        ("add_images", ("batch_nhwc", rng.random((3, 4, 5, 3))), {"dataformats": "NHWC"}),
+        ("add_figure", ("fig", fig), {"global_step": 5, "close": False}),
+    ]  # fmt: skip
+    for writer_cls, folder in ((TorchWriter, "torch"), (SummaryWriter, "aoff")):
+        w = writer_cls(os.fspath(tmp_path / folder))
+        for name, args, kw in calls:
+            getattr(w, name)(*args, **kw)
+        w.close()
+    plt.close(fig)
+    theirs, ours = read_images(tmp_path / "torch"), read_images(tmp_path / "aoff")
+    assert set(ours) == set(theirs) == {c[1][0] for c in calls}
+    for tag, events in theirs.items():
+        (t,), (o,) = events, ours[tag]
+        assert (o.step, o.width, o.height) == (t.step, t.width, t.height), tag
+        if tag == "hwc_u8":
+            assert o.wall_time == t.wall_time == 123.5
+        t_img = Image.open(io.BytesIO(t.encoded_image_string))
+        o_img = Image.open(io.BytesIO(o.encoded_image_string))
+        assert (o_img.format, o_img.mode, o_img.size) == (t_img.format, t_img.mode, t_img.size)
+        assert np.array_equal(np.asarray(o_img), np.asarray(t_img)), tag
+
+    # add_video: (N, T, C, H, W), three videos of black/white frames (exact in a GIF)
+    vid = (rng.integers(0, 2, (3, 5, 3, 4, 6)) * 255).astype(np.uint8)
+    with SummaryWriter(os.fspath(tmp_path / "video")) as w:
+        w.add_video("vid", vid, global_step=6, fps=4)
+    want = (_prepare_video(vid).astype(np.float32) * 255).clip(0, 255).astype(np.uint8)
+    (v,) = read_images(tmp_path / "video")["vid"]
+    assert (v.step, v.width, v.height) == (6, want.shape[2], want.shape[1]) == (6, 24, 4)
+    frames = frames_of(v.encoded_image_string)
+    assert len(frames) == 5
+    for got, exp in zip(frames, want, strict=True):
+        assert np.array_equal(got, exp)

@@ -129,7 +129,15 @@ class MediaCalls(Generic[R]):
     _media_warned = False
 
     def _media(
-        self, where: str, what: str, key: str, data: Any, fmt: str, step: int | None, fps: float
+        self,
+        where: str,
+        what: str,
+        key: str,
+        data: Any,
+        fmt: str,
+        step: int | None,
+        fps: float,
+        wall: float | None = None,
     ) -> R:
         shape = getattr(data, "shape", None)
         if shape is not None and not self._media_budget.take(
@@ -147,7 +155,8 @@ class MediaCalls(Generic[R]):
             if hasattr(payload, "discard"):
                 payload.discard()
             return self._refuse(where, key, what)
-        event = (ev.MEDIA, self._clock(), key, step, what, payload, fmt, fps, nbytes)
+        wall = self._clock() if wall is None else wall
+        event = (ev.MEDIA, wall, key, step, what, payload, fmt, fps, nbytes)
         if isinstance(payload, Placeholder):
             return self._put(PendingEvent(event, (payload,)))
         return self._put(event)
