@@ -287,6 +287,23 @@ print("ok")
     assert len(read_images(tmp_path)["v"]) == 20
 
 
+def test_process_mode_reuses_its_shared_memory_blocks(tmp_path: Path) -> None:
+    """A block the agent has read is marked free and takes the next call's frames (a new
+    block would cost its page faults again); the pool's in-use bytes are the budget's."""
+    frames = np.zeros((20, 32, 32, 3), np.uint8)
+    with _logger(tmp_path, "process") as log:
+        pool = log._media_budget.pool
+        assert pool is not None
+        for i in range(5):
+            log.log_video("v", frames, step=i)
+            log.flush()  # the agent read it: its block is free again
+            assert pool.in_use_bytes() == 0
+        assert len(pool._blocks) == 1
+        names = {b.shm.name for b in pool._blocks}
+    assert log.close().media_written == 5
+    assert not any(os.path.exists(f"/dev/shm/{n}") for n in names)  # unlinked at the end
+
+
 def test_import_aoff_stays_light() -> None:
     heavy = "('PIL', 'av', 'matplotlib')"
     code = f"import sys, aoff; print(sorted(m for m in {heavy} if m in sys.modules))"

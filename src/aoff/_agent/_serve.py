@@ -77,11 +77,7 @@ class Agent:
         if not now and mono - self._acked_at < ACK_INTERVAL:
             return
         pump = self.core.pump
-        mark = Ack(
-            pump.state.steps_logged,
-            {r.name: r.written for r in pump.runners},
-            pump.intake.media.freed_bytes,
-        )
+        mark = Ack(pump.state.steps_logged, {r.name: r.written for r in pump.runners})
         if mark != self._last_ack:
             self._last_ack = mark
             self._acked_at = mono

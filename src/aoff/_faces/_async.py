@@ -140,10 +140,7 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
             if self._process_mode():
                 from ._side import AgentSide
 
-                self._side = side = AgentSide(
-                    self._options, self._buffer, self._build_core, driver="task"
-                )
-                self._media_budget.freed_source = lambda: side.shipper.media_freed
+                self._side = AgentSide(self._options, self._buffer, self._build_core, driver="task")
                 await tg.start(self._run_shipper)
             else:
                 if should_forward(self._options.log_backend, self._options.display is not None):
@@ -285,6 +282,7 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
                 report = FinishReport(dropped_events=len(self._buffer), partial=True)
         if self._sigterm_scope is not None:
             self._sigterm_scope.cancel()
+        self._end_media()
         self._report = report
         if self._stop_done is not None:
             self._stop_done.set()

@@ -29,6 +29,7 @@ from .._core._state import State
 from .._core._warning import AoffWarning
 from .._display._api import Display
 from .._media._calls import DEFAULT_MEDIA_BUDGET, MediaBudget, MediaCalls
+from .._media._shm import ShmPool
 from .._pump._options import DEFAULT_WANDB_PROJECT, BackendSpec, Options, PumpMode
 from .._pump._ranks import RankMode, muted_line, rank_dir, this_rank
 from .._pump._sysmetrics import DEFAULT_INTERVAL as DEFAULT_SYSTEM_INTERVAL
@@ -148,8 +149,8 @@ class Face(Recorder[R], MediaCalls[R], Generic[R]):
         self._buffer = EventBuffer(self._options.capacity, self._options.overflow)
         self._media_budget = MediaBudget(self._options.media_budget)
         self._forked_dropped = 0
-        # frames go to the agent in shared memory (``_media/_shm.py``), or stay here
-        self._media_shared = self._process_mode()
+        if self._process_mode():  # frames go to the agent in shared memory (_media/_shm.py)
+            self._media_budget.pool = ShmPool(self._options.media_budget)
         self._setup_face()
         _live_faces.add(self)
 
@@ -168,6 +169,12 @@ class Face(Recorder[R], MediaCalls[R], Generic[R]):
 
     def _setup_face(self) -> None:
         raise NotImplementedError
+
+    def _end_media(self) -> None:
+        """The run ended: free the frames' shared-memory blocks (process mode)."""
+        pool = self._media_budget.pool
+        if pool is not None:
+            pool.close()
 
     def _idle_timeout(self) -> float:
         """How long a wait for the pump may see no progress before it gives up."""

@@ -151,8 +151,7 @@ class OffPolicyLogger(Face[None]):
         if self._process_mode():
             from ._side import AgentSide
 
-            self._host = side = AgentSide(self._options, self._buffer, self._build_core)
-            self._media_budget.freed_source = lambda: side.shipper.media_freed
+            self._host = AgentSide(self._options, self._buffer, self._build_core)
             self._put = self._host.put()  # producers ship a round themselves now and then
         else:
             self._host = PumpThread(self._build_core())
@@ -282,6 +281,8 @@ class OffPolicyLogger(Face[None]):
                     self._forced = True
                     _say(force_quit_line(self._host.unwritten()))
                     raise
+        if self._drain_result:
+            self._end_media()  # the run ended: nothing reads the frames' blocks now
         if self._drain_failure:
             raise self._drain_failure[0]
         if self._drain_result:

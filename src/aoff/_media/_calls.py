@@ -9,8 +9,9 @@ The media budget (``media_budget``, default 256 MiB): the bytes of frames accept
 yet encoded. A call that would go over it is refused at once (never a wait, never a
 scalar dropped): no copy is made, a ``MEDIA_REFUSED`` event counts it (``FinishReport.
 media_refused``, the run summary) and the first refusal warns once (:class:`AoffWarning`).
-The encoder gives the bytes back as it frees frames: directly in thread mode, through the
-agent's ``Ack`` in process mode (so, there, the budget lags by up to one ack interval).
+The bytes come back as the encoder reads the frames: in process mode the agent marks the
+frames' shared-memory block free (``_shm.ShmPool``), in thread mode the encoder thread
+reports its running total.
 
 ``log_figure`` renders the Matplotlib figure here, at the call, to an RGB array (Agg,
 ``figure.canvas.buffer_rgba``), then logs it as an image: a figure is a live object of
@@ -28,7 +29,15 @@ from .._core import _events as ev
 from .._core._pending import PendingEvent, Placeholder
 from .._core._recorder import R
 from .._core._warning import AoffWarning
-from ._frames import IMAGE_FORMATS, VIDEO_FORMATS, capture_frames, check_format, check_key
+from ._frames import (
+    IMAGE_FORMATS,
+    VIDEO_FORMATS,
+    capture_frames,
+    check_format,
+    check_key,
+    check_only,
+)
+from ._shm import ShmPool
 
 __all__ = ["DEFAULT_MEDIA_BUDGET", "MediaBudget", "MediaCalls", "render_figure"]
 
@@ -36,16 +45,17 @@ DEFAULT_MEDIA_BUDGET = 256 * 1024 * 1024
 
 
 class MediaBudget:
-    """Bytes of frames in flight: taken at the call, freed by the encoder (a total)."""
+    """Bytes of frames in flight: in process mode, those in pool blocks the agent has not
+    read yet (the pool knows at once); in thread mode, taken at the call minus the
+    encoder's running total of bytes freed (``note_freed``, from the encoder thread)."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self._lock = threading.Lock()
         self.taken = 0
         self.freed = 0
-        self.refused = 0
-        #: the encoder's freed total, where it is read rather than pushed (process mode)
-        self.freed_source: Callable[[], int] | None = None
+        #: the shared-memory pool (process mode): its blocks in use are what is in flight
+        self.pool: ShmPool | None = None
 
     def note_freed(self, total: int) -> None:
         """The encoder's running total of bytes freed (monotonic)."""
@@ -53,18 +63,21 @@ class MediaBudget:
             self.freed = total
 
     def in_flight(self) -> int:
-        source = self.freed_source
-        if source is not None:
-            self.note_freed(source())
-        return self.taken - self.freed
+        pool = self.pool
+        return pool.in_use_bytes() if pool is not None else self.taken - self.freed
 
     def take(self, nbytes: int) -> bool:
+        """Room for ``nbytes`` more (then counted), or False (nothing counted)."""
         with self._lock:
             if nbytes > self.limit - self.in_flight():
-                self.refused += 1
                 return False
             self.taken += nbytes
             return True
+
+    def give_back(self, nbytes: int) -> None:
+        """A call that took room failed before its frames were queued."""
+        with self._lock:
+            self.taken -= nbytes
 
 
 def _fps(where: str, fps: object) -> float:
@@ -119,13 +132,12 @@ def render_figure(where: str, figure: Any, *, close: bool = False) -> Any:
 
 
 class MediaCalls(Generic[R]):
-    """The media calls of a face; it sets ``_media_budget`` and ``_media_shared``."""
+    """The media calls of a face; it sets ``_media_budget`` (whose ``pool`` is set in
+    process mode)."""
 
     _put: Callable[[ev.Event], R]
     _clock: Callable[[], float]
     _media_budget: MediaBudget
-    #: frames go into shared memory (the pump runs in the agent)
-    _media_shared: bool = False
     _media_warned = False
 
     def _media(
@@ -139,22 +151,21 @@ class MediaCalls(Generic[R]):
         fps: float,
         wall: float | None = None,
     ) -> R:
+        budget = self._media_budget
         shape = getattr(data, "shape", None)
-        if shape is not None and not self._media_budget.take(
-            _nbytes(tuple(shape), _itemsize(data))
-        ):
+        if shape is None:  # a list or an object: checked (and converted) first
+            data = check_only(where, key, data)
+            shape = data.shape
+        want = _nbytes(tuple(shape), _itemsize(data))
+        if not budget.take(want):
             return self._refuse(where, key, what)
         try:
             payload, _, _, nbytes = capture_frames(
-                where, key, data, fmt.removeprefix("torch:"), shared=self._media_shared
+                where, key, data, fmt.removeprefix("torch:"), pool=budget.pool
             )
         except BaseException:
-            self._media_budget.taken -= _nbytes(tuple(shape), _itemsize(data)) if shape else 0
+            budget.give_back(want)
             raise
-        if shape is None and not self._media_budget.take(nbytes):  # a list, sized now
-            if hasattr(payload, "discard"):
-                payload.discard()
-            return self._refuse(where, key, what)
         wall = self._clock() if wall is None else wall
         event = (ev.MEDIA, wall, key, step, what, payload, fmt, fps, nbytes)
         if isinstance(payload, Placeholder):

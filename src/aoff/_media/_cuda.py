@@ -9,18 +9,21 @@ round, off the training thread's call), in thread mode the pinned buffer itself.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._core._pending import Placeholder
 from .._core._tensors import _host_empty, _record_event
+
+if TYPE_CHECKING:
+    from ._shm import ShmPool
 
 __all__ = ["CudaFrames"]
 
 
 class CudaFrames(Placeholder):
-    __slots__ = ("dtype_name", "event", "host", "nbytes", "result", "shared")
+    __slots__ = ("dtype_name", "event", "host", "nbytes", "pool", "result")
 
-    def __init__(self, t: Any, *, shared: bool) -> None:
+    def __init__(self, t: Any, *, pool: ShmPool | None) -> None:
         import torch
 
         src = t.detach()
@@ -30,7 +33,7 @@ class CudaFrames(Placeholder):
         host.copy_(src, non_blocking=True)
         self.host: Any = host
         self.event: Any = _record_event(t.get_device())
-        self.shared = shared
+        self.pool = pool
         self.result: Any = None
         self.dtype_name = str(host.numpy().dtype)
         self.nbytes = int(host.numel() * host.element_size())
@@ -41,10 +44,8 @@ class CudaFrames(Placeholder):
         if not self.event.query():
             return False
         arr = self.host.numpy()
-        if self.shared:
-            from ._shm import to_shm
-
-            self.result = to_shm(arr)
+        if self.pool is not None:
+            self.result = self.pool.put(arr)
             self.host = None  # give the pinned buffer back
         else:
             self.result = arr  # the pinned buffer is ours: no second copy

@@ -9,16 +9,19 @@ not a non-empty str, a type that is not an array or tensor (``TypeError``), a dt
 is neither uint8 nor float (``TypeError``), a shape that does not match ``dataformats``,
 a channel count other than 1/3/4 or an empty array (``ValueError``).
 
-The copy, by where the pump runs: process mode, a shared-memory block (``_shm``); thread
-mode, a NumPy copy. A CUDA tensor is copied without a sync (``_cuda``), like
-``log_histogram``'s. Nothing is converted here: the layout and the float scaling are the
-agent's work, so the caller pays for one ``memcpy``.
+The copy, by where the pump runs: process mode, a block of the face's shared-memory
+pool (``_shm``); thread mode, a NumPy copy. A CUDA tensor is copied without a sync
+(``_cuda``), like ``log_histogram``'s. Nothing is converted here: the layout and the
+float scaling are the agent's work, so the caller pays for one ``memcpy``.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._shm import ShmPool
 
 __all__ = ["IMAGE_FORMATS", "VIDEO_FORMATS", "Captured", "capture_frames", "check_key"]
 
@@ -71,16 +74,14 @@ def _bad_dtype(where: str, key: str, dtype: object) -> TypeError:
     )
 
 
-def capture_frames(
-    where: str, key: str, data: Any, fmt: str, *, shared: bool, pending: bool = True
-) -> Captured:
-    """Check ``data`` against ``fmt`` and copy it (``shared``: into a shared-memory block).
+def capture_frames(where: str, key: str, data: Any, fmt: str, *, pool: ShmPool | None) -> Captured:
+    """Check ``data`` against ``fmt`` and copy it (into a block of ``pool``, if given).
 
     Returns the payload for the event (a NumPy copy, a :class:`ShmFrames`, or a CUDA
-    placeholder when ``pending``), its shape, dtype name and size in bytes."""
+    placeholder), its shape, dtype name and size in bytes."""
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(data, torch.Tensor):
-        return _capture_tensor(where, key, data, fmt, torch, shared=shared)
+        return _capture_tensor(where, key, data, fmt, torch, pool=pool)
     import numpy as np
 
     if not isinstance(data, np.ndarray):
@@ -95,14 +96,24 @@ def capture_frames(
         raise _bad_dtype(where, key, data.dtype)
     shape = tuple(int(n) for n in data.shape)
     check_shape(where, key, shape, fmt)
-    return _copy(data, shape, shared)
+    return _copy(data, shape, pool)
 
 
-def _copy(arr: Any, shape: tuple[int, ...], shared: bool) -> Captured:
-    if shared:
-        from ._shm import to_shm
+def check_only(where: str, key: str, data: Any) -> Any:
+    """``data`` without a ``shape``: a list or tuple as a NumPy array (checked by
+    :func:`capture_frames` like any array), anything else a ``TypeError``."""
+    if isinstance(data, list | tuple):
+        import numpy as np
 
-        return to_shm(arr), shape, arr.dtype.name, int(arr.nbytes)
+        return np.asarray(data)
+    raise TypeError(
+        f"{where}: {key!r} must be a NumPy array or a torch tensor, got {type(data).__name__}"
+    )
+
+
+def _copy(arr: Any, shape: tuple[int, ...], pool: ShmPool | None) -> Captured:
+    if pool is not None:
+        return pool.put(arr), shape, arr.dtype.name, int(arr.nbytes)
     import numpy as np
 
     copy = np.array(arr, copy=True, order="C")
@@ -110,7 +121,7 @@ def _copy(arr: Any, shape: tuple[int, ...], shared: bool) -> Captured:
 
 
 def _capture_tensor(
-    where: str, key: str, t: Any, fmt: str, torch: Any, *, shared: bool
+    where: str, key: str, t: Any, fmt: str, torch: Any, *, pool: ShmPool | None
 ) -> Captured:
     if not (t.dtype == torch.uint8 or t.is_floating_point()):
         raise _bad_dtype(where, key, t.dtype)
@@ -119,8 +130,8 @@ def _capture_tensor(
     if t.is_cuda:
         from ._cuda import CudaFrames
 
-        frames = CudaFrames(t, shared=shared)
+        frames = CudaFrames(t, pool=pool)
         return frames, shape, frames.dtype_name, frames.nbytes
     if t.dtype not in (torch.uint8, torch.float32, torch.float64, torch.float16):
         t = t.detach().to(torch.float32)  # bfloat16, float8: NumPy has no twin
-    return _copy(t.detach().numpy(), shape, shared)
+    return _copy(t.detach().numpy(), shape, pool)

@@ -80,12 +80,10 @@ class Stop(NamedTuple):
 
 # -- from the peer ------------------------------------------------------------------------------
 class Ack(NamedTuple):
-    """How far the run got: steps folded, records written per backend, and the bytes of
-    media frames the agent's encoder freed so far (the caller's media budget)."""
+    """How far the run got: steps folded, and records written per backend."""
 
     steps: int
     written: dict[str, int]
-    media_freed: int = 0
 
 
 class Flushed(NamedTuple):

@@ -120,7 +120,6 @@ class Shipper(Generic[R]):
         self.shipped_steps = 0
         self.acked_steps = 0
         self.acked_written: dict[str, int] = {}
-        self.media_freed = 0  # bytes of media frames the agent freed (Ack)
         self.text: collections.deque[tuple[str, str]] = collections.deque()
         self.flush_asked = 0  # flush requests: asked, sent to the agent, answered
         self.flush_sent = 0
@@ -206,9 +205,8 @@ class Shipper(Generic[R]):
             msg = decode_from_peer(payload)
             self.progress += 1
             match msg:
-                case Ack(steps, written, media_freed):
+                case Ack(steps, written):
                     self.acked_steps, self.acked_written = steps, written
-                    self.media_freed = media_freed
                 case Flushed(n, state):
                     self.flushed = n
                     self.last_state = state
