@@ -370,3 +370,78 @@ def test_summarywriter_media_read_back_like_torchs(tmp_path: Path) -> None:
     assert len(frames) == 5
     for got, exp in zip(frames, want, strict=True):
         assert np.array_equal(got, exp)
+
+
+@pytest.mark.parametrize("pump", MODES)
+def test_jsonl_and_csv_rows_point_to_media_files(tmp_path: Path, pump: str) -> None:
+    """PNG and MP4 files under ``log_dir/media/`` (written once for both backends), a
+    JSONL line and a CSV row that name them; the MP4 decodes to every frame."""
+    av = pytest.importorskip("av")
+    vid = solid_video(9, 17, 21)  # odd sizes: padded by one pixel for yuv420p
+    img = np.random.default_rng(2).integers(0, 256, (5, 6, 3), dtype=np.uint8)
+    with _logger(tmp_path, pump, log_backend="none", backends=("jsonl", "csv")) as log:
+        log.log_step(1, {"a": 1.0})
+        log.log_video("eval/ep", vid, fps=12)
+        log.log_image("img", img, step=4)
+    assert log.close().media_written == 2
+    lines = [json.loads(ln) for ln in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    media = {r["media"]: r for r in lines if "media" in r}
+    assert media["video"]["step"] == 1 and media["image"]["step"] == 4
+    video_path = tmp_path / media["video"]["eval/ep"]
+    image_path = tmp_path / media["image"]["img"]
+    assert video_path.parent == image_path.parent == tmp_path / "media"
+    assert sorted(p.name for p in (tmp_path / "media").iterdir()) == sorted(
+        [video_path.name, image_path.name]
+    )
+    assert np.array_equal(np.asarray(Image.open(image_path)), img)
+    with av.open(os.fspath(video_path)) as container:
+        frames = [f.to_ndarray(format="rgb24") for f in container.decode(video=0)]
+    assert len(frames) == 9 and frames[0].shape == (18, 22, 3)
+    assert np.abs(frames[0][:17, :21].astype(int) - vid[0]).max() < 16  # lossy H.264
+    with open(tmp_path / "progress.csv", newline="") as f:
+        rows = list(__import__("csv").DictReader(f))
+    assert [r["eval/ep"] for r in rows if r["eval/ep"]] == [media["video"]["eval/ep"]]
+    assert [r["img"] for r in rows if r["img"]] == [media["image"]["img"]]
+    from aoff._cli._runs import read_run
+
+    assert read_run(os.fspath(tmp_path)).records == 1  # aoff show skips media rows
+
+
+def test_wandb_offline_run_holds_the_media_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("wandb")
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    img = np.random.default_rng(3).integers(0, 256, (6, 8, 3), dtype=np.uint8)
+    with _logger(tmp_path, "process", log_backend="none", backends=("wandb",)) as log:
+        for i in range(3):
+            log.log_step(i, {"a": float(i)})
+        log.log_video("eval/ep", solid_video(6, 16, 16), fps=10)
+        log.log_image("img", img, step=1)  # W&B is past step 1: logged at 2, media_step 1
+    assert log.close().media_written == 2
+    (run,) = (tmp_path / "wandb").glob("offline-run-*")  # the run goes under log_dir
+    videos = list(run.rglob("files/media/videos/**/*.mp4"))
+    images = list(run.rglob("files/media/images/**/*.png"))
+    assert len(videos) == 1 and len(images) == 1
+    assert np.array_equal(np.asarray(Image.open(images[0]).convert("RGB")), img)
+    from aoff.testing._wandb_offline import read_history
+
+    (wandb_file,) = run.glob("run-*.wandb")
+    (row,) = [r for r in read_history(wandb_file) if "img/media_step" in r]
+    assert (row["_step"], row["img/media_step"], row["eval/ep/media_step"]) == (2, 1, 2)
+    assert (row["eval/ep/_type"], row["img/_type"]) == ("video-file", "image-file")
+    assert (run / "files" / row["eval/ep/path"]).exists()
+
+
+def test_a_missing_encoder_is_reported_naming_the_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "PIL", None)  # import PIL raises ImportError
+    with _logger(tmp_path, "thread") as log:
+        log.log_image("img", np.zeros((2, 2, 3), np.uint8))
+        log.log_step(1, {"a": 1.0})
+    report = log.close()
+    assert (report.media_written, report.steps) == (0, 1)  # the scalars go on
+    assert "could not encode media 'img'" in capfd.readouterr().err
+    assert "pip install 'aoff[media]'" in "".join(log._core.pump.report_line.seen)

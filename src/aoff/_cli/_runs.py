@@ -207,6 +207,8 @@ def _read_jsonl(run_dir: str, path: str) -> RunData:
             else:
                 bad_middle += 1
             continue
+        if isinstance(row.get("media"), str):  # a media file's row (_backends/_mediafiles)
+            continue
         producer = row.get("producer")
         if isinstance(producer, str):  # a collector's own steps: kept apart, counted
             data.producer_rows[producer] = data.producer_rows.get(producer, 0) + 1
