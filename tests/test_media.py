@@ -445,3 +445,33 @@ def test_a_missing_encoder_is_reported_naming_the_extra(
     assert (report.media_written, report.steps) == (0, 1)  # the scalars go on
     assert "could not encode media 'img'" in capfd.readouterr().err
     assert "pip install 'aoff[media]'" in "".join(log._core.pump.report_line.seen)
+
+
+def test_the_dashboard_shows_the_last_media_and_the_summary_what_was_refused(
+    tmp_path: Path,
+) -> None:
+    from rich.console import Console
+
+    from aoff._display._content import header_fields
+    from aoff._display._summary import summary_panel
+    from aoff.testing import RecordingDisplay
+
+    display = RecordingDisplay()
+    log = OffPolicyLogger(
+        log_dir=tmp_path, pump="thread", handle_sigterm=False, system_interval=0,
+        display=display, media_budget=100,
+    )  # fmt: skip
+    with log:
+        log.log_step(3, {"a": 1.0})
+        log.log_video("eval/episode", np.zeros((2, 4, 4, 3), np.uint8))
+        with pytest.warns(AoffWarning, match="refused"):
+            log.log_video("too_big", np.zeros((2, 8, 8, 3), np.uint8))
+    ((_, state, _),) = display.closed
+    assert (state.last_media, state.media_refused) == (("eval/episode", 3), 1)
+    header = "".join(t for c in header_fields(state, 0.0) for t, _ in c.spans)
+    assert "media eval/episode @3" in header
+    console = Console(width=80, record=True, file=io.StringIO())
+    console.print(summary_panel(state, 0.0))
+    text = console.export_text()
+    assert "Last media: eval/episode (step 3)" in text
+    assert "Media refused (budget): 1" in text
