@@ -475,3 +475,41 @@ def test_the_dashboard_shows_the_last_media_and_the_summary_what_was_refused(
     text = console.export_text()
     assert "Last media: eval/episode (step 3)" in text
     assert "Media refused (budget): 1" in text
+
+
+def test_sb3_video_image_and_figure_go_to_the_media_path(tmp_path: Path) -> None:
+    """SB3's ``Video``/``Image``/``Figure`` values at SB3's step, with the pixels SB3's
+    own TensorBoard format (torch's writer) would write."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("stable_baselines3")
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from stable_baselines3.common.logger import Figure, Video
+    from stable_baselines3.common.logger import Image as SB3Image
+
+    import aoff.sb3
+
+    logger = aoff.sb3.configure(
+        os.fspath(tmp_path), ["tensorboard"], pump="thread", handle_sigterm=False
+    )
+    frames = torch.zeros(1, 4, 3, 8, 8, dtype=torch.uint8)
+    frames[0, ::2, 0] = 255  # red, black, red, black (Pillow merges identical frames)
+    image = np.zeros((6, 5, 3), np.uint8)
+    image[..., 2] = 255  # blue, HWC
+    fig = plt.figure(figsize=(1, 1), dpi=30)
+    logger.record("train/loss", 0.5)
+    logger.record("eval/video", Video(frames, fps=8), exclude="stdout")
+    logger.record("eval/image", SB3Image(image, "HWC"), exclude="stdout")
+    logger.record("eval/figure", Figure(fig, close=True), exclude="stdout")
+    logger.dump(1000)
+    logger.close()
+    assert logger.writer.skipped == {} and logger.writer.report is not None
+    assert logger.writer.report.media_written == 3
+    images = read_images(tmp_path)
+    (v,), (i,), (f,) = images["eval/video"], images["eval/image"], images["eval/figure"]
+    assert (v.step, i.step, f.step) == (1000, 1000, 1000)
+    gif = frames_of(v.encoded_image_string)
+    assert len(gif) == 4 and (gif[0] == [255, 0, 0]).all() and (gif[1] == 0).all()
+    assert np.array_equal(png_pixels(i.encoded_image_string), image)
+    assert (f.width, f.height) == (30, 30)

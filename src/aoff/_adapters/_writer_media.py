@@ -23,9 +23,10 @@ from .._media._frames import check_format, check_key
 from . import _writer_checks as checked
 
 if TYPE_CHECKING:
+    from .._faces._base import Face
     from .._faces._sync import OffPolicyLogger
 
-__all__ = ["WriterMedia"]
+__all__ = ["WriterMedia", "torch_figure", "torch_image", "torch_video"]
 
 
 def _step(where: str, global_step: Any) -> int:
@@ -34,6 +35,36 @@ def _step(where: str, global_step: Any) -> int:
 
 def _wall(walltime: float | None) -> float:
     return time.time() if walltime is None else float(walltime)
+
+
+# -- torch's media calls on an aoff logger (also SB3's Image/Video/Figure, _sb3.py) ----------
+def torch_image(
+    log: Face[Any], where: str, tag: str, img: Any, step: int, wall: float | None, fmt: str
+) -> None:
+    fmt = check_format(where, fmt, ("CHW", "HWC", "HW", "NCHW", "NHWC"))
+    log._media(where, "image", check_key(where, tag), img, "torch:" + fmt, step, 0.0, wall)
+
+
+def torch_video(
+    log: Face[Any], where: str, tag: str, vid: Any, step: int, fps: float, wall: float | None
+) -> None:
+    """``(N, T, C, H, W)`` videos as one animated GIF (torch's grid)."""
+    fps = float(fps)
+    log._media(where, "video", check_key(where, tag), vid, "torch:NTCHW", step, fps, wall)
+
+
+def torch_figure(
+    log: Face[Any], where: str, tag: str, figure: Any, step: int, close: bool, wall: float | None
+) -> None:
+    """A Matplotlib figure (or a list of them, as a batch), rendered here to RGB."""
+    if isinstance(figure, Sequence):
+        import numpy as np
+
+        rgb = np.stack([render_figure(where, f, close=close)[:, :, :3] for f in figure])
+        torch_image(log, where, tag, rgb, step, wall, "NHWC")
+    else:
+        rgb = render_figure(where, figure, close=close)[:, :, :3]
+        torch_image(log, where, tag, rgb, step, wall, "HWC")
 
 
 class WriterMedia:
@@ -53,10 +84,9 @@ class WriterMedia:
         """One image (uint8, or float in [0, 1]); ``dataformats`` ``"CHW"``, ``"HWC"`` or
         ``"HW"``. A PNG image summary, as torch's."""
         where = "add_image"
-        tag = check_key(where, tag)
-        fmt = check_format(where, dataformats, ("CHW", "HWC", "HW"))
-        step, wall = _step(where, global_step), _wall(walltime)
-        self._engine._media(where, "image", tag, img_tensor, "torch:" + fmt, step, 0.0, wall)
+        check_format(where, dataformats, ("CHW", "HWC", "HW"))
+        step = _step(where, global_step)
+        torch_image(self._engine, where, tag, img_tensor, step, _wall(walltime), dataformats)
 
     def add_images(
         self,
@@ -68,10 +98,9 @@ class WriterMedia:
     ) -> None:
         """A batch of images (``"NCHW"`` or ``"NHWC"``), tiled 8 to a row like torch's."""
         where = "add_images"
-        tag = check_key(where, tag)
-        fmt = check_format(where, dataformats, ("NCHW", "NHWC"))
-        step, wall = _step(where, global_step), _wall(walltime)
-        self._engine._media(where, "image", tag, img_tensor, "torch:" + fmt, step, 0.0, wall)
+        check_format(where, dataformats, ("NCHW", "NHWC"))
+        step = _step(where, global_step)
+        torch_image(self._engine, where, tag, img_tensor, step, _wall(walltime), dataformats)
 
     def add_video(
         self,
@@ -83,9 +112,8 @@ class WriterMedia:
     ) -> None:
         """Videos ``(N, T, C, H, W)`` (uint8, or float in [0, 1]) as one animated GIF."""
         where = "add_video"
-        tag = check_key(where, tag)
-        step, wall = _step(where, global_step), _wall(walltime)
-        self._engine._media(where, "video", tag, vid_tensor, "torch:NTCHW", step, fps, wall)
+        step = _step(where, global_step)
+        torch_video(self._engine, where, tag, vid_tensor, step, fps, _wall(walltime))
 
     def add_figure(
         self,
@@ -97,14 +125,5 @@ class WriterMedia:
     ) -> None:
         """A Matplotlib figure (or a list of them, as a batch), rendered here to RGB."""
         where = "add_figure"
-        tag = check_key(where, tag)
-        step, wall = _step(where, global_step), _wall(walltime)
-        if isinstance(figure, Sequence):
-            import numpy as np
-
-            rgb = np.stack([render_figure(where, f, close=close)[:, :, :3] for f in figure])
-            fmt = "torch:NHWC"
-        else:
-            rgb = render_figure(where, figure, close=close)[:, :, :3]
-            fmt = "torch:HWC"
-        self._engine._media(where, "image", tag, rgb, fmt, step, 0.0, wall)
+        step = _step(where, global_step)
+        torch_figure(self._engine, where, tag, figure, step, close, _wall(walltime))

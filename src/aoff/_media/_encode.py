@@ -141,7 +141,9 @@ def png_bytes(frame: Any) -> bytes:
 
 
 def gif_bytes(frames: Any, fps: float) -> bytes:
-    """An animated GIF that loops (alpha dropped: GIF has none worth the name)."""
+    """An animated GIF that loops (alpha dropped: GIF has none worth the name). Pillow
+    merges identical consecutive frames into one shown for their total time: the GIF
+    plays the same, with fewer frames."""
     images = [_image(f, alpha=False) for f in frames]
     out = io.BytesIO()
     images[0].save(
