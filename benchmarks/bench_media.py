@@ -109,7 +109,7 @@ def scalar_stream(pump: str, iters: int, rounds: int, work: float) -> dict[str, 
     videos: list[float] = []
     with tempfile.TemporaryDirectory() as d:
         log = make_logger(d, pump)
-        for i in range(3):  # the pool's blocks exist from now on (see caller_cost)
+        for _ in range(3):  # the pool's blocks exist from now on (see caller_cost)
             log.log_video("warmup", frames, step=0)
         log.flush()
         it = 0
