@@ -513,3 +513,36 @@ def test_sb3_video_image_and_figure_go_to_the_media_path(tmp_path: Path) -> None
     assert len(gif) == 4 and (gif[0] == [255, 0, 0]).all() and (gif[1] == 0).all()
     assert np.array_equal(png_pixels(i.encoded_image_string), image)
     assert (f.width, f.height) == (30, 30)
+
+
+@pytest.mark.parametrize("pump", MODES)
+def test_a_remote_producer_logs_media_into_the_run(tmp_path: Path, pump: str) -> None:
+    """``log.remote()``: the frames travel pickled in the event (documented), the run's
+    encoder writes them under the tag as given."""
+    code = """
+import pickle, sys, numpy as np
+remote = pickle.loads(sys.stdin.buffer.read())
+frames = np.zeros((4, 8, 8, 3), np.uint8)
+frames[1::2] = 255
+remote.log_video("collector/episode", frames, step=11, fps=5)
+remote.log_image("collector/frame", frames[1], step=12)
+report = remote.close()
+assert report.complete, report
+"""
+    with _logger(tmp_path, pump) as log:
+        remote = log.remote("collector")
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            input=__import__("pickle").dumps(remote),
+            capture_output=True,
+            timeout=120,
+            env=env,
+        )
+        assert out.returncode == 0, out.stderr.decode()
+    assert log.close().media_written == 2
+    images = read_images(tmp_path)
+    (v,), (i,) = images["collector/episode"], images["collector/frame"]
+    assert (v.step, i.step) == (11, 12)
+    assert len(frames_of(v.encoded_image_string)) == 4
+    assert (png_pixels(i.encoded_image_string) == 255).all()

@@ -17,7 +17,7 @@ import anyio.lowlevel
 import anyio.to_thread
 
 from .._core._buffer import EventBuffer
-from .._core._events import MEDIA, MEDIA_REFUSED, Event
+from .._core._events import MEDIA, MEDIA_REFUSED, REMOTE, Event
 from .._core._fold import Folder
 from .._core._pending import PendingEvent, event_ready, resolve_event
 from .._core._records import StepRecord
@@ -29,6 +29,7 @@ from ._runner import BackendRunner
 __all__ = ["FOLD_SLICE", "Intake"]
 
 FOLD_SLICE = 512
+_MEDIA_KINDS = (MEDIA, MEDIA_REFUSED)
 
 
 class Intake:
@@ -131,8 +132,12 @@ class Intake:
                     continue
                 e = resolve_event(e)
             folded += 1
-            if e[0] == MEDIA or e[0] == MEDIA_REFUSED:
+            kind = e[0]
+            if kind in _MEDIA_KINDS:
                 self._media_event(e)
+                continue
+            if kind == REMOTE and type(e[3]) is tuple and e[3][0] in _MEDIA_KINDS:
+                self._media_event(e[3])  # a producer's: the run's tag, step and encoder
                 continue
             try:
                 rec = apply(e)
