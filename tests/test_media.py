@@ -546,3 +546,23 @@ assert report.complete, report
     assert (v.step, i.step) == (11, 12)
     assert len(frames_of(v.encoded_image_string)) == 4
     assert (png_pixels(i.encoded_image_string) == 255).all()
+
+
+@pytest.mark.slow  # importing mlflow takes seconds on a loaded machine
+def test_mlflow_keeps_media_as_artifacts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("mlflow")
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    for name in ("MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_NAME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", (tmp_path / "mlruns").as_uri())
+    img = np.random.default_rng(4).integers(0, 256, (5, 7, 3), dtype=np.uint8)
+    with _logger(tmp_path / "run", "thread", log_backend="none", backends=("mlflow",)) as log:
+        log.log_step(1, {"a": 1.0})
+        log.log_video("eval/ep", solid_video(4, 8, 8), fps=4)
+        log.log_image("img", img, step=3)
+    report = log.close()
+    assert report.media_written == 2 and report.complete
+    arts = sorted((tmp_path / "mlruns").rglob("artifacts/media/*"))
+    assert [p.suffix for p in arts] == [".mp4", ".png"]
+    assert arts[0].name.startswith("eval_ep_s1_") and arts[1].name.startswith("img_s3_")
+    assert np.array_equal(np.asarray(Image.open(arts[1])), img)
