@@ -566,3 +566,33 @@ def test_mlflow_keeps_media_as_artifacts(tmp_path: Path, monkeypatch: pytest.Mon
     assert [p.suffix for p in arts] == [".mp4", ".png"]
     assert arts[0].name.startswith("eval_ep_s1_") and arts[1].name.startswith("img_s3_")
     assert np.array_equal(np.asarray(Image.open(arts[1])), img)
+
+
+def test_a_stuck_encoder_costs_finish_its_bound_and_never_the_scalars(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    with _logger(tmp_path, "thread", finish_timeout=0.5) as log:
+        encoder = log._core.pump.intake.media
+        gate = __import__("threading").Event()
+        encode = encoder._encode
+        encoder._encode = lambda job: (gate.wait(30), encode(job))[1]  # type: ignore[method-assign]
+        for i in range(20):
+            log.log_step(i, {"x": float(i)})
+            if i % 5 == 0:
+                log.log_video("v", np.zeros((2, 4, 4, 3), np.uint8))
+    report = log.close()
+    gate.set()
+    assert report.steps == 20 and report.complete  # every scalar record written
+    assert report.media_written == 0
+    assert "4 images/videos were still being encoded after 0.5s" in capfd.readouterr().err
+    assert [v for _, v in read_tensorboard_scalars(tmp_path)["train/x"]] == [
+        float(i) for i in range(20)
+    ]
+
+
+def read_tensorboard_scalars(log_dir: Path) -> dict[str, list[tuple[int, float]]]:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(os.fspath(log_dir), size_guidance={"scalars": 0})
+    acc.Reload()
+    return {t: [(e.step, e.value) for e in acc.Scalars(t)] for t in acc.Tags()["scalars"]}

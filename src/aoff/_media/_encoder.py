@@ -40,6 +40,7 @@ class MediaEncoder:
         self.freed_bytes = 0
         self.written = 0  # encoded and handed over
         self.failed = 0
+        self.abandoned = 0  # still queued when finish() stopped waiting
         self.on_freed: Callable[[int], None] | None = None
         self._jobs: collections.deque[MediaJob] = collections.deque()
         self._cond = threading.Condition()
@@ -72,8 +73,11 @@ class MediaEncoder:
         return self._submitted - self._finished
 
     def close(self) -> None:
+        """No more items: those not started are dropped (finish() gave up on them)."""
         with self._cond:
             self._closed = True
+            self.abandoned += len(self._jobs)
+            self._jobs.clear()
             self._cond.notify_all()
 
     # -- the thread ------------------------------------------------------------------------

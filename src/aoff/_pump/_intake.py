@@ -223,13 +223,13 @@ class Intake:
 
     async def await_media(self) -> None:
         """finish(): wait (a worker thread) until every accepted image and video is
-        encoded, out of ``finish_timeout``'s budget for the backends, and offer them."""
+        encoded, up to ``finish_timeout`` of its own (the backends then get theirs: a
+        slow encoder never costs the scalars their time), and offer them."""
         media = self.media
         if not media.idle():
-            t0 = time.monotonic()
-            left = max(self._backend_wait_left, 0.0)
-            await anyio.to_thread.run_sync(media.wait_idle, left, abandon_on_cancel=True)
-            self._backend_wait_left -= time.monotonic() - t0
+            await anyio.to_thread.run_sync(
+                media.wait_idle, self.finish_timeout, abandon_on_cancel=True
+            )
             if not media.idle():
                 self.report_line.always(
                     f"aoff: {media.pending_count():,} images/videos were still being encoded "
