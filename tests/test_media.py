@@ -262,17 +262,26 @@ def test_bad_input_is_a_specific_error_at_the_call(
         OffPolicyLogger.log_figure(log, "f", object())  # checked before anything else
 
 
-def test_process_mode_frees_every_shared_memory_block(tmp_path: Path) -> None:
-    """The agent unlinks each block; no resource-tracker warning at exit."""
+def test_process_mode_frees_every_shared_memory_block_and_a_fork_keeps_off_them(
+    tmp_path: Path,
+) -> None:
+    """The training process unlinks its blocks at the end; no resource-tracker warning
+    at exit. A child forked from the logger must not write into the parent's blocks (the
+    pool is the parent's alone): its media go pickled through its ``fork-<pid>`` remote."""
     code = f"""
-import os, numpy as np, aoff
+import multiprocessing as mp, os, numpy as np, aoff
 before = set(os.listdir("/dev/shm"))
 log = aoff.OffPolicyLogger(log_dir={os.fspath(tmp_path)!r}, handle_sigterm=False,
                            system_interval=0, display=aoff.NullDisplay())
 for i in range(20):
     log.log_video("v", np.full((3, 8, 8, 3), i, np.uint8), step=i)
+def child():
+    log.log_video("child", np.full((2, 8, 8, 3), 99, np.uint8), step=2)
+p = mp.get_context("fork").Process(target=child)
+p.start(); p.join(60)
+assert p.exitcode == 0, p.exitcode
 r = log.finish()
-assert r.media_written == 20, r
+assert r.media_written == 21, r
 left = {{n for n in set(os.listdir("/dev/shm")) - before if n.startswith("psm_")}}
 assert not left, left
 print("ok")
@@ -284,7 +293,12 @@ print("ok")
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().endswith("ok")
     assert "resource_tracker" not in out.stderr and "leaked" not in out.stderr, out.stderr
-    assert len(read_images(tmp_path)["v"]) == 20
+    images = read_images(tmp_path)
+    assert len(images["v"]) == 20
+    for i, v in enumerate(images["v"]):
+        assert all((f == v.step).all() for f in frames_of(v.encoded_image_string)), i
+    (c,) = images["child"]
+    assert all((f == 99).all() for f in frames_of(c.encoded_image_string))
 
 
 def test_process_mode_reuses_its_shared_memory_blocks(tmp_path: Path) -> None:

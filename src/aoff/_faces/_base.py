@@ -229,6 +229,9 @@ class Face(Recorder[R], MediaCalls[R], Generic[R]):
                 overflow=self._options.overflow,
                 owner_pid=os.getppid(),
             )
+            # media go pickled through the remote, bounded by its budget: the parent's
+            # shared-memory pool is the parent's alone
+            self._media_budget = remote._media_budget
             result = self._closed_result
             put = remote._put_via_face
 
@@ -238,6 +241,7 @@ class Face(Recorder[R], MediaCalls[R], Generic[R]):
 
             self._put = put_remote
         else:
+            self._media_budget = MediaBudget(self._options.media_budget)  # not the pool
             self._put = self._put_forked
 
     def _empty_state_dict(self) -> dict[str, Any]:
