@@ -610,3 +610,26 @@ def read_tensorboard_scalars(log_dir: Path) -> dict[str, list[tuple[int, float]]
     acc = EventAccumulator(os.fspath(log_dir), size_guidance={"scalars": 0})
     acc.Reload()
     return {t: [(e.step, e.value) for e in acc.Scalars(t)] for t in acc.Tags()["scalars"]}
+
+
+def test_a_full_pool_hands_frames_over_as_a_copy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past ``MAX_BLOCKS`` blocks all in use, ``put`` says so (the call then sends a
+    NumPy copy in the event); a block the reader released takes the next frames."""
+    from aoff._media import _shm
+
+    monkeypatch.setattr(_shm, "MAX_BLOCKS", 2)
+    pool = _shm.ShmPool(1 << 30)
+    try:
+        frames = [np.full((4, 4, 3), i, np.uint8) for i in range(3)]
+        a, b = pool.put(frames[0]), pool.put(frames[1])
+        assert a is not None and b is not None and pool.put(frames[2]) is None
+        assert pool.in_use_bytes() == 2 * 48
+        block, arr = a.open()  # the agent's side: read, then release
+        assert np.array_equal(arr, frames[0])
+        del arr
+        a.release(block)
+        c = pool.put(frames[2])
+        assert c is not None and c.name == a.name and pool.in_use_bytes() == 2 * 48
+    finally:
+        pool.close()
+    assert not os.path.exists(f"/dev/shm/{a.name}")

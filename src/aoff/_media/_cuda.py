@@ -44,8 +44,9 @@ class CudaFrames(Placeholder):
         if not self.event.query():
             return False
         arr = self.host.numpy()
-        if self.pool is not None:
-            self.result = self.pool.put(arr)
+        handle = self.pool.put(arr) if self.pool is not None else None
+        if handle is not None:
+            self.result = handle
             self.host = None  # give the pinned buffer back
         else:
             self.result = arr  # the pinned buffer is ours: no second copy

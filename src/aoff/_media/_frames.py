@@ -112,8 +112,9 @@ def check_only(where: str, key: str, data: Any) -> Any:
 
 
 def _copy(arr: Any, shape: tuple[int, ...], pool: ShmPool | None) -> Captured:
-    if pool is not None:
-        return pool.put(arr), shape, arr.dtype.name, int(arr.nbytes)
+    handle = pool.put(arr) if pool is not None else None
+    if handle is not None:
+        return handle, shape, arr.dtype.name, int(arr.nbytes)
     import numpy as np
 
     copy = np.array(arr, copy=True, order="C")

@@ -39,6 +39,9 @@ IN_USE = 1
 #: bytes before the frames: the state byte, padded so the frames stay 64-byte aligned
 HEADER = 64
 _ROUND = 1 << 20  # block sizes are whole MiB, so near sizes share blocks
+#: blocks a pool keeps at most (each holds a file descriptor); past it, while every block
+#: is in use, a call's frames travel as a NumPy copy in the event instead (pickled)
+MAX_BLOCKS = 64
 
 
 def _attach(name: str) -> Any:
@@ -110,15 +113,16 @@ class ShmPool:
         """Bytes of frames the agent has not read yet."""
         return sum(b.nbytes for b in self._blocks if not b.free())
 
-    def put(self, arr: Any) -> ShmFrames:
-        """Copy ``arr`` (a NumPy array of any layout) into a free block; its handle."""
+    def put(self, arr: Any) -> ShmFrames | None:
+        """Copy ``arr`` (a NumPy array of any layout) into a free block; its handle, or
+        None when the pool is closed or has :data:`MAX_BLOCKS` blocks all in use."""
         import numpy as np
 
         need = HEADER + int(arr.nbytes)
         with self._lock:
-            if self._closed:
-                raise RuntimeError("aoff: media after the run ended")
-            block = self._find(need)
+            block = None if self._closed else self._find(need)
+            if block is None:
+                return None
             block.buf[0] = IN_USE
             block.nbytes = int(arr.nbytes)
         try:
@@ -130,10 +134,15 @@ class ShmPool:
             raise
         return ShmFrames(block.shm.name, tuple(int(n) for n in arr.shape), arr.dtype.str)
 
-    def _find(self, need: int) -> _Block:
+    def _find(self, need: int) -> _Block | None:
         fits = [b for b in self._blocks if b.free() and need <= b.size <= 2 * need + _ROUND]
         if fits:
             return min(fits, key=lambda b: b.size)
+        if len(self._blocks) >= MAX_BLOCKS:
+            free = [b for b in self._blocks if b.free()]
+            if not free:
+                return None
+            self._drop(max(free, key=lambda b: b.size))
         size = -(-need // _ROUND) * _ROUND
         # make room: unlink free blocks that do not fit, largest first
         total = sum(b.size for b in self._blocks)
