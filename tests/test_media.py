@@ -633,3 +633,20 @@ def test_a_full_pool_hands_frames_over_as_a_copy(monkeypatch: pytest.MonkeyPatch
     finally:
         pool.close()
     assert not os.path.exists(f"/dev/shm/{a.name}")
+
+
+def test_without_a_backend_that_writes_media_none_counts_as_written(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    from aoff.testing import MemoryBackend
+
+    mem = MemoryBackend()
+    log = OffPolicyLogger(
+        log_backend="none", backends=(mem,), handle_sigterm=False, system_interval=0,
+        display=aoff.NullDisplay(),
+    )  # fmt: skip
+    log.log_step(1, {"a": 1.0})
+    log.log_image("img", np.zeros((2, 2, 3), np.uint8))
+    report = log.close()
+    assert (report.media_written, report.steps) == (0, 1) and len(mem.records) == 1
+    assert "no backend of this run writes images or videos" in capfd.readouterr().err

@@ -75,6 +75,7 @@ class Intake:
             for what, fmt in getattr(r.backend, "media_formats", {}).items():
                 self.media.formats[what].add(fmt)
         self.last_step = 0  # the run's latest record's step: a media call's step=None
+        self.media_written = 0  # encoded and handed to at least one backend
 
     def _media_event(self, e: Event) -> None:
         s = self.state
@@ -89,11 +90,18 @@ class Intake:
     def offer_media(self) -> None:
         """Hand what the encoder finished to the runners whose backend writes media."""
         done = self.media.done
+        takers = [r for r in self.runners if r.takes_media]
         while done:
             rec = done.popleft()
-            for r in self.runners:
-                if r.takes_media:
-                    r.offer((rec,))
+            for r in takers:
+                r.offer((rec,))
+            if takers:
+                self.media_written += 1
+            else:
+                self.report_line(
+                    "aoff: no backend of this run writes images or videos (TensorBoard, "
+                    "JSONL, CSV, W&B and MLflow do); they are not written"
+                )
 
     def may_drain(self) -> bool:
         return not any(r.holds_back() for r in self.runners)

@@ -153,7 +153,7 @@ class Pump:
             keeper = SummaryKeeper(run_summary, monotonic=monotonic, say=self.report_line)
             self.summary_file = keeper
             self.intake.on_records = keeper.offer
-            keeper.media_counts = lambda: (self.intake.media.written, self.state.media_refused)
+            keeper.media_counts = lambda: (self.intake.media_written, self.state.media_refused)
 
     # -- input from outside (call on the pump's loop, or before it runs) -----------------------
     def hold_first(self, events: list[Event]) -> None:
@@ -231,7 +231,7 @@ class Pump:
             steps=self.state.steps_logged,
             interrupted=self.state.interrupted or partial,
             partial=partial,
-            media_written=self.intake.media.written,
+            media_written=self.intake.media_written,
             media_refused=self.state.media_refused,
         )
         for r in self.runners:
