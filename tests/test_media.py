@@ -15,7 +15,7 @@ import subprocess
 import sys
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pytest
@@ -650,3 +650,70 @@ def test_without_a_backend_that_writes_media_none_counts_as_written(
     report = log.close()
     assert (report.media_written, report.steps) == (0, 1) and len(mem.records) == 1
     assert "no backend of this run writes images or videos" in capfd.readouterr().err
+
+
+def _counter_env_class() -> Any:
+    gym = pytest.importorskip("gymnasium")
+
+    class Counter(gym.Env):  # type: ignore[misc]
+        """A real Gymnasium env whose frame shows its step count (no pygame needed)."""
+
+        metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": 12}
+
+        def __init__(self, render_mode: str | None = "rgb_array", length: int = 4) -> None:
+            self.render_mode = render_mode
+            self.length = length
+            self.t = 0
+            self.observation_space = gym.spaces.Discrete(100)
+            self.action_space = gym.spaces.Discrete(2)
+
+        def reset(self, *, seed: int | None = None, options: Any = None) -> Any:
+            super().reset(seed=seed)
+            self.t = 0
+            return 0, {}
+
+        def step(self, action: Any) -> Any:
+            self.t += 1
+            return self.t, 1.0, self.t >= self.length, False, {}
+
+        def render(self) -> Any:
+            return np.full((6, 8, 3), self.t * 40, np.uint8)
+
+    return Counter
+
+
+def test_gymnasium_record_video_logs_every_nth_episode(tmp_path: Path) -> None:
+    """Single env: episodes 1 and 3 of 4 (``every=2``), from the reset frame to the last;
+    vector env: the wrapped sub-env's episodes."""
+    gym = pytest.importorskip("gymnasium")
+    import aoff.gymnasium
+
+    counter = _counter_env_class()
+    with _logger(tmp_path, "thread") as log:
+        env = aoff.gymnasium.record_video(counter(), log, every=2, key="eval/video")
+        for ep in range(4):
+            env.reset()
+            done = False
+            while not done:
+                _, _, term, trunc, _ = env.step(0)
+                done = term or trunc
+            log.log_step(ep, {"a": float(ep)})
+        env.close()
+        vec = gym.vector.SyncVectorEnv(
+            [lambda: aoff.gymnasium.record_video(counter(length=3), log, every=1, key="vec"),
+             lambda: counter(length=3)]
+        )  # fmt: skip
+        vec.reset(seed=0)
+        for _ in range(7):  # two episodes of env 0 end (autoreset in between)
+            vec.step(np.zeros(2, int))
+        vec.close()
+    assert log.close().media_written == 4
+    images = read_images(tmp_path)
+    # step=None: the last log_step's step (episode 2 ended before log_step(2))
+    assert [v.step for v in images["eval/video"]] == [0, 1]
+    for v in images["eval/video"]:
+        frames = frames_of(v.encoded_image_string)
+        assert [int(f[0, 0, 0]) for f in frames] == [0, 40, 80, 120, 160]
+    assert len(images["vec"]) == 2
+    with pytest.raises(ValueError, match="render_mode='rgb_array'"):
+        aoff.gymnasium.record_video(counter(render_mode=None), log)
