@@ -188,6 +188,8 @@ def test_over_budget_the_newest_is_refused_and_counted_never_a_scalar(
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # the warning is shown once
             log.log_video("big", big)
+            with pytest.raises(TypeError, match="dtype int64"):  # bad input: an error first
+                log.log_video("big", big.astype(np.int64))
         for i in range(50):
             log.log_step(i, {"x": float(i)})
             log.log_image("small", small, step=i)  # each is freed: never refused

@@ -35,7 +35,7 @@ from ._frames import (
     capture_frames,
     check_format,
     check_key,
-    check_only,
+    checked_frames,
 )
 from ._shm import ShmPool
 
@@ -152,17 +152,12 @@ class MediaCalls(Generic[R]):
         wall: float | None = None,
     ) -> R:
         budget = self._media_budget
-        shape = getattr(data, "shape", None)
-        if shape is None:  # a list or an object: checked (and converted) first
-            data = check_only(where, key, data)
-            shape = data.shape
-        want = _nbytes(tuple(shape), _itemsize(data))
+        data = checked_frames(where, key, data, fmt.removeprefix("torch:"))  # errors first
+        want = _nbytes(tuple(data.shape), _itemsize(data))
         if not budget.take(want):
             return self._refuse(where, key, what)
         try:
-            payload, _, _, nbytes = capture_frames(
-                where, key, data, fmt.removeprefix("torch:"), pool=budget.pool
-            )
+            payload, _, _, nbytes = capture_frames(data, pool=budget.pool)
         except BaseException:
             budget.give_back(want)
             raise

@@ -23,7 +23,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ._shm import ShmPool
 
-__all__ = ["IMAGE_FORMATS", "VIDEO_FORMATS", "Captured", "capture_frames", "check_key"]
+__all__ = [
+    "IMAGE_FORMATS",
+    "VIDEO_FORMATS",
+    "Captured",
+    "capture_frames",
+    "check_key",
+    "checked_frames",
+]
 
 IMAGE_FORMATS = ("HWC", "CHW", "HW")
 VIDEO_FORMATS = ("THWC", "TCHW")
@@ -74,41 +81,40 @@ def _bad_dtype(where: str, key: str, dtype: object) -> TypeError:
     )
 
 
-def capture_frames(where: str, key: str, data: Any, fmt: str, *, pool: ShmPool | None) -> Captured:
-    """Check ``data`` against ``fmt`` and copy it (into a block of ``pool``, if given).
-
-    Returns the payload for the event (a NumPy copy, a :class:`ShmFrames`, or a CUDA
-    placeholder), its shape, dtype name and size in bytes."""
+def checked_frames(where: str, key: str, data: Any, fmt: str) -> Any:
+    """``data`` checked against ``fmt`` (a list or tuple as a NumPy array): the call's
+    errors, before anything is copied or counted."""
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(data, torch.Tensor):
-        return _capture_tensor(where, key, data, fmt, torch, pool=pool)
+        if not (data.dtype == torch.uint8 or data.is_floating_point()):
+            raise _bad_dtype(where, key, data.dtype)
+        check_shape(where, key, tuple(int(n) for n in data.shape), fmt)
+        return data
     import numpy as np
 
     if not isinstance(data, np.ndarray):
-        if isinstance(data, list | tuple):
-            data = np.asarray(data)
-        else:
+        if not isinstance(data, list | tuple):
             raise TypeError(
                 f"{where}: {key!r} must be a NumPy array or a torch tensor, "
                 f"got {type(data).__name__}"
             )
+        data = np.asarray(data)
     if not (data.dtype == np.uint8 or data.dtype.kind in _FLOAT_KINDS):
         raise _bad_dtype(where, key, data.dtype)
+    check_shape(where, key, tuple(int(n) for n in data.shape), fmt)
+    return data
+
+
+def capture_frames(data: Any, *, pool: ShmPool | None) -> Captured:
+    """Copy frames :func:`checked_frames` returned (into a block of ``pool``, if given).
+
+    Returns the payload for the event (a NumPy copy, a :class:`ShmFrames`, or a CUDA
+    placeholder), its shape, dtype name and size in bytes."""
     shape = tuple(int(n) for n in data.shape)
-    check_shape(where, key, shape, fmt)
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(data, torch.Tensor):
+        return _capture_tensor(data, shape, torch, pool=pool)
     return _copy(data, shape, pool)
-
-
-def check_only(where: str, key: str, data: Any) -> Any:
-    """``data`` without a ``shape``: a list or tuple as a NumPy array (checked by
-    :func:`capture_frames` like any array), anything else a ``TypeError``."""
-    if isinstance(data, list | tuple):
-        import numpy as np
-
-        return np.asarray(data)
-    raise TypeError(
-        f"{where}: {key!r} must be a NumPy array or a torch tensor, got {type(data).__name__}"
-    )
 
 
 def _copy(arr: Any, shape: tuple[int, ...], pool: ShmPool | None) -> Captured:
@@ -122,12 +128,8 @@ def _copy(arr: Any, shape: tuple[int, ...], pool: ShmPool | None) -> Captured:
 
 
 def _capture_tensor(
-    where: str, key: str, t: Any, fmt: str, torch: Any, *, pool: ShmPool | None
+    t: Any, shape: tuple[int, ...], torch: Any, *, pool: ShmPool | None
 ) -> Captured:
-    if not (t.dtype == torch.uint8 or t.is_floating_point()):
-        raise _bad_dtype(where, key, t.dtype)
-    shape = tuple(int(n) for n in t.shape)
-    check_shape(where, key, shape, fmt)
     if t.is_cuda:
         from ._cuda import CudaFrames
 
