@@ -80,13 +80,14 @@ def test_sac_reads_back_the_same_as_sb3s_own_tensorboard_format(tmp_path: Path) 
 
 
 class _FakeVideo(sb3_logger.Video):
-    def __init__(self) -> None:
-        super().__init__(torch.zeros(1, 2, 3, 4, 4), fps=4)
+    def __init__(self, channels: int = 3) -> None:
+        super().__init__(torch.zeros(1, 2, channels, 4, 4), fps=4)
 
 
 def test_formats_exclusion_hparams_media_and_arrays(tmp_path: Path) -> None:
     """Without SB3 training: each kind of value, ``exclude=`` per format, the CSV and
-    JSON formats, and media warned about once per key and counted."""
+    JSON formats, media logged (tests/test_media.py reads them back) or, when aoff cannot
+    log them, warned about once per key and counted."""
     logger = aoff.sb3.configure(
         str(tmp_path), ["csv", "json", "log"], pump="thread", handle_sigterm=False
     )
@@ -102,14 +103,19 @@ def test_formats_exclusion_hparams_media_and_arrays(tmp_path: Path) -> None:
             logger.record("time/total_timesteps", step, exclude=("csv", "json"))
             logger.record("only/log", 1.0, exclude=("csv",))  # json still takes it
             logger.record("eval/video", _FakeVideo(), exclude="log")
+            logger.record("eval/bad", _FakeVideo(channels=2), exclude="log")
             logger.record("train/q", np.arange(4.0))
             logger.dump(step)
     logger.close()
     media = [w for w in caught if issubclass(w.category, AoffWarning)]
-    assert len(media) == 1 and "'eval/video' is a _FakeVideo" in str(media[0].message)
-    assert logger.writer.skipped == {"eval/video": 2}
+    assert len(media) == 1 and "'eval/bad' is a _FakeVideo" in str(media[0].message)
+    assert "2 channels" in str(media[0].message)
+    assert logger.writer.skipped == {"eval/bad": 2}
 
     rows = read_jsonl(tmp_path / "metrics.jsonl")
+    videos = [(r["step"], r["media"]) for r in rows if "media" in r]
+    assert videos == [(10, "video"), (20, "video")]
+    rows = [r for r in rows if "media" not in r]
     assert [r["step"] for r in rows] == [10, 20]
     assert [r["train/loss"] for r in rows] == [1.0, 2.0]
     assert [r["reward/mean"] for r in rows] == [-10.0, -20.0]

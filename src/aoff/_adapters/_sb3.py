@@ -23,8 +23,11 @@ Values: numbers (Python, NumPy, 0-d) are metrics; arrays and tensors go to
 ``log_histogram(key, value)`` (SB3's TensorBoard format writes them as histograms too);
 ``HParam`` goes to ``log_config(hparam_dict)`` (its ``metric_dict`` names metrics for
 TensorBoard's HParams view: aoff writes its own, ``hparams/reward_mean_last`` and
-``_best``); ``Video``, ``Image``, ``Figure`` and text have no path in aoff yet: each is
-skipped with one :class:`~aoff.AoffWarning` per key and counted in
+``_best``); ``Video``, ``Image`` and ``Figure`` go to aoff's media path at SB3's step,
+with the pixels SB3's TensorBoard format would write (torch's ``add_video``/``add_image``/
+``add_figure`` rules, ``_writer_media.py``); media over ``media_budget`` are refused and
+counted there. Text, and media whose input the media path refuses (a shape or dtype it
+cannot log), are skipped with one :class:`~aoff.AoffWarning` per key and counted in
 :attr:`AoffOutputFormat.skipped` (never silently, never a crash of the training run).
 
 Exclusion: SB3 lets a key be excluded per format (``record(key, v, exclude="tensorboard")``;
@@ -59,6 +62,7 @@ from .._core._report import FinishReport
 from .._core._warning import AoffWarning
 from .._display._api import NullDisplay
 from .._faces._sync import OffPolicyLogger
+from ._writer_media import torch_figure, torch_image, torch_video
 
 __all__ = ["FORMATS", "AoffLogger", "AoffOutputFormat", "configure"]
 
@@ -93,17 +97,32 @@ class AoffOutputFormat(KVWriter):
     def _excluded(self, excluded: tuple[str, ...] | None) -> bool:
         return excluded is not None and all(f in excluded for f in self.formats)
 
-    def _skip(self, key: str, value: object) -> None:
+    def _skip(self, key: str, value: object, why: str = "") -> None:
         if not self.skipped[key]:
             kind = type(value).__name__
+            what = "text, which aoff cannot log yet" if kind == "str" else f"a {kind}"
+            if why:
+                what += f" aoff cannot log{why}"
             warnings.warn(
-                f"aoff.sb3: {key!r} is {'text' if kind == 'str' else 'a ' + kind}, which aoff "
-                "cannot log yet: skipped (counted in AoffOutputFormat.skipped; this warning "
-                "is shown once per key)",
+                f"aoff.sb3: {key!r} is {what}: skipped (counted in AoffOutputFormat.skipped; "
+                "this warning is shown once per key)",
                 AoffWarning,
-                stacklevel=4,  # write, Logger.dump, the algorithm's dump_logs
+                stacklevel=5 if why else 4,  # (_media,) write, Logger.dump, dump_logs
             )
         self.skipped[key] += 1
+
+    def _media(self, key: str, value: Video | Image | Figure, step: int) -> None:
+        """SB3's media, as its TensorBoard format logs them (torch's rules)."""
+        try:
+            if isinstance(value, Video):
+                torch_video(self.log, "sb3 Video", key, value.frames, step, value.fps, None)
+            elif isinstance(value, Image):
+                fmt = value.dataformats
+                torch_image(self.log, "sb3 Image", key, value.image, step, None, fmt)
+            else:
+                torch_figure(self.log, "sb3 Figure", key, value.figure, step, value.close, None)
+        except (TypeError, ValueError) as exc:
+            self._skip(key, value, f" ({exc})")
 
     def write(
         self,
@@ -120,7 +139,9 @@ class AoffOutputFormat(KVWriter):
                 metrics[key] = float(value)
             elif isinstance(value, HParam):
                 log.log_config(dict(value.hparam_dict))
-            elif isinstance(value, Video | Image | Figure | str):
+            elif isinstance(value, Video | Image | Figure):
+                self._media(key, value, int(step))
+            elif isinstance(value, str):
                 self._skip(key, value)
             elif isinstance(value, np.ndarray) or type(value).__name__ == "Tensor":
                 if getattr(value, "ndim", 1) == 0:

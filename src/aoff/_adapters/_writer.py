@@ -17,7 +17,7 @@ a tag that is not a ``str``, a value that is not one number, a text that is not 
 (reducing histograms, building protobufs, files) happens in the agent.
 
 Calls torch's writer has and this one does not cover raise ``NotImplementedError``
-naming what to use instead; media calls wait for aoff's media path (issue #23).
+naming what to use instead. Media calls are in ``_writer_media.py`` (aoff's media path).
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ from .._display._api import NullDisplay
 from .._faces._sync import OffPolicyLogger
 from .._pump._options import PumpMode
 from . import _writer_checks as checked
+from ._writer_media import WriterMedia
 
 __all__ = ["SummaryWriter"]
 
@@ -68,12 +69,10 @@ UNSUPPORTED: dict[str, str] = {
     "add_custom_scalars_multilinechart": f"write the layout once with {_ELSEWHERE}",
     "add_custom_scalars_marginchart": f"write the layout once with {_ELSEWHERE}",
     "add_audio": f"log audio with {_ELSEWHERE}",
-    "add_image_with_boxes": f"log images with {_ELSEWHERE} (media: aoff issue #23)",
+    "add_image_with_boxes": f"log images with boxes with {_ELSEWHERE}",
     "add_tensor": "log one number with add_scalar, or a distribution with add_histogram",
     "add_histogram_raw": "give the raw values to add_histogram (same statistics as torch's)",
 }
-#: media: not yet (issue #23); keep torch's writer for these meanwhile
-MEDIA = ("add_image", "add_images", "add_video", "add_figure")
 
 
 def default_log_dir(comment: str = "") -> str:
@@ -130,7 +129,7 @@ class _Engine(OffPolicyLogger):
         super()._setup_face()
 
 
-class SummaryWriter:
+class SummaryWriter(WriterMedia):
     """A drop-in for ``torch.utils.tensorboard.SummaryWriter`` that writes through aoff.
 
     The positional arguments and every ``add_*`` method mean what they mean in torch's
@@ -362,13 +361,6 @@ class SummaryWriter:
     def __getattr__(self, name: str) -> Any:
         if name in UNSUPPORTED:
             return _unsupported(name, UNSUPPORTED[name])
-        if name in MEDIA:
-            return _unsupported(
-                name,
-                "media (images, videos, figures) arrives with aoff's media path (issue "
-                "#23); meanwhile keep torch's writer for media: "
-                "torch.utils.tensorboard.SummaryWriter(log_dir) on the same log_dir",
-            )
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     # -- the rest of torch's writer --------------------------------------------------------------

@@ -6,6 +6,13 @@ A backend receives batches of :class:`~aoff.StepRecord` in order. Every method i
 never on the event loop that runs the pump (which, for the async face, is the training
 runner's own loop). The pump isolates each backend: a raise or a hang in one never
 reaches training or the other backends (see ``_runner.py``).
+
+Media (``log_image``/``log_video``/``log_figure``) are optional: a backend that writes
+them has ``media_formats`` (``{"image": "png", "video": "gif"}``: what the media encoder
+makes for it) and ``async def write_media(items)``, which receives
+:class:`~aoff._core._records.MediaRecord` s (key, step, wall time, shape and the encoded
+bytes), one call an item, in order with its ``write`` calls. A backend without them is
+never offered media.
 """
 
 from __future__ import annotations

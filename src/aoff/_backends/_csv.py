@@ -64,6 +64,10 @@ def _row(rec: StepRecord) -> dict[str, str]:
     return cells
 
 
+def _cell(v: object) -> str:
+    return repr(v) if isinstance(v, float) else str(v)
+
+
 def _csv_line(fields: Iterable[str]) -> str:
     buf = io.StringIO()
     csv.writer(buf, lineterminator="\n").writerow(fields)
@@ -119,23 +123,30 @@ class CsvBackend(AppendFileBackend):
             f = self._file
             if f is None:
                 raise RuntimeError("CSV backend: the file is closed")
-            rows = [_row(rec) for rec in records]
-            known = set(self._columns)
-            new: dict[str, None] = {}  # an ordered set: first-seen order
-            for row in rows:
-                for key in row:
-                    if key not in known:
-                        new[key] = None
-            if not new:
-                write_whole(f, _encode_rows(rows, self._columns).encode("utf-8"))
-                return
-            columns = [*self._columns, *new]
-            if not self._columns:  # a new file: the header goes in with the first batch
-                data = _csv_line(columns) + _encode_rows(rows, columns)
-                write_whole(f, data.encode("utf-8"))
-            else:
-                self._file = self._rewrite(f, columns, rows)
-            self._columns = columns
+            self._write_rows(f, [_row(rec) for rec in records])
+
+    def _media_rows(self, f: BinaryIO, rows: list[dict[str, object]]) -> None:
+        # the path has no character CSV would quote (see _mediafiles.py)
+        self._write_rows(f, [{k: _cell(v) for k, v in r.items()} for r in rows])
+
+    def _write_rows(self, f: BinaryIO, rows: list[dict[str, str]]) -> None:
+        """Append ``rows`` (under the lock), rewriting the file for new columns."""
+        known = set(self._columns)
+        new: dict[str, None] = {}  # an ordered set: first-seen order
+        for row in rows:
+            for key in row:
+                if key not in known:
+                    new[key] = None
+        if not new:
+            write_whole(f, _encode_rows(rows, self._columns).encode("utf-8"))
+            return
+        columns = [*self._columns, *new]
+        if not self._columns:  # a new file: the header goes in with the first batch
+            data = _csv_line(columns) + _encode_rows(rows, columns)
+            write_whole(f, data.encode("utf-8"))
+        else:
+            self._file = self._rewrite(f, columns, rows)
+        self._columns = columns
 
     def _rewrite(self, old: BinaryIO, columns: list[str], rows: list[dict[str, str]]) -> BinaryIO:
         """Write header ``columns``, the file's rows padded and then ``rows`` to a temporary

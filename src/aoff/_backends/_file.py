@@ -21,9 +21,10 @@ import anyio.to_thread
 import sniffio
 from rich.markup import escape
 
-from .._core._records import StepRecord
+from .._core._records import MediaRecord, StepRecord
 from ._base import BackendContext
 from ._hparams import ConfigWrites
+from ._mediafiles import MEDIA_FORMATS, media_row, write_media_file
 from ._replace import replaced
 from ._tfrecord import fsync_and_close, write_whole
 
@@ -77,6 +78,23 @@ class AppendFileBackend:
             if f is None:
                 return
             fsync_and_close(f)
+
+    # -- media (``_mediafiles.py``): a file under log_dir/media/, and a row that names it --
+    media_formats = MEDIA_FORMATS
+
+    def _media_rows(self, f: BinaryIO, rows: list[dict[str, object]]) -> None:
+        raise NotImplementedError
+
+    def _write_media_sync(self, items: Sequence[MediaRecord]) -> None:
+        folder = os.path.dirname(os.path.abspath(self.path))
+        rows = [media_row(rec, write_media_file(folder, rec)) for rec in items]
+        with self._lock:
+            if self._file is None:
+                raise RuntimeError(f"{self.label} backend: the file is closed")
+            self._media_rows(self._file, rows)
+
+    async def write_media(self, items: Sequence[MediaRecord]) -> None:
+        await self._off_loop(self._write_media_sync, tuple(items))
 
     # -- config.json ----------------------------------------------------------------------
     def _write_config_sync(self, values: dict[str, Any]) -> None:

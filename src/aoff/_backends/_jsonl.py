@@ -41,9 +41,11 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
+from typing import BinaryIO
 
 from .._core._records import StepRecord
 from ._file import AppendFileBackend
+from ._tfrecord import write_whole
 
 __all__ = ["JsonlBackend", "encode_lines"]
 
@@ -93,3 +95,6 @@ class JsonlBackend(AppendFileBackend):
 
     def _encode(self, records: Sequence[StepRecord]) -> bytes:
         return encode_lines(records)
+
+    def _media_rows(self, f: BinaryIO, rows: list[dict[str, object]]) -> None:
+        write_whole(f, "".join(_dumps(row) + "\n" for row in rows).encode("utf-8"))

@@ -28,6 +28,8 @@ What is written:
   params cannot change: a key whose value changes later keeps its first value as the
   param, and the new value goes to the run tag ``aoff.config.<key>`` (with one console
   line naming the keys).
+* images and videos (``log_image``/``log_video``) as artifacts ``media/<key>_s<step>_
+  <ms>.png|.mp4`` (the JSONL/CSV backends' names, ``_mediafiles.py``).
 
 Runs: a run created here has its id stored in ``dir/mlflow-run-id`` (``dir`` is the
 logger's ``log_dir`` when the backend is built by name); with ``resume=True``
@@ -55,9 +57,10 @@ from typing import Any
 from rich.markup import escape
 
 from .._core._config import ConfigValue
-from .._core._records import RunConfig, StepRecord
+from .._core._records import MediaRecord, RunConfig, StepRecord
 from ._base import BackendContext
 from ._hparams import run_config
+from ._mediafiles import MEDIA_FORMATS, write_media_file
 from ._replace import replaced
 from ._threads import SerialWorker, wait_future
 
@@ -175,6 +178,14 @@ class MlflowBackend:
             raise RuntimeError("MLflow backend: write() before open() or after close()")
         await self._maybe_update_config(state, worker)
         await wait_future(worker.submit(state.log_records, tuple(records)))
+
+    media_formats = MEDIA_FORMATS  # PNG, MP4: artifacts under media/
+
+    async def write_media(self, items: Sequence[MediaRecord]) -> None:
+        state, worker = self._state, self._worker
+        if state is None or worker is None:
+            raise RuntimeError("MLflow backend: write_media() before open() or after close()")
+        await wait_future(worker.submit(state.log_media, tuple(items)))
 
     async def flush(self) -> None:
         # each write() returns once log_batch stored its points: nothing is held here
@@ -320,6 +331,15 @@ class _Open:
                 if i:
                     self._partial = (records[0], len(records), i)
                 raise
+
+    def log_media(self, items: Sequence[MediaRecord]) -> None:
+        """Each item as an artifact ``media/<name>`` (named as the file backends do)."""
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="aoff-mlflow-media-") as folder:
+            for rec in items:
+                path = os.path.join(folder, write_media_file(folder, rec))
+                self.client.log_artifact(self.run_id, path, artifact_path="media")
 
     def end(self, interrupted: bool) -> None:
         if self.owned:

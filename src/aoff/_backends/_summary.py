@@ -188,6 +188,9 @@ class RunSummary:
         self._lock = threading.Lock()
         self._seq = 0
         self._written_seq = 0
+        #: images/videos written and refused (``log_image``/``log_video``), set by the pump
+        self.media_written = 0
+        self.media_refused = 0
 
     def add(self, records: Sequence[StepRecord]) -> None:
         blocks = self._blocks
@@ -255,6 +258,7 @@ class RunSummary:
             "first_time": self.first_time,
             "last_time": self.last_time,
             "tags": {tag: acc.as_json() for tag, acc in self.tags.items()},
+            "media": {"written": self.media_written, "refused": self.media_refused},
             "files": data_file_sizes(os.path.dirname(self.path)),
         }
 

@@ -46,7 +46,7 @@ from typing import Any, BinaryIO
 import anyio.to_thread
 from rich.markup import escape
 
-from .._core._records import StepRecord
+from .._core._records import MediaRecord, StepRecord
 from ._base import BackendContext
 from ._hparams import (
     HPARAMS_FILE_PREFIX,
@@ -57,6 +57,7 @@ from ._hparams import (
 )
 from ._tbencode import encode_records
 from ._tbevents import FILE_VERSION, EventEncoder, load_event_class
+from ._tbmedia import MEDIA_FORMATS, media_events
 from ._tfrecord import frame_many, fsync_and_close, write_all, write_whole
 
 __all__ = ["TensorBoardBackend"]
@@ -301,6 +302,19 @@ class TensorBoardBackend:
         await self._write_config(records[-1].step)
         # a tuple: the pump may reuse its list while an abandoned thread still reads ours
         await anyio.to_thread.run_sync(self._write_sync, tuple(records), abandon_on_cancel=True)
+
+    media_formats = MEDIA_FORMATS
+
+    async def write_media(self, items: Sequence[MediaRecord]) -> None:  # see _tbmedia.py
+        if not self.disabled and items:
+            data = frame_many(media_events(items))
+            await anyio.to_thread.run_sync(self._write_bytes, data, abandon_on_cancel=True)
+
+    def _write_bytes(self, data: bytes) -> None:
+        with self._lock:
+            if self._file is None:
+                raise RuntimeError("TensorBoard backend: event file is closed")
+            write_whole(self._file, data)
 
     async def flush(self) -> None:
         # Every write() handed its bytes to the OS already (unbuffered file): nothing is

@@ -61,11 +61,12 @@ from typing import Any
 
 from rich.markup import escape
 
-from .._core._records import RunConfig, StepRecord
+from .._core._records import MediaRecord, RunConfig, StepRecord
 from ._base import BackendContext
 from ._hparams import run_config as merged_config
 from ._replace import replaced
 from ._threads import SerialWorker, wait_future
+from ._wandbmedia import MEDIA_FORMATS, MediaFiles
 
 __all__ = ["RUN_ID_FILE", "WandbBackend", "read_run_id"]
 
@@ -132,6 +133,8 @@ class WandbBackend:
         self.disabled = False
         self._worker: SerialWorker | None = None
         self._closed = False
+        self._media = MediaFiles()  # images and videos (_wandbmedia.py)
+        self._step = 0  # the last step logged on the run (W&B's may not go back)
 
     # -- on the wandb thread -----------------------------------------------------------
     def _open_sync(self, cfg: RunConfig, values: dict[str, Any]) -> tuple[Any, bool, str]:
@@ -228,6 +231,7 @@ class WandbBackend:
             own: dict[str, Any] = {"iteration": rec.iteration}
             own.update(rec.scalars)
             log(own, step=rec.step)
+            self._step = rec.step
 
     def _open_producer(self, name: str) -> Any:
         """The W&B run of producer ``name`` (see the module's doc)."""
@@ -293,6 +297,14 @@ class WandbBackend:
         await self._maybe_update_config()
         await wait_future(self._worker.submit(self._log_sync, tuple(records)))
 
+    media_formats = MEDIA_FORMATS
+
+    async def write_media(self, items: Sequence[MediaRecord]) -> None:
+        if self.disabled or not items or self.run is None or self._worker is None:
+            return
+        fut = self._worker.submit(self._media.log, self.run, tuple(items), self._step)
+        self._step = await wait_future(fut)
+
     async def flush(self) -> None:
         # Each write() returns only after its run.log calls ran; wandb itself streams
         # them to its service process, and has no public flush.
@@ -314,3 +326,4 @@ class WandbBackend:
                 await wait_future(worker.submit(self._finish_sync))
         finally:
             worker.stop()
+            self._media.close()

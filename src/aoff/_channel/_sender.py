@@ -66,6 +66,8 @@ class Conn:
         self.late = itertools.count()  # events logged after the run was gone
         self.lost = 0  # events counted dropped when the run went
         self.sent = 0
+        #: told every batch sent (the producer's media budget, ``_faces/_remote.py``)
+        self.on_batch: Callable[[list[Any]], object] | None = None
         self.flush_asked = 0
         self.closing = False
         self.deadline = time.monotonic() + spec.timeout
@@ -90,6 +92,8 @@ class Conn:
                 self.sent += len(batch)
                 if counted is not None:
                     counted(batch)
+                if self.on_batch is not None:
+                    self.on_batch(batch)
 
             link.on_sent = sent
             while True:

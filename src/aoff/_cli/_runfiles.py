@@ -52,6 +52,8 @@ def read_jsonl(run_dir: str, path: str) -> RunData:
             else:
                 bad_middle += 1
             continue
+        if isinstance(row.get("media"), str):  # a media file's row (_backends/_mediafiles)
+            continue
         producer = row.get("producer")
         if isinstance(producer, str):  # a collector's own steps: kept apart, counted
             data.producer_rows[producer] = data.producer_rows.get(producer, 0) + 1

@@ -109,8 +109,19 @@ FIELDS: Final[dict[int, tuple[str, ...]]] = {
 #: kinds numbered apart from the contiguous ones above (named in ``EXTRA_NAMES``), so a
 #: kind added there never takes their number
 EPISODES: Final = 64  # (returns: tuple, lengths: tuple): episodes that ended (log_episodes)
-EXTRA_NAMES: Final[dict[int, str]] = {EPISODES: "log_episodes"}
+#: log_image/log_video/log_figure (``_media/``): the frames travel as a NumPy copy (thread
+#: mode), a shared-memory block's handle (process mode) or a device placeholder; the agent
+#: encodes them, never the fold
+MEDIA: Final = 65  # (key, step or None, what: "image"|"video", frames, dataformats, fps, nbytes)
+MEDIA_REFUSED: Final = 66  # (key, what): refused at the call (over the media budget)
+EXTRA_NAMES: Final[dict[int, str]] = {
+    EPISODES: "log_episodes",
+    MEDIA: "log_media",
+    MEDIA_REFUSED: "log_media (refused)",
+}
 FIELDS[EPISODES] = ("returns", "lengths")
+FIELDS[MEDIA] = ("key", "step", "what", "frames", "dataformats", "fps", "nbytes")
+FIELDS[MEDIA_REFUSED] = ("key", "what")
 
 KIND = 0
 WALL = 1

@@ -50,6 +50,25 @@ class StepRecord:
         return dict(self.scalars)
 
 
+@dataclass(frozen=True, slots=True)
+class MediaRecord:
+    """One image or video, decoded from the call's frames by the agent's media encoder
+    (``_media/_encoder.py``), with the encodings the backends asked for.
+
+    ``shape`` is the frames' ``(T, H, W, C)`` (``T == 1`` for an image; ``C`` 1, 3 or 4);
+    ``encoded`` maps a format (``"png"``, ``"gif"``, ``"mp4"``) to its bytes. The frames
+    themselves are freed once encoded (the media budget counts them until then).
+    """
+
+    key: str
+    step: int
+    wall_time: float
+    what: str  # "image" | "video"
+    shape: tuple[int, int, int, int]
+    fps: float
+    encoded: dict[str, bytes]
+
+
 @dataclass(slots=True)
 class RunConfig:
     """The constructor arguments the dashboard and backends need (never changes)."""

@@ -39,6 +39,10 @@ class FinishReport:
     backend_errors: dict[str, str] = field(default_factory=dict)
     interrupted: bool = False
     partial: bool = False
+    #: images and videos encoded and handed to the backends (``log_image``/``log_video``/
+    #: ``log_figure``), and those refused at the call because ``media_budget`` was full
+    media_written: int = 0
+    media_refused: int = 0
 
     @property
     def complete(self) -> bool:
@@ -134,6 +138,11 @@ def end_of_run_lines(
         lines.append(
             f"aoff: {report.invalid_values:,} values were not logged (not real numbers, "
             "non-str keys or non-dicts; each kind was reported once above)"
+        )
+    if report.media_refused:
+        lines.append(
+            f"aoff: {report.media_refused:,} images/videos were refused at the call "
+            "(more than media_budget bytes were waiting to be encoded)"
         )
     for name, lost in report.backend_lost.items():
         if lost:

@@ -64,6 +64,10 @@ class State:
     extra_summary: str = ""
     interrupted: bool = False
     steps_logged: int = 0
+    #: the last media logged (``log_image``/``log_video``/``log_figure``): ``(key, step)``
+    last_media: tuple[str, int] | None = None
+    #: media refused at the call (over ``media_budget``; see ``_media/_calls.py``)
+    media_refused: int = 0
     # carried over from an earlier session by load_state_dict (see _checkpoint.py)
     elapsed_before: float = 0.0
     dropped_before: int = 0

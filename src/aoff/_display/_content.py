@@ -119,6 +119,9 @@ def header_fields(state: State, now: float, glyphs: Glyphs = UNICODE_GLYPHS) -> 
     sps = state.steps_per_sec()
     if sps is not None:
         fields.append(Cell((f"Steps/s {sps:,.0f}", BOLD_GREEN), whole=True))
+    if state.last_media is not None:  # log_image/log_video/log_figure: the latest
+        key, step = state.last_media
+        fields.append(Cell((f"media {key[:24]} @{step:,}", _ETA), whole=True))
     if state.status:
         fields.append(Cell.of_text(markup(state.status, style=_STATUS)))
     return fields

@@ -66,6 +66,11 @@ def summary_panel(state: State, now: float, glyphs: Glyphs = UNICODE_GLYPHS) -> 
         lines.extend(markup(state.extra_summary.rstrip("\n")).split("\n"))
     if state.last_save:  # a long path wraps under itself, not under the label
         lines.append(_field("  Last checkpoint: ", state.last_save, "dim"))
+    if state.last_media is not None:
+        key, step = state.last_media
+        lines.append(_field("  Last media: ", f"{key} (step {step:,})", "dim"))
+    if state.media_refused:
+        lines.append(Text(f"  Media refused (budget): {state.media_refused:,}", style="red"))
     if state.dropped_events > 0:
         lines.append(Text(f"  Dropped events: {state.dropped_events:,}", style="red"))
     for name, problem in sorted(state.backend_problems.items()):

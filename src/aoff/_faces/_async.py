@@ -282,6 +282,7 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
                 report = FinishReport(dropped_events=len(self._buffer), partial=True)
         if self._sigterm_scope is not None:
             self._sigterm_scope.cancel()
+        self._end_media()
         self._report = report
         if self._stop_done is not None:
             self._stop_done.set()

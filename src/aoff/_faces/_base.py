@@ -28,6 +28,8 @@ from .._core._report import FinishReport, stderr_line
 from .._core._state import State
 from .._core._warning import AoffWarning
 from .._display._api import Display
+from .._media._calls import DEFAULT_MEDIA_BUDGET, MediaBudget, MediaCalls
+from .._media._shm import ShmPool
 from .._pump._options import DEFAULT_WANDB_PROJECT, BackendSpec, Options, PumpMode
 from .._pump._ranks import RankMode, muted_line, rank_dir, this_rank
 from .._pump._sysmetrics import DEFAULT_INTERVAL as DEFAULT_SYSTEM_INTERVAL
@@ -47,7 +49,7 @@ _live_faces: weakref.WeakSet[Face[Any]] = weakref.WeakSet()
 
 def _logging_methods() -> list[str]:
     """The public calls a muted rank turns into no-ops: the recorder's, and ``start``."""
-    names = [n for n in dir(Recorder) if not n.startswith("_")]
+    names = [n for n in {*dir(Recorder), *dir(MediaCalls)} if not n.startswith("_")]
     return [*names, "start"]
 
 
@@ -66,7 +68,7 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-class Face(Recorder[R], Generic[R]):
+class Face(Recorder[R], MediaCalls[R], Generic[R]):
     """The constructor both faces share, so their arguments cannot drift apart.
 
     Arguments up to ``wandb_notes`` are the original logger's, with the same defaults (the
@@ -119,6 +121,7 @@ class Face(Recorder[R], Generic[R]):
         resume_step: int | None = None,
         system_interval: float = DEFAULT_SYSTEM_INTERVAL,
         ranks: RankMode = "zero",
+        media_budget: int = DEFAULT_MEDIA_BUDGET,
     ) -> None:
         self._options = Options.of(locals())
         self._options.backend_names()  # bad names and a missing log_dir fail here, in any mode
@@ -144,7 +147,10 @@ class Face(Recorder[R], Generic[R]):
         self._stopping = False
         self._report: FinishReport | None = None
         self._buffer = EventBuffer(self._options.capacity, self._options.overflow)
+        self._media_budget = MediaBudget(self._options.media_budget)
         self._forked_dropped = 0
+        if self._process_mode():  # frames go to the agent in shared memory (_media/_shm.py)
+            self._media_budget.pool = ShmPool(self._options.media_budget)
         self._setup_face()
         _live_faces.add(self)
 
@@ -157,10 +163,18 @@ class Face(Recorder[R], Generic[R]):
 
     def _build_core(self) -> Core:
         self._core = Core(self._options, buffer=self._buffer, on_tick=self._refresh_capture)
+        # the encoder in this process gives the media budget back as it frees frames
+        self._core.pump.intake.media.on_freed = self._media_budget.note_freed
         return self._core
 
     def _setup_face(self) -> None:
         raise NotImplementedError
+
+    def _end_media(self) -> None:
+        """The run ended: free the frames' shared-memory blocks (process mode)."""
+        pool = self._media_budget.pool
+        if pool is not None:
+            pool.close()
 
     def _idle_timeout(self) -> float:
         """How long a wait for the pump may see no progress before it gives up."""
@@ -215,6 +229,9 @@ class Face(Recorder[R], Generic[R]):
                 overflow=self._options.overflow,
                 owner_pid=os.getppid(),
             )
+            # media go pickled through the remote, bounded by its budget: the parent's
+            # shared-memory pool is the parent's alone
+            self._media_budget = remote._media_budget
             result = self._closed_result
             put = remote._put_via_face
 
@@ -224,6 +241,7 @@ class Face(Recorder[R], Generic[R]):
 
             self._put = put_remote
         else:
+            self._media_budget = MediaBudget(self._options.media_budget)  # not the pool
             self._put = self._put_forked
 
     def _empty_state_dict(self) -> dict[str, Any]:

@@ -44,6 +44,7 @@ from .._core import _events as ev
 from .._core._buffer import DEFAULT_CAPACITY, EventBuffer, Overflow
 from .._core._pending import PendingEvent
 from .._core._recorder import Recorder
+from .._media._calls import DEFAULT_MEDIA_BUDGET, MediaBudget, MediaCalls
 
 __all__ = ["RemoteLogger", "RemoteReport"]
 
@@ -95,7 +96,7 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-class RemoteLogger(Recorder[None]):
+class RemoteLogger(Recorder[None], MediaCalls[None]):
     """A logger for another process that logs into this run (``log.remote(name)``).
 
     Every logging method of :class:`~aoff.OffPolicyLogger`; calls return at once.
@@ -140,6 +141,10 @@ class RemoteLogger(Recorder[None]):
         self._lock = threading.Lock()
         self._put = self._start_and_put
         self._refresh_capture()  # torch imported here already: tensors are captured
+        # media: a pickled NumPy copy in the event (no shared memory across machines);
+        # bounded until sent (the connection's thread gives the bytes back, _media_sent)
+        self._media_budget = MediaBudget(DEFAULT_MEDIA_BUDGET)
+        self._media_sent_bytes = 0
 
     def __getstate__(self) -> dict[str, Any]:
         return {"spec": self._spec, "closed": self._closed}
@@ -165,6 +170,7 @@ class RemoteLogger(Recorder[None]):
             if self._conn is None:
                 self._refresh_capture()
                 conn = Conn(self._spec, self._refresh_capture)
+                conn.on_batch = self._media_sent
                 conn.thread.start()
                 self._conn = conn
                 _started.add(self)
@@ -172,8 +178,19 @@ class RemoteLogger(Recorder[None]):
             self._put = self._put_checked
         self._put_checked(event)
 
+    def _media_sent(self, batch: list[ev.Event]) -> None:
+        """The connection's thread: media events sent give their bytes back."""
+        n = sum(e[8] for e in batch if e[0] == ev.MEDIA)
+        if n:
+            self._media_sent_bytes += n
+            self._media_budget.note_freed(self._media_sent_bytes)
+
     def _put_checked(self, event: ev.Event) -> None:
-        if not _PLAIN.issuperset(map(type, event)) and type(event) is not PendingEvent:
+        if (
+            not _PLAIN.issuperset(map(type, event))
+            and type(event) is not PendingEvent
+            and event[0] != ev.MEDIA  # a NumPy copy: picklable, and too big to try
+        ):
             _check_picklable(event)
         conn = self._conn
         if conn is None or conn.gone:

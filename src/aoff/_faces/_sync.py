@@ -281,6 +281,8 @@ class OffPolicyLogger(Face[None]):
                     self._forced = True
                     _say(force_quit_line(self._host.unwritten()))
                     raise
+        if self._drain_result:
+            self._end_media()  # the run ended: nothing reads the frames' blocks now
         if self._drain_failure:
             raise self._drain_failure[0]
         if self._drain_result:

@@ -62,6 +62,7 @@ async def end_of_input(
     intake.buffer.close()
     await intake.drain_once(final=True)
     await intake.await_device_values()
+    await intake.await_media()
     for r in runners:
         r.close_input()
     with anyio.move_on_after(max(intake.backend_wait_left(), 0.0)):

@@ -14,19 +14,22 @@ from collections.abc import Callable, Sequence
 
 import anyio
 import anyio.lowlevel
+import anyio.to_thread
 
 from .._core._buffer import EventBuffer
-from .._core._events import Event
+from .._core._events import MEDIA, MEDIA_REFUSED, REMOTE, Event
 from .._core._fold import Folder
 from .._core._pending import PendingEvent, event_ready, resolve_event
 from .._core._records import StepRecord
 from .._core._report import OnceReporter
 from .._core._state import State
+from .._media._encoder import MediaEncoder
 from ._runner import BackendRunner
 
 __all__ = ["FOLD_SLICE", "Intake"]
 
 FOLD_SLICE = 512
+_MEDIA_KINDS = (MEDIA, MEDIA_REFUSED)
 
 
 class Intake:
@@ -66,6 +69,39 @@ class Intake:
         self._backend_wait_left = finish_timeout  # finish's budget for waiting on backends
         #: also handed every slice's records (the run summary file), if set
         self.on_records: Callable[[list[StepRecord]], None] | None = None
+        #: media events go to the encoder thread, never through the fold (``_media``)
+        self.media = MediaEncoder(report_line)
+        for r in runners:
+            for what, fmt in getattr(r.backend, "media_formats", {}).items():
+                self.media.formats[what].add(fmt)
+        self.last_step = 0  # the run's latest record's step: a media call's step=None
+        self.media_written = 0  # encoded and handed to at least one backend
+
+    def _media_event(self, e: Event) -> None:
+        s = self.state
+        if e[0] == MEDIA_REFUSED:
+            s.media_refused += 1
+            return
+        _, wall, key, step, what, payload, fmt, fps, nbytes = e
+        step = self.last_step if step is None else step
+        s.last_media = (key, step)
+        self.media.submit((key, step, wall, what, payload, fmt, fps, nbytes))
+
+    def offer_media(self) -> None:
+        """Hand what the encoder finished to the runners whose backend writes media."""
+        done = self.media.done
+        takers = [r for r in self.runners if r.takes_media]
+        while done:
+            rec = done.popleft()
+            for r in takers:
+                r.offer((rec,))
+            if takers:
+                self.media_written += 1
+            else:
+                self.report_line(
+                    "aoff: no backend of this run writes images or videos (TensorBoard, "
+                    "JSONL, CSV, W&B and MLflow do); they are not written"
+                )
 
     def may_drain(self) -> bool:
         return not any(r.holds_back() for r in self.runners)
@@ -104,6 +140,13 @@ class Intake:
                     continue
                 e = resolve_event(e)
             folded += 1
+            kind = e[0]
+            if kind in _MEDIA_KINDS:
+                self._media_event(e)
+                continue
+            if kind == REMOTE and type(e[3]) is tuple and e[3][0] in _MEDIA_KINDS:
+                self._media_event(e[3])  # a producer's: the run's tag, step and encoder
+                continue
             try:
                 rec = apply(e)
             except Exception as exc:  # a bug or an exotic input: report, keep going
@@ -114,6 +157,8 @@ class Intake:
                 continue
             if rec is not None:
                 records.append(rec)
+                if rec.producer is None and not rec.writer:
+                    self.last_step = rec.step
         if folded:
             self._on_change()
         return records
@@ -128,6 +173,8 @@ class Intake:
         """Drain what is buffered now, fold it in slices, offer records to backends."""
         total = 0
         buffer = self.buffer
+        if self.media.done:
+            self.offer_media()
         self.saw_full = len(buffer) >= buffer.capacity
         # Not final: fold at most what is buffered now (then the caller renders), so a
         # producer faster than the fold cannot keep the pump in here forever.
@@ -172,6 +219,32 @@ class Intake:
         while not self.may_drain() and time.monotonic() - t0 < self._backend_wait_left:  # noqa: ASYNC110
             await anyio.sleep(0.001)
         self._backend_wait_left -= time.monotonic() - t0
+
+    async def flush_media(self) -> None:
+        """flush(): what was accepted so far, encoded (at most ``finish_timeout``) and
+        offered to the runners."""
+        if not self.media.idle():
+            await anyio.to_thread.run_sync(
+                self.media.wait_idle, self.finish_timeout, abandon_on_cancel=True
+            )
+        self.offer_media()
+
+    async def await_media(self) -> None:
+        """finish(): wait (a worker thread) until every accepted image and video is
+        encoded, up to ``finish_timeout`` of its own (the backends then get theirs: a
+        slow encoder never costs the scalars their time), and offer them."""
+        media = self.media
+        if not media.idle():
+            await anyio.to_thread.run_sync(
+                media.wait_idle, self.finish_timeout, abandon_on_cancel=True
+            )
+            if not media.idle():
+                self.report_line.always(
+                    f"aoff: {media.pending_count():,} images/videos were still being encoded "
+                    f"after {self.finish_timeout:g}s; they are not written"
+                )
+        media.close()
+        self.offer_media()
 
     def backend_wait_left(self) -> float:
         """What is left of ``finish_timeout`` for waiting on the backends."""

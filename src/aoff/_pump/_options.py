@@ -82,6 +82,8 @@ class Options:
     #: TensorBoard backend's; ``purge_step=N`` hides points at steps >= N, like torch's)
     tb_filename_suffix: str = ""
     tb_purge_step: int | None = None
+    #: bytes of image/video frames accepted but not yet encoded (``_media/_calls.py``)
+    media_budget: int = 256 * 1024 * 1024
 
     def __post_init__(self) -> None:
         def fix(name: str, value: object) -> None:
@@ -119,6 +121,9 @@ class Options:
         if isinstance(si, bool) or not isinstance(si, int | float) or not si >= 0:
             raise ValueError(f"system_interval must be a number of seconds >= 0, got {si!r}")
         fix("system_interval", float(si))
+        mb = self.media_budget
+        if isinstance(mb, bool) or not isinstance(mb, int) or mb < 0:
+            raise ValueError(f"media_budget must be a number of bytes >= 0, got {mb!r}")
         n = self.resume_step
         if n is not None:
             if isinstance(n, bool) or not isinstance(n, int):

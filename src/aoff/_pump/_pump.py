@@ -153,6 +153,7 @@ class Pump:
             keeper = SummaryKeeper(run_summary, monotonic=monotonic, say=self.report_line)
             self.summary_file = keeper
             self.intake.on_records = keeper.offer
+            keeper.media_counts = lambda: (self.intake.media_written, self.state.media_refused)
 
     # -- input from outside (call on the pump's loop, or before it runs) -----------------------
     def hold_first(self, events: list[Event]) -> None:
@@ -230,6 +231,8 @@ class Pump:
             steps=self.state.steps_logged,
             interrupted=self.state.interrupted or partial,
             partial=partial,
+            media_written=self.intake.media_written,
+            media_refused=self.state.media_refused,
         )
         for r in self.runners:
             res.backend_written[r.name] = r.written
@@ -255,6 +258,7 @@ class Pump:
             await intake.drain_once()
             if len(self.buffer) or intake.held:
                 await anyio.sleep(0.001)
+        await intake.flush_media()
         waits = [r.request_flush() for r in self.runners]
         for w in waits:
             await w.wait()

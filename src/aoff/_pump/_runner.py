@@ -41,11 +41,12 @@ import math
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import anyio
 
 from .._backends._base import Backend, BackendContext
-from .._core._records import StepRecord
+from .._core._records import MediaRecord, StepRecord
 
 #: records handed to one ``Backend.write`` call at most
 MAX_BATCH = 1024
@@ -75,7 +76,10 @@ class BackendRunner:
         self.flush_interval = flush_interval
         self.stall_timeout = stall_timeout
         self.monotonic = monotonic
-        self.pending: deque[StepRecord] = deque()
+        self.pending: deque[StepRecord | MediaRecord] = deque()
+        #: the backend writes images and videos (``write_media``; ``_media/``): each is a
+        #: record here too, in order with the steps
+        self.takes_media = callable(getattr(backend, "write_media", None))
         self.status = "opening"  # opening | ok | failed | closed
         self.error: str | None = None
         self.offered = 0
@@ -112,7 +116,7 @@ class BackendRunner:
         """True while the pump should wait for this runner before draining more."""
         return self.healthy and len(self.pending) >= self.max_pending and not self.stalled()
 
-    def offer(self, records: Sequence[StepRecord]) -> None:
+    def offer(self, records: Sequence[StepRecord | MediaRecord]) -> None:
         if not records:
             return
         self.offered += len(records)
@@ -178,10 +182,10 @@ class BackendRunner:
         dirty = False
         while True:
             if self.pending:
-                n = min(MAX_BATCH, len(self.pending))
-                batch = [self.pending.popleft() for _ in range(n)]
+                batch, write = self._next_batch()
+                n = len(batch)
                 self.in_flight = n
-                ok = await self._attempt("write", functools.partial(self.backend.write, batch))
+                ok = await self._attempt("write", functools.partial(write, batch))
                 self.in_flight = 0
                 if not ok:
                     self.lost += n
@@ -212,6 +216,16 @@ class BackendRunner:
         await self._attempt("close", self.backend.close)
         if self.status == "ok":
             self.status = "closed"
+
+    def _next_batch(self) -> tuple[list[Any], Callable[[Any], Any]]:
+        """The next write: up to ``MAX_BATCH`` step records, or one media record."""
+        pending = self.pending
+        if type(pending[0]) is MediaRecord:
+            return [pending.popleft()], self.backend.write_media  # type: ignore[attr-defined]
+        batch: list[Any] = []
+        while pending and len(batch) < MAX_BATCH and type(pending[0]) is not MediaRecord:
+            batch.append(pending.popleft())
+        return batch, self.backend.write
 
     async def _attempt(self, what: str, call: Callable[[], object]) -> bool:
         delay = self.retry_backoff

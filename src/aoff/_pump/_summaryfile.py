@@ -40,6 +40,13 @@ class SummaryKeeper:
         self._say = say
         self._due: float | None = None
         self._busy = False
+        #: ``(written, refused)`` media counts now (set by the pump), for each snapshot
+        self.media_counts: Callable[[], tuple[int, int]] = lambda: (0, 0)
+
+    def _snapshot(self, state: str = "running") -> dict[str, Any]:
+        s = self.summary
+        s.media_written, s.media_refused = self.media_counts()
+        return s.snapshot(state)
 
     def offer(self, records: Sequence[StepRecord]) -> None:
         if records:
@@ -56,7 +63,7 @@ class SummaryKeeper:
             return
         self._due = now + SUMMARY_INTERVAL
         self._busy = True
-        tg.start_soon(self._write, self.summary.snapshot())
+        tg.start_soon(self._write, self._snapshot())
 
     async def _write(self, content: dict[str, Any]) -> None:
         try:
@@ -76,4 +83,4 @@ class SummaryKeeper:
             return
         state = "interrupted" if interrupted else "finished"
         with anyio.move_on_after(FINAL_WRITE_BOUND):
-            await self._write(self.summary.snapshot(state))
+            await self._write(self._snapshot(state))

@@ -1,0 +1,178 @@
+"""What ``log_video`` costs the training loop, and whether the scalars around it slow down.
+
+Part 1, the caller's cost of one ``log_video`` of a 200x84x84x3 uint8 episode (4.2 MB),
+side by side with a plain ``np.copy`` of the same frames (each call right after its
+copy; medians over every call), for ``pump="process"`` (frames copied into a
+shared-memory block; the agent encodes) and ``pump="thread"`` (a NumPy copy; the
+encoder thread runs in this process).
+The run writes TensorBoard, so every accepted episode is encoded as a GIF while the loop
+goes on; ``media_budget`` is large enough that none is refused (the refused count is
+printed: a refused call costs nothing and would flatter the figure). One unmeasured
+round first: in process mode it makes the pool's shared-memory blocks (a new block costs
+its page faults once, ~5 ms for 4.2 MB; later calls reuse it). Target: <= 3x the copy.
+
+Part 2, the scalar stream: a loop of ``--work`` microseconds of busy work (a training
+step stand-in) then ``log_step`` with 30 scalars, without media and with one
+``log_video`` every 20 iterations, interleaved in one run: what the logging calls of
+an iteration cost the loop (median, p99, and the mean, video calls included), while
+the encoder works on the videos already logged.
+
+    python benchmarks/bench_media.py [--calls 20] [--rounds 5] [--iters 1000]
+        [--work 1000] [--quick] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from typing import Any
+
+import numpy as np
+
+from aoff import NullDisplay, OffPolicyLogger
+
+T, H, W = 200, 84, 84
+
+
+def episode() -> Any:
+    """An Atari-like episode: a flat background, a few moving sprites (few colours)."""
+    v = np.zeros((T, H, W, 3), np.uint8)
+    v[:] = (40, 40, 60)
+    for i in range(T):
+        x = (i * 3) % (W - 10)
+        v[i, 60:70, x : x + 10] = (200, 70, 70)
+        v[i, 10:14, :] = (90, 200, 90)
+        y = (i % 70) + 5
+        v[i, y : y + 3, 40:43] = 255
+    return v
+
+
+def make_logger(log_dir: str, pump: str) -> OffPolicyLogger:
+    return OffPolicyLogger(
+        log_dir=log_dir,
+        pump=pump,  # type: ignore[arg-type]
+        handle_sigterm=False,
+        system_interval=0,
+        display=NullDisplay(),
+        media_budget=4 << 30,
+    )
+
+
+def busy(us: float) -> None:
+    end = time.perf_counter() + us / 1e6
+    while time.perf_counter() < end:
+        pass
+
+
+def caller_cost(pump: str, calls: int, rounds: int) -> dict[str, Any]:
+    """Per call, side by side: one ``np.copy`` of the episode, then one ``log_video`` of
+    it (so both see the same load); medians over every call of every round."""
+    frames = episode()
+    copies: list[float] = []
+    videos: list[float] = []
+    clock = time.perf_counter
+    with tempfile.TemporaryDirectory() as d:
+        log = make_logger(d, pump)
+        log.log_step(0, {"x": 0.0})
+        for i in range(calls):  # one unmeasured round: the pool's blocks exist from now on
+            log.log_video("warmup", frames, step=i)
+        log.flush()
+        for r in range(rounds):
+            for i in range(calls):
+                t0 = clock()
+                np.copy(frames)
+                t1 = clock()
+                log.log_video("episode", frames, step=r * calls + i)
+                t2 = clock()
+                copies.append(t1 - t0)
+                videos.append(t2 - t1)
+            log.flush()  # the encoder catches up between rounds (not measured)
+        report = log.close()
+    copy_ms, video_ms = statistics.median(copies) * 1e3, statistics.median(videos) * 1e3
+    return {
+        "pump": pump,
+        "np.copy ms": round(copy_ms, 3),
+        "log_video ms": round(video_ms, 3),
+        "ratio": round(video_ms / copy_ms, 2),
+        "log_video p90 ms": round(sorted(videos)[int(len(videos) * 0.9)] * 1e3, 3),
+        "written": report.media_written,
+        "refused": report.media_refused,
+    }
+
+
+def scalar_stream(pump: str, iters: int, rounds: int, work: float) -> dict[str, Any]:
+    """Interleaved loops, with and without one video every 20 iterations: what
+    ``log_step`` (30 scalars) costs in each (median, p99: is it slowed while the encoder
+    works?), what the ``log_video`` calls cost, and the mean logging cost per iteration
+    (video calls included)."""
+    frames = episode()
+    metrics = {f"m{i}": float(i) for i in range(30)}
+    steps: dict[int, list[float]] = {0: [], 20: []}
+    videos: list[float] = []
+    with tempfile.TemporaryDirectory() as d:
+        log = make_logger(d, pump)
+        for _ in range(3):  # the pool's blocks exist from now on (see caller_cost)
+            log.log_video("warmup", frames, step=0)
+        log.flush()
+        it = 0
+        clock = time.perf_counter
+        for _ in range(rounds):
+            for every, costs in steps.items():
+                for i in range(iters):
+                    it += 1
+                    busy(work)
+                    t0 = clock()
+                    log.log_step(it, metrics)
+                    t1 = clock()
+                    costs.append(t1 - t0)
+                    if every and i % every == 0:
+                        log.log_video("episode", frames)
+                        videos.append(clock() - t1)
+            log.flush()
+        report = log.close()
+    out: dict[str, Any] = {"pump": pump}
+    for every, costs in steps.items():
+        c = sorted(costs)
+        name = "with videos" if every else "no video"
+        out[f"log_step {name}: median us"] = round(c[len(c) // 2] * 1e6, 1)
+        out[f"p99 us ({name})"] = round(c[int(len(c) * 0.99)] * 1e6, 1)
+    out["log_video mean ms"] = round(statistics.fmean(videos) * 1e3, 2)
+    per_it = (sum(steps[20]) + sum(videos)) / len(steps[20])
+    out["logging per it, with videos: mean us"] = round(per_it * 1e6, 1)
+    out["videos written"] = report.media_written
+    out["refused"] = report.media_refused
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--calls", type=int, default=20)
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--iters", type=int, default=1000)
+    p.add_argument("--work", type=float, default=1000.0)
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--json")
+    a = p.parse_args()
+    if a.quick:
+        a.calls, a.rounds, a.iters = 3, 2, 100
+    out: dict[str, list[dict[str, Any]]] = {"caller": [], "stream": []}
+    for pump in ("process", "thread"):
+        out["caller"].append(caller_cost(pump, a.calls, a.rounds))
+    for pump in ("process", "thread"):
+        out["stream"].append(scalar_stream(pump, a.iters, a.rounds, a.work))
+    for name, rows in out.items():
+        print(f"\n{name}:")
+        keys = list(rows[0])
+        print(" | ".join(keys))
+        for row in rows:
+            print(" | ".join(str(row[k]) for k in keys))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(out, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

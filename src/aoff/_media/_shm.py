@@ -1,0 +1,170 @@
+"""Frames handed to the agent in shared-memory blocks, by name, never pickled.
+
+Why: a 200-frame 84x84 RGB episode is 4.2 MB; pickled into the event stream it would be
+copied three more times (pickle, socket, unpickle) and hold the scalars behind it on the
+link. The call copies the frames once, into a block of the training process's
+:class:`ShmPool`, and the event carries only :class:`ShmFrames` (name, shape, dtype).
+
+Why a pool: a fresh block costs its page faults on first write (~5 ms for 4.2 MB here,
+against ~0.4 ms to copy into a block already mapped), so blocks are reused. Each block
+starts with a state byte: the training process sets it to ``IN_USE`` before copying the
+frames in, and the agent's encoder sets it back to ``FREE`` once it has encoded them
+(:meth:`ShmFrames.release`); a free block of a fitting size takes the next call's frames.
+The frames waiting in blocks marked in use are the media budget's in-flight bytes
+(:meth:`ShmPool.in_use_bytes`): no message is needed to give them back.
+
+Who frees the memory: the training process owns every block. It unlinks them when the
+run has ended (:meth:`ShmPool.close`, after the agent's report) or when the pool must
+make room; if it dies first, its ``multiprocessing`` resource tracker unlinks them. The
+agent only maps a block while it reads it, and tells its own resource tracker to forget
+it (Python < 3.13 registers every attach), so that tracker neither unlinks a block it
+does not own nor warns about it.
+
+A media event dropped on the way (the event buffer's ``drop_oldest`` policy) leaves its
+block marked in use until the run ends: its bytes count against the budget until then.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["ShmFrames", "ShmPool"]
+
+FREE = 0
+IN_USE = 1
+#: bytes before the frames: the state byte, padded so the frames stay 64-byte aligned
+HEADER = 64
+_ROUND = 1 << 20  # block sizes are whole MiB, so near sizes share blocks
+#: blocks a pool keeps at most (each holds a file descriptor); past it, while every block
+#: is in use, a call's frames travel as a NumPy copy in the event instead (pickled)
+MAX_BLOCKS = 64
+
+
+def _attach(name: str) -> Any:
+    """Map an existing block without making this process's tracker its owner."""
+    from multiprocessing.shared_memory import SharedMemory
+
+    if sys.version_info >= (3, 13):
+        return SharedMemory(name=name, track=False)
+    from multiprocessing import resource_tracker
+
+    block = SharedMemory(name=name)
+    resource_tracker.unregister(block._name, "shared_memory")  # type: ignore[attr-defined]
+    return block
+
+
+@dataclass(frozen=True, slots=True)
+class ShmFrames:
+    """One call's frames (C order) in a pool block, after its header."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+
+    def open(self) -> tuple[Any, Any]:
+        """``(block, array)``: the frames as a NumPy view of the mapped block."""
+        import numpy as np
+
+        block = _attach(self.name)
+        arr = np.ndarray(self.shape, dtype=np.dtype(self.dtype), buffer=block.buf, offset=HEADER)
+        return block, arr
+
+    def release(self, block: Any) -> None:
+        """The frames were read: mark the block free for the next call, and unmap it. A
+        view still alive (an error's traceback) keeps the mapping until it goes."""
+        block.buf[0] = FREE
+        with contextlib.suppress(BufferError):
+            block.close()
+
+
+class _Block:
+    __slots__ = ("buf", "nbytes", "shm", "size")
+
+    def __init__(self, size: int) -> None:
+        from multiprocessing.shared_memory import SharedMemory
+
+        self.shm = SharedMemory(create=True, size=size)  # registered: our tracker's
+        buf = self.shm.buf
+        assert buf is not None
+        self.buf: memoryview = buf
+        self.size = size
+        self.nbytes = 0  # the frames it holds (while in use)
+
+    def free(self) -> bool:
+        return self.buf[0] == FREE
+
+
+class ShmPool:
+    """The training process's blocks. ``put`` is called by the logging call (and, for a
+    CUDA tensor, by the shipper's round), so it takes a lock."""
+
+    def __init__(self, limit: int) -> None:
+        #: the pool keeps free blocks while their total stays under this
+        self.limit = limit
+        self._blocks: list[_Block] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def in_use_bytes(self) -> int:
+        """Bytes of frames the agent has not read yet."""
+        return sum(b.nbytes for b in self._blocks if not b.free())
+
+    def put(self, arr: Any) -> ShmFrames | None:
+        """Copy ``arr`` (a NumPy array of any layout) into a free block; its handle, or
+        None when the pool is closed or has :data:`MAX_BLOCKS` blocks all in use."""
+        import numpy as np
+
+        need = HEADER + int(arr.nbytes)
+        with self._lock:
+            block = None if self._closed else self._find(need)
+            if block is None:
+                return None
+            block.buf[0] = IN_USE
+            block.nbytes = int(arr.nbytes)
+        try:
+            view: Any = np.ndarray(arr.shape, dtype=arr.dtype, buffer=block.buf, offset=HEADER)
+            np.copyto(view, arr, casting="no")
+            del view
+        except BaseException:
+            block.buf[0] = FREE
+            raise
+        return ShmFrames(block.shm.name, tuple(int(n) for n in arr.shape), arr.dtype.str)
+
+    def _find(self, need: int) -> _Block | None:
+        fits = [b for b in self._blocks if b.free() and need <= b.size <= 2 * need + _ROUND]
+        if fits:
+            return min(fits, key=lambda b: b.size)
+        if len(self._blocks) >= MAX_BLOCKS:
+            free = [b for b in self._blocks if b.free()]
+            if not free:
+                return None
+            self._drop(max(free, key=lambda b: b.size))
+        size = -(-need // _ROUND) * _ROUND
+        # make room: unlink free blocks that do not fit, largest first
+        total = sum(b.size for b in self._blocks)
+        for b in sorted(self._blocks, key=lambda b: -b.size):
+            if total + size <= self.limit:
+                break
+            if b.free():
+                self._drop(b)
+                total -= b.size
+        block = _Block(size)
+        self._blocks.append(block)
+        return block
+
+    def _drop(self, block: _Block) -> None:
+        self._blocks.remove(block)
+        block.buf.release()
+        block.shm.close()
+        block.shm.unlink()
+
+    def close(self) -> None:
+        """Unlink every block (the run ended: nothing will read them). Idempotent."""
+        with self._lock:
+            self._closed = True
+            for b in list(self._blocks):
+                self._drop(b)

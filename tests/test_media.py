@@ -1,0 +1,723 @@
+"""Media (``log_image``, ``log_video``, ``log_figure``): encoded in the agent, read back.
+
+Every test reads what the run left with TensorBoard's own reader and decodes the PNG/GIF
+with Pillow: pixels for images, frame count, size and frames for videos. Both pump modes
+(``process``: frames in shared memory, the agent encodes; ``thread``: the encoder thread
+in this process), both faces (the async one on asyncio and trio).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import pytest
+from PIL import Image, ImageSequence
+
+import aoff
+from aoff import AoffWarning, AsyncOffPolicyLogger, OffPolicyLogger
+
+MODES = ("process", "thread")
+
+
+def _logger(tmp_path: Path, pump: str, **kw: Any) -> OffPolicyLogger:
+    return OffPolicyLogger(
+        log_dir=tmp_path,
+        pump=pump,  # type: ignore[arg-type]
+        handle_sigterm=False,
+        system_interval=0,
+        display=aoff.NullDisplay(),
+        **kw,
+    )
+
+
+def read_images(log_dir: Path) -> dict[str, list[Any]]:
+    """Every image summary in ``log_dir``, by tag (TensorBoard's reader)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(os.fspath(log_dir), size_guidance={"images": 0, "scalars": 0})
+    acc.Reload()
+    return {t: acc.Images(t) for t in acc.Tags()["images"]}
+
+
+def frames_of(encoded: bytes) -> list[np.ndarray]:
+    img = Image.open(io.BytesIO(encoded))
+    return [np.asarray(f.convert("RGB")) for f in ImageSequence.Iterator(img)]
+
+
+def png_pixels(encoded: bytes) -> np.ndarray:
+    img = Image.open(io.BytesIO(encoded))
+    assert img.format == "PNG"
+    return np.asarray(img)
+
+
+def solid_video(t: int, h: int, w: int) -> np.ndarray:
+    """Frames of one colour each (few colours: the GIF palette keeps them exact)."""
+    colours = np.array([[255, 0, 0], [0, 255, 0], [0, 0, 255], [255, 255, 255]], np.uint8)
+    v = np.empty((t, h, w, 3), np.uint8)
+    for i in range(t):
+        v[i] = colours[i % len(colours)]
+    return v
+
+
+def _log_all(log: Any) -> dict[str, Any]:
+    """The calls every face test makes (sync or async: the caller awaits the results)."""
+    rng = np.random.default_rng(0)
+    img = rng.integers(0, 256, (12, 10, 3), dtype=np.uint8)
+    grey = rng.integers(0, 256, (6, 7), dtype=np.uint8)
+    rgba_chw = rng.random((4, 5, 6)).astype(np.float32)
+    vid = solid_video(6, 8, 10)
+    return {
+        "calls": [
+            ("log_image", ("img", img), {}),
+            ("log_image", ("grey", grey), {"dataformats": "HW", "step": 40}),
+            ("log_image", ("rgba", rgba_chw), {"dataformats": "CHW"}),
+            ("log_video", ("vid", vid), {"fps": 10}),
+            (
+                "log_video",
+                ("vid_tchw", vid.transpose(0, 3, 1, 2).astype(np.float32) / 255),
+                {"dataformats": "TCHW", "step": 41},
+            ),
+        ],
+        "img": img,
+        "grey": grey,
+        "rgba": (np.nan_to_num(rgba_chw.transpose(1, 2, 0)) * 255).clip(0, 255).astype(np.uint8),
+        "vid": vid,
+    }
+
+
+def _check(log_dir: Path, want: dict[str, Any], step: int) -> None:
+    images = read_images(log_dir)
+    assert set(images) == {"img", "grey", "rgba", "vid", "vid_tchw"}
+    (img,) = images["img"]
+    assert (img.step, img.width, img.height) == (step, 10, 12)
+    assert np.array_equal(png_pixels(img.encoded_image_string), want["img"])
+    (grey,) = images["grey"]
+    assert grey.step == 40
+    assert np.array_equal(png_pixels(grey.encoded_image_string), want["grey"])
+    (rgba,) = images["rgba"]
+    assert np.array_equal(png_pixels(rgba.encoded_image_string), want["rgba"])
+    for tag, s in (("vid", step), ("vid_tchw", 41)):
+        (vid,) = images[tag]
+        assert (vid.step, vid.width, vid.height) == (s, 10, 8)
+        assert vid.encoded_image_string[:6] in (b"GIF87a", b"GIF89a")
+        frames = frames_of(vid.encoded_image_string)
+        assert len(frames) == 6
+        for got, exp in zip(frames, want["vid"], strict=True):
+            assert np.array_equal(got, exp)
+
+
+@pytest.mark.parametrize("pump", MODES)
+def test_sync_face_writes_images_and_videos_tensorboard_shows(tmp_path: Path, pump: str) -> None:
+    with _logger(tmp_path, pump) as log:
+        for i in range(3):
+            log.log_step(i, {"loss": float(i)})
+        want = _log_all(log)
+        for name, args, kw in want["calls"]:
+            getattr(log, name)(*args, **kw)
+        log.log_step(3, {"loss": 3.0})
+    report = log.close()
+    assert (report.media_written, report.media_refused) == (5, 0)
+    _check(tmp_path, want, step=2)  # step=None: the last log_step's step
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("pump", MODES)
+async def test_async_face_writes_images_and_videos(tmp_path: Path, pump: str) -> None:
+    async with AsyncOffPolicyLogger(
+        log_dir=tmp_path,
+        pump=pump,  # type: ignore[arg-type]
+        handle_sigterm=False,
+        system_interval=0,
+        display=aoff.NullDisplay(),
+    ) as log:
+        await log.log_step(7, {"loss": 1.0})
+        want = _log_all(log)
+        for name, args, kw in want["calls"]:
+            await getattr(log, name)(*args, **kw)
+        await log.aflush()
+        # flush() waits for the encoder too: everything is on disk now
+        assert len(read_images(tmp_path)) == 5
+    report = await log.aclose()
+    assert report.media_written == 5
+    _check(tmp_path, want, step=7)
+
+
+@pytest.mark.parametrize("pump", MODES)
+def test_torch_tensors_and_figures(tmp_path: Path, pump: str) -> None:
+    torch = pytest.importorskip("torch")
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    t = torch.arange(2 * 3 * 4 * 5, dtype=torch.uint8).reshape(2, 3, 4, 5)  # TCHW
+    fig = plt.figure(figsize=(2, 1.5), dpi=50)
+    plt.plot([0, 1], [1, 0])
+    with _logger(tmp_path, pump) as log:
+        log.log_video("t", t, dataformats="TCHW", step=3)
+        t.zero_()  # the call copied the frames: later changes are not logged
+        log.log_image("half", torch.full((4, 4, 3), 0.5, dtype=torch.bfloat16), step=3)
+        log.log_figure("fig", fig, step=5)
+    assert not plt.fignum_exists(fig.number)  # close=True by default
+    images = read_images(tmp_path)
+    (vid,) = images["t"]
+    frames = frames_of(vid.encoded_image_string)
+    assert (len(frames), vid.width, vid.height) == (2, 5, 4)
+    (half,) = images["half"]
+    assert (png_pixels(half.encoded_image_string) == 127).all()  # 0.5 * 255, truncated
+    (f,) = images["fig"]
+    assert (f.step, f.width, f.height) == (5, 100, 75)
+
+
+@pytest.mark.parametrize("pump", MODES)
+def test_over_budget_the_newest_is_refused_and_counted_never_a_scalar(
+    tmp_path: Path, pump: str
+) -> None:
+    big = np.zeros((10, 32, 32, 3), np.uint8)  # 30,720 bytes
+    small = np.zeros((8, 8, 3), np.uint8)  # 192 bytes
+    with _logger(tmp_path, pump, media_budget=20_000) as log:
+        with pytest.warns(AoffWarning, match=r"log_video\('big'\) refused.*media_budget=20,000"):
+            log.log_video("big", big)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # the warning is shown once
+            log.log_video("big", big)
+            with pytest.raises(TypeError, match="dtype int64"):  # bad input: an error first
+                log.log_video("big", big.astype(np.int64))
+        for i in range(50):
+            log.log_step(i, {"x": float(i)})
+            log.log_image("small", small, step=i)  # each is freed: never refused
+            if i % 10 == 0:
+                log.flush()
+    report = log.close()
+    assert (report.media_refused, report.media_written) == (2, 50)
+    assert report.steps == 50 and report.complete
+    assert len(read_images(tmp_path)["small"]) == 50
+    summary = json.loads((tmp_path / "aoff-summary.json").read_text())
+    assert summary["media"] == {"written": 50, "refused": 2}
+
+
+def test_in_flight_bytes_are_bounded_while_the_encoder_works(tmp_path: Path) -> None:
+    """Thread mode, the encoder held: what waits is bounded by the budget, and what was
+    accepted is written at finish()."""
+    frame = np.zeros((4, 16, 16, 3), np.uint8)  # 3,072 bytes
+    with _logger(tmp_path, "thread", media_budget=10_000) as log:
+        encoder = log._core.pump.intake.media
+        gate = __import__("threading").Event()
+        encode = encoder._encode
+        encoder._encode = lambda job: (gate.wait(30), encode(job))[1]  # type: ignore[method-assign]
+        with pytest.warns(AoffWarning, match="refused"):
+            for _ in range(10):
+                log.log_video("v", frame)
+        assert log._media_budget.in_flight() <= 10_000
+        gate.set()
+    report = log.close()
+    assert (report.media_written, report.media_refused) == (3, 7)
+    assert len(read_images(tmp_path)["v"]) == 3
+
+
+@pytest.mark.parametrize(
+    ("call", "data", "kw", "error", "match"),
+    [
+        (
+            "log_image",
+            np.zeros((4, 4, 3, 1), np.uint8),
+            {},
+            ValueError,
+            r"4 dimensions.*'HWC' needs 3",
+        ),
+        ("log_image", np.zeros((4, 4, 2), np.uint8), {}, ValueError, r"2 channels.*1 \(grey\), 3"),
+        ("log_image", np.zeros((4, 4, 3), np.int64), {}, TypeError, r"dtype int64; expected uint8"),
+        ("log_image", np.zeros((4, 4, 3), bool), {}, TypeError, r"dtype bool"),
+        ("log_image", np.zeros((0, 4, 3), np.uint8), {}, ValueError, r"is empty"),
+        ("log_image", "not an image", {}, TypeError, r"NumPy array or a torch tensor, got str"),
+        (
+            "log_image",
+            np.zeros((4, 4, 3), np.uint8),
+            {"dataformats": "WHC"},
+            ValueError,
+            r"dataformats",
+        ),
+        ("log_video", np.zeros((0, 4, 4, 3), np.uint8), {}, ValueError, r"is empty"),
+        ("log_video", np.zeros((4, 4, 3), np.uint8), {}, ValueError, r"'THWC' needs 4"),
+        ("log_video", np.zeros((2, 4, 4, 3), np.uint8), {"fps": 0}, ValueError, r"fps"),
+        ("log_video", np.zeros((2, 4, 4, 3), np.uint8), {"step": "one"}, TypeError, r"step"),
+    ],
+)
+def test_bad_input_is_a_specific_error_at_the_call(
+    tmp_path: Path, call: str, data: Any, kw: dict[str, Any], error: type[Exception], match: str
+) -> None:
+    with _logger(tmp_path, "thread") as log:
+        with pytest.raises(error, match=match):
+            getattr(log, call)("k", data, **kw)
+        with pytest.raises(TypeError, match="key must be a str"):
+            getattr(log, call)(3, data, **kw)
+        log.log_image("ok", np.zeros((2, 2, 3), np.uint8))  # the run goes on
+    assert log.close().media_written == 1
+    with pytest.raises(TypeError, match="expected a matplotlib Figure"):
+        OffPolicyLogger.log_figure(log, "f", object())  # checked before anything else
+
+
+def test_process_mode_frees_every_shared_memory_block_and_a_fork_keeps_off_them(
+    tmp_path: Path,
+) -> None:
+    """The training process unlinks its blocks at the end; no resource-tracker warning
+    at exit. A child forked from the logger must not write into the parent's blocks (the
+    pool is the parent's alone): its media go pickled through its ``fork-<pid>`` remote."""
+    code = f"""
+import multiprocessing as mp, os, numpy as np, aoff
+before = set(os.listdir("/dev/shm"))
+log = aoff.OffPolicyLogger(log_dir={os.fspath(tmp_path)!r}, handle_sigterm=False,
+                           system_interval=0, display=aoff.NullDisplay())
+for i in range(20):
+    log.log_video("v", np.full((3, 8, 8, 3), i, np.uint8), step=i)
+def child():
+    log.log_video("child", np.full((2, 8, 8, 3), 99, np.uint8), step=2)
+p = mp.get_context("fork").Process(target=child)
+p.start(); p.join(60)
+assert p.exitcode == 0, p.exitcode
+r = log.finish()
+assert r.media_written == 21, r
+left = {{n for n in set(os.listdir("/dev/shm")) - before if n.startswith("psm_")}}
+assert not left, left
+print("ok")
+"""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().endswith("ok")
+    assert "resource_tracker" not in out.stderr and "leaked" not in out.stderr, out.stderr
+    images = read_images(tmp_path)
+    assert len(images["v"]) == 20
+    for i, v in enumerate(images["v"]):
+        assert all((f == v.step).all() for f in frames_of(v.encoded_image_string)), i
+    (c,) = images["child"]
+    assert all((f == 99).all() for f in frames_of(c.encoded_image_string))
+
+
+def test_process_mode_reuses_its_shared_memory_blocks(tmp_path: Path) -> None:
+    """A block the agent has read is marked free and takes the next call's frames (a new
+    block would cost its page faults again); the pool's in-use bytes are the budget's."""
+    frames = np.zeros((20, 32, 32, 3), np.uint8)
+    with _logger(tmp_path, "process") as log:
+        pool = log._media_budget.pool
+        assert pool is not None
+        for i in range(5):
+            log.log_video("v", frames, step=i)
+            log.flush()  # the agent read it: its block is free again
+            assert pool.in_use_bytes() == 0
+        assert len(pool._blocks) == 1
+        names = {b.shm.name for b in pool._blocks}
+    assert log.close().media_written == 5
+    assert not any(os.path.exists(f"/dev/shm/{n}") for n in names)  # unlinked at the end
+
+
+def test_import_aoff_stays_light() -> None:
+    heavy = "('PIL', 'av', 'matplotlib')"
+    code = f"import sys, aoff; print(sorted(m for m in {heavy} if m in sys.modules))"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.stdout.strip() == "[]", out.stderr
+
+
+def test_summarywriter_media_read_back_like_torchs(tmp_path: Path) -> None:
+    """The same calls through torch's ``SummaryWriter`` and aoff's: the same tags, steps,
+    wall times, sizes, PNG modes and pixels. torch's ``add_video`` needs moviepy (not
+    installed here), so aoff's GIF is checked against torch's own frame preparation
+    (``_prepare_video`` and its uint8 scaling) instead."""
+    torch = pytest.importorskip("torch")
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from torch.utils.tensorboard import SummaryWriter as TorchWriter
+    from torch.utils.tensorboard.summary import _prepare_video
+
+    from aoff.tensorboard import SummaryWriter
+
+    rng = np.random.default_rng(1)
+    fig = plt.figure(figsize=(2, 1), dpi=40)
+    plt.plot([0, 1], [0, 1])
+    calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
+        ("add_image", ("chw_float", rng.random((3, 8, 10)).astype(np.float32)), {"global_step": 1}),
+        ("add_image", ("hwc_u8", rng.integers(0, 256, (8, 10, 3), dtype=np.uint8)),
+         {"global_step": 2, "dataformats": "HWC", "walltime": 123.5}),
+        ("add_image", ("grey_hw", torch.rand(6, 7)), {"dataformats": "HW"}),
+        ("add_image", ("grey_chw", rng.integers(0, 256, (1, 6, 7), dtype=np.uint8)), {}),
+        ("add_image", ("rgba", rng.integers(0, 256, (4, 5, 6), dtype=np.uint8)),
+         {"global_step": 3}),
+        ("add_images", ("batch", rng.random((10, 1, 4, 5))), {"global_step": 4}),
+        ("add_images", ("batch_nhwc", rng.random((3, 4, 5, 3))), {"dataformats": "NHWC"}),
+        ("add_figure", ("fig", fig), {"global_step": 5, "close": False}),
+    ]  # fmt: skip
+    for writer_cls, folder in ((TorchWriter, "torch"), (SummaryWriter, "aoff")):
+        w = writer_cls(os.fspath(tmp_path / folder))
+        for name, args, kw in calls:
+            getattr(w, name)(*args, **kw)
+        w.close()
+    plt.close(fig)
+    theirs, ours = read_images(tmp_path / "torch"), read_images(tmp_path / "aoff")
+    assert set(ours) == set(theirs) == {c[1][0] for c in calls}
+    for tag, events in theirs.items():
+        (t,), (o,) = events, ours[tag]
+        assert (o.step, o.width, o.height) == (t.step, t.width, t.height), tag
+        if tag == "hwc_u8":
+            assert o.wall_time == t.wall_time == 123.5
+        t_img = Image.open(io.BytesIO(t.encoded_image_string))
+        o_img = Image.open(io.BytesIO(o.encoded_image_string))
+        assert (o_img.format, o_img.mode, o_img.size) == (t_img.format, t_img.mode, t_img.size)
+        assert np.array_equal(np.asarray(o_img), np.asarray(t_img)), tag
+
+    # add_video: (N, T, C, H, W), three videos of black/white frames (exact in a GIF)
+    vid = (rng.integers(0, 2, (3, 5, 3, 4, 6)) * 255).astype(np.uint8)
+    with SummaryWriter(os.fspath(tmp_path / "video")) as w:
+        w.add_video("vid", vid, global_step=6, fps=4)
+    want = (_prepare_video(vid).astype(np.float32) * 255).clip(0, 255).astype(np.uint8)
+    (v,) = read_images(tmp_path / "video")["vid"]
+    assert (v.step, v.width, v.height) == (6, want.shape[2], want.shape[1]) == (6, 24, 4)
+    frames = frames_of(v.encoded_image_string)
+    assert len(frames) == 5
+    for got, exp in zip(frames, want, strict=True):
+        assert np.array_equal(got, exp)
+
+
+@pytest.mark.parametrize("pump", MODES)
+def test_jsonl_and_csv_rows_point_to_media_files(tmp_path: Path, pump: str) -> None:
+    """PNG and MP4 files under ``log_dir/media/`` (written once for both backends), a
+    JSONL line and a CSV row that name them; the MP4 decodes to every frame."""
+    av = pytest.importorskip("av")
+    vid = solid_video(9, 17, 21)  # odd sizes: padded by one pixel for yuv420p
+    img = np.random.default_rng(2).integers(0, 256, (5, 6, 3), dtype=np.uint8)
+    with _logger(tmp_path, pump, log_backend="none", backends=("jsonl", "csv")) as log:
+        log.log_step(1, {"a": 1.0})
+        log.log_video("eval/ep", vid, fps=12)
+        log.log_image("img", img, step=4)
+    assert log.close().media_written == 2
+    lines = [json.loads(ln) for ln in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    media = {r["media"]: r for r in lines if "media" in r}
+    assert media["video"]["step"] == 1 and media["image"]["step"] == 4
+    video_path = tmp_path / media["video"]["eval/ep"]
+    image_path = tmp_path / media["image"]["img"]
+    assert video_path.parent == image_path.parent == tmp_path / "media"
+    assert sorted(p.name for p in (tmp_path / "media").iterdir()) == sorted(
+        [video_path.name, image_path.name]
+    )
+    assert np.array_equal(np.asarray(Image.open(image_path)), img)
+    with av.open(os.fspath(video_path)) as container:
+        frames = [f.to_ndarray(format="rgb24") for f in container.decode(video=0)]
+    assert len(frames) == 9 and frames[0].shape == (18, 22, 3)
+    assert np.abs(frames[0][:17, :21].astype(int) - vid[0]).max() < 16  # lossy H.264
+    with open(tmp_path / "progress.csv", newline="") as f:
+        rows = list(__import__("csv").DictReader(f))
+    assert [r["eval/ep"] for r in rows if r["eval/ep"]] == [media["video"]["eval/ep"]]
+    assert [r["img"] for r in rows if r["img"]] == [media["image"]["img"]]
+    from aoff._cli._runs import read_run
+
+    assert read_run(os.fspath(tmp_path)).records == 1  # aoff show skips media rows
+
+
+def test_wandb_offline_run_holds_the_media_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("wandb")
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    img = np.random.default_rng(3).integers(0, 256, (6, 8, 3), dtype=np.uint8)
+    with _logger(tmp_path, "process", log_backend="none", backends=("wandb",)) as log:
+        for i in range(3):
+            log.log_step(i, {"a": float(i)})
+        log.log_video("eval/ep", solid_video(6, 16, 16), fps=10)
+        log.log_image("img", img, step=1)  # W&B is past step 1: logged at 2, media_step 1
+    assert log.close().media_written == 2
+    (run,) = (tmp_path / "wandb").glob("offline-run-*")  # the run goes under log_dir
+    videos = list(run.rglob("files/media/videos/**/*.mp4"))
+    images = list(run.rglob("files/media/images/**/*.png"))
+    assert len(videos) == 1 and len(images) == 1
+    assert np.array_equal(np.asarray(Image.open(images[0]).convert("RGB")), img)
+    from aoff.testing._wandb_offline import read_history
+
+    (wandb_file,) = run.glob("run-*.wandb")
+    (row,) = [r for r in read_history(wandb_file) if "img/media_step" in r]
+    assert (row["_step"], row["img/media_step"], row["eval/ep/media_step"]) == (2, 1, 2)
+    assert (row["eval/ep/_type"], row["img/_type"]) == ("video-file", "image-file")
+    assert (run / "files" / row["eval/ep/path"]).exists()
+
+
+def test_a_missing_encoder_is_reported_naming_the_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "PIL", None)  # import PIL raises ImportError
+    with _logger(tmp_path, "thread") as log:
+        log.log_image("img", np.zeros((2, 2, 3), np.uint8))
+        log.log_step(1, {"a": 1.0})
+    report = log.close()
+    assert (report.media_written, report.steps) == (0, 1)  # the scalars go on
+    assert "could not encode media 'img'" in capfd.readouterr().err
+    assert "pip install 'aoff[media]'" in "".join(log._core.pump.report_line.seen)
+
+
+def test_the_dashboard_shows_the_last_media_and_the_summary_what_was_refused(
+    tmp_path: Path,
+) -> None:
+    from rich.console import Console
+
+    from aoff._display._content import header_fields
+    from aoff._display._summary import summary_panel
+    from aoff.testing import RecordingDisplay
+
+    display = RecordingDisplay()
+    log = OffPolicyLogger(
+        log_dir=tmp_path, pump="thread", handle_sigterm=False, system_interval=0,
+        display=display, media_budget=100,
+    )  # fmt: skip
+    with log:
+        log.log_step(3, {"a": 1.0})
+        log.log_video("eval/episode", np.zeros((2, 4, 4, 3), np.uint8))
+        with pytest.warns(AoffWarning, match="refused"):
+            log.log_video("too_big", np.zeros((2, 8, 8, 3), np.uint8))
+    ((_, state, _),) = display.closed
+    assert (state.last_media, state.media_refused) == (("eval/episode", 3), 1)
+    header = "".join(t for c in header_fields(state, 0.0) for t, _ in c.spans)
+    assert "media eval/episode @3" in header
+    console = Console(width=80, record=True, file=io.StringIO())
+    console.print(summary_panel(state, 0.0))
+    text = console.export_text()
+    assert "Last media: eval/episode (step 3)" in text
+    assert "Media refused (budget): 1" in text
+
+
+def test_sb3_video_image_and_figure_go_to_the_media_path(tmp_path: Path) -> None:
+    """SB3's ``Video``/``Image``/``Figure`` values at SB3's step, with the pixels SB3's
+    own TensorBoard format (torch's writer) would write."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("stable_baselines3")
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from stable_baselines3.common.logger import Figure, Video
+    from stable_baselines3.common.logger import Image as SB3Image
+
+    import aoff.sb3
+
+    logger = aoff.sb3.configure(
+        os.fspath(tmp_path), ["tensorboard"], pump="thread", handle_sigterm=False
+    )
+    frames = torch.zeros(1, 4, 3, 8, 8, dtype=torch.uint8)
+    frames[0, ::2, 0] = 255  # red, black, red, black (Pillow merges identical frames)
+    image = np.zeros((6, 5, 3), np.uint8)
+    image[..., 2] = 255  # blue, HWC
+    fig = plt.figure(figsize=(1, 1), dpi=30)
+    logger.record("train/loss", 0.5)
+    logger.record("eval/video", Video(frames, fps=8), exclude="stdout")
+    logger.record("eval/image", SB3Image(image, "HWC"), exclude="stdout")
+    logger.record("eval/figure", Figure(fig, close=True), exclude="stdout")
+    logger.dump(1000)
+    logger.close()
+    assert logger.writer.skipped == {} and logger.writer.report is not None
+    assert logger.writer.report.media_written == 3
+    images = read_images(tmp_path)
+    (v,), (i,), (f,) = images["eval/video"], images["eval/image"], images["eval/figure"]
+    assert (v.step, i.step, f.step) == (1000, 1000, 1000)
+    gif = frames_of(v.encoded_image_string)
+    assert len(gif) == 4 and (gif[0] == [255, 0, 0]).all() and (gif[1] == 0).all()
+    assert np.array_equal(png_pixels(i.encoded_image_string), image)
+    assert (f.width, f.height) == (30, 30)
+
+
+@pytest.mark.parametrize("pump", MODES)
+def test_a_remote_producer_logs_media_into_the_run(tmp_path: Path, pump: str) -> None:
+    """``log.remote()``: the frames travel pickled in the event (documented), the run's
+    encoder writes them under the tag as given."""
+    code = """
+import pickle, sys, numpy as np
+remote = pickle.loads(sys.stdin.buffer.read())
+frames = np.zeros((4, 8, 8, 3), np.uint8)
+frames[1::2] = 255
+remote.log_video("collector/episode", frames, step=11, fps=5)
+remote.log_image("collector/frame", frames[1], step=12)
+report = remote.close()
+assert report.complete, report
+"""
+    with _logger(tmp_path, pump) as log:
+        remote = log.remote("collector")
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            input=__import__("pickle").dumps(remote),
+            capture_output=True,
+            timeout=120,
+            env=env,
+        )
+        assert out.returncode == 0, out.stderr.decode()
+    assert log.close().media_written == 2
+    images = read_images(tmp_path)
+    (v,), (i,) = images["collector/episode"], images["collector/frame"]
+    assert (v.step, i.step) == (11, 12)
+    assert len(frames_of(v.encoded_image_string)) == 4
+    assert (png_pixels(i.encoded_image_string) == 255).all()
+
+
+@pytest.mark.slow  # importing mlflow takes seconds on a loaded machine
+def test_mlflow_keeps_media_as_artifacts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("mlflow")
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    for name in ("MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_NAME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", (tmp_path / "mlruns").as_uri())
+    img = np.random.default_rng(4).integers(0, 256, (5, 7, 3), dtype=np.uint8)
+    with _logger(tmp_path / "run", "thread", log_backend="none", backends=("mlflow",)) as log:
+        log.log_step(1, {"a": 1.0})
+        log.log_video("eval/ep", solid_video(4, 8, 8), fps=4)
+        log.log_image("img", img, step=3)
+    report = log.close()
+    assert report.media_written == 2 and report.complete
+    arts = sorted((tmp_path / "mlruns").rglob("artifacts/media/*"))
+    assert [p.suffix for p in arts] == [".mp4", ".png"]
+    assert arts[0].name.startswith("eval_ep_s1_") and arts[1].name.startswith("img_s3_")
+    assert np.array_equal(np.asarray(Image.open(arts[1])), img)
+
+
+def test_a_stuck_encoder_costs_finish_its_bound_and_never_the_scalars(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # the encoder's wait is finish_timeout; the backends then get their own (generous
+    # enough for 20 records on a loaded machine)
+    with _logger(tmp_path, "thread", finish_timeout=1.5) as log:
+        encoder = log._core.pump.intake.media
+        gate = __import__("threading").Event()
+        encode = encoder._encode
+        encoder._encode = lambda job: (gate.wait(30), encode(job))[1]  # type: ignore[method-assign]
+        for i in range(20):
+            log.log_step(i, {"x": float(i)})
+            if i % 5 == 0:
+                log.log_video("v", np.zeros((2, 4, 4, 3), np.uint8))
+    report = log.close()
+    gate.set()
+    assert report.steps == 20 and report.complete  # every scalar record written
+    assert report.media_written == 0
+    assert "4 images/videos were still being encoded after 1.5s" in capfd.readouterr().err
+    assert [v for _, v in read_tensorboard_scalars(tmp_path)["train/x"]] == [
+        float(i) for i in range(20)
+    ]
+
+
+def read_tensorboard_scalars(log_dir: Path) -> dict[str, list[tuple[int, float]]]:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(os.fspath(log_dir), size_guidance={"scalars": 0})
+    acc.Reload()
+    return {t: [(e.step, e.value) for e in acc.Scalars(t)] for t in acc.Tags()["scalars"]}
+
+
+def test_a_full_pool_hands_frames_over_as_a_copy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past ``MAX_BLOCKS`` blocks all in use, ``put`` says so (the call then sends a
+    NumPy copy in the event); a block the reader released takes the next frames."""
+    from aoff._media import _shm
+
+    monkeypatch.setattr(_shm, "MAX_BLOCKS", 2)
+    pool = _shm.ShmPool(1 << 30)
+    try:
+        frames = [np.full((4, 4, 3), i, np.uint8) for i in range(3)]
+        a, b = pool.put(frames[0]), pool.put(frames[1])
+        assert a is not None and b is not None and pool.put(frames[2]) is None
+        assert pool.in_use_bytes() == 2 * 48
+        block, arr = a.open()  # the agent's side: read, then release
+        assert np.array_equal(arr, frames[0])
+        del arr
+        a.release(block)
+        c = pool.put(frames[2])
+        assert c is not None and c.name == a.name and pool.in_use_bytes() == 2 * 48
+    finally:
+        pool.close()
+    assert not os.path.exists(f"/dev/shm/{a.name}")
+
+
+def test_without_a_backend_that_writes_media_none_counts_as_written(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    from aoff.testing import MemoryBackend
+
+    mem = MemoryBackend()
+    log = OffPolicyLogger(
+        log_backend="none", backends=(mem,), handle_sigterm=False, system_interval=0,
+        display=aoff.NullDisplay(),
+    )  # fmt: skip
+    log.log_step(1, {"a": 1.0})
+    log.log_image("img", np.zeros((2, 2, 3), np.uint8))
+    report = log.close()
+    assert (report.media_written, report.steps) == (0, 1) and len(mem.records) == 1
+    assert "no backend of this run writes images or videos" in capfd.readouterr().err
+
+
+def _counter_env_class() -> Any:
+    gym = pytest.importorskip("gymnasium")
+
+    class Counter(gym.Env):  # type: ignore[misc]
+        """A real Gymnasium env whose frame shows its step count (no pygame needed)."""
+
+        metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": 12}
+
+        def __init__(self, render_mode: str | None = "rgb_array", length: int = 4) -> None:
+            self.render_mode = render_mode
+            self.length = length
+            self.t = 0
+            self.observation_space = gym.spaces.Discrete(100)
+            self.action_space = gym.spaces.Discrete(2)
+
+        def reset(self, *, seed: int | None = None, options: Any = None) -> Any:
+            super().reset(seed=seed)
+            self.t = 0
+            return 0, {}
+
+        def step(self, action: Any) -> Any:
+            self.t += 1
+            return self.t, 1.0, self.t >= self.length, False, {}
+
+        def render(self) -> Any:
+            return np.full((6, 8, 3), self.t * 40, np.uint8)
+
+    return Counter
+
+
+def test_gymnasium_record_video_logs_every_nth_episode(tmp_path: Path) -> None:
+    """Single env: episodes 1 and 3 of 4 (``every=2``), from the reset frame to the last;
+    vector env: the wrapped sub-env's episodes."""
+    gym = pytest.importorskip("gymnasium")
+    import aoff.gymnasium
+
+    counter = _counter_env_class()
+    with _logger(tmp_path, "thread") as log:
+        env = aoff.gymnasium.record_video(counter(), log, every=2, key="eval/video")
+        for ep in range(4):
+            env.reset()
+            done = False
+            while not done:
+                _, _, term, trunc, _ = env.step(0)
+                done = term or trunc
+            log.log_step(ep, {"a": float(ep)})
+        env.close()
+        vec = gym.vector.SyncVectorEnv(
+            [lambda: aoff.gymnasium.record_video(counter(length=3), log, every=1, key="vec"),
+             lambda: counter(length=3)]
+        )  # fmt: skip
+        vec.reset(seed=0)
+        for _ in range(7):  # two episodes of env 0 end (autoreset in between)
+            vec.step(np.zeros(2, int))
+        vec.close()
+    assert log.close().media_written == 4
+    images = read_images(tmp_path)
+    # step=None: the last log_step's step (episode 2 ended before log_step(2))
+    assert [v.step for v in images["eval/video"]] == [0, 1]
+    for v in images["eval/video"]:
+        frames = frames_of(v.encoded_image_string)
+        assert [int(f[0, 0, 0]) for f in frames] == [0, 40, 80, 120, 160]
+    assert len(images["vec"]) == 2
+    with pytest.raises(ValueError, match="render_mode='rgb_array'"):
+        aoff.gymnasium.record_video(counter(render_mode=None), log)
