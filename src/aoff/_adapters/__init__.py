@@ -1,8 +1,10 @@
 """Drop-ins for the APIs RL code already logs through, each a thin layer over a face.
 
 Owns ``aoff.tensorboard.SummaryWriter`` (``_writer``, its call-side checks in
-``_writer_checks``), the Stable-Baselines3 logger ``aoff.sb3`` (``_sb3``) and Gymnasium's
-episode statistics ``aoff.gymnasium`` (``_gym``). The public modules at the top of the
+``_writer_checks``, its media calls in ``_writer_media``, torch's conventions around the
+calls in ``_writer_conventions``), the Stable-Baselines3 logger ``aoff.sb3`` (``_sb3``)
+and Gymnasium's episode statistics and videos ``aoff.gymnasium`` (``_gym``,
+``_gym_video``). The public modules at the top of the
 package re-export from here; the adapters' own third-party imports (stable_baselines3,
 wandb) stay inside them, so ``import aoff`` never pays for them.
 
