@@ -199,6 +199,7 @@ class Face(Recorder[R], Generic[R]):
         stderr_line(muted_line(rank))
 
     _fork_remote: RemoteLogger | None = None
+    _fork_steps: list[int]
 
     def _forked_in_child(self) -> None:
         self._forked = True
@@ -217,9 +218,12 @@ class Face(Recorder[R], Generic[R]):
             )
             result = self._closed_result
             put = remote._put_via_face
+            steps = self._fork_steps = [0]  # log_step calls handed over, for the report
 
             def put_remote(event: ev.Event) -> R:
                 put(event)
+                if event[0] == ev.STEP:
+                    steps[0] += 1
                 return result
 
             self._put = put_remote
@@ -238,7 +242,11 @@ class Face(Recorder[R], Generic[R]):
         if remote is not None:
             got = remote.close()
             self._put = self._after_close
-            self._report = FinishReport(dropped_events=got.dropped, partial=got.error is not None)
+            # what this child delivered into the parent's run (its steps are written
+            # there); partial when the run did not confirm every event
+            self._report = FinishReport(
+                dropped_events=got.dropped, steps=self._fork_steps[0], partial=not got.complete
+            )
         return self._report
 
     async def _ainert_report(self) -> FinishReport:
