@@ -90,6 +90,8 @@ class JsonlBackend(AppendFileBackend):
 
     name = "jsonl"
     label = "JSONL"
+    #: the agent builds it again from its path (see ``AppendFileBackend.portable``)
+    rebuilt_from_path = True
 
     def _encode(self, records: Sequence[StepRecord]) -> bytes:
         return encode_lines(records)

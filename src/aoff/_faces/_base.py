@@ -28,7 +28,13 @@ from .._core._report import FinishReport, stderr_line
 from .._core._state import State
 from .._core._warning import AoffWarning
 from .._display._api import Display
-from .._pump._options import DEFAULT_WANDB_PROJECT, BackendSpec, Options, PumpMode
+from .._pump._options import (
+    DEFAULT_WANDB_PROJECT,
+    BackendSpec,
+    DisplayName,
+    Options,
+    PumpMode,
+)
 from .._pump._ranks import RankMode, muted_line, rank_dir, this_rank
 from .._pump._sysmetrics import DEFAULT_INTERVAL as DEFAULT_SYSTEM_INTERVAL
 from .._pump._wiring import Core
@@ -43,6 +49,8 @@ __all__ = ["Face"]
 FINISH_GRACE = 10.0
 
 _live_faces: weakref.WeakSet[Face[Any]] = weakref.WeakSet()
+#: the lines that said why a pump stays in this process (each is said once a process)
+_said_in_process: set[str] = set()
 
 
 def _logging_methods() -> list[str]:
@@ -111,7 +119,7 @@ class Face(Recorder[R], Generic[R]):
         finish_timeout: float = 10.0,
         flush_secs: float = 2.0,
         console: Console | None = None,
-        display: Display | None = None,
+        display: Display | DisplayName | None = None,
         clock: Callable[[], float] | None = None,
         handle_sigterm: bool = True,
         pump: PumpMode = "process",
@@ -145,6 +153,10 @@ class Face(Recorder[R], Generic[R]):
         self._report: FinishReport | None = None
         self._buffer = EventBuffer(self._options.capacity, self._options.overflow)
         self._forked_dropped = 0
+        line = self._options.in_process_line()
+        if line is not None and line not in _said_in_process:  # once a process, per reason
+            _said_in_process.add(line)
+            stderr_line(line)
         self._setup_face()
         _live_faces.add(self)
 

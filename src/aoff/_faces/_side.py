@@ -87,7 +87,7 @@ class AgentSide:
         self.gone: str | None = None
         self.fallback: PumpThread | None = None
         self.forwarding: Forwarding | None = None
-        if should_forward(options.log_backend, options.display is not None):
+        if should_forward(options.log_backend, options.custom_display()):
             self.forwarding = Forwarding(self.shipper.text)
         self._cond = threading.Condition()
         # one round at a time: the shipper thread, or a producer shipping inline (put)
