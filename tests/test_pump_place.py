@@ -23,7 +23,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from aoff import CsvBackend, JsonlBackend, NullDisplay, OffPolicyLogger, TensorBoardBackend
 from aoff.testing import ManualClock, MemoryBackend
 
-LINE = "aoff: the pump runs in this process, not in its agent process"
+LINE = "aoff: the pump runs in this process, not in its agent"
 
 
 def tb_iterations(run: Path) -> list[int]:
@@ -113,7 +113,7 @@ def test_an_opened_or_subclassed_backend_is_not_sent(tmp_path: Path) -> None:
 
 FALLBACKS: dict[str, tuple[dict[str, Any], str]] = {
     "console": ({"console": Console(file=io.StringIO())}, "display='rich' or 'plain'"),
-    "clock": ({"clock": ManualClock(), "display": "none"}, "leave it out of real runs"),
+    "clock": ({"clock": ManualClock(), "display": "none"}, "leave it out: an injected clock"),
     "backend": ({"backends": [MemoryBackend()], "display": "none"}, "name it"),
 }
 
@@ -136,7 +136,7 @@ def test_what_must_stay_here_says_so_once(
     err = capfd.readouterr().err
     lines = [ln for ln in err.splitlines() if LINE in ln]
     assert len(lines) == 1, err  # two loggers, one line
-    assert f"{case}=" in lines[0] or "MemoryBackend object in backends=" in lines[0]
+    assert f"{case}=" in lines[0] or "a MemoryBackend in backends=" in lines[0]
     assert advice in lines[0]
     assert tb_iterations(tmp_path / "0") == list(range(1, 51))
 

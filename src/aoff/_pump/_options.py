@@ -45,11 +45,17 @@ def _is_null_display(display: object) -> bool:
     return type(display) is NullDisplay
 
 
+#: what keeps the pump in this process, as the line says it
+_WHAT = {
+    "console=": "the Console given as console=",
+    "display=": "the display= object",
+    "clock=": "the clock= function",
+}
 #: how to keep the pump in the agent, for each argument that keeps it in this process
 _AVOID = {
     "console=": "use display='rich' or 'plain' instead of a Console",
     "display=": "use display='none', 'plain' or 'rich' instead of an object",
-    "clock=": "an injected clock is for tests: leave it out of real runs",
+    "clock=": "leave it out: an injected clock is for tests",
     "backends=": "name it ('tensorboard', 'jsonl', 'csv', 'wandb', 'mlflow') with its "
     "options in the constructor, or pass an unopened aoff backend",
 }
@@ -197,10 +203,11 @@ class Options:
         if why is None:
             return None
         avoid = _AVOID[why.rsplit(" ", 1)[-1]]
+        what = _WHAT.get(why, why.replace(" object in", " in"))
         return (
-            f"aoff: the pump runs in this process, not in its agent process: {why} holds "
-            f"an object that lives here. To run it in the agent, {avoid}; pump='thread' "
-            "asks for this mode without this line"
+            f"aoff: the pump runs in this process, not in its agent: {what} lives here. "
+            f"To run it in the agent, {avoid} (pump='thread' picks this mode without "
+            "this line)"
         )
 
     def custom_display(self) -> bool:
