@@ -312,10 +312,18 @@ class AgentSide:
             here = self.fallback.unwritten()
             return {n: here.get(n, 0) + lost for n, lost in self.shipper.agent_loss().items()}
         s = self.shipper
-        unsent = [e for batch in s.link.unsent() for e in batch]
-        waiting = steps_in(list(self.buffer.snapshot()) + s.held + unsent)
+        # not in the middle of a round: a batch being sent is in both the shipped count
+        # and the link's unsent batches for a moment (counted twice: more than the run)
+        got = self._round_lock.acquire(timeout=1.0)
+        try:
+            unsent = [e for batch in s.link.unsent() for e in batch]
+            waiting = steps_in(list(self.buffer.snapshot()) + s.held + unsent)
+            shipped = s.shipped_steps
+        finally:
+            if got:
+                self._round_lock.release()
         names = list(s.acked_written) or self.options.backend_names()
-        return {n: s.shipped_steps - s.acked_written.get(n, 0) + waiting for n in names}
+        return {n: shipped - s.acked_written.get(n, 0) + waiting for n in names}
 
     def merge_into(self, report: FinishReport) -> None:
         """Add what the lost agent had written and lost to the fallback's report."""
