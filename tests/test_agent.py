@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import anyio
+import anyio.lowlevel
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -333,3 +335,47 @@ def test_a_small_buffer_is_shipped_before_it_fills(tmp_path: Path, overflow: str
     assert report.dropped_events == 0  # drop_newest refused none
     assert waits == []  # block never made the loop wait
     assert report.backend_written == {"jsonl": 3000}
+
+
+@pytest.mark.anyio
+async def test_the_async_face_ships_a_flood_in_slices_the_loop_runs_between(
+    tmp_path: Path,
+) -> None:
+    """A backlog on the event loop goes out LOOP_ROUND_EVENTS at a time, with the loop's
+    other tasks running between rounds, and every event still arrives, in order."""
+    from aoff._transport._shipper import LOOP_ROUND_EVENTS
+
+    async with AsyncOffPolicyLogger(
+        log_dir=tmp_path, backends=("jsonl",), handle_sigterm=False, display="none"
+    ) as log:
+        assert log._side is not None
+        shipper = log._side.shipper
+        rounds: list[int] = []  # events each round took off the buffer
+        drain = shipper.buffer.drain
+
+        def counted(limit: int | None = None) -> list[Any]:
+            out = drain(limit)
+            if out:
+                rounds.append(len(out))
+            return out
+
+        shipper.buffer.drain = counted  # type: ignore[method-assign]
+        n = 20 * LOOP_ROUND_EVENTS
+        for i in range(1, n + 1):  # one burst: the loop never runs in between
+            log.log_step(i, {"x": float(i)})  # a done awaitable: no await needed
+        others = 0
+        done = False
+
+        async def other_task() -> None:
+            nonlocal others
+            while not done:
+                others += 1
+                await anyio.lowlevel.checkpoint()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(other_task)
+            await log.aflush()
+            done = True
+        assert max(rounds) <= LOOP_ROUND_EVENTS and sum(rounds) >= n
+        assert others >= n // LOOP_ROUND_EVENTS  # the loop ran between the rounds
+        assert [r["iteration"] for r in jsonl_rows(tmp_path)] == list(range(1, n + 1))

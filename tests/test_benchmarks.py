@@ -214,6 +214,32 @@ def test_bench_neighbour_prints_its_ratio() -> None:
     assert len(alone) == 2 and all(float(x) > 0 for x in alone), out
 
 
+@pytest.mark.slow  # starts agents
+def test_bench_agent_cpu_and_loop_lag_print_their_figures(tmp_path: Path) -> None:
+    """Smoke tests at tiny sizes: each prints its lines with numbers, and the agent
+    benchmark's runs wrote every step they counted (nothing dropped)."""
+    figures = tmp_path / "agent.json"
+    out = subprocess.run(
+        [sys.executable, str(BENCH / "bench_agent_cpu.py"), "--quick", "--out", str(figures)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    assert "us an iteration" in out and "scalars/s" in out, out
+    got = json.loads(figures.read_text())
+    assert got["flat"]["written"] == 1500 and got["flat"]["dropped"] == 0
+    assert got["eight"]["written"] == 1500 and got["paced"]["agent_us_per_iteration"] > 0
+    out = subprocess.run(
+        [sys.executable, str(BENCH / "bench_loop_lag.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    assert out.count(" p99 ") >= 3 and "median: none mean" in out, out
+
+
 def test_gpu_check_skips_cleanly_without_cuda_and_its_read_back_works_on_cpu() -> None:
     """CI has no GPU: ``gpu_check.py`` says SKIP and exits 0; its agent read-back (the one
     check written for it alone) passes on CPU tensors, so a failure on a GPU machine

@@ -512,6 +512,45 @@ async def test_the_pump_throttles_frames_on_its_monotonic_clock_not_the_wall_clo
     assert [r.iteration for r in mem.records] == list(range(1, i + 1))
 
 
+class ManualClock:
+    """A test clock (``clock=``): moves only when the test says; it drives both the wall
+    time and the frame throttle."""
+
+    def __init__(self, t: float = 1_000_000.0) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_an_injected_clock_stepping_back_does_not_freeze_the_dashboard(tmp_path: Path) -> None:
+    """``clock=`` moves the throttle too: an hour back, frames must keep coming (they did
+    not until the clock had caught up with the last frame's time)."""
+    clock = ManualClock()
+    display = RecordingDisplay()
+    log = sync_logger(tmp_path, display=display, refresh_per_second=20, clock=clock)
+    log.start()
+    i = 0
+
+    def log_until(done: Callable[[], bool]) -> None:
+        nonlocal i
+        deadline = time.monotonic() + TIMEOUT
+        while not done():
+            assert time.monotonic() < deadline, f"{len(display.frames)} frames, iteration {i}"
+            i += 1
+            clock.t += 0.1  # two frame intervals per step
+            log.log_step(i, {"loss": float(i)})
+            time.sleep(0.005)
+
+    log_until(lambda: len(display.frames) >= FRAMES)
+    before = clock.t
+    clock.t -= JUMP
+    log_until(lambda: frames_after(display, before) >= FRAMES)
+    report = log.finish()
+    assert report.steps == i and report.complete
+    assert_jump_in_jsonl(tmp_path / "metrics.jsonl", i)
+
+
 def test_plain_line_dashboard_keeps_printing_after_the_wall_clock_steps_back() -> None:
     """What a run logging to a file (a cluster job) sees: one status line per
     ``plain_interval``. Display level, deterministic: the times are passed in."""

@@ -38,7 +38,8 @@ def child(log, face, closes):
     print(f"CHILD warnings {n} pid {os.getpid()}", flush=True)
     if face == "sync" and closes:
         report = log.finish()
-        print(f"CHILD report {report.dropped_events}", flush=True)
+        print(f"CHILD report {report.dropped_events} steps {report.steps} "
+              f"complete {report.complete} partial {report.partial}", flush=True)
     # otherwise: the child's exit closes its remote
 
 def main():
@@ -118,8 +119,8 @@ def test_a_forked_child_exits_at_once_and_its_steps_are_in_the_run(
     run = tmp_path / "run"
     stdout = _run(tmp_path, str(run), mode, face)
     assert stdout.count("CHILD warnings 0") == 2, stdout
-    if face == "sync":
-        assert "CHILD report 0" in stdout, stdout
+    if face == "sync":  # the child's finish() says what it delivered into the run
+        assert "CHILD report 0 steps 100 complete True partial False" in stdout, stdout
     pids = [ln.split()[-1] for ln in stdout.splitlines() if ln.startswith("CHILD warnings")]
     rows = [json.loads(ln) for ln in (run / "metrics.jsonl").read_text().splitlines()]
     own = [r["iteration"] for r in rows if "producer" not in r]

@@ -208,6 +208,37 @@ def test_logged_at_the_next_step_last_call_per_key_wins() -> None:
     assert not any(t.startswith("q/") for t in r3.as_dict())
 
 
+@pytest.mark.parametrize("pump", ["thread", "process"])
+def test_logged_after_the_last_step_is_written_at_that_step(tmp_path: Path, pump: PumpMode) -> None:
+    """No step follows: the histogram and episodes join a record at the last step (read
+    back from TensorBoard and JSONL) and the report counts it."""
+    log = OffPolicyLogger(
+        log_dir=str(tmp_path),
+        backends=("jsonl",),
+        pump=pump,
+        handle_sigterm=False,
+        system_interval=0,
+    )
+    log.log_step(1, {"loss": 1.0})
+    log.log_step(2, {"loss": 2.0})
+    log.log_histogram("late", [1.0, 2.0, 3.0])
+    log.log_episodes([5.0, 7.0], [10, 20])
+    report = log.finish()
+    assert report.complete
+    assert report.backend_written == {"tensorboard": 3, "jsonl": 3}
+    rows = read_jsonl(tmp_path / "metrics.jsonl")
+    assert [r["step"] for r in rows] == [1, 2, 2]
+    assert rows[-1]["late/p50"] == 2.0 and rows[-1]["late/max"] == 3.0
+    assert (rows[-1]["episode/return"], rows[-1]["episode/count"]) == (6.0, 2)
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(tmp_path), size_guidance={"scalars": 0, "histograms": 0})
+    acc.Reload()
+    (event,) = acc.Histograms("late")
+    assert (event.step, event.histogram_value.num) == (2, 3)
+    assert [s.step for s in acc.Scalars("episode/return")] == [2]
+
+
 @pytest.mark.anyio
 async def test_async_face_awaits_like_every_call() -> None:
     backend = MemoryBackend()

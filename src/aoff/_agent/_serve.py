@@ -14,6 +14,7 @@ its overflow policy take over. Bound: ``agent_capacity`` events (2 x ``capacity`
 from __future__ import annotations
 
 import contextlib
+import gc
 import signal
 import socket
 import sys
@@ -46,6 +47,8 @@ from .._transport._messages import (
 )
 from .._transport._wire import AGENT_IGNORES
 
+#: the agent's first-generation collection threshold (CPython's default: 700)
+GC_THRESHOLD = 10_000
 #: the agent tells the training process how far it got at most this often (and at every
 #: flush and at the end): the training process reads them once a second
 ACK_INTERVAL = 0.25
@@ -61,9 +64,23 @@ class Agent:
         self.conn = conn
         self._send_lock = threading.Lock()
         self.buffer = EventBuffer(agent_capacity(options), "block")
-        self.core = Core(options, buffer=self.buffer, on_tick=self.ack)
+        self.core = Core(options, buffer=self.buffer, on_tick=self.tick)
         self._last_ack: Ack | None = None
         self._acked_at = 0.0
+        self._frozen = False
+        # the fold makes and drops many small objects: collect the young ones ~14x less
+        # often (a few MB more at most), and never look at start-up's again (below)
+        gc.set_threshold(GC_THRESHOLD, 20, 20)
+
+    def tick(self) -> None:
+        """Every pump tick: the ack, and once the backends opened (their imports are
+        done), ``gc.freeze()``: the collector stops walking the ~10^5 objects of the
+        imported modules, which cost ~40 ms a full collection, ~20 us an iteration of
+        the standard workload flat out."""
+        if not self._frozen and not any(r.status == "opening" for r in self.core.pump.runners):
+            self._frozen = True
+            gc.freeze()
+        self.ack()
 
     def send(self, message: FromPeer) -> None:
         # OSError: the training process is gone; nobody to tell

@@ -93,6 +93,8 @@ class CsvBackend(AppendFileBackend):
 
     name = "csv"
     label = "CSV"
+    #: the agent builds it again from its path (see ``AppendFileBackend.portable``)
+    rebuilt_from_path = True
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         super().__init__(path)

@@ -46,6 +46,20 @@ class AppendFileBackend:
         self._ctx: BackendContext | None = None
         self._config_writes = ConfigWrites()
 
+    # -- sent to the agent ----------------------------------------------------------------
+    @property
+    def portable(self) -> bool:
+        """Whether the logger may send this backend to its agent process, which builds it
+        again from its path: an unopened instance of aoff's own class (a subclass may
+        hold more than its path, and the agent may not be able to import it)."""
+        own = bool(type(self).__dict__.get("rebuilt_from_path", False))
+        return own and self._file is None and not self._closed
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        if not self.portable:
+            raise TypeError(f"an opened {type(self).__name__} cannot be pickled")
+        return (type(self), (self.path,))
+
     # -- worker-thread side (under the lock) ----------------------------------------------
     def _open_file(self) -> BinaryIO:
         """The file, open for appending, unbuffered."""

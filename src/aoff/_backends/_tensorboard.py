@@ -33,6 +33,7 @@ and, at :meth:`TensorBoardBackend.close`, the final metrics; see :mod:`aoff._bac
 
 from __future__ import annotations
 
+import functools
 import itertools
 import operator
 import os
@@ -122,6 +123,19 @@ class TensorBoardBackend:
         self._last_step = 0
         #: producers' event files (``log_dir/<name>/``), by producer name
         self._producer_files: dict[str, BinaryIO] = {}
+
+    @property
+    def portable(self) -> bool:
+        """Whether the logger may send it to its agent as its constructor's arguments:
+        an unopened instance of this class (not a subclass)."""
+        return type(self) is TensorBoardBackend and self._file is None and not self._closed
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        if not self.portable:
+            raise TypeError("an opened TensorBoardBackend (or a subclass) cannot be pickled")
+        make = functools.partial(TensorBoardBackend, flush_secs=self.flush_secs)
+        make = functools.partial(make, filename_suffix=self.filename_suffix)
+        return (functools.partial(make, purge_after=self.purge_after), (self.log_dir,))
 
     # -- worker-thread side ------------------------------------------------------------
     def _file_time(self, folder: str, now: float) -> int:

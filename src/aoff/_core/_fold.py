@@ -15,6 +15,7 @@ from collections import deque
 from . import _events as ev
 from ._checkpoint import load_into
 from ._fold_checks import Checks, Reporter
+from ._fold_pending import fold_episodes, tail_record
 from ._fold_writer import WRITER_KINDS, fold_writer
 from ._histogram import summarize
 from ._histogram_data import Histogram, histogram_scalars
@@ -117,7 +118,7 @@ class Folder(Checks):
         elif kind == ev.EP_LENGTH:
             s.ep_length = self._num("update_ep_length", "length", event[2])
         elif kind == ev.EPISODES:
-            self._fold_episodes(event[2], event[3])
+            fold_episodes(self, self._episodes, event[2], event[3])
         elif kind == ev.STATUS:
             s.status = str(event[2])
         elif kind == ev.SAVE:
@@ -141,6 +142,10 @@ class Folder(Checks):
             s.extra_summary = str(event[3])
             s.interrupted = bool(event[4])
             s.hparams.interrupted = s.interrupted
+            # logged after the last step: a record at that step, not lost
+            tail = tail_record(s, self._histograms, self._episodes, wall)
+            self._histograms, self._episodes = {}, [0.0, 0.0, 0.0, 0.0]
+            return tail
         elif kind == ev.REMOTE:
             return self._remote(event[2], event[3])
         elif kind in WRITER_KINDS:
@@ -164,7 +169,7 @@ class Folder(Checks):
             s.hparams.merge(inner[2])
             return None
         if kind == ev.EPISODES:  # a collector's episodes are the run's episodes
-            self._fold_episodes(inner[2], inner[3])
+            fold_episodes(self, self._episodes, inner[2], inner[3])
             return None
         sub = self._remotes.get(name)
         if sub is None:
@@ -193,30 +198,6 @@ class Folder(Checks):
             if kind == ev.COLLECTOR_TIMING:
                 self._average_timing()
         return None
-
-    def _fold_episodes(self, returns: object, lengths: object) -> None:
-        """Episodes that ended: the dashboard's reward and length now, their means in the
-        next step's record."""
-        acc = self._episodes
-        where = "log_episodes"
-        for values, at in ((returns, 0), (lengths, 2)):
-            if not isinstance(values, tuple):
-                self._bad(where, at, f"{where}: a malformed event; skipped")
-                continue
-            total, n = 0.0, 0
-            for v in values:
-                f = self._num_or_skip(where, "returns" if at == 0 else "lengths", v)
-                if f is not None:
-                    total += f
-                    n += 1
-            if not n:
-                continue
-            acc[at] += total
-            acc[at + 1] += n
-            if at == 0:
-                self.state.reward_history.append(total / n)
-            else:
-                self.state.ep_length = total / n
 
     def _average_timing(self) -> None:
         """The dashboard's collector timings: per key, the mean of the run's own latest

@@ -42,6 +42,12 @@ def use_live(console: Console) -> bool:
     return bool(console.is_terminal) and not console.is_dumb_terminal
 
 
+#: seconds a program's write to stdout/stderr waits for a frame being drawn; then the
+#: terminal counts as taking no output and the write goes straight to its stream (as
+#: long as ``_guard.STALL``: a frame that slow is a stuck one there too, never load)
+WRITE_WAIT = 2.0
+
+
 class _LockedProxy(FileProxy):
     """Rich's redirect of ``sys.stdout``/``sys.stderr`` under ``Live``, holding the
     dashboard's lock while it prints.
@@ -50,19 +56,42 @@ class _LockedProxy(FileProxy):
     height of the last frame. Without the lock, a frame drawn by the pump's thread in the
     middle of that leaves copies of the panel on the screen or erases lines printed
     above it whenever the panel's height changes.
+
+    A terminal that takes no output (a pipe nobody reads, Ctrl+S) holds the display's
+    thread in the middle of a frame, with the lock. The program's own writes then wait at
+    most ``WRITE_WAIT`` seconds once, and go straight to their stream from then on
+    (:meth:`Dashboard.bypass`): they never wait for ever on a frame.
     """
 
-    def __init__(self, console: Console, file: IO[str], lock: threading.RLock) -> None:
+    def __init__(self, console: Console, file: IO[str], dashboard: Dashboard) -> None:
         super().__init__(console, file)
-        self._aoff_lock = lock
+        self._aoff_dash = dashboard
+
+    def _aoff_acquire(self) -> bool:
+        dash = self._aoff_dash
+        return dash._lock.acquire(timeout=0 if dash.blocked else WRITE_WAIT)
 
     def write(self, text: str) -> int:
-        with self._aoff_lock:
+        if not self._aoff_acquire():
+            # a partial line Rich kept for this stream comes first
+            kept: list[str] | None = getattr(self, "_FileProxy__buffer", None)
+            head = "".join(kept) if kept else ""
+            if kept:
+                kept.clear()
+            return self._aoff_dash.bypass(self.rich_proxied_file, head + text) - len(head)
+        try:
             return super().write(text)
+        finally:
+            self._aoff_dash._lock.release()
 
     def flush(self) -> None:
-        with self._aoff_lock:
+        if not self._aoff_acquire():
+            self.rich_proxied_file.flush()
+            return
+        try:
             super().flush()
+        finally:
+            self._aoff_dash._lock.release()
 
 
 class Dashboard:
@@ -90,6 +119,10 @@ class Dashboard:
         self._last_plain_time: float | None = None
         self._last_plain_line: str | None = None
         self._closed = False
+        #: a program's write found the display stuck on the terminal (see _LockedProxy):
+        #: frames are dropped from then on, and printed text bypasses the panel
+        self.blocked = False
+        self.frames_dropped = 0
         #: kept between frames: steady column widths, the chart's loss history
         self.memory = PanelMemory()
 
@@ -107,6 +140,9 @@ class Dashboard:
         """Redraw the panel, or print a plain line if ``plain_interval`` has passed."""
         with self._lock:
             if self._closed:
+                return
+            if self.blocked:  # the terminal took no output: drawing more would hold it
+                self.frames_dropped += 1
                 return
             if not self.live_mode:
                 self._plain(state, now, force=False)
@@ -159,6 +195,21 @@ class Dashboard:
             if error is not None:
                 raise error
 
+    def bypass(self, stream: IO[str], text: str) -> int:
+        """Write a program's ``text`` straight to ``stream``: the display was stuck on the
+        terminal for ``WRITE_WAIT`` seconds. The first time says so, once, on the same
+        stream; frames are dropped from then on."""
+        if not self.blocked:
+            self.blocked = True
+            stream.write(
+                f"aoff: the terminal took no output for {WRITE_WAIT:g}s: the dashboard's "
+                "frames are dropped from now on, and printed text goes straight to the "
+                "stream (training and files are not held up)\n"
+            )
+        n = stream.write(text)
+        stream.flush()
+        return n
+
     # -- internals ---------------------------------------------------------------------
     def _panel(self, state: State, now: float) -> RenderableType:
         self.memory.observe(state)
@@ -194,9 +245,9 @@ class Dashboard:
         # a ForwardingStream (aoff's own, see _streams) already sends the text above the
         # panel, without ever blocking the writer
         if not isinstance(out, FileProxy | ForwardingStream):
-            sys.stdout = _LockedProxy(self.console, out, self._lock)
+            sys.stdout = _LockedProxy(self.console, out, self)
         if not isinstance(err, FileProxy | ForwardingStream):
-            sys.stderr = _LockedProxy(self.console, err, self._lock)
+            sys.stderr = _LockedProxy(self.console, err, self)
 
     def _restore_streams(self) -> None:
         saved, self._saved_streams = self._saved_streams, None

@@ -143,7 +143,7 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
                 self._side = AgentSide(self._options, self._buffer, self._build_core, driver="task")
                 await tg.start(self._run_shipper)
             else:
-                if should_forward(self._options.log_backend, self._options.display is not None):
+                if should_forward(self._options.log_backend, self._options.custom_display()):
                     self._forwarding = Forwarding(self._core.pump.text)
                 await tg.start(self._run_pump)
             if self._handle_sigterm and sigterm_is_default():

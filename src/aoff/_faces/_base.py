@@ -30,7 +30,13 @@ from .._core._warning import AoffWarning
 from .._display._api import Display
 from .._media._calls import DEFAULT_MEDIA_BUDGET, MediaBudget, MediaCalls
 from .._media._shm import ShmPool
-from .._pump._options import DEFAULT_WANDB_PROJECT, BackendSpec, Options, PumpMode
+from .._pump._options import (
+    DEFAULT_WANDB_PROJECT,
+    BackendSpec,
+    DisplayName,
+    Options,
+    PumpMode,
+)
 from .._pump._ranks import RankMode, muted_line, rank_dir, this_rank
 from .._pump._sysmetrics import DEFAULT_INTERVAL as DEFAULT_SYSTEM_INTERVAL
 from .._pump._wiring import Core
@@ -45,6 +51,8 @@ __all__ = ["Face"]
 FINISH_GRACE = 10.0
 
 _live_faces: weakref.WeakSet[Face[Any]] = weakref.WeakSet()
+#: the lines that said why a pump stays in this process (each is said once a process)
+_said_in_process: set[str] = set()
 
 
 def _logging_methods() -> list[str]:
@@ -113,7 +121,7 @@ class Face(Recorder[R], MediaCalls[R], Generic[R]):
         finish_timeout: float = 10.0,
         flush_secs: float = 2.0,
         console: Console | None = None,
-        display: Display | None = None,
+        display: Display | DisplayName | None = None,
         clock: Callable[[], float] | None = None,
         handle_sigterm: bool = True,
         pump: PumpMode = "process",
@@ -151,6 +159,10 @@ class Face(Recorder[R], MediaCalls[R], Generic[R]):
         self._forked_dropped = 0
         if self._process_mode():  # frames go to the agent in shared memory (_media/_shm.py)
             self._media_budget.pool = ShmPool(self._options.media_budget)
+        line = self._options.in_process_line()
+        if line is not None and line not in _said_in_process:  # once a process, per reason
+            _said_in_process.add(line)
+            stderr_line(line)
         self._setup_face()
         _live_faces.add(self)
 
@@ -213,6 +225,7 @@ class Face(Recorder[R], MediaCalls[R], Generic[R]):
         stderr_line(muted_line(rank))
 
     _fork_remote: RemoteLogger | None = None
+    _fork_steps: list[int]
 
     def _forked_in_child(self) -> None:
         self._forked = True
@@ -234,9 +247,12 @@ class Face(Recorder[R], MediaCalls[R], Generic[R]):
             self._media_budget = remote._media_budget
             result = self._closed_result
             put = remote._put_via_face
+            steps = self._fork_steps = [0]  # log_step calls handed over, for the report
 
             def put_remote(event: ev.Event) -> R:
                 put(event)
+                if event[0] == ev.STEP:
+                    steps[0] += 1
                 return result
 
             self._put = put_remote
@@ -256,7 +272,11 @@ class Face(Recorder[R], MediaCalls[R], Generic[R]):
         if remote is not None:
             got = remote.close()
             self._put = self._after_close
-            self._report = FinishReport(dropped_events=got.dropped, partial=got.error is not None)
+            # what this child delivered into the parent's run (its steps are written
+            # there); partial when the run did not confirm every event
+            self._report = FinishReport(
+                dropped_events=got.dropped, steps=self._fork_steps[0], partial=not got.complete
+            )
         return self._report
 
     async def _ainert_report(self) -> FinishReport:

@@ -38,7 +38,7 @@ __all__ = ["last_logged_step", "prepare_resume"]
 _JSONL = "metrics.jsonl"
 _CSV = "progress.csv"
 _TB = "TensorBoard event files"
-_STEP_PREFIX = re.compile(rb'\{"step": (-?\d+)[,}]')
+_STEP_PREFIX = re.compile(rb'\{"step": ?(-?\d+)[,}]')  # compact, or older runs' spaces
 _TAIL = 1 << 16
 
 

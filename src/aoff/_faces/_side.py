@@ -24,7 +24,7 @@ from .._display._streams import Forwarding, should_forward
 from .._pump._options import Options
 from .._pump._thread import ProgressWatch, PumpThread
 from .._pump._wiring import Core
-from .._transport._shipper import BURST_ROUND, SHIP_INTERVAL_BUSY, Shipper
+from .._transport._shipper import BURST_ROUND, LOOP_ROUND_EVENTS, SHIP_INTERVAL_BUSY, Shipper
 from .._transport._wire import AgentGone
 from ._defer import signals_deferred
 from ._spawn import start_agent
@@ -87,7 +87,7 @@ class AgentSide:
         self.gone: str | None = None
         self.fallback: PumpThread | None = None
         self.forwarding: Forwarding | None = None
-        if should_forward(options.log_backend, options.display is not None):
+        if should_forward(options.log_backend, options.custom_display()):
             self.forwarding = Forwarding(self.shipper.text)
         self._cond = threading.Condition()
         # one round at a time: the shipper thread, or a producer shipping inline (put)
@@ -180,9 +180,12 @@ class AgentSide:
     async def run(self) -> None:
         """The async face's shipper task (run it shielded: it ends by itself)."""
         # polled on purpose: producers never wake the shipper (that is the hot path's
-        # whole point), so it looks every few milliseconds
+        # whole point), so it looks every few milliseconds. A round holds the loop: it
+        # takes LOOP_ROUND_EVENTS at most, and a backlog goes round after round with the
+        # loop's other tasks in between (a flood never holds a timer back for long)
+        self.shipper.round_events = LOOP_ROUND_EVENTS
         while (wait := self._round()) is not None:  # noqa: ASYNC110
-            await anyio.sleep(wait)
+            await anyio.sleep(0 if len(self.buffer) >= LOOP_ROUND_EVENTS else wait)
 
     def _gone(self, reason: str) -> None:
         """The agent died: restore the streams, say so once, fold the rest in-process."""
@@ -312,12 +315,17 @@ class AgentSide:
         # between rounds only: a round moves events from the buffer onto the link and
         # counts them shipped once sent; read mid-round, a frame was counted twice (as
         # unsent, then as shipped: "104,096 steps not written" of a 100,000-step run)
-        # or not at all (drained from the buffer, not yet seen on the link)
-        with self._round_lock:
+        # or not at all. A round stuck for over a second is read as it stands.
+        got = self._round_lock.acquire(timeout=1.0)
+        try:
             unsent = [e for batch in s.link.unsent() for e in batch]
             waiting = steps_in(list(self.buffer.snapshot()) + s.held + unsent)
-            names = list(s.acked_written) or self.options.backend_names()
-            return {n: s.shipped_steps - s.acked_written.get(n, 0) + waiting for n in names}
+            shipped = s.shipped_steps
+        finally:
+            if got:
+                self._round_lock.release()
+        names = list(s.acked_written) or self.options.backend_names()
+        return {n: shipped - s.acked_written.get(n, 0) + waiting for n in names}
 
     def merge_into(self, report: FinishReport) -> None:
         """Add what the lost agent had written and lost to the fallback's report."""

@@ -129,9 +129,13 @@ class OffPolicyLogger(Face[None]):
         how long ``finish()`` waits for a slow or hung backend before giving up on it.
     flush_secs
         backends are flushed at least this often.
-    console, display, clock
-        a Rich console to draw on, a replacement display, and the time source
-        (``time.time`` by default; tests pass :class:`aoff.testing.ManualClock`).
+    display
+        ``"rich"`` (the panel on a terminal, plain lines elsewhere: the default),
+        ``"plain"`` (status lines only), ``"none"`` (no dashboard), or a
+        :class:`~aoff.Display` object (which keeps the pump in this process).
+    console, clock
+        a Rich console to draw on and the time source (``time.time`` by default; tests
+        pass :class:`aoff.testing.ManualClock`); either keeps the pump in this process.
     """
 
     _closed_result = None

@@ -33,10 +33,32 @@ BACKEND_NAMES = ("tensorboard", "jsonl", "csv", "wandb", "mlflow")
 DEFAULT_WANDB_PROJECT = "aoff"
 
 
+#: ``display=`` by name (picklable: the agent builds it): no dashboard, plain status
+#: lines, the Rich panel (plain lines where the output is not a terminal, as by default)
+DisplayName = Literal["none", "plain", "rich"]
+DISPLAY_NAMES: tuple[DisplayName, ...] = ("none", "plain", "rich")
+
+
 def _is_null_display(display: object) -> bool:
     from .._display._api import NullDisplay
 
     return type(display) is NullDisplay
+
+
+#: what keeps the pump in this process, as the line says it
+_WHAT = {
+    "console=": "the Console given as console=",
+    "display=": "the display= object",
+    "clock=": "the clock= function",
+}
+#: how to keep the pump in the agent, for each argument that keeps it in this process
+_AVOID = {
+    "console=": "use display='rich' or 'plain' instead of a Console",
+    "display=": "use display='none', 'plain' or 'rich' instead of an object",
+    "clock=": "leave it out: an injected clock is for tests",
+    "backends=": "name it ('tensorboard', 'jsonl', 'csv', 'wandb', 'mlflow') with its "
+    "options in the constructor, or pass an unopened aoff backend",
+}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,7 +83,7 @@ class Options:
     finish_timeout: float = 10.0
     flush_secs: float = 2.0
     console: Console | None = field(default=None, compare=False)
-    display: Display | None = field(default=None, compare=False)
+    display: Display | DisplayName | None = field(default=None, compare=False)
     clock: Callable[[], float] | None = field(default=None, compare=False)
     handle_sigterm: bool = True
     pump: PumpMode = "process"
@@ -111,6 +133,10 @@ class Options:
             raise ValueError(f"capacity must be a positive int, got {c!r}")
         if self.overflow not in OVERFLOW_POLICIES:
             raise ValueError(f"overflow must be one of {OVERFLOW_POLICIES}, got {self.overflow!r}")
+        if isinstance(self.display, str) and self.display not in DISPLAY_NAMES:
+            raise ValueError(
+                f"display must be one of {DISPLAY_NAMES} or a Display, got {self.display!r}"
+            )
         if self.pump not in PUMP_MODES:
             raise ValueError(f"pump must be one of {PUMP_MODES}, got {self.pump!r}")
         if self.ranks not in RANK_MODES:
@@ -163,15 +189,36 @@ class Options:
         """
         if self.console is not None:
             return "console="
-        if self.display is not None and not _is_null_display(self.display):
-            return "display="  # NullDisplay holds nothing: the agent makes its own
+        d = self.display
+        if d is not None and not isinstance(d, str) and not _is_null_display(d):
+            return "display="  # a name or NullDisplay holds nothing: the agent makes its own
         if self.clock is not None:
             return "clock="
-        # a backend that is plain data until opened (``portable = True``, e.g. MlflowBackend)
-        # is pickled to the agent with these options
-        if any(not isinstance(b, str) and not getattr(b, "portable", False) for b in self.backends):
-            return "Backend objects in backends="
+        # a backend that is plain data until opened (``portable``: MlflowBackend, aoff's
+        # own file backends unopened) is pickled to the agent with these options
+        for b in self.backends:
+            if not isinstance(b, str) and not getattr(b, "portable", False):
+                return f"a {type(b).__name__} object in backends="
         return None
+
+    def in_process_line(self) -> str | None:
+        """The one line that says why ``pump="process"`` runs the pump in this process,
+        and how to avoid it (None: it does not)."""
+        why = self.in_process_only() if self.pump == "process" else None
+        if why is None:
+            return None
+        avoid = _AVOID[why.rsplit(" ", 1)[-1]]
+        what = _WHAT.get(why, why.replace(" object in", " in"))
+        return (
+            f"aoff: the pump runs in this process, not in its agent: {what} lives here. "
+            f"To run it in the agent, {avoid} (pump='thread' picks this mode without "
+            "this line)"
+        )
+
+    def custom_display(self) -> bool:
+        """Whether ``display=`` replaces the default dashboard (no live panel to forward
+        printed text to)."""
+        return self.display is not None and self.display != "rich"
 
     def backend_names(self) -> list[str]:
         """The seed's ``log_backend`` rule plus the ``backends=`` names, deduplicated."""
@@ -253,12 +300,12 @@ class Options:
         )
 
     def build_display(self) -> Display:
-        if self.display is not None:
+        if self.display is not None and not isinstance(self.display, str):
             return self.display
-        if self.log_backend == "no_print":
+        if self.log_backend == "no_print" or self.display == "none":
             from .._display._api import NullDisplay
 
             return NullDisplay()
         from .._display._dashboard import Dashboard
 
-        return Dashboard(self.console)
+        return Dashboard(self.console, live=False if self.display == "plain" else None)

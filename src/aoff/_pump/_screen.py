@@ -94,7 +94,10 @@ class Screen:
     def frame_due(self, now: float) -> bool:
         if not self.dirty or not self.display_open or self.display.failed:
             return False
-        return not (self.last_frame is not None and now - self.last_frame < self.min_frame_interval)
+        last = self.last_frame
+        # an injected clock (``clock=``) may step back: a frame is then due at once, and
+        # the interval restarts from there (it must never wait for the clock to catch up)
+        return last is None or not 0 <= now - last < self.min_frame_interval
 
     def _notices_said(self) -> bool:
         """Whether every backend has opened (and said where it logs), or ``NOTICE_WAIT``

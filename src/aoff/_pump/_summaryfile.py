@@ -57,7 +57,7 @@ class SummaryKeeper:
         if self._busy:
             return
         now = self._monotonic()
-        if self._due is None:
+        if self._due is None or self._due - now > SUMMARY_INTERVAL:  # a clock stepped back
             self._due = now + SUMMARY_INTERVAL
         if now < self._due or not self.summary.records:
             return

@@ -49,7 +49,7 @@ class PumpThread:
         self.core = core
         opts = core.options
         self.forwarding: Forwarding | None = None
-        if should_forward(opts.log_backend, opts.display is not None):
+        if should_forward(opts.log_backend, opts.custom_display()):
             self.forwarding = Forwarding(core.pump.text)
         if held:
             core.pump.hold_first(held)

@@ -1,0 +1,153 @@
+"""The agent's CPU per iteration, measured in the running agent, and throughput to disk.
+
+``bench_pump_cost.py`` times each stage alone; this one reads the agent process's own
+CPU time (``/proc/<pid>/stat``: every thread, user + system) around a run of the
+standard workload (``_workload.iterate``: 4 calls, 32 scalars an iteration), with the
+defaults a headless run gets: TensorBoard + JSONL, no dashboard (``NullDisplay()``, as
+``display="none"``; it runs on older versions too, for a before/after), system metrics
+on. The agent's start-up (imports) is left out: the count starts after a warm-up and a
+``flush()``, and ends at a ``flush()`` (everything on disk).
+
+* paced: one iteration every ``--pace-ms`` (a training loop's rhythm): agent CPU per
+  iteration, wake-ups included;
+* flat out: the loop as fast as it goes: agent CPU per iteration, and the loop plus
+  ``finish()`` as iterations/s and scalars/s on disk, with the events dropped;
+* flat out, 8 metrics a step (``log_step`` alone): scalars/s on disk, the issue's
+  throughput figure (each step also gets aoff's own scalars: counted too).
+
+    python benchmarks/bench_agent_cpu.py [--iterations 20000] [--pace-ms 0.5] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from _workload import iterate
+
+from aoff import NullDisplay, OffPolicyLogger
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of process ``pid``, all its threads (tick resolution)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def logger(run: Path) -> OffPolicyLogger:
+    log = OffPolicyLogger(
+        log_dir=run, backends=("jsonl",), display=NullDisplay(), handle_sigterm=False
+    )
+    assert type(log._host).__name__ == "AgentSide", "the pump is not in the agent"
+    return log
+
+
+def agent_pid(log: OffPolicyLogger) -> int:
+    host: Any = log._host
+    return int(host.proc.pid)
+
+
+def rows(run: Path) -> int:
+    with open(run / "metrics.jsonl", "rb") as f:
+        return sum(1 for _ in f)
+
+
+def standard(run: Path, n: int, pace_s: float) -> dict[str, float]:
+    """``n`` iterations (paced, or flat out with ``pace_s == 0``) after a warm-up."""
+    log = logger(run)
+    pid = agent_pid(log)
+    warm = max(n // 10, 100)
+    iterate(log, 1, warm)
+    log.flush()
+    cpu0, t0 = cpu_seconds(pid), time.perf_counter()
+    if pace_s:
+        due = time.perf_counter()
+        for i in range(warm + 1, warm + n + 1):
+            iterate(log, i, 1)
+            due += pace_s
+            while (left := due - time.perf_counter()) > 0:
+                time.sleep(left if left > 0.002 else 0)
+    else:
+        iterate(log, warm + 1, n)
+    loop_s = time.perf_counter() - t0
+    log.flush()
+    flushed_s = time.perf_counter() - t0
+    cpu = cpu_seconds(pid) - cpu0
+    report = log.finish()
+    total_s = time.perf_counter() - t0
+    assert rows(run) == report.backend_written["jsonl"]
+    return {
+        "agent_us_per_iteration": cpu / n * 1e6,
+        "agent_cpu_share": cpu / flushed_s,
+        "loop_s": loop_s,
+        "iterations_per_s": n / total_s,
+        "scalars_per_s": 32 * n / total_s,
+        "dropped": report.dropped_events,
+        "written": report.backend_written["jsonl"] - warm,
+    }
+
+
+def eight_metrics(run: Path, n: int) -> dict[str, float]:
+    """One producer flat out: ``log_step`` with 8 metrics, loop + ``finish()``."""
+    metrics = {f"m{k}": float(k) for k in range(8)}
+    log = logger(run)
+    log.log_step(0, metrics)
+    log.flush()
+    t0 = time.perf_counter()
+    for i in range(1, n + 1):
+        log.log_step(i, metrics)
+    report = log.finish()
+    took = time.perf_counter() - t0
+    return {
+        "steps_per_s": n / took,
+        "metric_scalars_per_s": 8 * n / took,
+        "dropped": report.dropped_events,
+        "written": report.backend_written["jsonl"] - 1,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--iterations", type=int, default=20_000)
+    ap.add_argument("--pace-ms", type=float, default=0.5)
+    ap.add_argument("--quick", action="store_true", help="tiny sizes (a smoke test)")
+    ap.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
+    args = ap.parse_args()
+    n = 300 if args.quick else args.iterations
+    with tempfile.TemporaryDirectory() as tmp:
+        paced = standard(Path(tmp) / "paced", n, args.pace_ms / 1e3)
+        flat = standard(Path(tmp) / "flat", n * 5, 0.0)
+        eight = eight_metrics(Path(tmp) / "eight", n * 5)
+    print(f"agent CPU, standard workload (4 calls, 32 scalars an iteration), n={n:,}:")
+    print(
+        f"  paced, {args.pace_ms:g} ms an iteration  {paced['agent_us_per_iteration']:7.1f} us "
+        f"an iteration ({paced['agent_cpu_share'] * 100:.0f} % of a core)"
+    )
+    print(
+        f"  flat out                    {flat['agent_us_per_iteration']:7.1f} us an iteration "
+        f"({flat['agent_cpu_share'] * 100:.0f} % of a core)"
+    )
+    print(f"throughput to disk (loop + finish), n={n * 5:,}:")
+    print(
+        f"  standard workload   {flat['iterations_per_s']:10,.0f} iterations/s "
+        f"{flat['scalars_per_s']:12,.0f} scalars/s  dropped {flat['dropped']:,.0f}, "
+        f"written {flat['written']:,.0f}"
+    )
+    print(
+        f"  log_step, 8 metrics {eight['steps_per_s']:10,.0f} steps/s      "
+        f"{eight['metric_scalars_per_s']:12,.0f} metric scalars/s  "
+        f"dropped {eight['dropped']:,.0f}, written {eight['written']:,.0f}"
+    )
+    if args.out is not None:
+        args.out.write_text(json.dumps({"paced": paced, "flat": flat, "eight": eight}))
+
+
+if __name__ == "__main__":
+    main()
