@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -234,3 +235,99 @@ def test_the_sync_faces_public_names_are_the_documented_api() -> None:
     text = guide.read_text()
     for name in sorted(public):
         assert re.search(rf"`{name}\b", text), f"{name} is not in {guide}"
+
+
+def test_every_recorder_call_builds_its_event_in_the_named_field_order() -> None:
+    """``_events.FIELDS`` names each kind's fields once and the fold reads STEP events by
+    ``_events.S_*``: each public call's tuple must hold its arguments at those positions."""
+    from aoff._core import _events as ev
+    from aoff._core._recorder import Recorder
+
+    events: list[ev.Event] = []
+    rec: Recorder[None] = Recorder()
+    rec._init_recorder(events.append, lambda: 1234.5)
+    calls: list[tuple[Callable[[], None], int, dict[str, object]]] = [
+        (
+            lambda: rec.log_step(
+                7,
+                {"m": 1.0},
+                reward=2.5,
+                reward_metrics={"r": 3.0},
+                reward_components={"c": 4.0},
+                train_time=0.1,
+                wait_time=0.2,
+                learner_incremental_h2d_time=0.3,
+                weight_sync_time=0.4,
+                extra_info={"throughput_steps": 99},
+            ),
+            ev.STEP,
+            {
+                "iteration": 7,
+                "metrics": {"m": 1.0},
+                "reward": 2.5,
+                "reward_metrics": {"r": 3.0},
+                "reward_components": {"c": 4.0},
+                "train_time": 0.1,
+                "wait_time": 0.2,
+                "h2d_time": 0.3,
+                "weight_sync_time": 0.4,
+                "throughput": 99,
+            },
+        ),
+        (
+            lambda: rec.update_collector_timing({"env": 5.0}),
+            ev.COLLECTOR_TIMING,
+            {"timing_ms": {"env": 5.0}},
+        ),
+        (
+            lambda: rec.update_done_rates(0.1, 0.2),
+            ev.DONE_RATES,
+            {"timeout_rate": 0.1, "terminated_rate": 0.2},
+        ),
+        (
+            lambda: rec.log_collector(10, 20, -1.5),
+            ev.COLLECTOR,
+            {"total_steps": 10, "buffer_size": 20, "mean_reward": -1.5},
+        ),
+        (lambda: rec.log_buffer_fill(3, 9), ev.BUFFER_FILL, {"current": 3, "target": 9}),
+        (lambda: rec.update_buffer_utilization(0.5), ev.BUFFER_UTIL, {"utilization": 0.5}),
+        (lambda: rec.update_staging_pool(4, 8), ev.STAGING_POOL, {"current_len": 4, "max_size": 8}),
+        (
+            lambda: rec.set_collection_sync(True, 6),
+            ev.COLLECTION_SYNC,
+            {"enabled": True, "env_steps_per_sync": 6},
+        ),
+        (lambda: rec.update_ep_length(200.0), ev.EP_LENGTH, {"length": 200.0}),
+        (lambda: rec.log_config({"lr": 0.001}), ev.CONFIG, {"values": {"lr": 0.001}}),
+        (lambda: rec.log_status("warming up"), ev.STATUS, {"status": "warming up"}),
+        (lambda: rec.log_save("ckpt.pt"), ev.SAVE, {"path": "ckpt.pt"}),
+        (lambda: rec.start_training_timer(), ev.TRAINING_TIMER, {}),
+        (lambda: rec._start_event("go"), ev.START, {"status": "go"}),
+        (
+            lambda: rec.log_episodes([1.0, 2.0], [10, 20]),
+            ev.EPISODES,
+            {"returns": (1.0, 2.0), "lengths": (10, 20)},
+        ),
+    ]
+    for call, kind, fields in calls:
+        events.clear()
+        call()
+        [event] = events
+        assert event[ev.KIND] == kind and event[ev.WALL] == 1234.5
+        assert len(event) == 2 + len(ev.FIELDS[kind]), ev.name_of(event)
+        assert set(fields) == set(ev.FIELDS[kind]), ev.name_of(event)
+        for name, value in fields.items():
+            assert event[2 + ev.FIELDS[kind].index(name)] == value, (ev.name_of(event), name)
+    step_positions = [
+        ev.S_ITERATION,
+        ev.S_METRICS,
+        ev.S_REWARD,
+        ev.S_REWARD_METRICS,
+        ev.S_COMPONENTS,
+        ev.S_TRAIN_TIME,
+        ev.S_WAIT_TIME,
+        ev.S_H2D_TIME,
+        ev.S_WEIGHT_SYNC_TIME,
+        ev.S_THROUGHPUT,
+    ]
+    assert step_positions == [2 + ev.FIELDS[ev.STEP].index(n) for n in ev.FIELDS[ev.STEP]]

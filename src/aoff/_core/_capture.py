@@ -16,6 +16,10 @@ empty (the call had CUDA tensors), hands its event to :func:`finish`:
   passed on unchanged, so that the pump skips them and reports each key once, exactly as
   when torch is not imported (docs/input-handling.md).
 
+:func:`capture_values` does this for a dict argument (the call's own copy) and
+:func:`capture_step` for a whole ``log_step`` event, slot by slot at ``_events``' named
+positions.
+
 An event that holds placeholders is a ``_pending.PendingEvent``; whoever drains the
 buffer polls it (never waits) and keeps later events behind it, which keeps order and
 step numbers.
@@ -29,6 +33,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from . import _events as ev
+from ._arguments import W_COMPONENTS, W_METRICS, W_REWARD_METRICS
 from ._pending import Gather, PendingEvent
 
 
@@ -94,3 +100,48 @@ def finish(g: Gather, event: tuple[object, ...]) -> tuple[object, ...]:
     call = g[0]
     call.launch(g[1:])
     return PendingEvent(event, (call,))
+
+
+# -- a whole call's values ----------------------------------------------------------------
+def capture_values(d: dict[Any, Any], g: Gather, where: str) -> None:
+    """Capture, in place, every value of our own copy ``d`` that is not a plain number."""
+    for k, v in d.items():
+        if type(v) is not float and type(v) is not int:
+            d[k] = capture(v, g, where, k)
+
+
+#: a STEP event's scalar slots, by the argument name errors give
+_STEP_SCALARS = (
+    (ev.S_ITERATION, "iteration"),
+    (ev.S_REWARD, "reward"),
+    (ev.S_TRAIN_TIME, "train_time"),
+    (ev.S_WAIT_TIME, "wait_time"),
+    (ev.S_H2D_TIME, "learner_incremental_h2d_time"),
+    (ev.S_WEIGHT_SYNC_TIME, "weight_sync_time"),
+    (ev.S_THROUGHPUT, "extra_info['throughput_steps']"),
+)
+#: a STEP event's dict slots (the event's own copies), by the argument name errors give
+_STEP_DICTS = (
+    (ev.S_METRICS, W_METRICS),
+    (ev.S_REWARD_METRICS, W_REWARD_METRICS),
+    (ev.S_COMPONENTS, W_COMPONENTS),
+)
+
+
+def capture_step(event: ev.Event) -> ev.Event:
+    """A STEP event with a value that is not a plain number: each such value captured
+    (a tensor read, or its device copy launched with the call's others); the event, or
+    a :class:`PendingEvent` if it waits for a device. The dicts are the event's own
+    copies, so they are changed in place."""
+    g: Gather = []
+    e = list(event)
+    for i, name in _STEP_SCALARS:
+        v = e[i]
+        if v is not None and type(v) is not float and type(v) is not int:
+            e[i] = capture(v, g, "log_step", name)
+    for i, where in _STEP_DICTS:
+        d = e[i]
+        if d:
+            capture_values(d, g, where)
+    out = tuple(e)
+    return finish(g, out) if g else out

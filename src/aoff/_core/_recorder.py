@@ -2,9 +2,12 @@
 
 Each call builds one tuple ``(kind, wall_time, *args)`` and hands it to the face's
 ``put``; nothing else. Dict arguments are shallow-copied (``dict.copy`` is C code) so the
-training loop may reuse or mutate its dicts. Values are *not* converted here: floats,
-ints, bools and NumPy scalars are immutable, so the pump converts and validates them
-later (reporting, never raising, for anything that is not a number).
+training loop may reuse or mutate its dicts (arguments of the wrong type: ``_arguments.py``).
+Fields go in ``_events.FIELDS``' order; a STEP event is read back by its named positions
+(``_events.S_*``, bound here at import: the hot path pays no attribute lookup). Values are
+*not* converted here: floats, ints, bools and NumPy scalars are immutable, so the pump
+converts and validates them later (reporting, never raising, for anything that is not a
+number).
 
 The one thing that cannot wait is a PyTorch tensor: it is mutable and may live on a GPU.
 Once ``torch`` has been imported in the process (checked when a logger is built and by
@@ -12,9 +15,10 @@ Once ``torch`` has been imported in the process (checked when a logger is built 
 per-tick hook), calls switch to the capturing path: each call starts an empty capture
 list ``g``, passes every value that is not a plain ``float``/``int`` through
 ``_capture.capture`` (CPU tensors are read at once; CUDA tensors become placeholders and
-are appended to ``g``) and, only if ``g`` is not empty, launches the call's
-device-to-host copies together, without waiting (``_capture.finish``; see
-``_capture.py`` and ``_tensors.py``). Until then no call pays for it.
+are appended to ``g``; a whole ``log_step`` goes through ``_capture.capture_step``) and,
+only if ``g`` is not empty, launches the call's device-to-host copies together, without
+waiting (``_capture.finish``; see ``_capture.py`` and ``_tensors.py``). Until then no call
+pays for it.
 
 The return value of every call is whatever the face's ``put`` returns: ``None`` for the
 sync face (fire-and-forget) and an awaitable for the async face, so the two faces share
@@ -28,91 +32,24 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Generic, TypeVar
 
 from . import _events as ev
-from ._capture import activate, capture, capture_tensor, finish
+from ._arguments import (
+    W_COMPONENTS,
+    W_METRICS,
+    W_REWARD_METRICS,
+    W_TIMING,
+    copy_dict,
+    numbers,
+    throughput,
+    warn_converted,
+)
+from ._capture import activate, capture, capture_step, capture_tensor, capture_values, finish
 from ._checkpoint import checked_state_dict
-from ._config import flatten_config, format_converted
+from ._config import flatten_config
+from ._events import S_COMPONENTS, S_METRICS, S_REWARD_METRICS, S_THROUGHPUT
 from ._histogram import capture as capture_histogram
 from ._pending import Gather, PendingEvent, Placeholder
-from ._warning import AoffWarning
 
 R = TypeVar("R")
-
-
-def _copy_dict(d: object, where: str) -> dict[Any, Any]:
-    """Copy a dict-like argument (a non-mapping is a ``TypeError`` naming ``where``)."""
-    if type(d) is dict:
-        return d.copy()
-    if isinstance(d, Mapping):
-        return dict(d)
-    raise TypeError(f"{where}: expected a dict, got {type(d).__name__}")
-
-
-def _capture_values(d: dict[Any, Any], g: Gather, where: str) -> None:
-    """Capture, in place, every value of our own copy ``d`` that is not a plain number."""
-    for k, v in d.items():
-        if type(v) is not float and type(v) is not int:
-            d[k] = capture(v, g, where, k)
-
-
-_W_METRICS = "log_step(metrics)"
-_W_REWARD_METRICS = "log_step(reward_metrics)"
-_W_COMPONENTS = "log_step(reward_components)"
-_W_TIMING = "update_collector_timing(timing_ms)"
-#: a STEP event's scalar slots, by the argument name errors give
-_STEP_SCALARS = (
-    (2, "iteration"),
-    (4, "reward"),
-    (7, "train_time"),
-    (8, "wait_time"),
-    (9, "learner_incremental_h2d_time"),
-    (10, "weight_sync_time"),
-    (11, "extra_info['throughput_steps']"),
-)
-_STEP_DICTS = ((3, _W_METRICS), (5, _W_REWARD_METRICS), (6, _W_COMPONENTS))
-
-
-def _capture_step(event: ev.Event) -> ev.Event:
-    """A STEP event with a value that is not a plain number: each such value captured
-    (a tensor read, or its device copy launched with the call's others); the event, or
-    a :class:`PendingEvent` if it waits for a device. The dicts are the event's own
-    copies, so they are changed in place."""
-    g: Gather = []
-    e = list(event)
-    for i, name in _STEP_SCALARS:
-        v = e[i]
-        if v is not None and type(v) is not float and type(v) is not int:
-            e[i] = capture(v, g, "log_step", name)
-    for i, where in _STEP_DICTS:
-        d = e[i]
-        if d:
-            _capture_values(d, g, where)
-    out = tuple(e)
-    return finish(g, out) if g else out
-
-
-def _throughput(extra_info: object) -> Any:
-    """``extra_info["throughput_steps"]`` (default 0); a non-dict is a TypeError at once."""
-    if isinstance(extra_info, Mapping):
-        return extra_info.get("throughput_steps", 0)
-    raise TypeError(f"log_step(extra_info): expected a dict, got {type(extra_info).__name__}")
-
-
-def _numbers(values: Iterable[Any]) -> tuple[Any, ...]:
-    """``log_episodes``' argument as a tuple (NumPy arrays as Python floats)."""
-    tolist = getattr(values, "tolist", None)
-    if tolist is not None and type(values).__module__ == "numpy":
-        listed = tolist()
-        return tuple(listed) if isinstance(listed, list) else (listed,)
-    if isinstance(values, str | bytes | Mapping) or not hasattr(values, "__iter__"):
-        got = type(values).__name__
-        raise TypeError(f"log_episodes: expected a sequence of numbers, got {got}")
-    return tuple(values)
-
-
-def _warn_converted(where: str, converted: list[tuple[str, str]]) -> None:
-    import warnings
-
-    warnings.warn(format_converted(where, converted), AoffWarning, stacklevel=3)
 
 
 class Recorder(Generic[R]):
@@ -149,21 +86,21 @@ class Recorder(Generic[R]):
         extra_info: Mapping[str, Any] | None = None,
     ) -> R:
         """Record one learner iteration (times in seconds). Returns at once."""
-        event = (
+        event: ev.Event = (  # one tuple display, in _events.FIELDS[STEP]'s order
             ev.STEP,
             self._clock(),
             iteration,
             None
             if metrics is None
-            else (metrics.copy() if type(metrics) is dict else _copy_dict(metrics, _W_METRICS)),
+            else (metrics.copy() if type(metrics) is dict else copy_dict(metrics, W_METRICS)),
             reward,
-            None if reward_metrics is None else _copy_dict(reward_metrics, _W_REWARD_METRICS),
+            None if reward_metrics is None else copy_dict(reward_metrics, W_REWARD_METRICS),
             None
             if reward_components is None
             else (
                 reward_components.copy()
                 if type(reward_components) is dict
-                else _copy_dict(reward_components, _W_COMPONENTS)
+                else copy_dict(reward_components, W_COMPONENTS)
             ),
             train_time,
             wait_time,
@@ -174,13 +111,13 @@ class Recorder(Generic[R]):
             else (
                 extra_info.get("throughput_steps", 0)
                 if type(extra_info) is dict
-                else _throughput(extra_info)
+                else throughput(extra_info)
             ),
         )
         if self._capturing:
             # The common case, plain numbers, is checked here in this frame (a call per
             # dict cost ~0.3 us an iteration on a cold cache); anything else is captured
-            # in the event's own copies by _capture_step.
+            # in the event's own copies by capture_step.
             if not (
                 type(iteration) is int
                 and (reward is None or type(reward) is float)
@@ -188,25 +125,25 @@ class Recorder(Generic[R]):
                 and type(wait_time) is float
                 and type(learner_incremental_h2d_time) is float
                 and type(weight_sync_time) is float
-                and (event[11] is None or type(event[11]) is int)
+                and (event[S_THROUGHPUT] is None or type(event[S_THROUGHPUT]) is int)
             ):
-                return self._put(_capture_step(event))
-            for d in (event[3], event[6], event[5]):
+                return self._put(capture_step(event))
+            for d in (event[S_METRICS], event[S_COMPONENTS], event[S_REWARD_METRICS]):
                 if d:
                     for v in d.values():
                         if type(v) is not float and type(v) is not int:
-                            return self._put(_capture_step(event))
+                            return self._put(capture_step(event))
         return self._put(event)
 
     # -- collector side --------------------------------------------------------------------
     def update_collector_timing(self, timing_ms: Mapping[str, Any]) -> R:
         """Merge collector timings (milliseconds) by key; any key is accepted."""
-        timing = timing_ms.copy() if type(timing_ms) is dict else _copy_dict(timing_ms, _W_TIMING)
+        timing = timing_ms.copy() if type(timing_ms) is dict else copy_dict(timing_ms, W_TIMING)
         if self._capturing:
             for v in timing.values():
                 if type(v) is not float and type(v) is not int:
                     g: Gather = []
-                    _capture_values(timing, g, _W_TIMING)
+                    capture_values(timing, g, W_TIMING)
                     event = (ev.COLLECTOR_TIMING, self._clock(), timing)
                     return self._put(finish(g, event) if g else event)
         return self._put((ev.COLLECTOR_TIMING, self._clock(), timing))
@@ -338,7 +275,7 @@ class Recorder(Generic[R]):
         """
         values, converted = flatten_config(config, "log_config")
         if converted:
-            _warn_converted("log_config", converted)
+            warn_converted("log_config", converted)
         return self._put((ev.CONFIG, self._clock(), values))
 
     def load_state_dict(self, state_dict: Mapping[str, Any]) -> R:
@@ -376,4 +313,4 @@ class Recorder(Generic[R]):
         Gymnasium's ``RecordEpisodeStatistics`` infos. A value that is not a number is
         skipped and counted (``invalid_values``); a non-iterable is a ``TypeError``.
         """
-        return self._put((ev.EPISODES, self._clock(), _numbers(returns), _numbers(lengths)))
+        return self._put((ev.EPISODES, self._clock(), numbers(returns), numbers(lengths)))
