@@ -306,6 +306,39 @@ def test_a_value_pickle_refuses_is_reported_by_the_agent_and_nothing_else_is_los
     assert len(lines) == 1 and "log_step(metrics)" in lines[0], err
 
 
+def test_a_device_value_that_can_never_be_read_is_said_and_counted_in_process_mode(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The shipper gives up on an event whose device value can never be read (its
+    ``ready()`` raised, e.g. a CUDA error) as the in-process pump does: the error is said
+    on stderr, the event counts as dropped, and the events around it arrive in order."""
+    from aoff._core import _events as ev
+    from aoff._core._pending import Placeholder, pending_event
+
+    class Broken(Placeholder):
+        __slots__ = ()
+
+        def ready(self) -> bool:
+            raise RuntimeError("an illegal memory access was encountered")
+
+    run = tmp_path / "run"
+    log = _jsonl_only(run)
+    assert log._host.proc.poll() is None  # type: ignore[union-attr]  # the agent runs it
+    log.start()
+    log.log_step(1, {"x": 1.0})
+    step = (ev.STEP, 0.0, 2, {"x": Broken()}, None, None, None, 0.0, 0.0, 0.0, 0.0, None)
+    log._put(pending_event(step))
+    log.log_step(3, {"x": 3.0})
+    report = log.finish()
+    assert report.dropped_events == 1 and report.backend_written == {"jsonl": 2}
+    assert [r["iteration"] for r in jsonl_rows(run)] == [1, 3]
+    err = capfd.readouterr().err
+    said = [ln for ln in err.splitlines() if "could not read device values" in ln]
+    assert said == [
+        "aoff: could not read device values: RuntimeError: an illegal memory access was encountered"
+    ], err
+
+
 @pytest.mark.parametrize("overflow", ["drop_newest", "block"])
 def test_a_small_buffer_is_shipped_before_it_fills(tmp_path: Path, overflow: str) -> None:
     """Producers ship once half the buffer's ``capacity`` waits, not only after the usual

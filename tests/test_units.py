@@ -486,13 +486,16 @@ class _Slot(Placeholder):
 
 def test_ready_prefix_keeps_order_resolves_and_counts_the_unresolvable() -> None:
     plain = [(ev.STEP, 1.0, 1), (ev.STEP, 2.0, 2)]
-    got, held, lost = ready_prefix(plain)
+    said: list[str] = []
+    got, held, lost = ready_prefix(plain, said.append)
     assert got == plain and held == [] and lost == 0
     done = pending_event((ev.STEP, 3.0, 3, {"loss": _Slot("ready", 0.5)}))
     broken = pending_event((ev.STEP, 4.0, 4, {"loss": _Slot("broken")}))
     waiting = pending_event((ev.STEP, 5.0, 5, {"loss": _Slot("waiting")}))
     after = (ev.STEP, 6.0, 6)
-    got, held, lost = ready_prefix([*plain, done, broken, waiting, after])
+    got, held, lost = ready_prefix([*plain, done, broken, waiting, after], said.append)
     assert got == [*plain, (ev.STEP, 3.0, 3, {"loss": 0.5})]
     assert held == [waiting, after]  # nothing overtakes the event still waiting
     assert lost == 1
+    # the unreadable value is said, as the pump's fold says it, not swallowed
+    assert said == ["aoff: could not read device values: RuntimeError: the device is gone"]

@@ -11,7 +11,7 @@ plain tuple, so the fold only ever sees numbers.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 # One call's capture state is a plain list (building one costs ~20 ns, an object ~60-200):
@@ -71,14 +71,22 @@ def resolve_event(event: PendingEvent) -> tuple[object, ...]:
     return tuple(out)
 
 
-def ready_prefix(events: list[Any]) -> tuple[list[Any], list[Any], int]:
+def unreadable_line(exc: BaseException) -> str:
+    """What is said when a device value can never be read (``ready()`` raised)."""
+    return f"aoff: could not read device values: {type(exc).__name__}: {exc}"
+
+
+def ready_prefix(
+    events: list[Any], report: Callable[[str], None]
+) -> tuple[list[Any], list[Any], int]:
     """Split a drained run of events for a shipper: ``(ready, held, unresolved)``.
 
     ``ready``: the events that can go now, in order, each :class:`PendingEvent` among
     them resolved; ``held``: from the first event still waiting for a device value on,
     the rest (kept, in order, for the next round: events never overtake each other);
     ``unresolved``: events left out because their values will never come (``ready()``
-    raised), for the sender to count as dropped. Never blocks."""
+    raised), for the sender to count as dropped; each one's error goes to ``report``
+    (as the pump's fold says it), never swallowed. Never blocks."""
     # the common cases: no event ever waited for a device here, or none of these does
     if not PendingEvent.made or PendingEvent not in set(map(type, events)):
         return events, [], 0
@@ -87,10 +95,10 @@ def ready_prefix(events: list[Any]) -> tuple[list[Any], list[Any], int]:
     for i, e in enumerate(events):
         if type(e) is PendingEvent:
             try:
-                ready: bool | None = event_ready(e)
-            except Exception:
-                ready = None
-            if ready is None:  # its values will never come: dropped, counted
+                ready = event_ready(e)
+            except Exception as exc:  # e.g. a CUDA error surfacing in Event.query()
+                # its values will never come: dropped, counted, said
+                report(unreadable_line(exc))
                 unresolved += 1
                 continue
             if not ready:

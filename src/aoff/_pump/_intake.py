@@ -19,7 +19,7 @@ import anyio.to_thread
 from .._core._buffer import EventBuffer
 from .._core._events import MEDIA, MEDIA_REFUSED, REMOTE, Event
 from .._core._fold import Folder
-from .._core._pending import PendingEvent, event_ready, resolve_event
+from .._core._pending import PendingEvent, event_ready, resolve_event, unreadable_line
 from .._core._records import StepRecord
 from .._core._report import OnceReporter
 from .._core._state import State
@@ -115,7 +115,7 @@ class Intake:
         try:
             return event_ready(e)
         except Exception as exc:  # e.g. a CUDA error surfacing in Event.query()
-            self.report_line(f"aoff: could not read device values: {type(exc).__name__}: {exc}")
+            self.report_line(unreadable_line(exc))
             return None
 
     def fold(self, events: Sequence[Event]) -> list[StepRecord]:

@@ -28,6 +28,7 @@ from .._core import _events as ev
 from .._core._buffer import EventBuffer, Overflow
 from .._core._convert import Opaque
 from .._core._pending import ready_prefix
+from .._core._report import OnceReporter, stderr_line
 
 
 class LinkSettings(Protocol):
@@ -104,6 +105,8 @@ class Pusher:
         self.sent = 0  # events the hub took
         self.lost = 0  # events dropped because the hub refused them or was gone
         self.unresolved = 0
+        # a device value that can never be read: said once on stderr (Ray's worker log)
+        self.say = OnceReporter(lambda line: stderr_line(line, wait=False))
         self.late = itertools.count()  # logged after the hub was gone
         self.error: str | None = None
         self.gone = False
@@ -196,7 +199,7 @@ class Pusher:
         self.submitted = self.buffer.drained - len(self.held)
 
     def _ready_prefix(self, events: list[ev.Event]) -> list[ev.Event]:
-        ready, self.held, unresolved = ready_prefix(events)
+        ready, self.held, unresolved = ready_prefix(events, self.say)
         self.unresolved += unresolved
         return ready
 

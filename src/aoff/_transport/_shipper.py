@@ -25,14 +25,15 @@ import collections
 import operator
 import pickle
 import time
+from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
 from .._core import _events as ev
 from .._core._buffer import EventBuffer
 from .._core._convert import Opaque
 from .._core._events import Event
-from .._core._pending import PendingEvent, event_ready, resolve_event
-from .._core._report import FinishReport
+from .._core._pending import ready_prefix
+from .._core._report import FinishReport, OnceReporter, stderr_line
 from ._messages import (
     Ack,
     Events,
@@ -111,13 +112,23 @@ class Shipper(Generic[R]):
     """Face-independent: drain, resolve, batch, queue; read the peer's answers.
 
     ``report_type`` is the report the peer ends with (:class:`FinishReport` from the
-    agent, :class:`ProducerReport` from a run taking a producer's events).
+    agent, :class:`ProducerReport` from a run taking a producer's events). ``say`` prints
+    a problem found here (a device value that can never be read): by default each
+    distinct one once on stderr, never waiting for it (a round may run on a producer's
+    thread); in process mode stderr is forwarded, so it shows above the agent's panel.
     """
 
-    def __init__(self, buffer: EventBuffer, link: Link, report_type: type[R]) -> None:
+    def __init__(
+        self,
+        buffer: EventBuffer,
+        link: Link,
+        report_type: type[R],
+        say: Callable[[str], None] | None = None,
+    ) -> None:
         self.buffer = buffer
         self.link = link
         self.report_type: type[R] = report_type
+        self.say = say or OnceReporter(lambda line: stderr_line(line, wait=False))
         link.on_sent = self._sent
         self.held: list[Event] = []  # drained, behind an event waiting for a device
         self.unresolved = 0
@@ -175,25 +186,9 @@ class Shipper(Generic[R]):
 
     def _ready_prefix(self, events: list[Event]) -> list[Event]:
         """The events that can go now; from the first one still waiting, keep the rest."""
-        # the common cases: no event ever waited for a device here, or none of these does
-        if not PendingEvent.made or PendingEvent not in set(map(type, events)):
-            return events
-        out: list[Event] = []
-        for i, e in enumerate(events):
-            if type(e) is PendingEvent:
-                try:
-                    ready = event_ready(e)
-                except Exception:
-                    ready = None
-                if ready is None:  # its values will never come: dropped, counted
-                    self.unresolved += 1
-                    continue
-                if not ready:
-                    self.held = events[i:]
-                    break
-                e = resolve_event(e)
-            out.append(e)
-        return out
+        ready, self.held, unresolved = ready_prefix(events, self.say)
+        self.unresolved += unresolved
+        return ready
 
     def _queue_events(self, batch: list[Event]) -> None:
         try:
