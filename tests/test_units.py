@@ -24,6 +24,7 @@ from aoff._core import _events as ev
 from aoff._core._buffer import EventBuffer
 from aoff._core._fold import Folder
 from aoff._core._pending import Placeholder, pending_event, ready_prefix
+from aoff._core._progress import ProgressWatch, unwritten_steps, wait_progressing
 from aoff._core._state import State
 from aoff._pump._runner import BackendRunner
 from aoff.testing import ManualClock, wait_until
@@ -499,3 +500,28 @@ def test_ready_prefix_keeps_order_resolves_and_counts_the_unresolvable() -> None
     assert lost == 1
     # the unreadable value is said, as the pump's fold says it, not swallowed
     assert said == ["aoff: could not read device values: RuntimeError: the device is gone"]
+
+
+# -- waiting on a pump, and the steps not written (PumpThread and AgentSide share them) -------
+def test_wait_progressing_waits_while_the_counts_move_and_gives_up_once_they_stop() -> None:
+    count = [0]
+    pauses = [0]
+
+    def pause() -> None:  # each pause is progress until the 50th
+        pauses[0] += 1
+        if pauses[0] < 50:
+            count[0] += 1
+
+    idle = ProgressWatch(lambda: count[0], timeout=0.05)
+    assert not wait_progressing(lambda: False, idle, pause)
+    assert pauses[0] >= 50  # it never gave up while the count still moved
+    done = ProgressWatch(lambda: 0, timeout=3600.0)
+    assert wait_progressing(lambda: pauses[0] >= 60, done, pause)
+
+
+def test_unwritten_steps_adds_the_waiting_steps_to_every_backend_still_taking_them() -> None:
+    waiting = [(ev.STEP, 1.0, 1), status(2), (ev.STEP, 3.0, 3)]
+    behind = {"tensorboard": 5, "jsonl": 0, "wandb": 7}
+    got = unwritten_steps(behind, waiting, failed={"wandb"})
+    assert got == {"tensorboard": 7, "jsonl": 2, "wandb": 7}
+    assert unwritten_steps(behind, []) == behind

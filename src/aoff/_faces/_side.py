@@ -18,11 +18,12 @@ import anyio
 import anyio.to_thread
 
 from .._core._buffer import EventBuffer
-from .._core._events import Event, steps_in
+from .._core._events import Event
+from .._core._progress import ProgressWatch, await_progressing, unwritten_steps, wait_progressing
 from .._core._report import FinishReport, gave_up_line, stderr_line
 from .._display._streams import Forwarding, should_forward
 from .._pump._options import Options
-from .._pump._thread import ProgressWatch, PumpThread
+from .._pump._thread import PumpThread
 from .._pump._wiring import Core
 from .._transport._shipper import BURST_ROUND, LOOP_ROUND_EVENTS, SHIP_INTERVAL_BUSY, Shipper
 from .._transport._wire import AgentGone
@@ -217,25 +218,22 @@ class AgentSide:
         return ProgressWatch(lambda: (s.buffer.drained, s.progress), timeout)
 
     def _wait(self, done: Callable[[], bool], idle_timeout: float) -> bool:
-        idle = self._idle(idle_timeout)
+        # a lost agent ends the wait too: then whether it got there (the fallback's turn)
         with self._cond:
-            while not done():
-                if self.gone is not None:
-                    return done()
-                if idle.stalled():
-                    return False
-                self._cond.wait(0.05)
-        return True
+            finished = wait_progressing(
+                lambda: done() or self.gone is not None,
+                self._idle(idle_timeout),
+                lambda: self._cond.wait(0.05),
+            )
+        return finished and done()
 
     async def _await(self, done: Callable[[], bool], idle_timeout: float) -> bool:
-        idle = self._idle(idle_timeout)
-        while not done():
-            if self.gone is not None:
-                return done()
-            if idle.stalled():
-                return False
-            await anyio.sleep(SHIP_INTERVAL_BUSY)
-        return True
+        finished = await await_progressing(
+            lambda: done() or self.gone is not None,
+            self._idle(idle_timeout),
+            lambda: anyio.sleep(SHIP_INTERVAL_BUSY),
+        )
+        return finished and done()
 
     def _ask_flush(self) -> Callable[[], bool]:
         s = self.shipper
@@ -319,13 +317,13 @@ class AgentSide:
         got = self._round_lock.acquire(timeout=1.0)
         try:
             unsent = [e for batch in s.link.unsent() for e in batch]
-            waiting = steps_in(list(self.buffer.snapshot()) + s.held + unsent)
+            waiting = list(self.buffer.snapshot()) + s.held + unsent
             shipped = s.shipped_steps
         finally:
             if got:
                 self._round_lock.release()
         names = list(s.acked_written) or self.options.backend_names()
-        return {n: shipped - s.acked_written.get(n, 0) + waiting for n in names}
+        return unwritten_steps({n: shipped - s.acked_written.get(n, 0) for n in names}, waiting)
 
     def merge_into(self, report: FinishReport) -> None:
         """Add what the lost agent had written and lost to the fallback's report."""

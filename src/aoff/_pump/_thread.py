@@ -10,38 +10,16 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import time
-from collections.abc import Callable
 from typing import Any
 
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
 
-from .._core._events import steps_in
+from .._core._progress import ProgressWatch, unwritten_steps, wait_progressing
 from .._core._report import FinishReport, gave_up_line, stderr_line
 from .._display._streams import Forwarding, should_forward
 from ._wiring import Core
-
-
-class ProgressWatch:
-    """Whether ``mark()`` (what progress looks like: counts that grow) stayed the same for
-    more than ``timeout`` seconds. The faces wait for a pump, here or in the agent, as
-    long as it makes progress, and give up only once it stopped."""
-
-    def __init__(self, mark: Callable[[], object], timeout: float) -> None:
-        self.mark = mark
-        self.timeout = timeout
-        self.last: object = None
-        self.since = time.monotonic()
-
-    def stalled(self) -> bool:
-        mark = self.mark()
-        now = time.monotonic()
-        if mark != self.last:
-            self.last, self.since = mark, now
-            return False
-        return now - self.since > self.timeout
 
 
 class PumpThread:
@@ -93,11 +71,11 @@ class PumpThread:
     def unwritten(self) -> dict[str, int]:
         """Per backend, steps not written as of now (events still waiting count too)."""
         pump = self.core.pump
-        waiting = steps_in(list(pump.buffer.snapshot()) + pump.held())
-        return {
-            r.name: r.lost + len(r.pending) + r.in_flight + (waiting if r.healthy else 0)
-            for r in pump.runners
-        }
+        return unwritten_steps(
+            {r.name: r.lost + len(r.pending) + r.in_flight for r in pump.runners},
+            list(pump.buffer.snapshot()) + pump.held(),
+            failed={r.name for r in pump.runners if not r.healthy},
+        )
 
     def stop(self, summary: bool, idle_timeout: float) -> FinishReport:
         """Ask the pump to stop and wait for its report (partial if it stalls)."""
@@ -134,9 +112,5 @@ class PumpThread:
             ),
             idle_timeout,
         )
-        while True:
-            self.thread.join(0.25)
-            if not self.thread.is_alive():
-                return True
-            if idle.stalled():
-                return False
+        thread = self.thread
+        return wait_progressing(lambda: not thread.is_alive(), idle, lambda: thread.join(0.25))
