@@ -3,9 +3,8 @@
 Why a base class: both keep the same promises (see ``_jsonl.py``), and those promises
 live in the protocol side, which is the same for both: blocking work in a worker thread
 (aiofiles' executor on asyncio, ``anyio.to_thread`` on trio, which aiofiles does not
-support), a lock around the file (after the runner abandons a hung call, the next may
-start while the old thread still runs), one write per batch on an unbuffered file that a
-full disk cannot tear (``write_whole``), nothing to flush, ``fsync`` once at close. A
+support), and the file's lock, one whole write per batch, nothing to flush and ``fsync``
+once at close, which the TensorBoard backend shares too (``_lockedfile.py``). A
 subclass says how to encode a batch, and may say how to open and write it.
 """
 
@@ -13,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from collections.abc import Callable, Sequence
 from typing import Any, BinaryIO
 
@@ -24,24 +22,20 @@ from rich.markup import escape
 from .._core._records import MediaRecord, StepRecord
 from ._base import BackendContext
 from ._hparams import ConfigWrites
+from ._lockedfile import LockedFileBackend
 from ._mediafiles import MEDIA_FORMATS, media_row, write_media_file
 from ._replace import replaced
-from ._tfrecord import fsync_and_close, write_whole
+from ._tfrecord import write_whole
 
 
-class AppendFileBackend:
+class AppendFileBackend(LockedFileBackend):
     """An append-only file backend; subclasses set ``name``, ``label`` and ``_encode``."""
 
     name: str
-    #: how the backend names itself in messages, e.g. ``"JSONL"``
-    label: str
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
+        super().__init__()
         self.path = os.fspath(path)
-        self._file: BinaryIO | None = None
-        self._closed = False
-        # only ever taken in worker threads, never on the event loop
-        self._lock = threading.Lock()
         # config.json: the context (its HParams) and the version written last
         self._ctx: BackendContext | None = None
         self._config_writes = ConfigWrites()
@@ -80,18 +74,8 @@ class AppendFileBackend:
             self._file = self._open_file()
 
     def _write_sync(self, records: Sequence[StepRecord]) -> None:
-        with self._lock:
-            f = self._file
-            if f is None:
-                raise RuntimeError(f"{self.label} backend: the file is closed")
+        with self._held() as f:
             self._write_batch(f, records)
-
-    def _close_sync(self) -> None:
-        with self._lock:
-            f, self._file = self._file, None
-            if f is None:
-                return
-            fsync_and_close(f)
 
     # -- media (``_mediafiles.py``): a file under log_dir/media/, and a row that names it --
     media_formats = MEDIA_FORMATS
@@ -102,10 +86,8 @@ class AppendFileBackend:
     def _write_media_sync(self, items: Sequence[MediaRecord]) -> None:
         folder = os.path.dirname(os.path.abspath(self.path))
         rows = [media_row(rec, write_media_file(folder, rec)) for rec in items]
-        with self._lock:
-            if self._file is None:
-                raise RuntimeError(f"{self.label} backend: the file is closed")
-            self._media_rows(self._file, rows)
+        with self._held() as f:
+            self._media_rows(f, rows)
 
     async def write_media(self, items: Sequence[MediaRecord]) -> None:
         await self._off_loop(self._write_media_sync, tuple(items))
@@ -149,16 +131,10 @@ class AppendFileBackend:
     async def write(self, records: Sequence[StepRecord]) -> None:
         if not records:
             return
-        if self._file is None:
-            raise RuntimeError(f"{self.label} backend: write() before open() or after close()")
+        self._check_writable()
         await self._maybe_write_config()
         # a tuple: the runner may reuse its list while an abandoned thread still reads ours
         await self._off_loop(self._write_sync, tuple(records))
-
-    async def flush(self) -> None:
-        # Every write() handed its bytes to the OS already (unbuffered file): nothing is
-        # held in this process, so there is nothing to do and no thread hop to pay.
-        return
 
     async def close(self) -> None:
         self._closed = True

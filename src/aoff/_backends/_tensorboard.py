@@ -39,7 +39,6 @@ import operator
 import os
 import re
 import socket
-import threading
 import time
 from collections.abc import Sequence
 from typing import Any, BinaryIO
@@ -56,6 +55,7 @@ from ._hparams import (
     text_table_event,
     write_hparams_file,
 )
+from ._lockedfile import LockedFileBackend
 from ._tbencode import encode_records
 from ._tbevents import FILE_VERSION, EventEncoder, load_event_class
 from ._tbmedia import MEDIA_FORMATS, media_events
@@ -74,7 +74,7 @@ def _folder_of(rec: StepRecord) -> str:
     return os.path.join(rec.producer, rec.run) if rec.run else rec.producer
 
 
-class TensorBoardBackend:
+class TensorBoardBackend(LockedFileBackend):
     """Writes each :class:`~aoff.StepRecord` as one TensorBoard ``Event`` of scalars.
 
     ``log_dir`` is created if needed; the event file goes straight into it. If the
@@ -83,6 +83,8 @@ class TensorBoardBackend:
     """
 
     name = "tensorboard"
+    label = "TensorBoard"
+    closed_message = "event file is closed"
 
     def __init__(
         self,
@@ -98,6 +100,7 @@ class TensorBoardBackend:
             raise ValueError(
                 f"filename_suffix must not contain a path separator: {filename_suffix!r}"
             )
+        super().__init__()  # the file, its lock and its closed state (_lockedfile.py)
         self.log_dir = os.fspath(log_dir)
         self.flush_secs = float(flush_secs)
         self.filename_suffix = filename_suffix
@@ -106,12 +109,6 @@ class TensorBoardBackend:
         self.disabled = False
         self._event_cls: Any = None
         self._encoder = EventEncoder()
-        self._file: BinaryIO | None = None
-        self._closed = False
-        # Serialises file access between worker threads: after the pump abandons a hung
-        # call, the next call may start while the old thread still runs. Only ever
-        # taken in worker threads, never on the event loop.
-        self._lock = threading.Lock()
         #: resume: steps after this one are hidden from TensorBoard (SessionLog.START)
         self.purge_after = purge_after
         # config (see _hparams.py): the context's HParams, the version written last (-1:
@@ -215,9 +212,7 @@ class TensorBoardBackend:
                 own.append(rec)
             else:
                 theirs.setdefault(name, []).append(rec)
-        with self._lock:
-            if self._file is None:
-                raise RuntimeError("TensorBoard backend: event file is closed")
+        with self._held():
             for name, recs in theirs.items():
                 write_whole(self._run_file(name), encode_records(self._encoder, recs))
         return own
@@ -228,10 +223,7 @@ class TensorBoardBackend:
             if not records:
                 return
         data = encode_records(self._encoder, records)
-        with self._lock:
-            f = self._file
-            if f is None:
-                raise RuntimeError("TensorBoard backend: event file is closed")
+        with self._held() as f:
             write_whole(f, data)
             if records:
                 self._last_step = records[-1].step
@@ -240,10 +232,7 @@ class TensorBoardBackend:
 
     def _write_config_sync(self, values: dict[str, Any], step: int) -> None:
         now = time.time()
-        with self._lock:
-            f = self._file
-            if f is None:
-                raise RuntimeError("TensorBoard backend: event file is closed")
+        with self._held() as f:
             write_whole(f, frame_many([text_table_event(values, step, now)]))
             self._hp_values = values
             self._write_hparams_file(None)
@@ -269,15 +258,10 @@ class TensorBoardBackend:
                 write_whole(f, encode_records(self._encoder, (rec,)))
             self._write_hparams_file((time.time(), interrupted))
 
-    def _close_sync(self) -> None:
-        with self._lock:
-            f, self._file = self._file, None
-            theirs, self._producer_files = list(self._producer_files.values()), {}
-            for pf in theirs:
-                fsync_and_close(pf)
-            if f is None:
-                return
-            fsync_and_close(f)
+    def _close_others(self) -> None:  # under the lock, before the run's own file
+        theirs, self._producer_files = list(self._producer_files.values()), {}
+        for pf in theirs:
+            fsync_and_close(pf)
 
     async def _write_config(self, step: int) -> None:
         """Write the table and the HParams file if the config changed (see
@@ -311,8 +295,7 @@ class TensorBoardBackend:
     async def write(self, records: Sequence[StepRecord]) -> None:
         if self.disabled or not records:
             return
-        if self._file is None:
-            raise RuntimeError("TensorBoard backend: write() before open() or after close()")
+        self._check_writable()
         await self._write_config(records[-1].step)
         # a tuple: the pump may reuse its list while an abandoned thread still reads ours
         await anyio.to_thread.run_sync(self._write_sync, tuple(records), abandon_on_cancel=True)
@@ -323,17 +306,6 @@ class TensorBoardBackend:
         if not self.disabled and items:
             data = frame_many(media_events(items))
             await anyio.to_thread.run_sync(self._write_bytes, data, abandon_on_cancel=True)
-
-    def _write_bytes(self, data: bytes) -> None:
-        with self._lock:
-            if self._file is None:
-                raise RuntimeError("TensorBoard backend: event file is closed")
-            write_whole(self._file, data)
-
-    async def flush(self) -> None:
-        # Every write() handed its bytes to the OS already (unbuffered file): nothing is
-        # held in this process, so there is nothing to do and no thread hop to pay.
-        return
 
     async def close(self) -> None:
         self._closed = True
