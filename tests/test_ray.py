@@ -81,6 +81,7 @@ def test_collectors_on_a_second_node(tmp_path: Path, capfd: pytest.CaptureFixtur
         a_node_removed_mid_run_leaves_the_run_going_and_is_named(cluster, tmp_path / "node", capfd)
         a_learner_gone_mid_run_never_holds_a_collector(tmp_path / "gone")
         a_hub_that_never_answers_makes_the_producer_drop_by_its_policy()
+        a_far_actor_logs_media_through_ray_into_the_runs_encoder(tmp_path / "media")
         serve_and_remote_check_their_arguments_and_a_logger_pickles(tmp_path / "args")
 
 
@@ -102,6 +103,19 @@ class _Collector:
     def close(self) -> RemoteReport:
         report: RemoteReport = self.log.close()
         return report
+
+    def media(self) -> RemoteReport:
+        import numpy as np
+
+        frames = np.zeros((4, 8, 6, 3), np.uint8)
+        frames[1::2] = 255
+        self.log.log_video("collector/episode", frames, step=11, fps=5)
+        self.log.log_image("collector/frame", frames[1], step=12)
+        with pytest.warns(aoff.AoffWarning, match="media_budget=1,024"):
+            self.log.log_image("too/big", np.zeros((32, 32, 3), np.uint8))  # refused
+        with pytest.raises(ValueError, match="dataformats"):
+            self.log.log_image("bad", frames[0], dataformats="XYZ")  # the shared checks
+        return self.close()
 
 
 def _collectors(link: Any, names: list[str]) -> list[Any]:
@@ -190,6 +204,29 @@ def a_hub_that_never_answers_makes_the_producer_drop_by_its_policy() -> None:
         assert report.error is not None and "did not" in report.error
     finally:
         ray.kill(stuck)
+
+
+def a_far_actor_logs_media_through_ray_into_the_runs_encoder(run: Path) -> None:
+    """The frames travel pickled in the pusher's Ray calls; the run's encoder writes them
+    under the tag as given (as for ``log.remote()``); over the producer's media budget a
+    call is refused and counted, and the report counts it as an event like the others."""
+    from tests.test_media import frames_of, png_pixels, read_images
+
+    log = _logger(run)
+    link = aoff.ray.serve(log, media_budget=1024)  # the video (576 B) fits, 3 KiB does not
+    (actor,) = _collectors(link, ["painter"])
+    report = ray.get(actor.media.remote(), timeout=60)
+    assert report == RemoteReport("painter", 3, 0, 3, None), report  # 2 media, 1 refused
+    finished = log.finish()
+    assert (finished.media_written, finished.media_refused) == (1 + 1, 1), finished
+    images = read_images(run)
+    (v,), (i,) = images["collector/episode"], images["collector/frame"]
+    assert (v.step, i.step) == (11, 12)
+    assert (v.width, v.height, i.width, i.height) == (6, 8, 6, 8)
+    gif = frames_of(v.encoded_image_string)
+    assert len(gif) == 4 and (gif[0] == 0).all() and (gif[1] == 255).all()
+    assert (png_pixels(i.encoded_image_string) == 255).all()
+    assert "too/big" not in images
 
 
 def a_node_removed_mid_run_leaves_the_run_going_and_is_named(

@@ -11,6 +11,11 @@ beats about once a second (``beat``, answered by the hub's own threads even whil
 wait), so that a silent producer can be declared lost (see ``_hub.py``). When the hub is
 gone or refuses this producer, it gives up: what is left and what comes later is dropped
 and counted.
+
+Media: a ``MEDIA`` event carries its frames as a NumPy copy, pickled with its batch (Ray
+puts a large call argument in its object store). The producer's media budget holds those
+bytes until the hub has answered the call that carried them (or they are dropped): the
+thread reports its running total of bytes done through ``on_media``.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import threading
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from .._core import _events as ev
@@ -48,6 +54,8 @@ class LinkSettings(Protocol):
     def batch(self) -> int: ...
     @property
     def max_in_flight(self) -> int: ...
+    @property
+    def media_budget(self) -> int: ...
 
 
 __all__ = ["BEAT_INTERVAL", "LinkSettings", "Pusher"]
@@ -85,6 +93,11 @@ def _pickled(batch: list[Any]) -> bytes:
         return pickle.dumps(out, protocol=5)
 
 
+def _media_bytes(events: Iterable[Any]) -> int:
+    """Bytes of frames the ``MEDIA`` events among ``events`` hold."""
+    return sum(e[8] for e in events if e[0] == ev.MEDIA)
+
+
 class Pusher:
     """One process's buffer, shipping thread and accounting for one
     :class:`~aoff._ray._producer.RayLogger`."""
@@ -115,6 +128,12 @@ class Pusher:
         self.cond = threading.Condition()
         self.last_beat = time.monotonic()
         self.beat_ref: Any = None
+        #: media: set by the logger at its first media event (until then no batch is
+        #: scanned for frames); ``on_media`` gets the running total of bytes done
+        self.media = False
+        self.on_media: Callable[[int], object] | None = None
+        self.media_done = 0
+        self.media_in: dict[int, int] = {}  # seq -> bytes of frames the call carries
         self.thread = threading.Thread(target=self._run, name=f"aoff-ray-{name}", daemon=True)
 
     # -- the thread ---------------------------------------------------------------------------
@@ -190,6 +209,10 @@ class Pusher:
                     self.held = events[i:] + self.held
                     break
                 batch = events[i : i + step]
+                if self.media:
+                    m = _media_bytes(batch)
+                    if m:
+                        self.media_in[self.seq] = m
                 ref = hub.push.remote(self.key, self.name, self.seq, _pickled(batch))
                 self.in_flight.append((ref, len(batch), self.seq))
                 self.seq += 1
@@ -228,6 +251,7 @@ class Pusher:
         done = set(ready)
         while self.in_flight and self.in_flight[0][0] in done:
             ref, n, seq = self.in_flight.popleft()
+            self._media_freed(self.media_in.pop(seq, 0))  # taken by the hub, or dropped
             try:
                 refused = ray.get(ref)
             except Exception as exc:
@@ -250,10 +274,20 @@ class Pusher:
         self.gone = True
         sent, unanswered = self.settle()
         self.sent += sent
-        self.lost += unanswered + len(self.held) + len(self.buffer.drain())
+        rest = self.held + self.buffer.drain()
+        self.lost += unanswered + len(rest)
+        if self.media:
+            self._media_freed(sum(self.media_in.values()) + _media_bytes(rest))
+            self.media_in.clear()
         self.in_flight.clear()
         self.held = []
         self.buffer.close()
+
+    def _media_freed(self, nbytes: int) -> None:
+        if nbytes:
+            self.media_done += nbytes
+            if self.on_media is not None:
+                self.on_media(self.media_done)
 
     def settle(self) -> tuple[int, int]:
         """Of the calls still unanswered: events known taken, and the others."""
