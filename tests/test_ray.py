@@ -7,7 +7,8 @@ every step of every actor reaches the run's files (JSONL and TensorBoard, each r
 back with its own reader), each actor's in order; an actor killed mid-run, or a node
 removed, leaves the run going and is named, with what it had delivered; a learner whose
 hub is gone, or a hub that never answers, never holds a collector past its bound, and
-every event it could not deliver is counted.
+every event it could not deliver is counted; a far actor's images and videos reach the
+run's encoder (TensorBoard's reader), bounded by its media budget.
 Skipped when Ray is not installed (the ``aoff[ray]`` extra).
 """
 
@@ -110,6 +111,8 @@ class _Collector:
         frames = np.zeros((4, 8, 6, 3), np.uint8)
         frames[1::2] = 255
         self.log.log_video("collector/episode", frames, step=11, fps=5)
+        self.log.flush()  # the hub has the video: its bytes are back in the budget
+        self.log.log_video("collector/episode", frames[::-1], step=13, fps=5)
         self.log.log_image("collector/frame", frames[1], step=12)
         with pytest.warns(aoff.AoffWarning, match="media_budget=1,024"):
             self.log.log_image("too/big", np.zeros((32, 32, 3), np.uint8))  # refused
@@ -213,18 +216,22 @@ def a_far_actor_logs_media_through_ray_into_the_runs_encoder(run: Path) -> None:
     from tests.test_media import frames_of, png_pixels, read_images
 
     log = _logger(run)
-    link = aoff.ray.serve(log, media_budget=1024)  # the video (576 B) fits, 3 KiB does not
+    # two videos of 576 B fit in 1,024 only if the first came back after flush(); 3 KiB
+    # never fits
+    link = aoff.ray.serve(log, media_budget=1024)
     (actor,) = _collectors(link, ["painter"])
     report = ray.get(actor.media.remote(), timeout=60)
-    assert report == RemoteReport("painter", 3, 0, 3, None), report  # 2 media, 1 refused
+    assert report == RemoteReport("painter", 4, 0, 4, None), report  # 3 media, 1 refused
     finished = log.finish()
-    assert (finished.media_written, finished.media_refused) == (1 + 1, 1), finished
+    assert (finished.media_written, finished.media_refused) == (3, 1), finished
     images = read_images(run)
-    (v,), (i,) = images["collector/episode"], images["collector/frame"]
-    assert (v.step, i.step) == (11, 12)
+    (v, v2), (i,) = images["collector/episode"], images["collector/frame"]
+    assert (v.step, v2.step, i.step) == (11, 13, 12)
     assert (v.width, v.height, i.width, i.height) == (6, 8, 6, 8)
     gif = frames_of(v.encoded_image_string)
     assert len(gif) == 4 and (gif[0] == 0).all() and (gif[1] == 255).all()
+    gif2 = frames_of(v2.encoded_image_string)
+    assert len(gif2) == 4 and (gif2[0] == 255).all() and (gif2[1] == 0).all()
     assert (png_pixels(i.encoded_image_string) == 255).all()
     assert "too/big" not in images
 

@@ -174,8 +174,10 @@ class RayLogger(Recorder[None], MediaCalls[None]):
             return
         if refused is not None:
             p.error = p.error or f"the run's hub refused this producer: {refused}"
-        else:
-            p.confirmed = max(p.confirmed, upto)
+            return
+        p.confirmed = max(p.confirmed, upto)
+        # and the thread has taken the answers: the frames' bytes are back in the budget
+        p.wait(lambda: p.answered(upto), max(deadline - time.monotonic(), 0.01))
 
     def close(self) -> RemoteReport:
         """Send what is left, wait (at most the link's ``timeout``) for the run's word, and

@@ -289,6 +289,13 @@ class Pusher:
             if self.on_media is not None:
                 self.on_media(self.media_done)
 
+    def answered(self, upto: int) -> bool:
+        """Every call below batch ``upto`` has had its answer taken (or the hub is gone)."""
+        try:
+            return self.gone or not self.in_flight or self.in_flight[0][2] >= upto
+        except IndexError:  # emptied meanwhile by the thread
+            return True
+
     def settle(self) -> tuple[int, int]:
         """Of the calls still unanswered: events known taken, and the others."""
         flights = list(self.in_flight)
