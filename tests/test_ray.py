@@ -205,8 +205,40 @@ def a_hub_that_never_answers_makes_the_producer_drop_by_its_policy() -> None:
         report = rlog.close()  # likewise
         assert (report.sent, report.dropped, report.received) == (0, 10_000, None), report
         assert report.error is not None and "did not" in report.error
+        images_dropped_by_the_policy_give_their_bytes_back(link)
     finally:
         ray.kill(stuck)
+
+
+def images_dropped_by_the_policy_give_their_bytes_back(link: Any) -> None:
+    """Behind a stuck hub, the buffer's ``drop_oldest`` drops images with the steps: their
+    bytes leave the budget, so 20 images of 144 B go on fitting in 1,024 B (no refusal)."""
+    import dataclasses
+    import warnings
+
+    import numpy as np
+
+    rlog = dataclasses.replace(link, media_budget=1024).remote("painter-behind")
+    image = np.zeros((8, 6, 3), np.uint8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", aoff.AoffWarning)  # a refusal would raise here
+        for k in range(20):
+            pusher = rlog._pusher
+            # the image is out of the buffer (shipped, or dropped) once all before it is
+            b = None if pusher is None else pusher.buffer
+            before = 0 if b is None else b.drained + b.dropped + len(b)
+            rlog.log_image("img", image, step=k)
+            for i in range(600):  # beyond the buffer's 500
+                rlog.log_step(i, {"x": 1.0})
+            b = rlog._pusher.buffer
+            wait_until(
+                lambda b=b, n=before: b.drained + b.dropped > n,  # type: ignore[misc]
+                timeout=30,
+                interval=0.01,
+                what="the image to leave the buffer",
+            )
+    report = rlog.close()
+    assert report.sent == 0 and report.dropped == 20 * 601, report
 
 
 def a_far_actor_logs_media_through_ray_into_the_runs_encoder(run: Path) -> None:

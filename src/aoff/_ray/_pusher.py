@@ -154,9 +154,9 @@ class Pusher:
                     return
                 full = len(self.in_flight) >= self.link.max_in_flight
                 if full:
-                    self.buffer.trim()  # the hub is behind: the policy applies at capacity
+                    self._trim(None)  # the hub is behind: the policy applies at capacity
                 else:
-                    self.buffer.trim(BURST_FACTOR * max(self.buffer.capacity, self.link.batch))
+                    self._trim(BURST_FACTOR * max(self.buffer.capacity, self.link.batch))
                     self._ship(hub)
                     with self.cond:
                         self.cond.notify_all()
@@ -218,9 +218,23 @@ class Pusher:
                 self.seq += 1
         self.submitted = self.buffer.drained - len(self.held)
 
+    def _trim(self, bound: int | None) -> None:
+        """The overflow policy; frames among the events it drops give their bytes back."""
+        buffer = self.buffer
+        if not self.media:
+            buffer.trim(bound)
+            return
+        if len(buffer) <= (buffer.capacity if bound is None else bound):
+            return
+        before = buffer.snapshot()  # only this thread takes from the front
+        n = buffer.trim(bound)
+        self._media_freed(_media_bytes(before[:n]))
+
     def _ready_prefix(self, events: list[ev.Event]) -> list[ev.Event]:
         ready, self.held, unresolved = ready_prefix(events)
         self.unresolved += unresolved
+        if unresolved and self.media:  # dropped: their frames' bytes come back
+            self._media_freed(_media_bytes(events) - _media_bytes(ready) - _media_bytes(self.held))
         return ready
 
     def _beat(self, ray: Any, beat: Any) -> None:
