@@ -206,25 +206,31 @@ def a_hub_that_never_answers_makes_the_producer_drop_by_its_policy() -> None:
         assert (report.sent, report.dropped, report.received) == (0, 10_000, None), report
         assert report.error is not None and "did not" in report.error
         images_dropped_by_the_policy_give_their_bytes_back(link)
+        images_dropped_by_the_policy_give_their_bytes_back(link, "drop_newest")
     finally:
         ray.kill(stuck)
 
 
-def images_dropped_by_the_policy_give_their_bytes_back(link: Any) -> None:
-    """Behind a stuck hub, the buffer's ``drop_oldest`` drops images with the steps: their
-    bytes leave the budget, so 20 images of 144 B go on fitting in 1,024 B (no refusal)."""
+def images_dropped_by_the_policy_give_their_bytes_back(
+    link: Any, overflow: str = "drop_oldest"
+) -> None:
+    """Behind a stuck hub, the buffer's policy drops images with the steps (the oldest,
+    or the newest at the put): their bytes leave the budget, so 20 images of 144 B go on
+    fitting in 1,024 B (no refusal)."""
     import dataclasses
     import warnings
 
     import numpy as np
 
-    rlog = dataclasses.replace(link, media_budget=1024).remote("painter-behind")
+    link = dataclasses.replace(link, media_budget=1024, overflow=overflow)
+    rlog = link.remote(f"painter-behind-{overflow}")
     image = np.zeros((8, 6, 3), np.uint8)
     with warnings.catch_warnings():
         warnings.simplefilter("error", aoff.AoffWarning)  # a refusal would raise here
         for k in range(20):
             pusher = rlog._pusher
-            # the image is out of the buffer (shipped, or dropped) once all before it is
+            # drop_oldest: the image is out of the buffer (shipped or dropped) once all that
+            # was before it is (drop_newest refuses it at the put, when the buffer is full)
             b = None if pusher is None else pusher.buffer
             before = 0 if b is None else b.drained + b.dropped + len(b)
             rlog.log_image("img", image, step=k)

@@ -136,6 +136,8 @@ class RayLogger(Recorder[None], MediaCalls[None]):
             return
         if media:
             p.media = True  # before the put: the pusher counts this event's bytes back
+            if p.buffer.overflow == "drop_newest" and p.buffer.full():
+                self._media_budget.give_back(event[8])  # the put refuses and counts it
         p.buffer.put(event)
 
     def _put_closed(self, event: ev.Event) -> None:
