@@ -7,7 +7,8 @@ every step of every actor reaches the run's files (JSONL and TensorBoard, each r
 back with its own reader), each actor's in order; an actor killed mid-run, or a node
 removed, leaves the run going and is named, with what it had delivered; a learner whose
 hub is gone, or a hub that never answers, never holds a collector past its bound, and
-every event it could not deliver is counted.
+every event it could not deliver is counted; a far actor's images and videos reach the
+run's encoder (TensorBoard's reader), bounded by its media budget.
 Skipped when Ray is not installed (the ``aoff[ray]`` extra).
 """
 
@@ -81,6 +82,7 @@ def test_collectors_on_a_second_node(tmp_path: Path, capfd: pytest.CaptureFixtur
         a_node_removed_mid_run_leaves_the_run_going_and_is_named(cluster, tmp_path / "node", capfd)
         a_learner_gone_mid_run_never_holds_a_collector(tmp_path / "gone")
         a_hub_that_never_answers_makes_the_producer_drop_by_its_policy()
+        a_far_actor_logs_media_through_ray_into_the_runs_encoder(tmp_path / "media")
         serve_and_remote_check_their_arguments_and_a_logger_pickles(tmp_path / "args")
 
 
@@ -102,6 +104,21 @@ class _Collector:
     def close(self) -> RemoteReport:
         report: RemoteReport = self.log.close()
         return report
+
+    def media(self) -> RemoteReport:
+        import numpy as np
+
+        frames = np.zeros((4, 8, 6, 3), np.uint8)
+        frames[1::2] = 255
+        self.log.log_video("collector/episode", frames, step=11, fps=5)
+        self.log.flush()  # the hub has the video: its bytes are back in the budget
+        self.log.log_video("collector/episode", frames[::-1], step=13, fps=5)
+        self.log.log_image("collector/frame", frames[1], step=12)
+        with pytest.warns(aoff.AoffWarning, match="media_budget=1,024"):
+            self.log.log_image("too/big", np.zeros((32, 32, 3), np.uint8))  # refused
+        with pytest.raises(ValueError, match="dataformats"):
+            self.log.log_image("bad", frames[0], dataformats="XYZ")  # the shared checks
+        return self.close()
 
 
 def _collectors(link: Any, names: list[str]) -> list[Any]:
@@ -188,8 +205,73 @@ def a_hub_that_never_answers_makes_the_producer_drop_by_its_policy() -> None:
         report = rlog.close()  # likewise
         assert (report.sent, report.dropped, report.received) == (0, 10_000, None), report
         assert report.error is not None and "did not" in report.error
+        images_dropped_by_the_policy_give_their_bytes_back(link)
+        images_dropped_by_the_policy_give_their_bytes_back(link, "drop_newest")
     finally:
         ray.kill(stuck)
+
+
+def images_dropped_by_the_policy_give_their_bytes_back(
+    link: Any, overflow: str = "drop_oldest"
+) -> None:
+    """Behind a stuck hub, the buffer's policy drops images with the steps (the oldest,
+    or the newest at the put): their bytes leave the budget, so 20 images of 144 B go on
+    fitting in 1,024 B (no refusal)."""
+    import dataclasses
+    import warnings
+
+    import numpy as np
+
+    link = dataclasses.replace(link, media_budget=1024, overflow=overflow)
+    rlog = link.remote(f"painter-behind-{overflow}")
+    image = np.zeros((8, 6, 3), np.uint8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", aoff.AoffWarning)  # a refusal would raise here
+        for k in range(20):
+            pusher = rlog._pusher
+            # drop_oldest: the image is out of the buffer (shipped or dropped) once all that
+            # was before it is (drop_newest refuses it at the put, when the buffer is full)
+            b = None if pusher is None else pusher.buffer
+            before = 0 if b is None else b.drained + b.dropped + len(b)
+            rlog.log_image("img", image, step=k)
+            for i in range(600):  # beyond the buffer's 500
+                rlog.log_step(i, {"x": 1.0})
+            b = rlog._pusher.buffer
+            wait_until(
+                lambda b=b, n=before: b.drained + b.dropped > n,  # type: ignore[misc]
+                timeout=30,
+                interval=0.01,
+                what="the image to leave the buffer",
+            )
+    report = rlog.close()
+    assert report.sent == 0 and report.dropped == 20 * 601, report
+
+
+def a_far_actor_logs_media_through_ray_into_the_runs_encoder(run: Path) -> None:
+    """The frames travel pickled in the pusher's Ray calls; the run's encoder writes them
+    under the tag as given (as for ``log.remote()``); over the producer's media budget a
+    call is refused and counted, and the report counts it as an event like the others."""
+    from tests.test_media import frames_of, png_pixels, read_images
+
+    log = _logger(run)
+    # two videos of 576 B fit in 1,024 only if the first came back after flush(); 3 KiB
+    # never fits
+    link = aoff.ray.serve(log, media_budget=1024)
+    (actor,) = _collectors(link, ["painter"])
+    report = ray.get(actor.media.remote(), timeout=60)
+    assert report == RemoteReport("painter", 4, 0, 4, None), report  # 3 media, 1 refused
+    finished = log.finish()
+    assert (finished.media_written, finished.media_refused) == (3, 1), finished
+    images = read_images(run)
+    (v, v2), (i,) = images["collector/episode"], images["collector/frame"]
+    assert (v.step, v2.step, i.step) == (11, 13, 12)
+    assert (v.width, v.height, i.width, i.height) == (6, 8, 6, 8)
+    gif = frames_of(v.encoded_image_string)
+    assert len(gif) == 4 and (gif[0] == 0).all() and (gif[1] == 255).all()
+    gif2 = frames_of(v2.encoded_image_string)
+    assert len(gif2) == 4 and (gif2[0] == 255).all() and (gif2[1] == 0).all()
+    assert (png_pixels(i.encoded_image_string) == 255).all()
+    assert "too/big" not in images
 
 
 def a_node_removed_mid_run_leaves_the_run_going_and_is_named(

@@ -7,8 +7,9 @@ far collector, fed from Ray calls), the far side's logger (``_producer``: the ho
 run through the producers' Unix socket, like any ``remote()`` producer's.
 
 May import: ``_faces`` (``RemoteLogger``, the report), ``_channel`` (the name rule),
-``_core``. ``ray`` itself is imported only when ``serve()`` runs or a far logger first
-ships. Nothing inside aoff imports it but the public ``aoff.ray``.
+``_media`` (the media calls and their budget), ``_core``. ``ray`` itself is imported
+only when ``serve()`` runs or a far logger first ships. Nothing inside aoff imports it
+but the public ``aoff.ray``.
 """
 
 from ._producer import RayLogger

@@ -6,7 +6,8 @@ cross nodes as Ray actor calls (their payloads through Ray's object store when l
 and the last hop, on the learner's own node, is the existing producer path: for each
 producer the hub holds a regular :class:`~aoff.RemoteLogger` (``log.remote(name)``), so
 the run sees a Ray collector exactly as it sees a local one (its records under its
-name, its totals summed, its loss reported).
+name, its totals summed, its loss reported; its media events, frames and all, handed to
+the run's encoder as a ``log.remote()`` producer's).
 
 Calls (``push`` in the actor's default group, one thread; the rest in ``ctl``, so a
 producer waiting for its ``close`` never holds another's ``push`` back):

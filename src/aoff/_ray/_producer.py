@@ -20,6 +20,14 @@ so in its :class:`~aoff.RemoteReport`. ``flush()`` and ``close()`` wait at most
 ``timeout`` (a dead node cannot hold them longer). Every producer also tells the hub it
 is alive about once a second (``beat``, answered by the hub's own threads even while
 pushes wait), so that a silent producer can be declared lost (see ``_hub.py``).
+
+Media (``log_image``, ``log_video``, ``log_figure``: the shared
+:class:`~aoff._media._calls.MediaCalls`, checks and all): as ``log.remote()``'s, the
+frames travel as a NumPy copy pickled in the event (no shared memory across nodes), here
+in the pusher's batched Ray calls. The link's ``media_budget`` bounds the bytes of frames
+this process holds until the hub has taken them; a call over it is refused at once and
+counted (a ``MEDIA_REFUSED`` event, the run's ``media_refused``), never a wait. On the
+learner's node the hub's ``log.remote(name)`` producer hands them to the run's encoder.
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ from .._core import _events as ev
 from .._core._pending import PendingEvent
 from .._core._recorder import Recorder
 from .._faces._remote import _PLAIN, RemoteReport, _check_picklable
+from .._media._calls import MediaBudget, MediaCalls
 from ._pusher import LinkSettings, Pusher
 
 __all__ = ["RayLogger"]
@@ -56,10 +65,10 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-class RayLogger(Recorder[None]):
+class RayLogger(Recorder[None], MediaCalls[None]):
     """A logger for a Ray actor or task, on any node, that logs into the run
-    (``link.remote(name)``): every logging method of :class:`~aoff.OffPolicyLogger`,
-    and ``flush``/``close`` as :class:`~aoff.RemoteLogger`'s. Picklable."""
+    (``link.remote(name)``): every logging method of :class:`~aoff.OffPolicyLogger`
+    (media included), and ``flush``/``close`` as :class:`~aoff.RemoteLogger`'s. Picklable."""
 
     def __init__(self, link: LinkSettings, name: str) -> None:
         problem = check_name(name)
@@ -78,6 +87,7 @@ class RayLogger(Recorder[None]):
         self._lock = threading.Lock()
         self._put = self._start_and_put
         self._refresh_capture()
+        self._media_budget = MediaBudget(self._link.media_budget)
 
     def __getstate__(self) -> dict[str, Any]:
         return {"link": self._link, "name": self._name, "closed": self._closed}
@@ -104,6 +114,7 @@ class RayLogger(Recorder[None]):
             if self._pusher is None:
                 self._refresh_capture()
                 p = Pusher(self._link, self._name, self._refresh_capture)
+                p.on_media = self._media_budget.note_freed  # the pusher's running total
                 p.thread.start()
                 self._pusher = p
                 _started.add(self)
@@ -111,13 +122,22 @@ class RayLogger(Recorder[None]):
         self._put_checked(event)
 
     def _put_checked(self, event: ev.Event) -> None:
-        if not _PLAIN.issuperset(map(type, event)) and type(event) is not PendingEvent:
-            _check_picklable(event)
+        media = False
+        if not _PLAIN.issuperset(map(type, event)):
+            media = event[0] == ev.MEDIA  # a NumPy copy: picklable, and too big to try
+            if not media and type(event) is not PendingEvent:
+                _check_picklable(event)
         p = self._pusher
         if p is None or p.gone:
             if p is not None:
                 next(p.late)
+                if media:  # dropped and counted: its bytes are not held
+                    self._media_budget.give_back(event[8])
             return
+        if media:
+            p.media = True  # before the put: the pusher counts this event's bytes back
+            if p.buffer.overflow == "drop_newest" and p.buffer.full():
+                self._media_budget.give_back(event[8])  # the put refuses and counts it
         p.buffer.put(event)
 
     def _put_closed(self, event: ev.Event) -> None:
@@ -156,8 +176,10 @@ class RayLogger(Recorder[None]):
             return
         if refused is not None:
             p.error = p.error or f"the run's hub refused this producer: {refused}"
-        else:
-            p.confirmed = max(p.confirmed, upto)
+            return
+        p.confirmed = max(p.confirmed, upto)
+        # and the thread has taken the answers: the frames' bytes are back in the budget
+        p.wait(lambda: p.answered(upto), max(deadline - time.monotonic(), 0.01))
 
     def close(self) -> RemoteReport:
         """Send what is left, wait (at most the link's ``timeout``) for the run's word, and

@@ -11,6 +11,11 @@ beats about once a second (``beat``, answered by the hub's own threads even whil
 wait), so that a silent producer can be declared lost (see ``_hub.py``). When the hub is
 gone or refuses this producer, it gives up: what is left and what comes later is dropped
 and counted.
+
+Media: a ``MEDIA`` event carries its frames as a NumPy copy, pickled with its batch (Ray
+puts a large call argument in its object store). The producer's media budget holds those
+bytes until the hub has answered the call that carried them (or they are dropped): the
+thread reports its running total of bytes done through ``on_media``.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import threading
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from .._core import _events as ev
@@ -49,6 +55,8 @@ class LinkSettings(Protocol):
     def batch(self) -> int: ...
     @property
     def max_in_flight(self) -> int: ...
+    @property
+    def media_budget(self) -> int: ...
 
 
 __all__ = ["BEAT_INTERVAL", "LinkSettings", "Pusher"]
@@ -86,6 +94,11 @@ def _pickled(batch: list[Any]) -> bytes:
         return pickle.dumps(out, protocol=5)
 
 
+def _media_bytes(events: Iterable[Any]) -> int:
+    """Bytes of frames the ``MEDIA`` events among ``events`` hold."""
+    return sum(e[8] for e in events if e[0] == ev.MEDIA)
+
+
 class Pusher:
     """One process's buffer, shipping thread and accounting for one
     :class:`~aoff._ray._producer.RayLogger`."""
@@ -118,6 +131,12 @@ class Pusher:
         self.cond = threading.Condition()
         self.last_beat = time.monotonic()
         self.beat_ref: Any = None
+        #: media: set by the logger at its first media event (until then no batch is
+        #: scanned for frames); ``on_media`` gets the running total of bytes done
+        self.media = False
+        self.on_media: Callable[[int], object] | None = None
+        self.media_done = 0
+        self.media_in: dict[int, int] = {}  # seq -> bytes of frames the call carries
         self.thread = threading.Thread(target=self._run, name=f"aoff-ray-{name}", daemon=True)
 
     # -- the thread ---------------------------------------------------------------------------
@@ -138,9 +157,9 @@ class Pusher:
                     return
                 full = len(self.in_flight) >= self.link.max_in_flight
                 if full:
-                    self.buffer.trim()  # the hub is behind: the policy applies at capacity
+                    self._trim(None)  # the hub is behind: the policy applies at capacity
                 else:
-                    self.buffer.trim(BURST_FACTOR * max(self.buffer.capacity, self.link.batch))
+                    self._trim(BURST_FACTOR * max(self.buffer.capacity, self.link.batch))
                     self._ship(hub)
                     with self.cond:
                         self.cond.notify_all()
@@ -193,14 +212,32 @@ class Pusher:
                     self.held = events[i:] + self.held
                     break
                 batch = events[i : i + step]
+                if self.media:
+                    m = _media_bytes(batch)
+                    if m:
+                        self.media_in[self.seq] = m
                 ref = hub.push.remote(self.key, self.name, self.seq, _pickled(batch))
                 self.in_flight.append((ref, len(batch), self.seq))
                 self.seq += 1
         self.submitted = self.buffer.drained - len(self.held)
 
+    def _trim(self, bound: int | None) -> None:
+        """The overflow policy; frames among the events it drops give their bytes back."""
+        buffer = self.buffer
+        if not self.media:
+            buffer.trim(bound)
+            return
+        if len(buffer) <= (buffer.capacity if bound is None else bound):
+            return
+        before = buffer.snapshot()  # only this thread takes from the front
+        n = buffer.trim(bound)
+        self._media_freed(_media_bytes(before[:n]))
+
     def _ready_prefix(self, events: list[ev.Event]) -> list[ev.Event]:
         ready, self.held, unresolved = ready_prefix(events, self.say)
         self.unresolved += unresolved
+        if unresolved and self.media:  # dropped: their frames' bytes come back
+            self._media_freed(_media_bytes(events) - _media_bytes(ready) - _media_bytes(self.held))
         return ready
 
     def _beat(self, ray: Any, beat: Any) -> None:
@@ -231,6 +268,7 @@ class Pusher:
         done = set(ready)
         while self.in_flight and self.in_flight[0][0] in done:
             ref, n, seq = self.in_flight.popleft()
+            self._media_freed(self.media_in.pop(seq, 0))  # taken by the hub, or dropped
             try:
                 refused = ray.get(ref)
             except Exception as exc:
@@ -253,10 +291,27 @@ class Pusher:
         self.gone = True
         sent, unanswered = self.settle()
         self.sent += sent
-        self.lost += unanswered + len(self.held) + len(self.buffer.drain())
+        rest = self.held + self.buffer.drain()
+        self.lost += unanswered + len(rest)
+        if self.media:
+            self._media_freed(sum(self.media_in.values()) + _media_bytes(rest))
+            self.media_in.clear()
         self.in_flight.clear()
         self.held = []
         self.buffer.close()
+
+    def _media_freed(self, nbytes: int) -> None:
+        if nbytes:
+            self.media_done += nbytes
+            if self.on_media is not None:
+                self.on_media(self.media_done)
+
+    def answered(self, upto: int) -> bool:
+        """Every call below batch ``upto`` has had its answer taken (or the hub is gone)."""
+        try:
+            return self.gone or not self.in_flight or self.in_flight[0][2] >= upto
+        except IndexError:  # emptied meanwhile by the thread
+            return True
 
     def settle(self) -> tuple[int, int]:
         """Of the calls still unanswered: events known taken, and the others."""

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._core._buffer import Overflow
+from .._media._calls import DEFAULT_MEDIA_BUDGET
 from ._hub import Hub, HubSpec
 from ._producer import RayLogger
 from ._pusher import BEAT_INTERVAL
@@ -33,7 +34,9 @@ class RayLink:
     ``hub``: the hub actor's handle. The producers' settings: ``capacity`` and
     ``overflow`` (their buffer, as the learner's logger), ``timeout`` (the most
     ``flush()``/``close()`` wait), ``interval`` (seconds between shipping rounds),
-    ``batch`` (events a call at most) and ``max_in_flight`` (calls unanswered at most).
+    ``batch`` (events a call at most), ``max_in_flight`` (calls unanswered at most) and
+    ``media_budget`` (bytes of frames a producer holds until the hub has taken them; a
+    media call over it is refused and counted).
     """
 
     hub: Any
@@ -43,6 +46,7 @@ class RayLink:
     interval: float
     batch: int
     max_in_flight: int
+    media_budget: int = DEFAULT_MEDIA_BUDGET
 
     def remote(self, name: str) -> RayLogger:
         """A logger named ``name`` for this process (a Ray actor or task on any node)."""
@@ -70,6 +74,7 @@ def serve(
     batch: int = 4096,
     max_in_flight: int = 4,
     lost_after: float = 10.0,
+    media_budget: int | None = None,
 ) -> RayLink:
     """Start the hub for ``log`` (an :class:`~aoff.OffPolicyLogger` or
     :class:`~aoff.AsyncOffPolicyLogger` with a ``log_dir``) on this node and return the
@@ -77,6 +82,7 @@ def serve(
 
     ``lost_after``: seconds without a word from a producer (it says it is alive every
     second) after which the hub declares it lost and the run reports it (at least 2).
+    ``media_budget``: each producer's (bytes of frames; ``None``: the learner's logger's).
     The other arguments are :class:`RayLink`'s. Waits for the hub to start (a clear
     error if it cannot, e.g. aoff is not importable on the cluster's workers).
     """
@@ -96,6 +102,11 @@ def serve(
     for what, n in (("batch", batch), ("max_in_flight", max_in_flight)):
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise ValueError(f"{what} must be a positive int, got {n!r}")
+    if media_budget is None:
+        options = getattr(log, "_options", None)
+        media_budget = getattr(options, "media_budget", DEFAULT_MEDIA_BUDGET)
+    if isinstance(media_budget, bool) or not isinstance(media_budget, int) or media_budget < 0:
+        raise ValueError(f"media_budget must be a number of bytes >= 0, got {media_budget!r}")
     proto = log.remote("ray-hub", timeout=timeout)  # checks log_dir and that log is open
     spec = proto._spec
     hub_spec = HubSpec(
@@ -112,5 +123,12 @@ def serve(
     hub = actor.remote(hub_spec)
     ray.get(hub.ping.remote(), timeout=120)
     return RayLink(
-        hub, spec.capacity, spec.overflow, float(timeout), interval, batch, max_in_flight
+        hub,
+        spec.capacity,
+        spec.overflow,
+        float(timeout),
+        interval,
+        batch,
+        max_in_flight,
+        media_budget,
     )
