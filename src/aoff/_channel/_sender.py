@@ -21,6 +21,7 @@ from multiprocessing import AuthenticationError
 from typing import Any
 
 from .._core._buffer import EventBuffer, Overflow
+from .._media._freed import FreedBytes
 from .._transport._messages import ProducerReport
 from .._transport._shipper import Shipper
 from .._transport._wire import AgentGone, Link
@@ -66,8 +67,9 @@ class Conn:
         self.late = itertools.count()  # events logged after the run was gone
         self.lost = 0  # events counted dropped when the run went
         self.sent = 0
-        #: told every batch sent (the producer's media budget, ``_faces/_remote.py``)
-        self.on_batch: Callable[[list[Any]], object] | None = None
+        #: frames' bytes that left: sent, or dropped by the overflow policy, an unresolved
+        #: device value or the run going (the producer's media budget, ``_faces/_remote.py``)
+        self.media = FreedBytes()
         self.flush_asked = 0
         self.closing = False
         self.deadline = time.monotonic() + spec.timeout
@@ -86,14 +88,14 @@ class Conn:
                 self._give_up([])
                 return
             sh = self.shipper = Shipper(self.buffer, link, ProducerReport)
+            sh.freed = self.media
             counted = link.on_sent
 
             def sent(batch: Any) -> None:
                 self.sent += len(batch)
                 if counted is not None:
                     counted(batch)
-                if self.on_batch is not None:
-                    self.on_batch(batch)
+                self.media.left(batch)
 
             link.on_sent = sent
             while True:
@@ -175,7 +177,10 @@ class Conn:
     def _give_up(self, unsent: list[Any]) -> None:
         """The run cannot be reached: what is left, and what comes later, is dropped."""
         self.gone = True
-        self.lost += len(unsent) + len(self.buffer.drain())
+        rest = self.buffer.drain()
+        self.lost += len(unsent) + len(rest)
+        self.media.left(unsent)
+        self.media.left(rest)
         self.buffer.close()  # a producer blocked on a full buffer goes on
 
     # -- the caller's side -------------------------------------------------------------------

@@ -90,6 +90,19 @@ class EventBuffer:
             return
         self._dq.append(event)
 
+    def offer(self, event: Event) -> bool:
+        """``put``, saying whether the buffer took ``event`` (False: ``drop_newest``
+        refused and counted it). For a caller that holds something for the event (a
+        media budget's bytes) and must give it back when the event is dropped."""
+        if self.overflow == "drop_newest":
+            if len(self._dq) >= self.capacity:
+                next(self._refused)
+                return False
+            self._dq.append(event)
+            return True
+        self.put(event)
+        return True
+
     def _put_block(self, event: Event) -> None:
         if len(self._dq) >= self.capacity and not self.closed:
             self.wait_for_space()
@@ -131,6 +144,19 @@ class EventBuffer:
         deque(itertools.islice(iter(self._dq.popleft, None), excess), maxlen=0)
         self._trimmed += excess
         return excess
+
+    def trim_out(self, bound: int | None = None) -> list[Event]:
+        """:meth:`trim`, returning the events it discarded (oldest first): for a consumer
+        that must account for what they held (frames' bytes in a producer's budget)."""
+        if self.overflow != "drop_oldest":
+            return []
+        limit = self.capacity if bound is None else bound
+        excess = len(self._dq) - limit - self._slack
+        if excess <= 0:
+            return []
+        out = list(itertools.islice(iter(self._dq.popleft, None), excess))
+        self._trimmed += excess
+        return out
 
     def drain(self, limit: int | None = None) -> list[Event]:
         """Remove and return up to ``limit`` events (all, by default), oldest first."""

@@ -142,9 +142,9 @@ class RemoteLogger(Recorder[None], MediaCalls[None]):
         self._put = self._start_and_put
         self._refresh_capture()  # torch imported here already: tensors are captured
         # media: a pickled NumPy copy in the event (no shared memory across machines);
-        # bounded until sent (the connection's thread gives the bytes back, _media_sent)
+        # bounded until sent or dropped (the connection's thread gives the bytes back:
+        # Conn.media, _media/_freed.py)
         self._media_budget = MediaBudget(DEFAULT_MEDIA_BUDGET)
-        self._media_sent_bytes = 0
 
     def __getstate__(self) -> dict[str, Any]:
         return {"spec": self._spec, "closed": self._closed}
@@ -170,7 +170,7 @@ class RemoteLogger(Recorder[None], MediaCalls[None]):
             if self._conn is None:
                 self._refresh_capture()
                 conn = Conn(self._spec, self._refresh_capture)
-                conn.on_batch = self._media_sent
+                conn.media.on_total = self._media_budget.note_freed  # bytes sent or dropped
                 conn.thread.start()
                 self._conn = conn
                 _started.add(self)
@@ -178,24 +178,23 @@ class RemoteLogger(Recorder[None], MediaCalls[None]):
             self._put = self._put_checked
         self._put_checked(event)
 
-    def _media_sent(self, batch: list[ev.Event]) -> None:
-        """The connection's thread: media events sent give their bytes back."""
-        n = sum(e[8] for e in batch if e[0] == ev.MEDIA)
-        if n:
-            self._media_sent_bytes += n
-            self._media_budget.note_freed(self._media_sent_bytes)
-
     def _put_checked(self, event: ev.Event) -> None:
-        if (
-            not _PLAIN.issuperset(map(type, event))
-            and type(event) is not PendingEvent
-            and event[0] != ev.MEDIA  # a NumPy copy: picklable, and too big to try
-        ):
-            _check_picklable(event)
+        media = False
+        if not _PLAIN.issuperset(map(type, event)):
+            media = event[0] == ev.MEDIA  # a NumPy copy: picklable, and too big to try
+            if not media and type(event) is not PendingEvent:
+                _check_picklable(event)
         conn = self._conn
         if conn is None or conn.gone:
             if conn is not None:
                 next(conn.late)
+                if media:  # dropped and counted: its bytes are not held
+                    self._media_budget.give_back(event[8])
+            return
+        if media:
+            conn.media.active = True  # before the put: the thread counts its bytes back
+            if not conn.buffer.offer(event):  # drop_newest refused (and counted) it
+                self._media_budget.give_back(event[8])
             return
         conn.buffer.put(event)
 

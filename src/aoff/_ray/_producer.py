@@ -114,7 +114,7 @@ class RayLogger(Recorder[None], MediaCalls[None]):
             if self._pusher is None:
                 self._refresh_capture()
                 p = Pusher(self._link, self._name, self._refresh_capture)
-                p.on_media = self._media_budget.note_freed  # the pusher's running total
+                p.freed.on_total = self._media_budget.note_freed  # the pusher's running total
                 p.thread.start()
                 self._pusher = p
                 _started.add(self)
@@ -135,9 +135,10 @@ class RayLogger(Recorder[None], MediaCalls[None]):
                     self._media_budget.give_back(event[8])
             return
         if media:
-            p.media = True  # before the put: the pusher counts this event's bytes back
-            if p.buffer.overflow == "drop_newest" and p.buffer.full():
-                self._media_budget.give_back(event[8])  # the put refuses and counts it
+            p.freed.active = True  # before the put: the pusher counts this event's bytes back
+            if not p.buffer.offer(event):  # drop_newest refused (and counted) it
+                self._media_budget.give_back(event[8])
+            return
         p.buffer.put(event)
 
     def _put_closed(self, event: ev.Event) -> None:

@@ -15,7 +15,7 @@ and counted.
 Media: a ``MEDIA`` event carries its frames as a NumPy copy, pickled with its batch (Ray
 puts a large call argument in its object store). The producer's media budget holds those
 bytes until the hub has answered the call that carried them (or they are dropped): the
-thread reports its running total of bytes done through ``on_media``.
+thread reports its running total of bytes done through ``freed`` (``_media/_freed.py``).
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from .._core import _events as ev
@@ -35,6 +34,7 @@ from .._core._buffer import EventBuffer, Overflow
 from .._core._convert import Opaque
 from .._core._pending import ready_prefix
 from .._core._report import OnceReporter, stderr_line
+from .._media._freed import FreedBytes, media_bytes
 
 
 class LinkSettings(Protocol):
@@ -94,11 +94,6 @@ def _pickled(batch: list[Any]) -> bytes:
         return pickle.dumps(out, protocol=5)
 
 
-def _media_bytes(events: Iterable[Any]) -> int:
-    """Bytes of frames the ``MEDIA`` events among ``events`` hold."""
-    return sum(e[8] for e in events if e[0] == ev.MEDIA)
-
-
 class Pusher:
     """One process's buffer, shipping thread and accounting for one
     :class:`~aoff._ray._producer.RayLogger`."""
@@ -131,11 +126,10 @@ class Pusher:
         self.cond = threading.Condition()
         self.last_beat = time.monotonic()
         self.beat_ref: Any = None
-        #: media: set by the logger at its first media event (until then no batch is
-        #: scanned for frames); ``on_media`` gets the running total of bytes done
-        self.media = False
-        self.on_media: Callable[[int], object] | None = None
-        self.media_done = 0
+        #: media: the running total of frames' bytes done (taken by the hub, or dropped),
+        #: for the logger's budget; ``active`` from its first media event (until then no
+        #: batch is scanned for frames)
+        self.freed = FreedBytes()
         self.media_in: dict[int, int] = {}  # seq -> bytes of frames the call carries
         self.thread = threading.Thread(target=self._run, name=f"aoff-ray-{name}", daemon=True)
 
@@ -212,8 +206,8 @@ class Pusher:
                     self.held = events[i:] + self.held
                     break
                 batch = events[i : i + step]
-                if self.media:
-                    m = _media_bytes(batch)
+                if self.freed.active:
+                    m = media_bytes(batch)
                     if m:
                         self.media_in[self.seq] = m
                 ref = hub.push.remote(self.key, self.name, self.seq, _pickled(batch))
@@ -223,21 +217,13 @@ class Pusher:
 
     def _trim(self, bound: int | None) -> None:
         """The overflow policy; frames among the events it drops give their bytes back."""
-        buffer = self.buffer
-        if not self.media:
-            buffer.trim(bound)
-            return
-        if len(buffer) <= (buffer.capacity if bound is None else bound):
-            return
-        before = buffer.snapshot()  # only this thread takes from the front
-        n = buffer.trim(bound)
-        self._media_freed(_media_bytes(before[:n]))
+        self.freed.trim(self.buffer, bound)
 
     def _ready_prefix(self, events: list[ev.Event]) -> list[ev.Event]:
         ready, self.held, unresolved = ready_prefix(events, self.say)
         self.unresolved += unresolved
-        if unresolved and self.media:  # dropped: their frames' bytes come back
-            self._media_freed(_media_bytes(events) - _media_bytes(ready) - _media_bytes(self.held))
+        if unresolved:  # dropped: their frames' bytes come back
+            self.freed.unresolved(events, ready, self.held)
         return ready
 
     def _beat(self, ray: Any, beat: Any) -> None:
@@ -268,7 +254,7 @@ class Pusher:
         done = set(ready)
         while self.in_flight and self.in_flight[0][0] in done:
             ref, n, seq = self.in_flight.popleft()
-            self._media_freed(self.media_in.pop(seq, 0))  # taken by the hub, or dropped
+            self.freed.add(self.media_in.pop(seq, 0))  # taken by the hub, or dropped
             try:
                 refused = ray.get(ref)
             except Exception as exc:
@@ -293,18 +279,12 @@ class Pusher:
         self.sent += sent
         rest = self.held + self.buffer.drain()
         self.lost += unanswered + len(rest)
-        if self.media:
-            self._media_freed(sum(self.media_in.values()) + _media_bytes(rest))
-            self.media_in.clear()
+        self.freed.add(sum(self.media_in.values()))
+        self.freed.left(rest)
+        self.media_in.clear()
         self.in_flight.clear()
         self.held = []
         self.buffer.close()
-
-    def _media_freed(self, nbytes: int) -> None:
-        if nbytes:
-            self.media_done += nbytes
-            if self.on_media is not None:
-                self.on_media(self.media_done)
 
     def answered(self, upto: int) -> bool:
         """Every call below batch ``upto`` has had its answer taken (or the hub is gone)."""

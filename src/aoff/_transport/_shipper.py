@@ -34,6 +34,7 @@ from .._core._convert import Opaque
 from .._core._events import Event
 from .._core._pending import ready_prefix
 from .._core._report import FinishReport, OnceReporter, stderr_line
+from .._media._freed import FreedBytes
 from ._messages import (
     Ack,
     Events,
@@ -132,6 +133,9 @@ class Shipper(Generic[R]):
         link.on_sent = self._sent
         self.held: list[Event] = []  # drained, behind an event waiting for a device
         self.unresolved = 0
+        #: a far producer's media budget (``_channel/_sender.py``): told the frames the
+        #: overflow policy or an unresolved device value drops (None: nobody holds them)
+        self.freed: FreedBytes | None = None
         self.shipped_steps = 0
         self.acked_steps = 0
         self.acked_written: dict[str, int] = {}
@@ -160,10 +164,10 @@ class Shipper(Generic[R]):
             self.link.queue(encode(Out(stream, text)))
         if self.link.pending_out > MAX_PENDING_BYTES:
             # the agent is behind and nothing can leave: the policy applies at capacity
-            self.buffer.trim()
+            self._trim(None)
             return
         # the buffer is moving: a burst may outrun one round, so only a far bound applies
-        self.buffer.trim(BURST_FACTOR * self.buffer.capacity)
+        self._trim(BURST_FACTOR * self.buffer.capacity)
         drained = self.buffer.drain(self.round_events)
         events = self.held + drained if self.held else drained
         self.held = []
@@ -188,7 +192,15 @@ class Shipper(Generic[R]):
         """The events that can go now; from the first one still waiting, keep the rest."""
         ready, self.held, unresolved = ready_prefix(events, self.say)
         self.unresolved += unresolved
+        if unresolved and self.freed is not None:
+            self.freed.unresolved(events, ready, self.held)
         return ready
+
+    def _trim(self, bound: int | None) -> None:
+        if self.freed is None:
+            self.buffer.trim(bound)
+        else:
+            self.freed.trim(self.buffer, bound)
 
     def _queue_events(self, batch: list[Event]) -> None:
         try:

@@ -1,0 +1,68 @@
+"""A far producer's running total of frame bytes that left it: sent, or dropped.
+
+Why: a producer that ships its frames to the run over a channel (``log.remote()``'s
+:class:`~aoff.RemoteLogger`, a Ray collector's ``RayLogger``) holds their bytes in its
+:class:`~aoff._media._calls.MediaBudget` from the call until they leave. They leave when
+a batch carrying them is sent, and also when a ``MEDIA`` event is dropped: the buffer's
+``drop_oldest`` trim, an event whose device value never resolves, what is left when the
+run is gone. A drop that kept its bytes would shrink the budget for good, until every
+later image is refused. The shipping thread reports every such exit here, once; the
+logger's budget reads the running total (``note_freed``). A ``drop_newest`` refusal or
+an event logged after the run is gone never enters the buffer: the logger gives those
+bytes back at the call (``MediaBudget.give_back``, :meth:`EventBuffer.offer`).
+
+One thread (the shipping thread) calls it; until the logger's first media event
+(``active``) it scans nothing, so a run without media pays nothing for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from .._core import _events as ev
+from .._core._buffer import EventBuffer
+
+__all__ = ["FreedBytes", "media_bytes"]
+
+
+def media_bytes(events: Iterable[Any]) -> int:
+    """Bytes of frames the ``MEDIA`` events among ``events`` hold."""
+    return sum(e[8] for e in events if e[0] == ev.MEDIA)
+
+
+class FreedBytes:
+    """The running total of frame bytes sent or dropped; ``on_total`` is told each new
+    total (a budget's ``note_freed``)."""
+
+    def __init__(self, on_total: Callable[[int], object] | None = None) -> None:
+        self.on_total = on_total
+        self.total = 0
+        #: set by the logger before it puts its first ``MEDIA`` event
+        self.active = False
+
+    def add(self, nbytes: int) -> None:
+        if nbytes:
+            self.total += nbytes
+            if self.on_total is not None:
+                self.on_total(self.total)
+
+    def left(self, events: Iterable[Any]) -> None:
+        """``events`` left the producer (sent, or dropped): their frames' bytes come back."""
+        if self.active:
+            self.add(media_bytes(events))
+
+    def trim(self, buffer: EventBuffer, bound: int | None) -> int:
+        """The buffer's ``drop_oldest`` trim; frames among what it drops come back."""
+        if not self.active:
+            return buffer.trim(bound)
+        out = buffer.trim_out(bound)
+        if out:
+            self.add(media_bytes(out))
+        return len(out)
+
+    def unresolved(self, events: list[Any], ready: list[Any], held: list[Any]) -> None:
+        """Of ``events``, those neither ``ready`` nor ``held`` were dropped (their device
+        values never came: ``ready_prefix``): their frames' bytes come back."""
+        if self.active:
+            self.add(media_bytes(events) - media_bytes(ready) - media_bytes(held))
