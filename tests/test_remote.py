@@ -13,21 +13,29 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import pickle
+import shutil
 import signal
+import tempfile
+import threading
 import time
+import warnings
 from multiprocessing import AuthenticationError
 from multiprocessing.connection import Client
 from pathlib import Path
 from typing import Any
 
 import anyio
+import numpy as np
 import pytest
 
-from aoff import AsyncOffPolicyLogger, OffPolicyLogger, RemoteLogger
+from aoff import AoffWarning, AsyncOffPolicyLogger, OffPolicyLogger, RemoteLogger
 from aoff._channel._paths import find_socket
 from aoff._core import _events as ev
+from aoff._core._buffer import Overflow
 from aoff._core._fold import Folder
 from aoff._core._state import ProducerInfo, State
+from aoff._transport._wire import MAX_PENDING_BYTES
+from aoff.testing import wait_until
 from tests import remote_child
 from tests.conftest import read_jsonl, read_tensorboard
 from tests.tbserver import tensorboard_server
@@ -197,6 +205,107 @@ async def test_async_twin_in_thread_mode(tmp_path: Path) -> None:
     assert report.complete
     rows = read_jsonl(run / "metrics.jsonl")
     assert [x["iteration"] for x in rows if x.get("producer") == "a"] == list(range(1, 11))
+
+
+class _StuckRun:
+    """A run folder whose server welcomes a producer, then never reads from it (a run that
+    stopped taking events), until :meth:`drop` closes the connection (the run gone)."""
+
+    def __init__(self, run: Path) -> None:
+        from multiprocessing.connection import Listener
+
+        from aoff._channel._paths import KEY_NAME, POINTER_NAME
+
+        run.mkdir()
+        key = os.urandom(16).hex().encode()
+        fd = os.open(run / KEY_NAME, os.O_WRONLY | os.O_CREAT, 0o600)
+        os.write(fd, key)
+        os.close(fd)
+        self.where = tempfile.mkdtemp(prefix="aoff-")  # a short socket path
+        sock = os.path.join(self.where, "s")
+        (run / POINTER_NAME).write_text(sock + "\n")
+        self.listener = Listener(sock, family="AF_UNIX", authkey=key)
+        self.conn: Any = None
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        try:
+            conn = self.listener.accept()
+            hello = conn.recv()
+            conn.send(("welcome", hello[1]))
+        except OSError:  # dropped before a producer came
+            return
+        self.conn = conn  # and never read again
+
+    def drop(self) -> None:
+        if self.conn is None:
+            self.listener.close()  # a producer that never came: accept() gives up
+        self.thread.join(30)
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+        self.listener.close()
+        shutil.rmtree(self.where, ignore_errors=True)
+
+
+@pytest.mark.parametrize("overflow", ["drop_oldest", "drop_newest"])
+def test_frames_dropped_behind_a_stuck_or_gone_run_give_their_bytes_back(
+    tmp_path: Path, overflow: Overflow
+) -> None:
+    """Behind a run that stopped reading, the buffer's policy drops images with the steps
+    (the oldest in the connection's thread, or the newest at the put); once the run is
+    gone, what was left and every later image are dropped too. Each gives its bytes back
+    to the producer's media budget, so 20 + 20 images of 144 B go on fitting in 1,024 B
+    (a refusal would raise here) and nothing stays held at the end."""
+    stuck = _StuckRun(tmp_path / "run")
+    r = RemoteLogger(tmp_path / "run", "painter", capacity=500, overflow=overflow, timeout=30)
+    r._media_budget.limit = 1024  # the producer's budget (log.remote() gives 256 MiB)
+    image = np.zeros((8, 6, 3), np.uint8)
+    pad = "x" * 65536
+    logged = 0
+
+    def backed_up() -> bool:
+        nonlocal logged
+        r.log_status(pad)  # ~64 KiB an event: the socket and the link fill up
+        logged += 1
+        sh = None if r._conn is None else r._conn.shipper
+        return sh is not None and sh.link.pending_out > MAX_PENDING_BYTES
+
+    try:
+        wait_until(backed_up, timeout=60, interval=0.001, what="the link to back up")
+        conn = r._conn
+        assert conn is not None
+        b = conn.buffer
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", AoffWarning)  # a refusal would raise here
+            for i in range(600):  # beyond the buffer's 500: it is full from now on
+                r.log_step(i, {"x": 1.0})
+            for k in range(20):
+                # the image is out of the buffer (dropped: nothing drains) once all that was
+                # before it is; drop_newest refuses it at the put
+                before = b.drained + b.dropped + len(b)
+                r.log_image("img", image, step=k)
+                for i in range(600):
+                    r.log_step(i, {"x": 1.0})
+                wait_until(
+                    lambda n=before: b.drained + b.dropped > n,  # type: ignore[misc]
+                    timeout=30,
+                    interval=0.005,
+                    what="the image to leave the buffer",
+                )
+            logged += 600 + 20 * 601
+            stuck.drop()  # the run is gone: the producer gives up what is left
+            wait_until(lambda: conn.gone, timeout=30, what="the producer to see the run gone")
+            for k in range(20):
+                r.log_image("img", image, step=100 + k)
+            logged += 20
+        assert r._media_budget.in_flight() == 0  # every frame's bytes came back
+        report = r.close()
+    finally:
+        stuck.drop()
+    assert report.error is not None and not report.complete, report
+    assert report.sent + report.dropped == logged, (report, logged)
 
 
 # -- real processes -------------------------------------------------------------------------------

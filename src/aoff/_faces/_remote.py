@@ -252,9 +252,10 @@ class RemoteLogger(Recorder[None], MediaCalls[None]):
             if got is not None and got.lost:
                 error = "the run had stopped taking events (it finished before this close())"
             dropped = conn.dropped()
-            if got is None and sh is not None:
+            if got is None and sh is not None and not conn.gone:
                 # gave up waiting: what never left this process is lost too (events held
-                # behind a device copy, and frames the socket had not taken)
+                # behind a device copy, and frames the socket had not taken; a connection
+                # that saw the run gone counted those already, Conn._give_up)
                 dropped += len(sh.held) + sum(len(b) for b in sh.link.unsent())
             report = RemoteReport(conn.live_name, conn.sent, dropped, received, error)
         self._report = report
