@@ -89,6 +89,22 @@ def test_drop_newest_refuses_at_capacity_and_counts_each_refusal() -> None:
     assert numbers(buf.drain()) == [*range(3, 10), 25, 26, 27]
 
 
+def test_offer_and_trim_out_say_which_events_the_policy_dropped() -> None:
+    """What a producer holding bytes for an event (a media budget) needs: ``offer`` says
+    whether the put was refused, ``trim_out`` returns what the trim discarded; both
+    count like ``put`` and ``trim``."""
+    newest = EventBuffer(3, "drop_newest")
+    assert [newest.offer(status(i)) for i in range(5)] == [True, True, True, False, False]
+    assert newest.refused == 2 and newest.trim_out() == []
+    oldest = EventBuffer(3, "drop_oldest")
+    assert all(oldest.offer(status(i)) for i in range(8))
+    assert numbers(oldest.trim_out(5)) == [0, 1, 2]
+    assert numbers(oldest.trim_out()) == [3, 4] and oldest.trim_out() == []
+    assert oldest.dropped == 5 and numbers(oldest.drain()) == [5, 6, 7]
+    block = EventBuffer(2, "block")
+    assert block.offer(status(0)) and len(block) == 1
+
+
 def test_block_waits_for_space_and_a_drain_releases_it() -> None:
     buf = EventBuffer(2, "block")
     buf.put(status(0))
