@@ -31,10 +31,10 @@ from typing import Any, Protocol
 
 from .._core import _events as ev
 from .._core._buffer import EventBuffer, Overflow
-from .._core._convert import Opaque
 from .._core._pending import ready_prefix
 from .._core._report import OnceReporter, stderr_line
 from .._media._freed import FreedBytes, media_bytes
+from .._transport._shipper import picklable_batch
 
 
 class LinkSettings(Protocol):
@@ -75,23 +75,7 @@ def _pickled(batch: list[Any]) -> bytes:
     except Exception:
         # a value pickle refuses (checked at the call for most; a numpy object array
         # holding one is not): that value becomes an Opaque the fold reports and skips
-        def fix(v: Any) -> Any:
-            try:
-                pickle.dumps(v, protocol=5)
-            except Exception:
-                return Opaque(v)
-            return v
-
-        out = []
-        for e in batch:
-            try:
-                pickle.dumps(e, protocol=5)
-            except Exception:
-                e = tuple(
-                    {k: fix(v) for k, v in x.items()} if type(x) is dict else fix(x) for x in e
-                )
-            out.append(e)
-        return pickle.dumps(out, protocol=5)
+        return pickle.dumps(picklable_batch(batch), protocol=5)
 
 
 class Pusher:
