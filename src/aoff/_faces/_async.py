@@ -34,6 +34,7 @@ from .._core._report import FinishReport
 from .._core._warning import AoffWarning
 from .._display._streams import Forwarding, should_forward
 from ._base import Face
+from ._phase import Phase
 from ._sigterm import sigterm_is_default, watch_sigterm
 
 if TYPE_CHECKING:
@@ -78,12 +79,10 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
         if not self._process_mode():
             self._build_core()
         self._tg: anyio.abc.TaskGroup | None = None
-        self._entered = False
         self._warned_unentered = False
         # made in __aenter__ (an anyio.Event needs a running loop)
         self._pump_done: anyio.Event | None = None  # the in-process pump task ended
         self._stop_done: anyio.Event | None = None  # the stop in progress has its report
-        self._stopped = False
         self._handle_sigterm = self._options.handle_sigterm
         self._sigterm_scope: anyio.CancelScope | None = None
         self._signalled: int | None = None
@@ -119,15 +118,16 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
 
     # -- lifecycle ----------------------------------------------------------------------------
     _tg: anyio.abc.TaskGroup | None = None
-    _entered = False
     _signalled: int | None = None
 
     async def __aenter__(self) -> AsyncOffPolicyLogger:
-        if self._entered:
-            raise RuntimeError("an AsyncOffPolicyLogger can be entered only once")
-        self._entered = True
-        if self._inert:  # a rank that does not log: nothing to start
+        if self._inert:  # nothing of the run lives here (muted rank, fork): nothing to start
             return self
+        if self._phase is not Phase.NEW:
+            raise RuntimeError(
+                "an AsyncOffPolicyLogger can be entered only once, and not once it is closed"
+            )
+        self._to(Phase.OPEN)
         self._pump_done = anyio.Event()
         self._stop_done = anyio.Event()
         self._put = self._entered_put
@@ -216,7 +216,7 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
 
     async def aflush(self) -> None:
         """Wait until everything logged so far is written and flushed by every backend."""
-        if self._tg is None or self._stopped or self._inert:
+        if self._tg is None or self._phase is not Phase.OPEN:  # stopping, or nothing here
             return
         if self._side is not None:
             await self._side.aflush(self._idle_timeout())
@@ -226,14 +226,16 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
     async def astate_dict(self) -> dict[str, Any]:
         """aoff's own counters, for your checkpoint, after an :meth:`aflush` (see
         :meth:`aoff.OffPolicyLogger.state_dict`)."""
-        if self._side is not None and not self._inert:
+        if self._inert:
+            return self._empty_state_dict()
+        if self._side is not None:
             got = await self._side.astate_dict(self._idle_timeout())
             if got is None:
                 raise RuntimeError(no_state_line(self._options.finish_timeout))
             return got
-        if self._inert or not hasattr(self, "_core"):
+        if self._process_mode():  # never entered: no pump ran, here or in an agent
             return self._empty_state_dict()
-        if self._tg is not None and not self._stopped:
+        if self._tg is not None and self._phase is Phase.OPEN:
             await self._core.pump.flush()
         return self._core.pump.state_dict()
 
@@ -265,7 +267,6 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
                     await self._stop_done.wait()
             assert self._report is not None
             return self._report
-        self._stopped = True
         # Shielded: the final drain is bounded by finish_timeout, and a cancelled caller
         # must not strand it. Any task may stop the run; only __aexit__ leaves the group.
         with anyio.CancelScope(shield=True):
@@ -284,6 +285,7 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
             self._sigterm_scope.cancel()
         self._end_media()
         self._report = report
+        self._to(Phase.CLOSED)
         if self._stop_done is not None:
             self._stop_done.set()
         return report

@@ -3,7 +3,8 @@
 The sync and async faces differ only in how they run the pump and in the methods that
 wait (httpx's rule: share logic, not I/O). Everything decided from the constructor's
 arguments is decided once, in :class:`~aoff._pump._options.Options`; the closing event, the
-after-close warning and "who owns the stop" are decided here, once.
+after-close warning and "who owns the stop" are decided here, once. Where a face is in
+its life is one value, ``_phase`` (``_phase.py``), changed only by :meth:`Face._to`.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from .._pump._options import (
 from .._pump._ranks import RankMode, muted_line, rank_dir, this_rank
 from .._pump._sysmetrics import DEFAULT_INTERVAL as DEFAULT_SYSTEM_INTERVAL
 from .._pump._wiring import Core
+from ._phase import CLOSING, INERT, NEXT, Phase, stopped
 
 if TYPE_CHECKING:
     from ._remote import RemoteLogger
@@ -152,7 +154,6 @@ class Face(Recorder[R], MediaCalls[R], Generic[R]):
 
             prepare_resume(self._options)  # checks the run folder, cuts JSONL/CSV rows
         self._stop_lock = threading.Lock()
-        self._stopping = False
         self._report: FinishReport | None = None
         self._buffer = EventBuffer(self._options.capacity, self._options.overflow)
         self._media_budget = MediaBudget(self._options.media_budget)
@@ -167,6 +168,18 @@ class Face(Recorder[R], MediaCalls[R], Generic[R]):
         _live_faces.add(self)
 
     _core: Core  # the in-process pump's parts (thread mode, or after the agent is lost)
+    _phase = Phase.NEW
+
+    def _to(self, phase: Phase) -> None:
+        """The one place a face's phase changes; the move must be one :data:`NEXT` lists."""
+        assert phase is self._phase or phase in NEXT[self._phase], (self._phase, phase)
+        self._phase = phase
+
+    @property
+    def _inert(self) -> bool:
+        """Nothing of the run lives in this process (a muted rank, a forked child's copy):
+        the waiting methods return at once."""
+        return self._phase in INERT
 
     def _process_mode(self) -> bool:
         """Whether the pump goes to the agent (``pump="process"`` and nothing that must
@@ -197,18 +210,12 @@ class Face(Recorder[R], MediaCalls[R], Generic[R]):
         """Close the hot path and queue the closing event; True for the first caller only
         (later callers wait for the same drain and report)."""
         with self._stop_lock:
-            if self._stopping:
+            if stopped(self._phase):
                 return False
-            self._stopping = True
+            self._to(Phase.STOPPING)
         self._buffer.append_final(ev.finish_event(self._clock(), title, extra_summary, interrupted))
         self._put = self._after_close
         return True
-
-    #: nothing of the run lives in this process (a forked child, a rank that does not
-    #: log): the waiting methods return at once
-    _inert = False
-    _forked = False
-    _stopped = False
 
     def _mute(self, rank: int) -> None:
         """A rank that does not log (``_ranks.py``): every logging call is a no-op bound
@@ -220,7 +227,7 @@ class Face(Recorder[R], MediaCalls[R], Generic[R]):
 
         for name in _logging_methods():
             setattr(self, name, noop)
-        self._inert = True
+        self._to(Phase.MUTED)
         self._report = FinishReport()
         stderr_line(muted_line(rank))
 
@@ -228,12 +235,11 @@ class Face(Recorder[R], MediaCalls[R], Generic[R]):
     _fork_steps: list[int]
 
     def _forked_in_child(self) -> None:
-        self._forked = True
-        self._inert = True
         self._report = FinishReport(interrupted=True, partial=True)
-        if self._options.log_dir and not self._stopping:
+        if self._options.log_dir and self._phase not in CLOSING:
             from ._remote import RemoteLogger
 
+            self._to(Phase.FORKED)
             pid = os.getpid()
             self._fork_remote = remote = RemoteLogger(
                 self._options.log_dir,
@@ -257,6 +263,7 @@ class Face(Recorder[R], MediaCalls[R], Generic[R]):
 
             self._put = put_remote
         else:
+            self._to(Phase.FORKED_DROPPED)
             self._media_budget = MediaBudget(self._options.media_budget)  # not the pool
             self._put = self._put_forked
 
@@ -302,7 +309,7 @@ class Face(Recorder[R], MediaCalls[R], Generic[R]):
             raise ValueError(
                 "remote() needs a log_dir: producers reach the run through the socket in its folder"
             )
-        if getattr(self, "_stopping", False):
+        if self._phase in CLOSING:
             raise RuntimeError(f"remote() called after {self._closed_when}")
         if name is None:
             if self._remote_names is None:

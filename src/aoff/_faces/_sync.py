@@ -29,6 +29,7 @@ from .._core._checkpoint import no_state_line
 from .._core._report import FinishReport, force_quit_line, stderr_line
 from .._pump._thread import PumpThread
 from ._base import Face
+from ._phase import Phase
 
 if TYPE_CHECKING:
     from ._side import AgentSide
@@ -146,10 +147,8 @@ class OffPolicyLogger(Face[None]):
         self._drain_over: threading.Event | None = None  # set when the final drain ended
         self._drain_result: list[FinishReport] = []
         self._drain_failure: list[BaseException] = []
-        self._forced = False  # a second Ctrl+C stopped the wait for the drain
         self._caught: BaseException | None = None  # a signal during the drain, raised after
         self._caught_at = 0.0
-        self._stopped = False
         #: where the pump runs: a thread of this process, or the agent (through its link)
         self._host: PumpThread | AgentSide
         if self._process_mode():
@@ -162,6 +161,7 @@ class OffPolicyLogger(Face[None]):
         _live_loggers.add(self)
         if self._options.handle_sigterm:
             _install_sigterm()
+        self._to(Phase.OPEN)
 
     # -- the calls that wait ---------------------------------------------------------------
     def start(self, *, status: str = "Warming up...") -> None:
@@ -173,7 +173,7 @@ class OffPolicyLogger(Face[None]):
         remote = self._fork_remote  # a forked child: what it logged, into the parent's run
         if remote is not None and not remote._closed:
             remote.flush()
-        if self._stopped or self._inert:
+        if self._phase is not Phase.OPEN:  # stopping, or nothing of the run lives here
             return
         if isinstance(self._host, PumpThread):
             self._host.flush()
@@ -219,7 +219,6 @@ class OffPolicyLogger(Face[None]):
             self._begin_stop(
                 title=title, extra_summary=extra_summary, interrupted=bool(interrupted)
             )
-            self._stopped = True
             self._ensure_drain(summary)
         except (KeyboardInterrupt, SystemExit) as exc:
             # a signal before the wait began counts as one during it (raised after)
@@ -277,14 +276,16 @@ class OffPolicyLogger(Face[None]):
         backend did not get; later stops (the exit hook) then return at once too."""
         over = self._drain_over
         assert over is not None
-        while not over.is_set() and not self._forced:
+        while not over.is_set() and self._phase is not Phase.ABANDONED:
             try:
                 over.wait(0.05)  # not Thread.join: a signal inside join can corrupt it
             except (KeyboardInterrupt, SystemExit) as exc:
                 if self._note_signal(exc):
-                    self._forced = True
+                    self._to(Phase.ABANDONED)
                     _say(force_quit_line(self._host.unwritten()))
                     raise
+        if self._phase is not Phase.ABANDONED:  # the drain is over
+            self._to(Phase.CLOSED)
         if self._drain_result:
             self._end_media()  # the run ended: nothing reads the frames' blocks now
         if self._drain_failure:
