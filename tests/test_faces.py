@@ -36,6 +36,33 @@ async def test_an_async_face_never_entered_warns_once_and_never_hangs(tmp_path: 
     assert [r["iteration"] for r in rows] == list(range(1, 22))
 
 
+def test_entering_an_async_face_closed_before_it_was_entered_says_so(tmp_path: Path) -> None:
+    # It used to hang past SIGTERM (the pump waited for a run that was already over), so
+    # it runs in a child with a timeout rather than in this test process.
+    script = textwrap.dedent(
+        f"""
+        import anyio
+        from aoff import AsyncOffPolicyLogger
+
+        async def main() -> None:
+            log = AsyncOffPolicyLogger(log_dir={str(tmp_path)!r}, backends=("jsonl",))
+            await log.aclose()
+            try:
+                async with log:
+                    pass
+            except RuntimeError as e:
+                print("REFUSED", e)
+
+        anyio.run(main)
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert "REFUSED" in out.stdout and "entered only once" in out.stdout, out.stdout
+
+
 @pytest.mark.slow
 def test_mypy_flags_code_after_a_wrong_twin_as_unreachable(tmp_path: Path) -> None:
     snippet = tmp_path / "user.py"
