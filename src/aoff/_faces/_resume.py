@@ -31,6 +31,7 @@ import struct
 from collections.abc import Callable, Iterator
 
 from .._backends._replace import replaced
+from .._backends._tbwire import varint
 from .._pump._options import Options
 
 __all__ = ["last_logged_step", "prepare_resume"]
@@ -105,17 +106,6 @@ def _last_row_step(path: str, parse: Callable[[bytes], int | None]) -> int | Non
     return None
 
 
-def _varint(data: bytes, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        b = data[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result, pos
-        shift += 7
-
-
 def _event_step(payload: bytes) -> tuple[int, bool, bool]:
     """``(step, has a summary, is a SessionLog.START)`` of a serialised ``Event``.
 
@@ -126,10 +116,10 @@ def _event_step(payload: bytes) -> tuple[int, bool, bool]:
     pos, end = 0, len(payload)
     step, summary, start = 0, False, False
     while pos < end:
-        key, pos = _varint(payload, pos)
+        key, pos = varint(payload, pos)
         field, wire = key >> 3, key & 7
         if wire == 0:
-            value, pos = _varint(payload, pos)
+            value, pos = varint(payload, pos)
             if field == 2:
                 step = value - (1 << 64) if value >= 1 << 63 else value
         elif wire == 1:
@@ -137,7 +127,7 @@ def _event_step(payload: bytes) -> tuple[int, bool, bool]:
         elif wire == 5:
             pos += 4
         elif wire == 2:
-            n, pos = _varint(payload, pos)
+            n, pos = varint(payload, pos)
             if field == 5:
                 summary = True
             elif field == 7:
