@@ -302,7 +302,12 @@ def test_wandb_offline_resume_keeps_one_run_id(
 ) -> None:
     wandb = pytest.importorskip("wandb")
     from aoff._backends._wandb import RUN_ID_FILE, WandbBackend
-    from aoff.testing import read_wandb_config, read_wandb_history, read_wandb_run_id
+    from aoff.testing import (
+        iter_wandb_records,
+        read_wandb_config,
+        read_wandb_history,
+        read_wandb_run_id,
+    )
 
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_SILENT", "true")
@@ -331,6 +336,16 @@ def test_wandb_offline_resume_keeps_one_run_id(
             wandb.run.finish()
     files = sorted(tmp_path.rglob("offline-run-*/run-*.wandb"))
     assert len(files) == 2
+    # W&B's own service process may still be writing a run file when finish() has
+    # returned (CI once read the first session's file before its run record was in):
+    # read them once each holds its exit record
+    wait_until(
+        lambda: all(
+            any(r.WhichOneof("record_type") == "exit" for r in iter_wandb_records(f)) for f in files
+        ),
+        timeout=60,
+        what="both offline run files written to their exit record",
+    )
     assert {read_wandb_run_id(f) for f in files} == {stored}  # one run id
     assert (tmp_path / RUN_ID_FILE).read_text().strip() == stored
     first, second = (read_wandb_config(f) for f in files)
