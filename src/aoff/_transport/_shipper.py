@@ -136,9 +136,9 @@ class Shipper(Generic[R]):
         link.on_sent = self._sent
         self.held: list[Event] = []  # drained, behind an event waiting for a device
         self.unresolved = 0
-        #: a far producer's media budget (``_channel/_sender.py``): told the frames the
-        #: overflow policy or an unresolved device value drops (None: nobody holds them)
-        self.freed: FreedBytes | None = None
+        #: the frames the overflow policy or an unresolved device value drops: a far
+        #: producer's budget (``_channel/_sender.py``) sets its own; inactive otherwise
+        self.freed = FreedBytes()
         self.shipped_steps = 0
         self.acked_steps = 0
         self.acked_written: dict[str, int] = {}
@@ -195,15 +195,12 @@ class Shipper(Generic[R]):
         """The events that can go now; from the first one still waiting, keep the rest."""
         ready, self.held, unresolved = ready_prefix(events, self.say)
         self.unresolved += unresolved
-        if unresolved and self.freed is not None:
+        if unresolved:
             self.freed.unresolved(events, ready, self.held)
         return ready
 
     def _trim(self, bound: int | None) -> None:
-        if self.freed is None:
-            self.buffer.trim(bound)
-        else:
-            self.freed.trim(self.buffer, bound)
+        self.freed.trim(self.buffer, bound)
 
     def _queue_events(self, batch: list[Event]) -> None:
         try:
