@@ -3,8 +3,13 @@
 ``wait_until``/``await_until`` wait for a condition instead of sleeping a fixed time
 (a clear ``WaitTimeout`` naming what was awaited when it does not come).
 ``read_wandb_history`` reads an offline W&B run file back (``WANDB_MODE=offline``), so
-the W&B side of a run can be checked without a server. Use them to test code that
-logs through aoff without files, terminals or sleeping::
+the W&B side of a run can be checked without a server; ``wait_for_wandb_run`` waits
+until W&B's service process has written the whole file. ``probe(log)`` is a read-only
+view of a logger's insides (where its pump runs, its buffer, its backends), and
+``kill_agent``, ``hold_media_encoder``, ``drive_backend_clock``, ``put_event`` and the
+other hooks make the faults aoff must survive: tests of aoff's behaviour reach its
+internals only through these. Use them to test code that logs through aoff without
+files, terminals or sleeping::
 
     mem = MemoryBackend()
     with OffPolicyLogger(log_backend="none", backends=[mem], display=RecordingDisplay()):
@@ -20,25 +25,58 @@ from collections.abc import Sequence
 from .._backends._base import BackendContext
 from .._core._records import StepRecord
 from .._core._state import State
+from ._faults import (
+    BackendWatch,
+    BufferWatch,
+    aput_event,
+    drive_backend_clock,
+    hold_media_encoder,
+    kill_agent,
+    put_event,
+    record_report_lines,
+    ship_inline_after,
+    watch_backend,
+    watch_buffer,
+)
+from ._probe import BackendProbe, Probe, PumpPlace, probe
 from ._wait import WaitTimeout, await_until, wait_until
 from ._wandb_offline import CorruptRunFile
 from ._wandb_offline import iter_records as iter_wandb_records
 from ._wandb_offline import read_config as read_wandb_config
 from ._wandb_offline import read_history as read_wandb_history
 from ._wandb_offline import read_run_id as read_wandb_run_id
+from ._wandb_offline import wait_for_run as wait_for_wandb_run
+from ._wandb_offline import wait_for_runs as wait_for_wandb_runs
 
 __all__ = [
+    "BackendProbe",
+    "BackendWatch",
+    "BufferWatch",
     "CorruptRunFile",
     "ManualClock",
     "MemoryBackend",
+    "Probe",
+    "PumpPlace",
     "RecordingDisplay",
     "WaitTimeout",
+    "aput_event",
     "await_until",
+    "drive_backend_clock",
+    "hold_media_encoder",
     "iter_wandb_records",
+    "kill_agent",
+    "probe",
+    "put_event",
     "read_wandb_config",
     "read_wandb_history",
     "read_wandb_run_id",
+    "record_report_lines",
+    "ship_inline_after",
+    "wait_for_wandb_run",
+    "wait_for_wandb_runs",
     "wait_until",
+    "watch_backend",
+    "watch_buffer",
 ]
 
 

@@ -11,6 +11,11 @@ then the data, where ``crc`` is the plain (unmasked) zlib CRC-32 of the type byt
 data, and type is FULL=1, FIRST=2, MIDDLE=3 or LAST=4; a block tail shorter than a chunk
 header is zero padding. Each reassembled payload is a ``wandb_internal_pb2.Record``.
 A truncated last chunk ends the read quietly, like TensorBoard's reader.
+
+W&B writes the file from its own service process, which may still be writing when the
+run's ``finish()`` has returned (CI once read a file before its ``run`` record was in):
+:func:`wait_for_run` and :func:`wait_for_runs` wait until a file holds its ``exit``
+record, the last one W&B writes, before a test reads it.
 """
 
 from __future__ import annotations
@@ -21,9 +26,22 @@ import os
 import struct
 import zlib
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
-__all__ = ["iter_records", "read_config", "read_history", "read_run_id"]
+from ._wait import wait_until
+
+__all__ = [
+    "iter_records",
+    "read_config",
+    "read_history",
+    "read_run_id",
+    "wait_for_run",
+    "wait_for_runs",
+]
+
+#: seconds: W&B's service process can lag a busy machine by several seconds
+DEFAULT_RUN_TIMEOUT = 60.0
 
 _IDENT = b":W&B"
 _MAGIC = 0xBEE1
@@ -150,3 +168,46 @@ def read_config(path: str | os.PathLike[str]) -> dict[str, Any]:
         elif kind == "config":
             apply(record.config.update)
     return config
+
+
+def _ended(path: str | os.PathLike[str]) -> bool:
+    """Whether the run file exists and holds its ``exit`` record."""
+    try:
+        return any(r.WhichOneof("record_type") == "exit" for r in iter_records(path))
+    except FileNotFoundError:
+        return False
+
+
+def wait_for_run(path: str | os.PathLike[str], *, timeout: float = DEFAULT_RUN_TIMEOUT) -> Path:
+    """``path`` once the offline run file there holds its ``exit`` record (W&B's
+    service process has written all of it); raises ``aoff.testing.WaitTimeout`` after
+    ``timeout`` seconds. Call it after the run's ``finish()``, before reading the file."""
+    wait_until(
+        lambda: _ended(path),
+        timeout=timeout,
+        interval=0.05,
+        what=f"the W&B run file {os.fspath(path)!r} to hold its exit record",
+    )
+    return Path(path)
+
+
+def wait_for_runs(
+    root: str | os.PathLike[str], count: int = 1, *, timeout: float = DEFAULT_RUN_TIMEOUT
+) -> list[Path]:
+    """The ``count`` offline run files under ``root`` (``offline-run-*/run-*.wandb``,
+    at any depth), sorted, once there are that many and each holds its ``exit`` record;
+    raises ``aoff.testing.WaitTimeout`` after ``timeout`` seconds (also when more than
+    ``count`` files are there: a test that expects one run must not pass on two)."""
+
+    def ended() -> list[Path]:
+        files = sorted(Path(root).rglob("offline-run-*/run-*.wandb"))
+        if len(files) == count and all(_ended(f) for f in files):
+            return files
+        return []
+
+    return wait_until(
+        ended,
+        timeout=timeout,
+        interval=0.05,
+        what=f"{count} W&B run file(s) under {os.fspath(root)!r}, each with its exit record",
+    )

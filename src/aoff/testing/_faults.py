@@ -1,0 +1,179 @@
+"""Hooks that change a logger's behaviour on purpose, for tests: inject an event, hold
+the media encoder, drive a backend's stall clock, watch the buffer, kill the agent.
+
+Why: the faults aoff must survive (a backend that hangs, an encoder that never returns,
+the agent process dying, a device value that never lands) cannot all be made from the
+outside in a test, and tests that made them by patching private attributes broke at
+every rename. Each hook here is the one documented way to make its fault, and is as
+thin as the part it reaches: it installs the fault and returns what the test needs to
+release or observe it. Read-only views are in ``_probe.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from ._probe import _face, _side
+
+__all__ = [
+    "BackendWatch",
+    "BufferWatch",
+    "aput_event",
+    "drive_backend_clock",
+    "hold_media_encoder",
+    "kill_agent",
+    "put_event",
+    "record_report_lines",
+    "ship_inline_after",
+    "watch_backend",
+    "watch_buffer",
+]
+
+
+def _core(log: object) -> Any:
+    core = getattr(_face(log), "_core", None)
+    if core is None:
+        raise LookupError("this hook needs the pump in this process (pump='thread')")
+    return core
+
+
+def _runner(log: object, name: str) -> Any:
+    runners = _core(log).pump.runners
+    for r in runners:
+        if r.name == name:
+            return r
+    raise LookupError(f"no backend named {name!r} (there are {[r.name for r in runners]})")
+
+
+def put_event(log: object, event: tuple[Any, ...]) -> None:
+    """Hand one raw event (built with aoff's private event helpers, e.g. a step whose
+    device value never lands) to a sync logger's hot path, exactly as a logging call
+    hands its own."""
+    _face(log)._put(event)
+
+
+async def aput_event(log: object, event: tuple[Any, ...]) -> None:
+    """:func:`put_event` for an ``AsyncOffPolicyLogger`` (awaits space under
+    ``overflow="block"`` like its logging calls)."""
+    await _face(log)._put(event)
+
+
+def record_report_lines(log: object) -> list[str]:
+    """A list that receives every line the in-process pump reports from now on
+    (problems, once each, and the end-of-run totals), in order. The lines still go to
+    stderr as well."""
+    reporter = _core(log).pump.report_line
+    lines: list[str] = []
+    write: Callable[[str], None] = reporter.write
+
+    def tee(line: str) -> None:
+        lines.append(line)
+        write(line)
+
+    reporter.write = tee
+    return lines
+
+
+class BufferWatch:
+    """What :func:`watch_buffer` saw: ``waits`` holds the buffer's length each time a
+    producer had to wait for space (``overflow="block"``), ``drains`` the size of each
+    non-empty drain (one shipping round or pump slice each)."""
+
+    def __init__(self) -> None:
+        self.waits: list[int] = []
+        self.drains: list[int] = []
+
+
+def watch_buffer(log: object) -> BufferWatch:
+    """Count, from now on, the producers' waits for space and the drains of ``log``'s
+    buffer (the logging side's buffer, in either pump mode)."""
+    buf = _face(log)._buffer
+    watch = BufferWatch()
+    wait_for_space = buf.wait_for_space
+    drain = buf.drain
+
+    def counted_wait(timeout: float | None = None) -> bool:
+        watch.waits.append(len(buf))
+        return bool(wait_for_space(timeout))
+
+    def counted_drain(limit: int | None = None) -> list[Any]:
+        out: list[Any] = drain(limit)
+        if out:
+            watch.drains.append(len(out))
+        return out
+
+    buf.wait_for_space = counted_wait
+    buf.drain = counted_drain
+    return watch
+
+
+class BackendWatch:
+    """What :func:`watch_backend` saw: ``peak_pending`` is the most records ever queued
+    for the backend right after an offer; ``offers`` the size of each offer."""
+
+    def __init__(self) -> None:
+        self.peak_pending = 0
+        self.offers: list[int] = []
+
+
+def watch_backend(log: object, name: str) -> BackendWatch:
+    """Watch, from now on, what the in-process pump offers the backend ``name``."""
+    r = _runner(log, name)
+    watch = BackendWatch()
+    offer = r.offer
+
+    def tracking_offer(records: Any) -> None:
+        offer(records)
+        watch.offers.append(len(records))
+        watch.peak_pending = max(watch.peak_pending, len(r.pending))
+
+    r.offer = tracking_offer
+    return watch
+
+
+def drive_backend_clock(log: object, name: str, clock: Callable[[], float]) -> None:
+    """Let ``clock`` (e.g. ``aoff.testing.ManualClock``) be what the backend ``name``'s
+    stall detection reads, so that a test can make a hung ``write`` count as stalled
+    without waiting ``stall_timeout`` (the logger's ``clock=`` does not reach it)."""
+    _runner(log, name).monotonic = clock
+
+
+def hold_media_encoder(log: object) -> threading.Event:
+    """Make the in-process pump's media encoder wait before each image/video until the
+    returned event is set (``.set()`` it to let it go; a held job waits at most 60 s)."""
+    encoder = _core(log).pump.intake.media
+    gate = threading.Event()
+    encode = encoder._encode
+
+    def held(job: Any) -> Any:
+        gate.wait(60)
+        return encode(job)
+
+    encoder._encode = held
+    return gate
+
+
+def ship_inline_after(log: object, events: int) -> None:
+    """Process mode, sync face: a logging call ships a round itself once this many
+    events wait (default: half the ``capacity``, at most 4,096), instead of leaving it
+    to the shipper thread. A test that must see the buffer fill sets it above the
+    capacity."""
+    side = _side(_face(log))
+    if side is None:
+        raise LookupError("ship_inline_after needs a sync logger in process mode")
+    side._inline_events = max(1, int(events))
+
+
+def kill_agent(log: object, signum: int = signal.SIGKILL) -> int:
+    """Send ``signum`` (default ``SIGKILL``) to ``log``'s agent process; its pid.
+    ``SIGSTOP`` freezes it (it can neither write nor answer) until a later kill."""
+    side = _side(_face(log))
+    if side is None:
+        raise LookupError("kill_agent needs a logger in process mode")
+    pid = int(side.proc.pid)
+    os.kill(pid, signum)
+    return pid
