@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 import pytest
 
 from aoff import AsyncOffPolicyLogger, Backend, Display, OffPolicyLogger, Overflow
-from aoff.testing import RecordingDisplay
+from aoff.testing import RecordingDisplay, probe
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -90,11 +90,9 @@ def make_async_logger(*backends: Backend, **kw: Unpack[LoggerOptions]) -> AsyncO
 
 def pump_thread(log: OffPolicyLogger) -> threading.Thread:
     """The thread that runs ``log``'s pump (thread mode)."""
-    from aoff._pump._thread import PumpThread
-
-    pump = log._host
-    assert isinstance(pump, PumpThread), pump
-    return pump.thread
+    thread = probe(log).pump_thread
+    assert thread is not None, probe(log).pump_place
+    return thread
 
 
 # -- reading a run back -----------------------------------------------------------------------

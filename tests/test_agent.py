@@ -13,7 +13,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from aoff import AsyncOffPolicyLogger, OffPolicyLogger
+from aoff.testing import kill_agent, probe, put_event, wait_until, watch_buffer
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -72,7 +72,7 @@ def test_process_and_thread_mode_write_identical_records(tmp_path: Path) -> None
             handle_sigterm=False,
         )
         if mode == "process":
-            assert log._host.__class__.__name__ == "AgentSide"
+            assert probe(log).pump_place == "agent"
         log.start()
         script_sequence(log, 300)
         report = log.finish()
@@ -91,12 +91,13 @@ async def test_async_face_in_process_mode_writes_everything(tmp_path: Path) -> N
     async with AsyncOffPolicyLogger(
         log_dir=tmp_path, backends=("jsonl",), handle_sigterm=False
     ) as log:
-        assert log._side is not None
+        assert probe(log).pump_place == "agent"
         for i in range(1, 501):
             await log.log_step(i, {"x": float(i)})
         await log.aflush()
         assert len(jsonl_rows(tmp_path)) == 500  # flushed means on disk
-    assert log._report is not None and log._report.steps == 500
+    report = probe(log).report
+    assert report is not None and report.steps == 500
     assert [s for s, _ in tb_scalars(tmp_path)["train/x"]] == list(range(1, 501))
 
 
@@ -126,29 +127,33 @@ def test_burst_from_four_threads_loses_nothing_with_default_settings(tmp_path: P
 
 
 GUARDLESS = """
-import sys, time
+import sys
 from aoff import OffPolicyLogger
+from aoff.testing import kill_agent, probe, wait_until
 print("script body ran", flush=True)
 log = OffPolicyLogger(log_dir=sys.argv[1], backends=("jsonl",), handle_sigterm=False)
 log.start()
 for i in range(1, 201):
     log.log_step(i, {"x": i * 1.0})
 log.flush()
-print("AGENT", log._host.proc.pid, flush=True)
+p = probe(log)
+print("AGENT", p.agent_pid, flush=True)
 if sys.argv[2] == "kill-self":
     for i in range(201, 401):
         log.log_step(i, {"x": i * 1.0})
-    time.sleep(1.2)  # shipped by now (the backstop round: <= 0.75 s)
+    # the backstop round ships them (<= 0.75 s)
+    wait_until(lambda: p.shipped_steps >= 400, what="steps 201-400 shipped to the agent")
     import os, signal
     os.kill(os.getpid(), signal.SIGKILL)
 if sys.argv[2] == "kill-agent":
-    import os, signal
-    os.kill(log._host.proc.pid, signal.SIGSTOP)   # it can neither write nor confirm
+    import signal
+    kill_agent(log, signal.SIGSTOP)   # it can neither write nor confirm
     for i in range(201, 301):
         log.log_step(i, {"x": i * 1.0})
-    time.sleep(1.2)  # shipped into the stopped agent (<= 0.75 s): received, never written
-    os.kill(log._host.proc.pid, signal.SIGKILL)
-    time.sleep(0.3)
+    # shipped into the stopped agent (<= 0.75 s): received, never written
+    wait_until(lambda: p.shipped_steps >= 300, what="steps 201-300 shipped to the agent")
+    kill_agent(log)
+    wait_until(lambda: not p.agent_running, what="the agent to die")
     for i in range(301, 401):
         log.log_step(i, {"x": i * 1.0})
 r = log.finish()
@@ -185,15 +190,15 @@ def test_sigkill_of_the_training_process_leaves_everything_shipped_on_disk(
     out = run_script(tmp_path, "kill-self")
     assert out.returncode == -signal.SIGKILL
     agent = int(next(ln.split()[1] for ln in out.stdout.splitlines() if ln.startswith("AGENT")))
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
+
+    def agent_ended() -> bool:
         try:
             os.kill(agent, 0)
         except ProcessLookupError:
-            break
-        time.sleep(0.05)
-    else:
-        pytest.fail("the agent outlived its training process by 10 s")
+            return True
+        return False
+
+    wait_until(agent_ended, timeout=30, what="the agent to exit after its training process")
     run = tmp_path / "run"
     assert [r["iteration"] for r in jsonl_rows(run)] == list(range(1, 401))
     assert [s for s, _ in tb_scalars(run)["train/x"]] == list(range(1, 401))
@@ -256,14 +261,13 @@ def test_ctrl_c_while_the_agent_is_still_starting_does_not_kill_it(tmp_path: Pat
     log = OffPolicyLogger(
         log_dir=tmp_path, backends=("jsonl",), log_backend="none", handle_sigterm=False
     )
-    agent = log._host.proc  # type: ignore[union-attr]
-    os.kill(agent.pid, signal.SIGINT)  # in the import window: nothing handles it yet
-    os.kill(agent.pid, signal.SIGTERM)
+    kill_agent(log, signal.SIGINT)  # in the import window: nothing handles it yet
+    kill_agent(log, signal.SIGTERM)
     for i in range(1, 101):
         log.log_step(i, {"x": 1.0})
     report = log.finish()
     assert not report.partial and report.backend_written == {"jsonl": 100}
-    assert agent.returncode == 0  # it ended on the training process's word
+    assert probe(log).agent_returncode == 0  # it ended on the training process's word
     assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 100
 
 
@@ -288,7 +292,7 @@ def test_a_value_pickle_refuses_is_reported_by_the_agent_and_nothing_else_is_los
     other 299 steps, and the same step's other metric) arrives untouched."""
     run = tmp_path / "run"
     log = _jsonl_only(run)
-    assert log._host.proc.poll() is None  # type: ignore[union-attr]  # the agent runs it
+    assert probe(log).agent_running  # the agent runs it
     log.start()
     for i in range(1, 301):
         metrics: dict[str, Any] = {"x": float(i)}
@@ -323,11 +327,11 @@ def test_a_device_value_that_can_never_be_read_is_said_and_counted_in_process_mo
 
     run = tmp_path / "run"
     log = _jsonl_only(run)
-    assert log._host.proc.poll() is None  # type: ignore[union-attr]  # the agent runs it
+    assert probe(log).agent_running  # the agent runs it
     log.start()
     log.log_step(1, {"x": 1.0})
     step = (ev.STEP, 0.0, 2, {"x": Broken()}, None, None, None, 0.0, 0.0, 0.0, 0.0, None)
-    log._put(pending_event(step))
+    put_event(log, pending_event(step))
     log.log_step(3, {"x": 3.0})
     report = log.finish()
     assert report.dropped_events == 1 and report.backend_written == {"jsonl": 2}
@@ -353,20 +357,13 @@ def test_a_small_buffer_is_shipped_before_it_fills(tmp_path: Path, overflow: str
     finally:
         sys.path.pop(0)
     log = _jsonl_only(tmp_path / "run", capacity=1000, overflow=overflow)
-    waits = []
-    wait_for_space = log._buffer.wait_for_space
-
-    def counted(timeout: float | None = None) -> bool:
-        waits.append(len(log._buffer))
-        return wait_for_space(timeout)
-
-    log._buffer.wait_for_space = counted  # type: ignore[method-assign]
+    watch = watch_buffer(log)
     log.start()
     log.flush()
     iterate(log, 0, 3000)  # 12,000 events, flat out
     report = log.finish()
     assert report.dropped_events == 0  # drop_newest refused none
-    assert waits == []  # block never made the loop wait
+    assert watch.waits == []  # block never made the loop wait
     assert report.backend_written == {"jsonl": 3000}
 
 
@@ -381,18 +378,8 @@ async def test_the_async_face_ships_a_flood_in_slices_the_loop_runs_between(
     async with AsyncOffPolicyLogger(
         log_dir=tmp_path, backends=("jsonl",), handle_sigterm=False, display="none"
     ) as log:
-        assert log._side is not None
-        shipper = log._side.shipper
-        rounds: list[int] = []  # events each round took off the buffer
-        drain = shipper.buffer.drain
-
-        def counted(limit: int | None = None) -> list[Any]:
-            out = drain(limit)
-            if out:
-                rounds.append(len(out))
-            return out
-
-        shipper.buffer.drain = counted  # type: ignore[method-assign]
+        assert probe(log).pump_place == "agent"
+        rounds = watch_buffer(log).drains  # events each round took off the buffer
         n = 20 * LOOP_ROUND_EVENTS
         for i in range(1, n + 1):  # one burst: the loop never runs in between
             log.log_step(i, {"x": float(i)})  # a done awaitable: no await needed

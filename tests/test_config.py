@@ -18,7 +18,7 @@ from aoff import AoffWarning, OffPolicyLogger
 from aoff._backends._hparams import HPARAMS_FILE_PREFIX, text_table
 from aoff._core._config import HParams, flatten_config
 from aoff._pump._options import PumpMode
-from aoff.testing import RecordingDisplay
+from aoff.testing import RecordingDisplay, probe
 
 from .conftest import make_logger, tensorboard_accumulator
 
@@ -257,7 +257,7 @@ def test_log_config_bad_input_raises_in_the_caller() -> None:
         with pytest.warns(AoffWarning, match=r"log_config: 1 value\(s\) .* 'fn' \(function\)"):
             log.log_config({"fn": test_flatten_config_rules})
         log.flush()
-        assert log._core.state.hparams.values == {"fn": str(test_flatten_config_rules)}
+        assert probe(log).state.hparams.values == {"fn": str(test_flatten_config_rules)}
 
 
 @pytest.mark.anyio

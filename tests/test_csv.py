@@ -23,6 +23,7 @@ from aoff._backends._base import Backend, BackendContext
 from aoff._backends._csv import CsvBackend
 from aoff._core._records import StepRecord
 from aoff._pump._options import PumpMode
+from aoff.testing import probe
 
 from .conftest import read_jsonl
 from .test_jsonl import Tearing
@@ -110,7 +111,7 @@ def run_public(log_dir: Path, pump: PumpMode, n: int = 100) -> tuple[FinishRepor
         log = OffPolicyLogger(
             log_dir=log_dir, backends=("jsonl", "csv"), handle_sigterm=False, system_interval=0
         )
-        assert log._host.__class__.__name__ == "AgentSide"
+        assert probe(log).pump_place == "agent"
     watch = InodeWatch(log_dir / "progress.csv")
     for i in range(1, n + 1):
         log.log_step(i, metrics(i))

@@ -21,7 +21,7 @@ from rich.console import Console
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from aoff import CsvBackend, JsonlBackend, NullDisplay, OffPolicyLogger, TensorBoardBackend
-from aoff.testing import ManualClock, MemoryBackend
+from aoff.testing import ManualClock, MemoryBackend, probe
 
 LINE = "aoff: the pump runs in this process, not in its agent"
 
@@ -43,10 +43,10 @@ def run_steps(log: OffPolicyLogger, n: int) -> None:
 
 def in_agent(log: OffPolicyLogger) -> bool:
     """The pump is in another, live process, and no pump thread runs in this one."""
-    host: Any = log._host
-    if type(host).__name__ != "AgentSide":
+    p = probe(log)
+    if p.pump_place != "agent":
         return False
-    assert host.proc.pid != os.getpid() and host.proc.poll() is None
+    assert p.agent_pid != os.getpid() and p.agent_running
     assert not any(t.name == "aoff-pump" for t in threading.enumerate())
     return True
 

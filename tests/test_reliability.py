@@ -21,16 +21,24 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
 import psutil
 import pytest
 
-from aoff import AsyncOffPolicyLogger, Backend, FinishReport, OffPolicyLogger, Overflow, StepRecord
-from aoff._pump._runner import BackendRunner
-from aoff.testing import ManualClock, MemoryBackend, RecordingDisplay, await_until, wait_until
+from aoff import AsyncOffPolicyLogger, Backend, FinishReport, OffPolicyLogger, Overflow
+from aoff.testing import (
+    ManualClock,
+    MemoryBackend,
+    RecordingDisplay,
+    await_until,
+    drive_backend_clock,
+    probe,
+    wait_until,
+    watch_backend,
+)
 
 from .conftest import (
     make_async_logger,
@@ -58,13 +66,9 @@ from .faulty import (
 SOAK_RSS_BOUND = {"drop_oldest": 250 * 2**20, "drop_newest": 100 * 2**20, "block": 100 * 2**20}
 
 
-def runner(log: OffPolicyLogger | AsyncOffPolicyLogger, name: str) -> BackendRunner:
-    return next(r for r in log._core.pump.runners if r.name == name)
-
-
 def assert_accounted(log: OffPolicyLogger | AsyncOffPolicyLogger) -> None:
     """Every record offered to a backend was either written or counted as lost."""
-    for r in log._core.pump.runners:
+    for r in probe(log).backends.values():
         assert r.offered == r.written + r.lost, (r.name, r.offered, r.written, r.lost)
 
 
@@ -141,8 +145,8 @@ def test_soak_drops_are_counted_exactly_and_memory_stays_bounded(
     peak_len = [0]
     with RssPeak() as rss:
         log = make_logger(slow, overflow=overflow, display=display)
-        buf = log._core.buffer
-        rss.on_sample = lambda: peak_len.__setitem__(0, max(peak_len[0], len(buf)))
+        p = probe(log)
+        rss.on_sample = lambda: peak_len.__setitem__(0, max(peak_len[0], p.buffered))
         log.start()
         # drain the start event first: under drop_oldest it would otherwise be among the
         # dropped events, and the count below compares drops with missing *steps*
@@ -168,7 +172,7 @@ def test_soak_drops_are_counted_exactly_and_memory_stays_bounded(
         assert f"{missing:,} events were dropped" in err
     assert rss.growth < SOAK_RSS_BOUND[overflow], f"RSS grew by {rss.growth / 2**20:.0f} MB"
     if overflow != "drop_oldest":
-        assert peak_len[0] <= log._core.buffer.capacity + 4  # hard cap (+1 per thread)
+        assert peak_len[0] <= probe(log).capacity + 4  # hard cap (+1 per thread)
     assert_accounted(log)
 
 
@@ -218,7 +222,7 @@ def test_block_policy_blocks_the_sync_caller_until_there_is_room() -> None:
         th.start()
         assert gated.entered.wait(30)
         # the outbox filled, then the buffer
-        wait_until(log._core.buffer.full, timeout=30, what="the buffer to fill")
+        wait_until(lambda: probe(log).buffer_full, timeout=30, what="the buffer to fill")
         time.sleep(0.2)  # a while in which nothing may move (no condition can say so)
         # nothing can drain while the backend is stuck: the producer must be waiting
         assert th.is_alive() and progress[0] < n
@@ -269,12 +273,14 @@ async def test_block_policy_makes_the_async_caller_await_space() -> None:
 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(work)
-                await await_until(log._core.buffer.full, timeout=30, what="the buffer to fill")
+                await await_until(
+                    lambda: probe(log).buffer_full, timeout=30, what="the buffer to fill"
+                )
                 await anyio.sleep(0.1)  # a while in which the task may not run to the end
                 # without awaiting space, the task would have run to the end in one go
                 assert progress[0] < n
                 gated.gate.set()
-        report = log._report
+        report = probe(log).report
         assert report is not None and report.dropped_events == 0
         assert mem.iterations == gated.iterations == list(range(n))
     finally:
@@ -385,13 +391,13 @@ def test_a_stalled_backend_stops_holding_the_others_back(
     mem = CountingBackend("memory")
     clock = ManualClock()
     log = make_logger(hung, mem, finish_timeout=0.5, capacity=5_000)
-    r = runner(log, "hung")
-    r.monotonic = clock  # the pump does not hand its clock to the runners
+    drive_backend_clock(log, "hung", clock)  # the logger's clock= does not reach it
+    r = probe(log).backends["hung"]
     n = 20_000
     try:
         log.log_step(0)
         assert hung.entered.wait(30)  # its first write hangs
-        assert not r.stalled()
+        assert not r.stalled
         clock.advance(r.stall_timeout + 0.5)
         # > outbox (4,096) + batch in flight (1,024) + capacity (5,000): without stall
         # detection the buffer overflows. Paced (<= 20 events/ms, like a training loop)
@@ -418,7 +424,7 @@ async def test_async_face_isolates_a_raising_backend() -> None:
     async with make_async_logger(bad, mem) as log:
         for i in range(1_000):
             await log.log_step(i)
-    report = log._report
+    report = probe(log).report
     assert report is not None
     assert len(mem.records) == 1_000 and report.backend_lost["bad"] == 1_000
 
@@ -653,7 +659,7 @@ def test_empty_dicts() -> None:
     tags = [[t for t, _ in r.scalars] for r in mem.records]
     assert "reward/c" in tags[0] and "reward/c" not in tags[1]  # written only when given
     assert not any(t.startswith("train/") or t == "perf/steps_per_sec" for t in tags[2])
-    display = log._core.pump.state
+    display = probe(log).state
     assert display.reward_components == {"c": 1.0}  # an empty dict keeps the last ones
 
 
@@ -742,7 +748,7 @@ def test_every_call_after_finish_warns_and_records_nothing() -> None:
         with pytest.warns(AoffWarning, match="called after finish"):
             getattr(log, name)(*args)
     assert [r.iteration for r in mem.records] == [1]
-    assert len(log._core.buffer) == 0
+    assert probe(log).buffered == 0
 
 
 @pytest.mark.anyio
@@ -808,27 +814,17 @@ def test_finish_gives_up_on_a_pump_that_stops_making_progress(
     pump_thread(log).join(30)
 
 
-def test_the_final_drain_folds_no_faster_than_the_backends_write(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_the_final_drain_folds_no_faster_than_the_backends_write() -> None:
     """At finish, the buffer's backlog must not turn into records all at once: a step
     record is several times the size of its event (memory bound at finish)."""
     slow = SlowBackend(delay=0.01)
     log = make_logger(slow, finish_timeout=60)
-    r = runner(log, "slow")
-    peak = [0]
-    offer = r.offer
-
-    def tracking_offer(records: Sequence[StepRecord]) -> None:
-        offer(records)
-        peak[0] = max(peak[0], len(r.pending))
-
-    monkeypatch.setattr(r, "offer", tracking_offer)
+    watch = watch_backend(log, "slow")
     n = 30_000
     for i in range(n):
         log.log_step(i)
-    backlog = len(log._core.buffer)
+    backlog = probe(log).buffered
     report = log.finish()
     assert report.complete and slow.iterations == list(range(n))
     assert backlog > 10_000  # the slow backend held the pump back: a real backlog
-    assert peak[0] <= r.max_pending + 2 * 512
+    assert watch.peak_pending <= probe(log).backends["slow"].max_pending + 2 * 512

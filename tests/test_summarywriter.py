@@ -34,6 +34,7 @@ from torch.utils.tensorboard import SummaryWriter as TorchWriter
 
 from aoff import AoffWarning
 from aoff.tensorboard import SummaryWriter
+from aoff.testing import probe
 
 TAGS = ("losses/qf1", "losses/actor", "charts/episodic_return", "alpha")
 GIVEN_MAX = 1_700_001_000
@@ -334,10 +335,8 @@ def test_wandb_sync_tensorboard_sees_the_writer(
 def test_extras_jsonl_and_csv_and_the_pump_stays_in_the_agent(tmp_path: Path) -> None:
     import pandas as pd
 
-    from aoff._faces._side import AgentSide
-
     with SummaryWriter(str(tmp_path), backends=("jsonl", "csv")) as w:
-        assert isinstance(w._engine._host, AgentSide)  # no dashboard, still process mode
+        assert probe(w).pump_place == "agent"  # no dashboard, still process mode
         w.add_scalar("loss", 0.5, 3)
         w.add_scalars("q", {"a": 1.0}, 3)
         w.add_text("note", "hi", 4)

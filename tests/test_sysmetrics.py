@@ -32,7 +32,7 @@ from aoff._display._panel import dashboard_panel, timing_table
 from aoff._pump._options import PumpMode
 from aoff._pump._pump import Pump
 from aoff._pump._sysmetrics import SystemSampler, _open_gpu, _visible
-from aoff.testing import MemoryBackend, RecordingDisplay
+from aoff.testing import MemoryBackend, RecordingDisplay, probe
 
 from .conftest import read_jsonl, read_tensorboard
 from .test_render import NOW, SMALL, assert_fits, check_golden, export, mid_run_state, sized
@@ -170,7 +170,7 @@ def test_interval_is_checked_and_zero_turns_sampling_off() -> None:
         log_backend="none", pump="thread", display=RecordingDisplay(), system_interval=0
     )
     try:
-        assert log._core.pump.system is None
+        assert not probe(log).system_metrics
     finally:
         log.finish()
 

@@ -36,7 +36,14 @@ from aoff._core._pending import (
 from aoff._core._recorder import Recorder
 from aoff._core._state import State
 from aoff._pump._pump import Pump
-from aoff.testing import ManualClock, MemoryBackend, RecordingDisplay
+from aoff.testing import (
+    ManualClock,
+    MemoryBackend,
+    RecordingDisplay,
+    aput_event,
+    put_event,
+    record_report_lines,
+)
 
 from .conftest import make_async_logger, make_logger
 
@@ -252,9 +259,8 @@ def test_empty_tensor_is_a_value_error_too() -> None:
 
 def test_an_unreadable_tensor_is_reported_by_the_pump_not_raised() -> None:
     mem = MemoryBackend()
-    lines: list[str] = []
     log = make_sync(mem)
-    log._core.pump.report_line.write = lines.append
+    lines = record_report_lines(log)
     log.log_step(1, {"meta": torch.empty((), device="meta"), "ok": torch.tensor(0.5)})
     report = log.finish()
     assert mem.records[0].as_dict()["train/ok"] == 0.5
@@ -321,7 +327,7 @@ def test_capture_turns_on_only_after_torch_is_imported() -> None:
         """
         import sys
         import aoff
-        from aoff.testing import MemoryBackend, RecordingDisplay
+        from aoff.testing import MemoryBackend, RecordingDisplay, probe
         assert "torch" not in sys.modules and "aoff._core._tensors" not in sys.modules
 
         def logger(mem):
@@ -332,13 +338,13 @@ def test_capture_turns_on_only_after_torch_is_imported() -> None:
         log = logger(mem)
         log.log_step(1, {"x": 0.5})
         log.finish()
-        assert not log._capturing
+        assert not probe(log).captures_tensors
         assert "torch" not in sys.modules and "aoff._core._tensors" not in sys.modules
 
         import torch
         mem = MemoryBackend()
         log = logger(mem)  # a logger built after import torch captures
-        assert log._capturing and "aoff._core._tensors" in sys.modules
+        assert probe(log).captures_tensors and "aoff._core._tensors" in sys.modules
         t = torch.tensor(0.25)
         log.log_step(2, {"x": t})
         t.add_(1)
@@ -426,7 +432,9 @@ async def test_pump_records_keep_steps_when_values_wait() -> None:
             if i % 2:
                 await log.log_step(i, {"q": float(i)})
             else:
-                await log._put(pending_event(step_event(i, slow[i], reward=FlipAfter(-i, 1))))
+                await aput_event(
+                    log, pending_event(step_event(i, slow[i], reward=FlipAfter(-i, 1)))
+                )
             await anyio.lowlevel.checkpoint()
     assert [r.iteration for r in mem.records] == list(range(30))
     assert [r.step for r in mem.records] == [1000 * (i + 1) for i in range(30)]
@@ -438,7 +446,7 @@ def test_sync_flush_waits_for_pending_values() -> None:
     mem = MemoryBackend()
     log = make_sync(mem)
     slow = FlipAfter(0.5, 5)
-    log._put(pending_event(step_event(1, slow)))
+    put_event(log, pending_event(step_event(1, slow)))
     log.log_step(2, {"q": 1.5})
     log.flush()  # returns only once both are written, in order
     assert [(r.iteration, r.as_dict()["train/q"]) for r in mem.records] == [(1, 0.5), (2, 1.5)]
@@ -467,11 +475,10 @@ class Broken(Placeholder):
 
 def test_values_that_never_arrive_are_dropped_at_finish_and_counted() -> None:
     mem = MemoryBackend()
-    lines: list[str] = []
     log = make_sync(mem, finish_timeout=0.3)
-    log._core.pump.report_line.write = lines.append
+    lines = record_report_lines(log)
     log.log_step(1, {"q": 0.5})
-    log._put(pending_event(step_event(2, Never())))
+    put_event(log, pending_event(step_event(2, Never())))
     log.log_step(3, {"q": 1.5})
     report = log.finish()
     assert [r.iteration for r in mem.records] == [1, 3]
@@ -483,12 +490,11 @@ def test_values_that_never_arrive_are_dropped_at_finish_and_counted() -> None:
 @pytest.mark.anyio
 async def test_a_placeholder_that_fails_drops_its_event_not_the_pump() -> None:
     mem = MemoryBackend()
-    lines: list[str] = []
     log = make_async(mem)
-    log._core.pump.report_line.write = lines.append
+    lines = record_report_lines(log)
     async with log:
         await log.log_step(1, {"q": 0.5})
-        await log._put(pending_event(step_event(2, Broken())))
+        await aput_event(log, pending_event(step_event(2, Broken())))
         await log.log_step(3, {"q": 1.5})
         await log.aflush()
         assert [r.iteration for r in mem.records] == [1, 3]

@@ -14,6 +14,7 @@ logger; the fault-injection hooks are in ``_faults.py``.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -126,6 +127,18 @@ class Probe:
         if side is not None:
             return "in-process" if side.fallback is not None else "agent"
         return "in-process" if getattr(self._face, "_core", None) is not None else "none"
+
+    @property
+    def pump_thread(self) -> threading.Thread | None:
+        """The "aoff-pump" thread that runs the sync face's in-process pump (thread
+        mode, or the fallback after the agent was lost); None where there is none (the
+        async face runs its pump as a task of its event loop)."""
+        host = getattr(self._face, "_host", None)
+        side = _side(self._face)
+        if side is not None:
+            host = side.fallback
+        thread = getattr(host, "thread", None) if host is not None else None
+        return thread if isinstance(thread, threading.Thread) else None
 
     @property
     def agent_pid(self) -> int | None:
