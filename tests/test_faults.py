@@ -37,7 +37,7 @@ from aoff import (
 from aoff._core._buffer import EventBuffer
 from aoff._core._recorder import Recorder
 from aoff._pump._pump import Pump
-from aoff.testing import MemoryBackend, RecordingDisplay
+from aoff.testing import MemoryBackend, RecordingDisplay, probe, ship_inline_after
 
 TIMEOUT = 60.0  # generous bounds on waits: this is a slow, shared machine
 
@@ -230,7 +230,7 @@ def test_two_threads_finish_at_once_and_share_one_complete_report(
     log = sync_logger(tmp_path, pump)
     for i in range(1, BACKLOG + 1):
         log.log_step(i, {"loss": i / 7})
-    assert len(log._buffer) > 0  # a backlog is still waiting when finish() starts
+    assert probe(log).buffered > 0  # a backlog is still waiting when finish() starts
     barrier = threading.Barrier(2)
     reports: list[FinishReport | None] = [None, None]
 
@@ -263,7 +263,7 @@ async def test_two_tasks_afinish_at_once_and_share_one_complete_report(tmp_path:
     async with anyio.create_task_group() as outer, async_logger(tmp_path) as log:
         for i in range(1, BACKLOG + 1):
             await log.log_step(i, {"loss": i / 7})
-        assert len(log._buffer) == BACKLOG + 1  # the pump has not run: start + steps
+        assert probe(log).buffered == BACKLOG + 1  # the pump has not run: start + steps
 
         async def call() -> None:
             reports.append(await log.afinish())
@@ -348,18 +348,18 @@ def test_the_closing_event_never_evicts_a_data_event(
 ) -> None:
     log = sync_logger(tmp_path, pump, capacity=CAPACITY, overflow=overflow)
     log.flush()  # the pump is idle and the buffer empty
-    buffer = log._buffer
+    p = probe(log)
     if pump == "process":
         # the loop itself ships once half the buffer waits: not here, where the buffer
         # must be exactly full when finish() comes
-        log._host._inline_events = CAPACITY + 1  # type: ignore[union-attr]
+        ship_inline_after(log, CAPACITY + 1)
     with gil_held_by_this_thread():
         for i in range(1, CAPACITY + 1):
             log.log_step(i, {"loss": float(i)})
-        full = (len(buffer), buffer.dropped)
+        full = (p.buffered, p.buffer_dropped)
         report = log.finish()
     assert full == (CAPACITY, 0)  # exactly full when finish() came
-    assert report.dropped_events == 0 and buffer.dropped == 0
+    assert report.dropped_events == 0 and p.buffer_dropped == 0
     assert report.steps == CAPACITY and report.complete
     assert_both_files_hold(tmp_path, CAPACITY)  # the first step is there
 
@@ -371,10 +371,10 @@ async def test_the_closing_event_never_evicts_a_data_event_async(  # buffer's aw
 ) -> None:
     async with async_logger(tmp_path, capacity=CAPACITY, overflow=overflow) as log:
         await log.aflush()  # the start event is folded: the buffer is empty
-        buffer = log._buffer
+        p = probe(log)
         for i in range(1, CAPACITY + 1):  # no await yields here: the pump cannot drain
             await log.log_step(i, {"loss": float(i)})
-        assert len(buffer) == CAPACITY and buffer.dropped == 0
+        assert p.buffered == CAPACITY and p.buffer_dropped == 0
         report = await log.afinish()
     assert report.dropped_events == 0
     assert report.steps == CAPACITY and report.complete

@@ -23,6 +23,7 @@ from PIL import Image, ImageSequence
 
 import aoff
 from aoff import AoffWarning, AsyncOffPolicyLogger, OffPolicyLogger
+from aoff.testing import hold_media_encoder, probe, read_wandb_history, wait_for_wandb_runs
 
 MODES = ("process", "thread")
 
@@ -208,14 +209,11 @@ def test_in_flight_bytes_are_bounded_while_the_encoder_works(tmp_path: Path) -> 
     accepted is written at finish()."""
     frame = np.zeros((4, 16, 16, 3), np.uint8)  # 3,072 bytes
     with _logger(tmp_path, "thread", media_budget=10_000) as log:
-        encoder = log._core.pump.intake.media
-        gate = __import__("threading").Event()
-        encode = encoder._encode
-        encoder._encode = lambda job: (gate.wait(30), encode(job))[1]  # type: ignore[method-assign]
+        gate = hold_media_encoder(log)
         with pytest.warns(AoffWarning, match="refused"):
             for _ in range(10):
                 log.log_video("v", frame)
-        assert log._media_budget.in_flight() <= 10_000
+        assert probe(log).media_in_flight <= 10_000
         gate.set()
     report = log.close()
     assert (report.media_written, report.media_refused) == (3, 7)
@@ -308,14 +306,13 @@ def test_process_mode_reuses_its_shared_memory_blocks(tmp_path: Path) -> None:
     block would cost its page faults again); the pool's in-use bytes are the budget's."""
     frames = np.zeros((20, 32, 32, 3), np.uint8)
     with _logger(tmp_path, "process") as log:
-        pool = log._media_budget.pool
-        assert pool is not None
+        p = probe(log)
         for i in range(5):
             log.log_video("v", frames, step=i)
             log.flush()  # the agent read it: its block is free again
-            assert pool.in_use_bytes() == 0
-        assert len(pool._blocks) == 1
-        names = {b.shm.name for b in pool._blocks}
+            assert p.media_blocks_in_use == 0
+        names = p.media_blocks
+        assert len(names) == 1
     assert log.close().media_written == 5
     assert not any(os.path.exists(f"/dev/shm/{n}") for n in names)  # unlinked at the end
 
@@ -436,15 +433,14 @@ def test_wandb_offline_run_holds_the_media_files(
         log.log_video("eval/ep", solid_video(6, 16, 16), fps=10)
         log.log_image("img", img, step=1)  # W&B is past step 1: logged at 2, media_step 1
     assert log.close().media_written == 2
-    (run,) = (tmp_path / "wandb").glob("offline-run-*")  # the run goes under log_dir
+    # the run goes under log_dir; W&B's service process may still be writing its file
+    (wandb_file,) = wait_for_wandb_runs(tmp_path / "wandb")
+    run = wandb_file.parent
     videos = list(run.rglob("files/media/videos/**/*.mp4"))
     images = list(run.rglob("files/media/images/**/*.png"))
     assert len(videos) == 1 and len(images) == 1
     assert np.array_equal(np.asarray(Image.open(images[0]).convert("RGB")), img)
-    from aoff.testing._wandb_offline import read_history
-
-    (wandb_file,) = run.glob("run-*.wandb")
-    (row,) = [r for r in read_history(wandb_file) if "img/media_step" in r]
+    (row,) = [r for r in read_wandb_history(wandb_file) if "img/media_step" in r]
     assert (row["_step"], row["img/media_step"], row["eval/ep/media_step"]) == (2, 1, 2)
     assert (row["eval/ep/_type"], row["img/_type"]) == ("video-file", "image-file")
     assert (run / "files" / row["eval/ep/path"]).exists()
@@ -460,7 +456,7 @@ def test_a_missing_encoder_is_reported_naming_the_extra(
     report = log.close()
     assert (report.media_written, report.steps) == (0, 1)  # the scalars go on
     assert "could not encode media 'img'" in capfd.readouterr().err
-    assert "pip install 'aoff[media]'" in "".join(log._core.pump.report_line.seen)
+    assert "pip install 'aoff[media]'" in "".join(probe(log).problems)
 
 
 def test_the_dashboard_shows_the_last_media_and_the_summary_what_was_refused(
@@ -590,10 +586,7 @@ def test_a_stuck_encoder_costs_finish_its_bound_and_never_the_scalars(
     # the encoder's wait is finish_timeout; the backends then get their own (generous
     # enough for 20 records on a loaded machine)
     with _logger(tmp_path, "thread", finish_timeout=1.5) as log:
-        encoder = log._core.pump.intake.media
-        gate = __import__("threading").Event()
-        encode = encoder._encode
-        encoder._encode = lambda job: (gate.wait(30), encode(job))[1]  # type: ignore[method-assign]
+        gate = hold_media_encoder(log)
         for i in range(20):
             log.log_step(i, {"x": float(i)})
             if i % 5 == 0:
