@@ -38,7 +38,7 @@ def main() -> None:
         i += 1
         log.log_collector(i * 64, min(i * 64, 10_000))
         log.log_step(i, {"loss": 1.0 / i}, reward=float(i))
-        time.sleep(0.02)
+        time.sleep(0.02)  # a training step takes time (a pace, not a wait)
     log.finish()
     with open(os.path.join(args.log_dir, "logged.txt"), "w", encoding="utf-8") as f:
         f.write(f"{i}\n")

@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
@@ -93,6 +94,24 @@ def pump_thread(log: OffPolicyLogger) -> threading.Thread:
     thread = probe(log).pump_thread
     assert thread is not None, probe(log).pump_place
     return thread
+
+
+# -- letting time pass on purpose --------------------------------------------------------------
+def hold_still(seconds: float, why: str) -> None:
+    """Let ``seconds`` pass on purpose, and say ``why``: a stretch in which something
+    must *not* happen (no condition can wait for a thing that does not come), or a
+    loop paced like training. Never a stand-in for something that does come: wait for
+    that with ``aoff.testing.wait_until``."""
+    assert why, "say why the test holds still"
+    time.sleep(seconds)
+
+
+async def ahold_still(seconds: float, why: str) -> None:
+    """:func:`hold_still` in an async test: the event loop runs meanwhile."""
+    import anyio
+
+    assert why, "say why the test holds still"
+    await anyio.sleep(seconds)
 
 
 # -- reading a run back -----------------------------------------------------------------------

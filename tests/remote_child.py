@@ -25,4 +25,4 @@ def forever(remote: Any, ready: Any) -> None:
         if i == 5:
             remote.flush()
             ready.set()
-        time.sleep(0.01)
+        time.sleep(0.01)  # log slowly (a pace, not a wait) until the test kills it

@@ -34,7 +34,7 @@ def main() -> None:
     if hang:
         log.flush()
         while True:
-            time.sleep(1)
+            time.sleep(1)  # hang on purpose until the test kills the process
     log.finish()
 
 

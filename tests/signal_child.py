@@ -5,12 +5,12 @@ from __future__ import annotations
 import signal
 import sys
 import threading
-import time
 
 import anyio
 
 from aoff import AsyncOffPolicyLogger, OffPolicyLogger
 from aoff._pump._options import PumpMode
+from aoff.testing import wait_until
 
 
 def main() -> None:
@@ -35,18 +35,20 @@ def main() -> None:
 def say_when_finishing() -> None:
     main = threading.main_thread().ident
     assert main is not None
-    while True:
+
+    def waiting_in_finish() -> bool:
         frame = sys._current_frames().get(main)
         inside = False
         innermost = frame.f_code.co_name if frame is not None else ""
         while frame is not None:
             inside = inside or frame.f_code.co_name == "finish"  # the only one on main's stack
             frame = frame.f_back
-        if inside and innermost == "wait":  # finish() is waiting for the drain
-            sys.stdout.write("FINISHING\n")  # one write: the pump thread prints too
-            sys.stdout.flush()
-            return
-        time.sleep(0.001)
+        return inside and innermost == "wait"
+
+    # finish() is waiting for the drain (the test waits up to 240 s for the child)
+    wait_until(waiting_in_finish, timeout=240, interval=0.001, what="finish() to wait")
+    sys.stdout.write("FINISHING\n")  # one write: the pump thread prints too
+    sys.stdout.flush()
 
 
 async def run_async(run: str, mode: PumpMode, n: int) -> None:

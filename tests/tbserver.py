@@ -11,7 +11,6 @@ import json
 import socket
 import subprocess
 import sys
-import time
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -20,6 +19,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+
+from aoff.testing import wait_until
 
 T = TypeVar("T")
 
@@ -56,19 +57,21 @@ class Server:
     def until(self, probe: Callable[[], T | None], what: str, timeout: float = 90) -> T:
         """Poll ``probe`` (an ``OSError`` counts as not yet) until it returns something
         other than None; fail with the server's stderr if it exits, or after ``timeout``."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+
+        def served() -> tuple[T] | None:
             if self.proc.poll() is not None:
                 err = self.proc.stderr.read().decode(errors="replace") if self.proc.stderr else ""
                 pytest.fail(f"tensorboard exited with {self.proc.returncode}: {err[-2000:]}")
             try:
                 got = probe()
             except OSError:
-                got = None
-            if got is not None:
-                return got
-            time.sleep(0.3)
-        pytest.fail(f"tensorboard did not serve {what} in time")
+                return None
+            return None if got is None else (got,)  # a tuple: a falsy result is one too
+
+        (got,) = wait_until(
+            served, timeout=timeout, interval=0.3, what=f"tensorboard to serve {what}"
+        )
+        return got
 
 
 @contextmanager

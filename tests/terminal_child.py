@@ -110,7 +110,7 @@ def run_sync(args: argparse.Namespace) -> None:
             print(MARKER_ERR, file=sys.stderr, flush=True)
             if args.log_marker:
                 logging.getLogger("train").warning(MARKER_LOG)
-        time.sleep(0.002)
+        time.sleep(0.002)  # a training step takes time (a pace, not a wait)
     if not args.no_finish:
         log.finish()
         progress.finished()
@@ -131,7 +131,7 @@ async def run_async(args: argparse.Namespace) -> None:
             await log.log_collector(total_steps=i * 4096, buffer_size=i * 16)
             await log.log_step(i, **step_kwargs(i))
             progress.logged(i)
-            await anyio.sleep(0.002)
+            await anyio.sleep(0.002)  # a training step takes time (a pace, not a wait)
     print(f"child finished after {i} iterations", flush=True)
 
 

@@ -410,7 +410,7 @@ class _SlowOpen(MemoryBackend):
     """Opens as slowly as a cold TensorBoard import, then says where it logs."""
 
     async def open(self, ctx: BackendContext) -> None:
-        await anyio.sleep(0.3)
+        await anyio.sleep(0.3)  # on purpose: an open that takes time
         await super().open(ctx)
         ctx.say("slow logging to: somewhere")
 

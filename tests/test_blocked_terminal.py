@@ -8,6 +8,7 @@ within its timeout; the child records both in its progress file (not on the term
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pty
@@ -18,6 +19,8 @@ from pathlib import Path
 
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from aoff.testing import WaitTimeout, wait_until
 
 CHILD = Path(__file__).with_name("terminal_child.py")
 
@@ -55,24 +58,33 @@ def test_a_terminal_that_takes_no_output_holds_nothing_back(tmp_path: Path, pump
     try:
         # 3 s of logging, then finish(): its waits are bounded (backends: finish_timeout
         # 10 s; the dashboard's last frame: a few seconds) whatever the terminal does
-        while time.monotonic() - t0 < 30:
-            if progress.exists() and "finished" in progress.read_text().split():
-                break
-            assert proc.poll() is None or "finished" in progress.read_text().split()
-            time.sleep(0.1)
-        else:
-            pytest.fail("finish() did not return although the backends had everything")
+
+        def finished() -> bool:
+            done = progress.exists() and "finished" in progress.read_text().split()
+            assert done or proc.poll() is None, "the child died before finish() returned"
+            return done
+
+        wait_until(
+            finished,
+            timeout=30,
+            interval=0.1,
+            what="finish() to return although the terminal takes no output",
+        )
         took = time.monotonic() - t0
     finally:
         os.set_blocking(master, False)
-        deadline = time.monotonic() + 20
-        while proc.poll() is None and time.monotonic() < deadline:
+
+        def drained() -> bool:
             try:  # now let the terminal take output: the child prints and exits
                 os.read(master, 1 << 16)
             except BlockingIOError:
-                time.sleep(0.02)
+                pass
             except OSError:
-                break
+                return True  # the child closed its end
+            return proc.poll() is not None
+
+        with contextlib.suppress(WaitTimeout):
+            wait_until(drained, timeout=20, interval=0.02, what="the child to exit")
         if proc.poll() is None:
             proc.kill()
         proc.wait()
@@ -109,7 +121,7 @@ t0 = time.monotonic()
 while time.monotonic() - t0 < 4:  # frames fill the pipe and the display thread sticks
     i += 1
     log.log_step(i, {"loss": float(i)})
-    time.sleep(0.01)
+    time.sleep(0.01)  # a training step takes time (a pace, not a wait)
 sys.stderr.write("USER LINE one\\n")
 print("USER LINE two", file=sys.stderr)
 with progress.open("a") as f:
@@ -121,14 +133,14 @@ with progress.open("a") as f:
 
 
 def _wait_for(path: Path, word: str, proc: subprocess.Popen[bytes], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if path.exists() and word in path.read_text():
-            return True
-        if proc.poll() is not None:
-            return path.exists() and word in path.read_text()
-        time.sleep(0.05)
-    return False
+    """Whether ``word`` shows up in ``path`` within ``timeout`` (or by the child's exit)."""
+
+    def seen() -> bool:
+        return path.exists() and word in path.read_text()
+
+    with contextlib.suppress(WaitTimeout):
+        wait_until(lambda: seen() or proc.poll() is not None, timeout=timeout, interval=0.05)
+    return seen()
 
 
 @pytest.mark.slow

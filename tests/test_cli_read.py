@@ -34,6 +34,8 @@ from aoff._cli._show import run_ls
 from aoff._core._records import StepRecord
 from aoff.testing import wait_until
 
+from .conftest import hold_still
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -363,7 +365,7 @@ def test_the_summary_is_refreshed_while_the_run_goes_on(
         while not path.exists():
             i += 1
             log.log_step(i, {"loss": 1.0 / i}, reward=float(i))
-            time.sleep(0.01)
+            hold_still(0.01, "a training step takes time")
             assert time.monotonic() < deadline, "no summary while the run goes on"
         running = json.loads(path.read_text())
         assert running["state"] == "running" and 0 < running["records"] <= i

@@ -170,7 +170,7 @@ async def test_async_face_drains_on_cancellation() -> None:
         async with make_async_logger(mem) as log:
             for i in range(10):
                 await log.log_step(i + 1)
-            await anyio.sleep(5)  # cancelled here
+            await anyio.sleep(5)  # on purpose: move_on_after cancels the body here
     assert [r.iteration for r in mem.records] == list(range(1, 11))
 
 

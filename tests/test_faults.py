@@ -39,6 +39,8 @@ from aoff._core._recorder import Recorder
 from aoff._pump._pump import Pump
 from aoff.testing import MemoryBackend, RecordingDisplay, probe, ship_inline_after
 
+from .conftest import ahold_still, hold_still
+
 TIMEOUT = 60.0  # generous bounds on waits: this is a slow, shared machine
 
 
@@ -107,13 +109,6 @@ def async_logger(log_dir: Path, **kw: object) -> AsyncOffPolicyLogger:
         pump="thread",
         **kw,  # type: ignore[arg-type]
     )
-
-
-def wait_until(predicate: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + TIMEOUT
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.001)
 
 
 # -- disk full -------------------------------------------------------------------------------
@@ -283,7 +278,7 @@ OTHER_TASK_CHILD = textwrap.dedent(
     import sys
     import anyio
     from aoff import AsyncOffPolicyLogger, NullDisplay
-    from aoff.testing import MemoryBackend
+    from aoff.testing import MemoryBackend, await_until, probe
 
     async def main():
         mem, reports = MemoryBackend(), []
@@ -297,7 +292,8 @@ OTHER_TASK_CHILD = textwrap.dedent(
                     reports.append(await log.afinish())
 
                 outer.start_soon(call)
-                await anyio.sleep(0.1)  # the sibling task is the first to call afinish()
+                # the sibling task is the first to call afinish()
+                await await_until(lambda: probe(log).phase != "open")
                 await call()
         assert reports[0] is reports[1] and reports[0].steps == 1000, reports
         assert [r.iteration for r in mem.records] == list(range(1, 1001))
@@ -433,7 +429,7 @@ def test_a_wall_clock_stepping_back_does_not_freeze_the_dashboard(
             assert time.monotonic() < deadline, f"{len(display.frames)} frames, iteration {i}"
             i += 1
             log.log_step(i, {"loss": float(i)})
-            time.sleep(0.002)
+            hold_still(0.002, "a training step takes time")
 
     log_until(lambda: len(display.frames) >= FRAMES)
     before = clock.step_back(JUMP)
@@ -461,7 +457,7 @@ async def test_a_wall_clock_stepping_back_does_not_freeze_the_dashboard_async(
                 while not done():
                     i += 1
                     await log.log_step(i, {"loss": float(i)})
-                    await anyio.sleep(0.002)
+                    await ahold_still(0.002, "a training step takes time")
 
         await log_until(lambda: len(display.frames) >= FRAMES)
         before = clock.step_back(JUMP)
@@ -501,7 +497,7 @@ async def test_the_pump_throttles_frames_on_its_monotonic_clock_not_the_wall_clo
                 while not done():
                     i += 1
                     rec.log_step(i, {"loss": float(i)})
-                    await anyio.sleep(0.002)
+                    await ahold_still(0.002, "a training step takes time")
 
         rec._start_event("go")
         await log_until(lambda: len(display.frames) >= FRAMES)
@@ -540,7 +536,7 @@ def test_an_injected_clock_stepping_back_does_not_freeze_the_dashboard(tmp_path:
             i += 1
             clock.t += 0.1  # two frame intervals per step
             log.log_step(i, {"loss": float(i)})
-            time.sleep(0.005)
+            hold_still(0.005, "a training step takes time")
 
     log_until(lambda: len(display.frames) >= FRAMES)
     before = clock.t

@@ -186,10 +186,10 @@ class _Stuck:
     """A hub that never answers (a learner that stopped reading, or an unreachable node)."""
 
     def push(self, *args: Any) -> None:
-        time.sleep(3600)
+        time.sleep(3600)  # on purpose: never answers
 
     def beat(self, *args: Any) -> None:
-        time.sleep(3600)
+        time.sleep(3600)  # on purpose: never answers
 
 
 def a_hub_that_never_answers_makes_the_producer_drop_by_its_policy() -> None:

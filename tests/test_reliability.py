@@ -41,6 +41,8 @@ from aoff.testing import (
 )
 
 from .conftest import (
+    ahold_still,
+    hold_still,
     make_async_logger,
     make_logger,
     pump_thread,
@@ -223,7 +225,7 @@ def test_block_policy_blocks_the_sync_caller_until_there_is_room() -> None:
         assert gated.entered.wait(30)
         # the outbox filled, then the buffer
         wait_until(lambda: probe(log).buffer_full, timeout=30, what="the buffer to fill")
-        time.sleep(0.2)  # a while in which nothing may move (no condition can say so)
+        hold_still(0.2, "a while in which nothing may move (no condition can say so)")
         # nothing can drain while the backend is stuck: the producer must be waiting
         assert th.is_alive() and progress[0] < n
     finally:
@@ -276,7 +278,7 @@ async def test_block_policy_makes_the_async_caller_await_space() -> None:
                 await await_until(
                     lambda: probe(log).buffer_full, timeout=30, what="the buffer to fill"
                 )
-                await anyio.sleep(0.1)  # a while in which the task may not run to the end
+                await ahold_still(0.1, "a while in which the task may not run to the end")
                 # without awaiting space, the task would have run to the end in one go
                 assert progress[0] < n
                 gated.gate.set()
@@ -405,7 +407,7 @@ def test_a_stalled_backend_stops_holding_the_others_back(
         for i in range(1, n):
             log.log_step(i)
             if i % 20 == 0:
-                time.sleep(0.001)
+                hold_still(0.001, "pace the producer like a training loop")
         report = log.finish()
     finally:
         hung.gate.set()

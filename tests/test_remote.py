@@ -37,7 +37,7 @@ from aoff._core._state import ProducerInfo, State
 from aoff._transport._wire import MAX_PENDING_BYTES
 from aoff.testing import wait_until
 from tests import remote_child
-from tests.conftest import read_jsonl, read_tensorboard
+from tests.conftest import hold_still, read_jsonl, read_tensorboard
 from tests.tbserver import tensorboard_server
 
 
@@ -339,7 +339,7 @@ def test_four_spawned_collectors_every_step_on_disk_in_order_and_in_tensorboard(
         p.start()
     for i in range(1, 51):
         log.log_step(i, {"loss": 1.0})
-        time.sleep(0.01)
+        hold_still(0.01, "the learner's steps take time while the collectors log")
     for p in procs:
         p.join(60)
         assert p.exitcode == 0

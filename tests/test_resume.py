@@ -14,7 +14,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,7 @@ from aoff._faces._resume import last_logged_step
 from aoff._pump._options import PumpMode
 from aoff.testing import RecordingDisplay, wait_until
 
-from .conftest import read_jsonl, tensorboard_accumulator
+from .conftest import hold_still, read_jsonl, tensorboard_accumulator
 from .tbserver import Server, tensorboard_server
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -161,7 +160,7 @@ def served_steps(server: Server, run: str, n: int) -> list[int]:
     def probe() -> list[int] | None:
         if len(server.scalars(run, "axis/iteration")) < n:
             return None
-        time.sleep(1.5)  # one more reload: nothing more comes
+        hold_still(1.5, "one more reload of the server: nothing more may come")
         return [int(p[1]) for p in server.scalars(run, "axis/iteration")]
 
     return server.until(probe, f"{n} points")
@@ -303,10 +302,10 @@ def test_wandb_offline_resume_keeps_one_run_id(
     wandb = pytest.importorskip("wandb")
     from aoff._backends._wandb import RUN_ID_FILE, WandbBackend
     from aoff.testing import (
-        iter_wandb_records,
         read_wandb_config,
         read_wandb_history,
         read_wandb_run_id,
+        wait_for_wandb_runs,
     )
 
     monkeypatch.setenv("WANDB_MODE", "offline")
@@ -334,18 +333,10 @@ def test_wandb_offline_resume_keeps_one_run_id(
     finally:
         if wandb.run is not None:
             wandb.run.finish()
-    files = sorted(tmp_path.rglob("offline-run-*/run-*.wandb"))
-    assert len(files) == 2
     # W&B's own service process may still be writing a run file when finish() has
     # returned (CI once read the first session's file before its run record was in):
     # read them once each holds its exit record
-    wait_until(
-        lambda: all(
-            any(r.WhichOneof("record_type") == "exit" for r in iter_wandb_records(f)) for f in files
-        ),
-        timeout=60,
-        what="both offline run files written to their exit record",
-    )
+    files = wait_for_wandb_runs(tmp_path, 2)
     assert {read_wandb_run_id(f) for f in files} == {stored}  # one run id
     assert (tmp_path / RUN_ID_FILE).read_text().strip() == stored
     first, second = (read_wandb_config(f) for f in files)

@@ -12,13 +12,14 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from aoff.testing import wait_until
+
+from .conftest import hold_still
 
 CHILD = Path(__file__).with_name("signal_child.py")
 N = 100_000
@@ -67,7 +68,7 @@ def run_and_signal(
                 )
             # apart by ``gap``, as a person's two presses: not while the child still
             # writes its notice (a Ctrl+C then is ignored, by design)
-            time.sleep(gap)
+            hold_still(gap, "two presses apart by gap, as a person's")
         os.killpg(proc.pid, sig)
     out = proc.stdout.read()
     proc.wait(timeout=240)

@@ -34,7 +34,7 @@ from torch.utils.tensorboard import SummaryWriter as TorchWriter
 
 from aoff import AoffWarning
 from aoff.tensorboard import SummaryWriter
-from aoff.testing import probe
+from aoff.testing import probe, read_wandb_history, wait_for_wandb_runs, wait_until
 
 TAGS = ("losses/qf1", "losses/actor", "charts/episodic_return", "alpha")
 GIVEN_MAX = 1_700_001_000
@@ -171,8 +171,7 @@ def test_same_calls_read_back_the_same_as_torchs_writer(tmp_path: Path) -> None:
     # tests run before this one move. Starting the second session in a later second
     # keeps both folders' files in session order, as a script run twice would.
     first_done = int(time.time())
-    while int(time.time()) == first_done:
-        time.sleep(0.02)
+    wait_until(lambda: int(time.time()) != first_done, what="the next wall-clock second")
     tail = calls(seed=8, n=30)
     with TorchWriter(str(theirs), purge_step=40) as tw:
         play(tw, tail)
@@ -300,8 +299,6 @@ def test_wandb_sync_tensorboard_sees_the_writer(
         pytest.skip("wandb not installed")
     import wandb
 
-    from aoff.testing._wandb_offline import read_history
-
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_DIR", str(tmp_path / "wb"))
     monkeypatch.setenv("WANDB_SILENT", "true")
@@ -317,16 +314,11 @@ def test_wandb_sync_tensorboard_sees_the_writer(
     finally:
         run.finish()
         wandb.tensorboard.unpatch()
-    files = sorted((tmp_path / "wb").rglob("offline-run-*/run-*.wandb"))
-    assert len(files) == 1
-    # wandb's offline writer is a service process: its last rows may land a moment later
-    deadline = time.monotonic() + 30
-    while True:
-        rows = read_history(files[0])
-        keys = set().union(*rows) if rows else set()
-        if {"q_a/q", "q_b/q"} <= keys or time.monotonic() > deadline:
-            break
-        time.sleep(0.2)
+    # wandb's offline writer is a service process: its last rows may land a moment
+    # after finish(); the exit record is the last thing it writes
+    (file,) = wait_for_wandb_runs(tmp_path / "wb")
+    rows = read_wandb_history(file)
+    keys = set().union(*rows)
     returns = [r["charts/return"] for r in rows if "charts/return" in r]
     assert returns == [0.0, 10.0, 20.0, 30.0, 40.0]
     assert {"q_a/q", "q_b/q"} <= keys  # add_scalars' sub-runs, named by their folders

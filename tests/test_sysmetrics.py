@@ -34,7 +34,7 @@ from aoff._pump._pump import Pump
 from aoff._pump._sysmetrics import SystemSampler, _open_gpu, _visible
 from aoff.testing import MemoryBackend, RecordingDisplay, probe
 
-from .conftest import read_jsonl, read_tensorboard
+from .conftest import ahold_still, hold_still, read_jsonl, read_tensorboard
 from .test_render import NOW, SMALL, assert_fits, check_golden, export, mid_run_state, sized
 
 HAS_NVML = importlib.util.find_spec("pynvml") is not None
@@ -59,7 +59,7 @@ def run_until_sampled(log_dir: Path, pump: PumpMode) -> list[dict[str, object]]:
             for _ in range(10):
                 i += 1
                 log.log_step(i, metrics={"loss": 1.0 / i})
-                time.sleep(0.005)
+                hold_still(0.005, "a training step takes time")
             log.flush()
             rows = read_jsonl(log_dir / "metrics.jsonl")
             if sum("system/rss_mb" in r for r in rows) >= 2:
@@ -114,7 +114,7 @@ async def test_a_failing_sampler_is_reported_once_and_the_pump_goes_on() -> None
             while not lines or i < 20:
                 i += 1
                 rec.log_step(i)
-                await anyio.sleep(0.01)
+                await ahold_still(0.01, "a training step takes time")
         pump.request_stop()
     sampler.join(5)
     problems = [ln for ln in lines if "system metrics" in ln]

@@ -34,9 +34,15 @@ from aoff import (
     State,
     StepRecord,
 )
-from aoff.testing import ManualClock, MemoryBackend, RecordingDisplay
+from aoff.testing import ManualClock, MemoryBackend, RecordingDisplay, await_until, wait_until
 
-from .conftest import make_async_logger, make_logger, read_jsonl, tensorboard_accumulator
+from .conftest import (
+    ahold_still,
+    make_async_logger,
+    make_logger,
+    read_jsonl,
+    tensorboard_accumulator,
+)
 from .terminal_child import MARKER_ERR, MARKER_LOG, MARKER_OUT
 
 CHILD = str(Path(__file__).with_name("terminal_child.py"))
@@ -500,15 +506,18 @@ def test_async_face_drains_on_signal(tmp_path: Path, face: str, signum: signal.S
             env=child_env(),
         )
         try:
-            deadline = time.monotonic() + CHILD_TIMEOUT
-            while not (
-                (tmp_path / "progress.txt").exists()
-                and len(logged_before_signal(tmp_path)) >= 40
-                and len(iterations_shown(out_path.read_text(encoding="utf-8"))) >= 2
-            ):
+
+            def progressed() -> bool:
                 assert proc.poll() is None, err_path.read_text()
-                assert time.monotonic() < deadline, "child made no progress"
-                time.sleep(0.05)
+                return (
+                    (tmp_path / "progress.txt").exists()
+                    and len(logged_before_signal(tmp_path)) >= 40
+                    and len(iterations_shown(out_path.read_text(encoding="utf-8"))) >= 2
+                )
+
+            wait_until(
+                progressed, timeout=CHILD_TIMEOUT, interval=0.05, what="the child to progress"
+            )
             proc.send_signal(signum)
             code = proc.wait(CHILD_TIMEOUT)
         finally:
@@ -547,7 +556,7 @@ def test_exit_without_finish_writes_everything(tmp_path: Path) -> None:
 
 class SlowBackend(MemoryBackend):
     async def write(self, records: Sequence[StepRecord]) -> None:
-        await anyio.sleep(0.02)
+        await ahold_still(0.02, "a backend whose writes take time")
         self.records.extend(records)
 
 
@@ -561,7 +570,7 @@ async def test_async_face_cancelled_from_outside_still_writes_everything() -> No
                 i += 1
                 await log.log_step(i)
                 if i % 50 == 0:
-                    await anyio.sleep(0.005)
+                    await ahold_still(0.005, "pace the loop until it is cancelled")
     assert i > 100
     assert [r.iteration for r in mem.records] == list(range(1, i + 1))
 
@@ -579,7 +588,7 @@ async def test_async_face_sigterm_in_process_drains_raises_and_restores() -> Non
             for i in range(1, 301):
                 await log.log_step(i)
             signal.raise_signal(signal.SIGTERM)
-            await anyio.sleep(5)  # cancelled here
+            await ahold_still(5, "SIGTERM cancels the body here")
             reached_end = True
     assert not reached_end
     assert info.value.code == 143
@@ -724,6 +733,7 @@ async def test_async_face_renders_off_the_event_loop() -> None:
     async with AsyncOffPolicyLogger(log_backend="none", display=dash, refresh_per_second=50) as log:
         for i in range(20):
             await log.log_step(i + 1, {"critic_loss": 0.5})
-            await anyio.sleep(0.03)
+            await ahold_still(0.03, "a training step takes time")
+        await await_until(lambda: dash.update_times, what="a frame drawn")
     assert dash.update_times, "no frame was drawn"
     assert dash.threads and loop_thread not in dash.threads

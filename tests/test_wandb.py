@@ -10,7 +10,6 @@ import json
 import math
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from aoff._core._records import RunConfig, StepRecord
 from aoff.testing import iter_wandb_records as iter_records
 from aoff.testing import read_wandb_config as read_config
 from aoff.testing import read_wandb_history as read_history
+from aoff.testing import wait_for_wandb_runs
 
 wandb = pytest.importorskip("wandb")
 
@@ -52,41 +52,29 @@ def wandb_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
 
 
 def run_file(root: Path) -> Path:
-    files = sorted(root.rglob("offline-run-*/run-*.wandb"))
-    assert len(files) == 1, files
-    return files[0]
+    """The one offline run file under ``root``, once it holds its exit record: wandb's
+    offline writer is a separate service process, and under load its last block can
+    reach the file a moment after ``finish()`` has returned."""
+    (path,) = wait_for_wandb_runs(root, 1)
+    return path
 
 
-def history_eventually(root: Path, rows: int, timeout: float = 20.0) -> list[dict[str, Any]]:
-    """The run's history once ``rows`` rows are on disk.
-
-    wandb's offline writer is a separate service process; under load its last block
-    can reach the file a moment after ``finish()`` has returned, so poll (bounded)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        got = read_history(run_file(root))
-        if len(got) >= rows or time.monotonic() > deadline:
-            return got
-        time.sleep(0.1)
+def finished_history(root: Path) -> list[dict[str, Any]]:
+    """The history of the one offline run under ``root``, all of it (see ``run_file``)."""
+    return read_history(run_file(root))
 
 
-def runs_eventually(
-    root: Path, want: dict[str, int], timeout: float = 20.0
+def finished_runs(
+    root: Path, count: int
 ) -> tuple[dict[str, tuple[Path, Any]], dict[str, list[dict[str, Any]]]]:
-    """Every offline run under ``root`` by display name (its file and ``run`` record) and
-    its history rows, once the runs named in ``want`` have that many rows each."""
-    deadline = time.monotonic() + timeout
-    while True:  # the offline writer may land the last records a moment after close
-        files: dict[str, tuple[Path, Any]] = {}
-        for f in sorted(root.rglob("offline-run-*/run-*.wandb")):
-            for r in iter_records(f):
-                if r.WhichOneof("record_type") == "run":
-                    files[r.run.display_name] = (f, r.run)
-        rows = {k: read_history(f) for k, (f, _) in files.items()}
-        if sorted(files) == sorted(want) and all(len(rows[k]) >= n for k, n in want.items()):
-            return files, rows
-        assert time.monotonic() < deadline, (sorted(files), rows)
-        time.sleep(0.1)
+    """The ``count`` offline runs under ``root`` by display name (its file and ``run``
+    record) and their history rows, once each file holds its exit record."""
+    files: dict[str, tuple[Path, Any]] = {}
+    for f in wait_for_wandb_runs(root, count):
+        for r in iter_records(f):
+            if r.WhichOneof("record_type") == "run":
+                files[r.run.display_name] = (f, r.run)
+    return files, {k: read_history(f) for k, (f, _) in files.items()}
 
 
 @pytest.mark.slow  # starts wandb's service process
@@ -108,8 +96,8 @@ async def test_offline_run_1000_steps(wandb_dir: Path) -> None:
     await backend.close()
     assert wandb.run is None  # the backend created the run, so it finished it
 
-    rows = history_eventually(wandb_dir, 1000)
     path = run_file(wandb_dir)
+    rows = read_history(path)
     assert len(rows) == 1000
     assert [r["_step"] for r in rows] == [s * 4 for s in range(1000)]
     last = rows[-1]
@@ -160,7 +148,8 @@ async def test_every_producer_record_is_kept_in_a_run_of_its_own(wandb_dir: Path
         ]
     )
     await backend.close()
-    files, rows = runs_eventually(wandb_dir, {"RL_": 2, "RL_/c0": 3, "RL_/c1": 1})
+    files, rows = finished_runs(wandb_dir, 3)
+    assert {k: len(v) for k, v in rows.items()} == {"RL_": 2, "RL_/c0": 3, "RL_/c1": 1}
     learner = files["RL_"][1]
 
     def points(name: str) -> list[tuple[Any, ...]]:
@@ -200,7 +189,7 @@ async def test_active_run_is_reused_and_not_finished(wandb_dir: Path) -> None:
         user_run.log({"user/extra": 1.0}, step=100)
     finally:
         user_run.finish()
-    rows = history_eventually(wandb_dir, 11)
+    rows = finished_history(wandb_dir)
     assert [r["_step"] for r in rows] == [*(s * 4 for s in range(10)), 100]
     assert rows[-1]["user/extra"] == 1.0
     assert rows[3]["train/m0"] == pytest.approx(val(3, 2), rel=1e-12)
@@ -237,7 +226,7 @@ async def test_all_wandb_calls_on_one_thread(
     await backend.write(make_records(5, start=5))
     await backend.close()
     assert seen == {"aoff-wandb"}
-    assert len(history_eventually(wandb_dir, 10)) == 10
+    assert len(finished_history(wandb_dir)) == 10
 
 
 @pytest.mark.anyio
@@ -287,7 +276,7 @@ async def test_waiting_on_the_worker_never_blocks_the_loop() -> None:
                 nonlocal ticks
                 while True:
                     ticks += 1
-                    await anyio.sleep(0.01)
+                    await anyio.sleep(0.01)  # a ticker: counts the loop's turns, waits for nothing
 
             tg.start_soon(tick)
             await wait_future(fut)
@@ -323,7 +312,7 @@ async def test_summarywriter_records_are_rows_of_their_own_with_global_step(
         ]
     )
     await backend.close()
-    rows = history_eventually(wandb_dir, 3)
+    rows = finished_history(wandb_dir)
     got = [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows]
     assert got == [
         {"global_step": 5, "loss": 0.5},

@@ -119,6 +119,15 @@ class Probe:
     def __init__(self, log: object) -> None:
         self._face = _face(log)
 
+    @property
+    def phase(self) -> str:
+        """Where the logger is in its life: ``"new"`` (an async logger not yet entered),
+        ``"open"``, ``"stopping"`` (the first ``finish()``/``close()`` began the final
+        drain), ``"closed"``, ``"abandoned"`` (a second Ctrl+C stopped waiting for the
+        drain), ``"muted"`` (a rank that does not log), ``"forked"`` or
+        ``"forked_dropped"`` (a forked child's copy)."""
+        return str(self._face._phase.name.lower())
+
     # -- where the pump runs -----------------------------------------------------------------
     @property
     def pump_place(self) -> PumpPlace:
