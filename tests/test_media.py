@@ -532,28 +532,39 @@ def test_a_remote_producer_logs_media_into_the_run(tmp_path: Path, pump: str) ->
     """``log.remote()``: the frames travel pickled in the event (documented), the run's
     encoder writes them under the tag as given."""
     code = """
-import pickle, sys, numpy as np
-remote = pickle.loads(sys.stdin.buffer.read())
+import pickle, sys, warnings, numpy as np
+remote, tight = pickle.loads(sys.stdin.buffer.read())
 frames = np.zeros((4, 8, 8, 3), np.uint8)
 frames[1::2] = 255
 remote.log_video("collector/episode", frames, step=11, fps=5)
 remote.log_image("collector/frame", frames[1], step=12)
 report = remote.close()
 assert report.complete, report
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    tight.log_image("tight/frame", frames[1], step=13)  # 192 B over a 100 B budget
+assert [str(w.message) for w in caught if "refused" in str(w.message)], caught
+tight.log_image("tight/small", frames[1, :2, :2], step=14)  # 12 B: fits
+assert tight.close().complete
 """
     with _logger(tmp_path, pump) as log:
+        with pytest.raises(ValueError, match="media_budget must be a number of bytes"):
+            log.remote("bad", media_budget=-1)
         remote = log.remote("collector")
+        tight = log.remote("tight", media_budget=100)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
         out = subprocess.run(
             [sys.executable, "-c", code],
-            input=__import__("pickle").dumps(remote),
+            input=__import__("pickle").dumps((remote, tight)),
             capture_output=True,
             timeout=120,
             env=env,
         )
         assert out.returncode == 0, out.stderr.decode()
-    assert log.close().media_written == 2
+    report = log.close()
+    assert (report.media_written, report.media_refused) == (3, 1)
     images = read_images(tmp_path)
+    assert "tight/frame" not in images and len(images["tight/small"]) == 1
     (v,), (i,) = images["collector/episode"], images["collector/frame"]
     assert (v.step, i.step) == (11, 12)
     assert len(frames_of(v.encoded_image_string)) == 4
