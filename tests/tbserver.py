@@ -68,10 +68,9 @@ class Server:
                 return None
             return None if got is None else (got,)  # a tuple: a falsy result is one too
 
-        (got,) = wait_until(
-            served, timeout=timeout, interval=0.3, what=f"tensorboard to serve {what}"
-        )
-        return got
+        got = wait_until(served, timeout=timeout, interval=0.3, what=f"tensorboard to serve {what}")
+        assert got is not None  # wait_until returns a true value only
+        return got[0]
 
 
 @contextmanager

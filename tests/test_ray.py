@@ -28,7 +28,7 @@ import pytest
 
 import aoff
 from aoff import OffPolicyLogger, RemoteReport
-from aoff.testing import wait_until
+from aoff.testing import probe_remote, wait_until
 from tests.conftest import read_jsonl, read_tensorboard
 
 ray = pytest.importorskip("ray")
@@ -227,18 +227,17 @@ def images_dropped_by_the_policy_give_their_bytes_back(
     image = np.zeros((8, 6, 3), np.uint8)
     with warnings.catch_warnings():
         warnings.simplefilter("error", aoff.AoffWarning)  # a refusal would raise here
+        p = probe_remote(rlog)
         for k in range(20):
-            pusher = rlog._pusher
             # drop_oldest: the image is out of the buffer (shipped or dropped) once all that
             # was before it is (drop_newest refuses it at the put, when the buffer is full)
-            b = None if pusher is None else pusher.buffer
-            before = 0 if b is None else b.drained + b.dropped + len(b)
+            before = p.buffer_drained + p.buffer_dropped + p.buffered
             rlog.log_image("img", image, step=k)
             for i in range(600):  # beyond the buffer's 500
                 rlog.log_step(i, {"x": 1.0})
-            b = rlog._pusher.buffer
+            assert p.started
             wait_until(
-                lambda b=b, n=before: b.drained + b.dropped > n,  # type: ignore[misc]
+                lambda n=before: p.buffer_drained + p.buffer_dropped > n,  # type: ignore[misc]
                 timeout=30,
                 interval=0.01,
                 what="the image to leave the buffer",

@@ -35,7 +35,7 @@ from aoff._core._buffer import Overflow
 from aoff._core._fold import Folder
 from aoff._core._state import ProducerInfo, State
 from aoff._transport._wire import MAX_PENDING_BYTES
-from aoff.testing import wait_until
+from aoff.testing import probe_remote, wait_until
 from tests import remote_child
 from tests.conftest import hold_still, read_jsonl, read_tensorboard
 from tests.tbserver import tensorboard_server
@@ -176,7 +176,8 @@ def test_a_lost_run_neither_raises_nor_blocks_and_close_counts_the_loss(
     r = log.remote("late", timeout=3.0)
     r.log_step(1, {"x": 1.0})
     r.flush()
-    assert r._conn is not None and r._conn.error is None, r._conn and r._conn.error
+    p = probe_remote(r)
+    assert p.connected, p.error
     log.finish()  # the run ends with the remote still open
     assert "remotes still open: 'late'" in capfd.readouterr().err
     t0 = time.monotonic()
@@ -262,6 +263,7 @@ def test_frames_dropped_behind_a_stuck_or_gone_run_give_their_bytes_back(
     r = RemoteLogger(
         tmp_path / "run", "painter", capacity=500, overflow=overflow, timeout=30, media_budget=1024
     )
+    p = probe_remote(r)
     image = np.zeros((8, 6, 3), np.uint8)
     pad = "x" * 65536
     logged = 0
@@ -270,14 +272,10 @@ def test_frames_dropped_behind_a_stuck_or_gone_run_give_their_bytes_back(
         nonlocal logged
         r.log_status(pad)  # ~64 KiB an event: the socket and the link fill up
         logged += 1
-        sh = None if r._conn is None else r._conn.shipper
-        return sh is not None and sh.link.pending_out > MAX_PENDING_BYTES
+        return p.link_pending_bytes > MAX_PENDING_BYTES
 
     try:
         wait_until(backed_up, timeout=60, interval=0.001, what="the link to back up")
-        conn = r._conn
-        assert conn is not None
-        b = conn.buffer
         with warnings.catch_warnings():
             warnings.simplefilter("error", AoffWarning)  # a refusal would raise here
             for i in range(600):  # beyond the buffer's 500: it is full from now on
@@ -285,23 +283,23 @@ def test_frames_dropped_behind_a_stuck_or_gone_run_give_their_bytes_back(
             for k in range(20):
                 # the image is out of the buffer (dropped: nothing drains) once all that was
                 # before it is; drop_newest refuses it at the put
-                before = b.drained + b.dropped + len(b)
+                before = p.buffer_drained + p.buffer_dropped + p.buffered
                 r.log_image("img", image, step=k)
                 for i in range(600):
                     r.log_step(i, {"x": 1.0})
                 wait_until(
-                    lambda n=before: b.drained + b.dropped > n,  # type: ignore[misc]
+                    lambda n=before: p.buffer_drained + p.buffer_dropped > n,  # type: ignore[misc]
                     timeout=30,
                     interval=0.005,
                     what="the image to leave the buffer",
                 )
             logged += 600 + 20 * 601
             stuck.drop()  # the run is gone: the producer gives up what is left
-            wait_until(lambda: conn.gone, timeout=30, what="the producer to see the run gone")
+            wait_until(lambda: p.run_gone, timeout=30, what="the producer to see the run gone")
             for k in range(20):
                 r.log_image("img", image, step=100 + k)
             logged += 20
-        assert r._media_budget.in_flight() == 0  # every frame's bytes came back
+        assert p.media_in_flight == 0  # every frame's bytes came back
         report = r.close()
     finally:
         stuck.drop()

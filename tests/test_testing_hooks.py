@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aoff import OffPolicyLogger
+from aoff import OffPolicyLogger, RemoteLogger
 from aoff._core import _events as ev
 from aoff.testing import (
     ManualClock,
@@ -26,6 +26,7 @@ from aoff.testing import (
     hold_media_encoder,
     kill_agent,
     probe,
+    probe_remote,
     put_event,
     read_wandb_history,
     record_report_lines,
@@ -306,6 +307,34 @@ def test_the_hooks_that_need_a_place_say_so() -> None:
             kill_agent(log)
     finally:
         log.finish()
+
+
+# -- a producer --------------------------------------------------------------------------------
+def test_probe_remote_follows_a_producer_from_its_first_call_to_the_run_gone(
+    tmp_path: Path,
+) -> None:
+    r = RemoteLogger(tmp_path, "painter", timeout=60)  # no run there yet
+    p = probe_remote(r)
+    assert not p.started and not p.connected and p.buffered == 0 and p.media_in_flight == 0
+    image = np.zeros((4, 4, 3), np.uint8)  # 48 bytes
+    r.log_step(1, {"x": 1.0})
+    r.log_image("img", image, step=1)
+    assert p.started and not p.connected  # it looks for the run, and keeps what it logs
+    assert p.buffered == 2 and p.buffer_drained == 0 and p.media_in_flight == image.nbytes
+    log = OffPolicyLogger(
+        log_dir=tmp_path, pump="thread", display=RecordingDisplay(), handle_sigterm=False
+    )
+    r.flush()
+    assert p.connected and p.error is None and not p.run_gone
+    assert p.buffered == 0 and p.buffer_drained >= 2 and p.buffer_dropped == 0
+    assert p.link_pending_bytes == 0 and p.media_in_flight == 0
+    log.finish()  # the run ends with the producer still open
+    r.log_step(2, {"x": 2.0})
+    wait_until(lambda: p.run_gone, what="the producer to see the run gone")
+    assert not p.connected and p.error is not None
+    r.close()
+    with pytest.raises(TypeError, match="probe_remote\\(\\) takes"):
+        probe_remote(log)
 
 
 # -- W&B offline run files --------------------------------------------------------------------

@@ -5,7 +5,8 @@
 ``read_wandb_history`` reads an offline W&B run file back (``WANDB_MODE=offline``), so
 the W&B side of a run can be checked without a server; ``wait_for_wandb_run`` waits
 until W&B's service process has written the whole file. ``probe(log)`` is a read-only
-view of a logger's insides (where its pump runs, its buffer, its backends), and
+view of a logger's insides (where its pump runs, its buffer, its backends),
+``probe_remote(r)`` the same for a producer, and
 ``kill_agent``, ``hold_media_encoder``, ``drive_backend_clock``, ``put_event`` and the
 other hooks make the faults aoff must survive: tests of aoff's behaviour reach its
 internals only through these. Use them to test code that logs through aoff without
@@ -39,6 +40,7 @@ from ._faults import (
     watch_buffer,
 )
 from ._probe import BackendProbe, Probe, PumpPlace, probe
+from ._remote_probe import RemoteProbe, probe_remote
 from ._wait import WaitTimeout, await_until, wait_until
 from ._wandb_offline import CorruptRunFile
 from ._wandb_offline import iter_records as iter_wandb_records
@@ -58,6 +60,7 @@ __all__ = [
     "Probe",
     "PumpPlace",
     "RecordingDisplay",
+    "RemoteProbe",
     "WaitTimeout",
     "aput_event",
     "await_until",
@@ -66,6 +69,7 @@ __all__ = [
     "iter_wandb_records",
     "kill_agent",
     "probe",
+    "probe_remote",
     "put_event",
     "read_wandb_config",
     "read_wandb_history",
