@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import anyio.to_thread
 import pytest
 
 from aoff import BackendContext, StepRecord
-from aoff._core._recorder import Recorder
+from aoff.testing import without_tensor_capture
 
 
 class CountingBackend:
@@ -109,16 +109,15 @@ class RaisingBackend(CountingBackend):
 
 
 @pytest.fixture(params=["plain", "capturing"])
-def number_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+def number_path(request: pytest.FixtureRequest) -> Iterator[str]:
     """Run a test on both recorder paths: torch-free, and capturing (torch imported).
 
     Once torch is imported anywhere in the process, the recorder inspects values at the
     call; the outcome of a bad value must not change (docs/reference/input-handling.md).
     """
     if request.param == "plain":
-        # the capture switch is the recorder's own: keep it off for loggers built now
-        monkeypatch.setattr(Recorder, "_refresh_capture", lambda self: False)
+        with without_tensor_capture():  # loggers built now keep the torch-free path
+            yield "plain"
     else:
         pytest.importorskip("torch")
-        assert Recorder()._refresh_capture()
-    return str(request.param)
+        yield "capturing"

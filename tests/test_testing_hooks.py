@@ -36,6 +36,7 @@ from aoff.testing import (
     wait_until,
     watch_backend,
     watch_buffer,
+    without_tensor_capture,
 )
 
 from .conftest import make_async_logger, make_logger
@@ -210,6 +211,19 @@ def test_watch_buffer_sees_a_producer_wait_for_space() -> None:
         gated.gate.set()
     th.join(60)
     assert log.finish().steps == 5_000
+
+
+def test_without_tensor_capture_keeps_new_loggers_on_the_torch_free_path() -> None:
+    pytest.importorskip("torch")
+    with without_tensor_capture():
+        plain = make_logger(MemoryBackend(), pump="thread")
+        plain.log_step(1)
+        plain.flush()  # the pump's ticks look again: still off
+        assert not probe(plain).captures_tensors
+        plain.finish()
+    capturing = make_logger(MemoryBackend(), pump="thread")  # torch is imported here
+    assert probe(capturing).captures_tensors
+    capturing.finish()
 
 
 # -- injecting events -------------------------------------------------------------------------

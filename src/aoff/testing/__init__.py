@@ -38,6 +38,7 @@ from ._faults import (
     ship_inline_after,
     watch_backend,
     watch_buffer,
+    without_tensor_capture,
 )
 from ._probe import BackendProbe, Probe, PumpPlace, probe
 from ._remote_probe import RemoteProbe, probe_remote
@@ -81,6 +82,7 @@ __all__ = [
     "wait_until",
     "watch_backend",
     "watch_buffer",
+    "without_tensor_capture",
 ]
 
 

@@ -11,10 +11,11 @@ release or observe it. Read-only views are in ``_probe.py``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ._probe import _face, _side
@@ -31,6 +32,7 @@ __all__ = [
     "ship_inline_after",
     "watch_backend",
     "watch_buffer",
+    "without_tensor_capture",
 ]
 
 
@@ -177,3 +179,18 @@ def kill_agent(log: object, signum: int = signal.SIGKILL) -> int:
     pid = int(side.proc.pid)
     os.kill(pid, signum)
     return pid
+
+
+@contextlib.contextmanager
+def without_tensor_capture() -> Iterator[None]:
+    """While open, loggers and producers take the torch-free path of the logging calls,
+    as if torch had never been imported (open it around the whole test: a logger may
+    look again later). For a test that checks both paths give the same outcome."""
+    from .._core._recorder import Recorder
+
+    refresh = Recorder.__dict__["_refresh_capture"]
+    Recorder._refresh_capture = lambda self: False  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        Recorder._refresh_capture = refresh  # type: ignore[method-assign]
