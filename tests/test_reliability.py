@@ -35,6 +35,7 @@ from aoff.testing import (
     RecordingDisplay,
     await_until,
     drive_backend_clock,
+    finish_grace,
     probe,
     wait_until,
     watch_backend,
@@ -767,21 +768,17 @@ async def test_every_async_call_after_close_warns_and_records_nothing() -> None:
 
 
 # -- finish() and a pump that is slow or stuck ------------------------------------------------
-def test_finish_waits_for_a_long_final_drain_while_it_makes_progress(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_finish_waits_for_a_long_final_drain_while_it_makes_progress() -> None:
     """Folding the last buffer-full can take longer than finish_timeout + grace; as long
     as it makes progress, finish() must wait (giving up would lose it at exit)."""
-    import aoff._faces._base
-
-    monkeypatch.setattr(aoff._faces._base, "FINISH_GRACE", 0.3)
     counting = CountingBackend()
     log = make_logger(counting, finish_timeout=0.1)
     metrics = {f"m{k}": float(k) for k in range(10_000)}
     n = 200  # ~7 ms of fold a step here: ~1.4 s, far beyond 0.1 + 0.3 s
     for i in range(n):
         log.log_step(i, metrics)
-    report = log.finish()
+    with finish_grace(0.3):
+        report = log.finish()
     assert report.steps == n and report.complete
     assert counting.iterations == list(range(n))
 
@@ -796,18 +793,16 @@ class StuckDisplay(RecordingDisplay):
 
 
 def test_finish_gives_up_on_a_pump_that_stops_making_progress(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    import aoff._faces._base
-
-    monkeypatch.setattr(aoff._faces._base, "FINISH_GRACE", 0.3)
     display = StuckDisplay()
     mem = MemoryBackend()
     log = make_logger(mem, display=display, finish_timeout=0.2)
     for i in range(100):
         log.log_step(i)
     try:
-        report = log.finish()  # returns although the pump thread is stuck in close()
+        with finish_grace(0.3):
+            report = log.finish()  # returns although the pump thread is stuck in close()
         assert pump_thread(log).is_alive()
     finally:
         display.gate.set()

@@ -23,6 +23,7 @@ from aoff.testing import (
     WaitTimeout,
     aput_event,
     drive_backend_clock,
+    finish_grace,
     hold_media_encoder,
     kill_agent,
     probe,
@@ -183,6 +184,35 @@ def test_a_stalled_backend_on_a_driven_clock() -> None:
     log.finish()
     with pytest.raises(LookupError, match="no backend named 'nope'"):
         drive_backend_clock(log, "nope", clock)
+
+
+class StuckDisplay(RecordingDisplay):
+    """A display whose closing hangs until :attr:`gate` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+
+    def close(self, state: object, now: float, *, summary: bool) -> None:
+        self.gate.wait()
+
+
+def test_finish_grace_shortens_the_wait_for_a_pump_that_stopped() -> None:
+    """The pump hangs in the display's close for 5 s: with a 0.3 s grace finish() gives
+    up long before (with the default 10 s it would see the pump end, and not give up)."""
+    display = StuckDisplay()
+    log = make_logger(MemoryBackend(), display=display, finish_timeout=0.2)
+    log.log_step(1)
+    release = threading.Timer(5.0, display.gate.set)
+    release.start()
+    try:
+        with finish_grace(0.3):
+            report = log.finish()
+        assert report.interrupted and report.partial  # it gave up
+    finally:
+        release.join()
+    with pytest.raises(ValueError, match="seconds must be > 0"), finish_grace(0):
+        pass
 
 
 # -- watching the buffer and a backend --------------------------------------------------------

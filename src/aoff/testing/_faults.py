@@ -25,6 +25,7 @@ __all__ = [
     "BufferWatch",
     "aput_event",
     "drive_backend_clock",
+    "finish_grace",
     "hold_media_encoder",
     "kill_agent",
     "put_event",
@@ -194,3 +195,20 @@ def without_tensor_capture() -> Iterator[None]:
         yield
     finally:
         Recorder._refresh_capture = refresh  # type: ignore[method-assign]
+
+
+@contextlib.contextmanager
+def finish_grace(seconds: float) -> Iterator[None]:
+    """While open, ``finish()``/``close()`` give up on a pump that made no progress for
+    ``finish_timeout`` plus ``seconds`` (10 s otherwise), so that a test of a stuck
+    final drain need not wait the full grace."""
+    from .._faces import _base
+
+    if not seconds > 0:
+        raise ValueError(f"seconds must be > 0, got {seconds!r}")
+    grace = _base.FINISH_GRACE
+    _base.FINISH_GRACE = float(seconds)
+    try:
+        yield
+    finally:
+        _base.FINISH_GRACE = grace
