@@ -43,6 +43,7 @@ from aoff.testing import (
     aput_event,
     put_event,
     record_report_lines,
+    wait_until,
 )
 
 from .conftest import make_async_logger, make_logger
@@ -593,8 +594,7 @@ def test_cuda_path_one_event_per_device(fake_cuda: dict[str, list[Any]]) -> None
     assert sorted(e.device for e in fake_cuda["events"]) == [-1, 1]
     assert fake_cuda["stacks"] == [2]
     assert type(out) is PendingEvent
-    while not event_ready(out):
-        pass
+    wait_until(lambda: event_ready(out), what="the fake device copies to land")
     assert (a.value(), b.value(), c.value()) == (1.0, 2.0, 3.0)
 
 
