@@ -21,7 +21,7 @@ from rich.console import Console
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from aoff import CsvBackend, JsonlBackend, NullDisplay, OffPolicyLogger, TensorBoardBackend
-from aoff.testing import ManualClock, MemoryBackend, probe
+from aoff.testing import ManualClock, MemoryBackend, probe, reset_once_a_process_notices
 
 LINE = "aoff: the pump runs in this process, not in its agent"
 
@@ -122,9 +122,7 @@ FALLBACKS: dict[str, tuple[dict[str, Any], str]] = {
 def test_what_must_stay_here_says_so_once(
     tmp_path: Path, case: str, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    from aoff._faces import _base
-
-    _base._said_in_process.clear()  # "once a process": this test's process
+    reset_once_a_process_notices()  # "once a process": this test's process
     kw, advice = FALLBACKS[case]
     logs = [
         OffPolicyLogger(log_dir=tmp_path / str(k), handle_sigterm=False, **kw) for k in range(2)
@@ -142,9 +140,7 @@ def test_what_must_stay_here_says_so_once(
 
 
 def test_pump_thread_says_nothing(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
-    from aoff._faces import _base
-
-    _base._said_in_process.clear()
+    reset_once_a_process_notices()
     log = OffPolicyLogger(
         log_dir=tmp_path,
         console=Console(file=io.StringIO()),

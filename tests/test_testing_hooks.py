@@ -31,6 +31,7 @@ from aoff.testing import (
     put_event,
     read_wandb_history,
     record_report_lines,
+    reset_once_a_process_notices,
     ship_inline_after,
     wait_for_wandb_run,
     wait_for_wandb_runs,
@@ -340,6 +341,22 @@ def test_kill_agent_makes_the_logger_fall_back(tmp_path: Path) -> None:
     assert thread is not None and thread.is_alive()
     report = log.finish()
     assert report.steps == 100 and report.backend_written == {"jsonl": 100}
+
+
+def test_reset_once_a_process_notices_lets_the_next_logger_say_it_again(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    line = "aoff: the pump runs in this process, not in its agent"
+
+    def count_said() -> int:
+        log = OffPolicyLogger(log_dir=tmp_path, clock=ManualClock(), display="none")
+        log.finish()
+        return capfd.readouterr().err.count(line)
+
+    count_said()  # said here, or already earlier in this process
+    assert count_said() == 0  # once a process
+    reset_once_a_process_notices()
+    assert count_said() == 1
 
 
 def test_the_hooks_that_need_a_place_say_so() -> None:

@@ -30,6 +30,7 @@ __all__ = [
     "kill_agent",
     "put_event",
     "record_report_lines",
+    "reset_once_a_process_notices",
     "ship_inline_after",
     "watch_backend",
     "watch_buffer",
@@ -212,3 +213,11 @@ def finish_grace(seconds: float) -> Iterator[None]:
         yield
     finally:
         _base.FINISH_GRACE = grace
+
+
+def reset_once_a_process_notices() -> None:
+    """Forget which once-a-process notices were printed (e.g. "the pump runs in this
+    process, not in its agent"), so that the next logger made prints its own again."""
+    from .._faces import _base
+
+    _base._said_in_process.clear()
