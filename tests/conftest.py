@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 import pytest
 
 from aoff import AsyncOffPolicyLogger, Backend, Display, OffPolicyLogger, Overflow
-from aoff.testing import RecordingDisplay, probe
+from aoff.testing import RecordingDisplay, probe, remove_sigterm_handler
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -155,18 +155,9 @@ def _sigterm_handler_back() -> Iterator[None]:
     """A sync logger made with the default ``handle_sigterm=True`` installs aoff's SIGTERM
     handler for the rest of the process (as in a training script), also from a module
     fixture; each test starts, and ends, with it taken back out."""
-    import signal
-
-    import aoff._faces._sync
-
-    def reset() -> None:
-        if signal.getsignal(signal.SIGTERM) is aoff._faces._sync._on_sigterm:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            aoff._faces._sync._prev_sigterm = None
-
-    reset()
+    remove_sigterm_handler()
     yield
-    reset()
+    remove_sigterm_handler()
 
 
 @pytest.fixture

@@ -31,6 +31,7 @@ from aoff.testing import (
     put_event,
     read_wandb_history,
     record_report_lines,
+    remove_sigterm_handler,
     reset_once_a_process_notices,
     ship_inline_after,
     wait_for_wandb_run,
@@ -357,6 +358,17 @@ def test_reset_once_a_process_notices_lets_the_next_logger_say_it_again(
     assert count_said() == 0  # once a process
     reset_once_a_process_notices()
     assert count_said() == 1
+
+
+def test_remove_sigterm_handler_takes_aoffs_handler_back_out() -> None:
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # conftest's fixture
+    assert not remove_sigterm_handler()
+    for _ in range(2):  # removed, the next logger installs it again
+        log = make_logger(MemoryBackend(), pump="thread", handle_sigterm=True)
+        log.finish()
+        assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+        assert remove_sigterm_handler()
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
 
 
 def test_the_hooks_that_need_a_place_say_so() -> None:

@@ -30,6 +30,7 @@ __all__ = [
     "kill_agent",
     "put_event",
     "record_report_lines",
+    "remove_sigterm_handler",
     "reset_once_a_process_notices",
     "ship_inline_after",
     "watch_backend",
@@ -221,3 +222,16 @@ def reset_once_a_process_notices() -> None:
     from .._faces import _base
 
     _base._said_in_process.clear()
+
+
+def remove_sigterm_handler() -> bool:
+    """Take aoff's SIGTERM handler back out, if it is installed: a sync logger made with
+    ``handle_sigterm=True`` installs it for the rest of the process (as a training script
+    wants), and the next such logger installs it afresh. True if it was installed."""
+    from .._faces import _sync
+
+    if signal.getsignal(signal.SIGTERM) is not _sync._on_sigterm:
+        return False
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _sync._prev_sigterm = None
+    return True
