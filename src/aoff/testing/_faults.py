@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ._probe import _face, _side
+from ._probe import _face, _Parts, _side
 
 __all__ = [
     "BackendWatch",
@@ -39,21 +39,6 @@ __all__ = [
 ]
 
 
-def _core(log: object) -> Any:
-    core = getattr(_face(log), "_core", None)
-    if core is None:
-        raise LookupError("this hook needs the pump in this process (pump='thread')")
-    return core
-
-
-def _runner(log: object, name: str) -> Any:
-    runners = _core(log).pump.runners
-    for r in runners:
-        if r.name == name:
-            return r
-    raise LookupError(f"no backend named {name!r} (there are {[r.name for r in runners]})")
-
-
 def put_event(log: object, event: tuple[Any, ...]) -> None:
     """Hand one raw event (built with aoff's private event helpers, e.g. a step whose
     device value never lands) to a sync logger's hot path, exactly as a logging call
@@ -71,7 +56,7 @@ def record_report_lines(log: object) -> list[str]:
     """A list that receives every line the in-process pump reports from now on
     (problems, once each, and the end-of-run totals), in order. The lines still go to
     stderr as well."""
-    reporter = _core(log).pump.report_line
+    reporter = _Parts(log).reporter
     lines: list[str] = []
     write: Callable[[str], None] = reporter.write
 
@@ -127,7 +112,7 @@ class BackendWatch:
 
 def watch_backend(log: object, name: str) -> BackendWatch:
     """Watch, from now on, what the in-process pump offers the backend ``name``."""
-    r = _runner(log, name)
+    r = _Parts(log).runner(name)
     watch = BackendWatch()
     offer = r.offer
 
@@ -144,13 +129,13 @@ def drive_backend_clock(log: object, name: str, clock: Callable[[], float]) -> N
     """Let ``clock`` (e.g. ``aoff.testing.ManualClock``) be what the backend ``name``'s
     stall detection reads, so that a test can make a hung ``write`` count as stalled
     without waiting ``stall_timeout`` (the logger's ``clock=`` does not reach it)."""
-    _runner(log, name).monotonic = clock
+    _Parts(log).runner(name).monotonic = clock
 
 
 def hold_media_encoder(log: object) -> threading.Event:
     """Make the in-process pump's media encoder wait before each image/video until the
     returned event is set (``.set()`` it to let it go; a held job waits at most 60 s)."""
-    encoder = _core(log).pump.intake.media
+    encoder = _Parts(log).encoder
     gate = threading.Event()
     encode = encoder._encode
 

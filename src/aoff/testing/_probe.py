@@ -53,6 +53,51 @@ def _side(face: Any) -> Any:
     return None
 
 
+class _Parts:
+    """The in-process pump's parts that the hooks read: the one place that knows where
+    they live inside the pump (a rename of the pump's private parts is fixed here)."""
+
+    def __init__(self, log: object) -> None:
+        core = getattr(_face(log), "_core", None)
+        if core is None:
+            raise LookupError(
+                "this logger's pump runs in the agent process (or nowhere here): its "
+                "state and backends are not in this process (pump='thread' keeps it here)"
+            )
+        self._core: Any = core
+        self._pump: Any = core.pump
+
+    @property
+    def state(self) -> Any:
+        return self._core.state
+
+    @property
+    def runners(self) -> list[Any]:
+        return list(self._pump.runners)
+
+    def runner(self, name: str) -> Any:
+        runners = self.runners
+        for r in runners:
+            if r.name == name:
+                return r
+        raise LookupError(f"no backend named {name!r} (there are {[r.name for r in runners]})")
+
+    @property
+    def reporter(self) -> Any:
+        """The pump's ``OnceReporter``: problem lines once each (``.seen``), ``.write``."""
+        return self._pump.report_line
+
+    @property
+    def sampler(self) -> Any:
+        """The system metrics sampler, or None."""
+        return self._pump.system
+
+    @property
+    def encoder(self) -> Any:
+        """The media encoder beside the pump."""
+        return self._pump.intake.media
+
+
 class BackendProbe:
     """One backend's runner in the in-process pump, read live: what it was offered,
     wrote, lost, and what waits for it."""
@@ -233,42 +278,36 @@ class Probe:
         return 0 if pool is None else int(pool.in_use_bytes())
 
     # -- the in-process pump ---------------------------------------------------------------
-    def _core(self) -> Any:
-        core = getattr(self._face, "_core", None)
-        if core is None:
-            raise LookupError(
-                "this logger's pump runs in the agent process (or nowhere here): its "
-                "state and backends are not in this process"
-            )
-        return core
+    def _parts(self) -> _Parts:
+        return _Parts(self._face)
 
     @property
     def state(self) -> State:
         """The in-process pump's live ``State`` (what the dashboard draws). Read it; do
         not change it."""
-        state: State = self._core().pump.state
+        state: State = self._parts().state
         return state
 
     @property
     def backends(self) -> Mapping[str, BackendProbe]:
         """The in-process pump's backends by name, in the order they were given."""
-        return {r.name: BackendProbe(r) for r in self._core().pump.runners}
+        return {r.name: BackendProbe(r) for r in self._parts().runners}
 
     @property
     def problems(self) -> frozenset[str]:
         """The distinct problem lines the in-process pump reported (each is printed once;
         the end-of-run totals are not among them: see ``record_report_lines``)."""
-        return frozenset(self._core().pump.report_line.seen)
+        return frozenset(self._parts().reporter.seen)
 
     @property
     def system_metrics(self) -> bool:
         """Whether the in-process pump samples system metrics (``system_interval > 0``)."""
-        return self._core().pump.system is not None
+        return self._parts().sampler is not None
 
     @property
     def media_encoder_pending(self) -> int:
         """Images/videos handed to the in-process pump's encoder and not yet encoded."""
-        return int(self._core().pump.intake.media.pending_count())
+        return int(self._parts().encoder.pending_count())
 
 
 def probe(log: object) -> Probe:
