@@ -611,6 +611,10 @@ def test_cuda_path_end_to_end_through_the_sync_face(
 
     import aoff._core._capture as cap
 
+    # capture on first (as a logger built after `import torch` turns it on): once the
+    # stand-in is set, activate() takes capture as on already and would not note
+    # torch.Tensor, so alone (no test before it built a logger) nothing was captured
+    assert cap.activate()
     monkeypatch.setattr(cap, "_capture_tensor", capture)
     for dtype in (torch.float32, torch.int64):
         mem = MemoryBackend()
