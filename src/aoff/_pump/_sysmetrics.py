@@ -36,7 +36,10 @@ from __future__ import annotations
 import importlib
 import os
 import threading
+from collections.abc import Callable
 from typing import Any
+
+from .._core._events import SYSTEM, Event
 
 __all__ = ["DEFAULT_INTERVAL", "SystemSampler"]
 
@@ -147,6 +150,23 @@ class SystemSampler:
                 return None
             self._reported = True
             return self._problem
+
+    def fold_newest(
+        self,
+        apply: Callable[[Event], object],
+        clock: Callable[[], float],
+        say: Callable[[str], None],
+    ) -> bool:
+        """On the pump's loop: say the first failure (once), and ``apply`` the newest sample
+        as a ``SYSTEM`` event (it joins the next step's record); True if one was folded."""
+        problem = self.problem()
+        if problem is not None:
+            say(problem)
+        sample = self.take()
+        if sample is None:
+            return False
+        apply((SYSTEM, clock(), sample))
+        return True
 
     # -- the sampler's thread ---------------------------------------------------------------
     def _run(self) -> None:
