@@ -23,6 +23,10 @@ from ._wiring import Core
 
 
 class PumpThread:
+    """A :class:`Core`'s pump on its own loop in the "aoff-pump" thread. The training
+    thread calls :meth:`flush`, :meth:`state_dict`, :meth:`unwritten` and :meth:`stop`;
+    each reaches the pump only through its public methods (on its loop where they must)."""
+
     def __init__(self, core: Core, held: list[Any] | None = None) -> None:
         self.core = core
         opts = core.options
