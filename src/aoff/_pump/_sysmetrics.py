@@ -104,7 +104,8 @@ class SystemSampler:
     """Samples process ``pid`` every ``interval`` seconds in a daemon thread.
 
     :meth:`take` hands the newest sample over (once); :meth:`problem` the first failure's
-    message (once). Both are called from the pump's loop; a lock guards the hand-over.
+    message (once); :meth:`fold_newest` does both for the pump, on its loop, once a tick.
+    A lock guards the hand-over.
     """
 
     def __init__(self, pid: int, interval: float = DEFAULT_INTERVAL, *, gpu: bool = True) -> None:
