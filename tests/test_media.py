@@ -208,7 +208,7 @@ def test_in_flight_bytes_are_bounded_while_the_encoder_works(tmp_path: Path) -> 
     accepted is written at finish()."""
     frame = np.zeros((4, 16, 16, 3), np.uint8)  # 3,072 bytes
     with _logger(tmp_path, "thread", media_budget=10_000) as log:
-        encoder = log._core.pump.intake.media
+        encoder = log._core.pump._intake.media
         gate = __import__("threading").Event()
         encode = encoder._encode
         encoder._encode = lambda job: (gate.wait(30), encode(job))[1]  # type: ignore[method-assign]
@@ -460,7 +460,7 @@ def test_a_missing_encoder_is_reported_naming_the_extra(
     report = log.close()
     assert (report.media_written, report.steps) == (0, 1)  # the scalars go on
     assert "could not encode media 'img'" in capfd.readouterr().err
-    assert "pip install 'aoff[media]'" in "".join(log._core.pump.report_line.seen)
+    assert "pip install 'aoff[media]'" in "".join(log._core.pump._problems.seen)
 
 
 def test_the_dashboard_shows_the_last_media_and_the_summary_what_was_refused(
@@ -601,7 +601,7 @@ def test_a_stuck_encoder_costs_finish_its_bound_and_never_the_scalars(
     # the encoder's wait is finish_timeout; the backends then get their own (generous
     # enough for 20 records on a loaded machine)
     with _logger(tmp_path, "thread", finish_timeout=1.5) as log:
-        encoder = log._core.pump.intake.media
+        encoder = log._core.pump._intake.media
         gate = __import__("threading").Event()
         encode = encoder._encode
         encoder._encode = lambda job: (gate.wait(30), encode(job))[1]  # type: ignore[method-assign]
