@@ -411,15 +411,15 @@ async def test_pump_holds_back_until_ready_and_keeps_order() -> None:
     buf.put((ev.COLLECTOR, 0.0, 200, 20, 0.0))  # must not overtake step 2
     buf.put(step_event(3, 0.75))
 
-    assert await pump.drain_once() == 5
+    assert await pump._intake.drain_once() == 5
     assert state.steps_logged == 1 and state.total_steps == 100  # stopped at step 2
-    assert len(pump.held()) == 3 and len(buf) == 0
+    assert len(pump._intake.held) == 3 and len(buf) == 0
     buf.put(step_event(4, 1.0))  # newer than the held events: stays behind them
     for _ in range(2):  # polls 2 and 3: still not ready
-        await pump.drain_once()
+        await pump._intake.drain_once()
         assert state.steps_logged == 1 and len(buf) == 1
-    await pump.drain_once()  # poll 4: ready; held events first, then the buffer
-    assert state.steps_logged == 4 and state.iteration == 4 and not pump.held()
+    await pump._intake.drain_once()  # poll 4: ready; held events first, then the buffer
+    assert state.steps_logged == 4 and state.iteration == 4 and not pump._intake.held
     assert state.latest_metrics["q"] == 1.0 and slow.polls == 4
 
 

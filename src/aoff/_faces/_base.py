@@ -187,9 +187,13 @@ class Face(Recorder[R], MediaCalls[R], Generic[R]):
         return self._options.pump == "process" and self._options.in_process_only() is None
 
     def _build_core(self) -> Core:
-        self._core = Core(self._options, buffer=self._buffer, on_tick=self._refresh_capture)
         # the encoder in this process gives the media budget back as it frees frames
-        self._core.pump.intake.media.on_freed = self._media_budget.note_freed
+        self._core = Core(
+            self._options,
+            buffer=self._buffer,
+            on_tick=self._refresh_capture,
+            on_media_freed=self._media_budget.note_freed,
+        )
         return self._core
 
     def _setup_face(self) -> None:

@@ -55,7 +55,8 @@ def _side(face: Any) -> Any:
 
 class _Parts:
     """The in-process pump's parts that the hooks read: the one place that knows where
-    they live inside the pump (a rename of the pump's private parts is fixed here)."""
+    they live inside the pump. The pump keeps them private behind a small surface
+    (``_pump/_pump.py``) that has no read-out for them; a rename is fixed here."""
 
     def __init__(self, log: object) -> None:
         core = getattr(_face(log), "_core", None)
@@ -73,7 +74,7 @@ class _Parts:
 
     @property
     def runners(self) -> list[Any]:
-        return list(self._pump.runners)
+        return list(self._pump._runners)
 
     def runner(self, name: str) -> Any:
         runners = self.runners
@@ -85,17 +86,17 @@ class _Parts:
     @property
     def reporter(self) -> Any:
         """The pump's ``OnceReporter``: problem lines once each (``.seen``), ``.write``."""
-        return self._pump.report_line
+        return self._pump._problems
 
     @property
     def sampler(self) -> Any:
         """The system metrics sampler, or None."""
-        return self._pump.system
+        return self._pump._system
 
     @property
     def encoder(self) -> Any:
         """The media encoder beside the pump."""
-        return self._pump.intake.media
+        return self._pump._intake.media
 
 
 class BackendProbe:
