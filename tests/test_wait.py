@@ -45,7 +45,7 @@ async def test_await_until_lets_tasks_run_between_checks() -> None:
     done = anyio.Event()
 
     async def later() -> None:
-        await anyio.sleep(0.05)
+        await anyio.sleep(0.05)  # on purpose: the awaited thing comes a little later
         done.set()
 
     async with anyio.create_task_group() as tg:
