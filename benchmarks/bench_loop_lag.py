@@ -183,11 +183,10 @@ def explain(run: Run) -> str:
     worst = sorted(zip(run.late, run.ran, strict=True), reverse=True)[: len(run.late) // 100 + 1]
     spent = sum(late + TIMER for late, _ in worst)
     ran = sum(r for _, r in worst)
-    gcs = f"gc {len(run.gcs)}" + (
-        f" (gen2 {sum(g == 2 for g, _ in run.gcs)}, longest {max(w for _, w in run.gcs) * 1e3:.1f} ms)"
-        if run.gcs
-        else ""
-    )
+    gcs = f"gc {len(run.gcs)}"
+    if run.gcs:
+        full = sum(g == 2 for g, _ in run.gcs)
+        gcs += f" (gen2 {full}, longest {max(w for _, w in run.gcs) * 1e3:.1f} ms)"
     out = f"cpu {run.cpu:4.0%}  tail ran {ran / spent:4.0%}  {gcs}"
     if run.rounds:
         cpu = sorted(c for c, _ in run.rounds)
