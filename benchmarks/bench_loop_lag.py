@@ -16,9 +16,11 @@ Each run also says where the lateness comes from:
   late wake-up the loop's thread was running (its CPU time): the rest it was waiting for
   a CPU (another process had it: on a 2-core machine the agent, which spends about a
   core on this flood, and whatever else runs);
-* ``gc`` — the garbage collections during the run, and the longest (wall);
-* ``rounds`` (aoff) — the shipper's rounds on the loop: how many, and the longest hold
-  of the loop by one (its CPU time; wall in brackets).
+* ``gc`` — the garbage collections during the run, the longest (wall), and their share
+  of the run's time;
+* ``rounds`` (aoff) — the shipper's rounds on the loop: how many (their CPU time, as a
+  share of a core), the p99 and the longest hold of the loop by one (its CPU time; wall
+  in brackets).
 
 ``--nice-agent N`` lowers the agent's priority, ``--pin`` runs the loop on CPU 0 and
 the agent on CPU 1: both to tell what aoff's own code costs the loop from what sharing
@@ -74,6 +76,8 @@ class Run:
     ran: list[float] = field(default_factory=list)  # s of the loop thread's CPU meanwhile
     rate: float = 0.0
     cpu: float = 0.0  # the loop thread's CPU / wall
+    wall: float = 0.0  # s measured
+    on: bool = False  # measuring now
     gcs: list[tuple[int, float]] = field(default_factory=list)  # (generation, wall s)
     rounds: list[tuple[float, float]] = field(default_factory=list)  # (cpu s, wall s)
 
@@ -124,10 +128,13 @@ async def measure(log: Any, seconds: float, run: Run) -> Run:
         await anyio.sleep(0.2)  # the actors are running
         gc.callbacks.append(watch)
         w0, c0 = time.perf_counter(), time.thread_time()
+        run.on = True
         try:
             await timer(seconds, run)
         finally:
-            run.cpu = (time.thread_time() - c0) / (time.perf_counter() - w0)
+            run.on = False
+            run.wall = time.perf_counter() - w0
+            run.cpu = (time.thread_time() - c0) / run.wall
             gc.callbacks.remove(watch)
         stop.set()
     run.rate = sum(calls) / (time.perf_counter() - t0)
@@ -143,7 +150,8 @@ def _timed_rounds(side: Any, run: Run) -> None:
         try:
             return inner()  # type: ignore[no-any-return]
         finally:
-            run.rounds.append((time.thread_time() - c, time.perf_counter() - w))
+            if run.on:
+                run.rounds.append((time.thread_time() - c, time.perf_counter() - w))
 
     side._round = timed
 
@@ -186,13 +194,17 @@ def explain(run: Run) -> str:
     gcs = f"gc {len(run.gcs)}"
     if run.gcs:
         full = sum(g == 2 for g, _ in run.gcs)
-        gcs += f" (gen2 {full}, longest {max(w for _, w in run.gcs) * 1e3:.1f} ms)"
+        gcs += (
+            f" (gen2 {full}, longest {max(w for _, w in run.gcs) * 1e3:.1f} ms, "
+            f"{sum(w for _, w in run.gcs) / run.wall:.1%})"
+        )
     out = f"cpu {run.cpu:4.0%}  tail ran {ran / spent:4.0%}  {gcs}"
     if run.rounds:
         cpu = sorted(c for c, _ in run.rounds)
         longest = max(run.rounds)
         out += (
-            f"  rounds {len(cpu):,} p99 {cpu[int(0.99 * (len(cpu) - 1))] * 1e3:.2f} ms, "
+            f"  rounds {len(cpu):,} ({sum(cpu) / run.wall:.0%}) p99 "
+            f"{cpu[int(0.99 * (len(cpu) - 1))] * 1e3:.2f} ms, "
             f"longest {longest[0] * 1e3:.2f} ms ({longest[1] * 1e3:.2f})"
         )
     return out
