@@ -61,16 +61,11 @@ BURST_ROUND = 4096
 #: rounds without losing anything; once the agent falls behind, ``capacity`` applies
 BURST_FACTOR = 4
 #: events one round drains when the shipper runs on an event loop (the async face,
-#: ``Shipper.round_events``), and about how many it lets come in between rounds
-#: (``AgentSide.run``). Measured on the 2-core test machine under load: a round of 256
-#: events held the loop ~0.3 ms (p99 0.4), of 128 ~0.15 ms (p99 0.27), of none 8 us
-#: (the pickling is ~0.5-0.9 us an event, the rest a send). The loop runs its other
-#: tasks between rounds. Small rounds also keep few events alive at a time: the buffer
-#: holding 500-700 of them (two tracked objects each) set off a young collection every
-#: few milliseconds, which moved them to the older generations, and every second or
-#: so a full collection of the whole process held the loop 13-30 ms (~80-200 ms on a
-#: busy machine); under ~350 waiting events the young generation's count never reaches
-#: its threshold of 700 from them alone.
+#: ``Shipper.for_loop``), and about how many it lets come in between rounds. Measured on
+#: the 2-core test machine under load: a round of 256 events held the loop ~0.3 ms (p99
+#: 0.4), of 128 ~0.15 ms (p99 0.27), of none 8 us (the pickling is ~0.5-0.9 us an
+#: event, the rest a send). The loop runs its other tasks between rounds. Few events
+#: then wait at a time, which the garbage collector sees too (see :class:`Pickled`).
 LOOP_ROUND_EVENTS = 128
 #: bytes one round sends when the shipper runs on an event loop (``Shipper.round_bytes``,
 #: whole frames): a round of LOOP_ROUND_EVENTS is ~25 KB on the wire, so this sends a
@@ -128,10 +123,13 @@ class Pickled:
     steps, and the pickle, read back only if the agent is lost before it took them.
 
     Kept whole, a backlog of frames (the agent behind a flood, up to
-    ``MAX_PENDING_BYTES``) held ~40,000 events alive: two tracked objects each, they set
-    off a young collection every few milliseconds, moved on to the oldest generation,
-    and its full collections held the event loop 13-200 ms every second or two (none
-    in 3 s once only the pickles were kept, on the test machine)."""
+    ``MAX_PENDING_BYTES``) held up to ~40,000 events alive. An event holding a dict
+    stays tracked, so waiting events set off a young collection every few milliseconds
+    and moved on to the oldest generation; each time a quarter of its size had moved
+    in, a full collection of the process held the event loop 13-30 ms on a quiet
+    machine, 75-200 ms on a busy one: every second or two. With pickles only, asyncio runs of the flood benchmark
+    saw 0-1 full collections in 3 s instead of 1-2, and 20-50 young ones instead of
+    ~100 (the buffer itself still holds thousands when the loop is starved of CPU)."""
 
     __slots__ = ("n", "payload", "steps")
 
