@@ -4,9 +4,9 @@
 every 10 ms (64,000 calls/s in all, as asked), while a 1 ms timer task measures how late
 each of its wake-ups comes. "none" is the same actors awaiting a no-op instead of aoff
 (the loop's own lateness under the same task load); "aoff" is an
-``AsyncOffPolicyLogger`` in process mode (its shipper is a task on this loop), JSONL,
-no dashboard. The two alternate (none, aoff, none, aoff, ...) so that a busy machine
-hurts both alike; each line is one run, the last line the medians.
+``AsyncOffPolicyLogger`` in process mode (its shipper is a task on this loop), JSONL +
+TensorBoard, no dashboard. The two alternate (none, aoff, none, aoff, ...) so that a
+busy machine hurts both alike; each line is one run, the last line the medians.
 
 Each run also says where the lateness comes from:
 
