@@ -127,9 +127,10 @@ class Pickled:
     stays tracked, so waiting events set off a young collection every few milliseconds
     and moved on to the oldest generation; each time a quarter of its size had moved
     in, a full collection of the process held the event loop 13-30 ms on a quiet
-    machine, 75-200 ms on a busy one: every second or two. With pickles only, asyncio runs of the flood benchmark
-    saw 0-1 full collections in 3 s instead of 1-2, and 20-50 young ones instead of
-    ~100 (the buffer itself still holds thousands when the loop is starved of CPU)."""
+    machine, 75-200 ms on a busy one: every second or two. With pickles only, asyncio
+    runs of the flood benchmark saw 0-1 full collections in 3 s instead of 1-2, and
+    20-50 young ones instead of ~100 (the buffer itself still holds thousands when the
+    loop is starved of CPU)."""
 
     __slots__ = ("n", "payload", "steps")
 
