@@ -129,7 +129,7 @@ class Pickled:
     in, a full collection of the process held the event loop 13-30 ms on a quiet
     machine, 75-200 ms on a busy one: every second or two. With pickles only, asyncio
     runs of the flood benchmark saw 0-1 full collections in 3 s instead of 1-2, and
-    20-50 young ones instead of ~100 (the buffer itself still holds thousands when the
+    10-50 in all instead of 90-140 (the buffer itself still holds thousands when the
     loop is starved of CPU)."""
 
     __slots__ = ("n", "payload", "steps")
