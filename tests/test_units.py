@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -146,6 +147,43 @@ def test_block_is_released_by_close_and_drops_nothing() -> None:
     assert buf.wait_for_space() is True  # closed: never waits again
     buf.put(status(2))
     assert numbers(buf.drain()) == [0, 1, 2] and buf.dropped == 0
+
+
+def test_put_many_blocks_for_room_like_put_and_keeps_the_order() -> None:
+    buf = EventBuffer(3, "block")
+    buf.put(status(0))
+    done = threading.Event()
+
+    def receiver() -> None:
+        buf.put_many([status(i) for i in range(1, 7)])
+        done.set()
+
+    th = threading.Thread(target=receiver, daemon=True)
+    th.start()
+    eventually(lambda: buf._waiters == 1)  # took what fit (2), waits for the rest
+    assert not done.is_set() and numbers(list(buf.snapshot())) == [0, 1, 2]
+    got = numbers(buf.drain(limit=2))
+    deadline = time.monotonic() + WAIT
+    while (not done.is_set() or len(buf)) and time.monotonic() < deadline:
+        assert len(buf) <= 3  # never beyond capacity
+        got += numbers(buf.drain(limit=1))
+        time.sleep(0.001)  # a poll: the receiver takes each freed place
+    th.join(WAIT)
+    assert got == list(range(7)) and buf.dropped == 0
+    buf.close()  # closed: the rest goes in without waiting, as put does
+    buf.put_many([status(i) for i in range(7, 12)])
+    assert numbers(buf.drain()) == [7, 8, 9, 10, 11]
+
+
+@pytest.mark.parametrize("overflow", ["drop_oldest", "drop_newest"])
+def test_put_many_is_put_one_by_one(overflow: Overflow) -> None:
+    one, many = EventBuffer(4, overflow), EventBuffer(4, overflow)
+    events = [status(i) for i in range(7)]
+    for e in events:
+        one.put(e)
+    many.put_many(events)
+    assert one.trim() == many.trim() and one.dropped == many.dropped
+    assert numbers(one.drain()) == numbers(many.drain())
 
 
 @pytest.mark.parametrize("overflow", ["drop_oldest", "drop_newest", "block"])

@@ -126,9 +126,7 @@ class Agent:
                 match msg:
                     case Events(events, dropped):
                         pump.note_upstream_dropped(dropped)
-                        put = buf.put
-                        for e in events:
-                            put(e)
+                        buf.put_many(events)
                     case Out(stream, text):  # printed in the training process: above the panel
                         pump.echo(stream, text)
                     case Flush(n):
