@@ -11,7 +11,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import pickle
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -26,6 +28,7 @@ from aoff._core._buffer import EventBuffer
 from aoff._core._fold import Folder
 from aoff._core._pending import Placeholder, pending_event, ready_prefix
 from aoff._core._progress import ProgressWatch, unwritten_steps, wait_progressing
+from aoff._core._records import columns, scalars_of, step_record
 from aoff._core._state import State
 from aoff._pump._runner import BackendRunner
 from aoff.testing import ManualClock, wait_until
@@ -258,6 +261,27 @@ def step_event(
         0.0,  # weight_sync_time
         throughput,
     )
+
+
+def test_the_folds_records_are_plain_records() -> None:
+    """``step_record`` makes what ``StepRecord(...)`` makes, and ``Scalars`` is the same
+    tuple of pairs to every reader (equal, hashed, pickled, replaced), keeping its
+    columns; ``columns`` splits any other tuple of pairs."""
+    pairs = (("a", 1.0), ("b/c", 2.5))
+    scalars = scalars_of(("a", "b/c"), (1.0, 2.5))
+    assert scalars == pairs and hash(scalars) == hash(pairs) and repr(scalars) == repr(pairs)
+    assert isinstance(scalars, tuple) and list(scalars) == list(pairs)
+    assert columns(scalars) == (("a", "b/c"), (1.0, 2.5)) == columns(pairs)
+    rec = step_record(4096, 1, 2.0, scalars)
+    assert rec == StepRecord(4096, 1, 2.0, pairs) and repr(rec) == repr(
+        StepRecord(4096, 1, 2.0, pairs)
+    )
+    back = pickle.loads(pickle.dumps(rec))
+    assert back == rec and columns(back.scalars) == columns(scalars)
+    other = dataclasses.replace(rec, producer="p")
+    assert other.scalars is scalars and other.producer == "p" and other.step == 4096
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        rec.step = 1  # type: ignore[misc]
 
 
 def test_fold_turns_events_into_the_seed_record() -> None:
