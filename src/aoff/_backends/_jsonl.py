@@ -76,6 +76,8 @@ _FIXED = ("step", "iteration", "wall_time")
 #: tag sequences whose row type is kept at most (a run has a few)
 _ROW_TYPES_MAX = 256
 _row_types: dict[tuple[str, ...], Callable[..., msgspec.Struct] | None] = {}
+#: the last tag sequence and its row type (one assignment: safe across threads)
+_last: tuple[tuple[str, ...] | None, Callable[..., msgspec.Struct] | None] = (None, None)
 
 
 def _row_type(tags: tuple[str, ...]) -> Callable[..., msgspec.Struct] | None:
@@ -106,11 +108,15 @@ def _fast_line(rec: StepRecord) -> bytes | None:
     ``SummaryWriter``'s record)."""
     if rec.producer is not None or rec.writer or not rec.scalars:
         return None
+    global _last
     tags, values = columns(rec.scalars)
-    try:
-        row = _row_types[tags]
-    except KeyError:
-        row = _row_type(tags)
+    last_tags, row = _last
+    if tags is not last_tags:  # the fold shares one tags tuple while the tags repeat
+        try:
+            row = _row_types[tags]
+        except KeyError:
+            row = _row_type(tags)
+        _last = (tags, row)
     if row is None:
         return None
     line = _dumps(row(rec.step, rec.iteration, rec.wall_time, *values))
