@@ -461,7 +461,7 @@ async def test_the_async_face_keeps_only_pickles_and_a_lost_agent_gets_them_back
                 n += 1
                 await anyio.sleep(0.01)
         assert side.fallback is not None
-        handed = [e[2] for e in side.fallback.core.pump.intake.held]
+        handed = [e[2] for e in side.fallback.core.pump._intake.held]
         assert handed[: len(waiting)] == waiting  # the pickles, read back, first
         for _ in range(100):
             n += 1
