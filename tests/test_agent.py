@@ -22,7 +22,16 @@ import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from aoff import AsyncOffPolicyLogger, OffPolicyLogger
-from aoff.testing import kill_agent, probe, put_event, wait_until, watch_buffer
+from aoff.testing import (
+    await_until,
+    kill_agent,
+    probe,
+    put_event,
+    wait_until,
+    watch_buffer,
+)
+
+from .conftest import ahold_still
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -416,44 +425,45 @@ async def test_the_async_face_keeps_only_pickles_and_a_lost_agent_gets_them_back
     async with AsyncOffPolicyLogger(
         log_dir=tmp_path, backends=("jsonl",), handle_sigterm=False, display="none"
     ) as log:
-        side = log._side
-        assert side is not None
+        p = probe(log)
+        assert p.pump_place == "agent"
         for i in range(1, 101):
             await log.log_step(i, {"x": float(i)})
         await log.aflush()
-        with anyio.fail_after(60):  # its Ack says so (at most every 0.25 s)
-            while side.shipper.acked_written != {"jsonl": 100, "tensorboard": 100}:  # noqa: ASYNC110
-                await anyio.sleep(0.01)
+        await await_until(  # its Ack says so (at most every 0.25 s)
+            lambda: p.agent_written == {"jsonl": 100, "tensorboard": 100},
+            timeout=60,
+            what="the agent's Ack of 100 steps written",
+        )
         n = 100
-        os.kill(side.proc.pid, signal.SIGSTOP)  # it takes nothing more: the socket fills
+        kill_agent(log, signal.SIGSTOP)  # it takes nothing more: the socket fills
         try:
-            link = side.shipper.link
             with anyio.fail_after(60):
-                while len(link.unsent()) < 3:
+                while len(p.unsent_frames) < 3:
                     for _ in range(500):
                         n += 1
                         await log.log_step(n, {"x": float(n)})
-                    await anyio.sleep(0.01)
-            unsent = link.unsent()
+                    await ahold_still(0.01, "the shipper task ships a round meanwhile")
+            unsent = p.unsent_frames
             assert all(type(meta) is Pickled for meta in unsent)
             waiting = [e[2] for meta in unsent for e in meta]  # (STEP, wall, iteration, ..)
             first_unsent = waiting[0]
             assert waiting == list(range(first_unsent, first_unsent + len(waiting)))
             assert sum(map(len, unsent)) == len(waiting)
         finally:
-            os.kill(side.proc.pid, signal.SIGKILL)
+            kill_agent(log)
         with anyio.fail_after(60):
-            while side.fallback is None:
+            while p.agent_lost is None:  # the next round finds it gone
                 await log.log_step(n + 1, {"x": float(n + 1)})
                 n += 1
-                await anyio.sleep(0.01)
-        assert side.fallback is not None
-        handed = [e[2] for e in side.fallback.core.pump._intake.held]
+                await ahold_still(0.01, "the shipper task ships a round meanwhile")
+        assert probe(log).pump_place == "in-process"
+        handed = [e[2] for e in p.held_events]
         assert handed[: len(waiting)] == waiting  # the pickles, read back, first
         for _ in range(100):
             n += 1
             await log.log_step(n, {"x": float(n)})
-    report = log._report
+    report = p.report
     assert report is not None
     rows = [r["iteration"] for r in jsonl_rows(tmp_path)]
     # 1-100 by the agent; 101 up to the first frame still waiting went into the stopped

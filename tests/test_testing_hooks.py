@@ -86,7 +86,8 @@ def test_probe_sees_the_agent_process(tmp_path: Path) -> None:
     for i in range(1, 38):
         log.log_step(i, {"x": float(i)})
     log.flush()
-    assert p.shipped_steps == 37
+    assert p.shipped_steps == 37 and p.unsent_frames == ()
+    wait_until(lambda: p.agent_written == {"jsonl": 37}, what="the agent's Ack of 37 steps")
     report = log.finish()
     assert p.report is report and p.phase == "closed"
     assert p.agent_returncode == 0 and not p.agent_running
@@ -147,6 +148,7 @@ def test_probe_state_backends_problems_and_reported_lines() -> None:
     log.log_step(2, {"x": "not a number"})
     log.flush()
     assert p.state.steps_logged == 2 and p.state.reward_components == {"c": 2.0}
+    assert p.held_events == () and p.agent_written == {} and p.unsent_frames == ()
     memory = p.backends["memory"]
     assert list(p.backends) == ["memory"] and memory.name == "memory"
     assert (memory.offered, memory.written, memory.lost, memory.pending) == (2, 2, 0, 0)

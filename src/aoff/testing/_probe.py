@@ -94,6 +94,11 @@ class _Parts:
         return self._pump._system
 
     @property
+    def held(self) -> Any:
+        """Events drained and held back (a lost agent's unsent ones, device values)."""
+        return self._pump._intake.held
+
+    @property
     def encoder(self) -> Any:
         """The media encoder beside the pump."""
         return self._pump._intake.media
@@ -227,6 +232,21 @@ class Probe:
         side = _side(self._face)
         return 0 if side is None else int(side.shipper.shipped_steps)
 
+    @property
+    def agent_written(self) -> dict[str, int]:
+        """Per backend, the steps the agent confirmed written (its last ``Ack``, sent at
+        most every 0.25 s); empty outside process mode and before the first ``Ack``."""
+        side = _side(self._face)
+        return {} if side is None else dict(side.shipper.acked_written)
+
+    @property
+    def unsent_frames(self) -> tuple[Any, ...]:
+        """The frames queued for the agent's socket that it has not taken yet, as the
+        shipper keeps them (a frozen agent lets them pile up); empty outside process
+        mode."""
+        side = _side(self._face)
+        return () if side is None else tuple(side.shipper.link.unsent())
+
     # -- the buffer between the training loop and the pump ---------------------------------
     @property
     def buffered(self) -> int:
@@ -304,6 +324,12 @@ class Probe:
     def system_metrics(self) -> bool:
         """Whether the in-process pump samples system metrics (``system_interval > 0``)."""
         return self._parts().sampler is not None
+
+    @property
+    def held_events(self) -> tuple[Any, ...]:
+        """Events the in-process pump drained and holds back, in order: a lost agent's
+        unsent events (folded first), or events whose device values have not landed."""
+        return tuple(self._parts().held)
 
     @property
     def media_encoder_pending(self) -> int:
