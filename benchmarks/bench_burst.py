@@ -1,0 +1,124 @@
+"""The caller's cost under a burst: process mode next to thread mode, side by side (#26).
+
+A burst is a flat-out loop of ``--calls`` logging calls with nothing in between: the
+standard workload's ``log_step`` (12 metrics, a reward, 4 reward components), the call
+a loop makes most. Each call is timed with ``perf_counter_ns``; the loop's total is
+timed too (what the burst cost the caller, shipping rounds and GIL hand-offs included).
+
+Each run is a fresh ``OffPolicyLogger`` (``display="none"``, TensorBoard into a
+temporary folder, default ``capacity`` and ``overflow``), started and warmed (1,000
+calls, then ``flush()``) before the timed burst; ``finish()`` is not timed, and its
+report must show every step written and none dropped (so both modes did the same work).
+Runs alternate between the modes (``--runs`` of each, the order swapped every other
+pair) so that the machine's drift hits both alike. The issue's target: process mode's
+per-call cost <= 2x thread mode's.
+
+    python benchmarks/bench_burst.py [--calls 50000] [--runs 6] [--torch]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import _workload as w
+
+from aoff import OffPolicyLogger
+
+MODES = ("process", "thread")
+
+
+def burst(mode: str, calls: int, root: Path) -> dict[str, Any]:
+    log = OffPolicyLogger(log_dir=root, display="none", pump=mode, handle_sigterm=False)  # type: ignore[arg-type]
+    in_agent = type(log._host).__name__ == "AgentSide"
+    assert in_agent == (mode == "process"), "the pump is not where the mode says"
+    metrics, components, extra = w.METRICS, w.COMPONENTS, w.EXTRA
+    reward, tt, wt = w.REWARD, w.TRAIN_TIME, w.WAIT_TIME
+    for i in range(1000):
+        log.log_step(i, metrics, reward=reward, reward_components=components)
+    log.flush()
+    out = [0] * calls
+    clock = time.perf_counter_ns
+    gc.collect()
+    start = clock()
+    for k in range(calls):
+        t0 = clock()
+        log.log_step(
+            1000 + k,
+            metrics,
+            reward=reward,
+            reward_components=components,
+            train_time=tt,
+            wait_time=wt,
+            extra_info=extra,
+        )
+        out[k] = clock() - t0
+    total_ns = clock() - start
+    report = log.finish()
+    assert report.dropped_events == 0 and report.steps == 1000 + calls, report
+    out.sort()
+    return {
+        "median_us": statistics.median(out) / 1000,
+        "p99_us": out[int(calls * 0.99)] / 1000,
+        "p999_us": out[int(calls * 0.999)] / 1000,
+        "max_ms": out[-1] / 1e6,
+        "total_us_per_call": total_ns / calls / 1000,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--calls", type=int, default=50_000)
+    ap.add_argument("--runs", type=int, default=6, help="runs of each mode")
+    ap.add_argument("--torch", action="store_true", help="import torch first")
+    args = ap.parse_args()
+    if args.torch:
+        import torch  # noqa: F401
+    got: dict[str, list[dict[str, Any]]] = {m: [] for m in MODES}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(args.runs):
+            for mode in MODES if r % 2 == 0 else MODES[::-1]:
+                got[mode].append(burst(mode, args.calls, Path(tmp) / f"{mode}-{r}"))
+                print(f"run {r + 1} {mode} done", file=sys.stderr)
+    print(
+        f"\nburst of {args.calls:,} log_step calls (12 metrics, reward, 4 components), "
+        f"{args.runs} runs of each mode, alternated; medians over runs (min-max)\n"
+    )
+    print("| pump | median a call | p99 | p99.9 | worst call | total / calls |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+
+    def cell(mode: str, key: str, unit: str, fmt: str = ".2f") -> str:
+        vals = [g[key] for g in got[mode]]
+        return (
+            f"{statistics.median(vals):{fmt}} {unit} ({min(vals):{fmt}}-{max(vals):{fmt}})"
+        )
+
+    for mode in MODES:
+        print(
+            f"| {mode} | {cell(mode, 'median_us', 'us')} | {cell(mode, 'p99_us', 'us', '.1f')} "
+            f"| {cell(mode, 'p999_us', 'us', '.0f')} | {cell(mode, 'max_ms', 'ms', '.1f')} "
+            f"| {cell(mode, 'total_us_per_call', 'us')} |"
+        )
+    for key, what in (("median_us", "median a call"), ("total_us_per_call", "total / calls")):
+        ratios = [
+            p[key] / t[key] for p, t in zip(got["process"], got["thread"], strict=True)
+        ]
+        print(
+            f"process / thread, {what}: median of per-pair ratios "
+            f"{statistics.median(ratios):.2f}x (range {min(ratios):.2f}-{max(ratios):.2f}x)"
+        )
+    tot = [
+        p["total_us_per_call"] / t["total_us_per_call"]
+        for p, t in zip(got["process"], got["thread"], strict=True)
+    ]
+    print("target process <= 2x thread (total / calls):", "met" if statistics.median(tot) <= 2 else "NOT met")
+
+
+if __name__ == "__main__":
+    main()
