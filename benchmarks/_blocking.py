@@ -35,17 +35,19 @@ class FlagBackend:
         self.flag = flag
         self.in_loop = in_loop
         self.name = name
+        self.released = False
 
     async def open(self, ctx: Any) -> None:
         pass
 
     async def write(self, records: Sequence[Any]) -> None:
-        if os.path.exists(self.flag):
+        if self.released:
             return
         if self.in_loop:
             _wait_for(self.flag)  # holds the event loop on purpose
         else:
             await anyio.to_thread.run_sync(_wait_for, self.flag, abandon_on_cancel=True)
+        self.released = True
 
     async def flush(self) -> None:
         pass
