@@ -26,7 +26,7 @@ from .._pump._options import Options
 from .._pump._thread import PumpThread
 from .._pump._wiring import Core
 from .._transport._shipper import BURST_ROUND, LOOP_ROUND_EVENTS, SHIP_INTERVAL_BUSY, Shipper
-from .._transport._wire import MAX_PENDING_BYTES, AgentGone
+from .._transport._wire import AgentGone
 from ._defer import signals_deferred
 from ._spawn import start_agent
 
@@ -52,15 +52,6 @@ INLINE_EVENTS = BURST_ROUND
 #: here) then piled up to 394,000 events (~80 MB) before the backstop's first round,
 #: one over the 4 x capacity bound; with every call checking, the peak was 79,000.
 INLINE_CHECK_EVERY = 16
-#: while the link is backed up (over ``MAX_PENDING_BYTES`` wait for the socket: the agent
-#: is behind, e.g. a flat-out loop outrunning its fold), the buffer holds ``capacity``
-#: events or more, so the ``INLINE_EVENTS`` test above passed every 16 calls and each
-#: passed a round: ~30-60 us (signals held back, a trim, a send that the socket
-#: refuses), 2-4 us a call on top of the call (``benchmarks/bench_burst.py``). A
-#: producer then ships at most this often, or when the buffer has grown
-#: ``INLINE_EVENTS`` beyond ``capacity`` (``drop_oldest`` then trims back to
-#: ``capacity``: the buffer's soft bound, by at most that much more than before)
-BACKED_UP_INTERVAL = SHIP_INTERVAL_BUSY
 #: the shipper thread's round when producers ship for themselves: it only covers quiet
 #: spells (a loop that stopped logging, or logs less than once a round), so a call is
 #: shipped at most this long after it was made (what a SIGKILL of the training process
@@ -106,7 +97,6 @@ class AgentSide:
         self._last_round = time.monotonic()
         self._inline = driver == "thread"
         self._inline_events = max(1, min(INLINE_EVENTS, buffer.capacity // 2))
-        self._backed_up_bound = buffer.capacity + self._inline_events
         self.thread: threading.Thread | None = None
         if driver == "thread":
             self.thread = threading.Thread(
@@ -172,16 +162,11 @@ class AgentSide:
 
     def _ship_inline(self) -> None:
         now = time.monotonic()
-        since = now - self._last_round
-        waiting = len(self.buffer)
-        if since < INLINE_INTERVAL and waiting < self._inline_events:
-            return
-        if (
-            since < BACKED_UP_INTERVAL
-            and self.shipper.link.pending_out > MAX_PENDING_BYTES
-            and waiting < self._backed_up_bound
+        since, waiting = now - self._last_round, len(self.buffer)
+        if since < INLINE_INTERVAL and (
+            waiting < self._inline_events or self.shipper.futile_round(waiting, since)
         ):
-            return  # the agent is behind: a round now could only trim (see BACKED_UP_INTERVAL)
+            return
         if not self._round_lock.acquire(blocking=False):
             return
         try:

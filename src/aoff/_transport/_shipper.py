@@ -69,6 +69,13 @@ LOOP_ROUND_EVENTS = 256
 #: hand-off costs that loop tens of microseconds: few rounds, few system calls a round.
 SHIP_INTERVAL = 0.05
 SHIP_INTERVAL_BUSY = 0.005
+#: while the link is backed up (over ``MAX_PENDING_BYTES`` wait: the agent is behind, e.g.
+#: a loop logging flat out), the buffer stays at ``capacity``, past ``BURST_ROUND``, and a
+#: producer (``_side``) ran a round every 16 calls, 30-60 us each to trim and be refused
+#: by the socket: 2-4 us a call (``benchmarks/bench_burst.py``). It ships at most this
+#: often then, or once ``BURST_ROUND`` (at most half ``capacity``) beyond ``capacity``:
+#: ``drop_oldest``'s soft bound, that much looser while the agent is behind
+BACKED_UP_INTERVAL = SHIP_INTERVAL_BUSY
 #: how often answers from the agent are read when nothing is being waited for (they
 #: only matter if the agent is lost, and a lost agent is seen at the next send anyway)
 RECV_INTERVAL = 1.0
@@ -159,6 +166,17 @@ class Shipper(Generic[R]):
     # -- outgoing ---------------------------------------------------------------------------
     def dropped(self) -> int:
         return self.buffer.dropped + self.unresolved
+
+    def futile_round(self, waiting: int, since: float) -> bool:
+        """Whether a producer's round now could only trim: the link is backed up, the last
+        round is under ``BACKED_UP_INTERVAL`` old, ``waiting`` events are not far past
+        ``capacity`` (``BACKED_UP_INTERVAL``)."""
+        cap = self.buffer.capacity
+        return (
+            since < BACKED_UP_INTERVAL
+            and self.link.pending_out > MAX_PENDING_BYTES
+            and waiting < cap + min(BURST_ROUND, cap // 2)
+        )
 
     def collect(self) -> None:
         """Move what is ready from the buffer onto the link (never blocks)."""
