@@ -12,7 +12,8 @@ with other jobs the training process then waits for one).
 Each run is a fresh ``OffPolicyLogger`` (``display="none"``, TensorBoard into a
 temporary folder, default ``capacity`` and ``overflow``), started and warmed (1,000
 calls, then ``flush()``) before the timed burst; ``finish()`` is not timed, and its
-report must show every step written and none dropped (so both modes did the same work).
+report must account for every call: written, or dropped by the overflow policy when the
+burst outran the pump (shown: a mode that dropped did less work).
 Runs alternate between the modes (``--runs`` of each, the order swapped every other
 pair) so that the machine's drift hits both alike. The issue's target: process mode's
 per-call cost <= 2x thread mode's.
@@ -67,7 +68,9 @@ def burst(mode: str, calls: int, root: Path) -> dict[str, Any]:
     total_ns = clock() - start
     cpu_ns = time.thread_time_ns() - cpu0
     report = log.finish()
-    assert report.dropped_events == 0 and report.steps == 1000 + calls, report
+    # a burst beyond what the pump keeps up with loses its oldest events (drop_oldest):
+    # counted, and shown, since a mode that dropped did less work
+    assert report.steps + report.dropped_events == 1000 + calls, report
     out.sort()
     return {
         "median_us": statistics.median(out) / 1000,
@@ -76,6 +79,7 @@ def burst(mode: str, calls: int, root: Path) -> dict[str, Any]:
         "max_ms": out[-1] / 1e6,
         "total_us_per_call": total_ns / calls / 1000,
         "cpu_us_per_call": cpu_ns / calls / 1000,
+        "dropped": report.dropped_events,
     }
 
 
@@ -98,9 +102,10 @@ def main() -> None:
         f"{args.runs} runs of each mode, alternated; medians over runs (min-max)\n"
     )
     print(
-        "| pump | median a call | p99 | p99.9 | worst call | total / calls | caller's CPU / calls |"
+        "| pump | median a call | p99 | p99.9 | worst call | total / calls "
+        "| caller's CPU / calls | dropped (each run) |"
     )
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 
     def cell(mode: str, key: str, unit: str, fmt: str = ".2f") -> str:
         vals = [g[key] for g in got[mode]]
@@ -110,7 +115,8 @@ def main() -> None:
         print(
             f"| {mode} | {cell(mode, 'median_us', 'us')} | {cell(mode, 'p99_us', 'us', '.1f')} "
             f"| {cell(mode, 'p999_us', 'us', '.0f')} | {cell(mode, 'max_ms', 'ms', '.1f')} "
-            f"| {cell(mode, 'total_us_per_call', 'us')} | {cell(mode, 'cpu_us_per_call', 'us')} |"
+            f"| {cell(mode, 'total_us_per_call', 'us')} | {cell(mode, 'cpu_us_per_call', 'us')} "
+            f"| {', '.join(str(g['dropped']) for g in got[mode])} |"
         )
     for key, what in (
         ("median_us", "median a call"),
