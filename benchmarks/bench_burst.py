@@ -18,7 +18,10 @@ Runs alternate between the modes (``--runs`` of each, the order swapped every ot
 pair) so that the machine's drift hits both alike. The issue's target: process mode's
 per-call cost <= 2x thread mode's.
 
-    python benchmarks/bench_burst.py [--calls 50000] [--runs 6] [--torch]
+With ``--iterations`` the burst is of the standard iteration's 4 calls instead (figures
+per iteration, dropped counts events).
+
+    python benchmarks/bench_burst.py [--calls 50000] [--runs 6] [--torch] [--iterations]
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from aoff import OffPolicyLogger
 MODES = ("process", "thread")
 
 
-def burst(mode: str, calls: int, root: Path) -> dict[str, Any]:
+def burst(mode: str, calls: int, root: Path, iterations: bool) -> dict[str, Any]:
     log = OffPolicyLogger(log_dir=root, display="none", pump=mode, handle_sigterm=False)  # type: ignore[arg-type]
     in_agent = type(log._host).__name__ == "AgentSide"
     assert in_agent == (mode == "process"), "the pump is not where the mode says"
@@ -53,7 +56,11 @@ def burst(mode: str, calls: int, root: Path) -> dict[str, Any]:
     gc.collect()
     cpu0 = time.thread_time_ns()
     start = clock()
-    for k in range(calls):
+    if iterations:  # the standard iteration's 4 calls, timed together
+        samples: list[int] = []
+        w.iterate(log, 1000, calls, samples)
+        out[:] = samples
+    for k in range(0 if iterations else calls):
         t0 = clock()
         log.log_step(
             1000 + k,
@@ -70,7 +77,10 @@ def burst(mode: str, calls: int, root: Path) -> dict[str, Any]:
     report = log.finish()
     # a burst beyond what the pump keeps up with loses its oldest events (drop_oldest):
     # counted, and shown, since a mode that dropped did less work
-    assert report.steps + report.dropped_events == 1000 + calls, report
+    if iterations:  # dropped counts events of every kind
+        assert report.steps <= 1000 + calls and report.steps + report.dropped_events >= 1000
+    else:
+        assert report.steps + report.dropped_events == 1000 + calls, report
     out.sort()
     return {
         "median_us": statistics.median(out) / 1000,
@@ -88,6 +98,12 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=50_000)
     ap.add_argument("--runs", type=int, default=6, help="runs of each mode")
     ap.add_argument("--torch", action="store_true", help="import torch first")
+    ap.add_argument(
+        "--iterations",
+        action="store_true",
+        help="burst standard iterations (_workload: 4 calls, 32 scalars) instead of "
+        "log_step calls; --calls then counts iterations, figures are per iteration",
+    )
     args = ap.parse_args()
     if args.torch:
         import torch  # noqa: F401
@@ -95,10 +111,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.runs):
             for mode in MODES if r % 2 == 0 else MODES[::-1]:
-                got[mode].append(burst(mode, args.calls, Path(tmp) / f"{mode}-{r}"))
+                got[mode].append(
+                    burst(mode, args.calls, Path(tmp) / f"{mode}-{r}", args.iterations)
+                )
                 print(f"run {r + 1} {mode} done", file=sys.stderr)
     print(
-        f"\nburst of {args.calls:,} log_step calls (12 metrics, reward, 4 components), "
+        f"\nburst of {args.calls:,} "
+        + ("standard iterations (4 calls each) " if args.iterations else "log_step calls ")
+        + "(12 metrics, reward, 4 components), "
         f"{args.runs} runs of each mode, alternated; medians over runs (min-max)\n"
     )
     print(
