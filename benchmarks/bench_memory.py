@@ -3,7 +3,8 @@
 Each scenario runs in a fresh process (this script, ``--child``), logs ``--iterations``
 iterations of the standard workload (``_workload.py``: 4 calls, 32 scalars) flat out,
 and reads resident memory from ``/proc/<pid>/status``: ``VmRSS`` (now) and ``VmHWM``
-(the peak since the process started), of itself and of its agent process:
+(the peak since the process started), of itself and of its agent process (whose RSS is
+also read once it has started, before anything is logged):
 
 ``no aoff``                 the same loop on a logger whose calls do nothing; aoff not
                             imported (the floor)
@@ -110,6 +111,10 @@ def child(scenario: str, iterations: int, root: Path) -> dict[str, Any]:
     host: Any = log._host
     agent = int(host.proc.pid) if mode == "process" else None
     assert (agent is not None) == (type(host).__name__ == "AgentSide"), "pump misplaced"
+    started: dict[str, float] = {}
+    if agent is not None and not fault:
+        log.flush()  # the agent is up, its backends open, nothing logged yet
+        started = status_mib(agent)
     t0 = time.perf_counter()
     if paced:
         due = t0
@@ -128,6 +133,7 @@ def child(scenario: str, iterations: int, root: Path) -> dict[str, Any]:
     got: dict[str, Any] = {"self": status_mib(), "loop_s": loop_s, "buffered": len(log._buffer)}
     if agent is not None:
         got["agent"] = status_mib(agent)
+        got["agent_started"] = started
     flag.touch()
     report = log.finish()
     got["dropped"] = report.dropped_events
@@ -173,9 +179,9 @@ def main() -> None:
     )
     print(
         "| scenario | training process RSS | peak (VmHWM) | adds (RSS / peak) "
-        "| agent RSS | agent peak | left in buffer | dropped |"
+        "| agent RSS at start | agent RSS | agent peak | left in buffer | dropped |"
     )
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for name, g in got.items():
         me, agent = g["self"], g.get("agent")
         adds = (
@@ -184,10 +190,12 @@ def main() -> None:
             else "-"
         )
         a_rss = f"{agent['VmRSS']:.1f}" if agent else "-"
+        a_start = g.get("agent_started") or {}
+        a_0 = f"{a_start['VmRSS']:.1f}" if a_start else "-"
         a_hwm = f"{agent['VmHWM']:.1f}" if agent else "-"
         print(
-            f"| {name} | {me['VmRSS']:.1f} | {me['VmHWM']:.1f} | {adds} | {a_rss} | {a_hwm} "
-            f"| {g.get('buffered', '-')} | {g.get('dropped', '-')} |"
+            f"| {name} | {me['VmRSS']:.1f} | {me['VmHWM']:.1f} | {adds} | {a_0} | {a_rss} "
+            f"| {a_hwm} | {g.get('buffered', '-')} | {g.get('dropped', '-')} |"
         )
 
 

@@ -298,4 +298,4 @@ def test_issue_26_benchmarks_print_their_side_by_side_figures() -> None:
     assert list(rows) == ["no aoff", "process, stalled pump"], out
     stalled = rows["process, stalled pump"]
     assert float(stalled[1]) > float(rows["no aoff"][1]) > 0, out  # training process RSS
-    assert float(stalled[4]) > 0 and stalled[-1] == "0", out  # the agent's RSS; none dropped
+    assert float(stalled[5]) > 0 and stalled[-1] == "0", out  # the agent's RSS; none dropped
