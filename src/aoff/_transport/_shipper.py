@@ -189,7 +189,14 @@ class Shipper(Generic[R]):
             return
         # the buffer is moving: a burst may outrun one round, so only a far bound applies
         self._trim(BURST_FACTOR * self.buffer.capacity)
-        drained = self.buffer.drain(self.round_events)
+        # while the socket has not taken the last frames, one frame a round: a round that
+        # drained the whole buffer as the link fell under MAX_PENDING_BYTES pickled up to
+        # capacity (and BURST_FACTOR x) at once, ~10 MB more pending and as much again
+        # in flight (a stalled pump: 17 MiB pending, +27 MB peak; bench_memory.py)
+        limit = self.round_events
+        if self.link.pending_out and (limit is None or limit > FRAME_EVENTS):
+            limit = FRAME_EVENTS
+        drained = self.buffer.drain(limit)
         events = self.held + drained if self.held else drained
         self.held = []
         if events:
@@ -200,7 +207,7 @@ class Shipper(Generic[R]):
                 for i in range(0, len(ready), FRAME_EVENTS):
                     self._queue_events(ready[i : i + FRAME_EVENTS])
         # a flush follows every event logged before it: not while a sliced round left some
-        drained_all = self.round_events is None or len(drained) < self.round_events
+        drained_all = limit is None or len(drained) < limit
         if self.flush_asked > self.flush_sent and not self.held and drained_all:
             self.link.queue(encode(Flush(self.flush_asked)))
             self.flush_sent = self.flush_asked
