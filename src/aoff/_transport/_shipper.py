@@ -168,9 +168,9 @@ class Shipper(Generic[R]):
         return self.buffer.dropped + self.unresolved
 
     def futile_round(self, waiting: int, since: float) -> bool:
-        """Whether a producer's round now could only trim: the link is backed up, the last
-        round is under ``BACKED_UP_INTERVAL`` old, ``waiting`` events are not far past
-        ``capacity`` (``BACKED_UP_INTERVAL``)."""
+        """Whether a producer's round now could only trim (see ``BACKED_UP_INTERVAL``): the
+        link is backed up, the last round is younger than that, and ``waiting`` is under
+        ``capacity`` plus ``BURST_ROUND`` (at most half ``capacity``)."""
         cap = self.buffer.capacity
         return (
             since < BACKED_UP_INTERVAL
