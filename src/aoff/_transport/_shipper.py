@@ -15,8 +15,10 @@ behind), nothing more is drained; the buffer's overflow policy then applies at
 ``capacity``, exactly as with the in-process pump. While events are leaving,
 ``drop_oldest`` trims only beyond ``BURST_FACTOR`` x ``capacity`` (a burst outrunning the
 shipper for a few rounds). Memory in the training process is therefore at most
-``BURST_FACTOR`` x ``capacity`` events during a burst, ``capacity`` otherwise, plus one
-drained round being pickled and ``MAX_PENDING_BYTES`` of pickles.
+``BURST_FACTOR`` x ``capacity`` events during a burst, ``capacity`` otherwise (plus up to
+``BURST_ROUND`` between a producer's rounds while the agent is behind), plus one drained
+round being pickled (one frame while the socket lags) and ``MAX_PENDING_BYTES`` of
+pickles.
 """
 
 from __future__ import annotations
