@@ -424,7 +424,7 @@ async def test_the_async_face_keeps_only_pickles_and_a_lost_agent_gets_them_back
     ends with exactly what the lost agent had received counted as lost. On trio too: the
     fallback's core is made off the loop (made on it, its runners never woke, finish()
     gave up and the run's tail was lost)."""
-    from aoff._transport._shipper import Pickled
+    from aoff._transport._frames import Pickled
 
     async with AsyncOffPolicyLogger(
         log_dir=tmp_path, backends=("jsonl",), handle_sigterm=False, display="none"

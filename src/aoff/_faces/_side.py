@@ -162,7 +162,10 @@ class AgentSide:
 
     def _ship_inline(self) -> None:
         now = time.monotonic()
-        if now - self._last_round < INLINE_INTERVAL and len(self.buffer) < self._inline_events:
+        since, waiting = now - self._last_round, len(self.buffer)
+        if since < INLINE_INTERVAL and (
+            waiting < self._inline_events or self.shipper.futile_round(waiting, since)
+        ):
             return
         if not self._round_lock.acquire(blocking=False):
             return
