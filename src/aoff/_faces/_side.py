@@ -85,6 +85,7 @@ class AgentSide:
         self.make_core = make_core
         self.proc, link = start_agent(options)
         self.shipper = Shipper(buffer, link, FinishReport)
+        self.shipper.keep_events = False  # only pickles wait: fewer GCs (see Pickled)
         self.gone: str | None = None
         self.fallback: PumpThread | None = None
         self.forwarding: Forwarding | None = None

@@ -60,8 +60,10 @@ def picklable_batch(batch: list[Event]) -> list[Event]:
 
 class Pickled:
     """What a frame on the link keeps of its events when they are let go once pickled
-    (``Shipper.keep_events`` False: the async face's shipper): how many, how many are
-    steps, and the pickle, read back only if the agent is lost before it took them.
+    (``Shipper.keep_events`` False: the training process's shipper, on both faces; a
+    producer's keeps its events, whose media bytes it gives back once sent): how many,
+    how many are steps, and the pickle, read back only if the agent is lost before it
+    took them.
 
     Kept whole, a backlog of frames (the agent behind a flood, up to
     ``MAX_PENDING_BYTES``) held up to ~40,000 events alive. An event holding a dict
@@ -71,7 +73,10 @@ class Pickled:
     machine, 75-200 ms on a busy one: every second or two. With pickles only, asyncio
     runs of the flood benchmark saw 0-1 full collections in 3 s instead of 1-2, and
     10-50 in all instead of 90-140 (the buffer itself still holds thousands when the
-    loop is starved of CPU)."""
+    loop is starved of CPU). The sync face, 60,000 flat-out iterations of the standard
+    workload (load 5-7): full collections 3 for 166-243 ms in all, against 4 for
+    600-711 ms with whole events kept.
+    """
 
     __slots__ = ("n", "payload", "steps")
 
