@@ -51,6 +51,7 @@ from typing import BinaryIO
 import msgspec
 
 from .._core._records import StepRecord
+from .._core._turns import RECORDS_A_PIECE, pause, shared
 from ._file import AppendFileBackend
 from ._tfrecord import write_whole
 
@@ -72,7 +73,10 @@ def encode_lines(records: Sequence[StepRecord]) -> bytes:
     """Encode records as UTF-8 JSON lines (see the module docstring for the format)."""
     lines: list[bytes] = []
     append = lines.append
-    for rec in records:
+    turns = shared()  # the training loop shares the GIL: encode in pieces (_core/_turns)
+    for i, rec in enumerate(records):
+        if turns and i and not i % RECORDS_A_PIECE:
+            pause()
         row: dict[str, object] = {"step": rec.step, "iteration": rec.iteration, "wall_time": 0}
         row.update(rec.scalars)
         # re-set after the tags: a tag named like a fixed key never hides the record's own
