@@ -179,8 +179,8 @@ def _intake(n: int) -> tuple[Intake, list[int], list[StepRecord]]:
     sizes: list[int] = []
     drain = buffer.drain
 
-    def spy(limit: int) -> list[Event]:
-        sizes.append(limit)
+    def spy(limit: int | None = None) -> list[Event]:
+        sizes.append(limit or 0)
         return drain(limit)
 
     buffer.drain = spy  # type: ignore[method-assign]
