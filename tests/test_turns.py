@@ -239,3 +239,33 @@ def test_thread_mode_takes_turns_while_it_runs(tmp_path: Path) -> None:
     assert rep.backend_written["jsonl"] == 3000 and not rep.dropped_events
     lines = (tmp_path / "metrics.jsonl").read_bytes().splitlines()
     assert [json.loads(x)["iteration"] for x in lines] == list(range(3000))
+
+
+def test_a_frame_takes_turns_for_a_bounded_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past ``at_most``'s deadline a job goes on in one piece (a slow machine must not
+    make a frame look stuck to the display's guard)."""
+    slept: list[float] = []
+    clock = [0.0]
+    monkeypatch.setattr(_turns, "time", types.SimpleNamespace(sleep=slept.append))
+    monkeypatch.setattr(_turns, "monotonic", lambda: clock[0])
+    with _turns.sharing():
+        with _turns.at_most(0.5):
+            _turns.pause()
+            clock[0] = 0.6
+            _turns.pause()  # past the deadline: no pause
+        _turns.pause()  # the deadline ended with the block
+    assert slept == [_turns.PAUSE, _turns.PAUSE]
+
+
+@pytest.mark.usefixtures("restore_streams")
+def test_dashboard_frames_past_their_turns_are_drawn_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    slept: list[float] = []
+    monkeypatch.setattr(_turns, "time", types.SimpleNamespace(sleep=slept.append))
+    monkeypatch.setattr(_turns, "monotonic", lambda: 1e9)  # every deadline already past
+    monkeypatch.setattr("aoff._display._dashboard.FRAME_TURNS", -1.0)
+    whole = _live_frames(mid_run_state, (120, 40), UNICODE_GLYPHS)
+    with _turns.sharing():
+        assert _live_frames(mid_run_state, (120, 40), UNICODE_GLYPHS) == whole
+    assert slept == []  # open, both updates and the last frame: each in one piece

@@ -24,11 +24,12 @@ import contextlib
 import threading
 import time
 from collections.abc import Iterator
+from time import monotonic
 
 import anyio
 import anyio.lowlevel
 
-__all__ = ["PAUSE", "RECORDS_A_PIECE", "apause", "pause", "shared", "sharing"]
+__all__ = ["PAUSE", "RECORDS_A_PIECE", "apause", "at_most", "pause", "shared", "sharing"]
 
 #: seconds a pause sleeps: long enough for a thread waiting on the GIL to wake and take it
 PAUSE = 0.0001
@@ -37,6 +38,7 @@ RECORDS_A_PIECE = 4
 
 _lock = threading.Lock()
 _sharers = 0
+_local = threading.local()  # .until: this thread's deadline for pausing (at_most)
 
 
 def shared() -> bool:
@@ -57,10 +59,25 @@ def sharing() -> Iterator[None]:
             _sharers -= 1
 
 
+@contextlib.contextmanager
+def at_most(seconds: float) -> Iterator[None]:
+    """Within: this thread pauses for ``seconds`` at most; after that the work goes on
+    in one piece. Each pause can cost its thread a whole switch interval while the loop
+    holds the GIL, so a job in many pieces (a dashboard frame) bounds its own wall time:
+    a slow machine must not make a frame look stuck."""
+    _local.until = monotonic() + seconds
+    try:
+        yield
+    finally:
+        _local.until = None
+
+
 def pause() -> None:
     """Between two pieces of work: let a thread waiting for the GIL run (if shared)."""
     if _sharers:
-        time.sleep(PAUSE)
+        until: float | None = getattr(_local, "until", None)
+        if until is None or monotonic() < until:
+            time.sleep(PAUSE)
 
 
 async def apause() -> None:
