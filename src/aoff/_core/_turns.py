@@ -11,11 +11,11 @@ So, while a pump runs in this process (:func:`sharing`), long work in aoff's thr
 cut into pieces with :func:`pause` (or :func:`apause` on an event loop) between them. A
 pause is a short real sleep, not ``sleep(0)``: a thread that releases the GIL and asks
 for it straight back usually gets it again before the woken waiter runs, and the
-waiter's 5 ms then start over. A waiting loop thus gets the GIL back after one piece,
-and waits at most that long; the piece's thread waits its turn instead. Nothing else
-changes: the interpreter's switch interval is left alone, and outside such a process
-(the agent, which has no training loop to share with) both pauses do nothing but an
-ordinary checkpoint.
+waiter's 5 ms then start over. A waiting loop thus gets the GIL back after one piece
+(or a few, when several of aoff's threads were waiting as well), and the piece's thread
+waits its turn instead. Nothing else changes: the interpreter's switch interval is left
+alone, and outside such a process (the agent, which has no training loop to share with)
+a pause does nothing (:func:`apause`: an ordinary checkpoint).
 """
 
 from __future__ import annotations

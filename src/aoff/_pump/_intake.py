@@ -27,12 +27,12 @@ from .._core._turns import apause, shared
 from .._media._encoder import MediaEncoder
 from ._runner import BackendRunner
 
-__all__ = ["FOLD_SLICE", "TURN_SLICE", "Intake"]
+__all__ = ["FOLD_SLICE", "TURN_BACKLOG", "TURN_SLICE", "Intake"]
 
 FOLD_SLICE = 512
 #: while the pump shares the training process (``_core/_turns``) and is not behind (less
 #: than ``TURN_BACKLOG`` events wait): smaller slices, each followed by a GIL pause, so a
-#: pure-Python training loop never waits for more than one of them
+#: pure-Python training loop waits for one of them at a time, not for 512 events' fold
 TURN_SLICE = 32
 TURN_BACKLOG = 4 * FOLD_SLICE
 _MEDIA_KINDS = (MEDIA, MEDIA_REFUSED)
