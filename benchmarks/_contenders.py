@@ -117,7 +117,7 @@ def run_aoff_sync(n: int, d: str, m: Meter, info: dict[str, Any]) -> list[int]:
     m.loop_done()
     rep = log.finish()
     m.end()
-    info["frames"] = log._core.pump.screen.frames
+    info["frames"] = log._core.pump._screen.frames
     info["report"] = {
         "steps": rep.steps,
         "dropped_events": rep.dropped_events,
@@ -170,7 +170,7 @@ def run_aoff_async(n: int, d: str, m: Meter, info: dict[str, Any]) -> list[int]:
             m.loop_done()
             rep = await log.afinish()
         m.end()
-        info["frames"] = log._core.pump.screen.frames
+        info["frames"] = log._core.pump._screen.frames
         info["report"] = {
             "steps": rep.steps,
             "dropped_events": rep.dropped_events,

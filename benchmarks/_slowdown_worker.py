@@ -175,7 +175,9 @@ def main() -> None:
         rep = log.finish()
         if args.config.startswith("aoff"):
             info = {
-                "frames": log._core.pump.screen.frames if hasattr(log, "_core") else "in the agent",
+                "frames": log._core.pump._screen.frames
+                if hasattr(log, "_core")
+                else "in the agent",
                 "dropped_events": rep.dropped_events,
                 "backend_written": rep.backend_written,
                 "backend_lost": rep.backend_lost,

@@ -105,7 +105,7 @@ def run(scenario: str, iterations: int, work_us: float) -> tuple[list[int], dict
         handle_sigterm=False,
         finish_timeout=2.0,
     )
-    for r in log._core.pump.runners:
+    for r in log._core.pump._runners:
         r.stall_timeout = 1.0
     log.start()
     samples = [0] * iterations

@@ -92,9 +92,9 @@ def pump_thread(log: OffPolicyLogger) -> threading.Thread:
     """The thread that runs ``log``'s pump (thread mode)."""
     from aoff._pump._thread import PumpThread
 
-    pump = log._host
-    assert isinstance(pump, PumpThread), pump
-    return pump.thread
+    host = log._host
+    assert isinstance(host, PumpThread), host
+    return host.thread
 
 
 # -- reading a run back -----------------------------------------------------------------------

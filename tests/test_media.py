@@ -208,7 +208,7 @@ def test_in_flight_bytes_are_bounded_while_the_encoder_works(tmp_path: Path) -> 
     accepted is written at finish()."""
     frame = np.zeros((4, 16, 16, 3), np.uint8)  # 3,072 bytes
     with _logger(tmp_path, "thread", media_budget=10_000) as log:
-        encoder = log._core.pump.intake.media
+        encoder = log._core.pump._intake.media
         gate = __import__("threading").Event()
         encode = encoder._encode
         encoder._encode = lambda job: (gate.wait(30), encode(job))[1]  # type: ignore[method-assign]
@@ -460,7 +460,7 @@ def test_a_missing_encoder_is_reported_naming_the_extra(
     report = log.close()
     assert (report.media_written, report.steps) == (0, 1)  # the scalars go on
     assert "could not encode media 'img'" in capfd.readouterr().err
-    assert "pip install 'aoff[media]'" in "".join(log._core.pump.report_line.seen)
+    assert "pip install 'aoff[media]'" in "".join(log._core.pump._problems.seen)
 
 
 def test_the_dashboard_shows_the_last_media_and_the_summary_what_was_refused(
@@ -536,28 +536,39 @@ def test_a_remote_producer_logs_media_into_the_run(tmp_path: Path, pump: str) ->
     """``log.remote()``: the frames travel pickled in the event (documented), the run's
     encoder writes them under the tag as given."""
     code = """
-import pickle, sys, numpy as np
-remote = pickle.loads(sys.stdin.buffer.read())
+import pickle, sys, warnings, numpy as np
+remote, tight = pickle.loads(sys.stdin.buffer.read())
 frames = np.zeros((4, 8, 8, 3), np.uint8)
 frames[1::2] = 255
 remote.log_video("collector/episode", frames, step=11, fps=5)
 remote.log_image("collector/frame", frames[1], step=12)
 report = remote.close()
 assert report.complete, report
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    tight.log_image("tight/frame", frames[1], step=13)  # 192 B over a 100 B budget
+assert [str(w.message) for w in caught if "refused" in str(w.message)], caught
+tight.log_image("tight/small", frames[1, :2, :2], step=14)  # 12 B: fits
+assert tight.close().complete
 """
     with _logger(tmp_path, pump) as log:
+        with pytest.raises(ValueError, match="media_budget must be a number of bytes"):
+            log.remote("bad", media_budget=-1)
         remote = log.remote("collector")
+        tight = log.remote("tight", media_budget=100)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
         out = subprocess.run(
             [sys.executable, "-c", code],
-            input=__import__("pickle").dumps(remote),
+            input=__import__("pickle").dumps((remote, tight)),
             capture_output=True,
             timeout=120,
             env=env,
         )
         assert out.returncode == 0, out.stderr.decode()
-    assert log.close().media_written == 2
+    report = log.close()
+    assert (report.media_written, report.media_refused) == (3, 1)
     images = read_images(tmp_path)
+    assert "tight/frame" not in images and len(images["tight/small"]) == 1
     (v,), (i,) = images["collector/episode"], images["collector/frame"]
     assert (v.step, i.step) == (11, 12)
     assert len(frames_of(v.encoded_image_string)) == 4
@@ -590,7 +601,7 @@ def test_a_stuck_encoder_costs_finish_its_bound_and_never_the_scalars(
     # the encoder's wait is finish_timeout; the backends then get their own (generous
     # enough for 20 records on a loaded machine)
     with _logger(tmp_path, "thread", finish_timeout=1.5) as log:
-        encoder = log._core.pump.intake.media
+        encoder = log._core.pump._intake.media
         gate = __import__("threading").Event()
         encode = encoder._encode
         encoder._encode = lambda job: (gate.wait(30), encode(job))[1]  # type: ignore[method-assign]

@@ -389,7 +389,7 @@ def test_pump_survives_any_calls_and_matches_the_reference_fold(
     assert report.invalid_values == ref.invalid
     assert report.complete and report.steps == len(ref.records)
     # each (argument, key) with a problem is reported once (at most 50 lines, then one more)
-    seen = log._core.pump.report_line.seen
+    seen = log._core.pump._problems.seen
     assert not any("could not process" in m or "dashboard disabled" in m for m in seen)
     assert len(seen) == min(len(ref.problems), 51)
     assert re.search(r"Training (complete|stopped at)", out.getvalue())

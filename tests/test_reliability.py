@@ -59,12 +59,12 @@ SOAK_RSS_BOUND = {"drop_oldest": 250 * 2**20, "drop_newest": 100 * 2**20, "block
 
 
 def runner(log: OffPolicyLogger | AsyncOffPolicyLogger, name: str) -> BackendRunner:
-    return next(r for r in log._core.pump.runners if r.name == name)
+    return next(r for r in log._core.pump._runners if r.name == name)
 
 
 def assert_accounted(log: OffPolicyLogger | AsyncOffPolicyLogger) -> None:
     """Every record offered to a backend was either written or counted as lost."""
-    for r in log._core.pump.runners:
+    for r in log._core.pump._runners:
         assert r.offered == r.written + r.lost, (r.name, r.offered, r.written, r.lost)
 
 
@@ -653,7 +653,7 @@ def test_empty_dicts() -> None:
     tags = [[t for t, _ in r.scalars] for r in mem.records]
     assert "reward/c" in tags[0] and "reward/c" not in tags[1]  # written only when given
     assert not any(t.startswith("train/") or t == "perf/steps_per_sec" for t in tags[2])
-    display = log._core.pump.state
+    display = log._core.state
     assert display.reward_components == {"c": 1.0}  # an empty dict keeps the last ones
 
 

@@ -259,8 +259,9 @@ def test_frames_dropped_behind_a_stuck_or_gone_run_give_their_bytes_back(
     to the producer's media budget, so 20 + 20 images of 144 B go on fitting in 1,024 B
     (a refusal would raise here) and nothing stays held at the end."""
     stuck = _StuckRun(tmp_path / "run")
-    r = RemoteLogger(tmp_path / "run", "painter", capacity=500, overflow=overflow, timeout=30)
-    r._media_budget.limit = 1024  # the producer's budget (log.remote() gives 256 MiB)
+    r = RemoteLogger(
+        tmp_path / "run", "painter", capacity=500, overflow=overflow, timeout=30, media_budget=1024
+    )
     image = np.zeros((8, 6, 3), np.uint8)
     pad = "x" * 65536
     logged = 0

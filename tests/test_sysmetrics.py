@@ -104,7 +104,7 @@ async def test_a_failing_sampler_is_reported_once_and_the_pump_goes_on() -> None
     buffer = EventBuffer()
     mem = MemoryBackend()
     sampler = SystemSampler(dead_pid(), 0.005)
-    pump = Pump(buffer, State(), [mem], RecordingDisplay(), report=lines.append, system=sampler)
+    pump = Pump(buffer, State(), [mem], RecordingDisplay(), write_line=lines.append, system=sampler)
     rec: Recorder[None] = Recorder()
     rec._init_recorder(buffer.put, time.time)
     async with anyio.create_task_group() as tg:
@@ -127,7 +127,7 @@ async def test_a_failing_sampler_is_reported_once_and_the_pump_goes_on() -> None
 def test_a_sample_joins_the_next_step_only() -> None:
     state = State()
     pump = Pump(EventBuffer(), state, [], RecordingDisplay())
-    fold = pump.intake.folder.apply
+    fold = pump._intake.folder.apply
     assert fold((ev.SYSTEM, 5.0, {"system/cpu_percent": 50.0, "system/rss_mb": 100.0})) is None
     assert state.last_wall_time is None  # a sample does not move the run's clock
     first = fold((ev.STEP, 6.0, 1, None, None, None, None, 0.0, 0.0, 0.0, 0.0, None))
@@ -170,7 +170,7 @@ def test_interval_is_checked_and_zero_turns_sampling_off() -> None:
         log_backend="none", pump="thread", display=RecordingDisplay(), system_interval=0
     )
     try:
-        assert log._core.pump.system is None
+        assert log._core.pump._system is None
     finally:
         log.finish()
 

@@ -254,7 +254,7 @@ def test_an_unreadable_tensor_is_reported_by_the_pump_not_raised() -> None:
     mem = MemoryBackend()
     lines: list[str] = []
     log = make_sync(mem)
-    log._core.pump.report_line.write = lines.append
+    log._core.pump._problems.write = lines.append
     log.log_step(1, {"meta": torch.empty((), device="meta"), "ok": torch.tensor(0.5)})
     report = log.finish()
     assert mem.records[0].as_dict()["train/ok"] == 0.5
@@ -404,15 +404,15 @@ async def test_pump_holds_back_until_ready_and_keeps_order() -> None:
     buf.put((ev.COLLECTOR, 0.0, 200, 20, 0.0))  # must not overtake step 2
     buf.put(step_event(3, 0.75))
 
-    assert await pump.drain_once() == 5
+    assert await pump._intake.drain_once() == 5
     assert state.steps_logged == 1 and state.total_steps == 100  # stopped at step 2
-    assert len(pump.held()) == 3 and len(buf) == 0
+    assert len(pump._intake.held) == 3 and len(buf) == 0
     buf.put(step_event(4, 1.0))  # newer than the held events: stays behind them
     for _ in range(2):  # polls 2 and 3: still not ready
-        await pump.drain_once()
+        await pump._intake.drain_once()
         assert state.steps_logged == 1 and len(buf) == 1
-    await pump.drain_once()  # poll 4: ready; held events first, then the buffer
-    assert state.steps_logged == 4 and state.iteration == 4 and not pump.held()
+    await pump._intake.drain_once()  # poll 4: ready; held events first, then the buffer
+    assert state.steps_logged == 4 and state.iteration == 4 and not pump._intake.held
     assert state.latest_metrics["q"] == 1.0 and slow.polls == 4
 
 
@@ -469,7 +469,7 @@ def test_values_that_never_arrive_are_dropped_at_finish_and_counted() -> None:
     mem = MemoryBackend()
     lines: list[str] = []
     log = make_sync(mem, finish_timeout=0.3)
-    log._core.pump.report_line.write = lines.append
+    log._core.pump._problems.write = lines.append
     log.log_step(1, {"q": 0.5})
     log._put(pending_event(step_event(2, Never())))
     log.log_step(3, {"q": 1.5})
@@ -485,7 +485,7 @@ async def test_a_placeholder_that_fails_drops_its_event_not_the_pump() -> None:
     mem = MemoryBackend()
     lines: list[str] = []
     log = make_async(mem)
-    log._core.pump.report_line.write = lines.append
+    log._core.pump._problems.write = lines.append
     async with log:
         await log.log_step(1, {"q": 0.5})
         await log._put(pending_event(step_event(2, Broken())))

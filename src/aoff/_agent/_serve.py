@@ -77,7 +77,7 @@ class Agent:
         done), ``gc.freeze()``: the collector stops walking the ~10^5 objects of the
         imported modules, which cost ~40 ms a full collection, ~20 us an iteration of
         the standard workload flat out."""
-        if not self._frozen and not any(r.status == "opening" for r in self.core.pump.runners):
+        if not self._frozen and not self.core.pump.opening():
             self._frozen = True
             gc.freeze()
         self.ack()
@@ -93,8 +93,8 @@ class Agent:
         mono = time.monotonic()
         if not now and mono - self._acked_at < ACK_INTERVAL:
             return
-        pump = self.core.pump
-        mark = Ack(pump.state.steps_logged, {r.name: r.written for r in pump.runners})
+        got = self.core.pump.progress()
+        mark = Ack(got.steps, got.written)
         if mark != self._last_ack:
             self._last_ack = mark
             self._acked_at = mono

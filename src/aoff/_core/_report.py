@@ -1,8 +1,13 @@
 """The end-of-run report and every line aoff prints about a run's problems.
 
-One owner for the accounting: :class:`FinishReport` is what ``finish()``/``close()``
-return, built by ``Pump.report()`` (complete or partial) wherever the pump runs, and the
-lines printed on stderr at the end of a run are built here, from a report, so that the
+:class:`FinishReport` is what ``finish()``/``close()`` return. A run's report is made
+from the pump's counts in one place, ``_pump/_tally.finish_report`` (the pump's final
+report, or a partial one for a face that gave up waiting), wherever the pump runs. The
+other reports are made where no pump's counts are at hand (``_faces``): an async face
+never entered, a sync face whose drain a second Ctrl+C abandoned, a muted rank, a
+forked child, and ``AgentSide`` when the agent stopped answering (from what it had
+acknowledged; when it was lost, the fallback pump's report gets those added). The
+lines printed on stderr at the end of a run are built here, from a report, so the
 in-process pump, the agent and a face that gave up waiting all say the same thing.
 """
 

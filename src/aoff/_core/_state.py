@@ -1,4 +1,4 @@
-"""What the dashboard draws: the run's state, mutated only by the fold.
+"""What the dashboard draws: the run's state, mutated only on the pump's loop.
 
 A plain dataclass with a :meth:`State.snapshot` that copies the mutable parts, so a
 display (in another thread, or another process) can render it while the fold goes on.
@@ -27,7 +27,12 @@ class ProducerInfo(NamedTuple):
 
 @dataclass(slots=True)
 class State:
-    """Everything the dashboard shows. Mutated only by :class:`Folder`."""
+    """Everything the dashboard shows, mutated only on the pump's loop: by
+    :class:`Folder` from the events (and its skipped values, ``invalid_values``), and,
+    for what no event carries, by the pump's parts: the intake (``media_refused``,
+    ``last_media``, ``invalid_values`` for an event the fold raised on), the screen
+    (``backend_problems``) and the pump (``dropped_events``). A display, in another
+    thread or process, gets a :meth:`snapshot`."""
 
     config: RunConfig = field(default_factory=RunConfig)
     started: bool = False
@@ -71,7 +76,7 @@ class State:
     # carried over from an earlier session by load_state_dict (see _checkpoint.py)
     elapsed_before: float = 0.0
     dropped_before: int = 0
-    # filled in by the pump, not by events
+    # filled in by the pump's parts, not by events (invalid_values: by the fold too)
     dropped_events: int = 0
     invalid_values: int = 0
     backend_problems: dict[str, str] = field(default_factory=dict)

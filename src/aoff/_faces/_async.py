@@ -144,7 +144,7 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
                 await tg.start(self._run_shipper)
             else:
                 if should_forward(self._options.log_backend, self._options.custom_display()):
-                    self._forwarding = Forwarding(self._core.pump.text)
+                    self._forwarding = Forwarding(self._core.pump.text_sink())
                 await tg.start(self._run_pump)
             if self._handle_sigterm and sigterm_is_default():
                 on_first = functools.partial(self._on_sigterm, tg.cancel_scope)
@@ -278,7 +278,7 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
                 pump = self._core.pump
                 pump.request_stop(summary=summary)
                 await self._pump_done.wait()
-                report = pump.result or pump.report(partial=True)
+                report = pump.result or pump.partial_report()
             else:  # never entered: nothing ran, nothing was written
                 report = FinishReport(dropped_events=len(self._buffer), partial=True)
         if self._sigterm_scope is not None:

@@ -187,9 +187,13 @@ class Face(Recorder[R], MediaCalls[R], Generic[R]):
         return self._options.pump == "process" and self._options.in_process_only() is None
 
     def _build_core(self) -> Core:
-        self._core = Core(self._options, buffer=self._buffer, on_tick=self._refresh_capture)
         # the encoder in this process gives the media budget back as it frees frames
-        self._core.pump.intake.media.on_freed = self._media_budget.note_freed
+        self._core = Core(
+            self._options,
+            buffer=self._buffer,
+            on_tick=self._refresh_capture,
+            on_media_freed=self._media_budget.note_freed,
+        )
         return self._core
 
     def _setup_face(self) -> None:
@@ -295,12 +299,16 @@ class Face(Recorder[R], MediaCalls[R], Generic[R]):
 
     _remote_names: itertools.count[int] | None = None
 
-    def remote(self, name: str | None = None, *, timeout: float = 10.0) -> RemoteLogger:
+    def remote(
+        self, name: str | None = None, *, timeout: float = 10.0, media_budget: int | None = None
+    ) -> RemoteLogger:
         """A picklable :class:`~aoff.RemoteLogger` for another process (spawned,
         forkserver'd or forked) to log into this run (see docs/guides/producers.md).
 
         ``name`` names its records (default ``remote0``, ``remote1``, ...); ``timeout``
-        bounds how long it tries to reach the run, and its ``flush()``/``close()``.
+        bounds how long it tries to reach the run, and its ``flush()``/``close()``;
+        ``media_budget`` bounds the bytes of image/video frames the producer holds until
+        they are sent (default: this run's ``media_budget``).
         Needs ``log_dir`` (its socket is how producers reach the run): ``ValueError``
         without one; ``RuntimeError`` after ``finish()``/``close()``."""
         from ._remote import RemoteLogger
@@ -321,6 +329,7 @@ class Face(Recorder[R], MediaCalls[R], Generic[R]):
             capacity=self._options.capacity,
             overflow=self._options.overflow,
             timeout=timeout,
+            media_budget=self._options.media_budget if media_budget is None else media_budget,
         )
 
     def _put_forked(self, event: ev.Event) -> R:

@@ -44,7 +44,7 @@ from .._core import _events as ev
 from .._core._buffer import DEFAULT_CAPACITY, EventBuffer, Overflow
 from .._core._pending import PendingEvent
 from .._core._recorder import Recorder
-from .._media._calls import DEFAULT_MEDIA_BUDGET, MediaBudget, MediaCalls
+from .._media._calls import DEFAULT_MEDIA_BUDGET, MediaBudget, MediaCalls, check_media_budget
 
 __all__ = ["RemoteLogger", "RemoteReport"]
 
@@ -113,6 +113,7 @@ class RemoteLogger(Recorder[None], MediaCalls[None]):
         overflow: Overflow = "drop_oldest",
         timeout: float = DEFAULT_TIMEOUT,
         owner_pid: int | None = None,
+        media_budget: int = DEFAULT_MEDIA_BUDGET,
     ) -> None:
         problem = check_name(name)
         if problem is not None:
@@ -122,6 +123,7 @@ class RemoteLogger(Recorder[None], MediaCalls[None]):
         EventBuffer(capacity, overflow)  # checks both now, not in the producer
         if not timeout > 0:
             raise ValueError(f"timeout must be > 0, got {timeout!r}")
+        self._media_limit = check_media_budget(media_budget)
         self._spec = Spec(
             os.path.abspath(os.fspath(log_dir)),
             name,
@@ -144,13 +146,14 @@ class RemoteLogger(Recorder[None], MediaCalls[None]):
         # media: a pickled NumPy copy in the event (no shared memory across machines);
         # bounded until sent or dropped (the connection's thread gives the bytes back:
         # Conn.media, _media/_freed.py)
-        self._media_budget = MediaBudget(DEFAULT_MEDIA_BUDGET)
+        self._media_budget = MediaBudget(self._media_limit)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"spec": self._spec, "closed": self._closed}
+        return {"spec": self._spec, "closed": self._closed, "media_budget": self._media_limit}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self._spec = state["spec"]
+        self._media_limit = state["media_budget"]
         self._setup()
         if state["closed"]:
             self._closed = True

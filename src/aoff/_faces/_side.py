@@ -202,11 +202,10 @@ class AgentSide:
         self._inline = False
         core = self.make_core()
         core.pump.note_unresolved(s.unresolved)
-        if core.pump.summary_file is not None:  # it would hold this part of the run only:
+        if core.pump.drop_summary_file():  # it would hold this part of the run only:
             from .._backends._summary import remove_stale  # ls/show read the files instead
 
             remove_stale(self.options.log_dir)
-            core.pump.drop_summary_file()
         self.fallback = PumpThread(core, held=s.unsent_events())
         self.gone = reason
 

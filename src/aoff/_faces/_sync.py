@@ -254,12 +254,12 @@ class OffPolicyLogger(Face[None]):
             if self._drain_over is not None:
                 return
             over = self._drain_over = threading.Event()
-        pump = self._host
+        host = self._host
         idle = self._idle_timeout()
 
         def drain() -> None:
             try:
-                self._drain_result.append(pump.stop(summary, idle))
+                self._drain_result.append(host.stop(summary, idle))
             except BaseException as exc:  # pragma: no cover - reported by the waiter
                 self._drain_failure.append(exc)
             finally:

@@ -39,9 +39,24 @@ from ._frames import (
 )
 from ._shm import ShmPool
 
-__all__ = ["DEFAULT_MEDIA_BUDGET", "MediaBudget", "MediaCalls", "render_figure"]
+__all__ = [
+    "DEFAULT_MEDIA_BUDGET",
+    "MediaBudget",
+    "MediaCalls",
+    "check_media_budget",
+    "render_figure",
+]
 
 DEFAULT_MEDIA_BUDGET = 256 * 1024 * 1024
+
+
+def check_media_budget(value: object) -> int:
+    """``value`` as a media budget (bytes, an int >= 0), or a ``ValueError`` saying why
+    not: the one check behind the constructor's, ``log.remote()``'s and
+    ``aoff.ray.serve()``'s ``media_budget``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"media_budget must be a number of bytes >= 0, got {value!r}")
+    return value
 
 
 class MediaBudget:

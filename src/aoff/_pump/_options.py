@@ -18,6 +18,7 @@ from .._backends._base import Backend
 from .._core._buffer import DEFAULT_CAPACITY, OVERFLOW_POLICIES, Overflow
 from .._core._config import ConfigValue, flatten_config
 from .._core._records import RunConfig
+from .._media._calls import DEFAULT_MEDIA_BUDGET, check_media_budget
 from ._ranks import RANK_MODES, RankMode
 from ._sysmetrics import DEFAULT_INTERVAL as DEFAULT_SYSTEM_INTERVAL
 
@@ -105,7 +106,7 @@ class Options:
     tb_filename_suffix: str = ""
     tb_purge_step: int | None = None
     #: bytes of image/video frames accepted but not yet encoded (``_media/_calls.py``)
-    media_budget: int = 256 * 1024 * 1024
+    media_budget: int = DEFAULT_MEDIA_BUDGET
 
     def __post_init__(self) -> None:
         def fix(name: str, value: object) -> None:
@@ -147,9 +148,7 @@ class Options:
         if isinstance(si, bool) or not isinstance(si, int | float) or not si >= 0:
             raise ValueError(f"system_interval must be a number of seconds >= 0, got {si!r}")
         fix("system_interval", float(si))
-        mb = self.media_budget
-        if isinstance(mb, bool) or not isinstance(mb, int) or mb < 0:
-            raise ValueError(f"media_budget must be a number of bytes >= 0, got {mb!r}")
+        check_media_budget(self.media_budget)
         n = self.resume_step
         if n is not None:
             if isinstance(n, bool) or not isinstance(n, int):

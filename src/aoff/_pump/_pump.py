@@ -15,10 +15,11 @@ knows nothing of the hot path.
 
 Its parts: the :class:`Intake` (drain, fold in order, offer records to the runners), the
 :class:`Screen` (display, printed text, viewers), the runners (one per backend), the
-:class:`SummaryKeeper` (``aoff-summary.json``) and :func:`end_of_input`. The pump holds the
-run's accounting and is the one place a :class:`FinishReport` is made. Outside code feeds
-it through a few methods (``hold_first``, ``note_upstream_dropped``, ``note_unresolved``,
-``echo``, ``drop_summary_file``) and stops it with ``request_stop``.
+:class:`SummaryKeeper` (``aoff-summary.json``) and :func:`end_of_input`. It owns them and
+the run's accounting, all private: outside code (``Core``, ``PumpThread``, ``AgentSide``,
+the agent, the async face) has only its public methods (input, control, read-outs), each
+saying who calls it and from which thread. Its :class:`FinishReport`, final or partial,
+is made from its counts in one place (``_tally.finish_report``).
 
 Nothing here raises into the caller: a bad value is reported and skipped, a failing
 backend is isolated by its runner, a failing display is switched off and reported.
@@ -41,7 +42,7 @@ from .._channel._produce import attach_producers
 from .._channel._server import LiveServer, start_serving, stop_serving
 from .._core._buffer import EventBuffer
 from .._core._checkpoint import to_state_dict
-from .._core._events import SYSTEM, Event
+from .._core._events import Event
 from .._core._report import FinishReport, OnceReporter, end_of_run_lines, stderr_line
 from .._core._state import State
 from .._display._api import Display
@@ -50,22 +51,20 @@ from ._intake import FOLD_SLICE, Intake
 from ._runner import DEFAULT_MAX_PENDING, BackendRunner
 from ._screen import Screen
 from ._summaryfile import SummaryKeeper
+from ._tally import Progress, finish_report, progress, unwritten
 
 if TYPE_CHECKING:
     from .._backends._summary import RunSummary
     from ._sysmetrics import SystemSampler
 
-__all__ = ["Pump"]
+__all__ = ["Progress", "Pump"]
 
 
 class Pump:
-    """Drains one :class:`EventBuffer` into a :class:`State`, the backends and a display.
-
-    Parts: ``intake`` (buffer -> fold -> runners, in order), ``runners`` (one
-    :class:`BackendRunner` a backend), ``screen`` (display, printed text, viewers). It
-    runs as one anyio task (:meth:`run`) and is driven from its own loop only:
-    :meth:`request_stop`, :meth:`flush`; :meth:`report` is the one place a
-    :class:`FinishReport` is made.
+    """Drains one :class:`EventBuffer` into a :class:`State`, the backends and a display,
+    as one anyio task (:meth:`run`). ``write_line``: where aoff's own lines go (stderr);
+    ``on_media_freed``: told the bytes of each media frame the encoder frees (the media
+    budget, when the pump runs in the face's own process).
     """
 
     def __init__(
@@ -83,8 +82,9 @@ class Pump:
         flush_interval: float = 2.0,
         stall_timeout: float = 10.0,
         max_pending: int = DEFAULT_MAX_PENDING,
-        report: Callable[[str], None] = stderr_line,
+        write_line: Callable[[str], None] = stderr_line,
         on_tick: Callable[[], object] | None = None,
+        on_media_freed: Callable[[int], None] | None = None,
         live_dir: str = "",
         system: SystemSampler | None = None,
         overflow_label: tuple[int, str] | None = None,
@@ -92,204 +92,190 @@ class Pump:
     ) -> None:
         if refresh_per_second <= 0:
             raise ValueError(f"refresh_per_second must be > 0, got {refresh_per_second!r}")
-        self.buffer = buffer
-        self.state = state
-        self.clock = clock
-        self.on_tick = on_tick
-        self.tick = min(tick, 1.0 / refresh_per_second)
-        self.finish_timeout = finish_timeout
-        self.report_line = OnceReporter(report)
-        self.runners = [
+        self._buffer = buffer
+        self._state = state
+        self._clock = clock
+        self._on_tick = on_tick
+        self._tick = min(tick, 1.0 / refresh_per_second)
+        self._finish_timeout = finish_timeout
+        #: aoff's problem lines, each distinct one said once (``.always``: every time)
+        self._problems = OnceReporter(write_line)
+        self._runners = [
             BackendRunner(
                 b,
-                report=self.report_line.always,  # a runner reports at most twice
+                report=self._problems.always,  # a runner reports at most twice
                 flush_interval=flush_interval,
                 stall_timeout=stall_timeout,
                 max_pending=max_pending,
             )
             for b in backends
         ]
-        self.screen = Screen(
+        self._screen = Screen(
             display,
             state,
-            self.runners,
-            report=report,
-            say_always=self.report_line.always,
+            self._runners,
+            report=write_line,
+            say_always=self._problems.always,
             refresh_per_second=refresh_per_second,
             clock=clock,
             monotonic=monotonic,
         )
-        self.intake = Intake(
+        self._intake = Intake(
             buffer,
             state,
-            self.runners,
-            self.report_line,
+            self._runners,
+            self._problems,
             finish_timeout=finish_timeout,
-            on_change=self.screen.touch,
-            on_slice=self.show_dropped,
+            on_change=self._screen.touch,
+            on_slice=self._set_dropped_shown,
         )
-        self.summary = True
-        self.result: FinishReport | None = None  # set when run() has ended
+        self._intake.media.on_freed = on_media_freed
+        self._summary_panel = True  # request_stop(summary=...)
+        self._result: FinishReport | None = None  # set when run() has ended
         self._stop: anyio.Event | None = None
         self._stop_requested = False
         self._finished = False
-        self.say: Callable[[str], None] = self.screen.display.say
-        #: where printed text goes (``(stream, text)``; a ``Forwarding`` appends to it)
-        self.text: collections.deque[tuple[str, str]] = self.screen.text
-        # dropped before events reached this process (the training process's buffer, when
-        # this pump runs in the agent), and the policy that dropped them
-        self._upstream_dropped = 0
+        self._upstream_dropped = 0  # before events reached this process (in the agent)
         self._overflow_label = overflow_label or (buffer.capacity, buffer.overflow)
-        # `aoff attach`: the run folder whose socket serves viewers (see _channel._server)
-        self.live_dir = live_dir
-        self.live: LiveServer | None = None
-        #: producers (``log.remote()``) feeding this pump through ``live``
-        self.producers: ProducerHub | None = None
-        #: system metrics (``_sysmetrics``): sampled in its own thread, folded here
-        self.system = system
-        #: ``aoff-summary.json`` for ``aoff ls``/``show`` (``_summaryfile``), if any
-        self.summary_file: SummaryKeeper | None = None
+        # the run folder's socket (_channel): `aoff attach` viewers, log.remote() producers
+        self._live_dir = live_dir
+        self._live: LiveServer | None = None
+        self._producers: ProducerHub | None = None
+        self._system = system  # system metrics, sampled in their own thread (_sysmetrics)
+        self._summary_file: SummaryKeeper | None = None
         if run_summary is not None:
-            keeper = SummaryKeeper(run_summary, monotonic=monotonic, say=self.report_line)
-            self.summary_file = keeper
-            self.intake.on_records = keeper.offer
-            keeper.media_counts = lambda: (self.intake.media_written, self.state.media_refused)
+            keeper = SummaryKeeper(run_summary, monotonic=monotonic, say=self._problems)
+            self._summary_file = keeper
+            self._intake.on_records = keeper.offer
+            keeper.media_counts = lambda: (self._intake.media_written, self._state.media_refused)
 
-    # -- input from outside (call on the pump's loop, or before it runs) -----------------------
+    # -- input from outside ---------------------------------------------------------------------
     def hold_first(self, events: list[Event]) -> None:
-        """Fold ``events`` before anything in the buffer (the agent's unsent events)."""
-        self.intake.hold_first(events)
+        """Fold ``events`` first: a lost agent's unsent ones (``PumpThread``, before run)."""
+        self._intake.hold_first(events)
 
     def note_upstream_dropped(self, total: int) -> None:
-        """Events dropped before they reached this process, so far (the agent's sender)."""
+        """Events dropped before they reached this process, so far: the agent's receiver
+        thread, per ``Events`` message (any thread: one int store)."""
         self._upstream_dropped = total
 
     def note_unresolved(self, count: int) -> None:
-        """Pending events given up on elsewhere (a lost agent's shipper): dropped."""
-        self.intake.unresolved += count
+        """Pending events a lost agent gave up on: dropped (``AgentSide``, before run)."""
+        self._intake.unresolved += count
 
-    def drop_summary_file(self) -> None:
-        """Keep no run summary: this pump sees only part of the run (a lost agent's)."""
-        self.summary_file = self.intake.on_records = None
+    def drop_summary_file(self) -> bool:
+        """Keep no run summary, as this pump sees only part of the run (``AgentSide``, for
+        a lost agent's fallback, before it runs); True if it would have kept one."""
+        kept = self._summary_file is not None
+        self._summary_file = self._intake.on_records = None
+        return kept
 
     def echo(self, stream: str, text: str) -> None:
-        """Text the training process printed: drawn above the panel, in whole lines."""
-        self.text.append((stream, text))
+        """Text the training process printed: drawn above the panel, in whole lines (the
+        agent's receiver thread, per ``Out`` message; any thread: one deque append)."""
+        self._screen.text.append((stream, text))
 
-    # -- one tick ---------------------------------------------------------------------------
-    async def drain_once(self, *, final: bool = False) -> int:
-        return await self.intake.drain_once(final=final)
+    def text_sink(self) -> collections.deque[tuple[str, str]]:
+        """Where :meth:`echo` goes: a face's ``Forwarding`` appends to it (any thread)."""
+        return self._screen.text
 
-    def _fold_system(self) -> None:
-        """Fold the sampler's newest sample (it joins the next step's record)."""
-        sampler = self.system
-        if sampler is None:
-            return
-        problem = sampler.problem()
-        if problem is not None:
-            self.report_line(problem)
-        sample = sampler.take()
-        if sample is not None:
-            self.intake.folder.apply((SYSTEM, self.clock(), sample))
-            self.screen.touch()
+    def say(self, message: str) -> None:
+        """A backend's message (``BackendContext.say``, by ``Core``), above the panel."""
+        self._screen.display.say(message)
 
-    async def maybe_render(self) -> None:
-        if self.on_tick is not None:
-            self.on_tick()
-        self.screen.echo_text()
-        self.show_dropped()
-        self.screen.render(self.live)
+    # -- read-outs -------------------------------------------------------------------------------
+    def progress(self) -> Progress:
+        """How far the pump got (counts that only grow): the agent's acks (on the loop)
+        and ``PumpThread``'s wait for the final drain (the training thread: plain reads)."""
+        return progress(self._buffer.drained, self._state, self._runners)
 
-    # -- accounting -----------------------------------------------------------------------------
-    def show_dropped(self) -> None:
-        """The dashboard's dropped count: the run's total (earlier sessions' too, from
-        ``load_state_dict``)."""
-        self.state.dropped_events = self.dropped() + self.state.dropped_before
+    def opening(self) -> bool:
+        """Whether a backend is still opening (the agent's tick, on the loop)."""
+        return any(r.status == "opening" for r in self._runners)
 
-    def state_dict(self) -> dict[str, Any]:
-        """aoff's counters for ``state_dict()`` (``_core/_checkpoint.py``); on the loop."""
-        return to_state_dict(self.state, self.clock(), self.dropped())
+    def unwritten(self) -> dict[str, int]:
+        """Per backend, steps not written yet (a forced quit's line: ``PumpThread``, from
+        the training thread while the pump may run; a racy read, good for a line)."""
+        return unwritten(self._runners, list(self._buffer.snapshot()) + self._intake.held)
 
     def dropped(self) -> int:
-        """Events that never reached the fold: the overflow policy and lost device values."""
-        hub = self.producers
+        """Events that never reached the fold (overflow, lost device values), on the loop."""
+        hub = self._producers
         remote = hub.dropped() if hub is not None else 0
-        return self.buffer.dropped + self.intake.unresolved + self._upstream_dropped + remote
+        return self._buffer.dropped + self._intake.unresolved + self._upstream_dropped + remote
 
-    def held(self) -> list[Event]:
-        """Drained events still waiting (for device values) to be folded."""
-        return list(self.intake.held)
+    def state_dict(self) -> dict[str, Any]:
+        """aoff's counters for ``state_dict()``, on the loop (or once :meth:`run` ended)."""
+        return to_state_dict(self._state, self._clock(), self.dropped())
 
-    def report(self, *, partial: bool = False) -> FinishReport:
-        """The run's :class:`FinishReport`: final after :meth:`run` returned, else
-        ``partial`` (what is known now; events still buffered or held count as dropped,
-        and a backend's unwritten records as lost)."""
-        left = len(self.buffer) + len(self.intake.held) if partial else 0
-        res = FinishReport(
-            dropped_events=self.dropped() + left,
-            invalid_values=self.state.invalid_values,
-            steps=self.state.steps_logged,
-            interrupted=self.state.interrupted or partial,
-            partial=partial,
-            media_written=self.intake.media_written,
-            media_refused=self.state.media_refused,
-        )
-        for r in self.runners:
-            res.backend_written[r.name] = r.written
-            unconfirmed = len(r.pending) + r.in_flight if partial else 0
-            res.backend_lost[r.name] = r.lost + unconfirmed
-            if r.error:
-                res.backend_errors[r.name] = r.error
-            elif partial and not r.done.is_set():
-                res.backend_errors[r.name] = "did not finish"
-        return res
+    @property
+    def result(self) -> FinishReport | None:
+        """The run's final :class:`FinishReport`, once :meth:`run` has ended (else None)."""
+        return self._result
 
-    # -- control (call on the pump's loop) ------------------------------------------------------
+    def partial_report(self) -> FinishReport:
+        """What is known now, for a face that gave up waiting for :meth:`run`'s end (any
+        thread): events not folded count as dropped, unconfirmed records as lost."""
+        return self._finish_report(partial=True)
+
+    def _finish_report(self, *, partial: bool) -> FinishReport:
+        i = self._intake
+        left = len(self._buffer) + len(i.held)
+        return finish_report(self._state, self._runners, self.dropped(), i, partial, left)
+
+    def _set_dropped_shown(self) -> None:
+        """``State.dropped_events``: the run's total, earlier sessions' too (each slice)."""
+        self._state.dropped_events = self.dropped() + self._state.dropped_before
+
+    # -- control (on the pump's loop) ------------------------------------------------------------
     def request_stop(self, *, summary: bool = True) -> None:
-        self.summary = summary
+        """End :meth:`run`: on the loop or before it (faces; the agent through a bridge)."""
+        self._summary_panel = summary
         self._stop_requested = True
         if self._stop is not None:
             self._stop.set()
 
     async def flush(self) -> None:
-        """Deliver everything recorded so far to every healthy backend and flush it."""
-        intake = self.intake
-        while len(self.buffer) or intake.held:
+        """Deliver everything recorded so far to every healthy backend and flush it: on the
+        pump's loop (the faces' ``flush()``, the agent's ``Flush``, producers')."""
+        intake = self._intake
+        while len(self._buffer) or intake.held:
             await intake.drain_once()
-            if len(self.buffer) or intake.held:
+            if len(self._buffer) or intake.held:
                 await anyio.sleep(0.001)
         await intake.flush_media()
-        waits = [r.request_flush() for r in self.runners]
+        waits = [r.request_flush() for r in self._runners]
         for w in waits:
             await w.wait()
 
-    # -- the task ----------------------------------------------------------------------------
+    # -- the task ------------------------------------------------------------------------------
     async def run(
         self,
         ctx: BackendContext,
         *,
         task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
+        """The task, until :meth:`request_stop`; its shielded end sets :attr:`result`."""
         self._stop = anyio.Event()
         if self._stop_requested:
             self._stop.set()
-        intake = self.intake
+        intake = self._intake
+        buffer = self._buffer
         async with anyio.create_task_group() as runners_tg:
-            for r in self.runners:
+            for r in self._runners:
                 runners_tg.start_soon(r.run, ctx)
             task_status.started()
-            if self.system is not None:
-                self.system.start()
+            if self._system is not None:
+                self._system.start()
             try:
-                if self.live_dir:
-                    self.live = await start_serving(self.live_dir, self.report_line.always)
-                    if self.live is not None:  # log.remote() producers (_channel/_produce)
-                        self.live.report = self.report_line.always
-                        self.producers = attach_producers(
-                            self.live, self.buffer.put, self.report_line.always, self.flush
-                        )
+                if self._live_dir:
+                    say = self._problems.always
+                    self._live = await start_serving(self._live_dir, say)
+                    if self._live is not None:  # log.remote() producers (_channel/_produce)
+                        self._live.report = say
+                        self._producers = attach_producers(self._live, buffer.put, say, self.flush)
                 while not self._stop_requested:
-                    backlog = len(self.buffer) >= min(FOLD_SLICE, self.buffer.capacity)
+                    backlog = len(buffer) >= min(FOLD_SLICE, buffer.capacity)
                     if backlog and not intake.held and intake.may_drain():
                         await anyio.lowlevel.checkpoint()  # a backlog: no idle tick
                     elif intake.saw_full and not intake.held and intake.may_drain():
@@ -298,25 +284,36 @@ class Pump:
                     else:
                         # drop_oldest over capacity (e.g. while a backend holds the pump
                         # back): trim again within 5 ms, not after a whole tick
-                        over = len(self.buffer) > self.buffer.capacity
-                        with anyio.move_on_after(0.005 if over else self.tick):
+                        over = len(buffer) > buffer.capacity
+                        with anyio.move_on_after(0.005 if over else self._tick):
                             await self._stop.wait()
                     try:
                         await intake.drain_once()
-                        self._fold_system()
-                        await self.maybe_render()
-                        if self.summary_file is not None:
-                            self.summary_file.maybe_refresh(runners_tg)
+                        if self._system is not None and self._system.fold_newest(
+                            self._intake.folder.apply, self._clock, self._problems
+                        ):
+                            self._screen.touch()
+                        self._tick_chores()
+                        if self._summary_file is not None:
+                            self._summary_file.maybe_refresh(runners_tg)
                     except Exception as exc:  # pragma: no cover - defensive
-                        self.report_line(f"aoff: pump error: {type(exc).__name__}: {exc}")
+                        self._problems(f"aoff: pump error: {type(exc).__name__}: {exc}")
             finally:
-                if self.system is not None:
-                    self.system.stop()
+                if self._system is not None:
+                    self._system.stop()
                 with anyio.CancelScope(shield=True):
                     try:
                         await self._end(runners_tg)
                     finally:
-                        await stop_serving(self.live)
+                        await stop_serving(self._live)
+
+    def _tick_chores(self) -> None:
+        """The owner's ``on_tick``, then the screen: printed text, dropped count, frame."""
+        if self._on_tick is not None:
+            self._on_tick()
+        self._screen.echo_text()
+        self._set_dropped_shown()
+        self._screen.render(self._live)
 
     async def _end(self, runners_tg: anyio.abc.TaskGroup) -> None:
         """The end of the run, once: the last input (:func:`end_of_input`), the report,
@@ -324,27 +321,27 @@ class Pump:
         if self._finished:
             return
         self._finished = True
-        say = self.report_line.always
+        say = self._problems.always
         await end_of_input(
-            self.intake,
-            self.runners,
+            self._intake,
+            self._runners,
             runners_tg,
-            self.producers,
-            finish_timeout=self.finish_timeout,
+            self._producers,
+            finish_timeout=self._finish_timeout,
             say=say,
         )
-        if self.summary_file is not None:
-            await self.summary_file.final(interrupted=self.state.interrupted)
-        self.show_dropped()
-        self.screen.sync_problems()
-        self.result = res = self.report()
+        if self._summary_file is not None:
+            await self._summary_file.final(interrupted=self._state.interrupted)
+        self._set_dropped_shown()
+        self._screen.copy_backend_problems()
+        self._result = res = self._finish_report(partial=False)
         capacity, overflow = self._overflow_label
         lines = end_of_run_lines(
             res,
-            overflow_dropped=self.buffer.dropped + self._upstream_dropped,
+            overflow_dropped=self._buffer.dropped + self._upstream_dropped,
             capacity=capacity,
             overflow=overflow,
         )
-        await self.screen.close(self.live, summary=self.summary, lines=lines)
+        await self._screen.close(self._live, summary=self._summary_panel, lines=lines)
         for line in lines:
             say(line)

@@ -71,7 +71,7 @@ class Screen:
         """The state changed: the next due frame draws it."""
         self.dirty = True
 
-    def sync_problems(self) -> None:
+    def copy_backend_problems(self) -> None:
         """Copy each backend's trouble (failed, stalled) into the state the display shows."""
         for r in self.runners:
             if r.status == "failed" and r.error:
@@ -126,13 +126,13 @@ class Screen:
             self.display.open(self.state.snapshot(), self.clock())
         mono = self.monotonic()
         if self.frame_due(mono):
-            self.sync_problems()
+            self.copy_backend_problems()
             self.dirty = False
             self.last_frame = mono
             self.frames += 1
             self.display.update(self.state.snapshot(), self.clock())
         if live is not None and live.due(mono):  # only while a viewer is attached
-            self.sync_problems()
+            self.copy_backend_problems()
             live.publish(self.state.snapshot(), self.clock(), mono)
 
     async def close(self, live: LiveServer | None, *, summary: bool, lines: list[str]) -> None:

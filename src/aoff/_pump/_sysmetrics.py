@@ -36,7 +36,10 @@ from __future__ import annotations
 import importlib
 import os
 import threading
+from collections.abc import Callable
 from typing import Any
+
+from .._core._events import SYSTEM, Event
 
 __all__ = ["DEFAULT_INTERVAL", "SystemSampler"]
 
@@ -101,7 +104,8 @@ class SystemSampler:
     """Samples process ``pid`` every ``interval`` seconds in a daemon thread.
 
     :meth:`take` hands the newest sample over (once); :meth:`problem` the first failure's
-    message (once). Both are called from the pump's loop; a lock guards the hand-over.
+    message (once); :meth:`fold_newest` does both for the pump, on its loop, once a tick.
+    A lock guards the hand-over.
     """
 
     def __init__(self, pid: int, interval: float = DEFAULT_INTERVAL, *, gpu: bool = True) -> None:
@@ -147,6 +151,23 @@ class SystemSampler:
                 return None
             self._reported = True
             return self._problem
+
+    def fold_newest(
+        self,
+        apply: Callable[[Event], object],
+        clock: Callable[[], float],
+        say: Callable[[str], None],
+    ) -> bool:
+        """On the pump's loop: say the first failure (once), and ``apply`` the newest sample
+        as a ``SYSTEM`` event (it joins the next step's record); True if one was folded."""
+        problem = self.problem()
+        if problem is not None:
+            say(problem)
+        sample = self.take()
+        if sample is None:
+            return False
+        apply((SYSTEM, clock(), sample))
+        return True
 
     # -- the sampler's thread ---------------------------------------------------------------
     def _run(self) -> None:

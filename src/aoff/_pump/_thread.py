@@ -17,7 +17,7 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 
-from .._core._progress import ProgressWatch, unwritten_steps, wait_progressing
+from .._core._progress import ProgressWatch, wait_progressing
 from .._core._report import FinishReport, gave_up_line, stderr_line
 from .._core._turns import sharing
 from .._display._streams import Forwarding, should_forward
@@ -25,12 +25,16 @@ from ._wiring import Core
 
 
 class PumpThread:
+    """A :class:`Core`'s pump on its own loop in the "aoff-pump" thread. The training
+    thread calls :meth:`flush`, :meth:`state_dict`, :meth:`unwritten` and :meth:`stop`;
+    each reaches the pump only through its public methods (on its loop where they must)."""
+
     def __init__(self, core: Core, held: list[Any] | None = None) -> None:
         self.core = core
         opts = core.options
         self.forwarding: Forwarding | None = None
         if should_forward(opts.log_backend, opts.custom_display()):
-            self.forwarding = Forwarding(core.pump.text)
+            self.forwarding = Forwarding(core.pump.text_sink())
         if held:
             core.pump.hold_first(held)
         self._token: Any = None
@@ -75,12 +79,7 @@ class PumpThread:
 
     def unwritten(self) -> dict[str, int]:
         """Per backend, steps not written as of now (events still waiting count too)."""
-        pump = self.core.pump
-        return unwritten_steps(
-            {r.name: r.lost + len(r.pending) + r.in_flight for r in pump.runners},
-            list(pump.buffer.snapshot()) + pump.held(),
-            failed={r.name for r in pump.runners if not r.healthy},
-        )
+        return self.core.pump.unwritten()
 
     def stop(self, summary: bool, idle_timeout: float) -> FinishReport:
         """Ask the pump to stop and wait for its report (partial if it stalls)."""
@@ -93,7 +92,7 @@ class PumpThread:
             )
         if self._join(idle_timeout) and pump.result is not None:
             return pump.result
-        report = pump.report(partial=True)
+        report = pump.partial_report()
         left = report.dropped_events - pump.dropped()
         stderr_line(gave_up_line(left))
         return report
@@ -109,13 +108,11 @@ class PumpThread:
         blocks, e.g. on a full stdout pipe, is what this catches).
         """
         pump = self.core.pump
-        idle = ProgressWatch(
-            lambda: (
-                pump.buffer.drained,
-                pump.state.steps_logged,
-                sum(r.written + r.lost for r in pump.runners),
-            ),
-            idle_timeout,
-        )
+
+        def mark() -> tuple[int, int, int]:
+            got = pump.progress()
+            return got.drained, got.steps, got.settled
+
+        idle = ProgressWatch(mark, idle_timeout)
         thread = self.thread
         return wait_progressing(lambda: not thread.is_alive(), idle, lambda: thread.join(0.25))

@@ -34,6 +34,7 @@ class Core:
         *,
         buffer: EventBuffer | None = None,
         on_tick: Callable[[], object] | None = None,
+        on_media_freed: Callable[[int], None] | None = None,
     ) -> None:
         self.options = options
         self.buffer = (
@@ -52,6 +53,7 @@ class Core:
             finish_timeout=options.finish_timeout,
             flush_interval=options.flush_secs,
             on_tick=on_tick,
+            on_media_freed=on_media_freed,  # the media budget, when it is in this process
             overflow_label=(options.capacity, options.overflow),
             live_dir=options.log_dir,  # `aoff attach` (src/aoff/_channel)
             system=(

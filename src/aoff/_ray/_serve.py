@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._core._buffer import Overflow
-from .._media._calls import DEFAULT_MEDIA_BUDGET
+from .._media._calls import DEFAULT_MEDIA_BUDGET, check_media_budget
 from ._hub import Hub, HubSpec
 from ._producer import RayLogger
 from ._pusher import BEAT_INTERVAL
@@ -105,8 +105,7 @@ def serve(
     if media_budget is None:
         options = getattr(log, "_options", None)
         media_budget = getattr(options, "media_budget", DEFAULT_MEDIA_BUDGET)
-    if isinstance(media_budget, bool) or not isinstance(media_budget, int) or media_budget < 0:
-        raise ValueError(f"media_budget must be a number of bytes >= 0, got {media_budget!r}")
+    media_budget = check_media_budget(media_budget)
     proto = log.remote("ray-hub", timeout=timeout)  # checks log_dir and that log is open
     spec = proto._spec
     hub_spec = HubSpec(
