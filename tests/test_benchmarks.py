@@ -14,6 +14,7 @@ import importlib
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import time
@@ -255,3 +256,26 @@ def test_gpu_check_skips_cleanly_without_cuda_and_its_read_back_works_on_cpu() -
     )
     assert res.returncode == 0, (res.stdout, res.stderr)
     assert "agent-tensors   PASS    50 steps" in res.stdout
+
+
+def test_bench_turns_prints_each_job_in_pieces() -> None:
+    """Smoke test at a tiny size: a line per job, frames and batches cut into pieces."""
+    out = subprocess.run(
+        [sys.executable, str(BENCH / "bench_turns.py"), "--frames", "2"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    pieces = {
+        m.group(1): int(m.group(2))
+        for m in re.finditer(r"^  (\S.*?)\s+(\d+) pieces ", out, flags=re.MULTILINE)
+    }
+    assert len(pieces) == 7, out
+    assert all(pieces[f"dashboard frame {size}"] >= 6 for size in ("80x24", "120x40", "200x60"))
+    from aoff._core._turns import RECORDS_A_PIECE
+    from aoff._pump._intake import TURN_SLICE
+
+    assert pieces["TensorBoard encode, 1,024 records"] == 1024 // RECORDS_A_PIECE
+    assert pieces["JSONL encode, 1,024 records"] == 1024 // RECORDS_A_PIECE
+    assert pieces[f"fold slice of {TURN_SLICE} events"] == 1, out
