@@ -412,3 +412,112 @@ async def test_the_async_face_ships_a_flood_in_slices_the_loop_runs_between(
         assert max(rounds) <= LOOP_ROUND_EVENTS and sum(rounds) >= n
         assert others >= n // LOOP_ROUND_EVENTS  # the loop ran between the rounds
         assert [r["iteration"] for r in jsonl_rows(tmp_path)] == list(range(1, n + 1))
+
+
+@pytest.mark.anyio
+async def test_the_async_face_keeps_only_pickles_and_a_lost_agent_gets_them_back(
+    tmp_path: Path,
+) -> None:
+    """On the event loop, a frame waiting for the socket keeps its pickle, not its events
+    (a backlog of live events fed the garbage collector's full collections); if the agent
+    is lost, the pickles are read back and handed to the fallback, in order, and the run
+    ends with exactly what the lost agent had received counted as lost. On trio too: the
+    fallback's core is made off the loop (made on it, its runners never woke, finish()
+    gave up and the run's tail was lost)."""
+    from aoff._transport._shipper import Pickled
+
+    async with AsyncOffPolicyLogger(
+        log_dir=tmp_path, backends=("jsonl",), handle_sigterm=False, display="none"
+    ) as log:
+        side = log._side
+        assert side is not None
+        for i in range(1, 101):
+            await log.log_step(i, {"x": float(i)})
+        await log.aflush()
+        with anyio.fail_after(60):  # its Ack says so (at most every 0.25 s)
+            while side.shipper.acked_written != {"jsonl": 100, "tensorboard": 100}:  # noqa: ASYNC110
+                await anyio.sleep(0.01)
+        n = 100
+        os.kill(side.proc.pid, signal.SIGSTOP)  # it takes nothing more: the socket fills
+        try:
+            link = side.shipper.link
+            with anyio.fail_after(60):
+                while len(link.unsent()) < 3:
+                    for _ in range(500):
+                        n += 1
+                        await log.log_step(n, {"x": float(n)})
+                    await anyio.sleep(0.01)
+            unsent = link.unsent()
+            assert all(type(meta) is Pickled for meta in unsent)
+            waiting = [e[2] for meta in unsent for e in meta]  # (STEP, wall, iteration, ..)
+            first_unsent = waiting[0]
+            assert waiting == list(range(first_unsent, first_unsent + len(waiting)))
+            assert sum(map(len, unsent)) == len(waiting)
+        finally:
+            os.kill(side.proc.pid, signal.SIGKILL)
+        with anyio.fail_after(60):
+            while side.fallback is None:
+                await log.log_step(n + 1, {"x": float(n + 1)})
+                n += 1
+                await anyio.sleep(0.01)
+        assert side.fallback is not None
+        handed = [e[2] for e in side.fallback.core.pump._intake.held]
+        assert handed[: len(waiting)] == waiting  # the pickles, read back, first
+        for _ in range(100):
+            n += 1
+            await log.log_step(n, {"x": float(n)})
+    report = log._report
+    assert report is not None
+    rows = [r["iteration"] for r in jsonl_rows(tmp_path)]
+    # 1-100 by the agent; 101 up to the first frame still waiting went into the stopped
+    # agent and are lost; from there on everything was folded in this process
+    assert rows == list(range(1, 101)) + list(range(first_unsent, n + 1))
+    assert sorted(s for s, _ in tb_scalars(tmp_path)["train/x"]) == rows
+    lost = first_unsent - 101
+    assert report.backend_lost == {"jsonl": lost, "tensorboard": lost}
+    assert report.backend_written == {"jsonl": len(rows), "tensorboard": len(rows)}
+
+
+def test_a_loop_round_is_bounded_in_events_and_bytes_and_says_when_more_can_go() -> None:
+    """The event loop's rounds (``Shipper.for_loop``): at most ``round_events`` drained
+    and about ``round_bytes`` sent (whole frames, at least one) a round; a round cut
+    short asks to come back at once (wait 0), and everything arrives, in order."""
+    import socket
+    from multiprocessing.connection import Connection
+
+    from aoff._core._buffer import EventBuffer
+    from aoff._core._report import FinishReport
+    from aoff._transport._messages import Events, decode_to_peer
+    from aoff._transport._shipper import Shipper
+    from aoff._transport._wire import Link
+
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        buf = EventBuffer(1000)
+        shipper = Shipper(buf, Link(ours), FinishReport)
+        shipper.for_loop()
+        shipper.round_events, shipper.round_bytes = 3, 1
+        for i in range(10):
+            buf.put((0, 0.0, i))  # any tuple: the shipper does not look inside
+        waits = [shipper.step() for _ in range(3)]
+        assert waits == [0.0, 0.0, 0.0] and len(buf) == 1  # 3 events a round, more left
+        assert shipper.step() > 0  # the last one: nothing more to do now
+        peer = Connection(theirs.detach())
+        got: list[object] = []
+        while peer.poll(1):
+            msg = decode_to_peer(peer.recv_bytes())
+            assert isinstance(msg, Events) and len(msg.events) <= 3
+            got += [e[2] for e in msg.events]
+            if len(got) == 10:
+                break
+        peer.close()
+        assert got == list(range(10))
+        # whole frames: a round that may send 1 byte still sends one frame and stops
+        a, b = socket.socketpair()
+        with a, b:
+            link = Link(a)
+            for _ in range(3):
+                link.queue(b"x" * 100)
+            assert link.send_some(1) is True and link.pending_out == 2 * 104
+            assert link.send_some(None) is False and link.pending_out == 0
+            assert len(b.recv(1000)) == 3 * 104

@@ -41,6 +41,33 @@ def read_rows(path: Path) -> list[dict[str, object]]:
     return [json.loads(line, parse_constant=_no_constants) for line in text.splitlines()]
 
 
+def test_fast_lines_are_the_general_paths_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run's own record is encoded through its tags' msgspec row type; every line is
+    byte for byte what the general path (a dict a line) writes, whatever the tags and
+    values (the fast path steps aside for what it cannot write the same)."""
+    from aoff._backends import _jsonl
+    from aoff._core._records import scalars_of
+
+    tags = ["a", "b%s", "ünï/タグ", 'q"uote', "back\\slash", "ctrl\x01", "null", "x,y"]
+    tags += ["step", "wall_time", "producer", "run"]
+    values = [0.0, -0.0, 1e-5, 1e300, 5e-324, 123456789.125, -1.5, 2.0**60, 0.1, math.nan]
+    values += [math.inf, -math.inf, 3, True]
+    records: list[StepRecord] = []
+    for i in range(600):
+        k = i % 7
+        chosen = tuple(tags[(i * 5 + j * 3) % len(tags)] for j in range(k))
+        vals = tuple(values[(i * 7 + j) % len(values)] for j in range(k))
+        scalars = scalars_of(chosen, vals) if i % 2 else tuple(zip(chosen, vals, strict=True))
+        producer = "p" if i % 11 == 0 else None
+        wall = 0.0 if i % 13 == 0 else 1.7e9 + i / 3
+        records.append(StepRecord(i * 4096 - 5, i, wall, scalars, producer=producer))
+    records += make_records(20)
+    fast = encode_lines(records)
+    assert any(row is not None for row in _jsonl._row_types.values())  # it was used
+    monkeypatch.setattr(_jsonl, "_fast_line", lambda rec: None)
+    assert fast == encode_lines(records)
+
+
 @pytest.mark.anyio
 async def test_all_rows_all_tags(tmp_path: Path) -> None:
     path = tmp_path / "deep" / "er" / "metrics.jsonl"

@@ -29,7 +29,7 @@ from aoff._backends._tbencode import encode_records
 from aoff._backends._tbevents import EventEncoder
 from aoff._backends._tensorboard import TensorBoardBackend
 from aoff._backends._tfrecord import frame_many, masked_crc32c
-from aoff._core._records import StepRecord
+from aoff._core._records import StepRecord, scalars_of
 
 from .conftest import tensorboard_accumulator as load
 from .tbserver import tensorboard_server
@@ -148,6 +148,20 @@ def test_event_encoder_matches_protobuf_byte_for_byte(rec: StepRecord) -> None:
     enc = EventEncoder()
     assert enc.encode(rec) == protobuf_bytes(rec)
     assert enc.encode(rec) == protobuf_bytes(rec)  # again, from the tag cache
+
+
+def test_event_encoder_from_the_folds_columns_matches_protobuf() -> None:
+    """Records whose scalars keep their columns (the fold's ``Scalars``), in changing
+    tag sequences, one value past float32 (±inf, value by value): protobuf's bytes."""
+    enc = EventEncoder()
+    seqs = [("a", "b/c", "ünï"), ("a", "b/c"), ("a", "b/c", "ünï"), ("x",) * 3]
+    for i in range(12):
+        tags = seqs[i % len(seqs)]
+        values = tuple(float(i * 10 + j) for j in range(len(tags)))
+        if i == 7:
+            values = (1e300, *values[1:])
+        rec = StepRecord(i, i, 1.5 + i, scalars_of(tags, values))
+        assert enc.encode(rec) == protobuf_bytes(rec)
 
 
 def test_encode_records_is_protobuf_event() -> None:

@@ -11,8 +11,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import pickle
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -25,6 +28,7 @@ from aoff._core._buffer import EventBuffer
 from aoff._core._fold import Folder
 from aoff._core._pending import Placeholder, pending_event, ready_prefix
 from aoff._core._progress import ProgressWatch, unwritten_steps, wait_progressing
+from aoff._core._records import columns, scalars_of, step_record
 from aoff._core._state import State
 from aoff._pump._runner import BackendRunner
 from aoff.testing import ManualClock, wait_until
@@ -148,6 +152,43 @@ def test_block_is_released_by_close_and_drops_nothing() -> None:
     assert numbers(buf.drain()) == [0, 1, 2] and buf.dropped == 0
 
 
+def test_put_many_blocks_for_room_like_put_and_keeps_the_order() -> None:
+    buf = EventBuffer(3, "block")
+    buf.put(status(0))
+    done = threading.Event()
+
+    def receiver() -> None:
+        buf.put_many([status(i) for i in range(1, 7)])
+        done.set()
+
+    th = threading.Thread(target=receiver, daemon=True)
+    th.start()
+    eventually(lambda: buf._waiters == 1)  # took what fit (2), waits for the rest
+    assert not done.is_set() and numbers(list(buf.snapshot())) == [0, 1, 2]
+    got = numbers(buf.drain(limit=2))
+    deadline = time.monotonic() + WAIT
+    while (not done.is_set() or len(buf)) and time.monotonic() < deadline:
+        assert len(buf) <= 3  # never beyond capacity
+        got += numbers(buf.drain(limit=1))
+        time.sleep(0.001)  # a poll: the receiver takes each freed place
+    th.join(WAIT)
+    assert got == list(range(7)) and buf.dropped == 0
+    buf.close()  # closed: the rest goes in without waiting, as put does
+    buf.put_many([status(i) for i in range(7, 12)])
+    assert numbers(buf.drain()) == [7, 8, 9, 10, 11]
+
+
+@pytest.mark.parametrize("overflow", ["drop_oldest", "drop_newest"])
+def test_put_many_is_put_one_by_one(overflow: Overflow) -> None:
+    one, many = EventBuffer(4, overflow), EventBuffer(4, overflow)
+    events = [status(i) for i in range(7)]
+    for e in events:
+        one.put(e)
+    many.put_many(events)
+    assert one.trim() == many.trim() and one.dropped == many.dropped
+    assert numbers(one.drain()) == numbers(many.drain())
+
+
 @pytest.mark.parametrize("overflow", ["drop_oldest", "drop_newest", "block"])
 def test_append_final_never_evicts_data_when_exactly_capacity_is_buffered(
     overflow: Overflow,
@@ -220,6 +261,27 @@ def step_event(
         0.0,  # weight_sync_time
         throughput,
     )
+
+
+def test_the_folds_records_are_plain_records() -> None:
+    """``step_record`` makes what ``StepRecord(...)`` makes, and ``Scalars`` is the same
+    tuple of pairs to every reader (equal, hashed, pickled, replaced), keeping its
+    columns; ``columns`` splits any other tuple of pairs."""
+    pairs = (("a", 1.0), ("b/c", 2.5))
+    scalars = scalars_of(("a", "b/c"), (1.0, 2.5))
+    assert scalars == pairs and hash(scalars) == hash(pairs) and repr(scalars) == repr(pairs)
+    assert isinstance(scalars, tuple) and list(scalars) == list(pairs)
+    assert columns(scalars) == (("a", "b/c"), (1.0, 2.5)) == columns(pairs)
+    rec = step_record(4096, 1, 2.0, scalars)
+    assert rec == StepRecord(4096, 1, 2.0, pairs) and repr(rec) == repr(
+        StepRecord(4096, 1, 2.0, pairs)
+    )
+    back = pickle.loads(pickle.dumps(rec))
+    assert back == rec and columns(back.scalars) == columns(scalars)
+    other = dataclasses.replace(rec, producer="p")
+    assert other.scalars is scalars and other.producer == "p" and other.step == 4096
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        rec.step = 1  # type: ignore[misc]
 
 
 def test_fold_turns_events_into_the_seed_record() -> None:

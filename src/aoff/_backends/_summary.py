@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from .._core._records import StepRecord
+from .._core._records import StepRecord, columns
 from ._replace import replaced
 
 __all__ = [
@@ -194,27 +194,45 @@ class RunSummary:
 
     def add(self, records: Sequence[StepRecord]) -> None:
         blocks = self._blocks
+        last_tags: tuple[str, ...] | None = None
+        block = _Block()
+        count = self.records
+        first_time, last_time = self.first_time, self.last_time
+        last: StepRecord | None = None
         for rec in records:
             if rec.producer is not None or not rec.scalars:
                 continue
-            tags, values = zip(*rec.scalars, strict=True)
-            block = blocks.get(tags)
-            if block is None:
-                block = blocks[tags] = _Block()
-            block.orders.append(self.records)
+            tags, values = columns(rec.scalars)
+            if tags is not last_tags:  # the fold shares one tags tuple while they repeat
+                found = blocks.get(tags)
+                if found is None:
+                    found = blocks[tags] = _Block()
+                block, last_tags = found, tags
+            block.orders.append(count)
             block.rows.append(values)
-            self.records += 1
-            self.step = rec.step
-            self.iteration = rec.iteration
+            count += 1
+            last = rec
             w = rec.wall_time
-            if self.first_time is None or w < self.first_time:
-                self.first_time = w
-            if self.last_time is None or w > self.last_time:
-                self.last_time = w
+            if first_time is None or w < first_time:
+                first_time = w
+            if last_time is None or w > last_time:
+                last_time = w
             self._pending += 1
             if self._pending >= FOLD_ROWS:
+                self._note(rec, count, first_time, last_time)
                 self.fold()
-                blocks = self._blocks
+                blocks, last_tags = self._blocks, None
+        if last is not None and count != self.records:
+            self._note(last, count, first_time, last_time)
+
+    def _note(
+        self, rec: StepRecord, count: int, first_time: float | None, last_time: float | None
+    ) -> None:
+        """The run's place after ``rec``, the last record added."""
+        self.records = count
+        self.step = rec.step
+        self.iteration = rec.iteration
+        self.first_time, self.last_time = first_time, last_time
 
     def fold(self) -> None:
         """Fold the records added since the last fold into each tag's statistics."""

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import math
 import struct
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from .._core._histogram_data import Histogram
-from .._core._records import StepRecord
+from .._core._records import StepRecord, columns
 
 __all__ = ["FILE_VERSION", "EventEncoder", "SummaryRecord", "encode_histogram", "load_event_class"]
 
@@ -46,6 +47,18 @@ _F32_NINF = _pack_f(-math.inf)
 _U64 = (1 << 64) - 1
 
 
+#: tag sequences whose packer is kept at most (a ``SummaryWriter`` run may vary them)
+_LAYOUTS_MAX = 256
+
+
+class _Layout(NamedTuple):
+    """One tag sequence's summary packer: ``pack(*args)`` once the values are put at
+    ``args``' odd places (its even places hold each tag's head)."""
+
+    pack: Callable[..., bytes]
+    args: list[object]
+
+
 class EventEncoder:
     """Encodes a :class:`~aoff.StepRecord` as a serialised ``tensorflow.Event``.
 
@@ -68,6 +81,11 @@ class EventEncoder:
 
     def __init__(self) -> None:
         self._heads: dict[str, bytes] = {}
+        #: per tag sequence: one ``Struct`` that packs a whole summary (see ``_layout``)
+        self._layouts: dict[tuple[str, ...], _Layout] = {}
+        self._lengths: dict[int, bytes] = {}
+        self._last_tags: tuple[str, ...] = ()
+        self._last_layout = _Layout(struct.Struct("<").pack, [])
 
     def _head(self, tag: str) -> bytes:
         raw = tag.encode("utf-8")
@@ -76,30 +94,72 @@ class EventEncoder:
         self._heads[tag] = head
         return head
 
-    def encode(self, rec: StepRecord) -> bytes:
-        if rec.texts or rec.tensor_style or rec.hparams is not None:
-            raise SummaryRecord
+    def _layout(self, tags: tuple[str, ...]) -> _Layout:
+        """The packer of a summary whose values have these tags, in this order."""
+        if len(self._layouts) >= _LAYOUTS_MAX:  # tags that change every record: start over
+            self._layouts.clear()
+        heads = self._heads
+        hs = [heads.get(tag) or self._head(tag) for tag in tags]
+        fmt = "<" + "".join(f"{len(h)}sf" for h in hs)
+        args: list[object] = []
+        for h in hs:
+            args += (h, 0.0)
+        layout = self._layouts[tags] = _Layout(struct.Struct(fmt).pack, args)
+        return layout
+
+    def _summary(self, scalars: tuple[tuple[str, float], ...]) -> bytes:
+        """The ``Summary.value``s of ``scalars``: one ``Struct.pack`` for the whole
+        sequence (its tags' heads cached per tag sequence), or value by value when one
+        is finite but beyond float32 (protobuf writes ±inf)."""
+        tags, values = columns(scalars)
+        if tags is self._last_tags:  # the fold's tags tuple, shared while tags stay the same
+            layout = self._last_layout
+        else:
+            layout = self._layouts.get(tags) or self._layout(tags)
+            self._last_tags, self._last_layout = tags, layout
+        args = layout.args.copy()
+        args[1::2] = values
+        try:
+            return layout.pack(*args)
+        except OverflowError:
+            pass
         heads = self._heads
         parts: list[bytes] = []
         append = parts.append
-        for tag, value in rec.scalars:
+        for tag, value in scalars:
             head = heads.get(tag) or self._head(tag)
             try:
                 append(head + _pack_f(value))
             except OverflowError:  # finite but beyond float32: protobuf gives ±inf
                 append(head + (_F32_INF if value > 0 else _F32_NINF))
-        for h in rec.histograms:
-            if h.count:  # all values non-finite: only the <tag>/nonfinite scalar
-                append(encode_histogram(h))
-        summary = b"".join(parts)
-        out = b""
-        if rec.wall_time != 0.0:
-            out = b"\x09" + _pack_d(rec.wall_time)
-        if rec.step:
-            out += b"\x10" + _varint(rec.step & _U64)
+        return b"".join(parts)
+
+    def encode(self, rec: StepRecord) -> bytes:
+        if rec.texts or rec.tensor_style or rec.hparams is not None:
+            raise SummaryRecord
+        summary = self._summary(rec.scalars) if rec.scalars else b""
+        if rec.histograms:
+            parts = [summary]
+            for h in rec.histograms:
+                if h.count:  # all values non-finite: only the <tag>/nonfinite scalar
+                    parts.append(encode_histogram(h))
+            summary = b"".join(parts)
+        wall, step = rec.wall_time, rec.step
+        out = b"\x09" + _pack_d(wall) if wall != 0.0 else b""
+        if step:
+            out += b"\x10" + _varint(step & _U64)
         if summary:
-            out += b"\x2a" + _varint(len(summary)) + summary
+            n = len(summary)
+            key = self._lengths.get(n) or self._length(n)
+            out = b"".join((out, key, summary))
         return out
+
+    def _length(self, n: int) -> bytes:
+        """``Event.summary``'s key and length ``n`` (cached: a run has a few sizes)."""
+        if len(self._lengths) >= _LAYOUTS_MAX:
+            self._lengths.clear()
+        key = self._lengths[n] = b"\x2a" + _varint(n)
+        return key
 
 
 def _double_field(key: int, value: float) -> bytes:

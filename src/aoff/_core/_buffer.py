@@ -108,6 +108,28 @@ class EventBuffer:
             self.wait_for_space()
         self._dq.append(event)
 
+    def put_many(self, events: list[Event]) -> None:
+        """``put`` each of ``events``, in order, a slice at a time where the policy allows
+        (the agent's receiver takes frames of up to 4,096 events): ``block`` takes what
+        fits, waits for space, then the rest; ``drop_oldest`` takes them all."""
+        if self.overflow == "drop_newest":
+            for e in events:
+                self._put_drop_newest(e)
+            return
+        dq = self._dq
+        if self.overflow == "drop_oldest":
+            dq.extend(events)
+            return
+        done, n = 0, len(events)
+        while done < n:
+            room = self.capacity - len(dq)
+            if room <= 0 and not self.closed:
+                self.wait_for_space()
+                continue
+            end = n if self.closed else min(n, done + room)
+            dq.extend(itertools.islice(events, done, end))
+            done = end
+
     def full(self) -> bool:
         return len(self._dq) >= self.capacity
 

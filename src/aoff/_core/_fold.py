@@ -14,12 +14,12 @@ from collections import deque
 
 from . import _events as ev
 from ._checkpoint import load_into
-from ._fold_checks import Checks, Reporter
+from ._fold_checks import Reporter
 from ._fold_pending import fold_episodes, tail_record
+from ._fold_step import StepFolder
 from ._fold_writer import WRITER_KINDS, fold_writer
 from ._histogram import summarize
-from ._histogram_data import Histogram, histogram_scalars
-from ._keys import drop_aliases, metric_tag, reward_tag
+from ._histogram_data import Histogram
 from ._records import StepRecord
 from ._state import ProducerInfo, State
 
@@ -33,7 +33,7 @@ def _ignore(_: str) -> None:
     pass
 
 
-class Folder(Checks):
+class Folder(StepFolder):
     """Folds events into a :class:`State`, yielding the seed's scalar record per step.
 
     Every value that had to be skipped (not a number, or a non-string key) counts in
@@ -43,30 +43,10 @@ class Folder(Checks):
     change other records.
     """
 
-    __slots__ = (
-        "_collector_tags",
-        "_episodes",
-        "_histograms",
-        "_metric_tags",
-        "_own_timing",
-        "_producer_total",
-        "_remotes",
-        "_reward_tags",
-        "_system",
-    )
+    __slots__ = ("_own_timing", "_producer_total", "_remotes")
 
     def __init__(self, state: State, report: Reporter = _ignore) -> None:
         super().__init__(state, report)
-        # tag spelling is pure, so it is cached per key (the fold handles ~30 keys a step)
-        self._metric_tags: dict[str, str] = {}
-        self._reward_tags: dict[str, str] = {}
-        self._collector_tags: dict[str, str] = {}
-        # episodes that ended since the last step (log_episodes): return sum, count,
-        # length sum, count
-        self._episodes: list[float] = [0.0, 0.0, 0.0, 0.0]
-        # logged since the last step, attached to the next one (log_histogram, system)
-        self._histograms: dict[str, Histogram] = {}
-        self._system: dict[str, float] | None = None
         # producers (``log.remote()``): one folder each, with a state of its own
         self._remotes: dict[str, Folder] = {}
         self._own_timing: dict[str, float] = {}  # the run's own collector timings
@@ -220,111 +200,3 @@ class Folder(Checks):
             self._bad(where, key, f"{where}: {key!r:.60}: {type(exc).__name__}: {exc}; skipped")
             return
         self._histograms[h.tag] = h
-
-    def _step(self, event: ev.Event) -> StepRecord:
-        s = self.state
-        wall = event[ev.WALL]
-        iteration_in = event[ev.S_ITERATION]
-        metrics_in = event[ev.S_METRICS]
-        reward_in = event[ev.S_REWARD]
-        reward_metrics_in = event[ev.S_REWARD_METRICS]
-        components_in = event[ev.S_COMPONENTS]
-        train_time = event[ev.S_TRAIN_TIME]
-        wait_time = event[ev.S_WAIT_TIME]
-        h2d_time = event[ev.S_H2D_TIME]
-        weight_sync_time = event[ev.S_WEIGHT_SYNC_TIME]
-        extra_info = event[ev.S_THROUGHPUT]
-        where = "log_step"
-        iteration = self._int(where, "iteration", iteration_in)
-        metrics = drop_aliases(self._mapping("log_step(metrics)", metrics_in))
-        reward = None if reward_in is None else self._num_or_skip(where, "reward", reward_in)
-        reward_metrics = self._mapping("log_step(reward_metrics)", reward_metrics_in)
-        components = self._mapping("log_step(reward_components)", components_in)
-
-        s.iteration = iteration
-        s.train_time = self._num(where, "train_time", train_time)
-        s.wait_time = self._num(where, "wait_time", wait_time)
-        s.h2d_time = self._num(where, "learner_incremental_h2d_time", h2d_time)
-        s.weight_sync_time = self._num(where, "weight_sync_time", weight_sync_time)
-        # the recorder reduces extra_info to its throughput (None: not given)
-        s.throughput_known = extra_info is not None
-        if extra_info:
-            s.throughput_steps = self._int(where, "extra_info['throughput_steps']", extra_info)
-        else:
-            s.throughput_steps = 0
-        if metrics:
-            s.latest_metrics.update(metrics)
-        if reward is not None:
-            s.reward_history.append(reward)
-            s.hparams.reward(reward)
-        if components:
-            s.reward_components = components
-        s.status = "Training"
-        s.training_started = True
-        s.steps_logged += 1
-
-        step = s.total_steps if s.total_steps > 0 else iteration
-        out: list[tuple[str, float]] = [
-            ("axis/iteration", float(iteration)),
-            ("axis/env_steps_total", float(step)),
-        ]
-        if metrics:
-            mt = self._metric_tags
-            out.extend(
-                [(mt.get(k) or mt.setdefault(k, metric_tag(k)), v) for k, v in metrics.items()]
-            )
-        if reward is not None:
-            out.append(("reward/mean", reward))
-        rt = self._reward_tags
-        if reward_metrics:
-            out.extend(
-                [
-                    (rt.get(k) or rt.setdefault(k, reward_tag(k)), v)
-                    for k, v in reward_metrics.items()
-                ]
-            )
-        if components:
-            out.extend(
-                [(rt.get(k) or rt.setdefault(k, reward_tag(k)), v) for k, v in components.items()]
-            )
-        acc = self._episodes
-        if acc[1] or acc[3]:  # episodes ended since the previous step (log_episodes)
-            if acc[1]:
-                out += (("episode/return", acc[0] / acc[1]), ("episode/count", acc[1]))
-            if acc[3]:
-                s.ep_length = acc[2] / acc[3]
-            self._episodes = [0.0, 0.0, 0.0, 0.0]
-        if s.ep_length > 0:
-            out.append(("episode/length", s.ep_length))
-        out += (
-            ("episode/timeout_rate", s.timeout_rate),
-            ("episode/terminated_rate", s.terminated_rate),
-            ("timing/learner_wait_ms", s.wait_time * 1000),
-            ("timing/learner_incremental_h2d_ms", s.h2d_time * 1000),
-            ("timing/learner_train_ms", s.train_time * 1000),
-            ("timing/learner_weight_sync_ms", s.weight_sync_time * 1000),
-        )
-        if s.collector_timing:
-            ct = self._collector_tags
-            out.extend(
-                [
-                    (ct.get(k) or ct.setdefault(k, "timing/collector_" + k), v)
-                    for k, v in s.collector_timing.items()
-                ]
-            )
-        sps = s.steps_per_sec()
-        if sps is not None:
-            out.append(("perf/steps_per_sec", sps))
-        out.append(("perf/iter_ms", s.pipeline_time() * 1000))
-        if s.dropped_events:
-            out.append(("aoff/dropped_events", float(s.dropped_events)))
-        if self._system is not None:
-            out.extend(self._system.items())
-            self._system = None
-        if self._histograms:
-            histograms = tuple(self._histograms.values())
-            self._histograms = {}
-            for h in histograms:
-                out += histogram_scalars(h)
-            return StepRecord(step, iteration, wall, tuple(out), histograms)
-        return StepRecord(step, iteration, wall, tuple(out))

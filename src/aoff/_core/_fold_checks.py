@@ -71,7 +71,7 @@ class Checks:
         out: dict[str, float] = {}
         if values is None:
             return out
-        if not isinstance(values, Mapping):
+        if type(values) is not dict and not isinstance(values, Mapping):  # an ABC: slow
             got = type(values).__name__
             self._bad(where, None, f"{where}: expected a dict, got {got}; ignored")
             return out

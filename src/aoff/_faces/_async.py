@@ -20,6 +20,7 @@ The default handler is back once the block is left.
 from __future__ import annotations
 
 import functools
+import threading
 import types
 import warnings
 from collections.abc import Awaitable
@@ -38,6 +39,7 @@ from ._phase import Phase
 from ._sigterm import sigterm_is_default, watch_sigterm
 
 if TYPE_CHECKING:
+    from .._pump._wiring import Core
     from ._side import AgentSide
 
 
@@ -140,7 +142,9 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
             if self._process_mode():
                 from ._side import AgentSide
 
-                self._side = AgentSide(self._options, self._buffer, self._build_core, driver="task")
+                self._side = AgentSide(
+                    self._options, self._buffer, self._core_off_loop, driver="task"
+                )
                 await tg.start(self._run_shipper)
             else:
                 if should_forward(self._options.log_backend, self._options.custom_display()):
@@ -199,6 +203,28 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
                 self._pump_done.set()
             if self._sigterm_scope is not None:  # the run is over: stop watching
                 self._sigterm_scope.cancel()
+
+    def _core_off_loop(self) -> Core:
+        """The fallback's core when the agent is lost, made in a thread of its own: what
+        it makes at once (its runners' ``anyio.Event``s) takes the async library of the
+        thread that makes it, and the fallback's pump runs it on an asyncio loop of its
+        own thread. Made on a trio loop, the runners never woke there: finish() gave up
+        and the run's tail was lost."""
+        made: list[Core] = []
+        failed: list[BaseException] = []
+
+        def make() -> None:
+            try:
+                made.append(self._build_core())
+            except BaseException as exc:  # raised here, in the loop's thread
+                failed.append(exc)
+
+        thread = threading.Thread(target=make, name="aoff-fallback-core", daemon=True)
+        thread.start()
+        thread.join()
+        if failed:
+            raise failed[0]
+        return made[0]
 
     def _on_sigterm(self, host: anyio.CancelScope, signum: int) -> None:
         """The first SIGTERM: mark the run interrupted, cancel ``host`` (the task group's

@@ -25,7 +25,7 @@ from .._display._streams import Forwarding, should_forward
 from .._pump._options import Options
 from .._pump._thread import PumpThread
 from .._pump._wiring import Core
-from .._transport._shipper import BURST_ROUND, LOOP_ROUND_EVENTS, SHIP_INTERVAL_BUSY, Shipper
+from .._transport._shipper import BURST_ROUND, SHIP_INTERVAL_BUSY, Shipper
 from .._transport._wire import AgentGone
 from ._defer import signals_deferred
 from ._spawn import start_agent
@@ -182,11 +182,11 @@ class AgentSide:
         """The async face's shipper task (run it shielded: it ends by itself)."""
         # polled on purpose: producers never wake the shipper (that is the hot path's
         # whole point), so it looks every few milliseconds. A round holds the loop: it
-        # takes LOOP_ROUND_EVENTS at most, and a backlog goes round after round with the
-        # loop's other tasks in between (a flood never holds a timer back for long)
-        self.shipper.round_events = LOOP_ROUND_EVENTS
+        # is small, a backlog goes round after round with the loop's other tasks in
+        # between (a flood never holds a timer back for long): Shipper.for_loop
+        pace = self.shipper.for_loop()
         while (wait := self._round()) is not None:  # noqa: ASYNC110
-            await anyio.sleep(0 if len(self.buffer) >= LOOP_ROUND_EVENTS else wait)
+            await anyio.sleep(pace(wait))
 
     def _gone(self, reason: str) -> None:
         """The agent died: restore the streams, say so once, fold the rest in-process."""

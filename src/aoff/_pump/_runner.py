@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import math
 import time
 from collections import deque
@@ -222,9 +223,13 @@ class BackendRunner:
         pending = self.pending
         if type(pending[0]) is MediaRecord:
             return [pending.popleft()], self.backend.write_media  # type: ignore[attr-defined]
-        batch: list[Any] = []
-        while pending and len(batch) < MAX_BATCH and type(pending[0]) is not MediaRecord:
-            batch.append(pending.popleft())
+        # the step records before the next media record, at C speed (no loop a record)
+        n = min(len(pending), MAX_BATCH)
+        kinds = list(map(type, itertools.islice(pending, n)))
+        with contextlib.suppress(ValueError):
+            n = kinds.index(MediaRecord)
+        # popleft never returns None: iter() stops only after n
+        batch: list[Any] = list(itertools.islice(iter(pending.popleft, None), n))
         return batch, self.backend.write
 
     async def _attempt(self, what: str, call: Callable[[], object]) -> bool:

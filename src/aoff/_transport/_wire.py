@@ -55,25 +55,33 @@ class Link:
         self._out.append((frame, meta))
         self.pending_out += len(frame)
 
-    def send_some(self) -> None:
-        """Write what the socket takes now; raise :class:`AgentGone` if it is closed."""
+    def send_some(self, limit: int | None = None) -> bool:
+        """Write what the socket takes now, or about ``limit`` bytes of it (whole frames,
+        at least one); raise :class:`AgentGone` if it is closed. True when it stopped at
+        ``limit`` with frames left (more could go now), False otherwise."""
         out = self._out
+        budget = limit
         while out:
+            if budget is not None and budget <= 0:
+                return True
             frame, meta = out[0]
             try:
                 n = self.sock.send(frame[self._offset :])
             except BlockingIOError:
-                return
+                return False
             except OSError as exc:  # EPIPE, ECONNRESET
                 raise AgentGone(str(exc)) from None
             self._offset += n
             self.pending_out -= n
+            if budget is not None:
+                budget -= n
             if self._offset < len(frame):
-                return
+                return False
             out.popleft()
             self._offset = 0
             if self.on_sent is not None and meta is not None:
                 self.on_sent(meta)
+        return False
 
     def unsent(self) -> list[Any]:
         """The metas of frames not wholly sent (a partly sent frame was never read)."""

@@ -1,0 +1,230 @@
+"""The fold of a ``log_step``: the hot path of the fold, one call a step.
+
+Split from ``_fold.py`` (which decides what each event means) because a step is where
+the fold spends its time: its record's tags and values are built as two columns (tags
+cached per sequence of a dict's keys, values taken from the dicts as they are) and
+zipped once into :class:`~._records.Scalars`, whose shared ``tags`` tuple lets the
+TensorBoard encoder and the run summary reuse their work per tag sequence.
+:class:`StepFolder` holds what a step needs of the fold's memory; ``Folder`` extends it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from . import _events as ev
+from ._fold_checks import Checks, Reporter
+from ._histogram_data import Histogram, histogram_scalars
+from ._keys import drop_aliases, metric_tag, reward_tag
+from ._records import Scalars, StepRecord, scalars_of, step_record
+from ._state import State
+
+__all__ = ["StepFolder"]
+
+#: a STEP event's length: (kind, wall_time, *FIELDS[STEP])
+_STEP_FIELDS = 2 + len(ev.FIELDS[ev.STEP])
+#: the tags every step has after its rewards and episodes, in the seed's order
+_STEP_TAIL = (
+    "episode/timeout_rate",
+    "episode/terminated_rate",
+    "timing/learner_wait_ms",
+    "timing/learner_incremental_h2d_ms",
+    "timing/learner_train_ms",
+    "timing/learner_weight_sync_ms",
+)
+#: tag sequences shared at most (more: the cache starts over)
+_TAG_SEQS_MAX = 1024
+
+
+def _collector_tag(key: str) -> str:
+    return "timing/collector_" + key
+
+
+def _tag_names(
+    cache: dict[tuple[str, ...], tuple[str, ...]],
+    keys: tuple[str, ...],
+    spell: Callable[[str], str],
+) -> tuple[str, ...]:
+    """The tags of a dict's ``keys`` (spelled by ``spell``), kept in ``cache`` per key
+    sequence: a run logs the same few dicts every step (tag spelling is pure)."""
+    if len(cache) >= _TAG_SEQS_MAX:
+        cache.clear()
+    names = cache[keys] = tuple(map(spell, keys))
+    return names
+
+
+class StepFolder(Checks):
+    """The fold's memory that a step reads (tag caches, what waits for the next step)
+    and the fold of a step, :meth:`_step`."""
+
+    __slots__ = (
+        "_collector_tags",
+        "_episodes",
+        "_histograms",
+        "_metric_tags",
+        "_reward_tags",
+        "_system",
+        "_tag_seqs",
+    )
+
+    def __init__(self, state: State, report: Reporter) -> None:
+        super().__init__(state, report)
+        # tag spelling is pure, so it is cached per sequence of keys (a step's dicts have
+        # the same keys step after step; ~30 keys a step)
+        self._metric_tags: dict[tuple[str, ...], tuple[str, ...]] = {}
+        self._reward_tags: dict[tuple[str, ...], tuple[str, ...]] = {}
+        self._collector_tags: dict[tuple[str, ...], tuple[str, ...]] = {}
+        # one tags tuple per tag sequence, shared by the records that have it (Scalars)
+        self._tag_seqs: dict[tuple[str, ...], tuple[str, ...]] = {}
+        # episodes that ended since the last step (log_episodes): return sum, count,
+        # length sum, count
+        self._episodes: list[float] = [0.0, 0.0, 0.0, 0.0]
+        # logged since the last step, attached to the next one (log_histogram, system)
+        self._histograms: dict[str, Histogram] = {}
+        self._system: dict[str, float] | None = None
+
+    def _step(self, event: ev.Event) -> StepRecord:
+        # the hot path (one a step): the columns of its record are built apart (tags,
+        # values) and zipped once, in C; see Scalars
+        s = self.state
+        (
+            _,
+            wall,
+            iteration_in,
+            metrics_in,
+            reward_in,
+            reward_metrics_in,
+            components_in,
+            train_time,
+            wait_time,
+            h2d_time,
+            weight_sync_time,
+            extra_info,
+        ) = event if len(event) == _STEP_FIELDS else event[:_STEP_FIELDS]
+        where = "log_step"
+        iteration = self._int(where, "iteration", iteration_in)
+        metrics = drop_aliases(self._mapping("log_step(metrics)", metrics_in))
+        reward = None if reward_in is None else self._num_or_skip(where, "reward", reward_in)
+        reward_metrics = (
+            None
+            if reward_metrics_in is None
+            else self._mapping("log_step(reward_metrics)", reward_metrics_in)
+        )
+        components = (
+            None
+            if components_in is None
+            else self._mapping("log_step(reward_components)", components_in)
+        )
+
+        s.iteration = iteration
+        num = self._num
+        s.train_time = (
+            train_time if type(train_time) is float else num(where, "train_time", train_time)
+        )
+        s.wait_time = wait_time if type(wait_time) is float else num(where, "wait_time", wait_time)
+        s.h2d_time = (
+            h2d_time
+            if type(h2d_time) is float
+            else num(where, "learner_incremental_h2d_time", h2d_time)
+        )
+        s.weight_sync_time = (
+            weight_sync_time
+            if type(weight_sync_time) is float
+            else num(where, "weight_sync_time", weight_sync_time)
+        )
+        # the recorder reduces extra_info to its throughput (None: not given)
+        s.throughput_known = extra_info is not None
+        if extra_info:
+            s.throughput_steps = self._int(where, "extra_info['throughput_steps']", extra_info)
+        else:
+            s.throughput_steps = 0
+        if metrics:
+            s.latest_metrics.update(metrics)
+        if reward is not None:
+            s.reward_history.append(reward)
+            s.hparams.reward(reward)
+        if components:
+            s.reward_components = components
+        s.status = "Training"
+        s.training_started = True
+        s.steps_logged += 1
+
+        step = s.total_steps if s.total_steps > 0 else iteration
+        tags: list[str] = ["axis/iteration", "axis/env_steps_total"]
+        values: list[float] = [float(iteration), float(step)]
+        if metrics:
+            keys = tuple(metrics)
+            tags += self._metric_tags.get(keys) or _tag_names(self._metric_tags, keys, metric_tag)
+            values += metrics.values()
+        if reward is not None:
+            tags.append("reward/mean")
+            values.append(reward)
+        if reward_metrics:
+            keys = tuple(reward_metrics)
+            tags += self._reward_tags.get(keys) or _tag_names(self._reward_tags, keys, reward_tag)
+            values += reward_metrics.values()
+        if components:
+            keys = tuple(components)
+            tags += self._reward_tags.get(keys) or _tag_names(self._reward_tags, keys, reward_tag)
+            values += components.values()
+        acc = self._episodes
+        if acc[1] or acc[3]:  # episodes ended since the previous step (log_episodes)
+            if acc[1]:
+                tags += ("episode/return", "episode/count")
+                values += (acc[0] / acc[1], acc[1])
+            if acc[3]:
+                s.ep_length = acc[2] / acc[3]
+            self._episodes = [0.0, 0.0, 0.0, 0.0]
+        if s.ep_length > 0:
+            tags.append("episode/length")
+            values.append(s.ep_length)
+        tags += _STEP_TAIL
+        values += (
+            s.timeout_rate,
+            s.terminated_rate,
+            s.wait_time * 1000,
+            s.h2d_time * 1000,
+            s.train_time * 1000,
+            s.weight_sync_time * 1000,
+        )
+        timing = s.collector_timing
+        if timing:
+            keys = tuple(timing)
+            tags += self._collector_tags.get(keys) or _tag_names(
+                self._collector_tags, keys, _collector_tag
+            )
+            values += timing.values()
+        pipeline = s.h2d_time + s.train_time + s.weight_sync_time  # State.pipeline_time()
+        # State.steps_per_sec(), inline: NaN too gives none (the seed: only for a time > 0)
+        if s.throughput_known and s.throughput_steps > 0 and pipeline > 0:
+            tags.append("perf/steps_per_sec")
+            values.append(s.throughput_steps / pipeline)
+        tags.append("perf/iter_ms")
+        values.append(pipeline * 1000)
+        if s.dropped_events:
+            tags.append("aoff/dropped_events")
+            values.append(float(s.dropped_events))
+        if self._system is not None:
+            tags += self._system
+            values += self._system.values()
+            self._system = None
+        histograms: tuple[Histogram, ...] = ()
+        if self._histograms:
+            histograms = tuple(self._histograms.values())
+            self._histograms = {}
+            for h in histograms:
+                for tag, value in histogram_scalars(h):
+                    tags.append(tag)
+                    values.append(value)
+        return step_record(step, iteration, wall, self._scalars(tags, values), histograms)
+
+    def _scalars(self, tags: list[str], values: list[float]) -> Scalars:
+        """The record's pairs, with one ``tags`` tuple per tag sequence (see Scalars)."""
+        key = tuple(tags)
+        seen = self._tag_seqs
+        shared = seen.get(key)
+        if shared is None:
+            if len(seen) >= _TAG_SEQS_MAX:
+                seen.clear()
+            shared = seen[key] = key
+        return scalars_of(shared, tuple(values))
