@@ -14,6 +14,7 @@ import importlib
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import time
@@ -300,3 +301,20 @@ def test_issue_26_benchmarks_print_their_side_by_side_figures() -> None:
     stalled = rows["process, stalled pump"]
     assert float(stalled[1]) > float(rows["no aoff"][1]) > 0, out  # training process RSS
     assert float(stalled[5]) > 0 and stalled[-1] == "0", out  # the agent's RSS; none dropped
+
+
+def test_bench_turns_prints_each_job_in_pieces() -> None:
+    """Smoke test at a tiny size: a line per job, frames and batches cut into pieces."""
+    out = _bench("bench_turns.py", "--frames", "2")
+    pieces = {
+        m.group(1): int(m.group(2))
+        for m in re.finditer(r"^  (\S.*?)\s+(\d+) pieces ", out, flags=re.MULTILINE)
+    }
+    assert len(pieces) == 7, out
+    assert all(pieces[f"dashboard frame {size}"] >= 6 for size in ("80x24", "120x40", "200x60"))
+    from aoff._core._turns import RECORDS_A_PIECE
+    from aoff._pump._intake import TURN_SLICE
+
+    assert pieces["TensorBoard encode, 1,024 records"] == 1024 // RECORDS_A_PIECE
+    assert pieces["JSONL encode, 1,024 records"] == 1024 // RECORDS_A_PIECE
+    assert pieces[f"fold slice of {TURN_SLICE} events"] == 1, out
