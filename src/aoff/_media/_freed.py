@@ -40,6 +40,9 @@ class FreedBytes:
         self.total = 0
         #: set by the logger before it puts its first ``MEDIA`` event
         self.active = False
+        #: told the events a trim dropped: the learner's shared-memory pool frees their
+        #: blocks (``ShmPool.release_events``), which nobody will read
+        self.on_dropped: Callable[[list[Any]], object] | None = None
 
     def add(self, nbytes: int) -> None:
         if nbytes:
@@ -59,6 +62,8 @@ class FreedBytes:
         out = buffer.trim_out(bound)
         if out:
             self.add(media_bytes(out))
+            if self.on_dropped is not None:
+                self.on_dropped(out)
         return len(out)
 
     def unresolved(self, events: list[Any], ready: list[Any], held: list[Any]) -> None:

@@ -182,7 +182,7 @@ class Intake:
         while True:
             # drop_oldest: trim before every slice, so the buffer stays bounded even while
             # a long backlog is being folded (not only once per tick)
-            if buffer.trim():
+            if self.media.trim(buffer):  # dropped frames free their budget
                 self._on_change()
             self._on_slice()
             if not self.may_drain():

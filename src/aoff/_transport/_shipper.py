@@ -35,6 +35,7 @@ from .._core._events import Event
 from .._core._pending import ready_prefix
 from .._core._report import FinishReport, OnceReporter, stderr_line
 from .._media._freed import FreedBytes
+from .._media._shm import MAX_BLOCKS, ShmFrames
 from ._messages import (
     Ack,
     Events,
@@ -117,6 +118,11 @@ def picklable_batch(batch: list[Event]) -> list[Event]:
     return out
 
 
+def _shm_frames(batch: list[Event]) -> list[ShmFrames]:
+    """The shared-memory handles of the ``MEDIA`` events in ``batch``."""
+    return [e[5] for e in batch if e[0] == ev.MEDIA and type(e[5]) is ShmFrames]
+
+
 class Pickled:
     """What a frame on the link keeps of its events when they are let go once pickled
     (``Shipper.keep_events`` False: the async face's shipper): how many, how many are
@@ -132,12 +138,14 @@ class Pickled:
     10-50 in all instead of 90-140 (the buffer itself still holds thousands when the
     loop is starved of CPU)."""
 
-    __slots__ = ("n", "payload", "steps")
+    __slots__ = ("frames", "n", "payload", "steps")
 
     def __init__(self, payload: bytes, batch: list[Event]) -> None:
         self.payload = payload
         self.n = len(batch)
-        self.steps = list(map(_kind, batch)).count(ev.STEP)  # C-speed count
+        kinds = list(map(_kind, batch))
+        self.steps = kinds.count(ev.STEP)  # C-speed count
+        self.frames = _shm_frames(batch) if ev.MEDIA in kinds else []
 
     def __len__(self) -> int:
         return self.n
@@ -180,6 +188,10 @@ class Shipper(Generic[R]):
         #: the frames the overflow policy or an unresolved device value drops: a far
         #: producer's budget (``_channel/_sender.py``) sets its own; inactive otherwise
         self.freed = FreedBytes()
+        #: the last frames sent in shared memory: those a lost agent never read are freed
+        #: here (``AgentSide``). It reads them in order and at most ``MAX_BLOCKS`` blocks
+        #: are in use, so the unread ones are among the last ``MAX_BLOCKS`` sent
+        self.sent_frames: collections.deque[ShmFrames] = collections.deque(maxlen=MAX_BLOCKS)
         self.shipped_steps = 0
         self.acked_steps = 0
         self.acked_written: dict[str, int] = {}
@@ -284,10 +296,15 @@ class Shipper(Generic[R]):
         self.link.queue(payload, batch if self.keep_events else Pickled(payload, batch))
 
     def _sent(self, batch: list[Event] | Pickled) -> None:
-        if type(batch) is Pickled:
+        if isinstance(batch, Pickled):
             self.shipped_steps += batch.steps
+            if batch.frames:
+                self.sent_frames.extend(batch.frames)
         else:
-            self.shipped_steps += list(map(_kind, batch)).count(ev.STEP)  # C-speed count
+            kinds = list(map(_kind, batch))
+            self.shipped_steps += kinds.count(ev.STEP)  # C-speed count
+            if ev.MEDIA in kinds:
+                self.sent_frames.extend(_shm_frames(batch))
 
     # -- incoming ---------------------------------------------------------------------------
     def receive(self) -> None:
