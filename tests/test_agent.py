@@ -23,6 +23,7 @@ import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from aoff import AsyncOffPolicyLogger, OffPolicyLogger
+from aoff.testing import await_until, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -521,3 +522,109 @@ def test_a_loop_round_is_bounded_in_events_and_bytes_and_says_when_more_can_go()
             assert link.send_some(1) is True and link.pending_out == 2 * 104
             assert link.send_some(None) is False and link.pending_out == 0
             assert len(b.recv(1000)) == 3 * 104
+
+
+# -- a lost agent's fallback writes as the run goes on, and accounts exactly ----------------
+def _last_row(run: Path) -> int:
+    try:
+        rows = jsonl_rows(run)
+    except (FileNotFoundError, json.JSONDecodeError):  # not there yet, or a line half written
+        return 0
+    steps = [r["iteration"] for r in rows if "iteration" in r]  # not the media rows
+    return steps[-1] if steps else 0
+
+
+def test_a_lost_agents_fallback_writes_as_the_run_goes_on_and_counts_every_drop(
+    tmp_path: Path,
+) -> None:
+    """After a SIGKILL of the agent the in-process fallback folds and writes while the run
+    goes on, not at finish(); with a tiny buffer, every step logged is written or counted
+    dropped, none twice."""
+    with OffPolicyLogger(
+        log_dir=tmp_path, backends=("jsonl",), handle_sigterm=False, display="none", capacity=8
+    ) as log:
+        host = log._host
+        for i in range(1, 101):
+            log.log_step(i, {"x": float(i)})
+            time.sleep(0.001)  # the agent keeps up: nothing dropped so far
+        log.flush()
+        os.kill(host.proc.pid, signal.SIGKILL)
+        host.proc.wait(60)
+        n = 100
+        deadline = time.monotonic() + 60
+        while host.fallback is None:  # the next shipping round finds the agent gone
+            assert time.monotonic() < deadline, "the lost agent was never noticed"
+            n += 1
+            log.log_step(n, {"x": float(n)})
+            time.sleep(0.01)
+        for _ in range(5):
+            n += 1
+            log.log_step(n, {"x": float(n)})
+        wait_until(lambda: _last_row(tmp_path) == n, timeout=60, what="steps after the kill")
+        for _ in range(3000):  # a burst the 8-event buffer cannot hold
+            n += 1
+            log.log_step(n, {"x": float(n)})
+    report = log._report
+    assert report is not None
+    rows = [r["iteration"] for r in jsonl_rows(tmp_path)]
+    assert rows[:100] == list(range(1, 101)) and rows[-1] == n
+    assert rows == sorted(set(rows))  # in order, none twice
+    assert report.backend_lost == {"jsonl": 0, "tensorboard": 0}
+    assert report.dropped_events > 0
+    assert len(rows) + report.dropped_events == n  # every step written or counted
+    assert report.backend_written == {"jsonl": len(rows), "tensorboard": len(rows)}
+
+
+@pytest.mark.anyio
+async def test_the_async_faces_fallback_writes_as_the_run_goes_on_and_frees_unread_frames(
+    tmp_path: Path,
+) -> None:
+    """The async face's fallback (asyncio and trio) writes steps logged after the agent's
+    SIGKILL before finish(); images the agent had received but never read give their
+    shared-memory blocks back, so later images are accepted within the budget."""
+    import numpy as np
+
+    image = np.zeros((16, 16, 3), np.uint8)
+    async with AsyncOffPolicyLogger(
+        log_dir=tmp_path,
+        backends=("jsonl",),
+        handle_sigterm=False,
+        display="none",
+        media_budget=10 * image.nbytes,
+    ) as log:
+        side = log._side
+        assert side is not None
+        for i in range(1, 101):
+            await log.log_step(i, {"x": float(i)})
+        await log.aflush()
+        os.kill(side.proc.pid, signal.SIGSTOP)  # it reads nothing more
+        try:
+            for i in range(10):  # a full budget of images, sent to the stopped agent
+                await log.log_image("lost", image, step=100)
+            link = side.shipper.link
+            await await_until(
+                lambda: not len(log._buffer) and not link.pending_out, timeout=60, what="sent"
+            )
+        finally:
+            os.kill(side.proc.pid, signal.SIGKILL)
+        side.proc.wait(60)
+        n = 100
+        with anyio.fail_after(60):
+            while side.fallback is None:
+                n += 1
+                await log.log_step(n, {"x": float(n)})
+                await anyio.sleep(0.01)
+        for _ in range(5):
+            n += 1
+            await log.log_step(n, {"x": float(n)})
+        await await_until(lambda: _last_row(tmp_path) == n, timeout=60, what="steps after the kill")
+        for i in range(10):  # the lost agent's blocks are free again: all accepted
+            await log.log_image("kept", image, step=n)
+    report = log._report
+    assert report is not None
+    assert report.media_refused == 0
+    assert report.media_written == 10
+    rows = jsonl_rows(tmp_path)
+    assert [r["iteration"] for r in rows if "iteration" in r] == list(range(1, n + 1))
+    assert sum("iteration" not in r for r in rows) == 10  # the images kept, not the lost
+    assert report.backend_lost == {"jsonl": 0, "tensorboard": 0}
