@@ -599,7 +599,7 @@ async def test_the_async_faces_fallback_writes_as_the_run_goes_on_and_frees_unre
         await log.aflush()
         os.kill(side.proc.pid, signal.SIGSTOP)  # it reads nothing more
         try:
-            for i in range(10):  # a full budget of images, sent to the stopped agent
+            for _ in range(10):  # a full budget of images, sent to the stopped agent
                 await log.log_image("lost", image, step=100)
             link = side.shipper.link
             await await_until(
@@ -618,7 +618,7 @@ async def test_the_async_faces_fallback_writes_as_the_run_goes_on_and_frees_unre
             n += 1
             await log.log_step(n, {"x": float(n)})
         await await_until(lambda: _last_row(tmp_path) == n, timeout=60, what="steps after the kill")
-        for i in range(10):  # the lost agent's blocks are free again: all accepted
+        for _ in range(10):  # the lost agent's blocks are free again: all accepted
             await log.log_image("kept", image, step=n)
     report = log._report
     assert report is not None
