@@ -87,12 +87,8 @@ class AgentSide:
         self.make_core = make_core
         self.proc, link = start_agent(options)
         self.shipper = Shipper(buffer, link, FinishReport)
-        #: the face's shared-memory pool: frames that nobody will read (a MEDIA event the
-        #: trim dropped, or one a lost agent never read) get their blocks back
-        self.pool = pool
-        if pool is not None:
-            self.shipper.freed.active = True
-            self.shipper.freed.on_dropped = pool.release_events
+        if pool is not None:  # frames nobody will read (dropped, lost) give blocks back
+            self.shipper.freed.use_pool(pool)
         self.gone: str | None = None
         self.fallback: PumpThread | None = None
         self.forwarding: Forwarding | None = None
@@ -208,7 +204,7 @@ class AgentSide:
             "not confirmed written."
         )
         self._inline = False
-        self._release_unread()
+        s.freed.lost(self.proc)
         core = self.make_core()
         core.pump.note_unresolved(s.unresolved)
         if core.pump.drop_summary_file():  # it would hold this part of the run only:
@@ -217,20 +213,6 @@ class AgentSide:
             remove_stale(self.options.log_dir)
         self.fallback = PumpThread(core, held=s.unsent_events())
         self.gone = reason
-
-    def _release_unread(self) -> None:
-        """Free the blocks of frames the lost agent received but never read (those it
-        read are free already, maybe taken again: ``ShmPool.release`` tells them
-        apart). Only once it has exited: a live agent may still be reading one."""
-        if self.pool is None or not self.shipper.sent_frames:
-            return
-        try:
-            self.proc.wait(0.2)  # an agent that closed its end is exiting
-        except Exception:
-            return  # still alive (a shipper error): its blocks stay until the run ends
-        for handle in self.shipper.sent_frames:
-            self.pool.release(handle)
-        self.shipper.sent_frames.clear()
 
     # -- waiting: the one place the two faces differ -----------------------------------------
     def _idle(self, timeout: float) -> ProgressWatch:

@@ -136,6 +136,8 @@ class Intake:
                         self.held = list(events[i:])
                         break
                     self.unresolved += 1
+                    if e[0] == MEDIA:  # its frames never came: the budget's bytes do
+                        self.media.drop([e])
                     folded += 1
                     continue
                 e = resolve_event(e)

@@ -34,8 +34,7 @@ from .._core._convert import Opaque
 from .._core._events import Event
 from .._core._pending import ready_prefix
 from .._core._report import FinishReport, OnceReporter, stderr_line
-from .._media._freed import FreedBytes
-from .._media._shm import MAX_BLOCKS, ShmFrames
+from .._media._freed import FreedBytes, shm_frames
 from ._messages import (
     Ack,
     Events,
@@ -118,11 +117,6 @@ def picklable_batch(batch: list[Event]) -> list[Event]:
     return out
 
 
-def _shm_frames(batch: list[Event]) -> list[ShmFrames]:
-    """The shared-memory handles of the ``MEDIA`` events in ``batch``."""
-    return [e[5] for e in batch if e[0] == ev.MEDIA and type(e[5]) is ShmFrames]
-
-
 class Pickled:
     """What a frame on the link keeps of its events when they are let go once pickled
     (``Shipper.keep_events`` False: the async face's shipper): how many, how many are
@@ -145,7 +139,7 @@ class Pickled:
         self.n = len(batch)
         kinds = list(map(_kind, batch))
         self.steps = kinds.count(ev.STEP)  # C-speed count
-        self.frames = _shm_frames(batch) if ev.MEDIA in kinds else []
+        self.frames = shm_frames(batch) if ev.MEDIA in kinds else []
 
     def __len__(self) -> int:
         return self.n
@@ -188,10 +182,6 @@ class Shipper(Generic[R]):
         #: the frames the overflow policy or an unresolved device value drops: a far
         #: producer's budget (``_channel/_sender.py``) sets its own; inactive otherwise
         self.freed = FreedBytes()
-        #: the last frames sent in shared memory: those a lost agent never read are freed
-        #: here (``AgentSide``). It reads them in order and at most ``MAX_BLOCKS`` blocks
-        #: are in use, so the unread ones are among the last ``MAX_BLOCKS`` sent
-        self.sent_frames: collections.deque[ShmFrames] = collections.deque(maxlen=MAX_BLOCKS)
         self.shipped_steps = 0
         self.acked_steps = 0
         self.acked_written: dict[str, int] = {}
@@ -298,13 +288,13 @@ class Shipper(Generic[R]):
     def _sent(self, batch: list[Event] | Pickled) -> None:
         if isinstance(batch, Pickled):
             self.shipped_steps += batch.steps
-            if batch.frames:
-                self.sent_frames.extend(batch.frames)
+            if batch.frames:  # a lost agent's unread frames are freed (FreedBytes.lost)
+                self.freed.sent_frames(batch.frames)
         else:
             kinds = list(map(_kind, batch))
             self.shipped_steps += kinds.count(ev.STEP)  # C-speed count
             if ev.MEDIA in kinds:
-                self.sent_frames.extend(_shm_frames(batch))
+                self.freed.sent_frames(shm_frames(batch))
 
     # -- incoming ---------------------------------------------------------------------------
     def receive(self) -> None:
