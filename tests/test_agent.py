@@ -629,3 +629,50 @@ async def test_the_async_faces_fallback_writes_as_the_run_goes_on_and_frees_unre
     assert [r["iteration"] for r in rows if "iteration" in r] == list(range(1, n + 1))
     assert sum("iteration" not in r for r in rows) == 10  # the images kept, not the lost
     assert report.backend_lost == {"jsonl": 0, "tensorboard": 0}
+
+
+FALLBACK_MEDIA = """
+import json, os, signal, sys, time
+import numpy as np
+from aoff import OffPolicyLogger
+log = OffPolicyLogger(log_dir=sys.argv[1], backends=("jsonl",), handle_sigterm=False,
+                      display="none")
+log.start()
+log.log_step(1, {"x": 1.0})
+log.flush()
+os.kill(log._host.proc.pid, signal.SIGKILL)
+log._host.proc.wait()
+for i in range(5):  # in shared memory, never sent: the fallback's encoder reads them
+    log.log_image("after", np.full((16, 16, 3), 7, np.uint8), step=2 + i)
+n, deadline = 1, time.monotonic() + 60
+while log._host.fallback is None and time.monotonic() < deadline:
+    n += 1
+    log.log_step(n, {"x": 1.0})
+    time.sleep(0.01)
+r = log.finish()
+print("REPORT", r.media_written, r.media_refused, flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_a_lost_agents_fallback_encodes_its_blocks_and_the_tracker_keeps_them(
+    tmp_path: Path,
+) -> None:
+    """Frames left in shared memory when the agent is lost are encoded in this process;
+    reading a block must not make this process's resource tracker forget it (Python <
+    3.13 attaches register it), or unlinking it at the end printed one KeyError
+    traceback a block from the tracker."""
+    script = tmp_path / "fallback_media.py"
+    script.write_text(textwrap.dedent(FALLBACK_MEDIA))
+    out = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "run")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )  # returns once the tracker, which shares stderr, has exited too
+    assert out.returncode == 0, out.stderr
+    assert "REPORT 5 0" in out.stdout
+    assert "Traceback" not in out.stderr and "KeyError" not in out.stderr, out.stderr
+    rows = jsonl_rows(tmp_path / "run")
+    assert sum("iteration" not in r for r in rows) == 5  # the images' rows
