@@ -23,6 +23,7 @@ frames the trim drops, and those sent to an agent lost before it read them
 from __future__ import annotations
 
 import collections
+import operator
 import subprocess
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -37,6 +38,9 @@ __all__ = ["FreedBytes", "media_bytes", "shm_frames"]
 def media_bytes(events: Iterable[Any]) -> int:
     """Bytes of frames the ``MEDIA`` events among ``events`` hold."""
     return sum(e[8] for e in events if e[0] == ev.MEDIA)
+
+
+_kind = operator.itemgetter(0)
 
 
 def shm_frames(batch: list[Any]) -> list[ShmFrames]:
@@ -60,9 +64,9 @@ class FreedBytes:
         self.sent: collections.deque[ShmFrames] = collections.deque(maxlen=MAX_BLOCKS)
 
     def use_pool(self, pool: ShmPool) -> None:
-        """Free the blocks of frames dropped here, or lost with the agent."""
+        """Free the blocks of frames dropped here, or lost with the agent (the bytes
+        need no count: the pool's blocks in use are the budget)."""
         self.pool = pool
-        self.active = True
 
     def sent_frames(self, frames: list[ShmFrames]) -> None:
         if self.pool is not None:
@@ -95,11 +99,12 @@ class FreedBytes:
 
     def trim(self, buffer: EventBuffer, bound: int | None) -> int:
         """The buffer's ``drop_oldest`` trim; frames among what it drops come back."""
-        if not self.active:
+        if not self.active and self.pool is None:
             return buffer.trim(bound)
         out = buffer.trim_out(bound)
-        if out:
-            self.add(media_bytes(out))
+        if out and ev.MEDIA in map(_kind, out):  # a C-speed look first
+            if self.active:
+                self.add(media_bytes(out))
             if self.pool is not None:
                 self.pool.release_events(out)
         return len(out)
