@@ -144,6 +144,7 @@ class Face(Recorder[R], MediaCalls[R], Generic[R]):
         self._forked_dropped = 0
         if self._process_mode():  # frames go to the agent in shared memory (_media/_shm.py)
             self._media_budget.pool = ShmPool(self._options.media_budget)
+        self._buffer.on_refused = lambda e: self._media_budget.unread(e)  # drop_newest
         line = self._options.in_process_line()
         if line is not None and line not in _said_in_process:  # once a process, per reason
             _said_in_process.add(line)

@@ -142,6 +142,8 @@ class Intake:
                         self.held = list(events[i:])
                         break
                     self.unresolved += 1
+                    if e[0] == MEDIA:  # its frames never came: the budget's bytes do
+                        self.media.drop([e])
                     folded += 1
                     continue
                 e = resolve_event(e)
@@ -191,7 +193,7 @@ class Intake:
         while True:
             # drop_oldest: trim before every slice, so the buffer stays bounded even while
             # a long backlog is being folded (not only once per tick)
-            if buffer.trim():
+            if self.media.trim(buffer):  # dropped frames free their budget
                 self._on_change()
             self._on_slice()
             if not self.may_drain():

@@ -16,16 +16,20 @@ from typing import Any
 from .._core import _events as ev
 from .._core._convert import Opaque
 from .._core._events import Event
+from .._media._freed import shm_frames
+from .._media._shm import ShmFrames
 from ._messages import Events, decode_to_peer
 
-__all__ = ["Pickled", "picklable_batch", "step_count"]
+__all__ = ["Pickled", "picklable_batch", "steps_and_frames"]
 
 _kind = operator.itemgetter(0)
 
 
-def step_count(batch: list[Event]) -> int:
-    """How many of ``batch`` are ``log_step`` events (a C-speed count)."""
-    return list(map(_kind, batch)).count(ev.STEP)
+def steps_and_frames(batch: list[Event]) -> tuple[int, list[ShmFrames]]:
+    """How many of ``batch`` are ``log_step`` events (a C-speed count), and the
+    shared-memory handles of its ``MEDIA`` events (none looked for without one)."""
+    kinds = list(map(_kind, batch))
+    return kinds.count(ev.STEP), (shm_frames(batch) if ev.MEDIA in kinds else [])
 
 
 def _pickles(event: Event) -> bool:
@@ -78,12 +82,12 @@ class Pickled:
     600-711 ms with whole events kept.
     """
 
-    __slots__ = ("n", "payload", "steps")
+    __slots__ = ("frames", "n", "payload", "steps")
 
     def __init__(self, payload: bytes, batch: list[Event]) -> None:
         self.payload = payload
         self.n = len(batch)
-        self.steps = step_count(batch)
+        self.steps, self.frames = steps_and_frames(batch)
 
     def __len__(self) -> int:
         return self.n

@@ -33,7 +33,7 @@ from .._core._events import Event
 from .._core._pending import ready_prefix
 from .._core._report import FinishReport, OnceReporter, stderr_line
 from .._media._freed import FreedBytes
-from ._frames import Pickled, picklable_batch, step_count
+from ._frames import Pickled, picklable_batch, steps_and_frames
 from ._messages import (
     Ack,
     Events,
@@ -245,8 +245,13 @@ class Shipper(Generic[R]):
     def _sent(self, batch: list[Event] | Pickled) -> None:
         if isinstance(batch, Pickled):
             self.shipped_steps += batch.steps
+            if batch.frames:  # a lost agent's unread frames are freed (FreedBytes.lost)
+                self.freed.sent_frames(batch.frames)
         else:
-            self.shipped_steps += step_count(batch)
+            steps, frames = steps_and_frames(batch)
+            self.shipped_steps += steps
+            if frames:
+                self.freed.sent_frames(frames)
 
     # -- incoming ---------------------------------------------------------------------------
     def receive(self) -> None:
