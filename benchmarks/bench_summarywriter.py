@@ -7,8 +7,8 @@ growing ``global_step``, the way CleanRL logs):
   ``--chunk``; the two writers take turns chunk by chunk (so load on the machine hits
   both alike) and the median and p99 of the per-call mean over chunks are printed.
   aoff's figure includes the shipping rounds its calls make now and then (one in
-  ``INLINE_CHECK_EVERY`` calls looks at the clock); what its agent process spends is not
-  the training thread's.
+  ``INLINE_CHECK_EVERY`` calls, ``_faces/_cadence.py``, looks at the clock); what its
+  agent process spends is not the training thread's.
 * **to disk**: ``--scalars`` calls in a tight loop, then ``close()``; wall time from the
   first call to ``close()`` returning, when every scalar is in the event file (aoff's
   ``close()`` waits for its agent to write and fsync). ``--verify`` reads both back

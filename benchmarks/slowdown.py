@@ -1,6 +1,7 @@
 """How much does the logger slow a training loop down? aoff vs the synchronous reference.
 
-    python benchmarks/slowdown.py [--iterations 5000] [--work-ms 1.0] [--rounds 3] [--out DIR]
+    python benchmarks/slowdown.py [--iterations 5000] [--work-ms 1.0 | --inner K] [--rounds 3]
+        [--configs none,aoff,...] [--out DIR]
 
 A loop doing a fixed ~1 ms of pure-Python work an iteration (a calibrated busy loop that
 holds the GIL, not a sleep) runs ``--iterations`` times three ways: no logger, aoff's sync
@@ -167,6 +168,13 @@ def main(argv: list[str] | None = None) -> int:
         help="python: a busy loop holding the GIL (default, aoff's worst case); native: "
         "hashing in C that releases the GIL, as torch kernels do",
     )
+    ap.add_argument(
+        "--inner",
+        type=int,
+        default=0,
+        help="the work's inner count instead of calibrating it (the same work for runs "
+        "compared across processes, e.g. two versions of aoff)",
+    )
     ap.add_argument("--configs", default=",".join(DEFAULT_CONFIGS), help=",".join(LABELS))
     ap.add_argument("--out", default="bench-out")
     ap.add_argument("--no-torch", action="store_true", help="skip torch where not needed")
@@ -188,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         f"machine: {platform.system()} {platform.machine()}, {os.cpu_count()} CPUs, "
         f"Python {platform.python_version()}, {start_load}"
     )
-    k = calibrate(args.work_ms, args.work)
+    k = args.inner or calibrate(args.work_ms, args.work)
     print(
         f"work: {WORK_DESC[args.work].format(k=k)} ≈ {args.work_ms} ms here; "
         f"{args.iterations:,} iterations, {args.rounds} round(s), each a fresh process on a pty",

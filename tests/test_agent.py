@@ -13,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ from aoff.testing import (
     watch_buffer,
 )
 
-from .conftest import ahold_still
+from .conftest import ahold_still, hold_still
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -420,7 +421,7 @@ async def test_the_async_face_keeps_only_pickles_and_a_lost_agent_gets_them_back
     ends with exactly what the lost agent had received counted as lost. On trio too: the
     fallback's core is made off the loop (made on it, its runners never woke, finish()
     gave up and the run's tail was lost)."""
-    from aoff._transport._shipper import Pickled
+    from aoff._transport._frames import Pickled
 
     async with AsyncOffPolicyLogger(
         log_dir=tmp_path, backends=("jsonl",), handle_sigterm=False, display="none"
@@ -458,7 +459,9 @@ async def test_the_async_face_keeps_only_pickles_and_a_lost_agent_gets_them_back
                 n += 1
                 await ahold_still(0.01, "the shipper task ships a round meanwhile")
         assert probe(log).pump_place == "in-process"
-        handed = [e[2] for e in p.held_events]
+        # what the lost agent never got, handed to the fallback (read again: the
+        # fallback may have folded it already)
+        handed = [e[2] for e in p.unsent_events]
         assert handed[: len(waiting)] == waiting  # the pickles, read back, first
         for _ in range(100):
             n += 1
@@ -518,3 +521,157 @@ def test_a_loop_round_is_bounded_in_events_and_bytes_and_says_when_more_can_go()
             assert link.send_some(1) is True and link.pending_out == 2 * 104
             assert link.send_some(None) is False and link.pending_out == 0
             assert len(b.recv(1000)) == 3 * 104
+
+
+# -- a lost agent's fallback writes as the run goes on, and accounts exactly ----------------
+def _last_row(run: Path) -> int:
+    try:
+        rows = jsonl_rows(run)
+    except (FileNotFoundError, json.JSONDecodeError):  # not there yet, or a line half written
+        return 0
+    steps = [r["iteration"] for r in rows if "iteration" in r]  # not the media rows
+    return steps[-1] if steps else 0
+
+
+def test_a_lost_agents_fallback_writes_as_the_run_goes_on_and_counts_every_drop(
+    tmp_path: Path,
+) -> None:
+    """After a SIGKILL of the agent the in-process fallback folds and writes while the run
+    goes on, not at finish(); with a tiny buffer, every step logged is written or counted
+    dropped, none twice."""
+    with OffPolicyLogger(
+        log_dir=tmp_path, backends=("jsonl",), handle_sigterm=False, display="none", capacity=8
+    ) as log:
+        p = probe(log)
+        for i in range(1, 101):
+            log.log_step(i, {"x": float(i)})
+            hold_still(0.001, "the agent keeps up: nothing dropped so far")
+        log.flush()
+        kill_agent(log)
+        wait_until(lambda: not p.agent_running, timeout=60, what="the agent to die")
+        n = 100
+        deadline = time.monotonic() + 60
+        while p.agent_lost is None:  # the next shipping round finds the agent gone
+            assert time.monotonic() < deadline, "the lost agent was never noticed"
+            n += 1
+            log.log_step(n, {"x": float(n)})
+            hold_still(0.01, "a training step takes time")
+        for _ in range(5):
+            n += 1
+            log.log_step(n, {"x": float(n)})
+        wait_until(lambda: _last_row(tmp_path) == n, timeout=60, what="steps after the kill")
+        for _ in range(3000):  # a burst the 8-event buffer cannot hold
+            n += 1
+            log.log_step(n, {"x": float(n)})
+    report = p.report
+    assert report is not None
+    rows = [r["iteration"] for r in jsonl_rows(tmp_path)]
+    assert rows[:100] == list(range(1, 101)) and rows[-1] == n
+    assert rows == sorted(set(rows))  # in order, none twice
+    assert report.backend_lost == {"jsonl": 0, "tensorboard": 0}
+    assert report.dropped_events > 0
+    assert len(rows) + report.dropped_events == n  # every step written or counted
+    assert report.backend_written == {"jsonl": len(rows), "tensorboard": len(rows)}
+
+
+@pytest.mark.anyio
+async def test_the_async_faces_fallback_writes_as_the_run_goes_on_and_frees_unread_frames(
+    tmp_path: Path,
+) -> None:
+    """The async face's fallback (asyncio and trio) writes steps logged after the agent's
+    SIGKILL before finish(); images the agent had received but never read give their
+    shared-memory blocks back, so later images are accepted within the budget."""
+    import numpy as np
+
+    image = np.zeros((16, 16, 3), np.uint8)
+    async with AsyncOffPolicyLogger(
+        log_dir=tmp_path,
+        backends=("jsonl",),
+        handle_sigterm=False,
+        display="none",
+        media_budget=10 * image.nbytes,
+    ) as log:
+        p = probe(log)
+        assert p.pump_place == "agent"
+        for i in range(1, 101):
+            await log.log_step(i, {"x": float(i)})
+        await log.aflush()
+        kill_agent(log, signal.SIGSTOP)  # it reads nothing more
+        try:
+            for _ in range(10):  # a full budget of images, sent to the stopped agent
+                await log.log_image("lost", image, step=100)
+            await await_until(
+                lambda: not p.buffered and not p.link_pending_bytes, timeout=60, what="sent"
+            )
+        finally:
+            kill_agent(log)
+        await await_until(lambda: not p.agent_running, timeout=60, what="the agent to die")
+        n = 100
+        with anyio.fail_after(60):
+            while p.agent_lost is None:  # the next shipping round finds the agent gone
+                n += 1
+                await log.log_step(n, {"x": float(n)})
+                await ahold_still(0.01, "a training step takes time")
+        for _ in range(5):
+            n += 1
+            await log.log_step(n, {"x": float(n)})
+        await await_until(lambda: _last_row(tmp_path) == n, timeout=60, what="steps after the kill")
+        for _ in range(10):  # the lost agent's blocks are free again: all accepted
+            await log.log_image("kept", image, step=n)
+    report = p.report
+    assert report is not None
+    assert report.media_refused == 0
+    assert report.media_written == 10
+    rows = jsonl_rows(tmp_path)
+    assert [r["iteration"] for r in rows if "iteration" in r] == list(range(1, n + 1))
+    assert sum("iteration" not in r for r in rows) == 10  # the images kept, not the lost
+    assert report.backend_lost == {"jsonl": 0, "tensorboard": 0}
+
+
+FALLBACK_MEDIA = """
+import json, os, signal, sys, time
+import numpy as np
+from aoff import OffPolicyLogger
+from aoff.testing import kill_agent, probe, wait_until
+log = OffPolicyLogger(log_dir=sys.argv[1], backends=("jsonl",), handle_sigterm=False,
+                      display="none")
+log.start()
+log.log_step(1, {"x": 1.0})
+log.flush()
+p = probe(log)
+kill_agent(log)
+wait_until(lambda: not p.agent_running, what="the agent to die")
+for i in range(5):  # in shared memory, never sent: the fallback's encoder reads them
+    log.log_image("after", np.full((16, 16, 3), 7, np.uint8), step=2 + i)
+n, deadline = 1, time.monotonic() + 60
+while p.agent_lost is None and time.monotonic() < deadline:
+    n += 1
+    log.log_step(n, {"x": 1.0})
+    time.sleep(0.01)  # a training step takes time (the next round finds the agent gone)
+r = log.finish()
+print("REPORT", r.media_written, r.media_refused, flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_a_lost_agents_fallback_encodes_its_blocks_and_the_tracker_keeps_them(
+    tmp_path: Path,
+) -> None:
+    """Frames left in shared memory when the agent is lost are encoded in this process;
+    reading a block must not make this process's resource tracker forget it (Python <
+    3.13 attaches register it), or unlinking it at the end printed one KeyError
+    traceback a block from the tracker."""
+    script = tmp_path / "fallback_media.py"
+    script.write_text(textwrap.dedent(FALLBACK_MEDIA))
+    out = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "run")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )  # returns once the tracker, which shares stderr, has exited too
+    assert out.returncode == 0, out.stderr
+    assert "REPORT 5 0" in out.stdout
+    assert "Traceback" not in out.stderr and "KeyError" not in out.stderr, out.stderr
+    rows = jsonl_rows(tmp_path / "run")
+    assert sum("iteration" not in r for r in rows) == 5  # the images' rows

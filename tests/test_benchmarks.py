@@ -14,6 +14,7 @@ import importlib
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import time
@@ -255,3 +256,65 @@ def test_gpu_check_skips_cleanly_without_cuda_and_its_read_back_works_on_cpu() -
     )
     assert res.returncode == 0, (res.stdout, res.stderr)
     assert "agent-tensors   PASS    50 steps" in res.stdout
+
+
+def _bench(*args: str) -> str:
+    return subprocess.run(
+        [sys.executable, str(BENCH / args[0]), *args[1:]],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+
+
+@pytest.mark.slow  # starts agents; each command takes 1-3 s at these sizes
+def test_issue_26_benchmarks_print_their_side_by_side_figures() -> None:
+    """Smoke tests at tiny sizes of the hot path against its floor, the burst in both
+    modes, and memory under a stalled pump: each prints its table with numbers, and the
+    runs behind it wrote every step (no timing is asserted)."""
+    out = _bench("bench_hotpath_floor.py", "--iterations", "200", "--blocks", "1")
+    rows = _table_rows(out, "contender")
+    assert [r[0] for r in rows] == [
+        "aoff process",
+        "aoff thread",
+        "floor: event + append",
+        "floor: bare append",
+    ], out
+    assert all(float(r[1].split()[0]) > 0 for r in rows), out
+    assert "aoff process: 1,200 steps written, 0 dropped" in out
+    assert "aoff thread: 1,200 steps written, 0 dropped" in out
+    assert "per-block ratio to the event floor" in out
+
+    out = _bench("bench_burst.py", "--calls", "300", "--runs", "1")
+    rows = _table_rows(out, "pump")
+    assert [r[0] for r in rows] == ["process", "thread"], out
+    assert all(float(r[-2].split()[0]) > 0 for r in rows), out  # the caller's CPU
+    assert [r[-1] for r in rows] == ["0", "0"], out  # 300 calls: nothing dropped
+    assert out.count("median of per-pair ratios") == 3, out
+
+    out = _bench(
+        "bench_memory.py", "--iterations", "2000", "--only", "no aoff;process, stalled pump"
+    )
+    rows = {r[0]: r for r in _table_rows(out, "scenario")}
+    assert list(rows) == ["no aoff", "process, stalled pump"], out
+    stalled = rows["process, stalled pump"]
+    assert float(stalled[1]) > float(rows["no aoff"][1]) > 0, out  # training process RSS
+    assert float(stalled[5]) > 0 and stalled[-1] == "0", out  # the agent's RSS; none dropped
+
+
+def test_bench_turns_prints_each_job_in_pieces() -> None:
+    """Smoke test at a tiny size: a line per job, frames and batches cut into pieces."""
+    out = _bench("bench_turns.py", "--frames", "2")
+    pieces = {
+        m.group(1): int(m.group(2))
+        for m in re.finditer(r"^  (\S.*?)\s+(\d+) pieces ", out, flags=re.MULTILINE)
+    }
+    assert len(pieces) == 7, out
+    assert all(pieces[f"dashboard frame {size}"] >= 6 for size in ("80x24", "120x40", "200x60"))
+    from aoff._core._turns import RECORDS_A_PIECE
+    from aoff._pump._intake import TURN_SLICE
+
+    assert pieces["TensorBoard encode, 1,024 records"] == 1024 // RECORDS_A_PIECE
+    assert pieces["JSONL encode, 1,024 records"] == 1024 // RECORDS_A_PIECE
+    assert pieces[f"fold slice of {TURN_SLICE} events"] == 1, out

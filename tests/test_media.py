@@ -725,3 +725,45 @@ def test_gymnasium_record_video_logs_every_nth_episode(tmp_path: Path) -> None:
     assert len(images["vec"]) == 2
     with pytest.raises(ValueError, match="render_mode='rgb_array'"):
         aoff.gymnasium.record_video(counter(render_mode=None), log)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("overflow", ["drop_oldest", "drop_newest"])
+@pytest.mark.parametrize("pump", MODES)
+async def test_images_the_buffer_drops_give_their_budget_back(
+    tmp_path: Path, pump: str, overflow: str, recwarn: pytest.WarningsRecorder
+) -> None:
+    """A MEDIA event the overflow policy drops is never encoded: its bytes must still come
+    back to the budget (process mode: its shared-memory block marked free), or enough
+    drops refuse every later image. Six bursts of 40 images into a buffer of 8, the
+    shipper (process) or the pump (thread) held back by a loop that does not yield: each
+    burst loses its oldest (trimmed) or newest (refused), and the next is still accepted
+    whole within a budget of 40 images."""
+    image = np.zeros((16, 16, 3), np.uint8)
+    burst, bursts = 40, 6
+    async with AsyncOffPolicyLogger(
+        log_dir=tmp_path,
+        backends=("tensorboard",),
+        pump=pump,  # type: ignore[arg-type]
+        handle_sigterm=False,
+        system_interval=0,
+        display="none",
+        capacity=8,
+        overflow=overflow,  # type: ignore[arg-type]
+        media_budget=burst * image.nbytes,
+    ) as log:
+        await log.aflush()  # nothing but the images in the buffer from here on
+        for b in range(bursts):
+            for i in range(burst):  # no await yields: nothing drains meanwhile
+                await log.log_image("img", image, step=b * burst + i)
+            await log.aflush()  # what was kept is encoded: its bytes are back
+    report = log._report
+    assert report is not None
+    # before: 8 (process) or 32 (thread) a burst stuck; a refusal's own event may be
+    # dropped too (drop_newest), but its warning is not
+    assert not [w for w in recwarn if issubclass(w.category, AoffWarning)]
+    assert report.media_refused == 0
+    assert log._media_budget.in_flight() == 0
+    assert report.dropped_events > 0  # every burst lost its oldest to the policy
+    assert report.media_written + report.dropped_events == burst * bursts
+    assert len(read_images(tmp_path)["img"]) == report.media_written

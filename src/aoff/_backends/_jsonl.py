@@ -54,6 +54,7 @@ from typing import BinaryIO
 import msgspec
 
 from .._core._records import StepRecord, columns
+from .._core._turns import RECORDS_A_PIECE, pause, shared
 from ._file import AppendFileBackend
 from ._tfrecord import write_whole
 
@@ -127,7 +128,10 @@ def encode_lines(records: Sequence[StepRecord]) -> bytes:
     """Encode records as UTF-8 JSON lines (see the module docstring for the format)."""
     lines: list[bytes] = []
     append = lines.append
-    for rec in records:
+    turns = shared()  # the training loop shares the GIL: encode in pieces (_core/_turns)
+    for i, rec in enumerate(records):
+        if turns and i and not i % RECORDS_A_PIECE:
+            pause()
         fast = _fast_line(rec)
         if fast is not None:
             append(fast)

@@ -82,11 +82,16 @@ class EventBuffer:
         else:
             self.put = self._put_block
         self._slack = 0  # room kept for the closing event, which never evicts data
+        #: told each event ``put`` refuses (``drop_newest``): a face gives a refused media
+        #: event's frames back to its budget (``offer`` callers do that themselves)
+        self.on_refused: Callable[[Event], object] | None = None
 
     # -- producers ---------------------------------------------------------------------
     def _put_drop_newest(self, event: Event) -> None:
         if len(self._dq) >= self.capacity:
             next(self._refused)
+            if self.on_refused is not None:
+                self.on_refused(event)
             return
         self._dq.append(event)
 

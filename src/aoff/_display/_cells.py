@@ -24,6 +24,8 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 
+from .._core._turns import pause
+
 __all__ = [
     "EMPTY",
     "NULL",
@@ -38,6 +40,8 @@ __all__ = [
 ]
 
 NULL = Style.null()
+#: table rows drawn between two pauses (``_core/_turns``)
+ROWS_A_PIECE = 4
 Line = list[Segment]
 Span = tuple[str, Style]
 
@@ -252,6 +256,8 @@ class Painter:
         widths = [c.width for c in cols]
         lines.append([Segment(box.get_row(widths, "head", edge=False), NULL)])
         for i, row in enumerate(rows):
+            if i % ROWS_A_PIECE == ROWS_A_PIECE - 1:
+                pause()  # a long table in pieces where the GIL is shared (_core/_turns)
             divider = box.foot_vertical if i == len(rows) - 1 else box.mid_vertical
             lines.extend(self.row(row, cols, divider))
         return lines

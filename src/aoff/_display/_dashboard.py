@@ -26,6 +26,7 @@ from rich.live import Live
 from rich.text import Text
 
 from .._core._state import State
+from .._core._turns import at_most
 from ._chart import PanelMemory
 from ._render import Glyphs, dashboard_panel, glyphs_for, plain_line, summary_panel
 from ._streams import ForwardingStream
@@ -46,6 +47,10 @@ def use_live(console: Console) -> bool:
 #: terminal counts as taking no output and the write goes straight to its stream (as
 #: long as ``_guard.STALL``: a frame that slow is a stuck one there too, never load)
 WRITE_WAIT = 2.0
+#: seconds a frame may spend taking turns for the GIL with the training loop (thread
+#: mode, ``_core/_turns``): each turn can wait a switch interval, and a frame slower than
+#: ``_guard.STALL`` would count as stuck; past this the rest is drawn in one piece
+FRAME_TURNS = 0.5
 
 
 class _LockedProxy(FileProxy):
@@ -132,7 +137,8 @@ class Dashboard:
         with self._lock:
             self._closed = False
             if self.live_mode:
-                self._start_live(state, now)
+                with at_most(FRAME_TURNS):
+                    self._start_live(state, now)
             else:
                 self._plain(state, now, force=True)
 
@@ -147,11 +153,13 @@ class Dashboard:
             if not self.live_mode:
                 self._plain(state, now, force=False)
                 return
-            renderable = self._panel(state, now)
-            if self._live is None:
-                self._start_live(state, now, renderable)
-            else:
-                self._live.update(renderable, refresh=True)
+            # drawn in pieces where the GIL is shared (_core/_turns), for a bounded time
+            with at_most(FRAME_TURNS):
+                renderable = self._panel(state, now)
+                if self._live is None:
+                    self._start_live(state, now, renderable)
+                else:
+                    self._live.update(renderable, refresh=True)
 
     def say(self, markup: str) -> None:
         """Print one line of markup; under ``Live`` it appears above the panel."""
@@ -181,7 +189,8 @@ class Dashboard:
             error: Exception | None = None
             if live is not None:
                 try:
-                    self._stop_live(live, state, now)
+                    with at_most(FRAME_TURNS):
+                        self._stop_live(live, state, now)
                 except Exception as exc:  # streams and cursor are restored by now
                     error = exc
             elif not summary and not self.live_mode:

@@ -10,7 +10,9 @@ panel fits the height, else a compact one (header wrapped by fields, value colum
 to their numbers, labels cut instead of wrapped, spacer lines only when there is room).
 
 Both layouts are built from :mod:`._content` and drawn by :mod:`._cells` straight to
-segments: a frame costs well under Rich ``Table``'s 10+ ms.
+segments: a frame costs well under Rich ``Table``'s 10+ ms. Still, that is 1-2 ms of
+Python; where the training loop shares the GIL (``_core/_turns``), building and drawing
+pause between sections and every few lines, so the loop never waits for a whole frame.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from rich.segment import Segment
 from rich.style import Style
 
 from .._core._state import State
+from .._core._turns import pause
 from ._cells import NULL, Cell, Col, Line, Painter, blank, merge, ratio_distribute, side_by_side
 from ._chart import PanelMemory, chart_lines
 from ._content import header_fields, join_fields, metric_rows, reward_rows, timing_columns
@@ -34,6 +37,8 @@ from ._sections import METRICS, REWARDS, TIMING, numbers_fit, section, section_n
 __all__ = ["DashboardPanel", "dashboard_panel", "metrics_table", "reward_table", "timing_table"]
 
 TITLE = "aoff Off-Policy Training"
+#: lines drawn between two pauses (``_core/_turns``)
+LINES_A_PIECE = 8
 _BORDER = Style.parse("bright_blue")
 _BOLD = Style.parse("bold")
 
@@ -55,9 +60,12 @@ class DashboardPanel:
         # the content is built here, so that a state it cannot show fails the caller
         self.fields = header_fields(state, now, glyphs)
         self.metrics = metric_rows(state)
+        pause()
         self.rewards = reward_rows(state, glyphs)
         self.rewards_split = reward_rows(state, glyphs, split=True)
+        pause()
         self.timing = timing_columns(state, glyphs)
+        pause()
 
     @property
     def title(self) -> str:
@@ -65,6 +73,7 @@ class DashboardPanel:
         return f" {rocket}{TITLE} "
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        pause()  # after Rich's own preparations (Live's cursor moves)
         _, body = self.layout(console, options)
         yield from self._frame(console, options, body, options.max_width)
 
@@ -82,6 +91,8 @@ class DashboardPanel:
         body = self.wide(p, inner, height - 2)
         misfit = p.cut or len(body) + 2 > height
         if misfit or p.cropped:
+            if body:
+                pause()
             q = Painter(console, options)
             compact = self.compact(q, inner, height - 2)
             if misfit or not q.cropped:
@@ -106,13 +117,17 @@ class DashboardPanel:
             return []
         lines = p.cell(join_fields(fields), Col(width, no_wrap=True, overflow=g.overflow), NULL)
         lines.append(blank(width))
+        pause()
         metrics = section(p, METRICS, lw, [self.metrics], g, compact=False)
+        pause()
         rewards = section(p, REWARDS, rw, [self.rewards], g, compact=False)
         # the chart: in the rows beside the longer metrics, and those the height spares
         free = len(metrics) - len(rewards) + height - rows
         rewards += chart_lines(self.state, self.memory, rw, free, g)
+        pause()
         lines += side_by_side(metrics, 2, rewards, lw, rw)
         lines.append(blank(width))
+        pause()
         lines += section(p, TIMING, width, self.timing, g, compact=False)
         return lines
 
@@ -123,6 +138,7 @@ class DashboardPanel:
         for k, fields in enumerate(_pack(self.fields, width)):
             cell = join_fields(fields, lead=" " if k else "")
             head += p.cell(cell, Col(width, no_wrap=True, overflow=g.overflow), NULL)
+        pause()
         need = section_need(METRICS, [self.metrics])
         rows = self.rewards
         if share(width - 2, [need, section_need(REWARDS, [rows])])[1] < section_need(
@@ -135,14 +151,18 @@ class DashboardPanel:
         if mem is not None:  # the last frame's split, while both sides still fit
             lw, rw = mem.steady(("split", width, len(rows)), [lw, rw], needs)
         metrics = section(p, METRICS, lw, [self.metrics], g, compact=True, memory=mem)
+        pause()
         rewards = section(p, REWARDS, rw, [rows], g, compact=True, memory=mem)
+        pause()
         timing = section(p, TIMING, width, self.timing, g, compact=True, memory=mem)
+        pause()
         room = height - len(head) - max(len(metrics), len(rewards)) - len(timing)
         # the chart: beside the longer metrics, and in the rows the height spares (two
         # are left for the spacers)
         free = max(len(metrics) - len(rewards), 0) + (room - 2 if room > 2 else min(room, 1))
         table = rewards
         rewards = table + chart_lines(self.state, mem, rw, free, g)
+        pause()
         middle = side_by_side(metrics, 2, rewards, lw, rw)
         room = height - len(head) - len(middle) - len(timing)
         if room < 0:  # still too tall (many metrics): the rules under the titles go
@@ -182,13 +202,16 @@ class DashboardPanel:
         yield new_line
         left, right = Segment(box.mid_left, _BORDER), Segment(box.mid_right, _BORDER)
         pad = Segment(" ", NULL)
-        for line in body:
+        for i, line in enumerate(body):
+            if i % LINES_A_PIECE == LINES_A_PIECE - 1:
+                pause()  # Rich takes each line apart again as it comes
             yield left
             yield from merge([pad, *line, pad])  # fewer segments for Live to split again
             yield right
             yield new_line
         yield Segment(box.get_bottom([width - 2]), _BORDER)
         yield new_line
+        pause()
 
 
 def _no_rule(section: list[Line]) -> list[Line]:

@@ -143,7 +143,11 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
                 from ._side import AgentSide
 
                 self._side = AgentSide(
-                    self._options, self._buffer, self._core_off_loop, driver="task"
+                    self._options,
+                    self._buffer,
+                    self._core_off_loop,
+                    driver="task",
+                    pool=self._media_budget.pool,
                 )
                 await tg.start(self._run_shipper)
             else:

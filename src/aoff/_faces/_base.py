@@ -14,7 +14,6 @@ import itertools
 import os
 import threading
 import warnings
-import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic
 
@@ -41,6 +40,7 @@ from .._pump._options import (
 from .._pump._ranks import RankMode, muted_line, rank_dir, this_rank
 from .._pump._sysmetrics import DEFAULT_INTERVAL as DEFAULT_SYSTEM_INTERVAL
 from .._pump._wiring import Core
+from ._forkhook import track
 from ._phase import CLOSING, INERT, NEXT, Phase, stopped
 
 if TYPE_CHECKING:
@@ -52,7 +52,6 @@ __all__ = ["Face"]
 #: how long finish() waits, beyond ``finish_timeout``, for a pump that makes no progress
 FINISH_GRACE = 10.0
 
-_live_faces: weakref.WeakSet[Face[Any]] = weakref.WeakSet()
 #: the lines that said why a pump stays in this process (each is said once a process)
 _said_in_process: set[str] = set()
 
@@ -61,21 +60,6 @@ def _logging_methods() -> list[str]:
     """The public calls a muted rank turns into no-ops: the recorder's, and ``start``."""
     names = [n for n in {*dir(Recorder), *dir(MediaCalls)} if not n.startswith("_")]
     return [*names, "start"]
-
-
-def _after_fork_in_child() -> None:
-    """A child forked from a process with a live logger (``fork`` start method,
-    ``AsyncVectorEnv``, ``DataLoader`` workers) has its objects but none of its threads.
-    With a ``log_dir`` its calls go into the parent's run through a
-    :class:`~aoff.RemoteLogger` named ``fork-<pid>`` (closed by its ``finish()``/
-    ``close()`` or at its exit); without one they are counted as dropped (one warning
-    says so). Its stops return at once, so it never hangs, at exit or anywhere else."""
-    for face in list(_live_faces):
-        face._forked_in_child()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class Face(Recorder[R], MediaCalls[R], Generic[R]):
@@ -160,12 +144,13 @@ class Face(Recorder[R], MediaCalls[R], Generic[R]):
         self._forked_dropped = 0
         if self._process_mode():  # frames go to the agent in shared memory (_media/_shm.py)
             self._media_budget.pool = ShmPool(self._options.media_budget)
+        self._buffer.on_refused = lambda e: self._media_budget.unread(e)  # drop_newest
         line = self._options.in_process_line()
         if line is not None and line not in _said_in_process:  # once a process, per reason
             _said_in_process.add(line)
             stderr_line(line)
         self._setup_face()
-        _live_faces.add(self)
+        track(self)  # the fork hook (_forkhook.py)
 
     _core: Core  # the in-process pump's parts (thread mode, or after the agent is lost)
     _phase = Phase.NEW
@@ -239,6 +224,8 @@ class Face(Recorder[R], MediaCalls[R], Generic[R]):
     _fork_steps: list[int]
 
     def _forked_in_child(self) -> None:
+        """This process is a child forked from the one that made this face (see
+        ``_forkhook.py``): become a forked copy."""
         self._report = FinishReport(interrupted=True, partial=True)
         if self._options.log_dir and self._phase not in CLOSING:
             from ._remote import RemoteLogger
@@ -307,29 +294,29 @@ class Face(Recorder[R], MediaCalls[R], Generic[R]):
 
         ``name`` names its records (default ``remote0``, ``remote1``, ...); ``timeout``
         bounds how long it tries to reach the run, and its ``flush()``/``close()``;
-        ``media_budget`` bounds the bytes of image/video frames the producer holds until
-        they are sent (default: this run's ``media_budget``).
+        ``media_budget``: bytes of frames it may hold until sent (default the run's).
         Needs ``log_dir`` (its socket is how producers reach the run): ``ValueError``
         without one; ``RuntimeError`` after ``finish()``/``close()``."""
         from ._remote import RemoteLogger
 
-        if not self._options.log_dir:
+        opts = self._options
+        if not opts.log_dir:
             raise ValueError(
                 "remote() needs a log_dir: producers reach the run through the socket in its folder"
             )
         if self._phase in CLOSING:
             raise RuntimeError(f"remote() called after {self._closed_when}")
         if name is None:
-            if self._remote_names is None:
-                self._remote_names = itertools.count()
+            self._remote_names = self._remote_names or itertools.count()
             name = f"remote{next(self._remote_names)}"
+        budget = opts.media_budget if media_budget is None else media_budget
         return RemoteLogger(
-            self._options.log_dir,
+            opts.log_dir,
             name,
-            capacity=self._options.capacity,
-            overflow=self._options.overflow,
+            capacity=opts.capacity,
+            overflow=opts.overflow,
             timeout=timeout,
-            media_budget=self._options.media_budget if media_budget is None else media_budget,
+            media_budget=budget,
         )
 
     def _put_forked(self, event: ev.Event) -> R:

@@ -22,43 +22,15 @@ from .._core._events import Event
 from .._core._progress import ProgressWatch, await_progressing, unwritten_steps, wait_progressing
 from .._core._report import FinishReport, gave_up_line, stderr_line
 from .._display._streams import Forwarding, should_forward
+from .._media._shm import ShmPool
 from .._pump._options import Options
 from .._pump._thread import PumpThread
 from .._pump._wiring import Core
-from .._transport._shipper import BURST_ROUND, SHIP_INTERVAL_BUSY, Shipper
+from .._transport._shipper import SHIP_INTERVAL_BUSY, Shipper
 from .._transport._wire import AgentGone
+from ._cadence import BACKSTOP_INTERVAL, INLINE_CHECK_EVERY, INLINE_EVENTS, INLINE_INTERVAL
 from ._defer import signals_deferred
 from ._spawn import start_agent
-
-#: the sync face's producers ship a round themselves (``AgentSide.put``) when the last
-#: round is this old, or when this many events wait. Measured on the 2-core test machine
-#: (Python 3.11): waking a thread that needs the GIL while the training loop holds it
-#: costs that thread ~140 us of CPU (and each GIL-releasing call inside the round ~30-100
-#: us more), far more than the round itself (~0.7 us an event). A round on the caller's
-#: own thread hands the GIL to nobody: one iteration in ~500 of a 1 ms loop pays ~2 ms.
-#: Each round also has a fixed part (~0.1-0.3 ms: the signal mask, the system calls,
-#: a cold pickler), so 0.5 s rounds cost ~0.8 us an iteration less than 0.2 s ones did.
-#: The agent therefore sees events up to 0.5 s late (the dashboard draws 4 times a
-#: second; flush() and finish() ship at once).
-INLINE_INTERVAL = 0.5
-#: the "this many events" above, capped at half the buffer's ``capacity`` (``AgentSide``):
-#: with ``capacity=1000`` a 1 ms loop's 0.5 s of events filled the buffer first, and
-#: ``drop_newest`` refused a third of the calls, ``block`` stalled the loop ~0.4 s
-INLINE_EVENTS = BURST_ROUND
-#: producers look at the clock once every this many calls (the rest is one decrement).
-#: Every call goes through this check, not only ``log_step``: a thread that floods other
-#: calls must ship its own rounds too. Checking in ``log_step`` alone saved ~0.3 us an
-#: iteration, but 4 threads x 100,000 ``log_collector`` calls (1.9 million a second
-#: here) then piled up to 394,000 events (~80 MB) before the backstop's first round,
-#: one over the 4 x capacity bound; with every call checking, the peak was 79,000.
-INLINE_CHECK_EVERY = 16
-#: the shipper thread's round when producers ship for themselves: it only covers quiet
-#: spells (a loop that stopped logging, or logs less than once a round), so a call is
-#: shipped at most this long after it was made (what a SIGKILL of the training process
-#: can lose). It wakes at most once this often, whether or not producers shipped
-#: meanwhile (each wake-up costs the loop a GIL hand-off); longer than
-#: ``INLINE_INTERVAL`` so that a busy loop's own rounds come first.
-BACKSTOP_INTERVAL = 0.75
 
 
 class AgentSide:
@@ -79,12 +51,16 @@ class AgentSide:
         make_core: Callable[[], Core],
         *,
         driver: str = "thread",
+        pool: ShmPool | None = None,
     ) -> None:
         self.options = options
         self.buffer = buffer
         self.make_core = make_core
         self.proc, link = start_agent(options)
         self.shipper = Shipper(buffer, link, FinishReport)
+        self.shipper.keep_events = False  # only pickles wait: fewer GCs (see Pickled)
+        if pool is not None:  # frames nobody will read (dropped, lost) give blocks back
+            self.shipper.freed.use_pool(pool)
         self.gone: str | None = None
         self.fallback: PumpThread | None = None
         self.forwarding: Forwarding | None = None
@@ -162,7 +138,10 @@ class AgentSide:
 
     def _ship_inline(self) -> None:
         now = time.monotonic()
-        if now - self._last_round < INLINE_INTERVAL and len(self.buffer) < self._inline_events:
+        since, waiting = now - self._last_round, len(self.buffer)
+        if since < INLINE_INTERVAL and (
+            waiting < self._inline_events or self.shipper.futile_round(waiting, since)
+        ):
             return
         if not self._round_lock.acquire(blocking=False):
             return
@@ -200,6 +179,7 @@ class AgentSide:
             "not confirmed written."
         )
         self._inline = False
+        s.freed.lost(self.proc)
         core = self.make_core()
         core.pump.note_unresolved(s.unresolved)
         if core.pump.drop_summary_file():  # it would hold this part of the run only:

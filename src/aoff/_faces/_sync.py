@@ -154,7 +154,9 @@ class OffPolicyLogger(Face[None]):
         if self._process_mode():
             from ._side import AgentSide
 
-            self._host = AgentSide(self._options, self._buffer, self._build_core)
+            self._host = AgentSide(
+                self._options, self._buffer, self._build_core, pool=self._media_budget.pool
+            )
             self._put = self._host.put()  # producers ship a round themselves now and then
         else:
             self._host = PumpThread(self._build_core())

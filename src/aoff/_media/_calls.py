@@ -89,6 +89,15 @@ class MediaBudget:
             self.taken += nbytes
             return True
 
+    def unread(self, event: ev.Event) -> None:
+        """``event`` was dropped before anyone read it (``drop_newest`` refused it): a
+        media event's frames give their bytes back (process mode: their block is marked
+        free), or enough refusals would refuse every later image."""
+        if event[0] == ev.MEDIA:
+            if self.pool is not None:
+                self.pool.release(event[5])
+            self.give_back(event[8])
+
     def give_back(self, nbytes: int) -> None:
         """A call that took room failed before its frames were queued."""
         with self._lock:

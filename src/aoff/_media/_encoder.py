@@ -18,14 +18,19 @@ item (undecodable, an encoder error) is reported once per kind of error and coun
 from __future__ import annotations
 
 import collections
+import operator
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
+from .._core._buffer import EventBuffer
+from .._core._events import MEDIA
 from .._core._records import MediaRecord
 
 __all__ = ["MediaEncoder", "MediaJob"]
+
+_kind = operator.itemgetter(0)
 
 #: (key, step, wall_time, what, frames payload, dataformats, fps, nbytes)
 MediaJob = tuple[str, int, float, str, Any, str, float, int]
@@ -60,6 +65,31 @@ class MediaEncoder:
                 )
                 self._thread.start()
             self._cond.notify_all()
+
+    def trim(self, buffer: EventBuffer) -> int:
+        """The pump's ``drop_oldest`` trim of ``buffer`` (``EventBuffer.trim``): frames
+        of the ``MEDIA`` events it drops are never encoded, so they are given back here:
+        their bytes join :attr:`freed_bytes` (the budget, ``on_freed``) and a
+        shared-memory block (a lost agent's fallback) is marked free. A trim without
+        media pays one C-speed look at the kinds."""
+        out = buffer.trim_out()
+        if out and MEDIA in map(_kind, out):
+            self.drop([e for e in out if e[0] == MEDIA])
+        return len(out)
+
+    def drop(self, events: list[Any]) -> None:
+        """``MEDIA`` events that will never be encoded: free their frames."""
+        from ._shm import ShmFrames
+
+        for e in events:
+            if type(e[5]) is ShmFrames:
+                e[5].free()
+        with self._cond:
+            self.freed_bytes += sum(e[8] for e in events)
+            total = self.freed_bytes
+        hook = self.on_freed
+        if hook is not None:
+            hook(total)
 
     def idle(self) -> bool:
         return self._finished >= self._submitted

@@ -13,22 +13,39 @@ bytes back at the call (``MediaBudget.give_back``, :meth:`EventBuffer.offer`).
 
 One thread (the shipping thread) calls it; until the logger's first media event
 (``active``) it scans nothing, so a run without media pays nothing for it.
+
+The learner's own shipper (process mode) has no bytes to count (its budget is its
+shared-memory pool's blocks in use) but blocks to free: with :meth:`FreedBytes.use_pool`,
+frames the trim drops, and those sent to an agent lost before it read them
+(:meth:`FreedBytes.lost`), get their blocks back (``ShmPool.release``).
 """
 
 from __future__ import annotations
 
+import collections
+import operator
+import subprocess
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from .._core import _events as ev
 from .._core._buffer import EventBuffer
+from ._shm import MAX_BLOCKS, ShmFrames, ShmPool
 
-__all__ = ["FreedBytes", "media_bytes"]
+__all__ = ["FreedBytes", "media_bytes", "shm_frames"]
 
 
 def media_bytes(events: Iterable[Any]) -> int:
     """Bytes of frames the ``MEDIA`` events among ``events`` hold."""
     return sum(e[8] for e in events if e[0] == ev.MEDIA)
+
+
+_kind = operator.itemgetter(0)
+
+
+def shm_frames(batch: list[Any]) -> list[ShmFrames]:
+    """The shared-memory handles of the ``MEDIA`` events in ``batch``."""
+    return [e[5] for e in batch if e[0] == ev.MEDIA and type(e[5]) is ShmFrames]
 
 
 class FreedBytes:
@@ -40,6 +57,34 @@ class FreedBytes:
         self.total = 0
         #: set by the logger before it puts its first ``MEDIA`` event
         self.active = False
+        self.pool: ShmPool | None = None
+        #: the last frames sent in shared memory (with a pool). The agent reads them in
+        #: order and at most ``MAX_BLOCKS`` blocks are in use, so those it never read
+        #: are among the last ``MAX_BLOCKS`` sent
+        self.sent: collections.deque[ShmFrames] = collections.deque(maxlen=MAX_BLOCKS)
+
+    def use_pool(self, pool: ShmPool) -> None:
+        """Free the blocks of frames dropped here, or lost with the agent (the bytes
+        need no count: the pool's blocks in use are the budget)."""
+        self.pool = pool
+
+    def sent_frames(self, frames: list[ShmFrames]) -> None:
+        if self.pool is not None:
+            self.sent.extend(frames)
+
+    def lost(self, agent: subprocess.Popen[bytes]) -> None:
+        """The agent is lost: the frames it never read get their blocks back (those it
+        read are free, maybe taken again: ``ShmPool.release`` tells them apart). Only
+        once it has exited: a live agent (a shipper error) may still read one."""
+        if self.pool is None or not self.sent:
+            return
+        try:
+            agent.wait(0.2)  # one that closed its end of the link is exiting
+        except subprocess.TimeoutExpired:
+            return  # its blocks stay in use until the run ends
+        for handle in self.sent:
+            self.pool.release(handle)
+        self.sent.clear()
 
     def add(self, nbytes: int) -> None:
         if nbytes:
@@ -54,11 +99,14 @@ class FreedBytes:
 
     def trim(self, buffer: EventBuffer, bound: int | None) -> int:
         """The buffer's ``drop_oldest`` trim; frames among what it drops come back."""
-        if not self.active:
+        if not self.active and self.pool is None:
             return buffer.trim(bound)
         out = buffer.trim_out(bound)
-        if out:
-            self.add(media_bytes(out))
+        if out and ev.MEDIA in map(_kind, out):  # a C-speed look first
+            if self.active:
+                self.add(media_bytes(out))
+            if self.pool is not None:
+                self.pool.release_events(out)
         return len(out)
 
     def unresolved(self, events: list[Any], ready: list[Any], held: list[Any]) -> None:

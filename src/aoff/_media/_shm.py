@@ -20,17 +20,25 @@ agent only maps a block while it reads it, and tells its own resource tracker to
 it (Python < 3.13 registers every attach), so that tracker neither unlinks a block it
 does not own nor warns about it.
 
-A media event dropped on the way (the event buffer's ``drop_oldest`` policy) leaves its
-block marked in use until the run ends: its bytes count against the budget until then.
+A media event dropped on the way (the shipper's ``drop_oldest`` trim, a device value
+that never came, frames a lost agent had received but not read) is never read: the
+training process marks its block free itself (:meth:`ShmPool.release`), or its bytes
+would count against the budget until the run ends and enough drops would refuse every
+later image. Each handle carries the block's ``ticket`` for that call, so a late release
+never frees a block the agent already read and a newer call took again.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import sys
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
+
+from .._core._events import MEDIA
 
 __all__ = ["ShmFrames", "ShmPool"]
 
@@ -42,12 +50,17 @@ _ROUND = 1 << 20  # block sizes are whole MiB, so near sizes share blocks
 #: blocks a pool keeps at most (each holds a file descriptor); past it, while every block
 #: is in use, a call's frames travel as a NumPy copy in the event instead (pickled)
 MAX_BLOCKS = 64
+#: names of the blocks this process's pools own: a block read here (a lost agent's
+#: fallback encoder) is attached without telling this process's tracker to forget it
+_OWNED: set[str] = set()
 
 
 def _attach(name: str) -> Any:
     """Map an existing block without making this process's tracker its owner."""
     from multiprocessing.shared_memory import SharedMemory
 
+    if name in _OWNED:  # ours (the fallback's encoder): our tracker must keep it
+        return SharedMemory(name=name)
     if sys.version_info >= (3, 13):
         return SharedMemory(name=name, track=False)
     from multiprocessing import resource_tracker
@@ -64,6 +77,8 @@ class ShmFrames:
     name: str
     shape: tuple[int, ...]
     dtype: str
+    #: which call's frames: the block's ticket when they were copied in
+    ticket: int = 0
 
     def open(self) -> tuple[Any, Any]:
         """``(block, array)``: the frames as a NumPy view of the mapped block."""
@@ -72,6 +87,15 @@ class ShmFrames:
         block = _attach(self.name)
         arr = np.ndarray(self.shape, dtype=np.dtype(self.dtype), buffer=block.buf, offset=HEADER)
         return block, arr
+
+    def free(self) -> None:
+        """Frames nobody will read (their event was dropped): mark the block free. A
+        block already unlinked (the run ended) has nothing to give back."""
+        try:
+            block = _attach(self.name)
+        except FileNotFoundError:
+            return
+        self.release(block)
 
     def release(self, block: Any) -> None:
         """The frames were read: mark the block free for the next call, and unmap it. A
@@ -82,7 +106,7 @@ class ShmFrames:
 
 
 class _Block:
-    __slots__ = ("buf", "nbytes", "shm", "size")
+    __slots__ = ("buf", "nbytes", "shm", "size", "ticket")
 
     def __init__(self, size: int) -> None:
         from multiprocessing.shared_memory import SharedMemory
@@ -93,6 +117,8 @@ class _Block:
         self.buf: memoryview = buf
         self.size = size
         self.nbytes = 0  # the frames it holds (while in use)
+        self.ticket = 0  # the call whose frames it holds
+        _OWNED.add(self.shm.name)
 
     def free(self) -> bool:
         return self.buf[0] == FREE
@@ -108,6 +134,7 @@ class ShmPool:
         self._blocks: list[_Block] = []
         self._lock = threading.Lock()
         self._closed = False
+        self._tickets = itertools.count(1)
 
     def in_use_bytes(self) -> int:
         """Bytes of frames the agent has not read yet."""
@@ -125,6 +152,7 @@ class ShmPool:
                 return None
             block.buf[0] = IN_USE
             block.nbytes = int(arr.nbytes)
+            block.ticket = ticket = next(self._tickets)
         try:
             view: Any = np.ndarray(arr.shape, dtype=arr.dtype, buffer=block.buf, offset=HEADER)
             np.copyto(view, arr, casting="no")
@@ -132,7 +160,27 @@ class ShmPool:
         except BaseException:
             block.buf[0] = FREE
             raise
-        return ShmFrames(block.shm.name, tuple(int(n) for n in arr.shape), arr.dtype.str)
+        return ShmFrames(block.shm.name, tuple(int(n) for n in arr.shape), arr.dtype.str, ticket)
+
+    def release(self, handle: object) -> int:
+        """An event holding ``handle`` was dropped unread: mark its block free (its bytes
+        come back to the budget); the bytes freed. A no-op for anything but a
+        :class:`ShmFrames` whose block still holds that call's frames (read since, and
+        maybe taken again by a newer call: the tickets differ)."""
+        if type(handle) is not ShmFrames:
+            return 0
+        with self._lock:
+            for b in self._blocks:
+                if b.shm.name == handle.name:
+                    if b.ticket != handle.ticket or b.free():
+                        return 0
+                    b.buf[0] = FREE
+                    return b.nbytes
+        return 0
+
+    def release_events(self, events: Iterable[Any]) -> int:
+        """:meth:`release` the frames of every ``MEDIA`` event among ``events``."""
+        return sum(self.release(e[5]) for e in events if e[0] == MEDIA)
 
     def _find(self, need: int) -> _Block | None:
         fits = [b for b in self._blocks if b.free() and need <= b.size <= 2 * need + _ROUND]
@@ -158,6 +206,7 @@ class ShmPool:
 
     def _drop(self, block: _Block) -> None:
         self._blocks.remove(block)
+        _OWNED.discard(block.shm.name)
         block.buf.release()
         block.shm.close()
         block.shm.unlink()

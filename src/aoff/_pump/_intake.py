@@ -23,12 +23,18 @@ from .._core._pending import PendingEvent, event_ready, resolve_event, unreadabl
 from .._core._records import StepRecord
 from .._core._report import OnceReporter
 from .._core._state import State
+from .._core._turns import apause, shared
 from .._media._encoder import MediaEncoder
 from ._runner import BackendRunner
 
-__all__ = ["FOLD_SLICE", "Intake"]
+__all__ = ["FOLD_SLICE", "TURN_BACKLOG", "TURN_SLICE", "Intake"]
 
 FOLD_SLICE = 512
+#: while the pump shares the training process (``_core/_turns``) and is not behind (less
+#: than ``TURN_BACKLOG`` events wait): smaller slices, each followed by a GIL pause, so a
+#: pure-Python training loop waits for one of them at a time, not for 512 events' fold
+TURN_SLICE = 32
+TURN_BACKLOG = 4 * FOLD_SLICE
 _MEDIA_KINDS = (MEDIA, MEDIA_REFUSED)
 
 
@@ -136,6 +142,8 @@ class Intake:
                         self.held = list(events[i:])
                         break
                     self.unresolved += 1
+                    if e[0] == MEDIA:  # its frames never came: the budget's bytes do
+                        self.media.drop([e])
                     folded += 1
                     continue
                 e = resolve_event(e)
@@ -179,10 +187,13 @@ class Intake:
         # Not final: fold at most what is buffered now (then the caller renders), so a
         # producer faster than the fold cannot keep the pump in here forever.
         budget = None if final else len(buffer) + FOLD_SLICE
+        size = FOLD_SLICE
+        if not final and shared() and len(buffer) < TURN_BACKLOG:
+            size = TURN_SLICE
         while True:
             # drop_oldest: trim before every slice, so the buffer stays bounded even while
             # a long backlog is being folded (not only once per tick)
-            if buffer.trim():
+            if self.media.trim(buffer):  # dropped frames free their budget
                 self._on_change()
             self._on_slice()
             if not self.may_drain():
@@ -197,14 +208,17 @@ class Intake:
                 if self.held:
                     break  # still waiting for a device; poll again on a later tick
                 continue
-            events = buffer.drain(FOLD_SLICE)
+            events = buffer.drain(size)
             if not events:
                 break
             total += len(events)
             self._offer(self.fold(events))
-            if self.held or len(events) < FOLD_SLICE or (budget is not None and total >= budget):
+            if self.held or len(events) < size or (budget is not None and total >= budget):
                 break
-            await anyio.lowlevel.checkpoint()
+            if size == TURN_SLICE:
+                await apause()
+            else:
+                await anyio.lowlevel.checkpoint()
         return total
 
     # -- the end of a run's waits ----------------------------------------------------------------

@@ -15,26 +15,25 @@ behind), nothing more is drained; the buffer's overflow policy then applies at
 ``capacity``, exactly as with the in-process pump. While events are leaving,
 ``drop_oldest`` trims only beyond ``BURST_FACTOR`` x ``capacity`` (a burst outrunning the
 shipper for a few rounds). Memory in the training process is therefore at most
-``BURST_FACTOR`` x ``capacity`` events during a burst, ``capacity`` otherwise, plus one
-drained round being pickled and ``MAX_PENDING_BYTES`` of pickles.
+``BURST_FACTOR`` x ``capacity`` events during a burst, ``capacity`` otherwise (plus up to
+``BURST_ROUND`` between a producer's rounds while the agent is behind), plus one drained
+round being pickled (one frame while the socket lags) and ``MAX_PENDING_BYTES`` of
+pickles.
 """
 
 from __future__ import annotations
 
 import collections
-import operator
-import pickle
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from .._core import _events as ev
 from .._core._buffer import EventBuffer
-from .._core._convert import Opaque
 from .._core._events import Event
 from .._core._pending import ready_prefix
 from .._core._report import FinishReport, OnceReporter, stderr_line
 from .._media._freed import FreedBytes
+from ._frames import Pickled, picklable_batch, steps_and_frames
 from ._messages import (
     Ack,
     Events,
@@ -45,7 +44,6 @@ from ._messages import (
     Report,
     Stop,
     decode_from_peer,
-    decode_to_peer,
     encode,
 )
 from ._wire import MAX_PENDING_BYTES, Link
@@ -79,73 +77,16 @@ LOOP_ROUND_BYTES = 96 << 10
 #: hand-off costs that loop tens of microseconds: few rounds, few system calls a round.
 SHIP_INTERVAL = 0.05
 SHIP_INTERVAL_BUSY = 0.005
+#: while the link is backed up (over ``MAX_PENDING_BYTES`` wait: the agent is behind, e.g.
+#: a loop logging flat out), the buffer stays at ``capacity``, past ``BURST_ROUND``, and a
+#: producer (``_side``) ran a round every 16 calls, 30-60 us each to trim and be refused
+#: by the socket: 2-4 us a call (``benchmarks/bench_burst.py``). It ships at most this
+#: often then, or once ``BURST_ROUND`` (at most half ``capacity``) beyond ``capacity``:
+#: ``drop_oldest``'s soft bound, that much looser while the agent is behind
+BACKED_UP_INTERVAL = SHIP_INTERVAL_BUSY
 #: how often answers from the agent are read when nothing is being waited for (they
 #: only matter if the agent is lost, and a lost agent is seen at the next send anyway)
 RECV_INTERVAL = 1.0
-
-
-_kind = operator.itemgetter(0)
-
-
-def _pickles(event: Event) -> bool:
-    try:
-        pickle.dumps(event, protocol=5)
-    except Exception:
-        return False
-    return True
-
-
-def _fix(v: Any) -> Any:
-    try:
-        pickle.dumps(v, protocol=5)
-    except Exception:
-        return Opaque(v)
-    return v
-
-
-def picklable_batch(batch: list[Event]) -> list[Event]:
-    """``batch`` after pickle refused it whole: each event that does not pickle has every
-    value pickle refuses (a dict's values one by one) replaced by an :class:`Opaque`
-    stand-in, which the fold reports and skips, as it would have in-process. Looking event
-    by event costs ~1-2 us each; only the events that hold such a value are taken apart.
-    Shared by the Shipper and the Ray pusher."""
-    out: list[Event] = []
-    for e in batch:
-        if not _pickles(e):
-            e = tuple({k: _fix(v) for k, v in x.items()} if type(x) is dict else _fix(x) for x in e)
-        out.append(e)
-    return out
-
-
-class Pickled:
-    """What a frame on the link keeps of its events when they are let go once pickled
-    (``Shipper.keep_events`` False: the async face's shipper): how many, how many are
-    steps, and the pickle, read back only if the agent is lost before it took them.
-
-    Kept whole, a backlog of frames (the agent behind a flood, up to
-    ``MAX_PENDING_BYTES``) held up to ~40,000 events alive. An event holding a dict
-    stays tracked, so waiting events set off a young collection every few milliseconds
-    and moved on to the oldest generation; each time a quarter of its size had moved
-    in, a full collection of the process held the event loop 13-30 ms on a quiet
-    machine, 75-200 ms on a busy one: every second or two. With pickles only, asyncio
-    runs of the flood benchmark saw 0-1 full collections in 3 s instead of 1-2, and
-    10-50 in all instead of 90-140 (the buffer itself still holds thousands when the
-    loop is starved of CPU)."""
-
-    __slots__ = ("n", "payload", "steps")
-
-    def __init__(self, payload: bytes, batch: list[Event]) -> None:
-        self.payload = payload
-        self.n = len(batch)
-        self.steps = list(map(_kind, batch)).count(ev.STEP)  # C-speed count
-
-    def __len__(self) -> int:
-        return self.n
-
-    def __iter__(self) -> Iterator[Event]:
-        msg = decode_to_peer(self.payload)
-        assert isinstance(msg, Events)
-        return iter(msg.events)
 
 
 #: the peer's report: a FinishReport from the agent, a ProducerReport from a run that took
@@ -209,6 +150,17 @@ class Shipper(Generic[R]):
     def dropped(self) -> int:
         return self.buffer.dropped + self.unresolved
 
+    def futile_round(self, waiting: int, since: float) -> bool:
+        """Whether a producer's round now could only trim (see ``BACKED_UP_INTERVAL``): the
+        link is backed up, the last round is younger than that, and ``waiting`` is under
+        ``capacity`` plus ``BURST_ROUND`` (at most half ``capacity``)."""
+        cap = self.buffer.capacity
+        return (
+            since < BACKED_UP_INTERVAL
+            and self.link.pending_out > MAX_PENDING_BYTES
+            and waiting < cap + min(BURST_ROUND, cap // 2)
+        )
+
     def collect(self) -> None:
         """Move what is ready from the buffer onto the link (never blocks)."""
         self.cut_short = False
@@ -221,7 +173,14 @@ class Shipper(Generic[R]):
             return
         # the buffer is moving: a burst may outrun one round, so only a far bound applies
         self._trim(BURST_FACTOR * self.buffer.capacity)
-        drained = self.buffer.drain(self.round_events)
+        # while the socket has not taken the last frames, one frame a round: a round that
+        # drained the whole buffer as the link fell under MAX_PENDING_BYTES pickled up to
+        # capacity (and BURST_FACTOR x) at once, ~10 MB more pending and as much again
+        # in flight (a stalled pump: 17 MiB pending, +27 MB peak; bench_memory.py)
+        limit = self.round_events
+        if self.link.pending_out and (limit is None or limit > FRAME_EVENTS):
+            limit = FRAME_EVENTS
+        drained = self.buffer.drain(limit)
         events = self.held + drained if self.held else drained
         self.held = []
         if events:
@@ -232,7 +191,7 @@ class Shipper(Generic[R]):
                 for i in range(0, len(ready), FRAME_EVENTS):
                     self._queue_events(ready[i : i + FRAME_EVENTS])
         # a flush follows every event logged before it: not while a sliced round left some
-        drained_all = self.round_events is None or len(drained) < self.round_events
+        drained_all = limit is None or len(drained) < limit
         self.cut_short = not drained_all and len(self.buffer) > 0
         if self.flush_asked > self.flush_sent and not self.held and drained_all:
             self.link.queue(encode(Flush(self.flush_asked)))
@@ -284,10 +243,15 @@ class Shipper(Generic[R]):
         self.link.queue(payload, batch if self.keep_events else Pickled(payload, batch))
 
     def _sent(self, batch: list[Event] | Pickled) -> None:
-        if type(batch) is Pickled:
+        if isinstance(batch, Pickled):
             self.shipped_steps += batch.steps
+            if batch.frames:  # a lost agent's unread frames are freed (FreedBytes.lost)
+                self.freed.sent_frames(batch.frames)
         else:
-            self.shipped_steps += list(map(_kind, batch)).count(ev.STEP)  # C-speed count
+            steps, frames = steps_and_frames(batch)
+            self.shipped_steps += steps
+            if frames:
+                self.freed.sent_frames(frames)
 
     # -- incoming ---------------------------------------------------------------------------
     def receive(self) -> None:

@@ -247,6 +247,21 @@ class Probe:
         side = _side(self._face)
         return () if side is None else tuple(side.shipper.link.unsent())
 
+    @property
+    def link_pending_bytes(self) -> int:
+        """Bytes framed for the agent's socket that it has not taken yet (process mode;
+        0 otherwise)."""
+        side = _side(self._face)
+        return 0 if side is None else int(side.shipper.link.pending_out)
+
+    @property
+    def unsent_events(self) -> tuple[Any, ...]:
+        """Events shipped to no agent yet, oldest first: those in the unsent frames, then
+        those held for device values. Once the agent was lost, what its fallback was
+        handed to fold first. Empty outside process mode."""
+        side = _side(self._face)
+        return () if side is None else tuple(side.shipper.unsent_events())
+
     # -- the buffer between the training loop and the pump ---------------------------------
     @property
     def buffered(self) -> int:

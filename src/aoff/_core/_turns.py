@@ -1,0 +1,88 @@
+"""Taking turns for the GIL with a training loop that shares aoff's process.
+
+Why: when the pump runs in the training process (``pump="thread"``, or the fallback
+after a lost agent), the pump, the dashboard and the backends' worker threads need the
+GIL that a pure-Python training loop holds. CPython gives a waiting thread the GIL only
+when the holder blocks, or once the waiter has waited ``sys.getswitchinterval()`` (5 ms);
+so every stretch of aoff's own Python work (a dashboard frame, ~2-3 ms; a fold slice; a
+batch's encoding) is a stretch that loop waits, up to 5 ms each time.
+
+So, while a pump runs in this process (:func:`sharing`), long work in aoff's threads is
+cut into pieces with :func:`pause` (or :func:`apause` on an event loop) between them. A
+pause is a short real sleep, not ``sleep(0)``: a thread that releases the GIL and asks
+for it straight back usually gets it again before the woken waiter runs, and the
+waiter's 5 ms then start over. A waiting loop thus gets the GIL back after one piece
+(or a few, when several of aoff's threads were waiting as well), and the piece's thread
+waits its turn instead. Nothing else changes: the interpreter's switch interval is left
+alone, and outside such a process (the agent, which has no training loop to share with)
+a pause does nothing (:func:`apause`: an ordinary checkpoint).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Iterator
+from time import monotonic
+
+import anyio
+import anyio.lowlevel
+
+__all__ = ["PAUSE", "RECORDS_A_PIECE", "apause", "at_most", "pause", "shared", "sharing"]
+
+#: seconds a pause sleeps: long enough for a thread waiting on the GIL to wake and take it
+PAUSE = 0.0001
+#: step records a backend encodes between two pauses (one of ~40 scalars: 10-20 us)
+RECORDS_A_PIECE = 4
+
+_lock = threading.Lock()
+_sharers = 0
+_local = threading.local()  # .until: this thread's deadline for pausing (at_most)
+
+
+def shared() -> bool:
+    """Whether a pump runs in this process now (see the module docstring)."""
+    return _sharers > 0
+
+
+@contextlib.contextmanager
+def sharing() -> Iterator[None]:
+    """While inside, :func:`pause` and :func:`apause` give the GIL away (nestable)."""
+    global _sharers
+    with _lock:
+        _sharers += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _sharers -= 1
+
+
+@contextlib.contextmanager
+def at_most(seconds: float) -> Iterator[None]:
+    """Within: this thread pauses for ``seconds`` at most; after that the work goes on
+    in one piece. Each pause can cost its thread a whole switch interval while the loop
+    holds the GIL, so a job in many pieces (a dashboard frame) bounds its own wall time:
+    a slow machine must not make a frame look stuck."""
+    _local.until = monotonic() + seconds
+    try:
+        yield
+    finally:
+        _local.until = None
+
+
+def pause() -> None:
+    """Between two pieces of work: let a thread waiting for the GIL run (if shared)."""
+    if _sharers:
+        until: float | None = getattr(_local, "until", None)
+        if until is None or monotonic() < until:
+            time.sleep(PAUSE)
+
+
+async def apause() -> None:
+    """:func:`pause` for a task on an event loop (without sharing: a checkpoint)."""
+    if _sharers:
+        await anyio.sleep(PAUSE)
+    else:
+        await anyio.lowlevel.checkpoint()
