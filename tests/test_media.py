@@ -757,13 +757,13 @@ async def test_images_the_buffer_drops_give_their_budget_back(
             for i in range(burst):  # no await yields: nothing drains meanwhile
                 await log.log_image("img", image, step=b * burst + i)
             await log.aflush()  # what was kept is encoded: its bytes are back
-    report = log._report
+    report = probe(log).report
     assert report is not None
     # before: 8 (process) or 32 (thread) a burst stuck; a refusal's own event may be
     # dropped too (drop_newest), but its warning is not
     assert not [w for w in recwarn if issubclass(w.category, AoffWarning)]
     assert report.media_refused == 0
-    assert log._media_budget.in_flight() == 0
+    assert probe(log).media_in_flight == 0
     assert report.dropped_events > 0  # every burst lost its oldest to the policy
     assert report.media_written + report.dropped_events == burst * bursts
     assert len(read_images(tmp_path)["img"]) == report.media_written
