@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ._probe import _face, _Parts, _side
+from ._parts import _face, _Parts, _side
 
 __all__ = [
     "BackendWatch",
