@@ -53,8 +53,8 @@ from typing import BinaryIO
 
 import msgspec
 
-from .._core._records import StepRecord, columns
-from .._core._turns import RECORDS_A_PIECE, pause, shared
+from .._core._records import PerTags, StepRecord, columns
+from .._core._turns import in_pieces
 from ._file import AppendFileBackend
 from ._tfrecord import write_whole
 
@@ -74,11 +74,6 @@ def _finite_or_str(v: object) -> object:
 
 #: a record's own keys, first in every line
 _FIXED = ("step", "iteration", "wall_time")
-#: tag sequences whose row type is kept at most (a run has a few)
-_ROW_TYPES_MAX = 256
-_row_types: dict[tuple[str, ...], Callable[..., msgspec.Struct] | None] = {}
-#: the last tag sequence and its row type (one assignment: safe across threads)
-_last: tuple[tuple[str, ...] | None, Callable[..., msgspec.Struct] | None] = (None, None)
 
 
 def _row_type(tags: tuple[str, ...]) -> Callable[..., msgspec.Struct] | None:
@@ -87,8 +82,6 @@ def _row_type(tags: tuple[str, ...]) -> Callable[..., msgspec.Struct] | None:
     the first three, or holds a character msgspec's names refuse; only the general path
     writes those). A struct's keys are
     encoded once, not for every line: ~40 % less CPU than a dict a line."""
-    if len(_row_types) >= _ROW_TYPES_MAX:
-        _row_types.clear()
     names = (*_FIXED, *tags)
     row: Callable[..., msgspec.Struct] | None = None
     if len(set(names)) == len(names):
@@ -98,8 +91,11 @@ def _row_type(tags: tuple[str, ...]) -> Callable[..., msgspec.Struct] | None:
             row = msgspec.defstruct(
                 "Row", [(f, object) for f in fields], rename=dict(zip(fields, names, strict=True))
             )
-    _row_types[tags] = row
     return row
+
+
+#: the row type of each tag sequence (a run has a few)
+_row_types: PerTags[Callable[..., msgspec.Struct] | None] = PerTags(_row_type)
 
 
 def _fast_line(rec: StepRecord) -> bytes | None:
@@ -109,15 +105,8 @@ def _fast_line(rec: StepRecord) -> bytes | None:
     ``SummaryWriter``'s record)."""
     if rec.producer is not None or rec.writer or not rec.scalars:
         return None
-    global _last
     tags, values = columns(rec.scalars)
-    last_tags, row = _last
-    if tags is not last_tags:  # the fold shares one tags tuple while the tags repeat
-        try:
-            row = _row_types[tags]
-        except KeyError:
-            row = _row_type(tags)
-        _last = (tags, row)
+    row = _row_types.get(tags)
     if row is None:
         return None
     line = _dumps(row(rec.step, rec.iteration, rec.wall_time, *values))
@@ -128,10 +117,7 @@ def encode_lines(records: Sequence[StepRecord]) -> bytes:
     """Encode records as UTF-8 JSON lines (see the module docstring for the format)."""
     lines: list[bytes] = []
     append = lines.append
-    turns = shared()  # the training loop shares the GIL: encode in pieces (_core/_turns)
-    for i, rec in enumerate(records):
-        if turns and i and not i % RECORDS_A_PIECE:
-            pause()
+    for rec in in_pieces(records):  # where the GIL is shared, in pieces (_core/_turns)
         fast = _fast_line(rec)
         if fast is not None:
             append(fast)

@@ -9,26 +9,14 @@ back.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 
 from .._core._records import StepRecord
-from .._core._turns import RECORDS_A_PIECE, pause, shared
+from .._core._turns import in_pieces
 from ._tbevents import EventEncoder, SummaryRecord
 from ._tfrecord import frame_many
 
 __all__ = ["encode_records"]
-
-
-def _in_pieces(
-    encode: Callable[[StepRecord], bytes], records: Sequence[StepRecord]
-) -> Iterator[bytes]:
-    """Each record's event, with a GIL pause every ``RECORDS_A_PIECE`` (framed as they
-    come, so the framing is cut into the same pieces): where the training loop shares
-    this process (``_core/_turns``), it never waits for a whole batch."""
-    for i, rec in enumerate(records):
-        if i and not i % RECORDS_A_PIECE:
-            pause()
-        yield encode(rec)
 
 
 def encode_records(encoder: EventEncoder, records: Sequence[StepRecord]) -> bytes:
@@ -36,9 +24,8 @@ def encode_records(encoder: EventEncoder, records: Sequence[StepRecord]) -> byte
     (``SummaryWriter``'s texts, tensors and HParams go through ``_tbsummaries``)."""
     encode = encoder.encode
     try:
-        if shared() and len(records) > RECORDS_A_PIECE:
-            return frame_many(_in_pieces(encode, records))
-        return frame_many([encode(rec) for rec in records])
+        # encoded and framed record by record: in pieces where the GIL is shared
+        return frame_many(map(encode, in_pieces(records)))
     except SummaryRecord:
         from ._tbsummaries import encode_summary_record, is_summary_record
 

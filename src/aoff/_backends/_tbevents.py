@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from .._core._histogram_data import Histogram
-from .._core._records import StepRecord, columns
+from .._core._records import PerTags, StepRecord, columns
 
 __all__ = ["FILE_VERSION", "EventEncoder", "SummaryRecord", "encode_histogram", "load_event_class"]
 
@@ -82,10 +82,8 @@ class EventEncoder:
     def __init__(self) -> None:
         self._heads: dict[str, bytes] = {}
         #: per tag sequence: one ``Struct`` that packs a whole summary (see ``_layout``)
-        self._layouts: dict[tuple[str, ...], _Layout] = {}
+        self._layouts: PerTags[_Layout] = PerTags(self._layout, _LAYOUTS_MAX)
         self._lengths: dict[int, bytes] = {}
-        self._last_tags: tuple[str, ...] = ()
-        self._last_layout = _Layout(struct.Struct("<").pack, [])
 
     def _head(self, tag: str) -> bytes:
         raw = tag.encode("utf-8")
@@ -96,27 +94,20 @@ class EventEncoder:
 
     def _layout(self, tags: tuple[str, ...]) -> _Layout:
         """The packer of a summary whose values have these tags, in this order."""
-        if len(self._layouts) >= _LAYOUTS_MAX:  # tags that change every record: start over
-            self._layouts.clear()
         heads = self._heads
         hs = [heads.get(tag) or self._head(tag) for tag in tags]
         fmt = "<" + "".join(f"{len(h)}sf" for h in hs)
         args: list[object] = []
         for h in hs:
             args += (h, 0.0)
-        layout = self._layouts[tags] = _Layout(struct.Struct(fmt).pack, args)
-        return layout
+        return _Layout(struct.Struct(fmt).pack, args)
 
     def _summary(self, scalars: tuple[tuple[str, float], ...]) -> bytes:
         """The ``Summary.value``s of ``scalars``: one ``Struct.pack`` for the whole
         sequence (its tags' heads cached per tag sequence), or value by value when one
         is finite but beyond float32 (protobuf writes ±inf)."""
         tags, values = columns(scalars)
-        if tags is self._last_tags:  # the fold's tags tuple, shared while tags stay the same
-            layout = self._last_layout
-        else:
-            layout = self._layouts.get(tags) or self._layout(tags)
-            self._last_tags, self._last_layout = tags, layout
+        layout = self._layouts.get(tags)
         args = layout.args.copy()
         args[1::2] = values
         try:

@@ -6,8 +6,9 @@ two small frozen types and nothing else.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from dataclasses import MISSING, dataclass, fields
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
     from ._histogram_data import Histogram
@@ -49,6 +50,45 @@ def columns(
         return scalars.tags, scalars.values
     tags, values = zip(*scalars, strict=True)
     return tags, values
+
+
+V = TypeVar("V")
+
+
+class PerTags(Generic[V]):
+    """What a reader makes once per tag sequence (``make(tags)``), kept for the next
+    records with the same tags: the last sequence is found by identity (the fold shares
+    one ``tags`` tuple while they repeat, see :class:`Scalars`), others by equality. At
+    most ``limit`` sequences are kept (tags that change every record: it starts over).
+    The last hit is one assignment, so threads may share an instance."""
+
+    __slots__ = ("_kept", "_last", "_limit", "_make")
+
+    def __init__(self, make: Callable[[tuple[str, ...]], V], limit: int = 256) -> None:
+        self._make = make
+        self._limit = limit
+        self._kept: dict[tuple[str, ...], V] = {}
+        self._last: tuple[tuple[str, ...], V] | None = None
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def values(self) -> list[V]:
+        return list(self._kept.values())
+
+    def get(self, tags: tuple[str, ...]) -> V:
+        last = self._last
+        if last is not None and last[0] is tags:
+            return last[1]
+        kept = self._kept
+        try:
+            got = kept[tags]
+        except KeyError:
+            if len(kept) >= self._limit:
+                kept.clear()
+            got = kept[tags] = self._make(tags)
+        self._last = (tags, got)
+        return got
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,24 +173,19 @@ class WriterHParams:
     discrete: dict[str, list[Any]]
 
 
-_FIELDS = (
-    "step",
-    "iteration",
-    "wall_time",
-    "scalars",
-    "histograms",
-    "producer",
-    "writer",
-    "run",
-    "texts",
-    "tensor_style",
-    "hparams",
-)
-if tuple(StepRecord.__dataclass_fields__) != _FIELDS:  # pragma: no cover - a field added
+#: the fields :func:`step_record` is given; the others get their declared defaults
+_GIVEN = ("step", "iteration", "wall_time", "scalars", "histograms")
+_fields = fields(StepRecord)
+if tuple(f.name for f in _fields[: len(_GIVEN)]) != _GIVEN or any(
+    f.default is MISSING for f in _fields[len(_GIVEN) :]
+):  # pragma: no cover - a field moved, or one without a plain default was added
     raise AssertionError("StepRecord's fields changed: update step_record() with them")
-_set = [StepRecord.__dict__[name].__set__ for name in _FIELDS]
-(_step, _iteration, _wall, _scalars, _histograms, _producer, _writer, _run, _texts) = _set[:9]
-(_tensor_style, _hparams) = _set[9:]
+_set_step, _set_iteration, _set_wall, _set_scalars, _set_histograms = (
+    StepRecord.__dict__[name].__set__ for name in _GIVEN
+)
+_set_defaults = tuple(
+    (StepRecord.__dict__[f.name].__set__, f.default) for f in _fields[len(_GIVEN) :]
+)
 _new_record = object.__new__
 
 
@@ -164,17 +199,13 @@ def step_record(
     """``StepRecord(step, iteration, wall_time, scalars, histograms)`` at half the cost:
     the fold makes one a step, and a frozen dataclass's ``__init__`` goes through
     ``object.__setattr__`` for each of its 11 fields (~1.7 µs); this sets its slots
-    directly."""
+    directly, the others to their declared defaults."""
     rec: StepRecord = _new_record(StepRecord)
-    _step(rec, step)
-    _iteration(rec, iteration)
-    _wall(rec, wall_time)
-    _scalars(rec, scalars)
-    _histograms(rec, histograms)
-    _producer(rec, None)
-    _writer(rec, False)
-    _run(rec, "")
-    _texts(rec, ())
-    _tensor_style(rec, 0)
-    _hparams(rec, None)
+    _set_step(rec, step)
+    _set_iteration(rec, iteration)
+    _set_wall(rec, wall_time)
+    _set_scalars(rec, scalars)
+    _set_histograms(rec, histograms)
+    for set_field, default in _set_defaults:
+        set_field(rec, default)
     return rec

@@ -23,13 +23,23 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from time import monotonic
+from typing import TypeVar
 
 import anyio
 import anyio.lowlevel
 
-__all__ = ["PAUSE", "RECORDS_A_PIECE", "apause", "at_most", "pause", "shared", "sharing"]
+__all__ = [
+    "PAUSE",
+    "RECORDS_A_PIECE",
+    "apause",
+    "at_most",
+    "in_pieces",
+    "pause",
+    "shared",
+    "sharing",
+]
 
 #: seconds a pause sleeps: long enough for a thread waiting on the GIL to wake and take it
 PAUSE = 0.0001
@@ -86,3 +96,23 @@ async def apause() -> None:
         await anyio.sleep(PAUSE)
     else:
         await anyio.lowlevel.checkpoint()
+
+
+T = TypeVar("T")
+
+
+def in_pieces(records: Sequence[T]) -> Iterable[T]:
+    """``records`` with a :func:`pause` every :data:`RECORDS_A_PIECE` of them, for a
+    backend's batch encoding while the GIL is shared (else ``records`` as they are, at
+    no cost). Consumed lazily, so whatever the caller does with each record (encoding,
+    framing) is cut into the same pieces."""
+    if not _sharers or len(records) <= RECORDS_A_PIECE:
+        return records
+    return _pieces(records)
+
+
+def _pieces(records: Sequence[T]) -> Iterator[T]:
+    for i, rec in enumerate(records):
+        if i and not i % RECORDS_A_PIECE:
+            pause()
+        yield rec
