@@ -71,6 +71,7 @@ class StepFolder(Checks):
         super().__init__(state, report)
         # tag spelling is pure, so it is cached per sequence of keys (a step's dicts have
         # the same keys step after step; ~30 keys a step)
+        # (a dict lookup in C here, not PerTags: these keys are a new tuple every step)
         self._metric_tags: dict[tuple[str, ...], tuple[str, ...]] = {}
         self._reward_tags: dict[tuple[str, ...], tuple[str, ...]] = {}
         self._collector_tags: dict[tuple[str, ...], tuple[str, ...]] = {}
@@ -118,20 +119,10 @@ class StepFolder(Checks):
 
         s.iteration = iteration
         num = self._num
-        s.train_time = (
-            train_time if type(train_time) is float else num(where, "train_time", train_time)
-        )
-        s.wait_time = wait_time if type(wait_time) is float else num(where, "wait_time", wait_time)
-        s.h2d_time = (
-            h2d_time
-            if type(h2d_time) is float
-            else num(where, "learner_incremental_h2d_time", h2d_time)
-        )
-        s.weight_sync_time = (
-            weight_sync_time
-            if type(weight_sync_time) is float
-            else num(where, "weight_sync_time", weight_sync_time)
-        )
+        s.train_time = num(where, "train_time", train_time)
+        s.wait_time = num(where, "wait_time", wait_time)
+        s.h2d_time = num(where, "learner_incremental_h2d_time", h2d_time)
+        s.weight_sync_time = num(where, "weight_sync_time", weight_sync_time)
         # the recorder reduces extra_info to its throughput (None: not given)
         s.throughput_known = extra_info is not None
         if extra_info:
@@ -194,13 +185,12 @@ class StepFolder(Checks):
                 self._collector_tags, keys, _collector_tag
             )
             values += timing.values()
-        pipeline = s.h2d_time + s.train_time + s.weight_sync_time  # State.pipeline_time()
-        # State.steps_per_sec(), inline: NaN too gives none (the seed: only for a time > 0)
-        if s.throughput_known and s.throughput_steps > 0 and pipeline > 0:
+        sps = s.steps_per_sec()
+        if sps is not None:
             tags.append("perf/steps_per_sec")
-            values.append(s.throughput_steps / pipeline)
+            values.append(sps)
         tags.append("perf/iter_ms")
-        values.append(pipeline * 1000)
+        values.append(s.pipeline_time() * 1000)
         if s.dropped_events:
             tags.append("aoff/dropped_events")
             values.append(float(s.dropped_events))
