@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 __all__ = ["WaitTimeout", "await_until", "wait_until"]
 
@@ -27,21 +27,33 @@ class WaitTimeout(AssertionError):
     failure, not an error of the code under test)."""
 
 
-def _check(timeout: float, interval: float) -> None:
-    if not timeout > 0:
-        raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
-    if not interval > 0:
-        raise ValueError(f"interval must be > 0 seconds, got {interval!r}")
+class _Poll(Generic[T]):
+    """One wait's bound and its looks at ``predicate``: the logic both waits share
+    (they differ only in how they sleep between two looks)."""
 
+    __slots__ = ("deadline", "name", "predicate", "timeout")
 
-def _name(predicate: Callable[[], object], what: str | None) -> str:
-    if what:
-        return what
-    return getattr(predicate, "__qualname__", None) or repr(predicate)
+    def __init__(
+        self, predicate: Callable[[], T], timeout: float, interval: float, what: str | None
+    ) -> None:
+        if not timeout > 0:
+            raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
+        if not interval > 0:
+            raise ValueError(f"interval must be > 0 seconds, got {interval!r}")
+        self.predicate = predicate
+        self.timeout = timeout
+        self.name = what or getattr(predicate, "__qualname__", None) or repr(predicate)
+        self.deadline = time.monotonic() + timeout
 
-
-def _timed_out(name: str, timeout: float, last: object) -> WaitTimeout:
-    return WaitTimeout(f"timed out after {timeout:g}s waiting for {name} (last value: {last!r})")
+    def look(self) -> T:
+        """The predicate's value now (true: the wait is over); :class:`WaitTimeout`,
+        naming what was awaited and the last value, once the time is up."""
+        got = self.predicate()
+        if not got and time.monotonic() >= self.deadline:
+            raise WaitTimeout(
+                f"timed out after {self.timeout:g}s waiting for {self.name} (last value: {got!r})"
+            )
+        return got
 
 
 def wait_until(
@@ -54,15 +66,11 @@ def wait_until(
     """Call ``predicate`` every ``interval`` seconds until it returns something true, and
     return that value. Raises :class:`WaitTimeout` (naming ``what``, else the predicate)
     when ``timeout`` seconds pass first; an exception of ``predicate`` propagates."""
-    _check(timeout, interval)
-    name = _name(predicate, what)
-    deadline = time.monotonic() + timeout
+    poll = _Poll(predicate, timeout, interval, what)
     while True:
-        got = predicate()
+        got = poll.look()
         if got:
             return got
-        if time.monotonic() >= deadline:
-            raise _timed_out(name, timeout, got)
         time.sleep(interval)
 
 
@@ -77,13 +85,9 @@ async def await_until(
     between two calls of ``predicate``, so tasks it waits on make progress."""
     import anyio
 
-    _check(timeout, interval)
-    name = _name(predicate, what)
-    deadline = time.monotonic() + timeout
+    poll = _Poll(predicate, timeout, interval, what)
     while True:
-        got = predicate()
+        got = poll.look()
         if got:
             return got
-        if time.monotonic() >= deadline:
-            raise _timed_out(name, timeout, got)
         await anyio.sleep(interval)
