@@ -89,6 +89,19 @@ def make_async_logger(*backends: Backend, **kw: Unpack[LoggerOptions]) -> AsyncO
     return AsyncOffPolicyLogger(log_backend="none", backends=backends, **kw)
 
 
+def jsonl_agent_logger(run: Path, **kw: Any) -> OffPolicyLogger:
+    """A sync logger with the default pump (the agent) writing only JSONL into ``run``
+    (no SIGTERM handler, no system metrics)."""
+    return OffPolicyLogger(
+        log_dir=str(run),
+        log_backend="none",
+        backends=("jsonl",),
+        handle_sigterm=False,
+        system_interval=0,
+        **kw,
+    )
+
+
 def pump_thread(log: OffPolicyLogger) -> threading.Thread:
     """The thread that runs ``log``'s pump (thread mode)."""
     thread = probe(log).pump_thread

@@ -32,7 +32,7 @@ from aoff.testing import (
     watch_buffer,
 )
 
-from .conftest import ahold_still, hold_still
+from .conftest import ahold_still, hold_still, jsonl_agent_logger
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -281,18 +281,6 @@ def test_ctrl_c_while_the_agent_is_still_starting_does_not_kill_it(tmp_path: Pat
     assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 100
 
 
-def _jsonl_only(run: Path, **kw: Any) -> OffPolicyLogger:
-    """A sync logger with the default pump (the agent) writing only JSONL into ``run``."""
-    return OffPolicyLogger(
-        log_dir=str(run),
-        log_backend="none",
-        backends=("jsonl",),
-        handle_sigterm=False,
-        system_interval=0,
-        **kw,
-    )
-
-
 def test_a_value_pickle_refuses_is_reported_by_the_agent_and_nothing_else_is_lost(
     tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
@@ -301,7 +289,7 @@ def test_a_value_pickle_refuses_is_reported_by_the_agent_and_nothing_else_is_los
     the in-process pump skips a value that is not a number. The rest of the frame (the
     other 299 steps, and the same step's other metric) arrives untouched."""
     run = tmp_path / "run"
-    log = _jsonl_only(run)
+    log = jsonl_agent_logger(run)
     assert probe(log).agent_running  # the agent runs it
     log.start()
     for i in range(1, 301):
@@ -336,7 +324,7 @@ def test_a_device_value_that_can_never_be_read_is_said_and_counted_in_process_mo
             raise RuntimeError("an illegal memory access was encountered")
 
     run = tmp_path / "run"
-    log = _jsonl_only(run)
+    log = jsonl_agent_logger(run)
     assert probe(log).agent_running  # the agent runs it
     log.start()
     log.log_step(1, {"x": 1.0})
@@ -366,7 +354,7 @@ def test_a_small_buffer_is_shipped_before_it_fills(tmp_path: Path, overflow: str
         from _workload import iterate
     finally:
         sys.path.pop(0)
-    log = _jsonl_only(tmp_path / "run", capacity=1000, overflow=overflow)
+    log = jsonl_agent_logger(tmp_path / "run", capacity=1000, overflow=overflow)
     watch = watch_buffer(log)
     log.start()
     log.flush()

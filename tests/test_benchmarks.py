@@ -199,17 +199,23 @@ def test_read_back_checks_notice_missing_data(
     assert not ok and "1 rows missing tags" in text
 
 
+def _bench(*args: str, timeout: float = 120) -> str:
+    """A benchmark script's output (``args``: its file name under benchmarks/, then its
+    arguments); a failing run raises."""
+    return subprocess.run(
+        [sys.executable, str(BENCH / args[0]), *args[1:]],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=True,
+    ).stdout
+
+
 def test_bench_neighbour_prints_its_ratio() -> None:
     """Smoke test at a tiny size: it pins itself to one CPU and spins the other."""
     if not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2:
         pytest.skip("needs Linux and 2 CPUs")
-    out = subprocess.run(
-        [sys.executable, str(BENCH / "bench_neighbour.py"), "--rounds", "2", "--n", "3"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    ).stdout
+    out = _bench("bench_neighbour.py", "--rounds", "2", "--n", "3", timeout=60)
     assert "while CPU" in out and "median per-round ratio" in out, out
     alone = out.split("alone: ")[1].split("\n")[0].split(", ")
     assert len(alone) == 2 and all(float(x) > 0 for x in alone), out
@@ -220,24 +226,12 @@ def test_bench_agent_cpu_and_loop_lag_print_their_figures(tmp_path: Path) -> Non
     """Smoke tests at tiny sizes: each prints its lines with numbers, and the agent
     benchmark's runs wrote every step they counted (nothing dropped)."""
     figures = tmp_path / "agent.json"
-    out = subprocess.run(
-        [sys.executable, str(BENCH / "bench_agent_cpu.py"), "--quick", "--out", str(figures)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    ).stdout
+    out = _bench("bench_agent_cpu.py", "--quick", "--out", str(figures))
     assert "us an iteration" in out and "scalars/s" in out, out
     got = json.loads(figures.read_text())
     assert got["flat"]["written"] == 1500 and got["flat"]["dropped"] == 0
     assert got["eight"]["written"] == 1500 and got["paced"]["agent_us_per_iteration"] > 0
-    out = subprocess.run(
-        [sys.executable, str(BENCH / "bench_loop_lag.py"), "--quick"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    ).stdout
+    out = _bench("bench_loop_lag.py", "--quick")
     assert out.count(" p99 ") >= 3 and "median: none mean" in out, out
 
 
@@ -256,16 +250,6 @@ def test_gpu_check_skips_cleanly_without_cuda_and_its_read_back_works_on_cpu() -
     )
     assert res.returncode == 0, (res.stdout, res.stderr)
     assert "agent-tensors   PASS    50 steps" in res.stdout
-
-
-def _bench(*args: str) -> str:
-    return subprocess.run(
-        [sys.executable, str(BENCH / args[0]), *args[1:]],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    ).stdout
 
 
 @pytest.mark.slow  # starts agents; each command takes 1-3 s at these sizes

@@ -42,25 +42,13 @@ from aoff.testing import (
     without_tensor_capture,
 )
 
-from .conftest import make_async_logger, make_logger
+from .conftest import jsonl_agent_logger, make_async_logger, make_logger
 from .faulty import GatedBackend
 
 
 def step(iteration: int, x: float) -> tuple[object, ...]:
     """A raw ``log_step`` event, as the hot path builds it."""
     return (ev.STEP, 0.0, iteration, {"x": x}, None, None, None, 0.0, 0.0, 0.0, 0.0, None)
-
-
-def jsonl_logger(run: Path, **kw: object) -> OffPolicyLogger:
-    """A sync logger in process mode (the agent) writing only JSONL."""
-    return OffPolicyLogger(
-        log_dir=str(run),
-        log_backend="none",
-        backends=("jsonl",),
-        handle_sigterm=False,
-        system_interval=0,
-        **kw,  # type: ignore[arg-type]
-    )
 
 
 def alive(pid: int) -> bool:
@@ -73,7 +61,7 @@ def alive(pid: int) -> bool:
 
 # -- where the pump runs ----------------------------------------------------------------------
 def test_probe_sees_the_agent_process(tmp_path: Path) -> None:
-    log = jsonl_logger(tmp_path)
+    log = jsonl_agent_logger(tmp_path)
     p = probe(log)
     assert p.pump_place == "agent" and p.phase == "open"
     pid = p.agent_pid
@@ -308,7 +296,7 @@ def test_hold_media_encoder_holds_the_bytes_in_flight(tmp_path: Path) -> None:
 
 def test_a_stopped_agent_leaves_the_frames_in_their_block(tmp_path: Path) -> None:
     frames = np.ones((2, 8, 8, 3), np.uint8)  # 384 bytes
-    log = jsonl_logger(tmp_path)
+    log = jsonl_agent_logger(tmp_path)
     p = probe(log)
     log.flush()
     kill_agent(log, signal.SIGSTOP)  # it can read nothing now
@@ -327,7 +315,7 @@ def test_a_stopped_agent_leaves_the_frames_in_their_block(tmp_path: Path) -> Non
 
 # -- the agent --------------------------------------------------------------------------------
 def test_kill_agent_makes_the_logger_fall_back(tmp_path: Path) -> None:
-    log = jsonl_logger(tmp_path)
+    log = jsonl_agent_logger(tmp_path)
     p = probe(log)
     log.log_step(1, {"x": 1.0})
     log.flush()
