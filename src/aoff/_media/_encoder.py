@@ -18,7 +18,6 @@ item (undecodable, an encoder error) is reported once per kind of error and coun
 from __future__ import annotations
 
 import collections
-import operator
 import threading
 import time
 from collections.abc import Callable
@@ -27,10 +26,9 @@ from typing import Any
 from .._core._buffer import EventBuffer
 from .._core._events import MEDIA
 from .._core._records import MediaRecord
+from ._freed import has_media
 
 __all__ = ["MediaEncoder", "MediaJob"]
-
-_kind = operator.itemgetter(0)
 
 #: (key, step, wall_time, what, frames payload, dataformats, fps, nbytes)
 MediaJob = tuple[str, int, float, str, Any, str, float, int]
@@ -73,7 +71,7 @@ class MediaEncoder:
         shared-memory block (a lost agent's fallback) is marked free. A trim without
         media pays one C-speed look at the kinds."""
         out = buffer.trim_out()
-        if out and MEDIA in map(_kind, out):
+        if out and has_media(out):
             self.drop([e for e in out if e[0] == MEDIA])
         return len(out)
 

@@ -32,7 +32,7 @@ from .._core import _events as ev
 from .._core._buffer import EventBuffer
 from ._shm import MAX_BLOCKS, ShmFrames, ShmPool
 
-__all__ = ["FreedBytes", "media_bytes", "shm_frames"]
+__all__ = ["FreedBytes", "has_media", "media_bytes", "shm_frames"]
 
 
 def media_bytes(events: Iterable[Any]) -> int:
@@ -41,6 +41,12 @@ def media_bytes(events: Iterable[Any]) -> int:
 
 
 _kind = operator.itemgetter(0)
+
+
+def has_media(events: list[Any]) -> bool:
+    """Whether any of ``events`` is a ``MEDIA`` event (a C-speed look at the kinds: a
+    batch without media pays nothing more)."""
+    return ev.MEDIA in map(_kind, events)
 
 
 def shm_frames(batch: list[Any]) -> list[ShmFrames]:
@@ -102,7 +108,7 @@ class FreedBytes:
         if not self.active and self.pool is None:
             return buffer.trim(bound)
         out = buffer.trim_out(bound)
-        if out and ev.MEDIA in map(_kind, out):  # a C-speed look first
+        if out and has_media(out):
             if self.active:
                 self.add(media_bytes(out))
             if self.pool is not None:
