@@ -402,6 +402,28 @@ def frames_after(display: RecordingDisplay, before: float) -> int:
     return sum(1 for now, _ in display.frames if now < before - JUMP / 2)
 
 
+def log_until(
+    log: OffPolicyLogger,
+    display: RecordingDisplay,
+    done: Callable[[], bool],
+    i: int,
+    *,
+    pace: float,
+    tick: Callable[[], object] | None = None,
+) -> int:
+    """Log steps after ``i`` (``tick()`` before each, ``pace`` seconds apart) until
+    ``done()``; the last iteration logged."""
+    deadline = time.monotonic() + TIMEOUT
+    while not done():
+        assert time.monotonic() < deadline, f"{len(display.frames)} frames, iteration {i}"
+        i += 1
+        if tick is not None:
+            tick()
+        log.log_step(i, {"loss": float(i)})
+        hold_still(pace, "a training step takes time")
+    return i
+
+
 def assert_jump_in_jsonl(path: Path, n: int) -> None:
     rows = jsonl_rows(path)
     assert [r["iteration"] for r in rows] == list(range(1, n + 1))
@@ -420,20 +442,9 @@ def test_a_wall_clock_stepping_back_does_not_freeze_the_dashboard(
     display = RecordingDisplay()
     log = sync_logger(tmp_path, display=display, refresh_per_second=20)
     log.start()
-    i = 0
-
-    def log_until(done: Callable[[], bool]) -> None:
-        nonlocal i
-        deadline = time.monotonic() + TIMEOUT
-        while not done():
-            assert time.monotonic() < deadline, f"{len(display.frames)} frames, iteration {i}"
-            i += 1
-            log.log_step(i, {"loss": float(i)})
-            hold_still(0.002, "a training step takes time")
-
-    log_until(lambda: len(display.frames) >= FRAMES)
+    i = log_until(log, display, lambda: len(display.frames) >= FRAMES, 0, pace=0.002)
     before = clock.step_back(JUMP)
-    log_until(lambda: frames_after(display, before) >= FRAMES)
+    i = log_until(log, display, lambda: frames_after(display, before) >= FRAMES, i, pace=0.002)
     report = log.finish()
     assert report.steps == i and report.complete
     assert display.closed[0][0] < before - JUMP / 2  # the summary got the stepped-back time
@@ -526,22 +537,16 @@ def test_an_injected_clock_stepping_back_does_not_freeze_the_dashboard(tmp_path:
     display = RecordingDisplay()
     log = sync_logger(tmp_path, display=display, refresh_per_second=20, clock=clock)
     log.start()
-    i = 0
 
-    def log_until(done: Callable[[], bool]) -> None:
-        nonlocal i
-        deadline = time.monotonic() + TIMEOUT
-        while not done():
-            assert time.monotonic() < deadline, f"{len(display.frames)} frames, iteration {i}"
-            i += 1
-            clock.t += 0.1  # two frame intervals per step
-            log.log_step(i, {"loss": float(i)})
-            hold_still(0.005, "a training step takes time")
+    def tick() -> None:
+        clock.t += 0.1  # two frame intervals per step
 
-    log_until(lambda: len(display.frames) >= FRAMES)
+    i = log_until(log, display, lambda: len(display.frames) >= FRAMES, 0, pace=0.005, tick=tick)
     before = clock.t
     clock.t -= JUMP
-    log_until(lambda: frames_after(display, before) >= FRAMES)
+    i = log_until(
+        log, display, lambda: frames_after(display, before) >= FRAMES, i, pace=0.005, tick=tick
+    )
     report = log.finish()
     assert report.steps == i and report.complete
     assert_jump_in_jsonl(tmp_path / "metrics.jsonl", i)
