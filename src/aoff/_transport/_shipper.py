@@ -203,13 +203,12 @@ class Shipper(Generic[R]):
 
     def for_loop(self) -> Callable[[float], float]:
         """Set this shipper up for an event loop's task (the async face): small rounds
-        (``LOOP_ROUND_EVENTS``, ``LOOP_ROUND_BYTES``), frames that keep only their
-        pickles (:class:`Pickled`). Returns the pacing: the wait :meth:`step` asked for,
+        (``LOOP_ROUND_EVENTS``, ``LOOP_ROUND_BYTES``; its frames keep only their pickles,
+        as ``AgentSide`` sets for both faces). Returns the pacing: the wait :meth:`step` asked for,
         cut so that the next round comes once about ``LOOP_ROUND_EVENTS`` more events
         have come in at the rate seen since the last one (64,000 calls/s: every 2 ms):
         few events wait at a time (see ``LOOP_ROUND_EVENTS``: the garbage collector)."""
         self.round_events, self.round_bytes = LOOP_ROUND_EVENTS, LOOP_ROUND_BYTES
-        self.keep_events = False
         buf = self.buffer
         came, last = buf.drained + len(buf), time.monotonic()
 
