@@ -72,7 +72,8 @@ def _read_file(
     add_point = points.append
     left = limit
     with open(path, "rb", buffering=0) as f:
-        f.seek(start)
+        if start:  # never at 0: a file that cannot seek (a pipe) is still read whole
+            f.seek(start)
         buf = b""
         view = memoryview(buf)
         base = start  # file offset of buf[0]
