@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import math
@@ -243,12 +244,15 @@ def test_ls_follows_symlinks_and_skips_unreadable_folders(aoff_run: Path, tmp_pa
 
 @pytest.mark.parametrize("command", ["show", "ls"])
 def test_ctrl_c_prints_one_line_and_exits_130(tmp_path: Path, command: str) -> None:
-    """The reader is held on a FIFO standing in for an event file (the test opens its
-    other end, so the reader is known to be inside ``read``), then gets SIGINT."""
+    """The reader is held on a FIFO standing in for an event file (the test holds its
+    writing end open and writes nothing), then gets SIGINT. The reader process has more
+    threads than its main one (numpy's BLAS pool), and the kernel may hand SIGINT to any
+    of them: the reader must still stop (it once waited in ``read`` for ever)."""
     run = tmp_path / "run"
     run.mkdir()
     fifo = run / "events.out.tfevents.1.fifo"
     os.mkfifo(fifo)
+    writer = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)  # a writer from the start: reads wait
     target = run if command == "show" else tmp_path
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
     proc = subprocess.Popen(
@@ -258,27 +262,47 @@ def test_ctrl_c_prints_one_line_and_exits_130(tmp_path: Path, command: str) -> N
         text=True,
         env=env,
     )
-    writer = None
     try:
 
-        def opened() -> int | None:  # our end opens once the reader has the FIFO
+        def reading() -> bool:  # the reader has the FIFO open (then it can only wait)
+            assert proc.poll() is None, proc.communicate()
             try:
-                return os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-            except OSError:
-                assert proc.poll() is None, proc.poll()
-                return None
+                fds = os.listdir(f"/proc/{proc.pid}/fd")
+            except FileNotFoundError:
+                return False
+            for fd in fds:
+                with contextlib.suppress(OSError):
+                    if os.readlink(f"/proc/{proc.pid}/fd/{fd}") == str(fifo):
+                        return True
+            return False
 
-        writer = wait_until(opened, timeout=60, interval=0.02, what="the command to open the FIFO")
+        wait_until(reading, timeout=60, interval=0.02, what="the command to open the FIFO")
         proc.send_signal(signal.SIGINT)
         _out, err = proc.communicate(timeout=30)
     finally:
-        if writer is not None:
-            os.close(writer)
+        os.close(writer)
         if proc.poll() is None:
             proc.kill()
             proc.wait()
     assert proc.returncode == 130
     assert err == f"aoff {command}: interrupted\n"
+
+
+def test_a_fifo_without_a_writer_reads_as_empty(tmp_path: Path) -> None:
+    """A FIFO among the event files with nobody writing to it does not hold ``ls`` up."""
+    run = tmp_path / "run"
+    run.mkdir()
+    os.mkfifo(run / "events.out.tfevents.1.fifo")
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    got = subprocess.run(
+        [sys.executable, "-m", "aoff", "ls", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert got.returncode == 0, got.stderr
+    assert got.stdout.splitlines()[1].split()[:2] == ["run", "--"], got.stdout
 
 
 def test_ls_reads_a_big_run_without_summary_at_its_ends_only(tmp_path: Path) -> None:

@@ -33,8 +33,11 @@ middle of a file (``aoff ls`` reads only a big run's ends). What a record means 
 from __future__ import annotations
 
 import os
+import select
+import stat
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 
 from crc32c import crc32c
 
@@ -47,6 +50,42 @@ __all__ = ["HEAD_BYTES", "TAIL_BYTES", "Scan", "TagSeries", "scan_files", "scan_
 
 #: bytes read at a time; the progress callback is called once per chunk
 CHUNK = 8 << 20
+
+#: how often a read of a pipe that waits for its writer wakes to let Ctrl+C through
+_WAKE_S = 0.1
+
+
+@contextmanager
+def _opened(path: str, start: int) -> Iterator[Callable[[int], bytes]]:
+    """``read(n)`` for ``path`` from byte ``start``, which can always be stopped by Ctrl+C.
+
+    A regular file is read plainly. Anything else (a FIFO, a device) could keep the main
+    thread in one ``read`` for ever, and a SIGINT that the kernel hands to another thread
+    (numpy's BLAS pool has some) would then never raise ``KeyboardInterrupt``: such a
+    file is opened without waiting for a writer and read through ``select`` that wakes
+    every ``_WAKE_S``. A FIFO with no writer at all reads as empty; it cannot start
+    anywhere but at 0 (``OSError``)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            os.set_blocking(fd, True)
+            if start:  # never seek to 0: the common case needs no call
+                os.lseek(fd, start, os.SEEK_SET)
+            yield lambda n: os.read(fd, n)
+            return
+        if start:
+            raise OSError(f"{path}: not a regular file, cannot start at byte {start}")
+
+        def read(n: int) -> bytes:
+            while True:
+                try:
+                    return os.read(fd, n)  # b"" at once when no writer has it open
+                except BlockingIOError:  # a writer, nothing written yet: wait, awake
+                    select.select([fd], [], [], _WAKE_S)
+
+        yield read
+    finally:
+        os.close(fd)
 
 
 def _read_file(
@@ -71,9 +110,7 @@ def _read_file(
     points = reader.points
     add_point = points.append
     left = limit
-    with open(path, "rb", buffering=0) as f:
-        if start:  # never at 0: a file that cannot seek (a pipe) is still read whole
-            f.seek(start)
+    with _opened(path, start) as read:
         buf = b""
         view = memoryview(buf)
         base = start  # file offset of buf[0]
@@ -90,7 +127,7 @@ def _read_file(
                 if left is not None:
                     size = min(size, left)
                     left -= size
-                more = f.read(size) if size > 0 else b""
+                more = read(size) if size > 0 else b""
                 if not more:
                     eof = True
                     continue
