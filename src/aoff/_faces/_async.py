@@ -35,6 +35,7 @@ from .._core._report import FinishReport
 from .._core._warning import AoffWarning
 from .._display._streams import Forwarding, should_forward
 from ._base import Face
+from ._defer import ki_protected
 from ._phase import Phase
 from ._sigterm import sigterm_is_default, watch_sigterm
 
@@ -149,11 +150,11 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
                     driver="task",
                     pool=self._media_budget.pool,
                 )
-                await tg.start(self._run_shipper)
+                await tg.start(ki_protected(self._run_shipper))
             else:
                 if should_forward(self._options.log_backend, self._options.custom_display()):
                     self._forwarding = Forwarding(self._core.pump.text_sink())
-                await tg.start(self._run_pump)
+                await tg.start(ki_protected(self._run_pump))
             if self._handle_sigterm and sigterm_is_default():
                 on_first = functools.partial(self._on_sigterm, tg.cancel_scope)
                 await tg.start(watch_sigterm, self._sigterm_scope, on_first)

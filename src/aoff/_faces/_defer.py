@@ -10,6 +10,13 @@ signal; the signal is raised again as soon as the round is over, and its real ha
 at most a few milliseconds later, still inside the logging call, so the caller sees the
 exception where it would have anyway. Other threads' rounds need none of this (Python
 runs signal handlers on the main thread only).
+
+The async face's own tasks (the shipper, the in-process pump) run on the caller's event
+loop. asyncio turns Ctrl+C into a cancellation, delivered at an ``await``; trio raises
+``KeyboardInterrupt`` at once, in whatever code is running, unless it is marked
+protected. So on trio those tasks are started KI-protected (:func:`ki_protected`): trio
+then delivers the interrupt to the caller's main task at its next checkpoint, and the
+task that holds a round's events finishes the round and the drain.
 """
 
 from __future__ import annotations
@@ -17,10 +24,13 @@ from __future__ import annotations
 import contextlib
 import importlib
 import signal
+import sys
 import threading
 import types
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TypeVar
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -75,3 +85,16 @@ def signals_deferred() -> Iterator[None]:
                     signal.raise_signal(sig)
             finally:
                 signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+def ki_protected(task: _F) -> _F:
+    """``task`` marked KI-protected when this runs inside ``trio.run`` (trio's own
+    ``enable_ki_protection``: no cost per call); else ``task`` itself."""
+    trio: Any = sys.modules.get("trio")
+    if trio is None:  # not imported: not running it either
+        return task
+    import sniffio  # trio depends on it
+
+    if sniffio.current_async_library() != "trio":
+        return task
+    return trio.lowlevel.enable_ki_protection(task)  # type: ignore[no-any-return]

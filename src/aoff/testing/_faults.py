@@ -33,6 +33,7 @@ __all__ = [
     "remove_sigterm_handler",
     "reset_once_a_process_notices",
     "ship_inline_after",
+    "signal_while_draining",
     "watch_backend",
     "watch_buffer",
     "without_tensor_capture",
@@ -145,6 +146,26 @@ def hold_media_encoder(log: object) -> threading.Event:
 
     encoder._encode = held
     return gate
+
+
+def signal_while_draining(log: object, signum: int, *, drain: int = 1) -> None:
+    """Raise ``signum`` in this process right after the ``drain``-th non-empty drain of
+    ``log``'s buffer took its events: the worst moment for a Ctrl+C, with events out of
+    the buffer and not yet shipped (process mode) or folded (thread mode)."""
+    buf = _face(log)._buffer
+    taken = buf.drain
+    seen = 0
+
+    def drain_then_signal(limit: int | None = None) -> list[Any]:
+        nonlocal seen
+        out: list[Any] = taken(limit)
+        if out:
+            seen += 1
+            if seen == drain:
+                signal.raise_signal(signum)
+        return out
+
+    buf.drain = drain_then_signal
 
 
 def ship_inline_after(log: object, events: int) -> None:
