@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
 import warnings
@@ -23,7 +24,13 @@ from PIL import Image, ImageSequence
 
 import aoff
 from aoff import AoffWarning, AsyncOffPolicyLogger, OffPolicyLogger
-from aoff.testing import hold_media_encoder, probe, read_wandb_history, wait_for_wandb_runs
+from aoff.testing import (
+    hold_media_encoder,
+    kill_agent,
+    probe,
+    read_wandb_history,
+    wait_for_wandb_runs,
+)
 
 MODES = ("process", "thread")
 
@@ -641,6 +648,63 @@ def test_a_full_pool_hands_frames_over_as_a_copy(monkeypatch: pytest.MonkeyPatch
     finally:
         pool.close()
     assert not os.path.exists(f"/dev/shm/{a.name}")
+
+
+def test_copies_made_past_a_full_pool_count_against_the_budget_until_freed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Process mode, every block in use: a call's frames go as a NumPy copy in the event;
+    the copy counts against the budget while it lives (it once did not: a burst of small
+    images held any number of copies past ``media_budget``)."""
+    from aoff._media import _shm
+    from aoff._media._calls import MediaBudget
+    from aoff._media._frames import capture_frames
+
+    monkeypatch.setattr(_shm, "MAX_BLOCKS", 2)
+    budget = MediaBudget(10_000)
+    budget.pool = pool = _shm.ShmPool(1 << 30)
+    frame = np.zeros((4, 16, 16, 3), np.uint8)  # 3,072 bytes
+    try:
+        payloads = []
+        for _ in range(3):
+            assert budget.take(frame.nbytes)
+            payload, _, _, nbytes = capture_frames(frame, pool=pool)
+            budget.captured(payload, nbytes)
+            payloads.append(payload)
+        assert [type(p) for p in payloads] == [_shm.ShmFrames, _shm.ShmFrames, np.ndarray]
+        assert budget.in_flight() == 3 * 3072
+        assert not budget.take(frame.nbytes)  # a 4th would pass the budget
+        del payloads[2], payload  # pickled for the agent (or dropped): the copy is freed
+        assert budget.in_flight() == 2 * 3072
+        assert budget.take(frame.nbytes)
+    finally:
+        pool.close()
+
+
+def test_a_burst_past_a_full_pool_is_bounded_and_what_was_taken_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agent frozen (it reads no block), 2 blocks at most: of 40 frames logged at
+    once, those over ``media_budget`` are refused and counted; every one accepted is
+    written once the agent goes on."""
+    from aoff._media import _shm
+
+    monkeypatch.setattr(_shm, "MAX_BLOCKS", 2)
+    frame = np.zeros((4, 16, 16, 3), np.uint8)  # 3,072 bytes: 3 fit in 10,000
+    with _logger(tmp_path, "process", media_budget=10_000, backends=("tensorboard",)) as log:
+        log.log_step(1, {"x": 1.0})
+        log.flush()
+        kill_agent(log, signal.SIGSTOP)
+        try:
+            with pytest.warns(AoffWarning, match="refused"):
+                for _ in range(40):
+                    log.log_video("v", frame)
+        finally:
+            kill_agent(log, signal.SIGCONT)
+    report = log.close()
+    assert report.media_refused >= 30  # 37 unless rounds shipped copies in between
+    assert report.media_written + report.media_refused == 40
+    assert len(read_images(tmp_path)["v"]) == report.media_written
 
 
 def test_without_a_backend_that_writes_media_none_counts_as_written(

@@ -11,7 +11,10 @@ scalar dropped): no copy is made, a ``MEDIA_REFUSED`` event counts it (``FinishR
 media_refused``, the run summary) and the first refusal warns once (:class:`AoffWarning`).
 The bytes come back as the encoder reads the frames: in process mode the agent marks the
 frames' shared-memory block free (``_shm.ShmPool``), in thread mode the encoder thread
-reports its running total.
+reports its running total. In process mode, frames that find no free block (all
+``MAX_BLOCKS`` in use) travel as a NumPy copy in the event: that copy counts until it is
+freed (pickled into a frame for the agent, dropped, or encoded by a lost agent's
+fallback), or a burst of small images would hold any number of copies past the budget.
 
 ``log_figure`` renders the Matplotlib figure here, at the call, to an RGB array (Agg,
 ``figure.canvas.buffer_rgba``), then logs it as an image: a figure is a live object of
@@ -20,8 +23,10 @@ this process and cannot travel, and rendering once is what SummaryWriter.add_fig
 
 from __future__ import annotations
 
+import sys
 import threading
 import warnings
+import weakref
 from collections.abc import Callable
 from typing import Any, Generic
 
@@ -37,7 +42,7 @@ from ._frames import (
     check_key,
     checked_frames,
 )
-from ._shm import ShmPool
+from ._shm import ShmFrames, ShmPool
 
 __all__ = [
     "DEFAULT_MEDIA_BUDGET",
@@ -66,11 +71,15 @@ class MediaBudget:
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
-        self._lock = threading.Lock()
+        # re-entrant: a copy's finalizer (_unspill) may run in a collection that starts
+        # inside take()
+        self._lock = threading.RLock()
         self.taken = 0
         self.freed = 0
         #: the shared-memory pool (process mode): its blocks in use are what is in flight
         self.pool: ShmPool | None = None
+        #: process mode: bytes of NumPy copies made because no block was free, alive now
+        self.spilled = 0
 
     def note_freed(self, total: int) -> None:
         """The encoder's running total of bytes freed (monotonic)."""
@@ -79,7 +88,25 @@ class MediaBudget:
 
     def in_flight(self) -> int:
         pool = self.pool
-        return pool.in_use_bytes() if pool is not None else self.taken - self.freed
+        if pool is not None:
+            return pool.in_use_bytes() + self.spilled
+        return self.taken - self.freed
+
+    def captured(self, payload: object, nbytes: int) -> None:
+        """Process mode: a call's frames are in ``payload``. Frames outside the pool (a
+        NumPy copy: every block was in use) count until that copy is freed."""
+        if self.pool is None or type(payload) is ShmFrames:
+            return
+        numpy = sys.modules.get("numpy")
+        if numpy is None or type(payload) is not numpy.ndarray:
+            return  # a device copy still on its way (counted by the pool if it lands there)
+        with self._lock:
+            self.spilled += nbytes
+        weakref.finalize(payload, self._unspill, nbytes)
+
+    def _unspill(self, nbytes: int) -> None:
+        with self._lock:
+            self.spilled -= nbytes
 
     def take(self, nbytes: int) -> bool:
         """Room for ``nbytes`` more (then counted), or False (nothing counted)."""
@@ -185,6 +212,7 @@ class MediaCalls(Generic[R]):
         except BaseException:
             budget.give_back(want)
             raise
+        budget.captured(payload, nbytes)
         wall = self._clock() if wall is None else wall
         event = (ev.MEDIA, wall, key, step, what, payload, fmt, fps, nbytes)
         if isinstance(payload, Placeholder):
