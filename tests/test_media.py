@@ -227,6 +227,29 @@ def test_in_flight_bytes_are_bounded_while_the_encoder_works(tmp_path: Path) -> 
     assert len(read_images(tmp_path)["v"]) == 3
 
 
+def test_a_producers_frames_never_widen_the_learners_budget(tmp_path: Path) -> None:
+    """Thread mode: the run's encoder also encodes the producers' frames; their bytes are
+    the producer's budget's, never the learner's (they once joined the encoder's freed
+    total, and the learner's budget then took that much more past ``media_budget``)."""
+    frame = np.zeros((4, 16, 16, 3), np.uint8)  # 3,072 bytes
+    with _logger(tmp_path, "thread", media_budget=10_000) as log:
+        producer = log.remote("collector", media_budget=1 << 20)  # refuses none
+        for _ in range(10):
+            producer.log_video("c", frame)
+        assert producer.close().complete
+        log.flush()  # the producer's 10 are encoded: 30,720 bytes freed by the encoder
+        gate = hold_media_encoder(log)
+        with pytest.warns(AoffWarning, match="refused"):
+            for _ in range(10):
+                log.log_video("v", frame)
+        assert probe(log).media_in_flight <= 10_000
+        gate.set()
+    report = log.close()
+    assert (report.media_written, report.media_refused) == (13, 7)
+    images = read_images(tmp_path)
+    assert (len(images["v"]), len(images["c"])) == (3, 10)
+
+
 @pytest.mark.parametrize(
     ("call", "data", "kw", "error", "match"),
     [

@@ -30,7 +30,8 @@ from ._freed import has_media
 
 __all__ = ["MediaEncoder", "MediaJob"]
 
-#: (key, step, wall_time, what, frames payload, dataformats, fps, nbytes)
+#: (key, step, wall_time, what, frames payload, dataformats, fps, bytes the logger's budget
+#: gets back once done: the frames' size, 0 for a producer's, freed by its own budget)
 MediaJob = tuple[str, int, float, str, Any, str, float, int]
 
 

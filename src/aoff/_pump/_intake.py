@@ -83,7 +83,10 @@ class Intake:
         self.last_step = 0  # the run's latest record's step: a media call's step=None
         self.media_written = 0  # encoded and handed to at least one backend
 
-    def _media_event(self, e: Event) -> None:
+    def _media_event(self, e: Event, *, own: bool = True) -> None:
+        """Hand a media event to the encoder. ``own``: the logger's (its bytes go back to
+        this process's budget once encoded); a producer's frames were its own budget's
+        until sent, so they free nothing here."""
         s = self.state
         if e[0] == MEDIA_REFUSED:
             s.media_refused += 1
@@ -91,7 +94,7 @@ class Intake:
         _, wall, key, step, what, payload, fmt, fps, nbytes = e
         step = self.last_step if step is None else step
         s.last_media = (key, step)
-        self.media.submit((key, step, wall, what, payload, fmt, fps, nbytes))
+        self.media.submit((key, step, wall, what, payload, fmt, fps, nbytes if own else 0))
 
     def offer_media(self) -> None:
         """Hand what the encoder finished to the runners whose backend writes media."""
@@ -153,7 +156,7 @@ class Intake:
                 self._media_event(e)
                 continue
             if kind == REMOTE and type(e[3]) is tuple and e[3][0] in _MEDIA_KINDS:
-                self._media_event(e[3])  # a producer's: the run's tag, step and encoder
+                self._media_event(e[3], own=False)  # a producer's: the run's encoder
                 continue
             try:
                 rec = apply(e)
