@@ -24,6 +24,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from aoff import AsyncOffPolicyLogger, OffPolicyLogger
 from aoff.testing import (
+    Probe,
     await_until,
     kill_agent,
     probe,
@@ -399,6 +400,16 @@ async def test_the_async_face_ships_a_flood_in_slices_the_loop_runs_between(
         assert [r["iteration"] for r in jsonl_rows(tmp_path)] == list(range(1, n + 1))
 
 
+async def _hundred_steps_in_the_agent(log: AsyncOffPolicyLogger) -> Probe:
+    """Steps 1-100 logged and flushed by an async logger whose pump is in the agent."""
+    p = probe(log)
+    assert p.pump_place == "agent"
+    for i in range(1, 101):
+        await log.log_step(i, {"x": float(i)})
+    await log.aflush()
+    return p
+
+
 @pytest.mark.anyio
 async def test_the_async_face_keeps_only_pickles_and_a_lost_agent_gets_them_back(
     tmp_path: Path,
@@ -414,11 +425,7 @@ async def test_the_async_face_keeps_only_pickles_and_a_lost_agent_gets_them_back
     async with AsyncOffPolicyLogger(
         log_dir=tmp_path, backends=("jsonl",), handle_sigterm=False, display="none"
     ) as log:
-        p = probe(log)
-        assert p.pump_place == "agent"
-        for i in range(1, 101):
-            await log.log_step(i, {"x": float(i)})
-        await log.aflush()
+        p = await _hundred_steps_in_the_agent(log)
         await await_until(  # its Ack says so (at most every 0.25 s)
             lambda: p.agent_written == {"jsonl": 100, "tensorboard": 100},
             timeout=60,
@@ -579,11 +586,7 @@ async def test_the_async_faces_fallback_writes_as_the_run_goes_on_and_frees_unre
         display="none",
         media_budget=10 * image.nbytes,
     ) as log:
-        p = probe(log)
-        assert p.pump_place == "agent"
-        for i in range(1, 101):
-            await log.log_step(i, {"x": float(i)})
-        await log.aflush()
+        p = await _hundred_steps_in_the_agent(log)
         kill_agent(log, signal.SIGSTOP)  # it reads nothing more
         try:
             for _ in range(10):  # a full budget of images, sent to the stopped agent

@@ -211,17 +211,23 @@ def test_over_budget_the_newest_is_refused_and_counted_never_a_scalar(
     assert summary["media"] == {"written": 50, "refused": 2}
 
 
+def _past_the_budget_while_encoding_waits(log: OffPolicyLogger, frame: Any, budget: int) -> None:
+    """The encoder held, 10 frames logged as ``"v"``: some are refused (one warning) and
+    what waits stays within ``budget``; then the encoder goes on."""
+    gate = hold_media_encoder(log)
+    with pytest.warns(AoffWarning, match="refused"):
+        for _ in range(10):
+            log.log_video("v", frame)
+    assert probe(log).media_in_flight <= budget
+    gate.set()
+
+
 def test_in_flight_bytes_are_bounded_while_the_encoder_works(tmp_path: Path) -> None:
     """Thread mode, the encoder held: what waits is bounded by the budget, and what was
     accepted is written at finish()."""
     frame = np.zeros((4, 16, 16, 3), np.uint8)  # 3,072 bytes
     with _logger(tmp_path, "thread", media_budget=10_000) as log:
-        gate = hold_media_encoder(log)
-        with pytest.warns(AoffWarning, match="refused"):
-            for _ in range(10):
-                log.log_video("v", frame)
-        assert probe(log).media_in_flight <= 10_000
-        gate.set()
+        _past_the_budget_while_encoding_waits(log, frame, 10_000)
     report = log.close()
     assert (report.media_written, report.media_refused) == (3, 7)
     assert len(read_images(tmp_path)["v"]) == 3
@@ -238,12 +244,7 @@ def test_a_producers_frames_never_widen_the_learners_budget(tmp_path: Path) -> N
             producer.log_video("c", frame)
         assert producer.close().complete
         log.flush()  # the producer's 10 are encoded: 30,720 bytes freed by the encoder
-        gate = hold_media_encoder(log)
-        with pytest.warns(AoffWarning, match="refused"):
-            for _ in range(10):
-                log.log_video("v", frame)
-        assert probe(log).media_in_flight <= 10_000
-        gate.set()
+        _past_the_budget_while_encoding_waits(log, frame, 10_000)
     report = log.close()
     assert (report.media_written, report.media_refused) == (13, 7)
     images = read_images(tmp_path)

@@ -85,21 +85,28 @@ def watch_buffer(log: object) -> BufferWatch:
     buf = _face(log)._buffer
     watch = BufferWatch()
     wait_for_space = buf.wait_for_space
-    drain = buf.drain
 
     def counted_wait(timeout: float | None = None) -> bool:
         watch.waits.append(len(buf))
         return bool(wait_for_space(timeout))
 
-    def counted_drain(limit: int | None = None) -> list[Any]:
+    buf.wait_for_space = counted_wait
+    _after_each_drain(log, lambda out: watch.drains.append(len(out)))
+    return watch
+
+
+def _after_each_drain(log: object, seen: Callable[[list[Any]], object]) -> None:
+    """Call ``seen(events)`` right after each non-empty drain of ``log``'s buffer."""
+    buf = _face(log)._buffer
+    drain = buf.drain
+
+    def drained(limit: int | None = None) -> list[Any]:
         out: list[Any] = drain(limit)
         if out:
-            watch.drains.append(len(out))
+            seen(out)
         return out
 
-    buf.wait_for_space = counted_wait
-    buf.drain = counted_drain
-    return watch
+    buf.drain = drained
 
 
 class BackendWatch:
@@ -152,20 +159,15 @@ def signal_while_draining(log: object, signum: int, *, drain: int = 1) -> None:
     """Raise ``signum`` in this process right after the ``drain``-th non-empty drain of
     ``log``'s buffer took its events: the worst moment for a Ctrl+C, with events out of
     the buffer and not yet shipped (process mode) or folded (thread mode)."""
-    buf = _face(log)._buffer
-    taken = buf.drain
     seen = 0
 
-    def drain_then_signal(limit: int | None = None) -> list[Any]:
+    def count(_: list[Any]) -> None:
         nonlocal seen
-        out: list[Any] = taken(limit)
-        if out:
-            seen += 1
-            if seen == drain:
-                signal.raise_signal(signum)
-        return out
+        seen += 1
+        if seen == drain:
+            signal.raise_signal(signum)
 
-    buf.drain = drain_then_signal
+    _after_each_drain(log, count)
 
 
 def ship_inline_after(log: object, events: int) -> None:
