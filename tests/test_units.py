@@ -383,6 +383,45 @@ def test_fold_never_raises_for_a_non_dict_argument() -> None:
     assert lines == ["log_step(metrics): expected a dict, got list; ignored"]
 
 
+def test_fold_checks_every_dict_even_when_its_keys_were_seen_clean() -> None:
+    """The fold skips the key checks of a key sequence it has seen clean (its tags are
+    cached); a dict with those keys whose values are not all floats, or a legacy alias
+    beside its canonical key, or a bad key among good ones, is still checked."""
+    lines: list[str] = []
+    folder = Folder(State(), lines.append)
+    calls: list[tuple[dict[Any, Any], dict[str, float]]] = [
+        ({"q": 1.0, "loss/x": 2.0}, {"train/q": 1.0, "loss/x": 2.0}),  # clean: cached
+        ({"q": "bad", "loss/x": 2.0}, {"loss/x": 2.0}),  # same keys, a bad value
+        ({"q": 3, "loss/x": True}, {"train/q": 3.0, "loss/x": 1.0}),  # converted
+        ({"q": 1.0, 5: 2.0}, {"train/q": 1.0}),  # a bad key beside a good one
+        ({"q": 4.0}, {"train/q": 4.0}),  # the cleaned keys of the call before, clean
+        ({"entropy": 1.0, "policy/entropy": 2.0}, {"policy/entropy": 2.0}),  # an alias
+        ({"entropy": 1.0, "policy/entropy": 2.0}, {"policy/entropy": 2.0}),  # again
+        ({"policy/entropy": 5.0}, {"policy/entropy": 5.0}),
+        ({"entropy": 6.0}, {"train/entropy": 6.0}),  # alone, the legacy key is kept
+        ({"q": 1.0, "loss/x": 2.0}, {"train/q": 1.0, "loss/x": 2.0}),
+    ]
+    for i, (metrics, want) in enumerate(calls):
+        # twice each, the second with the fold's caches warm
+        for _ in range(2):
+            rec = folder.apply(step_event(i, metrics, components=metrics))
+            assert rec is not None
+            got = {t: v for t, v in rec.scalars if t.startswith(("train/", "loss/", "policy/"))}
+            assert got == want, (i, metrics)
+            components = {t: v for t, v in rec.scalars if t.startswith("reward/")}
+            # components: the same checks, no aliases, reward/ spelling
+            assert set(components) == {
+                "reward/" + k for k in metrics if type(k) is str and type(metrics[k]) is not str
+            }, (i, metrics)
+    # per pass: call 1's 'q' twice (metrics, components), call 3's key 5 twice
+    assert folder.state.invalid_values == 2 * 4
+    # collector timings share the check: a bad value among seen keys is still skipped
+    for timing in ({"env": 1.0}, {"env": "x"}, {"env": 2.0}):
+        folder.apply((ev.COLLECTOR_TIMING, 1.0, timing))
+    assert folder.state.collector_timing == {"env": 2.0}
+    assert folder.state.invalid_values == 2 * 4 + 1
+
+
 # -- BackendRunner -----------------------------------------------------------------------------
 def step_records(start: int, n: int) -> list[StepRecord]:
     return [

@@ -16,7 +16,7 @@ from . import _events as ev
 from ._checkpoint import load_into
 from ._fold_checks import Reporter
 from ._fold_pending import fold_episodes, tail_record
-from ._fold_step import StepFolder
+from ._fold_step import StepFolder, collector_tag
 from ._fold_writer import WRITER_KINDS, fold_writer
 from ._histogram import summarize
 from ._histogram_data import Histogram
@@ -65,7 +65,9 @@ class Folder(StepFolder):
         if kind == ev.STEP:
             return self._step(event)
         if kind == ev.COLLECTOR_TIMING:
-            timing = self._mapping("update_collector_timing", event[2])
+            timing = self._tagged(
+                "update_collector_timing", event[2], self._collector_tags, collector_tag
+            )[0]
             if self._remotes:
                 self._own_timing.update(timing)
                 self._average_timing()

@@ -13,13 +13,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from . import _events as ev
-from ._fold_checks import Checks, Reporter
+from ._fold_checks import _FLOAT_ONLY, _I64_MAX, _I64_MIN, Checks, Reporter
 from ._histogram_data import Histogram, histogram_scalars
 from ._keys import drop_aliases, metric_tag, reward_tag
 from ._records import Scalars, StepRecord, scalars_of, step_record
 from ._state import State
 
-__all__ = ["StepFolder"]
+__all__ = ["StepFolder", "collector_tag"]
 
 #: a STEP event's length: (kind, wall_time, *FIELDS[STEP])
 _STEP_FIELDS = 2 + len(ev.FIELDS[ev.STEP])
@@ -32,11 +32,13 @@ _STEP_TAIL = (
     "timing/learner_train_ms",
     "timing/learner_weight_sync_ms",
 )
+#: no dict argument: nothing, no tags
+_NOTHING: tuple[dict[str, float], tuple[str, ...]] = ({}, ())
 #: tag sequences shared at most (more: the cache starts over)
 _TAG_SEQS_MAX = 1024
 
 
-def _collector_tag(key: str) -> str:
+def collector_tag(key: str) -> str:
     return "timing/collector_" + key
 
 
@@ -103,18 +105,36 @@ class StepFolder(Checks):
             extra_info,
         ) = event if len(event) == _STEP_FIELDS else event[:_STEP_FIELDS]
         where = "log_step"
-        iteration = self._int(where, "iteration", iteration_in)
-        metrics = drop_aliases(self._mapping("log_step(metrics)", metrics_in))
-        reward = None if reward_in is None else self._num_or_skip(where, "reward", reward_in)
-        reward_metrics = (
-            None
-            if reward_metrics_in is None
-            else self._mapping("log_step(reward_metrics)", reward_metrics_in)
+        iteration = (
+            iteration_in
+            if type(iteration_in) is int and _I64_MIN <= iteration_in <= _I64_MAX
+            else self._int(where, "iteration", iteration_in)
         )
-        components = (
-            None
+        metrics, metric_tags = (
+            _NOTHING
+            if metrics_in is None
+            else self._tagged(
+                "log_step(metrics)", metrics_in, self._metric_tags, metric_tag, aliases=True
+            )
+        )
+        reward = (
+            reward_in
+            if reward_in is None or type(reward_in) is float
+            else self._num_or_skip(where, "reward", reward_in)
+        )
+        reward_metrics, reward_metric_tags = (
+            _NOTHING
+            if reward_metrics_in is None
+            else self._tagged(
+                "log_step(reward_metrics)", reward_metrics_in, self._reward_tags, reward_tag
+            )
+        )
+        components, component_tags = (
+            _NOTHING
             if components_in is None
-            else self._mapping("log_step(reward_components)", components_in)
+            else self._tagged(
+                "log_step(reward_components)", components_in, self._reward_tags, reward_tag
+            )
         )
 
         s.iteration = iteration
@@ -144,19 +164,16 @@ class StepFolder(Checks):
         tags: list[str] = ["axis/iteration", "axis/env_steps_total"]
         values: list[float] = [float(iteration), float(step)]
         if metrics:
-            keys = tuple(metrics)
-            tags += self._metric_tags.get(keys) or _tag_names(self._metric_tags, keys, metric_tag)
+            tags += metric_tags
             values += metrics.values()
         if reward is not None:
             tags.append("reward/mean")
             values.append(reward)
         if reward_metrics:
-            keys = tuple(reward_metrics)
-            tags += self._reward_tags.get(keys) or _tag_names(self._reward_tags, keys, reward_tag)
+            tags += reward_metric_tags
             values += reward_metrics.values()
         if components:
-            keys = tuple(components)
-            tags += self._reward_tags.get(keys) or _tag_names(self._reward_tags, keys, reward_tag)
+            tags += component_tags
             values += components.values()
         acc = self._episodes
         if acc[1] or acc[3]:  # episodes ended since the previous step (log_episodes)
@@ -182,7 +199,7 @@ class StepFolder(Checks):
         if timing:
             keys = tuple(timing)
             tags += self._collector_tags.get(keys) or _tag_names(
-                self._collector_tags, keys, _collector_tag
+                self._collector_tags, keys, collector_tag
             )
             values += timing.values()
         sps = s.steps_per_sec()
@@ -207,6 +224,29 @@ class StepFolder(Checks):
                     tags.append(tag)
                     values.append(value)
         return step_record(step, iteration, wall, self._scalars(tags, values), histograms)
+
+    def _tagged(
+        self,
+        where: str,
+        values: object,
+        cache: dict[tuple[str, ...], tuple[str, ...]],
+        spell: Callable[[str], str],
+        *,
+        aliases: bool = False,
+    ) -> tuple[dict[str, float], tuple[str, ...]]:
+        """A dict argument, checked (:meth:`_mapping`), and its tags. ``cache`` holds the
+        tags of key sequences already checked (valid keys, no legacy alias beside its
+        canonical key): a dict of such keys and plain floats, the usual step, costs a
+        key tuple and a lookup, not the checks (~0.8 instead of ~2.2 us for 12 keys)."""
+        if type(values) is dict and _FLOAT_ONLY.issuperset(map(type, values.values())):
+            tags = cache.get(tuple(values))
+            if tags is not None:
+                return values, tags
+        clean = self._mapping(where, values)
+        if aliases:
+            clean = drop_aliases(clean)
+        keys = tuple(clean)
+        return clean, cache.get(keys) or _tag_names(cache, keys, spell)
 
     def _scalars(self, tags: list[str], values: list[float]) -> Scalars:
         """The record's pairs, with one ``tags`` tuple per tag sequence (see Scalars)."""
