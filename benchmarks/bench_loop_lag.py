@@ -22,9 +22,10 @@ Each run also says where the lateness comes from:
   share of a core), the p99 and the longest hold of the loop by one (its CPU time; wall
   in brackets).
 
-``--nice-agent N`` lowers the agent's priority, ``--pin`` runs the loop on CPU 0 and
-the agent on CPU 1: both to tell what aoff's own code costs the loop from what sharing
-the CPUs with the agent costs it.
+``--nice-agent N`` passes ``agent_nice=N`` (the default is the logger's: 10; ``0``
+runs the agent at the loop's priority), ``--pin`` runs the loop on CPU 0 and the agent
+on CPU 1: both to tell what aoff's own code costs the loop from what sharing the CPUs
+with the agent costs it.
 
     python benchmarks/bench_loop_lag.py [--seconds 4] [--repeat 2] [--backend asyncio]
 """
@@ -156,16 +157,19 @@ def _timed_rounds(side: Any, run: Run) -> None:
     side._round = timed
 
 
-async def with_aoff(seconds: float, nice: int, pin: bool) -> Run:
+async def with_aoff(seconds: float, nice: int | None, pin: bool) -> Run:
     run = Run()
+    kw: dict[str, Any] = {} if nice is None else {"agent_nice": nice}
     with tempfile.TemporaryDirectory() as tmp:
         async with AsyncOffPolicyLogger(
-            log_dir=Path(tmp), backends=("jsonl",), display=NullDisplay(), handle_sigterm=False
+            log_dir=Path(tmp),
+            backends=("jsonl",),
+            display=NullDisplay(),
+            handle_sigterm=False,
+            **kw,
         ) as log:
             side = log._side
             assert side is not None, "the pump is not in the agent"
-            if nice:
-                os.setpriority(os.PRIO_PROCESS, side.proc.pid, nice)
             if pin:
                 os.sched_setaffinity(side.proc.pid, {1})
             await log.log_step(0, METRICS)
@@ -177,7 +181,7 @@ async def with_aoff(seconds: float, nice: int, pin: bool) -> Run:
         return run
 
 
-async def without(seconds: float, nice: int, pin: bool) -> Run:
+async def without(seconds: float, nice: int | None, pin: bool) -> Run:
     return await measure(NoLogger(), seconds, Run())
 
 
@@ -215,7 +219,9 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=4.0)
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--backend", choices=["asyncio", "trio", "both"], default="both")
-    ap.add_argument("--nice-agent", type=int, default=0, help="the agent's niceness")
+    ap.add_argument(
+        "--nice-agent", type=int, default=None, help="agent_nice= (default: the logger's)"
+    )
     ap.add_argument("--pin", action="store_true", help="this loop on CPU 0, the agent on 1")
     ap.add_argument("--quick", action="store_true", help="tiny sizes (a smoke test)")
     args = ap.parse_args()

@@ -282,6 +282,33 @@ def test_ctrl_c_while_the_agent_is_still_starting_does_not_kill_it(tmp_path: Pat
     assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 100
 
 
+@pytest.mark.parametrize("nice", [None, 0, 3])
+def test_the_agent_runs_nicer_than_the_training_process_by_agent_nice(
+    tmp_path: Path, nice: int | None
+) -> None:
+    """Under CPU contention the training loop comes first: the agent lowers its own
+    priority by ``agent_nice`` (default 10) once started, and still writes everything."""
+    kw = {} if nice is None else {"agent_nice": nice}
+    log = OffPolicyLogger(
+        log_dir=tmp_path, backends=("jsonl",), log_backend="none", handle_sigterm=False, **kw
+    )
+    for i in range(1, 51):
+        log.log_step(i, {"x": 1.0})
+    log.flush()  # the agent has read its options and folded: its main() ran
+    pid = probe(log).agent_pid
+    assert pid is not None
+    mine = os.getpriority(os.PRIO_PROCESS, 0)
+    want = min(mine + (10 if nice is None else nice), 19)
+    assert os.getpriority(os.PRIO_PROCESS, pid) == want
+    assert log.finish().backend_written == {"jsonl": 50}
+
+
+@pytest.mark.parametrize("bad", [-1, 20, 2.5, True, "10"])
+def test_agent_nice_is_checked_at_the_constructor(tmp_path: Path, bad: object) -> None:
+    with pytest.raises(ValueError, match="agent_nice must be an int from 0 to 19"):
+        OffPolicyLogger(log_dir=tmp_path, log_backend="none", agent_nice=bad)  # type: ignore[arg-type]
+
+
 def test_a_value_pickle_refuses_is_reported_by_the_agent_and_nothing_else_is_lost(
     tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import os
 import signal
 import socket
 import sys
@@ -161,6 +162,10 @@ def main(argv: Sequence[str]) -> int:
     if not isinstance(hello, Hello) or not isinstance(hello.options, Options):
         print("aoff agent: bad hello from the training process", file=sys.stderr)
         return 2
+    # below the training process: under contention its loop and collectors come first
+    # (an error here, e.g. a seccomp filter, costs nothing but the priority)
+    with contextlib.suppress(OSError):
+        os.nice(hello.options.agent_nice)
     agent = Agent(hello.options, conn)
     anyio.run(agent.serve)
     return 0

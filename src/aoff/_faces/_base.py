@@ -31,6 +31,7 @@ from .._display._api import Display
 from .._media._calls import DEFAULT_MEDIA_BUDGET, MediaBudget, MediaCalls
 from .._media._shm import ShmPool
 from .._pump._options import (
+    DEFAULT_AGENT_NICE,
     DEFAULT_WANDB_PROJECT,
     BackendSpec,
     DisplayName,
@@ -116,6 +117,7 @@ class Face(Recorder[R], MediaCalls[R], Generic[R]):
         system_interval: float = DEFAULT_SYSTEM_INTERVAL,
         ranks: RankMode = "zero",
         media_budget: int = DEFAULT_MEDIA_BUDGET,
+        agent_nice: int = DEFAULT_AGENT_NICE,
     ) -> None:
         self._options = Options.of(locals())
         self._options.backend_names()  # bad names and a missing log_dir fail here, in any mode

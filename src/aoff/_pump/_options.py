@@ -32,6 +32,13 @@ PumpMode = Literal["process", "thread"]
 PUMP_MODES: tuple[PumpMode, ...] = ("process", "thread")
 BACKEND_NAMES = ("tensorboard", "jsonl", "csv", "wandb", "mlflow")
 DEFAULT_WANDB_PROJECT = "aoff"
+#: the agent's niceness above the training process's (``agent_nice=``): under CPU
+#: contention the training loop (and its collectors) come first, the agent takes what is
+#: left and catches up from its backlog; with a CPU to spare it changes nothing. Chosen by
+#: measurement (docs/reference/performance.md, "The agent's priority")
+DEFAULT_AGENT_NICE = 10
+#: the most a process can be niced (Linux: 19); raising priority (< 0) needs privileges
+MAX_NICE = 19
 
 
 #: ``display=`` by name (picklable: the agent builds it): no dashboard, plain status
@@ -107,6 +114,8 @@ class Options:
     tb_purge_step: int | None = None
     #: bytes of image/video frames accepted but not yet encoded (``_media/_calls.py``)
     media_budget: int = DEFAULT_MEDIA_BUDGET
+    #: how much nicer than the training process the agent runs (``pump="process"``)
+    agent_nice: int = DEFAULT_AGENT_NICE
 
     def __post_init__(self) -> None:
         def fix(name: str, value: object) -> None:
@@ -149,6 +158,9 @@ class Options:
             raise ValueError(f"system_interval must be a number of seconds >= 0, got {si!r}")
         fix("system_interval", float(si))
         check_media_budget(self.media_budget)
+        nice = self.agent_nice
+        if isinstance(nice, bool) or not isinstance(nice, int) or not 0 <= nice <= MAX_NICE:
+            raise ValueError(f"agent_nice must be an int from 0 to {MAX_NICE}, got {nice!r}")
         n = self.resume_step
         if n is not None:
             if isinstance(n, bool) or not isinstance(n, int):
