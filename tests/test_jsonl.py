@@ -64,7 +64,7 @@ def test_fast_lines_are_the_general_paths_bytes(monkeypatch: pytest.MonkeyPatch)
     records += make_records(20)
     fast = encode_lines(records)
     assert any(row is not None for row in _jsonl._row_types.values())  # it was used
-    monkeypatch.setattr(_jsonl, "_fast_line", lambda rec: None)
+    monkeypatch.setattr(_jsonl, "_fast_row", lambda rec: None)
     assert fast == encode_lines(records)
 
 
