@@ -53,10 +53,12 @@ from .._transport._wire import AGENT_IGNORES
 
 #: the agent's first-generation collection threshold (CPython's default: 700). The count
 #: is allocations less deallocations of container objects, so what trips it is the
-#: events and records alive in the agent's buffer and the backends' outboxes; each young
-#: collection walks them all. A ``gc.callbacks`` probe over 100,000 flat-out iterations
-#: of the standard workload: 0.53 s of collection at 10,000, 0.19 s at 50,000 (~5 MB of
-#: young objects at most between collections; events and records hold no cycles)
+#: events being folded (the frame the pump's drain unpickled: the backlog itself is
+#: bytes, which the collector never tracks) and the records alive in the backends'
+#: outboxes; each young collection walks them all. A ``gc.callbacks`` probe over 100,000
+#: flat-out iterations of the standard workload (when the backlog still held unpickled
+#: events): 0.53 s of collection at 10,000, 0.19 s at 50,000 (~5 MB of young objects at
+#: most between collections; events and records hold no cycles)
 GC_THRESHOLD = 50_000
 #: the agent tells the training process how far it got at most this often (and at every
 #: flush and at the end): the training process reads them once a second
