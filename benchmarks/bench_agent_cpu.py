@@ -12,6 +12,8 @@ on. The agent's start-up (imports) is left out: the count starts after a warm-up
   iteration, wake-ups included;
 * flat out: the loop as fast as it goes: agent CPU per iteration, and the loop plus
   ``finish()`` as iterations/s and scalars/s on disk, with the events dropped;
+* 4 threads flat out, a quarter of the iterations each: the same, with the events
+  from several threads at once (the training process's GIL shared by 5 threads);
 * flat out, 8 metrics a step (``log_step`` alone): scalars/s on disk, the issue's
   throughput figure (each step also gets aoff's own scalars: counted too).
 
@@ -24,6 +26,7 @@ import argparse
 import json
 import os
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -94,6 +97,29 @@ def standard(run: Path, n: int, pace_s: float) -> dict[str, float]:
     }
 
 
+def threads(run: Path, n: int, k: int = 4) -> dict[str, float]:
+    """``k`` threads flat out, ``n // k`` standard iterations each, loop + ``finish()``."""
+    log = logger(run)
+    iterate(log, 0, 10)
+    log.flush()
+    per = n // k
+    ts = [threading.Thread(target=iterate, args=(log, 10 + t * per, per)) for t in range(k)]
+    t0 = time.perf_counter()
+    for th in ts:
+        th.start()
+    for th in ts:
+        th.join()
+    report = log.finish()
+    took = time.perf_counter() - t0
+    assert rows(run) == report.backend_written["jsonl"]
+    return {
+        "iterations_per_s": k * per / took,
+        "scalars_per_s": 32 * k * per / took,
+        "dropped": report.dropped_events,
+        "written": report.backend_written["jsonl"] - 10,
+    }
+
+
 def eight_metrics(run: Path, n: int) -> dict[str, float]:
     """One producer flat out: ``log_step`` with 8 metrics, loop + ``finish()``."""
     metrics = {f"m{k}": float(k) for k in range(8)}
@@ -124,6 +150,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         paced = standard(Path(tmp) / "paced", n, args.pace_ms / 1e3)
         flat = standard(Path(tmp) / "flat", n * 5, 0.0)
+        four = threads(Path(tmp) / "threads", n * 5)
         eight = eight_metrics(Path(tmp) / "eight", n * 5)
     print(f"agent CPU, standard workload (4 calls, 32 scalars an iteration), n={n:,}:")
     print(
@@ -141,12 +168,18 @@ def main() -> None:
         f"written {flat['written']:,.0f}"
     )
     print(
+        f"  4 threads, standard {four['iterations_per_s']:10,.0f} iterations/s "
+        f"{four['scalars_per_s']:12,.0f} scalars/s  dropped {four['dropped']:,.0f}, "
+        f"written {four['written']:,.0f}"
+    )
+    print(
         f"  log_step, 8 metrics {eight['steps_per_s']:10,.0f} steps/s      "
         f"{eight['metric_scalars_per_s']:12,.0f} metric scalars/s  "
         f"dropped {eight['dropped']:,.0f}, written {eight['written']:,.0f}"
     )
     if args.out is not None:
-        args.out.write_text(json.dumps({"paced": paced, "flat": flat, "eight": eight}))
+        got = {"paced": paced, "flat": flat, "threads": four, "eight": eight}
+        args.out.write_text(json.dumps(got))
 
 
 if __name__ == "__main__":

@@ -369,6 +369,56 @@ def test_a_device_value_that_can_never_be_read_is_said_and_counted_in_process_mo
     ], err
 
 
+def test_a_burst_the_stalled_agent_cannot_fold_yet_arrives_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agent keeps what it reads as the frames came, pickled, bounded in bytes
+    (``_core/_backlog.py``), not as unpickled events bounded at 2 x ``capacity``. With
+    its pump stalled (a backend holding the pump's loop until a flag file appears,
+    ``benchmarks/_blocking.py``) and ``capacity=2000``, a flat-out burst of 40,000 steps
+    of 50 metrics (~23 MB of pickles: more than the old 4,000 events in the agent, the
+    socket, the 8 MiB the training process keeps for it and its 2,000-event buffer
+    together; ~20,000 of them were dropped) is all read by the agent meanwhile, and is
+    written whole, in order, once the pump goes on."""
+    bench = str(ROOT / "benchmarks")
+    monkeypatch.setenv("PYTHONPATH", bench + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    monkeypatch.syspath_prepend(bench)
+    from _blocking import FlagBackend
+
+    flag = tmp_path / "release"
+    n = 40_000
+    log = OffPolicyLogger(
+        log_dir=str(tmp_path / "run"),
+        log_backend="none",
+        backends=("jsonl", FlagBackend(str(flag), in_loop=True)),
+        capacity=2000,
+        display="none",
+        handle_sigterm=False,
+        system_interval=0,
+    )
+    try:
+        p = probe(log)
+        assert p.pump_place == "agent"
+        log.flush()  # the agent is up (no record yet: the stalling backend wrote nothing)
+        metrics = {f"m{k}": 0.5 for k in range(50)}
+        for i in range(1, n + 1):
+            log.log_step(i, metrics)
+        assert p.buffer_dropped == 0
+        wait_until(
+            lambda: p.buffered == 0 and p.link_pending_bytes == 0,
+            timeout=60,
+            what="the stalled agent to read every frame",
+        )
+        assert p.buffer_dropped == 0
+    finally:
+        flag.touch()
+    report = log.finish()
+    assert report.dropped_events == 0 and report.complete
+    assert report.backend_written["jsonl"] == n
+    rows = [r["iteration"] for r in jsonl_rows(tmp_path / "run")]
+    assert rows == list(range(1, n + 1))
+
+
 @pytest.mark.parametrize("overflow", ["drop_newest", "block"])
 def test_a_small_buffer_is_shipped_before_it_fills(tmp_path: Path, overflow: str) -> None:
     """Producers ship once half the buffer's ``capacity`` waits, not only after the usual
@@ -509,7 +559,7 @@ def test_a_loop_round_is_bounded_in_events_and_bytes_and_says_when_more_can_go()
 
     from aoff._core._buffer import EventBuffer
     from aoff._core._report import FinishReport
-    from aoff._transport._messages import Events, decode_to_peer
+    from aoff._transport._messages import Events, decode_to_peer, unpack_events
     from aoff._transport._shipper import Shipper
     from aoff._transport._wire import Link
 
@@ -528,8 +578,8 @@ def test_a_loop_round_is_bounded_in_events_and_bytes_and_says_when_more_can_go()
         got: list[object] = []
         while peer.poll(1):
             msg = decode_to_peer(peer.recv_bytes())
-            assert isinstance(msg, Events) and len(msg.events) <= 3
-            got += [e[2] for e in msg.events]
+            assert isinstance(msg, Events) and msg.n <= 3
+            got += [e[2] for e in unpack_events(msg.payload)]
             if len(got) == 10:
                 break
         peer.close()

@@ -6,9 +6,11 @@ training process's word (``stop``) or, if that process dies, on end of file: the
 folds and writes everything it received, closes the files, restores the terminal and
 exits.
 
-Its own buffer uses the ``block`` policy (nothing is dropped in the agent): when it is
-full the receiver stops reading, the socket fills, and the training process's buffer and
-its overflow policy take over. Bound: ``agent_capacity`` events (2 x ``capacity``).
+Its own buffer (``_core/_backlog.py``) keeps each frame as it came, pickled, until the
+pump drains it, and is bounded in bytes (:func:`agent_backlog_bytes`: 64 MiB at the
+default ``capacity``). It uses the ``block`` policy (nothing is dropped in the agent):
+when it is full the receiver stops reading, the socket fills, and the training process's
+buffer and its overflow policy take over.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ import anyio.from_thread
 import anyio.lowlevel
 
 from .._core import _events as ev
-from .._core._buffer import EventBuffer
+from .._core._backlog import Backlog
+from .._core._buffer import DEFAULT_CAPACITY
 from .._pump._options import Options
 from .._pump._wiring import Core
 from .._transport._messages import (
@@ -50,27 +53,36 @@ from .._transport._wire import AGENT_IGNORES
 
 #: the agent's first-generation collection threshold (CPython's default: 700). The count
 #: is allocations less deallocations of container objects, so what trips it is the
-#: events and records alive in the agent's buffer and the backends' outboxes; each young
-#: collection walks them all. A ``gc.callbacks`` probe over 100,000 flat-out iterations
-#: of the standard workload: 0.53 s of collection at 10,000, 0.19 s at 50,000 (~5 MB of
-#: young objects at most between collections; events and records hold no cycles)
+#: events being folded (the frame the pump's drain unpickled: the backlog itself is
+#: bytes, which the collector never tracks) and the records alive in the backends'
+#: outboxes; each young collection walks them all. A ``gc.callbacks`` probe over 100,000
+#: flat-out iterations of the standard workload (when the backlog still held unpickled
+#: events): 0.53 s of collection at 10,000, 0.19 s at 50,000 (~5 MB of young objects at
+#: most between collections; events and records hold no cycles)
 GC_THRESHOLD = 50_000
 #: the agent tells the training process how far it got at most this often (and at every
 #: flush and at the end): the training process reads them once a second
 ACK_INTERVAL = 0.25
+#: the agent's backlog at the default ``capacity``: bytes of frames as they came
+#: (pickled), ~98 bytes an event of the standard workload, so ~680,000 events (unpickled,
+#: ~536 bytes each, they would take ~360 MB). See the measurements in
+#: ``docs/reference/performance.md`` ("The agent's backlog")
+BACKLOG_BYTES = 64 << 20
 
 
-def agent_capacity(options: Options) -> int:
-    """Events the agent buffers before it stops reading (backpressure)."""
-    return 2 * options.capacity
+def agent_backlog_bytes(options: Options) -> int:
+    """Bytes of pickled events the agent buffers before it stops reading (backpressure):
+    ``BACKLOG_BYTES``, scaled up with a ``capacity`` above the default."""
+    return max(BACKLOG_BYTES, options.capacity * (BACKLOG_BYTES // DEFAULT_CAPACITY))
 
 
 class Agent:
     def __init__(self, options: Options, conn: Connection) -> None:
         self.conn = conn
         self._send_lock = threading.Lock()
-        self.buffer = EventBuffer(agent_capacity(options), "block")
+        self.buffer = Backlog(agent_backlog_bytes(options))
         self.core = Core(options, buffer=self.buffer, on_tick=self.tick)
+        self.buffer.on_unreadable = self.core.pump.say
         self._last_ack: Ack | None = None
         self._acked_at = 0.0
         self._frozen = False
@@ -130,9 +142,9 @@ class Agent:
                     buf.append_final(ev.finish_event(time.time(), "Training Summary", "", True))
                     break
                 match msg:
-                    case Events(events, dropped):
+                    case Events(payload, n, dropped):
                         pump.note_upstream_dropped(dropped)
-                        buf.put_many(events)
+                        buf.put_frame(payload, n)  # unpickled as the pump drains it
                     case Out(stream, text):  # printed in the training process: above the panel
                         pump.echo(stream, text)
                     case Flush(n):

@@ -8,10 +8,11 @@ it, says ``("produce", name, pid)`` and gets ``("welcome", live_name)`` (``name`
 Then it speaks the agent's protocol (``_transport/_messages.py``), so the producer side
 is the agent's own :class:`~aoff._transport._shipper.Shipper`:
 
-``Events(events, dropped_so_far)``
-    each event goes into the pump's buffer wrapped as ``(REMOTE, wall, live_name,
-    event)`` (folded by ``_core/_fold.py``), in the order received: each producer's
-    events stay in order, producers interleave. In the agent that buffer blocks when
+``Events(payload, n, dropped_so_far)``
+    the frame's events (``payload``, their pickle, unpacked here) each go into the
+    pump's buffer wrapped as ``(REMOTE, wall, live_name, event)`` (folded by
+    ``_core/_fold.py``), in the order received: each producer's events stay in order,
+    producers interleave. In the agent that buffer (``_core/_backlog.py``) blocks when
     full, so backpressure reaches the producer's socket, then its own buffer's policy.
 ``Flush(n)`` -> ``Flushed(n, None)``
     once the pump has written and flushed everything received so far.
@@ -42,6 +43,7 @@ from .._transport._messages import (
     Stop,
     decode_to_peer,
     encode,
+    unpack_events,
 )
 from ._hub import ProducerHub, check_name
 from ._server import SEND_TIMEOUT, register_role, set_timeouts
@@ -84,7 +86,8 @@ def serve_producer(server: LiveServer, conn: Connection, hello: tuple[Any, ...])
             except (EOFError, OSError):
                 break
             match msg:
-                case Events(events, dropped):
+                case Events(payload, _, dropped):
+                    events = unpack_events(payload)
                     if type(dropped) is int:
                         hub.dropped_by[live] = dropped
                     if hub.put(live, events):

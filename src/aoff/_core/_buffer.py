@@ -114,9 +114,9 @@ class EventBuffer:
         self._dq.append(event)
 
     def put_many(self, events: list[Event]) -> None:
-        """``put`` each of ``events``, in order, a slice at a time where the policy allows
-        (the agent's receiver takes frames of up to 4,096 events): ``block`` takes what
-        fits, waits for space, then the rest; ``drop_oldest`` takes them all."""
+        """``put`` each of ``events``, in order, a slice at a time where the policy allows:
+        ``block`` takes what fits, waits for space, then the rest; ``drop_oldest`` takes
+        them all. (The agent's receiver queues whole frames, pickled: ``_backlog.py``.)"""
         if self.overflow == "drop_newest":
             for e in events:
                 self._put_drop_newest(e)

@@ -9,6 +9,7 @@ stderr inherited, so the agent draws on the same terminal.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -17,12 +18,14 @@ import sys
 
 from .._pump._options import Options
 from .._transport._messages import Hello, encode
-from .._transport._wire import AGENT_IGNORES, Link
+from .._transport._wire import AGENT_IGNORES, SEND_BUFFER_BYTES, Link
 
 
 def start_agent(options: Options) -> tuple[subprocess.Popen[bytes], Link]:
     """Start the agent and queue its options; the first events can be queued at once."""
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    with contextlib.suppress(OSError):  # room for bytes in flight (see SEND_BUFFER_BYTES)
+        ours.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER_BYTES)
     env = dict(os.environ)
     here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = here + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")

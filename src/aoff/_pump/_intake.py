@@ -186,7 +186,7 @@ class Intake:
         buffer = self.buffer
         if self.media.done:
             self.offer_media()
-        self.saw_full = len(buffer) >= buffer.capacity
+        self.saw_full = buffer.full()
         # Not final: fold at most what is buffered now (then the caller renders), so a
         # producer faster than the fold cannot keep the pump in here forever.
         budget = None if final else len(buffer) + FOLD_SLICE

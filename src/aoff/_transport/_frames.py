@@ -18,7 +18,7 @@ from .._core._convert import Opaque
 from .._core._events import Event
 from .._media._freed import shm_frames
 from .._media._shm import ShmFrames
-from ._messages import Events, decode_to_peer
+from ._messages import Events, decode_to_peer, unpack_events
 
 __all__ = ["Pickled", "picklable_batch", "steps_and_frames"]
 
@@ -95,4 +95,4 @@ class Pickled:
     def __iter__(self) -> Iterator[Event]:
         msg = decode_to_peer(self.payload)
         assert isinstance(msg, Events)
-        return iter(msg.events)
+        return iter(unpack_events(msg.payload))

@@ -3,12 +3,13 @@
 Each round drains the event buffer (a C-speed ``popleft`` loop), keeps events whose
 values wait for a device copy until they land (polled, never waited for; later events
 stay behind them, so order is kept), pickles what is ready in frames of up to
-``FRAME_EVENTS`` and queues them on the :class:`~aoff._transport._wire.Link`. A round is one
-GIL hold however it is cut (``pickle.dumps`` never releases the GIL), so frames are
-large: fewer system calls, and one pickler memo for the dict keys of many events. The
-logic is here once;
-``_faces/_side.AgentSide`` drives it from a daemon thread (the sync face) or an anyio task in
-the caller's loop (the async face).
+``FRAME_EVENTS`` (the events' own pickle inside an ``Events`` message: the agent keeps
+it as it came until its pump drains it) and queues them on the
+:class:`~aoff._transport._wire.Link`. A round is one GIL hold however it is cut
+(``pickle.dumps`` never releases the GIL), so frames are large: fewer system calls, and
+one pickler memo for the dict keys of many events. The logic is here once;
+``_faces/_side.AgentSide`` drives it from a daemon thread (the sync face) or an anyio
+task in the caller's loop (the async face).
 
 Backpressure: while more than ``MAX_PENDING_BYTES`` wait for the socket (the agent is
 behind), nothing more is drained; the buffer's overflow policy then applies at
@@ -45,6 +46,7 @@ from ._messages import (
     Stop,
     decode_from_peer,
     encode,
+    pack_events,
 )
 from ._wire import MAX_PENDING_BYTES, Link
 
@@ -235,10 +237,11 @@ class Shipper(Generic[R]):
 
     def _queue_events(self, batch: list[Event]) -> None:
         try:
-            payload = encode(Events(batch, self.dropped()))
+            inner = pack_events(batch)
         except Exception:
             batch = picklable_batch(batch)  # a value pickle refuses
-            payload = encode(Events(batch, self.dropped()))
+            inner = pack_events(batch)
+        payload = encode(Events(inner, len(batch), self.dropped()))
         self.link.queue(payload, batch if self.keep_events else Pickled(payload, batch))
 
     def _sent(self, batch: list[Event] | Pickled) -> None:
