@@ -56,7 +56,7 @@ class AgentSide:
         self.options = options
         self.buffer = buffer
         self.make_core = make_core
-        self.proc, link = start_agent(options)
+        self.proc, link = start_agent(options, big_send_buffer=driver == "thread")
         self.shipper = Shipper(buffer, link, FinishReport)
         self.shipper.keep_events = False  # only pickles wait: fewer GCs (see Pickled)
         if pool is not None:  # frames nobody will read (dropped, lost) give blocks back

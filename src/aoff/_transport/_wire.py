@@ -31,6 +31,7 @@ MAX_PENDING_BYTES = 8 << 20
 #: logging flat out a round waits for the GIL: with the default 208 KiB, 4 threads of
 #: the standard workload flat out lost 35,000-107,000 of 400,000 events (the agent
 #: keeping up, its backlog half empty), with 4 MiB 0-460 (``bench_agent_cpu.py``)
+#: The sync face's only: see ``_faces/_spawn.start_agent`` for why not the async face's
 SEND_BUFFER_BYTES = 4 << 20
 
 
