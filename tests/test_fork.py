@@ -25,6 +25,12 @@ CHILD = """
 import multiprocessing as mp, os, sys, time, warnings
 from aoff import AsyncOffPolicyLogger, OffPolicyLogger
 
+def say(line):
+    # one os.write a line: with PYTHONUNBUFFERED (set on this machine) print() writes the text and
+    # its newline in two writes, and the agent's own lines ("JSONL logging to: ...") on
+    # the same pipe can land between them (a CI run read "fork-to" as a child's pid)
+    os.write(1, (line + "\\n").encode())
+
 def child(log, face, closes):
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
@@ -33,13 +39,11 @@ def child(log, face, closes):
             if face == "async":
                 list(r.__await__())  # a done awaitable
     n = sum("forked from the one that made this logger" in str(w.message) for w in seen)
-    # one string, one write: a print of several arguments is several writes, and the
-    # parent's pump may write a notice to the same pipe in between
-    print(f"CHILD warnings {n} pid {os.getpid()}", flush=True)
+    say(f"CHILD warnings {n} pid {os.getpid()}")
     if face == "sync" and closes:
         report = log.finish()
-        print(f"CHILD report {report.dropped_events} steps {report.steps} "
-              f"complete {report.complete} partial {report.partial}", flush=True)
+        say(f"CHILD report {report.dropped_events} steps {report.steps} "
+            f"complete {report.complete} partial {report.partial}")
     # otherwise: the child's exit closes its remote
 
 def main():
@@ -75,7 +79,7 @@ def fork(log, face, closes):
     return t, p
 
 def said(t, p):
-    print(f"CHILD exit {p.exitcode} after {round(time.monotonic() - t, 1)}", flush=True)
+    say(f"CHILD exit {p.exitcode} after {round(time.monotonic() - t, 1)}")
 
 def go(log, face):
     for i in range(1, 51):
@@ -121,7 +125,7 @@ def test_a_forked_child_exits_at_once_and_its_steps_are_in_the_run(
     assert stdout.count("CHILD warnings 0") == 2, stdout
     if face == "sync":  # the child's finish() says what it delivered into the run
         assert "CHILD report 0 steps 100 complete True partial False" in stdout, stdout
-    pids = [ln.split()[-1] for ln in stdout.splitlines() if ln.startswith("CHILD warnings")]
+    pids = re.findall(r"CHILD warnings \d+ pid (\d+)", stdout)
     rows = [json.loads(ln) for ln in (run / "metrics.jsonl").read_text().splitlines()]
     own = [r["iteration"] for r in rows if "producer" not in r]
     assert own == list(range(1, 101))  # the parent's own, in order
