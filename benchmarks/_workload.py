@@ -18,6 +18,7 @@ script's directory), so it has no package and no dependency beyond the standard 
 from __future__ import annotations
 
 import statistics
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -130,3 +131,13 @@ def percentiles_us(samples_ns: Sequence[int]) -> dict[str, float]:
         "p99_us": s[min(n - 1, int(n * 0.99))] / 1000,
         "p999_us": s[min(n - 1, int(n * 0.999))] / 1000,
     }
+
+
+def run_threads(threads: Sequence[threading.Thread]) -> float:
+    """Start ``threads``, wait for them all; the seconds from the first start."""
+    t0 = time.perf_counter()
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    return time.perf_counter() - t0

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _workload import iterate
+from _workload import iterate, run_threads
 
 from aoff import NullDisplay, OffPolicyLogger
 
@@ -105,10 +105,7 @@ def threads(run: Path, n: int, k: int = 4) -> dict[str, float]:
     per = n // k
     ts = [threading.Thread(target=iterate, args=(log, 10 + t * per, per)) for t in range(k)]
     t0 = time.perf_counter()
-    for th in ts:
-        th.start()
-    for th in ts:
-        th.join()
+    run_threads(ts)
     report = log.finish()
     took = time.perf_counter() - t0
     assert rows(run) == report.backend_written["jsonl"]

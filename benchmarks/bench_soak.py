@@ -161,11 +161,7 @@ def soak_child(policy: str, events: int, threads: int) -> dict[str, Any]:
 
     ts = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
     t0 = time.perf_counter()
-    for th in ts:
-        th.start()
-    for th in ts:
-        th.join()
-    t1 = time.perf_counter()
+    t1 = t0 + w.run_threads(ts)
     report = log.finish()
     t2 = time.perf_counter()
     stop.set()
