@@ -605,6 +605,39 @@ def _last_row(run: Path) -> int:
     return steps[-1] if steps else 0
 
 
+def test_the_async_shippers_pace_follows_a_flood_that_comes_in_bursts() -> None:
+    """The async face's rounds are paced to the arrival rate: ~128 events a round. A
+    flood in bursts (640 events every 10 ms, 64,000 a second) keeps the wait near 2 ms
+    through the gaps between bursts; it used to measure the rate from one round to the
+    next, and a round just after a burst saw nothing new and slept 50 ms. Once nothing
+    came for a whole SHIP_INTERVAL the wait is the interval again; a round cut short
+    never waits."""
+    import socket
+
+    from aoff._core._buffer import EventBuffer
+    from aoff._core._report import FinishReport
+    from aoff._transport._shipper import SHIP_INTERVAL, Shipper
+    from aoff._transport._wire import Link
+
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        buf = EventBuffer(100_000)
+        now = [0.0]
+        pace = Shipper(buf, Link(ours), FinishReport).for_loop(clock=lambda: now[0])
+        waits: list[float] = []
+        for _ in range(20):
+            for i in range(640):
+                buf.put((0, now[0], i))
+            for _ in range(5):  # rounds 2 ms apart: one after the burst, four in the gap
+                now[0] += 0.002
+                waits.append(pace(SHIP_INTERVAL))
+        steady = waits[10:]  # after the first bursts: the rate is known
+        assert all(0.001 <= w <= 0.003 for w in steady), sorted(steady)[-5:]
+        assert pace(0.0) == 0.0
+        now[0] += SHIP_INTERVAL  # nothing came for a whole interval: quiet again
+        assert pace(SHIP_INTERVAL) == SHIP_INTERVAL
+
+
 def test_a_lost_agents_fallback_writes_as_the_run_goes_on_and_counts_every_drop(
     tmp_path: Path,
 ) -> None:

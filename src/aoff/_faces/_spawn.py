@@ -27,10 +27,8 @@ def start_agent(
     """Start the agent and queue its options; the first events can be queued at once.
 
     ``big_send_buffer``: ask for ``SEND_BUFFER_BYTES`` of socket send buffer (the sync
-    face: threads flooding it). Not for the async face: its rounds on the event loop
-    are paced to the arrival rate, and with the bigger buffer its events waited longer
-    in the buffer: ~260 young collections and 2 full ones (17-27 ms) of the loop's
-    process in 3 s of ``bench_loop_lag.py``, against 7-46 and 0-1 without."""
+    face: several threads may flood it). The async face floods from one thread, where
+    the kernel's default suffices."""
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     if big_send_buffer:
         with contextlib.suppress(OSError):  # room for bytes in flight (SEND_BUFFER_BYTES)

@@ -73,6 +73,7 @@ LOOP_ROUND_EVENTS = 128
 #: fallen behind sent every frame waiting (up to ``MAX_PENDING_BYTES``) and freed their
 #: events in one hold of the loop: a 0.7 ms p99, up to 1.6 ms, on the test machine
 LOOP_ROUND_BYTES = 96 << 10
+WAITS: list[float] = []
 #: how often the shipper looks at the buffer when all is quiet, and when it has work in
 #: hand (a backlog, bytes the socket did not take, a flush or stop to see through). Each
 #: round wakes a thread that needs the GIL, and with a GIL-bound training loop every GIL
@@ -203,23 +204,38 @@ class Shipper(Generic[R]):
             self.link.queue(encode(Stop(self.stop_summary)))
             self.stop_sent = True
 
-    def for_loop(self) -> Callable[[float], float]:
+    def for_loop(self, clock: Callable[[], float] = time.monotonic) -> Callable[[float], float]:
         """Set this shipper up for an event loop's task (the async face): small rounds
         (``LOOP_ROUND_EVENTS``, ``LOOP_ROUND_BYTES``; its frames keep only their pickles,
-        as ``AgentSide`` sets for both faces). Returns the pacing: the wait :meth:`step` asked for,
-        cut so that the next round comes once about ``LOOP_ROUND_EVENTS`` more events
-        have come in at the rate seen since the last one (64,000 calls/s: every 2 ms):
-        few events wait at a time (see ``LOOP_ROUND_EVENTS``: the garbage collector)."""
+        as ``AgentSide`` sets for both faces). Returns the pacing: the wait :meth:`step`
+        asked for, cut so that the next round comes once about ``LOOP_ROUND_EVENTS`` more
+        events have come in at the rate seen (64,000 calls/s: every 2 ms): few events
+        wait at a time (see ``LOOP_ROUND_EVENTS``: the garbage collector).
+
+        The rate is measured over at least ``SHIP_INTERVAL_BUSY`` and kept through a gap
+        with nothing new: a flood comes in bursts (actors logging every 10 ms). Measured
+        from one round to the next, as it was, a round just after a burst saw nothing new
+        and slept the whole ``SHIP_INTERVAL`` (50 ms: 2.2-2.9 s of a 3 s flood in 50 ms
+        sleeps, ~3,000 events waiting at a time), then caught up in rounds cut short.
+        ``clock``: for tests."""
         self.round_events, self.round_bytes = LOOP_ROUND_EVENTS, LOOP_ROUND_BYTES
         buf = self.buffer
-        came, last = buf.drained + len(buf), time.monotonic()
+        came, last = buf.drained + len(buf), clock()
+        rate = 0.0  # events a second, as last measured (0: quiet)
 
         def pace(wait: float) -> float:
-            nonlocal came, last
-            now, total = time.monotonic(), buf.drained + len(buf)
-            if wait and total > came:  # (0: the round was cut short, more can go now)
-                wait = min(wait, LOOP_ROUND_EVENTS * (now - last) / (total - came))
-            came, last = total, now
+            nonlocal came, last, rate
+            if not wait:  # the round was cut short: more can go now
+                return wait
+            now, total = clock(), buf.drained + len(buf)
+            elapsed = now - last
+            if total > came and (elapsed >= SHIP_INTERVAL_BUSY or not rate):
+                rate = (total - came) / max(elapsed, 1e-6)
+                came, last = total, now
+            elif total == came and elapsed >= SHIP_INTERVAL:  # quiet: the flood stopped
+                rate = 0.0
+            if rate:
+                wait = min(wait, LOOP_ROUND_EVENTS / rate)
             return wait
 
         return pace
