@@ -282,12 +282,12 @@ def test_ctrl_c_while_the_agent_is_still_starting_does_not_kill_it(tmp_path: Pat
     assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 100
 
 
-@pytest.mark.parametrize("nice", [None, 0, 3])
+@pytest.mark.parametrize("nice", [None, 0, 10])
 def test_the_agent_runs_nicer_than_the_training_process_by_agent_nice(
     tmp_path: Path, nice: int | None
 ) -> None:
-    """Under CPU contention the training loop comes first: the agent lowers its own
-    priority by ``agent_nice`` (default 10) once started, and still writes everything."""
+    """``agent_nice``: the agent lowers its own priority by that much once started
+    (default 0: the training process's), and still writes everything."""
     kw = {} if nice is None else {"agent_nice": nice}
     log = OffPolicyLogger(
         log_dir=tmp_path, backends=("jsonl",), log_backend="none", handle_sigterm=False, **kw
@@ -298,7 +298,7 @@ def test_the_agent_runs_nicer_than_the_training_process_by_agent_nice(
     pid = probe(log).agent_pid
     assert pid is not None
     mine = os.getpriority(os.PRIO_PROCESS, 0)
-    want = min(mine + (10 if nice is None else nice), 19)
+    want = min(mine + (0 if nice is None else nice), 19)
     assert os.getpriority(os.PRIO_PROCESS, pid) == want
     assert log.finish().backend_written == {"jsonl": 50}
 
@@ -413,7 +413,7 @@ def test_a_burst_the_stalled_agent_cannot_fold_yet_arrives_whole(
     finally:
         flag.touch()
     report = log.finish()
-    assert report.dropped_events == 0 and report.complete
+    assert report.dropped_events == 0 and report.complete, report
     assert report.backend_written["jsonl"] == n
     rows = [r["iteration"] for r in jsonl_rows(tmp_path / "run")]
     assert rows == list(range(1, n + 1))

@@ -174,8 +174,9 @@ def main(argv: Sequence[str]) -> int:
     if not isinstance(hello, Hello) or not isinstance(hello.options, Options):
         print("aoff agent: bad hello from the training process", file=sys.stderr)
         return 2
-    # below the training process: under contention its loop and collectors come first
-    # (an error here, e.g. a seccomp filter, costs nothing but the priority)
+    # agent_nice (default 0): below the training process if asked, so that under
+    # contention its loop comes first (an error here, e.g. a seccomp filter, costs only
+    # the priority)
     with contextlib.suppress(OSError):
         os.nice(hello.options.agent_nice)
     agent = Agent(hello.options, conn)

@@ -32,11 +32,13 @@ PumpMode = Literal["process", "thread"]
 PUMP_MODES: tuple[PumpMode, ...] = ("process", "thread")
 BACKEND_NAMES = ("tensorboard", "jsonl", "csv", "wandb", "mlflow")
 DEFAULT_WANDB_PROJECT = "aoff"
-#: the agent's niceness above the training process's (``agent_nice=``): under CPU
-#: contention the training loop (and its collectors) come first, the agent takes what is
-#: left and catches up from its backlog; with a CPU to spare it changes nothing. Chosen by
-#: measurement (docs/reference/performance.md, "The agent's priority")
-DEFAULT_AGENT_NICE = 10
+#: the agent's niceness above the training process's (``agent_nice=``). A niced agent
+#: leaves the training loop the CPU under contention (the flood benchmark's tail: p99
+#: +48/+105 % at 10 against +209/+385 % at 0, stop 30), but a starved agent acks
+#: rarely, and finish() gave up on one that was still writing: 4 runs in 8 of a 40,000-
+#: step final drain beside two CPU hogs ended "did not finish" at 10 (docs/reference/
+#: performance.md, "The agent's priority"). So 0 by default; 10 is the user's choice
+DEFAULT_AGENT_NICE = 0
 #: the most a process can be niced (Linux: 19); raising priority (< 0) needs privileges
 MAX_NICE = 19
 
