@@ -73,7 +73,6 @@ LOOP_ROUND_EVENTS = 128
 #: fallen behind sent every frame waiting (up to ``MAX_PENDING_BYTES``) and freed their
 #: events in one hold of the loop: a 0.7 ms p99, up to 1.6 ms, on the test machine
 LOOP_ROUND_BYTES = 96 << 10
-WAITS: list[float] = []
 #: how often the shipper looks at the buffer when all is quiet, and when it has work in
 #: hand (a backlog, bytes the socket did not take, a flush or stop to see through). Each
 #: round wakes a thread that needs the GIL, and with a GIL-bound training loop every GIL
