@@ -557,9 +557,10 @@ def test_a_loop_round_is_bounded_in_events_and_bytes_and_says_when_more_can_go()
     import socket
     from multiprocessing.connection import Connection
 
+    from aoff._core._backlog import unpack_events
     from aoff._core._buffer import EventBuffer
     from aoff._core._report import FinishReport
-    from aoff._transport._messages import Events, decode_to_peer, unpack_events
+    from aoff._transport._messages import Events, decode_to_peer
     from aoff._transport._shipper import Shipper
     from aoff._transport._wire import Link
 

@@ -34,6 +34,7 @@ from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
 from .._core import _events as ev
+from .._core._backlog import unpack_events
 from .._transport._messages import (
     Events,
     Flush,
@@ -43,7 +44,6 @@ from .._transport._messages import (
     Stop,
     decode_to_peer,
     encode,
-    unpack_events,
 )
 from ._hub import ProducerHub, check_name
 from ._server import SEND_TIMEOUT, register_role, set_timeouts

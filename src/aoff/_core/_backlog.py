@@ -33,11 +33,26 @@ from collections.abc import Callable
 from ._buffer import EventBuffer
 from ._events import Event
 
-__all__ = ["EVENT_BYTES", "Backlog"]
+__all__ = ["EVENT_BYTES", "Backlog", "pack_events", "unpack_events"]
 
 #: what a single (unpickled) event counts against the bound: ~536 bytes measured for
 #: the standard workload's events (``tracemalloc``)
 EVENT_BYTES = 512
+
+
+def pack_events(events: list[Event]) -> bytes:
+    """A frame's payload: the pickle of a list of events (raises what pickle raises).
+    Here, beside the backlog that keeps it, so the sender (``_transport``) and the agent's
+    drain read one definition."""
+    return pickle.dumps(events, protocol=5)
+
+
+def unpack_events(payload: bytes) -> list[Event]:
+    """A frame's events; ``ValueError`` if it holds no list."""
+    events = pickle.loads(payload)
+    if type(events) is not list:
+        raise ValueError(f"aoff: not a frame of events: {type(events).__name__}")
+    return events
 
 
 class _Frame:
@@ -165,9 +180,7 @@ class Backlog(EventBuffer):
 
     def _load(self, frame: _Frame) -> list[Event]:
         try:
-            events = pickle.loads(frame.payload)
-            if type(events) is not list:
-                raise TypeError(f"a frame holds a {type(events).__name__}, not a list")
+            events = unpack_events(frame.payload)
         except Exception as exc:
             self._trimmed += frame.n  # counted in dropped
             if self.on_unreadable is not None:
@@ -184,7 +197,7 @@ class Backlog(EventBuffer):
         for item in list(self._chunks):
             if isinstance(item, _Frame):
                 with contextlib.suppress(Exception):  # counted when the drain reaches it
-                    out.extend(pickle.loads(item.payload))
+                    out.extend(unpack_events(item.payload))
             else:
                 out.append(item)
         return tuple(out)

@@ -14,11 +14,12 @@ from collections.abc import Iterator
 from typing import Any
 
 from .._core import _events as ev
+from .._core._backlog import unpack_events
 from .._core._convert import Opaque
 from .._core._events import Event
 from .._media._freed import shm_frames
 from .._media._shm import ShmFrames
-from ._messages import Events, decode_to_peer, unpack_events
+from ._messages import Events, decode_to_peer
 
 __all__ = ["Pickled", "picklable_batch", "steps_and_frames"]
 

@@ -22,7 +22,6 @@ import pickle
 from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeAlias
 
-from .._core._events import Event
 from .._core._report import FinishReport
 
 __all__ = [
@@ -40,8 +39,6 @@ __all__ = [
     "decode_from_peer",
     "decode_to_peer",
     "encode",
-    "pack_events",
-    "unpack_events",
 ]
 
 
@@ -55,13 +52,13 @@ class Hello(NamedTuple):
 
 class Events(NamedTuple):
     """A frame of events: ``payload`` is the pickle of the list of events, in order
-    (:func:`pack_events`), ``n`` how many; ``dropped`` how many the sender dropped so far
-    (its overflow policy and device values that never came).
+    (``_core/_backlog.pack_events``), ``n`` how many; ``dropped`` how many the sender
+    dropped so far (its overflow policy and device values that never came).
 
     The events travel as a pickle inside the message so that the agent can keep the
     frame as it came (bytes, bounded in bytes: ``_core/_backlog.py``) and unpickle it
     only when the pump drains it; a producer's run (``_channel/_produce.py``) unpacks it
-    at once (:func:`unpack_events`)."""
+    at once (``unpack_events``)."""
 
     payload: bytes
     n: int
@@ -123,19 +120,6 @@ ToPeer: TypeAlias = Hello | Events | Out | Flush | Stop
 FromPeer: TypeAlias = Ack | Flushed | Report
 _TO_PEER = (Hello, Events, Out, Flush, Stop)
 _FROM_PEER = (Ack, Flushed, Report)
-
-
-def pack_events(events: list[Event]) -> bytes:
-    """The payload of an :class:`Events` frame (raises what pickle raises)."""
-    return pickle.dumps(events, protocol=5)
-
-
-def unpack_events(payload: bytes) -> list[Event]:
-    """An :class:`Events` frame's events; ``ValueError`` if it holds no list."""
-    events = pickle.loads(payload)
-    if type(events) is not list:
-        raise ValueError(f"aoff: not a frame of events: {type(events).__name__}")
-    return events
 
 
 def encode(message: ToPeer | FromPeer) -> bytes:

@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
+from .._core._backlog import pack_events
 from .._core._buffer import EventBuffer
 from .._core._events import Event
 from .._core._pending import ready_prefix
@@ -46,7 +47,6 @@ from ._messages import (
     Stop,
     decode_from_peer,
     encode,
-    pack_events,
 )
 from ._wire import MAX_PENDING_BYTES, Link
 
