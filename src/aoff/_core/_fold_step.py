@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from . import _events as ev
-from ._fold_checks import _FLOAT_ONLY, _I64_MAX, _I64_MIN, Checks, Reporter
+from ._fold_checks import _FLOAT_ONLY, Checks, Reporter
 from ._histogram_data import Histogram, histogram_scalars
 from ._keys import drop_aliases, metric_tag, reward_tag
 from ._records import Scalars, StepRecord, scalars_of, step_record
@@ -105,11 +105,7 @@ class StepFolder(Checks):
             extra_info,
         ) = event if len(event) == _STEP_FIELDS else event[:_STEP_FIELDS]
         where = "log_step"
-        iteration = (
-            iteration_in
-            if type(iteration_in) is int and _I64_MIN <= iteration_in <= _I64_MAX
-            else self._int(where, "iteration", iteration_in)
-        )
+        iteration = self._int(where, "iteration", iteration_in)
         metrics, metric_tags = (
             _NOTHING
             if metrics_in is None
@@ -117,11 +113,7 @@ class StepFolder(Checks):
                 "log_step(metrics)", metrics_in, self._metric_tags, metric_tag, aliases=True
             )
         )
-        reward = (
-            reward_in
-            if reward_in is None or type(reward_in) is float
-            else self._num_or_skip(where, "reward", reward_in)
-        )
+        reward = None if reward_in is None else self._num_or_skip(where, "reward", reward_in)
         reward_metrics, reward_metric_tags = (
             _NOTHING
             if reward_metrics_in is None
