@@ -99,7 +99,8 @@ _row_types: PerTags[Callable[..., msgspec.Struct] | None] = PerTags(_row_type)
 
 
 #: a run's own records encoded by one msgspec call at most (``encode_lines``): the
-#: call's per-line overhead goes, ~1.4 us a record of the standard workload
+#: call's per-line overhead goes, ~0.9 us a record of the standard workload
+#: (bench_pump_cost.py: JSONL 4.5-4.7 -> 3.6-3.7 us an iteration)
 _ROWS_AT_ONCE = 256
 _encode_rows = msgspec.json.Encoder().encode_lines
 
