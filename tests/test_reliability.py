@@ -44,6 +44,7 @@ from aoff.testing import (
 from .conftest import (
     ahold_still,
     hold_still,
+    jsonl_agent_logger,
     make_async_logger,
     make_logger,
     pump_thread,
@@ -781,6 +782,25 @@ def test_finish_waits_for_a_long_final_drain_while_it_makes_progress() -> None:
         report = log.finish()
     assert report.steps == n and report.complete
     assert counting.iterations == list(range(n))
+
+
+def test_finish_waits_for_the_agents_long_final_drain_while_it_makes_progress(
+    tmp_path: Path,
+) -> None:
+    """The same in the agent, where finish() sees the drain's progress only in the
+    agent's acks: a backlog the agent folds for longer than finish_timeout + grace must
+    be acked as it goes (between fold slices, not at the pump's next tick), or finish()
+    gives up on a working agent and reports the run partial."""
+    log = jsonl_agent_logger(tmp_path, display="none", finish_timeout=0.5)
+    assert probe(log).pump_place == "agent"
+    metrics = {f"m{k}": float(k) for k in range(100)}
+    n = 40_000  # logged in ~0.2 s, folded and written by the agent in ~3 s here
+    for i in range(n):
+        log.log_step(i, metrics)
+    with finish_grace(0.5):  # finish() gives up after 1 s with no word from the agent
+        report = log.finish()
+    assert report.complete and report.steps == n, report
+    assert [r["iteration"] for r in read_jsonl(tmp_path / "metrics.jsonl")] == list(range(n))
 
 
 class StuckDisplay(RecordingDisplay):

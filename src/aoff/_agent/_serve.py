@@ -91,10 +91,11 @@ class Agent:
         gc.set_threshold(GC_THRESHOLD, 20, 20)
 
     def tick(self) -> None:
-        """Every pump tick: the ack, and once the backends opened (their imports are
-        done), ``gc.freeze()``: the collector stops walking the ~10^5 objects of the
-        imported modules, which cost ~40 ms a full collection, ~20 us an iteration of
-        the standard workload flat out."""
+        """Every pump tick, and before each slice of a drain (a long final drain has no
+        tick): the ack, and once the backends opened (their imports are done),
+        ``gc.freeze()``: the collector stops walking the ~10^5 objects of the imported
+        modules, which cost ~40 ms a full collection, ~20 us an iteration of the
+        standard workload flat out."""
         if not self._frozen and not self.core.pump.opening():
             self._frozen = True
             gc.freeze()

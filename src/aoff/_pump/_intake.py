@@ -44,7 +44,8 @@ class Intake:
     ``held`` keeps drained events that wait for device values (and those behind them);
     ``unresolved`` counts pending events given up on (dropped). ``on_change`` is called
     when the state may have changed (a fold, a trim); ``on_slice`` before each slice
-    (the pump's dropped count for the dashboard).
+    (the pump's chores that must not wait for its tick: the agent's ack, the dropped
+    count).
     """
 
     def __init__(

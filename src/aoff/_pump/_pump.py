@@ -127,7 +127,7 @@ class Pump:
             self._problems,
             finish_timeout=finish_timeout,
             on_change=self._screen.touch,
-            on_slice=self._set_dropped_shown,
+            on_slice=self._slice_chores,
         )
         self._intake.media.on_freed = on_media_freed
         self._summary_panel = True  # request_stop(summary=...)
@@ -223,8 +223,12 @@ class Pump:
         left = len(self._buffer) + len(i.held)
         return finish_report(self._state, self._runners, self.dropped(), i, partial, left)
 
-    def _set_dropped_shown(self) -> None:
-        """``State.dropped_events``: the run's total, earlier sessions' too (each slice)."""
+    def _slice_chores(self) -> None:
+        """Before each slice of a drain (and at the end): the owner's ``on_tick`` (the
+        agent's ack: a final drain is many slices and no tick, and finish() gives up on
+        an agent it hears nothing from), ``State.dropped_events`` (earlier sessions' too)."""
+        if self._on_tick is not None:
+            self._on_tick()
         self._state.dropped_events = self.dropped() + self._state.dropped_before
 
     # -- control (on the pump's loop) ------------------------------------------------------------
@@ -308,11 +312,9 @@ class Pump:
                         await stop_serving(self._live)
 
     def _tick_chores(self) -> None:
-        """The owner's ``on_tick``, then the screen: printed text, dropped count, frame."""
-        if self._on_tick is not None:
-            self._on_tick()
+        """A slice's chores, then the screen: printed text, frame."""
+        self._slice_chores()
         self._screen.echo_text()
-        self._set_dropped_shown()
         self._screen.render(self._live)
 
     async def _end(self, runners_tg: anyio.abc.TaskGroup) -> None:
@@ -332,7 +334,7 @@ class Pump:
         )
         if self._summary_file is not None:
             await self._summary_file.final(interrupted=self._state.interrupted)
-        self._set_dropped_shown()
+        self._slice_chores()
         self._screen.copy_backend_problems()
         self._result = res = self._finish_report(partial=False)
         capacity, overflow = self._overflow_label
