@@ -26,6 +26,7 @@ from aoff import AsyncOffPolicyLogger, OffPolicyLogger
 from aoff.testing import (
     Probe,
     await_until,
+    finish_grace,
     kill_agent,
     probe,
     put_event,
@@ -135,6 +136,63 @@ def test_burst_from_four_threads_loses_nothing_with_default_settings(tmp_path: P
     for r in rows:
         by_thread[r["iteration"] // 1_000_000].append(r["iteration"] % 1_000_000)
     assert all(seq == list(range(per)) for seq in by_thread)
+
+
+def test_a_finish_that_gives_up_on_a_frozen_agent_says_so_once_and_folds_nothing_here(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """finish() gives up on an agent it hears nothing from and closes the link; the
+    shipper thread's next round must not read that closed link as a lost agent (it
+    said "the agent process is gone ... logging goes on in this process" after finish()
+    had returned, and started a pump here that folded the unsent steps)."""
+    log = jsonl_agent_logger(tmp_path / "run", display="none", finish_timeout=0.2)
+    p = probe(log)
+    for i in range(1, 101):
+        log.log_step(i, {"x": float(i)})
+    log.flush()
+    kill_agent(log, signal.SIGSTOP)  # it can neither fold nor answer
+    for i in range(101, 201):
+        log.log_step(i, {"x": float(i)})
+    with finish_grace(0.3):
+        report = log.finish()  # killed the stopped agent on its way out
+    assert report.partial and report.steps == 100, report
+    hold_still(1.5, "the shipper thread's rounds after finish() returned")
+    err = capfd.readouterr().err
+    assert err.count("finish() gave up waiting") == 1, err
+    assert "agent process is gone" not in err, err
+    assert p.agent_lost is None and p.pump_place == "agent"
+    assert not any(t.name == "aoff-pump" for t in threading.enumerate())
+    assert [r["iteration"] for r in jsonl_rows(tmp_path / "run")] == list(range(1, 101))
+
+
+@pytest.mark.anyio
+async def test_an_async_finish_that_gives_up_on_a_frozen_agent_says_so_once(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The same on the event loop, where the shipper is a task of the loop and the give-up
+    closes the link from a worker thread, under a round that may be running."""
+    log = AsyncOffPolicyLogger(
+        log_dir=tmp_path,
+        backends=("jsonl",),
+        handle_sigterm=False,
+        display="none",
+        finish_timeout=0.2,
+        system_interval=0,
+    )
+    async with log:
+        p = await _hundred_steps_in_the_agent(log)
+        kill_agent(log, signal.SIGSTOP)  # it can neither fold nor answer
+        for i in range(101, 201):
+            await log.log_step(i, {"x": float(i)})
+        with finish_grace(0.3):
+            report = await log.afinish()  # killed the stopped agent on its way out
+    assert report.partial and report.steps == 100, report
+    await ahold_still(1.5, "the shipper task's rounds after finish() returned")
+    err = capfd.readouterr().err
+    assert err.count("finish() gave up waiting") == 1, err
+    assert "agent process is gone" not in err, err
+    assert p.agent_lost is None and p.pump_place == "agent"
+    assert [r["iteration"] for r in jsonl_rows(tmp_path)] == list(range(1, 101))
 
 
 GUARDLESS = """

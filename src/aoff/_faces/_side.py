@@ -71,6 +71,7 @@ class AgentSide:
         self._round_lock = threading.Lock()
         self._wake = threading.Event()
         self._last_round = time.monotonic()
+        self._closed = False  # _close(): no round after it (the link is closed)
         self._inline = driver == "thread"
         self._inline_events = max(1, min(INLINE_EVENTS, buffer.capacity // 2))
         self.thread: threading.Thread | None = None
@@ -84,13 +85,17 @@ class AgentSide:
     def _round(self) -> float | None:
         """One round of the shipper: how long to wait before the next, or None once it is
         done (the agent's report is in, or the agent was lost)."""
+        if self._closed:  # finish() gave up on the agent and closed the link: done
+            return None
         try:
             wait = self.shipper.step()
         except AgentGone as exc:
-            self._gone(str(exc) or "closed")
+            if not self._closed:  # closed under an async face's round: not a loss
+                self._gone(str(exc) or "closed")
             return None
         except Exception as exc:  # pragma: no cover - a bug: say so, keep the data
-            self._gone(f"shipper error: {type(exc).__name__}: {exc}")
+            if not self._closed:
+                self._gone(f"shipper error: {type(exc).__name__}: {exc}")
             return None
         return wait if self.shipper.report is None else None
 
@@ -322,4 +327,8 @@ class AgentSide:
             self.proc.wait(2.0)
         except Exception:
             self.proc.kill()
+        # a shipper thread still running (finish() gave up) ends its round first; its
+        # next one sees the link closed on purpose, not an agent lost (no fallback then)
+        with self._round_lock:
+            self._closed = True
         self.shipper.link.close()
