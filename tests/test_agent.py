@@ -159,6 +159,8 @@ def test_a_finish_that_gives_up_on_a_frozen_agent_says_so_once_and_folds_nothing
     hold_still(1.5, "the shipper thread's rounds after finish() returned")
     err = capfd.readouterr().err
     assert err.count("finish() gave up waiting") == 1, err
+    assert "100 steps the agent received were not confirmed written" in err, err
+    assert report.backend_lost == {"jsonl": 100}
     assert "agent process is gone" not in err, err
     assert p.agent_lost is None and p.pump_place == "agent"
     assert not any(t.name == "aoff-pump" for t in threading.enumerate())

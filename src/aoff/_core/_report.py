@@ -156,11 +156,17 @@ def end_of_run_lines(
     return lines
 
 
-def gave_up_line(left: int) -> str:
-    """``finish()`` stopped waiting for a pump that made no progress."""
+def gave_up_line(left: int, unconfirmed: int = 0) -> str:
+    """``finish()`` stopped waiting for a pump that made no progress (``unconfirmed``:
+    steps a silent agent received that it never confirmed written)."""
+    agent = (
+        f"; {unconfirmed:,} steps the agent received were not confirmed written"
+        if unconfirmed
+        else ""
+    )
     return (
         "aoff: the background writer stopped making progress; finish() gave up "
-        f"waiting ({left:,} events not processed)"
+        f"waiting ({left:,} events not processed{agent})"
     )
 
 

@@ -285,7 +285,7 @@ class AgentSide:
             partial=True,
         )
         self._close()
-        stderr_line(gave_up_line(len(self.buffer)))
+        stderr_line(gave_up_line(len(self.buffer), max(report.backend_lost.values(), default=0)))
         return report
 
     def unwritten(self) -> dict[str, int]:
