@@ -22,8 +22,8 @@ Each run also says where the lateness comes from:
   share of a core), the p99 and the longest hold of the loop by one (its CPU time; wall
   in brackets).
 
-``--nice-agent N`` passes ``agent_nice=N`` (the default is the logger's: 10; ``0``
-runs the agent at the loop's priority), ``--pin`` runs the loop on CPU 0 and the agent
+``--nice-agent N`` passes ``agent_nice=N`` (the default is the logger's: 0, the
+agent at the loop's priority), ``--pin`` runs the loop on CPU 0 and the agent
 on CPU 1: both to tell what aoff's own code costs the loop from what sharing the CPUs
 with the agent costs it.
 
