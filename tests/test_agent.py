@@ -445,6 +445,8 @@ def test_a_burst_the_stalled_agent_cannot_fold_yet_arrives_whole(
     monkeypatch.syspath_prepend(bench)
     from _blocking import FlagBackend
 
+    from aoff._agent._serve import BACKLOG_BYTES
+
     flag = tmp_path / "release"
     n = 40_000
     log = OffPolicyLogger(
@@ -470,8 +472,13 @@ def test_a_burst_the_stalled_agent_cannot_fold_yet_arrives_whole(
             what="the stalled agent to read every frame",
         )
         assert p.buffer_dropped == 0
+        # the receiver acks as it reads (every 0.25 s at most): the probe sees the backlog
+        wait_until(lambda: p.agent_backlog_bytes > 10 << 20, timeout=60, what="the agent's backlog")
     finally:
         flag.touch()
+    log.flush()  # its ack: nothing waits in the agent now, and the most that did
+    assert p.agent_backlog_bytes == 0
+    assert 10 << 20 < p.agent_backlog_peak_bytes <= BACKLOG_BYTES  # its bound here
     report = log.finish()
     assert report.dropped_events == 0 and report.complete, report
     assert report.backend_written["jsonl"] == n

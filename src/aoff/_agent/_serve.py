@@ -113,7 +113,7 @@ class Agent:
         if not now and mono - self._acked_at < ACK_INTERVAL:
             return
         got = self.core.pump.progress()
-        mark = Ack(got.steps, got.written)
+        mark = Ack(got.steps, got.written, self.buffer.nbytes, self.buffer.peak_bytes)
         if mark != self._last_ack:
             self._last_ack = mark
             self._acked_at = mono
@@ -146,6 +146,7 @@ class Agent:
                     case Events(payload, n, dropped):
                         pump.note_upstream_dropped(dropped)
                         buf.put_frame(payload, n)  # unpickled as the pump drains it
+                        self.ack()  # the backlog's size, also while the pump is stalled
                     case Out(stream, text):  # printed in the training process: above the panel
                         pump.echo(stream, text)
                     case Flush(n):

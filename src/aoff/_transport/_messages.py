@@ -86,10 +86,13 @@ class Stop(NamedTuple):
 
 # -- from the peer ------------------------------------------------------------------------------
 class Ack(NamedTuple):
-    """How far the run got: steps folded, and records written per backend."""
+    """How far the run got: steps folded, and records written per backend; the agent's
+    backlog (frames received, not folded yet), in bytes now and at its peak."""
 
     steps: int
     written: dict[str, int]
+    backlog_bytes: int = 0
+    backlog_peak: int = 0
 
 
 class Flushed(NamedTuple):

@@ -126,6 +126,8 @@ class Shipper(Generic[R]):
         self.shipped_steps = 0
         self.acked_steps = 0
         self.acked_written: dict[str, int] = {}
+        #: the agent's backlog as of its last Ack: bytes held now, the most held
+        self.agent_backlog = (0, 0)
         self.text: collections.deque[tuple[str, str]] = collections.deque()
         self.flush_asked = 0  # flush requests: asked, sent to the agent, answered
         self.flush_sent = 0
@@ -276,8 +278,9 @@ class Shipper(Generic[R]):
             msg = decode_from_peer(payload)
             self.progress += 1
             match msg:
-                case Ack(steps, written):
+                case Ack(steps, written, backlog_bytes, backlog_peak):
                     self.acked_steps, self.acked_written = steps, written
+                    self.agent_backlog = (backlog_bytes, backlog_peak)
                 case Flushed(n, state):
                     self.flushed = n
                     self.last_state = state

@@ -168,6 +168,22 @@ class Probe:
         return {} if side is None else dict(side.shipper.acked_written)
 
     @property
+    def agent_backlog_bytes(self) -> int:
+        """Bytes the agent has received and not folded yet (pickled events), as of its
+        last ``Ack``: at most every 0.25 s while it reads or folds, and at every flush.
+        Its bound is 64 MiB at the default ``capacity``; beyond it a burst waits in this
+        process (:attr:`link_pending_bytes`, :attr:`buffered`). 0 outside process mode."""
+        side = _side(self._face)
+        return 0 if side is None else side.shipper.agent_backlog[0]
+
+    @property
+    def agent_backlog_peak_bytes(self) -> int:
+        """The most :attr:`agent_backlog_bytes` has been in this run (as of the last
+        ``Ack``; 0 outside process mode)."""
+        side = _side(self._face)
+        return 0 if side is None else side.shipper.agent_backlog[1]
+
+    @property
     def unsent_frames(self) -> tuple[Any, ...]:
         """The frames queued for the agent's socket that it has not taken yet, as the
         shipper keeps them (a frozen agent lets them pile up); empty outside process
