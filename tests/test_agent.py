@@ -445,7 +445,7 @@ def test_a_burst_the_stalled_agent_cannot_fold_yet_arrives_whole(
     monkeypatch.syspath_prepend(bench)
     from _blocking import FlagBackend
 
-    from aoff._agent._serve import BACKLOG_BYTES
+    from aoff._core._backlog import BACKLOG_BYTES
 
     flag = tmp_path / "release"
     n = 40_000
@@ -484,6 +484,37 @@ def test_a_burst_the_stalled_agent_cannot_fold_yet_arrives_whole(
     assert report.backend_written["jsonl"] == n
     rows = [r["iteration"] for r in jsonl_rows(tmp_path / "run")]
     assert rows == list(range(1, n + 1))
+
+
+def test_a_burst_logged_while_the_agent_starts_arrives_whole(tmp_path: Path) -> None:
+    """The agent reads nothing while it imports (~0.3 s here): frames wait in the training
+    process until it answers. They may fill as much as the agent's backlog will take,
+    not the usual 8 MiB (``MAX_PENDING_BYTES``) beyond which the buffer's policy drops: a
+    loop that logged flat out at once lost 19,000-53,000 of 400,000 events with the
+    defaults. Here the agent is held before it can answer (SIGSTOP) while ~46 MB of
+    pickles are logged into a 20,000-event buffer (it took ~30 MB before dropping)."""
+    from aoff._core._backlog import backlog_bytes
+    from aoff._transport._wire import MAX_PENDING_BYTES
+
+    log = jsonl_agent_logger(tmp_path, display="none", capacity=20_000)
+    p = probe(log)
+    kill_agent(log, signal.SIGSTOP)  # still importing: it has not answered
+    n = 80_000
+    try:
+        metrics = {f"m{k}": 0.5 for k in range(50)}
+        for i in range(1, n + 1):
+            log.log_step(i, metrics)
+        wait_until(
+            lambda: p.buffered == 0 or p.buffer_dropped, timeout=60, what="every step framed"
+        )
+        assert p.buffer_dropped == 0
+        assert p.agent_written == {}, "the agent answered before it was held"
+        assert MAX_PENDING_BYTES < p.link_pending_bytes <= backlog_bytes(20_000) + (1 << 20)
+    finally:
+        kill_agent(log, signal.SIGCONT)
+    report = log.finish()
+    assert report.dropped_events == 0 and report.complete, report
+    assert [r["iteration"] for r in jsonl_rows(tmp_path)] == list(range(1, n + 1))
 
 
 @pytest.mark.parametrize("overflow", ["drop_newest", "block"])

@@ -7,8 +7,8 @@ folds and writes everything it received, closes the files, restores the terminal
 exits.
 
 Its own buffer (``_core/_backlog.py``) keeps each frame as it came, pickled, until the
-pump drains it, and is bounded in bytes (:func:`agent_backlog_bytes`: 64 MiB at the
-default ``capacity``). It uses the ``block`` policy (nothing is dropped in the agent):
+pump drains it, and is bounded in bytes (``backlog_bytes``: 64 MiB at the default
+``capacity``). It uses the ``block`` policy (nothing is dropped in the agent):
 when it is full the receiver stops reading, the socket fills, and the training process's
 buffer and its overflow policy take over.
 """
@@ -32,8 +32,7 @@ import anyio.from_thread
 import anyio.lowlevel
 
 from .._core import _events as ev
-from .._core._backlog import Backlog
-from .._core._buffer import DEFAULT_CAPACITY
+from .._core._backlog import Backlog, backlog_bytes
 from .._pump._options import Options
 from .._pump._wiring import Core
 from .._transport._messages import (
@@ -63,24 +62,13 @@ GC_THRESHOLD = 50_000
 #: the agent tells the training process how far it got at most this often (and at every
 #: flush and at the end): the training process reads them once a second
 ACK_INTERVAL = 0.25
-#: the agent's backlog at the default ``capacity``: bytes of frames as they came
-#: (pickled), ~98 bytes an event of the standard workload, so ~680,000 events (unpickled,
-#: ~536 bytes each, they would take ~360 MB). See the measurements in
-#: ``docs/reference/performance.md`` ("The agent's backlog")
-BACKLOG_BYTES = 64 << 20
-
-
-def agent_backlog_bytes(options: Options) -> int:
-    """Bytes of pickled events the agent buffers before it stops reading (backpressure):
-    ``BACKLOG_BYTES``, scaled up with a ``capacity`` above the default."""
-    return max(BACKLOG_BYTES, options.capacity * (BACKLOG_BYTES // DEFAULT_CAPACITY))
 
 
 class Agent:
     def __init__(self, options: Options, conn: Connection) -> None:
         self.conn = conn
         self._send_lock = threading.Lock()
-        self.buffer = Backlog(agent_backlog_bytes(options))
+        self.buffer = Backlog(backlog_bytes(options.capacity))
         self.core = Core(options, buffer=self.buffer, on_tick=self.tick)
         self.buffer.on_unreadable = self.core.pump.say
         self._last_ack: Ack | None = None

@@ -30,10 +30,31 @@ import pickle
 from collections import deque
 from collections.abc import Callable
 
-from ._buffer import EventBuffer
+from ._buffer import DEFAULT_CAPACITY, EventBuffer
 from ._events import Event
 
-__all__ = ["EVENT_BYTES", "Backlog", "pack_events", "unpack_events"]
+__all__ = [
+    "BACKLOG_BYTES",
+    "EVENT_BYTES",
+    "Backlog",
+    "backlog_bytes",
+    "pack_events",
+    "unpack_events",
+]
+
+#: the agent's backlog at the default ``capacity``: bytes of frames as they came
+#: (pickled), ~98 bytes an event of the standard workload, so ~680,000 events (unpickled,
+#: ~536 bytes each, they would take ~360 MB). See the measurements in
+#: ``docs/reference/performance.md`` ("The agent's backlog")
+BACKLOG_BYTES = 64 << 20
+
+
+def backlog_bytes(capacity: int) -> int:
+    """Bytes of pickled events the agent buffers before it stops reading (backpressure):
+    ``BACKLOG_BYTES``, scaled up with a ``capacity`` above the default. The training
+    process may hold as much for an agent that has not answered yet (it is starting)."""
+    return max(BACKLOG_BYTES, capacity * (BACKLOG_BYTES // DEFAULT_CAPACITY))
+
 
 #: what a single (unpickled) event counts against the bound: ~536 bytes measured for
 #: the standard workload's events (``tracemalloc``)

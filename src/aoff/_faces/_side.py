@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from .._core._backlog import backlog_bytes
 from .._core._buffer import EventBuffer
 from .._core._events import Event
 from .._core._progress import ProgressWatch, await_progressing, unwritten_steps, wait_progressing
@@ -59,6 +60,9 @@ class AgentSide:
         self.proc, link = start_agent(options, big_send_buffer=driver == "thread")
         self.shipper = Shipper(buffer, link, FinishReport)
         self.shipper.keep_events = False  # only pickles wait: fewer GCs (see Pickled)
+        # until the agent first answers (it is still importing), frames may wait here up
+        # to what its backlog takes once it reads: a loop that logs flat out at once
+        self.shipper.start_pending_bytes = backlog_bytes(options.capacity)
         if pool is not None:  # frames nobody will read (dropped, lost) give blocks back
             self.shipper.freed.use_pool(pool)
         self.gone: str | None = None

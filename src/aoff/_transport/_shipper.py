@@ -12,14 +12,16 @@ one pickler memo for the dict keys of many events. The logic is here once;
 task in the caller's loop (the async face).
 
 Backpressure: while more than ``MAX_PENDING_BYTES`` wait for the socket (the agent is
-behind), nothing more is drained; the buffer's overflow policy then applies at
+behind; before its first answer, while it starts, ``start_pending_bytes``: as much as
+its backlog will take), nothing more is drained; the buffer's overflow policy then applies at
 ``capacity``, exactly as with the in-process pump. While events are leaving,
 ``drop_oldest`` trims only beyond ``BURST_FACTOR`` x ``capacity`` (a burst outrunning the
 shipper for a few rounds). Memory in the training process is therefore at most
 ``BURST_FACTOR`` x ``capacity`` events during a burst, ``capacity`` otherwise (plus up to
 ``BURST_ROUND`` between a producer's rounds while the agent is behind), plus one drained
 round being pickled (one frame while the socket lags) and ``MAX_PENDING_BYTES`` of
-pickles.
+pickles (``start_pending_bytes`` while the agent starts: ~98 bytes an event, where the
+buffer holds ~536).
 """
 
 from __future__ import annotations
@@ -128,6 +130,11 @@ class Shipper(Generic[R]):
         self.acked_written: dict[str, int] = {}
         #: the agent's backlog as of its last Ack: bytes held now, the most held
         self.agent_backlog = (0, 0)
+        #: frames that may wait for a peer that has not answered yet (``backed_up``): the
+        #: agent reads nothing while it imports (~0.3 s here), and a loop that starts
+        #: logging flat out at once lost events against the usual ``MAX_PENDING_BYTES``
+        #: with its backlog empty; ``AgentSide`` sets the agent's backlog bound
+        self.start_pending_bytes = MAX_PENDING_BYTES
         self.text: collections.deque[tuple[str, str]] = collections.deque()
         self.flush_asked = 0  # flush requests: asked, sent to the agent, answered
         self.flush_sent = 0
@@ -161,9 +168,15 @@ class Shipper(Generic[R]):
         cap = self.buffer.capacity
         return (
             since < BACKED_UP_INTERVAL
-            and self.link.pending_out > MAX_PENDING_BYTES
+            and self.backed_up()
             and waiting < cap + min(BURST_ROUND, cap // 2)
         )
+
+    def backed_up(self) -> bool:
+        """More bytes wait for the socket than the peer should owe us: ``MAX_PENDING_BYTES``
+        once it answered, ``start_pending_bytes`` before (it is still starting)."""
+        limit = MAX_PENDING_BYTES if self.progress else self.start_pending_bytes
+        return self.link.pending_out > limit
 
     def collect(self) -> None:
         """Move what is ready from the buffer onto the link (never blocks)."""
@@ -171,7 +184,7 @@ class Shipper(Generic[R]):
         while self.text:
             stream, text = self.text.popleft()
             self.link.queue(encode(Out(stream, text)))
-        if self.link.pending_out > MAX_PENDING_BYTES:
+        if self.backed_up():
             # the agent is behind and nothing can leave: the policy applies at capacity
             self._trim(None)
             return
