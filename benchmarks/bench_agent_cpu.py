@@ -12,6 +12,8 @@ on. The agent's start-up (imports) is left out: the count starts after a warm-up
   iteration, wake-ups included;
 * flat out: the loop as fast as it goes: agent CPU per iteration, and the loop plus
   ``finish()`` as iterations/s and scalars/s on disk, with the events dropped;
+* flat out from the first line: the same loop right after the constructor, while the
+  agent still imports (loop + ``finish()``, the events dropped);
 * 4 threads flat out, a quarter of the iterations each: the same, with the events
   from several threads at once (the training process's GIL shared by 5 threads);
 * flat out, 8 metrics a step (``log_step`` alone): scalars/s on disk, the issue's
@@ -97,6 +99,23 @@ def standard(run: Path, n: int, pace_s: float) -> dict[str, float]:
     }
 
 
+def cold(run: Path, n: int) -> dict[str, float]:
+    """``n`` standard iterations flat out from the constructor on (no warm-up: the agent
+    is still importing when the burst starts), loop + ``finish()``."""
+    t0 = time.perf_counter()
+    log = logger(run)
+    iterate(log, 1, n)
+    report = log.finish()
+    took = time.perf_counter() - t0
+    assert rows(run) == report.backend_written["jsonl"]
+    return {
+        "iterations_per_s": n / took,
+        "scalars_per_s": 32 * n / took,
+        "dropped": report.dropped_events,
+        "written": report.backend_written["jsonl"],
+    }
+
+
 def threads(run: Path, n: int, k: int = 4) -> dict[str, float]:
     """``k`` threads flat out, ``n // k`` standard iterations each, loop + ``finish()``."""
     log = logger(run)
@@ -147,6 +166,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         paced = standard(Path(tmp) / "paced", n, args.pace_ms / 1e3)
         flat = standard(Path(tmp) / "flat", n * 5, 0.0)
+        first = cold(Path(tmp) / "cold", n * 5)
         four = threads(Path(tmp) / "threads", n * 5)
         eight = eight_metrics(Path(tmp) / "eight", n * 5)
     print(f"agent CPU, standard workload (4 calls, 32 scalars an iteration), n={n:,}:")
@@ -165,6 +185,11 @@ def main() -> None:
         f"written {flat['written']:,.0f}"
     )
     print(
+        f"  from the first line {first['iterations_per_s']:10,.0f} iterations/s "
+        f"{first['scalars_per_s']:12,.0f} scalars/s  dropped {first['dropped']:,.0f}, "
+        f"written {first['written']:,.0f}"
+    )
+    print(
         f"  4 threads, standard {four['iterations_per_s']:10,.0f} iterations/s "
         f"{four['scalars_per_s']:12,.0f} scalars/s  dropped {four['dropped']:,.0f}, "
         f"written {four['written']:,.0f}"
@@ -175,7 +200,7 @@ def main() -> None:
         f"dropped {eight['dropped']:,.0f}, written {eight['written']:,.0f}"
     )
     if args.out is not None:
-        got = {"paced": paced, "flat": flat, "threads": four, "eight": eight}
+        got = {"paced": paced, "flat": flat, "cold": first, "threads": four, "eight": eight}
         args.out.write_text(json.dumps(got))
 
 

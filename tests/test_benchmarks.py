@@ -230,6 +230,7 @@ def test_bench_agent_cpu_and_loop_lag_print_their_figures(tmp_path: Path) -> Non
     assert "us an iteration" in out and "scalars/s" in out, out
     got = json.loads(figures.read_text())
     assert got["flat"]["written"] == 1500 and got["flat"]["dropped"] == 0
+    assert got["cold"]["written"] == 1500 and got["cold"]["dropped"] == 0
     assert got["threads"]["written"] == 1500 and got["threads"]["dropped"] == 0
     assert got["eight"]["written"] == 1500 and got["paced"]["agent_us_per_iteration"] > 0
     out = _bench("bench_loop_lag.py", "--quick")
