@@ -100,11 +100,11 @@ class Agent:
         mono = time.monotonic()
         if not now and mono - self._acked_at < ACK_INTERVAL:
             return
+        self._acked_at = mono  # looked: the next look is ACK_INTERVAL away, sent or not
         got = self.core.pump.progress()
         mark = Ack(got.steps, got.written, self.buffer.nbytes, self.buffer.peak_bytes)
         if mark != self._last_ack:
             self._last_ack = mark
-            self._acked_at = mono
             self.send(mark)
 
     async def serve(self) -> None:
