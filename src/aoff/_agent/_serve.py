@@ -68,6 +68,7 @@ class Agent:
     def __init__(self, options: Options, conn: Connection) -> None:
         self.conn = conn
         self._send_lock = threading.Lock()
+        self._ack_lock = threading.Lock()
         self.buffer = Backlog(backlog_bytes(options.capacity))
         self.core = Core(options, buffer=self.buffer, on_tick=self.tick)
         self.buffer.on_unreadable = self.core.pump.say
@@ -100,12 +101,15 @@ class Agent:
         mono = time.monotonic()
         if not now and mono - self._acked_at < ACK_INTERVAL:
             return
-        self._acked_at = mono  # looked: the next look is ACK_INTERVAL away, sent or not
-        got = self.core.pump.progress()
-        mark = Ack(got.steps, got.written, self.buffer.nbytes, self.buffer.peak_bytes)
-        if mark != self._last_ack:
-            self._last_ack = mark
-            self.send(mark)
+        # the pump's thread and the receiver both ack: one at a time, so that an older
+        # count is never sent after a newer one
+        with self._ack_lock:
+            self._acked_at = mono  # looked: the next look is ACK_INTERVAL away, sent or not
+            got = self.core.pump.progress()
+            mark = Ack(got.steps, got.written, self.buffer.nbytes, self.buffer.peak_bytes)
+            if mark != self._last_ack:
+                self._last_ack = mark
+                self.send(mark)
 
     async def serve(self) -> None:
         token = anyio.lowlevel.current_token()

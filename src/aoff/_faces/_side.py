@@ -155,7 +155,7 @@ class AgentSide:
         if not self._round_lock.acquire(blocking=False):
             return
         try:
-            if not self._inline:  # the agent is gone: the fallback drains the buffer
+            if not self._inline or self._closed:  # the agent is gone, or given up on
                 return
             with signals_deferred():  # a signal mid-round would lose or tear a batch
                 self.shipper.step()
