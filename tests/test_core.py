@@ -197,6 +197,36 @@ def test_import_does_not_pull_in_wandb_or_torch() -> None:
     assert out.stdout.split() == ["False", "False"]
 
 
+#: what ``import aoff`` and a run in process mode leave out of the training process: the
+#: pump and what it folds, draws and writes with live in the agent (~0.15 s of imports)
+HEAVY = ("numpy", "rich.live", "aoff._pump._pump", "aoff._backends._summary", "psutil")
+
+
+def test_import_and_a_process_mode_run_leave_the_pump_to_the_agent(tmp_path: Path) -> None:
+    """The training process imports the pump (and Rich's Live, numpy, the backends) only
+    when it runs one: thread mode, or a fallback after a lost agent."""
+    code = f"""
+import sys, aoff
+heavy = {HEAVY!r}
+print(*[m for m in heavy if m in sys.modules], "|", end=" ")
+log = aoff.OffPolicyLogger(log_dir=sys.argv[1], display="none", handle_sigterm=False)
+for i in range(10):
+    log.log_step(i, {{"x": 1.0}})
+assert log.finish().complete
+print(*[m for m in heavy if m in sys.modules], "|", end=" ")
+log = aoff.OffPolicyLogger(log_dir=sys.argv[1] + "/t", pump="thread", display="none",
+                           handle_sigterm=False)
+log.finish()
+print(*[m for m in heavy if m in sys.modules])
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True
+    )
+    imported, after_run, thread_mode = out.stdout.split("|")
+    assert imported.split() == [] and after_run.split() == [], out.stdout
+    assert "aoff._pump._pump" in thread_mode.split(), out.stdout
+
+
 def test_bad_constructor_arguments_are_rejected_clearly() -> None:
     with pytest.raises(ValueError, match="overflow must be one of"):
         OffPolicyLogger(log_backend="none", overflow="wait", handle_sigterm=False)  # type: ignore[arg-type]

@@ -14,7 +14,6 @@ from ._core._report import FinishReport
 from ._core._state import State
 from ._core._warning import AoffWarning
 from ._display._api import Display, NullDisplay
-from ._display._dashboard import Dashboard
 from ._faces._async import AsyncOffPolicyLogger
 from ._faces._remote import RemoteLogger, RemoteReport
 from ._faces._sync import OffPolicyLogger
@@ -25,6 +24,7 @@ if TYPE_CHECKING:
     from ._backends._mlflow import MlflowBackend
     from ._backends._tensorboard import TensorBoardBackend
     from ._backends._wandb import WandbBackend
+    from ._display._dashboard import Dashboard
 
 # backends are imported on first use: TensorBoard's protobufs and wandb are slow imports
 _LAZY = {
@@ -33,6 +33,8 @@ _LAZY = {
     "JsonlBackend": "._backends._jsonl",
     "MlflowBackend": "._backends._mlflow",
     "WandbBackend": "._backends._wandb",
+    # Rich's Live: only where a dashboard is drawn (the agent, thread mode)
+    "Dashboard": "._display._dashboard",
 }
 
 
@@ -79,7 +81,6 @@ for _obj in (
     AsyncOffPolicyLogger,
     Backend,
     BackendContext,
-    Dashboard,
     Display,
     NullDisplay,
     OffPolicyLogger,

@@ -17,8 +17,6 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic
 
-from rich.console import Console
-
 from .._core import _events as ev
 from .._core._buffer import DEFAULT_CAPACITY, EventBuffer, Overflow
 from .._core._checkpoint import to_state_dict
@@ -40,11 +38,13 @@ from .._pump._options import (
 )
 from .._pump._ranks import RankMode, muted_line, rank_dir, this_rank
 from .._pump._sysmetrics import DEFAULT_INTERVAL as DEFAULT_SYSTEM_INTERVAL
-from .._pump._wiring import Core
 from ._forkhook import track
 from ._phase import CLOSING, INERT, NEXT, Phase, stopped
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
+    from .._pump._wiring import Core
     from ._remote import RemoteLogger
 
 __all__ = ["Face"]
@@ -174,6 +174,11 @@ class Face(Recorder[R], MediaCalls[R], Generic[R]):
         return self._options.pump == "process" and self._options.in_process_only() is None
 
     def _build_core(self) -> Core:
+        # imported here: the pump and what it draws and writes with (Rich, numpy, the
+        # backends' modules) are needed in this process only in thread mode or after a
+        # lost agent; ``import aoff`` stays light without them
+        from .._pump._wiring import Core
+
         # the encoder in this process gives the media budget back as it frees frames
         self._core = Core(
             self._options,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
@@ -25,13 +25,15 @@ from .._core._report import FinishReport, gave_up_line, stderr_line
 from .._display._streams import Forwarding, should_forward
 from .._media._shm import ShmPool
 from .._pump._options import Options
-from .._pump._thread import PumpThread
-from .._pump._wiring import Core
 from .._transport._shipper import SHIP_INTERVAL_BUSY, Shipper
 from .._transport._wire import AgentGone
 from ._cadence import BACKSTOP_INTERVAL, INLINE_CHECK_EVERY, INLINE_EVENTS, INLINE_INTERVAL
 from ._defer import signals_deferred
 from ._spawn import start_agent
+
+if TYPE_CHECKING:
+    from .._pump._thread import PumpThread
+    from .._pump._wiring import Core
 
 
 class AgentSide:
@@ -189,6 +191,8 @@ class AgentSide:
         )
         self._inline = False
         s.freed.lost(self.proc)
+        from .._pump._thread import PumpThread  # the fallback: only now in this process
+
         core = self.make_core()
         core.pump.note_unresolved(s.unresolved)
         if core.pump.drop_summary_file():  # it would hold this part of the run only:

@@ -27,12 +27,12 @@ from typing import TYPE_CHECKING, Any
 
 from .._core._checkpoint import no_state_line
 from .._core._report import FinishReport, force_quit_line, stderr_line
-from .._pump._thread import PumpThread
 from ._base import Face
 from ._phase import Phase
+from ._side import AgentSide
 
 if TYPE_CHECKING:
-    from ._side import AgentSide
+    from .._pump._thread import PumpThread
 
 #: a second Ctrl+C this soon after the first stops finish() from waiting for the drain
 FORCE_WINDOW = 2.0
@@ -152,13 +152,13 @@ class OffPolicyLogger(Face[None]):
         #: where the pump runs: a thread of this process, or the agent (through its link)
         self._host: PumpThread | AgentSide
         if self._process_mode():
-            from ._side import AgentSide
-
             self._host = AgentSide(
                 self._options, self._buffer, self._build_core, pool=self._media_budget.pool
             )
             self._put = self._host.put()  # producers ship a round themselves now and then
         else:
+            from .._pump._thread import PumpThread  # the pump in this process (see Face)
+
             self._host = PumpThread(self._build_core())
         _live_loggers.add(self)
         if self._options.handle_sigterm:
@@ -177,7 +177,7 @@ class OffPolicyLogger(Face[None]):
             remote.flush()
         if self._phase is not Phase.OPEN:  # stopping, or nothing of the run lives here
             return
-        if isinstance(self._host, PumpThread):
+        if not isinstance(self._host, AgentSide):
             self._host.flush()
         else:
             self._host.flush(self._idle_timeout())
@@ -190,7 +190,7 @@ class OffPolicyLogger(Face[None]):
         :meth:`load_state_dict` in the resumed run (with ``resume_step``)."""
         if self._inert:
             return self._empty_state_dict()
-        if isinstance(self._host, PumpThread):
+        if not isinstance(self._host, AgentSide):
             return self._host.state_dict()
         got = self._host.state_dict(self._idle_timeout())
         if got is None:
