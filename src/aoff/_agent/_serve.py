@@ -8,9 +8,9 @@ exits.
 
 Its own buffer (``_core/_backlog.py``) keeps each frame as it came, pickled, until the
 pump drains it, and is bounded in bytes (``backlog_bytes``: 64 MiB at the default
-``capacity``). It uses the ``block`` policy (nothing is dropped in the agent):
-when it is full the receiver stops reading, the socket fills, and the training process's
-buffer and its overflow policy take over.
+``capacity``). It uses the ``block`` policy (nothing is dropped in the agent): when it is
+full the receiver stops reading, the socket fills, and the training process's buffer and
+its overflow policy take over.
 """
 
 from __future__ import annotations

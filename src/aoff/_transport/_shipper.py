@@ -13,8 +13,8 @@ task in the caller's loop (the async face).
 
 Backpressure: while more than ``MAX_PENDING_BYTES`` wait for the socket (the agent is
 behind; before its first answer, while it starts, ``start_pending_bytes``: as much as
-its backlog will take), nothing more is drained; the buffer's overflow policy then applies at
-``capacity``, exactly as with the in-process pump. While events are leaving,
+its backlog will take), nothing more is drained; the buffer's overflow policy then
+applies at ``capacity``, exactly as with the in-process pump. While events are leaving,
 ``drop_oldest`` trims only beyond ``BURST_FACTOR`` x ``capacity`` (a burst outrunning the
 shipper for a few rounds). Memory in the training process is therefore at most
 ``BURST_FACTOR`` x ``capacity`` events during a burst, ``capacity`` otherwise (plus up to
