@@ -63,6 +63,7 @@ class StepFolder(Checks):
         "_collector_tags",
         "_episodes",
         "_histograms",
+        "_last_tags",
         "_metric_tags",
         "_reward_tags",
         "_system",
@@ -79,6 +80,8 @@ class StepFolder(Checks):
         self._collector_tags: dict[tuple[str, ...], tuple[str, ...]] = {}
         # one tags tuple per tag sequence, shared by the records that have it (Scalars)
         self._tag_seqs: dict[tuple[str, ...], tuple[str, ...]] = {}
+        # the last step's tags (as built) and their shared tuple: most steps repeat them
+        self._last_tags: tuple[list[str], tuple[str, ...]] = ([], ())
         # episodes that ended since the last step (log_episodes): return sum, count,
         # length sum, count
         self._episodes: list[float] = [0.0, 0.0, 0.0, 0.0]
@@ -130,11 +133,20 @@ class StepFolder(Checks):
         )
 
         s.iteration = iteration
+        # the times are floats but for a rare step: checked here, a call only for the others
         num = self._num
-        s.train_time = num(where, "train_time", train_time)
-        s.wait_time = num(where, "wait_time", wait_time)
-        s.h2d_time = num(where, "learner_incremental_h2d_time", h2d_time)
-        s.weight_sync_time = num(where, "weight_sync_time", weight_sync_time)
+        if type(train_time) is not float:
+            train_time = num(where, "train_time", train_time)
+        if type(wait_time) is not float:
+            wait_time = num(where, "wait_time", wait_time)
+        if type(h2d_time) is not float:
+            h2d_time = num(where, "learner_incremental_h2d_time", h2d_time)
+        if type(weight_sync_time) is not float:
+            weight_sync_time = num(where, "weight_sync_time", weight_sync_time)
+        s.train_time = train_time
+        s.wait_time = wait_time
+        s.h2d_time = h2d_time
+        s.weight_sync_time = weight_sync_time
         # the recorder reduces extra_info to its throughput (None: not given)
         s.throughput_known = extra_info is not None
         if extra_info:
@@ -182,10 +194,10 @@ class StepFolder(Checks):
         values += (
             s.timeout_rate,
             s.terminated_rate,
-            s.wait_time * 1000,
-            s.h2d_time * 1000,
-            s.train_time * 1000,
-            s.weight_sync_time * 1000,
+            wait_time * 1000,
+            h2d_time * 1000,
+            train_time * 1000,
+            weight_sync_time * 1000,
         )
         timing = s.collector_timing
         if timing:
@@ -194,12 +206,13 @@ class StepFolder(Checks):
                 self._collector_tags, keys, collector_tag
             )
             values += timing.values()
-        sps = s.steps_per_sec()
-        if sps is not None:
+        # State.steps_per_sec() and pipeline_time(), from the locals (one a step)
+        pipeline = h2d_time + train_time + weight_sync_time
+        if s.throughput_steps > 0 and pipeline > 0:  # throughput_steps is 0 when not known
             tags.append("perf/steps_per_sec")
-            values.append(sps)
+            values.append(s.throughput_steps / pipeline)
         tags.append("perf/iter_ms")
-        values.append(s.pipeline_time() * 1000)
+        values.append(pipeline * 1000)
         if s.dropped_events:
             tags.append("aoff/dropped_events")
             values.append(float(s.dropped_events))
@@ -242,6 +255,9 @@ class StepFolder(Checks):
 
     def _scalars(self, tags: list[str], values: list[float]) -> Scalars:
         """The record's pairs, with one ``tags`` tuple per tag sequence (see Scalars)."""
+        last = self._last_tags
+        if tags == last[0]:  # the previous step's tags: equal item by item, by identity
+            return scalars_of(last[1], tuple(values))
         key = tuple(tags)
         seen = self._tag_seqs
         shared = seen.get(key)
@@ -249,4 +265,5 @@ class StepFolder(Checks):
             if len(seen) >= _TAG_SEQS_MAX:
                 seen.clear()
             shared = seen[key] = key
+        self._last_tags = (tags, shared)
         return scalars_of(shared, tuple(values))

@@ -32,7 +32,8 @@ class Scalars(tuple[tuple[str, float], ...]):
 
 def scalars_of(tags: tuple[str, ...], values: tuple[float, ...]) -> Scalars:
     """The pairs of two columns of the same length (the fold's; not checked here)."""
-    pairs = _new_tuple(Scalars, zip(tags, values, strict=True))
+    # the fold builds both columns together; strict=True cost ~0.3 us more for 32 pairs
+    pairs = _new_tuple(Scalars, zip(tags, values, strict=False))
     pairs.tags = tags
     pairs.values = values
     return pairs
