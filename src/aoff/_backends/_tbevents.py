@@ -31,7 +31,18 @@ def load_event_class() -> Any:
 
 
 def _varint(n: int) -> bytes:
-    """Protobuf base-128 varint of a non-negative int (< 2**64)."""
+    """Protobuf base-128 varint of a non-negative int (< 2**64): every record's step (env
+    steps: millions), so up to four bytes (below 2**28) are made without the loop."""
+    if n < 0x80:
+        return _ONE_BYTE[n]
+    if n < 0x4000:
+        return bytes(((n & 0x7F) | 0x80, n >> 7))
+    if n < 0x200000:
+        return bytes(((n & 0x7F) | 0x80, ((n >> 7) & 0x7F) | 0x80, n >> 14))
+    if n < 0x10000000:
+        return bytes(
+            ((n & 0x7F) | 0x80, ((n >> 7) & 0x7F) | 0x80, ((n >> 14) & 0x7F) | 0x80, n >> 21)
+        )
     out = bytearray()
     while n > 0x7F:
         out.append((n & 0x7F) | 0x80)
@@ -40,6 +51,7 @@ def _varint(n: int) -> bytes:
     return bytes(out)
 
 
+_ONE_BYTE = tuple(bytes((i,)) for i in range(0x80))
 _pack_f = struct.Struct("<f").pack
 _pack_d = struct.Struct("<d").pack
 _F32_INF = _pack_f(math.inf)

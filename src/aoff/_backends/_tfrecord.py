@@ -37,19 +37,30 @@ def masked_crc32c(data: bytes) -> int:
     return (((c >> 15) | (c << 17)) + _MASK_DELTA) & _U32
 
 
+#: a record's length and its checksum, per length (a run's records have a few lengths)
+_heads: dict[int, bytes] = {}
+_HEADS_MAX = 4096
+
+
+def _head(n: int) -> bytes:
+    if len(_heads) >= _HEADS_MAX:
+        _heads.clear()
+    length = _pack_len(n)
+    head = _heads[n] = length + _pack_u32(masked_crc32c(length))
+    return head
+
+
 def frame_many(payloads: Iterable[bytes]) -> bytes:
     """Frame every payload and concatenate the records, in order, into one buffer."""
     parts: list[bytes] = []
     append = parts.append
     crc = crc32c
-    pack_len = _pack_len
     pack_u32 = _pack_u32
+    heads = _heads
     for data in payloads:
-        header = pack_len(len(data))
-        c = crc(header)
+        n = len(data)
         d = crc(data)
-        append(header)
-        append(pack_u32((((c >> 15) | (c << 17)) + _MASK_DELTA) & _U32))
+        append(heads.get(n) or _head(n))
         append(data)
         append(pack_u32((((d >> 15) | (d << 17)) + _MASK_DELTA) & _U32))
     return b"".join(parts)
