@@ -122,6 +122,37 @@ def test_framing_matches_tensorboard_reader() -> None:
         assert int.from_bytes(framed[-4:], "little") == tb_crc(payload)
 
 
+def test_framing_heads_kept_per_length_stay_right() -> None:
+    """Each record's length head is kept per length: many lengths, repeated and
+    interleaved, in one buffer, each head still its own length's checksum."""
+    from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c as tb_crc
+
+    payloads = [bytes([i % 251]) * (i % 37) for i in range(300)]
+    framed = frame_many(payloads)
+    pos = 0
+    for payload in payloads:
+        header = framed[pos : pos + 8]
+        assert int.from_bytes(header, "little") == len(payload)
+        assert int.from_bytes(framed[pos + 8 : pos + 12], "little") == tb_crc(header)
+        assert framed[pos + 12 : pos + 12 + len(payload)] == payload
+        pos += 16 + len(payload)
+    assert pos == len(framed)
+
+
+@pytest.mark.parametrize("width", range(1, 11))
+def test_event_steps_of_every_varint_width_match_protobuf(width: int) -> None:
+    """The step's varint, made without a loop up to four bytes: each width's first and
+    last value, as protobuf writes them (negative steps are ten bytes)."""
+    enc = EventEncoder()
+    lo, hi = (1 << (7 * (width - 1))) if width > 1 else 1, (1 << (7 * width)) - 1
+    for step in {lo, lo + 1, hi - 1, hi}:
+        if step < 2**63:
+            rec = StepRecord(step, 1, 1.0, (("a", 1.0),))
+            assert enc.encode(rec) == protobuf_bytes(rec), step
+    rec = StepRecord(-width, 1, 1.0, (("a", 1.0),))
+    assert enc.encode(rec) == protobuf_bytes(rec)
+
+
 def protobuf_bytes(rec: StepRecord) -> bytes:
     """What TensorBoard's own protobuf classes serialise for ``rec``."""
     ev = event_pb2.Event(wall_time=rec.wall_time, step=rec.step)
