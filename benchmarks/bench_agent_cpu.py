@@ -164,7 +164,9 @@ def main() -> None:
     args = ap.parse_args()
     n = 300 if args.quick else args.iterations
     with tempfile.TemporaryDirectory() as tmp:
-        paced = standard(Path(tmp) / "paced", n, args.pace_ms / 1e3)
+        # --quick: 1,000 paced iterations, not 300: the agent's CPU is read in 10 ms ticks
+        # and 300 (~15 ms of it) could read as 0
+        paced = standard(Path(tmp) / "paced", max(n, 1000), args.pace_ms / 1e3)
         flat = standard(Path(tmp) / "flat", n * 5, 0.0)
         first = cold(Path(tmp) / "cold", n * 5)
         four = threads(Path(tmp) / "threads", n * 5)
