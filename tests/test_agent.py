@@ -22,7 +22,7 @@ import anyio.lowlevel
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from aoff import AsyncOffPolicyLogger, OffPolicyLogger
+from aoff import AsyncOffPolicyLogger, FinishReport, OffPolicyLogger
 from aoff.testing import (
     Probe,
     await_until,
@@ -776,6 +776,107 @@ def test_a_lost_agents_fallback_writes_as_the_run_goes_on_and_counts_every_drop(
     assert report.dropped_events > 0
     assert len(rows) + report.dropped_events == n  # every step written or counted
     assert report.backend_written == {"jsonl": len(rows), "tensorboard": len(rows)}
+
+
+def _no_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The in-process fallback cannot start, as at interpreter shutdown."""
+    from aoff._faces import _lost
+
+    def cannot(*_: object) -> None:
+        raise RuntimeError("can't create new thread at interpreter shutdown")
+
+    monkeypatch.setattr(_lost, "start_fallback", cannot)
+
+
+def _said_of_a_stranded_run(err: str, report: FinishReport) -> None:
+    """The loss's line (with the steps the agent had taken and not confirmed) and
+    finish()'s (with the steps discarded since; none was dropped by the buffer here)."""
+    assert err.count("logging cannot go on in this process (RuntimeError: can't create") == 1
+    unconfirmed = report.backend_lost["jsonl"]
+    assert f"{unconfirmed:,} steps it had received were not confirmed written" in err, err
+    after = report.dropped_events
+    assert f"aoff: {after:,} events logged after the agent was lost were not written" in err
+    assert "logging goes on in this process" not in err and "Traceback" not in err, err
+    assert "finish() gave up" not in err, err
+
+
+def test_a_lost_agent_whose_fallback_cannot_start_counts_every_step_after_it(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When no pump can start here after the agent's loss, the steps logged after it are
+    taken out of the buffer as they come (a ``block`` producer goes on) and counted:
+    finish() returns at once, every one of them in ``dropped_events``, and two lines say
+    why and how many. Before: a traceback from the shipper thread, the buffer never
+    drained (a ``block`` producer waited for good), finish() waited out its grace for a
+    "background writer" and the frame in flight was counted nowhere."""
+    _no_fallback(monkeypatch)
+    log = jsonl_agent_logger(
+        tmp_path / "run", display="none", capacity=64, overflow="block", finish_timeout=60
+    )
+    p = probe(log)
+    for i in range(1, 101):
+        log.log_step(i, {"x": float(i)})
+    log.flush()
+    kill_agent(log)
+    n = 100
+    deadline = time.monotonic() + 60
+    while p.agent_lost is None:  # the next shipping round finds the agent gone
+        assert time.monotonic() < deadline, "the lost agent was never noticed"
+        n += 1
+        log.log_step(n, {"x": float(n)})
+        hold_still(0.01, "a training step takes time")
+    for _ in range(1000):  # many buffers-full of a 64-event "block" buffer
+        n += 1
+        log.log_step(n, {"x": float(n)})
+    t0 = time.monotonic()
+    report = log.finish()
+    assert time.monotonic() - t0 < 30, "finish() waited for a writer that is not there"
+    _said_of_a_stranded_run(capfd.readouterr().err, report)
+    assert report.partial and report.steps == 100 and report.backend_written == {"jsonl": 100}
+    # each step after 100: discarded here, or received by the dying agent (unconfirmed)
+    assert report.dropped_events + report.backend_lost["jsonl"] == n - 100, (report, n)
+    assert report.backend_errors == {"jsonl": "agent lost"}
+    assert [r["iteration"] for r in jsonl_rows(tmp_path / "run")][:100] == list(range(1, 101))
+    assert not any(t.name == "aoff-pump" for t in threading.enumerate())
+
+
+@pytest.mark.anyio
+async def test_the_async_face_counts_every_step_after_a_loss_no_fallback_can_take(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same on the event loop: the shipper task takes what comes out of the buffer
+    while finish() concludes in a worker thread; each step is counted once."""
+    _no_fallback(monkeypatch)
+    log = AsyncOffPolicyLogger(
+        log_dir=tmp_path,
+        backends=("jsonl",),
+        handle_sigterm=False,
+        display="none",
+        capacity=64,
+        finish_timeout=60,
+        system_interval=0,
+    )
+    async with log:
+        p = await _hundred_steps_in_the_agent(log)
+        kill_agent(log)
+        n = 100
+        with anyio.fail_after(60):
+            while p.agent_lost is None:
+                n += 1
+                await log.log_step(n, {"x": float(n)})
+                await anyio.sleep(0.01)
+        for _ in range(1000):
+            n += 1
+            await log.log_step(n, {"x": float(n)})
+            if n % 50 == 0:
+                await anyio.sleep(0.001)  # a loop that does other work: rounds run
+        t0 = time.monotonic()
+        report = await log.afinish()
+        assert time.monotonic() - t0 < 30, "finish() waited for a writer that is not there"
+    _said_of_a_stranded_run(capfd.readouterr().err, report)
+    assert report.partial and report.steps == 100
+    assert report.dropped_events + report.backend_lost["jsonl"] == n - 100, (report, n)
+    assert [r["iteration"] for r in jsonl_rows(tmp_path)][:100] == list(range(1, 101))
 
 
 @pytest.mark.anyio

@@ -4,7 +4,8 @@ The faces hold an :class:`AgentSide` instead of a pump. It owns the agent proces
 shipper thread, the stdout/stderr forwarding, and, if the agent dies, the switch to an
 in-process :class:`~aoff._pump._thread.PumpThread` that folds every event not yet handed
 over. The :class:`~aoff.FinishReport` then adds what the agent wrote before it died and
-counts as lost what it had received but not confirmed written.
+counts as lost what it had received but not confirmed written; if no fallback can start,
+what is logged from then on is discarded and counted (:meth:`AgentSide._discard`).
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ from .._core._report import FinishReport, gave_up_line, stderr_line
 from .._display._streams import Forwarding, should_forward
 from .._media._shm import ShmPool
 from .._pump._options import Options
-from .._transport._shipper import SHIP_INTERVAL_BUSY, Shipper
+from .._transport._shipper import SHIP_INTERVAL, SHIP_INTERVAL_BUSY, Shipper
 from .._transport._wire import AgentGone
+from . import _lost
 from ._cadence import BACKSTOP_INTERVAL, INLINE_CHECK_EVERY, INLINE_EVENTS, INLINE_INTERVAL
 from ._defer import signals_deferred
 from ._spawn import start_agent
@@ -69,6 +71,8 @@ class AgentSide:
             self.shipper.freed.use_pool(pool)
         self.gone: str | None = None
         self.fallback: PumpThread | None = None
+        self._stranded: int | None = None  # events discarded since a failed fallback
+        self._discard_lock = threading.Lock()
         self.forwarding: Forwarding | None = None
         if should_forward(options.log_backend, options.custom_display()):
             self.forwarding = Forwarding(self.shipper.text)
@@ -93,17 +97,20 @@ class AgentSide:
         done (the agent's report is in, or the agent was lost)."""
         if self._closed:  # finish() gave up on the agent and closed the link: done
             return None
+        if self._stranded is not None:  # nothing here can write: count, stay bounded
+            self._discard()
+            return SHIP_INTERVAL
         try:
             wait = self.shipper.step()
         except AgentGone as exc:
             if not self._closed:  # closed under an async face's round: not a loss
                 self._gone(str(exc) or "closed")
-            return None
         except Exception as exc:  # pragma: no cover - a bug: say so, keep the data
             if not self._closed:
                 self._gone(f"shipper error: {type(exc).__name__}: {exc}")
-            return None
-        return wait if self.shipper.report is None else None
+        else:
+            return wait if self.shipper.report is None else None
+        return None if self._stranded is None else SHIP_INTERVAL  # discard rounds go on
 
     def _run_thread(self) -> None:
         while True:
@@ -179,28 +186,32 @@ class AgentSide:
             await anyio.sleep(pace(wait))
 
     def _gone(self, reason: str) -> None:
-        """The agent died: restore the streams, say so once, fold the rest in-process."""
+        """The agent died: restore the streams, fold the rest in-process (or, if no
+        fallback can start, discard and count it: :meth:`_discard`), say which once."""
         if self.forwarding is not None:
             self.forwarding.restore()
-        s = self.shipper
+        s, failure = self.shipper, None
         lost = max(s.agent_loss().values(), default=0)
-        stderr_line(
-            f"aoff: the agent process is gone ({reason}, exit code {self.proc.poll()}); "
-            f"logging goes on in this process. {lost:,} steps it had received were "
-            "not confirmed written."
-        )
         self._inline = False
         s.freed.lost(self.proc)
-        from .._pump._thread import PumpThread  # the fallback: only now in this process
-
-        core = self.make_core()
-        core.pump.note_unresolved(s.unresolved)
-        if core.pump.drop_summary_file():  # it would hold this part of the run only:
-            from .._backends._summary import remove_stale  # ls/show read the files instead
-
-            remove_stale(self.options.log_dir)
-        self.fallback = PumpThread(core, held=s.unsent_events())
+        try:
+            self.fallback = _lost.start_fallback(self.make_core, s, self.options.log_dir)
+        except Exception as exc:  # e.g. no new thread at interpreter shutdown
+            failure, self._stranded = exc, _lost.discard_unsent(s)
+        stderr_line(_lost.gone_line(reason, self.proc.poll(), lost, failure))
         self.gone = reason
+
+    def _discard(self, *, last: bool = False) -> int:
+        """No agent, no fallback: drain and count what was logged since (frames give their
+        memory back); the count. One at a time (the async face's rounds run on its loop,
+        finish() in a thread), none after the ``last``."""
+        with self._discard_lock:
+            if not self._closed:
+                events = self.buffer.drain()
+                self.shipper.freed.discarded(events)
+                self._stranded = (self._stranded or 0) + _lost.logged(events)
+                self._closed = last
+            return self._stranded or 0
 
     # -- waiting: the one place the two faces differ -----------------------------------------
     def _idle(self, timeout: float) -> ProgressWatch:
@@ -280,17 +291,23 @@ class AgentSide:
             return s.report
         if self.fallback is not None:
             report = self.fallback.stop(summary, idle_timeout)
-            self.merge_into(report)
+            _lost.add_confirmed(report, s)
+            return report
+        if self.gone is not None:  # lost, and no fallback could start (_gone said why)
+            with self._round_lock:  # the last round: the shipper's next one ends
+                discarded = self._discard(last=True)
+            report = _lost.confirmed_report(
+                s, dropped=s.dropped() + discarded, error="agent lost", interrupted=False
+            )
+            self._close()
+            stderr_line(_lost.not_written_line(discarded))
             return report
         # the agent is alive but made no progress: give up, say what is known
-        report = FinishReport(
-            dropped_events=s.dropped() + len(self.buffer) + len(s.held),
-            steps=s.acked_steps,
-            backend_written=dict(s.acked_written),
-            backend_lost=s.agent_loss(),
-            backend_errors={name: "did not finish" for name in s.acked_written},
+        report = _lost.confirmed_report(
+            s,
+            dropped=s.dropped() + len(self.buffer) + len(s.held),
+            error="did not finish",
             interrupted=True,
-            partial=True,
         )
         self._close()
         stderr_line(gave_up_line(len(self.buffer), max(report.backend_lost.values(), default=0)))
@@ -316,15 +333,6 @@ class AgentSide:
                 self._round_lock.release()
         names = list(s.acked_written) or self.options.backend_names()
         return unwritten_steps({n: shipped - s.acked_written.get(n, 0) for n in names}, waiting)
-
-    def merge_into(self, report: FinishReport) -> None:
-        """Add what the lost agent had written and lost to the fallback's report."""
-        s = self.shipper
-        report.steps += s.acked_steps
-        for name, written in s.acked_written.items():
-            report.backend_written[name] = report.backend_written.get(name, 0) + written
-        for name, lost in s.agent_loss().items():
-            report.backend_lost[name] = report.backend_lost.get(name, 0) + lost
 
     def _close(self) -> None:
         if self.forwarding is not None:

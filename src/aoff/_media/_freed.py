@@ -115,6 +115,15 @@ class FreedBytes:
                 self.pool.release_events(out)
         return len(out)
 
+    def discarded(self, events: list[Any]) -> None:
+        """``events`` will never be sent (the agent is lost and nothing here can write
+        them): their frames' bytes, and their blocks, come back."""
+        if events and (self.active or self.pool is not None) and has_media(events):
+            if self.active:
+                self.add(media_bytes(events))
+            if self.pool is not None:
+                self.pool.release_events(events)
+
     def unresolved(self, events: list[Any], ready: list[Any], held: list[Any]) -> None:
         """Of ``events``, those neither ``ready`` nor ``held`` were dropped (their device
         values never came: ``ready_prefix``): their frames' bytes come back."""

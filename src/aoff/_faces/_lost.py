@@ -1,0 +1,103 @@
+"""What a face does and says without its agent: a lost one, or a silent one.
+
+Why a module of its own: :class:`~._side.AgentSide` drives the agent and waits. When the
+agent is gone it starts the in-process fallback here; when that cannot start, or the
+agent makes no progress, the report is built from what the agent last confirmed
+(``Shipper``'s acked counts) and the lines say what was not written. The side only
+decides which case it is in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from .._core._events import FINISH, Event
+from .._core._report import FinishReport
+from .._transport._shipper import Shipper
+
+if TYPE_CHECKING:
+    from .._pump._thread import PumpThread
+    from .._pump._wiring import Core
+
+__all__ = [
+    "add_confirmed",
+    "confirmed_report",
+    "discard_unsent",
+    "gone_line",
+    "logged",
+    "not_written_line",
+    "start_fallback",
+]
+
+
+def start_fallback(
+    make_core: Callable[[], Core], shipper: Shipper[FinishReport], log_dir: str
+) -> PumpThread:
+    """The lost agent's successor: a pump in this process, which folds first what never
+    reached the agent. It may fail (no new thread at interpreter shutdown)."""
+    from .._pump._thread import PumpThread  # only now in this process
+
+    core = make_core()
+    core.pump.note_unresolved(shipper.unresolved)
+    if core.pump.drop_summary_file():  # it would hold this part of the run only:
+        from .._backends._summary import remove_stale  # ls/show read the files instead
+
+        remove_stale(log_dir)
+    return PumpThread(core, held=shipper.unsent_events())
+
+
+def logged(events: list[Event]) -> int:
+    """How many of ``events`` the caller logged (``finish()``'s own closing event is not)."""
+    return len(events) - sum(1 for e in events if e[0] == FINISH)
+
+
+def discard_unsent(shipper: Shipper[FinishReport]) -> int:
+    """No fallback could start: what never reached the agent is discarded (frames give
+    their shared memory back); how many events the caller had logged."""
+    unsent = shipper.unsent_events()
+    shipper.freed.discarded(unsent)
+    return logged(unsent)
+
+
+def gone_line(reason: str, exit_code: int | None, lost: int, failure: Exception | None) -> str:
+    """The one line of a lost agent: logging goes on in this process, or (``failure``:
+    the fallback could not start) it cannot, and from now on nothing is written."""
+    gone = f"aoff: the agent process is gone ({reason}, exit code {exit_code})"
+    unconfirmed = f"{lost:,} steps it had received were not confirmed written"
+    if failure is None:
+        return f"{gone}; logging goes on in this process. {unconfirmed}."
+    return (
+        f"{gone} and logging cannot go on in this process ({type(failure).__name__}: "
+        f"{failure}): {unconfirmed}, and what is logged from now on is not written "
+        "(finish() counts it)."
+    )
+
+
+def not_written_line(discarded: int) -> str:
+    return f"aoff: {discarded:,} events logged after the agent was lost were not written"
+
+
+def confirmed_report(
+    shipper: Shipper[FinishReport], *, dropped: int, error: str, interrupted: bool
+) -> FinishReport:
+    """The report of a run whose agent will not send its own: what it confirmed written,
+    what it received but did not confirm (lost), ``dropped`` events never folded."""
+    return FinishReport(
+        dropped_events=dropped,
+        steps=shipper.acked_steps,
+        backend_written=dict(shipper.acked_written),
+        backend_lost=shipper.agent_loss(),
+        backend_errors={name: error for name in shipper.acked_written},
+        interrupted=interrupted,
+        partial=True,
+    )
+
+
+def add_confirmed(report: FinishReport, shipper: Shipper[FinishReport]) -> None:
+    """Add what the lost agent had confirmed written, and lost, to the fallback's report."""
+    report.steps += shipper.acked_steps
+    for name, written in shipper.acked_written.items():
+        report.backend_written[name] = report.backend_written.get(name, 0) + written
+    for name, lost in shipper.agent_loss().items():
+        report.backend_lost[name] = report.backend_lost.get(name, 0) + lost
