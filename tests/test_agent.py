@@ -167,20 +167,26 @@ def test_a_finish_that_gives_up_on_a_frozen_agent_says_so_once_and_folds_nothing
     assert [r["iteration"] for r in jsonl_rows(tmp_path / "run")] == list(range(1, 101))
 
 
+def _async_agent_logger(run: Path, **kw: Any) -> AsyncOffPolicyLogger:
+    """An async logger, its pump in the agent, writing JSONL (and TensorBoard) into
+    ``run``; no dashboard, SIGTERM handler or system metrics."""
+    return AsyncOffPolicyLogger(
+        log_dir=run,
+        backends=("jsonl",),
+        handle_sigterm=False,
+        display="none",
+        system_interval=0,
+        **kw,
+    )
+
+
 @pytest.mark.anyio
 async def test_an_async_finish_that_gives_up_on_a_frozen_agent_says_so_once(
     tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     """The same on the event loop, where the shipper is a task of the loop and the give-up
     closes the link from a worker thread, under a round that may be running."""
-    log = AsyncOffPolicyLogger(
-        log_dir=tmp_path,
-        backends=("jsonl",),
-        handle_sigterm=False,
-        display="none",
-        finish_timeout=0.2,
-        system_interval=0,
-    )
+    log = _async_agent_logger(tmp_path, finish_timeout=0.2)
     async with log:
         p = await _hundred_steps_in_the_agent(log)
         kill_agent(log, signal.SIGSTOP)  # it can neither fold nor answer
@@ -737,6 +743,18 @@ def test_the_async_shippers_pace_follows_a_flood_that_comes_in_bursts() -> None:
         assert pace(SHIP_INTERVAL) == SHIP_INTERVAL
 
 
+def _log_until_the_loss_is_seen(log: OffPolicyLogger, p: Probe, n: int) -> int:
+    """Log a step every 10 ms after step ``n`` until a shipping round finds the agent
+    gone; the last step logged."""
+    deadline = time.monotonic() + 60
+    while p.agent_lost is None:
+        assert time.monotonic() < deadline, "the lost agent was never noticed"
+        n += 1
+        log.log_step(n, {"x": float(n)})
+        hold_still(0.01, "a training step takes time")
+    return n
+
+
 def test_a_lost_agents_fallback_writes_as_the_run_goes_on_and_counts_every_drop(
     tmp_path: Path,
 ) -> None:
@@ -753,13 +771,7 @@ def test_a_lost_agents_fallback_writes_as_the_run_goes_on_and_counts_every_drop(
         log.flush()
         kill_agent(log)
         wait_until(lambda: not p.agent_running, timeout=60, what="the agent to die")
-        n = 100
-        deadline = time.monotonic() + 60
-        while p.agent_lost is None:  # the next shipping round finds the agent gone
-            assert time.monotonic() < deadline, "the lost agent was never noticed"
-            n += 1
-            log.log_step(n, {"x": float(n)})
-            hold_still(0.01, "a training step takes time")
+        n = _log_until_the_loss_is_seen(log, p, 100)
         for _ in range(5):
             n += 1
             log.log_step(n, {"x": float(n)})
@@ -818,13 +830,7 @@ def test_a_lost_agent_whose_fallback_cannot_start_counts_every_step_after_it(
         log.log_step(i, {"x": float(i)})
     log.flush()
     kill_agent(log)
-    n = 100
-    deadline = time.monotonic() + 60
-    while p.agent_lost is None:  # the next shipping round finds the agent gone
-        assert time.monotonic() < deadline, "the lost agent was never noticed"
-        n += 1
-        log.log_step(n, {"x": float(n)})
-        hold_still(0.01, "a training step takes time")
+    n = _log_until_the_loss_is_seen(log, p, 100)
     for _ in range(1000):  # many buffers-full of a 64-event "block" buffer
         n += 1
         log.log_step(n, {"x": float(n)})
@@ -847,15 +853,7 @@ async def test_the_async_face_counts_every_step_after_a_loss_no_fallback_can_tak
     """The same on the event loop: the shipper task takes what comes out of the buffer
     while finish() concludes in a worker thread; each step is counted once."""
     _no_fallback(monkeypatch)
-    log = AsyncOffPolicyLogger(
-        log_dir=tmp_path,
-        backends=("jsonl",),
-        handle_sigterm=False,
-        display="none",
-        capacity=64,
-        finish_timeout=60,
-        system_interval=0,
-    )
+    log = _async_agent_logger(tmp_path, capacity=64, finish_timeout=60)
     async with log:
         p = await _hundred_steps_in_the_agent(log)
         kill_agent(log)
