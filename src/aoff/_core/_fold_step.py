@@ -133,20 +133,11 @@ class StepFolder(Checks):
         )
 
         s.iteration = iteration
-        # the times are floats but for a rare step: checked here, a call only for the others
         num = self._num
-        if type(train_time) is not float:
-            train_time = num(where, "train_time", train_time)
-        if type(wait_time) is not float:
-            wait_time = num(where, "wait_time", wait_time)
-        if type(h2d_time) is not float:
-            h2d_time = num(where, "learner_incremental_h2d_time", h2d_time)
-        if type(weight_sync_time) is not float:
-            weight_sync_time = num(where, "weight_sync_time", weight_sync_time)
-        s.train_time = train_time
-        s.wait_time = wait_time
-        s.h2d_time = h2d_time
-        s.weight_sync_time = weight_sync_time
+        s.train_time = train_time = num(where, "train_time", train_time)
+        s.wait_time = wait_time = num(where, "wait_time", wait_time)
+        s.h2d_time = h2d_time = num(where, "learner_incremental_h2d_time", h2d_time)
+        s.weight_sync_time = weight_sync_time = num(where, "weight_sync_time", weight_sync_time)
         # the recorder reduces extra_info to its throughput (None: not given)
         s.throughput_known = extra_info is not None
         if extra_info:
