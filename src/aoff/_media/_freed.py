@@ -108,16 +108,12 @@ class FreedBytes:
         if not self.active and self.pool is None:
             return buffer.trim(bound)
         out = buffer.trim_out(bound)
-        if out and has_media(out):
-            if self.active:
-                self.add(media_bytes(out))
-            if self.pool is not None:
-                self.pool.release_events(out)
+        self.discarded(out)
         return len(out)
 
     def discarded(self, events: list[Any]) -> None:
-        """``events`` will never be sent (the agent is lost and nothing here can write
-        them): their frames' bytes, and their blocks, come back."""
+        """``events`` will never be sent (trimmed, or the agent is lost and nothing here
+        can write them): their frames' bytes, and their blocks, come back."""
         if events and (self.active or self.pool is not None) and has_media(events):
             if self.active:
                 self.add(media_bytes(events))
