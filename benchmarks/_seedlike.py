@@ -2,10 +2,10 @@
 
 Written for the benchmarks from the seed's documented behaviour
 (``shared/reference/seed-behaviour.md``); it is not the seed's code. It keeps the same
-state (an :class:`aoff._state.State`, mutated in place on the caller's thread), and on
+state (an :class:`aoff._core._state.State`, mutated in place on the caller's thread), and on
 every ``log_step``, on the caller's thread:
 
-1. redraws the Rich panel (``aoff._render.dashboard_panel``, the seed's layout) in a
+1. redraws the Rich panel (``aoff._display._panel.dashboard_panel``, the seed's layout) in a
    ``Live`` when the throttle allows (``refresh_per_second``, default 4), and
 2. calls ``torch.utils.tensorboard.SummaryWriter.add_scalar`` once per scalar (~30 a
    step), with the seed's tags and step rule.

@@ -3,7 +3,7 @@ exactly what a plain synchronous fold of the same calls writes.
 
 The reference below is written from ``seed-behaviour.md`` (the seed's record layout) and
 ``docs/reference/input-handling.md`` (what aoff does with inputs the seed would have crashed on),
-deliberately without importing anything from ``aoff._state`` or ``aoff._keys``: it is a
+deliberately without importing anything from ``aoff._core._state`` or ``aoff._core._keys``: it is a
 second, straightforward implementation, so a bug in the fold cannot hide in both.
 """
 

@@ -5,7 +5,7 @@ protobuf, one record and one queue hand-off per scalar on the caller's thread, b
 when its 10-slot queue is full, and loses queued events when ``close()`` is never
 reached. Here the pump hands over a whole batch of :class:`~aoff.StepRecord`; a worker
 thread turns it into one ``Event`` per step (all of that step's scalars in one
-``Summary``), frames the batch as TFRecords (:mod:`aoff._tfrecord`) and hands it to the OS
+``Summary``), frames the batch as TFRecords (:mod:`aoff._backends._tfrecord`) and hands it to the OS
 in a single ``write`` on an unbuffered file. Nothing of the training loop's event loop is
 spent on protobufs or I/O.
 

@@ -1,4 +1,4 @@
-"""The terminal face of a run: a :class:`~aoff._display_api.Display` over a Rich console.
+"""The terminal face of a run: a :class:`~aoff._display._api.Display` over a Rich console.
 
 On an interactive terminal it keeps one Rich ``Live`` panel at the bottom of the screen
 and redirects ``print()`` and stderr above it, as the seed logger did. Anywhere else (CI
