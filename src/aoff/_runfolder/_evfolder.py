@@ -70,6 +70,7 @@ class EventFolder:
         #: purges that reached points already handed out: (step, tags or None for all)
         self.retracted: list[tuple[int, frozenset[str] | None]] = []
         self.handed_out = False
+        self.bytes_read = 0
         self.fast = FastPath(self)
 
     # -- files ------------------------------------------------------------------------------
@@ -92,8 +93,9 @@ class EventFolder:
             buf = b""
             while True:
                 more = f.read(CHUNK)
+                self.bytes_read += len(more)
                 final = not more
-                buf = buf[0:] + more if buf else more
+                buf = buf + more if buf else more
                 used = self._walk(cur, buf, final)
                 cur.offset += used
                 buf = buf[used:]

@@ -136,6 +136,12 @@ class ScalarReader:
         return lines
 
     @property
+    def bytes_read(self) -> int:
+        """Bytes of event files read so far (each byte once, however often :meth:`read`
+        is called)."""
+        return sum(f.bytes_read for run in self._runs for f in run.folders.values())
+
+    @property
     def retracted(self) -> list[tuple[str, int, frozenset[str] | None]]:
         """``(run, step, tags or None)`` for each TensorBoard purge (a resumed run's
         ``SessionLog.START``) that hides points an earlier :meth:`read` handed out: the
