@@ -95,7 +95,6 @@ class _Run:
                 prefix = rel.replace(os.sep, "/") + "/" if rel else ""
                 folder = self.folders[rel] = EventFolder(prefix, self.tags)
             folder.read(files)
-            folder.settle()
             out.append(folder.series)
         return out
 
