@@ -129,8 +129,8 @@ def _value(folder: EventFolder, buf: bytes, start: int, end: int) -> tuple[str, 
     if len(parts) < 2 or parts[0][:2] != (1, 2) or parts[0][3] == parts[0][2]:
         return None
     tag = buf[parts[0][2] : parts[0][3]].decode("utf-8", "replace")
-    if len(parts) == 2 and parts[1][:2] == (2, 5):
-        return tag, parts[1][2], 4
+    if parts[1][:2] == (2, 5) and all(q[:2] == (9, 2) for q in parts[2:]):
+        return tag, parts[1][2], 4  # a simple_value (its metadata, if any, is fixed bytes)
     rest = parts[1:]
     if rest[-1][:2] == (9, 2):  # metadata: the first one of a tag decides (as TensorBoard)
         if tag not in folder.plugins:
@@ -265,6 +265,7 @@ class FastPath:
             if good:
                 good = self._take(buf, pos, good)
             self.history.clear()  # what it holds is no longer the records just before
+            self.folder.bulk_records += good * len(cycle.layouts)
             pos += good * size
             if good < m:  # the cycle ends here: back to the general decoder
                 self.cycle = None

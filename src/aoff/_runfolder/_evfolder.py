@@ -71,6 +71,8 @@ class EventFolder:
         self.retracted: list[tuple[int, frozenset[str] | None]] = []
         self.handed_out = False
         self.bytes_read = 0
+        #: records decoded by the bulk path (the rest went through :meth:`event`)
+        self.bulk_records = 0
         self.fast = FastPath(self)
 
     # -- files ------------------------------------------------------------------------------

@@ -141,6 +141,11 @@ class ScalarReader:
         return sum(f.bytes_read for run in self._runs for f in run.folders.values())
 
     @property
+    def bulk_records(self) -> int:
+        """Event records decoded in bulk so far (the others one by one)."""
+        return sum(f.bulk_records for run in self._runs for f in run.folders.values())
+
+    @property
     def retracted(self) -> list[tuple[str, int, frozenset[str] | None]]:
         """``(run, step, tags or None)`` for each TensorBoard purge (a resumed run's
         ``SessionLog.START``) that hides points an earlier :meth:`read` handed out: the
