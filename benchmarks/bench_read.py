@@ -159,9 +159,9 @@ def check_against_torch(folder: Path) -> None:
 
 _READERS = {
     "aoff": """
-import aoff
 import pandas
-df = aoff.read_scalars(FOLDER)
+from aoff import read_scalars
+df = read_scalars(FOLDER)
 rows = len(df)
 """,
     "EventAccumulator": """

@@ -275,7 +275,8 @@ def test_purge_rules_hold_across_the_bulk_path(tmp_path: Path) -> None:
         writer.add_scalar("a", step * 0.5, step)
         writer.add_scalar("b", -step, step)
     start = event_pb2.SessionLog(status=event_pb2.SessionLog.START)
-    writer._get_file_writer().add_event(event_pb2.Event(step=400, session_log=start))
+    assert writer.file_writer is not None
+    writer.file_writer.add_event(event_pb2.Event(step=400, session_log=start))
     for step in range(400, 500):
         writer.add_scalar("a", step * 0.25, step)
         writer.add_scalar("b", step, step)

@@ -169,13 +169,10 @@ class _Cycle:
         self.starts = np.cumsum([0] + [lay.size for lay in layouts[:-1]]).tolist()
         self.rows = _FIRST_ROWS
         self.max_rows = max(_BLOCK_BYTES // size // 8 * 8, 8)
-        fixed = b"".join(lay.fixed for lay in layouts)
-        mask = b"".join(lay.mask for lay in layouts)
-        #: the fixed bytes and their mask over ``max_rows`` rows, as words
-        self.fixed = np.frombuffer(fixed * self.max_rows, np.uint64)
-        self.mask = np.frombuffer(mask * self.max_rows, np.uint64)
-        self.scratch = np.empty_like(self.mask)
-        self.flags = np.empty(len(self.mask), bool)
+        self.row_fixed = b"".join(lay.fixed for lay in layouts)
+        self.row_mask = b"".join(lay.mask for lay in layouts)
+        self.built = 0
+        self.words(8)
         #: each tag's (record in the cycle, offset in the row, width), in record order
         self.tags: dict[str, list[tuple[int, int, int]]] = {}
         for j, (lay, at) in enumerate(zip(layouts, self.starts, strict=True)):
@@ -183,6 +180,17 @@ class _Cycle:
                 self.tags.setdefault(tag, []).append((j, at + off, width))
         #: crc32c of ``size - 16`` zero bytes, per record
         self.zero_crcs = [crc32c(bytes(lay.size - 16)) for lay in layouts]
+
+    def words(self, rows: int) -> int:
+        """Make :attr:`fixed`, :attr:`mask` (as words) and the scratch arrays cover
+        ``rows`` rows (a multiple of 8); the words they take."""
+        if rows > self.built:
+            self.built = built = min(max(rows, 2 * self.built), self.max_rows)
+            self.fixed = np.frombuffer(self.row_fixed * built, np.uint64)
+            self.mask = np.frombuffer(self.row_mask * built, np.uint64)
+            self.scratch = np.empty_like(self.mask)
+            self.flags = np.empty(len(self.mask), bool)
+        return rows * self.size // 8
 
 
 def _column(buf: bytes, start: int, rows: int, stride: int, dtype: str) -> np.ndarray[Any, Any]:
@@ -256,7 +264,7 @@ class FastPath:
             m = min(cycle.rows, (end - pos) // size) // 8 * 8
             if m == 0:
                 return pos
-            words = m * size // 8
+            words = cycle.words(m)
             got = np.frombuffer(buf, np.uint64, count=words, offset=pos)
             masked = np.bitwise_and(got, cycle.mask[:words], out=cycle.scratch[:words])
             diff = np.not_equal(masked, cycle.fixed[:words], out=cycle.flags[:words])
