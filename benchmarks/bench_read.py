@@ -255,15 +255,16 @@ def main() -> None:
         (small / _FILE_NAME).read_bytes()  # into the page cache
         (big / _FILE_NAME).read_bytes()
         print(f"load average: {Path('/proc/loadavg').read_text().split()[:3]}")
-        print(f"{'reader':<18}{'file':>10}{'seconds':>10}{'MB/s':>10}{'rows':>13}")
+        print("| reader | file | seconds | MB/s | rows |")
+        print("| --- | --- | ---: | ---: | ---: |")
         speeds: dict[str, float] = {}
         for name in _READERS:
             seconds, rows = time_reader(name, small, args.repeat)
             speeds[name] = small_size / 1e6 / seconds
-            print(f"{name:<18}{'small':>10}{seconds:>10.3f}{speeds[name]:>10.1f}{rows:>13,}")
+            print(f"| {name} | small | {seconds:.3f} | {speeds[name]:.1f} | {rows:,} |")
         seconds, rows = time_reader("aoff", big, args.repeat)
         big_speed = big_size / 1e6 / seconds
-        print(f"{'aoff':<18}{'big':>10}{seconds:>10.3f}{big_speed:>10.1f}{rows:>13,}")
+        print(f"| aoff | big | {seconds:.3f} | {big_speed:.1f} | {rows:,} |")
         for name in ("EventAccumulator", "tbparse"):
             print(f"aoff / {name} on the small file: {speeds['aoff'] / speeds[name]:.0f}x")
         print(f"aoff on the big file: {big_speed:.0f} MB/s")
