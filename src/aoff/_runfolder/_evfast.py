@@ -31,18 +31,30 @@ step that goes back (the general decoder purges there).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 from crc32c import crc32c
 
 from ._framing import MASK_DELTA, masked_crc32c
+from ._series import Columns
 from ._tbwire import fields, varint
 
-if TYPE_CHECKING:
-    from ._evfolder import EventFolder
+__all__ = ["FastPath", "Folder", "Layout"]
 
-__all__ = ["FastPath", "Layout"]
+
+class Folder(Protocol):
+    """What the bulk path reads and updates of its folder's state (``_evfolder``)."""
+
+    prefix: str
+    tags: frozenset[str] | None
+    plugins: dict[str, str | None]
+    file_version: float | None
+    most_recent_step: int
+    bulk_records: int
+
+    def block(self, tag: str, cols: Columns) -> None: ...
+
 
 #: rows tried in the first block after a cycle is found, and the most bytes in a block
 _FIRST_ROWS = 16
@@ -71,7 +83,7 @@ class Layout:
         return self.fixed, self.mask
 
 
-def layout_of(folder: EventFolder, buf: bytes, pos: int, length: int) -> Layout | None:
+def layout_of(folder: Folder, buf: bytes, pos: int, length: int) -> Layout | None:
     """The layout of the record at ``pos`` (data ``length`` bytes), when it is an
     ``Event`` of a wall time, a step and a summary of scalars only; else None."""
     start = pos + 12
@@ -121,7 +133,7 @@ def layout_of(folder: EventFolder, buf: bytes, pos: int, length: int) -> Layout 
     return Layout(size, bytes(fixed), bytes(mask), wall, step, values)
 
 
-def _value(folder: EventFolder, buf: bytes, start: int, end: int) -> tuple[str, int, int] | None:
+def _value(folder: Folder, buf: bytes, start: int, end: int) -> tuple[str, int, int] | None:
     """``(tag, offset of its number, 4 | 8)`` of a ``Summary.Value`` that is a scalar of
     a fixed layout: a ``simple_value``, or a one-number tensor of a tag whose first
     metadata named the ``scalars`` plugin."""
@@ -209,7 +221,7 @@ class FastPath:
     """Learns the cycle of layouts from the general decoder's records, then decodes the
     records ahead that follow it in bulk."""
 
-    def __init__(self, folder: EventFolder) -> None:
+    def __init__(self, folder: Folder) -> None:
         self.folder = folder
         self.layouts: dict[tuple[bytes, bytes], int] = {}
         self.by_id: list[Layout] = []
