@@ -110,10 +110,17 @@ class _Run:
 
 
 class ScalarReader:
-    """Reads runs' scalars, each :meth:`read` only what was appended since the last.
+    """Reads runs' scalars; each :meth:`read` returns only what was appended since the
+    last one (each file's offset is kept; a torn last record is read once it is whole).
 
-    ``paths``: run folders (or single files), or one of them; ``tags``: only these tags.
-    """
+    ``paths``: run folders (or single event, ``.jsonl`` or ``.csv`` files), or one of
+    them; each run is named in the result as given. ``tags``: only these tags (a
+    sub-folder's tags with its path in front). What each run is read from is chosen at
+    its first read that finds files: its event files, else ``metrics.jsonl``, else
+    ``progress.csv``. :func:`read_scalars` is the one-shot form.
+
+    A path that does not exist raises ``FileNotFoundError`` at :meth:`read`; an existing
+    folder with no data yet reads as no rows (a run that has not written yet)."""
 
     def __init__(self, paths: PathArg | Iterable[PathArg], tags: Iterable[str] | None = None):
         if isinstance(paths, str | os.PathLike):
