@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Collection, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -199,30 +199,32 @@ class ScalarReader:
 
 
 def to_frame(columns: list[tuple[str, str, Columns]]) -> pd.DataFrame:
+    """The long DataFrame of ``(run, tag, columns)`` parts, in that order."""
     import pandas as pd
 
     runs: dict[str, int] = {}
     tags: dict[str, int] = {}
     sizes = [len(c[2][0]) for c in columns]
-    run_codes = np.repeat(
-        np.asarray([runs.setdefault(r, len(runs)) for r, _, _ in columns], np.int32), sizes
-    )
-    tag_codes = np.repeat(
-        np.asarray([tags.setdefault(t, len(tags)) for _, t, _ in columns], np.int32), sizes
-    )
-
-    def cat(parts: list[Any], dtype: Any) -> Any:
-        return np.concatenate(parts) if parts else np.empty(0, dtype)
-
-    return pd.DataFrame(
-        {
-            "run": pd.Categorical.from_codes(run_codes, categories=list(runs)),
-            "tag": pd.Categorical.from_codes(tag_codes, categories=list(tags)),
-            "step": cat([c[2][0] for c in columns], np.int64),
-            "wall_time": cat([c[2][1] for c in columns], np.float64),
-            "value": cat([c[2][2] for c in columns], np.float64),
-        }
-    )
+    total = sum(sizes)
+    run_ids = [runs.setdefault(r, len(runs)) for r, _, _ in columns]
+    tag_ids = [tags.setdefault(t, len(tags)) for _, t, _ in columns]
+    steps = np.empty(total, np.int64)
+    # wall times and values as the two rows of one array: pandas keeps it as one block
+    # instead of copying the two columns into one (a second pass over the data)
+    floats = np.empty((2, total), np.float64)
+    at = 0
+    for (_, _, (s, w, v)), n in zip(columns, sizes, strict=True):
+        steps[at : at + n] = s
+        floats[0, at : at + n] = w
+        floats[1, at : at + n] = v
+        at += n
+    df = pd.DataFrame(floats.T, columns=["wall_time", "value"], copy=False)
+    df.insert(0, "step", steps)
+    codes = np.repeat(np.asarray(tag_ids, np.int32), sizes)
+    df.insert(0, "tag", pd.Categorical.from_codes(codes, categories=list(tags)))
+    codes = np.repeat(np.asarray(run_ids, np.int32), sizes)
+    df.insert(0, "run", pd.Categorical.from_codes(codes, categories=list(runs)))
+    return df
 
 
 def read_scalars(
