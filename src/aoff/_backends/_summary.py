@@ -36,7 +36,11 @@ from typing import Any
 import numpy as np
 
 from .._core._records import StepRecord, columns
-from ._replace import replaced
+from .._runfolder._csvfile import CSV_NAME
+from .._runfolder._jsonlfile import JSONL_NAME
+from .._runfolder._replace import replaced
+from .._runfolder._summaryfile import FORMAT, SUMMARY_NAME, VERSION
+from .._runfolder._tfevents import EVENTS_PREFIX
 
 __all__ = [
     "CURVE_POINTS",
@@ -47,9 +51,6 @@ __all__ = [
     "to_json_float",
 ]
 
-SUMMARY_NAME = "aoff-summary.json"
-FORMAT = "aoff.run-summary"
-VERSION = 1
 #: seconds between rewrites of the file while the run lasts
 SUMMARY_INTERVAL = 10.0
 #: a curve keeps between this many and twice as many buckets
@@ -302,7 +303,7 @@ def data_file_sizes(log_dir: str) -> dict[str, int]:
     except OSError:
         return out
     for name in names:
-        if name in ("metrics.jsonl", "progress.csv") or name.startswith("events.out.tfevents."):
+        if name in (JSONL_NAME, CSV_NAME) or name.startswith(EVENTS_PREFIX):
             with contextlib.suppress(OSError):
                 out[name] = os.path.getsize(os.path.join(log_dir, name))
     return out

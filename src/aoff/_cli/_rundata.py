@@ -13,6 +13,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._runfolder._jsonlfile import JSONL_NAME
+from .._runfolder._summaryfile import SUMMARY_NAME
+from .._runfolder._tfevents import EVENTS_PATTERN as TB_PATTERN
+
 __all__ = [
     "CURVE_POINTS",
     "JSONL_NAME",
@@ -25,9 +29,6 @@ __all__ = [
     "stats_of",
 ]
 
-JSONL_NAME = "metrics.jsonl"
-SUMMARY_NAME = "aoff-summary.json"  # _backends/_summary.py (not imported: ls stays light)
-TB_PATTERN = "events.out.tfevents.*"
 NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 #: a curve longer than this is kept as this many bucket means (what a sparkline needs)
 CURVE_POINTS = 128

@@ -1,49 +1,22 @@
-"""The run summary file (``aoff-summary.json``) read back, when it may stand for the run.
+"""The run summary file (``aoff-summary.json``) as ``show`` and ``ls`` print it.
 
 Why a module of its own: the summary (a few kilobytes, whatever the run's length, kept by
-the pump: :mod:`aoff._backends._summary`) is the fast path of ``show`` and ``ls``, with
-rules of its own: when it stands for the run (finished, or refreshed by a live run; not
-left by a killed one, not when a data file was cut since) and how its numbers are
-written. It is read without importing numpy or the writer's module: ``ls`` stays light.
+the pump: :mod:`aoff._backends._summary`) is the fast path of ``show`` and ``ls``; when
+it may stand for the run is the run folder's rule (:mod:`aoff._runfolder._summaryfile`),
+how its numbers turn into :class:`RunData` is this module's. It is read without
+importing numpy or the writer's module: ``ls`` stays light.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from typing import Any
 
+from .._runfolder._summaryfile import load_summary
 from ._rundata import NONFINITE, SUMMARY_NAME, RunData, TagStats
 
 __all__ = ["from_summary", "load_summary"]
-
-
-def load_summary(run_dir: str, *, live: bool) -> dict[str, Any] | None:
-    """The summary's content when it may stand for the run: finished (or interrupted),
-    or still being refreshed by a live run; ``None`` when absent, unreadable or left by
-    a run that was killed (its files go further than it)."""
-    path = os.path.join(run_dir, SUMMARY_NAME)
-    try:
-        with open(path, "rb") as f:
-            content = json.loads(f.read())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(content, dict) or content.get("format") != "aoff.run-summary":
-        return None
-    if content.get("version") != 1 or not isinstance(content.get("tags"), dict):
-        return None
-    if content.get("state") == "running" and not live:
-        return None
-    files = content.get("files")
-    if isinstance(files, dict):  # a data file cut since: read the files, say what is lost
-        for name, size in files.items():
-            try:
-                if os.path.getsize(os.path.join(run_dir, str(name))) < int(size):
-                    return None
-            except (OSError, TypeError, ValueError):
-                return None
-    return content
 
 
 def _num(v: object) -> float | None:
