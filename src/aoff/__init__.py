@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ._backends._jsonl import JsonlBackend
     from ._backends._mlflow import MlflowBackend
     from ._backends._tensorboard import TensorBoardBackend
+    from ._backends._trackio import TrackioBackend
     from ._backends._wandb import WandbBackend
     from ._display._dashboard import Dashboard
 
@@ -33,6 +34,7 @@ _LAZY = {
     "JsonlBackend": "._backends._jsonl",
     "MlflowBackend": "._backends._mlflow",
     "WandbBackend": "._backends._wandb",
+    "TrackioBackend": "._backends._trackio",
     # Rich's Live: only where a dashboard is drawn (the agent, thread mode)
     "Dashboard": "._display._dashboard",
 }
@@ -73,6 +75,7 @@ __all__ = [
     "State",
     "StepRecord",
     "TensorBoardBackend",
+    "TrackioBackend",
     "WandbBackend",
 ]
 
