@@ -16,6 +16,7 @@ from aoff.__main__ import main
 from aoff._backends._base import BackendContext
 from aoff._core._records import StepRecord
 from aoff._pump import _registry
+from aoff._pump._options import Options
 from aoff._pump._registry import BackendOptions, NamedBackend
 
 FILE = "steps.txt"
@@ -72,12 +73,18 @@ def steps_registered() -> Iterator[None]:
         _registry.unregister("steps")
 
 
-def run(log_dir: Path, first: int, last: int, resume_step: int | None = None) -> None:
+def run(
+    log_dir: Path,
+    first: int,
+    last: int,
+    resume_step: int | None = None,
+    backends: tuple[str, ...] = ("jsonl", "steps"),
+) -> None:
     log = OffPolicyLogger(
         num_envs=1,
         log_dir=str(log_dir),
         log_backend="none",
-        backends=("jsonl", "steps"),
+        backends=backends,
         display="none",
         resume_step=resume_step,
     )
@@ -95,10 +102,11 @@ def test_a_registered_backend_runs_in_the_agent_resumes_and_is_listed(
     run(run_dir, 4, 8, resume_step=3)  # its factory is told the step: it cuts 4..6
     got = (run_dir / FILE).read_text(encoding="utf-8").split()
     assert [int(s) for s in got[::2]] == list(range(1, 9))
+    run(tmp_path / "runs" / "r2", 1, 4, backends=("steps",))  # its files alone
     capsys.readouterr()
     assert main(["ls", str(tmp_path / "runs")]) == 0
     out = capsys.readouterr().out
-    assert "r1" in out, out
+    assert "r1" in out and "r2" in out, out
 
 
 def test_names_come_from_the_registry(steps_registered: None, tmp_path: Path) -> None:
@@ -121,3 +129,21 @@ def test_names_come_from_the_registry(steps_registered: None, tmp_path: Path) ->
             )
     finally:
         _registry.unregister("once")
+
+
+def test_a_backend_built_in_the_script_itself_keeps_the_pump_here(
+    steps_registered: None, tmp_path: Path
+) -> None:
+    def build_here(o: BackendOptions) -> StepsBackend:
+        return build_steps(o)
+
+    build_here.__module__ = "__main__"  # as if defined in the training script
+    _registry.register(NamedBackend("here", build_here, "x", (FILE,)))
+    try:
+        options = Options(log_dir=str(tmp_path), log_backend="none", backends=("here",))
+        line = options.in_process_line()
+        assert line is not None and "backend 'here', defined in __main__" in line
+        assert "register it from a module the agent can import" in line
+        assert Options(log_dir=str(tmp_path), backends=("steps",)).in_process_line() is None
+    finally:
+        _registry.unregister("here")

@@ -69,6 +69,7 @@ _AVOID = {
     "console=": "use display='rich' or 'plain' instead of a Console",
     "display=": "use display='none', 'plain' or 'rich' instead of an object",
     "clock=": "leave it out: an injected clock is for tests",
+    "__main__": "register it from a module the agent can import (not the script itself)",
     "backends=": "name it ({names}) with its options in the constructor, or pass an "
     "unopened aoff backend",
 }
@@ -221,6 +222,11 @@ class Options:
         for b in self.backends:
             if not isinstance(b, str) and not getattr(b, "portable", False):
                 return f"a {type(b).__name__} object in backends="
+        # the agent unpickles a registered backend's build function by its module's
+        # name: the training script's own ``__main__`` is not one it can import
+        for e in self.named:
+            if getattr(e.build, "__module__", None) == "__main__":
+                return f"the build function of backend {e.name!r}, defined in __main__"
         return None
 
     def in_process_line(self) -> str | None:
