@@ -81,3 +81,20 @@ def test_a_run_lands_in_trackios_local_store(tmp_path: Path) -> None:
         assert value["step"] == 5 and value["value"]["_type"] == kind
         stored = tmp_path / "trackio" / "media" / value["value"]["file_path"]
         assert stored.stat().st_size > 0
+
+
+def test_the_backend_object_is_plain_data_the_agent_gets() -> None:
+    import pickle
+
+    from aoff import TrackioBackend
+    from aoff._pump._options import Options
+
+    backend = TrackioBackend(project="p", name="r", group="g")
+    again = pickle.loads(pickle.dumps(backend))
+    assert (again.project, again.run_name, again.group) == ("p", "r", "g")
+    assert Options(log_backend="none", backends=(backend,)).in_process_only() is None
+    named = Options(log_backend="none", backends=("trackio",), wandb_project="p", wandb_name="r")
+    built = named.build_backends()[0]
+    assert isinstance(built, TrackioBackend) and (built.project, built.run_name) == ("p", "r")
+    with pytest.raises(ValueError, match="'trackio' backend cannot continue a run"):
+        Options(log_backend="none", backends=("trackio",), resume_step=3).backend_names()

@@ -140,8 +140,8 @@ def _wandb(o: BackendOptions) -> Backend:
 def _trackio(o: BackendOptions) -> Backend:
     from .._backends._trackio import TrackioBackend
 
-    # trackio's ``init`` is W&B's: the W&B project and run name name the trackio run
-    return TrackioBackend(project=o.wandb_project, name=o.wandb_name)
+    # trackio's ``init`` is W&B's: the W&B project, run name and group name the trackio run
+    return TrackioBackend(project=o.wandb_project, name=o.wandb_name, group=o.wandb_group)
 
 
 #: the registered backends, by name, in the order the errors list them
