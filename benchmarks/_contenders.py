@@ -266,14 +266,79 @@ def run_wandb(n: int, d: str, m: Meter, info: dict[str, Any]) -> list[int]:
     return out
 
 
+def _timed_dict_calls(log: Callable[[dict[str, float], int], Any], n: int, m: Meter) -> list[int]:
+    """The loop of the contenders that take one finished dict a step."""
+    out = [0] * n
+    clock = time.perf_counter_ns
+    m.begin()
+    for i in range(n):
+        t0 = clock()
+        log(dict(seed_scalars(i)), step_of(i))
+        out[i] = clock() - t0
+    m.loop_done()
+    return out
+
+
+def _torchrl(n: int, d: str, m: Meter, info: dict[str, Any], **service: Any) -> list[int]:
+    """TorchRL's ``TensorboardLogger`` (``log_dir/tb``), one ``log_metrics`` a step: in
+    this process, or behind ``service_backend="process"`` (its ``ProcessLogger``, whose
+    every call waits for the logger process to answer)."""
+    import torchrl
+    from torchrl.record.loggers import TensorboardLogger
+
+    logger = TensorboardLogger("tb", d, **service)
+    info["torchrl_version"] = torchrl.__version__
+    info["logger_type"] = type(logger).__name__
+
+    def log(row: dict[str, float], step: int) -> None:
+        logger.log_metrics(row, step=step)
+
+    out = _timed_dict_calls(log, n, m)
+    logger.close()
+    m.end()
+    return out
+
+
+def run_torchrl_tb(n: int, d: str, m: Meter, info: dict[str, Any]) -> list[int]:
+    return _torchrl(n, d, m, info)
+
+
+def run_torchrl_process(n: int, d: str, m: Meter, info: dict[str, Any]) -> list[int]:
+    return _torchrl(n, d, m, info, service_backend="process")
+
+
+def run_trackio(n: int, d: str, m: Meter, info: dict[str, Any]) -> list[int]:
+    """trackio's local logging: ``trackio.log(dict, step=)`` into its SQLite store under
+    ``d`` (its own thread sends a batch every 0.5 s; ``finish`` drains it)."""
+    os.environ["TRACKIO_DIR"] = d  # read when trackio is imported
+    import trackio
+
+    trackio.init(
+        project="aoff-bench",
+        name=f"{ALGO}_{ENV}",
+        config={"algo": ALGO, "env": ENV, "max_iterations": n},
+        embed=False,
+        auto_log_gpu=False,
+        auto_log_cpu=False,
+    )
+    info["trackio_version"] = trackio.__version__
+    out = _timed_dict_calls(lambda row, step: trackio.log(row, step=step), n, m)
+    trackio.finish()
+    m.end()
+    return out
+
+
 CONTENDERS: dict[str, Callable[[int, str, Meter, dict[str, Any]], list[int]]] = {
     "aoff-sync": run_aoff_sync,
     "aoff-async": run_aoff_async,
     "seedlike": run_seedlike,
     "tb-writer": run_tb_writer,
     "wandb": run_wandb,
+    "torchrl-tb": run_torchrl_tb,
+    "torchrl-process": run_torchrl_process,
+    "trackio": run_trackio,
 }
-NEEDS_TORCH = {"seedlike", "tb-writer"}
+NEEDS_TORCH = {"seedlike", "tb-writer", "torchrl-tb", "torchrl-process"}
 
 
 def main() -> None:

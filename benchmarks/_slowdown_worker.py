@@ -16,7 +16,10 @@ the parent drains). Results go to ``FILE`` as JSON, not to stdout.
 CONFIG: ``none`` (no logger), ``aoff`` (``OffPolicyLogger``, TensorBoard + JSONL, live
 dashboard), ``seedlike`` (the synchronous reference), and for attributing aoff's overhead
 ``aoff-nodash`` (TensorBoard + JSONL, no dashboard) and ``aoff-dashonly`` (dashboard, no
-backend).
+backend); the newest designs, each logging the iteration's 32 scalars as one finished dict
+at ``log_step`` (``compare.py``'s contenders of the same names, which read the output
+back): ``torchrl-tb`` (TorchRL's ``TensorboardLogger.log_metrics``), ``torchrl-process``
+(the same behind its ``ProcessLogger``) and ``trackio`` (``trackio.log``, local store).
 """
 
 from __future__ import annotations
@@ -40,10 +43,55 @@ from _workload import (
     TIMING,
     TRAIN_TIME,
     WAIT_TIME,
+    seed_scalars,
+    step_of,
     total_steps,
 )
 
 CONFIGS = ("none", "aoff", "aoff-thread", "seedlike", "aoff-nodash", "aoff-dashonly")
+NEWEST = ("torchrl-tb", "torchrl-process", "trackio")
+
+
+class DictCalls:
+    """The workload's 4 calls over a logger that takes one finished dict a step: the
+    first three carry nothing of their own here (their values are in the step's dict),
+    ``log_step`` logs the 32 scalars at the step."""
+
+    def __init__(self, log: Any, close: Any) -> None:
+        self._log, self._close, self.calls = log, close, 0
+
+    def start(self) -> None:
+        return None
+
+    def update_collector_timing(self, timing: Any) -> None:
+        return None
+
+    def update_done_rates(self, timeout: float, terminated: float) -> None:
+        return None
+
+    def log_collector(self, steps: int, buffer: int, reward: float) -> None:
+        return None
+
+    def log_step(self, i: int, *args: Any, **kwargs: Any) -> None:
+        self._log(dict(seed_scalars(i)), step_of(i))
+        self.calls += 1
+
+    def finish(self) -> None:
+        self._close()
+
+
+def newest_logger(config: str, n: int, d: str) -> DictCalls:
+    if config == "trackio":
+        os.environ["TRACKIO_DIR"] = d  # read when trackio is imported
+        import trackio
+
+        trackio.init(project="aoff-bench", name="SAC_HalfCheetah-v4", embed=False)
+        return DictCalls(lambda row, step: trackio.log(row, step=step), trackio.finish)
+    from torchrl.record.loggers import TensorboardLogger
+
+    service = {"service_backend": "process"} if config == "torchrl-process" else {}
+    tb = TensorboardLogger("tb", d, **service)
+    return DictCalls(lambda row, step: tb.log_metrics(row, step=step), tb.close)
 
 
 def busy(k: int) -> int:
@@ -79,6 +127,8 @@ def _cpu() -> float:
 def make_logger(config: str, n: int, d: str) -> Any:
     if config == "none":
         return None
+    if config in NEWEST:
+        return newest_logger(config, n, d)
     if config == "seedlike":
         from _seedlike import SeedLikeLogger
 
@@ -107,7 +157,7 @@ def make_logger(config: str, n: int, d: str) -> Any:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("config", choices=CONFIGS)
+    ap.add_argument("config", choices=CONFIGS + NEWEST)
     ap.add_argument("--iterations", type=int, required=True)
     ap.add_argument("--inner", type=int, required=True)
     ap.add_argument("--dir", required=True)
@@ -173,7 +223,9 @@ def main() -> None:
     info: dict[str, Any] = {}
     if log is not None:
         rep = log.finish()
-        if args.config.startswith("aoff"):
+        if isinstance(log, DictCalls):
+            check = "ok" if log.calls == n else f"{log.calls}/{n} steps logged"
+        elif args.config.startswith("aoff"):
             info = {
                 "frames": log._core.pump._screen.frames
                 if hasattr(log, "_core")

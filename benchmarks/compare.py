@@ -13,7 +13,16 @@ components; 32 scalars written a step). Contenders, each in a fresh process
 * ``seedlike``   — ``_seedlike.SeedLikeLogger``: renders the panel (4 Hz throttle) and calls
   ``SummaryWriter.add_scalar`` 32× a step on the training thread, as the seed does;
 * ``tb-writer``  — ``torch.utils.tensorboard.SummaryWriter.add_scalar`` 32× alone;
-* ``wandb``      — one ``wandb.log(dict, step=)`` an iteration, offline (if installed).
+* ``wandb``      — one ``wandb.log(dict, step=)`` an iteration, offline (if installed);
+* ``torchrl-tb`` — TorchRL's ``TensorboardLogger``, one ``log_metrics(dict, step=)`` an
+  iteration, in this process (if torchrl is installed);
+* ``torchrl-process`` — the same logger as ``service_backend="process"`` (TorchRL's
+  ``ProcessLogger``: the logger in its own process, each call waiting for its answer);
+* ``trackio``    — ``trackio.log(dict, step=)``, local store (its thread sends a batch
+  every 0.5 s), read back through trackio's storage reader (if installed).
+
+The last three are the newest designs; ``--quick`` (the test suite's smoke run) leaves
+them out.
 
 Dashboards (aoff and seedlike) draw a Rich ``Live`` panel on a console that is forced to
 be a colour terminal but writes to ``/dev/null`` (full redraws, no terminal speed in the
@@ -52,16 +61,35 @@ LABELS = {
     "seedlike": "synchronous reference (seed-like: Rich + SummaryWriter)",
     "tb-writer": "torch SummaryWriter alone (add_scalar x32)",
     "wandb": "wandb.log offline",
+    "torchrl-tb": "TorchRL TensorboardLogger (log_metrics, in process)",
+    "torchrl-process": "TorchRL ProcessLogger (TensorboardLogger, service_backend='process')",
+    "trackio": "trackio.log (local store)",
 }
 ORDER = ("aoff-sync", "aoff-async", "seedlike", "tb-writer", "wandb")
+#: the newest designs, each run when its library is installed (not with ``--quick``)
+NEWEST = ("torchrl-tb", "torchrl-process", "trackio")
+#: the module each contender needs beyond aoff's own
+NEEDS = {"wandb": "wandb", "torchrl-tb": "torchrl", "torchrl-process": "torchrl"}
+NEEDS["trackio"] = "trackio"
 FAST = {"aoff-sync", "aoff-async"}
 RATIO_TARGET = 500.0
 
 
-def wandb_installed() -> bool:
+def installed(module: str) -> bool:
     import importlib.util
 
-    return importlib.util.find_spec("wandb") is not None
+    return importlib.util.find_spec(module) is not None
+
+
+def torchrl_has_process_logger() -> bool:
+    """Whether the installed TorchRL has ``ProcessLogger`` (``service_backend="process"``)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("torchrl")
+    if spec is None or not spec.submodule_search_locations:
+        return False
+    where = os.path.join(next(iter(spec.submodule_search_locations)), "record", "loggers")
+    return os.path.exists(os.path.join(where, "process.py"))
 
 
 # -- running -----------------------------------------------------------------------------
@@ -169,6 +197,36 @@ def check_wandb(run_root: str, n: int) -> tuple[bool, str]:
     return True, f"W&B ok ({len(rows):,} rows x {len(EXPECTED_TAGS)} keys)"
 
 
+READ_TRACKIO = """
+import json, sys
+from trackio.sqlite_storage import SQLiteStorage
+rows = SQLiteStorage.get_logs(sys.argv[1], sys.argv[2])
+print(json.dumps([{k: v for k, v in r.items() if k != "timestamp"} for r in rows]))
+"""
+
+
+def check_trackio(store: str, n: int) -> tuple[bool, str]:
+    """The run in trackio's store under ``store``, read by trackio's storage reader (the
+    one its dashboard and command line use), in a process whose ``TRACKIO_DIR`` it is."""
+    env = dict(os.environ, TRACKIO_DIR=store)
+    run = "SAC_HalfCheetah-v4"
+    got = subprocess.run(
+        [sys.executable, "-c", READ_TRACKIO, "aoff-bench", run],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if got.returncode != 0:
+        return False, f"trackio: reading the store failed: {got.stderr[-300:]}"
+    rows = json.loads(got.stdout)
+    bad = sum(1 for r in rows if any(t not in r for t in EXPECTED_TAGS))
+    steps = sorted(r.get("step", -1) for r in rows)
+    if len(rows) != n or bad or steps != [step_of(i) for i in range(n)]:
+        return False, f"trackio: {len(rows):,}/{n:,} rows, {bad} rows missing keys"
+    return True, f"trackio ok ({len(rows):,} rows x {len(EXPECTED_TAGS)} keys)"
+
+
 def verify(name: str, run_dir: str, n: int) -> tuple[bool, str]:
     """Read back a contender's output; ``(all present, human-readable summary)``."""
     checks: list[tuple[bool, str]] = []
@@ -178,6 +236,10 @@ def verify(name: str, run_dir: str, n: int) -> tuple[bool, str]:
         checks.append(check_jsonl(os.path.join(run_dir, "metrics.jsonl"), n))
     if name == "wandb":
         checks.append(check_wandb(run_dir, n))
+    if name in ("torchrl-tb", "torchrl-process"):
+        checks.append(check_tensorboard(os.path.join(run_dir, "tb"), n))
+    if name == "trackio":
+        checks.append(check_trackio(run_dir, n))
     return all(ok for ok, _ in checks), "; ".join(text for _, text in checks)
 
 
@@ -275,8 +337,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="bench-out", help="folder for results.json/.md/.png")
     ap.add_argument(
         "--contenders",
-        default=",".join(ORDER),
-        help=f"comma-separated subset of {','.join(ORDER)}",
+        default=None,
+        help=f"comma-separated subset of {','.join(ORDER + NEWEST)} (default: all "
+        "installed; --quick: the first five)",
     )
     ap.add_argument(
         "--no-torch",
@@ -295,14 +358,20 @@ def main(argv: list[str] | None = None) -> int:
         args.slow_iterations = args.slow_iterations or 100
         args.no_torch = True
     slow_n = args.slow_iterations or max(args.iterations // 10, 1)
-    names = [n.strip() for n in args.contenders.split(",") if n.strip()]
-    unknown = [n for n in names if n not in ORDER]
+    default = ORDER if args.quick else ORDER + NEWEST
+    chosen = args.contenders or ",".join(default)
+    names = [n.strip() for n in chosen.split(",") if n.strip()]
+    unknown = [n for n in names if n not in ORDER + NEWEST]
     if unknown:
         ap.error(f"unknown contenders: {unknown}")
     skipped: list[str] = []
-    if "wandb" in names and not wandb_installed():
-        names.remove("wandb")
-        skipped.append("wandb (not installed)")
+    for name in list(names):
+        if name in NEEDS and not installed(NEEDS[name]):
+            names.remove(name)
+            skipped.append(f"{name} ({NEEDS[name]} not installed)")
+        elif name == "torchrl-process" and not torchrl_has_process_logger():
+            names.remove(name)
+            skipped.append(f"{name} (the installed torchrl has no ProcessLogger)")
 
     os.makedirs(args.out, exist_ok=True)
     t_start = time.perf_counter()

@@ -18,7 +18,8 @@ of the loop's. Work that releases the GIL (torch kernels, env steps in C, I/O) h
 Configurations run interleaved, ``--rounds`` times (order rotated each round); per
 configuration the median over rounds of the mean and p99 iteration time is reported,
 with its ratio to no-logger (median of the per-round ratios). ``--configs`` adds
-``aoff-nodash`` / ``aoff-dashonly`` to split aoff's overhead into backends vs dashboard.
+``aoff-nodash`` / ``aoff-dashonly`` to split aoff's overhead into backends vs dashboard,
+and the newest designs ``torchrl-tb``, ``torchrl-process`` and ``trackio``.
 """
 
 from __future__ import annotations
@@ -53,6 +54,9 @@ LABELS = {
     "seedlike": "synchronous reference (seed-like)",
     "aoff-nodash": "aoff, TB + JSONL, no dashboard",
     "aoff-dashonly": "aoff, dashboard only",
+    "torchrl-tb": "TorchRL TensorboardLogger (log_metrics, in process)",
+    "torchrl-process": "TorchRL ProcessLogger (service_backend='process')",
+    "trackio": "trackio.log (local store)",
 }
 DEFAULT_CONFIGS = ("none", "aoff", "aoff-thread", "seedlike")
 WORK_DESC = {

@@ -175,7 +175,7 @@ def test_a_resumed_run_keeps_the_existing_header(tmp_path: Path) -> None:
 
 
 def test_names_and_log_dir_rules() -> None:
-    assert "csv" in aoff._pump._options.BACKEND_NAMES
+    assert "csv" in aoff._pump._registry.names()
     with pytest.raises(ValueError, match=r"needs log_dir \(writes log_dir/progress.csv\)"):
         OffPolicyLogger(log_backend="none", backends=("csv",), handle_sigterm=False)
     with pytest.raises(ValueError, match="'jsonl', 'csv', 'wandb'"):

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ._backends._jsonl import JsonlBackend
     from ._backends._mlflow import MlflowBackend
     from ._backends._tensorboard import TensorBoardBackend
+    from ._backends._trackio import TrackioBackend
     from ._backends._wandb import WandbBackend
     from ._display._dashboard import Dashboard
     from ._runfolder._scalars import ScalarReader, read_scalars
@@ -34,6 +35,7 @@ _LAZY = {
     "JsonlBackend": "._backends._jsonl",
     "MlflowBackend": "._backends._mlflow",
     "WandbBackend": "._backends._wandb",
+    "TrackioBackend": "._backends._trackio",
     # Rich's Live: only where a dashboard is drawn (the agent, thread mode)
     "Dashboard": "._display._dashboard",
     # runs as data: numpy on import, pandas when a DataFrame is made
@@ -78,6 +80,7 @@ __all__ = [
     "State",
     "StepRecord",
     "TensorBoardBackend",
+    "TrackioBackend",
     "WandbBackend",
     "read_scalars",
 ]

@@ -2,11 +2,12 @@
 
 Owns ``aoff.tensorboard.SummaryWriter`` (``_writer``, its call-side checks in
 ``_writer_checks``, its media calls in ``_writer_media``, torch's conventions around the
-calls in ``_writer_conventions``), the Stable-Baselines3 logger ``aoff.sb3`` (``_sb3``)
-and Gymnasium's episode statistics and videos ``aoff.gymnasium`` (``_gym``,
-``_gym_video``). The public modules at the top of the
-package re-export from here; the adapters' own third-party imports (stable_baselines3,
-wandb) stay inside them, so ``import aoff`` never pays for them.
+calls in ``_writer_conventions``), the Stable-Baselines3 logger ``aoff.sb3`` (``_sb3``),
+Gymnasium's episode statistics and videos ``aoff.gymnasium`` (``_gym``,
+``_gym_video``) and TorchRL's logger ``aoff.torchrl`` (``_torchrl``, over the writer).
+The public modules at the top of the package re-export from here; the adapters' own
+third-party imports (stable_baselines3, wandb, torchrl) stay inside them, so ``import
+aoff`` never pays for them.
 
 May import: ``_faces`` (an adapter drives a logger like a user does), ``_pump`` (its
 options' types), ``_display``, ``_core``. Nothing inside aoff imports it but the public

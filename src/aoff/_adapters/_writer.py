@@ -90,7 +90,7 @@ class SummaryWriter(WriterMedia):
         aoff's event buffer (100,000 events by default). ``overflow="block"`` (the
         default here, like torch's writer, whose calls wait when its queue is full):
         a call waits for room, so nothing is lost; ``"drop_oldest"`` never waits.
-    finish_timeout, pump, ranks, wandb_*
+    finish_timeout, pump, ranks, media_budget, wandb_*
         as for :class:`aoff.OffPolicyLogger`.
     """
 
@@ -114,6 +114,7 @@ class SummaryWriter(WriterMedia):
         wandb_project: str = "aoff",
         wandb_entity: str | None = None,
         wandb_name: str = "",
+        media_budget: int | None = None,
     ) -> None:
         if not log_dir:
             log_dir = default_log_dir(comment)
@@ -128,6 +129,8 @@ class SummaryWriter(WriterMedia):
         extra: dict[str, Any] = {}
         if capacity is not None:
             extra["capacity"] = capacity
+        if media_budget is not None:
+            extra["media_budget"] = media_budget
         os.makedirs(self._logdir, exist_ok=True)  # torch's writer makes it at once too
         self._engine = _Engine(
             {"tb_filename_suffix": filename_suffix, "tb_purge_step": purge_step},

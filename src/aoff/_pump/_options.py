@@ -19,7 +19,9 @@ from .._core._buffer import DEFAULT_CAPACITY, OVERFLOW_POLICIES, Overflow
 from .._core._config import ConfigValue, flatten_config
 from .._core._records import RunConfig
 from .._media._calls import DEFAULT_MEDIA_BUDGET, check_media_budget
+from . import _registry
 from ._ranks import RANK_MODES, RankMode
+from ._registry import NamedBackend
 from ._sysmetrics import DEFAULT_INTERVAL as DEFAULT_SYSTEM_INTERVAL
 
 if TYPE_CHECKING:
@@ -30,7 +32,6 @@ if TYPE_CHECKING:
 BackendSpec = str | Backend
 PumpMode = Literal["process", "thread"]
 PUMP_MODES: tuple[PumpMode, ...] = ("process", "thread")
-BACKEND_NAMES = ("tensorboard", "jsonl", "csv", "wandb", "mlflow")
 DEFAULT_WANDB_PROJECT = "aoff"
 #: the agent's niceness above the training process's (``agent_nice=``). A niced agent
 #: leaves the training loop the CPU under contention (the flood benchmark's tail: p99
@@ -68,8 +69,9 @@ _AVOID = {
     "console=": "use display='rich' or 'plain' instead of a Console",
     "display=": "use display='none', 'plain' or 'rich' instead of an object",
     "clock=": "leave it out: an injected clock is for tests",
-    "backends=": "name it ('tensorboard', 'jsonl', 'csv', 'wandb', 'mlflow') with its "
-    "options in the constructor, or pass an unopened aoff backend",
+    "__main__": "register it from a module the agent can import (not the script itself)",
+    "backends=": "name it ({names}) with its options in the constructor, or pass an "
+    "unopened aoff backend",
 }
 
 
@@ -120,6 +122,9 @@ class Options:
     media_budget: int = DEFAULT_MEDIA_BUDGET
     #: how much nicer than the training process the agent runs (``pump="process"``)
     agent_nice: int = DEFAULT_AGENT_NICE
+    #: the registry's entries for the names given, resolved here: the agent builds the
+    #: backends from these (``_registry.py``), so one registered in this process is known
+    named: tuple[NamedBackend, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         def fix(name: str, value: object) -> None:
@@ -172,6 +177,9 @@ class Options:
                 raise ValueError(f"resume_step must be an int step (or None), got {n!r} ({got})")
             if n < 0:
                 raise ValueError(f"resume_step must be >= 0, got {n}")
+        given = [self.log_backend, *(b.lower() for b in self.backends if isinstance(b, str))]
+        known = [_registry.entry(g) for g in dict.fromkeys(given) if g in _registry.names()]
+        fix("named", tuple(known))
 
     @classmethod
     def of(cls, args: Mapping[str, Any]) -> Options:
@@ -214,6 +222,11 @@ class Options:
         for b in self.backends:
             if not isinstance(b, str) and not getattr(b, "portable", False):
                 return f"a {type(b).__name__} object in backends="
+        # the agent unpickles a registered backend's build function by its module's
+        # name: the training script's own ``__main__`` is not one it can import
+        for e in self.named:
+            if getattr(e.build, "__module__", None) == "__main__":
+                return f"the build function of backend {e.name!r}, defined in __main__"
         return None
 
     def in_process_line(self) -> str | None:
@@ -222,7 +235,8 @@ class Options:
         why = self.in_process_only() if self.pump == "process" else None
         if why is None:
             return None
-        avoid = _AVOID[why.rsplit(" ", 1)[-1]]
+        names = ", ".join(repr(n) for n in _registry.names())
+        avoid = _AVOID[why.rsplit(" ", 1)[-1]].format(names=names)
         what = _WHAT.get(why, why.replace(" object in", " in"))
         return (
             f"aoff: the pump runs in this process, not in its agent: {what} lives here. "
@@ -247,26 +261,23 @@ class Options:
         wanted.extend(b.lower() for b in self.backends if isinstance(b, str))
         out: list[str] = []
         for name in wanted:
-            if name not in BACKEND_NAMES:
-                raise ValueError(
-                    f"unknown backend {name!r}: use 'tensorboard', 'jsonl', 'csv', "
-                    "'wandb', 'mlflow' or a Backend object"
-                )
-            if name in ("tensorboard", "jsonl", "csv") and not self.log_dir:
-                what = {
-                    "tensorboard": "TensorBoard files go into it",
-                    "jsonl": "writes log_dir/metrics.jsonl",
-                    "csv": "writes log_dir/progress.csv",
-                }[name]
-                raise ValueError(f"backends=({name!r}, ...) needs log_dir ({what})")
-            if name == "mlflow":
-                import importlib.util
-
-                if importlib.util.find_spec("mlflow") is None:  # finds, imports nothing
-                    raise ImportError("backends=('mlflow', ...) needs: pip install 'aoff[mlflow]'")
+            self._entry(name).check(self)
             if name not in out:
                 out.append(name)
         return out
+
+    def _entry(self, name: str) -> NamedBackend:
+        """The registered backend ``name`` (as resolved when these options were made)."""
+        for e in self.named:
+            if e.name == name:
+                return e
+        return _registry.entry(name)  # the error lists the registered names
+
+    def writes_files(self) -> bool:
+        """Whether a named backend of this run writes its files into ``log_dir``."""
+        return bool(self.log_dir) and any(
+            self._entry(n).needs_log_dir for n in self.backend_names()
+        )
 
     def build_backends(self) -> list[Backend]:
         """The backends of this run, in order (named ones first, then objects)."""
@@ -276,45 +287,7 @@ class Options:
         return out
 
     def _backend_from_name(self, name: str) -> Backend:
-        if name == "tensorboard":
-            from .._backends._tensorboard import TensorBoardBackend
-
-            purge = self.resume_step
-            if purge is None and self.tb_purge_step is not None:
-                purge = self.tb_purge_step - 1
-            return TensorBoardBackend(
-                self.log_dir,
-                flush_secs=self.flush_secs,
-                filename_suffix=self.tb_filename_suffix,
-                purge_after=purge,
-            )
-        if name == "jsonl":
-            from .._backends._jsonl import JsonlBackend
-            from .._runfolder._jsonlfile import JSONL_NAME
-
-            return JsonlBackend(os.path.join(self.log_dir, JSONL_NAME))
-        if name == "csv":
-            from .._backends._csv import CsvBackend
-            from .._runfolder._csvfile import CSV_NAME
-
-            return CsvBackend(os.path.join(self.log_dir, CSV_NAME))
-        if name == "mlflow":  # where to: MLflow's environment variables (see _mlflow.py)
-            from .._backends._mlflow import MlflowBackend
-
-            return MlflowBackend(dir=self.log_dir or None, resume=self.resume_step is not None)
-        from .._backends._wandb import WandbBackend
-
-        return WandbBackend(
-            project=self.wandb_project,
-            entity=self.wandb_entity,
-            name=self.wandb_name,
-            group=self.wandb_group,
-            job_type=self.wandb_job_type,
-            tags=list(self.wandb_tags) if self.wandb_tags is not None else None,
-            notes=self.wandb_notes,
-            dir=self.log_dir or None,
-            resume=self.resume_step is not None,
-        )
+        return self._entry(name).build(self)
 
     def build_display(self) -> Display:
         if self.display is not None and not isinstance(self.display, str):

@@ -74,8 +74,7 @@ def _run_summary(options: Options) -> RunSummary | None:
     an earlier session's is removed."""
     from .._backends._summary import SUMMARY_NAME, RunSummary, remove_stale
 
-    names = options.backend_names()
-    if not options.log_dir or not {"tensorboard", "jsonl", "csv"} & set(names):
+    if not options.writes_files():
         return None
     if options.resume_step is not None:
         remove_stale(options.log_dir)

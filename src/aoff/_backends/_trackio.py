@@ -1,0 +1,185 @@
+"""trackio backend: the run goes into trackio's local store, for trackio's own dashboard.
+
+trackio (Hugging Face) keeps each project in a SQLite file under its data folder
+(``TRACKIO_DIR``, else ``$HF_HOME/trackio``) and shows it with ``trackio show``. This
+backend opens one trackio run (``trackio.init(project, name, config)``) and logs each
+:class:`~aoff.StepRecord`'s scalars at its step; histograms as ``trackio.Histogram``,
+images and videos as ``trackio.Image``/``trackio.Video`` (from the encoder's PNG/MP4
+bytes); the run's config (seed description, ``config=``, ``log_config``) as the run's
+config, updated when it changes. A ``SummaryWriter`` sub-run's tags go under
+``<folder>/``, a producer's (``log.remote(name)``) under ``<name>/``.
+
+Why in the agent: trackio logs from a thread inside the process that calls it (a batch
+every 0.5 s into SQLite); here that process is aoff's agent, so the training process
+never imports trackio (nor gradio). Every trackio call runs on one worker thread
+(trackio's run object is not meant to be shared between threads); ``close`` calls
+``finish``, which drains trackio's own queue into the store.
+
+No network: trackio logs locally unless told of a Space or a server (``space_id``,
+``server_url`` or their environment variables), which this backend never passes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import tempfile
+from collections.abc import Sequence
+from typing import Any
+
+from rich.markup import escape
+
+from .._core._histogram_data import Histogram
+from .._core._records import MediaRecord, StepRecord
+from ._base import BackendContext
+from ._hparams import run_config as merged_config
+from ._threads import SerialWorker, wait_future
+
+__all__ = ["TrackioBackend"]
+
+MEDIA_FORMATS = {"image": "png", "video": "mp4"}
+
+
+def _histogram(h: Histogram) -> Any:
+    import numpy as np
+    import trackio
+
+    edges = np.array([h.min, *h.bucket_limits], dtype=float)
+    return trackio.Histogram(np_histogram=(np.array(h.bucket_counts, dtype=float), edges))
+
+
+class TrackioBackend:
+    """Logs each :class:`~aoff.StepRecord` into a trackio run (local store)."""
+
+    name = "trackio"
+    #: plain data until opened: the agent gets it pickled
+    portable = True
+    media_formats = MEDIA_FORMATS
+
+    def __init__(self, *, project: str = "aoff", name: str = "", group: str | None = None):
+        self.project = project
+        self.run_name = name
+        self.group = group
+        self._ctx: BackendContext | None = None
+        self._config_version = -1
+        self._worker: SerialWorker | None = None
+        self._run: Any = None
+        self._media: tempfile.TemporaryDirectory[str] | None = None
+        self._n_media = 0
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"project": self.project, "run_name": self.run_name, "group": self.group}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(project=state["project"], name=state["run_name"], group=state["group"])  # type: ignore[misc]
+
+    # -- on the trackio thread ---------------------------------------------------------
+    def _open_sync(self, config: dict[str, Any]) -> str:
+        import trackio
+
+        # trackio prints where the run went and how to see it; the dashboard says it
+        with contextlib.redirect_stdout(io.StringIO()):
+            self._run = trackio.init(
+                project=self.project,
+                name=self.run_name or None,
+                group=self.group,
+                config=config,
+                embed=False,
+                auto_log_gpu=False,
+                auto_log_cpu=False,
+            )
+        return str(self._run.name)
+
+    def _config_sync(self, values: dict[str, Any]) -> None:
+        self._run.config.update(values)
+
+    def _log_sync(self, records: Sequence[StepRecord]) -> None:
+        log = self._run.log
+        for rec in records:
+            prefix = rec.producer or (rec.run if rec.writer else "")
+            p = prefix + "/" if prefix else ""
+            row: dict[str, Any] = {p + tag: v for tag, v in rec.scalars}
+            for h in rec.histograms:
+                row[p + h.tag] = _histogram(h)
+            if row:
+                log(row, step=rec.step)
+
+    def _media_sync(self, items: Sequence[MediaRecord]) -> None:
+        import trackio
+
+        if self._media is None:
+            self._media = tempfile.TemporaryDirectory(prefix="aoff-trackio-media-")
+        for rec in items:
+            fmt = MEDIA_FORMATS[rec.what]
+            self._n_media += 1
+            path = os.path.join(self._media.name, f"{self._n_media}.{fmt}")
+            with open(path, "wb") as f:
+                f.write(rec.encoded[fmt])
+            if rec.what == "video":
+                value: Any = trackio.Video(path, fps=max(1, round(rec.fps)), format="mp4")
+            else:
+                value = trackio.Image(path)
+            self._run.log({rec.key: value}, step=rec.step)
+
+    def _finish_sync(self) -> None:
+        with contextlib.redirect_stdout(io.StringIO()):
+            self._run.finish()
+        if self._media is not None:
+            self._media.cleanup()
+
+    # -- Backend protocol --------------------------------------------------------------
+    def _config_due(self) -> dict[str, Any] | None:
+        ctx = self._ctx
+        if ctx is None or ctx.hparams.version == self._config_version:
+            return None
+        version, values = ctx.hparams.snapshot()
+        self._config_version = version
+        return values
+
+    async def open(self, ctx: BackendContext) -> None:
+        if self._worker is not None:
+            return
+        self._ctx = ctx
+        self._worker = SerialWorker("aoff-trackio")
+        config = merged_config(ctx.config, {})
+        config.update(self._config_due() or {})
+        run_name = await wait_future(self._worker.submit(self._open_sync, config))
+        ctx.say(
+            f"[dim]trackio logging to project: {escape(self.project)}, run: "
+            f"{escape(run_name)} (trackio show)[/]"
+        )
+
+    async def write(self, records: Sequence[StepRecord]) -> None:
+        if not records:
+            return
+        if self._run is None or self._worker is None:
+            raise RuntimeError("trackio backend: write() before open() or after close()")
+        values = self._config_due()
+        if values:
+            await wait_future(self._worker.submit(self._config_sync, values))
+        await wait_future(self._worker.submit(self._log_sync, tuple(records)))
+
+    async def write_media(self, items: Sequence[MediaRecord]) -> None:
+        if not items:
+            return
+        if self._run is None or self._worker is None:
+            raise RuntimeError("trackio backend: write_media() before open() or after close()")
+        await wait_future(self._worker.submit(self._media_sync, tuple(items)))
+
+    async def flush(self) -> None:
+        # trackio's own thread sends its queue to the store every 0.5 s; finish drains it
+        return
+
+    async def close(self) -> None:
+        worker, self._worker = self._worker, None
+        if worker is None:
+            return
+        try:
+            if self._run is not None:
+                values = self._config_due()
+                if values:
+                    await wait_future(worker.submit(self._config_sync, values))
+                await wait_future(worker.submit(self._finish_sync))
+        finally:
+            worker.stop()

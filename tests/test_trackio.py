@@ -1,0 +1,100 @@
+"""``backends=("trackio",)``: the agent writes the run into trackio's local store, read
+back through trackio's own API and command line (its data folder is ``TRACKIO_DIR``,
+here under tmp_path: no network, nothing in the user's store), and the training process
+never imports trackio."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("trackio")
+
+TRAIN = textwrap.dedent(
+    """
+    import sys
+    import numpy as np
+    import aoff
+
+    log = aoff.OffPolicyLogger(
+        algo_name="SAC", env_name="Pendulum-v1", num_envs=1, log_backend="none",
+        backends=("trackio",), wandb_project="aoff-test", wandb_name="sac-1",
+        config={"lr": 0.001}, display="none",
+    )
+    for i in range(1, 6):
+        log.log_step(i, {"train/loss": 1.0 / i})
+    log.log_histogram("q", np.arange(10.0))
+    log.log_image("img", np.full((8, 8, 3), 200, dtype=np.uint8), step=5)
+    log.log_video("vid", np.zeros((4, 16, 16, 3), dtype=np.uint8), step=5, fps=4)
+    print(log.finish().backend_written["trackio"], "trackio" in sys.modules)
+
+    import json  # read back through trackio's Api, now that the run is over
+    import trackio
+
+    runs = trackio.Api().runs("aoff-test")
+    print(json.dumps([[r.name, r.config] for r in runs]))
+    """
+)
+
+
+def trackio_cli(env: dict[str, str], *args: str) -> Any:
+    cli = os.path.join(os.path.dirname(sys.executable), "trackio")
+    got = subprocess.run(
+        [cli, *args, "--project", "aoff-test", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert got.returncode == 0, got.stderr
+    return json.loads(got.stdout)
+
+
+def test_a_run_lands_in_trackios_local_store(tmp_path: Path) -> None:
+    env = {**os.environ, "TRACKIO_DIR": str(tmp_path / "trackio")}
+    for key in ("TRACKIO_SPACE_ID", "TRACKIO_SERVER_URL"):
+        env.pop(key, None)
+    got = subprocess.run(
+        [sys.executable, "-c", TRAIN], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert got.returncode == 0, got.stderr
+    counts, runs = got.stdout.splitlines()
+    written, imported = counts.split()
+    assert int(written) >= 5 and imported == "False"  # the agent imported it, not us
+    [[name, config]] = json.loads(runs)
+    assert name == "sac-1"
+    assert config["lr"] == 0.001 and config["algo"] == "SAC"
+
+    loss = trackio_cli(env, "get", "metric", "--run", "sac-1", "--metric", "train/loss")
+    assert [(v["step"], v["value"]) for v in loss["values"]] == [(i, 1.0 / i) for i in range(1, 6)]
+    at5 = trackio_cli(env, "get", "snapshot", "--run", "sac-1", "--step", "5")["metrics"]
+    assert at5["q"][0]["value"]["_type"] == "trackio.histogram"
+    for key, kind in (("img", "trackio.image"), ("vid", "trackio.video")):
+        [value] = at5[key]
+        assert value["step"] == 5 and value["value"]["_type"] == kind
+        stored = tmp_path / "trackio" / "media" / value["value"]["file_path"]
+        assert stored.stat().st_size > 0
+
+
+def test_the_backend_object_is_plain_data_the_agent_gets() -> None:
+    import pickle
+
+    from aoff import TrackioBackend
+    from aoff._pump._options import Options
+
+    backend = TrackioBackend(project="p", name="r", group="g")
+    again = pickle.loads(pickle.dumps(backend))
+    assert (again.project, again.run_name, again.group) == ("p", "r", "g")
+    assert Options(log_backend="none", backends=(backend,)).in_process_only() is None
+    named = Options(log_backend="none", backends=("trackio",), wandb_project="p", wandb_name="r")
+    built = named.build_backends()[0]
+    assert isinstance(built, TrackioBackend) and (built.project, built.run_name) == ("p", "r")
+    with pytest.raises(ValueError, match="'trackio' backend cannot continue a run"):
+        Options(log_backend="none", backends=("trackio",), resume_step=3).backend_names()
