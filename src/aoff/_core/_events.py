@@ -32,7 +32,7 @@ SYSTEM: Final = 15  # (samples dict: made by the pump's system sampler, not the 
 CONFIG: Final = 16  # (values: a flat dict of JSON-safe values, see _config.py)
 LOAD_STATE: Final = 17  # (values: a checked dict from state_dict(), see _checkpoint.py)
 REMOTE: Final = 18  # (producer name, the producer's own event): made by the run's live
-#                     server for each event a ``RemoteLogger`` sends (see ``aoff._channel._produce``)
+#                     server for each event a ``RemoteLogger`` sends (``aoff._channel._produce``)
 # aoff.tensorboard.SummaryWriter's calls (see _adapters/_writer.py): one summary at a tag, step and
 # wall time of the caller's choosing, in a run folder ``run`` ("": log_dir itself)
 W_SCALAR: Final = 19  # (run, tag, value, step or None, style: 0 simple, 1 float, 2 double)
