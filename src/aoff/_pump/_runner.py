@@ -39,6 +39,7 @@ import contextlib
 import functools
 import itertools
 import math
+import os
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -336,7 +337,10 @@ class BackendRunner:
         (``log_dir``), the argument to change."""
         if what != "open" or not isinstance(exc, OSError):
             return ""
-        folder = getattr(self.backend, "log_dir", None) or getattr(self.backend, "path", None)
+        folder = getattr(self.backend, "log_dir", None)
+        path = getattr(self.backend, "path", None)
+        if not folder and isinstance(path, str):  # a file backend: the file's folder
+            folder = os.path.dirname(os.path.abspath(path))
         return f" (the run's log_dir: {str(folder)!r})" if folder else ""
 
     def _fail(self, message: str) -> None:
