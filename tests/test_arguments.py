@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 import aoff
-from aoff._backends._base import BackendContext
+from aoff._backends._base import Backend, BackendContext
 from aoff._backends._csv import CsvBackend
 from aoff._backends._jsonl import JsonlBackend
 from aoff._backends._tensorboard import TensorBoardBackend
@@ -60,7 +60,7 @@ async def test_a_record_a_backend_cannot_encode_is_dropped_alone_and_the_backend
     one with a step beyond int64 (TensorBoard's protobuf refuses it; JSON and CSV hold
     it), and a media record with such a step. Each backend drops what it refused, alone,
     says so once per kind of error, and writes every later record."""
-    backends = [
+    backends: list[Backend] = [
         TensorBoardBackend(tmp_path / "tb"),
         JsonlBackend(tmp_path / "metrics.jsonl"),
         CsvBackend(tmp_path / "progress.csv"),
