@@ -13,7 +13,8 @@ Rules (also in docs/guides/config.md):
   ``{"sac": {"tau": ...}}``) is a ``ValueError``;
 * keys must be ``str``; any other key is a ``TypeError``; an empty section is kept as
   the string ``"{}"``;
-* ``str``, ``bool``, ``int``, finite ``float`` and ``None`` are kept; other real numbers
+* ``str``, ``bool``, ``int`` (within the float range, which TensorBoard's HParams
+  needs), finite ``float`` and ``None`` are kept; other real numbers
   (NumPy scalars) become ``int``/``float``; lists and tuples are kept as JSON lists when
   JSON can hold them;
 * anything else (and NaN or ±inf, which JSON cannot hold) is stored as ``str(value)``, and
@@ -46,6 +47,9 @@ ConfigValue: TypeAlias = "str | bool | int | float | list[Any] | None"
 _dumps = json.JSONEncoder(allow_nan=False, sort_keys=False, ensure_ascii=False).encode
 
 
+#: ints within this bound are doubles for sure (2**1024 is beyond the float range)
+_FLOAT_INT = 2**1023
+
 #: what a converted text with a lone surrogate is named as in the warning
 ESCAPED = "str, not valid Unicode: stored escaped"
 
@@ -59,7 +63,14 @@ def _plain(value: object) -> tuple[ConfigValue, bool]:
     if value is None or isinstance(value, bool):
         return value, True
     if isinstance(value, numbers.Integral):
-        return int(value), True
+        i = int(value)
+        if -_FLOAT_INT < i < _FLOAT_INT:
+            return i, True
+        try:
+            float(i)  # TensorBoard's HParams and W&B store a number as a double
+        except OverflowError:
+            return str(i), False
+        return i, True
     if isinstance(value, numbers.Real):
         f = float(value)
         if math.isfinite(f):

@@ -46,9 +46,11 @@ Captured = tuple[Any, tuple[int, ...], str, int]
 
 
 def check_key(where: str, key: object, what: str = "key") -> str:
+    """``key`` if every backend can name a file and a tag after it; ``what="tag"``:
+    torch's ``SummaryWriter`` calls, which take an empty tag as torch's do."""
     if not isinstance(key, str):
         raise TypeError(f"{where}: {what} must be a str, got {type(key).__name__}")
-    if not key:
+    if not key and what != "tag":
         raise ValueError(f"{where}: {what} must not be empty")
     if not key.isascii() and not encodable(key):  # every backend's tag is UTF-8
         raise unencodable(where, what, key)
