@@ -284,3 +284,36 @@ def test_a_backend_that_cannot_open_names_the_cause_and_the_log_dir(tmp_path: Pa
     error = report.backend_errors["jsonl"]
     assert error.startswith("open failed: NotADirectoryError:"), error
     assert error.endswith(f"(the run's log_dir: {str(log_dir)!r})"), error
+
+
+def test_a_folder_inside_one_without_permission_is_said_to_be_so(tmp_path: Path) -> None:
+    """``aoff show``/``ls``/``attach`` on a folder inside a mode-000 folder: permission
+    denied, not "not a folder" (as root, the file-access capabilities are dropped)."""
+    import shutil
+    import subprocess
+    import sys
+
+    inner = tmp_path / "locked" / "inner"
+    inner.mkdir(parents=True)
+    prefix: list[str] = []
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.skip("running as root without setpriv: permissions are not enforced")
+        prefix = [setpriv, "--bounding-set", "-dac_override,-dac_read_search"]
+        if subprocess.run([*prefix, "true"], capture_output=True, check=False).returncode:
+            pytest.skip("running as root, and setpriv cannot drop the capabilities here")
+    (tmp_path / "locked").chmod(0)
+    try:
+        for cmd in ("show", "ls", "attach"):
+            got = subprocess.run(
+                [*prefix, sys.executable, "-m", "aoff", cmd, str(inner)],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
+            )
+            assert got.returncode == 1, got
+            assert got.stderr == f"aoff {cmd}: cannot open {str(inner)!r}: permission denied\n"
+    finally:
+        (tmp_path / "locked").chmod(0o755)
