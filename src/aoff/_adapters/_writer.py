@@ -13,8 +13,12 @@ plain scalar). What lands on disk reads back the same through TensorBoard's read
 
 What is checked at the call (a clear error there, as torch's writer raises there):
 a tag that is not a ``str``, a value that is not one number, a text that is not a
-``str``, empty histogram input, hyperparameters of the wrong types. Everything else
-(reducing histograms, building protobufs, files) happens in the agent.
+``str``, empty histogram input, hyperparameters of the wrong types, and what no
+format holds: a string with a lone surrogate, a ``global_step`` beyond int64 (or NaN,
+infinity), an int value beyond the float range (docs/migrate/summarywriter.md has the
+table, case by case against torch's writer). Everything else (reducing histograms,
+building protobufs, files) happens in the agent. A ``global_step`` that is a plain
+int in range costs one comparison; a plain float value none.
 
 Calls torch's writer has and this one does not cover raise ``NotImplementedError``
 naming what to use instead (``_writer_conventions.py``, with the default log dir and W&B's

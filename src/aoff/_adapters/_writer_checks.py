@@ -3,7 +3,8 @@
 torch's writer fails at the call for bad input (it builds the protobuf there); aoff's
 builds it in the agent, so everything the agent would refuse is checked here instead,
 with a ``TypeError``/``ValueError`` that names the call and the tag: a value that is not
-one number, a string UTF-8 cannot hold, histogram input ``np.histogram`` would refuse,
+one number (or an int beyond the float range, ``OverflowError``), a string UTF-8 cannot
+hold, a step beyond int64, histogram input ``np.histogram`` would refuse,
 hyperparameters of the wrong types. Values are also made safe to buffer: NumPy scalars
 become Python numbers, one-element tensors are read (or, on a GPU, copied without a
 sync), histogram input is copied.
