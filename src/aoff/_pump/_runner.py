@@ -251,8 +251,10 @@ class BackendRunner:
         the runner failed. A record the backend cannot encode (``RECORD_ERRORS``: a
         value or tag its format cannot hold) costs only itself: the batch is written
         again record by record, and a record refused alone is dropped, counted in
-        ``lost`` and ``refused`` and said (the first of each kind of error only). Every
-        backend writes a batch whole or not at all, so nothing is written twice.
+        ``lost`` and ``refused`` and said (the first of each kind of error only). The
+        file backends and TensorBoard encode a batch whole before writing any of it, so
+        nothing is written twice (W&B logs record by record: a record it refused after
+        others of its batch were logged would see those logged again).
         ``MAX_BATCH`` refusals in a row, none written, say the backend itself is broken:
         it fails as for any other error."""
         attempt = self._attempt
