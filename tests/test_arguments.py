@@ -317,3 +317,35 @@ def test_a_folder_inside_one_without_permission_is_said_to_be_so(tmp_path: Path)
             assert got.stderr == f"aoff {cmd}: cannot open {str(inner)!r}: permission denied\n"
     finally:
         (tmp_path / "locked").chmod(0o755)
+
+
+class TitledBackend:
+    """A custom backend that sends the run's title, as UTF-8, when it opens."""
+
+    name = "titled"
+
+    def __init__(self, title: str) -> None:
+        self.title = title
+
+    async def open(self, ctx: BackendContext) -> None:
+        self.title.encode("utf-8")
+
+    async def write(self, records: Any) -> None:
+        pass
+
+    async def flush(self) -> None:
+        pass
+
+    async def close(self) -> None:
+        pass
+
+
+@pytest.mark.anyio
+async def test_an_open_that_fails_on_a_text_names_the_arguments_that_carry_texts() -> None:
+    lines: list[str] = []
+    runner = BackendRunner(TitledBackend("caf\udce9"), report=lines.append)
+    with anyio.fail_after(WAIT):
+        await runner.run(BackendContext())
+    assert runner.status == "failed"
+    assert runner.error is not None and runner.error.startswith("open failed: UnicodeEncodeError")
+    assert runner.error.endswith("look at config=, log_config(), algo_name, env_name)")

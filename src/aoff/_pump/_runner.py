@@ -335,9 +335,15 @@ class BackendRunner:
         return False  # pragma: no cover - loop always returns
 
     def _argument(self, what: str, exc: Exception) -> str:
-        """For an ``open`` that failed on the file system: the folder the run was given
-        (``log_dir``), the argument to change."""
-        if what != "open" or not isinstance(exc, OSError):
+        """For an ``open`` that failed: the argument to change. On the file system, the
+        folder the run was given (``log_dir``); on a text UTF-8 cannot hold (which the
+        calls refuse or escape, so only a custom backend's own input), the arguments
+        that carry texts to every backend at open."""
+        if what != "open":
+            return ""
+        if isinstance(exc, UnicodeError):
+            return " (a text UTF-8 cannot hold: look at config=, log_config(), algo_name, env_name)"
+        if not isinstance(exc, OSError):
             return ""
         folder = getattr(self.backend, "log_dir", None)
         path = getattr(self.backend, "path", None)
