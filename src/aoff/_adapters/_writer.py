@@ -13,8 +13,12 @@ plain scalar). What lands on disk reads back the same through TensorBoard's read
 
 What is checked at the call (a clear error there, as torch's writer raises there):
 a tag that is not a ``str``, a value that is not one number, a text that is not a
-``str``, empty histogram input, hyperparameters of the wrong types. Everything else
-(reducing histograms, building protobufs, files) happens in the agent.
+``str``, empty histogram input, hyperparameters of the wrong types, and what no
+format holds: a string with a lone surrogate, a ``global_step`` beyond int64 (or NaN,
+infinity), an int value beyond the float range (docs/migrate/summarywriter.md has the
+table, case by case against torch's writer). Everything else (reducing histograms,
+building protobufs, files) happens in the agent. A ``global_step`` that is a plain
+int in range costs one comparison; a plain float value none.
 
 Calls torch's writer has and this one does not cover raise ``NotImplementedError``
 naming what to use instead (``_writer_conventions.py``, with the default log dir and W&B's
@@ -33,7 +37,7 @@ from typing import Any
 from .._core import _events as ev
 from .._core._buffer import Overflow
 from .._core._capture import finish
-from .._core._convert import encodable
+from .._core._convert import I64_MAX, I64_MIN, encodable
 from .._core._histogram import DEFER_MAX
 from .._core._pending import Gather, pending_event
 from .._core._report import FinishReport
@@ -51,6 +55,10 @@ _W_SCALAR = ev.W_SCALAR
 _W_TEXT = ev.W_TEXT
 _W_HISTOGRAM = ev.W_HISTOGRAM
 _W_HPARAMS = ev.W_HPARAMS
+_I64_MIN = I64_MIN
+_I64_MAX = I64_MAX
+#: ints within this bound are floats for sure (2**1024 is beyond the float range)
+_BIG_INT = 2**1023
 
 
 def _discard(event: ev.Event) -> None:
@@ -124,8 +132,8 @@ class SummaryWriter(WriterMedia):
         self.flush_secs = flush_secs
         self.filename_suffix = filename_suffix
         self._logdir = os.fspath(log_dir)
-        if purge_step is not None and (isinstance(purge_step, bool) or purge_step < 0):
-            raise ValueError(f"purge_step must be an int >= 0, got {purge_step!r}")
+        if purge_step is not None:  # any int64, as torch's (-1: every point is hidden)
+            purge_step = checked.step("SummaryWriter", purge_step, "purge_step")
         extra: dict[str, Any] = {}
         if capacity is not None:
             extra["capacity"] = capacity
@@ -179,11 +187,16 @@ class SummaryWriter(WriterMedia):
         one-element tensors; CUDA tensors are copied without a sync)."""
         if type(tag) is not str or not (tag.isascii() or encodable(tag)):
             raise checked.bad_tag("add_scalar", tag)
-        if global_step is not None and type(global_step) is not int:
+        if global_step is not None and (
+            type(global_step) is not int or not _I64_MIN <= global_step <= _I64_MAX
+        ):
             global_step = checked.step("add_scalar", global_step)
         style = (2 if double_precision else 1) if new_style else 0
-        wall = _time() if walltime is None else float(walltime)
-        if type(scalar_value) is float or type(scalar_value) is int:
+        wall = _time() if walltime is None else checked.walltime("add_scalar", walltime)
+        # a plain float, or an int a float holds (torch's float() of it); the rest is checked
+        if type(scalar_value) is float or (
+            type(scalar_value) is int and -_BIG_INT < scalar_value < _BIG_INT
+        ):
             self._engine._put((_W_SCALAR, wall, "", tag, scalar_value, global_step, style))
             return
         g: Gather = []
@@ -204,9 +217,9 @@ class SummaryWriter(WriterMedia):
         if not isinstance(tag_scalar_dict, Mapping):
             got = type(tag_scalar_dict).__name__
             raise TypeError(f"add_scalars: tag_scalar_dict must be a dict, got {got}")
-        if global_step is not None and type(global_step) is not int:
+        if global_step is not None:
             global_step = checked.step("add_scalars", global_step)
-        wall = _time() if walltime is None else float(walltime)
+        wall = _time() if walltime is None else checked.walltime("add_scalars", walltime)
         prefix = main_tag.replace("/", "_") + "_"
         g: Gather = []
         events = []
@@ -236,9 +249,9 @@ class SummaryWriter(WriterMedia):
         """Log a (markdown) text at ``<tag>/text_summary``, TensorBoard's Text tab."""
         tag = checked.text("add_text", "tag", tag)
         text_string = checked.text("add_text", "text_string", text_string)
-        if global_step is not None and type(global_step) is not int:
+        if global_step is not None:
             global_step = checked.step("add_text", global_step)
-        wall = _time() if walltime is None else float(walltime)
+        wall = _time() if walltime is None else checked.walltime("add_text", walltime)
         self._engine._put((_W_TEXT, wall, "", tag, text_string, global_step))
 
     def add_histogram(
@@ -255,9 +268,9 @@ class SummaryWriter(WriterMedia):
         is copied here; the buckets are made in aoff's agent (inputs over 65,536 values
         are reduced here, to bound what one buffered event holds)."""
         tag = checked.text("add_histogram", "tag", tag)
-        if global_step is not None and type(global_step) is not int:
+        if global_step is not None:
             global_step = checked.step("add_histogram", global_step)
-        wall = _time() if walltime is None else float(walltime)
+        wall = _time() if walltime is None else checked.walltime("add_histogram", walltime)
         arr = checked.histogram_values(tag, values)
         b = checked.bins(tag, arr, bins)
         if max_bins is not None:
@@ -286,7 +299,7 @@ class SummaryWriter(WriterMedia):
             for k, v in hparam_dict.items()
         }
         discrete = checked.check_discrete(values, hparam_domain_discrete)
-        if global_step is not None and type(global_step) is not int:
+        if global_step is not None:
             global_step = checked.step("add_hparams", global_step)
         g: Gather = []
         metrics = {

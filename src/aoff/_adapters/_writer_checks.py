@@ -3,7 +3,8 @@
 torch's writer fails at the call for bad input (it builds the protobuf there); aoff's
 builds it in the agent, so everything the agent would refuse is checked here instead,
 with a ``TypeError``/``ValueError`` that names the call and the tag: a value that is not
-one number, a string UTF-8 cannot hold, histogram input ``np.histogram`` would refuse,
+one number (or an int beyond the float range, ``OverflowError``), a string UTF-8 cannot
+hold, a step beyond int64, histogram input ``np.histogram`` would refuse,
 hyperparameters of the wrong types. Values are also made safe to buffer: NumPy scalars
 become Python numbers, one-element tensors are read (or, on a GPU, copied without a
 sync), histogram input is copied.
@@ -16,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._core._capture import activate, capture_tensor
-from .._core._convert import encodable
+from .._core._convert import encodable, int64_step, unencodable
 from .._core._pending import Gather
 
 _NUMERIC_KINDS = frozenset("biuf")
@@ -26,7 +27,7 @@ def bad_tag(where: str, tag: object) -> Exception:
     """The error for a tag that is not a ``str``, or a ``str`` UTF-8 cannot hold (a
     lone surrogate: TensorBoard's protobuf would refuse the whole batch later)."""
     if type(tag) is str or isinstance(tag, str):
-        return ValueError(f"{where}: {tag!r:.60} is not valid Unicode (not UTF-8 encodable)")
+        return unencodable(where, "tag", tag)
     return TypeError(f"{where}: tag must be a str, got {type(tag).__name__}")
 
 
@@ -35,16 +36,34 @@ def text(where: str, what: str, s: object) -> str:
     if not isinstance(s, str):
         raise TypeError(f"{where}: {what} must be a str, got {type(s).__name__}")
     if not s.isascii() and not encodable(s):
-        raise ValueError(f"{where}: {what} {s!r:.60} is not valid Unicode (not UTF-8 encodable)")
+        raise unencodable(where, what, s)
     return str(s)
 
 
-def step(where: str, step: Any) -> int:
-    """``global_step`` as torch's writer reads it (``int(step)``), checked at the call."""
+def step(where: str, step: Any, what: str = "global_step") -> int:
+    """``global_step`` as torch's writer reads it (``int(step)``), checked at the call:
+    what ``int()`` refuses raises its error here (``TypeError``; ``ValueError`` for NaN,
+    ``OverflowError`` for infinity, as torch's call does), and so does a step beyond the
+    int64 TensorBoard stores (``ValueError``, torch's ``Value out of range``)."""
     try:
-        return int(step)
+        n = int(step)
+    except (TypeError, ValueError, OverflowError) as exc:
+        kind = TypeError if isinstance(exc, TypeError) or isinstance(step, str) else type(exc)
+        raise kind(f"{where}: {what} must be an integer, got {step!r:.60} ({exc})") from None
+    return int64_step(where, n, what)
+
+
+def walltime(where: str, wall: Any) -> float:
+    """``walltime`` as a float (torch's ``TypeError`` for a non-number, ``OverflowError``
+    for an int beyond the float range)."""
+    if isinstance(wall, str | bytes | bytearray) or wall is None:
+        raise TypeError(f"{where}: walltime must be a number, got {type(wall).__name__}")
+    try:
+        return float(wall)
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"{where}: global_step must be an integer, got {step!r:.60}") from exc
+        raise TypeError(f"{where}: walltime must be a number: {exc}") from None
+    except OverflowError as exc:
+        raise OverflowError(f"{where}: walltime {wall!r:.40}: {exc}") from None
 
 
 def number(where: str, tag: object, v: Any, g: Gather) -> Any:
@@ -52,14 +71,20 @@ def number(where: str, tag: object, v: Any, g: Gather) -> Any:
 
     Accepts what torch's writer accepts (Python numbers, NumPy scalars and arrays,
     tensors, each of exactly one element); anything else is an error here."""
-    if type(v) is float or type(v) is int:
+    if type(v) is float:
         return v
-    if type(v) is bool:
-        return float(v)
+    if type(v) is int or type(v) is bool:
+        try:
+            float(v)  # torch's writer makes a float of it at the call
+        except OverflowError as exc:
+            raise OverflowError(f"{where}: value for {tag!r}: {exc}") from None
+        return v if type(v) is int else float(v)
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(v, torch.Tensor):
         if v.is_complex():
             raise TypeError(f"{where}: tensor for {tag!r} has non-real dtype {v.dtype}")
+        if v.is_meta:  # no data: there is no value to log
+            raise ValueError(f"{where}: tensor for {tag!r} is on the meta device (no data)")
         activate()
         return capture_tensor(v, g, where, tag)  # numel != 1: ValueError
     np = sys.modules.get("numpy")
@@ -84,6 +109,8 @@ def number(where: str, tag: object, v: Any, g: Gather) -> Any:
         return float(v)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{where}: value for {tag!r} is not a number: {type(v).__name__}") from exc
+    except OverflowError as exc:
+        raise OverflowError(f"{where}: value for {tag!r}: {exc}") from None
 
 
 def histogram_values(tag: str, values: Any) -> Any:

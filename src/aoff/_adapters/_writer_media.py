@@ -15,9 +15,11 @@ writes the GIF).
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._core._warning import AoffWarning
 from .._media._calls import render_figure
 from .._media._frames import check_format, check_key
 from . import _writer_checks as checked
@@ -33,8 +35,8 @@ def _step(where: str, global_step: Any) -> int:
     return 0 if global_step is None else checked.step(where, global_step)
 
 
-def _wall(walltime: float | None) -> float:
-    return time.time() if walltime is None else float(walltime)
+def _wall(where: str, walltime: float | None) -> float:
+    return time.time() if walltime is None else checked.walltime(where, walltime)
 
 
 # -- torch's media calls on an aoff logger (also SB3's Image/Video/Figure, _sb3.py) ----------
@@ -42,7 +44,7 @@ def torch_image(
     log: Face[Any], where: str, tag: str, img: Any, step: int, wall: float | None, fmt: str
 ) -> None:
     fmt = check_format(where, fmt, ("CHW", "HWC", "HW", "NCHW", "NHWC"))
-    log._media(where, "image", check_key(where, tag), img, "torch:" + fmt, step, 0.0, wall)
+    log._media(where, "image", check_key(where, tag, "tag"), img, "torch:" + fmt, step, 0.0, wall)
 
 
 def torch_video(
@@ -50,7 +52,7 @@ def torch_video(
 ) -> None:
     """``(N, T, C, H, W)`` videos as one animated GIF (torch's grid)."""
     fps = float(fps)
-    log._media(where, "video", check_key(where, tag), vid, "torch:NTCHW", step, fps, wall)
+    log._media(where, "video", check_key(where, tag, "tag"), vid, "torch:NTCHW", step, fps, wall)
 
 
 def torch_figure(
@@ -72,6 +74,19 @@ class WriterMedia:
     aoff logger)."""
 
     _engine: OffPolicyLogger
+    _closed: bool
+
+    def _after_close(self, where: str) -> bool:
+        """True (and one warning naming the call) once the writer is closed: the call is
+        not recorded."""
+        if not self._closed:
+            return False
+        warnings.warn(
+            f"aoff: {where}() called after close(); it was not recorded",
+            AoffWarning,
+            stacklevel=3,  # this method, the media call: the user's line
+        )
+        return True
 
     def add_image(
         self,
@@ -84,9 +99,11 @@ class WriterMedia:
         """One image (uint8, or float in [0, 1]); ``dataformats`` ``"CHW"``, ``"HWC"`` or
         ``"HW"``. A PNG image summary, as torch's."""
         where = "add_image"
+        if self._after_close(where):
+            return
         check_format(where, dataformats, ("CHW", "HWC", "HW"))
         step = _step(where, global_step)
-        torch_image(self._engine, where, tag, img_tensor, step, _wall(walltime), dataformats)
+        torch_image(self._engine, where, tag, img_tensor, step, _wall(where, walltime), dataformats)
 
     def add_images(
         self,
@@ -98,9 +115,11 @@ class WriterMedia:
     ) -> None:
         """A batch of images (``"NCHW"`` or ``"NHWC"``), tiled 8 to a row like torch's."""
         where = "add_images"
+        if self._after_close(where):
+            return
         check_format(where, dataformats, ("NCHW", "NHWC"))
         step = _step(where, global_step)
-        torch_image(self._engine, where, tag, img_tensor, step, _wall(walltime), dataformats)
+        torch_image(self._engine, where, tag, img_tensor, step, _wall(where, walltime), dataformats)
 
     def add_video(
         self,
@@ -112,8 +131,10 @@ class WriterMedia:
     ) -> None:
         """Videos ``(N, T, C, H, W)`` (uint8, or float in [0, 1]) as one animated GIF."""
         where = "add_video"
+        if self._after_close(where):
+            return
         step = _step(where, global_step)
-        torch_video(self._engine, where, tag, vid_tensor, step, fps, _wall(walltime))
+        torch_video(self._engine, where, tag, vid_tensor, step, fps, _wall(where, walltime))
 
     def add_figure(
         self,
@@ -125,5 +146,7 @@ class WriterMedia:
     ) -> None:
         """A Matplotlib figure (or a list of them, as a batch), rendered here to RGB."""
         where = "add_figure"
+        if self._after_close(where):
+            return
         step = _step(where, global_step)
-        torch_figure(self._engine, where, tag, figure, step, close, _wall(walltime))
+        torch_figure(self._engine, where, tag, figure, step, close, _wall(where, walltime))

@@ -57,6 +57,8 @@ _pack_d = struct.Struct("<d").pack
 _F32_INF = _pack_f(math.inf)
 _F32_NINF = _pack_f(-math.inf)
 _U64 = (1 << 64) - 1
+_I64_MIN = -(1 << 63)
+_I64_MAX = (1 << 63) - 1
 
 
 #: tag sequences whose packer is kept at most (a ``SummaryWriter`` run may vary them)
@@ -150,6 +152,8 @@ class EventEncoder:
         wall, step = rec.wall_time, rec.step
         out = b"\x09" + _pack_d(wall) if wall != 0.0 else b""
         if step:
+            if not _I64_MIN <= step <= _I64_MAX:  # protobuf's own refusal, not a wrapped step
+                raise ValueError(f"Value out of range: {step}")
             out += b"\x10" + _varint(step & _U64)
         if summary:
             n = len(summary)

@@ -202,9 +202,11 @@ class TensorBoardBackend(LockedFileBackend):
             self._producer_files[name] = f
         return f
 
-    def _write_others(self, records: Sequence[StepRecord]) -> list[StepRecord]:
-        """Write the records of other run folders (producers', sub-runs') to their own
-        files, each in order; return the run's own."""
+    def _encode_others(
+        self, records: Sequence[StepRecord]
+    ) -> tuple[list[StepRecord], dict[str, bytes]]:
+        """The run's own records, and the encoded records of other run folders
+        (producers', sub-runs'), each folder's in order."""
         own: list[StepRecord] = []
         theirs: dict[str, list[StepRecord]] = {}
         for rec in records:
@@ -213,20 +215,20 @@ class TensorBoardBackend(LockedFileBackend):
                 own.append(rec)
             else:
                 theirs.setdefault(name, []).append(rec)
-        with self._held():
-            for name, recs in theirs.items():
-                write_whole(self._run_file(name), encode_records(self._encoder, recs))
-        return own
+        return own, {name: encode_records(self._encoder, recs) for name, recs in theirs.items()}
 
     def _write_sync(self, records: Sequence[StepRecord]) -> None:
+        # everything encoded before anything is written: a record the format cannot hold
+        # fails the batch whole (the runner then writes it record by record), never half
+        others: dict[str, bytes] = {}
         if any(map(_producer_of, records)) or any(map(_run_of, records)):
-            records = self._write_others(records)
-            if not records:
-                return
-        data = encode_records(self._encoder, records)
+            records, others = self._encode_others(records)
+        data = encode_records(self._encoder, records) if records else b""
         with self._held() as f:
-            write_whole(f, data)
+            for name, blob in others.items():
+                write_whole(self._run_file(name), blob)
             if records:
+                write_whole(f, data)
                 self._last_step = records[-1].step
 
     # -- config (HParams, text table; see _hparams.py) ----------------------------------

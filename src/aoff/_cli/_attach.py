@@ -32,6 +32,7 @@ from .._channel._paths import (
     read_key,
 )
 from .._display._dashboard import Dashboard
+from ._folder import not_a_folder
 from ._runfind import is_run_dir
 
 __all__ = ["add_attach_arguments", "run_attach"]
@@ -86,7 +87,7 @@ def _socket_of(run_dir: str) -> str:
 def _pick(root: str, stdin: TextIO, out: IO[str]) -> str:
     """The one live run at or below ``root``; with several, the user picks one."""
     if not os.path.isdir(root):
-        raise _NotLive(f"{root!r} is not a folder")
+        raise _NotLive(not_a_folder(root))
     found = _candidates(root)
     if found == [root]:
         return root

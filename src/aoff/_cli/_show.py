@@ -27,6 +27,7 @@ from rich.text import Text
 
 from .._channel._paths import live_status
 from .._display._format import fmt_duration
+from ._folder import not_a_folder
 from ._progress import reading_progress
 from ._rundata import JSONL_NAME, REWARD_TAG, SUMMARY_NAME, TB_PATTERN, RunData
 from ._runfind import find_runs
@@ -111,7 +112,7 @@ def run_show(path: str, console: Console, err: TextIO, *, width: int | None = No
 
     ``width``: columns to fit (default: the terminal's, or ``COLUMNS``/80 when piped)."""
     if not os.path.isdir(path):
-        print(f"aoff show: {path!r} is not a folder", file=err)
+        print(f"aoff show: {not_a_folder(path)}", file=err)
         return 1
     if width is not None:
         console.width = width
@@ -144,7 +145,7 @@ def run_ls(root: str, out: TextIO, err: TextIO) -> int:
 
     A folder that cannot be read is skipped with one line on ``err``."""
     if not os.path.isdir(root):
-        print(f"aoff ls: {root!r} is not a folder", file=err)
+        print(f"aoff ls: {not_a_folder(root)}", file=err)
         return 1
     skipped: list[str] = []
     runs = find_runs(root, skipped)

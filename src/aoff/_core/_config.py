@@ -13,11 +13,16 @@ Rules (also in docs/guides/config.md):
   ``{"sac": {"tau": ...}}``) is a ``ValueError``;
 * keys must be ``str``; any other key is a ``TypeError``; an empty section is kept as
   the string ``"{}"``;
-* ``str``, ``bool``, ``int``, finite ``float`` and ``None`` are kept; other real numbers
+* ``str``, ``bool``, ``int`` (within the float range, which TensorBoard's HParams
+  needs), finite ``float`` and ``None`` are kept; other real numbers
   (NumPy scalars) become ``int``/``float``; lists and tuples are kept as JSON lists when
   JSON can hold them;
 * anything else (and NaN or ±inf, which JSON cannot hold) is stored as ``str(value)``, and
-  the call warns once (an :class:`~aoff.AoffWarning`) naming every converted key.
+  the call warns once (an :class:`~aoff.AoffWarning`) naming every converted key;
+* a key UTF-8 cannot encode (a lone surrogate) is a ``ValueError``; a text value holding
+  one (a path ``os.fsdecode`` made of a non-UTF-8 name) is stored with the escape written
+  out (``"/data/caf\\udce9"``), and counts among the converted keys: every format stores
+  UTF-8, and one such value would otherwise keep every backend from opening.
 
 :class:`HParams` is the live view the fold keeps and the backends read: the values so far,
 a version that grows when a key is added or changed, and the final metrics (last and best
@@ -32,20 +37,40 @@ import numbers
 from collections.abc import Mapping
 from typing import Any, TypeAlias
 
+from ._convert import encodable, unencodable, visible
+
 __all__ = ["ConfigValue", "HParams", "flatten_config", "format_converted"]
 
 #: a value as stored: what JSON, TensorBoard's HParams and W&B all hold
 ConfigValue: TypeAlias = "str | bool | int | float | list[Any] | None"
 
-_dumps = json.JSONEncoder(allow_nan=False, sort_keys=False).encode
+_dumps = json.JSONEncoder(allow_nan=False, sort_keys=False, ensure_ascii=False).encode
+
+
+#: ints within this bound are doubles for sure (2**1024 is beyond the float range)
+_FLOAT_INT = 2**1023
+
+#: what a converted text with a lone surrogate is named as in the warning
+ESCAPED = "str, not valid Unicode: stored escaped"
 
 
 def _plain(value: object) -> tuple[ConfigValue, bool]:
     """``(stored value, kept as is)``: the JSON-safe form of one leaf value."""
-    if value is None or isinstance(value, str | bool):
+    if isinstance(value, str):
+        if value.isascii() or encodable(value):
+            return value, True
+        return visible(value), False
+    if value is None or isinstance(value, bool):
         return value, True
     if isinstance(value, numbers.Integral):
-        return int(value), True
+        i = int(value)
+        if -_FLOAT_INT < i < _FLOAT_INT:
+            return i, True
+        try:
+            float(i)  # TensorBoard's HParams and W&B store a number as a double
+        except OverflowError:
+            return str(i), False
+        return i, True
     if isinstance(value, numbers.Real):
         f = float(value)
         if math.isfinite(f):
@@ -53,10 +78,13 @@ def _plain(value: object) -> tuple[ConfigValue, bool]:
         return str(value), False
     if isinstance(value, list | tuple):
         try:
-            return json.loads(_dumps(list(value))), True
+            text = _dumps(list(value))
         except (TypeError, ValueError):
-            return str(value), False
-    return str(value), False
+            return visible(str(value)), False
+        if not text.isascii() and not encodable(text):
+            return visible(str(value)), False  # a text inside holds a lone surrogate
+        return json.loads(text), True
+    return visible(str(value)), False
 
 
 def flatten_config(
@@ -85,6 +113,8 @@ def flatten_config(
                     else f"{where}: key {key!r:.60} is {type(key).__name__}, not str"
                 )
             name = prefix + key
+            if not key.isascii() and not encodable(key):
+                raise unencodable(where, "key", name)
             if isinstance(value, Mapping) and value:
                 walk(value, name + "/")
                 continue
@@ -98,7 +128,8 @@ def flatten_config(
                 continue
             stored, kept = _plain(value)
             if not kept:
-                converted.append((name, type(value).__name__))
+                escaped = isinstance(value, str)
+                converted.append((name, ESCAPED if escaped else type(value).__name__))
             out[name] = stored
 
     walk(mapping, "")
@@ -109,8 +140,9 @@ def format_converted(where: str, converted: list[tuple[str, str]]) -> str:
     """The one warning for the values of one call that were stored as ``str()``."""
     shown = ", ".join(f"{k!r} ({t})" for k, t in converted[:8])
     more = f" and {len(converted) - 8} more" if len(converted) > 8 else ""
+    cannot = "JSON or UTF-8" if any(t == ESCAPED for _, t in converted) else "JSON"
     return (
-        f"aoff: {where}: {len(converted)} value(s) JSON cannot hold were stored as str(): "
+        f"aoff: {where}: {len(converted)} value(s) {cannot} cannot hold were stored as str(): "
         f"{shown}{more}"
     )
 

@@ -66,3 +66,35 @@ def encodable(key: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+#: the range of TensorBoard's ``Event.step`` (an int64), which every format here holds
+I64_MIN = -(2**63)
+I64_MAX = 2**63 - 1
+
+
+def int64_step(where: str, step: int, what: str = "step") -> int:
+    """``step`` if an int64 holds it, else the ``ValueError`` torch's writer raises at the
+    call (``Value out of range``), naming ``where``: a step beyond it would make the
+    TensorBoard backend refuse the record later, far from the line that gave it."""
+    if I64_MIN <= step <= I64_MAX:
+        return step
+    raise ValueError(
+        f"{where}: {what} {step} is out of range: TensorBoard's step is a 64-bit integer "
+        f"[{I64_MIN}, {I64_MAX}]"
+    )
+
+
+def unencodable(where: str, what: str, s: str) -> ValueError:
+    """The error for a ``str`` UTF-8 cannot hold (a lone surrogate, as ``os.fsdecode``
+    gives for a non-UTF-8 file name): every format aoff writes is UTF-8."""
+    return ValueError(
+        f"{where}: {what} {s!r:.80} is not valid Unicode (it holds a lone "
+        "surrogate, which UTF-8 cannot encode)"
+    )
+
+
+def visible(s: str) -> str:
+    """``s`` with each character UTF-8 cannot hold written as its escape (``\\udce9``):
+    text every format can store, that still shows what was given."""
+    return s.encode("utf-8", "backslashreplace").decode("utf-8")

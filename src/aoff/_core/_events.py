@@ -153,6 +153,8 @@ def name_of(event: Event) -> str:
     kind = event[0]
     if isinstance(kind, int) and 0 <= kind < len(NAMES):
         return NAMES[kind]
+    if kind == MEDIA and len(event) > 4 and event[4] in ("image", "video"):
+        return f"log_{event[4]}"
     return EXTRA_NAMES.get(kind, repr(kind)) if isinstance(kind, int) else repr(kind)
 
 

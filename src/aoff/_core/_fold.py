@@ -170,6 +170,10 @@ class Folder(StepFolder):
             s.producers[name] = info._replace(steps=info.steps + 1, iteration=sub_s.iteration)
             if rec is not None:
                 return dataclasses.replace(rec, producer=name)
+        elif rec is not None:  # a SummaryWriter's call (a forked child's): its own record
+            if name not in s.producers:
+                s.producers[name] = info
+            return dataclasses.replace(rec, producer=name)
         elif kind == ev.COLLECTOR:
             self._producer_total += sub_s.total_steps - info.total_steps
             s.total_steps = s.own_total_steps + self._producer_total

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from typing import Any, Generic
 
 from .._core import _events as ev
+from .._core._convert import int64_step
 from .._core._pending import PendingEvent, Placeholder
 from .._core._recorder import R
 from .._core._warning import AoffWarning
@@ -203,6 +204,8 @@ class MediaCalls(Generic[R]):
         wall: float | None = None,
     ) -> R:
         budget = self._media_budget
+        if step is not None:  # TensorBoard's step is an int64: refused here, not later
+            int64_step(where, step)
         data = checked_frames(where, key, data, fmt.removeprefix("torch:"))  # errors first
         want = _nbytes(tuple(data.shape), _itemsize(data))
         if not budget.take(want):

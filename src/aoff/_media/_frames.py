@@ -20,6 +20,8 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
+from .._core._convert import encodable, unencodable
+
 if TYPE_CHECKING:
     from ._shm import ShmPool
 
@@ -43,11 +45,15 @@ _FLOAT_KINDS = "f"
 Captured = tuple[Any, tuple[int, ...], str, int]
 
 
-def check_key(where: str, key: object) -> str:
+def check_key(where: str, key: object, what: str = "key") -> str:
+    """``key`` if every backend can name a file and a tag after it; ``what="tag"``:
+    torch's ``SummaryWriter`` calls, which take an empty tag as torch's do."""
     if not isinstance(key, str):
-        raise TypeError(f"{where}: key must be a str, got {type(key).__name__}")
-    if not key:
-        raise ValueError(f"{where}: key must not be empty")
+        raise TypeError(f"{where}: {what} must be a str, got {type(key).__name__}")
+    if not key and what != "tag":
+        raise ValueError(f"{where}: {what} must not be empty")
+    if not key.isascii() and not encodable(key):  # every backend's tag is UTF-8
+        raise unencodable(where, what, key)
     return key
 
 

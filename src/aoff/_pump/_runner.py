@@ -39,6 +39,7 @@ import contextlib
 import functools
 import itertools
 import math
+import os
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -48,6 +49,10 @@ import anyio
 
 from .._backends._base import Backend, BackendContext
 from .._core._records import MediaRecord, StepRecord
+
+#: what a backend raises for a record its format cannot hold (a tag UTF-8 cannot
+#: encode, a step beyond int64, a value of the wrong type): that record's fault alone
+RECORD_ERRORS = (ValueError, TypeError, OverflowError)
 
 #: records handed to one ``Backend.write`` call at most
 MAX_BATCH = 1024
@@ -90,6 +95,10 @@ class BackendRunner:
         self.busy_since: float | None = None
         self.busy_with = ""
         self._stall_reported = False
+        #: records the backend could not encode, each dropped alone (counted in ``lost``)
+        self.refused = 0
+        self._refused_run = 0  # refused in a row, none written between
+        self._refusals_said: set[str] = set()
         self._closing = False
         self._wake = anyio.Event()
         self._flush_waiters: list[anyio.Event] = []
@@ -186,12 +195,10 @@ class BackendRunner:
                 batch, write = self._next_batch()
                 n = len(batch)
                 self.in_flight = n
-                ok = await self._attempt("write", functools.partial(write, batch))
+                ok = await self._write(batch, write)
                 self.in_flight = 0
                 if not ok:
-                    self.lost += n
                     return
-                self.written += n
                 dirty = True
                 continue
             now = self.monotonic()
@@ -239,7 +246,72 @@ class BackendRunner:
             batch = [take() for _ in range(n)]
         return batch, self.backend.write
 
-    async def _attempt(self, what: str, call: Callable[[], object]) -> bool:
+    async def _write(self, batch: list[Any], write: Callable[[Any], Any]) -> bool:
+        """Write one batch, each record counted in ``written`` or ``lost``; False once
+        the runner failed. A record the backend cannot encode (``RECORD_ERRORS``: a
+        value or tag its format cannot hold) costs only itself: the batch is written
+        again record by record, and a record refused alone is dropped, counted in
+        ``lost`` and ``refused`` and said (the first of each kind of error only). The
+        file backends and TensorBoard encode a batch whole before writing any of it, so
+        nothing is written twice (W&B logs record by record: a record it refused after
+        others of its batch were logged would see those logged again).
+        ``MAX_BATCH`` refusals in a row, none written, say the backend itself is broken:
+        it fails as for any other error."""
+        attempt = self._attempt
+        n = len(batch)
+        try:
+            if not await attempt("write", functools.partial(write, batch), split=True):
+                self.lost += n
+                return False
+            self._refused_run = 0
+            self.written += n
+            return True
+        except RECORD_ERRORS as exc:
+            if n == 1:
+                self.lost += 1
+                return await self._refuse(batch[0], exc)
+        for i, rec in enumerate(batch):  # the batch again, record by record
+            self.in_flight = n - i
+            try:
+                if not await attempt("write", functools.partial(write, (rec,)), split=True):
+                    self.lost += n - i
+                    return False
+            except RECORD_ERRORS as exc:
+                self.lost += 1
+                if not await self._refuse(rec, exc):
+                    self.lost += n - i - 1
+                    return False
+                continue
+            self.written += 1
+            self._refused_run = 0
+        return True
+
+    async def _refuse(self, rec: StepRecord | MediaRecord, exc: Exception) -> bool:
+        """One record the backend refused: counted (in ``lost``, by the caller) and said
+        once per kind of error. False when the runner failed instead (``MAX_BATCH`` in a
+        row)."""
+        self.refused += 1
+        self._refused_run += 1
+        if self._refused_run >= MAX_BATCH:
+            self._fail(f"write failed for {MAX_BATCH:,} records in a row: {_said(exc)}")
+            await self._close_quietly()
+            return False
+        kind = type(exc).__name__
+        if kind in self._refusals_said:
+            return True
+        self._refusals_said.add(kind)
+        what = f"the media record {rec.key!r}" if type(rec) is MediaRecord else "a record"
+        self.report(
+            f"aoff: backend {self.name!r} could not write {what} at step {rec.step} "
+            f"({_said(exc)}); that record is skipped and counted, the backend goes on "
+            "(said once)"
+        )
+        return True
+
+    async def _attempt(self, what: str, call: Callable[[], object], *, split: bool = False) -> bool:
+        """Run ``call`` with retries; False once it failed for good (the runner failed).
+        ``split``: a record error (``RECORD_ERRORS``) is raised to the caller at once,
+        not retried: retrying cannot make a record encodable."""
         delay = self.retry_backoff
         for attempt in range(self.retries + 1):
             self.busy_since = self.monotonic()
@@ -248,7 +320,9 @@ class BackendRunner:
                 await call()  # type: ignore[misc]
                 return True
             except Exception as exc:
-                msg = f"{what} failed: {type(exc).__name__}: {exc}"
+                if split and isinstance(exc, RECORD_ERRORS):
+                    raise
+                msg = f"{what} failed: {_said(exc)}{self._argument(what, exc)}"
                 if attempt == self.retries or what in ("open", "close"):
                     self._fail(msg)
                     if what != "close":
@@ -259,6 +333,23 @@ class BackendRunner:
             finally:
                 self.busy_since = None
         return False  # pragma: no cover - loop always returns
+
+    def _argument(self, what: str, exc: Exception) -> str:
+        """For an ``open`` that failed: the argument to change. On the file system, the
+        folder the run was given (``log_dir``); on a text UTF-8 cannot hold (which the
+        calls refuse or escape, so only a custom backend's own input), the arguments
+        that carry texts to every backend at open."""
+        if what != "open":
+            return ""
+        if isinstance(exc, UnicodeError):
+            return " (a text UTF-8 cannot hold: look at config=, log_config(), algo_name, env_name)"
+        if not isinstance(exc, OSError):
+            return ""
+        folder = getattr(self.backend, "log_dir", None)
+        path = getattr(self.backend, "path", None)
+        if not folder and isinstance(path, str):  # a file backend: the file's folder
+            folder = os.path.dirname(os.path.abspath(path))
+        return f" (the run's log_dir: {str(folder)!r})" if folder else ""
 
     def _fail(self, message: str) -> None:
         if self.status == "failed":
@@ -272,3 +363,7 @@ class BackendRunner:
     async def _close_quietly(self) -> None:
         with contextlib.suppress(Exception):
             await self.backend.close()
+
+
+def _said(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
