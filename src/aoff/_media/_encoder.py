@@ -139,12 +139,14 @@ class MediaEncoder:
         from ._shm import ShmFrames
 
         key, step, wall, what, payload, fmt, fps, _ = job
+        fmt, _, palette = fmt.partition("+")
+        palette = palette or "video"
         wanted = sorted(self.formats[what])
         if isinstance(payload, ShmFrames):
             block, arr = payload.open()
             try:  # encoded straight from the block, which is freed right after
                 frames = to_frames(arr, fmt)
-                encoded = {f: encode(f, what, frames, fps) for f in wanted}
+                encoded = {f: encode(f, what, frames, fps, palette) for f in wanted}
                 shape = frames.shape
             finally:
                 del arr
@@ -152,7 +154,7 @@ class MediaEncoder:
                 payload.release(block)
         else:
             frames = to_frames(payload, fmt)
-            encoded = {f: encode(f, what, frames, fps) for f in wanted}
+            encoded = {f: encode(f, what, frames, fps, palette) for f in wanted}
             shape = frames.shape
         t, h, w, c = (int(n) for n in shape)
         return MediaRecord(key, step, wall or time.time(), what, (t, h, w, c), fps, encoded)
