@@ -635,9 +635,13 @@ def test_a_stuck_encoder_costs_finish_its_bound_and_never_the_scalars(
                 log.log_video("v", np.zeros((2, 4, 4, 3), np.uint8))
     report = log.close()
     gate.set()
-    assert report.steps == 20 and report.complete  # every scalar record written
-    assert report.media_written == 0
-    assert "4 images/videos were still being encoded after 1.5s" in capfd.readouterr().err
+    assert report.steps == 20 and not any(report.backend_lost.values())  # every scalar
+    assert report.media_written == 0 and report.media_lost == {"stalled": 4}
+    assert not report.complete
+    assert (
+        "4 images/videos were not written: 4 because the encoder finished none within "
+        "finish_timeout=1.5s; raise finish_timeout"
+    ) in capfd.readouterr().err
     assert [v for _, v in read_tensorboard_scalars(tmp_path)["train/x"]] == [
         float(i) for i in range(20)
     ]
@@ -745,7 +749,10 @@ def test_without_a_backend_that_writes_media_none_counts_as_written(
     log.log_image("img", np.zeros((2, 2, 3), np.uint8))
     report = log.close()
     assert (report.media_written, report.steps) == (0, 1) and len(mem.records) == 1
-    assert "no backend of this run writes images or videos" in capfd.readouterr().err
+    assert report.media_lost == {"no media backend": 1} and not report.complete
+    err = capfd.readouterr().err
+    assert "no backend of this run writes images or videos" in err
+    assert "1 images/videos were not written: 1 because no backend" in err
 
 
 def _counter_env_class() -> Any:

@@ -90,3 +90,114 @@ def test_log_video_palette_option_is_checked_and_written(tmp_path: Path, pump: s
     assert np.array_equal(
         frames_of(rec.encoded_image_string)[0], frames_of(gif_bytes(v, 30, "frame"))[0]
     )
+
+
+def burst_video(i: int) -> np.ndarray:
+    """Video ``i`` of a burst: 4 frames of 16x12, each one flat colour that names it."""
+    v = np.empty((4, 12, 16, 3), np.uint8)
+    for t in range(4):
+        v[t] = (i * 5, t * 60, 255 - i * 5)
+    return v
+
+
+@pytest.mark.parametrize("pump", MODES)
+def test_a_burst_of_50_videos_then_finish_writes_all_50_everywhere(
+    tmp_path: Path, pump: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """50 videos logged at once, then finish(): every one in TensorBoard (its reader;
+    each GIF decoded with Pillow: frames, size, pixels), a JSONL line and a CSV row each,
+    and every one in the W&B offline run; the report counts 50 written, none lost."""
+    import csv
+    import json
+
+    pytest.importorskip("av")
+    pytest.importorskip("wandb")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from aoff.testing import wait_for_wandb_runs
+
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    backends = ("tensorboard", "jsonl", "csv", "wandb")
+    log = _logger(tmp_path, pump, log_backend="none", backends=backends, finish_timeout=30)
+    log.log_step(0, {"x": 0.0})
+    for i in range(50):
+        log.log_video("eval/episode", burst_video(i), step=i, fps=10)
+    report = log.finish()
+    assert (report.media_written, report.media_lost, report.complete) == (50, {}, True)
+
+    acc = EventAccumulator(str(tmp_path), size_guidance={"images": 0})
+    acc.Reload()
+    videos = acc.Images("eval/episode")
+    assert [v.step for v in videos] == list(range(50))
+    for v in videos:
+        assert (v.width, v.height) == (16, 12)
+        frames = frames_of(v.encoded_image_string)
+        assert len(frames) == 4
+        for got, want in zip(frames, burst_video(v.step), strict=True):
+            assert np.array_equal(got, want)  # four flat colours: the palette is exact
+
+    rows = [json.loads(ln) for ln in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    media = [r for r in rows if r.get("media") == "video"]
+    assert [r["step"] for r in media] == list(range(50))
+    assert all((tmp_path / r["eval/episode"]).is_file() for r in media)
+    with open(tmp_path / "progress.csv", newline="") as f:
+        assert sum(1 for r in csv.DictReader(f) if r["eval/episode"]) == 50
+    (wandb_file,) = wait_for_wandb_runs(tmp_path / "wandb")
+    assert len(list(wandb_file.parent.rglob("files/media/videos/**/*.mp4"))) == 50
+
+
+def test_finish_waits_for_an_encoder_that_makes_progress_past_finish_timeout(
+    tmp_path: Path,
+) -> None:
+    """Each video takes 0.15 s to encode and finish_timeout is 0.4 s: 12 videos take
+    longer in all than finish_timeout, yet every one is written, since the encoder
+    finishes one well within it (the rule the runners follow: wait while it moves)."""
+    import time
+
+    from aoff.testing._parts import _Parts
+
+    log = _logger(tmp_path, "thread", finish_timeout=0.4)
+    encoder = _Parts(log).encoder
+    encode = encoder._encode
+
+    def slow(job: Any) -> Any:
+        time.sleep(0.15)
+        return encode(job)
+
+    encoder._encode = slow
+    log.log_step(0, {"x": 0.0})
+    for i in range(12):
+        log.log_video("v", burst_video(i), step=i)
+    t0 = time.monotonic()
+    report = log.finish()
+    assert time.monotonic() - t0 > 0.4 * 2  # it did wait past finish_timeout
+    assert (report.media_written, report.media_lost, report.complete) == (12, {}, True)
+    assert probe_last_media(log) == ("v", 11)
+
+
+def probe_last_media(log: OffPolicyLogger) -> Any:
+    from aoff.testing._parts import _Parts
+
+    return _Parts(log)._pump._state.last_media
+
+
+def test_a_stalled_encoder_is_counted_and_the_panel_names_only_what_was_written(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    from aoff.testing import hold_media_encoder
+
+    log = _logger(tmp_path, "thread", finish_timeout=0.3)
+    log.log_step(1, {"x": 0.0})
+    log.log_video("first", burst_video(1))
+    log.flush()
+    gate = hold_media_encoder(log)
+    log.log_video("last", burst_video(2), step=2)
+    report = log.finish()
+    gate.set()
+    assert (report.media_written, report.media_lost) == (1, {"stalled": 1})
+    assert not report.complete
+    assert probe_last_media(log) == ("first", 1)
+    err = capfd.readouterr().err
+    assert "1 images/videos were not written: 1 because the encoder finished none" in err
+    assert "finish_timeout=0.3s" in err

@@ -343,6 +343,7 @@ class Pump:
             overflow_dropped=self._buffer.dropped + self._upstream_dropped,
             capacity=capacity,
             overflow=overflow,
+            finish_timeout=self._finish_timeout,
         )
         await self._screen.close(self._live, summary=self._summary_panel, lines=lines)
         for line in lines:

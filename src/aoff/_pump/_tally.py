@@ -16,6 +16,7 @@ from .._core._events import Event
 from .._core._progress import unwritten_steps
 from .._core._report import FinishReport
 from .._core._state import State
+from .._media._encoder import STALLED
 from ._intake import Intake
 from ._runner import BackendRunner
 
@@ -59,7 +60,10 @@ def finish_report(
         partial=partial,
         media_written=intake.media_written,
         media_refused=state.media_refused,
+        media_lost={why: n for why, n in intake.media.lost.items() if n},
     )
+    if partial and intake.media.pending_count():  # still encoding: not written as of now
+        res.media_lost[STALLED] = res.media_lost.get(STALLED, 0) + intake.media.pending_count()
     for r in runners:
         res.backend_written[r.name] = r.written
         unconfirmed = len(r.pending) + r.in_flight if partial else 0
