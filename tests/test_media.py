@@ -313,7 +313,7 @@ p.start(); p.join(60)
 assert p.exitcode == 0, p.exitcode
 r = log.finish()
 assert r.media_written == 21, r
-left = {{n for n in set(os.listdir("/dev/shm")) - before if n.startswith("psm_")}}
+left = {{n for n in set(os.listdir("/dev/shm")) - before if n.startswith(("psm_", "aoff_"))}}
 assert not left, left
 print("ok")
 """

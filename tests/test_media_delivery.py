@@ -201,3 +201,137 @@ def test_a_stalled_encoder_is_counted_and_the_panel_names_only_what_was_written(
     err = capfd.readouterr().err
     assert "1 images/videos were not written: 1 because the encoder finished none" in err
     assert "finish_timeout=0.3s" in err
+
+
+_SMALL_SHM = """
+import os, sys, numpy as np, aoff
+log = aoff.OffPolicyLogger(log_dir=sys.argv[1], pump=sys.argv[2], handle_sigterm=False,
+                           system_interval=0, display=aoff.NullDisplay(), backends=("tensorboard",),
+                           log_backend="none")
+for i in range(20):  # 2.1 MB each: 42 MB through a 16 MiB /dev/shm
+    v = np.full((100, 84, 84, 3), i * 10, np.uint8)
+    log.log_step(i, {"x": float(i)})
+    log.log_video("v", v, step=i)
+r = log.finish()
+print("written", r.media_written, r.steps, r.complete)
+"""
+
+
+def _in_small_shm(code: str, *args: str) -> Any:
+    """Run ``code`` with a private 16 MiB tmpfs as /dev/shm (root in a mount namespace);
+    skip where that is not allowed."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    if shutil.which("unshare") is None:
+        pytest.skip("no unshare(1)")
+    probe = subprocess.run(
+        ["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=16m tmpfs /dev/shm"],
+        capture_output=True,
+    )
+    if probe.returncode != 0:
+        pytest.skip("a private tmpfs needs root in a mount namespace")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    script = 'mount -t tmpfs -o size=16m tmpfs /dev/shm && exec "$0" -c "$1" "$2" "$3"'
+    return subprocess.run(
+        ["unshare", "-m", "sh", "-c", script, sys.executable, code, *args],
+        capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("pump", MODES)
+def test_a_small_dev_shm_never_kills_the_run(tmp_path: Path, pump: str) -> None:
+    """20 videos of 2.1 MB back to back through a 16 MiB /dev/shm: no SIGBUS (a block's
+    pages are reserved when it is made, no block past the free space), every video
+    written (those that found no block travelled as a copy)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    out = _in_small_shm(_SMALL_SHM, str(tmp_path), pump)
+    assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
+    assert "written 20 20 True" in out.stdout, out.stdout + out.stderr[-2000:]
+    acc = EventAccumulator(str(tmp_path), size_guidance={"images": 0})
+    acc.Reload()
+    videos = acc.Images("v")
+    assert [v.step for v in videos] == list(range(20))
+    for v in videos[::7]:
+        frames = frames_of(v.encoded_image_string)
+        assert len(frames) == 1 or len(frames) == 100  # identical frames may be merged
+        assert (frames[0] == v.step * 10).all()
+
+
+_KILLED = """
+import sys, time, numpy as np, aoff
+log = aoff.OffPolicyLogger(log_dir=sys.argv[1], pump="process", handle_sigterm=False,
+                           system_interval=0, display=aoff.NullDisplay())
+for i in range(3):
+    log.log_video("v", np.full((4, 8, 8, 3), i, np.uint8), step=i)
+log.flush()
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+def test_blocks_of_a_run_killed_with_its_group_are_swept_by_the_next_run(tmp_path: Path) -> None:
+    """SIGKILL of the training process's whole group (its resource tracker too) leaves
+    its blocks, named for it; the next run sweeps them, and leaves /dev/shm as it was."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    if not os.path.isdir("/dev/shm") or not os.path.exists("/proc/self/stat"):
+        pytest.skip("needs /dev/shm and /proc")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    child = subprocess.Popen(
+        [sys.executable, "-c", _KILLED, str(tmp_path / "a")],
+        stdout=subprocess.PIPE, text=True, env=env, start_new_session=True,
+    )  # fmt: skip
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+    finally:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+    mark = f"_{child.pid:x}_"
+    leaked = [n for n in os.listdir("/dev/shm") if n.startswith("aoff_") and mark in n]
+    assert leaked  # named for the killed run: the next one can tell them apart
+    log = _logger(tmp_path / "b", "process")
+    assert not any(os.path.exists(f"/dev/shm/{n}") for n in leaked)
+    log.log_video("v", np.zeros((4, 8, 8, 3), np.uint8), step=1)
+    assert log.finish().media_written == 1
+    mine = f"_{os.getpid():x}_"
+    assert not [n for n in os.listdir("/dev/shm") if n.startswith("aoff_") and mine in n]
+
+
+def test_the_sweep_keeps_live_runs_and_other_namespaces_blocks(tmp_path: Path) -> None:
+    """Judged by name: a dead pid's block (or a reused pid's: another start time) goes;
+    this process's, another pid namespace's and a foreign name stay."""
+    import os
+    import subprocess
+    import sys
+
+    from aoff._media._shmnames import block_name, pid_namespace, start_time, sweep_stale
+
+    if not os.path.exists("/proc/self/stat"):
+        pytest.skip("needs /proc")
+    ns, pid = pid_namespace(), os.getpid()
+    code = "import os; print(os.getpid())"
+    dead = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    names = {
+        "live": block_name(),
+        "dead": f"aoff_{ns:x}_{int(dead.stdout):x}_{12345:x}_1",
+        "reused": f"aoff_{ns:x}_{pid:x}_{(start_time(pid) or 0) + 1:x}_1",
+        "other_ns": f"aoff_{ns + 1:x}_{int(dead.stdout):x}_{12345:x}_1",
+        "foreign": "psm_1234abcd",
+    }
+    for n in names.values():
+        (tmp_path / n).write_bytes(b"x")
+    assert sorted(sweep_stale(str(tmp_path))) == sorted([names["dead"], names["reused"]])
+    assert sorted(os.listdir(tmp_path)) == sorted(
+        [names[k] for k in ("live", "other_ns", "foreign")]
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    cmd = [sys.executable, "-m", "aoff", "sweep-shm"]
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    assert out.returncode == 0 and "stale blocks unlinked" in out.stdout, out.stderr

@@ -15,7 +15,15 @@ The frames waiting in blocks marked in use are the media budget's in-flight byte
 
 Who frees the memory: the training process owns every block. It unlinks them when the
 run has ended (:meth:`ShmPool.close`, after the agent's report) or when the pool must
-make room; if it dies first, its ``multiprocessing`` resource tracker unlinks them. The
+make room; if it dies first, its ``multiprocessing`` resource tracker unlinks them, and
+if the tracker dies with it (a kill of the whole process group), the next run sweeps
+them: every block is named for its run (``_shmnames``).
+
+A small ``/dev/shm`` (Docker's default is 64 MiB): a block's pages are reserved when it
+is made (``posix_fallocate``), so a full tmpfs is an ``OSError`` then, never a SIGBUS at
+the copy; and no block is made past three quarters of what ``statvfs`` says is free.
+Frames that get no block travel as a NumPy copy in the event (pickled, counted against
+the media budget until freed), as they do when every block is in use. The
 agent only maps a block while it reads it, and tells its own resource tracker to forget
 it (Python < 3.13 registers every attach), so that tracker neither unlinks a block it
 does not own nor warns about it.
@@ -32,6 +40,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 import sys
 import threading
 from collections.abc import Iterable
@@ -39,6 +48,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._core._events import MEDIA
+from ._shmnames import block_name, shm_free_bytes, sweep_stale
 
 __all__ = ["ShmFrames", "ShmPool"]
 
@@ -105,13 +115,31 @@ class ShmFrames:
             block.close()
 
 
+def _reserve(shm: Any, size: int) -> None:
+    """Reserve the block's pages now (``posix_fallocate``): a block made with
+    ``ftruncate`` alone gets its pages at the first write, and a full ``/dev/shm`` then
+    kills the writer with SIGBUS instead of raising. An ``OSError`` (ENOSPC) here means the
+    block cannot be backed; a system without ``posix_fallocate`` (macOS) keeps the old way
+    (its shared memory is not a size-limited tmpfs)."""
+    fallocate = getattr(os, "posix_fallocate", None)
+    if fallocate is not None:
+        fallocate(shm._fd, 0, size)
+
+
 class _Block:
     __slots__ = ("buf", "nbytes", "shm", "size", "ticket")
 
     def __init__(self, size: int) -> None:
         from multiprocessing.shared_memory import SharedMemory
 
-        self.shm = SharedMemory(create=True, size=size)  # registered: our tracker's
+        # registered: our tracker's. Named for this run (``_shmnames``)
+        self.shm = SharedMemory(name=block_name(), create=True, size=size)
+        try:
+            _reserve(self.shm, size)
+        except BaseException:
+            self.shm.close()
+            self.shm.unlink()
+            raise
         buf = self.shm.buf
         assert buf is not None
         self.buf: memoryview = buf
@@ -135,6 +163,10 @@ class ShmPool:
         self._lock = threading.Lock()
         self._closed = False
         self._tickets = itertools.count(1)
+        #: calls whose frames found no block that could be backed (``/dev/shm`` full or
+        #: near it): they travelled as a copy in the event instead
+        self.unbacked = 0
+        sweep_stale()  # blocks of runs killed before they could unlink them
 
     def in_use_bytes(self) -> int:
         """Bytes of frames the agent has not read yet."""
@@ -200,7 +232,15 @@ class ShmPool:
             if b.free():
                 self._drop(b)
                 total -= b.size
-        block = _Block(size)
+        room = shm_free_bytes()
+        if room is not None and size > room - room // 4:
+            self.unbacked += 1  # leave /dev/shm a quarter of what is free (DataLoaders...)
+            return None
+        try:
+            block = _Block(size)
+        except OSError:  # no room in /dev/shm after all: the frames go as a copy
+            self.unbacked += 1
+            return None
         self._blocks.append(block)
         return block
 
