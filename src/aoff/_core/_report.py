@@ -57,7 +57,7 @@ class FinishReport:
     #: images and videos accepted at the call but not written, by reason: ``"stalled"``
     #: (the encoder finished none within ``finish_timeout`` at the end), ``"encoder
     #: error"``, ``"no media backend"``, ``"agent lost"`` (taken by an agent that died
-    #: before writing them, and not encoded again)
+    #: before writing them, and not encoded again), ``"frames gone"``
     media_lost: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -151,6 +151,7 @@ _MEDIA_WHY = {
     "no media backend": "no backend of this run writes them (TensorBoard, JSONL, CSV, W&B "
     "and MLflow do)",
     "agent lost": "the agent was lost before writing them",
+    "frames gone": "the training process ended before the agent read their frames",
 }
 
 

@@ -72,6 +72,7 @@ class AgentSide:
         self.gone: str | None = None
         self.fallback: PumpThread | None = None
         self._stranded: int | None = None  # events discarded since a failed fallback
+        self._again = 0  # media a lost agent never read, encoded by the fallback
         self._discard_lock = threading.Lock()
         self.forwarding: Forwarding | None = None
         if should_forward(options.log_backend, options.custom_display()):
@@ -193,10 +194,12 @@ class AgentSide:
         s, failure = self.shipper, None
         lost = max(s.agent_loss().values(), default=0)
         self._inline = False
-        s.freed.lost(self.proc)
+        unread = s.freed.lost(self.proc)  # media it never read: their frames are here
         try:
-            self.fallback = _lost.start_fallback(self.make_core, s, self.options.log_dir)
+            self.fallback = _lost.start_fallback(self.make_core, s, self.options.log_dir, unread)
+            self._again = len(unread)
         except Exception as exc:  # e.g. no new thread at interpreter shutdown
+            s.freed.discarded(unread)
             failure, self._stranded = exc, _lost.discard_unsent(s)
         stderr_line(_lost.gone_line(reason, self.proc.poll(), lost, failure))
         self.gone = reason
@@ -291,7 +294,7 @@ class AgentSide:
             return s.report
         if self.fallback is not None:
             report = self.fallback.stop(summary, idle_timeout)
-            _lost.add_confirmed(report, s)
+            _lost.add_confirmed(report, s, self._again)
             return report
         if self.gone is not None:  # lost, and no fallback could start (_gone said why)
             with self._round_lock:  # the last round: the shipper's next one ends

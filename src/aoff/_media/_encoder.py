@@ -28,7 +28,15 @@ from .._core._events import MEDIA
 from .._core._records import MediaRecord
 from ._freed import has_media
 
-__all__ = ["FAILED", "LOST_AGENT", "NO_BACKEND", "STALLED", "MediaEncoder", "MediaJob"]
+__all__ = [
+    "FAILED",
+    "FRAMES_GONE",
+    "LOST_AGENT",
+    "NO_BACKEND",
+    "STALLED",
+    "MediaEncoder",
+    "MediaJob",
+]
 
 #: why media accepted at the call were not written (``FinishReport.media_lost``' keys):
 #: the encoder finished no item within ``finish_timeout`` at the end of the run
@@ -39,6 +47,8 @@ FAILED = "encoder error"
 NO_BACKEND = "no media backend"
 #: handed to an agent that was lost before it wrote them, and not encoded again
 LOST_AGENT = "agent lost"
+#: their shared-memory block was gone: the training process ended before they were read
+FRAMES_GONE = "frames gone"
 
 #: (key, step, wall_time, what, frames payload, dataformats, fps, bytes the logger's budget
 #: gets back once done: the frames' size, 0 for a producer's, freed by its own budget)
@@ -137,8 +147,15 @@ class MediaEncoder:
                 if not self._jobs:
                     return
                 job = self._jobs.popleft()
+            why = FAILED
             try:
                 rec = self._encode(job)
+            except FileNotFoundError:  # its block: the training process is gone
+                why, rec = FRAMES_GONE, None
+                self.report(
+                    "aoff: the frames of images/videos in shared memory were gone (the "
+                    "training process ended before they were read); they are not written"
+                )
             except Exception as exc:
                 self.report(f"aoff: could not encode media {job[0]!r}: {type(exc).__name__}: {exc}")
                 rec = None
@@ -146,7 +163,7 @@ class MediaEncoder:
                 if not self._closed:  # closed: counted as stalled already
                     if rec is None:
                         self.failed += 1
-                        self.lost[FAILED] += 1
+                        self.lost[why] += 1
                     else:
                         self.done.append(rec)
                         self.written += 1

@@ -210,6 +210,14 @@ class ShmPool:
                     return b.nbytes
         return 0
 
+    def holds(self, handle: ShmFrames) -> bool:
+        """Whether ``handle``'s block still holds that call's frames, unread."""
+        with self._lock:
+            for b in self._blocks:
+                if b.shm.name == handle.name:
+                    return b.ticket == handle.ticket and not b.free()
+        return False
+
     def release_events(self, events: Iterable[Any]) -> int:
         """:meth:`release` the frames of every ``MEDIA`` event among ``events``."""
         return sum(self.release(e[5]) for e in events if e[0] == MEDIA)

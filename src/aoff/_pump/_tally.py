@@ -30,14 +30,21 @@ class Progress(NamedTuple):
     steps: int  #: ``log_step`` calls folded
     written: dict[str, int]  #: step records written, per backend
     settled: int  #: step records written or lost, all backends together
+    media: tuple[int, int] = (0, 0)  #: images/videos handed to the backends; not written
 
 
-def progress(drained: int, state: State, runners: Sequence[BackendRunner]) -> Progress:
+def progress(
+    drained: int, state: State, runners: Sequence[BackendRunner], intake: Intake | None = None
+) -> Progress:
+    media = (0, 0)
+    if intake is not None:
+        media = (intake.media_written, sum(intake.media.lost.values()))
     return Progress(
         drained,
         state.steps_logged,
         {r.name: r.written for r in runners},
         sum(r.written + r.lost for r in runners),
+        media,
     )
 
 
