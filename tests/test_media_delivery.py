@@ -335,3 +335,45 @@ def test_the_sweep_keeps_live_runs_and_other_namespaces_blocks(tmp_path: Path) -
     cmd = [sys.executable, "-m", "aoff", "sweep-shm"]
     out = subprocess.run(cmd, capture_output=True, text=True, env=env)
     assert out.returncode == 0 and "stale blocks unlinked" in out.stdout, out.stderr
+
+
+_SIGTERM_DRAIN = """
+import os, signal, sys, time, numpy as np, aoff
+from aoff.testing._parts import _Parts
+log = aoff.OffPolicyLogger(log_dir=sys.argv[1], pump="thread", system_interval=0,
+                           display=aoff.NullDisplay(), finish_timeout=0.4)
+encoder = _Parts(log).encoder
+encode = encoder._encode
+def slow(job):
+    time.sleep(0.15)
+    return encode(job)
+encoder._encode = slow
+log.log_step(0, {"x": 0.0})
+for i in range(8):
+    log.log_video("v", np.full((3, 8, 8, 3), i * 20, np.uint8), step=i)
+os.kill(os.getpid(), signal.SIGTERM)  # the drain on SIGTERM waits for the encoder too
+time.sleep(30)
+"""
+
+
+def test_the_sigterm_drain_waits_for_an_encoder_that_makes_progress(tmp_path: Path) -> None:
+    """SIGTERM right after 8 videos whose encoding takes 1.2 s in all, finish_timeout
+    0.4 s: the exit drain writes all 8 (the encoder finished one every 0.15 s)."""
+    import os
+    import subprocess
+    import sys
+
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run(
+        [sys.executable, "-c", _SIGTERM_DRAIN, str(tmp_path)],
+        capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    assert out.returncode == 143, out.stderr
+    assert "not written" not in out.stderr, out.stderr
+    acc = EventAccumulator(str(tmp_path), size_guidance={"images": 0})
+    acc.Reload()
+    videos = acc.Images("v")
+    assert [v.step for v in videos] == list(range(8))
+    assert all((frames_of(v.encoded_image_string)[0] == v.step * 20).all() for v in videos)
