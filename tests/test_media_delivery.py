@@ -20,6 +20,8 @@ import aoff
 from aoff import OffPolicyLogger
 from aoff._media._encode import gif_bytes
 
+from .conftest import hold_still
+
 MODES = ("process", "thread")
 
 
@@ -377,3 +379,51 @@ def test_the_sigterm_drain_waits_for_an_encoder_that_makes_progress(tmp_path: Pa
     videos = acc.Images("v")
     assert [v.step for v in videos] == list(range(8))
     assert all((frames_of(v.encoded_image_string)[0] == v.step * 20).all() for v in videos)
+
+
+def test_videos_a_lost_agent_took_are_encoded_again_or_counted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """SIGKILL of the agent after it was sent 3 videos in shared memory (never read: the
+    fallback encodes them from the blocks) and 2 as pickled copies (no block: they died
+    with it, and are counted): 3 written, {"agent lost": 2}, one line names them."""
+    import signal
+
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from aoff._media import _shm
+    from aoff.testing import kill_agent, probe, wait_until
+
+    log = _logger(tmp_path, "process", backends=("tensorboard",), log_backend="none")
+    p = probe(log)
+    log.log_step(1, {"x": 1.0})
+    log.flush()
+    kill_agent(log, signal.SIGSTOP)  # it reads nothing more
+    try:
+        for i in range(3):
+            log.log_video("shm", burst_video(i), step=i)
+        monkeypatch.setattr(_shm, "MAX_BLOCKS", 0)  # no block: pickled copies
+        for i in range(2):
+            log.log_video("copy", burst_video(i), step=i)
+        wait_until(lambda: not p.buffered and not p.link_pending_bytes, what="sent")
+    finally:
+        kill_agent(log)
+    wait_until(lambda: not p.agent_running, what="the agent to die")
+    n = 1
+    while p.agent_lost is None and n < 6000:  # the next shipping round finds it gone
+        n += 1
+        log.log_step(n, {"x": float(n)})
+        hold_still(0.01, "a training step takes time")
+    report = log.finish()
+    assert (report.media_written, report.media_lost) == (3, {"agent lost": 2})
+    assert not report.complete
+    assert (
+        "2 images/videos were not written: 2 because the agent was lost" in capfd.readouterr().err
+    )
+    acc = EventAccumulator(str(tmp_path), size_guidance={"images": 0})
+    acc.Reload()
+    shm = acc.Images("shm")
+    assert [v.step for v in shm] == [0, 1, 2]
+    assert all(
+        np.array_equal(frames_of(v.encoded_image_string)[1], burst_video(v.step)[1]) for v in shm
+    )

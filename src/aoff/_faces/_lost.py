@@ -104,9 +104,10 @@ def confirmed_report(
     )
 
 
-def add_confirmed(report: FinishReport, shipper: Shipper[FinishReport], again: int = 0) -> None:
+def add_confirmed(report: FinishReport, shipper: Shipper[FinishReport], again: int = 0) -> int:
     """Add what the lost agent had confirmed written, and lost, to the fallback's report
-    (``again``: media it never read, which the fallback encoded from their frames)."""
+    (``again``: media it never read, which the fallback encoded from their frames); the
+    images and videos it took with it (the fallback's end-of-run lines could not know)."""
     report.steps += shipper.acked_steps
     report.media_written += shipper.acked_media[0]
     lost_media = shipper.agent_media_loss(again)
@@ -116,3 +117,4 @@ def add_confirmed(report: FinishReport, shipper: Shipper[FinishReport], again: i
         report.backend_written[name] = report.backend_written.get(name, 0) + written
     for name, lost in shipper.agent_loss().items():
         report.backend_lost[name] = report.backend_lost.get(name, 0) + lost
+    return lost_media

@@ -22,8 +22,9 @@ from .._core._backlog import backlog_bytes
 from .._core._buffer import EventBuffer
 from .._core._events import Event
 from .._core._progress import ProgressWatch, await_progressing, unwritten_steps, wait_progressing
-from .._core._report import FinishReport, gave_up_line, stderr_line
+from .._core._report import FinishReport, gave_up_line, media_lost_line, stderr_line
 from .._display._streams import Forwarding, should_forward
+from .._media._encoder import LOST_AGENT
 from .._media._shm import ShmPool
 from .._pump._options import Options
 from .._transport._shipper import SHIP_INTERVAL, SHIP_INTERVAL_BUSY, Shipper
@@ -294,7 +295,9 @@ class AgentSide:
             return s.report
         if self.fallback is not None:
             report = self.fallback.stop(summary, idle_timeout)
-            _lost.add_confirmed(report, s, self._again)
+            took = _lost.add_confirmed(report, s, self._again)
+            if took:
+                stderr_line(str(media_lost_line({LOST_AGENT: took})))
             return report
         if self.gone is not None:  # lost, and no fallback could start (_gone said why)
             with self._round_lock:  # the last round: the shipper's next one ends
@@ -304,6 +307,8 @@ class AgentSide:
             )
             self._close()
             stderr_line(_lost.not_written_line(discarded))
+            if report.media_lost:
+                stderr_line(str(media_lost_line(report.media_lost)))
             return report
         # the agent is alive but made no progress: give up, say what is known
         report = _lost.confirmed_report(
