@@ -39,6 +39,7 @@ never frees a block the agent already read and a newer call took again.
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
 import os
 import queue
@@ -121,11 +122,17 @@ def _reserve(shm: Any, size: int) -> None:
     """Reserve the block's pages now (``posix_fallocate``): a block made with
     ``ftruncate`` alone gets its pages at the first write, and a full ``/dev/shm`` then
     kills the writer with SIGBUS instead of raising. An ``OSError`` (ENOSPC) here means the
-    block cannot be backed; a system without ``posix_fallocate`` (macOS) keeps the old way
-    (its shared memory is not a size-limited tmpfs)."""
+    block cannot be backed. A system without ``posix_fallocate`` (macOS: its shared memory
+    is no size-limited tmpfs), or a filesystem that cannot reserve, keeps the old way;
+    the ``statvfs`` cap still applies."""
     fallocate = getattr(os, "posix_fallocate", None)
-    if fallocate is not None:
+    if fallocate is None:
+        return
+    try:
         fallocate(shm._fd, 0, size)
+    except OSError as exc:  # a filesystem that cannot reserve: the old way, not a refusal
+        if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+            raise
 
 
 class _Block:
