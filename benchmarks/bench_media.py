@@ -1,4 +1,18 @@
-"""What ``log_video`` costs the training loop, and whether the scalars around it slow down.
+"""What ``log_video`` costs the training loop, whether the scalars around it slow down,
+and what encoding one episode as a GIF costs the agent.
+
+Part 0, the GIF encoding of one 200x84x84x3 episode, side by side: aoff's default (one
+palette for the whole video, ``palette="video"``), per-frame palettes
+(``palette="frame"``, Pillow's own default, as aoff did before), and torch's
+``SummaryWriter.add_video`` path (``torch.utils.tensorboard.summary.make_video``, which
+needs moviepy; skipped where either is missing). Three episodes: a rendered scene with
+smooth moving gradients (thousands of colours), noise, and an Atari-like one (few
+colours). Best of ``--repeat`` runs each, in this process.
+
+Part 1b, the issue's burst: a fresh logger (no warm-up, no flush) logs a video every 20
+iterations of ``--work`` us for 300 iterations (15 videos), ``np.copy`` and ``log_video``
+timed alternately; medians. A slow encoder still holds the earlier blocks, so each call
+makes a new one; a fast one frees them in time for the next.
 
 Part 1, the caller's cost of one ``log_video`` of a 200x84x84x3 uint8 episode (4.2 MB),
 side by side with a plain ``np.copy`` of the same frames (each call right after its
@@ -18,7 +32,8 @@ an iteration cost the loop (median, p99, and the mean, video calls included), wh
 the encoder works on the videos already logged.
 
     python benchmarks/bench_media.py [--calls 20] [--rounds 5] [--iters 1000]
-        [--work 1000] [--quick] [--json out.json]
+        [--work 1000] [--repeat 3] [--only gif|burst|caller|stream] [--quick]
+        [--json out.json]
 """
 
 from __future__ import annotations
@@ -48,6 +63,110 @@ def episode() -> Any:
         y = (i % 70) + 5
         v[i, y : y + 3, 40:43] = 255
     return v
+
+
+def smooth_episode() -> Any:
+    """A rendered scene with smooth gradients that move (thousands of colours)."""
+    y, x = np.mgrid[0:H, 0:W]
+    v = np.empty((T, H, W, 3), np.uint8)
+    for i in range(T):
+        v[i, :, :, 0] = (x * 3 + i) % 256
+        v[i, :, :, 1] = (y * 3 + 2 * i) % 256
+        v[i, :, :, 2] = (x + y + i // 2) % 256
+    return v
+
+
+def noise_episode() -> Any:
+    return np.random.default_rng(0).integers(0, 256, (T, H, W, 3), np.uint8)
+
+
+def _torch_gif() -> Any:
+    """torch's ``add_video`` encoder, or None where torch or moviepy is missing."""
+    try:
+        import moviepy  # noqa: F401
+        from torch.utils.tensorboard.summary import make_video
+    except ImportError:
+        return None
+    return lambda frames, fps: make_video(frames, fps).encoded_image_string
+
+
+def gif_encoding(repeat: int) -> list[dict[str, Any]]:
+    """Best-of-``repeat`` ms to encode one episode, per encoder, and the mean absolute
+    error of the decoded frames (0-255 scale) and the file size."""
+    import io
+
+    from PIL import Image, ImageSequence
+
+    from aoff._media._encode import gif_bytes
+
+    encoders: dict[str, Any] = {
+        "one palette (default)": lambda f, fps: gif_bytes(f, fps, "video"),
+        "per-frame palettes": lambda f, fps: gif_bytes(f, fps, "frame"),
+    }
+    torch_gif = _torch_gif()
+    rows = []
+    for name, frames in (
+        ("smooth scene", smooth_episode()),
+        ("noise", noise_episode()),
+        ("atari-like", episode()),
+    ):
+        row: dict[str, Any] = {"episode": name}
+        for enc, fn in encoders.items():
+            best = float("inf")
+            for _ in range(repeat):
+                t0 = time.perf_counter()
+                data = fn(frames, 30)
+                best = min(best, time.perf_counter() - t0)
+            got = [
+                np.asarray(f.convert("RGB"))
+                for f in ImageSequence.Iterator(Image.open(io.BytesIO(data)))
+            ]
+            n = min(len(got), T)
+            err = float(np.mean([np.abs(got[i].astype(int) - frames[i]).mean() for i in range(n)]))
+            row[f"{enc} ms"] = round(best * 1e3, 1)
+            row[f"{enc} err"] = round(err, 2)
+            row[f"{enc} KB"] = len(data) // 1024
+        row["speed-up"] = round(row["per-frame palettes ms"] / row["one palette (default) ms"], 1)
+        if torch_gif is None:
+            row["torch add_video ms"] = "n/a (needs torch and moviepy)"
+        else:
+            t0 = time.perf_counter()
+            torch_gif(frames[None].transpose(0, 1, 4, 2, 3)[0], 30)
+            row["torch add_video ms"] = round((time.perf_counter() - t0) * 1e3, 1)
+        rows.append(row)
+    return rows
+
+
+def issue_burst(pump: str, work: float) -> dict[str, Any]:
+    """15 videos, one every 20 iterations of ``work`` us, into a fresh logger: the call
+    against ``np.copy``, timed alternately (medians)."""
+    frames = episode()
+    copies: list[float] = []
+    videos: list[float] = []
+    clock = time.perf_counter
+    with tempfile.TemporaryDirectory() as d:
+        log = make_logger(d, pump)
+        for it in range(300):
+            busy(work)
+            log.log_step(it, {"x": float(it)})
+            if it % 20 == 0:
+                t0 = clock()
+                np.copy(frames)
+                t1 = clock()
+                log.log_video("episode", frames, step=it)
+                t2 = clock()
+                copies.append(t1 - t0)
+                videos.append(t2 - t1)
+        report = log.close()
+    copy_ms, video_ms = statistics.median(copies) * 1e3, statistics.median(videos) * 1e3
+    return {
+        "pump": pump,
+        "np.copy ms": round(copy_ms, 3),
+        "log_video ms": round(video_ms, 3),
+        "ratio": round(video_ms / copy_ms, 2),
+        "written": report.media_written,
+        "lost": sum(getattr(report, "media_lost", {}).values()),
+    }
 
 
 def make_logger(log_dir: str, pump: str) -> OffPolicyLogger:
@@ -153,17 +272,26 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--iters", type=int, default=1000)
     p.add_argument("--work", type=float, default=1000.0)
+    p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--quick", action="store_true")
+    p.add_argument("--only", choices=("gif", "burst", "caller", "stream"), action="append")
     p.add_argument("--json")
     a = p.parse_args()
     if a.quick:
-        a.calls, a.rounds, a.iters = 3, 2, 100
-    out: dict[str, list[dict[str, Any]]] = {"caller": [], "stream": []}
-    for pump in ("process", "thread"):
+        a.calls, a.rounds, a.iters, a.repeat = 3, 2, 100, 1
+    parts = set(a.only or ("gif", "burst", "caller", "stream"))
+    out: dict[str, list[dict[str, Any]]] = {"gif": [], "burst": [], "caller": [], "stream": []}
+    if "gif" in parts:
+        out["gif"] = gif_encoding(a.repeat)
+    for pump in ("process", "thread") if "burst" in parts else ():
+        out["burst"].append(issue_burst(pump, a.work))
+    for pump in ("process", "thread") if "caller" in parts else ():
         out["caller"].append(caller_cost(pump, a.calls, a.rounds))
-    for pump in ("process", "thread"):
+    for pump in ("process", "thread") if "stream" in parts else ():
         out["stream"].append(scalar_stream(pump, a.iters, a.rounds, a.work))
     for name, rows in out.items():
+        if not rows:
+            continue
         print(f"\n{name}:")
         keys = list(rows[0])
         print(" | ".join(keys))

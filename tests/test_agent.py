@@ -882,8 +882,9 @@ async def test_the_async_faces_fallback_writes_as_the_run_goes_on_and_frees_unre
     tmp_path: Path,
 ) -> None:
     """The async face's fallback (asyncio and trio) writes steps logged after the agent's
-    SIGKILL before finish(); images the agent had received but never read give their
-    shared-memory blocks back, so later images are accepted within the budget."""
+    SIGKILL before finish(); images the agent had received but never read are encoded
+    by the fallback from their shared-memory blocks (this process owns them until read),
+    which then come back, so later images are accepted within the budget."""
     import numpy as np
 
     image = np.zeros((16, 16, 3), np.uint8)
@@ -915,15 +916,18 @@ async def test_the_async_faces_fallback_writes_as_the_run_goes_on_and_frees_unre
             n += 1
             await log.log_step(n, {"x": float(n)})
         await await_until(lambda: _last_row(tmp_path) == n, timeout=60, what="steps after the kill")
+        await await_until(
+            lambda: log._media_budget.in_flight() == 0, timeout=60, what="the unread, encoded"
+        )
         for _ in range(10):  # the lost agent's blocks are free again: all accepted
             await log.log_image("kept", image, step=n)
     report = p.report
     assert report is not None
     assert report.media_refused == 0
-    assert report.media_written == 10
+    assert (report.media_written, report.media_lost) == (20, {})
     rows = jsonl_rows(tmp_path)
     assert [r["iteration"] for r in rows if "iteration" in r] == list(range(1, n + 1))
-    assert sum("iteration" not in r for r in rows) == 10  # the images kept, not the lost
+    assert sum("iteration" not in r for r in rows) == 20  # the images sent, then kept
     assert report.backend_lost == {"jsonl": 0, "tensorboard": 0}
 
 

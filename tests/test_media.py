@@ -313,7 +313,7 @@ p.start(); p.join(60)
 assert p.exitcode == 0, p.exitcode
 r = log.finish()
 assert r.media_written == 21, r
-left = {{n for n in set(os.listdir("/dev/shm")) - before if n.startswith("psm_")}}
+left = {{n for n in set(os.listdir("/dev/shm")) - before if n.startswith(("psm_", "aoff_"))}}
 assert not left, left
 print("ok")
 """
@@ -334,7 +334,8 @@ print("ok")
 
 def test_process_mode_reuses_its_shared_memory_blocks(tmp_path: Path) -> None:
     """A block the agent has read is marked free and takes the next call's frames (a new
-    block would cost its page faults again); the pool's in-use bytes are the budget's."""
+    block would cost its page faults again); the pool's in-use bytes are the budget's.
+    Once a call takes the last free block of its size, one spare is made beside it."""
     frames = np.zeros((20, 32, 32, 3), np.uint8)
     with _logger(tmp_path, "process") as log:
         p = probe(log)
@@ -343,7 +344,7 @@ def test_process_mode_reuses_its_shared_memory_blocks(tmp_path: Path) -> None:
             log.flush()  # the agent read it: its block is free again
             assert p.media_blocks_in_use == 0
         names = p.media_blocks
-        assert len(names) == 1
+        assert len(names) <= 2  # the one reused, and one spare made ahead of a burst
     assert log.close().media_written == 5
     assert not any(os.path.exists(f"/dev/shm/{n}") for n in names)  # unlinked at the end
 
@@ -635,9 +636,13 @@ def test_a_stuck_encoder_costs_finish_its_bound_and_never_the_scalars(
                 log.log_video("v", np.zeros((2, 4, 4, 3), np.uint8))
     report = log.close()
     gate.set()
-    assert report.steps == 20 and report.complete  # every scalar record written
-    assert report.media_written == 0
-    assert "4 images/videos were still being encoded after 1.5s" in capfd.readouterr().err
+    assert report.steps == 20 and not any(report.backend_lost.values())  # every scalar
+    assert report.media_written == 0 and report.media_lost == {"stalled": 4}
+    assert not report.complete
+    assert (
+        "4 images/videos were not written: 4 because the encoder finished none within "
+        "finish_timeout=1.5s; raise finish_timeout"
+    ) in capfd.readouterr().err
     assert [v for _, v in read_tensorboard_scalars(tmp_path)["train/x"]] == [
         float(i) for i in range(20)
     ]
@@ -745,7 +750,10 @@ def test_without_a_backend_that_writes_media_none_counts_as_written(
     log.log_image("img", np.zeros((2, 2, 3), np.uint8))
     report = log.close()
     assert (report.media_written, report.steps) == (0, 1) and len(mem.records) == 1
-    assert "no backend of this run writes images or videos" in capfd.readouterr().err
+    assert report.media_lost == {"no media backend": 1} and not report.complete
+    err = capfd.readouterr().err
+    assert "no backend of this run writes images or videos" in err
+    assert "1 images/videos were not written: 1 because no backend" in err
 
 
 def _counter_env_class() -> Any:

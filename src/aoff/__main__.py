@@ -10,6 +10,9 @@ Subcommands:
 ``show``, ``ls``
     a run's summary and curves; one line per run (``_cli/_show.py``; the guide is
     ``docs/guides/terminal.md``). Ctrl+C ends either with one line, exit 130.
+``sweep-shm``
+    unlink the shared-memory blocks of aoff runs that were killed before they could
+    (``_media/_shmnames.py``; every run also does it when it starts).
 """
 
 from __future__ import annotations
@@ -73,6 +76,14 @@ def _parser() -> argparse.ArgumentParser:
         "be read are skipped with one line each. Ctrl+C stops it (exit 130).",
     )
     add_ls_arguments(ls)
+    sub.add_parser(
+        "sweep-shm",
+        formatter_class=fmt,
+        help="unlink the /dev/shm blocks of aoff runs that were killed",
+        description="Unlink the shared-memory blocks (/dev/shm/aoff_*) whose training "
+        "process is gone: a run killed with its whole process group leaves them. Blocks of "
+        "live runs are kept. Every run in process mode also does this when it starts.",
+    )
     return p
 
 
@@ -111,6 +122,12 @@ def _command(p: argparse.ArgumentParser, ns: argparse.Namespace) -> int:
         from ._cli._attach import run_attach
 
         return run_attach(ns.run_dir, ns.refresh, Console(), sys.stderr, sys.stdin)
+    if ns.command == "sweep-shm":
+        from ._media._shmnames import sweep_stale
+
+        gone = sweep_stale()
+        print(f"aoff sweep-shm: {len(gone)} stale blocks unlinked")
+        return 0
     p.print_help(sys.stderr)
     return 2
 

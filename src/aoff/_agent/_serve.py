@@ -106,7 +106,8 @@ class Agent:
         with self._ack_lock:
             self._acked_at = mono  # looked: the next look is ACK_INTERVAL away, sent or not
             got = self.core.pump.progress()
-            mark = Ack(got.steps, got.written, self.buffer.nbytes, self.buffer.peak_bytes)
+            buf = self.buffer
+            mark = Ack(got.steps, got.written, buf.nbytes, buf.peak_bytes, got.media)
             if mark != self._last_ack:
                 self._last_ack = mark
                 self.send(mark)

@@ -21,7 +21,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-__all__ = ["FinishReport", "OnceReporter", "end_of_run_lines", "stderr_line"]
+__all__ = [
+    "FinishReport",
+    "OnceReporter",
+    "end_of_run_lines",
+    "media_lost_line",
+    "stderr_line",
+]
 
 
 @dataclass
@@ -48,11 +54,20 @@ class FinishReport:
     #: ``log_figure``), and those refused at the call because ``media_budget`` was full
     media_written: int = 0
     media_refused: int = 0
+    #: images and videos accepted at the call but not written, by reason: ``"stalled"``
+    #: (the encoder finished none within ``finish_timeout`` at the end), ``"encoder
+    #: error"``, ``"no media backend"``, ``"agent lost"`` (taken by an agent that died
+    #: before writing them, and not encoded again), ``"frames gone"``
+    media_lost: dict[str, int] = field(default_factory=dict)
 
     @property
     def complete(self) -> bool:
         """True when every accepted event reached every backend."""
-        return not self.dropped_events and not any(self.backend_lost.values())
+        return (
+            not self.dropped_events
+            and not any(self.backend_lost.values())
+            and not any(self.media_lost.values())
+        )
 
 
 FinishReport.__module__ = "aoff"
@@ -129,8 +144,40 @@ class OnceReporter:
             self.write(message)
 
 
+_MEDIA_WHY = {
+    "stalled": "the encoder finished none within finish_timeout={timeout}; raise "
+    "finish_timeout, or log fewer or smaller videos",
+    "encoder error": "the encoder failed on them, as reported above",
+    "no media backend": "no backend of this run writes them (TensorBoard, JSONL, CSV, W&B "
+    "and MLflow do)",
+    "agent lost": "the agent was lost before writing them",
+    "frames gone": "the training process ended before the agent read their frames",
+}
+
+
+def media_lost_line(lost: dict[str, int], finish_timeout: float | None = None) -> str | None:
+    """One line naming every image/video not written, by reason, and what to change."""
+    parts = [
+        f"{n:,} because "
+        + _MEDIA_WHY.get(why, why).format(
+            timeout="?" if finish_timeout is None else f"{finish_timeout:g}s"
+        )
+        for why, n in lost.items()
+        if n
+    ]
+    if not parts:
+        return None
+    total = sum(lost.values())
+    return f"aoff: {total:,} images/videos were not written: " + "; ".join(parts)
+
+
 def end_of_run_lines(
-    report: FinishReport, *, overflow_dropped: int, capacity: int, overflow: str
+    report: FinishReport,
+    *,
+    overflow_dropped: int,
+    capacity: int,
+    overflow: str,
+    finish_timeout: float | None = None,
 ) -> list[str]:
     """The lines printed after a run: drops, skipped values, and per-backend losses."""
     lines: list[str] = []
@@ -149,6 +196,9 @@ def end_of_run_lines(
             f"aoff: {report.media_refused:,} images/videos were refused at the call "
             "(more than media_budget bytes were waiting to be encoded)"
         )
+    media = media_lost_line(report.media_lost, finish_timeout)
+    if media is not None:
+        lines.append(media)
     for name, lost in report.backend_lost.items():
         if lost:
             why = report.backend_errors.get(name, "")

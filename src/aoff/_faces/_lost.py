@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from .._core._events import FINISH, Event
 from .._core._report import FinishReport
+from .._media._encoder import LOST_AGENT
 from .._transport._shipper import Shipper
 
 if TYPE_CHECKING:
@@ -32,10 +33,15 @@ __all__ = [
 
 
 def start_fallback(
-    make_core: Callable[[], Core], shipper: Shipper[FinishReport], log_dir: str
+    make_core: Callable[[], Core],
+    shipper: Shipper[FinishReport],
+    log_dir: str,
+    unread: list[Event] = [],  # noqa: B006 - read only
 ) -> PumpThread:
-    """The lost agent's successor: a pump in this process, which folds first what never
-    reached the agent. It may fail (no new thread at interpreter shutdown)."""
+    """The lost agent's successor: a pump in this process, which folds first the media
+    the agent was sent and never read (``unread``: their frames are still in this
+    process's blocks, so they are encoded here), then what never reached the agent. It
+    may fail (no new thread at interpreter shutdown)."""
     from .._pump._thread import PumpThread  # only now in this process
 
     core = make_core()
@@ -44,7 +50,7 @@ def start_fallback(
         from .._backends._summary import remove_stale  # ls/show read the files instead
 
         remove_stale(log_dir)
-    return PumpThread(core, held=shipper.unsent_events())
+    return PumpThread(core, held=list(unread) + shipper.unsent_events())
 
 
 def logged(events: list[Event]) -> int:
@@ -83,9 +89,13 @@ def confirmed_report(
 ) -> FinishReport:
     """The report of a run whose agent will not send its own: what it confirmed written,
     what it received but did not confirm (lost), ``dropped`` events never folded."""
+    written, _ = shipper.acked_media
+    lost_media = shipper.agent_media_loss(0)
     return FinishReport(
         dropped_events=dropped,
         steps=shipper.acked_steps,
+        media_written=written,
+        media_lost={LOST_AGENT: lost_media} if lost_media else {},
         backend_written=dict(shipper.acked_written),
         backend_lost=shipper.agent_loss(),
         backend_errors={name: error for name in shipper.acked_written},
@@ -94,10 +104,17 @@ def confirmed_report(
     )
 
 
-def add_confirmed(report: FinishReport, shipper: Shipper[FinishReport]) -> None:
-    """Add what the lost agent had confirmed written, and lost, to the fallback's report."""
+def add_confirmed(report: FinishReport, shipper: Shipper[FinishReport], again: int = 0) -> int:
+    """Add what the lost agent had confirmed written, and lost, to the fallback's report
+    (``again``: media it never read, which the fallback encoded from their frames); the
+    images and videos it took with it (the fallback's end-of-run lines could not know)."""
     report.steps += shipper.acked_steps
+    report.media_written += shipper.acked_media[0]
+    lost_media = shipper.agent_media_loss(again)
+    if lost_media:
+        report.media_lost[LOST_AGENT] = report.media_lost.get(LOST_AGENT, 0) + lost_media
     for name, written in shipper.acked_written.items():
         report.backend_written[name] = report.backend_written.get(name, 0) + written
     for name, lost in shipper.agent_loss().items():
         report.backend_lost[name] = report.backend_lost.get(name, 0) + lost
+    return lost_media

@@ -22,8 +22,9 @@ from .._core._backlog import backlog_bytes
 from .._core._buffer import EventBuffer
 from .._core._events import Event
 from .._core._progress import ProgressWatch, await_progressing, unwritten_steps, wait_progressing
-from .._core._report import FinishReport, gave_up_line, stderr_line
+from .._core._report import FinishReport, gave_up_line, media_lost_line, stderr_line
 from .._display._streams import Forwarding, should_forward
+from .._media._encoder import LOST_AGENT
 from .._media._shm import ShmPool
 from .._pump._options import Options
 from .._transport._shipper import SHIP_INTERVAL, SHIP_INTERVAL_BUSY, Shipper
@@ -72,6 +73,7 @@ class AgentSide:
         self.gone: str | None = None
         self.fallback: PumpThread | None = None
         self._stranded: int | None = None  # events discarded since a failed fallback
+        self._again = 0  # media a lost agent never read, encoded by the fallback
         self._discard_lock = threading.Lock()
         self.forwarding: Forwarding | None = None
         if should_forward(options.log_backend, options.custom_display()):
@@ -193,10 +195,12 @@ class AgentSide:
         s, failure = self.shipper, None
         lost = max(s.agent_loss().values(), default=0)
         self._inline = False
-        s.freed.lost(self.proc)
+        unread = s.freed.lost(self.proc)  # media it never read: their frames are here
         try:
-            self.fallback = _lost.start_fallback(self.make_core, s, self.options.log_dir)
+            self.fallback = _lost.start_fallback(self.make_core, s, self.options.log_dir, unread)
+            self._again = len(unread)
         except Exception as exc:  # e.g. no new thread at interpreter shutdown
+            s.freed.discarded(unread)
             failure, self._stranded = exc, _lost.discard_unsent(s)
         stderr_line(_lost.gone_line(reason, self.proc.poll(), lost, failure))
         self.gone = reason
@@ -291,7 +295,9 @@ class AgentSide:
             return s.report
         if self.fallback is not None:
             report = self.fallback.stop(summary, idle_timeout)
-            _lost.add_confirmed(report, s)
+            took = _lost.add_confirmed(report, s, self._again)
+            if took:
+                stderr_line(str(media_lost_line({LOST_AGENT: took})))
             return report
         if self.gone is not None:  # lost, and no fallback could start (_gone said why)
             with self._round_lock:  # the last round: the shipper's next one ends
@@ -301,6 +307,8 @@ class AgentSide:
             )
             self._close()
             stderr_line(_lost.not_written_line(discarded))
+            if report.media_lost:
+                stderr_line(str(media_lost_line(report.media_lost)))
             return report
         # the agent is alive but made no progress: give up, say what is known
         report = _lost.confirmed_report(

@@ -35,6 +35,7 @@ from .._core._convert import int64_step
 from .._core._pending import PendingEvent, Placeholder
 from .._core._recorder import R
 from .._core._warning import AoffWarning
+from ._encode import PALETTES
 from ._frames import (
     IMAGE_FORMATS,
     VIDEO_FORMATS,
@@ -202,6 +203,7 @@ class MediaCalls(Generic[R]):
         step: int | None,
         fps: float,
         wall: float | None = None,
+        palette: str = "video",
     ) -> R:
         budget = self._media_budget
         if step is not None:  # TensorBoard's step is an int64: refused here, not later
@@ -217,6 +219,8 @@ class MediaCalls(Generic[R]):
             raise
         budget.captured(payload, nbytes)
         wall = self._clock() if wall is None else wall
+        if palette != "video":  # the encoder's option rides on the layout: "THWC+frame"
+            fmt = f"{fmt}+{palette}"
         event = (ev.MEDIA, wall, key, step, what, payload, fmt, fps, nbytes)
         if isinstance(payload, Placeholder):
             return self._put(PendingEvent(event, (payload,)))
@@ -257,15 +261,22 @@ class MediaCalls(Generic[R]):
         step: int | None = None,
         fps: float = 30,
         dataformats: str = "THWC",
+        palette: str = "video",
     ) -> R:
         """Log one video (TensorBoard: an animated GIF in the Images tab), encoded in the
         agent. ``frames``: ``(T, H, W, C)`` (``dataformats="THWC"``) or ``(T, C, H, W)``
         (``"TCHW"``), uint8 or float in [0, 1], NumPy or torch (CPU or CUDA). The call
-        costs one copy of the frames; see :meth:`log_image` for the rest."""
+        costs one copy of the frames; see :meth:`log_image` for the rest. ``palette``:
+        the GIF's colours, ``"video"`` (one palette for the whole video, fast) or
+        ``"frame"`` (one per frame: for colours that change a lot; seconds a video)."""
         where = "log_video"
         key = check_key(where, key)
         fmt = check_format(where, dataformats, VIDEO_FORMATS)
-        return self._media(where, "video", key, frames, fmt, _step(where, step), _fps(where, fps))
+        if palette not in PALETTES:
+            raise ValueError(f"{where}: palette must be one of {PALETTES}, got {palette!r}")
+        return self._media(
+            where, "video", key, frames, fmt, _step(where, step), _fps(where, fps), None, palette
+        )
 
     def log_figure(
         self, key: str, figure: Any, *, step: int | None = None, close: bool = True

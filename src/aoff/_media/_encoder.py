@@ -28,7 +28,27 @@ from .._core._events import MEDIA
 from .._core._records import MediaRecord
 from ._freed import has_media
 
-__all__ = ["MediaEncoder", "MediaJob"]
+__all__ = [
+    "FAILED",
+    "FRAMES_GONE",
+    "LOST_AGENT",
+    "NO_BACKEND",
+    "STALLED",
+    "MediaEncoder",
+    "MediaJob",
+]
+
+#: why media accepted at the call were not written (``FinishReport.media_lost``' keys):
+#: the encoder finished no item within ``finish_timeout`` at the end of the run
+STALLED = "stalled"
+#: the encoder raised on the item (reported once per kind of error)
+FAILED = "encoder error"
+#: no backend of the run writes images or videos
+NO_BACKEND = "no media backend"
+#: handed to an agent that was lost before it wrote them, and not encoded again
+LOST_AGENT = "agent lost"
+#: their shared-memory block was gone: the training process ended before they were read
+FRAMES_GONE = "frames gone"
 
 #: (key, step, wall_time, what, frames payload, dataformats, fps, bytes the logger's budget
 #: gets back once done: the frames' size, 0 for a producer's, freed by its own budget)
@@ -44,7 +64,8 @@ class MediaEncoder:
         self.freed_bytes = 0
         self.written = 0  # encoded and handed over
         self.failed = 0
-        self.abandoned = 0  # still queued when finish() stopped waiting
+        #: accepted but never handed over, by reason (:data:`STALLED`, :data:`FAILED`)
+        self.lost: collections.Counter[str] = collections.Counter()
         self.on_freed: Callable[[int], None] | None = None
         self._jobs: collections.deque[MediaJob] = collections.deque()
         self._cond = threading.Condition()
@@ -93,19 +114,28 @@ class MediaEncoder:
     def idle(self) -> bool:
         return self._finished >= self._submitted
 
-    def wait_idle(self, timeout: float) -> bool:
-        """Block (a worker thread, never the loop) until every item was encoded."""
+    def finished(self) -> int:
+        """Items done so far (encoded or failed): the encoder's progress."""
+        return self._finished
+
+    def wait_progress(self, since: int, timeout: float) -> bool:
+        """Block (a worker thread, never the loop) until every item was encoded or one
+        more than ``since`` finished; False if neither happened within ``timeout``."""
         with self._cond:
-            return self._cond.wait_for(self.idle, timeout=timeout)
+            return self._cond.wait_for(
+                lambda: self.idle() or self._finished > since, timeout=timeout
+            )
 
     def pending_count(self) -> int:
         return self._submitted - self._finished
 
     def close(self) -> None:
-        """No more items: those not started are dropped (finish() gave up on them)."""
+        """No more items: those not finished are given up (the encoder stalled) and
+        counted in :attr:`lost`; one being encoded now is dropped when it ends."""
         with self._cond:
-            self._closed = True
-            self.abandoned += len(self._jobs)
+            if not self._closed:
+                self._closed = True
+                self.lost[STALLED] += self._submitted - self._finished
             self._jobs.clear()
             self._cond.notify_all()
 
@@ -117,16 +147,26 @@ class MediaEncoder:
                 if not self._jobs:
                     return
                 job = self._jobs.popleft()
+            why = FAILED
             try:
                 rec = self._encode(job)
+            except FileNotFoundError:  # its block: the training process is gone
+                why, rec = FRAMES_GONE, None
+                self.report(
+                    "aoff: the frames of images/videos in shared memory were gone (the "
+                    "training process ended before they were read); they are not written"
+                )
             except Exception as exc:
-                self.failed += 1
                 self.report(f"aoff: could not encode media {job[0]!r}: {type(exc).__name__}: {exc}")
                 rec = None
-            if rec is not None:
-                self.done.append(rec)
-                self.written += 1
             with self._cond:
+                if not self._closed:  # closed: counted as stalled already
+                    if rec is None:
+                        self.failed += 1
+                        self.lost[why] += 1
+                    else:
+                        self.done.append(rec)
+                        self.written += 1
                 self.freed_bytes += job[7]
                 self._finished += 1
                 self._cond.notify_all()
@@ -139,12 +179,14 @@ class MediaEncoder:
         from ._shm import ShmFrames
 
         key, step, wall, what, payload, fmt, fps, _ = job
+        fmt, _, palette = fmt.partition("+")
+        palette = palette or "video"
         wanted = sorted(self.formats[what])
         if isinstance(payload, ShmFrames):
             block, arr = payload.open()
             try:  # encoded straight from the block, which is freed right after
                 frames = to_frames(arr, fmt)
-                encoded = {f: encode(f, what, frames, fps) for f in wanted}
+                encoded = {f: encode(f, what, frames, fps, palette) for f in wanted}
                 shape = frames.shape
             finally:
                 del arr
@@ -152,7 +194,7 @@ class MediaEncoder:
                 payload.release(block)
         else:
             frames = to_frames(payload, fmt)
-            encoded = {f: encode(f, what, frames, fps) for f in wanted}
+            encoded = {f: encode(f, what, frames, fps, palette) for f in wanted}
             shape = frames.shape
         t, h, w, c = (int(n) for n in shape)
         return MediaRecord(key, step, wall or time.time(), what, (t, h, w, c), fps, encoded)

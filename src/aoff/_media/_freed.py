@@ -32,7 +32,7 @@ from .._core import _events as ev
 from .._core._buffer import EventBuffer
 from ._shm import MAX_BLOCKS, ShmFrames, ShmPool
 
-__all__ = ["FreedBytes", "has_media", "media_bytes", "shm_frames"]
+__all__ = ["FreedBytes", "has_media", "media_bytes", "shm_media"]
 
 
 def media_bytes(events: Iterable[Any]) -> int:
@@ -49,9 +49,9 @@ def has_media(events: list[Any]) -> bool:
     return ev.MEDIA in map(_kind, events)
 
 
-def shm_frames(batch: list[Any]) -> list[ShmFrames]:
-    """The shared-memory handles of the ``MEDIA`` events in ``batch``."""
-    return [e[5] for e in batch if e[0] == ev.MEDIA and type(e[5]) is ShmFrames]
+def shm_media(batch: list[Any]) -> list[Any]:
+    """The ``MEDIA`` events in ``batch`` whose frames are in shared memory."""
+    return [e for e in batch if e[0] == ev.MEDIA and type(e[5]) is ShmFrames]
 
 
 class FreedBytes:
@@ -64,33 +64,37 @@ class FreedBytes:
         #: set by the logger before it puts its first ``MEDIA`` event
         self.active = False
         self.pool: ShmPool | None = None
-        #: the last frames sent in shared memory (with a pool). The agent reads them in
-        #: order and at most ``MAX_BLOCKS`` blocks are in use, so those it never read
-        #: are among the last ``MAX_BLOCKS`` sent
-        self.sent: collections.deque[ShmFrames] = collections.deque(maxlen=MAX_BLOCKS)
+        #: the last ``MEDIA`` events sent with frames in shared memory (with a pool).
+        #: The agent reads them in order and at most ``MAX_BLOCKS`` blocks are in use,
+        #: so those it never read are among the last ``MAX_BLOCKS`` sent
+        self.sent: collections.deque[Any] = collections.deque(maxlen=MAX_BLOCKS)
 
     def use_pool(self, pool: ShmPool) -> None:
         """Free the blocks of frames dropped here, or lost with the agent (the bytes
         need no count: the pool's blocks in use are the budget)."""
         self.pool = pool
 
-    def sent_frames(self, frames: list[ShmFrames]) -> None:
+    def sent_frames(self, events: list[Any]) -> None:
+        """``MEDIA`` events whose frames are in shared memory were sent to the agent."""
         if self.pool is not None:
-            self.sent.extend(frames)
+            self.sent.extend(events)
 
-    def lost(self, agent: subprocess.Popen[bytes]) -> None:
-        """The agent is lost: the frames it never read get their blocks back (those it
-        read are free, maybe taken again: ``ShmPool.release`` tells them apart). Only
-        once it has exited: a live agent (a shipper error) may still read one."""
+    def lost(self, agent: subprocess.Popen[bytes]) -> list[Any]:
+        """The agent is lost: the ``MEDIA`` events it was sent and never read, oldest
+        first. Their blocks still hold the frames (the training process owns them until
+        read), so the fallback encodes them again; those it read are free, maybe taken
+        again (the tickets tell them apart). Only once it has exited: a live agent (a
+        shipper error) may still read one; then none (their blocks stay in use until
+        the run ends)."""
         if self.pool is None or not self.sent:
-            return
+            return []
         try:
             agent.wait(0.2)  # one that closed its end of the link is exiting
         except subprocess.TimeoutExpired:
-            return  # its blocks stay in use until the run ends
-        for handle in self.sent:
-            self.pool.release(handle)
+            return []
+        unread = [e for e in self.sent if self.pool.holds(e[5])]
         self.sent.clear()
+        return unread
 
     def add(self, nbytes: int) -> None:
         if nbytes:

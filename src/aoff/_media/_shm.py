@@ -15,7 +15,15 @@ The frames waiting in blocks marked in use are the media budget's in-flight byte
 
 Who frees the memory: the training process owns every block. It unlinks them when the
 run has ended (:meth:`ShmPool.close`, after the agent's report) or when the pool must
-make room; if it dies first, its ``multiprocessing`` resource tracker unlinks them. The
+make room; if it dies first, its ``multiprocessing`` resource tracker unlinks them, and
+if the tracker dies with it (a kill of the whole process group), the next run sweeps
+them: every block is named for its run (``_shmnames``).
+
+A small ``/dev/shm`` (Docker's default is 64 MiB): a block's pages are reserved when it
+is made (``posix_fallocate``), so a full tmpfs is an ``OSError`` then, never a SIGBUS at
+the copy; and no block is made past three quarters of what ``statvfs`` says is free.
+Frames that get no block travel as a NumPy copy in the event (pickled, counted against
+the media budget until freed), as they do when every block is in use. The
 agent only maps a block while it reads it, and tells its own resource tracker to forget
 it (Python < 3.13 registers every attach), so that tracker neither unlinks a block it
 does not own nor warns about it.
@@ -31,7 +39,10 @@ never frees a block the agent already read and a newer call took again.
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
+import os
+import queue
 import sys
 import threading
 from collections.abc import Iterable
@@ -39,6 +50,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._core._events import MEDIA
+from ._shmnames import block_name, shm_free_bytes, sweep_stale
 
 __all__ = ["ShmFrames", "ShmPool"]
 
@@ -47,6 +59,7 @@ IN_USE = 1
 #: bytes before the frames: the state byte, padded so the frames stay 64-byte aligned
 HEADER = 64
 _ROUND = 1 << 20  # block sizes are whole MiB, so near sizes share blocks
+_PAGE = 4096
 #: blocks a pool keeps at most (each holds a file descriptor); past it, while every block
 #: is in use, a call's frames travel as a NumPy copy in the event instead (pickled)
 MAX_BLOCKS = 64
@@ -105,13 +118,37 @@ class ShmFrames:
             block.close()
 
 
+def _reserve(shm: Any, size: int) -> None:
+    """Reserve the block's pages now (``posix_fallocate``): a block made with
+    ``ftruncate`` alone gets its pages at the first write, and a full ``/dev/shm`` then
+    kills the writer with SIGBUS instead of raising. An ``OSError`` (ENOSPC) here means the
+    block cannot be backed. A system without ``posix_fallocate`` (macOS: its shared memory
+    is no size-limited tmpfs), or a filesystem that cannot reserve, keeps the old way;
+    the ``statvfs`` cap still applies."""
+    fallocate = getattr(os, "posix_fallocate", None)
+    if fallocate is None:
+        return
+    try:
+        fallocate(shm._fd, 0, size)
+    except OSError as exc:  # a filesystem that cannot reserve: the old way, not a refusal
+        if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+            raise
+
+
 class _Block:
     __slots__ = ("buf", "nbytes", "shm", "size", "ticket")
 
     def __init__(self, size: int) -> None:
         from multiprocessing.shared_memory import SharedMemory
 
-        self.shm = SharedMemory(create=True, size=size)  # registered: our tracker's
+        # registered: our tracker's. Named for this run (``_shmnames``)
+        self.shm = SharedMemory(name=block_name(), create=True, size=size)
+        try:
+            _reserve(self.shm, size)
+        except BaseException:
+            self.shm.close()
+            self.shm.unlink()
+            raise
         buf = self.shm.buf
         assert buf is not None
         self.buf: memoryview = buf
@@ -122,6 +159,14 @@ class _Block:
 
     def free(self) -> bool:
         return self.buf[0] == FREE
+
+    def touch(self) -> None:
+        """Fault every page into this process's mapping now (one write a page, zeros:
+        the state byte stays ``FREE``): the first copy into a fresh block otherwise pays
+        a fault a page, ~5 ms for 4 MiB here, 20 ms and more on a loaded machine."""
+        import numpy as np
+
+        np.frombuffer(self.buf, np.uint8)[::_PAGE] = 0
 
 
 class ShmPool:
@@ -135,6 +180,14 @@ class ShmPool:
         self._lock = threading.Lock()
         self._closed = False
         self._tickets = itertools.count(1)
+        #: calls whose frames found no block that could be backed (``/dev/shm`` full or
+        #: near it): they travelled as a copy in the event instead
+        self.unbacked = 0
+        #: a block of this size is being made ahead of the next call (:meth:`_spare`)
+        self._making: int | None = None
+        self._spares: queue.SimpleQueue[int] = queue.SimpleQueue()
+        self._spare_thread: threading.Thread | None = None
+        sweep_stale()  # blocks of runs killed before they could unlink them
 
     def in_use_bytes(self) -> int:
         """Bytes of frames the agent has not read yet."""
@@ -153,6 +206,7 @@ class ShmPool:
             block.buf[0] = IN_USE
             block.nbytes = int(arr.nbytes)
             block.ticket = ticket = next(self._tickets)
+            self._want_spare(block.size)
         try:
             view: Any = np.ndarray(arr.shape, dtype=arr.dtype, buffer=block.buf, offset=HEADER)
             np.copyto(view, arr, casting="no")
@@ -178,6 +232,14 @@ class ShmPool:
                     return b.nbytes
         return 0
 
+    def holds(self, handle: ShmFrames) -> bool:
+        """Whether ``handle``'s block still holds that call's frames, unread."""
+        with self._lock:
+            for b in self._blocks:
+                if b.shm.name == handle.name:
+                    return b.ticket == handle.ticket and not b.free()
+        return False
+
     def release_events(self, events: Iterable[Any]) -> int:
         """:meth:`release` the frames of every ``MEDIA`` event among ``events``."""
         return sum(self.release(e[5]) for e in events if e[0] == MEDIA)
@@ -200,9 +262,58 @@ class ShmPool:
             if b.free():
                 self._drop(b)
                 total -= b.size
-        block = _Block(size)
+        room = shm_free_bytes()
+        if room is not None and size > room - room // 4:
+            self.unbacked += 1  # leave /dev/shm a quarter of what is free (DataLoaders...)
+            return None
+        try:
+            block = _Block(size)
+        except OSError:  # no room in /dev/shm after all: the frames go as a copy
+            self.unbacked += 1
+            return None
         self._blocks.append(block)
         return block
+
+    # -- spare blocks: the next call of a size finds one ready ------------------------------
+    def _want_spare(self, size: int) -> None:
+        """Once a call took the last free block of its size class, make one more of that
+        size in a thread of its own (made and its pages faulted there, not in the
+        training loop's next call), unless the pool is at its limit or one is on its way.
+        Holds the lock."""
+        if self._making is not None or len(self._blocks) >= MAX_BLOCKS:
+            return
+        if any(b.free() and size <= b.size <= 2 * size + _ROUND for b in self._blocks):
+            return
+        if sum(b.size for b in self._blocks) + size > self.limit:
+            return
+        self._making = size
+        self._spares.put(size)
+        if self._spare_thread is None:
+            self._spare_thread = threading.Thread(
+                target=self._make_spares, name="aoff-shm-spare", daemon=True
+            )
+            self._spare_thread.start()
+
+    def _make_spares(self) -> None:
+        while True:
+            size = self._spares.get()
+            if size < 0:
+                return
+            block: _Block | None = None
+            room = shm_free_bytes()
+            if not self._closed and (room is None or size <= room - room // 4):
+                try:
+                    block = _Block(size)
+                    block.touch()
+                except OSError:
+                    block = None
+            with self._lock:
+                self._making = None
+                if block is not None and (self._closed or len(self._blocks) >= MAX_BLOCKS):
+                    self._blocks.append(block)
+                    self._drop(block)
+                elif block is not None:
+                    self._blocks.append(block)
 
     def _drop(self, block: _Block) -> None:
         self._blocks.remove(block)
@@ -217,3 +328,7 @@ class ShmPool:
             self._closed = True
             for b in list(self._blocks):
                 self._drop(b)
+            thread, self._spare_thread = self._spare_thread, None
+        if thread is not None:  # one being made now is unlinked before close() returns
+            self._spares.put(-1)
+            thread.join(5.0)

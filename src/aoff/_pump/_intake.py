@@ -24,7 +24,7 @@ from .._core._records import StepRecord
 from .._core._report import OnceReporter
 from .._core._state import State
 from .._core._turns import apause, shared
-from .._media._encoder import MediaEncoder
+from .._media._encoder import NO_BACKEND, MediaEncoder
 from ._runner import BackendRunner
 
 __all__ = ["FOLD_SLICE", "TURN_BACKLOG", "TURN_SLICE", "Intake"]
@@ -94,7 +94,6 @@ class Intake:
             return
         _, wall, key, step, what, payload, fmt, fps, nbytes = e
         step = self.last_step if step is None else step
-        s.last_media = (key, step)
         self.media.submit((key, step, wall, what, payload, fmt, fps, nbytes if own else 0))
 
     def offer_media(self) -> None:
@@ -107,7 +106,9 @@ class Intake:
                 r.offer((rec,))
             if takers:
                 self.media_written += 1
+                self.state.last_media = (rec.key, rec.step)  # the panel names only these
             else:
+                self.media.lost[NO_BACKEND] += 1
                 self.report_line(
                     "aoff: no backend of this run writes images or videos (TensorBoard, "
                     "JSONL, CSV, W&B and MLflow do); they are not written"
@@ -238,30 +239,34 @@ class Intake:
             await anyio.sleep(0.001)
         self._backend_wait_left -= time.monotonic() - t0
 
-    async def flush_media(self) -> None:
-        """flush(): what was accepted so far, encoded (at most ``finish_timeout``) and
-        offered to the runners."""
-        if not self.media.idle():
-            await anyio.to_thread.run_sync(
-                self.media.wait_idle, self.finish_timeout, abandon_on_cancel=True
+    async def _wait_media(self) -> bool:
+        """Wait (a worker thread) while the encoder makes progress, handing each item it
+        finishes to the runners as it comes (their writes are the run's progress too);
+        False once it finished no item within ``finish_timeout`` (it stalled)."""
+        media = self.media
+        while not media.idle():
+            since = media.finished()
+            moved = await anyio.to_thread.run_sync(
+                media.wait_progress, since, self.finish_timeout, abandon_on_cancel=True
             )
+            self.offer_media()
+            if not moved:
+                return False
+        return True
+
+    async def flush_media(self) -> None:
+        """flush(): what was accepted so far, encoded (while the encoder makes progress)
+        and offered to the runners."""
+        await self._wait_media()
         self.offer_media()
 
     async def await_media(self) -> None:
-        """finish(): wait (a worker thread) until every accepted image and video is
-        encoded, up to ``finish_timeout`` of its own (the backends then get theirs: a
-        slow encoder never costs the scalars their time), and offer them."""
-        media = self.media
-        if not media.idle():
-            await anyio.to_thread.run_sync(
-                media.wait_idle, self.finish_timeout, abandon_on_cancel=True
-            )
-            if not media.idle():
-                self.report_line.always(
-                    f"aoff: {media.pending_count():,} images/videos were still being encoded "
-                    f"after {self.finish_timeout:g}s; they are not written"
-                )
-        media.close()
+        """finish() and the signal drains: wait for every accepted image and video while
+        the encoder makes progress (the rule the runners follow), giving up only on one
+        that finished no item within ``finish_timeout``: what it still holds is counted
+        (``FinishReport.media_lost``) and named in the end-of-run line."""
+        await self._wait_media()
+        self.media.close()
         self.offer_media()
 
     def backend_wait_left(self) -> float:

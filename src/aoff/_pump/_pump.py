@@ -187,7 +187,7 @@ class Pump:
     def progress(self) -> Progress:
         """How far the pump got (counts that only grow): the agent's acks (on the loop)
         and ``PumpThread``'s wait for the final drain (the training thread: plain reads)."""
-        return progress(self._buffer.drained, self._state, self._runners)
+        return progress(self._buffer.drained, self._state, self._runners, self._intake)
 
     def opening(self) -> bool:
         """Whether a backend is still opening (the agent's tick, on the loop)."""
@@ -343,6 +343,7 @@ class Pump:
             overflow_dropped=self._buffer.dropped + self._upstream_dropped,
             capacity=capacity,
             overflow=overflow,
+            finish_timeout=self._finish_timeout,
         )
         await self._screen.close(self._live, summary=self._summary_panel, lines=lines)
         for line in lines:

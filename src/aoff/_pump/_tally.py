@@ -16,6 +16,7 @@ from .._core._events import Event
 from .._core._progress import unwritten_steps
 from .._core._report import FinishReport
 from .._core._state import State
+from .._media._encoder import STALLED
 from ._intake import Intake
 from ._runner import BackendRunner
 
@@ -29,14 +30,21 @@ class Progress(NamedTuple):
     steps: int  #: ``log_step`` calls folded
     written: dict[str, int]  #: step records written, per backend
     settled: int  #: step records written or lost, all backends together
+    media: tuple[int, int] = (0, 0)  #: images/videos handed to the backends; not written
 
 
-def progress(drained: int, state: State, runners: Sequence[BackendRunner]) -> Progress:
+def progress(
+    drained: int, state: State, runners: Sequence[BackendRunner], intake: Intake | None = None
+) -> Progress:
+    media = (0, 0)
+    if intake is not None:
+        media = (intake.media_written, sum(intake.media.lost.values()))
     return Progress(
         drained,
         state.steps_logged,
         {r.name: r.written for r in runners},
         sum(r.written + r.lost for r in runners),
+        media,
     )
 
 
@@ -59,7 +67,10 @@ def finish_report(
         partial=partial,
         media_written=intake.media_written,
         media_refused=state.media_refused,
+        media_lost={why: n for why, n in intake.media.lost.items() if n},
     )
+    if partial and intake.media.pending_count():  # still encoding: not written as of now
+        res.media_lost[STALLED] = res.media_lost.get(STALLED, 0) + intake.media.pending_count()
     for r in runners:
         res.backend_written[r.name] = r.written
         unconfirmed = len(r.pending) + r.in_flight if partial else 0

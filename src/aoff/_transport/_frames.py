@@ -17,8 +17,7 @@ from .._core import _events as ev
 from .._core._backlog import unpack_events
 from .._core._convert import Opaque
 from .._core._events import Event
-from .._media._freed import shm_frames
-from .._media._shm import ShmFrames
+from .._media._freed import shm_media
 from ._messages import Events, decode_to_peer
 
 __all__ = ["Pickled", "picklable_batch", "steps_and_frames"]
@@ -26,11 +25,13 @@ __all__ = ["Pickled", "picklable_batch", "steps_and_frames"]
 _kind = operator.itemgetter(0)
 
 
-def steps_and_frames(batch: list[Event]) -> tuple[int, list[ShmFrames]]:
-    """How many of ``batch`` are ``log_step`` events (a C-speed count), and the
-    shared-memory handles of its ``MEDIA`` events (none looked for without one)."""
+def steps_and_frames(batch: list[Event]) -> tuple[int, int, list[Event]]:
+    """How many of ``batch`` are ``log_step`` events and how many ``MEDIA`` events (C-speed
+    counts), and those ``MEDIA`` events whose frames are in shared memory (none looked
+    for without one)."""
     kinds = list(map(_kind, batch))
-    return kinds.count(ev.STEP), (shm_frames(batch) if ev.MEDIA in kinds else [])
+    media = kinds.count(ev.MEDIA)
+    return kinds.count(ev.STEP), media, (shm_media(batch) if media else [])
 
 
 def _pickles(event: Event) -> bool:
@@ -83,12 +84,12 @@ class Pickled:
     600-711 ms with whole events kept.
     """
 
-    __slots__ = ("frames", "n", "payload", "steps")
+    __slots__ = ("frames", "media", "n", "payload", "steps")
 
     def __init__(self, payload: bytes, batch: list[Event]) -> None:
         self.payload = payload
         self.n = len(batch)
-        self.steps, self.frames = steps_and_frames(batch)
+        self.steps, self.media, self.frames = steps_and_frames(batch)
 
     def __len__(self) -> int:
         return self.n

@@ -93,6 +93,8 @@ class Ack(NamedTuple):
     written: dict[str, int]
     backlog_bytes: int = 0
     backlog_peak: int = 0
+    #: images and videos handed to the backends, and those counted not written
+    media: tuple[int, int] = (0, 0)
 
 
 class Flushed(NamedTuple):

@@ -128,6 +128,9 @@ class Shipper(Generic[R]):
         self.shipped_steps = 0
         self.acked_steps = 0
         self.acked_written: dict[str, int] = {}
+        #: ``MEDIA`` events sent; the agent's ``(written, lost)`` media as of its last Ack
+        self.shipped_media = 0
+        self.acked_media = (0, 0)
         #: the agent's backlog as of its last Ack: bytes held now, the most held
         self.agent_backlog = (0, 0)
         #: frames that may wait for a peer that has not answered yet (``backed_up``): the
@@ -277,11 +280,13 @@ class Shipper(Generic[R]):
     def _sent(self, batch: list[Event] | Pickled) -> None:
         if isinstance(batch, Pickled):
             self.shipped_steps += batch.steps
-            if batch.frames:  # a lost agent's unread frames are freed (FreedBytes.lost)
+            self.shipped_media += batch.media
+            if batch.frames:  # a lost agent's unread frames are encoded again (FreedBytes.lost)
                 self.freed.sent_frames(batch.frames)
         else:
-            steps, frames = steps_and_frames(batch)
+            steps, media, frames = steps_and_frames(batch)
             self.shipped_steps += steps
+            self.shipped_media += media
             if frames:
                 self.freed.sent_frames(frames)
 
@@ -291,9 +296,10 @@ class Shipper(Generic[R]):
             msg = decode_from_peer(payload)
             self.progress += 1
             match msg:
-                case Ack(steps, written, backlog_bytes, backlog_peak):
+                case Ack(steps, written, backlog_bytes, backlog_peak, media):
                     self.acked_steps, self.acked_written = steps, written
                     self.agent_backlog = (backlog_bytes, backlog_peak)
+                    self.acked_media = media
                 case Flushed(n, state):
                     self.flushed = n
                     self.last_state = state
@@ -326,6 +332,12 @@ class Shipper(Generic[R]):
         """After :class:`AgentGone`: events never handed to the agent, oldest first."""
         out: list[Event] = [e for batch in self.link.unsent() for e in batch]
         return out + self.held
+
+    def agent_media_loss(self, again: int) -> int:
+        """Images and videos the agent received and neither wrote nor counted, less the
+        ``again`` the fallback encodes from their frames."""
+        written, lost = self.acked_media
+        return max(self.shipped_media - written - lost - again, 0)
 
     def agent_loss(self) -> dict[str, int]:
         """Per backend, steps the agent received but had not confirmed written."""
