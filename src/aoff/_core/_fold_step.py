@@ -68,10 +68,13 @@ class StepFolder(Checks):
         "_reward_tags",
         "_system",
         "_tag_seqs",
+        "seed_tags",
     )
 
-    def __init__(self, state: State, report: Reporter) -> None:
+    def __init__(self, state: State, report: Reporter, *, seed_tags: bool = True) -> None:
         super().__init__(state, report)
+        #: the original logger's scaffolding tags on every step (see ``_scaffolding``)
+        self.seed_tags = seed_tags
         # tag spelling is pure, so it is cached per sequence of keys (a step's dicts have
         # the same keys step after step; ~30 keys a step)
         # (a dict lookup in C here, not PerTags: these keys are a new tuple every step)
@@ -138,6 +141,8 @@ class StepFolder(Checks):
         s.wait_time = wait_time = num(where, "wait_time", wait_time)
         s.h2d_time = h2d_time = num(where, "learner_incremental_h2d_time", h2d_time)
         s.weight_sync_time = weight_sync_time = num(where, "weight_sync_time", weight_sync_time)
+        if train_time or wait_time or h2d_time or weight_sync_time:
+            s.logged.add("learner")
         # the recorder reduces extra_info to its throughput (None: not given)
         s.throughput_known = extra_info is not None
         if extra_info:
@@ -181,15 +186,18 @@ class StepFolder(Checks):
         if s.ep_length > 0:
             tags.append("episode/length")
             values.append(s.ep_length)
-        tags += _STEP_TAIL
-        values += (
-            s.timeout_rate,
-            s.terminated_rate,
-            wait_time * 1000,
-            h2d_time * 1000,
-            train_time * 1000,
-            weight_sync_time * 1000,
-        )
+        if self.seed_tags:
+            tags += _STEP_TAIL
+            values += (
+                s.timeout_rate,
+                s.terminated_rate,
+                wait_time * 1000,
+                h2d_time * 1000,
+                train_time * 1000,
+                weight_sync_time * 1000,
+            )
+        else:
+            self._scaffolding(tags, values)
         timing = s.collector_timing
         if timing:
             keys = tuple(timing)
@@ -202,8 +210,9 @@ class StepFolder(Checks):
         if s.throughput_steps > 0 and pipeline > 0:  # throughput_steps is 0 when not known
             tags.append("perf/steps_per_sec")
             values.append(s.throughput_steps / pipeline)
-        tags.append("perf/iter_ms")
-        values.append(pipeline * 1000)
+        if self.seed_tags or "learner" in s.logged:
+            tags.append("perf/iter_ms")
+            values.append(pipeline * 1000)
         if s.dropped_events:
             tags.append("aoff/dropped_events")
             values.append(float(s.dropped_events))
@@ -220,6 +229,23 @@ class StepFolder(Checks):
                     tags.append(tag)
                     values.append(value)
         return step_record(step, iteration, wall, self._scalars(tags, values), histograms)
+
+    def _scaffolding(self, tags: list[str], values: list[float]) -> None:
+        """The seed's step tail, without ``seed_tags``: the done rates once
+        ``update_done_rates`` was called, the learner times once a step carried one (what
+        the calls carried, never a 0 that nobody logged)."""
+        s = self.state
+        if "done_rates" in s.logged:
+            tags += _STEP_TAIL[:2]
+            values += (s.timeout_rate, s.terminated_rate)
+        if "learner" in s.logged:
+            tags += _STEP_TAIL[2:]
+            values += (
+                s.wait_time * 1000,
+                s.h2d_time * 1000,
+                s.train_time * 1000,
+                s.weight_sync_time * 1000,
+            )
 
     def _tagged(
         self,

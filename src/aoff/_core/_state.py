@@ -90,6 +90,11 @@ class State:
     #: the run's own latest ``log_collector(total_steps=...)``: ``total_steps`` adds each
     #: producer's latest to it
     own_total_steps: int = 0
+    #: which kinds of call the run has made, where a value alone cannot tell (a rate or
+    #: a time of 0 is also what a call never made leaves): ``"learner"`` (a step with a
+    #: learner time), ``"done_rates"``, ``"collection_sync"``, ``"collector"``
+    #: (``log_collector``); the panel and summary show a row once its call came
+    logged: set[str] = field(default_factory=set)
 
     def pipeline_time(self) -> float:
         """Seconds of the learner pipeline: H2D + train + weight sync (as the original logger)."""
@@ -115,4 +120,5 @@ class State:
             backend_problems=dict(self.backend_problems),
             system=dict(self.system),
             producers=dict(self.producers),
+            logged=set(self.logged),
         )

@@ -120,6 +120,10 @@ class Options:
     media_budget: int = DEFAULT_MEDIA_BUDGET
     #: how much nicer than the training process the agent runs (``pump="process"``)
     agent_nice: int = DEFAULT_AGENT_NICE
+    #: each step record has the original logger's scaffolding tags (done rates, learner
+    #: times, ``perf/iter_ms``) whether or not they were logged: the faces' parity with
+    #: it. The adapters (``aoff.sb3``) turn it off: they write only what their calls carry
+    seed_tags: bool = True
 
     def __post_init__(self) -> None:
         def fix(name: str, value: object) -> None:
