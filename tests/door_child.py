@@ -120,9 +120,7 @@ def run_remote(args: argparse.Namespace) -> None:
 
 def main() -> None:
     args = parse()
-    {"sync": run_sync, "sb3": run_sb3, "writer": run_writer, "remote": run_remote}[args.door](
-        args
-    )
+    {"sync": run_sync, "sb3": run_sb3, "writer": run_writer, "remote": run_remote}[args.door](args)
     print("door child done", flush=True)
 
 
