@@ -26,6 +26,7 @@ from aoff import BackendContext, Overflow, StepRecord
 from aoff._core import _events as ev
 from aoff._core._buffer import EventBuffer
 from aoff._core._fold import Folder
+from aoff._core._fold_step import _STEP_TAIL
 from aoff._core._pending import Placeholder, pending_event, ready_prefix
 from aoff._core._progress import ProgressWatch, unwritten_steps, wait_progressing
 from aoff._core._records import columns, scalars_of, step_record
@@ -642,3 +643,38 @@ def test_unwritten_steps_adds_the_waiting_steps_to_every_backend_still_taking_th
     got = unwritten_steps(behind, waiting, failed={"wandb"})
     assert got == {"tensorboard": 7, "jsonl": 2, "wandb": 7}
     assert unwritten_steps(behind, []) == behind
+
+
+def _step_event(wall: float, it: int, train_time: float = 0.0) -> ev.Event:
+    return (ev.STEP, wall, it, {"loss": 0.5}, None, None, None, train_time, 0.0, 0.0, 0.0, None)
+
+
+def test_the_run_starts_with_its_first_call_not_with_start() -> None:
+    state = State()
+    folder = Folder(state)
+    saved = {"elapsed_seconds": 3.0, "reward_history": [], "dropped_events": 0}
+    saved.update(reward_last=None, reward_best=None)
+    folder.apply((ev.LOAD_STATE, 1.0, saved))  # restoring counters: not a start
+    assert not state.started
+    folder.apply(_step_event(5.0, 1))
+    assert state.started and state.start_time == 5.0
+    folder.apply((ev.START, 9.0, "Warming up..."))  # a later start() only sets the status
+    assert state.start_time == 5.0 and state.status == "Warming up..."
+
+
+def test_without_seed_tags_a_step_has_only_what_its_calls_carried() -> None:
+    tail = {"episode/timeout_rate", "episode/terminated_rate", "perf/iter_ms"}
+    learner = {t for t in _STEP_TAIL if t.startswith("timing/")}
+    seed = Folder(State())
+    rec = seed.apply(_step_event(1.0, 1))
+    assert rec is not None and tail | learner <= {t for t, _ in rec.scalars}  # parity
+    folder = Folder(State(), seed_tags=False)
+    rec = folder.apply(_step_event(1.0, 1))
+    assert rec is not None
+    assert [t for t, _ in rec.scalars] == ["axis/iteration", "axis/env_steps_total", "train/loss"]
+    folder.apply((ev.DONE_RATES, 2.0, 0.25, 0.5))
+    rec = folder.apply(_step_event(2.0, 2, train_time=0.002))
+    assert rec is not None
+    got = dict(rec.scalars)
+    assert got["episode/timeout_rate"] == 0.25 and got["timing/learner_train_ms"] == 2.0
+    assert tail | learner <= set(got)
