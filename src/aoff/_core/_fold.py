@@ -45,7 +45,7 @@ class Folder(StepFolder):
     change other records.
     """
 
-    __slots__ = ("_own_timing", "_producer_total", "_remotes")
+    __slots__ = ("_last_reward_from", "_own_timing", "_producer_total", "_remotes")
 
     def __init__(self, state: State, report: Reporter = _ignore, *, seed_tags: bool = True) -> None:
         super().__init__(state, report, seed_tags=seed_tags)
@@ -53,6 +53,7 @@ class Folder(StepFolder):
         self._remotes: dict[str, Folder] = {}
         self._own_timing: dict[str, float] = {}  # the run's own collector timings
         self._producer_total = 0  # the sum of the producers' latest total_steps
+        self._last_reward_from: str | None = None  # the producer of the history's last point
 
     # -- the fold --------------------------------------------------------------------
     def apply(self, event: ev.Event) -> StepRecord | None:
@@ -71,6 +72,7 @@ class Folder(StepFolder):
             s.started = True
             s.start_time = wall
         if kind == ev.STEP:
+            self._last_reward_from = None
             return self._step(event)
         if kind == ev.COLLECTOR_TIMING:
             timing = self._tagged(
@@ -87,8 +89,12 @@ class Folder(StepFolder):
             s.total_steps = s.own_total_steps + self._producer_total
             s.buffer_size = self._int("log_collector", "buffer_size", event[3])
             mean_reward = self._num("log_collector", "mean_reward", event[4])
-            if mean_reward != 0:
+            if mean_reward != 0:  # 0 is the argument's default: no reward
+                self._last_reward_from = None
+                # one point per iteration: a second log_collector before the step adds
+                # its own, the step's reward= replaces the last (log_collector's docstring)
                 s.reward_history.append(mean_reward)
+                self._collector_reward = True
         elif kind == ev.DONE_RATES:
             s.logged.add("done_rates")
             s.timeout_rate = self._num("update_done_rates", "timeout_rate", event[2])
@@ -170,9 +176,15 @@ class Folder(StepFolder):
             sub = self._remotes[name] = Folder(sub_state, self.report, seed_tags=self.seed_tags)
         sub_s = sub.state
         sub_s.reward_history.clear()
+        # the producer's step replaces its own collector reward (one point per iteration)
+        replaces = sub._collector_reward and self._last_reward_from == name
         rec = sub.apply(inner)
         if sub_s.reward_history:
-            s.reward_history.append(sub_s.reward_history[0])
+            if replaces and kind == ev.STEP and s.reward_history:
+                s.reward_history[-1] = sub_s.reward_history[0]
+            else:
+                s.reward_history.append(sub_s.reward_history[0])
+            self._last_reward_from = name
         info = s.producers.get(name) or ProducerInfo()
         if kind == ev.STEP:
             s.producers[name] = info._replace(steps=info.steps + 1, iteration=sub_s.iteration)

@@ -60,6 +60,7 @@ class StepFolder(Checks):
     and the fold of a step, :meth:`_step`."""
 
     __slots__ = (
+        "_collector_reward",
         "_collector_tags",
         "_episodes",
         "_histograms",
@@ -91,6 +92,9 @@ class StepFolder(Checks):
         # logged since the last step, attached to the next one (log_histogram, system)
         self._histograms: dict[str, Histogram] = {}
         self._system: dict[str, float] | None = None
+        # the reward history's last point is a log_collector(mean_reward=) since the last
+        # step: that step's own reward takes its place (one point per iteration)
+        self._collector_reward = False
 
     def _step(self, event: ev.Event) -> StepRecord:
         # the hot path (one a step): the columns of its record are built apart (tags,
@@ -152,8 +156,13 @@ class StepFolder(Checks):
         if metrics:
             s.latest_metrics.update(metrics)
         if reward is not None:
-            s.reward_history.append(reward)
+            history = s.reward_history
+            if self._collector_reward and history:
+                history[-1] = reward
+            else:
+                history.append(reward)
             s.hparams.reward(reward)
+        self._collector_reward = False
         if components:
             s.reward_components = components
         s.status = "Training"
