@@ -20,6 +20,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -144,6 +145,56 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     assert (site / "reference" / "api" / "index.html").is_file()
+    # the hook checked each page as it was built; the built site, read back, agrees
+    hooks = _hooks()
+    pages = sorted(site.rglob("*.html"))
+    assert len(pages) >= 20
+    for page in pages:
+        assert hooks.html_problems(page.read_text(encoding="utf-8")) == [], page
+
+
+def _hooks() -> Any:
+    spec = importlib.util.spec_from_file_location(
+        "mkdocs_hooks", ROOT / "scripts" / "mkdocs_hooks.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_hook_refuses_markdown_that_renders_wrong() -> None:
+    if importlib.util.find_spec("mkdocs") is None:
+        pytest.skip("mkdocs is not installed (it is in the dev extra)")
+    hooks = _hooks()
+    good = "```bash notest\naoff ls\n```\n\n````markdown\n```python {x}\n```\n````\n"
+    assert hooks.fence_problems(good) == []
+    bad = "text\n```python title=x\nprint()\n```\n~~~ py notest extra\n~~~\n"
+    assert hooks.fence_problems(bad) == [
+        "line 2: fence info 'python title=x' is not one language word",
+        "line 5: fence info 'py notest extra' is not one language word",
+    ]
+    from mkdocs.exceptions import PluginError
+
+    with pytest.raises(PluginError, match=r"guide\.md: line 1"):
+        hooks.on_page_markdown("```python ok\n```\n", page=_Page("guide.md"))
+    assert hooks.on_page_markdown("```bash notest\nls\n```\n", page=_Page("a.md")) == (
+        "```bash\nls\n```\n"
+    )
+    # what a renderer leaves of a fence or a table it did not parse, in the built page
+    spilled = "<p>see <code>```</code></p><p>text\n| <code>a</code> | b |</p>"
+    # (code in the text is left out of it)
+    assert hooks.html_problems(spilled) == ["a table row in the text: '|  | b |'"]
+    assert hooks.html_problems("<h2>ls</h2><p>```bash</p>") == [
+        "a literal ``` in the text: '```bash'"
+    ]
+    fine = "<pre><code>| a | b |\n```</code></pre><table><tr><td>a</td></tr></table>"
+    assert hooks.html_problems(fine) == []
+
+
+class _Page:
+    def __init__(self, path: str) -> None:
+        self.file = type("File", (), {"src_path": path})()
 
 
 def test_the_readme_stays_an_overview() -> None:
