@@ -332,15 +332,19 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
         pass
 
     def flush(self) -> NoReturn:
+        """Not here: it would block the event loop. ``TypeError``: use :meth:`aflush`."""
         raise TypeError("AsyncOffPolicyLogger.flush() would block: use `await log.aflush()`")
 
     def finish(self, **kwargs: Any) -> NoReturn:
+        """Not here: it would block the event loop. ``TypeError``: use :meth:`afinish`."""
         raise TypeError("AsyncOffPolicyLogger.finish() would block: use `await log.afinish()`")
 
     def close(self) -> NoReturn:
+        """Not here: it would block the event loop. ``TypeError``: use :meth:`aclose`."""
         raise TypeError("AsyncOffPolicyLogger.close() would block: use `await log.aclose()`")
 
     def state_dict(self) -> NoReturn:
+        """Not here: it would block the event loop. ``TypeError``: use :meth:`astate_dict`."""
         raise TypeError(
             "AsyncOffPolicyLogger.state_dict() would block: use `await log.astate_dict()`"
         )
