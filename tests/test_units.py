@@ -688,3 +688,15 @@ def test_the_reward_history_has_one_point_per_iteration() -> None:
     folder.apply((ev.COLLECTOR, 3.0, 192, 192, 5.0))
     folder.apply((ev.COLLECTOR, 3.5, 256, 256, 6.0))  # no step between: two points
     assert list(state.reward_history) == [1.5, 3.0, 4.0, 5.0, 6.0]
+
+
+def test_the_charted_loss_has_one_point_per_step_as_the_reward() -> None:
+    state = State()
+    folder = Folder(state)
+    for i in range(1, 4):
+        folder.apply(step_event(i, {"q1_loss": float(i), "actor_loss": -float(i)}, -1.0))
+    folder.apply(step_event(4, {"alpha": 0.1}, -1.0))  # no loss: no point
+    assert state.loss_name == "actor_loss" and list(state.loss_history) == [-1.0, -2.0, -3.0]
+    assert len(state.reward_history) == 4  # the same x axis: steps
+    folder.apply(step_event(5, {"q1_loss": 5.0}))  # the charted loss is gone: the next
+    assert state.loss_name == "q1_loss" and list(state.loss_history) == [5.0]

@@ -65,6 +65,7 @@ class StepFolder(Checks):
         "_episodes",
         "_histograms",
         "_last_tags",
+        "_loss_keys",
         "_metric_tags",
         "_reward_tags",
         "_system",
@@ -95,6 +96,8 @@ class StepFolder(Checks):
         # the reward history's last point is a log_collector(mean_reward=) since the last
         # step: that step's own reward takes its place (one point per iteration)
         self._collector_reward = False
+        # the loss a step's metrics would chart (first loss key, sorted), per key sequence
+        self._loss_keys: dict[tuple[str, ...], str | None] = {}
 
     def _step(self, event: ev.Event) -> StepRecord:
         # the hot path (one a step): the columns of its record are built apart (tags,
@@ -155,6 +158,7 @@ class StepFolder(Checks):
             s.throughput_steps = 0
         if metrics:
             s.latest_metrics.update(metrics)
+            self._chart_loss(metrics)
         if reward is not None:
             history = s.reward_history
             if self._collector_reward and history:
@@ -238,6 +242,26 @@ class StepFolder(Checks):
                     tags.append(tag)
                     values.append(value)
         return step_record(step, iteration, wall, self._scalars(tags, values), histograms)
+
+    def _chart_loss(self, metrics: dict[str, float]) -> None:
+        """One point of the charted loss for this step: the loss charted so far while
+        the step has it, else the first loss key of the step (the chart starts over)."""
+        s = self.state
+        name = s.loss_name
+        if name is None or name not in metrics:
+            keys = tuple(metrics)
+            cache = self._loss_keys
+            if keys not in cache:
+                if len(cache) >= _TAG_SEQS_MAX:
+                    cache.clear()
+                cache[keys] = min((k for k in keys if "loss" in k.lower()), default=None)
+            new = cache[keys]
+            if new is None:
+                return
+            if new != name:
+                s.loss_name = name = new
+                s.loss_history.clear()
+        s.loss_history.append(metrics[name])
 
     def _scaffolding(self, tags: list[str], values: list[float]) -> None:
         """The seed's step tail, without ``seed_tags``: the done rates once

@@ -51,6 +51,10 @@ class State:
     throughput_steps: int = 0
     latest_metrics: dict[str, float] = field(default_factory=dict)
     reward_history: deque[float] = field(default_factory=lambda: deque(maxlen=REWARD_HISTORY))
+    #: the loss the dashboard charts (the first loss key of a step's metrics, sorted) and
+    #: its value at each step that logged it: the same x axis as ``reward_history``
+    loss_name: str | None = None
+    loss_history: deque[float] = field(default_factory=lambda: deque(maxlen=REWARD_HISTORY))
     reward_components: dict[str, float] = field(default_factory=dict)
     collector_timing: dict[str, float] = field(default_factory=dict)
     timeout_rate: float = 0.0
@@ -115,6 +119,7 @@ class State:
             self,
             latest_metrics=dict(self.latest_metrics),
             reward_history=deque(self.reward_history, maxlen=REWARD_HISTORY),
+            loss_history=deque(self.loss_history, maxlen=REWARD_HISTORY),
             reward_components=dict(self.reward_components),
             collector_timing=dict(self.collector_timing),
             backend_problems=dict(self.backend_problems),
