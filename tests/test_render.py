@@ -920,6 +920,10 @@ def test_a_small_terminal_fits_many_metrics_by_flowing_them_under_the_rewards() 
     for number in ("155.8", "0.5100", "-154.4", "-152.9", "-153.8", "3.00e-04", "1.187"):
         assert number in text, number
     assert text.count("Losses & Metrics") == 1  # the rest continues under the rewards, untitled
+    # and the reward trend keeps its row (a sparkline) between the rewards and them
+    rows = text.splitlines()
+    trend = next(i for i, r in enumerate(rows) if "Reward trend" in r)
+    assert any("Q2 Mean" in r for r in rows[trend + 1 :]), text
     # a big terminal still gets the seed's layout, every metric in one column
     big = sized(dashboard_panel(many_metrics_state(), NOW), *BIG)
     assert big.count("Losses & Metrics") == 1 and "-153.8" in big

@@ -192,7 +192,9 @@ class DashboardPanel:
             room = height - len(head) - len(middle) - len(timing)
         n = len(self.metrics)
         if room < 0 and n > 1:  # and the metrics that do not fit flow on under the rewards
-            rewards = table  # (the chart has no room left)
+            # the reward trend keeps one row (a sparkline) above them: the chart's blocks
+            # have no room left
+            rewards = table + chart_lines(self.state, mem, rw, 1, g)
             k = min(n - 1, max(1, (n + len(rewards) + 1) // 2))
             left = _no_rule(section(p, METRICS, lw, [self.metrics[:k]], g, compact=True))
             # the rest of the metrics, without a second "Losses & Metrics" title
