@@ -242,7 +242,8 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
         host.cancel()
 
     def start(self, *, status: str = "Warming up...") -> Awaitable[None]:
-        """Open the dashboard (done by ``async with``); a later call updates the status."""
+        """Open the dashboard and start its clock (done by ``async with``, else by the
+        first logging call); once the run has started, only sets the status."""
         return self._start_event(status)
 
     async def aflush(self) -> None:

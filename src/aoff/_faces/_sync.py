@@ -185,7 +185,8 @@ class OffPolicyLogger(Face[None]):
 
     # -- the calls that wait ---------------------------------------------------------------
     def start(self, *, status: str = "Warming up...") -> None:
-        """Record the start time and open the dashboard; a second call updates the status."""
+        """Open the dashboard (and start its clock) now, showing ``status``; without it
+        the first logging call does that. Once the run has started, only sets the status."""
         self._start_event(status)
 
     def flush(self) -> None:
