@@ -80,7 +80,7 @@ def test_the_panel_opens_with_the_first_call_on_a_pty(
         assert steps is not None and int(steps.group(1).replace(",", "")) >= 100, summary
         assert "Buffer" not in text and "Collector" not in text
     elif door == "remote":  # the producer's collector and steps: counted for the run
-        assert "Producers" in text
+        assert "Producers" in text and "Initializing" not in text.split(PANEL_TITLE)[-1]
         assert "Total env steps:" in summary
     else:  # no log_collector came: no "Total env steps: 0"
         assert "Total env steps" not in summary and "Collector" not in text

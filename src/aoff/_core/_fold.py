@@ -188,6 +188,7 @@ class Folder(StepFolder):
         info = s.producers.get(name) or ProducerInfo()
         if kind == ev.STEP:
             s.producers[name] = info._replace(steps=info.steps + 1, iteration=sub_s.iteration)
+            s.status = "Training"  # the run trains, whoever logs its steps
             if rec is not None:
                 return dataclasses.replace(rec, producer=name)
         elif kind == ev.COLLECTOR:
