@@ -101,6 +101,7 @@ def run_sync(args: argparse.Namespace) -> None:
     said = False
     while time.monotonic() - t0 < args.seconds:
         i += 1
+        log.update_collector_timing({"env_step_ms": 1.5})
         log.log_collector(total_steps=i * 4096, buffer_size=i * 16)
         log.log_step(i, **step_kwargs(i))
         progress.logged(i)

@@ -13,13 +13,16 @@
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
+import inspect
 import os
 import re
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -144,6 +147,126 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     assert (site / "reference" / "api" / "index.html").is_file()
+    # the hook checked each page as it was built; the built site, read back, agrees
+    hooks = _hooks()
+    pages = sorted(site.rglob("*.html"))
+    assert len(pages) >= 20
+    for page in pages:
+        assert hooks.html_problems(page.read_text(encoding="utf-8")) == [], page
+    # every public method of every class on the API pages is on its built page
+    for name in ("api", "testing"):
+        html = (site / "reference" / name / "index.html").read_text(encoding="utf-8")
+        for path, cls in _documented_classes(name):
+            for method in _public_methods(cls):
+                assert f'id="{path}.{method}"' in html, f"{path}.{method} is not on {name}.md"
+
+
+_PAGES = {"api": ROOT / "docs/reference/api.md", "testing": ROOT / "docs/reference/testing.md"}
+
+
+def _resolve(path: str) -> Any:
+    parts = path.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for part in parts[i:]:
+            obj = getattr(obj, part)
+        return obj
+    raise AssertionError(f"{path} does not resolve")
+
+
+def _documented_classes(page: str) -> list[tuple[str, type]]:
+    """The classes a reference page renders (its ``::: path`` directives)."""
+    paths = re.findall(r"^::: (\S+)$", _PAGES[page].read_text(), re.M)
+    objs = [(p, _resolve(p)) for p in paths]
+    return [(p, o) for p, o in objs if inspect.isclass(o)]
+
+
+def _public_methods(cls: type) -> list[str]:
+    """``cls``'s public methods and properties that aoff defines (not Python's own)."""
+    names = []
+    for name in dir(cls):
+        owner = next((k for k in cls.__mro__ if name in vars(k)), None)
+        if name.startswith("_") or owner is None or not owner.__module__.startswith("aoff"):
+            continue
+        attr = inspect.getattr_static(cls, name)
+        if isinstance(attr, staticmethod | classmethod):
+            attr = attr.__func__
+        if inspect.isfunction(attr) or isinstance(attr, property):
+            names.append(name)
+    return names
+
+
+def test_every_public_method_on_the_api_pages_has_a_docstring() -> None:
+    import aoff
+
+    protocols = (aoff.Backend, aoff.Display)  # an implementation is documented by them
+    missing = []
+    for page in _PAGES:
+        for path, cls in _documented_classes(page):
+            for name in _public_methods(cls):
+                attr = inspect.getattr_static(cls, name)
+                doc = (
+                    attr.fget.__doc__
+                    if isinstance(attr, property)
+                    else inspect.getdoc(getattr(cls, name))
+                )
+                doc = doc or next(
+                    (getattr(p, name).__doc__ for p in protocols if hasattr(p, name)), None
+                )
+                if not doc:
+                    missing.append(f"{path}.{name}")
+    assert missing == [], f"public methods without a docstring: {missing}"
+    # the methods the guides tell users to call are among them
+    assert {"log_status", "set_collection_sync", "update_staging_pool"} <= set(
+        _public_methods(aoff.OffPolicyLogger)
+    )
+
+
+def _hooks() -> Any:
+    spec = importlib.util.spec_from_file_location(
+        "mkdocs_hooks", ROOT / "scripts" / "mkdocs_hooks.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_hook_refuses_markdown_that_renders_wrong() -> None:
+    if importlib.util.find_spec("mkdocs") is None:
+        pytest.skip("mkdocs is not installed (it is in the dev extra)")
+    hooks = _hooks()
+    good = "```bash notest\naoff ls\n```\n\n````markdown\n```python {x}\n```\n````\n"
+    assert hooks.fence_problems(good) == []
+    bad = "text\n```python title=x\nprint()\n```\n~~~ py notest extra\n~~~\n"
+    assert hooks.fence_problems(bad) == [
+        "line 2: fence info 'python title=x' is not one language word",
+        "line 5: fence info 'py notest extra' is not one language word",
+    ]
+    from mkdocs.exceptions import PluginError
+
+    with pytest.raises(PluginError, match=r"guide\.md: line 1"):
+        hooks.on_page_markdown("```python ok\n```\n", page=_Page("guide.md"))
+    assert hooks.on_page_markdown("```bash notest\nls\n```\n", page=_Page("a.md")) == (
+        "```bash\nls\n```\n"
+    )
+    # what a renderer leaves of a fence or a table it did not parse, in the built page
+    spilled = "<p>see <code>```</code></p><p>text\n| <code>a</code> | b |</p>"
+    # (code in the text is left out of it)
+    assert hooks.html_problems(spilled) == ["a table row in the text: '|  | b |'"]
+    assert hooks.html_problems("<h2>ls</h2><p>```bash</p>") == [
+        "a literal ``` in the text: '```bash'"
+    ]
+    fine = "<pre><code>| a | b |\n```</code></pre><table><tr><td>a</td></tr></table>"
+    assert hooks.html_problems(fine) == []
+
+
+class _Page:
+    def __init__(self, path: str) -> None:
+        self.file = type("File", (), {"src_path": path})()
 
 
 def test_the_readme_stays_an_overview() -> None:

@@ -81,10 +81,14 @@ def test_a_producers_steps_are_its_own_and_its_totals_are_summed() -> None:
     fold.apply(_remote("c1", (ev.COLLECTOR, 4.0, 1500, 9, 0.0)))
     fold.apply((ev.COLLECTOR, 4.0, 200, 5, 0.0))
     assert state.total_steps == 200 + 1000 + 1500
-    # what only the run may say is ignored from a producer
+    # the run started with its first event (a producer's counts); what only the run may
+    # say is ignored from a producer
+    assert state.started and state.start_time == 1.0
+    status = state.status
     for event in ((ev.START, 5.0, "x"), (ev.FINISH, 5.0, "t", "", True), (ev.TRAINING_TIMER, 5.0)):
         fold.apply(_remote("c0", event))
-    assert not state.started and not state.finished and state.training_start_time is None
+    assert state.status == status and state.start_time == 1.0
+    assert not state.finished and state.training_start_time is None
 
 
 # -- the API's bad input --------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import math
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -134,6 +135,7 @@ def mid_run_state() -> State:
     s.weight_sync_time = 0.0011
     s.throughput_known = True
     s.throughput_steps = 32_768
+    s.logged = {"learner", "done_rates", "collection_sync", "collector"}
     s.latest_metrics = {
         "loss/critic_loss": 2.5,
         "loss/actor_loss": -3.2,
@@ -320,6 +322,8 @@ def assert_fits(text: str, width: int, height: int) -> None:
     assert len(lines) <= height, f"{len(lines)} rows"
     assert all(cell_len(ln) == width for ln in lines), [cell_len(ln) for ln in lines]
     shown = text.replace("Waiting for data...", "").replace("Initializing...", "")
+    # the placeholder wrapped in a narrow Rewards column is still the placeholder
+    shown = re.sub(r"Waiting for(\s|│)*\n(.*?)data\.\.\.", "", shown)
     assert "…" not in shown and "..." not in shown
 
 
@@ -916,6 +920,10 @@ def test_a_small_terminal_fits_many_metrics_by_flowing_them_under_the_rewards() 
     for number in ("155.8", "0.5100", "-154.4", "-152.9", "-153.8", "3.00e-04", "1.187"):
         assert number in text, number
     assert text.count("Losses & Metrics") == 1  # the rest continues under the rewards, untitled
+    # and the reward trend keeps its row (a sparkline) between the rewards and them
+    rows = text.splitlines()
+    trend = next(i for i, r in enumerate(rows) if "Reward trend" in r)
+    assert any("Q2 Mean" in r for r in rows[trend + 1 :]), text
     # a big terminal still gets the seed's layout, every metric in one column
     big = sized(dashboard_panel(many_metrics_state(), NOW), *BIG)
     assert big.count("Losses & Metrics") == 1 and "-153.8" in big

@@ -69,6 +69,8 @@ def _state(i: int) -> State:
     loss = (1.5, 0.25, 0.0012, 12.0, 0.00009)[i % 5]  # 1.500 0.2500 0.0012 12.000 9.00e-05
     s.latest_metrics = {"critic_loss": loss, "actor_loss": -2.5 - i % 3, "alpha": 0.125}
     s.reward_history.extend(-100.0 + k * 0.5 for k in range(max(0, i - 200), i))
+    s.loss_name = "actor_loss"  # as the fold keeps it: one point per step
+    s.loss_history.extend(-2.5 - k % 3 for k in range(max(1, i - 199), i + 1))
     s.collector_timing = {"env_step_ms": 5.0 + i % 7, "replay_ms": 0.4}
     s.train_time, s.throughput_known, s.throughput_steps = 0.004, True, 4096
     return s
@@ -120,5 +122,8 @@ def test_frames_are_whole_and_columns_stay_put(cols: int, rows: int) -> None:
     last = "\n".join(frames[-1])
     if cols >= 120:  # block charts of the reward and of the first loss
         assert "Reward (mean)" in last and "Actor Loss  -4.5 .. -2.5" in last, last
+        # one x axis: both charts count steps
+        assert "(last 60 steps)" in last and "(last 59 steps)" not in last, last
+        assert last.count("steps)") == 2, last
     else:
         assert "Reward trend" in last

@@ -26,6 +26,7 @@ from aoff import BackendContext, Overflow, StepRecord
 from aoff._core import _events as ev
 from aoff._core._buffer import EventBuffer
 from aoff._core._fold import Folder
+from aoff._core._fold_step import _STEP_TAIL
 from aoff._core._pending import Placeholder, pending_event, ready_prefix
 from aoff._core._progress import ProgressWatch, unwritten_steps, wait_progressing
 from aoff._core._records import columns, scalars_of, step_record
@@ -329,7 +330,8 @@ def test_fold_turns_events_into_the_seed_record() -> None:
     s = folder.state
     assert s.started and s.start_time == 10.0 and s.last_wall_time == 15.0
     assert (s.iteration, s.total_steps, s.buffer_size, s.steps_logged) == (3, 8192, 1000, 1)
-    assert list(s.reward_history) == [1.5, 2.0]  # the collector's mean, then the step's
+    # one point per iteration: the step's reward took the place of the collector's mean
+    assert list(s.reward_history) == [2.0]
     assert s.latest_metrics == {"critic_loss": 0.5, "loss/actor": -1.0}
     assert s.status == "Training" and s.invalid_values == 0
     assert folder.apply(ev.finish_event(16.0, "Done", "extra", True)) is None
@@ -642,3 +644,59 @@ def test_unwritten_steps_adds_the_waiting_steps_to_every_backend_still_taking_th
     got = unwritten_steps(behind, waiting, failed={"wandb"})
     assert got == {"tensorboard": 7, "jsonl": 2, "wandb": 7}
     assert unwritten_steps(behind, []) == behind
+
+
+def test_the_run_starts_with_its_first_call_not_with_start() -> None:
+    state = State()
+    folder = Folder(state)
+    saved = {"elapsed_seconds": 3.0, "reward_history": [], "dropped_events": 0}
+    saved.update(reward_last=None, reward_best=None)
+    folder.apply((ev.LOAD_STATE, 1.0, saved))  # restoring counters: not a start
+    assert not state.started
+    folder.apply(step_event(1, {"loss": 0.5}, wall=5.0))
+    assert state.started and state.start_time == 5.0
+    folder.apply((ev.START, 9.0, "Warming up..."))  # a later start() only sets the status
+    assert state.start_time == 5.0 and state.status == "Warming up..."
+
+
+def test_without_seed_tags_a_step_has_only_what_its_calls_carried() -> None:
+    tail = {"episode/timeout_rate", "episode/terminated_rate", "perf/iter_ms"}
+    learner = {t for t in _STEP_TAIL if t.startswith("timing/")}
+    seed = Folder(State())
+    rec = seed.apply(step_event(1, {"loss": 0.5}, wall=1.0))
+    assert rec is not None and tail | learner <= {t for t, _ in rec.scalars}  # parity
+    folder = Folder(State(), seed_tags=False)
+    rec = folder.apply(step_event(1, {"loss": 0.5}, wall=1.0))
+    assert rec is not None
+    assert [t for t, _ in rec.scalars] == ["axis/iteration", "axis/env_steps_total", "train/loss"]
+    folder.apply((ev.DONE_RATES, 2.0, 0.25, 0.5))
+    rec = folder.apply(step_event(2, {"loss": 0.5}, wall=2.0, train_time=0.002))
+    assert rec is not None
+    got = dict(rec.scalars)
+    assert got["episode/timeout_rate"] == 0.25 and got["timing/learner_train_ms"] == 2.0
+    assert tail | learner <= set(got)
+
+
+def test_the_reward_history_has_one_point_per_iteration() -> None:
+    state = State()
+    folder = Folder(state)
+    folder.apply((ev.COLLECTOR, 1.0, 64, 64, 1.5))
+    folder.apply(step_event(1))  # no reward of its own: the collector's stays
+    folder.apply((ev.COLLECTOR, 2.0, 128, 128, 2.5))
+    folder.apply(step_event(2, reward=3.0))  # the README's loop: both, one point
+    folder.apply(step_event(3, reward=4.0))  # the step's alone
+    folder.apply((ev.COLLECTOR, 3.0, 192, 192, 5.0))
+    folder.apply((ev.COLLECTOR, 3.5, 256, 256, 6.0))  # no step between: two points
+    assert list(state.reward_history) == [1.5, 3.0, 4.0, 5.0, 6.0]
+
+
+def test_the_charted_loss_has_one_point_per_step_as_the_reward() -> None:
+    state = State()
+    folder = Folder(state)
+    for i in range(1, 4):
+        folder.apply(step_event(i, {"q1_loss": float(i), "actor_loss": -float(i)}, -1.0))
+    folder.apply(step_event(4, {"alpha": 0.1}, -1.0))  # no loss: no point
+    assert state.loss_name == "actor_loss" and list(state.loss_history) == [-1.0, -2.0, -3.0]
+    assert len(state.reward_history) == 4  # the same x axis: steps
+    folder.apply(step_event(5, {"q1_loss": 5.0}))  # the charted loss is gone: the next
+    assert state.loss_name == "q1_loss" and list(state.loss_history) == [5.0]

@@ -16,7 +16,9 @@ A dump becomes, in this order:
 * ``log_step(n, metrics=<every number, under SB3's own key>, reward=rollout/ep_rew_mean)``
   where ``n`` counts the dumps (1, 2, ...). SB3's keys have a ``/``, so they keep their
   names in every backend (``train/actor_loss``, ``rollout/ep_rew_mean``, ``time/fps``);
-  aoff adds its own tags next to them (``reward/mean``, ``axis/*``, ``timing/*``, ...).
+  aoff adds only its axes (``axis/iteration``, ``axis/env_steps_total``), the reward
+  (``reward/mean``) and ``episode/length``, never the original logger's scaffolding
+  (done rates, learner times, ``perf/iter_ms``: SB3 logs none of them).
   A dump with no number (only an ``HParam``, say) logs no step.
 
 Values: numbers (Python, NumPy, 0-d) are metrics; arrays and tensors go to
@@ -38,6 +40,7 @@ excludes it.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import os
 import tempfile
@@ -78,6 +81,16 @@ FORMATS = {
 AOFF_FORMATS = ("stdout", "tensorboard", "csv", "json")
 #: options :func:`configure` sets itself from ``folder`` and ``format_strings``
 _SET_BY_CONFIGURE = ("log_dir", "log_backend")
+
+
+class _SB3Run(OffPolicyLogger):
+    """aoff's sync logger as SB3's dumps drive it: its step records carry what the dumps
+    carry, not the original logger's scaffolding tags (done rates, learner times,
+    ``perf/iter_ms``), which SB3 never logs."""
+
+    def _setup_face(self) -> None:
+        self._options = dataclasses.replace(self._options, seed_tags=False)
+        super()._setup_face()
 
 
 class AoffOutputFormat(KVWriter):
@@ -227,9 +240,11 @@ def configure(
     # SB3 dumps every log_interval episodes or rollouts: how many there will be is not
     # known here, so the summary says "Training complete" rather than "stopped at 3 of 1,500"
     options.setdefault("max_iterations", 0)
+    # SB3 does not tell its logger how many envs it steps: no "Envs" row unless given
+    options.setdefault("num_envs", 0)
     if "stdout" not in formats and "display" not in options:
         options["display"] = NullDisplay()
-    log = OffPolicyLogger(
+    log = _SB3Run(
         log_dir=folder,
         log_backend="tensorboard" if "tensorboard" in formats else "none",
         **options,

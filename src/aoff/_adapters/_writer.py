@@ -145,6 +145,7 @@ class SummaryWriter(WriterMedia):
             algo_name="SummaryWriter",
             env_name=self._logdir,
             max_iterations=total_steps,
+            num_envs=0,  # a writer's calls never say: no "Envs" row on the dashboard
             log_dir=os.path.abspath(self._logdir),
             log_backend="tensorboard",
             wandb_project=wandb_project,
@@ -164,7 +165,7 @@ class SummaryWriter(WriterMedia):
             self._engine._put = _discard
         self._runs: set[str] = set()
         self._closed = False
-        self._engine.start(status="Logging")
+        # no start(): the dashboard opens, and its clock starts, with the first call
         self._new_run("", self._logdir)
 
     def _new_run(self, run: str, logdir: str) -> None:

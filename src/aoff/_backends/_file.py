@@ -91,6 +91,7 @@ class AppendFileBackend(LockedFileBackend):
             self._media_rows(f, rows)
 
     async def write_media(self, items: Sequence[MediaRecord]) -> None:
+        """Write the encoded images and videos (one call an item, in order with ``write``)."""
         await self._off_loop(self._write_media_sync, tuple(items))
 
     # -- config.json ----------------------------------------------------------------------

@@ -182,6 +182,7 @@ class MlflowBackend:
     media_formats = MEDIA_FORMATS  # PNG, MP4: artifacts under media/
 
     async def write_media(self, items: Sequence[MediaRecord]) -> None:
+        """Log the encoded images and videos as MLflow artifacts (in order with ``write``)."""
         state, worker = self._state, self._worker
         if state is None or worker is None:
             raise RuntimeError("MLflow backend: write_media() before open() or after close()")

@@ -306,6 +306,7 @@ class TensorBoardBackend(LockedFileBackend):
     media_formats = MEDIA_FORMATS
 
     async def write_media(self, items: Sequence[MediaRecord]) -> None:  # see _tbmedia.py
+        """Write the encoded images and videos as TensorBoard image summaries."""
         if not self.disabled and items:
             data = frame_many(media_events(items))
             await anyio.to_thread.run_sync(self._write_bytes, data, abandon_on_cancel=True)

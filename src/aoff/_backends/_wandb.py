@@ -300,6 +300,7 @@ class WandbBackend:
     media_formats = MEDIA_FORMATS
 
     async def write_media(self, items: Sequence[MediaRecord]) -> None:
+        """Log the encoded images and videos to the W&B run (in order with ``write``)."""
         if self.disabled or not items or self.run is None or self._worker is None:
             return
         fut = self._worker.submit(self._media.log, self.run, tuple(items), self._step)

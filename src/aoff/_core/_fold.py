@@ -27,6 +27,8 @@ from ._state import ProducerInfo, State
 _REMOTE_IGNORED = frozenset(
     (ev.START, ev.FINISH, ev.TRAINING_TIMER, ev.LOAD_STATE, ev.SYSTEM, ev.REMOTE)
 )
+#: events that do not start the run: restoring a checkpoint's counters, and the end
+_NOT_A_START = frozenset((ev.LOAD_STATE, ev.FINISH))
 
 
 def _ignore(_: str) -> None:
@@ -43,14 +45,15 @@ class Folder(StepFolder):
     change other records.
     """
 
-    __slots__ = ("_own_timing", "_producer_total", "_remotes")
+    __slots__ = ("_last_reward_from", "_own_timing", "_producer_total", "_remotes")
 
-    def __init__(self, state: State, report: Reporter = _ignore) -> None:
-        super().__init__(state, report)
+    def __init__(self, state: State, report: Reporter = _ignore, *, seed_tags: bool = True) -> None:
+        super().__init__(state, report, seed_tags=seed_tags)
         # producers (``log.remote()``): one folder each, with a state of its own
         self._remotes: dict[str, Folder] = {}
         self._own_timing: dict[str, float] = {}  # the run's own collector timings
         self._producer_total = 0  # the sum of the producers' latest total_steps
+        self._last_reward_from: str | None = None  # the producer of the history's last point
 
     # -- the fold --------------------------------------------------------------------
     def apply(self, event: ev.Event) -> StepRecord | None:
@@ -62,7 +65,14 @@ class Folder(StepFolder):
             self._system = s.system
             return None
         s.last_wall_time = wall
+        if not s.started and kind not in _NOT_A_START:
+            # the run starts with its first call, whatever the door (start(), a log_step,
+            # SB3's first dump, a SummaryWriter scalar, a producer's event): the dashboard
+            # opens and the timer runs from here
+            s.started = True
+            s.start_time = wall
         if kind == ev.STEP:
+            self._last_reward_from = None
             return self._step(event)
         if kind == ev.COLLECTOR_TIMING:
             timing = self._tagged(
@@ -74,13 +84,19 @@ class Folder(StepFolder):
             else:
                 s.collector_timing.update(timing)
         elif kind == ev.COLLECTOR:
+            s.logged.add("collector")
             s.own_total_steps = self._int("log_collector", "total_steps", event[2])
             s.total_steps = s.own_total_steps + self._producer_total
             s.buffer_size = self._int("log_collector", "buffer_size", event[3])
             mean_reward = self._num("log_collector", "mean_reward", event[4])
-            if mean_reward != 0:
+            if mean_reward != 0:  # 0 is the argument's default: no reward
+                self._last_reward_from = None
+                # one point per iteration: a second log_collector before the step adds
+                # its own, the step's reward= replaces the last (log_collector's docstring)
                 s.reward_history.append(mean_reward)
+                self._collector_reward = True
         elif kind == ev.DONE_RATES:
+            s.logged.add("done_rates")
             s.timeout_rate = self._num("update_done_rates", "timeout_rate", event[2])
             s.terminated_rate = self._num("update_done_rates", "terminated_rate", event[3])
         elif kind == ev.BUFFER_FILL:
@@ -95,6 +111,7 @@ class Folder(StepFolder):
             s.staging_len = self._int("update_staging_pool", "current_len", event[2])
             s.staging_max = self._int("update_staging_pool", "max_size", event[3])
         elif kind == ev.COLLECTION_SYNC:
+            s.logged.add("collection_sync")
             s.sync_collection = bool(event[2])
             s.env_steps_per_sync = self._int("set_collection_sync", "env_steps_per_sync", event[3])
         elif kind == ev.EP_LENGTH:
@@ -106,9 +123,6 @@ class Folder(StepFolder):
         elif kind == ev.SAVE:
             s.last_save = str(event[2])
         elif kind == ev.START:
-            if not s.started:
-                s.started = True
-                s.start_time = wall
             s.status = str(event[2])
         elif kind == ev.TRAINING_TIMER:
             s.training_start_time = wall
@@ -159,15 +173,22 @@ class Folder(StepFolder):
                 self._own_timing = dict(s.collector_timing)
             sub_state = State(config=s.config)
             sub_state.reward_history = deque(maxlen=1)  # only to see each new reward
-            sub = self._remotes[name] = Folder(sub_state, self.report)
+            sub = self._remotes[name] = Folder(sub_state, self.report, seed_tags=self.seed_tags)
         sub_s = sub.state
         sub_s.reward_history.clear()
+        # the producer's step replaces its own collector reward (one point per iteration)
+        replaces = sub._collector_reward and self._last_reward_from == name
         rec = sub.apply(inner)
         if sub_s.reward_history:
-            s.reward_history.append(sub_s.reward_history[0])
+            if replaces and kind == ev.STEP and s.reward_history:
+                s.reward_history[-1] = sub_s.reward_history[0]
+            else:
+                s.reward_history.append(sub_s.reward_history[0])
+            self._last_reward_from = name
         info = s.producers.get(name) or ProducerInfo()
         if kind == ev.STEP:
             s.producers[name] = info._replace(steps=info.steps + 1, iteration=sub_s.iteration)
+            s.status = "Training"  # the run trains, whoever logs its steps
             if rec is not None:
                 return dataclasses.replace(rec, producer=name)
         elif rec is not None:  # a SummaryWriter's call (a forked child's): its own record
@@ -175,6 +196,7 @@ class Folder(StepFolder):
                 s.producers[name] = info
             return dataclasses.replace(rec, producer=name)
         elif kind == ev.COLLECTOR:
+            s.logged.add("collector")
             self._producer_total += sub_s.total_steps - info.total_steps
             s.total_steps = s.own_total_steps + self._producer_total
             s.producers[name] = info._replace(total_steps=sub_s.total_steps)

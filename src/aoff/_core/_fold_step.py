@@ -60,18 +60,23 @@ class StepFolder(Checks):
     and the fold of a step, :meth:`_step`."""
 
     __slots__ = (
+        "_collector_reward",
         "_collector_tags",
         "_episodes",
         "_histograms",
         "_last_tags",
+        "_loss_keys",
         "_metric_tags",
         "_reward_tags",
         "_system",
         "_tag_seqs",
+        "seed_tags",
     )
 
-    def __init__(self, state: State, report: Reporter) -> None:
+    def __init__(self, state: State, report: Reporter, *, seed_tags: bool = True) -> None:
         super().__init__(state, report)
+        #: the original logger's scaffolding tags on every step (see ``_scaffolding``)
+        self.seed_tags = seed_tags
         # tag spelling is pure, so it is cached per sequence of keys (a step's dicts have
         # the same keys step after step; ~30 keys a step)
         # (a dict lookup in C here, not PerTags: these keys are a new tuple every step)
@@ -88,6 +93,11 @@ class StepFolder(Checks):
         # logged since the last step, attached to the next one (log_histogram, system)
         self._histograms: dict[str, Histogram] = {}
         self._system: dict[str, float] | None = None
+        # the reward history's last point is a log_collector(mean_reward=) since the last
+        # step: that step's own reward takes its place (one point per iteration)
+        self._collector_reward = False
+        # the loss a step's metrics would chart (first loss key, sorted), per key sequence
+        self._loss_keys: dict[tuple[str, ...], str | None] = {}
 
     def _step(self, event: ev.Event) -> StepRecord:
         # the hot path (one a step): the columns of its record are built apart (tags,
@@ -138,6 +148,8 @@ class StepFolder(Checks):
         s.wait_time = wait_time = num(where, "wait_time", wait_time)
         s.h2d_time = h2d_time = num(where, "learner_incremental_h2d_time", h2d_time)
         s.weight_sync_time = weight_sync_time = num(where, "weight_sync_time", weight_sync_time)
+        if train_time or wait_time or h2d_time or weight_sync_time:
+            s.logged.add("learner")
         # the recorder reduces extra_info to its throughput (None: not given)
         s.throughput_known = extra_info is not None
         if extra_info:
@@ -146,9 +158,15 @@ class StepFolder(Checks):
             s.throughput_steps = 0
         if metrics:
             s.latest_metrics.update(metrics)
+            self._chart_loss(metrics)
         if reward is not None:
-            s.reward_history.append(reward)
+            history = s.reward_history
+            if self._collector_reward and history:
+                history[-1] = reward
+            else:
+                history.append(reward)
             s.hparams.reward(reward)
+        self._collector_reward = False
         if components:
             s.reward_components = components
         s.status = "Training"
@@ -181,15 +199,18 @@ class StepFolder(Checks):
         if s.ep_length > 0:
             tags.append("episode/length")
             values.append(s.ep_length)
-        tags += _STEP_TAIL
-        values += (
-            s.timeout_rate,
-            s.terminated_rate,
-            wait_time * 1000,
-            h2d_time * 1000,
-            train_time * 1000,
-            weight_sync_time * 1000,
-        )
+        if self.seed_tags:
+            tags += _STEP_TAIL
+            values += (
+                s.timeout_rate,
+                s.terminated_rate,
+                wait_time * 1000,
+                h2d_time * 1000,
+                train_time * 1000,
+                weight_sync_time * 1000,
+            )
+        else:
+            self._scaffolding(tags, values)
         timing = s.collector_timing
         if timing:
             keys = tuple(timing)
@@ -202,8 +223,9 @@ class StepFolder(Checks):
         if s.throughput_steps > 0 and pipeline > 0:  # throughput_steps is 0 when not known
             tags.append("perf/steps_per_sec")
             values.append(s.throughput_steps / pipeline)
-        tags.append("perf/iter_ms")
-        values.append(pipeline * 1000)
+        if self.seed_tags or "learner" in s.logged:
+            tags.append("perf/iter_ms")
+            values.append(pipeline * 1000)
         if s.dropped_events:
             tags.append("aoff/dropped_events")
             values.append(float(s.dropped_events))
@@ -220,6 +242,43 @@ class StepFolder(Checks):
                     tags.append(tag)
                     values.append(value)
         return step_record(step, iteration, wall, self._scalars(tags, values), histograms)
+
+    def _chart_loss(self, metrics: dict[str, float]) -> None:
+        """One point of the charted loss for this step: the loss charted so far while
+        the step has it, else the first loss key of the step (the chart starts over)."""
+        s = self.state
+        name = s.loss_name
+        if name is None or name not in metrics:
+            keys = tuple(metrics)
+            cache = self._loss_keys
+            if keys not in cache:
+                if len(cache) >= _TAG_SEQS_MAX:
+                    cache.clear()
+                cache[keys] = min((k for k in keys if "loss" in k.lower()), default=None)
+            new = cache[keys]
+            if new is None:
+                return
+            if new != name:
+                s.loss_name = name = new
+                s.loss_history.clear()
+        s.loss_history.append(metrics[name])
+
+    def _scaffolding(self, tags: list[str], values: list[float]) -> None:
+        """The seed's step tail, without ``seed_tags``: the done rates once
+        ``update_done_rates`` was called, the learner times once a step carried one (what
+        the calls carried, never a 0 that nobody logged)."""
+        s = self.state
+        if "done_rates" in s.logged:
+            tags += _STEP_TAIL[:2]
+            values += (s.timeout_rate, s.terminated_rate)
+        if "learner" in s.logged:
+            tags += _STEP_TAIL[2:]
+            values += (
+                s.wait_time * 1000,
+                s.h2d_time * 1000,
+                s.train_time * 1000,
+                s.weight_sync_time * 1000,
+            )
 
     def _tagged(
         self,

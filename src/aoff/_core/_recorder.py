@@ -85,7 +85,17 @@ class Recorder(Generic[R]):
         weight_sync_time: float = 0.0,
         extra_info: Mapping[str, Any] | None = None,
     ) -> R:
-        """Record one learner iteration (times in seconds). Returns at once."""
+        """Record one learner iteration (times in seconds). Returns at once.
+
+        ``metrics``: losses and other numbers (a key without ``/`` goes under
+        ``train/``); ``reward``: the iteration's mean reward (``reward/mean``, and one
+        point of the dashboard's reward history: it replaces a ``log_collector``
+        ``mean_reward`` logged since the previous step, see :meth:`log_collector`);
+        ``reward_metrics``/``reward_components``: more reward numbers (``reward/...``);
+        ``train_time``, ``wait_time``, ``learner_incremental_h2d_time``,
+        ``weight_sync_time``: the learner's times in seconds; ``extra_info``:
+        ``{"throughput_steps": n}`` gives ``perf/steps_per_sec``.
+        """
         event: ev.Event = (  # one tuple display, in _events.FIELDS[STEP]'s order
             ev.STEP,
             self._clock(),
@@ -165,7 +175,14 @@ class Recorder(Generic[R]):
         return self._put((ev.DONE_RATES, self._clock(), timeout_rate, terminated_rate))
 
     def log_collector(self, total_steps: int, buffer_size: int, mean_reward: float = 0.0) -> R:
-        """Total env steps, replay-buffer size; a non-zero ``mean_reward`` joins the history."""
+        """Total env steps and replay-buffer size; a non-zero ``mean_reward`` joins the
+        dashboard's reward history.
+
+        The reward history has one point per iteration, whichever calls carry it: a
+        ``mean_reward`` here adds a point, and the next ``log_step(reward=...)``
+        replaces that point rather than adding a second (a loop that passes both counts
+        each iteration once); ``log_step``'s reward alone, or this one alone, adds one.
+        """
         if self._capturing and not (
             (type(total_steps) is int or type(total_steps) is float)
             and (type(buffer_size) is int or type(buffer_size) is float)
@@ -192,6 +209,8 @@ class Recorder(Generic[R]):
         return self._put((ev.BUFFER_FILL, self._clock(), current, target))
 
     def update_buffer_utilization(self, utilization: float) -> R:
+        """The replay buffer's fill fraction (0..1). Kept in the run's state, as the
+        original logger kept it; neither drawn nor written to a backend."""
         if self._capturing:
             return self._capture1(
                 ev.BUFFER_UTIL, "update_buffer_utilization", "utilization", utilization
@@ -199,6 +218,9 @@ class Recorder(Generic[R]):
         return self._put((ev.BUFFER_UTIL, self._clock(), utilization))
 
     def update_staging_pool(self, current_len: int, max_size: int) -> R:
+        """The staging pool (batches prepared for the learner): ``current_len`` of
+        ``max_size``. The dashboard's System column shows ``Staging Pool`` once
+        ``max_size`` is above 0 (yellow when full)."""
         if self._capturing:
             return self._capture2(
                 ev.STAGING_POOL,
@@ -215,6 +237,9 @@ class Recorder(Generic[R]):
         return self.update_staging_pool(current_len, max_size)
 
     def set_collection_sync(self, enabled: bool, env_steps_per_sync: int = 0) -> R:
+        """Whether collection is synchronised with the learner, and how many env steps
+        each sync covers: the dashboard's ``Sync Collect`` row (shown once this is
+        called)."""
         if self._capturing:
             w = "set_collection_sync"
             g: Gather = []
@@ -288,6 +313,9 @@ class Recorder(Generic[R]):
 
     # -- status --------------------------------------------------------------------------------
     def log_status(self, status: str) -> R:
+        """The dashboard's status text (the header's last field and the plain lines'
+        last part; Rich markup allowed, shown literally when it is not valid). A
+        ``log_step`` sets it back to ``Training``."""
         return self._put((ev.STATUS, self._clock(), status))
 
     def log_save(self, path: str) -> R:

@@ -126,6 +126,7 @@ class StepRecord:
     hparams: WriterHParams | None = None
 
     def as_dict(self) -> dict[str, float]:
+        """The record's scalars as ``{tag: value}``."""
         return dict(self.scalars)
 
 

@@ -51,6 +51,10 @@ class State:
     throughput_steps: int = 0
     latest_metrics: dict[str, float] = field(default_factory=dict)
     reward_history: deque[float] = field(default_factory=lambda: deque(maxlen=REWARD_HISTORY))
+    #: the loss the dashboard charts (the first loss key of a step's metrics, sorted) and
+    #: its value at each step that logged it: the same x axis as ``reward_history``
+    loss_name: str | None = None
+    loss_history: deque[float] = field(default_factory=lambda: deque(maxlen=REWARD_HISTORY))
     reward_components: dict[str, float] = field(default_factory=dict)
     collector_timing: dict[str, float] = field(default_factory=dict)
     timeout_rate: float = 0.0
@@ -90,6 +94,11 @@ class State:
     #: the run's own latest ``log_collector(total_steps=...)``: ``total_steps`` adds each
     #: producer's latest to it
     own_total_steps: int = 0
+    #: which kinds of call the run has made, where a value alone cannot tell (a rate or
+    #: a time of 0 is also what a call never made leaves): ``"learner"`` (a step with a
+    #: learner time), ``"done_rates"``, ``"collection_sync"``, ``"collector"``
+    #: (``log_collector``); the panel and summary show a row once its call came
+    logged: set[str] = field(default_factory=set)
 
     def pipeline_time(self) -> float:
         """Seconds of the learner pipeline: H2D + train + weight sync (as the original logger)."""
@@ -110,9 +119,11 @@ class State:
             self,
             latest_metrics=dict(self.latest_metrics),
             reward_history=deque(self.reward_history, maxlen=REWARD_HISTORY),
+            loss_history=deque(self.loss_history, maxlen=REWARD_HISTORY),
             reward_components=dict(self.reward_components),
             collector_timing=dict(self.collector_timing),
             backend_problems=dict(self.backend_problems),
             system=dict(self.system),
             producers=dict(self.producers),
+            logged=set(self.logged),
         )

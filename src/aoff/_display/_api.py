@@ -14,7 +14,8 @@ from .._core._state import State
 
 class Display(Protocol):
     def open(self, state: State, now: float) -> None:
-        """Start showing (e.g. enter Rich ``Live``). Called when ``start()`` is seen."""
+        """Start showing (e.g. enter Rich ``Live``). Called when the run's first event
+        is seen (its first logging call, or ``start()``)."""
 
     def update(self, state: State, now: float) -> None:
         """Show one frame of ``state`` (a snapshot: safe to keep)."""

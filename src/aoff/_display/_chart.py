@@ -4,9 +4,8 @@ The rewards column of the panel is usually shorter than the metrics column besid
 a big terminal has rows to spare under both: the chart fills that room. One spare row
 holds a sparkline of the mean reward (``state.reward_history``, the last 200 steps the
 fold already keeps); a wide panel with five rows or more gets small block charts instead:
-the reward, then the first loss of the metrics table (its values as seen frame by frame,
-kept by :class:`PanelMemory`, since the state keeps only the latest of each metric).
-ASCII consoles get ASCII levels.
+the reward, then the first loss of the metrics table (``state.loss_history``, also one
+point per step: both charts' x axis is the step). ASCII consoles get ASCII levels.
 
 :class:`PanelMemory` also keeps the compact layout's column widths from following every
 change of a number's length between frames (they change only when a number no longer
@@ -17,18 +16,17 @@ fits, or the terminal is resized), so the panel does not jitter. A dashboard (an
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Sequence
 
 from rich.segment import Segment
 from rich.style import Style
 
-from .._core._state import REWARD_HISTORY, State
+from .._core._state import State
 from ._cells import NULL, Line
 from ._content import label as _label
 from ._glyphs import UNICODE_GLYPHS, Glyphs
 
-__all__ = ["PanelMemory", "chart_lines", "first_loss"]
+__all__ = ["PanelMemory", "chart_lines"]
 
 UNICODE_LEVELS = " ▁▂▃▄▅▆▇█"
 ASCII_LEVELS = " _-=+*%#@"
@@ -41,31 +39,11 @@ _DIM = Style.parse("dim")
 _BOLD = Style.parse("bold")
 
 
-def first_loss(state: State) -> str | None:
-    """The loss the chart follows: the first of the metrics table (sorted loss keys)."""
-    losses = sorted(k for k in state.latest_metrics if "loss" in k.lower())
-    return losses[0] if losses else None
-
-
 class PanelMemory:
-    """What a dashboard keeps between frames: widest column widths, the loss history."""
+    """What a dashboard keeps between frames: the widest column widths."""
 
     def __init__(self) -> None:
         self._widths: dict[tuple[object, ...], list[int]] = {}
-        self.loss_name: str | None = None
-        self.loss_history: deque[float] = deque(maxlen=REWARD_HISTORY)
-        self._seen_steps = -1
-
-    def observe(self, state: State) -> None:
-        """Note the chosen loss once per new step seen (frames come at a few a second)."""
-        name = first_loss(state)
-        if name != self.loss_name:
-            self.loss_name = name
-            self.loss_history.clear()
-            self._seen_steps = -1
-        if name is not None and state.steps_logged != self._seen_steps:
-            self._seen_steps = state.steps_logged
-            self.loss_history.append(state.latest_metrics[name])
 
     def steady(
         self, key: tuple[object, ...], widths: Sequence[int], needs: Sequence[int]
@@ -140,7 +118,7 @@ def _block_chart(
     chars = UNICODE_LEVELS if glyphs is UNICODE_GLYPHS else ASCII_LEVELS
     finite = [v for v in values if math.isfinite(v)]
     rng = f"  {min(finite):.4g} .. {max(finite):.4g}" if finite else ""
-    caption = _fit(f"{name}{rng}  (last {len(values)})", width)
+    caption = _fit(f"{name}{rng}  (last {len(values)} steps)", width)
     lines: list[Line] = [
         [Segment(caption[: len(name)], _BOLD), Segment(caption[len(name) :], _DIM)]
     ]
@@ -170,14 +148,10 @@ def chart_lines(
         return []
     if width < CHART_MIN_WIDTH or rows < CHART_ROWS + 1:
         return [_sparkline("  Reward trend", history, width, glyphs, _GREEN)]
+    # each caption says "last N steps": both charts have one point per step
     lines = _block_chart("Reward (mean)", history, width, CHART_ROWS, glyphs, _GREEN)
-    loss = memory.loss_name if memory is not None else None
-    if (
-        loss
-        and memory is not None
-        and len(memory.loss_history) >= 2
-        and rows >= 2 * (CHART_ROWS + 1)
-    ):
+    loss = state.loss_name
+    if loss and len(state.loss_history) >= 2 and rows >= 2 * (CHART_ROWS + 1):
         name = _label(loss)  # as the metrics table shows it
-        lines += _block_chart(name, list(memory.loss_history), width, CHART_ROWS, glyphs, _YELLOW)
+        lines += _block_chart(name, list(state.loss_history), width, CHART_ROWS, glyphs, _YELLOW)
     return lines

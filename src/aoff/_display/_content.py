@@ -300,24 +300,34 @@ def system_rows(system: Mapping[str, float]) -> list[Pair]:
     return rows
 
 
-def timing_columns(state: State, glyphs: Glyphs) -> tuple[list[Pair], list[Pair], list[Pair]]:
-    """The bottom section's Learner, Collector and System ``(label, value)`` lists.
+def timing_columns(state: State, glyphs: Glyphs) -> list[tuple[str, list[Pair]]]:
+    """The bottom section's columns, ``(title, (label, value) rows)``: Learner,
+    Collector and System, each only once something of it was logged.
 
-    Collector adds a ``Producers`` row when ``log.remote()`` producers log into the run
-    (how many, and their ``log_step`` calls in all). System adds aoff rows to the seed's:
-    the sampled ``CPU/RSS`` and ``GPU/Mem`` (:func:`system_rows`), ``Dropped`` (red) when
-    the hot-path buffer
-    had to drop events, and one red row per failing backend (its message is text, not a
-    number: the one value a layout may cut).
+    A row shows once its call came (a value alone cannot tell a rate of 0 from a call
+    never made): the learner times once a ``log_step`` carried one; Collector with
+    collector timings (and a ``Producers`` row when ``log.remote()`` producers log: how
+    many, and their ``log_step`` calls in all); in System, ``Buffer`` once a buffer size
+    or fill target above 0 came, the done rates once ``update_done_rates`` was called,
+    ``Envs`` when ``num_envs`` is above 0, ``Sync Collect`` once
+    ``set_collection_sync`` was called, ``Staging Pool`` once it has a size. System adds
+    aoff rows to the seed's: the sampled ``CPU/RSS`` and ``GPU/Mem``
+    (:func:`system_rows`), ``Dropped`` (red) when the hot-path buffer had to drop
+    events, and one red row per failing backend (its message is text, not a number: the
+    one value a layout may cut). A column with no row is left out.
     """
-    wait_ms = state.wait_time * 1000
-    wait_style = RED if wait_ms > WAIT_ALERT_MS else YELLOW
-    learner = [
-        (Cell("Wait"), Cell((fmt_ms(wait_ms, already_ms=True), wait_style), whole=True)),
-        (Cell("H2D"), Cell(fmt_ms(state.h2d_time), whole=True)),
-        (Cell("Train"), Cell(fmt_ms(state.train_time), whole=True)),
-        (Cell("Weight Sync"), Cell(fmt_ms(state.weight_sync_time), whole=True)),
-    ]
+    columns: list[tuple[str, list[Pair]]] = []
+    times = (state.wait_time, state.h2d_time, state.train_time, state.weight_sync_time)
+    if "learner" in state.logged or any(times):
+        wait_ms = state.wait_time * 1000
+        wait_style = RED if wait_ms > WAIT_ALERT_MS else YELLOW
+        learner = [
+            (Cell("Wait"), Cell((fmt_ms(wait_ms, already_ms=True), wait_style), whole=True)),
+            (Cell("H2D"), Cell(fmt_ms(state.h2d_time), whole=True)),
+            (Cell("Train"), Cell(fmt_ms(state.train_time), whole=True)),
+            (Cell("Weight Sync"), Cell(fmt_ms(state.weight_sync_time), whole=True)),
+        ]
+        columns.append(("Learner", learner))
     collector = [
         (Cell(label), Cell(value, whole=True))
         for label, value in collector_rows(state.collector_timing)
@@ -326,14 +336,28 @@ def timing_columns(state: State, glyphs: Glyphs) -> tuple[list[Pair], list[Pair]
         steps = sum(p.steps for p in state.producers.values())
         n = len(state.producers)
         collector.append((Cell("Producers"), Cell(f"{n} ({steps:,} steps)", whole=True)))
-    sync = f"{glyphs.yes} ({state.env_steps_per_sync})" if state.sync_collection else glyphs.no
-    system = [
-        (Cell("Buffer"), Cell(f"{state.buffer_size:,}", whole=True)),
-        (Cell("Timeout Rate"), Cell(f"{state.timeout_rate * 100:.1f}%", whole=True)),
-        (Cell("Terminated Rate"), Cell(f"{state.terminated_rate * 100:.1f}%", whole=True)),
-        (Cell("Envs"), Cell(f"{state.config.num_envs:,}", whole=True)),
-        (Cell("Sync Collect"), Cell(sync, whole=True)),
-    ]
+    if collector:
+        columns.append(("Collector", collector))
+    system = _system_column(state, glyphs)
+    if system:
+        columns.append(("System", system))
+    return columns
+
+
+def _system_column(state: State, glyphs: Glyphs) -> list[Pair]:
+    """The System column's rows (see :func:`timing_columns`)."""
+    system: list[Pair] = []
+    if state.buffer_size > 0 or state.buffer_target > 0:
+        system.append((Cell("Buffer"), Cell(f"{state.buffer_size:,}", whole=True)))
+    if "done_rates" in state.logged or state.timeout_rate or state.terminated_rate:
+        timeout = Cell(f"{state.timeout_rate * 100:.1f}%", whole=True)
+        terminated = Cell(f"{state.terminated_rate * 100:.1f}%", whole=True)
+        system += [(Cell("Timeout Rate"), timeout), (Cell("Terminated Rate"), terminated)]
+    if state.config.num_envs > 0:
+        system.append((Cell("Envs"), Cell(f"{state.config.num_envs:,}", whole=True)))
+    if "collection_sync" in state.logged or state.sync_collection:
+        sync = f"{glyphs.yes} ({state.env_steps_per_sync})" if state.sync_collection else glyphs.no
+        system.append((Cell("Sync Collect"), Cell(sync, whole=True)))
     if state.staging_max > 0:
         full = state.staging_len >= state.staging_max
         staging = f"{state.staging_len}/{state.staging_max}"
@@ -346,4 +370,4 @@ def timing_columns(state: State, glyphs: Glyphs) -> tuple[list[Pair], list[Pair]
         system.append((Cell(("Dropped", RED)), dropped))
     for name, problem in sorted(state.backend_problems.items()):
         system.append((Cell((name, RED)), Cell((problem, RED))))
-    return learner, collector, system
+    return system

@@ -221,7 +221,6 @@ class Dashboard:
 
     # -- internals ---------------------------------------------------------------------
     def _panel(self, state: State, now: float) -> RenderableType:
-        self.memory.observe(state)
         return dashboard_panel(state, now, self.glyphs, self.memory)
 
     def _start_live(

@@ -30,9 +30,25 @@ from .._core._state import State
 from .._core._turns import pause
 from ._cells import NULL, Cell, Col, Line, Painter, blank, merge, ratio_distribute, side_by_side
 from ._chart import PanelMemory, chart_lines
-from ._content import header_fields, join_fields, metric_rows, reward_rows, timing_columns
+from ._content import (
+    Pair,
+    header_fields,
+    join_fields,
+    metric_rows,
+    reward_rows,
+    timing_columns,
+)
 from ._glyphs import UNICODE_GLYPHS, Glyphs
-from ._sections import METRICS, REWARDS, TIMING, numbers_fit, section, section_need, share
+from ._sections import (
+    METRICS,
+    REWARDS,
+    Spec,
+    numbers_fit,
+    section,
+    section_need,
+    share,
+    timing_spec,
+)
 
 __all__ = ["DashboardPanel", "dashboard_panel", "metrics_table", "reward_table", "timing_table"]
 
@@ -64,7 +80,7 @@ class DashboardPanel:
         self.rewards = reward_rows(state, glyphs)
         self.rewards_split = reward_rows(state, glyphs, split=True)
         pause()
-        self.timing = timing_columns(state, glyphs)
+        self.timing_spec, self.timing = _timing(state, glyphs)
         pause()
 
     @property
@@ -105,13 +121,14 @@ class DashboardPanel:
         (found before drawing anything when the widths or the row count tell)."""
         g, fields = self.glyphs, self.fields
         lw, rw = ratio_distribute(width - 2, [1, 1], [1, 1])
-        rows = 7 + max(len(self.metrics), len(self.rewards)) + max(map(len, self.timing))
+        timing = max(map(len, self.timing), default=-3)  # none: no blank, title, rule
+        rows = 7 + max(len(self.metrics), len(self.rewards)) + timing
         if (
             rows > height
             or sum(f.width + 3 for f in fields if f.whole) - 3 > width
             or not numbers_fit(METRICS, lw, [self.metrics], g)
             or not numbers_fit(REWARDS, rw, [self.rewards], g)
-            or not numbers_fit(TIMING, width, self.timing, g)
+            or (self.timing and not numbers_fit(self.timing_spec, width, self.timing, g))
         ):
             p.cut = True
             return []
@@ -126,9 +143,10 @@ class DashboardPanel:
         rewards += chart_lines(self.state, self.memory, rw, free, g)
         pause()
         lines += side_by_side(metrics, 2, rewards, lw, rw)
-        lines.append(blank(width))
-        pause()
-        lines += section(p, TIMING, width, self.timing, g, compact=False)
+        if self.timing:
+            lines.append(blank(width))
+            pause()
+            lines += section(p, self.timing_spec, width, self.timing, g, compact=False)
         return lines
 
     def compact(self, p: Painter, width: int, height: int) -> list[Line]:
@@ -154,7 +172,9 @@ class DashboardPanel:
         pause()
         rewards = section(p, REWARDS, rw, [rows], g, compact=True, memory=mem)
         pause()
-        timing = section(p, TIMING, width, self.timing, g, compact=True, memory=mem)
+        timing: list[Line] = []
+        if self.timing:
+            timing = section(p, self.timing_spec, width, self.timing, g, compact=True, memory=mem)
         pause()
         room = height - len(head) - max(len(metrics), len(rewards)) - len(timing)
         # the chart: beside the longer metrics, and in the rows the height spares (two
@@ -172,7 +192,9 @@ class DashboardPanel:
             room = height - len(head) - len(middle) - len(timing)
         n = len(self.metrics)
         if room < 0 and n > 1:  # and the metrics that do not fit flow on under the rewards
-            rewards = table  # (the chart has no room left)
+            # the reward trend keeps one row (a sparkline) above them: the chart's blocks
+            # have no room left
+            rewards = table + chart_lines(self.state, mem, rw, 1, g)
             k = min(n - 1, max(1, (n + len(rewards) + 1) // 2))
             left = _no_rule(section(p, METRICS, lw, [self.metrics[:k]], g, compact=True))
             # the rest of the metrics, without a second "Losses & Metrics" title
@@ -180,7 +202,7 @@ class DashboardPanel:
             middle = side_by_side(left, 2, rewards + more, lw, rw)
             room = height - len(head) - len(middle) - len(timing)
         gap1 = [blank(width)] if room >= 2 else []
-        gap2 = [blank(width)] if room >= 1 else []
+        gap2 = [blank(width)] if room >= 1 and timing else []
         return head + gap1 + middle + gap2 + timing
 
     # -- the frame -----------------------------------------------------------------------
@@ -277,6 +299,15 @@ def reward_table(state: State, glyphs: Glyphs = UNICODE_GLYPHS) -> _Section:
 
 
 def timing_table(state: State, glyphs: Glyphs = UNICODE_GLYPHS) -> _Section:
-    """Learner, Collector and System column pairs (see :func:`~._content.timing_columns`)."""
-    columns = timing_columns(state, glyphs)
-    return _Section(lambda p, w: section(p, TIMING, w, columns, glyphs, compact=False))
+    """Learner, Collector and System column pairs (see :func:`~._content.timing_columns`);
+    no line when nothing of them was logged."""
+    spec, columns = _timing(state, glyphs)
+    if not columns:
+        return _Section(lambda p, w: [])
+    return _Section(lambda p, w: section(p, spec, w, columns, glyphs, compact=False))
+
+
+def _timing(state: State, glyphs: Glyphs) -> tuple[Spec, list[list[Pair]]]:
+    """The timing section's spec and its columns' rows (only the columns with rows)."""
+    titled = timing_columns(state, glyphs)
+    return timing_spec([t for t, _ in titled]), [rows for _, rows in titled]

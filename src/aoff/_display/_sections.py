@@ -29,6 +29,7 @@ __all__ = [
     "section",
     "section_need",
     "share",
+    "timing_spec",
 ]
 
 _WHITE = Style.parse("white")
@@ -44,14 +45,23 @@ REWARDS: Spec = (
     (("Rewards", 1, False, _WHITE), ("Value", 2, True, NULL)),
     Style.parse("bold green"),
 )
-TIMING: Spec = (
-    tuple(
-        col
-        for title in ("Learner", "Collector", "System")
-        for col in ((title, 2, False, _WHITE), ("Value", 1, True, _YELLOW))
-    ),
-    Style.parse("bold blue"),
-)
+_TIMING_HEADER = Style.parse("bold blue")
+
+
+def timing_spec(titles: Sequence[str]) -> Spec:
+    """The timing section's columns: a label and a value column per title (the titles
+    of the columns that have rows: Learner, Collector, System)."""
+    return (
+        tuple(
+            col
+            for title in titles
+            for col in ((title, 2, False, _WHITE), ("Value", 1, True, _YELLOW))
+        ),
+        _TIMING_HEADER,
+    )
+
+
+TIMING: Spec = timing_spec(("Learner", "Collector", "System"))
 
 
 def _columns(
@@ -157,7 +167,8 @@ def section(
     if widths and memory is not None:  # the last frame's widths, while the values fit
         needs = [w if i % 2 else 0 for i, w in enumerate(widths)]
         widths = memory.steady((spec[0][0][0], width, len(columns)), widths, needs)
-    cols = _columns(spec, width, glyphs, no_wrap=compact or spec is TIMING, widths=widths)
+    no_wrap = compact or spec[1] is _TIMING_HEADER
+    cols = _columns(spec, width, glyphs, no_wrap=no_wrap, widths=widths)
     header = [Cell(title) for title, *_ in spec[0]]
     rows: list[list[Cell]] = []
     for i in range(max(len(c) for c in columns)):

@@ -27,7 +27,8 @@ def summary_panel(state: State, now: float, glyphs: Glyphs = UNICODE_GLYPHS) -> 
     Its first line says how the run ended: ``Training complete`` (all ``max_iterations``
     done), ``Training stopped at N of M`` (``finish()`` before that) or ``Training
     interrupted: stopped at N of M``; ``stopped before any step was logged`` when no
-    ``log_step`` came. Empty fields (no ``env_name``) are left out.
+    ``log_step`` came. Empty fields (no ``env_name``) are left out, and so is what no
+    call logged (``Total env steps`` before any ``log_collector``).
 
     Total time is ``last_wall_time - start_time`` (the time of the last event, so it does
     not depend on when the pump got round to printing); ``now`` stands in for a state
@@ -61,7 +62,9 @@ def summary_panel(state: State, now: float, glyphs: Glyphs = UNICODE_GLYPHS) -> 
     end = state.last_wall_time if state.last_wall_time is not None else now
     total = max(end - state.start_time, 0.0) if state.start_time is not None else 0.0
     lines.append(Text.assemble("  Total time: ", (fmt_duration(total), "yellow")))
-    lines.append(Text.assemble("  Total env steps: ", (f"{state.total_steps:,}", "yellow")))
+    if "collector" in state.logged or state.total_steps > 0:  # never a "Total env steps: 0"
+        steps = f"{state.total_steps:,}"
+        lines.append(Text.assemble("  Total env steps: ", (steps, "yellow")))
     if state.extra_summary:
         lines.extend(markup(state.extra_summary.rstrip("\n")).split("\n"))
     if state.last_save:  # a long path wraps under itself, not under the label

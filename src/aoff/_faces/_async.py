@@ -242,7 +242,8 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
         host.cancel()
 
     def start(self, *, status: str = "Warming up...") -> Awaitable[None]:
-        """Open the dashboard (done by ``async with``); a later call updates the status."""
+        """Open the dashboard and start its clock (done by ``async with``, else by the
+        first logging call); once the run has started, only sets the status."""
         return self._start_event(status)
 
     async def aflush(self) -> None:
@@ -332,15 +333,19 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
         pass
 
     def flush(self) -> NoReturn:
+        """Not here: it would block the event loop. ``TypeError``: use :meth:`aflush`."""
         raise TypeError("AsyncOffPolicyLogger.flush() would block: use `await log.aflush()`")
 
     def finish(self, **kwargs: Any) -> NoReturn:
+        """Not here: it would block the event loop. ``TypeError``: use :meth:`afinish`."""
         raise TypeError("AsyncOffPolicyLogger.finish() would block: use `await log.afinish()`")
 
     def close(self) -> NoReturn:
+        """Not here: it would block the event loop. ``TypeError``: use :meth:`aclose`."""
         raise TypeError("AsyncOffPolicyLogger.close() would block: use `await log.aclose()`")
 
     def state_dict(self) -> NoReturn:
+        """Not here: it would block the event loop. ``TypeError``: use :meth:`astate_dict`."""
         raise TypeError(
             "AsyncOffPolicyLogger.state_dict() would block: use `await log.astate_dict()`"
         )

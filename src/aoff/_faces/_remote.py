@@ -73,6 +73,8 @@ class RemoteReport:
 
     @property
     def complete(self) -> bool:
+        """True when the run confirmed every event this producer sent, none was dropped
+        and no error came."""
         return not self.dropped and self.error is None and self.received == self.sent
 
 

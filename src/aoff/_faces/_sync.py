@@ -115,28 +115,46 @@ _ASYNC_ONLY = {
 
 
 class OffPolicyLogger(Face[None]):
-    """Rich dashboard + TensorBoard/W&B/JSONL logger for off-policy RL (sync face).
+    """Rich dashboard + TensorBoard/W&B/JSONL logger for off-policy RL (the sync logger).
 
-    Arguments up to ``wandb_notes`` are the original logger's, with the same defaults (the
-    W&B project defaults to ``"aoff"``). aoff's own options are keyword-only:
+    Every logging call returns at once; the dashboard opens with the first one.
+    ``finish()`` (or leaving ``with``) writes everything and prints the summary. Every
+    option, with its default, is in docs/reference/arguments.md; by group:
 
-    backends
-        extra backends by name (``"tensorboard"``, ``"jsonl"``, ``"wandb"``) or
-        :class:`~aoff.Backend` objects, in addition to ``log_backend``.
-    capacity, overflow
-        the event buffer's bound (events) and policy: ``"drop_oldest"`` (default,
-        never blocks), ``"drop_newest"`` or ``"block"``.
-    finish_timeout
-        how long ``finish()`` waits for a slow or hung backend before giving up on it.
-    flush_secs
-        backends are flushed at least this often.
-    display
-        ``"rich"`` (the panel on a terminal, plain lines elsewhere: the default),
-        ``"plain"`` (status lines only), ``"none"`` (no dashboard), or a
-        :class:`~aoff.Display` object (which keeps the pump in this process).
-    console, clock
-        a Rich console to draw on and the time source (``time.time`` by default; tests
-        pass :class:`aoff.testing.ManualClock`); either keeps the pump in this process.
+    **The original logger's** (positional, same order and defaults):
+
+    - ``algo_name``, ``env_name``: the header, the summary, the W&B run name;
+      ``max_iterations``: the progress and the ETA; ``num_envs``, ``obs_dim``,
+      ``action_dim``: stored in the config (``num_envs`` also shown, unless 0).
+    - ``refresh_per_second``: dashboard frames per second at most.
+    - ``log_dir``: the run's folder; ``log_backend``: ``"tensorboard"`` (the default,
+      event files in ``log_dir``), ``"wandb"``, ``"none"`` (the dashboard only) or
+      ``"no_print"`` (nothing at all).
+    - ``wandb_project``, ``wandb_entity``, ``wandb_name``, ``wandb_group``,
+      ``wandb_job_type``, ``wandb_tags``, ``wandb_notes``: passed to ``wandb.init``.
+
+    **Backends** (keyword-only, as all that follow):
+
+    - ``backends``: more outputs, by name (``"jsonl"``, ``"csv"``, ``"wandb"``,
+      ``"mlflow"``) or :class:`~aoff.Backend` objects, besides ``log_backend``.
+    - ``flush_secs``: backends flush at least this often; ``config``: the run's
+      hyperparameters (a dict).
+
+    **Overload**: ``capacity`` (events the buffer holds) and ``overflow``:
+    ``"drop_oldest"`` (the default; never waits), ``"drop_newest"`` or ``"block"``.
+
+    **Exits**: ``finish_timeout`` (how long ``finish()`` waits for a slow backend),
+    ``handle_sigterm`` (SIGTERM drains, then exits 143), ``resume_step`` (continue the
+    run in ``log_dir`` after this step).
+
+    **Display**: ``display`` (``"rich"``, ``"plain"``, ``"none"`` or a
+    :class:`~aoff.Display`), ``console`` (a Rich console), ``clock`` (a time source for
+    tests), ``system_interval`` (seconds between CPU/memory/GPU samples; 0: none).
+
+    **Where it runs**: ``pump`` (``"process"``: aoff's agent process; ``"thread"``),
+    ``agent_nice``, ``ranks`` (``"zero"`` or ``"each"`` under torchrun).
+
+    **Media**: ``media_budget``, the bytes of image/video frames waiting to be encoded.
     """
 
     _closed_result = None
@@ -167,7 +185,8 @@ class OffPolicyLogger(Face[None]):
 
     # -- the calls that wait ---------------------------------------------------------------
     def start(self, *, status: str = "Warming up...") -> None:
-        """Record the start time and open the dashboard; a second call updates the status."""
+        """Open the dashboard (and start its clock) now, showing ``status``; without it
+        the first logging call does that. Once the run has started, only sets the status."""
         self._start_event(status)
 
     def flush(self) -> None:

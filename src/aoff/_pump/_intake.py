@@ -58,12 +58,13 @@ class Intake:
         finish_timeout: float,
         on_change: Callable[[], None],
         on_slice: Callable[[], None],
+        seed_tags: bool = True,
     ) -> None:
         self.buffer = buffer
         self.state = state
         self.runners = runners
         self.report_line = report_line
-        self.folder = Folder(state, report_line)
+        self.folder = Folder(state, report_line, seed_tags=seed_tags)
         self.finish_timeout = finish_timeout
         self._on_change = on_change
         self._on_slice = on_slice

@@ -125,6 +125,10 @@ class Options:
     #: the registry's entries for the names given, resolved here: the agent builds the
     #: backends from these (``_registry.py``), so one registered in this process is known
     named: tuple[NamedBackend, ...] = field(default=(), compare=False)
+    #: each step record has the original logger's scaffolding tags (done rates, learner
+    #: times, ``perf/iter_ms``) whether or not they were logged: the faces' parity with
+    #: it. The adapters (``aoff.sb3``) turn it off: they write only what their calls carry
+    seed_tags: bool = True
 
     def __post_init__(self) -> None:
         def fix(name: str, value: object) -> None:

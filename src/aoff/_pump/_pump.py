@@ -89,6 +89,7 @@ class Pump:
         system: SystemSampler | None = None,
         overflow_label: tuple[int, str] | None = None,
         run_summary: RunSummary | None = None,
+        seed_tags: bool = True,
     ) -> None:
         if refresh_per_second <= 0:
             raise ValueError(f"refresh_per_second must be > 0, got {refresh_per_second!r}")
@@ -128,6 +129,7 @@ class Pump:
             finish_timeout=finish_timeout,
             on_change=self._screen.touch,
             on_slice=self._slice_chores,
+            seed_tags=seed_tags,
         )
         self._intake.media.on_freed = on_media_freed
         self._summary_panel = True  # request_stop(summary=...)

@@ -62,6 +62,7 @@ class Core:
                 else None
             ),
             run_summary=_run_summary(options),
+            seed_tags=options.seed_tags,
         )
         self.context = BackendContext(
             config=options.config, say=self.pump.say, hparams=self.state.hparams

@@ -134,11 +134,13 @@ class ManualClock:
         return self._now
 
     def advance(self, seconds: float) -> float:
+        """Move the clock ``seconds`` forward; returns the new time."""
         with self._lock:
             self._now += seconds
             return self._now
 
     def set(self, now: float) -> None:
+        """Set the clock to ``now`` (it may go back, as a wall clock can)."""
         self._now = now
 
 

@@ -41,6 +41,7 @@ class BackendProbe:
 
     @property
     def name(self) -> str:
+        """The backend's name (``"tensorboard"``, ``"jsonl"``, ...)."""
         return str(self._runner.name)
 
     @property
@@ -215,10 +216,12 @@ class Probe:
 
     @property
     def buffer_full(self) -> bool:
+        """Whether the face's buffer holds ``capacity`` events now."""
         return bool(self._face._buffer.full())
 
     @property
     def capacity(self) -> int:
+        """The face's buffer bound, in events (the constructor's ``capacity``)."""
         return int(self._face._buffer.capacity)
 
     @property
