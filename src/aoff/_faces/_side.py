@@ -29,7 +29,13 @@ from .._pump._options import Options
 from .._transport._shipper import SHIP_INTERVAL, SHIP_INTERVAL_BUSY, Shipper
 from .._transport._wire import AgentGone
 from . import _lost
-from ._cadence import BACKSTOP_INTERVAL, INLINE_CHECK_EVERY, INLINE_EVENTS, INLINE_INTERVAL
+from ._cadence import (
+    BACKSTOP_INTERVAL,
+    INLINE_CHECK_EVERY,
+    INLINE_INTERVAL,
+    INLINE_SEND_BYTES,
+    INLINE_SLICE,
+)
 from ._defer import signals_deferred
 from ._spawn import start_agent
 
@@ -80,10 +86,10 @@ class AgentSide:
         # one round at a time: the shipper thread, or a producer shipping inline (put)
         self._round_lock = threading.Lock()
         self._wake = threading.Event()
-        self._last_round = time.monotonic()
+        self._last_round = self._last_send = time.monotonic()
         self._closed = False  # _close(): no round after it (the link is closed)
         self._inline = driver == "thread"
-        self._inline_events = max(1, min(INLINE_EVENTS, buffer.capacity // 2))
+        self._inline_events = max(1, min(INLINE_SLICE, buffer.capacity // 2))
         self.thread: threading.Thread | None = None
         if driver == "thread":
             self.thread = threading.Thread(
@@ -155,6 +161,10 @@ class AgentSide:
         return put_and_ship
 
     def _ship_inline(self) -> None:
+        """A bounded round on the caller's thread: one slice of events (``INLINE_SLICE``)
+        pickled into a frame, and the frames waiting sent only once they are worth a
+        system call (``INLINE_SEND_BYTES``, ``INLINE_INTERVAL``): no call pays more than a
+        slice and a send."""
         now = time.monotonic()
         since, waiting = now - self._last_round, len(self.buffer)
         if since < INLINE_INTERVAL and (
@@ -166,9 +176,17 @@ class AgentSide:
         try:
             if not self._inline or self._closed:  # the agent is gone, or given up on
                 return
+            s = self.shipper
+            send = (
+                s.link.pending_out >= INLINE_SEND_BYTES
+                or now - self._last_send >= INLINE_INTERVAL
+                or s.waiting_for_agent()
+            )
             with signals_deferred():  # a signal mid-round would lose or tear a batch
-                self.shipper.step()
+                s.step(self._inline_events, send)
             self._last_round = now
+            if send:
+                self._last_send = now
         except Exception:  # the agent is gone (or a bug): the shipper thread handles it
             self._inline = False
             self._wake.set()

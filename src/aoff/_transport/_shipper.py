@@ -178,8 +178,9 @@ class Shipper(Generic[R]):
         limit = MAX_PENDING_BYTES if self.progress else self.start_pending_bytes
         return self.link.pending_out > limit
 
-    def collect(self) -> None:
-        """Move what is ready from the buffer onto the link (never blocks)."""
+    def collect(self, limit: int | None = None) -> None:
+        """Move what is ready from the buffer onto the link (never blocks): up to ``limit``
+        events (default ``round_events``; all there are if that is None too)."""
         self.cut_short = False
         while self.text:
             stream, text = self.text.popleft()
@@ -194,7 +195,8 @@ class Shipper(Generic[R]):
         # drained the whole buffer as the link fell under MAX_PENDING_BYTES pickled up to
         # capacity (and BURST_FACTOR x) at once, ~10 MB more pending and as much again
         # in flight (a stalled pump: 17 MiB pending, +27 MB peak; bench_memory.py)
-        limit = self.round_events
+        if limit is None:
+            limit = self.round_events
         if self.link.pending_out and (limit is None or limit > FRAME_EVENTS):
             limit = FRAME_EVENTS
         drained = self.buffer.drain(limit)
@@ -306,11 +308,13 @@ class Shipper(Generic[R]):
     def waiting_for_agent(self) -> bool:
         return self.flush_asked > self.flushed or self.stop_summary is not None
 
-    def step(self) -> float:
-        """One round: collect, send, and read the agent's answers when they matter (raises
-        :class:`AgentGone`); returns how long to wait before the next round."""
-        self.collect()
-        if self.link.pending_out and self.link.send_some(self.round_bytes):
+    def step(self, limit: int | None = None, send: bool = True) -> float:
+        """One round: collect (up to ``limit`` events, see :meth:`collect`), send unless
+        ``send`` is False (the frames wait on the link for a later round), and read the
+        agent's answers when they matter (raises :class:`AgentGone`); returns how long to
+        wait before the next round."""
+        self.collect(limit)
+        if send and self.link.pending_out and self.link.send_some(self.round_bytes):
             self.cut_short = True
         now = time.monotonic()
         waiting = self.waiting_for_agent()
