@@ -550,8 +550,9 @@ def test_a_small_buffer_is_shipped_before_it_fills(tmp_path: Path, overflow: str
 def test_a_call_that_ships_pays_one_slice_and_the_frames_go_out_together(tmp_path: Path) -> None:
     """The sync face: a logging call that ships pickles at most ``INLINE_SLICE`` events
     (its rounds used to take 4,096 at once: ~1 ms on the caller's thread), and the
-    slices' frames wait until ``INLINE_SEND_BYTES`` add up before one ``sendmsg`` takes
-    them. A flat-out loop of 2,000 iterations then arrives whole, every row in order."""
+    slices wait until ``INLINE_SEND_BYTES`` add up before they go, framed together, in
+    one send. A flat-out loop of 2,000 iterations then arrives whole, every row in
+    order."""
     import sys
 
     from aoff._faces._cadence import INLINE_INTERVAL, INLINE_SEND_BYTES, INLINE_SLICE
@@ -570,9 +571,9 @@ def test_a_call_that_ships_pays_one_slice_and_the_frames_go_out_together(tmp_pat
     sends: list[int] = []  # bytes waiting when the caller's round sent
     step, send_some = shipper.step, shipper.link.send_some
 
-    def watched_step(limit: int | None = None, send: bool = True) -> float:
+    def watched_step(limit: int | None = None, send: bool = True, into: bool = False) -> float:
         before = shipper.buffer.drained
-        out = step(limit, send)
+        out = step(limit, send, into)
         if threading.current_thread() is main:
             slices.append(shipper.buffer.drained - before)
         return out
@@ -595,6 +596,38 @@ def test_a_call_that_ships_pays_one_slice_and_the_frames_go_out_together(tmp_pat
     assert 0 < len(sends) <= 8000 * 110 // INLINE_SEND_BYTES + len(early), sends
     assert report.dropped_events == 0 and report.backend_written == {"jsonl": 2000}
     assert [r["iteration"] for r in jsonl_rows(tmp_path / "run")] == list(range(2000))
+
+
+def test_slices_not_sent_when_the_agent_is_lost_are_folded_by_the_fallback(
+    tmp_path: Path,
+) -> None:
+    """Slices a logging call pickled but did not send yet (under ``INLINE_SEND_BYTES``)
+    are events not handed over: a lost agent's fallback folds them, in order."""
+    import sys
+
+    from aoff._core import _events as ev
+    from aoff._transport._frames import Slices
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    try:
+        from _workload import iterate
+    finally:
+        sys.path.pop(0)
+    log = jsonl_agent_logger(tmp_path / "run")
+    log.start()
+    log.flush()
+    iterate(log, 0, 100)  # 400 events: a few slices, ~40 KB
+    p = probe(log)
+    assert any(type(f) is Slices for f in p.unsent_frames)
+    waiting = [e[2] for e in p.unsent_events if e[0] == ev.STEP]
+    assert waiting and waiting == list(range(waiting[0], waiting[0] + len(waiting)))
+    kill_agent(log)
+    log._host.proc.wait(10)  # type: ignore[union-attr]  # gone before anything is sent
+    log.finish()
+    on_disk = [r["iteration"] for r in jsonl_rows(tmp_path / "run")]
+    # the slices (and the buffer's last events after them), in order; the steps sent
+    # before the agent was killed were lost with it (said on stderr, counted)
+    assert on_disk == list(range(waiting[0], 100))
 
 
 def test_a_send_the_socket_takes_in_part_leaves_whole_frames_in_order() -> None:

@@ -178,12 +178,12 @@ class AgentSide:
                 return
             s = self.shipper
             send = (
-                s.link.pending_out >= INLINE_SEND_BYTES
+                s.waiting_bytes() >= INLINE_SEND_BYTES
                 or now - self._last_send >= INLINE_INTERVAL
                 or s.waiting_for_agent()
             )
             with signals_deferred():  # a signal mid-round would lose or tear a batch
-                s.step(self._inline_events, send)
+                s.step(self._inline_events, send, True)  # into slices
             self._last_round = now
             if send:
                 self._last_send = now
@@ -343,7 +343,7 @@ class AgentSide:
         # or not at all. A round stuck for over a second is read as it stands.
         got = self._round_lock.acquire(timeout=1.0)
         try:
-            unsent = [e for batch in s.link.unsent() for e in batch]
+            unsent = [e for batch in s.unsent_frames() for e in batch]
             waiting = list(self.buffer.snapshot()) + s.held + unsent
             shipped = s.shipped_steps
         finally:
