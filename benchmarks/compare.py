@@ -289,6 +289,13 @@ def main(argv: list[str] | None = None) -> int:
         help="smoke-test size: 300/100 iterations, --no-torch (numbers not meaningful)",
     )
     ap.add_argument("--keep", action="store_true", help="keep the contenders' output folders")
+    ap.add_argument(
+        "--aoff-pump",
+        choices=("thread", "process"),
+        default="thread",
+        help="thread: aoff draws its dashboard into a Console here (the pump in this "
+        "process); process: no dashboard, the pump in the agent (a script's default)",
+    )
     args = ap.parse_args(argv)
     if args.quick:
         args.iterations = 300 if args.iterations == 20_000 else args.iterations
@@ -304,6 +311,7 @@ def main(argv: list[str] | None = None) -> int:
         names.remove("wandb")
         skipped.append("wandb (not installed)")
 
+    os.environ["AOFF_COMPARE_PUMP"] = args.aoff_pump  # read by the workers (_contenders)
     os.makedirs(args.out, exist_ok=True)
     t_start = time.perf_counter()
     load_before = machine_line()

@@ -35,15 +35,15 @@ INLINE_INTERVAL = 0.5
 INLINE_EVENTS = BURST_ROUND
 #: a round on the caller's thread pickles at most this many events, as soon as that many
 #: wait, so that no call pays more than a slice. A round of 4,096 events (its old size)
-#: held the caller 0.7-1.2 ms once every ~1,024 iterations: the sync face's p99.9.
-#: Measured in a flat-out loop of the standard mix (load 5-6): a slice round's CPU was
-#: ~8 us fixed (the signal deferral, the message, the frame's accounting) plus ~0.38 us
-#: an event (pickling, the events freed): 14 us at 16 events, 19.5 at 32, 32 at 64.
-#: Pickling alone is ~0.21 us an event from 64 events up (the dict keys are memoised
-#: within a frame: ~100 bytes an event at 64, 97 at 4,096), 0.23 us and 110 bytes at 16.
-#: At 32, one iteration in 8 of a flat-out loop pays a slice, and the fixed part adds
-#: ~0.25 us an event to the caller's CPU
-INLINE_SLICE = 32
+#: held the caller 0.7-2.2 ms once every ~1,024 iterations: the sync face's p99.9.
+#: Measured in a flat-out loop of the standard mix (``chrt -f 1``, load 10-18): a slice
+#: round's CPU is ~2.6 us fixed (mostly the signal deferral) plus ~0.36 us an event
+#: (pickling ~0.21, freeing the events, their accounting): 9 us at 16 events, 11.7 at
+#: 24, 14.4 at 32, 25.5 at 64. One iteration in 6 of a flat-out loop pays a slice at
+#: 24, so the p99 is about a slice: 21-24 us there against 26-31 us at 32; at 16 the
+#: median rose 5 % (1 iteration in 4). Pickled alone, 24 events are ~105 bytes an event
+#: (the dict keys memoised within a slice), 4,096 are 97
+INLINE_SLICE = 24
 #: the slices' frames wait on the link until this many bytes do (or ``INLINE_INTERVAL``
 #: passed since the last send, or a flush or stop waits), then go in one ``sendmsg``
 #: (``Link.send_some``): one ``send`` a frame was ~6 us each. ~650 events of the standard

@@ -146,8 +146,9 @@ class AgentSide:
         another thread is in a round, the caller goes on."""
         put = self.buffer.put
         maybe_ship = self._ship_inline
-        # a tiny buffer is looked at more often than every 16 calls
-        every = max(1, min(INLINE_CHECK_EVERY, self._inline_events // 2))
+        # a tiny buffer is looked at more often than every 16 calls (not a small slice:
+        # a look at the clock every 12 calls instead of 16 cost the median 0.2 us)
+        every = max(1, min(INLINE_CHECK_EVERY, self.buffer.capacity // 4))
         left = every
 
         def put_and_ship(event: Event) -> None:
@@ -162,9 +163,9 @@ class AgentSide:
 
     def _ship_inline(self) -> None:
         """A bounded round on the caller's thread: one slice of events (``INLINE_SLICE``)
-        pickled into a frame, and the frames waiting sent only once they are worth a
-        system call (``INLINE_SEND_BYTES``, ``INLINE_INTERVAL``): no call pays more than a
-        slice and a send."""
+        pickled, or, once the slices are worth a system call (``INLINE_SEND_BYTES``, or
+        ``INLINE_INTERVAL`` passed), the slices framed and sent instead: no call pays
+        more than a slice or a send (a slice and a send while the link is backed up)."""
         now = time.monotonic()
         since, waiting = now - self._last_round, len(self.buffer)
         if since < INLINE_INTERVAL and (
@@ -182,8 +183,10 @@ class AgentSide:
                 or now - self._last_send >= INLINE_INTERVAL
                 or s.waiting_for_agent()
             )
+            # a send due to the slices alone takes no new slice: the next call does
+            limit = 0 if send and s.slices.nbytes >= INLINE_SEND_BYTES else self._inline_events
             with signals_deferred():  # a signal mid-round would lose or tear a batch
-                s.step(self._inline_events, send, True)  # into slices
+                s.step(limit, send, True)  # into slices
             self._last_round = now
             if send:
                 self._last_send = now
