@@ -209,16 +209,17 @@ def summarize(res: dict[str, Any]) -> dict[str, Any]:
 
 def markdown_table(rows: list[dict[str, Any]]) -> str:
     head = (
-        "| contender | iterations | hot path median µs | p99 µs | p99.9 µs "
+        "| contender | iterations | hot path median µs | p99 µs | p99.9 µs | worst µs "
         "| wall, loop + close s | wall / iter µs | CPU s | CPU / iter µs "
         "| peak RSS MB (+ over start) | on disk |\n"
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n"
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n"
     )
     lines = []
     for r in rows:
         lines.append(
             f"| {r['label']} | {r['iterations']:,} | {r['median_us']:,.2f} | {r['p99_us']:,.1f} "
-            f"| {r['p999_us']:,.1f} | {r['wall_s']:,.2f} | {r['wall_per_iter_us']:,.1f} "
+            f"| {r['p999_us']:,.1f} | {r['max_us']:,.0f} | {r['wall_s']:,.2f} "
+            f"| {r['wall_per_iter_us']:,.1f} "
             f"| {r['cpu_s']:,.2f} | {r['cpu_per_iter_us']:,.1f} "
             f"| {r['rss_peak_mb']:,.0f} (+{r['rss_over_base_mb']:,.0f}) | {r['check']} |"
         )

@@ -549,13 +549,19 @@ def test_a_small_buffer_is_shipped_before_it_fills(tmp_path: Path, overflow: str
 
 def test_a_call_that_ships_pays_one_slice_and_the_frames_go_out_together(tmp_path: Path) -> None:
     """The sync face: a logging call that ships pickles at most ``INLINE_SLICE`` events
-    (its rounds used to take 4,096 at once: ~1 ms on the caller's thread), and the
+    (``INLINE_SLOW_SLICE`` once the events came slowly; its rounds used to take 4,096
+    at once: ~1 ms on the caller's thread), and the
     slices wait until ``INLINE_SEND_BYTES`` add up before they go, framed together, in
     one send. A flat-out loop of 2,000 iterations then arrives whole, every row in
     order."""
     import sys
 
-    from aoff._faces._cadence import INLINE_INTERVAL, INLINE_SEND_BYTES, INLINE_SLICE
+    from aoff._faces._cadence import (
+        INLINE_INTERVAL,
+        INLINE_SEND_BYTES,
+        INLINE_SLICE,
+        INLINE_SLOW_SLICE,
+    )
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
     try:
@@ -588,7 +594,9 @@ def test_a_call_that_ships_pays_one_slice_and_the_frames_go_out_together(tmp_pat
     iterate(log, 0, 2000)  # 8,000 events, flat out
     elapsed = time.monotonic() - t0
     report = log.finish()
-    assert slices and max(slices) <= INLINE_SLICE
+    # a slice, or a slow loop's larger one (the first after the flush came late)
+    assert slices and max(slices) <= INLINE_SLOW_SLICE
+    assert sorted(slices)[len(slices) // 2] <= INLINE_SLICE
     assert sum(slices) >= 7000  # the caller shipped its own events, a slice at a time
     # a send waits for its bytes, or for INLINE_INTERVAL since the last one
     early = [n for n in sends if n < INLINE_SEND_BYTES]

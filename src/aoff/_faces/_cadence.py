@@ -16,6 +16,8 @@ __all__ = [
     "INLINE_INTERVAL",
     "INLINE_SEND_BYTES",
     "INLINE_SLICE",
+    "INLINE_SLOW_GAP",
+    "INLINE_SLOW_SLICE",
 ]
 
 #: the sync face's producers ship a round themselves (``AgentSide.put``) when the last
@@ -44,6 +46,15 @@ INLINE_EVENTS = BURST_ROUND
 #: median rose 5 % (1 iteration in 4). Pickled alone, 24 events are ~105 bytes an event
 #: (the dict keys memoised within a slice), 4,096 are 97
 INLINE_SLICE = 24
+#: a loop that took longer than this to log ``INLINE_SLICE`` events is slow (a training
+#: loop doing real work between its calls): there a round waits for ``INLINE_SLOW_SLICE``
+#: events and takes them in one slice. Each round runs on cold caches after the loop's
+#: own work (its fixed part and pickling cost ~2x what a flat-out loop pays), and slices
+#: of 24 raised aoff's CPU in the training process of ``benchmarks/slowdown.py`` (1 ms of
+#: work an iteration) from 13 to 17-18 us an iteration
+INLINE_SLOW_GAP = 0.002
+#: ~35-60 us of a slow loop's thread, one iteration in 24 of a 1 ms loop
+INLINE_SLOW_SLICE = 96
 #: the slices' frames wait on the link until this many bytes do (or ``INLINE_INTERVAL``
 #: passed since the last send, or a flush or stop waits), then go in one ``sendmsg``
 #: (``Link.send_some``): one ``send`` a frame was ~6 us each. ~650 events of the standard
