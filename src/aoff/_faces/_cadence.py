@@ -41,11 +41,12 @@ INLINE_EVENTS = BURST_ROUND
 #: Measured in a flat-out loop of the standard mix (``chrt -f 1``, load 10-18): a slice
 #: round's CPU is ~2.6 us fixed (mostly the signal deferral) plus ~0.36 us an event
 #: (pickling ~0.21, freeing the events, their accounting): 9 us at 16 events, 11.7 at
-#: 24, 14.4 at 32, 25.5 at 64. One iteration in 6 of a flat-out loop pays a slice at
-#: 24, so the p99 is about a slice: 21-24 us there against 26-31 us at 32; at 16 the
-#: median rose 5 % (1 iteration in 4). Pickled alone, 24 events are ~105 bytes an event
-#: (the dict keys memoised within a slice), 4,096 are 97
-INLINE_SLICE = 24
+#: 24, 14.4 at 32, 25.5 at 64. Smaller slices come more often, and each leaves the
+#: caches colder for the iterations after it: the median of a flat-out burst was ~1.5 us
+#: at 32 as before, 1.6-1.8 at 24 (one iteration in 6 pays a slice), 1.7 at 16; the
+#: p99, about a slice, 20-26 us at 32 and 19-31 at 24. Pickled alone, 32 events are ~103
+#: bytes an event (the dict keys memoised within a slice), 4,096 are 97
+INLINE_SLICE = 32
 #: a loop that took longer than this to log ``INLINE_SLICE`` events is slow (a training
 #: loop doing real work between its calls): there a round waits for ``INLINE_SLOW_SLICE``
 #: events and takes them in one slice. Each round runs on cold caches after the loop's

@@ -173,7 +173,7 @@ def signal_while_draining(log: object, signum: int, *, drain: int = 1) -> None:
 def ship_inline_after(log: object, events: int) -> None:
     """Process mode, sync face: a logging call ships a round itself once this many
     events wait, and such a round takes at most this many (default: half the
-    ``capacity``, at most 24, or 96 in a slow loop), instead of leaving it to the
+    ``capacity``, at most 32, or 96 in a slow loop), instead of leaving it to the
     shipper thread. A test that must see the buffer fill sets it above the capacity."""
     side = _side(_face(log))
     if side is None:
