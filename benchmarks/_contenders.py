@@ -97,6 +97,22 @@ class Meter:
 
 
 # -- contenders --------------------------------------------------------------------------
+def aoff_display() -> dict[str, Any]:
+    """How the aoff contenders show their dashboard: into a Console on /dev/null (which
+    keeps the pump in this process: thread mode), or with ``AOFF_COMPARE_PUMP=process``
+    (``compare.py --aoff-pump process``) none at all, so that the pump runs in the agent
+    process (process mode, the default a training script gets)."""
+    if os.environ.get("AOFF_COMPARE_PUMP") == "process":
+        return {"display": "none"}
+    return {"console": devnull_console()}
+
+
+def frames_drawn(log: Any) -> int | None:
+    """Dashboard frames the in-process pump drew (None in process mode: no pump here)."""
+    core = getattr(log, "_core", None)
+    return None if core is None else int(core.pump._screen.frames)
+
+
 def run_aoff_sync(n: int, d: str, m: Meter, info: dict[str, Any]) -> list[int]:
     from aoff import OffPolicyLogger
 
@@ -106,8 +122,8 @@ def run_aoff_sync(n: int, d: str, m: Meter, info: dict[str, Any]) -> list[int]:
         max_iterations=n,
         log_dir=d,
         backends=("jsonl",),
-        console=devnull_console(),
         handle_sigterm=False,
+        **aoff_display(),
     )
     log.start()
     log.flush()  # backends opened and dashboard up before the loop (setup, not timed)
@@ -117,7 +133,7 @@ def run_aoff_sync(n: int, d: str, m: Meter, info: dict[str, Any]) -> list[int]:
     m.loop_done()
     rep = log.finish()
     m.end()
-    info["frames"] = log._core.pump._screen.frames
+    info["frames"] = frames_drawn(log)
     info["report"] = {
         "steps": rep.steps,
         "dropped_events": rep.dropped_events,
@@ -142,7 +158,7 @@ def run_aoff_async(n: int, d: str, m: Meter, info: dict[str, Any]) -> list[int]:
             max_iterations=n,
             log_dir=d,
             backends=("jsonl",),
-            console=devnull_console(),
+            **aoff_display(),
         )
         clock = time.perf_counter_ns
         checkpoint = anyio.lowlevel.checkpoint
@@ -170,7 +186,7 @@ def run_aoff_async(n: int, d: str, m: Meter, info: dict[str, Any]) -> list[int]:
             m.loop_done()
             rep = await log.afinish()
         m.end()
-        info["frames"] = log._core.pump._screen.frames
+        info["frames"] = frames_drawn(log)
         info["report"] = {
             "steps": rep.steps,
             "dropped_events": rep.dropped_events,

@@ -22,6 +22,7 @@ With ``--iterations`` the burst is of the standard iteration's 4 calls instead (
 per iteration, dropped counts events).
 
     python benchmarks/bench_burst.py [--calls 50000] [--runs 6] [--torch] [--iterations]
+        [--modes process,thread]
 """
 
 from __future__ import annotations
@@ -104,13 +105,19 @@ def main() -> None:
         help="burst standard iterations (_workload: 4 calls, 32 scalars) instead of "
         "log_step calls; --calls then counts iterations, figures are per iteration",
     )
+    ap.add_argument(
+        "--modes",
+        default=",".join(MODES),
+        help="comma-separated subset of process,thread (both: the ratios are printed)",
+    )
     args = ap.parse_args()
+    modes = tuple(m for m in MODES if m in args.modes.split(","))
     if args.torch:
         import torch  # noqa: F401
-    got: dict[str, list[dict[str, Any]]] = {m: [] for m in MODES}
+    got: dict[str, list[dict[str, Any]]] = {m: [] for m in modes}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.runs):
-            for mode in MODES if r % 2 == 0 else MODES[::-1]:
+            for mode in modes if r % 2 == 0 else modes[::-1]:
                 got[mode].append(
                     burst(mode, args.calls, Path(tmp) / f"{mode}-{r}", args.iterations)
                 )
@@ -131,13 +138,15 @@ def main() -> None:
         vals = [g[key] for g in got[mode]]
         return f"{statistics.median(vals):{fmt}} {unit} ({min(vals):{fmt}}-{max(vals):{fmt}})"
 
-    for mode in MODES:
+    for mode in modes:
         print(
             f"| {mode} | {cell(mode, 'median_us', 'us')} | {cell(mode, 'p99_us', 'us', '.1f')} "
             f"| {cell(mode, 'p999_us', 'us', '.0f')} | {cell(mode, 'max_ms', 'ms', '.1f')} "
             f"| {cell(mode, 'total_us_per_call', 'us')} | {cell(mode, 'cpu_us_per_call', 'us')} "
             f"| {', '.join(str(g['dropped']) for g in got[mode])} |"
         )
+    if len(modes) < 2:
+        return
     for key, what in (
         ("median_us", "median a call"),
         ("total_us_per_call", "total / calls"),

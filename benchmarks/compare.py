@@ -271,16 +271,17 @@ def summarize(res: dict[str, Any]) -> dict[str, Any]:
 
 def markdown_table(rows: list[dict[str, Any]]) -> str:
     head = (
-        "| contender | iterations | hot path median µs | p99 µs | p99.9 µs "
+        "| contender | iterations | hot path median µs | p99 µs | p99.9 µs | worst µs "
         "| wall, loop + close s | wall / iter µs | CPU s | CPU / iter µs "
         "| peak RSS MB (+ over start) | on disk |\n"
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n"
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n"
     )
     lines = []
     for r in rows:
         lines.append(
             f"| {r['label']} | {r['iterations']:,} | {r['median_us']:,.2f} | {r['p99_us']:,.1f} "
-            f"| {r['p999_us']:,.1f} | {r['wall_s']:,.2f} | {r['wall_per_iter_us']:,.1f} "
+            f"| {r['p999_us']:,.1f} | {r['max_us']:,.0f} | {r['wall_s']:,.2f} "
+            f"| {r['wall_per_iter_us']:,.1f} "
             f"| {r['cpu_s']:,.2f} | {r['cpu_per_iter_us']:,.1f} "
             f"| {r['rss_peak_mb']:,.0f} (+{r['rss_over_base_mb']:,.0f}) | {r['check']} |"
         )
@@ -352,6 +353,13 @@ def main(argv: list[str] | None = None) -> int:
         help="smoke-test size: 300/100 iterations, --no-torch (numbers not meaningful)",
     )
     ap.add_argument("--keep", action="store_true", help="keep the contenders' output folders")
+    ap.add_argument(
+        "--aoff-pump",
+        choices=("thread", "process"),
+        default="thread",
+        help="thread: aoff draws its dashboard into a Console here (the pump in this "
+        "process); process: no dashboard, the pump in the agent (a script's default)",
+    )
     args = ap.parse_args(argv)
     if args.quick:
         args.iterations = 300 if args.iterations == 20_000 else args.iterations
@@ -373,6 +381,7 @@ def main(argv: list[str] | None = None) -> int:
             names.remove(name)
             skipped.append(f"{name} (the installed torchrl has no ProcessLogger)")
 
+    os.environ["AOFF_COMPARE_PUMP"] = args.aoff_pump  # read by the workers (_contenders)
     os.makedirs(args.out, exist_ok=True)
     t_start = time.perf_counter()
     load_before = machine_line()

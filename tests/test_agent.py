@@ -547,6 +547,132 @@ def test_a_small_buffer_is_shipped_before_it_fills(tmp_path: Path, overflow: str
     assert report.backend_written == {"jsonl": 3000}
 
 
+def test_a_call_that_ships_pays_one_slice_and_the_frames_go_out_together(tmp_path: Path) -> None:
+    """The sync face: a logging call that ships pickles at most ``INLINE_SLICE`` events
+    (``INLINE_SLOW_SLICE`` once the events came slowly; its rounds used to take 4,096
+    at once: ~1 ms on the caller's thread), and the
+    slices wait until ``INLINE_SEND_BYTES`` add up before they go, framed together, in
+    one send. A flat-out loop of 2,000 iterations then arrives whole, every row in
+    order."""
+    import sys
+
+    from aoff._faces._cadence import (
+        INLINE_INTERVAL,
+        INLINE_SEND_BYTES,
+        INLINE_SLICE,
+        INLINE_SLOW_SLICE,
+    )
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    try:
+        from _workload import iterate
+    finally:
+        sys.path.pop(0)
+    log = jsonl_agent_logger(tmp_path / "run")
+    log.start()
+    log.flush()
+    shipper = log._host.shipper  # type: ignore[union-attr]
+    main = threading.current_thread()
+    slices: list[int] = []  # events each of the caller's rounds drained
+    sends: list[int] = []  # bytes waiting when the caller's round sent
+    step, send_some = shipper.step, shipper.link.send_some
+
+    def watched_step(limit: int | None = None, send: bool = True, into: bool = False) -> float:
+        before = shipper.buffer.drained
+        out = step(limit, send, into)
+        if threading.current_thread() is main:
+            slices.append(shipper.buffer.drained - before)
+        return out
+
+    def watched_send(limit: int | None = None) -> bool:
+        if threading.current_thread() is main:
+            sends.append(shipper.link.pending_out)
+        return send_some(limit)
+
+    shipper.step, shipper.link.send_some = watched_step, watched_send  # type: ignore[method-assign]
+    t0 = time.monotonic()
+    iterate(log, 0, 2000)  # 8,000 events, flat out
+    elapsed = time.monotonic() - t0
+    report = log.finish()
+    # a slice, or a slow loop's larger one (the first after the flush came late)
+    assert slices and max(slices) <= INLINE_SLOW_SLICE
+    assert sorted(slices)[len(slices) // 2] <= INLINE_SLICE
+    assert sum(slices) >= 7000  # the caller shipped its own events, a slice at a time
+    # a send waits for its bytes, or for INLINE_INTERVAL since the last one
+    early = [n for n in sends if n < INLINE_SEND_BYTES]
+    assert len(early) <= 1 + elapsed / INLINE_INTERVAL, (sends, elapsed)
+    assert 0 < len(sends) <= 8000 * 110 // INLINE_SEND_BYTES + len(early), sends
+    assert report.dropped_events == 0 and report.backend_written == {"jsonl": 2000}
+    assert [r["iteration"] for r in jsonl_rows(tmp_path / "run")] == list(range(2000))
+
+
+def test_slices_not_sent_when_the_agent_is_lost_are_folded_by_the_fallback(
+    tmp_path: Path,
+) -> None:
+    """Slices a logging call pickled but did not send yet (under ``INLINE_SEND_BYTES``)
+    are events not handed over: a lost agent's fallback folds them, in order."""
+    import sys
+
+    from aoff._core import _events as ev
+    from aoff._transport._frames import Slices
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    try:
+        from _workload import iterate
+    finally:
+        sys.path.pop(0)
+    log = jsonl_agent_logger(tmp_path / "run")
+    log.start()
+    log.flush()
+    iterate(log, 0, 100)  # 400 events: a few slices, ~40 KB
+    p = probe(log)
+    assert any(type(f) is Slices for f in p.unsent_frames)
+    waiting = [e[2] for e in p.unsent_events if e[0] == ev.STEP]
+    assert waiting and waiting == list(range(waiting[0], waiting[0] + len(waiting)))
+    kill_agent(log)
+    log._host.proc.wait(10)  # type: ignore[union-attr]  # gone before anything is sent
+    log.finish()
+    on_disk = [r["iteration"] for r in jsonl_rows(tmp_path / "run")]
+    # the slices (and the buffer's last events after them), in order; the steps sent
+    # before the agent was killed were lost with it (said on stderr, counted)
+    assert on_disk == list(range(waiting[0], 100))
+
+
+def test_a_send_the_socket_takes_in_part_leaves_whole_frames_in_order() -> None:
+    """``Link.send_some`` sends many frames in one ``sendmsg``; a socket that takes only
+    part of them leaves the rest (a frame cut in the middle included) for the next send,
+    and tells each frame's sender once, in order, when its last byte went."""
+    import socket
+
+    from aoff._transport._wire import Link
+
+    a, b = socket.socketpair()
+    with a, b:
+        a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+        link = Link(a)
+        told: list[int] = []
+        link.on_sent = told.append
+        frames = [bytes([i]) * (1000 + 37 * i) for i in range(200)]
+        for i, f in enumerate(frames):
+            link.queue(f, i)
+        got = bytearray()
+        partial = 0
+        while link.pending_out:
+            if link.send_some() is False and link.pending_out:
+                partial += 1
+            b.setblocking(False)
+            while True:
+                try:
+                    chunk = b.recv(1 << 16)
+                except BlockingIOError:
+                    break
+                got += chunk
+        assert partial > 0  # the socket did fill: sends were cut short
+        assert told == list(range(200))
+        expect = b"".join(len(f).to_bytes(4, "big") + f for f in frames)
+        assert bytes(got) == expect
+
+
 @pytest.mark.anyio
 async def test_the_async_face_ships_a_flood_in_slices_the_loop_runs_between(
     tmp_path: Path,

@@ -25,6 +25,7 @@ held unpickled beside it (up to 4,096 events, ~2 MB of the standard workload).
 from __future__ import annotations
 
 import contextlib
+import io
 import itertools
 import pickle
 from collections import deque
@@ -69,8 +70,19 @@ def pack_events(events: list[Event]) -> bytes:
 
 
 def unpack_events(payload: bytes) -> list[Event]:
-    """A frame's events; ``ValueError`` if it holds no list."""
-    events = pickle.loads(payload)
+    """A frame's events: the pickle of a list of events, or several such pickles one
+    after the other (a sender's slices framed together: ``pack_events`` of each, joined);
+    ``ValueError`` if one holds no list."""
+    f = io.BytesIO(payload)
+    events = _load_list(f)
+    size = len(payload)
+    while f.tell() < size:
+        events += _load_list(f)
+    return events
+
+
+def _load_list(f: io.BytesIO) -> list[Event]:
+    events = pickle.Unpickler(f).load()  # a fresh memo for each pickle
     if type(events) is not list:
         raise ValueError(f"aoff: not a frame of events: {type(events).__name__}")
     return events

@@ -9,7 +9,16 @@ from __future__ import annotations
 
 from .._transport._shipper import BURST_ROUND
 
-__all__ = ["BACKSTOP_INTERVAL", "INLINE_CHECK_EVERY", "INLINE_EVENTS", "INLINE_INTERVAL"]
+__all__ = [
+    "BACKSTOP_INTERVAL",
+    "INLINE_CHECK_EVERY",
+    "INLINE_EVENTS",
+    "INLINE_INTERVAL",
+    "INLINE_SEND_BYTES",
+    "INLINE_SLICE",
+    "INLINE_SLOW_GAP",
+    "INLINE_SLOW_SLICE",
+]
 
 #: the sync face's producers ship a round themselves (``AgentSide.put``) when the last
 #: round is this old, or when this many events wait. Measured on the 2-core test machine
@@ -26,6 +35,34 @@ INLINE_INTERVAL = 0.5
 #: with ``capacity=1000`` a 1 ms loop's 0.5 s of events filled the buffer first, and
 #: ``drop_newest`` refused a third of the calls, ``block`` stalled the loop ~0.4 s
 INLINE_EVENTS = BURST_ROUND
+#: a round on the caller's thread pickles at most this many events, as soon as that many
+#: wait, so that no call pays more than a slice. A round of 4,096 events (its old size)
+#: held the caller 0.7-2.2 ms once every ~1,024 iterations: the sync face's p99.9.
+#: Measured in a flat-out loop of the standard mix (``chrt -f 1``, load 10-18): a slice
+#: round's CPU is ~2.6 us fixed (mostly the signal deferral) plus ~0.36 us an event
+#: (pickling ~0.21, freeing the events, their accounting): 9 us at 16 events, 11.7 at
+#: 24, 14.4 at 32, 25.5 at 64. Smaller slices come more often, and each leaves the
+#: caches colder for the iterations after it: the median of a flat-out burst was ~1.5 us
+#: at 32 as before, 1.6-1.8 at 24 (one iteration in 6 pays a slice), 1.7 at 16; the
+#: p99, about a slice, 20-26 us at 32 and 19-31 at 24. Pickled alone, 32 events are ~103
+#: bytes an event (the dict keys memoised within a slice), 4,096 are 97
+INLINE_SLICE = 32
+#: a loop that took longer than this to log ``INLINE_SLICE`` events is slow (a training
+#: loop doing real work between its calls): there a round waits for ``INLINE_SLOW_SLICE``
+#: events and takes them in one slice. Each round runs on cold caches after the loop's
+#: own work (its fixed part and pickling cost ~2x what a flat-out loop pays), and slices
+#: of 24 raised aoff's CPU in the training process of ``benchmarks/slowdown.py`` (1 ms of
+#: work an iteration) from 13 to 17-18 us an iteration
+INLINE_SLOW_GAP = 0.002
+#: ~35-60 us of a slow loop's thread, one iteration in 24 of a 1 ms loop
+INLINE_SLOW_SLICE = 96
+#: the slices' frames wait on the link until this many bytes do (or ``INLINE_INTERVAL``
+#: passed since the last send, or a flush or stop waits), then go in one ``sendmsg``
+#: (``Link.send_some``): one ``send`` a frame was ~6 us each. ~650 events of the standard
+#: mix, so one iteration in ~160 of a flat-out loop pays a send (under the 1 % a p99
+#: sees). The send's cost grows with its bytes (the kernel copies them and wakes the
+#: agent): 256 KiB sends cost 190 us of CPU at a load of 10, so they are kept small
+INLINE_SEND_BYTES = 64 << 10
 #: producers look at the clock once every this many calls (the rest is one decrement).
 #: Every call goes through this check, not only ``log_step``: a thread that floods other
 #: calls must ship its own rounds too. Checking in ``log_step`` alone saved ~0.3 us an

@@ -37,7 +37,7 @@ from .._core._events import Event
 from .._core._pending import ready_prefix
 from .._core._report import FinishReport, OnceReporter, stderr_line
 from .._media._freed import FreedBytes
-from ._frames import Pickled, picklable_batch, steps_and_frames
+from ._frames import Pickled, Slices, picklable_batch, steps_and_frames
 from ._messages import (
     Ack,
     Events,
@@ -158,6 +158,10 @@ class Shipper(Generic[R]):
         #: the last round stopped at ``round_events`` or ``round_bytes`` with more to do
         #: that could be done now (the agent keeps up): come back at once
         self.cut_short = False
+        #: slices pickled by ``collect(slices=True)`` and not framed yet (the sync face's
+        #: rounds on the caller's thread): framed by :meth:`frame_slices`, before anything
+        #: else is queued, so the order on the link is the order logged
+        self.slices = Slices()
         self._last_recv = 0.0
 
     # -- outgoing ---------------------------------------------------------------------------
@@ -181,9 +185,15 @@ class Shipper(Generic[R]):
         limit = MAX_PENDING_BYTES if self.progress else self.start_pending_bytes
         return self.link.pending_out > limit
 
-    def collect(self) -> None:
-        """Move what is ready from the buffer onto the link (never blocks)."""
+    def collect(self, limit: int | None = None, slices: bool = False) -> None:
+        """Move what is ready from the buffer onto the link (never blocks): up to ``limit``
+        events (default ``round_events``; all there are if that is None too). With
+        ``slices`` (only when frames keep only their pickles: ``keep_events`` False) the
+        events are pickled into :attr:`slices`, framed later by :meth:`frame_slices`."""
         self.cut_short = False
+        slices = slices and not self.keep_events
+        if self.text or not slices:
+            self.frame_slices()
         while self.text:
             stream, text = self.text.popleft()
             self.link.queue(encode(Out(stream, text)))
@@ -197,7 +207,8 @@ class Shipper(Generic[R]):
         # drained the whole buffer as the link fell under MAX_PENDING_BYTES pickled up to
         # capacity (and BURST_FACTOR x) at once, ~10 MB more pending and as much again
         # in flight (a stalled pump: 17 MiB pending, +27 MB peak; bench_memory.py)
-        limit = self.round_events
+        if limit is None:
+            limit = self.round_events
         if self.link.pending_out and (limit is None or limit > FRAME_EVENTS):
             limit = FRAME_EVENTS
         drained = self.buffer.drain(limit)
@@ -205,7 +216,10 @@ class Shipper(Generic[R]):
         self.held = []
         if events:
             ready = self._ready_prefix(events)
-            if len(ready) <= FRAME_EVENTS:
+            if slices:
+                if ready:
+                    self._queue_events(ready, slices=True)
+            elif len(ready) <= FRAME_EVENTS:
                 self._queue_events(ready)
             else:
                 for i in range(0, len(ready), FRAME_EVENTS):
@@ -214,10 +228,12 @@ class Shipper(Generic[R]):
         drained_all = limit is None or len(drained) < limit
         self.cut_short = not drained_all and len(self.buffer) > 0
         if self.flush_asked > self.flush_sent and not self.held and drained_all:
+            self.frame_slices()
             self.link.queue(encode(Flush(self.flush_asked)))
             self.flush_sent = self.flush_asked
         stop_now = not self.held and not len(self.buffer)
         if self.stop_summary is not None and not self.stop_sent and stop_now:
+            self.frame_slices()
             self.link.queue(encode(Stop(self.stop_summary)))
             self.stop_sent = True
 
@@ -268,14 +284,36 @@ class Shipper(Generic[R]):
     def _trim(self, bound: int | None) -> None:
         self.freed.trim(self.buffer, bound)
 
-    def _queue_events(self, batch: list[Event]) -> None:
+    def _queue_events(self, batch: list[Event], slices: bool = False) -> None:
         try:
             inner = pack_events(batch)
         except Exception:
             batch = picklable_batch(batch)  # a value pickle refuses
             inner = pack_events(batch)
+        if slices:
+            self.slices.add(inner, batch)
+            return
         payload = encode(Events(inner, len(batch), self.dropped()))
-        self.link.queue(payload, batch if self.keep_events else Pickled(payload, batch))
+        self.link.queue(payload, batch if self.keep_events else Pickled.of(payload, batch))
+
+    def frame_slices(self) -> None:
+        """Queue the :attr:`slices` pickled so far as one frame (none: nothing)."""
+        if self.slices.n:
+            inner, n, steps, media, frames = self.slices.take()
+            payload = encode(Events(inner, n, self.dropped()))
+            self.link.queue(payload, Pickled(payload, n, steps, media, frames))
+
+    def waiting_bytes(self) -> int:
+        """Bytes of events that wait to be sent: queued on the link, or slices."""
+        return self.link.pending_out + self.slices.nbytes
+
+    def unsent_frames(self) -> list[Any]:
+        """What waits to be sent, oldest first: the link's frames (each its events, or a
+        :class:`Pickled`), then the :attr:`slices` not framed yet."""
+        out: list[Any] = self.link.unsent()
+        if self.slices.n:
+            out.append(self.slices)
+        return out
 
     def _sent(self, batch: list[Event] | Pickled) -> None:
         if isinstance(batch, Pickled):
@@ -312,12 +350,17 @@ class Shipper(Generic[R]):
     def waiting_for_agent(self) -> bool:
         return self.flush_asked > self.flushed or self.stop_summary is not None
 
-    def step(self) -> float:
-        """One round: collect, send, and read the agent's answers when they matter (raises
-        :class:`AgentGone`); returns how long to wait before the next round."""
-        self.collect()
-        if self.link.pending_out and self.link.send_some(self.round_bytes):
-            self.cut_short = True
+    def step(self, limit: int | None = None, send: bool = True, slices: bool = False) -> float:
+        """One round: collect (up to ``limit`` events, into :attr:`slices` if ``slices``:
+        see :meth:`collect`); unless ``send`` is False (the slices and frames then wait
+        for a later round), frame the slices and send; read the agent's answers when
+        they matter (raises :class:`AgentGone`); returns how long to wait before the
+        next round."""
+        self.collect(limit, slices)
+        if send:
+            self.frame_slices()
+            if self.link.pending_out and self.link.send_some(self.round_bytes):
+                self.cut_short = True
         now = time.monotonic()
         waiting = self.waiting_for_agent()
         if waiting or now - self._last_recv >= RECV_INTERVAL:
@@ -330,7 +373,7 @@ class Shipper(Generic[R]):
 
     def unsent_events(self) -> list[Event]:
         """After :class:`AgentGone`: events never handed to the agent, oldest first."""
-        out: list[Event] = [e for batch in self.link.unsent() for e in batch]
+        out: list[Event] = [e for batch in self.unsent_frames() for e in batch]
         return out + self.held
 
     def agent_media_loss(self, again: int) -> int:

@@ -11,6 +11,7 @@ events to a run, after the channel's handshake).
 
 from __future__ import annotations
 
+import itertools
 import signal
 import socket
 import struct
@@ -33,6 +34,8 @@ MAX_PENDING_BYTES = 8 << 20
 #: keeping up, its backlog half empty), with 4 MiB 0-460 (``bench_agent_cpu.py``)
 #: The sync face's only: see ``_faces/_spawn.start_agent`` for why not the async face's
 SEND_BUFFER_BYTES = 4 << 20
+#: frames one ``sendmsg`` carries at most (Linux's ``IOV_MAX`` is 1,024)
+SEND_FRAMES = 64
 
 
 class AgentGone(Exception):
@@ -66,29 +69,47 @@ class Link:
     def send_some(self, limit: int | None = None) -> bool:
         """Write what the socket takes now, or about ``limit`` bytes of it (whole frames,
         at least one); raise :class:`AgentGone` if it is closed. True when it stopped at
-        ``limit`` with frames left (more could go now), False otherwise."""
+        ``limit`` with frames left (more could go now), False otherwise.
+
+        Up to ``SEND_FRAMES`` frames go in one ``sendmsg``: a producer ships small frames
+        (a bounded slice of events each, ``_faces/_cadence.py``) and sends them together,
+        where one ``send`` a frame cost ~6 us each on the test machine."""
         out = self._out
         budget = limit
         while out:
             if budget is not None and budget <= 0:
                 return True
-            frame, meta = out[0]
+            views: list[memoryview] = []
+            total = 0
+            for frame, _ in itertools.islice(out, SEND_FRAMES):
+                view = frame[self._offset :] if not views else frame
+                views.append(view)
+                total += len(view)
+                if budget is not None and total >= budget:
+                    break
             try:
-                n = self.sock.send(frame[self._offset :])
+                n = self.sock.sendmsg(views)
             except BlockingIOError:
                 return False
             except OSError as exc:  # EPIPE, ECONNRESET
                 raise AgentGone(str(exc)) from None
-            self._offset += n
             self.pending_out -= n
             if budget is not None:
                 budget -= n
-            if self._offset < len(frame):
+            sent = n
+            while sent:
+                frame, meta = out[0]
+                rest = len(frame) - self._offset
+                if sent < rest:  # the socket took part of this frame: it is full
+                    self._offset += sent
+                    break
+                sent -= rest
+                out.popleft()
+                self._offset = 0
+                if self.on_sent is not None and meta is not None:
+                    self.on_sent(meta)
+            if n < total:
                 return False
-            out.popleft()
-            self._offset = 0
-            if self.on_sent is not None and meta is not None:
-                self.on_sent(meta)
         return False
 
     def unsent(self) -> list[Any]:

@@ -172,13 +172,13 @@ def signal_while_draining(log: object, signum: int, *, drain: int = 1) -> None:
 
 def ship_inline_after(log: object, events: int) -> None:
     """Process mode, sync face: a logging call ships a round itself once this many
-    events wait (default: half the ``capacity``, at most 4,096), instead of leaving it
-    to the shipper thread. A test that must see the buffer fill sets it above the
-    capacity."""
+    events wait, and such a round takes at most this many (default: half the
+    ``capacity``, at most 32, or 96 in a slow loop), instead of leaving it to the
+    shipper thread. A test that must see the buffer fill sets it above the capacity."""
     side = _side(_face(log))
     if side is None:
         raise LookupError("ship_inline_after needs a sync logger in process mode")
-    side._inline_events = max(1, int(events))
+    side._inline_events = side._slow_events = max(1, int(events))
 
 
 def kill_agent(log: object, signum: int = signal.SIGKILL) -> int:

@@ -187,10 +187,10 @@ class Probe:
     @property
     def unsent_frames(self) -> tuple[Any, ...]:
         """The frames queued for the agent's socket that it has not taken yet, as the
-        shipper keeps them (a frozen agent lets them pile up); empty outside process
-        mode."""
+        shipper keeps them (a frozen agent lets them pile up), then the slices a logging
+        call pickled and not framed yet (``Slices``); empty outside process mode."""
         side = _side(self._face)
-        return () if side is None else tuple(side.shipper.link.unsent())
+        return () if side is None else tuple(side.shipper.unsent_frames())
 
     @property
     def link_pending_bytes(self) -> int:
