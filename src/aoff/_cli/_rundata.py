@@ -67,6 +67,9 @@ class RunData:
     notes: list[str] = field(default_factory=list)
     #: rows logged by ``log.remote()`` producers, by name: not the run's own series
     producer_rows: dict[str, int] = field(default_factory=dict)
+    #: sessions or writers that wrote into the folder (their run summaries and event
+    #: files); the numbers are the union of all of them, as TensorBoard shows it
+    writers: int = 1
 
     @property
     def curves(self) -> dict[str, list[float]]:
