@@ -1,5 +1,11 @@
 """The run summary file, ``<log_dir>/aoff-summary.json``: what ``aoff ls``/``show`` print.
 
+One file per session: several sessions or writers in one folder (two runs into one
+``log_dir``, six ``SummaryWriter`` objects on one folder) each take the first free name,
+``aoff-summary.json``, ``aoff-summary-2.json``, … (created exclusively at the first write,
+so two starting together never share one). ``show``/``ls`` trust a summary only when it is
+the folder's only one; with several they read the data files, as TensorBoard does.
+
 Why: reading a big run's event files back takes seconds (a 1M-step run is ~1.3 GB), and
 ``ls``/``show`` only print a handful of numbers per tag: its first, last, min and max
 values and a sparkline. The pump keeps those as it goes (:class:`RunSummary`), rewrites
@@ -26,6 +32,8 @@ steps of their own).
 from __future__ import annotations
 
 import contextlib
+import glob
+import itertools
 import json
 import math
 import os
@@ -43,11 +51,14 @@ __all__ = [
     "SUMMARY_INTERVAL",
     "SUMMARY_NAME",
     "RunSummary",
+    "claim_summary_path",
     "from_json_float",
     "to_json_float",
 ]
 
 SUMMARY_NAME = "aoff-summary.json"
+#: every session's summary file in a folder
+SUMMARY_GLOB = "aoff-summary*.json"
 FORMAT = "aoff.run-summary"
 VERSION = 1
 #: seconds between rewrites of the file while the run lasts
@@ -188,6 +199,7 @@ class RunSummary:
         self._lock = threading.Lock()
         self._seq = 0
         self._written_seq = 0
+        self._claimed = False
         #: images/videos written and refused (``log_image``/``log_video``), set by the pump
         self.media_written = 0
         self.media_refused = 0
@@ -287,6 +299,9 @@ class RunSummary:
             seq = int(content.get("seq", 0))
             if seq <= self._written_seq:
                 return
+            if not self._claimed:
+                self.path = claim_summary_path(os.path.dirname(self.path))
+                self._claimed = True
             with replaced(self.path, prefix=".aoff-summary-") as f:
                 f.write(raw)
             self._written_seq = seq
@@ -308,7 +323,25 @@ def data_file_sizes(log_dir: str) -> dict[str, int]:
     return out
 
 
+def claim_summary_path(log_dir: str) -> str:
+    """This session's summary file in ``log_dir``: the first of ``aoff-summary.json``,
+    ``aoff-summary-2.json``, … not taken yet, created empty here (exclusively: a session
+    starting beside this one takes another). A reader finds an empty one unreadable and
+    reads the data files, as before any summary is written."""
+    for n in itertools.count(1):
+        path = os.path.join(log_dir, SUMMARY_NAME if n == 1 else f"aoff-summary-{n}.json")
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        return path
+    raise AssertionError("unreachable")
+
+
 def remove_stale(log_dir: str) -> None:
-    """Remove a summary an earlier session left (a resumed run rewrites its history)."""
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(os.path.join(log_dir, SUMMARY_NAME))
+    """Remove the summaries of the folder (a resumed run rewrites its history; a lost
+    agent's successor sees only part of the run): the readers then read the files."""
+    for path in glob.glob(os.path.join(glob.escape(log_dir), SUMMARY_GLOB)):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)

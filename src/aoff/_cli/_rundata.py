@@ -18,6 +18,7 @@ __all__ = [
     "JSONL_NAME",
     "NONFINITE",
     "REWARD_TAG",
+    "SUMMARY_GLOB",
     "SUMMARY_NAME",
     "TB_PATTERN",
     "RunData",
@@ -27,6 +28,8 @@ __all__ = [
 
 JSONL_NAME = "metrics.jsonl"
 SUMMARY_NAME = "aoff-summary.json"  # _backends/_summary.py (not imported: ls stays light)
+#: each session's summary: aoff-summary.json, aoff-summary-2.json, ...
+SUMMARY_GLOB = "aoff-summary*.json"
 TB_PATTERN = "events.out.tfevents.*"
 NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 #: a curve longer than this is kept as this many bucket means (what a sparkline needs)

@@ -10,9 +10,9 @@ from __future__ import annotations
 import glob
 import os
 
-from ._rundata import JSONL_NAME, SUMMARY_NAME, TB_PATTERN
+from ._rundata import JSONL_NAME, SUMMARY_GLOB, TB_PATTERN
 
-__all__ = ["find_runs", "is_run_dir", "tb_files"]
+__all__ = ["find_runs", "is_run_dir", "summary_files", "tb_files"]
 
 #: aoff's HParams event file (config and final metrics, ``_backends/_hparams.py``): no
 #: run steps in it, so ``show``/``ls`` leave it out, as the run summary does
@@ -26,10 +26,15 @@ def tb_files(path: str, *, hparams: bool = False) -> list[str]:
     return files if hparams else [f for f in files if _HPARAMS_MARK not in os.path.basename(f)]
 
 
+def summary_files(path: str) -> list[str]:
+    """The run summaries in ``path``: one per session or writer that wrote there."""
+    return sorted(glob.glob(os.path.join(glob.escape(path), SUMMARY_GLOB)))
+
+
 def is_run_dir(path: str) -> bool:
     """Whether ``path`` holds a run summary, a ``metrics.jsonl`` or TensorBoard event files."""
     return (
-        os.path.isfile(os.path.join(path, SUMMARY_NAME))
+        bool(summary_files(path))
         or os.path.isfile(os.path.join(path, JSONL_NAME))
         or bool(tb_files(path, hparams=True))
     )

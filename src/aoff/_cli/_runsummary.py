@@ -14,16 +14,27 @@ import math
 import os
 from typing import Any
 
-from ._rundata import NONFINITE, SUMMARY_NAME, RunData, TagStats
+from ._rundata import NONFINITE, RunData, TagStats
+from ._runfind import summary_files, tb_files
 
 __all__ = ["from_summary", "load_summary"]
 
 
-def load_summary(run_dir: str, *, live: bool) -> dict[str, Any] | None:
-    """The summary's content when it may stand for the run: finished (or interrupted),
-    or still being refreshed by a live run; ``None`` when absent, unreadable or left by
-    a run that was killed (its files go further than it)."""
-    path = os.path.join(run_dir, SUMMARY_NAME)
+def writers(run_dir: str) -> int:
+    """How many sessions or writers wrote into ``run_dir``: its summaries (one each) or
+    its event files (one each), whichever are more."""
+    return max(len(summary_files(run_dir)), len(tb_files(run_dir)), 1)
+
+
+def load_summary(run_dir: str, *, live: bool) -> tuple[str, dict[str, Any]] | None:
+    """The summary file and its content when it may stand for the run: the folder's only
+    session or writer, finished (or interrupted) or still refreshing it while live;
+    ``None`` when absent, unreadable, one of several (the files hold their union) or
+    left by a run that was killed (its files go further than it)."""
+    found = summary_files(run_dir)
+    if len(found) != 1 or len(tb_files(run_dir)) > 1:
+        return None
+    path = found[0]
     try:
         with open(path, "rb") as f:
             content = json.loads(f.read())
@@ -43,7 +54,7 @@ def load_summary(run_dir: str, *, live: bool) -> dict[str, Any] | None:
                     return None
             except (OSError, TypeError, ValueError):
                 return None
-    return content
+    return path, content
 
 
 def _num(v: object) -> float | None:
@@ -62,8 +73,8 @@ def _nan_if_none(v: float | None) -> float:
     return math.nan if v is None else v
 
 
-def from_summary(run_dir: str, content: dict[str, Any]) -> RunData | None:
-    data = RunData(path=run_dir, source=os.path.join(run_dir, SUMMARY_NAME), kind="summary")
+def from_summary(run_dir: str, path: str, content: dict[str, Any]) -> RunData | None:
+    data = RunData(path=run_dir, source=path, kind="summary")
     try:
         data.records = int(content["records"])
         for name in ("steps", "iterations", "max_iterations"):

@@ -52,7 +52,7 @@ def _wall(data: RunData) -> str:
 
 def _source(data: RunData) -> str:
     if data.kind == "summary":
-        return f"{SUMMARY_NAME} ({data.records:,} records)"
+        return f"{os.path.basename(data.source)} ({data.records:,} records)"
     src = JSONL_NAME if data.kind == "jsonl" else "TensorBoard files"
     if data.writers > 1:  # several sessions or writers: their files, read as one
         src += f" of {data.writers} writers, shown as one run (their union)"
