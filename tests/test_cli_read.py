@@ -242,7 +242,7 @@ def test_ls_follows_symlinks_and_skips_unreadable_folders(aoff_run: Path, tmp_pa
     assert err.getvalue().count("\n") == 1 and "skipped bad" in err.getvalue()
 
 
-@pytest.mark.parametrize("command", ["show", "ls"])
+@pytest.mark.parametrize("command", ["show", "ls", "compare"])
 def test_ctrl_c_prints_one_line_and_exits_130(tmp_path: Path, command: str) -> None:
     """The reader is held on a FIFO standing in for an event file (the test holds its
     writing end open and writes nothing), then gets SIGINT. The reader process has more
@@ -253,10 +253,12 @@ def test_ctrl_c_prints_one_line_and_exits_130(tmp_path: Path, command: str) -> N
     fifo = run / "events.out.tfevents.1.fifo"
     os.mkfifo(fifo)
     writer = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)  # a writer from the start: reads wait
-    target = run if command == "show" else tmp_path
+    target = [str(run if command == "show" else tmp_path)]
+    if command == "compare":
+        target += ["--metric", "loss"]
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "aoff", command, str(target)],
+        [sys.executable, "-m", "aoff", command, *target],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -148,7 +148,7 @@ def _closed_pipe() -> int:
 
 
 def _read_command(ns: argparse.Namespace) -> int:
-    from rich.console import Console
+    from ._cli._pipes import PipeConsole as Console
 
     if ns.command == "show":
         from ._cli._show import run_show
@@ -173,9 +173,8 @@ def _command(p: argparse.ArgumentParser, ns: argparse.Namespace) -> int:
 
         return run(config_from_args(ns))
     if ns.command == "attach":
-        from rich.console import Console
-
         from ._cli._attach import run_attach
+        from ._cli._pipes import PipeConsole as Console
 
         return run_attach(ns.run_dir, ns.refresh, Console(), sys.stderr, sys.stdin)
     p.print_help(sys.stderr)

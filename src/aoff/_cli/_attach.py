@@ -32,6 +32,7 @@ from .._channel._paths import (
     read_key,
 )
 from .._display._dashboard import Dashboard
+from ._pipes import output_closed
 from ._runfind import is_run_dir
 
 __all__ = ["add_attach_arguments", "run_attach"]
@@ -141,6 +142,8 @@ def _view(conn: Connection, console: Console, err: TextIO, name: str) -> int:
     now = 0.0
     try:
         while True:
+            if output_closed(console.file):  # whoever read us is gone: so are we
+                return 0
             try:
                 msg = conn.recv()
             except (EOFError, OSError):
@@ -186,6 +189,8 @@ def run_attach(
     stdin: TextIO,
 ) -> int:
     """``aoff attach PATH``: returns the exit status."""
+    if output_closed(console.file):
+        return 0
     try:
         run_dir = _pick(path, stdin, console.file)
         conn = _connect(run_dir, refresh)
