@@ -39,9 +39,9 @@ import numpy as np
 from aoff._backends._summary import SUMMARY_NAME, RunSummary
 from aoff._backends._tbencode import encode_records
 from aoff._backends._tbevents import FILE_VERSION, EventEncoder
-from aoff._backends._tbread import scan_files
 from aoff._backends._tfrecord import frame_many
 from aoff._core._records import StepRecord
+from aoff._runfolder._tbread import scan_files
 
 _TAG_TEXT = (
     "axis/iteration axis/env_steps_total train/q1_loss train/q2_loss train/actor_loss "

@@ -1,6 +1,6 @@
 """``aoff ls``/``show`` reading runs: the run summary, the fast event reader, and the edges.
 
-* the fast reader (``_backends/_tbread``) returns what TensorBoard's own readers return,
+* the fast reader (``_runfolder/_tbread``) returns what TensorBoard's own readers return,
   on files aoff wrote (NaN, infinities, histograms, a config) and on files torch's
   ``SummaryWriter`` wrote (``simple_value``, ``new_style`` tensor scalars, a histogram,
   text, and a resumed run's ``purge_step``);
@@ -29,10 +29,10 @@ import pytest
 
 from aoff import OffPolicyLogger
 from aoff._backends._summary import CURVE_POINTS, SUMMARY_NAME, RunSummary
-from aoff._backends._tbread import scan_files
 from aoff._cli._runs import read_run
 from aoff._cli._show import run_ls
 from aoff._core._records import StepRecord
+from aoff._runfolder._tbread import scan_files
 from aoff.testing import wait_until
 
 from .conftest import hold_still
@@ -242,7 +242,7 @@ def test_ls_follows_symlinks_and_skips_unreadable_folders(aoff_run: Path, tmp_pa
     assert err.getvalue().count("\n") == 1 and "skipped bad" in err.getvalue()
 
 
-@pytest.mark.parametrize("command", ["show", "ls", "compare"])
+@pytest.mark.parametrize("command", ["show", "ls"])
 def test_ctrl_c_prints_one_line_and_exits_130(tmp_path: Path, command: str) -> None:
     """The reader is held on a FIFO standing in for an event file (the test holds its
     writing end open and writes nothing), then gets SIGINT. The reader process has more
@@ -253,12 +253,10 @@ def test_ctrl_c_prints_one_line_and_exits_130(tmp_path: Path, command: str) -> N
     fifo = run / "events.out.tfevents.1.fifo"
     os.mkfifo(fifo)
     writer = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)  # a writer from the start: reads wait
-    target = [str(run if command == "show" else tmp_path)]
-    if command == "compare":
-        target += ["--metric", "loss"]
+    target = run if command == "show" else tmp_path
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "aoff", command, *target],
+        [sys.executable, "-m", "aoff", command, str(target)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -317,7 +315,7 @@ def test_ls_reads_a_big_run_without_summary_at_its_ends_only(tmp_path: Path) -> 
         sys.path.pop(0)
     run = tmp_path / "runs" / "big"
     size = write_run(str(run), 14_000, seed=1, summary=False)
-    from aoff._backends._tbread import TAIL_BYTES
+    from aoff._runfolder._tbread import TAIL_BYTES
 
     assert size > 2 * TAIL_BYTES
     whole = read_run(str(run))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -143,20 +144,56 @@ def test_compare_draws_in_80_columns_in_a_terminal(cleanrl_runs: Path) -> None:
     assert sum("●" in line or "■" in line for line in lines) >= 6  # both curves drawn
 
 
-@pytest.mark.parametrize("suffix", [".png", ".svg"])
+def test_follow_redraws_as_a_seed_appends_and_ctrl_c_ends_it(tmp_path: Path) -> None:
+    """``--follow`` reads the appended bytes and redraws; Ctrl+C ends it with one line
+    and status 130."""
+    torch_tb = pytest.importorskip("torch.utils.tensorboard")
+    run = tmp_path / "walk-seed1"
+    w = torch_tb.SummaryWriter(str(run))
+    for step in range(10):
+        w.add_scalar("r", 1.0, step)
+    w.flush()
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    cmd = ["compare", str(run), "--metric", "r", "--json", "--follow", "--interval", "0.1"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "aoff", *cmd],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        first = json.loads(proc.stdout.readline())
+        assert first["groups"][0]["final"]["iqm"] == 1.0
+        for step in range(10, 20):
+            w.add_scalar("r", 3.0, step)
+        w.flush()
+        second = json.loads(proc.stdout.readline())
+        assert second["groups"][0]["final"]["iqm"] == 3.0  # steps 18, 19: the last 10 %
+        assert second["groups"][0]["curve"]["steps"][-1] == 19.0
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 130
+        assert proc.stderr.read() == "aoff compare: interrupted\n"
+    finally:
+        w.close()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def test_compare_out_writes_a_labelled_figure(
-    cleanrl_runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], suffix: str
+    cleanrl_runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    out = tmp_path / f"fig{suffix}"
+    """The SVG's text is searchable: axes, legend (a PNG is made by the docs build)."""
+    out = tmp_path / "fig.svg"
     rc, _, err = _aoff(capsys, "compare", str(cleanrl_runs), "--metric", RETURN, "--out", str(out))
     assert rc == 0, err
-    data = out.read_bytes()
-    if suffix == ".png":
-        assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    else:
-        svg = data.decode()
-        for text in ("environment steps", "IQM over runs", "sac_big_batch (3 runs)"):
-            assert text in svg
+    svg = out.read_text()
+    for text in ("environment steps", "IQM over runs", "sac_big_batch (3 runs)"):
+        assert text in svg
+    rc, _, err = _aoff(capsys, "compare", str(cleanrl_runs), "--metric", RETURN, "--out", "x.jpg")
+    assert rc == 2 and ".png, .svg or .pdf" in err
 
 
 def test_group_regex_and_what_is_left_out(
@@ -186,8 +223,13 @@ def test_group_regex_and_what_is_left_out(
     assert err.count("has no 'no/such'") == 6 and "no run with 'no/such'" in err
     bad = tmp_path / "bad-seed1"
     bad.mkdir()
-    (bad / "events.out.tfevents.1.x").mkdir()  # cannot be read
-    one = str(cleanrl_runs / "Pendulum-v1__sac_big_batch__1__170000001")
-    rc, out, err = _aoff(capsys, "compare", one, str(bad), "--metric", RETURN, "--json")
+    fifo = bad / "events.out.tfevents.1.x"
+    os.mkfifo(fifo)  # an event "file" that cannot be read as one (no seeking)
+    writer = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)
+    try:
+        one = str(cleanrl_runs / "Pendulum-v1__sac_big_batch__1__170000001")
+        rc, out, err = _aoff(capsys, "compare", one, str(bad), "--metric", RETURN, "--json")
+    finally:
+        os.close(writer)
     assert rc == 0
     assert err.count("\n") == 1 and f"skipped {bad}" in err

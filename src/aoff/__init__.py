@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from ._backends._tensorboard import TensorBoardBackend
     from ._backends._wandb import WandbBackend
     from ._display._dashboard import Dashboard
+    from ._runfolder._scalars import ScalarReader, read_scalars
 
 # backends are imported on first use: TensorBoard's protobufs and wandb are slow imports
 _LAZY = {
@@ -35,6 +36,9 @@ _LAZY = {
     "WandbBackend": "._backends._wandb",
     # Rich's Live: only where a dashboard is drawn (the agent, thread mode)
     "Dashboard": "._display._dashboard",
+    # runs as data: numpy on import, pandas when a DataFrame is made
+    "ScalarReader": "._runfolder._scalars",
+    "read_scalars": "._runfolder._scalars",
 }
 
 
@@ -70,10 +74,12 @@ __all__ = [
     "RemoteLogger",
     "RemoteReport",
     "RunConfig",
+    "ScalarReader",
     "State",
     "StepRecord",
     "TensorBoardBackend",
     "WandbBackend",
+    "read_scalars",
 ]
 
 # public classes show their public home (as anyio does)

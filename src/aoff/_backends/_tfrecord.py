@@ -23,18 +23,14 @@ from typing import BinaryIO
 
 from crc32c import crc32c
 
+from .._runfolder._framing import MASK_DELTA as _MASK_DELTA
+from .._runfolder._framing import U32 as _U32
+from .._runfolder._framing import masked_crc32c
+
 __all__ = ["frame_many", "fsync_and_close", "masked_crc32c", "write_all", "write_whole"]
 
-_MASK_DELTA = 0xA282EAD8
-_U32 = 0xFFFFFFFF
 _pack_len = struct.Struct("<Q").pack
 _pack_u32 = struct.Struct("<I").pack
-
-
-def masked_crc32c(data: bytes) -> int:
-    """CRC32C of ``data``, rotated right by 15 bits and offset, as TFRecord stores it."""
-    c = crc32c(data)
-    return (((c >> 15) | (c << 17)) + _MASK_DELTA) & _U32
 
 
 #: a record's length and its checksum, per length (a run's records have a few lengths)

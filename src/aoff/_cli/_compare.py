@@ -15,6 +15,7 @@ stderr; the command fails (exit 1) only when no group is left to show.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import glob
 import json
 import math
@@ -30,8 +31,8 @@ from rich.text import Text
 from ._comparechart import curve_chart
 from ._groups import Group, compile_group, group_runs
 from ._progress import reading_progress
-from ._runfind import find_runs, is_run_dir
-from ._series import Series, event_files, read_series
+from ._runfind import find_runs, is_run_dir, tb_files
+from ._series import RunSeries
 from ._stats import Curve, Final, final_score, final_stats, iqm_curve, probability_of_improvement
 
 __all__ = ["add_compare_arguments", "run_compare"]
@@ -72,64 +73,68 @@ def find_compare_runs(args: list[str], notes: list[str]) -> list[str]:
     return list(unique.values())
 
 
-def _bytes(runs: list[str]) -> int:
+def _event_bytes(run: str) -> int:
     total = 0
-    for run in runs:
-        for f in event_files(run):
-            try:
+    for here, _dirs, _files in os.walk(run):
+        for f in tb_files(here):
+            with contextlib.suppress(OSError):
                 total += os.path.getsize(f)
-            except OSError:
-                continue
     return total
 
 
-def read_all(
-    runs: list[str], metric: str, err: TextIO, cache: dict[str, tuple[Any, Series | None]]
-) -> dict[str, Series]:
-    """Each run's series of ``metric``; runs without it are named on ``err`` once.
-    ``cache`` keeps a run's series while its files' sizes do not change (``--follow``)."""
-    got: dict[str, Series] = {}
-    with reading_progress(err, _bytes(runs), "reading runs") as progress:
-        for run in runs:
-            key = _sizes(run)
-            hit = cache.get(run)
-            if hit is not None and hit[0] == key:
-                series = hit[1]
-            else:
+class Reading:
+    """Every run's series of the metric, read as the files grow (``--follow``); a run
+    that cannot be read, or lacks the metric, is named on ``err`` once."""
+
+    def __init__(self, runs: list[str], metric: str, err: TextIO) -> None:
+        self.metric = metric
+        self.err = err
+        self.series = {run: RunSeries(run, metric) for run in runs}
+        self.skipped: set[str] = set()
+        self.lacking: set[str] = set()
+
+    def update(self) -> bool:
+        """Read what was appended; True when a series changed."""
+        live = [r for r in self.series if r not in self.skipped]
+        todo = sum(_event_bytes(r) for r in live) - sum(self.series[r].bytes_read for r in live)
+        changed = False
+        with reading_progress(self.err, todo, "reading runs") as progress:
+            for run in live:
+                s = self.series[run]
+                before = s.bytes_read
                 notes: list[str] = []
                 try:
-                    series = read_series(run, metric, notes, progress)
-                except OSError as exc:
-                    print(f"aoff compare: skipped {run}: {exc.strerror or exc}", file=err)
-                    series = None
+                    changed |= s.update(notes)
+                except (OSError, ValueError) as exc:
+                    why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+                    print(f"aoff compare: skipped {run}: {why}", file=self.err)
+                    self.skipped.add(run)
+                    continue
+                finally:
+                    if progress is not None:
+                        progress(s.bytes_read - before)
                 for note in notes:
-                    print(f"aoff compare: {note}", file=err)
-                if series is not None and not len(series.values):
-                    shown = ", ".join(series.tags[:8]) + (", …" if len(series.tags) > 8 else "")
-                    print(
-                        f"aoff compare: {run} has no {metric!r} (its tags: {shown or 'none'}); "
-                        "left out",
-                        file=err,
-                    )
-                cache[run] = (key, series)
-            if series is not None and len(series.values):
-                got[run] = series
-    return got
+                    print(f"aoff compare: {note}", file=self.err)
+        for run in live:
+            if run in self.skipped or run in self.lacking or len(self.series[run].values):
+                continue
+            self.lacking.add(run)
+            tags = self.series[run].other_tags()
+            shown = ", ".join(tags[:8]) + (", …" if len(tags) > 8 else "")
+            print(
+                f"aoff compare: {run} has no {self.metric!r} (its tags: {shown or 'none'}); "
+                "left out",
+                file=self.err,
+            )
+        return changed
 
-
-def _sizes(run: str) -> tuple[tuple[str, int], ...]:
-    out = []
-    for f in event_files(run):
-        try:
-            out.append((f, os.path.getsize(f)))
-        except OSError:
-            continue
-    return tuple(out)
+    def with_metric(self) -> dict[str, RunSeries]:
+        return {r: s for r, s in self.series.items() if r not in self.skipped and len(s.values)}
 
 
 def compute(
     groups: list[Group],
-    series: dict[str, Series],
+    series: dict[str, RunSeries],
     *,
     final: float,
     reps: int,
@@ -139,13 +144,14 @@ def compute(
     out: list[Compared] = []
     for g in groups:
         runs = [r for r in g.runs if r in series]
-        scores = [final_score(series[r].steps, series[r].values, final) for r in runs]
+        data = {r: (series[r].steps, series[r].values) for r in runs}
+        scores = [final_score(*data[r], final) for r in runs]
         kept = [(r, s) for r, s in zip(runs, scores, strict=True) if math.isfinite(s)]
         if not kept:
             continue
         stats = final_stats([s for _, s in kept], reps=reps, seed=seed)
         curve = iqm_curve(
-            [(series[r].steps, series[r].values) for r, _ in kept],
+            [data[r] for r, _ in kept],
             points=points,
             reps=reps,
             seed=seed,
@@ -259,10 +265,17 @@ def run_compare(ns: argparse.Namespace, console: Console, out: TextIO, err: Text
     groups = group_runs(runs, pattern, unmatched)
     for run in unmatched:
         print(f"aoff compare: {run} does not match --group {ns.group!r}; left out", file=err)
-    cache: dict[str, tuple[Any, Series | None]] = {}
+    reading = Reading(runs, ns.metric, err)
+    reading.update()
     while True:
-        series = read_all(runs, ns.metric, err, cache)
-        done = compute(groups, series, final=ns.final, reps=ns.reps, seed=ns.seed, points=ns.points)
+        done = compute(
+            groups,
+            reading.with_metric(),
+            final=ns.final,
+            reps=ns.reps,
+            seed=ns.seed,
+            points=ns.points,
+        )
         if not done:
             print(f"aoff compare: no run with {ns.metric!r} to compare", file=err)
             return 1
@@ -283,8 +296,8 @@ def run_compare(ns: argparse.Namespace, console: Console, out: TextIO, err: Text
                 return 1
         if not ns.follow:
             return 0
-        key = {r: _sizes(r) for r in runs}
-        while {r: _sizes(r) for r in runs} == key:
+        time.sleep(ns.interval)
+        while not reading.update():  # appended bytes only, each look
             time.sleep(ns.interval)
 
 

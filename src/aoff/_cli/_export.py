@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import warnings
 from typing import Any, TextIO
 
 __all__ = ["add_export_arguments", "run_export", "to_wide", "write_table"]
@@ -22,7 +23,7 @@ FORMATS = ("parquet", "csv")
 def to_wide(long: Any) -> Any:
     """The long table ``long`` pivoted to ``run``, ``step``, ``wall_time``, then one
     column per tag in order of first appearance."""
-    import pandas as pd  # type: ignore[import-untyped,unused-ignore]
+    import pandas as pd
 
     if long.empty:
         return pd.DataFrame(columns=["run", "step", "wall_time"])
@@ -61,13 +62,21 @@ def run_export(ns: argparse.Namespace, err: TextIO) -> int:
             print(f"aoff export: {run!r} is not a folder", file=err)
             return 1
     try:
-        import pandas  # type: ignore[import-untyped,unused-ignore]  # noqa: F401
+        import pandas  # noqa: F401
     except ImportError:
         print("aoff export: needs pandas (pip install pandas)", file=err)
         return 1
-    from .. import read_scalars  # type: ignore[attr-defined,unused-ignore]
+    from .._runfolder._scalars import read_scalars
 
-    table = read_scalars(ns.runs, tags=ns.tag or None)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        try:
+            table = read_scalars(ns.runs, tags=ns.tag or None)
+        except (OSError, ValueError) as exc:
+            print(f"aoff export: {exc}", file=err)
+            return 1
+    for w in said:  # a torn or corrupt record: one line per file
+        print(f"aoff export: {w.message}", file=err)
     if ns.wide:
         table = to_wide(table)
     try:

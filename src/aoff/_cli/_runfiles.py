@@ -4,7 +4,7 @@
 Why a module of its own: these are the slow paths, for a run without a usable summary;
 each keeps everything before a torn or unreadable record and adds a one-line note naming
 the file. The event files are read by aoff's own scalar reader
-(:mod:`aoff._backends._tbread`, >100 MB/s), imported only when needed.
+(:mod:`aoff._runfolder._tbread`, >100 MB/s), imported only when needed.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def read_jsonl(run_dir: str, path: str) -> RunData:
 def read_tensorboard(
     run_dir: str, files: list[str], progress: Callable[[int], None] | None, *, ends: bool = False
 ) -> RunData:
-    from .._backends._tbread import scan_files, scan_last
+    from .._runfolder._tbread import scan_files, scan_last
 
     scan = scan_last(files, progress) if ends else None
     if scan is None or REWARD_TAG not in scan.tags:

@@ -7,7 +7,7 @@ each tag's first/last/min/max values and a curve to draw, plus the run's step, i
 and wall-time range, so every source is read into one small ``RunData`` (``_rundata``), in this
 order: the summary (a few kilobytes, whatever the run's length) when the run finished
 or is live; else ``metrics.jsonl`` (exact float64 values); else the event files, read by
-aoff's own scalar reader (:mod:`aoff._backends._tbread`, >100 MB/s).
+aoff's own scalar reader (:mod:`aoff._runfolder._tbread`, >100 MB/s).
 
 A run that was killed, or a disk that filled up, can leave a torn last record. Both file
 readers keep everything before it and add a one-line note naming the file, so the
@@ -37,7 +37,7 @@ def scan_bytes(run_dir: str, *, live: bool = False, ends: bool = False) -> int:
         return 0
     if os.path.isfile(os.path.join(run_dir, JSONL_NAME)):
         return 0
-    from .._backends._tbread import TAIL_BYTES
+    from .._runfolder._tbread import TAIL_BYTES
 
     files = tb_files(run_dir)
     total = 0

@@ -1,91 +1,77 @@
-"""One tag's points of each run, for ``aoff compare``: steps and values, nothing else.
+"""One tag's points of each run, for ``aoff compare``: steps and values, read as they grow.
 
 Why a module of its own: ``compare`` needs each run's whole series of one tag (not the
-bucketed curve ``show`` draws), from whatever a run folder holds — its event files (in
-the folder and its sub-folders, as TensorBoard reads them), else aoff's ``metrics.jsonl``.
-Reading problems (a torn record, a folder that cannot be read) come back as one line each,
-and the run goes on with what could be read, or is left out with its line.
+bucketed curve ``show`` draws), and ``--follow`` reads it again and again while seeds run.
+Each run keeps one :class:`aoff.ScalarReader` (its event files, else ``metrics.jsonl``,
+else ``progress.csv``), so a look reads only the bytes appended since the last one; a
+resumed run's purge drops the points it hides. Reading problems (a torn record, a corrupt
+one skipped) come back as one line each, said once.
 """
 
 from __future__ import annotations
 
-import json
-import os
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ._rundata import JSONL_NAME, NONFINITE
-from ._runfind import tb_files
+from .._runfolder._scalars import ScalarReader
 
-__all__ = ["Series", "event_files", "read_series"]
+__all__ = ["RunSeries"]
 
-
-@dataclass
-class Series:
-    """A run's points of one tag, sorted by step as TensorBoard shows them."""
-
-    steps: np.ndarray[Any, np.dtype[np.float64]]
-    values: np.ndarray[Any, np.dtype[np.float64]]
-    tags: list[str] = field(default_factory=list)  # every scalar tag the run has
+Array = np.ndarray[Any, np.dtype[np.float64]]
 
 
-def event_files(run: str) -> list[str]:
-    """The event files of ``run`` and of its sub-folders, by folder then by name."""
-    found: list[str] = []
-    for here, dirs, _files in os.walk(run):
-        dirs.sort()
-        found.extend(tb_files(here))
-    return found
+class RunSeries:
+    """A run's points of one tag, kept up to date by :meth:`update`."""
 
+    def __init__(self, run: str, tag: str) -> None:
+        self.run = run
+        self.tag = tag
+        self._reader = ScalarReader([run], [tag])
+        self._steps: list[Array] = []
+        self._values: list[Array] = []
+        self._said: set[str] = set()
+        self._retracted = 0
 
-def _jsonl(path: str, tag: str, notes: list[str]) -> Series:
-    steps: list[float] = []
-    values: list[float] = []
-    tags: dict[str, None] = {}
-    bad = 0
-    with open(path, "rb") as f:
-        for line in f:
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except ValueError:
-                bad += 1
-                continue
-            if not isinstance(row, dict) or "producer" in row or "media" in row:
-                continue
-            for k in row:
-                if k not in ("step", "iteration", "wall_time"):
-                    tags.setdefault(k)
-            v = row.get(tag)
-            v = NONFINITE.get(v, v) if isinstance(v, str) else v
-            if isinstance(v, int | float) and isinstance(row.get("step"), int):
-                steps.append(float(row["step"]))
-                values.append(float(v))
-    if bad:
-        notes.append(f"{path}: {bad} unreadable line(s) skipped")
-    return Series(np.asarray(steps), np.asarray(values), list(tags))
+    @property
+    def bytes_read(self) -> int:
+        return self._reader.bytes_read
 
+    def update(self, notes: list[str]) -> bool:
+        """Read what was appended; True when the series changed. New reading problems go
+        to ``notes``. Raises ``OSError`` (``FileNotFoundError`` too) when the run cannot be
+        read, ``ValueError`` when it holds no data file."""
+        cols = self._reader.read_columns()
+        retracted = self._reader.retracted
+        changed = False
+        for _run, step, tags in retracted[self._retracted :]:  # a resumed run hides these
+            if tags is None or self.tag in tags:
+                steps, values = self.steps, self.values
+                keep = steps < step
+                self._steps, self._values = [steps[keep]], [values[keep]]
+                changed = True
+        self._retracted = len(retracted)
+        for _run, tag, (new_steps, _walls, new_values) in cols:
+            if tag == self.tag:
+                self._steps.append(np.asarray(new_steps, np.float64))
+                self._values.append(np.asarray(new_values, np.float64))
+                changed = True
+        for line in self._reader.problems:
+            if line not in self._said:
+                self._said.add(line)
+                notes.append(line)
+        return changed
 
-def read_series(
-    run: str, tag: str, notes: list[str], progress: Callable[[int], None] | None = None
-) -> Series | None:
-    """``run``'s points of ``tag`` (an empty series when it has none); ``None`` when the
-    folder holds no event file nor ``metrics.jsonl``. Raises ``OSError`` when a file
-    cannot be read."""
-    files = event_files(run)
-    if not files:
-        jsonl = os.path.join(run, JSONL_NAME)
-        return _jsonl(jsonl, tag, notes) if os.path.isfile(jsonl) else None
-    from .._backends._tbread import scan_files
+    @property
+    def steps(self) -> Array:
+        return np.concatenate(self._steps) if self._steps else np.empty(0)
 
-    scan = scan_files(files, progress)
-    for path, problem in scan.problems:
-        notes.append(f"{path}: {problem}; read up to it")
-    got = scan.tags.get(tag)
-    if got is None:
-        return Series(np.empty(0), np.empty(0), list(scan.tags))
-    return Series(got.steps.astype(np.float64), got.values.copy(), list(scan.tags))
+    @property
+    def values(self) -> Array:
+        return np.concatenate(self._values) if self._values else np.empty(0)
+
+    def other_tags(self) -> list[str]:
+        """Every scalar tag the run has (read once more, in full: for the message that
+        names what it has when it lacks the tag asked for)."""
+        reader = ScalarReader([self.run])
+        return list(dict.fromkeys(tag for _run, tag, _cols in reader.read_columns()))

@@ -31,8 +31,8 @@ import struct
 from collections.abc import Callable, Iterator
 
 from .._backends._replace import replaced
-from .._backends._tbwire import varint
 from .._pump._options import Options
+from .._runfolder._tbwire import varint
 
 __all__ = ["last_logged_step", "prepare_resume"]
 

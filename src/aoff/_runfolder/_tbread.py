@@ -41,10 +41,12 @@ from contextlib import contextmanager
 
 from crc32c import crc32c
 
+from ._framing import MASK_DELTA as _MASK_DELTA
+from ._framing import U32 as _U32
+from ._framing import masked_crc32c
 from ._tblayout import Layout
 from ._tbscan import Reader, Scan, TagSeries
 from ._tbwire import F64, HEADER, U32S, varint
-from ._tfrecord import _MASK_DELTA, _U32, masked_crc32c
 
 __all__ = ["HEAD_BYTES", "TAIL_BYTES", "Scan", "TagSeries", "scan_files", "scan_last"]
 

@@ -1,0 +1,255 @@
+"""One TensorBoard run folder's event files, read incrementally into scalar series.
+
+Why a module of its own: :func:`aoff.read_scalars` must read event files nobody here
+wrote, exactly as TensorBoard's ``EventAccumulator`` reads them, and read a growing file
+again from where it stopped. This module keeps each file's offset and the folder's
+TensorBoard state (the file version, each tag's plugin, the last step seen), walks the
+TFRecord framing and decodes any record in full (the general path); records of a layout
+seen before go through ``_evfast`` in bulk.
+
+What is read, as ``EventAccumulator`` shows it: every ``Value.simple_value``; a
+``Value.tensor`` holding one float for a tag whose first metadata names the ``scalars``
+plugin (torch's ``new_style=True``, TF2's ``tf.summary.scalar``); TensorBoard's purge
+rules (a ``SessionLog.START`` at step ``s`` in a ``brain.Event:2`` file drops the points
+read before it with a step ``>= s``; an older file drops a tag's points from an
+out-of-order step on).
+
+Where it differs, on purpose: a record whose checksum fails in the middle of a file is
+skipped and counted (TensorBoard stops reading the file there); a torn last record is
+left for the next read (a writer may still be appending it) and reported.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from ._evfast import FastPath
+from ._framing import masked_crc32c
+from ._series import Series
+from ._tbvalue import plugin_name, tensor_scalar
+from ._tbwire import F32, F64, HEADER, U32S, fields, varint
+
+__all__ = ["CHUNK", "Cursor", "EventFolder"]
+
+#: bytes read at a time
+CHUNK = 32 << 20
+_START = 1  # SessionLog.START
+
+
+@dataclass
+class Cursor:
+    """Where the reading of one file stands."""
+
+    path: str
+    #: bytes read and decoded (a torn tail starts here)
+    offset: int = 0
+    #: records skipped because their checksum failed
+    corrupt: int = 0
+    #: bytes after ``offset`` at the end of the last read: a torn (or still written) record
+    torn: int = 0
+
+
+class EventFolder:
+    """A TensorBoard run: one folder's event files, read in name order.
+
+    ``prefix`` goes before every tag (a sub-folder's path and ``/``: TensorBoard shows
+    each sub-folder as a run of its own). ``tags``: only these (with their prefix)."""
+
+    def __init__(self, prefix: str = "", tags: Collection[str] | None = None) -> None:
+        self.prefix = prefix
+        self.tags = None if tags is None else frozenset(tags)
+        self.cursors: dict[str, Cursor] = {}
+        self.series: dict[str, Series] = {}
+        #: ``brain.Event:N``'s N, as ``EventAccumulator`` parses it
+        self.file_version: float | None = None
+        self.most_recent_step = -1
+        #: tag -> plugin name of its first metadata (None: metadata without a plugin)
+        self.plugins: dict[str, str | None] = {}
+        #: purges that reached points already handed out: (step, tags or None for all)
+        self.retracted: list[tuple[int, frozenset[str] | None]] = []
+        self.handed_out = False
+        self.bytes_read = 0
+        self.fast = FastPath(self)
+
+    # -- files ------------------------------------------------------------------------------
+    def read(self, files: list[str]) -> None:
+        """Read what was appended to ``files`` (sorted by name) since the last call.
+
+        Raises ``OSError`` for a file that cannot be opened or read."""
+        for path in files:
+            cur = self.cursors.get(path)
+            if cur is None:
+                cur = self.cursors[path] = Cursor(path)
+            self._read_file(cur)
+
+    def _read_file(self, cur: Cursor) -> None:
+        with open(cur.path, "rb", buffering=0) as f:
+            size = os.fstat(f.fileno()).st_size
+            if size < cur.offset:  # cut back (a resume): read it again from the start
+                cur.offset = 0
+            f.seek(cur.offset)
+            buf = b""
+            while True:
+                more = f.read(CHUNK)
+                self.bytes_read += len(more)
+                final = not more
+                buf = buf + more if buf else more
+                used = self._walk(cur, buf, final)
+                cur.offset += used
+                buf = buf[used:]
+                if final:
+                    cur.torn = len(buf)
+                    return
+
+    def _walk(self, cur: Cursor, buf: bytes, final: bool) -> int:
+        """Decode the whole records at the start of ``buf``; the bytes used."""
+        n = len(buf)
+        pos = 0
+        view = memoryview(buf)
+        header = HEADER.unpack_from
+        u32 = U32S.unpack_from
+        fast = self.fast
+        while n - pos >= 12:
+            pos = fast.run(buf, pos, n)
+            if n - pos < 12:
+                break
+            length, hcrc = header(buf, pos)
+            if masked_crc32c(view[pos : pos + 8]) != hcrc:
+                q = _resync(buf, pos + 1)
+                if q is None:
+                    if not final:
+                        break  # more bytes may hold the next good record
+                    cur.corrupt += 1
+                    return n
+                cur.corrupt += 1
+                pos = q
+                continue
+            end = pos + 12 + length
+            if end + 4 > n:
+                break
+            if masked_crc32c(view[pos + 12 : end]) != u32(buf, end)[0]:
+                cur.corrupt += 1
+            else:
+                try:
+                    self.event(buf, pos + 12, end)
+                except (ValueError, IndexError) as exc:  # checksum right, protobuf wrong
+                    raise ValueError(
+                        f"{cur.path}: an unreadable event at byte {cur.offset + pos}: {exc}"
+                    ) from None
+            pos = end + 4
+        return pos
+
+    # -- one record, in full ------------------------------------------------------------------
+    def event(self, buf: bytes, start: int, end: int) -> None:
+        wall = 0.0
+        step = 0
+        summary: tuple[int, int] | None = None
+        session_start = False
+        for num, wire, s, e in fields(buf, start, end):
+            if num == 1 and wire == 1:
+                (wall,) = F64.unpack_from(buf, s)
+            elif num == 2 and wire == 0:
+                step = varint(buf, s)[0]
+            elif num == 3 and wire == 2:  # file_version, e.g. "brain.Event:2"
+                text = buf[s:e].decode("utf-8", "replace")
+                try:
+                    self.file_version = float(text.split("brain.Event:")[-1])
+                except ValueError:
+                    self.file_version = -1.0
+            elif num == 5 and wire == 2:
+                summary = (s, e)
+            elif num == 7 and wire == 2:  # SessionLog: status (1)
+                for n2, w2, s2, _e2 in fields(buf, s, e):
+                    if n2 == 1 and w2 == 0 and varint(buf, s2)[0] == _START:
+                        session_start = True
+        if step >= 1 << 63:
+            step -= 1 << 64
+        values = self.summary_values(buf, *summary) if summary is not None else None
+        self.maybe_purge(step, session_start, values)
+        if values:
+            prefix = self.prefix
+            for tag, value in values:
+                if value is not None:
+                    self.point(prefix + tag, step, wall, value)
+
+    def summary_values(self, buf: bytes, start: int, end: int) -> list[tuple[str, float | None]]:
+        """``(tag, scalar or None)`` of each value of a ``Summary``."""
+        out: list[tuple[str, float | None]] = []
+        for num, wire, s, e in fields(buf, start, end):
+            if num != 1 or wire != 2:
+                continue
+            tag = node = ""
+            simple: float | None = None
+            tensor: tuple[int, int] | None = None
+            for n2, w2, s2, e2 in fields(buf, s, e):
+                if n2 == 1 and w2 == 2:
+                    tag = buf[s2:e2].decode("utf-8", "replace")
+                elif n2 == 7 and w2 == 2:
+                    node = buf[s2:e2].decode("utf-8", "replace")
+                elif n2 == 2 and w2 == 5:
+                    (simple,) = F32.unpack_from(buf, s2)
+                elif n2 == 8 and w2 == 2:
+                    tensor = (s2, e2)
+                elif n2 == 9 and w2 == 2 and tag not in self.plugins:
+                    self.plugins[tag] = plugin_name(buf, s2, e2)
+            if simple is not None:
+                out.append((tag, simple))
+            elif tensor is not None:
+                tag = tag or node
+                value = None
+                if self.plugins.get(tag) == "scalars":
+                    value = tensor_scalar(buf, tensor[0], tensor[1])
+                out.append((tag, value))
+            else:
+                out.append((tag, None))
+        return out
+
+    def point(self, tag: str, step: int, wall: float, value: float) -> None:
+        if self.tags is not None and tag not in self.tags:
+            return
+        series = self.series.get(tag)
+        if series is None:
+            series = self.series[tag] = Series()
+        series.point(step, wall, value)
+
+    # -- TensorBoard's purge rules ------------------------------------------------------------
+    def maybe_purge(
+        self, step: int, session_start: bool, values: list[tuple[str, float | None]] | None
+    ) -> None:
+        if self.file_version and self.file_version >= 2:
+            if session_start:
+                self.purge(step, None)
+        elif step < self.most_recent_step and values is not None:
+            self.purge(step, frozenset(self.prefix + t for t, _ in values))
+        else:
+            self.most_recent_step = step
+
+    def purge(self, step: int, tags: frozenset[str] | None) -> None:
+        self.fast.settle()
+        for tag, series in self.series.items():
+            if tags is None or tag in tags:
+                series.drop_from(step)
+        if self.handed_out:
+            self.retracted.append((step, tags))
+
+    def settle(self) -> None:
+        """Move what the fast path holds into :attr:`series` (before handing out)."""
+        self.fast.settle()
+
+
+def _resync(buf: bytes, start: int) -> int | None:
+    """The first offset from ``start`` where a record with a good header checksum starts
+    (a length's high four bytes are zero: only those places are tried)."""
+    n = len(buf)
+    at = buf.find(b"\0\0\0\0", start + 4)
+    while at != -1 and at + 8 <= n:
+        p = at - 4
+        length, hcrc = HEADER.unpack_from(buf, p)
+        if masked_crc32c(buf[p : p + 8]) == hcrc:
+            end = p + 12 + length
+            if end + 4 > n or masked_crc32c(buf[p + 12 : end]) == U32S.unpack_from(buf, end)[0]:
+                return p
+        at = buf.find(b"\0\0\0\0", at + 1)
+    return None

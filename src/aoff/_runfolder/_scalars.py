@@ -1,0 +1,234 @@
+"""Runs as data: :func:`aoff.read_scalars` and the incremental :class:`aoff.ScalarReader`.
+
+Why a module of its own: this is the public reader over the run folder's formats. A run
+is a folder (or one file), named in the result as it was given; its scalars come from
+its TensorBoard event files when it has any (aoff's, or any other writer's: torch's
+``SummaryWriter``, tensorboardX, SB3, CleanRL, TF2), else from aoff's ``metrics.jsonl``,
+else ``progress.csv``. Event files in sub-folders are read too, each sub-folder as
+TensorBoard reads it (a run of its own), its path and ``/`` before its tags.
+
+A file's torn last record (a crash, or a writer still appending) ends what is read of it
+and is left for the next :meth:`ScalarReader.read`; a record whose checksum fails in the
+middle is skipped and counted. Both are named in :attr:`ScalarReader.problems` and, by
+:func:`read_scalars`, in one :class:`aoff.AoffWarning` per file.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Collection, Iterable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .._core._warning import AoffWarning
+from ._csvfile import CSV_NAME, CsvScalars
+from ._evfolder import EventFolder
+from ._jsonlfile import JSONL_NAME, JsonlScalars
+from ._series import Columns, Series
+from ._tfevents import event_folders, is_events_name
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["COLUMNS", "ScalarReader", "read_scalars"]
+
+#: the long form's columns
+COLUMNS = ("run", "tag", "step", "wall_time", "value")
+
+PathArg = str | os.PathLike[str]
+
+
+class _Run:
+    """One run as given: which files its scalars come from, read incrementally."""
+
+    def __init__(self, given: PathArg, tags: Collection[str] | None) -> None:
+        self.name = os.fspath(given)
+        self.path = self.name
+        self.tags = tags
+        self.kind: str | None = None
+        self.folders: dict[str, EventFolder] = {}
+        self.lines: JsonlScalars | CsvScalars | None = None
+
+    def _choose(self) -> None:
+        path = self.path
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"{path}: no such run folder or file")
+        if os.path.isfile(path):
+            base = os.path.basename(path)
+            if is_events_name(base):
+                self.kind = "events"
+            elif base.endswith(".jsonl"):
+                self.kind, self.lines = "jsonl", JsonlScalars(path, self.tags)
+            elif base.endswith(".csv"):
+                self.kind, self.lines = "csv", CsvScalars(path, self.tags)
+            else:
+                raise ValueError(
+                    f"{path}: not a run folder, an event file (a name with 'tfevents'), "
+                    "a .jsonl or a .csv file"
+                )
+        elif event_folders(path):
+            self.kind = "events"
+        elif os.path.isfile(os.path.join(path, JSONL_NAME)):
+            self.kind = "jsonl"
+            self.lines = JsonlScalars(os.path.join(path, JSONL_NAME), self.tags)
+        elif os.path.isfile(os.path.join(path, CSV_NAME)):
+            self.kind = "csv"
+            self.lines = CsvScalars(os.path.join(path, CSV_NAME), self.tags)
+
+    def read(self) -> list[dict[str, Series]]:
+        """Read what is new; the series that hold it (each to be taken)."""
+        if self.kind is None:
+            self._choose()
+            if self.kind is None:
+                return []
+        if self.lines is not None:
+            self.lines.read()
+            return [self.lines.sink.series]
+        single = os.path.isfile(self.path)
+        groups = {"": [self.path]} if single else event_folders(self.path)
+        out = []
+        for rel, files in groups.items():
+            folder = self.folders.get(rel)
+            if folder is None:
+                prefix = rel.replace(os.sep, "/") + "/" if rel else ""
+                folder = self.folders[rel] = EventFolder(prefix, self.tags)
+            folder.read(files)
+            folder.settle()
+            out.append(folder.series)
+        return out
+
+    def problems(self) -> list[tuple[str, int, int]]:
+        """``(file, corrupt records skipped, torn bytes at its end)`` of each file."""
+        got: list[tuple[str, int, int]] = []
+        if self.lines is not None:
+            c = self.lines.cursor
+            got.append((c.path, c.corrupt, c.torn))
+        for folder in self.folders.values():
+            got.extend((c.path, c.corrupt, c.torn) for c in folder.cursors.values())
+        return got
+
+
+class ScalarReader:
+    """Reads runs' scalars, each :meth:`read` only what was appended since the last.
+
+    ``paths``: run folders (or single files), or one of them; ``tags``: only these tags.
+    """
+
+    def __init__(self, paths: PathArg | Iterable[PathArg], tags: Iterable[str] | None = None):
+        if isinstance(paths, str | os.PathLike):
+            paths = [paths]
+        wanted = None if tags is None else frozenset([tags] if isinstance(tags, str) else tags)
+        self._runs = [_Run(p, wanted) for p in paths]
+        self._said: dict[str, tuple[int, int]] = {}
+
+    @property
+    def problems(self) -> list[str]:
+        """One line for each file with skipped records or a torn end, as of the last read."""
+        lines = []
+        for run in self._runs:
+            for path, corrupt, torn in run.problems():
+                if corrupt:
+                    lines.append(f"{path}: {corrupt} corrupt record(s) skipped")
+                if torn:
+                    lines.append(f"{path}: the last record is torn ({torn} bytes); read up to it")
+        return lines
+
+    @property
+    def bytes_read(self) -> int:
+        """Bytes of event files read so far (each byte once, however often :meth:`read`
+        is called)."""
+        return sum(f.bytes_read for run in self._runs for f in run.folders.values())
+
+    @property
+    def retracted(self) -> list[tuple[str, int, frozenset[str] | None]]:
+        """``(run, step, tags or None)`` for each TensorBoard purge (a resumed run's
+        ``SessionLog.START``) that hides points an earlier :meth:`read` handed out: the
+        points at ``step`` and after, of those tags (all when None)."""
+        return [
+            (run.name, step, tags)
+            for run in self._runs
+            for folder in run.folders.values()
+            for step, tags in folder.retracted
+        ]
+
+    def read_columns(self) -> list[tuple[str, str, Columns]]:
+        """``(run, tag, (steps, wall_times, values))`` of what is new, runs in the order
+        given, tags in the order first seen, points in the order read."""
+        out: list[tuple[str, str, Columns]] = []
+        for run in self._runs:
+            for series in run.read():
+                for tag, s in series.items():
+                    if len(s):
+                        out.append((run.name, tag, s.take()))
+            for folder in run.folders.values():
+                folder.handed_out = True
+        return out
+
+    def read(self) -> pd.DataFrame:
+        """The new points as a long DataFrame: ``run``, ``tag`` (both categorical),
+        ``step`` (int64), ``wall_time`` and ``value`` (float64)."""
+        return to_frame(self.read_columns())
+
+    def warn_problems(self) -> None:
+        """One :class:`aoff.AoffWarning` per file whose problems changed since the last."""
+        for run in self._runs:
+            for path, corrupt, torn in run.problems():
+                if (corrupt, torn) == self._said.get(path, (0, 0)):
+                    continue
+                self._said[path] = (corrupt, torn)
+                parts = []
+                if corrupt:
+                    parts.append(f"{corrupt} corrupt record(s) skipped")
+                if torn:
+                    parts.append(f"the last record is torn ({torn} bytes); read up to it")
+                if parts:
+                    warnings.warn(f"{path}: {'; '.join(parts)}", AoffWarning, stacklevel=3)
+
+
+def to_frame(columns: list[tuple[str, str, Columns]]) -> pd.DataFrame:
+    import pandas as pd
+
+    runs: dict[str, int] = {}
+    tags: dict[str, int] = {}
+    sizes = [len(c[2][0]) for c in columns]
+    run_codes = np.repeat(
+        np.asarray([runs.setdefault(r, len(runs)) for r, _, _ in columns], np.int32), sizes
+    )
+    tag_codes = np.repeat(
+        np.asarray([tags.setdefault(t, len(tags)) for _, t, _ in columns], np.int32), sizes
+    )
+
+    def cat(parts: list[Any], dtype: Any) -> Any:
+        return np.concatenate(parts) if parts else np.empty(0, dtype)
+
+    return pd.DataFrame(
+        {
+            "run": pd.Categorical.from_codes(run_codes, categories=list(runs)),
+            "tag": pd.Categorical.from_codes(tag_codes, categories=list(tags)),
+            "step": cat([c[2][0] for c in columns], np.int64),
+            "wall_time": cat([c[2][1] for c in columns], np.float64),
+            "value": cat([c[2][2] for c in columns], np.float64),
+        }
+    )
+
+
+def read_scalars(
+    paths: PathArg | Iterable[PathArg], tags: Iterable[str] | None = None
+) -> pd.DataFrame:
+    """Every scalar of the runs at ``paths`` as one long DataFrame (``run``, ``tag``,
+    ``step``, ``wall_time``, ``value``; ``run`` is each path as given).
+
+    Raises ``FileNotFoundError`` for a path that does not exist and ``ValueError`` for
+    one that holds no event files, ``metrics.jsonl`` or ``progress.csv``. A torn last
+    record or a corrupt one in the middle gives one :class:`aoff.AoffWarning` per file."""
+    reader = ScalarReader(paths, tags)
+    columns = reader.read_columns()
+    for run in reader._runs:
+        if run.kind is None:
+            raise ValueError(
+                f"{run.path}: no TensorBoard event files, {JSONL_NAME} or {CSV_NAME} in it"
+            )
+    reader.warn_problems()
+    return to_frame(columns)

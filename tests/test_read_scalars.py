@@ -1,0 +1,221 @@
+"""``aoff.read_scalars`` and ``aoff.ScalarReader`` read back what other tools' own writers
+wrote, exactly as TensorBoard's ``EventAccumulator`` reads it.
+
+Each proof writes with the real writer (torch's ``SummaryWriter``, tensorboardX, SB3,
+TensorBoard's own ``EventFileWriter`` and protobufs for TF2's tensor scalars) and
+compares every point with ``EventAccumulator`` (values bit for bit in float32, steps and
+wall times exactly).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import aoff
+
+from .tbruns import CLEANRL_SAC_TAGS, write_cleanrl_runs
+
+
+def _points(df: Any, run: str, tag: str) -> tuple[list[int], list[float], Any]:
+    sub = df[(df["run"] == run) & (df["tag"] == tag)]
+    return sub["step"].tolist(), sub["wall_time"].tolist(), sub["value"].to_numpy(np.float32)
+
+
+def _same_as_accumulator(df: Any, run: str, folder: Path, prefix: str = "") -> int:
+    """Assert every scalar (simple values, and ``scalars``-plugin tensors) that
+    ``EventAccumulator`` reads in ``folder`` is in ``df`` under ``run`` and ``prefix +
+    tag``, and nothing else of that prefix; the points compared."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from tensorboard.util import tensor_util
+
+    acc = EventAccumulator(os.fspath(folder), size_guidance={"scalars": 0, "tensors": 0})
+    acc.Reload()  # every point kept (no reservoir sampling)
+    expected: dict[str, tuple[list[int], list[float], Any]] = {}
+    for tag in acc.Tags()["scalars"]:
+        ev = acc.Scalars(tag)
+        expected[tag] = ([e.step for e in ev], [e.wall_time for e in ev], [e.value for e in ev])
+    for tag in acc.Tags()["tensors"]:
+        meta = acc.SummaryMetadata(tag)
+        if meta.plugin_data.plugin_name == "scalars":
+            ev = acc.Tensors(tag)
+            values = [float(tensor_util.make_ndarray(e.tensor_proto)) for e in ev]
+            expected[tag] = ([e.step for e in ev], [e.wall_time for e in ev], values)
+    tags = df.loc[df["run"] == run, "tag"].unique()
+    got_tags = {t[len(prefix) :] for t in tags if t.startswith(prefix)}
+    assert set(expected) <= got_tags, (set(expected), got_tags)
+    n = 0
+    for tag, (steps, walls, values) in expected.items():
+        s, w, v = _points(df, run, prefix + tag)
+        assert s == steps, tag
+        assert w == walls, tag
+        assert v.tobytes() == np.asarray(values, np.float32).tobytes(), tag
+        n += len(steps)
+    assert n
+    return n
+
+
+def test_cleanrl_runs_by_torch_read_back_as_event_accumulator_does(tmp_path: Path) -> None:
+    runs = write_cleanrl_runs(tmp_path, total_timesteps=1000)
+    given = [str(r) for r in runs]
+    df = aoff.read_scalars(given)
+    assert list(df.columns) == ["run", "tag", "step", "wall_time", "value"]
+    assert list(df["run"].unique()) == given  # each run named as given, in that order
+    for run in runs:
+        _same_as_accumulator(df, str(run), run)
+        assert set(df.loc[df["run"] == str(run), "tag"]) == set(CLEANRL_SAC_TAGS)
+    only = aoff.read_scalars(runs[0], tags=["charts/episodic_return"])
+    assert set(only["tag"]) == {"charts/episodic_return"} and len(only) == 5
+
+
+def _tf2_scalar_events(path: Path) -> None:
+    """What TF2's ``tf.summary.scalar`` writes, by hand with TensorBoard's protobufs: a
+    0-d tensor per value, the ``scalars`` plugin named in the first event's metadata
+    only; float_val, tensor_content and a double, as TF's writers produce."""
+    from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2, tensor_shape_pb2
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    writer = EventFileWriter(str(path))
+    scalars = summary_pb2.SummaryMetadata(
+        plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars")
+    )
+    for step in range(20):
+        values = []
+        for tag, dtype, how in (("loss", 1, "val"), ("reward", 1, "content"), ("lr", 2, "val")):
+            x = 1.0 / (step + 1) + (0.1 if tag == "reward" else 0.0)
+            tensor = tensor_pb2.TensorProto(
+                dtype=dtype, tensor_shape=tensor_shape_pb2.TensorShapeProto()
+            )
+            if how == "content":
+                tensor.tensor_content = np.float32(x).tobytes()
+            elif dtype == 1:
+                tensor.float_val.append(x)
+            else:
+                tensor.double_val.append(x)
+            value = summary_pb2.Summary.Value(tag=tag, tensor=tensor)
+            if step == 0:
+                value.metadata.CopyFrom(scalars)
+            values.append(value)
+        event = event_pb2.Event(
+            wall_time=1_733_380_000.0 + step / 3,
+            step=step * 10,
+            summary=summary_pb2.Summary(value=values),
+        )
+        writer.add_event(event)
+    writer.close()
+
+
+def test_tf2_tensor_scalars_read_back_as_event_accumulator_does(tmp_path: Path) -> None:
+    _tf2_scalar_events(tmp_path)
+    df = aoff.read_scalars(tmp_path)
+    assert _same_as_accumulator(df, str(tmp_path), tmp_path) == 60
+    assert set(df["tag"]) == {"loss", "reward", "lr"}
+
+
+def _record_ends(data: bytes) -> list[int]:
+    ends, pos = [], 0
+    while pos + 12 <= len(data):
+        pos += 16 + int.from_bytes(data[pos : pos + 8], "little")
+        ends.append(pos)
+    return ends
+
+
+def test_a_torn_end_and_a_corrupt_record_are_read_around_and_said_once(tmp_path: Path) -> None:
+    (run,) = write_cleanrl_runs(tmp_path / "src", configs=("sac",), seeds=(1,), total_timesteps=600)
+    (name,) = os.listdir(run)
+    intact = aoff.read_scalars(run)
+    data = bytearray((run / name).read_bytes())
+    ends = _record_ends(bytes(data))
+    middle = len(ends) // 2
+    data[ends[middle] - 6] ^= 0xFF  # a byte of the record's value: its checksum fails
+    cut = bytes(data[: ends[-1] - 5])  # the last record torn
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / name).write_bytes(cut)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        df = aoff.read_scalars(broken)
+    said = [str(w.message) for w in caught if issubclass(w.category, aoff.AoffWarning)]
+    assert len(said) == 1, said
+    assert "1 corrupt record(s) skipped" in said[0] and "the last record is torn" in said[0]
+    # everything else is read: the intact run's points but the two lost records' ones
+    assert len(df) == len(intact) - 2
+    merged = intact.merge(df, on=["tag", "step", "wall_time", "value"], how="left", indicator=True)
+    assert (merged["_merge"] == "left_only").sum() == 2
+
+
+def test_a_growing_file_is_read_again_from_where_the_last_read_stopped(tmp_path: Path) -> None:
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+
+    from aoff._backends._tfrecord import frame_many
+
+    def event(step: int) -> bytes:
+        value = summary_pb2.Summary.Value(tag="x", simple_value=step / 7)
+        ev = event_pb2.Event(
+            wall_time=1e9 + step, step=step, summary=summary_pb2.Summary(value=[value])
+        )
+        return bytes(ev.SerializeToString())
+
+    path = tmp_path / "events.out.tfevents.1.host"
+    path.write_bytes(
+        frame_many(
+            [event_pb2.Event(file_version="brain.Event:2").SerializeToString()]
+            + [event(s) for s in range(100)]
+        )
+    )
+    reader = aoff.ScalarReader(tmp_path)
+    first = reader.read()
+    assert first["step"].tolist() == list(range(100))
+    more = frame_many([event(s) for s in range(100, 150)])
+    with open(path, "ab") as f:
+        f.write(more[:-7])  # the writer is mid-record
+    second = reader.read()
+    assert second["step"].tolist() == list(range(100, 149))
+    assert reader.bytes_read == path.stat().st_size  # each byte read once
+    with open(path, "ab") as f:
+        f.write(more[-7:])
+    third = reader.read()
+    assert third["step"].tolist() == [149]
+    assert np.float32(third["value"].iloc[0]) == np.float32(149 / 7)
+    assert reader.problems == []
+
+
+def test_aoffs_own_runs_read_back_from_their_jsonl(tmp_path: Path) -> None:
+    from aoff import JsonlBackend
+
+    from .conftest import make_logger
+
+    log = make_logger(JsonlBackend(tmp_path / "metrics.jsonl"), pump="thread")
+    for i in range(50):
+        log.log_step(i * 8, {"loss": 1 / (i + 1), "q": float(i)})
+    log.finish()
+    df = aoff.read_scalars(tmp_path)
+    loss = df[df["tag"] == "train/loss"]
+    assert loss["step"].tolist() == [i * 8 for i in range(50)]
+    assert loss["value"].tolist() == [1 / (i + 1) for i in range(50)]  # float64, exact
+
+
+def test_import_aoff_stays_light_until_read_scalars_is_called() -> None:
+    code = (
+        "import sys, aoff; aoff.read_scalars; "
+        "print('pandas' in sys.modules, 'aoff._runfolder._scalars' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True"]
+    code = "import sys, aoff; print('pandas' in sys.modules, 'numpy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
+
+
+def test_a_missing_or_empty_run_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="no such run"):
+        aoff.read_scalars(tmp_path / "nope")
+    with pytest.raises(ValueError, match="no TensorBoard event files"):
+        aoff.read_scalars(tmp_path)
