@@ -230,8 +230,13 @@ def render(console: Console, metric: str, final: float, done: list[Compared]) ->
         ci = f"[{_fmt(f.iqm_ci[0])}, {_fmt(f.iqm_ci[1])}]"
         table.add_row(c.group.name, str(f.runs), _fmt(f.mean), _fmt(f.median), _fmt(f.iqm), ci)
     console.print(table)
-    for a, b, p in _improvements(done):
-        console.print(f"P({a.group.name} > {b.group.name}) = {p:.2f}  (probability of improvement)")
+    pairs = _improvements(done)
+    if pairs:
+        console.print("probability of improvement (a run of A beats a run of B):")
+    for a, b, p in pairs:
+        line = Text(f"  P({a.group.name} > {b.group.name}) = {p:.2f}")
+        line.no_wrap, line.overflow = True, "ellipsis"
+        console.print(line)
     curves = [(c.group.name, c.curve) for c in done if c.curve is not None]
     if curves:
         ascii_only = console.encoding.lower().replace("-", "") != "utf8"
