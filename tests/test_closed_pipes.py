@@ -84,4 +84,4 @@ def test_attach_leaves_when_its_reader_does(
             viewer.wait()
     assert viewer.stderr is not None
     assert (rc, viewer.stderr.read()) == (0, b"")
-    assert took < 2.0, took
+    assert took < 3.0, took  # a plain line comes every 5 s: it used to wait for one

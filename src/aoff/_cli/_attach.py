@@ -157,8 +157,12 @@ def _view(conn: Connection, console: Console, err: TextIO, name: str) -> int:
                 return 1
             if kind == "state":
                 _, state, now = msg
+                fresh = dash is None
                 if dash is None:
                     dash = Dashboard(console)
+                if state.panel_widths:  # the run's own layout, at its terminal's size
+                    dash.memory.adopt(state.panel_widths)
+                if fresh:
                     dash.open(state, now)
                 else:
                     dash.update(state, now)
