@@ -101,11 +101,6 @@ def test_compare_cleanrl_sac_runs_against_tensorboard_and_rliable(
         assert len(g["curve"]["steps"]) == 100
     (poi,) = got["probability_of_improvement"]
     assert poi["x"] == names[0] and poi["p"] == 1.0  # 1.4x the return, well apart
-    # the same seed gives the same numbers
-    assert (
-        _aoff(capsys, "compare", str(cleanrl_runs), "--metric", RETURN, "--json", "--seed", "5")[1]
-        == out
-    )
 
 
 def test_compare_draws_in_80_columns_in_a_terminal(cleanrl_runs: Path) -> None:

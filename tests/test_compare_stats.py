@@ -38,7 +38,7 @@ rly: Any = _rliable_library()
 
 
 @pytest.mark.filterwarnings("ignore:random_state is deprecated:FutureWarning")
-@pytest.mark.parametrize("n", [3, 6, 10])
+@pytest.mark.parametrize("n", [3, 10])
 def test_iqm_and_interval_match_rliable(n: int) -> None:
     rng = np.random.default_rng(n)
     scores = rng.normal(100.0, 30.0, size=n)

@@ -16,8 +16,10 @@ from aoff.__main__ import main
 
 
 def _json(capsys: pytest.CaptureFixture[str], *args: str) -> object:
+    capsys.readouterr()  # what the runs printed
     assert main([*args, "--json"]) == 0
-    return json.loads(capsys.readouterr().out)
+    out = capsys.readouterr().out
+    return json.loads(out)
 
 
 def _session(run_dir: Path, tag: str, steps: int) -> None:
@@ -28,6 +30,7 @@ def _session(run_dir: Path, tag: str, steps: int) -> None:
         display=None,
         handle_sigterm=False,
         system_interval=0,
+        pump="thread",
     ) as log:
         for i in range(1, steps + 1):
             log.log_step(i, {tag: float(i)})
@@ -69,7 +72,9 @@ def test_six_summarywriters_on_one_folder(
     from aoff.tensorboard import SummaryWriter
 
     run = tmp_path / "six"
-    writers = [SummaryWriter(str(run)) for _ in range(6)]  # all open at once
+    # all open at once; each pump in a thread of this process (the agent processes'
+    # start-up is the same code for every writer, and costs seconds here)
+    writers = [SummaryWriter(str(run), pump="thread") for _ in range(6)]
     for step in range(200):
         for k, w in enumerate(writers):
             w.add_scalar(f"w{k}/value", k * 1000 + step, step)
