@@ -304,3 +304,17 @@ def test_bench_turns_prints_each_job_in_pieces() -> None:
     assert pieces["TensorBoard encode, 1,024 records"] == 1024 // RECORDS_A_PIECE
     assert pieces["JSONL encode, 1,024 records"] == 1024 // RECORDS_A_PIECE
     assert pieces[f"fold slice of {TURN_SLICE} events"] == 1, out
+
+
+@pytest.mark.slow  # five fresh processes, torch's writer among them (~5 s unloaded)
+def test_bench_read_prints_each_reader_and_checks_its_files() -> None:
+    """Smoke test at a tiny size: the built file is torch's bytes, aoff's points are
+    EventAccumulator's, and each reader's line and the ratios are printed."""
+    out = _bench("bench_read.py", "--quick", timeout=180)
+    assert "built file == torch SummaryWriter's bytes (900 records)" in out, out
+    assert "aoff == EventAccumulator on the small file (10,000 points)" in out, out
+    rows = {r[0] + " " + r[1]: r for r in _table_rows(out, "reader")}
+    assert list(rows) == ["aoff small", "EventAccumulator small", "tbparse small", "aoff big"]
+    assert all(float(r[3]) > 0 for r in rows.values()), out
+    assert [r[4] for r in rows.values()] == ["10,000", "10,000", "10,000", "200,000"], out
+    assert "aoff / EventAccumulator on the small file: " in out, out

@@ -219,3 +219,131 @@ def test_a_missing_or_empty_run_is_a_clear_error(tmp_path: Path) -> None:
         aoff.read_scalars(tmp_path / "nope")
     with pytest.raises(ValueError, match="no TensorBoard event files"):
         aoff.read_scalars(tmp_path)
+
+
+def _torch_run(folder: Path, steps: int, tags: int = 3) -> Path:
+    """torch's ``SummaryWriter``: ``tags`` scalars a step; its one event file."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(str(folder))
+    for step in range(steps):
+        for t in range(tags):
+            writer.add_scalar(f"losses/l{t}", np.sin(step / 50 + t), step)
+    writer.close()
+    (path,) = folder.iterdir()
+    return path
+
+
+def test_bulk_path_skips_corrupt_records_and_agrees_with_event_accumulator(
+    tmp_path: Path,
+) -> None:
+    """A long regular file goes through the bulk path; a record with a flipped value byte
+    (its data checksum fails) and one with a flipped tag byte (its layout breaks) in the
+    middle are each skipped and counted, every other point read as TensorBoard does."""
+    path = _torch_run(tmp_path / "intact", 3000)
+    intact = aoff.read_scalars(path.parent)
+    _same_as_accumulator(intact, str(path.parent), path.parent)
+    data = bytearray(path.read_bytes())
+    ends = _record_ends(bytes(data))
+    data[ends[4000] - 6] ^= 0x01  # a value byte
+    data[ends[6000] - 10] ^= 0x01  # the tag's last byte
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / path.name).write_bytes(bytes(data))
+    reader = aoff.ScalarReader(broken)
+    df = reader.read()
+    assert reader.bulk_records > 8000  # of 9,001
+    assert reader.problems == [f"{broken / path.name}: 2 corrupt record(s) skipped"]
+    assert len(df) == len(intact) - 2
+    merged = intact.merge(df, on=["tag", "step", "wall_time", "value"], how="left", indicator=True)
+    lost = merged[merged["_merge"] == "left_only"]
+    assert sorted(lost["step"].tolist()) == [1333, 1999]
+
+
+def test_purge_rules_hold_across_the_bulk_path(tmp_path: Path) -> None:
+    """TensorBoard's two purge rules, as ``EventAccumulator`` applies them: a
+    ``SessionLog.START`` in a ``brain.Event:2`` file (a resumed torch run), and an
+    out-of-order step in a file without a version."""
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from torch.utils.tensorboard import SummaryWriter
+
+    from aoff._backends._tfrecord import frame_many
+
+    resumed = tmp_path / "resumed"
+    writer = SummaryWriter(str(resumed))
+    for step in range(600):
+        writer.add_scalar("a", step * 0.5, step)
+        writer.add_scalar("b", -step, step)
+    start = event_pb2.SessionLog(status=event_pb2.SessionLog.START)
+    assert writer.file_writer is not None
+    writer.file_writer.add_event(event_pb2.Event(step=400, session_log=start))
+    for step in range(400, 500):
+        writer.add_scalar("a", step * 0.25, step)
+        writer.add_scalar("b", step, step)
+    writer.close()
+    df = aoff.read_scalars(resumed)
+    assert _same_as_accumulator(df, str(resumed), resumed) == 1000
+
+    old = tmp_path / "old"
+    old.mkdir()
+
+    def event(step: int, tag: str) -> bytes:
+        value = summary_pb2.Summary.Value(tag=tag, simple_value=step / 3)
+        ev = event_pb2.Event(
+            wall_time=1e9 + step, step=step, summary=summary_pb2.Summary(value=[value])
+        )
+        return bytes(ev.SerializeToString())
+
+    records = [event(s, t) for s in range(500) for t in ("a", "b")]
+    records += [event(s, "a") for s in range(300, 350)]  # "a" goes back: only "a" purged
+    (old / "events.out.tfevents.1.old").write_bytes(frame_many(records))
+    df = aoff.read_scalars(old)
+    assert _same_as_accumulator(df, str(old), old) == 350 + 500
+
+
+def test_tensorboardx_runs_with_sub_folders_read_back_as_event_accumulator_does(
+    tmp_path: Path,
+) -> None:
+    """tensorboardX: scalars (one with a display name: metadata beside the value), a
+    histogram between them, and ``add_scalars``' sub-folders (each a run of its own to
+    TensorBoard: here its folder and ``/`` before its tags)."""
+    from tensorboardX import SummaryWriter
+
+    writer = SummaryWriter(str(tmp_path))
+    for step in range(300):
+        writer.add_scalar("train/loss", 1 / (step + 1), step)
+        writer.add_scalar("train/lr", 1e-3, step, display_name="learning rate")
+        if step % 50 == 0:
+            writer.add_histogram("weights", np.arange(10) * step, step)
+        writer.add_scalars("q", {"q1": step * 0.1, "q2": step * 0.2}, step)
+    writer.close()
+    df = aoff.read_scalars(tmp_path)
+    assert _same_as_accumulator(df, str(tmp_path), tmp_path) == 600
+    subs = sorted(Path(here) for here, _, files in os.walk(tmp_path / "q") if files)
+    assert [p.relative_to(tmp_path).as_posix() for p in subs] == ["q/q1", "q/q2"]
+    for sub in subs:
+        rel = sub.relative_to(tmp_path).as_posix()
+        assert _same_as_accumulator(df, str(tmp_path), sub, prefix=f"{rel}/") == 300
+    assert set(df["tag"]) == {"train/loss", "train/lr", "q/q1/q", "q/q2/q"}
+
+
+def test_sb3_runs_read_back_as_event_accumulator_does(tmp_path: Path) -> None:
+    """Stable-Baselines3's own TensorBoard output (a PPO run on CPU)."""
+    pytest.importorskip("stable_baselines3")
+    from stable_baselines3 import PPO
+
+    model = PPO(
+        "MlpPolicy",
+        "CartPole-v1",
+        n_steps=64,
+        batch_size=32,
+        n_epochs=1,
+        seed=0,
+        tensorboard_log=str(tmp_path),
+        device="cpu",
+    )
+    model.learn(256)
+    (run,) = tmp_path.iterdir()
+    df = aoff.read_scalars(run)
+    assert _same_as_accumulator(df, str(run), run) > 10
+    assert {"train/loss", "time/fps"} <= set(df["tag"])

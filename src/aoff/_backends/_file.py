@@ -20,11 +20,12 @@ import sniffio
 from rich.markup import escape
 
 from .._core._records import MediaRecord, StepRecord
+from .._runfolder._configfile import CONFIG_NAME
+from .._runfolder._replace import replaced
 from ._base import BackendContext
 from ._hparams import ConfigWrites
 from ._lockedfile import LockedFileBackend
 from ._mediafiles import MEDIA_FORMATS, media_row, write_media_file
-from ._replace import replaced
 from ._tfrecord import write_whole
 
 
@@ -99,7 +100,7 @@ class AppendFileBackend(LockedFileBackend):
         run write the same content, so whichever renames last is right."""
         folder = os.path.dirname(os.path.abspath(self.path))
         text = json.dumps(values, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-        target = os.path.join(folder, "config.json")
+        target = os.path.join(folder, CONFIG_NAME)
         with replaced(target, prefix=".config-", suffix=".json.tmp") as f:
             f.write(text.encode("utf-8"))
 

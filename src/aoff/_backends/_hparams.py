@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING, Any
 
 from .._core._config import ConfigValue
 from .._core._records import RunConfig
-from ._replace import replaced
+from .._runfolder._replace import replaced
+from .._runfolder._tfevents import HPARAMS_FILE_PREFIX
 from ._tfrecord import frame_many, write_all
 
 if TYPE_CHECKING:
@@ -51,7 +52,6 @@ __all__ = [
     "write_hparams_file",
 ]
 
-HPARAMS_FILE_PREFIX = "events.out.tfevents.0000000000.aoff-hparams."
 TEXT_TAG = "hyperparameters"
 _SEQ = re.compile(re.escape(HPARAMS_FILE_PREFIX) + r"(\d+)$")
 

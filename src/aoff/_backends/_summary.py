@@ -37,14 +37,19 @@ import itertools
 import json
 import math
 import os
+import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from .._core._records import StepRecord, columns
-from ._replace import replaced
+from .._runfolder._csvfile import CSV_NAME
+from .._runfolder._jsonlfile import JSONL_NAME
+from .._runfolder._replace import replaced
+from .._runfolder._summaryfile import SUMMARY_NAME
+from .._runfolder._tfevents import EVENTS_PREFIX
 
 __all__ = [
     "CURVE_POINTS",
@@ -56,7 +61,6 @@ __all__ = [
     "to_json_float",
 ]
 
-SUMMARY_NAME = "aoff-summary.json"
 #: every session's summary file in a folder
 SUMMARY_GLOB = "aoff-summary*.json"
 FORMAT = "aoff.run-summary"
@@ -299,11 +303,12 @@ class RunSummary:
             seq = int(content.get("seq", 0))
             if seq <= self._written_seq:
                 return
-            if not self._claimed:
-                self.path = claim_summary_path(os.path.dirname(self.path))
+            if self._claimed:
+                with replaced(self.path, prefix=".aoff-summary-") as f:
+                    f.write(raw)
+            else:
+                self.path = claim_summary_path(os.path.dirname(self.path), raw)
                 self._claimed = True
-            with replaced(self.path, prefix=".aoff-summary-") as f:
-                f.write(raw)
             self._written_seq = seq
 
 
@@ -317,25 +322,49 @@ def data_file_sizes(log_dir: str) -> dict[str, int]:
     except OSError:
         return out
     for name in names:
-        if name in ("metrics.jsonl", "progress.csv") or name.startswith("events.out.tfevents."):
+        if name in (JSONL_NAME, CSV_NAME) or name.startswith(EVENTS_PREFIX):
             with contextlib.suppress(OSError):
                 out[name] = os.path.getsize(os.path.join(log_dir, name))
     return out
 
 
-def claim_summary_path(log_dir: str) -> str:
-    """This session's summary file in ``log_dir``: the first of ``aoff-summary.json``,
-    ``aoff-summary-2.json``, … not taken yet, created empty here (exclusively: a session
-    starting beside this one takes another). A reader finds an empty one unreadable and
-    reads the data files, as before any summary is written."""
+def _names(log_dir: str) -> Iterator[str]:
     for n in itertools.count(1):
-        path = os.path.join(log_dir, SUMMARY_NAME if n == 1 else f"aoff-summary-{n}.json")
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:
-            continue
-        os.close(fd)
-        return path
+        yield os.path.join(log_dir, SUMMARY_NAME if n == 1 else f"aoff-summary-{n}.json")
+
+
+def claim_summary_path(log_dir: str, raw: bytes) -> str:
+    """Write this session's first summary ``raw`` to the first of ``aoff-summary.json``,
+    ``aoff-summary-2.json``, … in ``log_dir`` not taken yet, and return its path. The
+    whole file is linked to its name in one step (``os.link`` fails when the name is
+    taken), so a session starting beside this one takes another name and a reader never
+    sees the file half written. Where links cannot be made, the name is taken with an
+    exclusive create and the content replaces the empty file."""
+    fd, staged = tempfile.mkstemp(dir=log_dir or ".", prefix=".aoff-summary-", suffix=".tmp")
+    try:
+        with open(fd, "wb") as f:
+            f.write(raw)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(staged, 0o644)
+        for path in _names(log_dir):
+            try:
+                os.link(staged, path)
+            except FileExistsError:
+                continue
+            except OSError:  # no hard links here (some network or FAT file systems)
+                break
+            return path
+        for path in _names(log_dir):
+            try:
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+            except FileExistsError:
+                continue
+            os.replace(staged, path)
+            return path
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(staged)
     raise AssertionError("unreachable")
 
 

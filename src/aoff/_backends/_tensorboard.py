@@ -47,6 +47,7 @@ import anyio.to_thread
 from rich.markup import escape
 
 from .._core._records import MediaRecord, StepRecord
+from .._runfolder._tfevents import EVENTS_PREFIX
 from ._base import BackendContext
 from ._hparams import (
     HPARAMS_FILE_PREFIX,
@@ -144,7 +145,7 @@ class TensorBoardBackend(LockedFileBackend):
         if self.purge_after is None:
             return t
         for name in os.listdir(folder):
-            m = re.match(r"events\.out\.tfevents\.(\d+)\.", name)
+            m = re.match(re.escape(EVENTS_PREFIX) + r"(\d+)\.", name)
             if m and not name.startswith(HPARAMS_FILE_PREFIX):
                 t = max(t, int(m[1]) + 1)
         return t
@@ -158,7 +159,7 @@ class TensorBoardBackend(LockedFileBackend):
         os.makedirs(folder, exist_ok=True)
         now = time.time()
         stamp = self._file_time(folder, now)
-        base = f"events.out.tfevents.{stamp:010d}.{socket.gethostname()}.{os.getpid()}"
+        base = f"{EVENTS_PREFIX}{stamp:010d}.{socket.gethostname()}.{os.getpid()}"
         for n in itertools.count():
             path = os.path.join(folder, f"{base}.{n}{self.filename_suffix}")
             try:

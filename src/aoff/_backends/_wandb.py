@@ -62,9 +62,9 @@ from typing import Any
 from rich.markup import escape
 
 from .._core._records import MediaRecord, RunConfig, StepRecord
+from .._runfolder._replace import replaced
 from ._base import BackendContext
 from ._hparams import run_config as merged_config
-from ._replace import replaced
 from ._threads import SerialWorker, wait_future
 from ._wandbmedia import MEDIA_FORMATS, MediaFiles
 

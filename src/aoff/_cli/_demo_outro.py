@@ -15,6 +15,10 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
+from .._runfolder._configfile import CONFIG_NAME
+from .._runfolder._csvfile import CSV_NAME
+from .._runfolder._jsonlfile import JSONL_NAME
+from .._runfolder._summaryfile import SUMMARY_NAME
 from ._demo_config import DemoConfig
 
 __all__ = ["FILE_LINES", "closing_lines", "print_outro"]
@@ -60,8 +64,8 @@ def _wandb_run_folder(cfg: DemoConfig) -> str | None:
 #: what each file backend writes, and the label the closing lines give it
 FILE_LINES = (
     ("tensorboard", "TensorBoard files", ""),
-    ("jsonl", "JSON Lines", "metrics.jsonl"),
-    ("csv", "CSV", "progress.csv"),
+    ("jsonl", "JSON Lines", JSONL_NAME),
+    ("csv", "CSV", CSV_NAME),
 )
 
 
@@ -75,7 +79,7 @@ def closing_lines(run_dir: str, backends: Sequence[str]) -> list[str]:
     for name, label, file in FILE_LINES:
         if name in backends:
             lines.append(f"{label + ':':<19}{os.path.join(run_dir, file) if file else run_dir}")
-    for file, label in (("config.json", "Config"), ("aoff-summary.json", "Run summary")):
+    for file, label in ((CONFIG_NAME, "Config"), (SUMMARY_NAME, "Run summary")):
         if os.path.isfile(os.path.join(run_dir, file)):  # aoff's own files, when written
             lines.append(f"{label + ':':<19}{os.path.join(run_dir, file)}")
     if "tensorboard" in backends:

@@ -13,6 +13,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._runfolder._jsonlfile import JSONL_NAME
+from .._runfolder._summaryfile import SUMMARY_NAME
+from .._runfolder._tfevents import EVENTS_PATTERN as TB_PATTERN
+
 __all__ = [
     "CURVE_POINTS",
     "JSONL_NAME",
@@ -26,11 +30,9 @@ __all__ = [
     "stats_of",
 ]
 
-JSONL_NAME = "metrics.jsonl"
-SUMMARY_NAME = "aoff-summary.json"  # _backends/_summary.py (not imported: ls stays light)
-#: each session's summary: aoff-summary.json, aoff-summary-2.json, ...
+#: each session's summary: aoff-summary.json, aoff-summary-2.json, ... (the writer's
+#: _backends/_summary.py spells it too: not imported, ls stays light)
 SUMMARY_GLOB = "aoff-summary*.json"
-TB_PATTERN = "events.out.tfevents.*"
 NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 #: a curve longer than this is kept as this many bucket means (what a sparkline needs)
 CURVE_POINTS = 128

@@ -10,20 +10,17 @@ from __future__ import annotations
 import glob
 import os
 
-from ._rundata import JSONL_NAME, SUMMARY_GLOB, TB_PATTERN
+from .._runfolder._tfevents import event_files
+from ._rundata import JSONL_NAME, SUMMARY_GLOB
 
 __all__ = ["find_runs", "is_run_dir", "summary_files", "tb_files"]
-
-#: aoff's HParams event file (config and final metrics, ``_backends/_hparams.py``): no
-#: run steps in it, so ``show``/``ls`` leave it out, as the run summary does
-_HPARAMS_MARK = ".aoff-hparams."
 
 
 def tb_files(path: str, *, hparams: bool = False) -> list[str]:
     """The run's event files, sorted by name (as TensorBoard reads them); aoff's HParams
-    file only when ``hparams``."""
-    files = sorted(glob.glob(os.path.join(glob.escape(path), TB_PATTERN)))
-    return files if hparams else [f for f in files if _HPARAMS_MARK not in os.path.basename(f)]
+    file (config and final metrics: no run steps in it, so ``show``/``ls`` leave it out,
+    as the run summary does) only when ``hparams``."""
+    return event_files(path, hparams=hparams)
 
 
 def summary_files(path: str) -> list[str]:

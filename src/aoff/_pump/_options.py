@@ -290,12 +290,14 @@ class Options:
             )
         if name == "jsonl":
             from .._backends._jsonl import JsonlBackend
+            from .._runfolder._jsonlfile import JSONL_NAME
 
-            return JsonlBackend(os.path.join(self.log_dir, "metrics.jsonl"))
+            return JsonlBackend(os.path.join(self.log_dir, JSONL_NAME))
         if name == "csv":
             from .._backends._csv import CsvBackend
+            from .._runfolder._csvfile import CSV_NAME
 
-            return CsvBackend(os.path.join(self.log_dir, "progress.csv"))
+            return CsvBackend(os.path.join(self.log_dir, CSV_NAME))
         if name == "mlflow":  # where to: MLflow's environment variables (see _mlflow.py)
             from .._backends._mlflow import MlflowBackend
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from ._evfast import FastPath
 from ._framing import masked_crc32c
-from ._series import Series
+from ._series import Columns, Series
 from ._tbvalue import plugin_name, tensor_scalar
 from ._tbwire import F32, F64, HEADER, U32S, fields, varint
 
@@ -71,6 +71,8 @@ class EventFolder:
         self.retracted: list[tuple[int, frozenset[str] | None]] = []
         self.handed_out = False
         self.bytes_read = 0
+        #: records decoded by the bulk path (the rest went through :meth:`event`)
+        self.bulk_records = 0
         self.fast = FastPath(self)
 
     # -- files ------------------------------------------------------------------------------
@@ -124,6 +126,7 @@ class EventFolder:
                     cur.corrupt += 1
                     return n
                 cur.corrupt += 1
+                fast.forget()
                 pos = q
                 continue
             end = pos + 12 + length
@@ -131,6 +134,7 @@ class EventFolder:
                 break
             if masked_crc32c(view[pos + 12 : end]) != u32(buf, end)[0]:
                 cur.corrupt += 1
+                fast.forget()
             else:
                 try:
                     self.event(buf, pos + 12, end)
@@ -138,6 +142,7 @@ class EventFolder:
                     raise ValueError(
                         f"{cur.path}: an unreadable event at byte {cur.offset + pos}: {exc}"
                     ) from None
+                fast.learn(buf, pos, length)
             pos = end + 4
         return pos
 
@@ -206,6 +211,13 @@ class EventFolder:
                 out.append((tag, None))
         return out
 
+    def block(self, tag: str, cols: Columns) -> None:
+        """The fast path's points of one tag (already filtered by :attr:`tags`)."""
+        series = self.series.get(tag)
+        if series is None:
+            series = self.series[tag] = Series()
+        series.block(cols)
+
     def point(self, tag: str, step: int, wall: float, value: float) -> None:
         if self.tags is not None and tag not in self.tags:
             return
@@ -227,16 +239,11 @@ class EventFolder:
             self.most_recent_step = step
 
     def purge(self, step: int, tags: frozenset[str] | None) -> None:
-        self.fast.settle()
         for tag, series in self.series.items():
             if tags is None or tag in tags:
                 series.drop_from(step)
         if self.handed_out:
             self.retracted.append((step, tags))
-
-    def settle(self) -> None:
-        """Move what the fast path holds into :attr:`series` (before handing out)."""
-        self.fast.settle()
 
 
 def _resync(buf: bytes, start: int) -> int | None:

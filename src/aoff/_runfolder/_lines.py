@@ -1,22 +1,30 @@
-"""The whole lines appended to a text file since the last read, and the rows in them.
+"""aoff's line files (``metrics.jsonl``, ``progress.csv``): reading them forward, from
+the end, and cutting them back.
 
-Why a module of its own: ``metrics.jsonl`` and ``progress.csv`` are both read the same
-way by :func:`aoff.read_scalars` (from an offset, a last line without its newline left
-for the next read: a writer may be appending it) and both hold aoff's one row shape
-(``step``, ``iteration``, ``wall_time``, then tags; a producer's or a sub-run's rows
-named in ``producer``/``run``; media rows naming a file).
+Why a module of its own: both files hold one row a line and are handled the same way:
+:func:`aoff.read_scalars` reads what was appended since its last read (a last line
+without its newline is left for the next read: a writer may be appending it); resume
+reads the last row's step from the end and cuts the rows after a step (a temporary file,
+``fsync``, renamed over the old one). Both hold aoff's one row shape (``step``,
+``iteration``, ``wall_time``, then tags; a producer's or a sub-run's rows named in
+``producer``/``run``; media rows naming a file).
 """
 
 from __future__ import annotations
 
 import math
 import os
-from collections.abc import Collection, Mapping
+import stat
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 
+from ._replace import replaced
 from ._series import Series
 
-__all__ = ["FIXED", "LineCursor", "RowSink"]
+__all__ = ["FIXED", "LineCursor", "RowSink", "cut_rows", "last_row_step"]
+
+#: bytes read at a time from a file's end
+_TAIL = 1 << 16
 
 #: the columns that are not tags
 FIXED = frozenset({"step", "iteration", "wall_time", "producer", "run", "media"})
@@ -113,3 +121,89 @@ class RowSink:
             if got is None:
                 got = series[name] = Series()
             got.point(step, wall, value)
+
+
+def last_lines(path: str) -> Iterator[bytes]:
+    """The file's complete lines (ending in a newline), last first, read from the end."""
+    with open(path, "rb") as f:
+        end = f.seek(0, os.SEEK_END)
+        # a last line without its newline was cut short: not a row
+        f.seek(max(end - 1, 0))
+        if end and f.read(1) != b"\n":
+            tail_start = end
+            while tail_start > 0:
+                start = max(tail_start - _TAIL, 0)
+                f.seek(start)
+                chunk = f.read(tail_start - start)
+                i = chunk.rfind(b"\n")
+                if i >= 0:
+                    end = start + i + 1
+                    break
+                tail_start = start
+            else:
+                return
+        pos = end
+        rest = b""
+        while pos > 0:
+            start = max(pos - _TAIL, 0)
+            f.seek(start)
+            chunk = f.read(pos - start) + rest
+            lines = chunk.split(b"\n")
+            rest = lines[0] if start > 0 else b""
+            body = lines[1:] if start > 0 else lines
+            for line in reversed(body):
+                if line:
+                    yield line
+            pos = start
+
+
+def last_row_step(path: str, parse: Callable[[bytes], int | None]) -> int | None:
+    """The step of the file's last row that ``parse`` reads (None: no such row)."""
+    for line in last_lines(path):
+        step = parse(line)
+        if step is not None:
+            return step
+    return None
+
+
+def _needs_cut(path: str, parse: Callable[[bytes], int | None], step: int) -> bool:
+    with open(path, "rb") as f:
+        end = f.seek(0, os.SEEK_END)
+        if not end:
+            return False
+        f.seek(end - 1)
+        if f.read(1) != b"\n":
+            return True  # a torn last line
+    last = last_row_step(path, parse)
+    return last is not None and last > step
+
+
+def cut_rows(
+    path: str,
+    parse: Callable[[bytes], int | None],
+    step: int,
+    *,
+    header: bool,
+    check: Callable[[], None] | None = None,
+) -> None:
+    """Drop every row after ``step`` (and a torn last line) from ``path``, when it has
+    any: the rows kept (and the first line, when it is a ``header``) go to a temporary
+    file, ``fsync``-ed and renamed over ``path``. ``check`` runs first when a cut is due
+    (it raises to refuse)."""
+    if not _needs_cut(path, parse, step):
+        return
+    if check is not None:
+        check()
+    mode = stat.S_IMODE(os.stat(path).st_mode)
+    with replaced(path, prefix=".aoff-cut-", mode=mode) as out, open(path, "rb") as src:
+        first = header
+        for line in src:
+            if not line.endswith(b"\n"):
+                break  # a last line cut short
+            if first:
+                out.write(line)
+            else:
+                s = parse(line)
+                if s is not None and s <= step:
+                    out.write(line)
+            first = False

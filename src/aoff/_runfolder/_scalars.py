@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Collection, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -95,7 +95,6 @@ class _Run:
                 prefix = rel.replace(os.sep, "/") + "/" if rel else ""
                 folder = self.folders[rel] = EventFolder(prefix, self.tags)
             folder.read(files)
-            folder.settle()
             out.append(folder.series)
         return out
 
@@ -111,10 +110,17 @@ class _Run:
 
 
 class ScalarReader:
-    """Reads runs' scalars, each :meth:`read` only what was appended since the last.
+    """Reads runs' scalars; each :meth:`read` returns only what was appended since the
+    last one (each file's offset is kept; a torn last record is read once it is whole).
 
-    ``paths``: run folders (or single files), or one of them; ``tags``: only these tags.
-    """
+    ``paths``: run folders (or single event, ``.jsonl`` or ``.csv`` files), or one of
+    them; each run is named in the result as given. ``tags``: only these tags (a
+    sub-folder's tags with its path in front). What each run is read from is chosen at
+    its first read that finds files: its event files, else ``metrics.jsonl``, else
+    ``progress.csv``. :func:`read_scalars` is the one-shot form.
+
+    A path that does not exist raises ``FileNotFoundError`` at :meth:`read`; an existing
+    folder with no data yet reads as no rows (a run that has not written yet)."""
 
     def __init__(self, paths: PathArg | Iterable[PathArg], tags: Iterable[str] | None = None):
         if isinstance(paths, str | os.PathLike):
@@ -140,6 +146,11 @@ class ScalarReader:
         """Bytes of event files read so far (each byte once, however often :meth:`read`
         is called)."""
         return sum(f.bytes_read for run in self._runs for f in run.folders.values())
+
+    @property
+    def bulk_records(self) -> int:
+        """Event records decoded in bulk so far (the others one by one)."""
+        return sum(f.bulk_records for run in self._runs for f in run.folders.values())
 
     @property
     def retracted(self) -> list[tuple[str, int, frozenset[str] | None]]:
@@ -188,30 +199,32 @@ class ScalarReader:
 
 
 def to_frame(columns: list[tuple[str, str, Columns]]) -> pd.DataFrame:
+    """The long DataFrame of ``(run, tag, columns)`` parts, in that order."""
     import pandas as pd
 
     runs: dict[str, int] = {}
     tags: dict[str, int] = {}
     sizes = [len(c[2][0]) for c in columns]
-    run_codes = np.repeat(
-        np.asarray([runs.setdefault(r, len(runs)) for r, _, _ in columns], np.int32), sizes
-    )
-    tag_codes = np.repeat(
-        np.asarray([tags.setdefault(t, len(tags)) for _, t, _ in columns], np.int32), sizes
-    )
-
-    def cat(parts: list[Any], dtype: Any) -> Any:
-        return np.concatenate(parts) if parts else np.empty(0, dtype)
-
-    return pd.DataFrame(
-        {
-            "run": pd.Categorical.from_codes(run_codes, categories=list(runs)),
-            "tag": pd.Categorical.from_codes(tag_codes, categories=list(tags)),
-            "step": cat([c[2][0] for c in columns], np.int64),
-            "wall_time": cat([c[2][1] for c in columns], np.float64),
-            "value": cat([c[2][2] for c in columns], np.float64),
-        }
-    )
+    total = sum(sizes)
+    run_ids = [runs.setdefault(r, len(runs)) for r, _, _ in columns]
+    tag_ids = [tags.setdefault(t, len(tags)) for _, t, _ in columns]
+    steps = np.empty(total, np.int64)
+    # wall times and values as the two rows of one array: pandas keeps it as one block
+    # instead of copying the two columns into one (a second pass over the data)
+    floats = np.empty((2, total), np.float64)
+    at = 0
+    for (_, _, (s, w, v)), n in zip(columns, sizes, strict=True):
+        steps[at : at + n] = s
+        floats[0, at : at + n] = w
+        floats[1, at : at + n] = v
+        at += n
+    df = pd.DataFrame(floats.T, columns=["wall_time", "value"], copy=False)
+    df.insert(0, "step", steps)
+    codes = np.repeat(np.asarray(tag_ids, np.int32), sizes)
+    df.insert(0, "tag", pd.Categorical.from_codes(codes, categories=list(tags)))
+    codes = np.repeat(np.asarray(run_ids, np.int32), sizes)
+    df.insert(0, "run", pd.Categorical.from_codes(codes, categories=list(runs)))
+    return df
 
 
 def read_scalars(

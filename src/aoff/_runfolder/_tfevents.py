@@ -1,4 +1,4 @@
-"""TensorBoard event files: their names, and where a run keeps them.
+"""TensorBoard event files: their names, where a run keeps them, and the last step.
 
 Why a module of its own: writers name new files (``events.out.tfevents.<time>.<host>...``),
 ``aoff ls/show``, resume and :func:`aoff.read_scalars` find them; the names are spelled
@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import glob
 import os
+import struct
+
+from ._tbwire import varint
 
 __all__ = [
     "EVENTS_PATTERN",
@@ -18,6 +21,7 @@ __all__ = [
     "event_files",
     "event_folders",
     "is_events_name",
+    "last_step",
 ]
 
 EVENTS_PREFIX = "events.out.tfevents."
@@ -63,3 +67,59 @@ def event_folders(root: str) -> dict[str, list[str]]:
             rel = os.path.relpath(here, root)
             found["" if rel == "." else rel] = [os.path.join(here, n) for n in names]
     return found
+
+
+def _event_step(payload: bytes) -> tuple[int, bool, bool]:
+    """``(step, has a summary, is a SessionLog.START)`` of a serialised ``Event``.
+
+    Reads the wire format directly (fields: wall_time = 1, step = 2, summary = 5,
+    session_log = 7 with status = 1, START = 1): a full protobuf parse of every record
+    of a long run would cost seconds at a resume.
+    """
+    pos, end = 0, len(payload)
+    step, summary, start = 0, False, False
+    while pos < end:
+        key, pos = varint(payload, pos)
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            value, pos = varint(payload, pos)
+            if field == 2:
+                step = value - (1 << 64) if value >= 1 << 63 else value
+        elif wire == 1:
+            pos += 8
+        elif wire == 5:
+            pos += 4
+        elif wire == 2:
+            n, pos = varint(payload, pos)
+            if field == 5:
+                summary = True
+            elif field == 7:
+                sub = payload[pos : pos + n]
+                start = len(sub) >= 2 and sub[0] == 0x08 and sub[1] == 1
+            pos += n
+        else:  # groups: not in an Event
+            break
+    return step, summary, start
+
+
+def last_step(files: list[str]) -> int | None:
+    """The last step TensorBoard shows for these files (read in name order, as it does):
+    the step of the last summary event, lowered by a later ``SessionLog.START``."""
+    last: int | None = None
+    header = struct.Struct("<Q")
+    for path in files:
+        with open(path, "rb") as f:
+            data = f.read()
+        pos = 0
+        while pos + 12 <= len(data):
+            (n,) = header.unpack_from(data, pos)
+            if pos + 12 + n + 4 > len(data):
+                break  # a record cut short: readers stop here too
+            step, summary, start = _event_step(data[pos + 12 : pos + 12 + n])
+            pos += 12 + n + 4
+            if start:
+                if last is not None and last >= step:
+                    last = step - 1
+            elif summary and step:
+                last = step if last is None else max(last, step)
+    return last

@@ -1,0 +1,274 @@
+"""Reading scalar-only event files: ``aoff.read_scalars`` beside TensorBoard's
+``EventAccumulator`` and ``tbparse`` on the same files, in MB/s of event file.
+
+The run is what torch's ``SummaryWriter`` writes for ``add_scalar`` over ``--steps``
+steps and ``--tags`` tags: one ``Event`` record per call (wall time, step, a summary of
+one ``simple_value``), framed as TFRecords. torch's writer takes ~30 us a call, so the
+files are built here with NumPy in the same bytes; ``--quick`` (and every run) first
+checks a small file built this way byte for byte against one torch writes for the same
+calls, so the bytes timed are torch's.
+
+The readers, one at a time, in a fresh process each (so imports and caches are the
+same for all): aoff on the big file (``--steps``, default 1 M steps x 10 tags, ~0.5 GB);
+all three, aoff included, on a smaller file (``--small-steps``) that TensorBoard's
+Python reader gets through in a reasonable time. Each prints MB/s (file bytes over the
+call's wall time, the file in the page cache: a warm-up read first) and the rows it
+returned; the ratios are aoff's MB/s over each other reader's on the same file. aoff's
+result is checked against ``EventAccumulator``'s on the small file (every point, values
+bit for bit in float32).
+
+    python benchmarks/bench_read.py            # 1 M steps x 10 tags, and 20 k for all
+    python benchmarks/bench_read.py --quick    # seconds: tiny files, every check
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+
+from aoff._backends._tfrecord import frame_many  # noqa: E402
+
+START = 1_733_380_000.0
+_FILE_NAME = "events.out.tfevents.1733380000.bench.1.0"
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def _tags(n: int) -> list[str]:
+    names = ["losses/qf1_loss", "losses/qf2_loss", "losses/actor_loss", "losses/alpha"]
+    names += ["charts/episodic_return", "charts/episodic_length", "charts/SPS"]
+    names += [f"losses/extra_{i}" for i in range(max(0, n - len(names)))]
+    return names[:n]
+
+
+def _value(step: np.ndarray, t: int) -> np.ndarray:
+    return (np.sin(step * 0.001 + t) * (t + 1)).astype(np.float32)
+
+
+def _wall(step: np.ndarray, t: int) -> np.ndarray:
+    return START + step * 0.01 + t * 1e-4
+
+
+def _header_event() -> bytes:
+    version = b"brain.Event:2"
+    return b"\x09" + struct.pack("<d", START) + b"\x1a" + _varint(len(version)) + version
+
+
+def build_events(path: Path, steps: int, ntags: int, first_step: int = 0) -> int:
+    """Write torch's bytes for ``add_scalar(tag, value, step, walltime)`` over the steps
+    and tags (tags in order within a step); the file's size."""
+    tags = _tags(ntags)
+    with open(path, "wb") as f:
+        f.write(frame_many([_header_event()]))
+        lo = first_step
+        hi = first_step + steps
+        while lo < hi:  # one group per width of the step's varint
+            width = len(_varint(lo)) if lo else 0
+            top = 1 if lo == 0 else min(hi, 1 << (7 * width))
+            step = np.arange(lo, top, dtype=np.int64)
+            payloads = []
+            for t, tag in enumerate(tags):
+                raw = tag.encode()
+                value = b"\x0a" + _varint(len(raw)) + raw + b"\x15"
+                inner = b"\x0a" + _varint(len(value) + 4) + value
+                head_len = 1 + 8 + (1 + width if width else 0)
+                rec_len = head_len + 2 + len(inner) + 4
+                rows = np.zeros((len(step), rec_len), np.uint8)
+                rows[:, 0] = 0x09
+                rows[:, 1:9] = _wall(step, t).view(np.uint8).reshape(-1, 8)
+                if width:
+                    rows[:, 9] = 0x10
+                    for i in range(width):
+                        b = (step >> (7 * i)) & 0x7F
+                        rows[:, 10 + i] = b | (0x80 if i < width - 1 else 0)
+                at = head_len
+                rows[:, at] = 0x2A
+                rows[:, at + 1] = len(inner) + 4
+                rows[:, at + 2 : at + 2 + len(inner)] = np.frombuffer(inner, np.uint8)
+                rows[:, -4:] = _value(step, t).view(np.uint8).reshape(-1, 4)
+                payloads.append(rows)
+            cycle = np.concatenate(payloads, axis=1)
+            widths = [p.shape[1] for p in payloads]
+            for block in range(0, len(step), 65536):
+                part = cycle[block : block + 65536].tobytes()
+                row = sum(widths)
+                records = []
+                for r in range(len(part) // row):
+                    at = r * row
+                    for w in widths:
+                        records.append(part[at : at + w])
+                        at += w
+                f.write(frame_many(records))
+            lo = top
+    return path.stat().st_size
+
+
+def check_against_torch(folder: Path) -> None:
+    """Build a small file here and have torch's ``SummaryWriter`` write the same calls:
+    every record after the first (the file version, stamped with the time) is equal."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    steps, ntags = 300, 3
+    ours = folder / "ours"
+    ours.mkdir(parents=True)
+    build_events(ours / _FILE_NAME, steps, ntags)
+    writer = SummaryWriter(str(folder / "torch"))
+    tags = _tags(ntags)
+    for s in range(steps):
+        step = np.array([s])
+        for t, tag in enumerate(tags):
+            writer.add_scalar(tag, float(_value(step, t)[0]), s, walltime=float(_wall(step, t)[0]))
+    writer.close()
+    (theirs,) = (folder / "torch").iterdir()
+
+    def records(data: bytes) -> list[bytes]:
+        out, pos = [], 0
+        while pos < len(data):
+            n = int.from_bytes(data[pos : pos + 8], "little")
+            out.append(data[pos : pos + 16 + n])
+            pos += 16 + n
+        return out
+
+    a, b = records((ours / _FILE_NAME).read_bytes()), records(theirs.read_bytes())
+    if a[1:] != b[1:] or len(a) != steps * ntags + 1:
+        raise SystemExit("the built file is not what torch's SummaryWriter writes")
+    print(f"built file == torch SummaryWriter's bytes ({len(a) - 1} records)")
+
+
+_READERS = {
+    "aoff": """
+import pandas
+from aoff import read_scalars
+df = read_scalars(FOLDER)
+rows = len(df)
+""",
+    "EventAccumulator": """
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+acc = EventAccumulator(FOLDER, size_guidance={"scalars": 0})
+acc.Reload()
+rows = sum(len(acc.Scalars(t)) for t in acc.Tags()["scalars"])
+""",
+    "tbparse": """
+from tbparse import SummaryReader
+rows = len(SummaryReader(FOLDER, pivot=False).scalars)
+""",
+}
+
+
+def time_reader(name: str, folder: Path, repeat: int) -> tuple[float, int]:
+    """Best wall time of ``repeat`` reads (each in a fresh process, after its imports);
+    the rows it returned."""
+    code = (
+        "import json, sys, time\nFOLDER = sys.argv[1]\n"
+        + "\n".join(
+            line for line in _READERS[name].splitlines() if line.startswith(("import", "from"))
+        )
+        + "\nt0 = time.perf_counter()\n"
+        + "\n".join(
+            line
+            for line in _READERS[name].splitlines()
+            if line and not line.startswith(("import", "from"))
+        )
+        + "\nprint(json.dumps([time.perf_counter() - t0, rows]))\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    best, rows = float("inf"), 0
+    for _ in range(repeat):
+        out = subprocess.run(
+            [sys.executable, "-c", code, str(folder)],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=env,
+        )
+        seconds, rows = json.loads(out.stdout.strip().splitlines()[-1])
+        best = min(best, seconds)
+    return best, rows
+
+
+def check_equal(folder: Path) -> None:
+    """aoff's rows equal ``EventAccumulator``'s: steps, wall times, float32 values."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    import aoff
+
+    df = aoff.read_scalars(folder)
+    acc = EventAccumulator(str(folder), size_guidance={"scalars": 0})
+    acc.Reload()
+    for tag in acc.Tags()["scalars"]:
+        ev = acc.Scalars(tag)
+        sub = df[df["tag"] == tag]
+        assert sub["step"].tolist() == [e.step for e in ev], tag
+        assert sub["wall_time"].tolist() == [e.wall_time for e in ev], tag
+        want = np.asarray([e.value for e in ev], np.float32)
+        assert sub["value"].to_numpy(np.float32).tobytes() == want.tobytes(), tag
+    print(f"aoff == EventAccumulator on the small file ({len(df):,} points)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", type=int, default=1_000_000)
+    parser.add_argument("--small-steps", type=int, default=20_000)
+    parser.add_argument("--tags", type=int, default=10)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="tiny files: seconds")
+    args = parser.parse_args()
+    if args.quick:
+        args.steps, args.small_steps, args.repeat = 20_000, 1_000, 1
+    with tempfile.TemporaryDirectory(prefix="aoff-bench-read-") as tmp:
+        root = Path(tmp)
+        check_against_torch(root / "torch-check")
+        small, big = root / "small", root / "big"
+        small.mkdir()
+        big.mkdir()
+        t0 = time.perf_counter()
+        small_size = build_events(small / _FILE_NAME, args.small_steps, args.tags)
+        big_size = build_events(big / _FILE_NAME, args.steps, args.tags)
+        print(
+            f"built {args.steps:,} steps x {args.tags} tags ({big_size / 1e6:.1f} MB) and "
+            f"{args.small_steps:,} steps ({small_size / 1e6:.1f} MB) "
+            f"in {time.perf_counter() - t0:.1f} s"
+        )
+        check_equal(small)
+        (small / _FILE_NAME).read_bytes()  # into the page cache
+        (big / _FILE_NAME).read_bytes()
+        print(f"load average: {Path('/proc/loadavg').read_text().split()[:3]}")
+        print("| reader | file | seconds | MB/s | rows |")
+        print("| --- | --- | ---: | ---: | ---: |")
+        speeds: dict[str, float] = {}
+        for name in _READERS:
+            seconds, rows = time_reader(name, small, args.repeat)
+            speeds[name] = small_size / 1e6 / seconds
+            print(f"| {name} | small | {seconds:.3f} | {speeds[name]:.1f} | {rows:,} |")
+        seconds, rows = time_reader("aoff", big, args.repeat)
+        big_speed = big_size / 1e6 / seconds
+        print(f"| aoff | big | {seconds:.3f} | {big_speed:.1f} | {rows:,} |")
+        for name in ("EventAccumulator", "tbparse"):
+            print(f"aoff / {name} on the small file: {speeds['aoff'] / speeds[name]:.0f}x")
+        print(f"aoff on the big file: {big_speed:.0f} MB/s")
+
+
+if __name__ == "__main__":
+    main()
