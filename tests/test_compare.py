@@ -228,3 +228,25 @@ def test_group_regex_and_what_is_left_out(
         os.close(writer)
     assert rc == 0
     assert err.count("\n") == 1 and f"skipped {bad}" in err
+
+
+def test_a_runs_series_reads_each_byte_once(tmp_path: Path) -> None:
+    """What ``--follow`` reads each look: the bytes appended since the last one."""
+    from aoff._cli._series import RunSeries
+    from aoff.tensorboard import SummaryWriter
+
+    run = tmp_path / "grow-seed1"
+    w = SummaryWriter(str(run), pump="thread")
+    for step in range(50):
+        w.add_scalar("r", float(step), step)
+    w.flush()
+    series = RunSeries(str(run), "r")
+    assert series.update([]) and len(series.values) == 50
+    first = series.bytes_read
+    for step in range(50, 80):
+        w.add_scalar("r", float(step), step)
+    w.close()
+    (events,) = run.glob("events.out.tfevents.*")
+    assert series.update([]) and series.values.tolist() == [float(s) for s in range(80)]
+    assert first < series.bytes_read == events.stat().st_size  # each byte read once
+    assert not series.update([])  # nothing new
