@@ -187,19 +187,37 @@ def test_a_growing_file_is_read_again_from_where_the_last_read_stopped(tmp_path:
     assert reader.problems == []
 
 
-def test_aoffs_own_runs_read_back_from_their_jsonl(tmp_path: Path) -> None:
-    from aoff import JsonlBackend
+def test_aoffs_own_runs_read_the_same_from_events_jsonl_and_csv(tmp_path: Path) -> None:
+    """One aoff run written to all three formats: the folder reads its event files, the
+    JSONL and CSV files read the same points (float64, exact), the event files' values
+    are their float32."""
+    from aoff import OffPolicyLogger
 
-    from .conftest import make_logger
-
-    log = make_logger(JsonlBackend(tmp_path / "metrics.jsonl"), pump="thread")
-    for i in range(50):
-        log.log_step(i * 8, {"loss": 1 / (i + 1), "q": float(i)})
-    log.finish()
-    df = aoff.read_scalars(tmp_path)
-    loss = df[df["tag"] == "train/loss"]
-    assert loss["step"].tolist() == [i * 8 for i in range(50)]
-    assert loss["value"].tolist() == [1 / (i + 1) for i in range(50)]  # float64, exact
+    with OffPolicyLogger(
+        log_dir=tmp_path,
+        backends=("tensorboard", "jsonl", "csv"),
+        display="none",
+        handle_sigterm=False,
+        system_interval=0,
+    ) as log:
+        for i in range(60):
+            log.log_step(i * 8, {"loss": 1 / (i + 1), "q": float(i) / 3})
+    events = aoff.read_scalars(tmp_path)
+    jsonl = aoff.read_scalars(tmp_path / "metrics.jsonl")
+    csv = aoff.read_scalars(tmp_path / "progress.csv")
+    for df in (events, jsonl, csv):
+        loss = df[df["tag"] == "train/loss"]
+        assert loss["step"].tolist() == [i * 8 for i in range(60)]
+    key = ["tag", "step"]
+    jsonl, csv = jsonl.sort_values(key, kind="stable"), csv.sort_values(key, kind="stable")
+    cols = [*key, "value"]
+    assert jsonl[cols].values.tolist() == csv[cols].values.tolist()
+    assert jsonl["wall_time"].tolist() == csv["wall_time"].tolist()
+    both = events.merge(jsonl, on=key, suffixes=("_tb", "_jsonl"))
+    assert len(both) == len(jsonl) == len(events)
+    assert (both["value_tb"].to_numpy(np.float32) == both["value_jsonl"].to_numpy(np.float32)).all()
+    loss = jsonl[jsonl["tag"] == "train/loss"]
+    assert loss["value"].tolist() == [1 / (i + 1) for i in range(60)]  # float64, exact
 
 
 def test_import_aoff_stays_light_until_read_scalars_is_called() -> None:

@@ -48,7 +48,7 @@ from .._core._records import StepRecord, columns
 from .._runfolder._csvfile import CSV_NAME
 from .._runfolder._jsonlfile import JSONL_NAME
 from .._runfolder._replace import replaced
-from .._runfolder._summaryfile import SUMMARY_NAME
+from .._runfolder._summaryfile import FORMAT, SUMMARY_NAME, VERSION
 from .._runfolder._tfevents import EVENTS_PREFIX
 
 __all__ = [
@@ -63,8 +63,6 @@ __all__ = [
 
 #: every session's summary file in a folder
 SUMMARY_GLOB = "aoff-summary*.json"
-FORMAT = "aoff.run-summary"
-VERSION = 1
 #: seconds between rewrites of the file while the run lasts
 SUMMARY_INTERVAL = 10.0
 #: a curve keeps between this many and twice as many buckets

@@ -1,19 +1,20 @@
-"""The run summary file (``aoff-summary.json``) read back, when it may stand for the run.
+"""The run summary file (``aoff-summary.json``) as ``show`` and ``ls`` print it.
 
 Why a module of its own: the summary (a few kilobytes, whatever the run's length, kept by
-the pump: :mod:`aoff._backends._summary`) is the fast path of ``show`` and ``ls``, with
-rules of its own: when it stands for the run (finished, or refreshed by a live run; not
-left by a killed one, not when a data file was cut since) and how its numbers are
-written. It is read without importing numpy or the writer's module: ``ls`` stays light.
+the pump: :mod:`aoff._backends._summary`) is the fast path of ``show`` and ``ls``; when
+it may stand for the run is the run folder's rule (:mod:`aoff._runfolder._summaryfile`),
+how its numbers turn into :class:`RunData` is this module's. It is read without
+importing numpy or the writer's module: ``ls`` stays light.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from typing import Any
 
+from .._runfolder._summaryfile import SUMMARY_NAME
+from .._runfolder._summaryfile import load_summary as load_one
 from ._rundata import NONFINITE, RunData, TagStats
 from ._runfind import summary_files, tb_files
 
@@ -28,33 +29,14 @@ def writers(run_dir: str) -> int:
 
 def load_summary(run_dir: str, *, live: bool) -> tuple[str, dict[str, Any]] | None:
     """The summary file and its content when it may stand for the run: the folder's only
-    session or writer, finished (or interrupted) or still refreshing it while live;
-    ``None`` when absent, unreadable, one of several (the files hold their union) or
-    left by a run that was killed (its files go further than it)."""
-    found = summary_files(run_dir)
-    if len(found) != 1 or len(tb_files(run_dir)) > 1:
+    session or writer (one ``aoff-summary.json``, at most one event file), and the file
+    itself may (:func:`aoff._runfolder._summaryfile.load_summary`); ``None`` when there
+    are several (their data files hold the union) or it may not."""
+    only = os.path.join(run_dir, SUMMARY_NAME)
+    if summary_files(run_dir) != [only] or len(tb_files(run_dir)) > 1:
         return None
-    path = found[0]
-    try:
-        with open(path, "rb") as f:
-            content = json.loads(f.read())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(content, dict) or content.get("format") != "aoff.run-summary":
-        return None
-    if content.get("version") != 1 or not isinstance(content.get("tags"), dict):
-        return None
-    if content.get("state") == "running" and not live:
-        return None
-    files = content.get("files")
-    if isinstance(files, dict):  # a data file cut since: read the files, say what is lost
-        for name, size in files.items():
-            try:
-                if os.path.getsize(os.path.join(run_dir, str(name))) < int(size):
-                    return None
-            except (OSError, TypeError, ValueError):
-                return None
-    return path, content
+    content = load_one(run_dir, live=live)
+    return None if content is None else (only, content)
 
 
 def _num(v: object) -> float | None:
