@@ -12,10 +12,11 @@ The readers, one at a time, in a fresh process each (so imports and caches are t
 same for all): aoff on the big file (``--steps``, default 1 M steps x 10 tags, ~0.5 GB);
 all three, aoff included, on a smaller file (``--small-steps``) that TensorBoard's
 Python reader gets through in a reasonable time. Each prints MB/s (file bytes over the
-call's wall time, the file in the page cache: a warm-up read first) and the rows it
-returned; the ratios are aoff's MB/s over each other reader's on the same file. aoff's
-result is checked against ``EventAccumulator``'s on the small file (every point, values
-bit for bit in float32).
+call's wall time, the file in the page cache: a warm-up read first), the same over the
+process's CPU time (what the reader costs when the machine is shared and busy: the load
+average is printed before and after), and the rows it returned; the ratios are aoff's
+MB/s over each other reader's on the same file. aoff's result is checked against
+``EventAccumulator``'s on the small file (every point, values bit for bit in float32).
 
     python benchmarks/bench_read.py            # 1 M steps x 10 tags, and 20 k for all
     python benchmarks/bench_read.py --quick    # seconds: tiny files, every check
@@ -177,24 +178,24 @@ rows = len(SummaryReader(FOLDER, pivot=False).scalars)
 }
 
 
-def time_reader(name: str, folder: Path, repeat: int) -> tuple[float, int]:
-    """Best wall time of ``repeat`` reads (each in a fresh process, after its imports);
-    the rows it returned."""
+def time_reader(name: str, folder: Path, repeat: int) -> tuple[float, float, int]:
+    """Best wall time and best CPU time of ``repeat`` reads (each in a fresh process,
+    after its imports); the rows it returned."""
     code = (
         "import json, sys, time\nFOLDER = sys.argv[1]\n"
         + "\n".join(
             line for line in _READERS[name].splitlines() if line.startswith(("import", "from"))
         )
-        + "\nt0 = time.perf_counter()\n"
+        + "\nt0, c0 = time.perf_counter(), time.process_time()\n"
         + "\n".join(
             line
             for line in _READERS[name].splitlines()
             if line and not line.startswith(("import", "from"))
         )
-        + "\nprint(json.dumps([time.perf_counter() - t0, rows]))\n"
+        + "\nprint(json.dumps([time.perf_counter() - t0, time.process_time() - c0, rows]))\n"
     )
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
-    best, rows = float("inf"), 0
+    best, best_cpu, rows = float("inf"), float("inf"), 0
     for _ in range(repeat):
         out = subprocess.run(
             [sys.executable, "-c", code, str(folder)],
@@ -203,9 +204,9 @@ def time_reader(name: str, folder: Path, repeat: int) -> tuple[float, int]:
             check=True,
             env=env,
         )
-        seconds, rows = json.loads(out.stdout.strip().splitlines()[-1])
-        best = min(best, seconds)
-    return best, rows
+        seconds, cpu, rows = json.loads(out.stdout.strip().splitlines()[-1])
+        best, best_cpu = min(best, seconds), min(best_cpu, cpu)
+    return best, best_cpu, rows
 
 
 def check_equal(folder: Path) -> None:
@@ -255,19 +256,30 @@ def main() -> None:
         (small / _FILE_NAME).read_bytes()  # into the page cache
         (big / _FILE_NAME).read_bytes()
         print(f"load average: {Path('/proc/loadavg').read_text().split()[:3]}")
-        print("| reader | file | seconds | MB/s | rows |")
-        print("| --- | --- | ---: | ---: | ---: |")
+        print("| reader | file | seconds | MB/s | CPU seconds | MB/s of CPU | rows |")
+        print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
         speeds: dict[str, float] = {}
         for name in _READERS:
-            seconds, rows = time_reader(name, small, args.repeat)
+            seconds, cpu, rows = time_reader(name, small, args.repeat)
             speeds[name] = small_size / 1e6 / seconds
-            print(f"| {name} | small | {seconds:.3f} | {speeds[name]:.1f} | {rows:,} |")
-        seconds, rows = time_reader("aoff", big, args.repeat)
+            mb = small_size / 1e6
+            print(
+                f"| {name} | small | {seconds:.3f} | {speeds[name]:.1f} | {cpu:.3f} "
+                f"| {mb / cpu:.1f} | {rows:,} |"
+            )
+        seconds, cpu, rows = time_reader("aoff", big, args.repeat)
         big_speed = big_size / 1e6 / seconds
-        print(f"| aoff | big | {seconds:.3f} | {big_speed:.1f} | {rows:,} |")
+        print(
+            f"| aoff | big | {seconds:.3f} | {big_speed:.1f} | {cpu:.3f} "
+            f"| {big_size / 1e6 / cpu:.1f} | {rows:,} |"
+        )
         for name in ("EventAccumulator", "tbparse"):
             print(f"aoff / {name} on the small file: {speeds['aoff'] / speeds[name]:.0f}x")
-        print(f"aoff on the big file: {big_speed:.0f} MB/s")
+        print(
+            f"aoff on the big file: {big_speed:.0f} MB/s "
+            f"({big_size / 1e6 / cpu:.0f} MB/s of its CPU time)"
+        )
+        print(f"load average after: {Path('/proc/loadavg').read_text().split()[:3]}")
 
 
 if __name__ == "__main__":

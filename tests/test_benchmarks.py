@@ -315,6 +315,6 @@ def test_bench_read_prints_each_reader_and_checks_its_files() -> None:
     assert "aoff == EventAccumulator on the small file (10,000 points)" in out, out
     rows = {r[0] + " " + r[1]: r for r in _table_rows(out, "reader")}
     assert list(rows) == ["aoff small", "EventAccumulator small", "tbparse small", "aoff big"]
-    assert all(float(r[3]) > 0 for r in rows.values()), out
-    assert [r[4] for r in rows.values()] == ["10,000", "10,000", "10,000", "200,000"], out
+    assert all(float(r[3]) > 0 and float(r[5]) > 0 for r in rows.values()), out
+    assert [r[-1] for r in rows.values()] == ["10,000", "10,000", "10,000", "200,000"], out
     assert "aoff / EventAccumulator on the small file: " in out, out

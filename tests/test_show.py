@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import sys
@@ -261,3 +262,25 @@ def test_a_run_that_logged_no_step_says_so_not_stopped_at_0(
     assert stopped_early(data) == "stopped before any step was logged"
     data.records, data.iterations = 3, 2
     assert stopped_early(data) == "stopped at 2 of 1,500"
+
+
+@pytest.mark.parametrize("width", ["0", "-5", "19"])
+def test_show_refuses_a_width_too_narrow(
+    demo_run: tuple[Path, str], capsys: pytest.CaptureFixture[str], width: str
+) -> None:
+    run_dir, _ = demo_run
+    rc, out, err = _aoff(capsys, "show", str(run_dir), "--width", width)
+    assert (rc, out) == (2, "")
+    assert err == f"aoff show: --width {width}: must be at least 20 columns\n"
+
+
+def test_every_help_says_each_default_once(capsys: pytest.CaptureFixture[str]) -> None:
+    for command in ("demo", "attach", "show", "ls", "compare", "export"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        text = " ".join(capsys.readouterr().out.split())  # one line: wrapped help joined
+        options = re.split(r" (?=-[-a-z])", text.split("options:", 1)[1])
+        for option in options:
+            assert option.lower().count("default") <= 1, (command, option)
+        if command == "compare":
+            assert "resamples (at least 2000) (default: 2000)" in text  # added once

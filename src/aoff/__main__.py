@@ -10,26 +10,53 @@ Subcommands:
 ``show``, ``ls``
     a run's summary and curves; one line per run (``_cli/_show.py``; the guide is
     ``docs/guides/terminal.md``). Ctrl+C ends either with one line, exit 130.
+``compare``, ``export``
+    seeds of each configuration with IQM and bootstrap intervals (``_cli/_compare.py``,
+    ``docs/guides/compare.md``); a run's scalars as Parquet or CSV (``_cli/_export.py``).
 ``sweep-shm``
     unlink the shared-memory blocks of aoff runs that were killed before they could
     (``_media/_shmnames.py``; every run also does it when it starts).
+
+Output into a pipe closed early (``aoff ls runs | head -1``) ends the command at once,
+quietly, with status 0: the reader had what it wanted.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
 from . import __version__
 
 
+class _Defaults(argparse.HelpFormatter):
+    """Every option's help ends with its default, unless the help already says it (or
+    there is none to say)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if (
+            "default" in text.lower()
+            or default is None
+            or default is False
+            or default is argparse.SUPPRESS
+            or not action.option_strings
+        ):
+            return text
+        return text + " (default: %(default)s)"
+
+
 def _parser() -> argparse.ArgumentParser:
     from ._cli._attach import add_attach_arguments
+    from ._cli._compare import add_compare_arguments
     from ._cli._demo import add_arguments
+    from ._cli._export import add_export_arguments
     from ._cli._show import add_ls_arguments, add_show_arguments
 
-    fmt = argparse.ArgumentDefaultsHelpFormatter  # every --help lists the defaults
+    fmt = _Defaults  # every --help lists the defaults, once
     p = argparse.ArgumentParser(
         prog="aoff",
         description="aoff: an asyncio-native training logger for off-policy RL.",
@@ -84,31 +111,71 @@ def _parser() -> argparse.ArgumentParser:
         "process is gone: a run killed with its whole process group leaves them. Blocks of "
         "live runs are kept. Every run in process mode also does this when it starts.",
     )
+    compare = sub.add_parser(
+        "compare",
+        formatter_class=fmt,
+        help="seeds of each configuration: IQM, bootstrap interval, curves",
+        description="Group runs into configurations (seeds of one setting), and print per "
+        "group the final score's mean, median, interquartile mean (IQM) and the IQM's 95%% "
+        "bootstrap interval over runs, the probability of improvement between groups, and "
+        "each group's IQM curve with its band. Runs without the metric, or that cannot be "
+        "read, are left out with one line each. Ctrl+C stops it (exit 130).",
+    )
+    add_compare_arguments(compare)
+    export = sub.add_parser(
+        "export",
+        formatter_class=fmt,
+        help="runs' scalars as one Parquet or CSV table",
+        description="Write the scalars of the runs as one table: long (run, tag, step, "
+        "wall_time, value: one row a point) or --wide (run, step: one column a tag). "
+        "Ctrl+C stops it (exit 130).",
+    )
+    add_export_arguments(export)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = _parser()
     ns = p.parse_args(argv)
-    if ns.command in ("show", "ls"):
-        try:
-            return _read_command(ns)
-        except KeyboardInterrupt:  # one line, not a traceback from inside a reader
-            print(f"aoff {ns.command}: interrupted", file=sys.stderr)
-            return 130
-    return _command(p, ns)
+    try:
+        if ns.command in ("show", "ls", "compare", "export"):
+            try:
+                return _read_command(ns)
+            except KeyboardInterrupt:  # one line, not a traceback from inside a reader
+                print(f"aoff {ns.command}: interrupted", file=sys.stderr)
+                return 130
+        return _command(p, ns)
+    except BrokenPipeError:
+        return _closed_pipe()
+
+
+def _closed_pipe() -> int:
+    """Whoever read our output closed the pipe: stop quietly. What Python still holds
+    for stdout goes nowhere, so its flush at exit cannot raise again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 0
 
 
 def _read_command(ns: argparse.Namespace) -> int:
-    if ns.command == "show":
-        from rich.console import Console
+    from ._cli._pipes import PipeConsole as Console
 
+    if ns.command == "show":
         from ._cli._show import run_show
 
-        return run_show(ns.run_dir, Console(), sys.stderr, width=ns.width)
+        return run_show(ns.run_dir, Console(), sys.stderr, width=ns.width, as_json=ns.json)
+    if ns.command == "compare":
+        from ._cli._compare import run_compare
+
+        return run_compare(ns, Console(), sys.stdout, sys.stderr)
+    if ns.command == "export":
+        from ._cli._export import run_export
+
+        return run_export(ns, sys.stderr)
     from ._cli._show import run_ls
 
-    return run_ls(ns.runs_dir, sys.stdout, sys.stderr)
+    return run_ls(ns.runs_dir, sys.stdout, sys.stderr, as_json=ns.json)
 
 
 def _command(p: argparse.ArgumentParser, ns: argparse.Namespace) -> int:
@@ -117,9 +184,8 @@ def _command(p: argparse.ArgumentParser, ns: argparse.Namespace) -> int:
 
         return run(config_from_args(ns))
     if ns.command == "attach":
-        from rich.console import Console
-
         from ._cli._attach import run_attach
+        from ._cli._pipes import PipeConsole as Console
 
         return run_attach(ns.run_dir, ns.refresh, Console(), sys.stderr, sys.stdin)
     if ns.command == "sweep-shm":

@@ -1,5 +1,11 @@
 """The run summary file, ``<log_dir>/aoff-summary.json``: what ``aoff ls``/``show`` print.
 
+One file per session: several sessions or writers in one folder (two runs into one
+``log_dir``, six ``SummaryWriter`` objects on one folder) each take the first free name,
+``aoff-summary.json``, ``aoff-summary-2.json``, … (created exclusively at the first write,
+so two starting together never share one). ``show``/``ls`` trust a summary only when it is
+the folder's only one; with several they read the data files, as TensorBoard does.
+
 Why: reading a big run's event files back takes seconds (a 1M-step run is ~1.3 GB), and
 ``ls``/``show`` only print a handful of numbers per tag: its first, last, min and max
 values and a sparkline. The pump keeps those as it goes (:class:`RunSummary`), rewrites
@@ -26,11 +32,14 @@ steps of their own).
 from __future__ import annotations
 
 import contextlib
+import glob
+import itertools
 import json
 import math
 import os
+import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -47,10 +56,13 @@ __all__ = [
     "SUMMARY_INTERVAL",
     "SUMMARY_NAME",
     "RunSummary",
+    "claim_summary_path",
     "from_json_float",
     "to_json_float",
 ]
 
+#: every session's summary file in a folder
+SUMMARY_GLOB = "aoff-summary*.json"
 #: seconds between rewrites of the file while the run lasts
 SUMMARY_INTERVAL = 10.0
 #: a curve keeps between this many and twice as many buckets
@@ -189,6 +201,7 @@ class RunSummary:
         self._lock = threading.Lock()
         self._seq = 0
         self._written_seq = 0
+        self._claimed = False
         #: images/videos written and refused (``log_image``/``log_video``), set by the pump
         self.media_written = 0
         self.media_refused = 0
@@ -288,8 +301,12 @@ class RunSummary:
             seq = int(content.get("seq", 0))
             if seq <= self._written_seq:
                 return
-            with replaced(self.path, prefix=".aoff-summary-") as f:
-                f.write(raw)
+            if self._claimed:
+                with replaced(self.path, prefix=".aoff-summary-") as f:
+                    f.write(raw)
+            else:
+                self.path = claim_summary_path(os.path.dirname(self.path), raw)
+                self._claimed = True
             self._written_seq = seq
 
 
@@ -309,7 +326,49 @@ def data_file_sizes(log_dir: str) -> dict[str, int]:
     return out
 
 
+def _names(log_dir: str) -> Iterator[str]:
+    for n in itertools.count(1):
+        yield os.path.join(log_dir, SUMMARY_NAME if n == 1 else f"aoff-summary-{n}.json")
+
+
+def claim_summary_path(log_dir: str, raw: bytes) -> str:
+    """Write this session's first summary ``raw`` to the first of ``aoff-summary.json``,
+    ``aoff-summary-2.json``, … in ``log_dir`` not taken yet, and return its path. The
+    whole file is linked to its name in one step (``os.link`` fails when the name is
+    taken), so a session starting beside this one takes another name and a reader never
+    sees the file half written. Where links cannot be made, the name is taken with an
+    exclusive create and the content replaces the empty file."""
+    fd, staged = tempfile.mkstemp(dir=log_dir or ".", prefix=".aoff-summary-", suffix=".tmp")
+    try:
+        with open(fd, "wb") as f:
+            f.write(raw)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(staged, 0o644)
+        for path in _names(log_dir):
+            try:
+                os.link(staged, path)
+            except FileExistsError:
+                continue
+            except OSError:  # no hard links here (some network or FAT file systems)
+                break
+            return path
+        for path in _names(log_dir):
+            try:
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+            except FileExistsError:
+                continue
+            os.replace(staged, path)
+            return path
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(staged)
+    raise AssertionError("unreachable")
+
+
 def remove_stale(log_dir: str) -> None:
-    """Remove a summary an earlier session left (a resumed run rewrites its history)."""
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(os.path.join(log_dir, SUMMARY_NAME))
+    """Remove the summaries of the folder (a resumed run rewrites its history; a lost
+    agent's successor sees only part of the run): the readers then read the files."""
+    for path in glob.glob(os.path.join(glob.escape(log_dir), SUMMARY_GLOB)):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)

@@ -5,8 +5,13 @@ Owns ``aoff show``/``aoff ls`` (``_show``; the tag table ``_tagtable``, the prog
 source: the summary ``_runsummary``, the data files ``_runfiles``, into ``_rundata``'s
 shape; run folders found by ``_runfind``), ``aoff demo`` (``_demo``: its settings
 ``_demo_config``, its run ``_demo_drive`` with the numbers of ``_demo_sim``, its closing
-lines ``_demo_outro``) and the ``aoff attach`` client (``_attach``).
+lines ``_demo_outro``), the ``aoff attach`` client (``_attach``), ``aoff compare``
+(``_compare``: runs grouped by ``_groups``, their series read by ``_series``, the
+statistics of ``_stats``, the terminal chart ``_comparechart``, the figure
+``_comparefig``), ``aoff export`` (``_export``), the ``--json`` of ``show``/``ls``
+(``_runjson``) and quiet exits into closed pipes (``_pipes``).
 
 May import: ``_faces`` (the demo logs like a user), ``_channel`` (the socket's paths),
-``_display``, ``_backends``, ``_core``. Nothing below imports it.
+``_display``, ``_backends``, ``_runfolder`` (the run's files read back), ``_core``.
+Nothing below imports it.
 """

@@ -33,6 +33,7 @@ from .._channel._paths import (
 )
 from .._display._dashboard import Dashboard
 from ._folder import not_a_folder
+from ._pipes import output_closed
 from ._runfind import is_run_dir
 
 __all__ = ["add_attach_arguments", "run_attach"]
@@ -142,6 +143,8 @@ def _view(conn: Connection, console: Console, err: TextIO, name: str) -> int:
     now = 0.0
     try:
         while True:
+            if output_closed(console.file):  # whoever read us is gone: so are we
+                return 0
             try:
                 msg = conn.recv()
             except (EOFError, OSError):
@@ -155,8 +158,12 @@ def _view(conn: Connection, console: Console, err: TextIO, name: str) -> int:
                 return 1
             if kind == "state":
                 _, state, now = msg
+                fresh = dash is None
                 if dash is None:
                     dash = Dashboard(console)
+                if state.panel_widths:  # the run's own layout, at its terminal's size
+                    dash.memory.adopt(state.panel_widths)
+                if fresh:
                     dash.open(state, now)
                 else:
                     dash.update(state, now)
@@ -187,6 +194,8 @@ def run_attach(
     stdin: TextIO,
 ) -> int:
     """``aoff attach PATH``: returns the exit status."""
+    if output_closed(console.file):
+        return 0
     try:
         run_dir = _pick(path, stdin, console.file)
         conn = _connect(run_dir, refresh)

@@ -22,6 +22,7 @@ __all__ = [
     "JSONL_NAME",
     "NONFINITE",
     "REWARD_TAG",
+    "SUMMARY_GLOB",
     "SUMMARY_NAME",
     "TB_PATTERN",
     "RunData",
@@ -29,6 +30,9 @@ __all__ = [
     "stats_of",
 ]
 
+#: each session's summary: aoff-summary.json, aoff-summary-2.json, ... (the writer's
+#: _backends/_summary.py spells it too: not imported, ls stays light)
+SUMMARY_GLOB = "aoff-summary*.json"
 NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 #: a curve longer than this is kept as this many bucket means (what a sparkline needs)
 CURVE_POINTS = 128
@@ -68,6 +72,9 @@ class RunData:
     notes: list[str] = field(default_factory=list)
     #: rows logged by ``log.remote()`` producers, by name: not the run's own series
     producer_rows: dict[str, int] = field(default_factory=dict)
+    #: sessions or writers that wrote into the folder (their run summaries and event
+    #: files); the numbers are the union of all of them, as TensorBoard shows it
+    writers: int = 1
 
     @property
     def curves(self) -> dict[str, list[float]]:

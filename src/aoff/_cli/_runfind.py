@@ -7,12 +7,13 @@ with a live socket, naming a folder that cannot be listed) is apart from reading
 
 from __future__ import annotations
 
+import glob
 import os
 
 from .._runfolder._tfevents import event_files
-from ._rundata import JSONL_NAME, SUMMARY_NAME
+from ._rundata import JSONL_NAME, SUMMARY_GLOB
 
-__all__ = ["find_runs", "is_run_dir", "tb_files"]
+__all__ = ["find_runs", "is_run_dir", "summary_files", "tb_files"]
 
 
 def tb_files(path: str, *, hparams: bool = False) -> list[str]:
@@ -22,10 +23,15 @@ def tb_files(path: str, *, hparams: bool = False) -> list[str]:
     return event_files(path, hparams=hparams)
 
 
+def summary_files(path: str) -> list[str]:
+    """The run summaries in ``path``: one per session or writer that wrote there."""
+    return sorted(glob.glob(os.path.join(glob.escape(path), SUMMARY_GLOB)))
+
+
 def is_run_dir(path: str) -> bool:
     """Whether ``path`` holds a run summary, a ``metrics.jsonl`` or TensorBoard event files."""
     return (
-        os.path.isfile(os.path.join(path, SUMMARY_NAME))
+        bool(summary_files(path))
         or os.path.isfile(os.path.join(path, JSONL_NAME))
         or bool(tb_files(path, hparams=True))
     )

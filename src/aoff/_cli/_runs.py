@@ -26,7 +26,7 @@ from collections.abc import Callable
 from ._rundata import JSONL_NAME, RunData
 from ._runfiles import read_jsonl, read_tensorboard
 from ._runfind import tb_files
-from ._runsummary import from_summary, load_summary
+from ._runsummary import from_summary, load_summary, writers
 
 __all__ = ["read_run", "scan_bytes"]
 
@@ -58,7 +58,9 @@ def read_run(
 ) -> RunData | None:
     """Read ``run_dir``'s summary, or else its JSONL file, or else its TensorBoard files.
 
-    ``None`` when the folder holds none of them. A JSONL file without a single readable
+    ``None`` when the folder holds none of them. With several sessions or writers in
+    the folder (:func:`~._runsummary.writers`), their files are read: the union of their
+    tags, as TensorBoard shows the folder. A JSONL file without a single readable
     record falls back to the TensorBoard files when there are any. ``live``: the run is
     serving ``aoff attach`` now, so a summary it is still refreshing stands for it.
     ``progress`` is called with the bytes of each chunk of event file read. ``ends``
@@ -66,11 +68,18 @@ def read_run(
     files are read at their two ends only (each tag's count and curve then cover only
     the end of the run). Raises ``OSError`` when a file cannot be read.
     """
-    content = load_summary(run_dir, live=live)
-    if content is not None:
-        got = from_summary(run_dir, content)
+    found = load_summary(run_dir, live=live)
+    if found is not None:
+        got = from_summary(run_dir, *found)
         if got is not None:
             return got
+    data = _read_files(run_dir, progress, ends)
+    if data is not None:
+        data.writers = writers(run_dir)
+    return data
+
+
+def _read_files(run_dir: str, progress: Callable[[int], None] | None, ends: bool) -> RunData | None:
     jsonl = os.path.join(run_dir, JSONL_NAME)
     tb = tb_files(run_dir)
     data: RunData | None = None

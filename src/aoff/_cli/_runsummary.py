@@ -13,10 +13,30 @@ import math
 import os
 from typing import Any
 
-from .._runfolder._summaryfile import load_summary
-from ._rundata import NONFINITE, SUMMARY_NAME, RunData, TagStats
+from .._runfolder._summaryfile import SUMMARY_NAME
+from .._runfolder._summaryfile import load_summary as load_one
+from ._rundata import NONFINITE, RunData, TagStats
+from ._runfind import summary_files, tb_files
 
 __all__ = ["from_summary", "load_summary"]
+
+
+def writers(run_dir: str) -> int:
+    """How many sessions or writers wrote into ``run_dir``: its summaries (one each) or
+    its event files (one each), whichever are more."""
+    return max(len(summary_files(run_dir)), len(tb_files(run_dir)), 1)
+
+
+def load_summary(run_dir: str, *, live: bool) -> tuple[str, dict[str, Any]] | None:
+    """The summary file and its content when it may stand for the run: the folder's only
+    session or writer (one ``aoff-summary.json``, at most one event file), and the file
+    itself may (:func:`aoff._runfolder._summaryfile.load_summary`); ``None`` when there
+    are several (their data files hold the union) or it may not."""
+    only = os.path.join(run_dir, SUMMARY_NAME)
+    if summary_files(run_dir) != [only] or len(tb_files(run_dir)) > 1:
+        return None
+    content = load_one(run_dir, live=live)
+    return None if content is None else (only, content)
 
 
 def _num(v: object) -> float | None:
@@ -35,8 +55,8 @@ def _nan_if_none(v: float | None) -> float:
     return math.nan if v is None else v
 
 
-def from_summary(run_dir: str, content: dict[str, Any]) -> RunData | None:
-    data = RunData(path=run_dir, source=os.path.join(run_dir, SUMMARY_NAME), kind="summary")
+def from_summary(run_dir: str, path: str, content: dict[str, Any]) -> RunData | None:
+    data = RunData(path=run_dir, source=path, kind="summary")
     try:
         data.records = int(content["records"])
         for name in ("steps", "iterations", "max_iterations"):

@@ -18,6 +18,7 @@ sparklines are ``_tagtable``'s, the progress bar ``_progress``'s.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 from typing import TextIO
 
@@ -31,10 +32,14 @@ from ._folder import not_a_folder
 from ._progress import reading_progress
 from ._rundata import JSONL_NAME, REWARD_TAG, SUMMARY_NAME, TB_PATTERN, RunData
 from ._runfind import find_runs
+from ._runjson import ls_row, show_json
 from ._runs import read_run, scan_bytes
 from ._tagtable import bars_for, fmt_value, tag_table
 
-__all__ = ["add_ls_arguments", "add_show_arguments", "run_ls", "run_show"]
+__all__ = ["MIN_WIDTH", "add_ls_arguments", "add_show_arguments", "run_ls", "run_show"]
+
+#: the narrowest --width: the summary panel and a tag with one number fit without wrapping
+MIN_WIDTH = 20
 
 
 def _steps(data: RunData) -> str:
@@ -48,8 +53,10 @@ def _wall(data: RunData) -> str:
 
 def _source(data: RunData) -> str:
     if data.kind == "summary":
-        return f"{SUMMARY_NAME} ({data.records:,} records)"
+        return f"{os.path.basename(data.source)} ({data.records:,} records)"
     src = JSONL_NAME if data.kind == "jsonl" else "TensorBoard files"
+    if data.writers > 1:  # several sessions or writers: their files, read as one
+        src += f" of {data.writers} writers, shown as one run (their union)"
     return f"{src} ({data.records:,} records)"
 
 
@@ -91,8 +98,10 @@ def summary(data: RunData) -> Panel:
         )
     if data.notes:
         lines.append(Text("  Some records could not be read: see the note(s) below", "yellow"))
+    body = Text("\n").join(lines)
+    body.no_wrap, body.overflow = True, "ellipsis"  # a narrow --width cuts, never wraps
     return Panel(
-        Text("\n").join(lines),
+        body,
         title=Text(f"Run {os.path.basename(os.path.abspath(data.path))}", style="bold"),
         border_style="yellow" if data.notes else "green",
     )
@@ -107,10 +116,16 @@ def _no_run(path: str, err: TextIO, cmd: str) -> int:
     return 1
 
 
-def run_show(path: str, console: Console, err: TextIO, *, width: int | None = None) -> int:
+def run_show(
+    path: str, console: Console, err: TextIO, *, width: int | None = None, as_json: bool = False
+) -> int:
     """Print ``path``'s summary and tag table. Returns the exit status.
 
-    ``width``: columns to fit (default: the terminal's, or ``COLUMNS``/80 when piped)."""
+    ``width``: columns to fit (default: the terminal's, or ``COLUMNS``/80 when piped);
+    ``as_json``: print :func:`~aoff._cli._runjson.show_json` instead."""
+    if width is not None and width < MIN_WIDTH:
+        print(f"aoff show: --width {width}: must be at least {MIN_WIDTH} columns", file=err)
+        return 2
     if not os.path.isdir(path):
         print(f"aoff show: {not_a_folder(path)}", file=err)
         return 1
@@ -125,9 +140,16 @@ def run_show(path: str, console: Console, err: TextIO, *, width: int | None = No
         return 1
     if data is None:
         return _no_run(path, err, "show")
+    if as_json:
+        state = stopped_early(data) or data.state
+        print(json.dumps(show_json(data, state), allow_nan=False), file=console.file)
+        for note in data.notes:
+            print(f"aoff show: {note}", file=err)
+        return 0
     console.print(summary(data))
     if data.tags:
-        console.print(tag_table(data, bars_for(console), console.width), crop=True)
+        table = tag_table(data, bars_for(console), console.width)
+        console.print(table, crop=True, no_wrap=True, overflow="crop")
     else:
         console.print(f"No scalar records could be read from {data.source}.")
     for note in data.notes:
@@ -137,10 +159,12 @@ def run_show(path: str, console: Console, err: TextIO, *, width: int | None = No
 
 def _status(data: RunData, live: str | None) -> str:
     status = live or stopped_early(data) or "finished"
+    if data.writers > 1:
+        status += f" ({data.writers} writers)"
     return status + (" (damaged file: see aoff show)" if data.notes else "")
 
 
-def run_ls(root: str, out: TextIO, err: TextIO) -> int:
+def run_ls(root: str, out: TextIO, err: TextIO, *, as_json: bool = False) -> int:
     """Print one line per run folder below ``root``. Returns the exit status.
 
     A folder that cannot be read is skipped with one line on ``err``."""
@@ -161,6 +185,7 @@ def run_ls(root: str, out: TextIO, err: TextIO) -> int:
     lives = {path: live_status(path) for path in runs}
     total = sum(_size(path, lives[path] == "live") for path in runs)
     rows = [("run", "steps", "last reward", "wall time", "status")]
+    records: list[dict[str, object]] = []
     with reading_progress(err, total, "reading event files") as progress:
         for path in runs:
             name = os.path.relpath(path, root)
@@ -174,7 +199,9 @@ def run_ls(root: str, out: TextIO, err: TextIO) -> int:
                 if not live:  # removed while we looked
                     continue
                 rows.append((name, "--", "--", "--", live))
+                records.append(ls_row(name, None, live))
                 continue
+            records.append(ls_row(name, data, _status(data, live)))
             rows.append(
                 (
                     name,
@@ -184,6 +211,9 @@ def run_ls(root: str, out: TextIO, err: TextIO) -> int:
                     _status(data, live),
                 )
             )
+    if as_json:
+        print(json.dumps(records, allow_nan=False), file=out)
+        return 0
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     for r in rows:
         print(
@@ -212,9 +242,11 @@ def add_show_arguments(p: argparse.ArgumentParser) -> None:
         type=int,
         default=None,
         help="columns to fit the table in (default: the terminal's width; COLUMNS or 80 "
-        "when piped)",
+        f"when piped; at least {MIN_WIDTH})",
     )
+    p.add_argument("--json", action="store_true", help="print the run as JSON, for scripts")
 
 
 def add_ls_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("runs_dir", metavar="RUNS_DIR", help="a folder of run folders (e.g. runs)")
+    p.add_argument("--json", action="store_true", help="print one JSON object per run, in a list")

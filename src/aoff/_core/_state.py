@@ -91,6 +91,10 @@ class State:
     hparams: HParams = field(default_factory=HParams)
     #: per ``RemoteLogger`` name (``log.remote()``); empty when the run has none
     producers: dict[str, ProducerInfo] = field(default_factory=dict)
+    #: the run's own dashboard's column widths as it drew its last frame (set on the
+    #: snapshots sent to ``aoff attach`` viewers only), so a viewer of the same size
+    #: lays the panel out as the training terminal does; ``None`` elsewhere
+    panel_widths: dict[tuple[object, ...], list[int]] | None = None
     #: the run's own latest ``log_collector(total_steps=...)``: ``total_steps`` adds each
     #: producer's latest to it
     own_total_steps: int = 0

@@ -45,6 +45,17 @@ class PanelMemory:
     def __init__(self) -> None:
         self._widths: dict[tuple[object, ...], list[int]] = {}
 
+    @property
+    def widths(self) -> dict[tuple[object, ...], list[int]]:
+        """The widths kept so far, per section and terminal width (a copy; the dict is
+        copied in one step, as the drawing thread may add to it meanwhile)."""
+        return {k: list(v) for k, v in dict(self._widths).items()}
+
+    def adopt(self, widths: dict[tuple[object, ...], list[int]]) -> None:
+        """Take another dashboard's kept widths (the run's own, for ``aoff attach``): a
+        panel drawn from the same state at the same size is then laid out the same."""
+        self._widths.update((k, list(v)) for k, v in widths.items())
+
     def steady(
         self, key: tuple[object, ...], widths: Sequence[int], needs: Sequence[int]
     ) -> list[int]:

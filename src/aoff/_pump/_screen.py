@@ -19,6 +19,7 @@ import anyio
 
 from .._core._state import State
 from .._display._api import Display
+from .._display._chart import PanelMemory
 from .._display._guard import GuardedDisplay
 from .._display._streams import LineJoiner
 from ._runner import BackendRunner
@@ -133,7 +134,12 @@ class Screen:
             self.display.update(self.state.snapshot(), self.clock())
         if live is not None and live.due(mono):  # only while a viewer is attached
             self.copy_backend_problems()
-            live.publish(self.state.snapshot(), self.clock(), mono)
+            snap = self.state.snapshot()
+            inner = getattr(self.display, "inner", self.display)  # inside the guard
+            memory = getattr(inner, "memory", None)  # a Dashboard's, if it is one
+            if isinstance(memory, PanelMemory):  # viewers lay the panel out the same
+                snap.panel_widths = memory.widths
+            live.publish(snap, self.clock(), mono)
 
     async def close(self, live: LiveServer | None, *, summary: bool, lines: list[str]) -> None:
         """The end of the run as seen: the last printed text, the viewers' end message,

@@ -1,11 +1,12 @@
-"""Protobuf's wire format, as much as the scalar reader (``_tbread``) needs of it.
+"""Protobuf's wire format, as much as the scalar readers (``_tbread``, ``_evfolder``,
+``_evfast``) need of it.
 
 Why a module of its own: the reader decodes ``Event``, ``Summary``, ``TensorProto`` and
 ``SummaryMetadata`` by hand (TensorBoard's protobuf classes cost a Python object per value,
 see ``_tbread``); these few primitives (a varint, skipping a field, listing a message's
 fields) and the fixed-width layouts are what every one of those decoders stands on. The
-TFRecord framing around the events (the masked CRC32C) is ``_tfrecord``'s, shared with
-the writer.
+TFRecord framing's checksum around the events (the masked CRC32C) is ``_framing``'s,
+shared with the writer (``_backends/_tfrecord``).
 """
 
 from __future__ import annotations

@@ -1,0 +1,340 @@
+"""``aoff compare RUN_OR_GLOB... --metric TAG``: seeds of each configuration, with intervals.
+
+RL results are judged across seeds. ``compare`` finds the runs (folders, globs, or folders
+of runs), groups them into configurations (``_groups``: the grouping is printed), reads
+each run's series of one tag (``_series``), and prints per group the final performance
+(mean, median, IQM and the IQM's 95 % bootstrap interval over runs, ``_stats``), the
+probability of improvement between groups, and a chart of each group's IQM curve with its
+band (``_comparechart``); ``--out`` saves the same curves as a figure (``_comparefig``),
+``--json`` prints the numbers for scripts, ``--follow`` redraws as running seeds append.
+
+A run without the tag, or whose files cannot be read, is left out with one line on
+stderr; the command fails (exit 1) only when no group is left to show.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import glob
+import json
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from ._comparechart import curve_chart
+from ._groups import Group, compile_group, group_runs
+from ._progress import reading_progress
+from ._runfind import find_runs, is_run_dir, tb_files
+from ._series import RunSeries
+from ._stats import Curve, Final, final_score, final_stats, iqm_curve, probability_of_improvement
+
+__all__ = ["add_compare_arguments", "run_compare"]
+
+_GLOB_CHARS = frozenset("*?[")
+
+
+@dataclass
+class Compared:
+    """One group's runs and numbers."""
+
+    group: Group
+    final: Final
+    curve: Curve | None
+    runs: list[str] = field(default_factory=list)  # the runs that had the metric
+
+
+def find_compare_runs(args: list[str], notes: list[str]) -> list[str]:
+    """The run folders ``args`` name: each a run, a glob of runs, or a folder of runs."""
+    runs: list[str] = []
+    for arg in args:
+        paths = sorted(glob.glob(arg)) if _GLOB_CHARS & set(arg) else [arg]
+        if not paths:
+            notes.append(f"{arg!r} matches nothing")
+        for p in paths:
+            if not os.path.isdir(p):
+                notes.append(f"{p!r} is not a folder")
+            elif is_run_dir(p):
+                runs.append(p)
+            else:
+                below = find_runs(p, notes)
+                if not below:
+                    notes.append(f"{p!r} holds no run")
+                runs.extend(below)
+    unique: dict[str, str] = {}  # one run named twice (a glob and a folder): once
+    for r in runs:
+        unique.setdefault(os.path.realpath(r), r)
+    return list(unique.values())
+
+
+def _event_bytes(run: str) -> int:
+    total = 0
+    for here, _dirs, _files in os.walk(run):
+        for f in tb_files(here):
+            with contextlib.suppress(OSError):
+                total += os.path.getsize(f)
+    return total
+
+
+class Reading:
+    """Every run's series of the metric, read as the files grow (``--follow``); a run
+    that cannot be read, or lacks the metric, is named on ``err`` once."""
+
+    def __init__(self, runs: list[str], metric: str, err: TextIO) -> None:
+        self.metric = metric
+        self.err = err
+        self.series = {run: RunSeries(run, metric) for run in runs}
+        self.skipped: set[str] = set()
+        self.lacking: set[str] = set()
+
+    def update(self) -> bool:
+        """Read what was appended; True when a series changed."""
+        live = [r for r in self.series if r not in self.skipped]
+        todo = sum(_event_bytes(r) for r in live) - sum(self.series[r].bytes_read for r in live)
+        changed = False
+        with reading_progress(self.err, todo, "reading runs") as progress:
+            for run in live:
+                s = self.series[run]
+                before = s.bytes_read
+                notes: list[str] = []
+                try:
+                    changed |= s.update(notes)
+                except (OSError, ValueError) as exc:
+                    why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+                    print(f"aoff compare: skipped {run}: {why}", file=self.err)
+                    self.skipped.add(run)
+                    continue
+                finally:
+                    if progress is not None:
+                        progress(s.bytes_read - before)
+                for note in notes:
+                    print(f"aoff compare: {note}", file=self.err)
+        for run in live:
+            if run in self.skipped or run in self.lacking or len(self.series[run].values):
+                continue
+            self.lacking.add(run)
+            tags = self.series[run].other_tags()
+            shown = ", ".join(tags[:8]) + (", …" if len(tags) > 8 else "")
+            print(
+                f"aoff compare: {run} has no {self.metric!r} (its tags: {shown or 'none'}); "
+                "left out",
+                file=self.err,
+            )
+        return changed
+
+    def with_metric(self) -> dict[str, RunSeries]:
+        return {r: s for r, s in self.series.items() if r not in self.skipped and len(s.values)}
+
+
+def compute(
+    groups: list[Group],
+    series: dict[str, RunSeries],
+    *,
+    final: float,
+    reps: int,
+    seed: int,
+    points: int,
+) -> list[Compared]:
+    out: list[Compared] = []
+    for g in groups:
+        runs = [r for r in g.runs if r in series]
+        data = {r: (series[r].steps, series[r].values) for r in runs}
+        scores = [final_score(*data[r], final) for r in runs]
+        kept = [(r, s) for r, s in zip(runs, scores, strict=True) if math.isfinite(s)]
+        if not kept:
+            continue
+        stats = final_stats([s for _, s in kept], reps=reps, seed=seed)
+        curve = iqm_curve(
+            [data[r] for r, _ in kept],
+            points=points,
+            reps=reps,
+            seed=seed,
+        )
+        out.append(Compared(g, stats, curve, [r for r, _ in kept]))
+    return out
+
+
+def _num(v: float) -> float | None:
+    return v if math.isfinite(v) else None
+
+
+def as_json(metric: str, final: float, done: list[Compared]) -> dict[str, Any]:
+    groups = []
+    for c in done:
+        f = c.final
+        entry: dict[str, Any] = {
+            "name": c.group.name,
+            "runs": f.runs,
+            "run_dirs": c.runs,
+            "final": {
+                "mean": f.mean,
+                "median": f.median,
+                "iqm": f.iqm,
+                "iqm_ci": list(f.iqm_ci),
+                "scores": f.scores,
+            },
+            "curve": None,
+        }
+        if c.curve is not None:
+            entry["curve"] = {
+                "steps": c.curve.steps,
+                "iqm": [_num(v) for v in c.curve.iqm],
+                "iqm_ci_lo": [_num(v) for v in c.curve.lo],
+                "iqm_ci_hi": [_num(v) for v in c.curve.hi],
+            }
+        groups.append(entry)
+    return {
+        "metric": metric,
+        "final_fraction": final,
+        "groups": groups,
+        "probability_of_improvement": [
+            {"x": a.group.name, "y": b.group.name, "p": p} for a, b, p in _improvements(done)
+        ],
+    }
+
+
+def _improvements(done: list[Compared]) -> list[tuple[Compared, Compared, float]]:
+    return [
+        (a, b, probability_of_improvement(a.final.scores, b.final.scores))
+        for i, a in enumerate(done)
+        for b in done[i + 1 :]
+    ]
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.4g}"
+
+
+def render(console: Console, metric: str, final: float, done: list[Compared]) -> None:
+    """The grouping, the final-performance table, the improvements and the chart."""
+    for c in done:
+        console.print(
+            Text.assemble(("group ", "dim"), (c.group.name, "bold"), f": {len(c.runs)} runs")
+        )
+        for r in c.runs:
+            console.print(Text(f"  {r}", "dim", no_wrap=True, overflow="ellipsis"))
+    table = Table(
+        title=f"{metric}, final score: mean of each run's last {final:.0%} of steps",
+        title_justify="left",
+    )
+    for col in ("group", "runs", "mean", "median", "IQM", "IQM 95% CI"):
+        table.add_column(col, justify="left" if col == "group" else "right")
+    for c in done:
+        f = c.final
+        ci = f"[{_fmt(f.iqm_ci[0])}, {_fmt(f.iqm_ci[1])}]"
+        table.add_row(c.group.name, str(f.runs), _fmt(f.mean), _fmt(f.median), _fmt(f.iqm), ci)
+    console.print(table)
+    pairs = _improvements(done)
+    if pairs:
+        console.print("probability of improvement (a run of A beats a run of B):")
+    for a, b, p in pairs:
+        line = Text(f"  P({a.group.name} > {b.group.name}) = {p:.2f}")
+        line.no_wrap, line.overflow = True, "ellipsis"
+        console.print(line)
+    curves = [(c.group.name, c.curve) for c in done if c.curve is not None]
+    if curves:
+        ascii_only = console.encoding.lower().replace("-", "") != "utf8"
+        console.print(
+            curve_chart(curves, console.width, ascii_only=ascii_only, metric=metric),
+            crop=True,
+        )
+
+
+def run_compare(ns: argparse.Namespace, console: Console, out: TextIO, err: TextIO) -> int:
+    """``aoff compare``: returns the exit status."""
+    try:
+        pattern = compile_group(ns.group) if ns.group else None
+        if not 0.0 < ns.final <= 1.0:
+            raise ValueError(f"--final {ns.final:g} must be in (0, 1]")
+        if ns.reps < 2000:
+            raise ValueError(f"--reps {ns.reps} must be at least 2000")
+        if ns.out:
+            from ._comparefig import FIGURE_SUFFIXES
+
+            if not ns.out.lower().endswith(FIGURE_SUFFIXES):
+                raise ValueError(f"--out {ns.out!r} must end in .png, .svg or .pdf")
+    except ValueError as exc:
+        print(f"aoff compare: {exc}", file=err)
+        return 2
+    notes: list[str] = []
+    runs = find_compare_runs(ns.runs, notes)
+    for note in notes:
+        print(f"aoff compare: {note}", file=err)
+    unmatched: list[str] = []
+    groups = group_runs(runs, pattern, unmatched)
+    for run in unmatched:
+        print(f"aoff compare: {run} does not match --group {ns.group!r}; left out", file=err)
+    reading = Reading(runs, ns.metric, err)
+    reading.update()
+    while True:
+        done = compute(
+            groups,
+            reading.with_metric(),
+            final=ns.final,
+            reps=ns.reps,
+            seed=ns.seed,
+            points=ns.points,
+        )
+        if not done:
+            print(f"aoff compare: no run with {ns.metric!r} to compare", file=err)
+            return 1
+        if ns.json:
+            print(json.dumps(as_json(ns.metric, ns.final, done), allow_nan=False), file=out)
+        else:
+            if ns.follow and console.is_terminal:
+                console.clear()
+            render(console, ns.metric, ns.final, done)
+        if ns.out:
+            from ._comparefig import save_figure
+
+            curves = [(c.group.name, c.final.runs, c.curve) for c in done if c.curve]
+            try:
+                save_figure(ns.out, ns.metric, curves)
+            except (OSError, ImportError) as exc:
+                print(f"aoff compare: cannot write {ns.out!r}: {exc}", file=err)
+                return 1
+        if not ns.follow:
+            return 0
+        time.sleep(ns.interval)
+        while not reading.update():  # appended bytes only, each look
+            time.sleep(ns.interval)
+
+
+def add_compare_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "runs",
+        nargs="+",
+        metavar="RUN_OR_GLOB",
+        help="run folders, globs of them (quote them: 'runs/HalfCheetah*'), or folders of runs",
+    )
+    p.add_argument("--metric", required=True, help="the scalar tag to compare")
+    p.add_argument(
+        "--group",
+        metavar="REGEX",
+        help="a regular expression searched in each run's path; its first capture group "
+        "names the run's group (default: CleanRL's {env}__{exp}__{seed}__{time} names group "
+        "by {env}__{exp}, names ending in -seedN/_sN by what comes before)",
+    )
+    p.add_argument(
+        "--final",
+        type=float,
+        default=0.1,
+        help="a run's score is the mean of the metric over this last fraction of its steps",
+    )
+    p.add_argument("--reps", type=int, default=2000, help="bootstrap resamples (at least 2000)")
+    p.add_argument("--seed", type=int, default=0, help="the bootstrap's random seed")
+    p.add_argument("--points", type=int, default=100, help="steps on the curves' common grid")
+    p.add_argument("--out", metavar="FILE", help="also save the curves as a .png, .svg or .pdf")
+    p.add_argument("--json", action="store_true", help="print the numbers as JSON")
+    p.add_argument(
+        "--follow", action="store_true", help="redraw as the runs' files grow (Ctrl+C stops)"
+    )
+    p.add_argument(
+        "--interval", type=float, default=2.0, help="seconds between looks with --follow"
+    )

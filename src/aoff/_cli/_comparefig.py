@@ -1,0 +1,46 @@
+"""``aoff compare --out FILE``: the sample-efficiency figure, with Matplotlib.
+
+Why a module of its own: Matplotlib is heavy and optional (imported here, only when
+``--out`` is given, with the headless ``Agg`` backend). The figure is meant for a paper
+or a report: each group's IQM curve with its 95 % band, the axes labelled (the metric,
+"environment steps"), a legend naming each group and its run count, and the file type
+from its suffix (``.png``, ``.svg``, ``.pdf``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from ._stats import Curve
+
+__all__ = ["FIGURE_SUFFIXES", "save_figure"]
+
+FIGURE_SUFFIXES = (".png", ".svg", ".pdf")
+
+
+def save_figure(path: str, metric: str, curves: Sequence[tuple[str, int, Curve]]) -> None:
+    """Write the figure of ``curves`` (name, runs, curve) to ``path``. Raises
+    ``ValueError`` for another suffix, ``ImportError`` without Matplotlib, ``OSError``
+    when the file cannot be written."""
+    suffix = os.path.splitext(path)[1].lower()
+    if suffix not in FIGURE_SUFFIXES:
+        raise ValueError(f"--out {path!r}: the file must end in .png, .svg or .pdf")
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.0), layout="constrained")
+    try:
+        for name, runs, c in curves:
+            (line,) = ax.plot(c.steps, c.iqm, label=f"{name} ({runs} runs)", linewidth=1.8)
+            ax.fill_between(c.steps, c.lo, c.hi, color=line.get_color(), alpha=0.2, linewidth=0)
+        ax.set_xlabel("environment steps")
+        ax.set_ylabel(f"{metric} (IQM over runs)")
+        ax.set_title(f"{metric}: IQM and 95 % bootstrap interval", fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.legend(frameon=False)
+        fig.savefig(path, dpi=150)
+    finally:
+        plt.close(fig)

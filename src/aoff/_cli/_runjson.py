@@ -1,0 +1,64 @@
+"""``aoff show --json`` and ``aoff ls --json``: what a person sees, for scripts and agents.
+
+Why a module of its own: the JSON is an interface (scripts parse it), so its shape is
+written down once here. Numbers that JSON cannot hold (NaN, infinities) are the strings
+``"nan"``, ``"inf"``, ``"-inf"``, as in the run summary file; a number not known is
+``null``.
+
+``show``: ``{"run", "source", "kind", "records", "steps", "iterations",
+"max_iterations", "wall_time", "state", "writers", "tags": {tag: {"count", "first",
+"last", "min", "max"}}, "notes": [...]}``. ``ls``: a list of ``{"run", "steps",
+"last_reward", "wall_time", "status", "writers"}``, one per run folder.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ._rundata import REWARD_TAG, RunData
+
+__all__ = ["ls_row", "show_json"]
+
+
+def _num(v: float | None) -> float | str | None:
+    if v is None or math.isfinite(v):
+        return v
+    return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
+
+
+def show_json(data: RunData, state: str | None) -> dict[str, Any]:
+    return {
+        "run": data.path,
+        "source": data.source,
+        "kind": data.kind,
+        "records": data.records,
+        "steps": data.steps,
+        "iterations": data.iterations,
+        "max_iterations": data.max_iterations,
+        "wall_time": _num(data.wall_time),
+        "state": state,
+        "writers": data.writers,
+        "tags": {
+            tag: {
+                "count": t.count,
+                "first": _num(t.first),
+                "last": _num(t.last),
+                "min": _num(t.lo),
+                "max": _num(t.hi),
+            }
+            for tag, t in data.tags.items()
+        },
+        "notes": list(data.notes),
+    }
+
+
+def ls_row(name: str, data: RunData | None, status: str) -> dict[str, Any]:
+    return {
+        "run": name,
+        "steps": None if data is None else data.steps,
+        "last_reward": None if data is None else _num(data.last(REWARD_TAG)),
+        "wall_time": None if data is None else _num(data.wall_time),
+        "status": status,
+        "writers": None if data is None else data.writers,
+    }

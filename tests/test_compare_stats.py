@@ -1,0 +1,111 @@
+"""``aoff compare``'s statistics against ``rliable`` itself (a test-only dependency)."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import numpy as np
+import pytest
+
+from aoff._cli._stats import final_score, final_stats, iqm, iqm_curve, probability_of_improvement
+
+metrics = pytest.importorskip("rliable.metrics")
+
+
+def _rliable_library() -> object:
+    """``rliable.library``; its bootstrap comes from ``arch``, whose 7.x calls pandas'
+    ``deprecate_kwarg`` without the warning class pandas 3 asks for first: that one call
+    is given ``FutureWarning`` so rliable's own code runs unchanged."""
+    decorators: Any = importlib.import_module("pandas.util._decorators")
+
+    real = decorators.deprecate_kwarg
+
+    def deprecate_kwarg(*args: object, **kwargs: object) -> object:
+        if args and isinstance(args[0], str):
+            args = (FutureWarning, *args)
+        return real(*args, **kwargs)
+
+    decorators.deprecate_kwarg = deprecate_kwarg
+    try:
+        import rliable.library as library
+    finally:
+        decorators.deprecate_kwarg = real
+    return library
+
+
+rly: Any = _rliable_library()
+
+
+@pytest.mark.filterwarnings("ignore:random_state is deprecated:FutureWarning")
+@pytest.mark.parametrize("n", [3, 10])
+def test_iqm_and_interval_match_rliable(n: int) -> None:
+    rng = np.random.default_rng(n)
+    scores = rng.normal(100.0, 30.0, size=n)
+    ours = final_stats(scores, reps=4000, seed=1)
+    assert ours.iqm == pytest.approx(float(metrics.aggregate_iqm(scores[:, None])), rel=1e-12)
+    assert ours.mean == pytest.approx(scores.mean())
+    assert ours.median == pytest.approx(np.median(scores))
+    points, intervals = rly.get_interval_estimates(
+        {"a": scores[:, None]},
+        lambda x: np.array([metrics.aggregate_iqm(x)]),
+        reps=4000,
+        random_state=np.random.RandomState(2),
+    )
+    assert ours.iqm == pytest.approx(float(points["a"][0]))
+    lo, hi = intervals["a"][:, 0]
+    # two independent Monte-Carlo estimates of the same percentiles
+    tol = 0.08 * (hi - lo)
+    assert ours.iqm_ci[0] == pytest.approx(lo, abs=tol)
+    assert ours.iqm_ci[1] == pytest.approx(hi, abs=tol)
+    assert ours.iqm_ci[0] <= ours.iqm <= ours.iqm_ci[1]
+
+
+def test_interval_is_seeded() -> None:
+    x = [1.1, 5.3, 2.2, 8.9, 3.7, 4.1]
+    assert final_stats(x, seed=3).iqm_ci == final_stats(x, seed=3).iqm_ci
+    assert final_stats(x, seed=3).iqm_ci != final_stats(x, seed=4).iqm_ci
+
+
+def test_probability_of_improvement_matches_rliable() -> None:
+    rng = np.random.default_rng(7)
+    x = rng.normal(1.0, 1.0, 5).round(1)
+    y = rng.normal(0.5, 1.0, 4).round(1)
+    y[0] = x[0]  # a tie counts one half
+    want = float(metrics.probability_of_improvement(x[:, None], y[:, None]))
+    assert probability_of_improvement(x, y) == pytest.approx(want)
+    assert probability_of_improvement(y, x) == pytest.approx(1.0 - want)
+
+
+def test_final_score_is_the_mean_over_the_last_fraction_of_steps() -> None:
+    steps = np.arange(0, 1000, 10.0)  # 0..990
+    values = steps.copy()
+    values[5] = np.nan
+    # last 10 % of the range 0..990: steps >= 891, i.e. 900..990
+    assert final_score(steps, values, 0.1) == pytest.approx(np.mean(np.arange(900, 1000, 10)))
+    assert final_score([5.0], [3.0], 0.1) == 3.0
+    with pytest.raises(ValueError, match="final"):
+        final_score(steps, values, 0.0)
+
+
+def test_curve_interpolates_on_the_common_range() -> None:
+    a = (np.array([0.0, 10.0, 20.0]), np.array([0.0, 10.0, 20.0]))
+    b = (np.array([5.0, 15.0, 30.0]), np.array([5.0, 15.0, 30.0]))
+    curve = iqm_curve([a, b], points=3, reps=200)
+    assert curve is not None
+    assert curve.steps == [5.0, 12.5, 20.0]
+    assert curve.iqm == pytest.approx([5.0, 12.5, 20.0])  # both runs are y = step
+    assert curve.lo == pytest.approx(curve.iqm) and curve.hi == pytest.approx(curve.iqm)
+    # per grid step, the same as rliable's IQM over the interpolated runs
+    rng = np.random.default_rng(0)
+    runs = [(np.sort(rng.uniform(0, 100, 30)), rng.normal(size=30)) for _ in range(6)]
+    c = iqm_curve(runs, points=9, reps=300)
+    assert c is not None
+    table = np.stack([np.interp(c.steps, s, v) for s, v in runs])
+    want = [float(metrics.aggregate_iqm(table[:, j : j + 1])) for j in range(9)]
+    assert c.iqm == pytest.approx(want)
+    assert all(lo <= m <= hi for lo, m, hi in zip(c.lo, c.iqm, c.hi, strict=True))
+    assert (
+        iqm_curve([(np.array([0.0, 1.0]), np.ones(2)), (np.array([2.0, 3.0]), np.ones(2))]) is None
+    )
+    assert iqm([4.0, 1.0, 2.0, 3.0]) == 2.5
