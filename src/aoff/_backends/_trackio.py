@@ -138,6 +138,8 @@ class TrackioBackend:
         return values
 
     async def open(self, ctx: BackendContext) -> None:
+        """Start the trackio run (``trackio.init`` on the backend's own thread) with the
+        run's config, and say where it logs."""
         if self._worker is not None:
             return
         self._ctx = ctx
@@ -151,6 +153,7 @@ class TrackioBackend:
         )
 
     async def write(self, records: Sequence[StepRecord]) -> None:
+        """Log each record's scalars (and histograms) at its step, config changes first."""
         if not records:
             return
         if self._run is None or self._worker is None:
@@ -161,6 +164,7 @@ class TrackioBackend:
         await wait_future(self._worker.submit(self._log_sync, tuple(records)))
 
     async def write_media(self, items: Sequence[MediaRecord]) -> None:
+        """Log the encoded images and videos at their steps (in order with ``write``)."""
         if not items:
             return
         if self._run is None or self._worker is None:
@@ -168,10 +172,13 @@ class TrackioBackend:
         await wait_future(self._worker.submit(self._media_sync, tuple(items)))
 
     async def flush(self) -> None:
-        # trackio's own thread sends its queue to the store every 0.5 s; finish drains it
+        """Nothing to do: trackio's own thread sends its queue to the store every 0.5 s,
+        and ``close`` drains it."""
         return
 
     async def close(self) -> None:
+        """Write the last config changes, finish the trackio run (its queue drained) and
+        stop the backend's thread."""
         worker, self._worker = self._worker, None
         if worker is None:
             return
