@@ -38,7 +38,7 @@ from crc32c import crc32c
 
 from ._framing import MASK_DELTA, masked_crc32c
 from ._series import Columns
-from ._tbwire import fields, varint
+from ._tbwire import Buf, fields, varint
 
 __all__ = ["FastPath", "Folder", "Layout"]
 
@@ -58,7 +58,7 @@ class Folder(Protocol):
 
 #: rows tried in the first block after a cycle is found, and the most bytes in a block
 _FIRST_ROWS = 16
-_BLOCK_BYTES = 4 << 20
+_BLOCK_BYTES = 1 << 20
 #: the longest cycle of layouts looked for
 _MAX_PERIOD = 64
 #: cycles kept for reuse
@@ -83,7 +83,7 @@ class Layout:
         return self.fixed, self.mask
 
 
-def layout_of(folder: Folder, buf: bytes, pos: int, length: int) -> Layout | None:
+def layout_of(folder: Folder, buf: Buf, pos: int, length: int) -> Layout | None:
     """The layout of the record at ``pos`` (data ``length`` bytes), when it is an
     ``Event`` of a wall time, a step and a summary of scalars only; else None."""
     start = pos + 12
@@ -133,7 +133,7 @@ def layout_of(folder: Folder, buf: bytes, pos: int, length: int) -> Layout | Non
     return Layout(size, bytes(fixed), bytes(mask), wall, step, values)
 
 
-def _value(folder: Folder, buf: bytes, start: int, end: int) -> tuple[str, int, int] | None:
+def _value(folder: Folder, buf: Buf, start: int, end: int) -> tuple[str, int, int] | None:
     """``(tag, offset of its number, 4 | 8)`` of a ``Summary.Value`` that is a scalar of
     a fixed layout: a ``simple_value``, or a one-number tensor of a tag whose first
     metadata named the ``scalars`` plugin."""
@@ -153,7 +153,7 @@ def _value(folder: Folder, buf: bytes, start: int, end: int) -> tuple[str, int, 
     return _tensor_number(tag, buf, rest[0][2], rest[0][3])
 
 
-def _tensor_number(tag: str, buf: bytes, start: int, end: int) -> tuple[str, int, int] | None:
+def _tensor_number(tag: str, buf: Buf, start: int, end: int) -> tuple[str, int, int] | None:
     parts = fields(buf, start, end)
     if len(parts) != 3 or parts[0][:2] != (1, 0) or parts[1][:2] != (2, 2):
         return None
@@ -205,15 +205,25 @@ class _Cycle:
         return rows * self.size // 8
 
 
-def _column(buf: bytes, start: int, rows: int, stride: int, dtype: str) -> np.ndarray[Any, Any]:
+def _column(buf: Buf, start: int, rows: int, stride: int, dtype: str) -> np.ndarray[Any, Any]:
     """A strided view of one field in each of ``rows`` rows (unaligned is fine)."""
     return np.ndarray((rows,), dtype=dtype, buffer=buf, offset=start, strides=(stride,))
 
 
-def _varints(buf: bytes, start: int, rows: int, stride: int, width: int) -> np.ndarray[Any, Any]:
-    out = _column(buf, start, rows, stride, "u1").astype(np.int64) & 0x7F
+def _varints(buf: Buf, start: int, rows: int, stride: int, width: int) -> np.ndarray[Any, Any]:
+    """The varints of ``width`` bytes at ``start`` of each row: the row's bytes from
+    there read as one little-endian word (what follows the varint in the record is
+    masked off), then each byte's seven bits put in place."""
+    if width > 8:
+        out = _column(buf, start, rows, stride, "u1").astype(np.int64) & 0x7F
+        for i in range(1, width):
+            byte = _column(buf, start + i, rows, stride, "u1").astype(np.int64)
+            out |= (byte & 0x7F) << (7 * i)
+        return out
+    word = _column(buf, start, rows, stride, "<u4" if width <= 4 else "<u8").astype(np.int64)
+    out = word & 0x7F
     for i in range(1, width):
-        out |= (_column(buf, start + i, rows, stride, "u1").astype(np.int64) & 0x7F) << (7 * i)
+        out |= (word >> i) & (0x7F << (7 * i))
     return out
 
 
@@ -236,7 +246,7 @@ class FastPath:
         """A record was skipped: the records before it are no cycle with those after."""
         self.history.clear()
 
-    def learn(self, buf: bytes, pos: int, length: int) -> None:
+    def learn(self, buf: Buf, pos: int, length: int) -> None:
         """Note the layout of a record the general decoder has just read."""
         try:
             lay = layout_of(self.folder, buf, pos, length)
@@ -266,7 +276,7 @@ class FastPath:
                 return
 
     # -- bulk -------------------------------------------------------------------------------
-    def run(self, buf: bytes, pos: int, end: int) -> int:
+    def run(self, buf: Buf, pos: int, end: int) -> int:
         """Decode the records from ``pos`` that follow the cycle; the position after them."""
         cycle = self.cycle
         if cycle is None:
@@ -293,7 +303,7 @@ class FastPath:
                 return pos
             cycle.rows = min(cycle.rows * 2, cycle.max_rows)
 
-    def _take(self, buf: bytes, pos: int, m: int) -> int:
+    def _take(self, buf: Buf, pos: int, m: int) -> int:
         """Decode the ``m`` matching rows at ``pos``; the rows taken (fewer when an old
         file's step goes back, or a data checksum fails)."""
         cycle = self.cycle
@@ -330,7 +340,7 @@ class FastPath:
         self._hand_over(buf, pos, m, steps, walls)
         return m
 
-    def _checksums_hold(self, buf: bytes, pos: int, m: int) -> int:
+    def _checksums_hold(self, buf: Buf, pos: int, m: int) -> int:
         """The first ``m`` rows at ``pos`` up to the first one with a failing data
         checksum (all of them, the common case, from one check of the whole block)."""
         cycle = self.cycle
@@ -365,7 +375,7 @@ class FastPath:
 
     def _hand_over(
         self,
-        buf: bytes,
+        buf: Buf,
         pos: int,
         m: int,
         steps: list[np.ndarray[Any, Any]],

@@ -29,7 +29,7 @@ from ._evfast import FastPath
 from ._framing import masked_crc32c
 from ._series import Columns, Series
 from ._tbvalue import plugin_name, tensor_scalar
-from ._tbwire import F32, F64, HEADER, U32S, fields, varint
+from ._tbwire import F32, F64, HEADER, U32S, Buf, fields, varint
 
 __all__ = ["CHUNK", "Cursor", "EventFolder"]
 
@@ -92,20 +92,23 @@ class EventFolder:
             if size < cur.offset:  # cut back (a resume): read it again from the start
                 cur.offset = 0
             f.seek(cur.offset)
-            buf = b""
+            left = b""  # the start of a record the last chunk cut
             while True:
-                more = f.read(CHUNK)
-                self.bytes_read += len(more)
-                final = not more
-                buf = buf + more if buf else more
+                # the chunk is read in place after what is left (no copy of the chunk)
+                buf = bytearray(len(left) + CHUNK)
+                buf[: len(left)] = left
+                got = f.readinto(memoryview(buf)[len(left) :])
+                self.bytes_read += got
+                final = not got
+                del buf[len(left) + got :]
                 used = self._walk(cur, buf, final)
                 cur.offset += used
-                buf = buf[used:]
+                left = bytes(buf[used:])
                 if final:
-                    cur.torn = len(buf)
+                    cur.torn = len(left)
                     return
 
-    def _walk(self, cur: Cursor, buf: bytes, final: bool) -> int:
+    def _walk(self, cur: Cursor, buf: bytearray, final: bool) -> int:
         """Decode the whole records at the start of ``buf``; the bytes used."""
         n = len(buf)
         pos = 0
@@ -147,7 +150,7 @@ class EventFolder:
         return pos
 
     # -- one record, in full ------------------------------------------------------------------
-    def event(self, buf: bytes, start: int, end: int) -> None:
+    def event(self, buf: Buf, start: int, end: int) -> None:
         wall = 0.0
         step = 0
         summary: tuple[int, int] | None = None
@@ -179,7 +182,7 @@ class EventFolder:
                 if value is not None:
                     self.point(prefix + tag, step, wall, value)
 
-    def summary_values(self, buf: bytes, start: int, end: int) -> list[tuple[str, float | None]]:
+    def summary_values(self, buf: Buf, start: int, end: int) -> list[tuple[str, float | None]]:
         """``(tag, scalar or None)`` of each value of a ``Summary``."""
         out: list[tuple[str, float | None]] = []
         for num, wire, s, e in fields(buf, start, end):
@@ -246,7 +249,7 @@ class EventFolder:
             self.retracted.append((step, tags))
 
 
-def _resync(buf: bytes, start: int) -> int | None:
+def _resync(buf: Buf, start: int) -> int | None:
     """The first offset from ``start`` where a record with a good header checksum starts
     (a length's high four bytes are zero: only those places are tried)."""
     n = len(buf)

@@ -16,7 +16,7 @@ MASK_DELTA = 0xA282EAD8
 U32 = 0xFFFFFFFF
 
 
-def masked_crc32c(data: bytes | memoryview) -> int:
+def masked_crc32c(data: bytes | bytearray | memoryview) -> int:
     """CRC32C of ``data``, rotated right by 15 bits and offset, as TFRecord stores it."""
     c = crc32c(data)
     return (((c >> 15) | (c << 17)) + MASK_DELTA) & U32

@@ -26,7 +26,7 @@ from .._core._warning import AoffWarning
 from ._csvfile import CSV_NAME, CsvScalars
 from ._evfolder import EventFolder
 from ._jsonlfile import JSONL_NAME, JsonlScalars
-from ._series import Columns, Series
+from ._series import Columns, Series, joined
 from ._tfevents import event_folders, is_events_name
 
 if TYPE_CHECKING:
@@ -167,12 +167,15 @@ class ScalarReader:
     def read_columns(self) -> list[tuple[str, str, Columns]]:
         """``(run, tag, (steps, wall_times, values))`` of what is new, runs in the order
         given, tags in the order first seen, points in the order read."""
-        out: list[tuple[str, str, Columns]] = []
+        return [(run, tag, joined(parts)) for run, tag, parts in self._read_parts()]
+
+    def _read_parts(self) -> list[tuple[str, str, list[Columns]]]:
+        out: list[tuple[str, str, list[Columns]]] = []
         for run in self._runs:
             for series in run.read():
                 for tag, s in series.items():
                     if len(s):
-                        out.append((run.name, tag, s.take()))
+                        out.append((run.name, tag, s.take_parts()))
             for folder in run.folders.values():
                 folder.handed_out = True
         return out
@@ -180,7 +183,7 @@ class ScalarReader:
     def read(self) -> pd.DataFrame:
         """The new points as a long DataFrame: ``run``, ``tag`` (both categorical),
         ``step`` (int64), ``wall_time`` and ``value`` (float64)."""
-        return to_frame(self.read_columns())
+        return to_frame(self._read_parts())
 
     def warn_problems(self) -> None:
         """One :class:`aoff.AoffWarning` per file whose problems changed since the last."""
@@ -198,13 +201,14 @@ class ScalarReader:
                     warnings.warn(f"{path}: {'; '.join(parts)}", AoffWarning, stacklevel=3)
 
 
-def to_frame(columns: list[tuple[str, str, Columns]]) -> pd.DataFrame:
-    """The long DataFrame of ``(run, tag, columns)`` parts, in that order."""
+def to_frame(columns: list[tuple[str, str, list[Columns]]]) -> pd.DataFrame:
+    """The long DataFrame of ``(run, tag, parts)``, in that order (each part copied once,
+    into its place)."""
     import pandas as pd
 
     runs: dict[str, int] = {}
     tags: dict[str, int] = {}
-    sizes = [len(c[2][0]) for c in columns]
+    sizes = [sum(len(p[0]) for p in parts) for _, _, parts in columns]
     total = sum(sizes)
     run_ids = [runs.setdefault(r, len(runs)) for r, _, _ in columns]
     tag_ids = [tags.setdefault(t, len(tags)) for _, t, _ in columns]
@@ -213,11 +217,13 @@ def to_frame(columns: list[tuple[str, str, Columns]]) -> pd.DataFrame:
     # instead of copying the two columns into one (a second pass over the data)
     floats = np.empty((2, total), np.float64)
     at = 0
-    for (_, _, (s, w, v)), n in zip(columns, sizes, strict=True):
-        steps[at : at + n] = s
-        floats[0, at : at + n] = w
-        floats[1, at : at + n] = v
-        at += n
+    for _, _, parts in columns:
+        for s, w, v in parts:
+            n = len(s)
+            steps[at : at + n] = s
+            floats[0, at : at + n] = w
+            floats[1, at : at + n] = v
+            at += n
     df = pd.DataFrame(floats.T, columns=["wall_time", "value"], copy=False)
     df.insert(0, "step", steps)
     codes = np.repeat(np.asarray(tag_ids, np.int32), sizes)
@@ -237,7 +243,7 @@ def read_scalars(
     one that holds no event files, ``metrics.jsonl`` or ``progress.csv``. A torn last
     record or a corrupt one in the middle gives one :class:`aoff.AoffWarning` per file."""
     reader = ScalarReader(paths, tags)
-    columns = reader.read_columns()
+    columns = reader._read_parts()
     for run in reader._runs:
         if run.kind is None:
             raise ValueError(

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Columns", "Series"]
+__all__ = ["Columns", "Series", "joined"]
 
 #: steps (int64), wall times (float64), values (float64)
 Columns = tuple[
@@ -65,17 +65,26 @@ class Series:
     def __len__(self) -> int:
         return len(self.steps) + sum(len(p[0]) for p in self.parts)
 
-    def take(self) -> Columns:
-        """Every point held, as three arrays; the series is empty afterwards."""
+    def take_parts(self) -> list[Columns]:
+        """Every point held, as the parts it was read in; the series is empty afterwards."""
         if self.steps:
             self.flush()
         parts, self.parts = self.parts, []
-        if len(parts) == 1:
-            return parts[0]
-        if not parts:
-            return (np.empty(0, np.int64), np.empty(0, np.float64), np.empty(0, np.float64))
-        return (
-            np.concatenate([p[0] for p in parts]),
-            np.concatenate([p[1] for p in parts]),
-            np.concatenate([p[2] for p in parts]),
-        )
+        return parts
+
+    def take(self) -> Columns:
+        """Every point held, as three arrays; the series is empty afterwards."""
+        return joined(self.take_parts())
+
+
+def joined(parts: list[Columns]) -> Columns:
+    """The parts as three arrays."""
+    if len(parts) == 1:
+        return parts[0]
+    if not parts:
+        return (np.empty(0, np.int64), np.empty(0, np.float64), np.empty(0, np.float64))
+    return (
+        np.concatenate([p[0] for p in parts]),
+        np.concatenate([p[1] for p in parts]),
+        np.concatenate([p[2] for p in parts]),
+    )

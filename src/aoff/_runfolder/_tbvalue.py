@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import struct
 
-from ._tbwire import F16, F32, F64, fields, varint
+from ._tbwire import F16, F32, F64, Buf, fields, varint
 
 __all__ = ["plugin_name", "tensor_scalar"]
 
 _DT_FLOAT, _DT_DOUBLE, _DT_HALF = 1, 2, 19
 
 
-def plugin_name(buf: bytes, start: int, end: int) -> str | None:
+def plugin_name(buf: Buf, start: int, end: int) -> str | None:
     """``SummaryMetadata.plugin_data.plugin_name``."""
     for num, wire, s, e in fields(buf, start, end):
         if num == 1 and wire == 2:  # plugin_data
@@ -28,7 +28,7 @@ def plugin_name(buf: bytes, start: int, end: int) -> str | None:
     return None
 
 
-def tensor_scalar(buf: bytes, start: int, end: int) -> float | None:
+def tensor_scalar(buf: Buf, start: int, end: int) -> float | None:
     """The one float a 0-d (or one-element) float ``TensorProto`` holds, else ``None``."""
     dtype = 0
     dims = 1
@@ -46,7 +46,7 @@ def tensor_scalar(buf: bytes, start: int, end: int) -> float | None:
                             size = varint(buf, s3)[0]
                     dims *= size
         elif num == 4 and wire == 2:
-            content = buf[s:e]
+            content = bytes(buf[s:e])
         elif num == 5:  # float_val (packed or not)
             raw = buf[s:e]
             values.extend(v for (v,) in F32.iter_unpack(raw[: len(raw) // 4 * 4]))

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import struct
 
-__all__ = ["F16", "F32", "F64", "HEADER", "U32S", "fields", "skip", "varint"]
+__all__ = ["F16", "F32", "F64", "HEADER", "U32S", "Buf", "fields", "skip", "varint"]
+
+#: what the decoders read: a file's bytes, or a chunk read in place into a bytearray
+Buf = bytes | bytearray
 
 #: a TFRecord header: the payload's length, then the masked CRC32C of those 8 bytes
 HEADER = struct.Struct("<QI")
@@ -23,7 +26,7 @@ F64 = struct.Struct("<d")
 F16 = struct.Struct("<e")
 
 
-def varint(buf: bytes, pos: int) -> tuple[int, int]:
+def varint(buf: Buf, pos: int) -> tuple[int, int]:
     """The varint at ``buf[pos]`` and the position after it."""
     result = 0
     shift = 0
@@ -38,7 +41,7 @@ def varint(buf: bytes, pos: int) -> tuple[int, int]:
             raise ValueError("varint too long")
 
 
-def skip(buf: bytes, pos: int, wire: int) -> int:
+def skip(buf: Buf, pos: int, wire: int) -> int:
     """The position after a field's value of wire type ``wire`` starting at ``pos``."""
     if wire == 0:
         return varint(buf, pos)[1]
@@ -52,7 +55,7 @@ def skip(buf: bytes, pos: int, wire: int) -> int:
     raise ValueError(f"unsupported wire type {wire}")
 
 
-def fields(buf: bytes, pos: int, end: int) -> list[tuple[int, int, int, int]]:
+def fields(buf: Buf, pos: int, end: int) -> list[tuple[int, int, int, int]]:
     """``(field, wire, start, stop)`` of each field in ``buf[pos:end]`` (length-delimited
     fields: start/stop of their content)."""
     out = []
