@@ -69,6 +69,8 @@ def test_videos_take_torchrls_layout_and_fps(tmp_path: Path) -> None:
     logger.log_video("pixels", video, step=3, fps=10)
     with pytest.raises(ValueError, match=r"\(N, T, C, H, W\) with C 1 or 3"):
         logger.log_video("bad", video[0], step=3)
+    with pytest.raises(TypeError, match="a dict or an OmegaConf config, got list"):
+        logger.log_hparams([("lr", 0.1)])
     logger.close()
     acc = ea.EventAccumulator(str(tmp_path / "vid"), size_guidance={ea.IMAGES: 0})
     acc.Reload()

@@ -18,6 +18,7 @@ return once every backend wrote what was logged.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -29,17 +30,17 @@ __all__ = ["Logger"]
 
 
 def _plain(cfg: Any) -> dict[str, Any]:
-    """A Hydra/OmegaConf config as a plain dict (as TorchRL's TensorBoard logger does)."""
-    if isinstance(cfg, Mapping) and type(cfg) is dict:
+    """A Hydra/OmegaConf config as a plain dict, resolved (as TorchRL's TensorBoard
+    logger does); any other mapping as a dict."""
+    if type(cfg) is dict:
         return cfg
-    try:
-        from omegaconf import OmegaConf
-    except ImportError:
+    omegaconf = sys.modules.get("omegaconf")  # a DictConfig means it is imported
+    if omegaconf is not None and isinstance(cfg, omegaconf.DictConfig):
+        container = omegaconf.OmegaConf.to_container(cfg, resolve=True)
+        return {str(k): v for k, v in container.items()}
+    if isinstance(cfg, Mapping):
         return dict(cfg)
-    container = OmegaConf.to_container(cfg, resolve=True)
-    if not isinstance(container, dict):
-        raise TypeError(f"log_hparams needs a mapping, got {type(cfg).__name__}")
-    return {str(k): v for k, v in container.items()}
+    raise TypeError(f"log_hparams needs a dict or an OmegaConf config, got {type(cfg).__name__}")
 
 
 class Logger(_TorchRLLogger):  # type: ignore[misc]
