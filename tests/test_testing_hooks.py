@@ -302,15 +302,16 @@ def test_a_stopped_agent_leaves_the_frames_in_their_block(tmp_path: Path) -> Non
     kill_agent(log, signal.SIGSTOP)  # it can read nothing now
     try:
         log.log_video("v", frames, step=1)
-        (name,) = p.media_blocks
+        name = p.media_blocks[0]  # then maybe a spare, made ahead of the next call
         assert os.path.exists(f"/dev/shm/{name}")
         assert p.media_blocks_in_use == frames.nbytes == p.media_in_flight
     finally:
         kill_agent(log, signal.SIGCONT)
     log.flush()
-    assert p.media_blocks_in_use == 0 and p.media_blocks == (name,)  # free, kept for reuse
+    blocks = p.media_blocks
+    assert p.media_blocks_in_use == 0 and name in blocks  # free, kept for reuse
     assert log.finish().media_written == 1
-    assert not os.path.exists(f"/dev/shm/{name}")  # unlinked at the end
+    assert not any(os.path.exists(f"/dev/shm/{n}") for n in blocks)  # unlinked at the end
 
 
 # -- the agent --------------------------------------------------------------------------------
