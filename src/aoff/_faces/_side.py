@@ -134,14 +134,8 @@ class AgentSide:
             if wait is None:
                 return
             # one GIL hand-off a wake-up; the socket is polled, never waited on
-            if self._inline and (
-                wait >= SHIP_INTERVAL_BUSY * 2 or not self.shipper.waiting_for_agent()
-            ):
-                # producers ship inline: wake only when no round ran for a while, or a
-                # flush or stop is asked (_wake). Polling every SHIP_INTERVAL_BUSY while
-                # frames waited for the socket, this thread ran ~400 rounds (~33 us
-                # each, the caller waiting for the GIL) in a flat-out burst of 100,000
-                # iterations: with the sends, more than the 1 % a p99 sees
+            if self._inline and wait >= SHIP_INTERVAL_BUSY * 2:
+                # producers ship inline: wake only when no round ran for a while
                 while not self._wake.is_set():
                     due = self._last_round + BACKSTOP_INTERVAL - time.monotonic()
                     if due <= 0:
