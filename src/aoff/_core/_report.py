@@ -20,6 +20,10 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._rules import Alert
 
 __all__ = ["FinishReport", "OnceReporter", "end_of_run_lines", "stderr_line"]
 
@@ -48,6 +52,8 @@ class FinishReport:
     #: ``log_figure``), and those refused at the call because ``media_budget`` was full
     media_written: int = 0
     media_refused: int = 0
+    #: what the run's rules saw (``rules=``, :mod:`aoff.rules`), in order
+    alerts: tuple[Alert, ...] = ()
 
     @property
     def complete(self) -> bool:
@@ -148,6 +154,12 @@ def end_of_run_lines(
         lines.append(
             f"aoff: {report.media_refused:,} images/videos were refused at the call "
             "(more than media_budget bytes were waiting to be encoded)"
+        )
+    if report.alerts:
+        lines.append(
+            f"aoff: {len(report.alerts)} alert(s): "
+            + "; ".join(a.message for a in report.alerts[:3])
+            + ("; ..." if len(report.alerts) > 3 else "")
         )
     for name, lost in report.backend_lost.items():
         if lost:

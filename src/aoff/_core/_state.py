@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from ._config import HParams
 from ._records import RunConfig
+from ._rules import Alert
 
 REWARD_HISTORY = 200
 
@@ -31,7 +32,7 @@ class State:
     :class:`Folder` from the events (and its skipped values, ``invalid_values``), and,
     for what no event carries, by the pump's parts: the intake (``media_refused``,
     ``last_media``, ``invalid_values`` for an event the fold raised on), the screen
-    (``backend_problems``) and the pump (``dropped_events``). A display, in another
+    (``backend_problems``) and the pump (``dropped_events``, ``alerts``). A display, in another
     thread or process, gets a :meth:`snapshot`."""
 
     config: RunConfig = field(default_factory=RunConfig)
@@ -90,6 +91,8 @@ class State:
     #: the run's own latest ``log_collector(total_steps=...)``: ``total_steps`` adds each
     #: producer's latest to it
     own_total_steps: int = 0
+    #: what the run's rules saw so far (``_pump/_alerts.py``), oldest first
+    alerts: tuple[Alert, ...] = ()
 
     def pipeline_time(self) -> float:
         """Seconds of the learner pipeline: H2D + train + weight sync (as the original logger)."""

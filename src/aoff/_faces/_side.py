@@ -23,13 +23,20 @@ from .._core._buffer import EventBuffer
 from .._core._events import Event
 from .._core._progress import ProgressWatch, await_progressing, unwritten_steps, wait_progressing
 from .._core._report import FinishReport, gave_up_line, stderr_line
+from .._core._rules import Alert
 from .._display._streams import Forwarding, should_forward
 from .._media._shm import ShmPool
 from .._pump._options import Options
 from .._transport._shipper import SHIP_INTERVAL, SHIP_INTERVAL_BUSY, Shipper
 from .._transport._wire import AgentGone
 from . import _lost
-from ._cadence import BACKSTOP_INTERVAL, INLINE_CHECK_EVERY, INLINE_EVENTS, INLINE_INTERVAL
+from ._cadence import (
+    BACKSTOP_INTERVAL,
+    INLINE_CHECK_EVERY,
+    INLINE_EVENTS,
+    INLINE_INTERVAL,
+    STOP_RULE_INTERVAL,
+)
 from ._defer import signals_deferred
 from ._spawn import start_agent
 
@@ -57,6 +64,7 @@ class AgentSide:
         *,
         driver: str = "thread",
         pool: ShmPool | None = None,
+        on_alert: Callable[[Alert], None] | None = None,
     ) -> None:
         self.options = options
         self.buffer = buffer
@@ -64,6 +72,10 @@ class AgentSide:
         self.proc, link = start_agent(options, big_send_buffer=driver == "thread")
         self.shipper = Shipper(buffer, link, FinishReport)
         self.shipper.keep_events = False  # only pickles wait: fewer GCs (see Pickled)
+        self.shipper.on_alert = on_alert
+        self._interval = INLINE_INTERVAL
+        if options.stop_rules():  # the loop may be told to stop: hear it soon
+            self._interval = self.shipper.recv_interval = STOP_RULE_INTERVAL
         # until the agent first answers (it is still importing), frames may wait here up
         # to what its backlog takes once it reads: a loop that logs flat out at once
         self.shipper.start_pending_bytes = backlog_bytes(options.capacity)
@@ -157,7 +169,7 @@ class AgentSide:
     def _ship_inline(self) -> None:
         now = time.monotonic()
         since, waiting = now - self._last_round, len(self.buffer)
-        if since < INLINE_INTERVAL and (
+        if since < self._interval and (
             waiting < self._inline_events or self.shipper.futile_round(waiting, since)
         ):
             return

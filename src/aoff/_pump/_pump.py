@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.abc
 import anyio.lowlevel
+import anyio.to_thread
 
 from .._backends._base import Backend, BackendContext
 from .._channel._hub import ProducerHub
@@ -55,9 +56,13 @@ from ._tally import Progress, finish_report, progress, unwritten
 
 if TYPE_CHECKING:
     from .._backends._summary import RunSummary
+    from ._alerts import AlertDesk
     from ._sysmetrics import SystemSampler
 
 __all__ = ["Progress", "Pump"]
+
+#: the most a run's end waits for alert actions still queued (a webhook, a command)
+ALERT_ACTIONS_WAIT = 5.0
 
 
 class Pump:
@@ -89,6 +94,7 @@ class Pump:
         system: SystemSampler | None = None,
         overflow_label: tuple[int, str] | None = None,
         run_summary: RunSummary | None = None,
+        alerts: AlertDesk | None = None,
     ) -> None:
         if refresh_per_second <= 0:
             raise ValueError(f"refresh_per_second must be > 0, got {refresh_per_second!r}")
@@ -143,6 +149,13 @@ class Pump:
         self._producers: ProducerHub | None = None
         self._system = system  # system metrics, sampled in their own thread (_sysmetrics)
         self._summary_file: SummaryKeeper | None = None
+        #: the run's rules and where their alerts go (``_alerts.py``)
+        self._alerts = alerts
+        if alerts is not None:
+            alerts.runners = self._runners
+            alerts.say = self._problems.always
+            alerts.on_change = self._screen.touch
+            self._intake.on_watch = alerts.see
         if run_summary is not None:
             keeper = SummaryKeeper(run_summary, monotonic=monotonic, say=self._problems)
             self._summary_file = keeper
@@ -314,6 +327,8 @@ class Pump:
     def _tick_chores(self) -> None:
         """A slice's chores, then the screen: printed text, frame."""
         self._slice_chores()
+        if self._alerts is not None:
+            self._alerts.tick()
         self._screen.echo_text()
         self._screen.render(self._live)
 
@@ -332,6 +347,10 @@ class Pump:
             finish_timeout=self._finish_timeout,
             say=say,
         )
+        if self._alerts is not None:  # a webhook or command still running: bounded
+            await anyio.to_thread.run_sync(
+                self._alerts.close, min(self._finish_timeout, ALERT_ACTIONS_WAIT)
+            )
         if self._summary_file is not None:
             await self._summary_file.final(interrupted=self._state.interrupted)
         self._slice_chores()

@@ -59,6 +59,7 @@ def finish_report(
         partial=partial,
         media_written=intake.media_written,
         media_refused=state.media_refused,
+        alerts=state.alerts,
     )
     for r in runners:
         res.backend_written[r.name] = r.written
