@@ -319,3 +319,39 @@ def test_the_examples_pendulum_sac_raises_no_alert_and_stops_on_nan(tmp_path: Pa
     assert (tmp_path / "nan" / "sac_pendulum_stopped.pt").is_file()
     (alert,) = [json.loads(x) for x in (tmp_path / "nan" / rules.ALERTS_NAME).open()]
     assert alert["rule"] == "nonfinite" and alert["step"] >= 110 and alert["value"] == "nan"
+
+
+# -- the logger's own cost ---------------------------------------------------------------------
+def test_the_cost_summary_takes_median_p99_and_the_loops_share() -> None:
+    from aoff._core._cost import COST_EVERY, summarize
+
+    samples = [1000] * 98 + [5000, 90000]  # ns: 1 us calls, a 90 us one
+    got = summarize(samples, span_ns=COST_EVERY * 1_000_000_000)
+    assert got["aoff/hot_path_p50_us"] == 1.0 and got["aoff/hot_path_p99_us"] == 5.0
+    assert got["aoff/hot_path_share_percent"] == pytest.approx(100 * 193_000 / 1e9)
+
+
+def test_a_run_writes_its_own_cost_as_aoff_tags(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from aoff._core import _cost as hot
+    from aoff._pump import _cost as keeper
+
+    monkeypatch.setattr(keeper, "COST_INTERVAL", 0.2)
+    monkeypatch.setattr(hot, "COST_SPAN_NS", 100_000_000)
+    log = aoff.OffPolicyLogger(
+        log_dir=tmp_path, backends=("jsonl",), display="none", pump="thread", rules=[]
+    )
+    for it in range(1, 3001):
+        log.log_step(it, {"x": 1.0})
+        if it % 100 == 0:
+            time.sleep(0.02)
+    log.finish()
+    rows = [json.loads(x) for x in (tmp_path / "metrics.jsonl").open()]
+    costs = [r for r in rows if "aoff/hot_path_p50_us" in r]
+    assert costs, "no aoff/hot_path tags were written"
+    last = costs[-1]
+    assert 0 < last["aoff/hot_path_p50_us"] <= last["aoff/hot_path_p99_us"]
+    assert 0 < last["aoff/hot_path_share_percent"] < 100
+    assert last["aoff/agent_lag_s"] >= 0
+    assert "aoff/agent_cpu_percent" not in last  # thread mode: the loop's process

@@ -93,6 +93,10 @@ class State:
     own_total_steps: int = 0
     #: what the run's rules saw so far (``_pump/_alerts.py``), oldest first
     alerts: tuple[Alert, ...] = ()
+    #: the hot path's latest sampled cost (``_core/_cost.summarize``): ``aoff/hot_path_*``
+    hot_path: dict[str, float] = field(default_factory=dict)
+    #: the logger's own cost as last written (``_pump/_cost.py``): ``aoff/...`` tags
+    cost: dict[str, float] = field(default_factory=dict)
 
     def pipeline_time(self) -> float:
         """Seconds of the learner pipeline: H2D + train + weight sync (as the original logger)."""
@@ -118,4 +122,6 @@ class State:
             backend_problems=dict(self.backend_problems),
             system=dict(self.system),
             producers=dict(self.producers),
+            hot_path=dict(self.hot_path),
+            cost=dict(self.cost),
         )

@@ -44,9 +44,11 @@ from .._channel._server import LiveServer, start_serving, stop_serving
 from .._core._buffer import EventBuffer
 from .._core._checkpoint import to_state_dict
 from .._core._events import Event
+from .._core._records import StepRecord
 from .._core._report import FinishReport, OnceReporter, end_of_run_lines, stderr_line
 from .._core._state import State
 from .._display._api import Display
+from ._cost import CostKeeper
 from ._end import end_of_input
 from ._intake import FOLD_SLICE, Intake
 from ._runner import DEFAULT_MAX_PENDING, BackendRunner
@@ -95,6 +97,7 @@ class Pump:
         overflow_label: tuple[int, str] | None = None,
         run_summary: RunSummary | None = None,
         alerts: AlertDesk | None = None,
+        in_agent: bool = False,
     ) -> None:
         if refresh_per_second <= 0:
             raise ValueError(f"refresh_per_second must be > 0, got {refresh_per_second!r}")
@@ -155,7 +158,11 @@ class Pump:
             alerts.runners = self._runners
             alerts.say = self._problems.always
             alerts.on_change = self._screen.touch
-            self._intake.on_watch = alerts.see
+        #: the logger's own cost, written as ``aoff/...`` tags (``_cost.py``)
+        self._cost = CostKeeper(
+            state, self._intake.folder, clock=clock, monotonic=monotonic, in_agent=in_agent
+        )
+        self._intake.on_watch = self._watch
         if run_summary is not None:
             keeper = SummaryKeeper(run_summary, monotonic=monotonic, say=self._problems)
             self._summary_file = keeper
@@ -235,6 +242,12 @@ class Pump:
         i = self._intake
         left = len(self._buffer) + len(i.held)
         return finish_report(self._state, self._runners, self.dropped(), i, partial, left)
+
+    def _watch(self, records: list[StepRecord]) -> None:
+        """Each slice's records, once offered to the runners: the rules, the agent's lag."""
+        self._cost.see(records)
+        if self._alerts is not None:
+            self._alerts.see(records)
 
     def _slice_chores(self) -> None:
         """Before each slice of a drain (and at the end): the owner's ``on_tick`` (the
@@ -329,6 +342,7 @@ class Pump:
         self._slice_chores()
         if self._alerts is not None:
             self._alerts.tick()
+        self._cost.tick()
         self._screen.echo_text()
         self._screen.render(self._live)
 
@@ -354,6 +368,7 @@ class Pump:
         if self._summary_file is not None:
             await self._summary_file.final(interrupted=self._state.interrupted)
         self._slice_chores()
+        self._cost.tick(final=True)  # the summary's line
         self._screen.copy_backend_problems()
         self._result = res = self._finish_report(partial=False)
         capacity, overflow = self._overflow_label

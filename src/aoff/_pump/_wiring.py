@@ -67,6 +67,7 @@ class Core:
             ),
             run_summary=_run_summary(options),
             alerts=self.alerts,
+            in_agent=os.getpid() != options.training_pid,
         )
         self.context = BackendContext(
             config=options.config, say=self.pump.say, hparams=self.state.hparams
