@@ -37,6 +37,7 @@ from .._core._convert import encodable
 from .._core._histogram import DEFER_MAX
 from .._core._pending import Gather, pending_event
 from .._core._report import FinishReport
+from .._core._rules import Rule
 from .._display._api import NullDisplay
 from .._faces._sync import OffPolicyLogger
 from .._pump._options import PumpMode
@@ -92,6 +93,10 @@ class SummaryWriter(WriterMedia):
         a call waits for room, so nothing is lost; ``"drop_oldest"`` never waits.
     finish_timeout, pump, ranks, wandb_*
         as for :class:`aoff.OffPolicyLogger`.
+    rules, webhook, command
+        what the run watches itself with (:mod:`aoff.rules`; the defaults: NaN/inf and
+        a stall) and where an alert goes besides ``alerts.jsonl`` and the ``aoff/alerts``
+        text summary, as for :class:`aoff.OffPolicyLogger`.
     """
 
     def __init__(
@@ -114,6 +119,9 @@ class SummaryWriter(WriterMedia):
         wandb_project: str = "aoff",
         wandb_entity: str | None = None,
         wandb_name: str = "",
+        rules: Sequence[Rule] | None = None,
+        webhook: str | None = None,
+        command: Sequence[str] | None = None,
     ) -> None:
         if not log_dir:
             log_dir = default_log_dir(comment)
@@ -147,6 +155,9 @@ class SummaryWriter(WriterMedia):
             pump=pump,
             system_interval=2.0 if dashboard else 0,
             ranks=ranks,
+            rules=rules,
+            webhook=webhook,
+            command=command,
             **extra,
         )
         if self._engine._inert:  # a rank that does not log (see aoff's ``ranks=``)
