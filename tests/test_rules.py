@@ -355,3 +355,31 @@ def test_a_run_writes_its_own_cost_as_aoff_tags(
     assert 0 < last["aoff/hot_path_share_percent"] < 100
     assert last["aoff/agent_lag_s"] >= 0
     assert "aoff/agent_cpu_percent" not in last  # thread mode: the loop's process
+
+
+def test_the_dashboard_draws_the_banner_above_and_the_cost_below_the_panel() -> None:
+    from rich.console import Console
+
+    from aoff._display._dashboard import Dashboard
+    from aoff._display._summary import summary_panel
+
+    state = aoff.State(steps_logged=3, iteration=3, started=True, start_time=0.0)
+    state.alerts = (
+        rules.Alert(1.0, "nonfinite", "train/q", 3, math.nan, "train/q is nan at step 3", True),
+    )
+    state.cost = {
+        "aoff/hot_path_share_percent": 0.2,
+        "aoff/hot_path_p99_us": 6.0,
+        "aoff/agent_lag_s": 0.05,
+        "aoff/agent_cpu_percent": 4.0,
+    }
+    console = Console(record=True, width=100, height=40, force_terminal=True)
+    console.print(Dashboard(console)._panel(state, 10.0))
+    lines = console.export_text().splitlines()
+    assert "1 alert - the loop was asked to stop" in lines[0]
+    assert "train/q is nan at step 3 [nonfinite]" in lines[1]
+    cost = "logging cost the loop 0.2 %, p99 call 6 \u00b5s; agent lag 0.05 s, CPU 4 %"
+    assert cost in lines[-1]
+    console.print(summary_panel(state, 10.0))
+    text = console.export_text()
+    assert "Alerts: 1" in text and "train/q is nan at step 3" in text and cost in text
