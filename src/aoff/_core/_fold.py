@@ -69,7 +69,7 @@ class Folder(StepFolder):
             self._system = {**self._system, **s.system} if self._system else s.system
             return None
         if kind == ev.COST:  # the hot path's sampled times: not a call either
-            s.hot_path = cost_tags(event[2], event[3])
+            s.hot_path = cost_tags(event[2], event[3], event[4])
             return None
         s.last_wall_time = wall
         if kind == ev.STEP:

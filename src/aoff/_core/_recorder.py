@@ -63,13 +63,13 @@ class Recorder(Generic[R]):
     #: the capture switch: this recorder checks values for tensors (torch is imported)
     _capturing: bool = False
 
-    #: ``log_step`` calls until the next timed one (``_cost.py``)
+    #: ``log_step`` calls until the next timed one, and the samples (``_cost.py``)
     _cost_left: int = COST_EVERY
+    _cost: HotCost | None = None
 
     def _init_recorder(self, put: Callable[[ev.Event], R], clock: Callable[[], float]) -> None:
         self._put = put
         self._clock = clock
-        self._cost = HotCost()
         self._refresh_capture()
 
     def _refresh_capture(self) -> bool:
@@ -162,7 +162,10 @@ class Recorder(Generic[R]):
         t0 = perf_counter_ns()
         result = self.log_step(*args)
         t1 = perf_counter_ns()
-        due = self._cost.add(t1 - t0, t1)
+        cost = self._cost
+        if cost is None:
+            cost = self._cost = HotCost()
+        due = cost.add(t1 - t0, t1)
         if due is not None:
             done = self._put((ev.COST, self._clock(), *due))
             if iscoroutine(done):  # the async face's wait for room: not this call's
