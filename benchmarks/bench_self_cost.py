@@ -31,7 +31,8 @@ from _workload import COMPONENTS, EXTRA, METRICS, TIMING
 import aoff
 from aoff.testing import MemoryBackend
 n = {n}
-log = aoff.OffPolicyLogger(log_backend="no_print", backends=[MemoryBackend()], handle_sigterm=False)
+log = aoff.OffPolicyLogger(log_backend="no_print", backends=[MemoryBackend()],
+                           handle_sigterm=False, **{kw})
 log.start()
 log.flush()
 out = [0] * n
@@ -52,9 +53,9 @@ print(json.dumps({{"file": aoff.__file__, "median_us": out[n // 2] / 1000,
 """
 
 
-def run(src: str, iterations: int) -> dict[str, float]:
+def run(src: str, iterations: int, kw: str = "{}") -> dict[str, float]:
     env = dict(os.environ, PYTHONPATH=src)
-    code = _CHILD.format(here=HERE, n=iterations)
+    code = _CHILD.format(here=HERE, n=iterations, kw=kw)
     proc = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
     )
@@ -67,11 +68,17 @@ def main() -> None:
     ap.add_argument("--base-src", required=True, help="the src/ of aoff without the sampling")
     ap.add_argument("--iterations", type=int, default=100_000)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument(
+        "--no-rules",
+        action="store_true",
+        help="this tree with rules=[] (the cost of the sampling alone, no rules in the agent)",
+    )
     args = ap.parse_args()
+    kw = "{'rules': []}" if args.no_rules else "{}"
     runs: dict[str, list[dict[str, float]]] = {"with cost on record": [], "without": []}
     for _ in range(args.rounds):
         for name, src in (("with cost on record", NEW_SRC), ("without", args.base_src)):
-            r = run(src, args.iterations)
+            r = run(src, args.iterations, kw if src == NEW_SRC else "{}")
             runs[name].append(r)
             print(f"{name:<20} median {r['median_us']:6.2f} us  p99 {r['p99_us']:7.2f} us")
     med = {k: statistics.median(r["median_us"] for r in v) for k, v in runs.items()}
