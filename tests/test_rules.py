@@ -383,3 +383,29 @@ def test_the_dashboard_draws_the_banner_above_and_the_cost_below_the_panel() -> 
     console.print(summary_panel(state, 10.0))
     text = console.export_text()
     assert "Alerts: 1" in text and "train/q is nan at step 3" in text and cost in text
+
+
+@pytest.mark.anyio
+async def test_the_async_face_hears_a_stop_rule_too(tmp_path: Path) -> None:
+    """``AsyncOffPolicyLogger`` in process mode: its shipper task reads the agent's alert
+    into ``should_stop`` while the loop runs."""
+    import anyio
+
+    async with aoff.AsyncOffPolicyLogger(
+        log_dir=tmp_path,
+        backends=("jsonl",),
+        log_backend="none",
+        display="none",
+        handle_sigterm=False,
+        rules=[rules.nonfinite(stop=True)],
+    ) as log:
+        await log.aflush()
+        stopped = None
+        for it in range(1, 2000):
+            await log.log_step(it, {"q_loss": math.nan if it >= 100 else 1.0})
+            if log.should_stop:
+                stopped = it
+                break
+            await anyio.sleep(0.001)
+    assert stopped is not None and 100 <= stopped < 400, stopped
+    assert [(a.tag, a.step) for a in log.alerts] == [("train/q_loss", 100)]
