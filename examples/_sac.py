@@ -340,7 +340,56 @@ def build_parser(name: str, doc: str | None) -> argparse.ArgumentParser:
     p.add_argument(
         "--backends", default="", help="extra aoff backends besides TensorBoard, e.g. 'jsonl'"
     )
+    p.add_argument(
+        "--stop-on-nan",
+        action="store_true",
+        help="stop (with a checkpoint) once a logged value is NaN or infinite (aoff.rules)",
+    )
+    p.add_argument(
+        "--nan-at",
+        type=int,
+        default=0,
+        help="poison the critic's weights with NaN at this update, to see --stop-on-nan work",
+    )
+    p.add_argument(
+        "--watch",
+        action="store_true",
+        help="watch with every kind of aoff rule, bounds fit for Pendulum SAC (alerts only)",
+    )
     return p
+
+
+def watch_rules(args: argparse.Namespace) -> list[Any] | None:
+    """The run's ``rules=``: None (aoff's defaults) unless asked for.
+
+    ``--watch``: one rule of each kind, bounds set for this SAC on Pendulum (a return
+    is at least -16.3 x 200 = -3,254; alpha starts at 1 and settles near 0.05; losses
+    grow while Q learns returns in the hundreds, but within 2x of their recent median
+    here: 20x is a blow-up; a step's throughput varies 50x on a shared machine, so only
+    a 90 % fall of its mean is a slow-down)."""
+    from aoff import rules
+
+    if not (args.stop_on_nan or args.watch):
+        return None
+    chosen = [rules.nonfinite(stop=args.stop_on_nan), rules.stalled(seconds=60)]
+    if args.watch:
+        chosen += [
+            rules.above("train/q*_loss", 1e6),
+            rules.below("reward/mean", -3300),
+            rules.blowup("train/q*_loss", factor=20, window=100),
+            rules.collapse("train/alpha", floor=1e-5),
+            rules.regression("reward/return_mean10", drop=0.5, window=5),
+            rules.slower(fraction=0.9, window=200),
+        ]
+    return chosen
+
+
+def poison(agent: SAC) -> None:
+    """NaN in the critic's first layer: from this update on its losses are NaN, as a
+    diverged run's are (``--nan-at``)."""
+    with torch.no_grad():
+        first = agent.critic.parameters().__next__()
+        first.fill_(float("nan"))
 
 
 @dataclass
@@ -402,6 +451,9 @@ def logger_kwargs(args: argparse.Namespace, s: Setup, algo: str) -> dict[str, An
     }
     if args.no_display:
         kw["display"] = QuietDisplay()
+    chosen = watch_rules(args)
+    if chosen is not None:
+        kw["rules"] = chosen
     return kw
 
 

@@ -18,7 +18,16 @@ from time import perf_counter
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _sac import EpisodeStats, build_parser, episode_report, logger_kwargs, ms, result_line, setup
+from _sac import (
+    EpisodeStats,
+    build_parser,
+    episode_report,
+    logger_kwargs,
+    ms,
+    poison,
+    result_line,
+    setup,
+)
 
 from aoff import OffPolicyLogger
 
@@ -74,6 +83,8 @@ def main(argv: list[str] | None = None) -> int:
                 continue
 
             # -- one gradient update -----------------------------------------------------
+            if args.nan_at and agent.updates + 1 == args.nan_at:
+                poison(agent)
             t4 = perf_counter()
             metrics = agent.update(buffer.sample(s.rng, args.batch_size))
             t5 = perf_counter()
@@ -88,7 +99,13 @@ def main(argv: list[str] | None = None) -> int:
                 wait_time=t4 - t0,  # the learner waits while the loop collects
                 extra_info={"throughput_steps": 1},
             )
-        log.log_save(agent.save(os.path.join(args.logdir, "sac_pendulum.pt")))
+            if log.should_stop:  # --stop-on-nan: a rule made with stop=True fired
+                path = agent.save(os.path.join(args.logdir, "sac_pendulum_stopped.pt"))
+                log.log_save(path)
+                print(f"{NAME}: stopped at update {agent.updates}: {log.alerts[-1].message}")
+                break
+        else:
+            log.log_save(agent.save(os.path.join(args.logdir, "sac_pendulum.pt")))
     finally:
         log.finish(
             extra_summary=f"Mean return (last {len(stats.returns)} episodes): "

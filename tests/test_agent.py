@@ -354,7 +354,7 @@ def test_the_agent_runs_nicer_than_the_training_process_by_agent_nice(
 ) -> None:
     """``agent_nice``: the agent lowers its own priority by that much once started
     (default 0: the training process's), and still writes everything."""
-    kw = {} if nice is None else {"agent_nice": nice}
+    kw: dict[str, Any] = {} if nice is None else {"agent_nice": nice}
     log = OffPolicyLogger(
         log_dir=tmp_path, backends=("jsonl",), log_backend="none", handle_sigterm=False, **kw
     )

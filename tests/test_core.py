@@ -246,9 +246,9 @@ def test_warnings_filter_is_clean() -> None:
 
 #: the sync face's public methods, as docs/guides/sync.md documents them
 DOCUMENTED_SYNC_API = {
-    "close", "finish", "flush", "load_state_dict", "log_buffer_fill", "log_collector",
+    "alerts", "close", "finish", "flush", "load_state_dict", "log_buffer_fill", "log_collector",
     "log_config", "log_episodes", "log_figure", "log_histogram", "log_image", "log_save",
-    "log_status", "log_step", "log_video", "remote",
+    "log_status", "log_step", "log_video", "remote", "should_stop",
     "set_collection_sync", "start", "start_training_timer", "state_dict",
     "update_buffer_utilization", "update_collector_timing", "update_done_rates",
     "update_ep_length", "update_replay_queue", "update_staging_pool",

@@ -823,6 +823,36 @@ def test_gymnasium_record_video_logs_every_nth_episode(tmp_path: Path) -> None:
         aoff.gymnasium.record_video(counter(render_mode=None), log)
 
 
+def test_gymnasium_record_video_on_alert_records_the_episode_after_an_alert(
+    tmp_path: Path,
+) -> None:
+    """``on_alert=True``: besides every ``every``-th episode (here only the first), the
+    episode that starts after a rule fired is recorded."""
+    import time
+
+    import aoff.gymnasium
+    from aoff import rules
+
+    counter = _counter_env_class()
+    with _logger(tmp_path, "thread", rules=[rules.above("train/a", 1.5)]) as log:
+        env = aoff.gymnasium.record_video(counter(), log, every=100, on_alert=True)
+        for ep in range(5):
+            env.reset()
+            done = False
+            while not done:
+                _, _, term, trunc, _ = env.step(0)
+                done = term or trunc
+            log.log_step(ep, {"a": float(ep)})
+            deadline = time.monotonic() + 10
+            while ep == 2 and not log.alerts and time.monotonic() < deadline:
+                time.sleep(0.01)  # the pump's tick: the alert comes before the next reset
+        env.close()
+    assert [a.step for a in log.alerts] == [2]
+    assert [v.step for v in read_images(tmp_path)["episode/video"]] == [0, 2]
+    with pytest.raises(TypeError, match="on_alert must be a bool"):
+        aoff.gymnasium.record_video(counter(), log, on_alert="yes")  # type: ignore[arg-type]
+
+
 @pytest.mark.anyio
 @pytest.mark.parametrize("overflow", ["drop_oldest", "drop_newest"])
 @pytest.mark.parametrize("pump", MODES)

@@ -319,3 +319,26 @@ async def test_summarywriter_records_are_rows_of_their_own_with_global_step(
         {"global_step": 3, "loss": 0.25},
         {"global_step": 3, "q_a/q": 1.0},
     ]
+
+
+@pytest.mark.slow  # starts wandb's service process
+@pytest.mark.anyio
+async def test_alerts_go_to_the_runs_summary_offline(wandb_dir: Path) -> None:
+    """The run's alerts (``aoff.rules``) reach W&B as the summary key ``aoff/alerts``,
+    every alert so far; offline there is no ``run.alert`` to call, and none is tried."""
+    from aoff._core._rules import ALERT_TAG
+
+    backend = WandbBackend(project="aoff-test", dir=wandb_dir)
+    await backend.open(BackendContext(config=RunConfig(), say=lambda _: None))
+    alert = StepRecord(3, 0, 1000.0, (), writer=True, texts=((ALERT_TAG, "q is nan at step 3"),))
+    second = StepRecord(5, 0, 1001.0, (), writer=True, texts=((ALERT_TAG, "stalled"),))
+    await backend.write([*make_records(3), alert, *make_records(2, 3), second])
+    await backend.close()
+    assert backend.alert_error is None
+    summary: dict[str, Any] = {}
+    for r in iter_records(run_file(wandb_dir)):
+        if r.WhichOneof("record_type") == "summary":
+            for item in r.summary.update:
+                summary[item.key or "/".join(item.nested_key)] = json.loads(item.value_json)
+    assert summary[ALERT_TAG] == ["q is nan at step 3", "stalled"]
+    assert len(finished_history(wandb_dir)) == 5  # the alerts are no history rows

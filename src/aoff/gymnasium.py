@@ -15,15 +15,22 @@ __all__ = ["episodes_in", "log_episodes", "record_video"]
 
 
 def record_video(
-    env: Any, log: Any, *, every: int = 10, key: str = "episode/video", fps: float | None = None
+    env: Any,
+    log: Any,
+    *,
+    every: int = 10,
+    key: str = "episode/video",
+    fps: float | None = None,
+    on_alert: bool = False,
 ) -> Any:
     """``env`` wrapped so that every ``every``-th episode (the first included) goes to
     ``log.log_video(key, frames, fps=fps)`` when it ends: ``fps`` defaults to the env's
     ``metadata["render_fps"]``, else 30. The env needs ``render_mode="rgb_array"``;
-    ``log`` is the run's logger, or a ``log.remote()`` in a sub-env's process."""
+    ``log`` is the run's logger, or a ``log.remote()`` in a sub-env's process.
+    ``on_alert=True``: the episode after each alert (``log.alerts``) is recorded too."""
     from ._adapters._gym_video import EpisodeVideo
 
-    return EpisodeVideo(env, log, every=every, key=key, fps=fps)
+    return EpisodeVideo(env, log, every=every, key=key, fps=fps, on_alert=on_alert)
 
 
 for _obj in (episodes_in, log_episodes, record_video):

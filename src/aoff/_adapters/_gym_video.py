@@ -6,7 +6,9 @@ This one only keeps each recorded episode's ``env.render()`` frames and, when th
 episode ends, hands them to ``log.log_video`` once: the caller pays one copy, the agent
 encodes (see ``_media/``).
 
-Every ``every``-th episode is recorded (the 1st, the ``every + 1``-th, ...), from the
+Every ``every``-th episode is recorded (the 1st, the ``every + 1``-th, ...), and with
+``on_alert=True`` also the episode that starts after a rule of the run fired
+(``log.alerts`` grew), so that the video of the moment it went wrong exists; from the
 ``reset`` frame to the last step's; an episode cut short by another ``reset`` or by
 ``close`` is dropped. The env must have ``render_mode="rgb_array"``. ``log`` is any
 aoff logger with ``log_video``: the run's own (sync face), or a ``log.remote()`` for a
@@ -25,7 +27,16 @@ __all__ = ["EpisodeVideo"]
 
 
 class EpisodeVideo(gymnasium.Wrapper):
-    def __init__(self, env: Any, log: Any, *, every: int, key: str, fps: float | None) -> None:
+    def __init__(
+        self,
+        env: Any,
+        log: Any,
+        *,
+        every: int,
+        key: str,
+        fps: float | None,
+        on_alert: bool = False,
+    ) -> None:
         super().__init__(env)
         if env.render_mode != "rgb_array":
             raise ValueError(
@@ -44,11 +55,31 @@ class EpisodeVideo(gymnasium.Wrapper):
         self._fps = float(fps or env.metadata.get("render_fps") or 30)
         self._episode = -1
         self._frames: list[Any] | None = None
+        if not isinstance(on_alert, bool):
+            raise TypeError(
+                f"aoff.gymnasium.record_video: on_alert must be a bool, got {on_alert!r}"
+            )
+        # on_alert: the alerts seen at the last reset (a logger without ``alerts``, e.g.
+        # a producer's, never triggers one)
+        self._on_alert = on_alert
+        self._alerts_seen = self._alert_count()
+
+    def _alert_count(self) -> int:
+        return len(getattr(self._log, "alerts", ())) if self._on_alert else 0
+
+    def _alerted(self) -> bool:
+        """A new alert since the last reset: this episode is recorded (one attribute read)."""
+        if not self._on_alert:
+            return False
+        n = self._alert_count()
+        new, self._alerts_seen = n > self._alerts_seen, n
+        return new
 
     def reset(self, **kwargs: Any) -> Any:
         out = self.env.reset(**kwargs)
         self._episode += 1
-        self._frames = [] if self._episode % self._every == 0 else None
+        alerted = self._alerted()
+        self._frames = [] if alerted or self._episode % self._every == 0 else None
         self._grab()
         return out
 

@@ -41,6 +41,7 @@ from .._core._convert import I64_MAX, I64_MIN, encodable
 from .._core._histogram import DEFER_MAX
 from .._core._pending import Gather, pending_event
 from .._core._report import FinishReport
+from .._core._rules import Rule
 from .._display._api import NullDisplay
 from .._faces._sync import OffPolicyLogger
 from .._pump._options import PumpMode
@@ -100,6 +101,10 @@ class SummaryWriter(WriterMedia):
         a call waits for room, so nothing is lost; ``"drop_oldest"`` never waits.
     finish_timeout, pump, ranks, media_budget, wandb_*
         as for :class:`aoff.OffPolicyLogger`.
+    rules, webhook, command
+        what the run watches itself with (:mod:`aoff.rules`; the defaults: NaN/inf and
+        a stall) and where an alert goes besides ``alerts.jsonl`` and the ``aoff/alerts``
+        text summary, as for :class:`aoff.OffPolicyLogger`.
     """
 
     def __init__(
@@ -123,6 +128,9 @@ class SummaryWriter(WriterMedia):
         wandb_entity: str | None = None,
         wandb_name: str = "",
         media_budget: int | None = None,
+        rules: Sequence[Rule] | None = None,
+        webhook: str | None = None,
+        command: Sequence[str] | None = None,
     ) -> None:
         if not log_dir:
             log_dir = default_log_dir(comment)
@@ -159,6 +167,9 @@ class SummaryWriter(WriterMedia):
             pump=pump,
             system_interval=2.0 if dashboard else 0,
             ranks=ranks,
+            rules=rules,
+            webhook=webhook,
+            command=command,
             **extra,
         )
         if self._engine._inert:  # a rank that does not log (see aoff's ``ranks=``)

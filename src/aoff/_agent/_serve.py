@@ -37,6 +37,7 @@ from .._pump._options import Options
 from .._pump._wiring import Core
 from .._transport._messages import (
     Ack,
+    Alerted,
     Events,
     Flush,
     Flushed,
@@ -70,7 +71,12 @@ class Agent:
         self._send_lock = threading.Lock()
         self._ack_lock = threading.Lock()
         self.buffer = Backlog(backlog_bytes(options.capacity))
-        self.core = Core(options, buffer=self.buffer, on_tick=self.tick)
+        self.core = Core(
+            options,
+            buffer=self.buffer,
+            on_tick=self.tick,
+            on_alert=lambda alert: self.send(Alerted(alert)),
+        )
         self.buffer.on_unreadable = self.core.pump.say
         self._last_ack: Ack | None = None
         self._acked_at = 0.0

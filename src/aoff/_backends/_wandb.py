@@ -62,6 +62,7 @@ from typing import Any
 from rich.markup import escape
 
 from .._core._records import MediaRecord, RunConfig, StepRecord
+from .._core._rules import ALERT_TAG
 from .._runfolder._replace import replaced
 from ._base import BackendContext
 from ._hparams import run_config as merged_config
@@ -125,6 +126,8 @@ class WandbBackend:
         #: continue the run whose id is stored in ``dir`` (``resume_step=``)
         self.resume = resume
         self._ctx: BackendContext | None = None
+        #: why W&B's ``run.alert`` last failed (the alert stays in the run's summary)
+        self.alert_error: str | None = None
         self._config_version = -1
         #: the wandb run records go to (created here or reused), once open
         self.run: Any = None
@@ -213,6 +216,8 @@ class WandbBackend:
                 # SummaryWriter: its global_step may go back, W&B's step may not; as
                 # W&B's own TensorBoard sync does, a row a call with "global_step" in
                 # it, sub-runs' tags under "<folder>/" (texts, histograms: TensorBoard)
+                if rec.texts:
+                    self._alerts(rec.texts)
                 if rec.scalars:
                     p = rec.run + "/" if rec.run else ""
                     call: dict[str, Any] = {"global_step": rec.step}
@@ -232,6 +237,25 @@ class WandbBackend:
             own.update(rec.scalars)
             log(own, step=rec.step)
             self._step = rec.step
+
+    def _alerts(self, texts: Sequence[tuple[str, str]]) -> None:
+        """The run's alerts (``aoff.rules``): under ``aoff/alerts`` in the run's summary
+        (every alert so far, newest last; offline runs keep it), and ``run.alert`` where
+        the run is online (W&B's own notification)."""
+        said = [text for tag, text in texts if tag == ALERT_TAG]
+        if not said:
+            return
+        run = self.run
+        kept = list(run.summary.get(ALERT_TAG) or [])
+        kept.extend(said)
+        run.summary[ALERT_TAG] = kept
+        if not getattr(run, "offline", False):
+            for text in said:
+                try:
+                    run.alert(title="aoff alert", text=text)
+                except Exception as exc:  # W&B's own notification failed; the alert
+                    # is in the summary (and alerts.jsonl, TensorBoard): kept, not raised
+                    self.alert_error = f"{type(exc).__name__}: {exc}"
 
     def _open_producer(self, name: str) -> Any:
         """The W&B run of producer ``name`` (see the module's doc)."""

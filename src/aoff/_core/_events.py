@@ -114,14 +114,18 @@ EPISODES: Final = 64  # (returns: tuple, lengths: tuple): episodes that ended (l
 #: encodes them, never the fold
 MEDIA: Final = 65  # (key, step or None, what: "image"|"video", frames, dataformats, fps, nbytes)
 MEDIA_REFUSED: Final = 66  # (key, what): refused at the call (over the media budget)
+#: the hot path's sampled call times (``_cost.py``): made by the recorder, not a call
+COST: Final = 67  # (samples: tuple of ns, span_ns, total_ns)
 EXTRA_NAMES: Final[dict[int, str]] = {
     EPISODES: "log_episodes",
     MEDIA: "log_media",
     MEDIA_REFUSED: "log_media (refused)",
+    COST: "the logger's cost",
 }
 FIELDS[EPISODES] = ("returns", "lengths")
 FIELDS[MEDIA] = ("key", "step", "what", "frames", "dataformats", "fps", "nbytes")
 FIELDS[MEDIA_REFUSED] = ("key", "what")
+FIELDS[COST] = ("samples", "span_ns", "total_ns")
 
 KIND = 0
 WALL = 1

@@ -14,6 +14,7 @@ from collections import deque
 
 from . import _events as ev
 from ._checkpoint import load_into
+from ._cost import summarize as cost_tags
 from ._fold_checks import Reporter
 from ._fold_pending import fold_episodes, tail_record
 from ._fold_step import StepFolder, collector_tag
@@ -55,6 +56,11 @@ class Folder(StepFolder):
         self._producer_total = 0  # the sum of the producers' latest total_steps
         self._last_reward_from: str | None = None  # the producer of the history's last point
 
+    def attach(self, scalars: dict[str, float]) -> None:
+        """Scalars of aoff's own (``aoff/...``, the pump's) for the next step's record,
+        beside the latest system sample."""
+        self._system = {**self._system, **scalars} if self._system else dict(scalars)
+
     # -- the fold --------------------------------------------------------------------
     def apply(self, event: ev.Event) -> StepRecord | None:
         s = self.state
@@ -62,7 +68,11 @@ class Folder(StepFolder):
         wall = event[1]
         if kind == ev.SYSTEM:  # a sample, not a call: it does not move the run's clock
             s.system = dict(event[2])
-            self._system = s.system
+            # newer values for its keys; aoff's own tags attached meanwhile stay
+            self._system = {**self._system, **s.system} if self._system else s.system
+            return None
+        if kind == ev.COST:  # the hot path's sampled times: not a call either
+            s.hot_path = cost_tags(event[2], event[3], event[4])
             return None
         s.last_wall_time = wall
         if not s.started and kind not in _NOT_A_START:

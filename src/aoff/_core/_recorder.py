@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterable, Mapping
+from inspect import iscoroutine
+from time import perf_counter_ns
 from typing import Any, Generic, TypeVar
 
 from . import _events as ev
@@ -45,6 +47,7 @@ from ._arguments import (
 from ._capture import activate, capture, capture_step, capture_tensor, capture_values, finish
 from ._checkpoint import checked_state_dict
 from ._config import flatten_config
+from ._cost import COST_EVERY, HotCost
 from ._events import S_COMPONENTS, S_METRICS, S_REWARD_METRICS, S_THROUGHPUT
 from ._histogram import capture as capture_histogram
 from ._pending import Gather, PendingEvent, Placeholder
@@ -59,6 +62,10 @@ class Recorder(Generic[R]):
     _clock: Callable[[], float]
     #: the capture switch: this recorder checks values for tensors (torch is imported)
     _capturing: bool = False
+
+    #: ``log_step`` calls until the next timed one, and the samples (``_cost.py``)
+    _cost_left: int = COST_EVERY
+    _cost: HotCost | None = None
 
     def _init_recorder(self, put: Callable[[ev.Event], R], clock: Callable[[], float]) -> None:
         self._put = put
@@ -96,6 +103,20 @@ class Recorder(Generic[R]):
         ``weight_sync_time``: the learner's times in seconds; ``extra_info``:
         ``{"throughput_steps": n}`` gives ``perf/steps_per_sec``.
         """
+        self._cost_left -= 1
+        if not self._cost_left:  # one call in COST_EVERY is timed (_cost.py)
+            return self._timed_step(
+                iteration,
+                metrics,
+                reward,
+                reward_metrics,
+                reward_components,
+                train_time,
+                wait_time,
+                learner_incremental_h2d_time,
+                weight_sync_time,
+                extra_info,
+            )
         event: ev.Event = (  # one tuple display, in _events.FIELDS[STEP]'s order
             ev.STEP,
             self._clock(),
@@ -144,6 +165,22 @@ class Recorder(Generic[R]):
                         if type(v) is not float and type(v) is not int:
                             return self._put(capture_step(event))
         return self._put(event)
+
+    def _timed_step(self, *args: Any) -> R:
+        """A ``log_step`` call, timed; its time joins the next ``COST`` event."""
+        self._cost_left = COST_EVERY
+        t0 = perf_counter_ns()
+        result = self.log_step(*args)
+        t1 = perf_counter_ns()
+        cost = self._cost
+        if cost is None:
+            cost = self._cost = HotCost()
+        due = cost.add(t1 - t0, t1)
+        if due is not None:
+            done = self._put((ev.COST, self._clock(), *due))
+            if iscoroutine(done):  # the async face's wait for room: not this call's
+                done.close()
+        return result
 
     # -- collector side --------------------------------------------------------------------
     def update_collector_timing(self, timing_ms: Mapping[str, Any]) -> R:

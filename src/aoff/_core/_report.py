@@ -20,6 +20,10 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._rules import Alert
 
 __all__ = [
     "FinishReport",
@@ -59,6 +63,8 @@ class FinishReport:
     #: error"``, ``"no media backend"``, ``"agent lost"`` (taken by an agent that died
     #: before writing them, and not encoded again), ``"frames gone"``
     media_lost: dict[str, int] = field(default_factory=dict)
+    #: what the run's rules saw (``rules=``, :mod:`aoff.rules`), in order
+    alerts: tuple[Alert, ...] = ()
 
     @property
     def complete(self) -> bool:
@@ -199,6 +205,12 @@ def end_of_run_lines(
     media = media_lost_line(report.media_lost, finish_timeout)
     if media is not None:
         lines.append(media)
+    if report.alerts:
+        lines.append(
+            f"aoff: {len(report.alerts)} alert(s): "
+            + "; ".join(a.message for a in report.alerts[:3])
+            + ("; ..." if len(report.alerts) > 3 else "")
+        )
     for name, lost in report.backend_lost.items():
         if lost:
             why = report.backend_errors.get(name, "")

@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from ._config import HParams
 from ._records import RunConfig
+from ._rules import Alert
 
 REWARD_HISTORY = 200
 
@@ -31,7 +32,7 @@ class State:
     :class:`Folder` from the events (and its skipped values, ``invalid_values``), and,
     for what no event carries, by the pump's parts: the intake (``media_refused``,
     ``last_media``, ``invalid_values`` for an event the fold raised on), the screen
-    (``backend_problems``) and the pump (``dropped_events``). A display, in another
+    (``backend_problems``) and the pump (``dropped_events``, ``alerts``). A display, in another
     thread or process, gets a :meth:`snapshot`."""
 
     config: RunConfig = field(default_factory=RunConfig)
@@ -103,6 +104,12 @@ class State:
     #: learner time), ``"done_rates"``, ``"collection_sync"``, ``"collector"``
     #: (``log_collector``); the panel and summary show a row once its call came
     logged: set[str] = field(default_factory=set)
+    #: what the run's rules saw so far (``_pump/_alerts.py``), oldest first
+    alerts: tuple[Alert, ...] = ()
+    #: the hot path's latest sampled cost (``_core/_cost.summarize``): ``aoff/hot_path_*``
+    hot_path: dict[str, float] = field(default_factory=dict)
+    #: the logger's own cost as last written (``_pump/_cost.py``): ``aoff/...`` tags
+    cost: dict[str, float] = field(default_factory=dict)
 
     def pipeline_time(self) -> float:
         """Seconds of the learner pipeline: H2D + train + weight sync (as the original logger)."""
@@ -130,4 +137,6 @@ class State:
             system=dict(self.system),
             producers=dict(self.producers),
             logged=set(self.logged),
+            hot_path=dict(self.hot_path),
+            cost=dict(self.cost),
         )

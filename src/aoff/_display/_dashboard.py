@@ -27,6 +27,7 @@ from rich.text import Text
 
 from .._core._state import State
 from .._core._turns import at_most
+from ._banner import with_banner
 from ._chart import PanelMemory
 from ._render import Glyphs, dashboard_panel, glyphs_for, plain_line, summary_panel
 from ._streams import ForwardingStream
@@ -221,7 +222,7 @@ class Dashboard:
 
     # -- internals ---------------------------------------------------------------------
     def _panel(self, state: State, now: float) -> RenderableType:
-        return dashboard_panel(state, now, self.glyphs, self.memory)
+        return with_banner(state, dashboard_panel(state, now, self.glyphs, self.memory))
 
     def _start_live(
         self, state: State, now: float, renderable: RenderableType | None = None

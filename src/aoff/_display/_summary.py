@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .._core._state import State
+from ._banner import cost_line
 from ._content import REWARD_MEAN_WINDOW, iteration_of, markup, mean
 from ._format import fmt_duration
 from ._glyphs import UNICODE_GLYPHS, Glyphs
@@ -78,6 +79,12 @@ def summary_panel(state: State, now: float, glyphs: Glyphs = UNICODE_GLYPHS) -> 
         lines.append(Text(f"  Dropped events: {state.dropped_events:,}", style="red"))
     for name, problem in sorted(state.backend_problems.items()):
         lines.append(Text(f"  {name}: {problem}", style="red"))
+    cost = cost_line(state.cost)
+    if cost:
+        lines.append(Text(f"  aoff: {cost}", style="dim"))
+    if state.alerts:
+        lines.append(Text(f"  Alerts: {len(state.alerts):,}", style="bold red"))
+        lines.extend(Text(f"    {a.message} [{a.rule}]", style="red") for a in state.alerts[:5])
     return Panel(
         Group(*lines),
         title=Text(state.finish_title, style="bold"),
@@ -111,6 +118,8 @@ def plain_line(state: State, now: float) -> str:
         parts.append(f"dropped {state.dropped_events:,}")
     for name, problem in sorted(state.backend_problems.items()):
         parts.append(f"{name}: {problem}")
+    if state.alerts:
+        parts.append(f"ALERT {state.alerts[-1].message}")
     status = markup(state.status).plain if state.status else ""
     if status:
         parts.append(status)

@@ -149,6 +149,7 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
                     self._core_off_loop,
                     driver="task",
                     pool=self._media_budget.pool,
+                    on_alert=self._note_alert,
                 )
                 await tg.start(ki_protected(self._run_shipper))
             else:

@@ -23,6 +23,7 @@ from .._core._checkpoint import to_state_dict
 from .._core._config import format_converted
 from .._core._recorder import R, Recorder
 from .._core._report import FinishReport, stderr_line
+from .._core._rules import Alert, Rule
 from .._core._state import State
 from .._core._warning import AoffWarning
 from .._display._api import Display
@@ -118,6 +119,9 @@ class Face(Recorder[R], MediaCalls[R], Generic[R]):
         ranks: RankMode = "zero",
         media_budget: int = DEFAULT_MEDIA_BUDGET,
         agent_nice: int = DEFAULT_AGENT_NICE,
+        rules: Sequence[Rule] | None = None,
+        webhook: str | None = None,
+        command: Sequence[str] | None = None,
     ) -> None:
         self._options = Options.of(locals())
         self._options.backend_names()  # bad names and a missing log_dir fail here, in any mode
@@ -156,6 +160,28 @@ class Face(Recorder[R], MediaCalls[R], Generic[R]):
 
     _core: Core  # the in-process pump's parts (thread mode, or after the agent is lost)
     _phase = Phase.NEW
+    _alerts: tuple[Alert, ...] = ()
+    _should_stop = False
+
+    @property
+    def alerts(self) -> tuple[Alert, ...]:
+        """What the run's rules saw so far (``rules=``, :mod:`aoff.rules`), oldest first:
+        one attribute read, no system call and no lock (the agent's alerts come in with
+        the shipper's reading of its answers; in thread mode the pump notes them)."""
+        return self._alerts
+
+    @property
+    def should_stop(self) -> bool:
+        """True once a rule made with ``stop=True`` fired: the loop decides what to do
+        (``if log.should_stop: save(); break``). As cheap as :attr:`alerts`."""
+        return self._should_stop
+
+    def _note_alert(self, alert: Alert) -> None:
+        """An alert reached this process (the shipper's thread or round, or the pump's
+        thread): two plain stores, read by the loop without a lock."""
+        self._alerts = (*self._alerts, alert)
+        if alert.stop:
+            self._should_stop = True
 
     def _to(self, phase: Phase) -> None:
         """The one place a face's phase changes; the move must be one :data:`NEXT` lists."""
@@ -185,6 +211,7 @@ class Face(Recorder[R], MediaCalls[R], Generic[R]):
             buffer=self._buffer,
             on_tick=self._refresh_capture,
             on_media_freed=self._media_budget.note_freed,
+            on_alert=self._note_alert,
         )
         return self._core
 

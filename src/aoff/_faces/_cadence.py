@@ -18,6 +18,7 @@ __all__ = [
     "INLINE_SLICE",
     "INLINE_SLOW_GAP",
     "INLINE_SLOW_SLICE",
+    "STOP_RULE_INTERVAL",
 ]
 
 #: the sync face's producers ship a round themselves (``AgentSide.put``) when the last
@@ -77,3 +78,9 @@ INLINE_CHECK_EVERY = 16
 #: meanwhile (each wake-up costs the loop a GIL hand-off); longer than
 #: ``INLINE_INTERVAL`` so that a busy loop's own rounds come first.
 BACKSTOP_INTERVAL = 0.75
+#: ``INLINE_INTERVAL`` and the shipper's reading of the agent's answers when a rule may
+#: stop the loop (``stop=True``): the agent folds within its 50 ms tick and sends the
+#: alert at once, so a 1 ms loop hears it within ~100 iterations. Rounds 25 times as
+#: often cost that loop a few microseconds an iteration more (see ``INLINE_INTERVAL``);
+#: only a run that asked to be stopped pays them
+STOP_RULE_INTERVAL = 0.02

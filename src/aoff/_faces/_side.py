@@ -23,6 +23,7 @@ from .._core._buffer import EventBuffer
 from .._core._events import Event
 from .._core._progress import ProgressWatch, await_progressing, unwritten_steps, wait_progressing
 from .._core._report import FinishReport, gave_up_line, media_lost_line, stderr_line
+from .._core._rules import Alert
 from .._display._streams import Forwarding, should_forward
 from .._media._encoder import LOST_AGENT
 from .._media._shm import ShmPool
@@ -38,6 +39,7 @@ from ._cadence import (
     INLINE_SLICE,
     INLINE_SLOW_GAP,
     INLINE_SLOW_SLICE,
+    STOP_RULE_INTERVAL,
 )
 from ._defer import signals_deferred
 from ._spawn import start_agent
@@ -66,6 +68,7 @@ class AgentSide:
         *,
         driver: str = "thread",
         pool: ShmPool | None = None,
+        on_alert: Callable[[Alert], None] | None = None,
     ) -> None:
         self.options = options
         self.buffer = buffer
@@ -73,6 +76,10 @@ class AgentSide:
         self.proc, link = start_agent(options, big_send_buffer=driver == "thread")
         self.shipper = Shipper(buffer, link, FinishReport)
         self.shipper.keep_events = False  # only pickles wait: fewer GCs (see Pickled)
+        self.shipper.on_alert = on_alert
+        self._interval = INLINE_INTERVAL
+        if options.stop_rules():  # the loop may be told to stop: hear it soon
+            self._interval = self.shipper.recv_interval = STOP_RULE_INTERVAL
         # until the agent first answers (it is still importing), frames may wait here up
         # to what its backlog takes once it reads: a loop that logs flat out at once
         self.shipper.start_pending_bytes = backlog_bytes(options.capacity)
@@ -176,9 +183,7 @@ class AgentSide:
         since, waiting = now - self._last_round, len(self.buffer)
         # a slow loop (a slice's events took a while to come) ships larger slices
         want = self._inline_events if since < INLINE_SLOW_GAP else self._slow_events
-        if since < INLINE_INTERVAL and (
-            waiting < want or self.shipper.futile_round(waiting, since)
-        ):
+        if since < self._interval and (waiting < want or self.shipper.futile_round(waiting, since)):
             return
         if not self._round_lock.acquire(blocking=False):
             return
@@ -188,7 +193,7 @@ class AgentSide:
             s = self.shipper
             send = (
                 s.waiting_bytes() >= INLINE_SEND_BYTES
-                or now - self._last_send >= INLINE_INTERVAL
+                or now - self._last_send >= self._interval
                 or s.waiting_for_agent()
             )
             # a send due to the slices alone takes no new slice: the next call does

@@ -171,7 +171,11 @@ class OffPolicyLogger(Face[None]):
         self._host: PumpThread | AgentSide
         if self._process_mode():
             self._host = AgentSide(
-                self._options, self._buffer, self._build_core, pool=self._media_budget.pool
+                self._options,
+                self._buffer,
+                self._build_core,
+                pool=self._media_budget.pool,
+                on_alert=self._note_alert,
             )
             self._put = self._host.put()  # producers ship a round themselves now and then
         else:

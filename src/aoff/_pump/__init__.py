@@ -3,9 +3,11 @@
 Owns :class:`~aoff._pump._pump.Pump` and its parts: the intake (drain, fold in order,
 hand records to the runners: ``_intake``), one runner a backend (``_runner``), the
 screen (display, printed text, ``aoff attach`` viewers: ``_screen``), the end of a run's
-input (``_end``), system metrics (``_sysmetrics``); what it is built from (``Options``:
-every constructor argument, checked once: ``_options``; the named backends, one table of
-name to factory: ``_registry``; which ranks log: ``_ranks``),
+input (``_end``), system metrics (``_sysmetrics``), the run's rules and where their
+alerts go (``_alerts``, with the webhook and command on a thread of their own:
+``_actions``), the logger's own cost as ``aoff/...`` tags (``_cost``); what it is built
+from (``Options``: every constructor argument, checked once: ``_options``; the named
+backends, one table of name to factory: ``_registry``; which ranks log: ``_ranks``),
 how its parts are wired (``Core``: ``_wiring``), and running it on a private loop in a
 daemon thread (``PumpThread``: ``_thread``).
 

@@ -77,6 +77,8 @@ class Intake:
         self._backend_wait_left = finish_timeout  # finish's budget for waiting on backends
         #: also handed every slice's records (the run summary file), if set
         self.on_records: Callable[[list[StepRecord]], None] | None = None
+        #: also handed every slice's records after the runners: the run's rules
+        self.on_watch: Callable[[list[StepRecord]], None] | None = None
         #: media events go to the encoder thread, never through the fold (``_media``)
         self.media = MediaEncoder(report_line)
         for r in runners:
@@ -182,6 +184,8 @@ class Intake:
             r.offer(records)
         if records and self.on_records is not None:
             self.on_records(records)
+        if records and self.on_watch is not None:
+            self.on_watch(records)
 
     async def drain_once(self, *, final: bool = False) -> int:
         """Drain what is buffered now, fold it in slices, offer records to backends."""

@@ -18,6 +18,7 @@ from .._backends._base import Backend
 from .._core._buffer import DEFAULT_CAPACITY, OVERFLOW_POLICIES, Overflow
 from .._core._config import ConfigValue, flatten_config
 from .._core._records import RunConfig
+from .._core._rules import DEFAULT_RULES, Rule, check_rules
 from .._media._calls import DEFAULT_MEDIA_BUDGET, check_media_budget
 from . import _registry
 from ._ranks import RANK_MODES, RankMode
@@ -129,6 +130,11 @@ class Options:
     #: times, ``perf/iter_ms``) whether or not they were logged: the faces' parity with
     #: it. The adapters (``aoff.sb3``) turn it off: they write only what their calls carry
     seed_tags: bool = True
+    #: the rules the run watches itself with (``aoff.rules``; None: the defaults)
+    rules: tuple[Rule, ...] | None = DEFAULT_RULES
+    #: where each alert is POSTed as JSON, and the command run with it on stdin
+    webhook: str | None = None
+    command: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         def fix(name: str, value: object) -> None:
@@ -174,6 +180,20 @@ class Options:
         nice = self.agent_nice
         if isinstance(nice, bool) or not isinstance(nice, int) or not 0 <= nice <= MAX_NICE:
             raise ValueError(f"agent_nice must be an int from 0 to {MAX_NICE}, got {nice!r}")
+        fix("rules", check_rules(self.rules))
+        hook = self.webhook
+        if hook is not None and (
+            not isinstance(hook, str) or not hook.startswith(("http://", "https://"))
+        ):
+            raise ValueError(f"webhook must be an http:// or https:// URL, got {hook!r}")
+        cmd = self.command
+        if cmd is not None:
+            if isinstance(cmd, str | bytes):
+                raise TypeError("command must be a list of strings, e.g. command=['notify', '-u']")
+            cmd = tuple(cmd)
+            if not cmd or not all(isinstance(c, str) for c in cmd):
+                raise TypeError(f"command must be a non-empty list of strings, got {cmd!r}")
+            fix("command", cmd)
         n = self.resume_step
         if n is not None:
             if isinstance(n, bool) or not isinstance(n, int):
@@ -247,6 +267,11 @@ class Options:
             f"To run it in the agent, {avoid} (pump='thread' picks this mode without "
             "this line)"
         )
+
+    def stop_rules(self) -> bool:
+        """Whether a rule may stop the loop (``stop=True``): the training process then
+        hears alerts within a few hundredths of a second, not a second."""
+        return any(r.stop for r in self.rules or ())
 
     def custom_display(self) -> bool:
         """Whether ``display=`` replaces the default dashboard (no live panel to forward

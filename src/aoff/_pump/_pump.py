@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.abc
 import anyio.lowlevel
+import anyio.to_thread
 
 from .._backends._base import Backend, BackendContext
 from .._channel._hub import ProducerHub
@@ -43,9 +44,11 @@ from .._channel._server import LiveServer, start_serving, stop_serving
 from .._core._buffer import EventBuffer
 from .._core._checkpoint import to_state_dict
 from .._core._events import Event
+from .._core._records import StepRecord
 from .._core._report import FinishReport, OnceReporter, end_of_run_lines, stderr_line
 from .._core._state import State
 from .._display._api import Display
+from ._cost import CostKeeper
 from ._end import end_of_input
 from ._intake import FOLD_SLICE, Intake
 from ._runner import DEFAULT_MAX_PENDING, BackendRunner
@@ -55,9 +58,13 @@ from ._tally import Progress, finish_report, progress, unwritten
 
 if TYPE_CHECKING:
     from .._backends._summary import RunSummary
+    from ._alerts import AlertDesk
     from ._sysmetrics import SystemSampler
 
 __all__ = ["Progress", "Pump"]
+
+#: the most a run's end waits for alert actions still queued (a webhook, a command)
+ALERT_ACTIONS_WAIT = 5.0
 
 
 class Pump:
@@ -90,6 +97,8 @@ class Pump:
         overflow_label: tuple[int, str] | None = None,
         run_summary: RunSummary | None = None,
         seed_tags: bool = True,
+        alerts: AlertDesk | None = None,
+        in_agent: bool = False,
     ) -> None:
         if refresh_per_second <= 0:
             raise ValueError(f"refresh_per_second must be > 0, got {refresh_per_second!r}")
@@ -145,6 +154,17 @@ class Pump:
         self._producers: ProducerHub | None = None
         self._system = system  # system metrics, sampled in their own thread (_sysmetrics)
         self._summary_file: SummaryKeeper | None = None
+        #: the run's rules and where their alerts go (``_alerts.py``)
+        self._alerts = alerts
+        if alerts is not None:
+            alerts.runners = self._runners
+            alerts.say = self._problems.always
+            alerts.on_change = self._screen.touch
+        #: the logger's own cost, written as ``aoff/...`` tags (``_cost.py``)
+        self._cost = CostKeeper(
+            state, self._intake.folder, clock=clock, monotonic=monotonic, in_agent=in_agent
+        )
+        self._intake.on_watch = self._watch
         if run_summary is not None:
             keeper = SummaryKeeper(run_summary, monotonic=monotonic, say=self._problems)
             self._summary_file = keeper
@@ -224,6 +244,12 @@ class Pump:
         i = self._intake
         left = len(self._buffer) + len(i.held)
         return finish_report(self._state, self._runners, self.dropped(), i, partial, left)
+
+    def _watch(self, records: list[StepRecord]) -> None:
+        """Each slice's records, once offered to the runners: the rules, the agent's lag."""
+        self._cost.see(records)
+        if self._alerts is not None:
+            self._alerts.see(records)
 
     def _slice_chores(self) -> None:
         """Before each slice of a drain (and at the end): the owner's ``on_tick`` (the
@@ -316,6 +342,9 @@ class Pump:
     def _tick_chores(self) -> None:
         """A slice's chores, then the screen: printed text, frame."""
         self._slice_chores()
+        if self._alerts is not None:
+            self._alerts.tick()
+        self._cost.tick()
         self._screen.echo_text()
         self._screen.render(self._live)
 
@@ -334,9 +363,14 @@ class Pump:
             finish_timeout=self._finish_timeout,
             say=say,
         )
+        if self._alerts is not None:  # a webhook or command still running: bounded
+            await anyio.to_thread.run_sync(
+                self._alerts.close, min(self._finish_timeout, ALERT_ACTIONS_WAIT)
+            )
         if self._summary_file is not None:
             await self._summary_file.final(interrupted=self._state.interrupted)
         self._slice_chores()
+        self._cost.tick(final=True)  # the summary's line
         self._screen.copy_backend_problems()
         self._result = res = self._finish_report(partial=False)
         capacity, overflow = self._overflow_label

@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING
 from .._backends._base import BackendContext
 from .._core._buffer import EventBuffer
 from .._core._config import HParams
+from .._core._rules import Alert
 from .._core._state import State
+from ._alerts import AlertDesk
 from ._options import Options
 from ._pump import Pump
 from ._sysmetrics import SystemSampler
@@ -35,6 +37,7 @@ class Core:
         buffer: EventBuffer | None = None,
         on_tick: Callable[[], object] | None = None,
         on_media_freed: Callable[[int], None] | None = None,
+        on_alert: Callable[[Alert], None] | None = None,
     ) -> None:
         self.options = options
         self.buffer = (
@@ -42,6 +45,7 @@ class Core:
         )
         self.state = State(config=options.config, hparams=HParams(options.hparams))
         self.display = options.build_display()
+        self.alerts = _alert_desk(options, self.state, on_alert)
         self.pump = Pump(
             self.buffer,
             self.state,
@@ -63,10 +67,34 @@ class Core:
             ),
             run_summary=_run_summary(options),
             seed_tags=options.seed_tags,
+            alerts=self.alerts,
+            in_agent=os.getpid() != options.training_pid,
         )
         self.context = BackendContext(
             config=options.config, say=self.pump.say, hparams=self.state.hparams
         )
+
+
+def _alert_desk(
+    options: Options, state: State, on_alert: Callable[[Alert], None] | None
+) -> AlertDesk | None:
+    """The run's rules and where their alerts go; None when ``rules=[]``."""
+    if not options.rules:
+        return None
+    from .._core._report import stderr_line
+
+    desk = AlertDesk(
+        options.rules,
+        state,
+        log_dir=options.log_dir,
+        webhook=options.webhook,
+        command=options.command,
+        say=stderr_line,
+        clock=options.now,
+        monotonic=options.monotonic,
+    )
+    desk.on_alert = on_alert
+    return desk
 
 
 def _run_summary(options: Options) -> RunSummary | None:

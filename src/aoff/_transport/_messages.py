@@ -11,7 +11,8 @@ to the peer (:data:`ToPeer`)
     :class:`Out` (text the training process printed; the agent only), :class:`Flush`,
     :class:`Stop`
 from the peer (:data:`FromPeer`)
-    :class:`Ack` (the agent only, at most every ``ACK_INTERVAL``), :class:`Flushed`,
+    :class:`Ack` (the agent only, at most every ``ACK_INTERVAL``), :class:`Alerted` (the
+    agent only, as a rule fires), :class:`Flushed`,
     :class:`Report` (the last word: a :class:`~aoff.FinishReport` from the agent, a
     :class:`ProducerReport` from a run taking a producer's events)
 """
@@ -23,9 +24,11 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeAlias
 
 from .._core._report import FinishReport
+from .._core._rules import Alert
 
 __all__ = [
     "Ack",
+    "Alerted",
     "Events",
     "Flush",
     "Flushed",
@@ -97,6 +100,13 @@ class Ack(NamedTuple):
     media: tuple[int, int] = (0, 0)
 
 
+class Alerted(NamedTuple):
+    """A rule of the run fired (``aoff.rules``): sent at once, not with the next ack, so
+    that a loop that asked to stop on it hears it within a few rounds."""
+
+    alert: Alert
+
+
 class Flushed(NamedTuple):
     """Flush ``n`` is done; aoff's counters as of now (the agent), else None."""
 
@@ -122,9 +132,9 @@ class Report(NamedTuple):
 
 
 ToPeer: TypeAlias = Hello | Events | Out | Flush | Stop
-FromPeer: TypeAlias = Ack | Flushed | Report
+FromPeer: TypeAlias = Ack | Alerted | Flushed | Report
 _TO_PEER = (Hello, Events, Out, Flush, Stop)
-_FROM_PEER = (Ack, Flushed, Report)
+_FROM_PEER = (Ack, Alerted, Flushed, Report)
 
 
 def encode(message: ToPeer | FromPeer) -> bytes:

@@ -36,10 +36,12 @@ from .._core._buffer import EventBuffer
 from .._core._events import Event
 from .._core._pending import ready_prefix
 from .._core._report import FinishReport, OnceReporter, stderr_line
+from .._core._rules import Alert
 from .._media._freed import FreedBytes
 from ._frames import Pickled, Slices, picklable_batch, steps_and_frames
 from ._messages import (
     Ack,
+    Alerted,
     Events,
     Flush,
     Flushed,
@@ -131,6 +133,11 @@ class Shipper(Generic[R]):
         #: ``MEDIA`` events sent; the agent's ``(written, lost)`` media as of its last Ack
         self.shipped_media = 0
         self.acked_media = (0, 0)
+        #: told each alert the peer sends (the face's ``alerts``/``should_stop``)
+        self.on_alert: Callable[[Alert], None] | None = None
+        #: how often answers are read when nothing is waited for (shorter when the loop
+        #: may be asked to stop by a rule)
+        self.recv_interval = RECV_INTERVAL
         #: the agent's backlog as of its last Ack: bytes held now, the most held
         self.agent_backlog = (0, 0)
         #: frames that may wait for a peer that has not answered yet (``backed_up``): the
@@ -338,6 +345,9 @@ class Shipper(Generic[R]):
                     self.acked_steps, self.acked_written = steps, written
                     self.agent_backlog = (backlog_bytes, backlog_peak)
                     self.acked_media = media
+                case Alerted(alert):
+                    if self.on_alert is not None:
+                        self.on_alert(alert)
                 case Flushed(n, state):
                     self.flushed = n
                     self.last_state = state
@@ -363,7 +373,7 @@ class Shipper(Generic[R]):
                 self.cut_short = True
         now = time.monotonic()
         waiting = self.waiting_for_agent()
-        if waiting or now - self._last_recv >= RECV_INTERVAL:
+        if waiting or now - self._last_recv >= self.recv_interval:
             self._last_recv = now
             self.receive()
         if self.cut_short:

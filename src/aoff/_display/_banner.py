@@ -1,0 +1,65 @@
+"""What is drawn around the live panel: the alert banner above it, the logger's own
+cost below it.
+
+Why renderables of their own: the panel's rows are laid out from what was logged, and
+neither an alert nor aoff's cost is a row of it; drawn above and below the panel (the
+dashboard, and ``aoff attach``, which draws the same dashboard), they change nothing in
+it. The banner is red and first, so it is seen; the footer is one dim line.
+"""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.text import Text
+
+from .._core._state import State
+
+__all__ = ["SHOWN", "alert_banner", "cost_line", "with_banner"]
+
+#: the newest alerts the banner lists (the rest are counted)
+SHOWN = 3
+
+
+def alert_banner(state: State) -> Text | None:
+    """The banner for ``state``'s alerts (None while there are none)."""
+    alerts = state.alerts
+    if not alerts:
+        return None
+    stop = any(a.stop for a in alerts)
+    head = f" {len(alerts)} alert{'s' if len(alerts) > 1 else ''}"
+    head += " - the loop was asked to stop " if stop else " "
+    text = Text(head, style="bold white on red")
+    for a in alerts[-SHOWN:]:
+        text.append(f"\n {a.message} [{a.rule}]", style="bold red")
+    if len(alerts) > SHOWN:
+        text.append(f"\n ... and {len(alerts) - SHOWN} earlier (alerts.jsonl)", style="red")
+    return text
+
+
+def cost_line(cost: dict[str, float]) -> str:
+    """``logging cost the loop 0.2 %, p99 call 6 us; agent lag 0.1 s, CPU 4 %`` from the
+    ``aoff/...`` tags (``""`` before the first)."""
+    parts = []
+    share = cost.get("aoff/hot_path_share_percent")
+    p99 = cost.get("aoff/hot_path_p99_us")
+    if share is not None and p99 is not None:
+        parts.append(f"logging cost the loop {share:.1f} %, p99 call {p99:.0f} \u00b5s")
+    lag = cost.get("aoff/agent_lag_s")
+    cpu = cost.get("aoff/agent_cpu_percent")
+    if lag is not None:
+        agent = f"agent lag {lag:.2f} s"
+        parts.append(agent + (f", CPU {cpu:.0f} %" if cpu is not None else ""))
+    return "; ".join(parts)
+
+
+def with_banner(state: State, panel: RenderableType) -> RenderableType:
+    """``panel`` with the banner above it and the cost line below, when they exist."""
+    banner = alert_banner(state)
+    line = cost_line(state.cost)
+    if banner is None and not line:
+        return panel
+    parts: list[RenderableType] = [banner] if banner is not None else []
+    parts.append(panel)
+    if line:
+        parts.append(Text(" " + line, style="dim"))
+    return Group(*parts)

@@ -1,0 +1,104 @@
+"""Where an alert goes: the state (dashboard, summary, report), ``alerts.jsonl``, the
+backends (a TensorBoard text summary, W&B), the training process, and the actions.
+
+Why one part: a rule that fires (``_core/_watch.py``) must reach every place the run
+is read from, in the same order and once; the pump hands this desk each slice's records
+and its ticks and knows nothing of the rules. Everything here runs on the pump's loop
+and never waits: the file line is one small append, the actions have their own thread.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable, Sequence
+
+from .._core._records import StepRecord
+from .._core._rules import ALERT_TAG, ALERTS_NAME, Alert, Rule
+from .._core._state import State
+from .._core._watch import Watch
+from ._actions import Actions
+from ._runner import BackendRunner
+
+__all__ = ["AlertDesk"]
+#: the backends that get an alert as a text record, in order with the steps
+_TEXT_BACKENDS = ("tensorboard", "wandb")
+
+
+class AlertDesk:
+    """Evaluates the run's rules (:meth:`see`, :meth:`tick`) and delivers what fires.
+
+    ``on_alert``: told each alert as it fires (the agent sends it to the training
+    process; in thread mode the face notes it). ``on_change``: the state changed (the
+    screen redraws)."""
+
+    def __init__(
+        self,
+        rules: Iterable[Rule],
+        state: State,
+        *,
+        log_dir: str = "",
+        webhook: str | None = None,
+        command: Sequence[str] | None = None,
+        say: Callable[[str], None],
+        clock: Callable[[], float],
+        monotonic: Callable[[], float],
+    ) -> None:
+        self.watch = Watch(rules, clock=clock, monotonic=monotonic)
+        self.state = state
+        self.path = os.path.join(log_dir, ALERTS_NAME) if log_dir else ""
+        self.actions = (
+            Actions(webhook, command, lambda line: self.say(line)) if webhook or command else None
+        )
+        self.say = say
+        self.runners: Sequence[BackendRunner] = ()
+        self.on_alert: Callable[[Alert], None] | None = None
+        self.on_change: Callable[[], None] | None = None
+        self._file_failed = False
+
+    def see(self, records: Sequence[StepRecord]) -> None:
+        """A slice's records (the intake, after offering them to the runners)."""
+        alerts = self.watch.see(records)
+        if alerts:
+            self._deliver(alerts)
+
+    def tick(self) -> None:
+        """The pump's tick: rules on the clock (``stalled``)."""
+        alerts = self.watch.tick()
+        if alerts:
+            self._deliver(alerts)
+
+    def close(self, timeout: float) -> None:
+        """The run ended: the actions get up to ``timeout`` to finish what is queued."""
+        if self.actions is not None:
+            self.actions.close(timeout)
+
+    def _deliver(self, alerts: list[Alert]) -> None:
+        self.state.alerts += tuple(alerts)
+        self._append(alerts)
+        texts = [r for r in self.runners if r.name in _TEXT_BACKENDS]
+        for a in alerts:
+            self.say(f"aoff: alert: {a.message} [{a.rule}]")
+            if texts:
+                rec = StepRecord(
+                    max(a.step, 0), 0, a.time, (), writer=True, texts=((ALERT_TAG, a.message),)
+                )
+                for r in texts:
+                    r.offer((rec,))
+            if self.actions is not None:
+                self.actions.submit(a)
+            if self.on_alert is not None:
+                self.on_alert(a)
+        if self.on_change is not None:
+            self.on_change()
+
+    def _append(self, alerts: list[Alert]) -> None:
+        if not self.path or self._file_failed:
+            return
+        lines = "".join(json.dumps(a.as_dict()) + "\n" for a in alerts)
+        try:
+            with open(self.path, "a", encoding="utf-8") as f:
+                f.write(lines)
+        except OSError as exc:
+            self._file_failed = True
+            self.say(f"aoff: could not write {self.path} ({exc}); alerts go on elsewhere")

@@ -1,0 +1,411 @@
+"""A run that watches itself: ``aoff.rules`` evaluated where the pump folds, and where an
+alert goes (``alerts.jsonl``, TensorBoard's text, the report, ``log.should_stop``, a
+webhook, a command)."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import math
+import pickle
+import socket
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import aoff
+from aoff import rules
+from aoff._core._records import StepRecord, scalars_of
+from aoff._core._watch import Watch
+from aoff._pump import _actions
+from aoff._pump._options import Options
+
+
+def _rec(step: int, values: dict[str, float], producer: str | None = None) -> StepRecord:
+    tags = tuple(values)
+    return StepRecord(
+        step, step, 1000.0 + step, scalars_of(tags, tuple(values.values())), producer=producer
+    )
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def _watch(*chosen: rules.Rule, clock: _Clock | None = None) -> Watch:
+    c = clock or _Clock()
+    return Watch(chosen, clock=lambda: 5.0, monotonic=c)
+
+
+def _fire(w: Watch, series: list[dict[str, float]], producer: str | None = None) -> list[Any]:
+    return w.see([_rec(i, v, producer) for i, v in enumerate(series, 1)])
+
+
+# -- each rule on a crafted series ----------------------------------------------------------------
+def test_nonfinite_fires_once_naming_the_first_tag_and_step() -> None:
+    w = _watch(rules.nonfinite(stop=True))
+    series = [{"train/q": 1.0, "train/pi": 2.0}] * 9 + [{"train/q": 1.0, "train/pi": math.inf}]
+    series += [{"train/q": math.nan, "train/pi": math.nan}] * 3
+    got = _fire(w, series)
+    assert [(a.rule, a.tag, a.step, a.stop) for a in got] == [("nonfinite", "train/pi", 10, True)]
+    assert got[0].message == "train/pi is inf at step 10"
+
+
+def test_bounds_collapse_and_globs_fire_once_per_tag() -> None:
+    w = _watch(
+        rules.above("train/*_loss", 100), rules.below("reward/mean", -10), rules.collapse("alpha")
+    )
+    series = [{"train/q_loss": 1.0, "train/pi_loss": 1.0, "reward/mean": 0.0, "alpha": 0.5}] * 5
+    series += [{"train/q_loss": 500.0, "train/pi_loss": 1.0, "reward/mean": -11.0, "alpha": 0.5}]
+    series += [{"train/q_loss": 900.0, "train/pi_loss": 101.0, "reward/mean": 0.0, "alpha": 1e-5}]
+    got = [(a.rule, a.tag, a.step) for a in _fire(w, series)]
+    assert got == [
+        ("above(train/*_loss, 100)", "train/q_loss", 6),
+        ("below(reward/mean, -10)", "reward/mean", 6),
+        ("above(train/*_loss, 100)", "train/pi_loss", 7),
+        ("collapse(alpha, 0.0001)", "alpha", 7),
+    ]
+
+
+def test_blowup_regression_and_slower_judge_against_their_window() -> None:
+    w = _watch(
+        rules.blowup("loss", factor=10, window=20),
+        rules.regression("ret", drop=0.5, window=4),
+        rules.slower(0.5, window=4),
+    )
+    # noise around 1 (a 5x jump is no blow-up), the return climbs to -100 then falls
+    losses = [1.0, 0.8, 1.2, 5.0, 0.9, 1.1] * 4 + [30.0]
+    # means of 4: -100 at best, then -127.5, -137.5, -150 (not under -150 yet), -165
+    rets = [-400.0, -300, -200, -100, -100, -100, -100] + [-120.0] * 13
+    rets += [-150.0, -160, -170, -180, -190]
+    sps = [100.0] * 20 + [40.0] * 5
+    series = [
+        {"loss": lo, "ret": r, "perf/steps_per_sec": s}
+        for lo, r, s in zip(losses, rets, sps, strict=True)
+    ]
+    got = {a.rule.split("(")[0]: a for a in _fire(w, series)}
+    assert got["blowup"].step == 25 and got["blowup"].tag == "loss"
+    assert "28.6x its running median 1.05" in got["blowup"].message
+    assert got["regression"].step == 24 and got["regression"].value == pytest.approx(-165.0)
+    assert got["slower"].step == 24 and got["slower"].value == pytest.approx(40.0)
+    # one step less and none of them would have fired
+    w2 = _watch(
+        rules.blowup("loss", factor=10, window=20),
+        rules.regression("ret", drop=0.5, window=4),
+        rules.slower(0.5, window=4),
+    )
+    assert _fire(w2, series[:23]) == []
+    assert len(_fire(w2, series[23:])) == 3  # the next slice goes on where it left off
+
+
+def test_stalled_fires_for_the_loop_and_a_silent_producer_and_rearms() -> None:
+    clock = _Clock()
+    w = _watch(rules.stalled(seconds=10), clock=clock)
+    assert w.tick() == []  # nothing logged yet: not stalled
+    w.see([_rec(1, {"x": 1.0}), _rec(1, {"x": 1.0}, producer="col-0")])
+    clock.t = 8.0
+    w.see([_rec(2, {"x": 1.0})])
+    clock.t = 11.0
+    got = w.tick()
+    assert [(a.tag, a.step) for a in got] == [("col-0", 1)]
+    assert "producer col-0 sent no step for 11s" in got[0].message
+    clock.t = 19.0
+    assert [a.tag for a in w.tick()] == [""]  # the loop, 11 s after its step 2
+    assert w.tick() == []  # said once
+    w.see([_rec(3, {"x": 1.0})])
+    clock.t = 30.0
+    assert [(a.tag, a.step) for a in w.tick()] == [("", 3)]  # stalled anew
+
+
+def test_rules_are_plain_values_checked_at_the_call() -> None:
+    r = rules.blowup(["train/q1_loss", "train/q2_loss"], factor=5, window=50, stop=True)
+    assert pickle.loads(pickle.dumps(r)) == r
+    assert Options(rules=None).rules == rules.DEFAULT_RULES
+    assert [x.kind for x in rules.DEFAULT_RULES] == ["nonfinite", "stalled"]
+    assert Options(rules=()).rules == ()
+    assert not Options().stop_rules() and Options(rules=(r,)).stop_rules()
+    with pytest.raises(ValueError, match="drop must be between 0 and 1"):
+        rules.regression("r", drop=1.5)
+    with pytest.raises(ValueError, match="factor must be > 1"):
+        rules.blowup("x", factor=0.5)
+    with pytest.raises(TypeError, match="tag must be a name"):
+        rules.above(3, 1.0)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="rules must be a list"):
+        Options(rules=rules.nonfinite())  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="is not a rule"):
+        Options(rules=("nonfinite",))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="webhook must be an http"):
+        Options(webhook="hooks.example.com")
+    with pytest.raises(TypeError, match="command must be a list"):
+        Options(command="notify-send")  # type: ignore[arg-type]
+
+
+# -- the run: a NaN stops the loop --------------------------------------------------------------
+@pytest.mark.parametrize("pump", ["process", "thread"])
+def test_a_nan_at_step_500_stops_a_1ms_loop_within_100_iterations(
+    tmp_path: Path, pump: str
+) -> None:
+    log = aoff.OffPolicyLogger(
+        log_dir=tmp_path,
+        backends=("jsonl",),
+        display="none",
+        pump=pump,  # type: ignore[arg-type]
+        handle_sigterm=False,
+        rules=[rules.nonfinite(stop=True), rules.collapse("train/alpha")],
+    )
+    log.flush()  # the agent is up (while it starts, events wait for it)
+    stopped = None
+    for it in range(1, 2000):
+        loss = math.nan if it >= 500 else 1.0 / it
+        log.log_step(it, {"q_loss": loss, "alpha": 0.2})
+        if log.should_stop:
+            stopped = it
+            break
+        time.sleep(0.001)
+    report = log.finish()
+    assert stopped is not None and 500 <= stopped < 600, stopped
+    assert [(a.rule, a.tag, a.step) for a in log.alerts] == [("nonfinite", "train/q_loss", 500)]
+    assert [a.message for a in report.alerts] == [a.message for a in log.alerts]  # NaN != NaN
+    lines = (tmp_path / rules.ALERTS_NAME).read_text().splitlines()
+    assert [json.loads(x) for x in lines] == [
+        {
+            "time": log.alerts[0].time,
+            "rule": "nonfinite",
+            "tag": "train/q_loss",
+            "step": 500,
+            "value": "nan",
+            "message": "train/q_loss is nan at step 500",
+            "stop": True,
+        }
+    ]
+    # TensorBoard's own reader sees the alert as a text summary at that step
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(tmp_path), size_guidance={"tensors": 0})
+    acc.Reload()
+    texts = [
+        (e.step, e.tensor_proto.string_val[0].decode())
+        for e in acc.Tensors("aoff/alerts/text_summary")
+    ]
+    assert texts == [(500, "train/q_loss is nan at step 500")]
+
+
+def test_without_rules_nothing_is_watched(tmp_path: Path) -> None:
+    log = aoff.OffPolicyLogger(
+        log_dir=tmp_path, backends=("jsonl",), display="none", pump="thread", rules=[]
+    )
+    log.log_step(1, {"q": math.nan})
+    report = log.finish()
+    assert report.alerts == () and log.alerts == () and not log.should_stop
+    assert not (tmp_path / rules.ALERTS_NAME).exists()
+
+
+# -- actions: a webhook and a command ----------------------------------------------------------
+@pytest.fixture
+def hook_server() -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    got: list[dict[str, Any]] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            got.append(json.loads(body))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    t = threading.Thread(target=server.serve_forever, daemon=True)
+    t.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/hook", got
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_an_alert_is_posted_to_the_webhook_and_given_to_the_command(
+    tmp_path: Path, hook_server: tuple[str, list[dict[str, Any]]]
+) -> None:
+    url, got = hook_server
+    out = tmp_path / "from_command.json"
+    copy = f"import sys; open({str(out)!r}, 'wb').write(sys.stdin.buffer.read())"
+    log = aoff.OffPolicyLogger(
+        log_dir=tmp_path,
+        backends=("jsonl",),
+        display="none",
+        pump="thread",
+        rules=[rules.above("train/loss", 10)],
+        webhook=url,
+        command=[sys.executable, "-c", copy],
+    )
+    for it in range(1, 20):
+        log.log_step(it, {"loss": float(it)})
+    log.finish()
+    want = {"rule": "above(train/loss, 10)", "tag": "train/loss", "step": 11, "value": 11.0}
+    assert len(got) == 1 and want.items() <= got[0].items()
+    assert json.loads(out.read_bytes()) == got[0]
+
+
+def test_a_dead_webhook_server_never_holds_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A server that takes the connection and never answers: the loop hears the alert at
+    once, finish() returns, and the failure is said once (the POST had its retries)."""
+    monkeypatch.setattr(_actions, "WEBHOOK_TIMEOUT", 0.3)
+    monkeypatch.setattr(_actions, "RETRY_PAUSE", 0.05)
+    dead = socket.socket()
+    dead.bind(("127.0.0.1", 0))
+    dead.listen(16)  # accepted by the kernel, never read nor answered
+    try:
+        log = aoff.OffPolicyLogger(
+            log_dir=tmp_path,
+            backends=("jsonl",),
+            display="none",
+            pump="thread",
+            rules=[rules.nonfinite(stop=True), rules.above("train/loss", 5)],
+            webhook=f"http://127.0.0.1:{dead.getsockname()[1]}/",
+        )
+        heard_at = None
+        for it in range(1, 400):
+            log.log_step(it, {"loss": math.nan if it == 300 else float(it)})
+            if log.should_stop:
+                heard_at = it
+                break
+            time.sleep(0.001)
+        report = log.finish()
+    finally:
+        dead.close()
+    assert heard_at is not None and heard_at < 400
+    assert [a.rule for a in report.alerts] == ["above(train/loss, 5)", "nonfinite"]
+    err = capsys.readouterr().err
+    assert err.count("webhook POST to") == 1 and "failed 3 times" in err
+    assert "2 alert action(s) failed" in err
+
+
+# -- a normal SAC run: no false alert -----------------------------------------------------------
+@pytest.mark.slow  # real SAC training in a subprocess, a few seconds
+def test_the_examples_pendulum_sac_raises_no_alert_and_stops_on_nan(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("gymnasium")
+    import subprocess
+
+    example = Path(__file__).resolve().parent.parent / "examples" / "sac_pendulum_sync.py"
+    common = ["--learning-starts", "100", "--hidden", "32", "--batch-size", "32", "--no-display"]
+    quiet = subprocess.run(
+        [sys.executable, str(example), "--total-steps", "300", "--watch", *common,
+         "--logdir", str(tmp_path / "quiet")],
+        capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    assert quiet.returncode == 0, quiet.stderr[-3000:]
+    assert "alert" not in quiet.stderr and not (tmp_path / "quiet" / rules.ALERTS_NAME).exists()
+    nan = subprocess.run(
+        [sys.executable, str(example), "--total-steps", "200", "--stop-on-nan", "--nan-at", "10",
+         *common, "--logdir", str(tmp_path / "nan")],
+        capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    assert nan.returncode == 0, nan.stderr[-3000:]
+    assert "stopped at update" in nan.stdout
+    assert (tmp_path / "nan" / "sac_pendulum_stopped.pt").is_file()
+    (alert,) = [json.loads(x) for x in (tmp_path / "nan" / rules.ALERTS_NAME).open()]
+    assert alert["rule"] == "nonfinite" and alert["step"] >= 110 and alert["value"] == "nan"
+
+
+# -- the logger's own cost ---------------------------------------------------------------------
+def test_the_cost_summary_takes_median_p99_and_the_loops_share() -> None:
+    from aoff._core._cost import COST_EVERY, summarize
+
+    samples = [1000] * 98 + [5000, 90000]  # ns: 1 us calls, a 90 us one
+    got = summarize(samples, span_ns=COST_EVERY * 1_000_000_000, total_ns=sum(samples))
+    assert got["aoff/hot_path_p50_us"] == 1.0 and got["aoff/hot_path_p99_us"] == 5.0
+    assert got["aoff/hot_path_share_percent"] == pytest.approx(100 * 193_000 / 1e9)
+
+
+def test_a_run_writes_its_own_cost_as_aoff_tags(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from aoff._core import _cost as hot
+    from aoff._pump import _cost as keeper
+
+    monkeypatch.setattr(keeper, "COST_INTERVAL", 0.2)
+    monkeypatch.setattr(hot, "COST_SPAN_NS", 100_000_000)
+    log = aoff.OffPolicyLogger(
+        log_dir=tmp_path, backends=("jsonl",), display="none", pump="thread", rules=[]
+    )
+    for it in range(1, 3001):
+        log.log_step(it, {"x": 1.0})
+        if it % 100 == 0:
+            time.sleep(0.02)
+    log.finish()
+    rows = [json.loads(x) for x in (tmp_path / "metrics.jsonl").open()]
+    costs = [r for r in rows if "aoff/hot_path_p50_us" in r]
+    assert costs, "no aoff/hot_path tags were written"
+    last = costs[-1]
+    assert 0 < last["aoff/hot_path_p50_us"] <= last["aoff/hot_path_p99_us"]
+    assert 0 < last["aoff/hot_path_share_percent"] < 100
+    assert last["aoff/agent_lag_s"] >= 0
+    assert "aoff/agent_cpu_percent" not in last  # thread mode: the loop's process
+
+
+def test_the_dashboard_draws_the_banner_above_and_the_cost_below_the_panel() -> None:
+    from rich.console import Console
+
+    from aoff._display._dashboard import Dashboard
+    from aoff._display._summary import summary_panel
+
+    state = aoff.State(steps_logged=3, iteration=3, started=True, start_time=0.0)
+    state.alerts = (
+        rules.Alert(1.0, "nonfinite", "train/q", 3, math.nan, "train/q is nan at step 3", True),
+    )
+    state.cost = {
+        "aoff/hot_path_share_percent": 0.2,
+        "aoff/hot_path_p99_us": 6.0,
+        "aoff/agent_lag_s": 0.05,
+        "aoff/agent_cpu_percent": 4.0,
+    }
+    console = Console(record=True, width=100, height=40, force_terminal=True)
+    console.print(Dashboard(console)._panel(state, 10.0))
+    lines = console.export_text().splitlines()
+    assert "1 alert - the loop was asked to stop" in lines[0]
+    assert "train/q is nan at step 3 [nonfinite]" in lines[1]
+    cost = "logging cost the loop 0.2 %, p99 call 6 \u00b5s; agent lag 0.05 s, CPU 4 %"
+    assert cost in lines[-1]
+    console.print(summary_panel(state, 10.0))
+    text = console.export_text()
+    assert "Alerts: 1" in text and "train/q is nan at step 3" in text and cost in text
+
+
+@pytest.mark.anyio
+async def test_the_async_face_hears_a_stop_rule_too(tmp_path: Path) -> None:
+    """``AsyncOffPolicyLogger`` in process mode: its shipper task reads the agent's alert
+    into ``should_stop`` while the loop runs."""
+    import anyio
+
+    async with aoff.AsyncOffPolicyLogger(
+        log_dir=tmp_path,
+        backends=("jsonl",),
+        log_backend="none",
+        display="none",
+        handle_sigterm=False,
+        rules=[rules.nonfinite(stop=True)],
+    ) as log:
+        await log.aflush()
+        stopped = None
+        for it in range(1, 2000):
+            await log.log_step(it, {"q_loss": math.nan if it >= 100 else 1.0})
+            if log.should_stop:
+                stopped = it
+                break
+            await anyio.sleep(0.001)
+    assert stopped is not None and 100 <= stopped < 400, stopped
+    assert [(a.tag, a.step) for a in log.alerts] == [("train/q_loss", 100)]
