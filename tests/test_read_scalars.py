@@ -256,8 +256,10 @@ def test_bulk_path_skips_corrupt_records_and_agrees_with_event_accumulator(
     tmp_path: Path,
 ) -> None:
     """A long regular file goes through the bulk path; a record with a flipped value byte
-    (its data checksum fails) and one with a flipped tag byte (its layout breaks) in the
-    middle are each skipped and counted, every other point read as TensorBoard does."""
+    (its data checksum fails), one with a flipped tag byte (its layout breaks) and one
+    with a flipped length (its header's checksum fails: the reader finds the next
+    record) in the middle are each skipped and counted, every other point read as
+    TensorBoard does."""
     path = _torch_run(tmp_path / "intact", 3000)
     intact = aoff.read_scalars(path.parent)
     _same_as_accumulator(intact, str(path.parent), path.parent)
@@ -265,17 +267,18 @@ def test_bulk_path_skips_corrupt_records_and_agrees_with_event_accumulator(
     ends = _record_ends(bytes(data))
     data[ends[4000] - 6] ^= 0x01  # a value byte
     data[ends[6000] - 10] ^= 0x01  # the tag's last byte
+    data[ends[7000]] ^= 0x04  # a length: its header's checksum fails, the next is found
     broken = tmp_path / "broken"
     broken.mkdir()
     (broken / path.name).write_bytes(bytes(data))
     reader = aoff.ScalarReader(broken)
     df = reader.read()
     assert reader.bulk_records > 8000  # of 9,001
-    assert reader.problems == [f"{broken / path.name}: 2 corrupt record(s) skipped"]
-    assert len(df) == len(intact) - 2
+    assert reader.problems == [f"{broken / path.name}: 3 corrupt record(s) skipped"]
+    assert len(df) == len(intact) - 3
     merged = intact.merge(df, on=["tag", "step", "wall_time", "value"], how="left", indicator=True)
     lost = merged[merged["_merge"] == "left_only"]
-    assert sorted(lost["step"].tolist()) == [1333, 1999]
+    assert sorted(lost["step"].tolist()) == [1333, 1999, 2333]
 
 
 def test_purge_rules_hold_across_the_bulk_path(tmp_path: Path) -> None:
