@@ -3,22 +3,27 @@
 Why a module of its own: every reader of :func:`aoff.read_scalars` (event files, JSONL,
 CSV) hands its points over in this one shape, a point at a time (the general decoder) or
 as NumPy blocks (the fast path); TensorBoard's purge rules cut it back by step.
+
+NumPy is imported where points are joined, not with the module: the format modules that
+name the run folder's files import this one, and the training process reads those names
+(the backends' registry) without ever reading a file back.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["Columns", "Series", "joined"]
 
 #: steps (int64), wall times (float64), values (float64)
-Columns = tuple[
+Columns: TypeAlias = """tuple[
     np.ndarray[Any, np.dtype[np.int64]],
     np.ndarray[Any, np.dtype[np.float64]],
     np.ndarray[Any, np.dtype[np.float64]],
-]
+]"""
 
 
 class Series:
@@ -43,6 +48,8 @@ class Series:
         self.parts.append(cols)
 
     def flush(self) -> None:
+        import numpy as np
+
         self.parts.append(
             (
                 np.asarray(self.steps, np.int64),
@@ -79,6 +86,8 @@ class Series:
 
 def joined(parts: list[Columns]) -> Columns:
     """The parts as three arrays."""
+    import numpy as np
+
     if len(parts) == 1:
         return parts[0]
     if not parts:
