@@ -48,7 +48,6 @@ def _frames() -> list[tuple[float, State]]:
 
 def _text(state: State, now: float, memory: PanelMemory) -> str:
     console = Console(file=io.StringIO(), width=100, height=30, color_system=None, record=True)
-    memory.observe(state)
     console.print(dashboard_panel(state, now, UNICODE_GLYPHS, memory))
     return console.export_text()
 
