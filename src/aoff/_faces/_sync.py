@@ -155,6 +155,11 @@ class OffPolicyLogger(Face[None]):
     ``agent_nice``, ``ranks`` (``"zero"`` or ``"each"`` under torchrun).
 
     **Media**: ``media_budget``, the bytes of image/video frames waiting to be encoded.
+
+    **Rules**: ``rules`` (what the run watches itself with, evaluated in the agent:
+    :mod:`aoff.rules`; None: NaN/inf and a stall; ``[]``: none), ``webhook`` (a URL each
+    alert is POSTed to as JSON) and ``command`` (run once per alert, the alert as JSON on
+    its stdin). :attr:`alerts` and :attr:`should_stop` tell the loop what they saw.
     """
 
     _closed_result = None
