@@ -23,7 +23,7 @@ from aoff.testing import wait_until
 from .conftest import hold_still
 
 CHILD = Path(__file__).with_name("signal_child.py")
-N = 100_000
+N = 60_000
 
 
 def run_and_signal(
@@ -86,8 +86,9 @@ def check_everything_on_disk(run: Path) -> None:
     assert len(steps) == N and steps[-1] == N
 
 
-# Each case drains 100,000 steps (~12 s on 2 cores), so each signal runs once and the two
-# pump modes share the cases between them: both modes see Ctrl+C, each sees SIGTERM once.
+# Each case drains 60,000 steps (~7 s on 2 cores, long enough for the signals to come
+# mid-drain), so each signal runs once and the two pump modes share the cases between
+# them: both modes see Ctrl+C, each sees SIGTERM once.
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("mode", "signals", "code"),
