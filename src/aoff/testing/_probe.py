@@ -194,10 +194,11 @@ class Probe:
 
     @property
     def link_pending_bytes(self) -> int:
-        """Bytes framed for the agent's socket that it has not taken yet (process mode;
-        0 otherwise)."""
+        """Bytes of events on their way to the agent that its socket has not taken yet:
+        framed, or pickled as slices a shipping call has not framed yet (process mode; 0
+        otherwise)."""
         side = _side(self._face)
-        return 0 if side is None else int(side.shipper.link.pending_out)
+        return 0 if side is None else int(side.shipper.waiting_bytes())
 
     @property
     def unsent_events(self) -> tuple[Any, ...]:
