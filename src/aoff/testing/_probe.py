@@ -162,6 +162,13 @@ class Probe:
         return 0 if side is None else int(side.shipper.shipped_steps)
 
     @property
+    def shipped_media(self) -> int:
+        """``log_image``/``log_video`` events whose frame the agent's socket took so far
+        (0 outside process mode)."""
+        side = _side(self._face)
+        return 0 if side is None else int(side.shipper.shipped_media)
+
+    @property
     def agent_written(self) -> dict[str, int]:
         """Per backend, the steps the agent confirmed written (its last ``Ack``, sent at
         most every 0.25 s); empty outside process mode and before the first ``Ack``."""
