@@ -67,6 +67,15 @@ class ConfigWrites:
     def __init__(self) -> None:
         self.version = -1
 
+    def due(self, ctx: BackendContext | None) -> dict[str, ConfigValue] | None:
+        """The config's values if they changed since the last ``due`` (or write), and
+        the version moves on: a caller whose send of them fails sets :attr:`version`
+        back. For a backend that sends them its own way (W&B, trackio)."""
+        if ctx is None or ctx.hparams.version == self.version:
+            return None
+        self.version, values = ctx.hparams.snapshot()
+        return values
+
     async def write_if_changed(
         self,
         ctx: BackendContext | None,

@@ -33,6 +33,7 @@ from rich.markup import escape
 from .._core._histogram_data import Histogram
 from .._core._records import MediaRecord, StepRecord
 from ._base import BackendContext
+from ._hparams import ConfigWrites
 from ._hparams import run_config as merged_config
 from ._threads import SerialWorker, wait_future
 
@@ -62,7 +63,7 @@ class TrackioBackend:
         self.run_name = name
         self.group = group
         self._ctx: BackendContext | None = None
-        self._config_version = -1
+        self._config = ConfigWrites()  # the config's version sent so far
         self._worker: SerialWorker | None = None
         self._run: Any = None
         self._media: tempfile.TemporaryDirectory[str] | None = None
@@ -129,14 +130,6 @@ class TrackioBackend:
             self._media.cleanup()
 
     # -- Backend protocol --------------------------------------------------------------
-    def _config_due(self) -> dict[str, Any] | None:
-        ctx = self._ctx
-        if ctx is None or ctx.hparams.version == self._config_version:
-            return None
-        version, values = ctx.hparams.snapshot()
-        self._config_version = version
-        return values
-
     async def open(self, ctx: BackendContext) -> None:
         """Start the trackio run (``trackio.init`` on the backend's own thread) with the
         run's config, and say where it logs."""
@@ -145,7 +138,7 @@ class TrackioBackend:
         self._ctx = ctx
         self._worker = SerialWorker("aoff-trackio")
         config = merged_config(ctx.config, {})
-        config.update(self._config_due() or {})
+        config.update(self._config.due(self._ctx) or {})
         run_name = await wait_future(self._worker.submit(self._open_sync, config))
         ctx.say(
             f"[dim]trackio logging to project: {escape(self.project)}, run: "
@@ -158,7 +151,7 @@ class TrackioBackend:
             return
         if self._run is None or self._worker is None:
             raise RuntimeError("trackio backend: write() before open() or after close()")
-        values = self._config_due()
+        values = self._config.due(self._ctx)
         if values:
             await wait_future(self._worker.submit(self._config_sync, values))
         await wait_future(self._worker.submit(self._log_sync, tuple(records)))
@@ -184,7 +177,7 @@ class TrackioBackend:
             return
         try:
             if self._run is not None:
-                values = self._config_due()
+                values = self._config.due(self._ctx)
                 if values:
                     await wait_future(worker.submit(self._config_sync, values))
                 await wait_future(worker.submit(self._finish_sync))

@@ -65,6 +65,7 @@ from .._core._records import MediaRecord, RunConfig, StepRecord
 from .._core._rules import ALERT_TAG
 from .._runfolder._replace import replaced
 from ._base import BackendContext
+from ._hparams import ConfigWrites
 from ._hparams import run_config as merged_config
 from ._threads import SerialWorker, wait_future
 from ._wandbmedia import MEDIA_FORMATS, MediaFiles
@@ -128,7 +129,7 @@ class WandbBackend:
         self._ctx: BackendContext | None = None
         #: why W&B's ``run.alert`` last failed (the alert stays in the run's summary)
         self.alert_error: str | None = None
-        self._config_version = -1
+        self._config = ConfigWrites()  # the config's version sent so far
         #: the wandb run records go to (created here or reused), once open
         self.run: Any = None
         #: True when this backend created the run and so finishes it at close
@@ -188,25 +189,16 @@ class WandbBackend:
     def _update_config_sync(self, values: dict[str, Any]) -> None:
         self.run.config.update(values, allow_val_change=True)
 
-    def _config_due(self) -> dict[str, Any] | None:
-        """On the loop: the user's config if it changed since it was last sent."""
-        ctx = self._ctx
-        if ctx is None or ctx.hparams.version == self._config_version:
-            return None
-        version, values = ctx.hparams.snapshot()
-        self._config_version = version
-        return values
-
     async def _maybe_update_config(self) -> None:
         """Send the config if it changed; before the batch it came with (a failure raises
         before anything is logged, so the runner's retry duplicates nothing)."""
-        before = self._config_version
-        values = self._config_due()
+        before = self._config.version
+        values = self._config.due(self._ctx)
         if values and self._worker is not None and self.run is not None:
             try:
                 await wait_future(self._worker.submit(self._update_config_sync, values))
             except BaseException:
-                self._config_version = before
+                self._config.version = before
                 raise
 
     def _log_sync(self, records: Sequence[StepRecord]) -> None:
@@ -298,7 +290,7 @@ class WandbBackend:
         if self._worker is None:
             self._worker = SerialWorker("aoff-wandb")
         self._ctx = ctx
-        values = self._config_due() or {}
+        values = self._config.due(self._ctx) or {}
         try:
             run, owned, run_name = await wait_future(
                 self._worker.submit(self._open_sync, ctx.config, values)
@@ -342,7 +334,7 @@ class WandbBackend:
             return
         try:
             if self.run is not None and not self.disabled:
-                values = self._config_due()  # keys logged after the last step
+                values = self._config.due(self._ctx)  # keys logged after the last step
                 if values:
                     await wait_future(worker.submit(self._update_config_sync, values))
             if self._producer_runs:
