@@ -36,6 +36,18 @@ from aoff.testing import (
 
 from .conftest import ahold_still, hold_still, jsonl_agent_logger
 
+
+def workload_iterate() -> Any:
+    """``benchmarks/_workload.py``'s ``iterate`` (``n`` standard iterations on a logger):
+    the benchmarks' folder is not a package, so it is imported from its path."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    try:
+        from _workload import iterate
+    finally:
+        sys.path.pop(0)
+    return iterate
+
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -529,13 +541,8 @@ def test_a_small_buffer_is_shipped_before_it_fills(tmp_path: Path, overflow: str
     4,096 events or 0.5 s: with ``capacity=1000`` a loop would otherwise fill the buffer
     between rounds (``drop_newest`` refusing calls, ``block`` waiting for the backstop
     thread)."""
-    import sys
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-    try:
-        from _workload import iterate
-    finally:
-        sys.path.pop(0)
+    iterate = workload_iterate()
     log = jsonl_agent_logger(tmp_path / "run", capacity=1000, overflow=overflow)
     watch = watch_buffer(log)
     log.start()
@@ -554,7 +561,6 @@ def test_a_call_that_ships_pays_one_slice_and_the_frames_go_out_together(tmp_pat
     slices wait until ``INLINE_SEND_BYTES`` add up before they go, framed together, in
     one send. A flat-out loop of 2,000 iterations then arrives whole, every row in
     order."""
-    import sys
 
     from aoff._faces._cadence import (
         INLINE_INTERVAL,
@@ -563,11 +569,7 @@ def test_a_call_that_ships_pays_one_slice_and_the_frames_go_out_together(tmp_pat
         INLINE_SLOW_SLICE,
     )
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-    try:
-        from _workload import iterate
-    finally:
-        sys.path.pop(0)
+    iterate = workload_iterate()
     log = jsonl_agent_logger(tmp_path / "run")
     log.start()
     log.flush()
@@ -611,16 +613,11 @@ def test_slices_not_sent_when_the_agent_is_lost_are_folded_by_the_fallback(
 ) -> None:
     """Slices a logging call pickled but did not send yet (under ``INLINE_SEND_BYTES``)
     are events not handed over: a lost agent's fallback folds them, in order."""
-    import sys
 
     from aoff._core import _events as ev
     from aoff._transport._frames import Slices
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-    try:
-        from _workload import iterate
-    finally:
-        sys.path.pop(0)
+    iterate = workload_iterate()
     log = jsonl_agent_logger(tmp_path / "run")
     log.start()
     log.flush()
