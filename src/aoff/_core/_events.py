@@ -8,25 +8,23 @@ what was logged. Values are converted to floats by the pump, not here.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 # kinds (small ints: compared on every fold)
-START: Final = 0  # (status,)
-STATUS: Final = 1  # (status,)
-BUFFER_FILL: Final = 2  # (current, target)
-COLLECTOR_TIMING: Final = 3  # (timing_ms dict,)
-DONE_RATES: Final = 4  # (timeout_rate, terminated_rate)
-BUFFER_UTIL: Final = 5  # (utilization,)
-STAGING_POOL: Final = 6  # (current_len, max_size)
-COLLECTION_SYNC: Final = 7  # (enabled, env_steps_per_sync)
-COLLECTOR: Final = 8  # (total_steps, buffer_size, mean_reward)
-EP_LENGTH: Final = 9  # (length,)
-SAVE: Final = 10  # (path,)
-STEP: Final = 11  # (iteration, metrics, reward, reward_metrics, reward_components,
-#                    train_time, wait_time, h2d_time, weight_sync_time,
-#                    throughput_steps or None when extra_info was not given)
-TRAINING_TIMER: Final = 12  # ()
-FINISH: Final = 13  # (title, extra_summary, interrupted)
+START: Final = 0
+STATUS: Final = 1
+BUFFER_FILL: Final = 2
+COLLECTOR_TIMING: Final = 3
+DONE_RATES: Final = 4
+BUFFER_UTIL: Final = 5
+STAGING_POOL: Final = 6
+COLLECTION_SYNC: Final = 7
+COLLECTOR: Final = 8
+EP_LENGTH: Final = 9
+SAVE: Final = 10
+STEP: Final = 11
+TRAINING_TIMER: Final = 12
+FINISH: Final = 13
 HISTOGRAM: Final = 14  # (key, values: a NumPy copy, a Histogram, or a device placeholder)
 SYSTEM: Final = 15  # (samples dict: made by the pump's system sampler, not the recorder)
 CONFIG: Final = 16  # (values: a flat dict of JSON-safe values, see _config.py)
@@ -36,78 +34,11 @@ REMOTE: Final = 18  # (producer name, the producer's own event): made by the run
 # aoff.tensorboard.SummaryWriter's calls (see _adapters/_writer.py): one summary at a tag, step and
 # wall time of the caller's choosing, in a run folder ``run`` ("": log_dir itself)
 W_SCALAR: Final = 19  # (run, tag, value, step or None, style: 0 simple, 1 float, 2 double)
-W_TEXT: Final = 20  # (run, tag, text, step or None)
+W_TEXT: Final = 20
 W_HISTOGRAM: Final = 21  # (run, tag, values: a float64 NumPy copy, step, bins, max_bins)
-W_HPARAMS: Final = 22  # (run, hparams dict, metrics dict, discrete dict, step or None)
-
-NAMES: Final = (
-    "start",
-    "log_status",
-    "log_buffer_fill",
-    "update_collector_timing",
-    "update_done_rates",
-    "update_buffer_utilization",
-    "update_staging_pool",
-    "set_collection_sync",
-    "log_collector",
-    "update_ep_length",
-    "log_save",
-    "log_step",
-    "start_training_timer",
-    "finish",
-    "log_histogram",
-    "system metrics",
-    "log_config",
-    "load_state_dict",
-    "remote",
-    "add_scalar",
-    "add_text",
-    "add_histogram",
-    "add_hparams",
-)
-
-#: each kind's fields after ``(kind, wall_time)``, named once: the recorder builds events
-#: in this order and the fold reads them by these positions (``tests/test_core.py``
-#: checks every builder against this table).
-FIELDS: Final[dict[int, tuple[str, ...]]] = {
-    START: ("status",),
-    STATUS: ("status",),
-    BUFFER_FILL: ("current", "target"),
-    COLLECTOR_TIMING: ("timing_ms",),
-    DONE_RATES: ("timeout_rate", "terminated_rate"),
-    BUFFER_UTIL: ("utilization",),
-    STAGING_POOL: ("current_len", "max_size"),
-    COLLECTION_SYNC: ("enabled", "env_steps_per_sync"),
-    COLLECTOR: ("total_steps", "buffer_size", "mean_reward"),
-    EP_LENGTH: ("length",),
-    SAVE: ("path",),
-    STEP: (
-        "iteration",
-        "metrics",
-        "reward",
-        "reward_metrics",
-        "reward_components",
-        "train_time",
-        "wait_time",
-        "h2d_time",
-        "weight_sync_time",
-        "throughput",
-    ),
-    TRAINING_TIMER: (),
-    FINISH: ("title", "extra_summary", "interrupted"),
-    HISTOGRAM: ("key", "values"),
-    SYSTEM: ("samples",),
-    CONFIG: ("values",),
-    LOAD_STATE: ("values",),
-    REMOTE: ("producer", "event"),
-    W_SCALAR: ("run", "tag", "value", "step", "style"),
-    W_TEXT: ("run", "tag", "text", "step"),
-    W_HISTOGRAM: ("run", "tag", "values", "step", "bins", "max_bins"),
-    W_HPARAMS: ("run", "hparams", "metrics", "discrete", "step"),
-}
-
-#: kinds numbered apart from the contiguous ones above (named in ``EXTRA_NAMES``), so a
-#: kind added there never takes their number
+W_HPARAMS: Final = 22
+#: kinds numbered apart from the contiguous ones above, so a kind added there never
+#: takes their number
 EPISODES: Final = 64  # (returns: tuple, lengths: tuple): episodes that ended (log_episodes)
 #: log_image/log_video/log_figure (``_media/``): the frames travel as a NumPy copy (thread
 #: mode), a shared-memory block's handle (process mode) or a device placeholder; the agent
@@ -116,16 +47,63 @@ MEDIA: Final = 65  # (key, step or None, what: "image"|"video", frames, dataform
 MEDIA_REFUSED: Final = 66  # (key, what): refused at the call (over the media budget)
 #: the hot path's sampled call times (``_cost.py``): made by the recorder, not a call
 COST: Final = 67  # (samples: tuple of ns, span_ns, total_ns)
-EXTRA_NAMES: Final[dict[int, str]] = {
-    EPISODES: "log_episodes",
-    MEDIA: "log_media",
-    MEDIA_REFUSED: "log_media (refused)",
-    COST: "the logger's cost",
+
+
+class Kind(NamedTuple):
+    """One kind of event: the public call that records it (for messages) and its fields
+    after ``(kind, wall_time)``, in the order the recorder builds them and the fold reads
+    them (``tests/test_core.py`` checks every builder against this table)."""
+
+    name: str
+    fields: tuple[str, ...]
+
+
+#: every kind, stated once: its number, its call and its fields
+KINDS: Final[dict[int, Kind]] = {
+    START: Kind("start", ("status",)),
+    STATUS: Kind("log_status", ("status",)),
+    BUFFER_FILL: Kind("log_buffer_fill", ("current", "target")),
+    COLLECTOR_TIMING: Kind("update_collector_timing", ("timing_ms",)),
+    DONE_RATES: Kind("update_done_rates", ("timeout_rate", "terminated_rate")),
+    BUFFER_UTIL: Kind("update_buffer_utilization", ("utilization",)),
+    STAGING_POOL: Kind("update_staging_pool", ("current_len", "max_size")),
+    COLLECTION_SYNC: Kind("set_collection_sync", ("enabled", "env_steps_per_sync")),
+    COLLECTOR: Kind("log_collector", ("total_steps", "buffer_size", "mean_reward")),
+    EP_LENGTH: Kind("update_ep_length", ("length",)),
+    SAVE: Kind("log_save", ("path",)),
+    STEP: Kind(
+        "log_step",
+        (
+            "iteration",
+            "metrics",
+            "reward",
+            "reward_metrics",
+            "reward_components",
+            "train_time",
+            "wait_time",
+            "h2d_time",
+            "weight_sync_time",
+            "throughput",
+        ),
+    ),
+    TRAINING_TIMER: Kind("start_training_timer", ()),
+    FINISH: Kind("finish", ("title", "extra_summary", "interrupted")),
+    HISTOGRAM: Kind("log_histogram", ("key", "values")),
+    SYSTEM: Kind("system metrics", ("samples",)),
+    CONFIG: Kind("log_config", ("values",)),
+    LOAD_STATE: Kind("load_state_dict", ("values",)),
+    REMOTE: Kind("remote", ("producer", "event")),
+    W_SCALAR: Kind("add_scalar", ("run", "tag", "value", "step", "style")),
+    W_TEXT: Kind("add_text", ("run", "tag", "text", "step")),
+    W_HISTOGRAM: Kind("add_histogram", ("run", "tag", "values", "step", "bins", "max_bins")),
+    W_HPARAMS: Kind("add_hparams", ("run", "hparams", "metrics", "discrete", "step")),
+    EPISODES: Kind("log_episodes", ("returns", "lengths")),
+    MEDIA: Kind("log_media", ("key", "step", "what", "frames", "dataformats", "fps", "nbytes")),
+    MEDIA_REFUSED: Kind("log_media (refused)", ("key", "what")),
+    COST: Kind("the logger's cost", ("samples", "span_ns", "total_ns")),
 }
-FIELDS[EPISODES] = ("returns", "lengths")
-FIELDS[MEDIA] = ("key", "step", "what", "frames", "dataformats", "fps", "nbytes")
-FIELDS[MEDIA_REFUSED] = ("key", "what")
-FIELDS[COST] = ("samples", "span_ns", "total_ns")
+#: each kind's fields (``KINDS``' second column), for the readers that want only those
+FIELDS: Final[dict[int, tuple[str, ...]]] = {k: kind.fields for k, kind in KINDS.items()}
 
 KIND = 0
 WALL = 1
@@ -155,11 +133,10 @@ def finish_event(wall_time: float, title: str, extra_summary: str, interrupted: 
 def name_of(event: Event) -> str:
     """The public call that recorded ``event`` (for messages)."""
     kind = event[0]
-    if isinstance(kind, int) and 0 <= kind < len(NAMES):
-        return NAMES[kind]
     if kind == MEDIA and len(event) > 4 and event[4] in ("image", "video"):
         return f"log_{event[4]}"
-    return EXTRA_NAMES.get(kind, repr(kind)) if isinstance(kind, int) else repr(kind)
+    known = KINDS.get(kind) if isinstance(kind, int) else None
+    return repr(kind) if known is None else known.name
 
 
 def steps_in(events: list[Event]) -> int:

@@ -5,24 +5,32 @@ takes one event and returns the record the seed logger would have written for it
 ``None``). That makes the seed-compatibility rules testable with plain data, and lets the
 pump (in the training process or in the agent), a reference in the tests and the
 benchmarks share one definition.
+
+The folder owns small parts, each in a module of its own: the value checks
+(``_fold_checks``), what waits for the next step (``_fold_pending``), the fold of a step
+(``_fold_step``) and of ``SummaryWriter``'s calls (``_fold_writer``). Each kind of event
+has one handler, in one table (:meth:`Folder._table`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections import deque
+from collections.abc import Callable
 
 from . import _events as ev
 from ._checkpoint import load_into
 from ._cost import summarize as cost_tags
-from ._fold_checks import Reporter
-from ._fold_pending import fold_episodes, tail_record
-from ._fold_step import StepFolder, collector_tag
-from ._fold_writer import WRITER_KINDS, fold_writer
-from ._histogram import summarize
-from ._histogram_data import Histogram
+from ._fold_checks import Checks, Reporter
+from ._fold_pending import Pending
+from ._fold_step import StepFold, collector_tag
+from ._fold_writer import WriterFold
 from ._records import StepRecord
 from ._state import ProducerInfo, State
+
+__all__ = ["Folder"]
+
+Handler = Callable[[ev.Event], "StepRecord | None"]
 
 #: a producer's calls that say something about the whole run: not its to make
 _REMOTE_IGNORED = frozenset(
@@ -30,13 +38,19 @@ _REMOTE_IGNORED = frozenset(
 )
 #: events that do not start the run: restoring a checkpoint's counters, and the end
 _NOT_A_START = frozenset((ev.LOAD_STATE, ev.FINISH))
+#: samples, not calls: they do not move the run's clock nor start it
+_SAMPLES = frozenset((ev.SYSTEM, ev.COST))
 
 
 def _ignore(_: str) -> None:
     pass
 
 
-class Folder(StepFolder):
+def _nothing(_: ev.Event) -> None:
+    return None
+
+
+class Folder:
     """Folds events into a :class:`State`, yielding the seed's scalar record per step.
 
     Every value that had to be skipped (not a number, or a non-string key) counts in
@@ -46,117 +60,176 @@ class Folder(StepFolder):
     change other records.
     """
 
-    __slots__ = ("_last_reward_from", "_own_timing", "_producer_total", "_remotes")
+    __slots__ = (
+        "_handlers",
+        "_last_reward_from",
+        "_own_timing",
+        "_producer_total",
+        "_remotes",
+        "checks",
+        "pending",
+        "state",
+        "steps",
+        "writer",
+    )
 
     def __init__(self, state: State, report: Reporter = _ignore, *, seed_tags: bool = True) -> None:
-        super().__init__(state, report, seed_tags=seed_tags)
+        self.state = state
+        self.checks = Checks(state, report)
+        self.pending = Pending(state, self.checks)
+        self.steps = StepFold(state, self.checks, self.pending, seed_tags=seed_tags)
+        self.writer = WriterFold(state, self.checks)
         # producers (``log.remote()``): one folder each, with a state of its own
         self._remotes: dict[str, Folder] = {}
         self._own_timing: dict[str, float] = {}  # the run's own collector timings
         self._producer_total = 0  # the sum of the producers' latest total_steps
         self._last_reward_from: str | None = None  # the producer of the history's last point
+        self._handlers = self._table()
+
+    def _table(self) -> dict[int, Handler]:
+        """Each kind's handler, the one place that says what an event does to the fold.
+        A kind not here (media: the encoder's) changes nothing but the run's clock."""
+        s = self.state
+        writer = self.writer.fold
+        return {
+            ev.STEP: self._step,
+            ev.COLLECTOR_TIMING: self._collector_timing,
+            ev.COLLECTOR: self._collector,
+            ev.DONE_RATES: self._done_rates,
+            ev.BUFFER_FILL: self._buffer_fill,
+            ev.BUFFER_UTIL: self._buffer_util,
+            ev.STAGING_POOL: self._staging_pool,
+            ev.COLLECTION_SYNC: self._collection_sync,
+            ev.EP_LENGTH: self._ep_length,
+            ev.EPISODES: lambda e: self.pending.add_episodes(e[2], e[3]),
+            ev.STATUS: lambda e: setattr(s, "status", str(e[2])),
+            ev.SAVE: lambda e: setattr(s, "last_save", str(e[2])),
+            ev.START: lambda e: setattr(s, "status", str(e[2])),
+            ev.TRAINING_TIMER: lambda e: setattr(s, "training_start_time", e[1]),
+            ev.HISTOGRAM: lambda e: self.pending.add_histogram(e[2], e[3]),
+            # made JSON-safe by log_config, in the caller
+            ev.CONFIG: lambda e: s.hparams.merge(e[2]),
+            # checked by load_state_dict, in the caller
+            ev.LOAD_STATE: lambda e: load_into(s, e[2]),
+            ev.FINISH: self._finish,
+            ev.REMOTE: lambda e: self._remote(e[2], e[3]),
+            ev.SYSTEM: self._system,
+            ev.COST: lambda e: setattr(s, "hot_path", cost_tags(e[2], e[3], e[4])),
+            ev.W_SCALAR: writer,
+            ev.W_TEXT: writer,
+            ev.W_HISTOGRAM: writer,
+            ev.W_HPARAMS: writer,
+        }
+
+    @property
+    def seed_tags(self) -> bool:
+        """The original logger's scaffolding tags on every step."""
+        return self.steps.seed_tags
 
     def attach(self, scalars: dict[str, float]) -> None:
         """Scalars of aoff's own (``aoff/...``, the pump's) for the next step's record,
         beside the latest system sample."""
-        self._system = {**self._system, **scalars} if self._system else dict(scalars)
+        p = self.pending
+        p.system = {**p.system, **scalars} if p.system else dict(scalars)
+
+    def dropped(self, total: int) -> None:
+        """The events dropped before they reached the fold, so far (the pump counts them:
+        the overflow policy, a lost agent, earlier sessions): shown on the dashboard and
+        stamped on each step's record as ``aoff/dropped_events``."""
+        self.state.dropped_events = total
+        self.steps.dropped = total
 
     # -- the fold --------------------------------------------------------------------
     def apply(self, event: ev.Event) -> StepRecord | None:
-        s = self.state
+        """Fold one event; the record it makes, if any."""
         kind = event[0]
-        wall = event[1]
-        if kind == ev.SYSTEM:  # a sample, not a call: it does not move the run's clock
-            s.system = dict(event[2])
-            # newer values for its keys; aoff's own tags attached meanwhile stay
-            self._system = {**self._system, **s.system} if self._system else s.system
-            return None
-        if kind == ev.COST:  # the hot path's sampled times: not a call either
-            s.hot_path = cost_tags(event[2], event[3], event[4])
-            return None
-        s.last_wall_time = wall
-        if not s.started and kind not in _NOT_A_START:
-            # the run starts with its first call, whatever the door (start(), a log_step,
-            # SB3's first dump, a SummaryWriter scalar, a producer's event): the dashboard
-            # opens and the timer runs from here
-            s.started = True
-            s.start_time = wall
-        if kind == ev.STEP:
+        if kind not in _SAMPLES:
+            s = self.state
+            s.last_wall_time = wall = event[1]
+            if not s.started and kind not in _NOT_A_START:
+                # the run starts with its first call, whatever the door (start(), a
+                # log_step, SB3's first dump, a SummaryWriter scalar, a producer's
+                # event): the dashboard opens and the timer runs from here
+                s.started = True
+                s.start_time = wall
+        return self._handlers.get(kind, _nothing)(event)
+
+    # -- the handlers, one a kind (see _table) --------------------------------------------
+    def _step(self, event: ev.Event) -> StepRecord:
+        self._last_reward_from = None
+        return self.steps.fold(event)
+
+    def _system(self, event: ev.Event) -> None:
+        # a sample, not a call: newer values for its keys; aoff's own tags stay
+        self.state.system = samples = dict(event[2])
+        self.pending.add_system(samples)
+
+    def _collector_timing(self, event: ev.Event) -> None:
+        cache = self.steps.collector_tags
+        where = "update_collector_timing"
+        timing = self.steps.tagged(where, event[2], cache, collector_tag)[0]
+        if self._remotes:
+            self._own_timing.update(timing)
+            self._average_timing()
+        else:
+            self.state.collector_timing.update(timing)
+
+    def _collector(self, event: ev.Event) -> None:
+        s, c = self.state, self.checks
+        s.logged.add("collector")
+        s.own_total_steps = c.integer("log_collector", "total_steps", event[2])
+        s.total_steps = s.own_total_steps + self._producer_total
+        s.buffer_size = c.integer("log_collector", "buffer_size", event[3])
+        mean_reward = c.num("log_collector", "mean_reward", event[4])
+        if mean_reward != 0:  # 0 is the argument's default: no reward
             self._last_reward_from = None
-            return self._step(event)
-        if kind == ev.COLLECTOR_TIMING:
-            timing = self._tagged(
-                "update_collector_timing", event[2], self._collector_tags, collector_tag
-            )[0]
-            if self._remotes:
-                self._own_timing.update(timing)
-                self._average_timing()
-            else:
-                s.collector_timing.update(timing)
-        elif kind == ev.COLLECTOR:
-            s.logged.add("collector")
-            s.own_total_steps = self._int("log_collector", "total_steps", event[2])
-            s.total_steps = s.own_total_steps + self._producer_total
-            s.buffer_size = self._int("log_collector", "buffer_size", event[3])
-            mean_reward = self._num("log_collector", "mean_reward", event[4])
-            if mean_reward != 0:  # 0 is the argument's default: no reward
-                self._last_reward_from = None
-                # one point per iteration: a second log_collector before the step adds
-                # its own, the step's reward= replaces the last (log_collector's docstring)
-                s.reward_history.append(mean_reward)
-                self._collector_reward = True
-        elif kind == ev.DONE_RATES:
-            s.logged.add("done_rates")
-            s.timeout_rate = self._num("update_done_rates", "timeout_rate", event[2])
-            s.terminated_rate = self._num("update_done_rates", "terminated_rate", event[3])
-        elif kind == ev.BUFFER_FILL:
-            cur = self._int("log_buffer_fill", "current", event[2])
-            tgt = self._int("log_buffer_fill", "target", event[3])
-            s.buffer_size, s.buffer_target = cur, tgt
-            pct = cur / max(tgt, 1) * 100
-            s.status = f"Buffer fill: {cur:,}/{tgt:,} ({pct:.0f}%)"
-        elif kind == ev.BUFFER_UTIL:
-            s.buffer_utilization = self._num("update_buffer_utilization", "utilization", event[2])
-        elif kind == ev.STAGING_POOL:
-            s.staging_len = self._int("update_staging_pool", "current_len", event[2])
-            s.staging_max = self._int("update_staging_pool", "max_size", event[3])
-        elif kind == ev.COLLECTION_SYNC:
-            s.logged.add("collection_sync")
-            s.sync_collection = bool(event[2])
-            s.env_steps_per_sync = self._int("set_collection_sync", "env_steps_per_sync", event[3])
-        elif kind == ev.EP_LENGTH:
-            s.ep_length = self._num("update_ep_length", "length", event[2])
-        elif kind == ev.EPISODES:
-            fold_episodes(self, self._episodes, event[2], event[3])
-        elif kind == ev.STATUS:
-            s.status = str(event[2])
-        elif kind == ev.SAVE:
-            s.last_save = str(event[2])
-        elif kind == ev.START:
-            s.status = str(event[2])
-        elif kind == ev.TRAINING_TIMER:
-            s.training_start_time = wall
-        elif kind == ev.HISTOGRAM:
-            self._histogram(event[2], event[3])
-        elif kind == ev.CONFIG:
-            s.hparams.merge(event[2])  # made JSON-safe by log_config, in the caller
-        elif kind == ev.LOAD_STATE:
-            load_into(s, event[2])  # checked by load_state_dict, in the caller
-        elif kind == ev.FINISH:
-            s.finished = True
-            s.finish_title = str(event[2])
-            s.extra_summary = str(event[3])
-            s.interrupted = bool(event[4])
-            s.hparams.interrupted = s.interrupted
-            # logged after the last step: a record at that step, not lost
-            tail = tail_record(s, self._histograms, self._episodes, wall)
-            self._histograms, self._episodes = {}, [0.0, 0.0, 0.0, 0.0]
-            return tail
-        elif kind == ev.REMOTE:
-            return self._remote(event[2], event[3])
-        elif kind in WRITER_KINDS:
-            return fold_writer(self, event)
-        return None
+            # one point per iteration: a second log_collector before the step adds its
+            # own, the step's reward= replaces the last (log_collector's docstring)
+            s.reward_history.append(mean_reward)
+            self.pending.collector_reward = True
+
+    def _done_rates(self, event: ev.Event) -> None:
+        s, c = self.state, self.checks
+        s.logged.add("done_rates")
+        s.timeout_rate = c.num("update_done_rates", "timeout_rate", event[2])
+        s.terminated_rate = c.num("update_done_rates", "terminated_rate", event[3])
+
+    def _buffer_fill(self, event: ev.Event) -> None:
+        s, c = self.state, self.checks
+        cur = c.integer("log_buffer_fill", "current", event[2])
+        tgt = c.integer("log_buffer_fill", "target", event[3])
+        s.buffer_size, s.buffer_target = cur, tgt
+        pct = cur / max(tgt, 1) * 100
+        s.status = f"Buffer fill: {cur:,}/{tgt:,} ({pct:.0f}%)"
+
+    def _buffer_util(self, event: ev.Event) -> None:
+        where = "update_buffer_utilization"
+        self.state.buffer_utilization = self.checks.num(where, "utilization", event[2])
+
+    def _staging_pool(self, event: ev.Event) -> None:
+        s, c = self.state, self.checks
+        s.staging_len = c.integer("update_staging_pool", "current_len", event[2])
+        s.staging_max = c.integer("update_staging_pool", "max_size", event[3])
+
+    def _collection_sync(self, event: ev.Event) -> None:
+        s = self.state
+        s.logged.add("collection_sync")
+        s.sync_collection = bool(event[2])
+        where = "set_collection_sync"
+        s.env_steps_per_sync = self.checks.integer(where, "env_steps_per_sync", event[3])
+
+    def _ep_length(self, event: ev.Event) -> None:
+        self.state.ep_length = self.checks.num("update_ep_length", "length", event[2])
+
+    def _finish(self, event: ev.Event) -> StepRecord | None:
+        s = self.state
+        s.finished = True
+        s.finish_title = str(event[2])
+        s.extra_summary = str(event[3])
+        s.interrupted = bool(event[4])
+        s.hparams.interrupted = s.interrupted
+        # logged after the last step: a record at that step, not lost
+        return self.pending.tail(event[1])
 
     # -- producers (log.remote(); see docs/guides/producers.md) -----------------------------
     def _remote(self, name: object, inner: object) -> StepRecord | None:
@@ -166,7 +239,7 @@ class Folder(StepFolder):
         (averaged with the others'). Its ``log_step`` becomes a record of its own."""
         s = self.state
         if type(name) is not str or not isinstance(inner, tuple) or len(inner) < 2:
-            self._bad("remote", None, f"remote: a malformed event from {name!r:.60}; skipped")
+            self.checks.bad("remote", None, f"remote: a malformed event from {name!r:.60}; skipped")
             return None
         kind = inner[0]
         if kind in _REMOTE_IGNORED:
@@ -175,19 +248,13 @@ class Folder(StepFolder):
             s.hparams.merge(inner[2])
             return None
         if kind == ev.EPISODES:  # a collector's episodes are the run's episodes
-            fold_episodes(self, self._episodes, inner[2], inner[3])
+            self.pending.add_episodes(inner[2], inner[3])
             return None
-        sub = self._remotes.get(name)
-        if sub is None:
-            if not self._remotes:
-                self._own_timing = dict(s.collector_timing)
-            sub_state = State(config=s.config)
-            sub_state.reward_history = deque(maxlen=1)  # only to see each new reward
-            sub = self._remotes[name] = Folder(sub_state, self.report, seed_tags=self.seed_tags)
+        sub = self._producer(name)
         sub_s = sub.state
         sub_s.reward_history.clear()
         # the producer's step replaces its own collector reward (one point per iteration)
-        replaces = sub._collector_reward and self._last_reward_from == name
+        replaces = sub.pending.collector_reward and self._last_reward_from == name
         rec = sub.apply(inner)
         if sub_s.reward_history:
             if replaces and kind == ev.STEP and s.reward_history:
@@ -195,6 +262,27 @@ class Folder(StepFolder):
             else:
                 s.reward_history.append(sub_s.reward_history[0])
             self._last_reward_from = name
+        return self._seen_from(name, kind, sub_s, rec)
+
+    def _producer(self, name: str) -> Folder:
+        """The producer's own folder, made at its first event."""
+        sub = self._remotes.get(name)
+        if sub is None:
+            s = self.state
+            if not self._remotes:
+                self._own_timing = dict(s.collector_timing)
+            sub_state = State(config=s.config)
+            sub_state.reward_history = deque(maxlen=1)  # only to see each new reward
+            report = self.checks.report
+            sub = self._remotes[name] = Folder(sub_state, report, seed_tags=self.seed_tags)
+        return sub
+
+    def _seen_from(
+        self, name: str, kind: int, sub_s: State, rec: StepRecord | None
+    ) -> StepRecord | None:
+        """What the run's dashboard keeps of a producer's event folded in its own state;
+        its record, marked as the producer's."""
+        s = self.state
         info = s.producers.get(name) or ProducerInfo()
         if kind == ev.STEP:
             s.producers[name] = info._replace(steps=info.steps + 1, iteration=sub_s.iteration)
@@ -228,13 +316,3 @@ class Folder(StepFolder):
                 sums[k] = sums.get(k, 0.0) + v
                 counts[k] = counts.get(k, 0) + 1
         self.state.collector_timing = {k: sums[k] / counts[k] for k in sums}
-
-    def _histogram(self, key: object, payload: object) -> None:
-        """Reduce (or take) one distribution; the last one per key before a step wins."""
-        try:
-            h = payload if isinstance(payload, Histogram) else summarize(str(key), payload)
-        except Exception as exc:  # the call checked the input: only a bug lands here
-            where = "log_histogram"
-            self._bad(where, key, f"{where}: {key!r:.60}: {type(exc).__name__}: {exc}; skipped")
-            return
-        self._histograms[h.tag] = h

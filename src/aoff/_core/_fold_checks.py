@@ -1,7 +1,8 @@
 """The fold's value checks: every value an event carries is checked here, never raised.
 
-Split from ``_fold.py`` (which decides what each event means) because the checks are
-shared by every kind of event, the run's own and ``SummaryWriter``'s
+One part of the fold (``_fold.py`` owns it and hands it to the others) because the
+checks are shared by every kind of event, the run's own, a step's (``_fold_step.py``),
+what waits for a step (``_fold_pending.py``) and ``SummaryWriter``'s
 (``_fold_writer.py``): a value that is not a number is counted and reported once per
 (argument, key), and the fold goes on.
 """
@@ -35,7 +36,7 @@ class Checks:
         self.report = report
         self._reported: set[tuple[str, object]] = set()
 
-    def _bad(self, where: str, key: object, message: str) -> None:
+    def bad(self, where: str, key: object, message: str) -> None:
         """Count one skipped value; report it if it is the first for (where, key)."""
         self.state.invalid_values += 1
         seen = self._reported
@@ -48,32 +49,32 @@ class Checks:
                 seen.add((where, key))
             self.report(message)
 
-    def _num(self, where: str, key: object, value: object, default: float = 0.0) -> float:
+    def num(self, where: str, key: object, value: object, default: float = 0.0) -> float:
         if type(value) is _FLOAT:
             return value
         try:
             return to_float(where, key, value)
         except BadValue as exc:
-            self._bad(where, key, f"{exc}; using {default!r}")
+            self.bad(where, key, f"{exc}; using {default!r}")
             return default
 
-    def _num_or_skip(self, where: str, key: object, value: object) -> float | None:
+    def num_or_skip(self, where: str, key: object, value: object) -> float | None:
         if type(value) is _FLOAT:
             return value
         try:
             return to_float(where, key, value)
         except BadValue as exc:
-            self._bad(where, key, f"{exc}; skipped")
+            self.bad(where, key, f"{exc}; skipped")
             return None
 
-    def _mapping(self, where: str, values: object) -> dict[str, float]:
+    def mapping(self, where: str, values: object) -> dict[str, float]:
         """Validate one dict argument: keys must be str, values real numbers."""
         out: dict[str, float] = {}
         if values is None:
             return out
         if type(values) is not dict and not isinstance(values, Mapping):  # an ABC: slow
             got = type(values).__name__
-            self._bad(where, None, f"{where}: expected a dict, got {got}; ignored")
+            self.bad(where, None, f"{where}: expected a dict, got {got}; ignored")
             return out
         if (
             type(values) is dict
@@ -85,12 +86,12 @@ class Checks:
         for k, v in values.items():
             if type(k) is not str:
                 msg = f"{where}: key {k!r:.60} is {type(k).__name__}, not str; skipped"
-                self._bad(where, k, msg)
+                self.bad(where, k, msg)
                 continue
             if not k.isascii() and not encodable(k):
                 # e.g. a lone surrogate: TensorBoard's protobuf (and W&B) would refuse the
                 # whole batch and the backend would be disabled for one bad key
-                self._bad(where, k, f"{where}: key {k!r:.60} is not valid Unicode; skipped")
+                self.bad(where, k, f"{where}: key {k!r:.60} is not valid Unicode; skipped")
                 continue
             if type(v) is _FLOAT:
                 out[k] = v
@@ -98,21 +99,21 @@ class Checks:
             try:
                 out[k] = to_float(where, k, v)
             except BadValue as exc:
-                self._bad(where, k, f"{exc}; skipped")
+                self.bad(where, k, f"{exc}; skipped")
         return out
 
-    def _int(self, where: str, name: str, value: object) -> int:
+    def integer(self, where: str, name: str, value: object) -> int:
         """An integer that fits TensorBoard's int64 step; anything else is reported, 0."""
         if type(value) is int:
             if _I64_MIN <= value <= _I64_MAX:
                 return value
         else:
-            f = self._num(where, name, value)
+            f = self.num(where, name, value)
             if math.isfinite(f):
                 i = int(f)
                 if _I64_MIN <= i <= _I64_MAX:
                     return i
-        self._bad(
+        self.bad(
             where, name, f"{where}: {name}={value!r:.60} is not a finite 64-bit integer; using 0"
         )
         return 0

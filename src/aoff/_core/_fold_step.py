@@ -1,11 +1,11 @@
 """The fold of a ``log_step``: the hot path of the fold, one call a step.
 
-Split from ``_fold.py`` (which decides what each event means) because a step is where
-the fold spends its time: its record's tags and values are built as two columns (tags
-cached per sequence of a dict's keys, values taken from the dicts as they are) and
-zipped once into :class:`~._records.Scalars`, whose shared ``tags`` tuple lets the
-TensorBoard encoder and the run summary reuse their work per tag sequence.
-:class:`StepFolder` holds what a step needs of the fold's memory; ``Folder`` extends it.
+One part of the fold (``_fold.py`` owns it and hands it the checks and what waits for a
+step) because a step is where the fold spends its time: its record's tags and values are
+built as two columns (tags cached per sequence of a dict's keys, values taken from the
+dicts as they are) and zipped once into :class:`~._records.Scalars`, whose shared
+``tags`` tuple lets the TensorBoard encoder and the run summary reuse their work per tag
+sequence. :class:`StepFold` holds what a step needs of the fold's memory.
 """
 
 from __future__ import annotations
@@ -13,16 +13,19 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from . import _events as ev
-from ._fold_checks import _FLOAT_ONLY, Checks, Reporter
+from ._fold_checks import _FLOAT_ONLY, Checks
+from ._fold_pending import Pending
 from ._histogram_data import Histogram, histogram_scalars
 from ._keys import drop_aliases, metric_tag, reward_tag
 from ._records import Scalars, StepRecord, scalars_of, step_record
 from ._state import State
 
-__all__ = ["StepFolder", "collector_tag"]
+Times = tuple[float, float, float, float]
+
+__all__ = ["StepFold", "collector_tag"]
 
 #: a STEP event's length: (kind, wall_time, *FIELDS[STEP])
-_STEP_FIELDS = 2 + len(ev.FIELDS[ev.STEP])
+_STEP_FIELDS = 2 + len(ev.KINDS[ev.STEP].fields)
 #: the tags every step has after its rewards and episodes, in the seed's order
 _STEP_TAIL = (
     "episode/timeout_rate",
@@ -55,54 +58,51 @@ def _tag_names(
     return names
 
 
-class StepFolder(Checks):
-    """The fold's memory that a step reads (tag caches, what waits for the next step)
-    and the fold of a step, :meth:`_step`."""
+class StepFold:
+    """The fold of a step (:meth:`fold`) and the fold's memory a step reads: tag caches,
+    the last step's tags, the loss charted, the dropped total it stamps."""
 
     __slots__ = (
-        "_collector_reward",
-        "_collector_tags",
-        "_episodes",
-        "_histograms",
+        "_checks",
         "_last_tags",
         "_loss_keys",
-        "_metric_tags",
-        "_reward_tags",
-        "_system",
+        "_pending",
         "_tag_seqs",
+        "collector_tags",
+        "dropped",
+        "metric_tags",
+        "reward_tags",
         "seed_tags",
+        "state",
     )
 
-    def __init__(self, state: State, report: Reporter, *, seed_tags: bool = True) -> None:
-        super().__init__(state, report)
+    def __init__(
+        self, state: State, checks: Checks, pending: Pending, *, seed_tags: bool = True
+    ) -> None:
+        self.state = state
+        self._checks = checks
+        self._pending = pending
         #: the original logger's scaffolding tags on every step (see ``_scaffolding``)
         self.seed_tags = seed_tags
+        #: events dropped before the fold so far, as the pump counts them (``aoff/...``)
+        self.dropped = 0
         # tag spelling is pure, so it is cached per sequence of keys (a step's dicts have
         # the same keys step after step; ~30 keys a step)
         # (a dict lookup in C here, not PerTags: these keys are a new tuple every step)
-        self._metric_tags: dict[tuple[str, ...], tuple[str, ...]] = {}
-        self._reward_tags: dict[tuple[str, ...], tuple[str, ...]] = {}
-        self._collector_tags: dict[tuple[str, ...], tuple[str, ...]] = {}
+        self.metric_tags: dict[tuple[str, ...], tuple[str, ...]] = {}
+        self.reward_tags: dict[tuple[str, ...], tuple[str, ...]] = {}
+        self.collector_tags: dict[tuple[str, ...], tuple[str, ...]] = {}
         # one tags tuple per tag sequence, shared by the records that have it (Scalars)
         self._tag_seqs: dict[tuple[str, ...], tuple[str, ...]] = {}
         # the last step's tags (as built) and their shared tuple: most steps repeat them
         self._last_tags: tuple[list[str], tuple[str, ...]] = ([], ())
-        # episodes that ended since the last step (log_episodes): return sum, count,
-        # length sum, count
-        self._episodes: list[float] = [0.0, 0.0, 0.0, 0.0]
-        # logged since the last step, attached to the next one (log_histogram, system)
-        self._histograms: dict[str, Histogram] = {}
-        self._system: dict[str, float] | None = None
-        # the reward history's last point is a log_collector(mean_reward=) since the last
-        # step: that step's own reward takes its place (one point per iteration)
-        self._collector_reward = False
         # the loss a step's metrics would chart (first loss key, sorted), per key sequence
         self._loss_keys: dict[tuple[str, ...], str | None] = {}
 
-    def _step(self, event: ev.Event) -> StepRecord:
-        # the hot path (one a step): the columns of its record are built apart (tags,
-        # values) and zipped once, in C; see Scalars
-        s = self.state
+    def fold(self, event: ev.Event) -> StepRecord:
+        """One ``log_step``: the state updated, the seed's record returned. The hot path
+        (one a step): the columns of its record are built apart (tags, values) and zipped
+        once, in C; see Scalars."""
         (
             _,
             wall,
@@ -118,60 +118,33 @@ class StepFolder(Checks):
             extra_info,
         ) = event if len(event) == _STEP_FIELDS else event[:_STEP_FIELDS]
         where = "log_step"
-        iteration = self._int(where, "iteration", iteration_in)
+        checks = self._checks
+        iteration = checks.integer(where, "iteration", iteration_in)
+        tagged = self.tagged
         metrics, metric_tags = (
             _NOTHING
             if metrics_in is None
-            else self._tagged(
-                "log_step(metrics)", metrics_in, self._metric_tags, metric_tag, aliases=True
-            )
+            else tagged("log_step(metrics)", metrics_in, self.metric_tags, metric_tag, True)
         )
-        reward = None if reward_in is None else self._num_or_skip(where, "reward", reward_in)
+        reward = None if reward_in is None else checks.num_or_skip(where, "reward", reward_in)
         reward_metrics, reward_metric_tags = (
             _NOTHING
             if reward_metrics_in is None
-            else self._tagged(
-                "log_step(reward_metrics)", reward_metrics_in, self._reward_tags, reward_tag
-            )
+            else tagged("log_step(reward_metrics)", reward_metrics_in, self.reward_tags, reward_tag)
         )
         components, component_tags = (
             _NOTHING
             if components_in is None
-            else self._tagged(
-                "log_step(reward_components)", components_in, self._reward_tags, reward_tag
-            )
+            else tagged("log_step(reward_components)", components_in, self.reward_tags, reward_tag)
         )
-
-        s.iteration = iteration
-        num = self._num
-        s.train_time = train_time = num(where, "train_time", train_time)
-        s.wait_time = wait_time = num(where, "wait_time", wait_time)
-        s.h2d_time = h2d_time = num(where, "learner_incremental_h2d_time", h2d_time)
-        s.weight_sync_time = weight_sync_time = num(where, "weight_sync_time", weight_sync_time)
-        if train_time or wait_time or h2d_time or weight_sync_time:
-            s.logged.add("learner")
-        # the recorder reduces extra_info to its throughput (None: not given)
-        s.throughput_known = extra_info is not None
-        if extra_info:
-            s.throughput_steps = self._int(where, "extra_info['throughput_steps']", extra_info)
-        else:
-            s.throughput_steps = 0
-        if metrics:
-            s.latest_metrics.update(metrics)
-            self._chart_loss(metrics)
-        if reward is not None:
-            history = s.reward_history
-            if self._collector_reward and history:
-                history[-1] = reward
-            else:
-                history.append(reward)
-            s.hparams.reward(reward)
-        self._collector_reward = False
-        if components:
-            s.reward_components = components
-        s.status = "Training"
-        s.training_started = True
-        s.steps_logged += 1
+        num = checks.num
+        times = (
+            num(where, "train_time", train_time),
+            num(where, "wait_time", wait_time),
+            num(where, "learner_incremental_h2d_time", h2d_time),
+            num(where, "weight_sync_time", weight_sync_time),
+        )
+        s = self._note(iteration, times, metrics, reward, components, extra_info)
 
         step = s.total_steps if s.total_steps > 0 else iteration
         tags: list[str] = ["axis/iteration", "axis/env_steps_total"]
@@ -188,17 +161,70 @@ class StepFolder(Checks):
         if components:
             tags += component_tags
             values += components.values()
-        acc = self._episodes
+        histograms = self._tail(tags, values, times)
+        return step_record(step, iteration, wall, self._scalars(tags, values), histograms)
+
+    def _note(
+        self,
+        iteration: int,
+        times: Times,
+        metrics: dict[str, float],
+        reward: float | None,
+        components: dict[str, float],
+        extra_info: object,
+    ) -> State:
+        """What the dashboard keeps of a step (checked values); returns the state."""
+        s = self.state
+        s.iteration = iteration
+        s.train_time, s.wait_time, s.h2d_time, s.weight_sync_time = times
+        if times[0] or times[1] or times[2] or times[3]:
+            s.logged.add("learner")
+        # the recorder reduces extra_info to its throughput (None: not given)
+        s.throughput_known = extra_info is not None
+        if extra_info:
+            where = "log_step"
+            s.throughput_steps = self._checks.integer(
+                where, "extra_info['throughput_steps']", extra_info
+            )
+        else:
+            s.throughput_steps = 0
+        if metrics:
+            s.latest_metrics.update(metrics)
+            self._chart_loss(metrics)
+        pending = self._pending
+        if reward is not None:
+            history = s.reward_history
+            if pending.collector_reward and history:
+                history[-1] = reward
+            else:
+                history.append(reward)
+            s.hparams.reward(reward)
+        pending.collector_reward = False
+        if components:
+            s.reward_components = components
+        s.status = "Training"
+        s.training_started = True
+        s.steps_logged += 1
+        return s
+
+    def _tail(self, tags: list[str], values: list[float], times: Times) -> tuple[Histogram, ...]:
+        """The record's columns after the step's own dicts: what waited for it (episodes,
+        the sample, histograms: taken, so the next step starts empty), the seed's tail,
+        collector timings, throughput, the dropped total. Returns the histograms."""
+        s = self.state
+        pending = self._pending
+        acc = pending.episodes
         if acc[1] or acc[3]:  # episodes ended since the previous step (log_episodes)
             if acc[1]:
                 tags += ("episode/return", "episode/count")
                 values += (acc[0] / acc[1], acc[1])
             if acc[3]:
                 s.ep_length = acc[2] / acc[3]
-            self._episodes = [0.0, 0.0, 0.0, 0.0]
+            pending.episodes = [0.0, 0.0, 0.0, 0.0]
         if s.ep_length > 0:
             tags.append("episode/length")
             values.append(s.ep_length)
+        train_time, wait_time, h2d_time, weight_sync_time = times
         if self.seed_tags:
             tags += _STEP_TAIL
             values += (
@@ -214,9 +240,8 @@ class StepFolder(Checks):
         timing = s.collector_timing
         if timing:
             keys = tuple(timing)
-            tags += self._collector_tags.get(keys) or _tag_names(
-                self._collector_tags, keys, collector_tag
-            )
+            cache = self.collector_tags
+            tags += cache.get(keys) or _tag_names(cache, keys, collector_tag)
             values += timing.values()
         # State.steps_per_sec() and pipeline_time(), from the locals (one a step)
         pipeline = h2d_time + train_time + weight_sync_time
@@ -226,22 +251,28 @@ class StepFolder(Checks):
         if self.seed_tags or "learner" in s.logged:
             tags.append("perf/iter_ms")
             values.append(pipeline * 1000)
-        if s.dropped_events:
+        if self.dropped:
             tags.append("aoff/dropped_events")
-            values.append(float(s.dropped_events))
-        if self._system is not None:
-            tags += self._system
-            values += self._system.values()
-            self._system = None
-        histograms: tuple[Histogram, ...] = ()
-        if self._histograms:
-            histograms = tuple(self._histograms.values())
-            self._histograms = {}
-            for h in histograms:
-                for tag, value in histogram_scalars(h):
-                    tags.append(tag)
-                    values.append(value)
-        return step_record(step, iteration, wall, self._scalars(tags, values), histograms)
+            values.append(float(self.dropped))
+        return self._attached(pending, tags, values)
+
+    @staticmethod
+    def _attached(pending: Pending, tags: list[str], values: list[float]) -> tuple[Histogram, ...]:
+        """The sample and the histograms that waited for this step, appended and taken."""
+        system = pending.system
+        if system is not None:
+            tags += system
+            values += system.values()
+            pending.system = None
+        if not pending.histograms:
+            return ()
+        histograms = tuple(pending.histograms.values())
+        pending.histograms = {}
+        for h in histograms:
+            for tag, value in histogram_scalars(h):
+                tags.append(tag)
+                values.append(value)
+        return histograms
 
     def _chart_loss(self, metrics: dict[str, float]) -> None:
         """One point of the charted loss for this step: the loss charted so far while
@@ -280,16 +311,15 @@ class StepFolder(Checks):
                 s.weight_sync_time * 1000,
             )
 
-    def _tagged(
+    def tagged(
         self,
         where: str,
         values: object,
         cache: dict[tuple[str, ...], tuple[str, ...]],
         spell: Callable[[str], str],
-        *,
         aliases: bool = False,
     ) -> tuple[dict[str, float], tuple[str, ...]]:
-        """A dict argument, checked (:meth:`_mapping`), and its tags. ``cache`` holds the
+        """A dict argument, checked (:meth:`Checks.mapping`), and its tags. ``cache`` holds the
         tags of key sequences already checked (valid keys, no legacy alias beside its
         canonical key): a dict of such keys and plain floats, the usual step, costs a
         key tuple and a lookup, not the checks (~0.8 instead of ~2.2 us for 12 keys)."""
@@ -297,7 +327,7 @@ class StepFolder(Checks):
             tags = cache.get(tuple(values))
             if tags is not None:
                 return values, tags
-        clean = self._mapping(where, values)
+        clean = self._checks.mapping(where, values)
         if aliases:
             clean = drop_aliases(clean)
         keys = tuple(clean)

@@ -1,6 +1,7 @@
 """The fold of ``aoff.tensorboard.SummaryWriter``'s events: one record a call.
 
-Why apart from ``_fold.py``: the seed logger's calls make one record a *step*, with the
+One part of the fold (``_fold.py`` owns it and hands it the checks) because the seed
+logger's calls make one record a *step*, with the
 seed's tags; ``SummaryWriter``'s calls each make one record of their own, at the tag,
 step, wall time and run folder the caller chose, because that is what torch's writer
 puts on disk (one ``Event`` a call) and what TensorBoard's reader expects (it drops
@@ -21,6 +22,7 @@ from . import _events as ev
 from ._fold_checks import Checks
 from ._histogram_data import Histogram
 from ._records import StepRecord, WriterHParams
+from ._state import State
 
 WRITER_KINDS = frozenset((ev.W_SCALAR, ev.W_TEXT, ev.W_HISTOGRAM, ev.W_HPARAMS))
 #: ``bins="tensorflow"`` as the event carries it (the edges are made here, once)
@@ -81,60 +83,67 @@ def torch_histogram(tag: str, values: Any, bins: Any, max_bins: int | None) -> H
     )
 
 
-def _step(f: Checks, where: str, raw: object) -> int:
-    return 0 if raw is None else f._int(where, "global_step", raw)
+class WriterFold:
+    """The record of each ``SummaryWriter`` event. The dashboard (``dashboard=True``)
+    shows the latest scalar of each main-run tag and the highest step seen as the
+    iteration."""
 
+    __slots__ = ("_checks", "state")
 
-def _seen(f: Checks, step: int) -> None:
-    s = f.state
-    s.status = "Training"
-    s.training_started = True
-    if step > s.iteration:
-        s.iteration = step
+    def __init__(self, state: State, checks: Checks) -> None:
+        self.state = state
+        self._checks = checks
 
+    def _step(self, where: str, raw: object) -> int:
+        return 0 if raw is None else self._checks.integer(where, "global_step", raw)
 
-def fold_writer(f: Checks, e: ev.Event) -> StepRecord | None:
-    """The record of one ``SummaryWriter`` event (None: its value was skipped, reported).
+    def _seen(self, step: int) -> None:
+        s = self.state
+        s.status = "Training"
+        s.training_started = True
+        if step > s.iteration:
+            s.iteration = step
 
-    The dashboard (``dashboard=True``) shows the latest scalar of each main-run tag and
-    the highest step seen as the iteration."""
-    kind = e[0]
-    where = ev.NAMES[kind]
-    wall = float(e[1])
-    run = e[2]
-    if kind == ev.W_HPARAMS:  # (run, hparams, metrics, discrete, step)
-        step = _step(f, where, e[6])
-        _seen(f, step)
-        metrics = e[4]
-        values = f._mapping(where, metrics)
-        hp = WriterHParams(dict(e[3]), tuple(metrics), dict(e[5]))
-        return StepRecord(step, step, wall, tuple(values.items()), run=run, hparams=hp, writer=True)
-    tag = e[3]
-    if type(run) is not str or type(tag) is not str:  # the calls check both
-        f._bad(where, tag, f"{where}: malformed event {e!r:.80}; skipped")
-        return None
-    if kind == ev.W_SCALAR:  # (run, tag, value, step, style)
-        step = _step(f, where, e[5])
-        value = f._num_or_skip(where, tag, e[4])
-        if value is None:
+    def fold(self, e: ev.Event) -> StepRecord | None:
+        """The record of one ``SummaryWriter`` event (None: its value was skipped,
+        reported)."""
+        kind = e[0]
+        where = ev.KINDS[kind].name
+        wall = float(e[1])
+        run = e[2]
+        checks = self._checks
+        if kind == ev.W_HPARAMS:  # (run, hparams, metrics, discrete, step)
+            step = self._step(where, e[6])
+            self._seen(step)
+            metrics = e[4]
+            values = checks.mapping(where, metrics)
+            hp = WriterHParams(dict(e[3]), tuple(metrics), dict(e[5]))
+            pairs = tuple(values.items())
+            return StepRecord(step, step, wall, pairs, run=run, hparams=hp, writer=True)
+        tag = e[3]
+        if type(run) is not str or type(tag) is not str:  # the calls check both
+            checks.bad(where, tag, f"{where}: malformed event {e!r:.80}; skipped")
             return None
-        _seen(f, step)
-        if not run:
-            f.state.latest_metrics[tag] = value
-        return StepRecord(
-            step, step, wall, ((tag, value),), run=run, tensor_style=e[6], writer=True
-        )
-    if kind == ev.W_TEXT:  # (run, tag, text, step)
-        step = _step(f, where, e[5])
-        _seen(f, step)
-        return StepRecord(step, step, wall, (), run=run, texts=((tag, str(e[4])),), writer=True)
-    # W_HISTOGRAM: (run, tag, values, step, bins, max_bins)
-    step = _step(f, where, e[5])
-    try:
-        # a large input was reduced by the call already (bounded buffered events)
-        h = e[4] if isinstance(e[4], Histogram) else torch_histogram(tag, e[4], e[6], e[7])
-    except Exception as exc:  # e.g. NaN with automatic bins: torch raises there too
-        f._bad(where, tag, f"{where}: {tag!r:.60}: {type(exc).__name__}: {exc}; skipped")
-        return None
-    _seen(f, step)
-    return StepRecord(step, step, wall, (), (h,), run=run, writer=True)
+        step = self._step(where, e[5])
+        if kind == ev.W_SCALAR:  # (run, tag, value, step, style)
+            value = checks.num_or_skip(where, tag, e[4])
+            if value is None:
+                return None
+            self._seen(step)
+            if not run:
+                self.state.latest_metrics[tag] = value
+            pairs = ((tag, value),)
+            return StepRecord(step, step, wall, pairs, run=run, tensor_style=e[6], writer=True)
+        if kind == ev.W_TEXT:  # (run, tag, text, step)
+            self._seen(step)
+            texts = ((tag, str(e[4])),)
+            return StepRecord(step, step, wall, (), run=run, texts=texts, writer=True)
+        # W_HISTOGRAM: (run, tag, values, step, bins, max_bins)
+        try:
+            # a large input was reduced by the call already (bounded buffered events)
+            h = e[4] if isinstance(e[4], Histogram) else torch_histogram(tag, e[4], e[6], e[7])
+        except Exception as exc:  # e.g. NaN with automatic bins: torch raises there too
+            checks.bad(where, tag, f"{where}: {tag!r:.60}: {type(exc).__name__}: {exc}; skipped")
+            return None
+        self._seen(step)
+        return StepRecord(step, step, wall, (), (h,), run=run, writer=True)

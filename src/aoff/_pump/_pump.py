@@ -254,10 +254,11 @@ class Pump:
     def _slice_chores(self) -> None:
         """Before each slice of a drain (and at the end): the owner's ``on_tick`` (the
         agent's ack: a final drain is many slices and no tick, and finish() gives up on
-        an agent it hears nothing from), ``State.dropped_events`` (earlier sessions' too)."""
+        an agent it hears nothing from), the dropped total handed to the fold (earlier
+        sessions' too)."""
         if self._on_tick is not None:
             self._on_tick()
-        self._state.dropped_events = self.dropped() + self._state.dropped_before
+        self._intake.folder.dropped(self.dropped() + self._state.dropped_before)
 
     # -- control (on the pump's loop) ------------------------------------------------------------
     def request_stop(self, *, summary: bool = True) -> None:
