@@ -1,6 +1,6 @@
 """What encoding a frame of the standard mix costs: pickle next to msgspec, msgpack, struct.
 
-The training process pickles its events on the caller's thread (``_core/_backlog.
+The training process pickles its events on the caller's thread (``_pump/_backlog.
 pack_events``) and the agent unpickles them (``unpack_events``); this times both for
 frames of the standard workload's events (``_workload.py``: the 4 calls of an iteration,
 built by aoff's own recorder, so the tuples and dict copies are the ones shipped) at

@@ -1,7 +1,7 @@
 """Thread mode's turns for the GIL: how long each piece of aoff's work is between pauses.
 
 With ``pump="thread"`` a pure-Python training loop waits for whatever aoff's threads do
-between two releases of the GIL (``src/aoff/_core/_turns.py``). This measures those
+between two releases of the GIL (``src/aoff/_pump/_turns.py``). This measures those
 pieces single-threaded, with the pauses on (as while a ``PumpThread`` runs) and each
 pause's sleep replaced by a note of the thread's CPU clock (``time.thread_time_ns``):
 
@@ -32,10 +32,10 @@ from rich.console import Console
 from aoff._backends._jsonl import encode_lines
 from aoff._backends._tbencode import encode_records
 from aoff._backends._tbevents import EventEncoder
-from aoff._core import _turns
 from aoff._core._fold import Folder
 from aoff._core._state import State
 from aoff._display._dashboard import Dashboard
+from aoff._pump import _turns
 from aoff._pump._intake import FOLD_SLICE, TURN_SLICE
 
 _stamps: list[int] = []
@@ -88,7 +88,7 @@ def main() -> None:
                 width=width,
                 height=height,
             )
-            dash = Dashboard(console, live=True)
+            dash = Dashboard(console, live=True, pacing=_turns.bounded)  # as the pump builds it
             dash.open(state, 1.7e9 + 60)
             for _ in range(3):  # warm-up (imports, caches)
                 dash.update(state, 1.7e9 + 60)
@@ -101,10 +101,12 @@ def main() -> None:
 
         batch = records[:1024]
         encoder = EventEncoder()
-        tb = [_pieces(lambda: encode_records(encoder, batch)) for _ in range(5)]
+        pieces = _turns.in_pieces  # the pacing the pump hands the backends
+        tb = [_pieces(lambda: encode_records(encoder, batch, pieces)) for _ in range(5)]
         _line("TensorBoard encode, 1,024 records", tb)
         _line(
-            "JSONL encode, 1,024 records", [_pieces(lambda: encode_lines(batch)) for _ in range(5)]
+            "JSONL encode, 1,024 records",
+            [_pieces(lambda: encode_lines(batch, pieces)) for _ in range(5)],
         )
 
         for size in (TURN_SLICE, FOLD_SLICE):

@@ -451,7 +451,7 @@ def test_a_burst_the_stalled_agent_cannot_fold_yet_arrives_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The agent keeps what it reads as the frames came, pickled, bounded in bytes
-    (``_core/_backlog.py``), not as unpickled events bounded at 2 x ``capacity``. With
+    (``_pump/_backlog.py``), not as unpickled events bounded at 2 x ``capacity``. With
     its pump stalled (a backend holding the pump's loop until a flag file appears,
     ``benchmarks/_blocking.py``) and ``capacity=2000``, a flat-out burst of 40,000 steps
     of 50 metrics (~23 MB of pickles: more than the old 4,000 events in the agent, the
@@ -463,7 +463,7 @@ def test_a_burst_the_stalled_agent_cannot_fold_yet_arrives_whole(
     monkeypatch.syspath_prepend(bench)
     from _blocking import FlagBackend
 
-    from aoff._core._backlog import BACKLOG_BYTES
+    from aoff._pump._backlog import BACKLOG_BYTES
 
     flag = tmp_path / "release"
     n = 40_000
@@ -511,7 +511,7 @@ def test_a_burst_logged_while_the_agent_starts_arrives_whole(tmp_path: Path) -> 
     loop that logged flat out at once lost 19,000-53,000 of 400,000 events with the
     defaults. Here the agent is held before it can answer (SIGSTOP) while ~46 MB of
     pickles are logged into a 20,000-event buffer (it took ~30 MB before dropping)."""
-    from aoff._core._backlog import backlog_bytes
+    from aoff._pump._backlog import backlog_bytes
     from aoff._transport._wire import MAX_PENDING_BYTES
 
     log = jsonl_agent_logger(tmp_path, display="none", capacity=20_000)
@@ -615,7 +615,7 @@ def test_slices_not_sent_when_the_agent_is_lost_are_folded_by_the_fallback(
     are events not handed over: a lost agent's fallback folds them, in order."""
 
     from aoff._core import _events as ev
-    from aoff._transport._frames import Slices
+    from aoff._transport._batches import Slices
 
     iterate = workload_iterate()
     log = jsonl_agent_logger(tmp_path / "run")
@@ -724,7 +724,7 @@ async def test_the_async_face_keeps_only_pickles_and_a_lost_agent_gets_them_back
     ends with exactly what the lost agent had received counted as lost. On trio too: the
     fallback's core is made off the loop (made on it, its runners never woke, finish()
     gave up and the run's tail was lost)."""
-    from aoff._transport._frames import Pickled
+    from aoff._transport._batches import Pickled
 
     async with AsyncOffPolicyLogger(
         log_dir=tmp_path, backends=("jsonl",), handle_sigterm=False, display="none"
@@ -784,9 +784,9 @@ def test_a_loop_round_is_bounded_in_events_and_bytes_and_says_when_more_can_go()
     import socket
     from multiprocessing.connection import Connection
 
-    from aoff._core._backlog import unpack_events
     from aoff._core._buffer import EventBuffer
     from aoff._core._report import FinishReport
+    from aoff._transport._batches import unpack_events
     from aoff._transport._messages import Events, decode_to_peer
     from aoff._transport._shipper import Shipper
     from aoff._transport._wire import Link

@@ -1,4 +1,4 @@
-"""The agent's buffer (``_core/_backlog.py``): frames kept pickled, bounded in bytes.
+"""The agent's buffer (``_pump/_backlog.py``): frames kept pickled, bounded in bytes.
 
 Unit tests without an agent: the bound is honoured (a put waits while it is reached,
 and goes on once the pump's drain frees room), frames and single events come out in
@@ -15,7 +15,7 @@ import threading
 import pytest
 
 from aoff._core import _events as ev
-from aoff._core._backlog import EVENT_BYTES, Backlog
+from aoff._pump._backlog import EVENT_BYTES, Backlog
 from aoff.testing import wait_until
 
 WAIT = 10.0

@@ -298,8 +298,8 @@ def test_bench_turns_prints_each_job_in_pieces() -> None:
     }
     assert len(pieces) == 7, out
     assert all(pieces[f"dashboard frame {size}"] >= 6 for size in ("80x24", "120x40", "200x60"))
-    from aoff._core._turns import RECORDS_A_PIECE
     from aoff._pump._intake import TURN_SLICE
+    from aoff._pump._turns import RECORDS_A_PIECE
 
     assert pieces["TensorBoard encode, 1,024 records"] == 1024 // RECORDS_A_PIECE
     assert pieces["JSONL encode, 1,024 records"] == 1024 // RECORDS_A_PIECE

@@ -323,7 +323,7 @@ def test_the_examples_pendulum_sac_raises_no_alert_and_stops_on_nan(tmp_path: Pa
 
 # -- the logger's own cost ---------------------------------------------------------------------
 def test_the_cost_summary_takes_median_p99_and_the_loops_share() -> None:
-    from aoff._core._cost import COST_EVERY, summarize
+    from aoff._core._hotcost import COST_EVERY, summarize
 
     samples = [1000] * 98 + [5000, 90000]  # ns: 1 us calls, a 90 us one
     got = summarize(samples, span_ns=COST_EVERY * 1_000_000_000, total_ns=sum(samples))
@@ -334,7 +334,7 @@ def test_the_cost_summary_takes_median_p99_and_the_loops_share() -> None:
 def test_a_run_writes_its_own_cost_as_aoff_tags(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from aoff._core import _cost as hot
+    from aoff._core import _hotcost as hot
     from aoff._pump import _cost as keeper
 
     monkeypatch.setattr(keeper, "COST_INTERVAL", 0.2)

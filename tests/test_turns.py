@@ -1,4 +1,4 @@
-"""Taking turns for the GIL (``_core/_turns``): while a pump runs in the training process,
+"""Taking turns for the GIL (``_pump/_turns``): while a pump runs in the training process,
 aoff's long work comes in pieces with pauses between them, and nothing it produces
 changes: the same frames, the same bytes in the files, every event folded in order.
 
@@ -23,7 +23,6 @@ from aoff import OffPolicyLogger
 from aoff._backends._jsonl import encode_lines
 from aoff._backends._tbencode import encode_records
 from aoff._backends._tbevents import EventEncoder
-from aoff._core import _turns
 from aoff._core._buffer import EventBuffer
 from aoff._core._events import Event
 from aoff._core._recorder import Recorder
@@ -33,6 +32,7 @@ from aoff._core._state import State
 from aoff._display._api import NullDisplay
 from aoff._display._dashboard import Dashboard
 from aoff._display._render import ASCII_GLYPHS, UNICODE_GLYPHS, Glyphs, dashboard_panel
+from aoff._pump import _turns
 from aoff._pump._intake import FOLD_SLICE, TURN_BACKLOG, TURN_SLICE, Intake
 from tests.test_render import NOW, many_metrics_state, mid_run_state, problems_state
 
@@ -99,7 +99,7 @@ def _live_frames(make: Callable[[], State], size: tuple[int, int], glyphs: Glyph
     console = Console(
         file=buf, force_terminal=True, width=size[0], height=size[1], color_system="truecolor"
     )
-    dash = Dashboard(console)
+    dash = Dashboard(console, pacing=_turns.bounded)  # as the pump builds it
     dash.glyphs = glyphs
     dash.open(make(), NOW)
     dash.update(make(), NOW + 1)
@@ -126,7 +126,7 @@ def test_frames_in_pieces_are_the_same_frames(
 
 def test_panel_pauses_between_sections_and_lines(pauses: list[float]) -> None:
     with _turns.sharing():
-        panel = dashboard_panel(many_metrics_state(), NOW)
+        panel = dashboard_panel(many_metrics_state(), NOW, pause=_turns.pause)
         built = len(pauses)
         Console(file=io.StringIO(), width=120, height=40, force_terminal=True).print(panel)
     assert built >= 2  # building the content: between its parts
@@ -142,8 +142,10 @@ def _records(n: int) -> list[StepRecord]:
 def test_jsonl_lines_in_pieces_are_the_same_bytes(pauses: list[float]) -> None:
     recs = _records(50)
     whole = encode_lines(recs)
+    assert encode_lines(recs, _turns.in_pieces) == whole  # not shared: no pause
+    assert pauses == []
     with _turns.sharing():
-        assert encode_lines(recs) == whole
+        assert encode_lines(recs, _turns.in_pieces) == whole
     assert len(pauses) == (len(recs) - 1) // _turns.RECORDS_A_PIECE
     assert [json.loads(x)["step"] for x in whole.splitlines()] == list(range(50))
 
@@ -152,7 +154,9 @@ def test_tensorboard_events_in_pieces_are_the_same_bytes(pauses: list[float]) ->
     recs = _records(50)
     whole = encode_records(EventEncoder(), recs)
     with _turns.sharing():
-        assert encode_records(EventEncoder(), recs) == whole
+        assert encode_records(EventEncoder(), recs) == whole  # no pacing given: no pause
+        assert pauses == []
+        assert encode_records(EventEncoder(), recs, _turns.in_pieces) == whole
     assert len(pauses) == (len(recs) - 1) // _turns.RECORDS_A_PIECE
 
 
@@ -175,6 +179,8 @@ def _intake(n: int) -> tuple[Intake, list[int], list[StepRecord]]:
         finish_timeout=5.0,
         on_change=lambda: None,
         on_slice=lambda: None,
+        shares=_turns.shared,  # as the pump passes them
+        pause=_turns.apause,
     )
     sizes: list[int] = []
     drain = buffer.drain
@@ -242,18 +248,18 @@ def test_thread_mode_takes_turns_while_it_runs(tmp_path: Path) -> None:
 
 
 def test_a_frame_takes_turns_for_a_bounded_time(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Past ``at_most``'s deadline a job goes on in one piece (a slow machine must not
+    """Past ``bounded``'s deadline a job goes on in one piece (a slow machine must not
     make a frame look stuck to the display's guard)."""
     slept: list[float] = []
     clock = [0.0]
     monkeypatch.setattr(_turns, "time", types.SimpleNamespace(sleep=slept.append))
     monkeypatch.setattr(_turns, "monotonic", lambda: clock[0])
     with _turns.sharing():
-        with _turns.at_most(0.5):
-            _turns.pause()
-            clock[0] = 0.6
-            _turns.pause()  # past the deadline: no pause
-        _turns.pause()  # the deadline ended with the block
+        pause = _turns.bounded(0.5)
+        pause()
+        clock[0] = 0.6
+        pause()  # past the deadline: no pause
+        _turns.bounded(0.5)()  # the next job's deadline
     assert slept == [_turns.PAUSE, _turns.PAUSE]
 
 

@@ -28,9 +28,9 @@ from aoff._core._buffer import EventBuffer
 from aoff._core._fold import Folder
 from aoff._core._fold_step import _STEP_TAIL
 from aoff._core._pending import Placeholder, pending_event, ready_prefix
-from aoff._core._progress import ProgressWatch, unwritten_steps, wait_progressing
 from aoff._core._records import columns, scalars_of, step_record
 from aoff._core._state import State
+from aoff._pump._progresswatch import ProgressWatch, unwritten_steps, wait_progressing
 from aoff._pump._runner import BackendRunner
 from aoff.testing import ManualClock, wait_until
 

@@ -10,6 +10,7 @@ third-party imports (stable_baselines3, wandb, torchrl) stay inside them, so ``i
 aoff`` never pays for them.
 
 May import: ``_faces`` (an adapter drives a logger like a user does), ``_pump`` (its
-options' types), ``_display``, ``_core``. Nothing inside aoff imports it but the public
+options' types), ``_display``, ``_media`` (``SummaryWriter``'s image, video and figure
+checks), ``_core``. Nothing inside aoff imports it but the public
 modules.
 """

@@ -6,7 +6,7 @@ training process's word (``stop``) or, if that process dies, on end of file: the
 folds and writes everything it received, closes the files, restores the terminal and
 exits.
 
-Its own buffer (``_core/_backlog.py``) keeps each frame as it came, pickled, until the
+Its own buffer (``_pump/_backlog.py``) keeps each frame as it came, pickled, until the
 pump drains it, and is bounded in bytes (``backlog_bytes``: 64 MiB at the default
 ``capacity``). It uses the ``block`` policy (nothing is dropped in the agent): when it is
 full the receiver stops reading, the socket fills, and the training process's buffer and
@@ -32,7 +32,7 @@ import anyio.from_thread
 import anyio.lowlevel
 
 from .._core import _events as ev
-from .._core._backlog import Backlog, backlog_bytes
+from .._pump._backlog import Backlog, backlog_bytes
 from .._pump._options import Options
 from .._pump._wiring import Core
 from .._transport._messages import (

@@ -17,7 +17,7 @@ never offered media.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -27,6 +27,18 @@ from .._core._records import RunConfig, StepRecord
 
 def _discard(_: str) -> None:
     pass
+
+
+#: pacing for a long encoding: a batch's records handed out in pieces, with a pause
+#: between two pieces while the process's GIL is shared with a training loop. The pump
+#: passes it in (``BackendContext.pieces``); it returns ``records`` itself when it does
+#: not pace them, which is how an encoder knows to take them in one go.
+Pieces = Callable[[Sequence[StepRecord]], Iterable[StepRecord]]
+
+
+def whole(records: Sequence[StepRecord]) -> Sequence[StepRecord]:
+    """No pacing: the records as they are (the default)."""
+    return records
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,11 +54,14 @@ class BackendContext:
     ``hparams.version`` once per ``write`` (and at ``close``) on the pump's loop and writes
     what changed; records stay scalar-only, and backends that ignore config (a user's own)
     need no new method. Read it on the event loop only (not in a worker thread).
+
+    ``pieces`` paces a long encoding (see :data:`Pieces`); by default it does nothing.
     """
 
     config: RunConfig = field(default_factory=RunConfig)
     say: Callable[[str], None] = _discard
     hparams: HParams = field(default_factory=HParams)
+    pieces: Pieces = whole
 
 
 @runtime_checkable

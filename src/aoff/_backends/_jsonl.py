@@ -54,7 +54,7 @@ from typing import BinaryIO
 import msgspec
 
 from .._core._records import PerTags, StepRecord, columns
-from .._core._turns import RECORDS_A_PIECE, in_pieces, shared
+from ._base import Pieces, whole
 from ._file import AppendFileBackend
 from ._tfrecord import write_whole
 
@@ -102,6 +102,9 @@ _row_types: PerTags[Callable[..., msgspec.Struct] | None] = PerTags(_row_type)
 #: call's per-line overhead goes, ~0.9 us a record of the standard workload
 #: (bench_pump_cost.py: JSONL 4.5-4.7 -> 3.6-3.7 us an iteration)
 _ROWS_AT_ONCE = 256
+#: rows a msgspec call takes while the records come in pieces (``pieces``: the GIL is
+#: shared); as many as a piece holds (``_pump/_turns.RECORDS_A_PIECE``)
+_ROWS_A_PIECE = 4
 _encode_rows = msgspec.json.Encoder().encode_lines
 
 
@@ -147,14 +150,16 @@ def _rows_lines(rows: list[msgspec.Struct], recs: list[StepRecord]) -> bytes:
     )
 
 
-def encode_lines(records: Sequence[StepRecord]) -> bytes:
-    """Encode records as UTF-8 JSON lines (see the module docstring for the format)."""
+def encode_lines(records: Sequence[StepRecord], pieces: Pieces = whole) -> bytes:
+    """Encode records as UTF-8 JSON lines (see the module docstring for the format),
+    paced by ``pieces``."""
     out: list[bytes] = []
     rows: list[msgspec.Struct] = []
     recs: list[StepRecord] = []
-    # where the GIL is shared, in pieces (_core/_turns): one msgspec call a piece
-    at_once = RECORDS_A_PIECE if shared() else _ROWS_AT_ONCE
-    for rec in in_pieces(records):
+    paced = pieces(records)
+    # handed out in pieces (the GIL is shared): one msgspec call a piece
+    at_once = _ROWS_AT_ONCE if paced is records else _ROWS_A_PIECE
+    for rec in paced:
         row = _fast_row(rec)
         if row is not None:
             rows.append(row)
@@ -180,7 +185,7 @@ class JsonlBackend(AppendFileBackend):
     rebuilt_from_path = True
 
     def _encode(self, records: Sequence[StepRecord]) -> bytes:
-        return encode_lines(records)
+        return encode_lines(records, whole if self._ctx is None else self._ctx.pieces)
 
     def _media_rows(self, f: BinaryIO, rows: list[dict[str, object]]) -> None:
         write_whole(f, b"".join(_dumps(row) + b"\n" for row in rows))

@@ -12,20 +12,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .._core._records import StepRecord
-from .._core._turns import in_pieces
+from ._base import Pieces, whole
 from ._tbevents import EventEncoder, SummaryRecord
 from ._tfrecord import frame_many
 
 __all__ = ["encode_records"]
 
 
-def encode_records(encoder: EventEncoder, records: Sequence[StepRecord]) -> bytes:
+def encode_records(
+    encoder: EventEncoder, records: Sequence[StepRecord], pieces: Pieces = whole
+) -> bytes:
     """Serialise one ``Event`` per record and frame them all into one buffer
-    (``SummaryWriter``'s texts, tensors and HParams go through ``_tbsummaries``)."""
+    (``SummaryWriter``'s texts, tensors and HParams go through ``_tbsummaries``), paced
+    by ``pieces``."""
     encode = encoder.encode
     try:
         # encoded and framed record by record: in pieces where the GIL is shared
-        return frame_many(map(encode, in_pieces(records)))
+        return frame_many(map(encode, pieces(records)))
     except SummaryRecord:
         from ._tbsummaries import encode_summary_record, is_summary_record
 

@@ -48,7 +48,7 @@ from rich.markup import escape
 
 from .._core._records import MediaRecord, StepRecord
 from .._runfolder._tfevents import EVENTS_PREFIX
-from ._base import BackendContext
+from ._base import BackendContext, Pieces, whole
 from ._hparams import (
     HPARAMS_FILE_PREFIX,
     ConfigWrites,
@@ -202,6 +202,10 @@ class TensorBoardBackend(LockedFileBackend):
             self._producer_files[name] = f
         return f
 
+    def _pieces(self) -> Pieces:
+        """The pump's pacing for an encoding (none before ``open``)."""
+        return whole if self._ctx is None else self._ctx.pieces
+
     def _encode_others(
         self, records: Sequence[StepRecord]
     ) -> tuple[list[StepRecord], dict[str, bytes]]:
@@ -215,7 +219,10 @@ class TensorBoardBackend(LockedFileBackend):
                 own.append(rec)
             else:
                 theirs.setdefault(name, []).append(rec)
-        return own, {name: encode_records(self._encoder, recs) for name, recs in theirs.items()}
+        return own, {
+            name: encode_records(self._encoder, recs, self._pieces())
+            for name, recs in theirs.items()
+        }
 
     def _write_sync(self, records: Sequence[StepRecord]) -> None:
         # everything encoded before anything is written: a record the format cannot hold
@@ -223,7 +230,7 @@ class TensorBoardBackend(LockedFileBackend):
         others: dict[str, bytes] = {}
         if any(map(_producer_of, records)) or any(map(_run_of, records)):
             records, others = self._encode_others(records)
-        data = encode_records(self._encoder, records) if records else b""
+        data = encode_records(self._encoder, records, self._pieces()) if records else b""
         with self._held() as f:
             for name, blob in others.items():
                 write_whole(self._run_file(name), blob)

@@ -7,6 +7,7 @@ that runs beside the pump and answers viewers (``_server``), the producers' hub
 producer's half: its buffer, thread and connection (``_sender``). The ``aoff attach``
 client is the command line's (``aoff._cli._attach``).
 
-May import: ``_transport``, ``_display``, ``_backends``, ``_core``. Never ``_pump`` (it
+May import: ``_transport``, ``_media`` (a producer's media bytes), ``_core``. Never
+``_pump`` (it
 hands the server its buffer and report line), nor anything above it.
 """

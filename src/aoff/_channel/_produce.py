@@ -12,7 +12,7 @@ is the agent's own :class:`~aoff._transport._shipper.Shipper`:
     the frame's events (``payload``, their pickle, unpacked here) each go into the
     pump's buffer wrapped as ``(REMOTE, wall, live_name, event)`` (folded by
     ``_core/_fold.py``), in the order received: each producer's events stay in order,
-    producers interleave. In the agent that buffer (``_core/_backlog.py``) blocks when
+    producers interleave. In the agent that buffer (``_pump/_backlog.py``) blocks when
     full, so backpressure reaches the producer's socket, then its own buffer's policy.
 ``Flush(n)`` -> ``Flushed(n, None)``
     once the pump has written and flushed everything received so far.
@@ -34,7 +34,7 @@ from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
 from .._core import _events as ev
-from .._core._backlog import unpack_events
+from .._transport._batches import unpack_events
 from .._transport._messages import (
     Events,
     Flush,

@@ -1,8 +1,19 @@
-"""The pure core: events, the hot path (and its sampled cost: ``_cost``), the buffer and
-the fold; the run's state, records and report (``_report``), the rules a run watches
-itself with and their evaluation (``_rules``, ``_watch``), and aoff's warning.
+"""The run's model: what is recorded, what it means, what the run concluded.
 
-Nothing here knows of threads that pump, processes, displays or backends, so the same
-code records in the training process and folds in the agent. Imports nothing of aoff
-outside ``_core``.
+Owns the events (one table of kinds: ``_events``), the hot path (``_recorder``, its
+arguments, captured device values: ``_capture``, ``_pending``, ``_tensors``; its sampled
+cost: ``_hotcost``), the buffer the hot path appends to (``_buffer``), the fold (a
+``Folder`` in ``_fold`` that owns its parts: the value checks ``_fold_checks``, what
+waits for a step ``_fold_pending``, the step's fold ``_fold_step``, ``SummaryWriter``'s
+``_fold_writer``); the run's state, records and report (``_state``, ``_records``,
+``_report``), config and checkpoints, histograms, the rules a run watches itself with
+and their evaluation (``_rules``, ``_watch``), and aoff's warning.
+
+Nothing here runs a thread, waits, sleeps or knows which process it is in: the same code
+records in the training process and folds in the agent. What a process that pumps needs
+(GIL turns, the agent's buffer of frames, waiting on progress) is the pump's; the fold
+is handed what only the pump counts (the dropped total). The buffer is safe to put into
+and drain from two threads (a lock), which is all it knows of them.
+
+May import: nothing of aoff outside ``_core``.
 """

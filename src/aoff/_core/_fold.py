@@ -20,11 +20,11 @@ from collections.abc import Callable
 
 from . import _events as ev
 from ._checkpoint import load_into
-from ._cost import summarize as cost_tags
 from ._fold_checks import Checks, Reporter
 from ._fold_pending import Pending
 from ._fold_step import StepFold, collector_tag
 from ._fold_writer import WriterFold
+from ._hotcost import summarize as cost_tags
 from ._records import StepRecord
 from ._state import ProducerInfo, State
 

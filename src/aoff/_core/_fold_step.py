@@ -137,14 +137,8 @@ class StepFold:
             if components_in is None
             else tagged("log_step(reward_components)", components_in, self.reward_tags, reward_tag)
         )
-        num = checks.num
-        times = (
-            num(where, "train_time", train_time),
-            num(where, "wait_time", wait_time),
-            num(where, "learner_incremental_h2d_time", h2d_time),
-            num(where, "weight_sync_time", weight_sync_time),
-        )
-        s = self._note(iteration, times, metrics, reward, components, extra_info)
+        raw = (train_time, wait_time, h2d_time, weight_sync_time)
+        s, times = self._note(iteration, raw, metrics, reward, components, extra_info)
 
         step = s.total_steps if s.total_steps > 0 else iteration
         tags: list[str] = ["axis/iteration", "axis/env_steps_total"]
@@ -167,22 +161,30 @@ class StepFold:
     def _note(
         self,
         iteration: int,
-        times: Times,
+        raw: tuple[object, object, object, object],
         metrics: dict[str, float],
         reward: float | None,
         components: dict[str, float],
         extra_info: object,
-    ) -> State:
-        """What the dashboard keeps of a step (checked values); returns the state."""
+    ) -> tuple[State, Times]:
+        """What the dashboard keeps of a step (its four times checked here); returns the
+        state and the times."""
         s = self.state
         s.iteration = iteration
+        where = "log_step"
+        num = self._checks.num
+        times = (
+            num(where, "train_time", raw[0]),
+            num(where, "wait_time", raw[1]),
+            num(where, "learner_incremental_h2d_time", raw[2]),
+            num(where, "weight_sync_time", raw[3]),
+        )
         s.train_time, s.wait_time, s.h2d_time, s.weight_sync_time = times
         if times[0] or times[1] or times[2] or times[3]:
             s.logged.add("learner")
         # the recorder reduces extra_info to its throughput (None: not given)
         s.throughput_known = extra_info is not None
         if extra_info:
-            where = "log_step"
             s.throughput_steps = self._checks.integer(
                 where, "extra_info['throughput_steps']", extra_info
             )
@@ -205,7 +207,7 @@ class StepFold:
         s.status = "Training"
         s.training_started = True
         s.steps_logged += 1
-        return s
+        return s, times
 
     def _tail(self, tags: list[str], values: list[float], times: Times) -> tuple[Histogram, ...]:
         """The record's columns after the step's own dicts: what waited for it (episodes,

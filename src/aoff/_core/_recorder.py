@@ -47,9 +47,9 @@ from ._arguments import (
 from ._capture import activate, capture, capture_step, capture_tensor, capture_values, finish
 from ._checkpoint import checked_state_dict
 from ._config import flatten_config
-from ._cost import COST_EVERY, HotCost
 from ._events import S_COMPONENTS, S_METRICS, S_REWARD_METRICS, S_THROUGHPUT
 from ._histogram import capture as capture_histogram
+from ._hotcost import COST_EVERY, HotCost
 from ._pending import Gather, PendingEvent, Placeholder
 
 R = TypeVar("R")

@@ -106,7 +106,7 @@ class State:
     logged: set[str] = field(default_factory=set)
     #: what the run's rules saw so far (``_pump/_alerts.py``), oldest first
     alerts: tuple[Alert, ...] = ()
-    #: the hot path's latest sampled cost (``_core/_cost.summarize``): ``aoff/hot_path_*``
+    #: the hot path's latest sampled cost (``_core/_hotcost.summarize``): ``aoff/hot_path_*``
     hot_path: dict[str, float] = field(default_factory=dict)
     #: the logger's own cost as last written (``_pump/_cost.py``): ``aoff/...`` tags
     cost: dict[str, float] = field(default_factory=dict)

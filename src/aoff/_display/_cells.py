@@ -13,7 +13,7 @@ and style for style, and the layout code can tell when a number did not fit.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from math import ceil
 
@@ -23,8 +23,6 @@ from rich.console import Console, ConsoleOptions, JustifyMethod, OverflowMethod
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
-
-from .._core._turns import pause
 
 __all__ = [
     "EMPTY",
@@ -40,7 +38,7 @@ __all__ = [
 ]
 
 NULL = Style.null()
-#: table rows drawn between two pauses (``_core/_turns``)
+#: table rows drawn between two pauses (``Painter.pause``)
 ROWS_A_PIECE = 4
 Line = list[Segment]
 Span = tuple[str, Style]
@@ -172,13 +170,24 @@ def blank(width: int, style: Style = NULL) -> Line:
     return [Segment(" " * max(width, 0), style)]
 
 
+def no_pause() -> None:
+    """No pacing: the default of every renderer that takes a ``pause``."""
+
+
+#: pacing for a long drawing: called between two pieces of it, so a training loop that
+#: shares the GIL waits for a piece, not for a frame (the pump passes it in; a no-op by
+#: default)
+Pause = Callable[[], None]
+
+
 class Painter:
     """Lays cells out for one frame. ``cut`` turns true when a ``whole`` cell did not fit,
-    ``cropped`` when any single-line cell had to be cut."""
+    ``cropped`` when any single-line cell had to be cut; ``pause`` paces a long table."""
 
-    def __init__(self, console: Console, options: ConsoleOptions) -> None:
+    def __init__(self, console: Console, options: ConsoleOptions, pause: Pause = no_pause) -> None:
         self.console = console
         self.options = options
+        self.pause = pause
         self.cut = False
         self.cropped = False
 
@@ -257,7 +266,7 @@ class Painter:
         lines.append([Segment(box.get_row(widths, "head", edge=False), NULL)])
         for i, row in enumerate(rows):
             if i % ROWS_A_PIECE == ROWS_A_PIECE - 1:
-                pause()  # a long table in pieces where the GIL is shared (_core/_turns)
+                self.pause()  # a long table in pieces where the GIL is shared
             divider = box.foot_vertical if i == len(rows) - 1 else box.mid_vertical
             lines.extend(self.row(row, cols, divider))
         return lines

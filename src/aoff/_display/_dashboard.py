@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import threading
+from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 from rich.console import Console, RenderableType
@@ -26,8 +27,8 @@ from rich.live import Live
 from rich.text import Text
 
 from .._core._state import State
-from .._core._turns import at_most
 from ._banner import with_banner
+from ._cells import Pause, no_pause
 from ._chart import PanelMemory
 from ._render import Glyphs, dashboard_panel, glyphs_for, plain_line, summary_panel
 from ._streams import ForwardingStream
@@ -49,9 +50,18 @@ def use_live(console: Console) -> bool:
 #: long as ``_guard.STALL``: a frame that slow is a stuck one there too, never load)
 WRITE_WAIT = 2.0
 #: seconds a frame may spend taking turns for the GIL with the training loop (thread
-#: mode, ``_core/_turns``): each turn can wait a switch interval, and a frame slower than
-#: ``_guard.STALL`` would count as stuck; past this the rest is drawn in one piece
+#: mode): each turn can wait a switch interval, and a frame slower than ``_guard.STALL``
+#: would count as stuck; past this the rest is drawn in one piece
 FRAME_TURNS = 0.5
+
+#: pacing, passed in by the pump: the pause for one frame that may take turns for
+#: ``seconds`` at most (what it does past that: nothing)
+Pacing = Callable[[float], Pause]
+
+
+def unpaced(_: float) -> Pause:
+    """No pacing (the default): frames are drawn in one piece."""
+    return no_pause
 
 
 class _LockedProxy(FileProxy):
@@ -114,8 +124,11 @@ class Dashboard:
         *,
         plain_interval: float = 5.0,
         live: bool | None = None,
+        pacing: Pacing = unpaced,
     ) -> None:
         self.console = console if console is not None else Console()
+        self._pacing = pacing
+        self._pause: Pause = no_pause  # the frame being drawn's (see _frame)
         self.plain_interval = plain_interval
         self.live_mode = use_live(self.console) if live is None else live
         self.glyphs: Glyphs = glyphs_for(self.console)
@@ -138,7 +151,7 @@ class Dashboard:
         with self._lock:
             self._closed = False
             if self.live_mode:
-                with at_most(FRAME_TURNS):
+                with self._frame():
                     self._start_live(state, now)
             else:
                 self._plain(state, now, force=True)
@@ -154,8 +167,8 @@ class Dashboard:
             if not self.live_mode:
                 self._plain(state, now, force=False)
                 return
-            # drawn in pieces where the GIL is shared (_core/_turns), for a bounded time
-            with at_most(FRAME_TURNS):
+            # drawn in pieces where the GIL is shared (_pump/_turns), for a bounded time
+            with self._frame():
                 renderable = self._panel(state, now)
                 if self._live is None:
                     self._start_live(state, now, renderable)
@@ -190,7 +203,7 @@ class Dashboard:
             error: Exception | None = None
             if live is not None:
                 try:
-                    with at_most(FRAME_TURNS):
+                    with self._frame():
                         self._stop_live(live, state, now)
                 except Exception as exc:  # streams and cursor are restored by now
                     error = exc
@@ -222,7 +235,21 @@ class Dashboard:
 
     # -- internals ---------------------------------------------------------------------
     def _panel(self, state: State, now: float) -> RenderableType:
-        return with_banner(state, dashboard_panel(state, now, self.glyphs, self.memory))
+        panel = dashboard_panel(state, now, self.glyphs, self.memory, self._turn)
+        return with_banner(state, panel)
+
+    @contextlib.contextmanager
+    def _frame(self) -> Iterator[None]:
+        """Within: the pauses of one frame (``pacing``), for ``FRAME_TURNS`` at most."""
+        self._pause = self._pacing(FRAME_TURNS)
+        try:
+            yield
+        finally:
+            self._pause = no_pause
+
+    def _turn(self) -> None:
+        """The panel's pause: the current frame's (a panel is drawn again at close)."""
+        self._pause()
 
     def _start_live(
         self, state: State, now: float, renderable: RenderableType | None = None

@@ -11,8 +11,9 @@ to their numbers, labels cut instead of wrapped, spacer lines only when there is
 
 Both layouts are built from :mod:`._content` and drawn by :mod:`._cells` straight to
 segments: a frame costs well under Rich ``Table``'s 10+ ms. Still, that is 1-2 ms of
-Python; where the training loop shares the GIL (``_core/_turns``), building and drawing
-pause between sections and every few lines, so the loop never waits for a whole frame.
+Python; where the training loop shares the GIL, building and drawing pause between
+sections and every few lines (the ``pause`` the dashboard is given: a no-op by default),
+so the loop never waits for a whole frame.
 """
 
 from __future__ import annotations
@@ -27,8 +28,19 @@ from rich.segment import Segment
 from rich.style import Style
 
 from .._core._state import State
-from .._core._turns import pause
-from ._cells import NULL, Cell, Col, Line, Painter, blank, merge, ratio_distribute, side_by_side
+from ._cells import (
+    NULL,
+    Cell,
+    Col,
+    Line,
+    Painter,
+    Pause,
+    blank,
+    merge,
+    no_pause,
+    ratio_distribute,
+    side_by_side,
+)
 from ._chart import PanelMemory, chart_lines
 from ._content import (
     Pair,
@@ -53,7 +65,7 @@ from ._sections import (
 __all__ = ["DashboardPanel", "dashboard_panel", "metrics_table", "reward_table", "timing_table"]
 
 TITLE = "aoff Off-Policy Training"
-#: lines drawn between two pauses (``_core/_turns``)
+#: lines drawn between two pauses
 LINES_A_PIECE = 8
 _BORDER = Style.parse("bright_blue")
 _BOLD = Style.parse("bold")
@@ -69,19 +81,21 @@ class DashboardPanel:
         now: float,
         glyphs: Glyphs = UNICODE_GLYPHS,
         memory: PanelMemory | None = None,
+        pause: Pause = no_pause,
     ) -> None:
+        self.pause = pause
         self.glyphs = glyphs
         self.state = state
         self.memory = memory
         # the content is built here, so that a state it cannot show fails the caller
         self.fields = header_fields(state, now, glyphs)
         self.metrics = metric_rows(state)
-        pause()
+        self.pause()
         self.rewards = reward_rows(state, glyphs)
         self.rewards_split = reward_rows(state, glyphs, split=True)
-        pause()
+        self.pause()
         self.timing_spec, self.timing = _timing(state, glyphs)
-        pause()
+        self.pause()
 
     @property
     def title(self) -> str:
@@ -89,7 +103,7 @@ class DashboardPanel:
         return f" {rocket}{TITLE} "
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        pause()  # after Rich's own preparations (Live's cursor moves)
+        self.pause()  # after Rich's own preparations (Live's cursor moves)
         _, body = self.layout(console, options)
         yield from self._frame(console, options, body, options.max_width)
 
@@ -103,13 +117,13 @@ class DashboardPanel:
         """
         height = options.height or options.size.height
         inner = max(options.max_width - 4, 1)
-        p = Painter(console, options)
+        p = Painter(console, options, self.pause)
         body = self.wide(p, inner, height - 2)
         misfit = p.cut or len(body) + 2 > height
         if misfit or p.cropped:
             if body:
-                pause()
-            q = Painter(console, options)
+                self.pause()
+            q = Painter(console, options, self.pause)
             compact = self.compact(q, inner, height - 2)
             if misfit or not q.cropped:
                 return "compact", compact
@@ -134,18 +148,18 @@ class DashboardPanel:
             return []
         lines = p.cell(join_fields(fields), Col(width, no_wrap=True, overflow=g.overflow), NULL)
         lines.append(blank(width))
-        pause()
+        self.pause()
         metrics = section(p, METRICS, lw, [self.metrics], g, compact=False)
-        pause()
+        self.pause()
         rewards = section(p, REWARDS, rw, [self.rewards], g, compact=False)
         # the chart: in the rows beside the longer metrics, and those the height spares
         free = len(metrics) - len(rewards) + height - rows
         rewards += chart_lines(self.state, self.memory, rw, free, g)
-        pause()
+        self.pause()
         lines += side_by_side(metrics, 2, rewards, lw, rw)
         if self.timing:
             lines.append(blank(width))
-            pause()
+            self.pause()
             lines += section(p, self.timing_spec, width, self.timing, g, compact=False)
         return lines
 
@@ -156,7 +170,7 @@ class DashboardPanel:
         for k, fields in enumerate(_pack(self.fields, width)):
             cell = join_fields(fields, lead=" " if k else "")
             head += p.cell(cell, Col(width, no_wrap=True, overflow=g.overflow), NULL)
-        pause()
+        self.pause()
         need = section_need(METRICS, [self.metrics])
         rows = self.rewards
         if share(width - 2, [need, section_need(REWARDS, [rows])])[1] < section_need(
@@ -169,20 +183,20 @@ class DashboardPanel:
         if mem is not None:  # the last frame's split, while both sides still fit
             lw, rw = mem.steady(("split", width, len(rows)), [lw, rw], needs)
         metrics = section(p, METRICS, lw, [self.metrics], g, compact=True, memory=mem)
-        pause()
+        self.pause()
         rewards = section(p, REWARDS, rw, [rows], g, compact=True, memory=mem)
-        pause()
+        self.pause()
         timing: list[Line] = []
         if self.timing:
             timing = section(p, self.timing_spec, width, self.timing, g, compact=True, memory=mem)
-        pause()
+        self.pause()
         room = height - len(head) - max(len(metrics), len(rewards)) - len(timing)
         # the chart: beside the longer metrics, and in the rows the height spares (two
         # are left for the spacers)
         free = max(len(metrics) - len(rewards), 0) + (room - 2 if room > 2 else min(room, 1))
         table = rewards
         rewards = table + chart_lines(self.state, mem, rw, free, g)
-        pause()
+        self.pause()
         middle = side_by_side(metrics, 2, rewards, lw, rw)
         room = height - len(head) - len(middle) - len(timing)
         if room < 0:  # still too tall (many metrics): the rules under the titles go
@@ -226,14 +240,14 @@ class DashboardPanel:
         pad = Segment(" ", NULL)
         for i, line in enumerate(body):
             if i % LINES_A_PIECE == LINES_A_PIECE - 1:
-                pause()  # Rich takes each line apart again as it comes
+                self.pause()  # Rich takes each line apart again as it comes
             yield left
             yield from merge([pad, *line, pad])  # fewer segments for Live to split again
             yield right
             yield new_line
         yield Segment(box.get_bottom([width - 2]), _BORDER)
         yield new_line
-        pause()
+        self.pause()
 
 
 def _no_rule(section: list[Line]) -> list[Line]:
@@ -265,12 +279,17 @@ def _pack(fields: list[Cell], width: int) -> list[list[Cell]]:
 
 
 def dashboard_panel(
-    state: State, now: float, glyphs: Glyphs = UNICODE_GLYPHS, memory: PanelMemory | None = None
+    state: State,
+    now: float,
+    glyphs: Glyphs = UNICODE_GLYPHS,
+    memory: PanelMemory | None = None,
+    pause: Pause = no_pause,
 ) -> DashboardPanel:
     """The live panel: header, blank, metrics | rewards (and the reward chart) side by
     side, blank, timings; compact where the terminal is too small for that (see
-    :class:`DashboardPanel`). ``memory``: the dashboard's, kept between frames."""
-    return DashboardPanel(state, now, glyphs, memory)
+    :class:`DashboardPanel`). ``memory``: the dashboard's, kept between frames;
+    ``pause``: called between pieces of the work (a no-op by default)."""
+    return DashboardPanel(state, now, glyphs, memory, pause)
 
 
 class _Section:

@@ -18,16 +18,21 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.to_thread
 
-from .._core._backlog import backlog_bytes
 from .._core._buffer import EventBuffer
 from .._core._events import Event
-from .._core._progress import ProgressWatch, await_progressing, unwritten_steps, wait_progressing
 from .._core._report import FinishReport, gave_up_line, media_lost_line, stderr_line
 from .._core._rules import Alert
 from .._display._streams import Forwarding, should_forward
 from .._media._encoder import LOST_AGENT
 from .._media._shm import ShmPool
+from .._pump._backlog import backlog_bytes
 from .._pump._options import Options
+from .._pump._progresswatch import (
+    ProgressWatch,
+    await_progressing,
+    unwritten_steps,
+    wait_progressing,
+)
 from .._transport._shipper import SHIP_INTERVAL, SHIP_INTERVAL_BUSY, Shipper
 from .._transport._wire import AgentGone
 from . import _lost

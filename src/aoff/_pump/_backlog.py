@@ -1,10 +1,9 @@
 """The agent's buffer: frames of pickled events in order, bounded in bytes.
 
-Why pickles: the agent's receiver used to unpickle each frame and keep its events,
-bounded at ``2 x capacity`` events. An unpickled event of the standard workload holds
-~536 bytes in the agent (``tracemalloc``), its share of a frame's pickle ~98: a backlog
-of 200,000 events cost ~107 MB unpickled, ~20 MB as pickles. Kept as pickles, the same
-memory holds ~5x the events, so a training loop that outruns the agent for a while (a
+Why pickles: an unpickled event of the standard workload holds ~536 bytes in the agent
+(``tracemalloc``), its share of a frame's pickle ~98: a backlog of 200,000 events costs
+~107 MB unpickled, ~20 MB as pickles. Kept as pickles, the same memory holds ~5x the
+events, so a training loop that outruns the agent for a while (a
 flat-out burst: the loop logs ~4x faster than the agent folds) loses nothing; and
 pickles are bytes, which the garbage collector never walks. The pump unpickles a frame
 when its drain reaches it, in order.
@@ -20,27 +19,29 @@ The bound, ``max_bytes``: a frame counts the length of its pickle, a single even
 training process's buffer and overflow policy take over). A frame is taken whole once
 there is any room, so the bound is soft by one frame; and the frame being drained is
 held unpickled beside it (up to 4,096 events, ~2 MB of the standard workload).
+
+Why in ``_pump``: it is the pump's input in the agent (``_agent/_serve``), and the
+training process sizes what it holds for a starting agent by the same rule
+(:func:`backlog_bytes`, ``_faces/_side``), so it sits below both; a frame's payload
+format is the transport's (``_transport/_batches``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import io
 import itertools
-import pickle
 from collections import deque
 from collections.abc import Callable
 
-from ._buffer import DEFAULT_CAPACITY, EventBuffer
-from ._events import Event
+from .._core._buffer import DEFAULT_CAPACITY, EventBuffer
+from .._core._events import Event
+from .._transport._batches import unpack_events
 
 __all__ = [
     "BACKLOG_BYTES",
     "EVENT_BYTES",
     "Backlog",
     "backlog_bytes",
-    "pack_events",
-    "unpack_events",
 ]
 
 #: the agent's backlog at the default ``capacity``: bytes of frames as they came
@@ -60,32 +61,6 @@ def backlog_bytes(capacity: int) -> int:
 #: what a single (unpickled) event counts against the bound: ~536 bytes measured for
 #: the standard workload's events (``tracemalloc``)
 EVENT_BYTES = 512
-
-
-def pack_events(events: list[Event]) -> bytes:
-    """A frame's payload: the pickle of a list of events (raises what pickle raises).
-    Here, beside the backlog that keeps it, so the sender (``_transport``) and the agent's
-    drain read one definition."""
-    return pickle.dumps(events, protocol=5)
-
-
-def unpack_events(payload: bytes) -> list[Event]:
-    """A frame's events: the pickle of a list of events, or several such pickles one
-    after the other (a sender's slices framed together: ``pack_events`` of each, joined);
-    ``ValueError`` if one holds no list."""
-    f = io.BytesIO(payload)
-    events = _load_list(f)
-    size = len(payload)
-    while f.tell() < size:
-        events += _load_list(f)
-    return events
-
-
-def _load_list(f: io.BytesIO) -> list[Event]:
-    events = pickle.Unpickler(f).load()  # a fresh memo for each pickle
-    if type(events) is not list:
-        raise ValueError(f"aoff: not a frame of events: {type(events).__name__}")
-    return events
 
 
 class _Frame:

@@ -1,6 +1,6 @@
 """The logger's own cost on record: ``aoff/...`` tags every few seconds.
 
-Why in the pump: the hot path's share comes in sampled (``_core/_cost.py``); what the
+Why in the pump: the hot path's share comes in sampled (``_core/_hotcost.py``); what the
 loop cannot see is measured here, where it happens: the agent's lag (seconds between a
 step's call and its fold, from which its records go to the backends) and, in the agent
 process, its CPU share. Every ``COST_INTERVAL`` they join the next step's record (beside

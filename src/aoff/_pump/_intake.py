@@ -10,7 +10,7 @@ room in the backends' queues (out of ``finish_timeout``'s budget).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import anyio
 import anyio.lowlevel
@@ -23,19 +23,22 @@ from .._core._pending import PendingEvent, event_ready, resolve_event, unreadabl
 from .._core._records import StepRecord
 from .._core._report import OnceReporter
 from .._core._state import State
-from .._core._turns import apause, shared
 from .._media._encoder import NO_BACKEND, MediaEncoder
 from ._runner import BackendRunner
 
 __all__ = ["FOLD_SLICE", "TURN_BACKLOG", "TURN_SLICE", "Intake"]
 
 FOLD_SLICE = 512
-#: while the pump shares the training process (``_core/_turns``) and is not behind (less
+#: while the pump shares the training process (``shares``) and is not behind (less
 #: than ``TURN_BACKLOG`` events wait): smaller slices, each followed by a GIL pause, so a
 #: pure-Python training loop waits for one of them at a time, not for 512 events' fold
 TURN_SLICE = 32
 TURN_BACKLOG = 4 * FOLD_SLICE
 _MEDIA_KINDS = (MEDIA, MEDIA_REFUSED)
+
+
+def _alone() -> bool:
+    return False
 
 
 class Intake:
@@ -45,7 +48,9 @@ class Intake:
     ``unresolved`` counts pending events given up on (dropped). ``on_change`` is called
     when the state may have changed (a fold, a trim); ``on_slice`` before each slice
     (the pump's chores that must not wait for its tick: the agent's ack, the dropped
-    count).
+    count). The pacing is passed in: ``shares()`` says whether the process's GIL is
+    shared with a training loop now (then slices are ``TURN_SLICE``), ``pause`` is
+    awaited after each such slice; by default nothing is shared.
     """
 
     def __init__(
@@ -59,7 +64,11 @@ class Intake:
         on_change: Callable[[], None],
         on_slice: Callable[[], None],
         seed_tags: bool = True,
+        shares: Callable[[], bool] = _alone,
+        pause: Callable[[], Awaitable[None]] = anyio.lowlevel.checkpoint,
     ) -> None:
+        self._shares = shares
+        self._pause = pause
         self.buffer = buffer
         self.state = state
         self.runners = runners
@@ -198,7 +207,7 @@ class Intake:
         # producer faster than the fold cannot keep the pump in here forever.
         budget = None if final else len(buffer) + FOLD_SLICE
         size = FOLD_SLICE
-        if not final and shared() and len(buffer) < TURN_BACKLOG:
+        if not final and self._shares() and len(buffer) < TURN_BACKLOG:
             size = TURN_SLICE
         while True:
             # drop_oldest: trim before every slice, so the buffer stays bounded even while
@@ -226,7 +235,7 @@ class Intake:
             if self.held or len(events) < size or (budget is not None and total >= budget):
                 break
             if size == TURN_SLICE:
-                await apause()
+                await self._pause()
             else:
                 await anyio.lowlevel.checkpoint()
         return total

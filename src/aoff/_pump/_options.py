@@ -326,5 +326,8 @@ class Options:
 
             return NullDisplay()
         from .._display._dashboard import Dashboard
+        from ._turns import bounded
 
-        return Dashboard(self.console, live=False if self.display == "plain" else None)
+        # frames in pieces while a training loop shares the GIL (``_turns``)
+        live = False if self.display == "plain" else None
+        return Dashboard(self.console, live=live, pacing=bounded)

@@ -3,8 +3,8 @@
 The training process waits for a pump in two places, the in-process pump thread
 (``_pump/_thread.PumpThread``) and the agent's training-process half
 (``_faces/_side.AgentSide``), and on a second Ctrl+C both say how many steps each backend
-did not get. Both rules were written twice and drifted; they live here, below both, so
-the two cannot differ again. Nothing here blocks except through the ``pause`` it is given.
+did not get. Both rules live here, in the pump's part (the faces stand on it), so the
+two cannot differ. Nothing here blocks except through the ``pause`` it is given.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 
-from ._events import Event, steps_in
+from .._core._events import Event, steps_in
 
 
 class ProgressWatch:

@@ -55,6 +55,7 @@ from ._runner import DEFAULT_MAX_PENDING, BackendRunner
 from ._screen import Screen
 from ._summaryfile import SummaryKeeper
 from ._tally import Progress, finish_report, progress, unwritten
+from ._turns import apause, shared
 
 if TYPE_CHECKING:
     from .._backends._summary import RunSummary
@@ -139,6 +140,9 @@ class Pump:
             on_change=self._screen.touch,
             on_slice=self._slice_chores,
             seed_tags=seed_tags,
+            # the fold in short slices while a training loop shares the GIL (_turns)
+            shares=shared,
+            pause=apause,
         )
         self._intake.media.on_freed = on_media_freed
         self._summary_panel = True  # request_stop(summary=...)

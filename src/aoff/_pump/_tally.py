@@ -13,11 +13,11 @@ from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 from .._core._events import Event
-from .._core._progress import unwritten_steps
 from .._core._report import FinishReport
 from .._core._state import State
 from .._media._encoder import STALLED
 from ._intake import Intake
+from ._progresswatch import unwritten_steps
 from ._runner import BackendRunner
 
 __all__ = ["Progress", "finish_report", "progress", "unwritten"]

@@ -4,7 +4,7 @@ The sync face's thread mode, and either face's fallback when the agent is lost, 
 pump this way: the training thread never touches the pump's loop except through
 anyio's thread bridge, and waits only in :meth:`PumpThread.flush` and
 :meth:`PumpThread.stop`. While it runs, aoff's threads take turns for the GIL with the
-training loop (``_core/_turns``): its long work comes in short pieces.
+training loop (``_pump/_turns``): its long work comes in short pieces.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 
-from .._core._progress import ProgressWatch, wait_progressing
 from .._core._report import FinishReport, gave_up_line, stderr_line
-from .._core._turns import sharing
 from .._display._streams import Forwarding, should_forward
+from ._progresswatch import ProgressWatch, wait_progressing
+from ._turns import sharing
 from ._wiring import Core
 
 
@@ -49,7 +49,7 @@ class PumpThread:
         def thread_main() -> None:
             try:
                 # the training loop shares this process's GIL: aoff's threads take turns
-                # with it while this pump runs (``_core/_turns``)
+                # with it while this pump runs (``_pump/_turns``)
                 with sharing():
                     anyio.run(main, backend="asyncio")
             except BaseException as exc:  # pragma: no cover - reported to the caller

@@ -8,7 +8,10 @@ so every stretch of aoff's own Python work (a dashboard frame, ~2-3 ms; a fold s
 batch's encoding) is a stretch that loop waits, up to 5 ms each time.
 
 So, while a pump runs in this process (:func:`sharing`), long work in aoff's threads is
-cut into pieces with :func:`pause` (or :func:`apause` on an event loop) between them. A
+cut into pieces with :func:`pause` (or :func:`apause` on an event loop) between them.
+The work itself imports none of this: the pump passes the pacing in as callables (the
+fold's slicer in ``_intake``, the backends' encoders :func:`in_pieces` through their
+context, the dashboard's frames :func:`bounded`), each a no-op by default. A
 pause is a short real sleep, not ``sleep(0)``: a thread that releases the GIL and asks
 for it straight back usually gets it again before the woken waiter runs, and the
 waiter's 5 ms then start over. A waiting loop thus gets the GIL back after one piece
@@ -23,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from time import monotonic
 from typing import TypeVar
 
@@ -34,7 +37,7 @@ __all__ = [
     "PAUSE",
     "RECORDS_A_PIECE",
     "apause",
-    "at_most",
+    "bounded",
     "in_pieces",
     "pause",
     "shared",
@@ -48,7 +51,6 @@ RECORDS_A_PIECE = 4
 
 _lock = threading.Lock()
 _sharers = 0
-_local = threading.local()  # .until: this thread's deadline for pausing (at_most)
 
 
 def shared() -> bool:
@@ -69,25 +71,24 @@ def sharing() -> Iterator[None]:
             _sharers -= 1
 
 
-@contextlib.contextmanager
-def at_most(seconds: float) -> Iterator[None]:
-    """Within: this thread pauses for ``seconds`` at most; after that the work goes on
+def bounded(seconds: float) -> Callable[[], None]:
+    """A :func:`pause` for one job, for ``seconds`` at most; after that the job goes on
     in one piece. Each pause can cost its thread a whole switch interval while the loop
-    holds the GIL, so a job in many pieces (a dashboard frame) bounds its own wall time:
-    a slow machine must not make a frame look stuck."""
-    _local.until = monotonic() + seconds
-    try:
-        yield
-    finally:
-        _local.until = None
+    holds the GIL, so a job in many pieces (a dashboard frame: the dashboard's pacing)
+    bounds its own wall time: a slow machine must not make a frame look stuck."""
+    until = monotonic() + seconds
+
+    def pause_until() -> None:
+        if _sharers and monotonic() < until:
+            time.sleep(PAUSE)
+
+    return pause_until
 
 
 def pause() -> None:
     """Between two pieces of work: let a thread waiting for the GIL run (if shared)."""
     if _sharers:
-        until: float | None = getattr(_local, "until", None)
-        if until is None or monotonic() < until:
-            time.sleep(PAUSE)
+        time.sleep(PAUSE)
 
 
 async def apause() -> None:

@@ -20,6 +20,7 @@ from ._alerts import AlertDesk
 from ._options import Options
 from ._pump import Pump
 from ._sysmetrics import SystemSampler
+from ._turns import in_pieces
 
 if TYPE_CHECKING:
     from .._backends._summary import RunSummary
@@ -71,7 +72,10 @@ class Core:
             in_agent=os.getpid() != options.training_pid,
         )
         self.context = BackendContext(
-            config=options.config, say=self.pump.say, hparams=self.state.hparams
+            config=options.config,
+            say=self.pump.say,
+            hparams=self.state.hparams,
+            pieces=in_pieces,  # encodings in pieces while a training loop shares the GIL
         )
 
 

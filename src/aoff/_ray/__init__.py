@@ -7,7 +7,8 @@ far collector, fed from Ray calls), the far side's logger (``_producer``: the ho
 run through the producers' Unix socket, like any ``remote()`` producer's.
 
 May import: ``_faces`` (``RemoteLogger``, the report), ``_channel`` (the name rule),
-``_media`` (the media calls and their budget), ``_core``. ``ray`` itself is imported
+``_media`` (the media calls and their budget), ``_transport`` (batches made
+picklable), ``_core``. ``ray`` itself is imported
 only when ``serve()`` runs or a far logger first ships. Nothing inside aoff imports it
 but the public ``aoff.ray``.
 """

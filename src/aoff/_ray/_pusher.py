@@ -34,7 +34,7 @@ from .._core._buffer import EventBuffer, Overflow
 from .._core._pending import ready_prefix
 from .._core._report import OnceReporter, stderr_line
 from .._media._freed import FreedBytes, media_bytes
-from .._transport._frames import picklable_batch
+from .._transport._batches import picklable_batch
 
 
 class LinkSettings(Protocol):

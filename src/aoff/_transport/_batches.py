@@ -1,4 +1,6 @@
-"""What a frame of events is on the wire, apart from the message itself: a batch made
+"""What a frame of events is on the wire, apart from the message itself: its payload,
+one or more pickles of a list of events (:func:`pack_events`, :func:`unpack_events`), a
+batch made
 picklable (a value pickle refuses becomes an ``Opaque`` stand-in the fold reports), a
 sent frame kept only as its pickle (:class:`Pickled`), and slices pickled one by one
 that go out together as one frame (:class:`Slices`).
@@ -9,21 +11,54 @@ the Shipper's round logic reads better without the frame's own bookkeeping besid
 
 from __future__ import annotations
 
+import io
 import operator
 import pickle
 from collections.abc import Iterator
 from typing import Any
 
 from .._core import _events as ev
-from .._core._backlog import unpack_events
 from .._core._convert import Opaque
 from .._core._events import Event
 from .._media._freed import shm_media
 from ._messages import Events, decode_to_peer
 
-__all__ = ["Pickled", "Slices", "picklable_batch", "steps_and_frames"]
+__all__ = [
+    "Pickled",
+    "Slices",
+    "pack_events",
+    "picklable_batch",
+    "steps_and_frames",
+    "unpack_events",
+]
 
 _kind = operator.itemgetter(0)
+
+
+def pack_events(events: list[Event]) -> bytes:
+    """A frame's payload: the pickle of a list of events (raises what pickle raises).
+    Here, with the rest of a frame's wire format, so the sender and the agent's drain
+    (``_pump/_backlog``) read one definition."""
+    return pickle.dumps(events, protocol=5)
+
+
+def unpack_events(payload: bytes) -> list[Event]:
+    """A frame's events: the pickle of a list of events, or several such pickles one
+    after the other (a sender's slices framed together: ``pack_events`` of each, joined);
+    ``ValueError`` if one holds no list."""
+    f = io.BytesIO(payload)
+    events = _load_list(f)
+    size = len(payload)
+    while f.tell() < size:
+        events += _load_list(f)
+    return events
+
+
+def _load_list(f: io.BytesIO) -> list[Event]:
+    events = pickle.Unpickler(f).load()  # a fresh memo for each pickle
+    if type(events) is not list:
+        raise ValueError(f"aoff: not a frame of events: {type(events).__name__}")
+    return events
 
 
 def steps_and_frames(batch: list[Event]) -> tuple[int, int, list[Event]]:

@@ -55,11 +55,11 @@ class Hello(NamedTuple):
 
 class Events(NamedTuple):
     """A frame of events: ``payload`` is the pickle of the list of events, in order
-    (``_core/_backlog.pack_events``), ``n`` how many; ``dropped`` how many the sender
+    (``_transport/_batches.pack_events``), ``n`` how many; ``dropped`` how many the sender
     dropped so far (its overflow policy and device values that never came).
 
     The events travel as a pickle inside the message so that the agent can keep the
-    frame as it came (bytes, bounded in bytes: ``_core/_backlog.py``) and unpickle it
+    frame as it came (bytes, bounded in bytes: ``_pump/_backlog.py``) and unpickle it
     only when the pump drains it; a producer's run (``_channel/_produce.py``) unpacks it
     at once (``unpack_events``)."""
 

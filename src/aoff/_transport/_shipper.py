@@ -31,14 +31,13 @@ import time
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from .._core._backlog import pack_events
 from .._core._buffer import EventBuffer
 from .._core._events import Event
 from .._core._pending import ready_prefix
 from .._core._report import FinishReport, OnceReporter, stderr_line
 from .._core._rules import Alert
 from .._media._freed import FreedBytes
-from ._frames import Pickled, Slices, picklable_batch, steps_and_frames
+from ._batches import Pickled, Slices, pack_events, picklable_batch, steps_and_frames
 from ._messages import (
     Ack,
     Alerted,
