@@ -83,7 +83,9 @@ class Folder:
         self._remotes: dict[str, Folder] = {}
         self._own_timing: dict[str, float] = {}  # the run's own collector timings
         self._producer_total = 0  # the sum of the producers' latest total_steps
-        self._last_reward_from: str | None = None  # the producer of the history's last point
+        # the producer of the reward history's last point, and the run's own step count
+        # then: a step of the run's own since (steps_logged moved on) ends the claim
+        self._last_reward_from: tuple[str, int] | None = None
         self._handlers = self._table()
 
     def _table(self) -> dict[int, Handler]:
@@ -92,7 +94,7 @@ class Folder:
         s = self.state
         writer = self.writer.fold
         return {
-            ev.STEP: self._step,
+            ev.STEP: self.steps.fold,
             ev.COLLECTOR_TIMING: self._collector_timing,
             ev.COLLECTOR: self._collector,
             ev.DONE_RATES: self._done_rates,
@@ -155,10 +157,6 @@ class Folder:
         return self._handlers.get(kind, _nothing)(event)
 
     # -- the handlers, one a kind (see _table) --------------------------------------------
-    def _step(self, event: ev.Event) -> StepRecord:
-        self._last_reward_from = None
-        return self.steps.fold(event)
-
     def _system(self, event: ev.Event) -> None:
         # a sample, not a call: newer values for its keys; aoff's own tags stay
         self.state.system = samples = dict(event[2])
@@ -254,14 +252,15 @@ class Folder:
         sub_s = sub.state
         sub_s.reward_history.clear()
         # the producer's step replaces its own collector reward (one point per iteration)
-        replaces = sub.pending.collector_reward and self._last_reward_from == name
+        claim = (name, s.steps_logged)
+        replaces = sub.pending.collector_reward and self._last_reward_from == claim
         rec = sub.apply(inner)
         if sub_s.reward_history:
             if replaces and kind == ev.STEP and s.reward_history:
                 s.reward_history[-1] = sub_s.reward_history[0]
             else:
                 s.reward_history.append(sub_s.reward_history[0])
-            self._last_reward_from = name
+            self._last_reward_from = claim
         return self._seen_from(name, kind, sub_s, rec)
 
     def _producer(self, name: str) -> Folder:

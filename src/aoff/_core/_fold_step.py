@@ -256,6 +256,8 @@ class StepFold:
         if self.dropped:
             tags.append("aoff/dropped_events")
             values.append(float(self.dropped))
+        if pending.system is None and not pending.histograms:  # most steps: nothing waits
+            return ()
         return self._attached(pending, tags, values)
 
     @staticmethod
