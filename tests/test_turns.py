@@ -124,6 +124,24 @@ def test_frames_in_pieces_are_the_same_frames(
     assert len(pauses) >= 4 * 6
 
 
+@pytest.mark.usefixtures("restore_streams")
+def test_renderers_pause_only_through_the_pacing_they_are_given(pauses: list[float]) -> None:
+    """The pacing is passed in, a no-op by default: while a pump shares the process, a
+    panel, a dashboard and the encoders given none draw and encode in one piece."""
+    with _turns.sharing():
+        Console(file=io.StringIO(), width=120, height=40, force_terminal=True).print(
+            dashboard_panel(many_metrics_state(), NOW)
+        )
+        console = Console(file=io.StringIO(), force_terminal=True, width=120, height=40)
+        dash = Dashboard(console)
+        dash.open(mid_run_state(), NOW)
+        dash.update(mid_run_state(), NOW + 1)
+        dash.close(mid_run_state(), NOW + 2, summary=True)
+        encode_lines(_records(50))
+        encode_records(EventEncoder(), _records(50))
+    assert pauses == []
+
+
 def test_panel_pauses_between_sections_and_lines(pauses: list[float]) -> None:
     with _turns.sharing():
         panel = dashboard_panel(many_metrics_state(), NOW, pause=_turns.pause)

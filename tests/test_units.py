@@ -346,6 +346,29 @@ def test_fold_step_before_any_collector_uses_the_iteration_as_step() -> None:
     assert "reward/mean" not in rec.as_dict()
 
 
+def test_every_event_kind_has_one_handler_in_the_fold_but_the_encoders() -> None:
+    """The fold's table names each kind once; a kind added to ``_events.KINDS`` without a
+    handler fails here (media are the encoder's, never the fold's)."""
+    handled = set(Folder(State())._handlers)
+    assert set(ev.KINDS) - handled == {ev.MEDIA, ev.MEDIA_REFUSED}
+    assert handled <= set(ev.KINDS)
+    assert ev.name_of((ev.COST, 0.0)) == "the logger's cost"
+    assert ev.name_of((ev.MEDIA, 0.0, "k", None, "video")) == "log_video"
+    assert ev.name_of((99, 0.0)) == "99"
+
+
+def test_the_fold_stamps_the_dropped_total_it_is_handed() -> None:
+    s = State()
+    folder = Folder(s)
+    s.dropped_events = 5  # a count written into the state is not the fold's to stamp
+    rec = folder.apply(step_event(1))
+    assert rec is not None and "aoff/dropped_events" not in rec.as_dict()
+    folder.dropped(12)
+    assert s.dropped_events == 12  # the dashboard shows it
+    rec = folder.apply(step_event(2))
+    assert rec is not None and rec.as_dict()["aoff/dropped_events"] == 12.0
+
+
 def test_fold_counts_every_bad_value_and_reports_each_argument_key_pair_once() -> None:
     lines: list[str] = []
     folder = Folder(State(), lines.append)

@@ -9,11 +9,13 @@ waits for a step ``_fold_pending``, the step's fold ``_fold_step``, ``SummaryWri
 ``_report``), config and checkpoints, histograms, the rules a run watches itself with
 and their evaluation (``_rules``, ``_watch``), and aoff's warning.
 
-Nothing here runs a thread, waits, sleeps or knows which process it is in: the same code
+Nothing here knows which process it is in or whether a pump shares it: the same code
 records in the training process and folds in the agent. What a process that pumps needs
 (GIL turns, the agent's buffer of frames, waiting on progress) is the pump's; the fold
-is handed what only the pump counts (the dropped total). The buffer is safe to put into
-and drain from two threads (a lock), which is all it knows of them.
+is handed what only the pump counts (the dropped total). Two things here know threads,
+because every process has them: the buffer (any thread puts, one drains; its ``block``
+policy waits for room), and aoff's stderr line (``_report.stderr_line``: written on a
+daemon thread, so a stuck terminal never holds its caller).
 
 May import: nothing of aoff outside ``_core``.
 """
