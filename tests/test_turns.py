@@ -244,7 +244,7 @@ class _null:
         return None
 
 
-def test_thread_mode_takes_turns_while_it_runs(tmp_path: Path) -> None:
+def test_thread_mode_takes_turns_while_it_runs(tmp_path: Path, pauses: list[float]) -> None:
     log = OffPolicyLogger(
         algo_name="SAC",
         max_iterations=3000,
@@ -261,6 +261,8 @@ def test_thread_mode_takes_turns_while_it_runs(tmp_path: Path) -> None:
     rep = log.finish()
     assert not _turns.shared()
     assert rep.backend_written["jsonl"] == 3000 and not rep.dropped_events
+    # the pump passed its pacing in: the JSONL batches were encoded in pieces
+    assert pauses and set(pauses) == {_turns.PAUSE}
     lines = (tmp_path / "metrics.jsonl").read_bytes().splitlines()
     assert [json.loads(x)["iteration"] for x in lines] == list(range(3000))
 
