@@ -23,16 +23,8 @@ import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from aoff import AsyncOffPolicyLogger, FinishReport, OffPolicyLogger
-from aoff.testing import (
-    Probe,
-    await_until,
-    finish_grace,
-    kill_agent,
-    probe,
-    put_event,
-    wait_until,
-    watch_buffer,
-)
+from aoff.testing import Probe, await_until, probe, wait_until
+from aoff.testing._faults import finish_grace, kill_agent, put_event, watch_buffer
 
 from .conftest import ahold_still, hold_still, jsonl_agent_logger
 
@@ -218,7 +210,8 @@ async def test_an_async_finish_that_gives_up_on_a_frozen_agent_says_so_once(
 GUARDLESS = """
 import sys
 from aoff import OffPolicyLogger
-from aoff.testing import kill_agent, probe, wait_until
+from aoff.testing import probe, wait_until
+from aoff.testing._faults import kill_agent
 print("script body ran", flush=True)
 log = OffPolicyLogger(log_dir=sys.argv[1], backends=("jsonl",), handle_sigterm=False)
 log.start()
@@ -1058,7 +1051,8 @@ FALLBACK_MEDIA = """
 import json, os, signal, sys, time
 import numpy as np
 from aoff import OffPolicyLogger
-from aoff.testing import kill_agent, probe, wait_until
+from aoff.testing import probe, wait_until
+from aoff.testing._faults import kill_agent
 log = OffPolicyLogger(log_dir=sys.argv[1], backends=("jsonl",), handle_sigterm=False,
                       display="none")
 log.start()

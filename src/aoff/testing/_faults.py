@@ -7,6 +7,10 @@ outside in a test, and tests that made them by patching private attributes broke
 every rename. Each hook here is the one documented way to make its fault, and is as
 thin as the part it reaches: it installs the fault and returns what the test needs to
 release or observe it. Read-only views are in ``_probe.py``.
+
+aoff's own and unstable: these hooks reach private parts and change with them, so they
+are not exported from ``aoff.testing`` and carry no compatibility promise. aoff's tests
+and benchmarks import them from here.
 """
 
 from __future__ import annotations
