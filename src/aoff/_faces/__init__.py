@@ -1,7 +1,7 @@
 """The faces: what training code calls, and the training process's side of the run.
 
 Owns ``OffPolicyLogger`` (``_sync``), ``AsyncOffPolicyLogger`` (``_async``, with its
-SIGTERM watcher in ``_sigterm``), what both share (``_base``: the constructor, fork and
+SIGTERM watcher in ``_sigterm``), what both share (``_face``: the constructor, fork and
 rank rules, the stop path), ``RemoteLogger`` (``_remote``), resuming a run folder
 (``_resume``), and process mode's training-process half: starting the agent
 (``_spawn``), driving the shipper and falling back to an in-process pump when the agent

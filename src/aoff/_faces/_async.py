@@ -34,8 +34,8 @@ from .._core._checkpoint import no_state_line
 from .._core._report import FinishReport
 from .._core._warning import AoffWarning
 from .._display._streams import Forwarding, should_forward
-from ._base import Face
 from ._defer import ki_protected
+from ._face import Face
 from ._phase import Phase
 from ._sigterm import sigterm_is_default, watch_sigterm
 

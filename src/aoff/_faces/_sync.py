@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._core._checkpoint import no_state_line
 from .._core._report import FinishReport, force_quit_line, stderr_line
-from ._base import Face
+from ._face import Face
 from ._phase import Phase
 from ._side import AgentSide
 

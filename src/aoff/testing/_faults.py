@@ -216,24 +216,24 @@ def finish_grace(seconds: float) -> Iterator[None]:
     """While open, ``finish()``/``close()`` give up on a pump that made no progress for
     ``finish_timeout`` plus ``seconds`` (10 s otherwise), so that a test of a stuck
     final drain need not wait the full grace."""
-    from .._faces import _base
+    from .._faces import _face
 
     if not seconds > 0:
         raise ValueError(f"seconds must be > 0, got {seconds!r}")
-    grace = _base.FINISH_GRACE
-    _base.FINISH_GRACE = float(seconds)
+    grace = _face.FINISH_GRACE
+    _face.FINISH_GRACE = float(seconds)
     try:
         yield
     finally:
-        _base.FINISH_GRACE = grace
+        _face.FINISH_GRACE = grace
 
 
 def reset_once_a_process_notices() -> None:
     """Forget which once-a-process notices were printed (e.g. "the pump runs in this
     process, not in its agent"), so that the next logger made prints its own again."""
-    from .._faces import _base
+    from .._faces import _face
 
-    _base._said_in_process.clear()
+    _face._said_in_process.clear()
 
 
 def remove_sigterm_handler() -> bool:
