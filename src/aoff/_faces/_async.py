@@ -123,7 +123,9 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
         await anyio.to_thread.run_sync(self._buf.wait_for_space, abandon_on_cancel=True)
 
     # -- lifecycle ----------------------------------------------------------------------------
+    # class-level too: a muted rank's face never runs _setup_face, and leaves `async with`
     _tg: anyio.abc.TaskGroup | None = None
+    _exits: contextlib.AsyncExitStack | None = None
     _signalled: int | None = None
 
     async def __aenter__(self) -> AsyncOffPolicyLogger:
