@@ -28,7 +28,7 @@ from collections.abc import Sequence
 
 from .._backends._base import BackendContext
 from .._core._records import StepRecord
-from .._core._state import State
+from .._core._view import RunView
 from ._probe import Probe, probe
 from ._wait import WaitTimeout, await_until, wait_until
 from ._wandb_offline import read_config as read_wandb_config
@@ -106,19 +106,19 @@ class RecordingDisplay:
     """A display that keeps every frame (a state snapshot and its time) instead of drawing."""
 
     def __init__(self) -> None:
-        self.frames: list[tuple[float, State]] = []
+        self.frames: list[tuple[float, RunView]] = []
         self.opened: list[float] = []
         self.lines: list[str] = []
-        self.closed: list[tuple[float, State, bool]] = []
+        self.closed: list[tuple[float, RunView, bool]] = []
 
-    def open(self, state: State, now: float) -> None:
+    def open(self, state: RunView, now: float) -> None:
         self.opened.append(now)
 
-    def update(self, state: State, now: float) -> None:
+    def update(self, state: RunView, now: float) -> None:
         self.frames.append((now, state))
 
     def say(self, markup: str) -> None:
         self.lines.append(markup)
 
-    def close(self, state: State, now: float, *, summary: bool) -> None:
+    def close(self, state: RunView, now: float, *, summary: bool) -> None:
         self.closed.append((now, state, summary))
