@@ -50,12 +50,12 @@ def logger(run: Path) -> OffPolicyLogger:
     log = OffPolicyLogger(
         log_dir=run, backends=("jsonl",), display=NullDisplay(), handle_sigterm=False
     )
-    assert type(log._host).__name__ == "AgentSide", "the pump is not in the agent"
+    assert type(log._driver).__name__ == "AgentSide", "the pump is not in the agent"
     return log
 
 
 def agent_pid(log: OffPolicyLogger) -> int:
-    host: Any = log._host
+    host: Any = log._driver
     return int(host.proc.pid)
 
 

@@ -45,7 +45,7 @@ MODES = ("process", "thread")
 
 def burst(mode: str, calls: int, root: Path, iterations: bool) -> dict[str, Any]:
     log = OffPolicyLogger(log_dir=root, display="none", pump=mode, handle_sigterm=False)  # type: ignore[arg-type]
-    in_agent = type(log._host).__name__ == "AgentSide"
+    in_agent = type(log._driver).__name__ == "AgentSide"
     assert in_agent == (mode == "process"), "the pump is not where the mode says"
     metrics, components, extra = w.METRICS, w.COMPONENTS, w.EXTRA
     reward, tt, wt = w.REWARD, w.TRAIN_TIME, w.WAIT_TIME

@@ -148,7 +148,7 @@ def p99_us(samples: list[int]) -> float:
 
 def measure(iterations: int, blocks: int, root: Path) -> dict[str, Any]:
     proc = OffPolicyLogger(log_dir=root / "process", display="none", handle_sigterm=False)
-    assert type(proc._host).__name__ == "AgentSide", "the pump is not in the agent"
+    assert type(proc._driver).__name__ == "AgentSide", "the pump is not in the agent"
     thread = OffPolicyLogger(
         log_dir=root / "thread", display="none", pump="thread", handle_sigterm=False
     )

@@ -168,8 +168,8 @@ async def with_aoff(seconds: float, nice: int | None, pin: bool) -> Run:
             handle_sigterm=False,
             **kw,
         ) as log:
-            side = log._side
-            assert side is not None, "the pump is not in the agent"
+            side: Any = log._driver
+            assert type(side).__name__ == "AgentSide", "the pump is not in the agent"
             if pin:
                 os.sched_setaffinity(side.proc.pid, {1})
             await log.log_step(0, METRICS)

@@ -108,7 +108,7 @@ def child(scenario: str, iterations: int, root: Path) -> dict[str, Any]:
         backends=backends,
         handle_sigterm=False,
     )
-    host: Any = log._host
+    host: Any = log._driver
     agent = int(host.proc.pid) if mode == "process" else None
     assert (agent is not None) == (type(host).__name__ == "AgentSide"), "pump misplaced"
     started: dict[str, float] = {}

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 import pytest
 
 from aoff import AsyncOffPolicyLogger, Backend, Display, OffPolicyLogger, Overflow
-from aoff.testing import RecordingDisplay, probe, remove_sigterm_handler
+from aoff.testing import RecordingDisplay, probe
+from aoff.testing._faults import remove_sigterm_handler
 
 if TYPE_CHECKING:
     from rich.console import Console

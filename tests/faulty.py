@@ -15,7 +15,7 @@ import anyio.to_thread
 import pytest
 
 from aoff import BackendContext, StepRecord
-from aoff.testing import without_tensor_capture
+from aoff.testing._faults import without_tensor_capture
 
 
 class CountingBackend:

@@ -23,16 +23,9 @@ import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from aoff import AsyncOffPolicyLogger, FinishReport, OffPolicyLogger
-from aoff.testing import (
-    Probe,
-    await_until,
-    finish_grace,
-    kill_agent,
-    probe,
-    put_event,
-    wait_until,
-    watch_buffer,
-)
+from aoff._faces._side import AgentSide
+from aoff.testing import Probe, await_until, probe, wait_until
+from aoff.testing._faults import finish_grace, kill_agent, put_event, watch_buffer
 
 from .conftest import ahold_still, hold_still, jsonl_agent_logger
 
@@ -218,7 +211,8 @@ async def test_an_async_finish_that_gives_up_on_a_frozen_agent_says_so_once(
 GUARDLESS = """
 import sys
 from aoff import OffPolicyLogger
-from aoff.testing import kill_agent, probe, wait_until
+from aoff.testing import probe, wait_until
+from aoff.testing._faults import kill_agent
 print("script body ran", flush=True)
 log = OffPolicyLogger(log_dir=sys.argv[1], backends=("jsonl",), handle_sigterm=False)
 log.start()
@@ -573,7 +567,9 @@ def test_a_call_that_ships_pays_one_slice_and_the_frames_go_out_together(tmp_pat
     log = jsonl_agent_logger(tmp_path / "run")
     log.start()
     log.flush()
-    shipper = log._host.shipper  # type: ignore[union-attr]
+    side = log._driver
+    assert isinstance(side, AgentSide)  # process mode: the agent's side drives the pump
+    shipper = side.shipper
     main = threading.current_thread()
     slices: list[int] = []  # events each of the caller's rounds drained
     sends: list[int] = []  # bytes waiting when the caller's round sent
@@ -591,7 +587,7 @@ def test_a_call_that_ships_pays_one_slice_and_the_frames_go_out_together(tmp_pat
             sends.append(shipper.link.pending_out)
         return send_some(limit)
 
-    shipper.step, shipper.link.send_some = watched_step, watched_send  # type: ignore[method-assign]
+    shipper.step, shipper.link.send_some = watched_step, watched_send  # type: ignore[method-assign,assignment]
     t0 = time.monotonic()
     iterate(log, 0, 2000)  # 8,000 events, flat out
     elapsed = time.monotonic() - t0
@@ -627,7 +623,8 @@ def test_slices_not_sent_when_the_agent_is_lost_are_folded_by_the_fallback(
     waiting = [e[2] for e in p.unsent_events if e[0] == ev.STEP]
     assert waiting and waiting == list(range(waiting[0], waiting[0] + len(waiting)))
     kill_agent(log)
-    log._host.proc.wait(10)  # type: ignore[union-attr]  # gone before anything is sent
+    assert isinstance(log._driver, AgentSide)
+    log._driver.proc.wait(10)  # gone before anything is sent
     log.finish()
     on_disk = [r["iteration"] for r in jsonl_rows(tmp_path / "run")]
     # the slices (and the buffer's last events after them), in order; the steps sent
@@ -1058,7 +1055,8 @@ FALLBACK_MEDIA = """
 import json, os, signal, sys, time
 import numpy as np
 from aoff import OffPolicyLogger
-from aoff.testing import kill_agent, probe, wait_until
+from aoff.testing import probe, wait_until
+from aoff.testing._faults import kill_agent
 log = OffPolicyLogger(log_dir=sys.argv[1], backends=("jsonl",), handle_sigterm=False,
                       display="none")
 log.start()

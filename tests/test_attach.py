@@ -32,7 +32,7 @@ import anyio
 import pexpect
 import pytest
 
-from aoff import BackendContext, OffPolicyLogger, State
+from aoff import BackendContext, OffPolicyLogger, RunView
 from aoff.__main__ import main
 from aoff._channel._paths import KEY_NAME, POINTER_NAME, SOCKET_NAME, SUN_PATH_MAX, probe
 from aoff._cli._demo import run
@@ -420,7 +420,7 @@ class _Order(RecordingDisplay):
         super().__init__()
         self.calls: list[str] = []
 
-    def open(self, state: State, now: float) -> None:
+    def open(self, state: RunView, now: float) -> None:
         self.calls.append("open")
 
     def say(self, markup: str) -> None:

@@ -15,7 +15,7 @@ import time
 
 from rich.console import Console
 
-from aoff import OffPolicyLogger, State
+from aoff import OffPolicyLogger, RunView
 from aoff._cli._demo import add_arguments, config_from_args
 from aoff._cli._demo_drive import _Calls
 from aoff._display._chart import PanelMemory
@@ -24,7 +24,7 @@ from aoff._display._panel import dashboard_panel
 from aoff.testing import RecordingDisplay
 
 
-def _frames() -> list[tuple[float, State]]:
+def _frames() -> list[tuple[float, RunView]]:
     import argparse
 
     p = argparse.ArgumentParser()
@@ -46,7 +46,7 @@ def _frames() -> list[tuple[float, State]]:
     return shown.frames
 
 
-def _text(state: State, now: float, memory: PanelMemory) -> str:
+def _text(state: RunView, now: float, memory: PanelMemory) -> str:
     console = Console(file=io.StringIO(), width=100, height=30, color_system=None, record=True)
     console.print(dashboard_panel(state, now, UNICODE_GLYPHS, memory))
     return console.export_text()

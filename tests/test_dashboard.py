@@ -15,6 +15,7 @@ from rich.segment import Segment
 
 from aoff._core._records import RunConfig
 from aoff._core._state import State
+from aoff._core._view import RunView
 from aoff._display._api import Display
 from aoff._display._dashboard import Dashboard, use_live
 from aoff._display._render import ASCII_GLYPHS, UNICODE_GLYPHS
@@ -272,7 +273,7 @@ class _Exploding:
 
 
 def _explode_on_render(d: Dashboard, exc: BaseException) -> None:
-    def panel(state: State, now: float) -> _Exploding:
+    def panel(state: RunView, now: float) -> _Exploding:
         return _Exploding(exc)
 
     d._panel = panel  # type: ignore[method-assign]

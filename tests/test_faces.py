@@ -12,7 +12,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from aoff import AoffWarning, AsyncOffPolicyLogger
+from aoff import AoffWarning, AsyncOffPolicyLogger, OffPolicyLogger, RunView
 
 
 @pytest.mark.anyio
@@ -82,6 +82,18 @@ def test_mypy_flags_code_after_a_wrong_twin_as_unreachable(tmp_path: Path) -> No
                 async def inner() -> None:
                     await s.aflush()
                     print("never runs")
+
+            from aoff import RunView
+
+            class Mine:  # a user's own display
+                def open(self, state: RunView, now: float) -> None:
+                    state.iteration = 1
+                def update(self, state: RunView, now: float) -> None: ...
+                def say(self, markup: str) -> None: ...
+                def close(self, state: RunView, now: float, *, summary: bool) -> None: ...
+
+            def shows() -> None:
+                OffPolicyLogger(display=Mine())
             """
         )
     )
@@ -111,3 +123,38 @@ def test_mypy_flags_code_after_a_wrong_twin_as_unreachable(tmp_path: Path) -> No
     # face has no async names at all, so mypy names the right one at the call
     assert out.stdout.count("Statement is unreachable") == 1, out.stdout
     assert '"OffPolicyLogger" has no attribute "aflush"; maybe "flush"?' in out.stdout
+    # a display reads the run through a read-only view, and one typed so is a Display
+    assert 'Property "iteration" defined in "RunView" is read-only' in out.stdout
+    assert '"Mine"' not in out.stdout, out.stdout
+
+
+class _UsersDisplay:
+    """A display as a user writes one: plain methods, reading what ``RunView`` lists."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[object, ...]] = []
+
+    def open(self, state: RunView, now: float) -> None:
+        self.seen.append(("open", state.started, state.config.algo_name))
+
+    def update(self, state: RunView, now: float) -> None:
+        self.seen.append(("update", state.iteration, dict(state.latest_metrics)))
+
+    def say(self, markup: str) -> None:
+        self.seen.append(("say", markup))
+
+    def close(self, state: RunView, now: float, *, summary: bool) -> None:
+        metrics = dict(state.latest_metrics)
+        self.seen.append(("close", state.steps_logged, state.iteration, metrics, summary))
+
+
+def test_a_users_own_display_sees_the_run_through_its_view() -> None:
+    shown = _UsersDisplay()
+    log = OffPolicyLogger(algo_name="SAC", log_backend="none", display=shown)
+    for i in range(1, 4):
+        log.log_step(i, {"q_loss": 0.5 * i})
+    log.finish()
+    assert shown.seen[0] == ("open", True, "SAC")
+    assert shown.seen[-1] == ("close", 3, 3, {"q_loss": 1.5}, True)
+    frames = [f for f in shown.seen if f[0] == "update"]
+    assert all(f[1] in (1, 2, 3) for f in frames)

@@ -37,7 +37,8 @@ from aoff import (
 from aoff._core._buffer import EventBuffer
 from aoff._core._recorder import Recorder
 from aoff._pump._pump import Pump
-from aoff.testing import MemoryBackend, RecordingDisplay, probe, ship_inline_after
+from aoff.testing import MemoryBackend, RecordingDisplay, probe
+from aoff.testing._faults import ship_inline_after
 
 from .conftest import ahold_still, hold_still
 

@@ -24,13 +24,8 @@ from PIL import Image, ImageSequence
 
 import aoff
 from aoff import AoffWarning, AsyncOffPolicyLogger, OffPolicyLogger
-from aoff.testing import (
-    hold_media_encoder,
-    kill_agent,
-    probe,
-    read_wandb_history,
-    wait_for_wandb_runs,
-)
+from aoff.testing import probe, read_wandb_history, wait_for_wandb_runs
+from aoff.testing._faults import hold_media_encoder, kill_agent
 
 MODES = ("process", "thread")
 

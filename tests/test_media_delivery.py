@@ -187,7 +187,7 @@ def probe_last_media(log: OffPolicyLogger) -> Any:
 def test_a_stalled_encoder_is_counted_and_the_panel_names_only_what_was_written(
     tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    from aoff.testing import hold_media_encoder
+    from aoff.testing._faults import hold_media_encoder
 
     log = _logger(tmp_path, "thread", finish_timeout=0.3)
     log.log_step(1, {"x": 0.0})
@@ -392,7 +392,8 @@ def test_videos_a_lost_agent_took_are_encoded_again_or_counted(
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     from aoff._media import _shm
-    from aoff.testing import kill_agent, probe, wait_until
+    from aoff.testing import probe, wait_until
+    from aoff.testing._faults import kill_agent
 
     log = _logger(tmp_path, "process", backends=("tensorboard",), log_backend="none")
     p = probe(log)

@@ -21,7 +21,8 @@ from rich.console import Console
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from aoff import CsvBackend, JsonlBackend, NullDisplay, OffPolicyLogger, TensorBoardBackend
-from aoff.testing import ManualClock, MemoryBackend, probe, reset_once_a_process_notices
+from aoff.testing import ManualClock, MemoryBackend, probe
+from aoff.testing._faults import reset_once_a_process_notices
 
 LINE = "aoff: the pump runs in this process, not in its agent"
 

@@ -28,7 +28,8 @@ import pytest
 
 import aoff
 from aoff import OffPolicyLogger, RemoteReport
-from aoff.testing import probe_remote, wait_until
+from aoff.testing import wait_until
+from aoff.testing._remote_probe import probe_remote
 from tests.conftest import read_jsonl, read_tensorboard
 
 ray = pytest.importorskip("ray")

@@ -34,12 +34,10 @@ from aoff.testing import (
     MemoryBackend,
     RecordingDisplay,
     await_until,
-    drive_backend_clock,
-    finish_grace,
     probe,
     wait_until,
-    watch_backend,
 )
+from aoff.testing._faults import drive_backend_clock, finish_grace, watch_backend
 
 from .conftest import (
     ahold_still,

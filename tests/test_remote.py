@@ -35,7 +35,8 @@ from aoff._core._buffer import Overflow
 from aoff._core._fold import Folder
 from aoff._core._state import ProducerInfo, State
 from aoff._transport._wire import MAX_PENDING_BYTES
-from aoff.testing import probe_remote, wait_until
+from aoff.testing import wait_until
+from aoff.testing._remote_probe import probe_remote
 from tests import remote_child
 from tests.conftest import hold_still, read_jsonl, read_tensorboard
 from tests.tbserver import tensorboard_server

@@ -301,12 +301,8 @@ def test_wandb_offline_resume_keeps_one_run_id(
 ) -> None:
     wandb = pytest.importorskip("wandb")
     from aoff._backends._wandb import RUN_ID_FILE, WandbBackend
-    from aoff.testing import (
-        read_wandb_config,
-        read_wandb_history,
-        read_wandb_run_id,
-        wait_for_wandb_runs,
-    )
+    from aoff.testing import read_wandb_config, read_wandb_history, wait_for_wandb_runs
+    from aoff.testing._wandb_offline import read_run_id as read_wandb_run_id
 
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_SILENT", "true")

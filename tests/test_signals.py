@@ -150,7 +150,7 @@ _ROUND_CHILD = """
 import signal, sys
 import anyio
 from aoff import AsyncOffPolicyLogger
-from aoff.testing import signal_while_draining
+from aoff.testing._faults import signal_while_draining
 
 async def main(run, mode, progress):
     async with AsyncOffPolicyLogger(

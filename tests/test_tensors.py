@@ -36,15 +36,8 @@ from aoff._core._pending import (
 from aoff._core._recorder import Recorder
 from aoff._core._state import State
 from aoff._pump._pump import Pump
-from aoff.testing import (
-    ManualClock,
-    MemoryBackend,
-    RecordingDisplay,
-    aput_event,
-    put_event,
-    record_report_lines,
-    wait_until,
-)
+from aoff.testing import ManualClock, MemoryBackend, RecordingDisplay, wait_until
+from aoff.testing._faults import aput_event, put_event, record_report_lines
 
 from .conftest import make_async_logger, make_logger
 

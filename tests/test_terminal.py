@@ -31,6 +31,7 @@ from aoff import (
     AsyncOffPolicyLogger,
     Dashboard,
     RunConfig,
+    RunView,
     State,
     StepRecord,
 )
@@ -668,16 +669,16 @@ class CountingDashboard(Dashboard):
         self.update_times: list[float] = []
         self.threads: set[int] = set()
 
-    def open(self, state: State, now: float) -> None:
+    def open(self, state: RunView, now: float) -> None:
         self.threads.add(threading.get_ident())
         super().open(state, now)
 
-    def update(self, state: State, now: float) -> None:
+    def update(self, state: RunView, now: float) -> None:
         self.threads.add(threading.get_ident())
         self.update_times.append(now)
         super().update(state, now)
 
-    def close(self, state: State, now: float, *, summary: bool) -> None:
+    def close(self, state: RunView, now: float, *, summary: bool) -> None:
         self.threads.add(threading.get_ident())
         super().close(state, now, summary=summary)
 

@@ -1,7 +1,8 @@
-"""The hooks of ``aoff.testing`` that tests reach a logger's insides through: ``probe``
-and the fault-injection hooks. Each is checked against something the test sees for
-itself (a pid that answers, a file in /dev/shm, the records a backend got), so that a
-hook that returns a wrong value fails here and not, silently, in the tests built on it.
+"""The hooks tests reach a logger's insides through: ``aoff.testing.probe`` and aoff's own
+fault-injection hooks (``aoff.testing._faults``). Each is checked against something the
+test sees for itself (a pid that answers, a file in /dev/shm, the records a backend got),
+so that a hook that returns a wrong value fails here and not, silently, in the tests
+built on it.
 """
 
 from __future__ import annotations
@@ -21,26 +22,28 @@ from aoff.testing import (
     MemoryBackend,
     RecordingDisplay,
     WaitTimeout,
+    probe,
+    read_wandb_history,
+    wait_for_wandb_run,
+    wait_for_wandb_runs,
+    wait_until,
+)
+from aoff.testing._faults import (
     aput_event,
     drive_backend_clock,
     finish_grace,
     hold_media_encoder,
     kill_agent,
-    probe,
-    probe_remote,
     put_event,
-    read_wandb_history,
     record_report_lines,
     remove_sigterm_handler,
     reset_once_a_process_notices,
     ship_inline_after,
-    wait_for_wandb_run,
-    wait_for_wandb_runs,
-    wait_until,
     watch_backend,
     watch_buffer,
     without_tensor_capture,
 )
+from aoff.testing._remote_probe import probe_remote
 
 from .conftest import jsonl_agent_logger, make_async_logger, make_logger
 from .faulty import GatedBackend
@@ -430,3 +433,18 @@ def test_waiting_for_a_finished_wandb_run_file(
     assert [r["x"] for r in read_wandb_history(path)] == [0.0, 1.0, 2.0, 3.0, 4.0]
     with pytest.raises(WaitTimeout):  # one run is there, not two
         wait_for_wandb_runs(tmp_path, 2, timeout=0.5)
+
+
+def test_the_public_testing_surface_is_small_and_each_name_is_documented() -> None:
+    import re
+
+    import aoff.testing
+    from aoff.testing import _faults
+
+    public = set(aoff.testing.__all__)
+    assert len(public) <= 12, sorted(public)
+    # aoff's own fault hooks are not part of it, not even as attributes
+    assert not {n for n in _faults.__all__ if hasattr(aoff.testing, n)}
+    page = (Path(__file__).parent.parent / "docs/reference/testing.md").read_text()
+    assert set(re.findall(r"^::: aoff\.testing\.(\w+)$", page, re.M)) == public
+    assert set(re.findall(r"^\| `(\w+)` \|", page, re.M)) == public  # a line on each

@@ -19,10 +19,10 @@ import pytest
 from aoff._backends._base import Backend, BackendContext
 from aoff._backends._wandb import WandbBackend
 from aoff._core._records import RunConfig, StepRecord
-from aoff.testing import iter_wandb_records as iter_records
 from aoff.testing import read_wandb_config as read_config
 from aoff.testing import read_wandb_history as read_history
 from aoff.testing import wait_for_wandb_runs
+from aoff.testing._wandb_offline import iter_records
 
 wandb = pytest.importorskip("wandb")
 

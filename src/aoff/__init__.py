@@ -12,6 +12,7 @@ from ._core._buffer import DEFAULT_CAPACITY, Overflow
 from ._core._records import RunConfig, StepRecord
 from ._core._report import FinishReport
 from ._core._state import State
+from ._core._view import RunView
 from ._core._warning import AoffWarning
 from ._display._api import Display, NullDisplay
 from ._faces._async import AsyncOffPolicyLogger
@@ -76,6 +77,7 @@ __all__ = [
     "RemoteLogger",
     "RemoteReport",
     "RunConfig",
+    "RunView",
     "ScalarReader",
     "State",
     "StepRecord",
@@ -94,6 +96,7 @@ for _obj in (
     NullDisplay,
     OffPolicyLogger,
     RunConfig,
+    RunView,
     State,
     StepRecord,
 ):

@@ -78,6 +78,53 @@ class _Engine(OffPolicyLogger):
         super()._setup_face()
 
 
+#: the writer's arguments that go to the logger as they are (None: the logger's default)
+_PASSED_ON = frozenset(
+    (
+        "backends",
+        "overflow",
+        "finish_timeout",
+        "flush_secs",
+        "pump",
+        "ranks",
+        "wandb_project",
+        "wandb_entity",
+        "wandb_name",
+        "rules",
+        "webhook",
+        "command",
+        "capacity",
+        "media_budget",
+    )
+)
+
+
+def _engine(
+    logdir: str,
+    filename_suffix: str,
+    purge_step: int | None,
+    total_steps: int,
+    dashboard: bool,
+    passed: dict[str, Any],
+) -> _Engine:
+    """The logger behind a writer: TensorBoard files in ``logdir``, the writer's own
+    conventions (no envs, a dashboard only when asked), the rest as passed."""
+    if "backends" in passed:
+        passed["backends"] = tuple(passed["backends"])
+    return _Engine(
+        {"tb_filename_suffix": filename_suffix, "tb_purge_step": purge_step},
+        algo_name="SummaryWriter",
+        env_name=logdir,
+        max_iterations=total_steps,
+        num_envs=0,  # a writer's calls never say: no "Envs" row on the dashboard
+        log_dir=os.path.abspath(logdir),
+        log_backend="tensorboard",
+        display=None if dashboard else NullDisplay(),
+        system_interval=2.0 if dashboard else 0,
+        **passed,
+    )
+
+
 class SummaryWriter(WriterMedia):
     """A drop-in for ``torch.utils.tensorboard.SummaryWriter`` that writes through aoff.
 
@@ -142,35 +189,10 @@ class SummaryWriter(WriterMedia):
         self._logdir = os.fspath(log_dir)
         if purge_step is not None:  # any int64, as torch's (-1: every point is hidden)
             purge_step = checked.step("SummaryWriter", purge_step, "purge_step")
-        extra: dict[str, Any] = {}
-        if capacity is not None:
-            extra["capacity"] = capacity
-        if media_budget is not None:
-            extra["media_budget"] = media_budget
+        passed = {k: v for k, v in locals().items() if k in _PASSED_ON and v is not None}
         os.makedirs(self._logdir, exist_ok=True)  # torch's writer makes it at once too
-        self._engine = _Engine(
-            {"tb_filename_suffix": filename_suffix, "tb_purge_step": purge_step},
-            algo_name="SummaryWriter",
-            env_name=self._logdir,
-            max_iterations=total_steps,
-            num_envs=0,  # a writer's calls never say: no "Envs" row on the dashboard
-            log_dir=os.path.abspath(self._logdir),
-            log_backend="tensorboard",
-            wandb_project=wandb_project,
-            wandb_entity=wandb_entity,
-            wandb_name=wandb_name,
-            backends=tuple(backends),
-            overflow=overflow,
-            finish_timeout=finish_timeout,
-            flush_secs=flush_secs,
-            display=None if dashboard else NullDisplay(),
-            pump=pump,
-            system_interval=2.0 if dashboard else 0,
-            ranks=ranks,
-            rules=rules,
-            webhook=webhook,
-            command=command,
-            **extra,
+        self._engine = _engine(
+            self._logdir, filename_suffix, purge_step, total_steps, dashboard, passed
         )
         if self._engine._inert:  # a rank that does not log (see aoff's ``ranks=``)
             self._engine._put = _discard

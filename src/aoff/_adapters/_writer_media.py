@@ -25,7 +25,7 @@ from .._media._frames import check_format, check_key
 from . import _writer_checks as checked
 
 if TYPE_CHECKING:
-    from .._faces._base import Face
+    from .._faces._face import Face
     from .._faces._sync import OffPolicyLogger
 
 __all__ = ["WriterMedia", "torch_figure", "torch_image", "torch_video"]

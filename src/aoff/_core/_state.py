@@ -33,7 +33,9 @@ class State:
     for what no event carries, by the pump's parts: the intake (``media_refused``,
     ``last_media``, ``invalid_values`` for an event the fold raised on), the screen
     (``backend_problems``) and the pump (``dropped_events``, ``alerts``). A display, in another
-    thread or process, gets a :meth:`snapshot`."""
+    thread or process, gets a :meth:`snapshot`, typed as the read-only
+    :class:`~aoff.RunView` (what a display may read); make one to feed a display in a
+    test (``State(iteration=3, started=True)``)."""
 
     config: RunConfig = field(default_factory=RunConfig)
     started: bool = False

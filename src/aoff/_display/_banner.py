@@ -9,10 +9,12 @@ it. The banner is red and first, so it is seen; the footer is one dim line.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from .._core._state import State
+from .._core._view import RunView
 
 __all__ = ["SHOWN", "alert_banner", "cost_line", "with_banner"]
 
@@ -20,7 +22,7 @@ __all__ = ["SHOWN", "alert_banner", "cost_line", "with_banner"]
 SHOWN = 3
 
 
-def alert_banner(state: State) -> Text | None:
+def alert_banner(state: RunView) -> Text | None:
     """The banner for ``state``'s alerts (None while there are none)."""
     alerts = state.alerts
     if not alerts:
@@ -36,7 +38,7 @@ def alert_banner(state: State) -> Text | None:
     return text
 
 
-def cost_line(cost: dict[str, float]) -> str:
+def cost_line(cost: Mapping[str, float]) -> str:
     """``logging cost the loop 0.2 %, p99 call 6 us; agent lag 0.1 s, CPU 4 %`` from the
     ``aoff/...`` tags (``""`` before the first)."""
     parts = []
@@ -52,7 +54,7 @@ def cost_line(cost: dict[str, float]) -> str:
     return "; ".join(parts)
 
 
-def with_banner(state: State, panel: RenderableType) -> RenderableType:
+def with_banner(state: RunView, panel: RenderableType) -> RenderableType:
     """``panel`` with the banner above it and the cost line below, when they exist."""
     banner = alert_banner(state)
     line = cost_line(state.cost)

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from rich.segment import Segment
 from rich.style import Style
 
-from .._core._state import State
+from .._core._view import RunView
 from ._cells import NULL, Line
 from ._content import label as _label
 from ._glyphs import UNICODE_GLYPHS, Glyphs
@@ -149,7 +149,7 @@ def _block_chart(
 
 
 def chart_lines(
-    state: State, memory: PanelMemory | None, width: int, rows: int, glyphs: Glyphs
+    state: RunView, memory: PanelMemory | None, width: int, rows: int, glyphs: Glyphs
 ) -> list[Line]:
     """At most ``rows`` lines, each ``width`` cells wide, for the room under the rewards:
     nothing without a reward yet, a sparkline in one row (or a narrow panel), block

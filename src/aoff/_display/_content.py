@@ -19,7 +19,7 @@ from rich.errors import MarkupError
 from rich.style import Style
 from rich.text import Text
 
-from .._core._state import State
+from .._core._view import RunView
 from ._cells import EMPTY, Cell
 from ._format import fmt_duration, fmt_ms, fmt_number
 from ._glyphs import UNICODE_GLYPHS, Glyphs
@@ -69,7 +69,7 @@ def label(key: str) -> str:
     return key.replace("_", " ").title()
 
 
-def eta_seconds(state: State, now: float) -> float | None:
+def eta_seconds(state: RunView, now: float) -> float | None:
     """Seconds left: remaining iterations × seconds per iteration so far.
 
     Time is measured from ``training_start_time`` when the training timer was started
@@ -90,13 +90,13 @@ def eta_seconds(state: State, now: float) -> float | None:
     return remaining * elapsed / state.iteration
 
 
-def iteration_of(state: State) -> str:
+def iteration_of(state: RunView) -> str:
     """``"<iteration>/<max_iterations>"``, or the iteration alone when no end is known."""
     top = state.config.max_iterations
     return f"{state.iteration}/{top}" if top > 0 else str(state.iteration)
 
 
-def header_fields(state: State, now: float, glyphs: Glyphs = UNICODE_GLYPHS) -> list[Cell]:
+def header_fields(state: RunView, now: float, glyphs: Glyphs = UNICODE_GLYPHS) -> list[Cell]:
     """The header's fields: algo, env, iteration, elapsed, ETA, episode length,
     throughput, status (last, as Rich markup; literal when it is not valid markup).
 
@@ -136,7 +136,7 @@ def join_fields(fields: Sequence[Cell], lead: str = "") -> Cell:
     return out
 
 
-def header(state: State, now: float, glyphs: Glyphs = UNICODE_GLYPHS) -> Text:
+def header(state: RunView, now: float, glyphs: Glyphs = UNICODE_GLYPHS) -> Text:
     """The one-line header of the wide layout (see :func:`header_fields`), never wrapped:
     what does not fit is cut (``…``, or cropped with ASCII glyphs)."""
     line = join_fields(header_fields(state, now, glyphs)).to_text()
@@ -145,7 +145,7 @@ def header(state: State, now: float, glyphs: Glyphs = UNICODE_GLYPHS) -> Text:
     return line
 
 
-def metric_rows(state: State) -> list[Pair]:
+def metric_rows(state: RunView) -> list[Pair]:
     """ "Losses & Metrics" | "Value": loss keys first (sorted; red above 10, or when not
     finite), then the other keys sorted and indented; ``_`` → space, title case."""
     metrics = state.latest_metrics
@@ -189,7 +189,7 @@ def reward_trend(history: Iterable[float]) -> Trend | None:
     return "flat"
 
 
-def reward_rows(state: State, glyphs: Glyphs, *, split: bool = False) -> list[Pair]:
+def reward_rows(state: RunView, glyphs: Glyphs, *, split: bool = False) -> list[Pair]:
     """ "Rewards" | "Value": trend, mean of the last 50 (labelled so: the seed's plain
     "Mean" read like the summary's mean of other windows) and peak of the kept history, then
     each reward component (sorted, ``reward/`` removed, ``_`` → space, signed, coloured
@@ -300,7 +300,7 @@ def system_rows(system: Mapping[str, float]) -> list[Pair]:
     return rows
 
 
-def timing_columns(state: State, glyphs: Glyphs) -> list[tuple[str, list[Pair]]]:
+def timing_columns(state: RunView, glyphs: Glyphs) -> list[tuple[str, list[Pair]]]:
     """The bottom section's columns, ``(title, (label, value) rows)``: Learner,
     Collector and System, each only once something of it was logged.
 
@@ -344,7 +344,7 @@ def timing_columns(state: State, glyphs: Glyphs) -> list[tuple[str, list[Pair]]]
     return columns
 
 
-def _system_column(state: State, glyphs: Glyphs) -> list[Pair]:
+def _system_column(state: RunView, glyphs: Glyphs) -> list[Pair]:
     """The System column's rows (see :func:`timing_columns`)."""
     system: list[Pair] = []
     if state.buffer_size > 0 or state.buffer_target > 0:

@@ -26,7 +26,7 @@ from rich.file_proxy import FileProxy
 from rich.live import Live
 from rich.text import Text
 
-from .._core._state import State
+from .._core._view import RunView
 from ._banner import with_banner
 from ._cells import Pause, no_pause
 from ._chart import PanelMemory
@@ -146,7 +146,7 @@ class Dashboard:
         self.memory = PanelMemory()
 
     # -- Display protocol --------------------------------------------------------------
-    def open(self, state: State, now: float) -> None:
+    def open(self, state: RunView, now: float) -> None:
         """Enter ``Live`` (terminal) or print the first plain line (elsewhere)."""
         with self._lock:
             self._closed = False
@@ -156,7 +156,7 @@ class Dashboard:
             else:
                 self._plain(state, now, force=True)
 
-    def update(self, state: State, now: float) -> None:
+    def update(self, state: RunView, now: float) -> None:
         """Redraw the panel, or print a plain line if ``plain_interval`` has passed."""
         with self._lock:
             if self._closed:
@@ -188,7 +188,7 @@ class Dashboard:
                 Text.from_ansi(text), markup=False, highlight=False, emoji=False, soft_wrap=True
             )
 
-    def close(self, state: State, now: float, *, summary: bool) -> None:
+    def close(self, state: RunView, now: float, *, summary: bool) -> None:
         """Stop ``Live`` and restore the terminal (always; idempotent), then print the
         summary panel when ``summary`` (once).
 
@@ -234,7 +234,7 @@ class Dashboard:
         return n
 
     # -- internals ---------------------------------------------------------------------
-    def _panel(self, state: State, now: float) -> RenderableType:
+    def _panel(self, state: RunView, now: float) -> RenderableType:
         panel = dashboard_panel(state, now, self.glyphs, self.memory, self._turn)
         return with_banner(state, panel)
 
@@ -252,7 +252,7 @@ class Dashboard:
         self._pause()
 
     def _start_live(
-        self, state: State, now: float, renderable: RenderableType | None = None
+        self, state: RunView, now: float, renderable: RenderableType | None = None
     ) -> None:
         if renderable is None:
             renderable = self._panel(state, now)
@@ -298,7 +298,7 @@ class Dashboard:
                     current.flush()  # a last line printed without its newline
                 setattr(sys, name, original)
 
-    def _stop_live(self, live: Live, state: State, now: float) -> None:
+    def _stop_live(self, live: Live, state: RunView, now: float) -> None:
         """Draw the final frame if possible, then stop ``live`` no matter what."""
         try:
             # if the final frame cannot be built, keep the last one: stopping matters more
@@ -310,7 +310,7 @@ class Dashboard:
             if self.console.is_terminal:
                 self.console.show_cursor(True)
 
-    def _plain(self, state: State, now: float, *, force: bool) -> None:
+    def _plain(self, state: RunView, now: float, *, force: bool) -> None:
         last = self._last_plain_time
         # a wall clock that stepped back restarts the interval instead of silencing lines
         if not force and last is not None and 0 <= now - last < self.plain_interval:

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .._core._state import State
+from .._core._view import RunView
 from ._api import Display
 
 #: seconds a display call may take before the dashboard counts as stuck
@@ -59,10 +59,10 @@ class GuardedDisplay:
         self._closed = threading.Event()
 
     # -- the Display protocol, non-blocking ---------------------------------------------
-    def open(self, state: State, now: float) -> None:
+    def open(self, state: RunView, now: float) -> None:
         self._submit("open", lambda: self.inner.open(state, now))
 
-    def update(self, state: State, now: float) -> None:
+    def update(self, state: RunView, now: float) -> None:
         if self.stuck():
             self.skipped += 1
             return
@@ -77,10 +77,10 @@ class GuardedDisplay:
         if echo is not None:
             self._submit("line", lambda: echo(text))
 
-    def close(self, state: State, now: float, *, summary: bool) -> None:
+    def close(self, state: RunView, now: float, *, summary: bool) -> None:
         self._submit("close", lambda: self._close_inner(state, now, summary), force=True)
 
-    def _close_inner(self, state: State, now: float, summary: bool) -> None:
+    def _close_inner(self, state: RunView, now: float, summary: bool) -> None:
         try:
             self.inner.close(state, now, summary=summary)
         finally:

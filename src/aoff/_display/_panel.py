@@ -27,7 +27,7 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.segment import Segment
 from rich.style import Style
 
-from .._core._state import State
+from .._core._view import RunView
 from ._cells import (
     NULL,
     Cell,
@@ -77,7 +77,7 @@ class DashboardPanel:
 
     def __init__(
         self,
-        state: State,
+        state: RunView,
         now: float,
         glyphs: Glyphs = UNICODE_GLYPHS,
         memory: PanelMemory | None = None,
@@ -279,7 +279,7 @@ def _pack(fields: list[Cell], width: int) -> list[list[Cell]]:
 
 
 def dashboard_panel(
-    state: State,
+    state: RunView,
     now: float,
     glyphs: Glyphs = UNICODE_GLYPHS,
     memory: PanelMemory | None = None,
@@ -305,19 +305,19 @@ class _Section:
             yield new_line
 
 
-def metrics_table(state: State, glyphs: Glyphs = UNICODE_GLYPHS) -> _Section:
+def metrics_table(state: RunView, glyphs: Glyphs = UNICODE_GLYPHS) -> _Section:
     """ "Losses & Metrics" | "Value" (see :func:`~._content.metric_rows`)."""
     rows = metric_rows(state)
     return _Section(lambda p, w: section(p, METRICS, w, [rows], glyphs, compact=False))
 
 
-def reward_table(state: State, glyphs: Glyphs = UNICODE_GLYPHS) -> _Section:
+def reward_table(state: RunView, glyphs: Glyphs = UNICODE_GLYPHS) -> _Section:
     """ "Rewards" | "Value", the narrow label column first (ratio 1:2), as the seed had."""
     rows = reward_rows(state, glyphs)
     return _Section(lambda p, w: section(p, REWARDS, w, [rows], glyphs, compact=False))
 
 
-def timing_table(state: State, glyphs: Glyphs = UNICODE_GLYPHS) -> _Section:
+def timing_table(state: RunView, glyphs: Glyphs = UNICODE_GLYPHS) -> _Section:
     """Learner, Collector and System column pairs (see :func:`~._content.timing_columns`);
     no line when nothing of them was logged."""
     spec, columns = _timing(state, glyphs)
@@ -326,7 +326,7 @@ def timing_table(state: State, glyphs: Glyphs = UNICODE_GLYPHS) -> _Section:
     return _Section(lambda p, w: section(p, spec, w, columns, glyphs, compact=False))
 
 
-def _timing(state: State, glyphs: Glyphs) -> tuple[Spec, list[list[Pair]]]:
+def _timing(state: RunView, glyphs: Glyphs) -> tuple[Spec, list[list[Pair]]]:
     """The timing section's spec and its columns' rows (only the columns with rows)."""
     titled = timing_columns(state, glyphs)
     return timing_spec([t for t, _ in titled]), [rows for _, rows in titled]

@@ -13,7 +13,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from .._core._state import State
+from .._core._view import RunView
 from ._banner import cost_line
 from ._content import REWARD_MEAN_WINDOW, iteration_of, markup, mean
 from ._format import fmt_duration
@@ -22,7 +22,7 @@ from ._glyphs import UNICODE_GLYPHS, Glyphs
 __all__ = ["plain_line", "summary_panel"]
 
 
-def summary_panel(state: State, now: float, glyphs: Glyphs = UNICODE_GLYPHS) -> Panel:
+def summary_panel(state: RunView, now: float, glyphs: Glyphs = UNICODE_GLYPHS) -> Panel:
     """The panel printed once at the end (green; yellow when the run was interrupted).
 
     Its first line says how the run ended: ``Training complete`` (all ``max_iterations``
@@ -101,7 +101,7 @@ def _field(label: str, value: str, style: str) -> Table:
     return grid
 
 
-def plain_line(state: State, now: float) -> str:
+def plain_line(state: RunView, now: float) -> str:
     """One line for logs that are not a terminal (CI, nohup, redirected stdout).
 
     ``iter 120/1500 | 3,456 steps/s | reward -123.456 | Training`` — throughput and

@@ -1,11 +1,13 @@
 """The faces: what training code calls, and the training process's side of the run.
 
 Owns ``OffPolicyLogger`` (``_sync``), ``AsyncOffPolicyLogger`` (``_async``, with its
-SIGTERM watcher in ``_sigterm``), what both share (``_base``: the constructor, fork and
-rank rules, the stop path), ``RemoteLogger`` (``_remote``), resuming a run folder
-(``_resume``), and process mode's training-process half: starting the agent
-(``_spawn``), driving the shipper and falling back to an in-process pump when the agent
-is lost (``_side``), signals held back during a round on the main thread (``_defer``).
+SIGTERM watcher in ``_sigterm``), what both share (``_face``: the constructor, fork and
+rank rules, the stop path), what a face needs of the part that runs its pump (``_driver``:
+both faces hold it as ``_driver``), the async face's in-process pump task
+(``_pumptask``), ``RemoteLogger`` (``_remote``), resuming a run folder (``_resume``),
+and process mode's training-process half: starting the agent (``_spawn``), driving the
+shipper and falling back to an in-process pump when the agent is lost (``_side``),
+signals held back during a round on the main thread (``_defer``).
 
 May import: ``_pump``, ``_channel``, ``_transport``, ``_backends``, ``_display``,
 ``_runfolder`` (resume reads the run folder), ``_media`` (the media calls), ``_core``.

@@ -19,6 +19,7 @@ The default handler is back once the block is left.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
 import types
@@ -33,14 +34,15 @@ from .._core import _events as ev
 from .._core._checkpoint import no_state_line
 from .._core._report import FinishReport
 from .._core._warning import AoffWarning
-from .._display._streams import Forwarding, should_forward
-from ._base import Face
 from ._defer import ki_protected
+from ._face import Face
 from ._phase import Phase
+from ._pumptask import PumpTask
 from ._sigterm import sigterm_is_default, watch_sigterm
 
 if TYPE_CHECKING:
     from .._pump._wiring import Core
+    from ._driver import AsyncDriver
     from ._side import AgentSide
 
 
@@ -77,14 +79,15 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
         # until `async with` enters, calls are kept (written if it does) and warn once
         self._init_recorder(self._put_unentered, self._options.now)
         self._raw_put = buf.put if overflow != "block" else buf.append
-        self._side: AgentSide | None = None  # process mode, once entered
-        self._forwarding: Forwarding | None = None  # thread mode on a terminal
+        #: what runs the pump, made in __aenter__: an AgentSide driving the agent, or the
+        #: pump as a task of this loop (PumpTask, made with a running loop)
+        self._driver: AsyncDriver | None = None
         if not self._process_mode():
             self._build_core()
         self._tg: anyio.abc.TaskGroup | None = None
+        self._exits: contextlib.AsyncExitStack | None = None  # leaves the task group
         self._warned_unentered = False
         # made in __aenter__ (an anyio.Event needs a running loop)
-        self._pump_done: anyio.Event | None = None  # the in-process pump task ended
         self._stop_done: anyio.Event | None = None  # the stop in progress has its report
         self._handle_sigterm = self._options.handle_sigterm
         self._sigterm_scope: anyio.CancelScope | None = None
@@ -120,7 +123,9 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
         await anyio.to_thread.run_sync(self._buf.wait_for_space, abandon_on_cancel=True)
 
     # -- lifecycle ----------------------------------------------------------------------------
+    # class-level too: a muted rank's face never runs _setup_face, and leaves `async with`
     _tg: anyio.abc.TaskGroup | None = None
+    _exits: contextlib.AsyncExitStack | None = None
     _signalled: int | None = None
 
     async def __aenter__(self) -> AsyncOffPolicyLogger:
@@ -131,42 +136,46 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
                 "an AsyncOffPolicyLogger can be entered only once, and not once it is closed"
             )
         self._to(Phase.OPEN)
-        self._pump_done = anyio.Event()
         self._stop_done = anyio.Event()
         self._put = self._entered_put
-        tg = anyio.create_task_group()
-        await tg.__aenter__()
-        self._tg = tg
-        try:
-            # shielded: cancelling the body on SIGTERM must not end the watch (see below)
-            self._sigterm_scope = anyio.CancelScope(shield=True)
-            if self._process_mode():
-                from ._side import AgentSide
-
-                self._side = AgentSide(
-                    self._options,
-                    self._buffer,
-                    self._core_off_loop,
-                    driver="task",
-                    pool=self._media_budget.pool,
-                    on_alert=self._note_alert,
-                )
-                await tg.start(ki_protected(self._run_shipper))
-            else:
-                if should_forward(self._options.log_backend, self._options.custom_display()):
-                    self._forwarding = Forwarding(self._core.pump.text_sink())
-                await tg.start(ki_protected(self._run_pump))
-            if self._handle_sigterm and sigterm_is_default():
-                on_first = functools.partial(self._on_sigterm, tg.cancel_scope)
-                await tg.start(watch_sigterm, self._sigterm_scope, on_first)
-        except BaseException:
-            if self._side is None:
-                self._core.pump.request_stop(summary=False)  # the pump is shielded: ask it
-            tg.cancel_scope.cancel()
-            await tg.__aexit__(None, None, None)
-            raise
+        # the stack holds the group from the moment it is entered, so no exception
+        # between entering it and keeping it can leave it open
+        async with contextlib.AsyncExitStack() as exits:
+            tg = self._tg = await exits.enter_async_context(anyio.create_task_group())
+            try:
+                await self._start_tasks(tg)
+            except BaseException:
+                if isinstance(self._driver, PumpTask):
+                    self._driver.request_stop(summary=False)  # the pump is shielded: ask it
+                tg.cancel_scope.cancel()
+                await exits.aclose()  # leaves the group as the run's end would
+                raise
+            self._exits = exits.pop_all()
         self.start()
         return self
+
+    async def _start_tasks(self, tg: anyio.abc.TaskGroup) -> None:
+        """Make the driver and start its task in ``tg``, then the SIGTERM watch."""
+        # shielded: cancelling the body on SIGTERM must not end the watch (see below)
+        self._sigterm_scope = anyio.CancelScope(shield=True)
+        if self._process_mode():
+            from ._side import AgentSide
+
+            self._driver = side = AgentSide(
+                self._options,
+                self._buffer,
+                self._core_off_loop,
+                driver="task",
+                pool=self._media_budget.pool,
+                on_alert=self._note_alert,
+            )
+            await tg.start(ki_protected(self._run_shipper), side)
+        else:
+            self._driver = task = PumpTask(self._core)
+            await tg.start(ki_protected(self._run_pump), task)
+        if self._handle_sigterm and sigterm_is_default():
+            on_first = functools.partial(self._on_sigterm, tg.cancel_scope)
+            await tg.start(watch_sigterm, self._sigterm_scope, on_first)
 
     async def __aexit__(
         self,
@@ -178,35 +187,35 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
         # _stop() asks; its final drain/flush/close is bounded by finish_timeout.
         await self._stop(summary=True, interrupted=exc_type is not None)
         # the task group is left here, in the task that entered it, whoever stopped the run
-        tg, self._tg = self._tg, None
-        if tg is not None:
-            await tg.__aexit__(None, None, None)
+        exits, self._exits, self._tg = self._exits, None, None
+        if exits is not None:
+            await exits.aclose()
         if self._signalled is not None:
             raise SystemExit(128 + self._signalled)
         return None
 
     async def _run_shipper(
-        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+        self,
+        side: AgentSide,
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
         # Shielded, like the pump: cancelling the body must not strand buffered events;
         # the shipper ends by itself once the agent's report is in (or it is lost).
-        assert self._side is not None
         task_status.started()
         with anyio.CancelScope(shield=True):
-            await self._side.run()
+            await side.run()
 
     async def _run_pump(
-        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+        self,
+        task: PumpTask,
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
-        # Shielded: cancelling the body of `async with` (a timeout around it, SIGTERM)
-        # must not cancel the pump's backend runners while records are still queued for
-        # them; the pump stops when _stop() asks it to, after its final drain.
+        # the pump stops when _stop() asks it to, after its final drain (PumpTask.run)
         try:
-            with anyio.CancelScope(shield=True):
-                await self._core.pump.run(self._core.context, task_status=task_status)
+            await task.run(task_status=task_status)
         finally:
-            if self._pump_done is not None:
-                self._pump_done.set()
             if self._sigterm_scope is not None:  # the run is over: stop watching
                 self._sigterm_scope.cancel()
 
@@ -251,26 +260,22 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
         """Wait until everything logged so far is written and flushed by every backend."""
         if self._tg is None or self._phase is not Phase.OPEN:  # stopping, or nothing here
             return
-        if self._side is not None:
-            await self._side.aflush(self._idle_timeout())
-        else:
-            await self._core.pump.flush()
+        assert self._driver is not None
+        await self._driver.aflush(self._idle_timeout())
 
     async def astate_dict(self) -> dict[str, Any]:
         """aoff's own counters, for your checkpoint, after an :meth:`aflush` (see
         :meth:`aoff.OffPolicyLogger.state_dict`)."""
         if self._inert:
             return self._empty_state_dict()
-        if self._side is not None:
-            got = await self._side.astate_dict(self._idle_timeout())
+        if self._driver is not None:
+            got = await self._driver.astate_dict(self._idle_timeout())
             if got is None:
                 raise RuntimeError(no_state_line(self._options.finish_timeout))
             return got
         if self._process_mode():  # never entered: no pump ran, here or in an agent
             return self._empty_state_dict()
-        if self._tg is not None and self._phase is Phase.OPEN:
-            await self._core.pump.flush()
-        return self._core.pump.state_dict()
+        return self._core.pump.state_dict()  # never entered: the pump's first state
 
     async def afinish(
         self, *, title: str = "Training Summary", extra_summary: str = ""
@@ -303,15 +308,8 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
         # Shielded: the final drain is bounded by finish_timeout, and a cancelled caller
         # must not strand it. Any task may stop the run; only __aexit__ leaves the group.
         with anyio.CancelScope(shield=True):
-            if self._side is not None:
-                report = await self._side.astop(summary, self._idle_timeout())
-            elif self._tg is not None and self._pump_done is not None:
-                if self._forwarding is not None:  # printed from now on: straight out
-                    self._forwarding.restore()
-                pump = self._core.pump
-                pump.request_stop(summary=summary)
-                await self._pump_done.wait()
-                report = pump.result or pump.partial_report()
+            if self._driver is not None:
+                report = await self._driver.astop(summary, self._idle_timeout())
             else:  # never entered: nothing ran, nothing was written
                 report = FinishReport(dropped_events=len(self._buffer), partial=True)
         if self._sigterm_scope is not None:

@@ -3,7 +3,7 @@
 A face's lifecycle used to be read off a set of flags (stopping, stopped, inert, forked,
 entered, forced) that had to agree with each other; one value cannot disagree with
 itself, and :data:`NEXT` lists every move the faces make, so a reader sees the whole life
-in one table. The faces change their phase only through ``Face._to`` (``_base.py``),
+in one table. The faces change their phase only through ``Face._to`` (``_face.py``),
 which checks the move against :data:`NEXT`.
 
 The hot path never reads the phase: where a phase changes what a logging call does, the

@@ -27,12 +27,12 @@ from typing import TYPE_CHECKING, Any
 
 from .._core._checkpoint import no_state_line
 from .._core._report import FinishReport, force_quit_line, stderr_line
-from ._base import Face
+from ._face import Face
 from ._phase import Phase
 from ._side import AgentSide
 
 if TYPE_CHECKING:
-    from .._pump._thread import PumpThread
+    from ._driver import Driver
 
 #: a second Ctrl+C this soon after the first stops finish() from waiting for the drain
 FORCE_WINDOW = 2.0
@@ -172,21 +172,21 @@ class OffPolicyLogger(Face[None]):
         self._drain_failure: list[BaseException] = []
         self._caught: BaseException | None = None  # a signal during the drain, raised after
         self._caught_at = 0.0
-        #: where the pump runs: a thread of this process, or the agent (through its link)
-        self._host: PumpThread | AgentSide
+        #: what runs the pump: a thread of this process, or the agent (through its link)
+        self._driver: Driver
         if self._process_mode():
-            self._host = AgentSide(
+            self._driver = side = AgentSide(
                 self._options,
                 self._buffer,
                 self._build_core,
                 pool=self._media_budget.pool,
                 on_alert=self._note_alert,
             )
-            self._put = self._host.put()  # producers ship a round themselves now and then
+            self._put = side.put()  # producers ship a round themselves now and then
         else:
             from .._pump._thread import PumpThread  # the pump in this process (see Face)
 
-            self._host = PumpThread(self._build_core())
+            self._driver = PumpThread(self._build_core())
         _live_loggers.add(self)
         if self._options.handle_sigterm:
             _install_sigterm()
@@ -205,10 +205,7 @@ class OffPolicyLogger(Face[None]):
             remote.flush()
         if self._phase is not Phase.OPEN:  # stopping, or nothing of the run lives here
             return
-        if not isinstance(self._host, AgentSide):
-            self._host.flush()
-        else:
-            self._host.flush(self._idle_timeout())
+        self._driver.flush(self._idle_timeout())
 
     def state_dict(self) -> dict[str, Any]:
         """aoff's own counters, for your checkpoint: the elapsed time behind the ETA, the
@@ -218,9 +215,7 @@ class OffPolicyLogger(Face[None]):
         :meth:`load_state_dict` in the resumed run (with ``resume_step``)."""
         if self._inert:
             return self._empty_state_dict()
-        if not isinstance(self._host, AgentSide):
-            return self._host.state_dict()
-        got = self._host.state_dict(self._idle_timeout())
+        got = self._driver.state_dict(self._idle_timeout())
         if got is None:
             raise RuntimeError(no_state_line(self._options.finish_timeout))
         return got
@@ -284,12 +279,12 @@ class OffPolicyLogger(Face[None]):
             if self._drain_over is not None:
                 return
             over = self._drain_over = threading.Event()
-        host = self._host
+        driver = self._driver
         idle = self._idle_timeout()
 
         def drain() -> None:
             try:
-                self._drain_result.append(host.stop(summary, idle))
+                self._drain_result.append(driver.stop(summary, idle))
             except BaseException as exc:  # pragma: no cover - reported by the waiter
                 self._drain_failure.append(exc)
             finally:
@@ -312,7 +307,7 @@ class OffPolicyLogger(Face[None]):
             except (KeyboardInterrupt, SystemExit) as exc:
                 if self._note_signal(exc):
                     self._to(Phase.ABANDONED)
-                    _say(force_quit_line(self._host.unwritten()))
+                    _say(force_quit_line(self._driver.unwritten()))
                     raise
         if self._phase is not Phase.ABANDONED:  # the drain is over
             self._to(Phase.CLOSED)

@@ -62,14 +62,18 @@ class PumpThread:
         if crashed:
             raise RuntimeError("aoff: the pump thread failed to start") from crashed[0]
 
-    def flush(self) -> None:
+    def flush(self, idle_timeout: float | None = None) -> None:
+        """Wait until the pump wrote and flushed everything so far. ``idle_timeout`` is
+        the faces' driver call (``_faces/_driver.py``); a pump in this process always
+        progresses or ends, so the wait needs no bound of its own."""
         if self.thread.is_alive():
             with contextlib.suppress(RuntimeError):  # the loop ended meanwhile
                 anyio.from_thread.run(self.core.pump.flush, token=self._token)
 
-    def state_dict(self) -> dict[str, Any]:
+    def state_dict(self, idle_timeout: float | None = None) -> dict[str, Any]:
         """aoff's counters after a flush (``_core/_checkpoint.py``), made on the pump's
-        loop; once the pump has ended, from its final state."""
+        loop; once the pump has ended, from its final state (``idle_timeout``: as for
+        :meth:`flush`)."""
         pump = self.core.pump
         self.flush()
         if self.thread.is_alive():

@@ -1,21 +1,24 @@
-"""Public test helpers: an in-memory backend, a manual clock, a recording display.
+"""Public test helpers: what users of aoff need in their own tests.
 
-``wait_until``/``await_until`` wait for a condition instead of sleeping a fixed time
-(a clear ``WaitTimeout`` naming what was awaited when it does not come).
-``read_wandb_history`` reads an offline W&B run file back (``WANDB_MODE=offline``), so
-the W&B side of a run can be checked without a server; ``wait_for_wandb_run`` waits
-until W&B's service process has written the whole file. ``probe(log)`` is a read-only
-view of a logger's insides (where its pump runs, its buffer, its backends),
-``probe_remote(r)`` the same for a producer, and
-``kill_agent``, ``hold_media_encoder``, ``drive_backend_clock``, ``put_event`` and the
-other hooks make the faults aoff must survive: tests of aoff's behaviour reach its
-internals only through these. Use them to test code that logs through aoff without
-files, terminals or sleeping::
+``MemoryBackend`` keeps every record, ``ManualClock`` moves only when told to,
+``RecordingDisplay`` keeps every frame instead of drawing. ``wait_until``/``await_until``
+wait for a condition instead of sleeping a fixed time (a ``WaitTimeout`` naming what was
+awaited when it does not come). ``read_wandb_history``/``read_wandb_config`` read an
+offline W&B run file back (``WANDB_MODE=offline``), so the W&B side of a run can be
+checked without a server; ``wait_for_wandb_run(s)`` waits until W&B's service process has
+written the whole file. ``probe(log)`` is a live, read-only ``Probe`` of a logger's
+insides (where its pump runs, its buffer, its backends). Use them to test code that logs
+through aoff without files, terminals or sleeping::
 
     mem = MemoryBackend()
     with OffPolicyLogger(log_backend="none", backends=[mem], display=RecordingDisplay()):
         ...
     assert mem.records[0].as_dict()["axis/iteration"] == 1.0
+
+The hooks that make the faults aoff must survive (kill the agent, hold the media encoder,
+drive a backend's stall clock, ...) are aoff's own, for its tests: they live in the
+private ``aoff.testing._faults`` (and ``_remote_probe``, ``_wandb_offline``), are not
+exported here, and may change with any release.
 """
 
 from __future__ import annotations
@@ -25,72 +28,27 @@ from collections.abc import Sequence
 
 from .._backends._base import BackendContext
 from .._core._records import StepRecord
-from .._core._state import State
-from ._faults import (
-    BackendWatch,
-    BufferWatch,
-    aput_event,
-    drive_backend_clock,
-    finish_grace,
-    hold_media_encoder,
-    kill_agent,
-    put_event,
-    record_report_lines,
-    remove_sigterm_handler,
-    reset_once_a_process_notices,
-    ship_inline_after,
-    signal_while_draining,
-    watch_backend,
-    watch_buffer,
-    without_tensor_capture,
-)
-from ._probe import BackendProbe, Probe, PumpPlace, probe
-from ._remote_probe import RemoteProbe, probe_remote
+from .._core._view import RunView
+from ._probe import Probe, probe
 from ._wait import WaitTimeout, await_until, wait_until
-from ._wandb_offline import CorruptRunFile
-from ._wandb_offline import iter_records as iter_wandb_records
 from ._wandb_offline import read_config as read_wandb_config
 from ._wandb_offline import read_history as read_wandb_history
-from ._wandb_offline import read_run_id as read_wandb_run_id
 from ._wandb_offline import wait_for_run as wait_for_wandb_run
 from ._wandb_offline import wait_for_runs as wait_for_wandb_runs
 
 __all__ = [
-    "BackendProbe",
-    "BackendWatch",
-    "BufferWatch",
-    "CorruptRunFile",
     "ManualClock",
     "MemoryBackend",
     "Probe",
-    "PumpPlace",
     "RecordingDisplay",
-    "RemoteProbe",
     "WaitTimeout",
-    "aput_event",
     "await_until",
-    "drive_backend_clock",
-    "finish_grace",
-    "hold_media_encoder",
-    "iter_wandb_records",
-    "kill_agent",
     "probe",
-    "probe_remote",
-    "put_event",
     "read_wandb_config",
     "read_wandb_history",
-    "read_wandb_run_id",
-    "record_report_lines",
-    "remove_sigterm_handler",
-    "reset_once_a_process_notices",
-    "ship_inline_after",
-    "signal_while_draining",
     "wait_for_wandb_run",
     "wait_for_wandb_runs",
     "wait_until",
-    "watch_backend",
-    "watch_buffer",
-    "without_tensor_capture",
 ]
 
 
@@ -148,19 +106,19 @@ class RecordingDisplay:
     """A display that keeps every frame (a state snapshot and its time) instead of drawing."""
 
     def __init__(self) -> None:
-        self.frames: list[tuple[float, State]] = []
+        self.frames: list[tuple[float, RunView]] = []
         self.opened: list[float] = []
         self.lines: list[str] = []
-        self.closed: list[tuple[float, State, bool]] = []
+        self.closed: list[tuple[float, RunView, bool]] = []
 
-    def open(self, state: State, now: float) -> None:
+    def open(self, state: RunView, now: float) -> None:
         self.opened.append(now)
 
-    def update(self, state: State, now: float) -> None:
+    def update(self, state: RunView, now: float) -> None:
         self.frames.append((now, state))
 
     def say(self, markup: str) -> None:
         self.lines.append(markup)
 
-    def close(self, state: State, now: float, *, summary: bool) -> None:
+    def close(self, state: RunView, now: float, *, summary: bool) -> None:
         self.closed.append((now, state, summary))

@@ -7,6 +7,10 @@ outside in a test, and tests that made them by patching private attributes broke
 every rename. Each hook here is the one documented way to make its fault, and is as
 thin as the part it reaches: it installs the fault and returns what the test needs to
 release or observe it. Read-only views are in ``_probe.py``.
+
+aoff's own and unstable: these hooks reach private parts and change with them, so they
+are not exported from ``aoff.testing`` and carry no compatibility promise. aoff's tests
+and benchmarks import them from here.
 """
 
 from __future__ import annotations
@@ -212,24 +216,24 @@ def finish_grace(seconds: float) -> Iterator[None]:
     """While open, ``finish()``/``close()`` give up on a pump that made no progress for
     ``finish_timeout`` plus ``seconds`` (10 s otherwise), so that a test of a stuck
     final drain need not wait the full grace."""
-    from .._faces import _base
+    from .._faces import _face
 
     if not seconds > 0:
         raise ValueError(f"seconds must be > 0, got {seconds!r}")
-    grace = _base.FINISH_GRACE
-    _base.FINISH_GRACE = float(seconds)
+    grace = _face.FINISH_GRACE
+    _face.FINISH_GRACE = float(seconds)
     try:
         yield
     finally:
-        _base.FINISH_GRACE = grace
+        _face.FINISH_GRACE = grace
 
 
 def reset_once_a_process_notices() -> None:
     """Forget which once-a-process notices were printed (e.g. "the pump runs in this
     process, not in its agent"), so that the next logger made prints its own again."""
-    from .._faces import _base
+    from .._faces import _face
 
-    _base._said_in_process.clear()
+    _face._said_in_process.clear()
 
 
 def remove_sigterm_handler() -> bool:

@@ -28,11 +28,8 @@ def _side(face: Any) -> Any:
     """The face's ``AgentSide`` (process mode), or None."""
     from .._faces._side import AgentSide
 
-    for name in ("_host", "_side"):  # the sync face's host, the async face's side
-        got = getattr(face, name, None)
-        if isinstance(got, AgentSide):
-            return got
-    return None
+    got = getattr(face, "_driver", None)  # both faces' driver (``_faces/_driver.py``)
+    return got if isinstance(got, AgentSide) else None
 
 
 class _Parts:

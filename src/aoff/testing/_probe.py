@@ -122,7 +122,7 @@ class Probe:
         """The "aoff-pump" thread that runs the sync face's in-process pump (thread
         mode, or the fallback after the agent was lost); None where there is none (the
         async face runs its pump as a task of its event loop)."""
-        host = getattr(self._face, "_host", None)
+        host = getattr(self._face, "_driver", None)
         side = _side(self._face)
         if side is not None:
             host = side.fallback

@@ -8,6 +8,7 @@ that reaches in, so a rename of those parts is fixed here, once.
 
 Every property reads the producer *now*; nothing here changes it. Before its first
 call a producer has no connection: the counts are 0 and ``connected`` is False.
+aoff's own, for its tests: not exported from ``aoff.testing``, may change with any release.
 """
 
 from __future__ import annotations

@@ -125,16 +125,9 @@ class Face(Recorder[R], MediaCalls[R], Generic[R]):
     ) -> None:
         self._options = Options.of(locals())
         self._options.backend_names()  # bad names and a missing log_dir fail here, in any mode
-        rank = this_rank()
-        if rank is not None and self._options.ranks == "each" and self._options.log_dir:
-            self._options = dataclasses.replace(
-                self._options, log_dir=rank_dir(self._options.log_dir, rank)
-            )
-        # the seed's public attributes (a muted rank has them too)
-        for name, value in dataclasses.asdict(self._options.config).items():
-            setattr(self, name, value)
-        if rank and self._options.ranks == "zero":
-            self._mute(rank)
+        muted = self._take_rank()
+        if muted:
+            self._mute(muted)
             return
         if self._options.hparams_converted:
             msg = format_converted("config", list(self._options.hparams_converted))
@@ -143,6 +136,29 @@ class Face(Recorder[R], MediaCalls[R], Generic[R]):
             from ._resume import prepare_resume
 
             prepare_resume(self._options)  # checks the run folder, cuts JSONL/CSV rows
+        self._make_buffer()
+        line = self._options.in_process_line()
+        if line is not None and line not in _said_in_process:  # once a process, per reason
+            _said_in_process.add(line)
+            stderr_line(line)
+        self._setup_face()
+        track(self)  # the fork hook (_forkhook.py)
+
+    def _take_rank(self) -> int | None:
+        """Apply this process's rank to the options (``ranks="each"``: a folder of its
+        own) and set the seed's public attributes (a muted rank has them too); the rank
+        when it is one that does not log (``ranks="zero"``, not rank 0), else None."""
+        rank = this_rank()
+        if rank is not None and self._options.ranks == "each" and self._options.log_dir:
+            self._options = dataclasses.replace(
+                self._options, log_dir=rank_dir(self._options.log_dir, rank)
+            )
+        for name, value in dataclasses.asdict(self._options.config).items():
+            setattr(self, name, value)
+        return rank if rank and self._options.ranks == "zero" else None
+
+    def _make_buffer(self) -> None:
+        """The hot path's buffer and the media budget beside it (a logging rank only)."""
         self._stop_lock = threading.Lock()
         self._report: FinishReport | None = None
         self._buffer = EventBuffer(self._options.capacity, self._options.overflow)
@@ -151,12 +167,6 @@ class Face(Recorder[R], MediaCalls[R], Generic[R]):
         if self._process_mode():  # frames go to the agent in shared memory (_media/_shm.py)
             self._media_budget.pool = ShmPool(self._options.media_budget)
         self._buffer.on_refused = lambda e: self._media_budget.unread(e)  # drop_newest
-        line = self._options.in_process_line()
-        if line is not None and line not in _said_in_process:  # once a process, per reason
-            _said_in_process.add(line)
-            stderr_line(line)
-        self._setup_face()
-        track(self)  # the fork hook (_forkhook.py)
 
     _core: Core  # the in-process pump's parts (thread mode, or after the agent is lost)
     _phase = Phase.NEW
