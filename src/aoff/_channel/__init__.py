@@ -3,7 +3,7 @@
 
 Owns where the socket, its key and the long-path pointer live (``_paths``), the server
 that runs beside the pump and answers viewers (``_server``), the producers' hub
-(``_hub``) and role (``_produce``: their events go into the pump's buffer), and a
+(``_producers``) and role (``_produce``: their events go into the pump's buffer), and a
 producer's half: its buffer, thread and connection (``_sender``). The ``aoff attach``
 client is the command line's (``aoff._cli._attach``).
 

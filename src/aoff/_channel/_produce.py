@@ -45,7 +45,7 @@ from .._transport._messages import (
     decode_to_peer,
     encode,
 )
-from ._hub import ProducerHub, check_name
+from ._producers import ProducerHub, check_name
 from ._server import SEND_TIMEOUT, register_role, set_timeouts
 
 if TYPE_CHECKING:

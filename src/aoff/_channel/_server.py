@@ -50,7 +50,7 @@ from .._core._state import State
 from ._paths import Placement, bind_listener, create_key, find_socket, probe, remove_placement
 
 if TYPE_CHECKING:
-    from ._hub import ProducerHub
+    from ._producers import ProducerHub
 
 __all__ = ["ROLES", "Handler", "LiveServer", "register_role", "set_timeouts"]
 

@@ -38,8 +38,8 @@ import anyio.lowlevel
 import anyio.to_thread
 
 from .._backends._base import Backend, BackendContext
-from .._channel._hub import ProducerHub
 from .._channel._produce import attach_producers
+from .._channel._producers import ProducerHub
 from .._channel._server import LiveServer, start_serving, stop_serving
 from .._core._buffer import EventBuffer
 from .._core._checkpoint import to_state_dict

@@ -38,7 +38,7 @@ from .._transport._frames import picklable_batch
 
 
 class LinkSettings(Protocol):
-    """What a producer reads of its :class:`~aoff.ray.RayLink` (``_serve`` defines it, a
+    """What a producer reads of its :class:`~aoff.ray.RayLink` (``_link`` defines it, a
     layer above: this keeps the producer from importing it back)."""
 
     @property
