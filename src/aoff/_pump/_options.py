@@ -36,10 +36,8 @@ PUMP_MODES: tuple[PumpMode, ...] = ("process", "thread")
 DEFAULT_WANDB_PROJECT = "aoff"
 #: the agent's niceness above the training process's (``agent_nice=``). A niced agent
 #: leaves the training loop the CPU under contention (the flood benchmark's tail: p99
-#: +48/+105 % at 10 against +209/+385 % at 0, stop 30), but it falls behind a flood on
-#: a busy machine: beside two CPU hogs a 40,000-step burst ended "did not finish" in 4
-#: runs of 8 at 10 while it acked only at its tick (it acks between fold slices since),
-#: and its receiver can fall behind a flat-out loop, whose buffer then drops by its
+#: +48/+105 % at 10 against +209/+385 % at 0), but it falls behind a flood on a busy
+#: machine: its receiver can fall behind a flat-out loop, whose buffer then drops by its
 #: policy (docs/reference/performance.md, "The agent's priority"). So 0 by default; 10
 #: is the user's choice
 DEFAULT_AGENT_NICE = 0
