@@ -1,9 +1,8 @@
 """The agent's buffer: frames of pickled events in order, bounded in bytes.
 
-Why pickles: the agent's receiver used to unpickle each frame and keep its events,
-bounded at ``2 x capacity`` events. An unpickled event of the standard workload holds
-~536 bytes in the agent (``tracemalloc``), its share of a frame's pickle ~98: a backlog
-of 200,000 events cost ~107 MB unpickled, ~20 MB as pickles. Kept as pickles, the same
+Why pickles: an unpickled event of the standard workload holds ~536 bytes in the agent
+(``tracemalloc``), its share of a frame's pickle ~98: a backlog of 200,000 events costs
+~107 MB unpickled, ~20 MB as pickles. Kept as pickles, the same
 memory holds ~5x the events, so a training loop that outruns the agent for a while (a
 flat-out burst: the loop logs ~4x faster than the agent folds) loses nothing; and
 pickles are bytes, which the garbage collector never walks. The pump unpickles a frame

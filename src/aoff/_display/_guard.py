@@ -13,7 +13,8 @@ in order on one daemon thread and never waits for one:
   whatever the terminal does (the summary panel is then not printed, and a line on
   stderr says so).
 
-Errors raised by the display are reported once and switch it off, as before.
+Errors raised by the display are reported once and switch it off: a broken display costs
+the run its dashboard, never the run itself.
 """
 
 from __future__ import annotations
