@@ -104,7 +104,7 @@ async def test_a_failing_sampler_is_reported_once_and_the_pump_goes_on() -> None
     buffer = EventBuffer()
     mem = MemoryBackend()
     sampler = SystemSampler(dead_pid(), 0.005)
-    pump = Pump(buffer, State(), [mem], RecordingDisplay(), write_line=lines.append, system=sampler)
+    pump = Pump(buffer, State(), [mem], RecordingDisplay(), say=lines.append, system=sampler)
     rec: Recorder[None] = Recorder()
     rec._init_recorder(buffer.put, time.time)
     async with anyio.create_task_group() as tg:

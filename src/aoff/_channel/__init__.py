@@ -10,5 +10,5 @@ connection (``_sender``). The ``aoff attach`` client is the command line's
 (``aoff._cli._attach``).
 
 May import: ``_transport``, ``_display``, ``_backends``, ``_core``. Never ``_pump`` (it
-hands the server its buffer and report line), nor anything above it.
+hands the server its buffer and its ``say``), nor anything above it.
 """

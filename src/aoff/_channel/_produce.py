@@ -112,7 +112,7 @@ def serve_producer(server: Host, conn: Connection, hello: Produce) -> None:
         if not stopped and not server.closing and hub.accepting:
             dropped = hub.dropped_by.get(live, 0)
             more = f"; it had dropped {dropped:,} before sending" if dropped else ""
-            hub.report(
+            hub.say(
                 f"aoff: remote {live!r} (pid {pid}) was lost before its close() finished "
                 "(killed, or its close() gave up waiting): "
                 f"{received:,} events came from it; what it had not sent yet is lost{more}"
@@ -122,7 +122,7 @@ def serve_producer(server: Host, conn: Connection, hello: Produce) -> None:
 def attach_producers(
     server: Host,
     sink: Callable[[ev.Event], None],
-    report: Callable[[str], None],
+    say: Callable[[str], None],
     flush: Callable[[], Coroutine[Any, Any, None]],
 ) -> ProducerHub:
     """Let ``server`` take producers, feeding ``sink`` (the pump's buffer). Call it on the
@@ -136,6 +136,6 @@ def attach_producers(
     def flush_from_thread() -> None:
         anyio.from_thread.run(flush, token=token)
 
-    hub = ProducerHub(sink, report, flush_from_thread)
+    hub = ProducerHub(sink, say, flush_from_thread)
     server.produce = hub
     return hub

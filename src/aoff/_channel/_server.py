@@ -73,7 +73,7 @@ class LiveServer:
         self.refused = 0  # connections that failed the key
         #: set by the pump: where refusals are reported, and the producers' hub
         #: (``_produce.py``; ``None``: this server takes no producers)
-        self.report: Callable[[str], None] | None = None
+        self.say: Callable[[str], None] | None = None
         self.produce: ProducerHub | None = None
         # what viewers get: the newest snapshot and its version; the end once the run ended
         self.version = 0
@@ -219,8 +219,8 @@ class LiveServer:
                     assert_never(hello)
         except AuthenticationError:
             self.refused += 1
-            if self.report is not None and self.refused <= REFUSALS_REPORTED:
-                self.report(
+            if self.say is not None and self.refused <= REFUSALS_REPORTED:
+                self.say(
                     "aoff: refused a connection to the run's socket: it did not prove "
                     "the run's key (aoff.key); the run goes on"
                 )
@@ -255,7 +255,7 @@ def serve_viewer(server: LiveServer, conn: Connection, hello: View) -> None:
 
 
 # -- the pump's hooks (called on its event loop) ------------------------------------------------
-async def start_serving(run_dir: str, report: Callable[[str], None]) -> LiveServer | None:
+async def start_serving(run_dir: str, say: Callable[[str], None]) -> LiveServer | None:
     """Serve ``run_dir`` (the file work runs off the loop); ``None``, with one line
     reported, when it cannot be done: the run goes on, only ``aoff attach`` is off."""
     import anyio.to_thread
@@ -263,7 +263,7 @@ async def start_serving(run_dir: str, report: Callable[[str], None]) -> LiveServ
     try:
         return await anyio.to_thread.run_sync(LiveServer.start, run_dir)
     except (OSError, RuntimeError) as exc:
-        report(f"aoff: `aoff attach` is off for this run: {exc}")
+        say(f"aoff: `aoff attach` is off for this run: {exc}")
         return None
 
 

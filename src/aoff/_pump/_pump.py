@@ -45,7 +45,8 @@ from .._core._buffer import EventBuffer
 from .._core._checkpoint import to_state_dict
 from .._core._events import Event
 from .._core._records import StepRecord
-from .._core._report import FinishReport, OnceReporter, end_of_run_lines, stderr_line
+from .._core._report import FinishReport, end_of_run_lines
+from .._core._say import SayOnce, say_to_stderr
 from .._core._state import State
 from .._display._api import Display
 from ._cost import CostKeeper
@@ -69,7 +70,7 @@ ALERT_ACTIONS_WAIT = 5.0
 
 class Pump:
     """Drains one :class:`EventBuffer` into a :class:`State`, the backends and a display,
-    as one anyio task (:meth:`run`). ``write_line``: where aoff's own lines go (stderr);
+    as one anyio task (:meth:`run`). ``say``: where aoff's own lines go (stderr);
     ``on_media_freed``: told the bytes of each media frame the encoder frees (the media
     budget, when the pump runs in the face's own process).
     """
@@ -89,7 +90,7 @@ class Pump:
         flush_interval: float = 2.0,
         stall_timeout: float = 10.0,
         max_pending: int = DEFAULT_MAX_PENDING,
-        write_line: Callable[[str], None] = stderr_line,
+        say: Callable[[str], None] = say_to_stderr,
         on_tick: Callable[[], object] | None = None,
         on_media_freed: Callable[[int], None] | None = None,
         live_dir: str = "",
@@ -109,11 +110,11 @@ class Pump:
         self._tick = min(tick, 1.0 / refresh_per_second)
         self._finish_timeout = finish_timeout
         #: aoff's problem lines, each distinct one said once (``.always``: every time)
-        self._problems = OnceReporter(write_line)
+        self._say_once = SayOnce(say)
         self._runners = [
             BackendRunner(
                 b,
-                report=self._problems.always,  # a runner reports at most twice
+                say=self._say_once.always,  # a runner says at most twice
                 flush_interval=flush_interval,
                 stall_timeout=stall_timeout,
                 max_pending=max_pending,
@@ -124,8 +125,8 @@ class Pump:
             display,
             state,
             self._runners,
-            report=write_line,
-            say_always=self._problems.always,
+            say=say,
+            say_always=self._say_once.always,
             refresh_per_second=refresh_per_second,
             clock=clock,
             monotonic=monotonic,
@@ -134,7 +135,7 @@ class Pump:
             buffer,
             state,
             self._runners,
-            self._problems,
+            self._say_once,
             finish_timeout=finish_timeout,
             on_change=self._screen.touch,
             on_slice=self._slice_chores,
@@ -158,7 +159,7 @@ class Pump:
         self._alerts = alerts
         if alerts is not None:
             alerts.runners = self._runners
-            alerts.say = self._problems.always
+            alerts.say = self._say_once.always
             alerts.on_change = self._screen.touch
         #: the logger's own cost, written as ``aoff/...`` tags (``_cost.py``)
         self._cost = CostKeeper(
@@ -166,7 +167,7 @@ class Pump:
         )
         self._intake.on_watch = self._watch
         if run_summary is not None:
-            keeper = SummaryKeeper(run_summary, monotonic=monotonic, say=self._problems)
+            keeper = SummaryKeeper(run_summary, monotonic=monotonic, say=self._say_once)
             self._summary_file = keeper
             self._intake.on_records = keeper.offer
             keeper.media_counts = lambda: (self._intake.media_written, self._state.media_refused)
@@ -301,10 +302,10 @@ class Pump:
                 self._system.start()
             try:
                 if self._live_dir:
-                    say = self._problems.always
+                    say = self._say_once.always
                     self._live = await start_serving(self._live_dir, say)
                     if self._live is not None:  # log.remote() producers (_channel/_produce)
-                        self._live.report = say
+                        self._live.say = say
                         self._producers = attach_producers(self._live, buffer.put, say, self.flush)
                 while not self._stop_requested:
                     backlog = len(buffer) >= min(FOLD_SLICE, buffer.capacity)
@@ -322,14 +323,14 @@ class Pump:
                     try:
                         await intake.drain_once()
                         if self._system is not None and self._system.fold_newest(
-                            self._intake.folder.apply, self._clock, self._problems
+                            self._intake.folder.apply, self._clock, self._say_once
                         ):
                             self._screen.touch()
                         self._tick_chores()
                         if self._summary_file is not None:
                             self._summary_file.maybe_refresh(runners_tg)
                     except Exception as exc:  # pragma: no cover - defensive
-                        self._problems(f"aoff: pump error: {type(exc).__name__}: {exc}")
+                        self._say_once(f"aoff: pump error: {type(exc).__name__}: {exc}")
             finally:
                 if self._system is not None:
                     self._system.stop()
@@ -354,7 +355,7 @@ class Pump:
         if self._finished:
             return
         self._finished = True
-        say = self._problems.always
+        say = self._say_once.always
         await end_of_input(
             self._intake,
             self._runners,

@@ -44,14 +44,14 @@ class Screen:
         state: State,
         runners: Sequence[BackendRunner],
         *,
-        report: Callable[[str], None],
+        say: Callable[[str], None],
         say_always: Callable[[str], None],
         refresh_per_second: float,
         clock: Callable[[], float],
         monotonic: Callable[[], float],
     ) -> None:
         # the pump never waits for the display: frames go to their own thread (_guard)
-        self.display = GuardedDisplay(display, report=report)
+        self.display = GuardedDisplay(display, say=say)
         self.state = state
         self.runners = runners
         self._say_always = say_always

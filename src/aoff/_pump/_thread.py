@@ -18,7 +18,8 @@ import anyio.from_thread
 import anyio.lowlevel
 
 from .._core._progress import ProgressWatch, wait_progressing
-from .._core._report import FinishReport, gave_up_line, stderr_line
+from .._core._report import FinishReport, gave_up_line
+from .._core._say import say_to_stderr
 from .._core._turns import sharing
 from .._display._streams import Forwarding, should_forward
 from ._wiring import Core
@@ -94,7 +95,7 @@ class PumpThread:
             return pump.result
         report = pump.partial_report()
         left = report.dropped_events - pump.dropped()
-        stderr_line(gave_up_line(left))
+        say_to_stderr(gave_up_line(left))
         return report
 
     def _join(self, idle_timeout: float) -> bool:

@@ -81,7 +81,7 @@ def _alert_desk(
     """The run's rules and where their alerts go; None when ``rules=[]``."""
     if not options.rules:
         return None
-    from .._core._report import stderr_line
+    from .._core._say import say_to_stderr
 
     desk = AlertDesk(
         options.rules,
@@ -89,7 +89,7 @@ def _alert_desk(
         log_dir=options.log_dir,
         webhook=options.webhook,
         command=options.command,
-        say=stderr_line,
+        say=say_to_stderr,
         clock=options.now,
         monotonic=options.monotonic,
     )
