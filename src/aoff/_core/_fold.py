@@ -15,13 +15,13 @@ from collections import deque
 from . import _events as ev
 from ._checkpoint import load_into
 from ._cost import summarize as cost_tags
-from ._fold_checks import Reporter
 from ._fold_pending import fold_episodes, tail_record
 from ._fold_step import StepFolder, collector_tag
 from ._fold_writer import WRITER_KINDS, fold_writer
 from ._histogram import summarize
 from ._histogram_data import Histogram
 from ._records import StepRecord
+from ._say import Say
 from ._state import ProducerInfo, State
 
 #: a producer's calls that say something about the whole run: not its to make
@@ -40,7 +40,7 @@ class Folder(StepFolder):
     """Folds events into a :class:`State`, yielding the seed's scalar record per step.
 
     Every value that had to be skipped (not a number, or a non-string key) counts in
-    ``state.invalid_values``; ``report`` receives one message for the first problem of each
+    ``state.invalid_values``; ``say`` receives one message for the first problem of each
     (argument, key) pair, so a bad key logged every step is one line, not one per step.
     The fold itself never raises for bad input, so one bad call cannot kill the pump or
     change other records.
@@ -48,8 +48,8 @@ class Folder(StepFolder):
 
     __slots__ = ("_last_reward_from", "_own_timing", "_producer_total", "_remotes")
 
-    def __init__(self, state: State, report: Reporter = _ignore, *, seed_tags: bool = True) -> None:
-        super().__init__(state, report, seed_tags=seed_tags)
+    def __init__(self, state: State, say: Say = _ignore, *, seed_tags: bool = True) -> None:
+        super().__init__(state, say, seed_tags=seed_tags)
         # producers (``log.remote()``): one folder each, with a state of its own
         self._remotes: dict[str, Folder] = {}
         self._own_timing: dict[str, float] = {}  # the run's own collector timings
@@ -183,7 +183,7 @@ class Folder(StepFolder):
                 self._own_timing = dict(s.collector_timing)
             sub_state = State(config=s.config)
             sub_state.reward_history = deque(maxlen=1)  # only to see each new reward
-            sub = self._remotes[name] = Folder(sub_state, self.report, seed_tags=self.seed_tags)
+            sub = self._remotes[name] = Folder(sub_state, self.say, seed_tags=self.seed_tags)
         sub_s = sub.state
         sub_s.reward_history.clear()
         # the producer's step replaces its own collector reward (one point per iteration)

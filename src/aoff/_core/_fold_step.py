@@ -13,10 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from . import _events as ev
-from ._fold_checks import _FLOAT_ONLY, Checks, Reporter
+from ._fold_checks import _FLOAT_ONLY, Checks
 from ._histogram_data import Histogram, histogram_scalars
 from ._keys import drop_aliases, metric_tag, reward_tag
 from ._records import Scalars, StepRecord, scalars_of, step_record
+from ._say import Say
 from ._state import State
 
 __all__ = ["StepFolder", "collector_tag"]
@@ -73,8 +74,8 @@ class StepFolder(Checks):
         "seed_tags",
     )
 
-    def __init__(self, state: State, report: Reporter, *, seed_tags: bool = True) -> None:
-        super().__init__(state, report)
+    def __init__(self, state: State, say: Say, *, seed_tags: bool = True) -> None:
+        super().__init__(state, say)
         #: the original logger's scaffolding tags on every step (see ``_scaffolding``)
         self.seed_tags = seed_tags
         # tag spelling is pure, so it is cached per sequence of keys (a step's dicts have
