@@ -71,7 +71,7 @@ async def test_a_record_a_backend_cannot_encode_is_dropped_alone_and_the_backend
     lines: list[str] = []
     async with anyio.create_task_group() as tg:
         for b in backends:
-            r = BackendRunner(b, report=lines.append, retry_backoff=0.0)
+            r = BackendRunner(b, say=lines.append, retry_backoff=0.0)
             runners.append(r)
             tg.start_soon(r.run, BackendContext())
             r.offer(batch)
@@ -343,7 +343,7 @@ class TitledBackend:
 @pytest.mark.anyio
 async def test_an_open_that_fails_on_a_text_names_the_arguments_that_carry_texts() -> None:
     lines: list[str] = []
-    runner = BackendRunner(TitledBackend("caf\udce9"), report=lines.append)
+    runner = BackendRunner(TitledBackend("caf\udce9"), say=lines.append)
     with anyio.fail_after(WAIT):
         await runner.run(BackendContext())
     assert runner.status == "failed"

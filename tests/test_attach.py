@@ -323,7 +323,38 @@ def test_unknown_role_is_answered_and_the_run_keeps_serving(tmp_path: Path) -> N
     while end[0] == "state":
         end = next_message(viewer)
     assert end[0] == "end" and end[1].iteration == 1 and end[1].finished
+    # plain tuples on the wire: a viewer unpickles them without aoff's message types
+    assert type(msg) is tuple and type(end) is tuple
     assert [r.iteration for r in backend.records] == [1]
+
+
+def test_the_channels_typed_messages_are_the_tuples_on_the_wire() -> None:
+    from aoff._channel._roles import (
+        Produce,
+        Refused,
+        View,
+        Welcome,
+        decode_hello,
+        decode_to_producer,
+        decode_to_viewer,
+        to_wire,
+    )
+
+    assert decode_hello(("view",)) == View(4.0) and decode_hello(("view", 10)) == View(10.0)
+    assert decode_hello(("produce", "col", 7)) == Produce("col", 7)
+    assert to_wire(Produce("col", 7)) == ("produce", "col", 7)
+    assert decode_to_producer(to_wire(Welcome("col-7"))) == Welcome("col-7")
+    assert decode_to_viewer(("error", "no")) == Refused("no")
+    for bad, why in [
+        ("view", "role tag"),
+        (("view", True), "refresh must be a number > 0"),
+        (("produce", ".hidden"), "bad producer name"),
+        (("watch", 1), "unknown role 'watch': known are ['produce', 'view']"),
+    ]:
+        with pytest.raises(ValueError, match=re.escape(why)):
+            decode_hello(bad)
+    with pytest.raises(ValueError, match="not a message for a viewer"):
+        decode_to_viewer(("state", "too few"))
 
 
 def test_a_long_run_folder_gets_its_socket_in_a_private_temp_folder(tmp_path: Path) -> None:

@@ -36,7 +36,7 @@ from aoff import (
 )
 from aoff._core._buffer import EventBuffer
 from aoff._core._recorder import Recorder
-from aoff._pump._pump import Pump
+from aoff._pump._pump import Pump, PumpSettings
 from aoff.testing import MemoryBackend, RecordingDisplay, probe
 from aoff.testing._faults import ship_inline_after
 
@@ -493,9 +493,7 @@ async def test_the_pump_throttles_frames_on_its_monotonic_clock_not_the_wall_clo
         State(),
         [mem],
         display,
-        refresh_per_second=20,
-        clock=clock,
-        monotonic=time.monotonic,
+        PumpSettings(refresh_per_second=20, clock=clock, monotonic=time.monotonic),
     )
     rec: Recorder[None] = Recorder()
     rec._init_recorder(buffer.put, clock)

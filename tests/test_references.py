@@ -1,15 +1,23 @@
-"""Every ``aoff._…`` module a docstring, comment or page names exists.
+"""Every ``aoff._…`` module a docstring, comment or page names exists, and the source's
+comments say why, not when.
 
 Modules move; prose that names them does not move with them, and a reader who follows a
 stale name finds nothing. This reads the text of the source, tests, benchmarks, examples
 and docs (no import), and checks each dotted ``aoff._…`` name and each ``_part/_module.py``
 path against the files under ``src/aoff``: the longest prefix that is a module must exist,
 and what follows it must be a name that module's text defines.
+
+A comment that names the project's issue or stop a line came from tells the reader
+nothing the line does not, and goes stale as the code moves on: the comments and
+docstrings under ``src/`` may not (another project's issue, ``SB3#1099``, is a fact).
 """
 
 from __future__ import annotations
 
+import ast
+import io
 import re
+import tokenize
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -82,3 +90,51 @@ def test_the_check_finds_a_stale_name() -> None:
     assert _stale_dotted("._state") is not None
     assert _stale_dotted("._core._state.NoSuchThing") is not None
     assert PATH.search("see _live/_produce.py") is not None
+
+
+#: the project's own history: "stop 30", "round 4", "issue #12", "(#35)"
+HISTORY = re.compile(r"(?i)\b(?:stop|round)\s+\d+\b|\bissues?\s+#?\d+|(?<![\w#&])#\d{1,3}\b")
+
+
+def _prose(source: str) -> list[tuple[int, str]]:
+    """The comments and docstrings of a module's ``source``, with their first line."""
+    out = [
+        (tok.start[0], tok.string)
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+        if tok.type == tokenize.COMMENT
+    ]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            doc = ast.get_docstring(node, clean=False)
+            if doc:
+                out.append((getattr(node, "lineno", 1), doc))
+    return out
+
+
+def _history(source: str) -> list[str]:
+    return [
+        f"line {line}: {match.group(0)!r}"
+        for line, text in _prose(source)
+        for match in HISTORY.finditer(text)
+    ]
+
+
+def test_comments_in_src_say_why_not_history() -> None:
+    found = [
+        f"{file.relative_to(ROOT)} {hit}"
+        for file in sorted(SRC.rglob("*.py"))
+        for hit in _history(file.read_text(encoding="utf-8"))
+    ]
+    assert not found, "history in comments (say why instead):\n" + "\n".join(found)
+
+
+def test_the_history_check_bites() -> None:
+    assert _history('"""Done in stop 30."""\nx = 1  # see issue #12\n') == [
+        "line 2: 'issue #12'",
+        "line 1: 'stop 30'",
+    ]
+    assert _history("def f():\n    '''Landed in round 4 (#35).'''\n") == [
+        "line 1: 'round 4'",
+        "line 1: '#35'",
+    ]
+    assert _history('"""The root of SB3#1099; PR #18567."""\ncolor = "#123"\n') == []

@@ -30,7 +30,7 @@ from aoff._core._recorder import Recorder
 from aoff._core._state import State
 from aoff._display._panel import dashboard_panel, timing_table
 from aoff._pump._options import PumpMode
-from aoff._pump._pump import Pump
+from aoff._pump._pump import Pump, PumpSettings
 from aoff._pump._sysmetrics import SystemSampler, _open_gpu, _visible
 from aoff.testing import MemoryBackend, RecordingDisplay, probe
 
@@ -104,7 +104,9 @@ async def test_a_failing_sampler_is_reported_once_and_the_pump_goes_on() -> None
     buffer = EventBuffer()
     mem = MemoryBackend()
     sampler = SystemSampler(dead_pid(), 0.005)
-    pump = Pump(buffer, State(), [mem], RecordingDisplay(), write_line=lines.append, system=sampler)
+    pump = Pump(
+        buffer, State(), [mem], RecordingDisplay(), PumpSettings(say=lines.append), system=sampler
+    )
     rec: Recorder[None] = Recorder()
     rec._init_recorder(buffer.put, time.time)
     async with anyio.create_task_group() as tg:

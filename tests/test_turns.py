@@ -27,7 +27,7 @@ from aoff._core._buffer import EventBuffer
 from aoff._core._events import Event
 from aoff._core._recorder import Recorder
 from aoff._core._records import StepRecord
-from aoff._core._report import OnceReporter
+from aoff._core._say import SayOnce
 from aoff._core._state import State
 from aoff._display._api import NullDisplay
 from aoff._display._dashboard import Dashboard
@@ -193,7 +193,7 @@ def _intake(n: int) -> tuple[Intake, list[int], list[StepRecord]]:
         buffer,
         state,
         [],
-        OnceReporter(lambda _: None),
+        SayOnce(lambda _: None),
         finish_timeout=5.0,
         on_change=lambda: None,
         on_slice=lambda: None,

@@ -497,7 +497,7 @@ def make_runner(
     backend: CountingBackend, clock: ManualClock, **kw: Any
 ) -> tuple[BackendRunner, list[str]]:
     lines: list[str] = []
-    runner = BackendRunner(backend, report=lines.append, monotonic=clock, retry_backoff=0.0, **kw)
+    runner = BackendRunner(backend, say=lines.append, monotonic=clock, retry_backoff=0.0, **kw)
     return runner, lines
 
 

@@ -26,7 +26,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 from . import __version__
 
@@ -49,6 +50,70 @@ class _Defaults(argparse.HelpFormatter):
         return text + " (default: %(default)s)"
 
 
+class _Command(NamedTuple):
+    name: str
+    help: str  # its line in ``aoff --help``
+    description: str  # the top of ``aoff NAME --help``
+
+
+_COMMANDS = (
+    _Command(
+        "demo",
+        "simulate an off-policy run: live dashboard + TensorBoard files",
+        "Simulate a SAC run on Pendulum-v1 (nothing is trained) and log it with aoff: a "
+        "live dashboard on a terminal, plain lines when piped, and TensorBoard files in "
+        "<logdir>/<name>.",
+    ),
+    _Command(
+        "attach",
+        "the live dashboard of a running job, in this terminal",
+        "Draw a running job's live dashboard here, from the Unix socket in its run folder "
+        "(its log_dir). RUN_DIR may also be a folder above it: with one live run below it, "
+        "that one; with several, you choose. Ctrl+C detaches; the run goes on. Exits 0 "
+        "after the run's summary or a detach, 1 when nothing is live there.",
+    ),
+    _Command(
+        "show",
+        "summary and per-tag table (with sparklines) of a finished run",
+        "Print a run's summary and one row per tag (first, last, min, max, sparkline), "
+        "read from RUN_DIR/aoff-summary.json (written by aoff as the run goes) or else its "
+        "metrics.jsonl or TensorBoard files. Ctrl+C stops it (exit 130).",
+    ),
+    _Command(
+        "ls",
+        "one line per run folder: steps, last reward, wall time",
+        "List the run folders below RUNS_DIR (folders holding aoff-summary.json, "
+        "metrics.jsonl or events.out.tfevents.*; symlinked folders are followed): name, "
+        "steps, last reward/mean, wall time from the first to the last record, and whether "
+        "it is live (serving `aoff attach`), finished or stopped early. Folders that cannot "
+        "be read are skipped with one line each. Ctrl+C stops it (exit 130).",
+    ),
+    _Command(
+        "sweep-shm",
+        "unlink the /dev/shm blocks of aoff runs that were killed",
+        "Unlink the shared-memory blocks (/dev/shm/aoff_*) whose training process is gone: "
+        "a run killed with its whole process group leaves them. Blocks of live runs are "
+        "kept. Every run in process mode also does this when it starts.",
+    ),
+    _Command(
+        "compare",
+        "seeds of each configuration: IQM, bootstrap interval, curves",
+        "Group runs into configurations (seeds of one setting), and print per group the "
+        "final score's mean, median, interquartile mean (IQM) and the IQM's 95%% bootstrap "
+        "interval over runs, the probability of improvement between groups, and each "
+        "group's IQM curve with its band. Runs without the metric, or that cannot be read, "
+        "are left out with one line each. Ctrl+C stops it (exit 130).",
+    ),
+    _Command(
+        "export",
+        "runs' scalars as one Parquet or CSV table",
+        "Write the scalars of the runs as one table: long (run, tag, step, wall_time, "
+        "value: one row a point) or --wide (run, step: one column a tag). Ctrl+C stops it "
+        "(exit 130).",
+    ),
+)
+
+
 def _parser() -> argparse.ArgumentParser:
     from ._cli._attach import add_attach_arguments
     from ._cli._compare import add_compare_arguments
@@ -56,6 +121,15 @@ def _parser() -> argparse.ArgumentParser:
     from ._cli._export import add_export_arguments
     from ._cli._show import add_ls_arguments, add_show_arguments
 
+    #: each command's own arguments (``sweep-shm`` takes none)
+    arguments: dict[str, Callable[[argparse.ArgumentParser], object]] = {
+        "demo": add_arguments,
+        "attach": add_attach_arguments,
+        "show": add_show_arguments,
+        "ls": add_ls_arguments,
+        "compare": add_compare_arguments,
+        "export": add_export_arguments,
+    }
     fmt = _Defaults  # every --help lists the defaults, once
     p = argparse.ArgumentParser(
         prog="aoff",
@@ -64,73 +138,16 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"aoff {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    demo = sub.add_parser(
-        "demo",
-        formatter_class=fmt,
-        help="simulate an off-policy run: live dashboard + TensorBoard files",
-        description="Simulate a SAC run on Pendulum-v1 (nothing is trained) and log it "
-        "with aoff: a live dashboard on a terminal, plain lines when piped, and "
-        "TensorBoard files in <logdir>/<name>.",
-    )
-    add_arguments(demo)
-    attach = sub.add_parser(
-        "attach",
-        formatter_class=fmt,
-        help="the live dashboard of a running job, in this terminal",
-        description="Draw a running job's live dashboard here, from the Unix socket in its "
-        "run folder (its log_dir). RUN_DIR may also be a folder above it: with one live run "
-        "below it, that one; with several, you choose. Ctrl+C detaches; the run goes on. "
-        "Exits 0 after the run's summary or a detach, 1 when nothing is live there.",
-    )
-    add_attach_arguments(attach)
-    show = sub.add_parser(
-        "show",
-        formatter_class=fmt,
-        help="summary and per-tag table (with sparklines) of a finished run",
-        description="Print a run's summary and one row per tag (first, last, min, max, "
-        "sparkline), read from RUN_DIR/aoff-summary.json (written by aoff as the run goes) "
-        "or else its metrics.jsonl or TensorBoard files. Ctrl+C stops it (exit 130).",
-    )
-    add_show_arguments(show)
-    ls = sub.add_parser(
-        "ls",
-        formatter_class=fmt,
-        help="one line per run folder: steps, last reward, wall time",
-        description="List the run folders below RUNS_DIR (folders holding aoff-summary.json, "
-        "metrics.jsonl or events.out.tfevents.*; symlinked folders are followed): name, "
-        "steps, last reward/mean, wall time from the first to the last record, and whether "
-        "it is live (serving `aoff attach`), finished or stopped early. Folders that cannot "
-        "be read are skipped with one line each. Ctrl+C stops it (exit 130).",
-    )
-    add_ls_arguments(ls)
-    sub.add_parser(
-        "sweep-shm",
-        formatter_class=fmt,
-        help="unlink the /dev/shm blocks of aoff runs that were killed",
-        description="Unlink the shared-memory blocks (/dev/shm/aoff_*) whose training "
-        "process is gone: a run killed with its whole process group leaves them. Blocks of "
-        "live runs are kept. Every run in process mode also does this when it starts.",
-    )
-    compare = sub.add_parser(
-        "compare",
-        formatter_class=fmt,
-        help="seeds of each configuration: IQM, bootstrap interval, curves",
-        description="Group runs into configurations (seeds of one setting), and print per "
-        "group the final score's mean, median, interquartile mean (IQM) and the IQM's 95%% "
-        "bootstrap interval over runs, the probability of improvement between groups, and "
-        "each group's IQM curve with its band. Runs without the metric, or that cannot be "
-        "read, are left out with one line each. Ctrl+C stops it (exit 130).",
-    )
-    add_compare_arguments(compare)
-    export = sub.add_parser(
-        "export",
-        formatter_class=fmt,
-        help="runs' scalars as one Parquet or CSV table",
-        description="Write the scalars of the runs as one table: long (run, tag, step, "
-        "wall_time, value: one row a point) or --wide (run, step: one column a tag). "
-        "Ctrl+C stops it (exit 130).",
-    )
-    add_export_arguments(export)
+    for command in _COMMANDS:
+        parser = sub.add_parser(
+            command.name,
+            formatter_class=fmt,
+            help=command.help,
+            description=command.description,
+        )
+        add = arguments.get(command.name)
+        if add is not None:
+            add(parser)
     return p
 
 

@@ -3,8 +3,8 @@
 Why here: the run already serves its folder's socket (``_server.py``: Unix socket 0600,
 the run's key proven both ways before anything is unpickled), wherever the pump runs.
 A producer (``log.remote()``, or a forked child of the training process) connects to
-it, says ``("produce", name, pid)`` and gets ``("welcome", live_name)`` (``name``, or
-``name-<pid>`` while another producer of that name is connected) or ``("error", why)``.
+it, says :class:`~._roles.Produce` and gets :class:`~._roles.Welcome` or
+:class:`~._roles.Refused` (``_roles.py``).
 Then it speaks the agent's protocol (``_transport/_messages.py``), so the producer side
 is the agent's own :class:`~aoff._transport._shipper.Shipper`:
 
@@ -31,7 +31,7 @@ import contextlib
 import time
 from collections.abc import Callable, Coroutine
 from multiprocessing.connection import Connection
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .._core import _events as ev
 from .._transport._batches import unpack_events
@@ -45,41 +45,44 @@ from .._transport._messages import (
     decode_to_peer,
     encode,
 )
-from ._hub import ProducerHub, check_name
-from ._server import SEND_TIMEOUT, register_role, set_timeouts
+from ._producers import ProducerHub
+from ._roles import Produce, Refused, Welcome, to_wire
+from ._timeouts import SEND_TIMEOUT, set_timeouts
 
-if TYPE_CHECKING:
-    from ._server import LiveServer
-
-__all__ = ["attach_producers", "serve_producer"]
+__all__ = ["Host", "attach_producers", "serve_producer"]
 
 #: seconds a producer that connects as the server starts waits for the pump's hub
 HUB_WAIT = 2.0
 
 
-def serve_producer(server: LiveServer, conn: Connection, hello: tuple[Any, ...]) -> None:
-    """The ``produce`` role: ``("produce", name, pid)``; see the module's doc."""
+class Host(Protocol):
+    """What the producer role needs of the server (``_server.LiveServer``, which calls
+    this role: typed here by what it has, so that the role does not import it back)."""
+
+    #: set by :func:`attach_producers` once the pump takes producers
+    produce: ProducerHub | None
+
+    @property
+    def closing(self) -> bool: ...
+
+
+def serve_producer(server: Host, conn: Connection, hello: Produce) -> None:
+    """The ``produce`` role; see the module's doc."""
     hub = server.produce
     deadline = time.monotonic() + HUB_WAIT
     while hub is None and not server.closing and time.monotonic() < deadline:
         time.sleep(0.005)  # the pump sets the hub just after the server starts
         hub = server.produce
     if hub is None or not hub.accepting:
-        conn.send(("error", "this run takes no events from producers now (it is ending)"))
+        conn.send(to_wire(Refused("this run takes no events from producers now (it is ending)")))
         return
-    name = hello[1] if len(hello) > 1 else None
-    pid = hello[2] if len(hello) > 2 and type(hello[2]) is int else 0
-    problem = check_name(name)
-    if problem is not None:
-        conn.send(("error", problem))
-        return
-    assert isinstance(name, str)
+    name, pid = hello
     set_timeouts(conn, 0, SEND_TIMEOUT)  # a quiet producer is never dropped
     live = hub.join(name, pid, conn)
     received = 0
     stopped = False
     try:
-        conn.send(("welcome", live))
+        conn.send(to_wire(Welcome(live)))
         while True:
             try:
                 msg = decode_to_peer(conn.recv_bytes())
@@ -109,20 +112,17 @@ def serve_producer(server: LiveServer, conn: Connection, hello: tuple[Any, ...])
         if not stopped and not server.closing and hub.accepting:
             dropped = hub.dropped_by.get(live, 0)
             more = f"; it had dropped {dropped:,} before sending" if dropped else ""
-            hub.report(
+            hub.say(
                 f"aoff: remote {live!r} (pid {pid}) was lost before its close() finished "
                 "(killed, or its close() gave up waiting): "
                 f"{received:,} events came from it; what it had not sent yet is lost{more}"
             )
 
 
-register_role("produce", serve_producer)
-
-
 def attach_producers(
-    server: LiveServer,
+    server: Host,
     sink: Callable[[ev.Event], None],
-    report: Callable[[str], None],
+    say: Callable[[str], None],
     flush: Callable[[], Coroutine[Any, Any, None]],
 ) -> ProducerHub:
     """Let ``server`` take producers, feeding ``sink`` (the pump's buffer). Call it on the
@@ -136,6 +136,6 @@ def attach_producers(
     def flush_from_thread() -> None:
         anyio.from_thread.run(flush, token=token)
 
-    hub = ProducerHub(sink, report, flush_from_thread)
+    hub = ProducerHub(sink, say, flush_from_thread)
     server.produce = hub
     return hub

@@ -26,6 +26,7 @@ from .._transport._messages import ProducerReport
 from .._transport._shipper import Shipper
 from .._transport._wire import AgentGone, Link
 from ._paths import LiveError, find_socket, read_key
+from ._roles import Produce, Refused, decode_to_producer, to_wire
 
 __all__ = ["HELLO_TIMEOUT", "Conn", "Spec"]
 
@@ -145,19 +146,23 @@ class Conn:
                 last = str(exc) or type(exc).__name__
             else:
                 try:
-                    conn.send(("produce", spec.name, os.getpid()))
+                    conn.send(to_wire(Produce(spec.name, os.getpid())))
                     if not conn.poll(HELLO_TIMEOUT):
                         raise EOFError("no answer from the run")
-                    reply = conn.recv()
+                    reply = decode_to_producer(conn.recv())
                 except (OSError, EOFError) as exc:
                     conn.close()
                     last = str(exc) or type(exc).__name__
+                except ValueError as exc:  # a run that speaks another protocol
+                    conn.close()
+                    self.error = f"the run's answer was not understood: {exc}"
+                    return None
                 else:
-                    if reply[0] != "welcome":
+                    if isinstance(reply, Refused):
                         conn.close()
-                        self.error = f"the run refused this producer: {reply[1]}"
+                        self.error = f"the run refused this producer: {reply.why}"
                         return None
-                    self.live_name = str(reply[1])
+                    self.live_name = reply.live_name
                     sock = socket.socket(fileno=os.dup(conn.fileno()))
                     conn.close()
                     return Link(sock)

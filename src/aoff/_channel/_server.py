@@ -7,25 +7,22 @@ touches it only through :meth:`LiveServer.due`, :meth:`LiveServer.publish` (a re
 swapped under a lock no sender holds for more than that) and :meth:`LiveServer.end`;
 nothing here ever touches the pump's event loop.
 
-A connection is served in this order, each step bounded by :data:`HANDSHAKE_TIMEOUT`:
-``multiprocessing.connection``'s challenge with the run's key both ways (done on the
-connection's own thread rather than in ``Listener.accept``, so that a peer that never
-answers holds up only itself), then one pickled *role tag* (only after the key was
-proven), a tuple whose first item names the role, e.g. ``("view", refresh_hz)``. The
-role's handler from :data:`ROLES` then owns the connection; :func:`register_role` adds
-one (the producer processes of issue #12 will come in as ``"produce"``). A handler is
-called as ``handler(server, conn, hello)`` on the connection's own daemon thread, with
-receives timing out after ``HANDSHAKE_TIMEOUT`` and sends after ``SEND_TIMEOUT``
-(a role that waits longer for its peer calls :func:`set_timeouts`; 0 means never); the
-connection is closed when it returns. An unknown role gets ``("error", message)``. A
-wrong key, a peer that vanishes, a viewer that stops reading: that connection is
-dropped, and the server goes on.
+A connection is served in this order, each step bounded by ``HANDSHAKE_TIMEOUT``
+(``_timeouts.py``): ``multiprocessing.connection``'s challenge with the run's key both
+ways (done on the connection's own thread rather than in ``Listener.accept``, so that a
+peer that never answers holds up only itself), then the peer's hello, which names its role
+(``_roles.py``; unpickled only after the key was proven). :meth:`LiveServer._serve` holds
+the one table of roles: each role's handler then owns the connection on its daemon thread
+(receives time out after ``HANDSHAKE_TIMEOUT``, sends after ``SEND_TIMEOUT``, unless the
+handler sets its own), and the connection is closed when it returns. A hello that names no
+known role is answered :class:`~._roles.Refused`. A wrong key, a peer that vanishes, a
+viewer that stops reading: that connection is dropped, and the server goes on.
 
-The ``view`` role: every ``1/refresh_hz`` seconds the newest snapshot goes out as
-``("state", State, now)``; at the end of the run ``("end", State, now, summary, lines)``
-(the final state, whether a summary is due, and the run's closing report lines).
-Snapshots are taken by the pump only while a viewer is connected, at most at the
-fastest viewer's rate (and at most once per pump tick).
+The ``view`` role (:func:`serve_viewer`): every ``1/refresh_hz`` seconds the newest
+snapshot goes out as a :class:`~._roles.Snapshot`; at the end of the run an
+:class:`~._roles.End`. Snapshots are taken by the pump only while a viewer is connected,
+at most at the fastest viewer's rate (and at most once per pump tick). The ``produce``
+role is ``_produce.py``'s.
 """
 
 from __future__ import annotations
@@ -33,7 +30,6 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
-import struct
 import threading
 import time
 from collections.abc import Callable
@@ -44,48 +40,24 @@ from multiprocessing.connection import (
     answer_challenge,
     deliver_challenge,
 )
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, assert_never
 
 from .._core._state import State
 from ._paths import Placement, bind_listener, create_key, find_socket, probe, remove_placement
+from ._produce import serve_producer
+from ._roles import End, Produce, Refused, Snapshot, View, decode_hello, to_wire
+from ._timeouts import HANDSHAKE_TIMEOUT, SEND_TIMEOUT, set_timeouts
 
 if TYPE_CHECKING:
-    from ._hub import ProducerHub
+    from ._producers import ProducerHub
 
-__all__ = ["ROLES", "Handler", "LiveServer", "register_role", "set_timeouts"]
+__all__ = ["LiveServer", "serve_viewer", "start_serving", "stop_serving"]
 
-#: seconds a peer may take to prove the key and name its role
-HANDSHAKE_TIMEOUT = 5.0
-#: seconds a send may block on a viewer that stopped reading before it is dropped
-SEND_TIMEOUT = 10.0
 #: connections served at once; more are closed at once
 MAX_CONNECTIONS = 64
 #: refused connections reported one line each (then only counted)
 REFUSALS_REPORTED = 5
 MIN_HZ, MAX_HZ = 0.1, 60.0
-
-Handler = Callable[["LiveServer", Connection, tuple[Any, ...]], None]
-#: role tag -> handler; the handler runs on the connection's thread and owns ``conn``
-ROLES: dict[str, Handler] = {}
-
-
-def register_role(name: str, handler: Handler) -> None:
-    """Serve connections whose role tag is ``name`` with ``handler``."""
-    ROLES[name] = handler
-
-
-def set_timeouts(conn: Connection, recv: float, send: float) -> None:
-    """Kernel-side timeouts on the connection's socket: a blocked read or write then
-    fails with an ``OSError`` instead of holding its thread for ever."""
-    sock = socket.socket(fileno=os.dup(conn.fileno()))
-    try:
-        for opt, secs in ((socket.SO_RCVTIMEO, recv), (socket.SO_SNDTIMEO, send)):
-            whole = int(secs)
-            sock.setsockopt(
-                socket.SOL_SOCKET, opt, struct.pack("ll", whole, int((secs - whole) * 1e6))
-            )
-    finally:
-        sock.close()
 
 
 class LiveServer:
@@ -101,12 +73,12 @@ class LiveServer:
         self.refused = 0  # connections that failed the key
         #: set by the pump: where refusals are reported, and the producers' hub
         #: (``_produce.py``; ``None``: this server takes no producers)
-        self.report: Callable[[str], None] | None = None
+        self.say: Callable[[str], None] | None = None
         self.produce: ProducerHub | None = None
-        # what viewers get: (version, state, now); the end message once the run ended
+        # what viewers get: the newest snapshot and its version; the end once the run ended
         self.version = 0
-        self.latest: tuple[State, float] | None = None
-        self.final: tuple[State, float, bool, list[str]] | None = None
+        self.latest: Snapshot | None = None
+        self.final: End | None = None
         # read by the pump without the lock (plain attribute reads)
         self.viewers = 0
         self._rates: dict[int, float] = {}
@@ -141,13 +113,13 @@ class LiveServer:
         with self._cond:
             self._next_publish = mono + self._interval
             self.version += 1
-            self.latest = (state, now)
+            self.latest = Snapshot(state, now)
             self._cond.notify_all()
 
     def end(self, state: State, now: float, *, summary: bool, lines: list[str]) -> None:
         """The run is over: every viewer gets the final state and the closing lines."""
         with self._cond:
-            self.final = (state, now, summary, list(lines))
+            self.final = End(state, now, summary, list(lines))
             self._cond.notify_all()
 
     def close(self, timeout: float = 0.5) -> None:
@@ -188,21 +160,21 @@ class LiveServer:
             if self._rates:
                 self._interval = 1.0 / max(self._rates.values())
 
-    def wait_for(self, seen: int, not_before: float) -> tuple[str, Any]:
+    def wait_for(self, seen: int, not_before: float) -> End | tuple[int, Snapshot] | None:
         """Block until there is something for a viewer that has seen version ``seen`` and
-        wants nothing before ``not_before`` (monotonic): ``("end", ...)``,
-        ``("state", (version, state, now))`` or ``("closed", None)``."""
+        wants nothing before ``not_before`` (monotonic): the :class:`End`, a newer
+        snapshot with its version, or ``None`` once the server closes."""
         with self._cond:
             while True:
                 if self.final is not None:
-                    return "end", self.final
+                    return self.final
                 if self._closing:
-                    return "closed", None
+                    return None
                 wait: float | None = None
                 if self.version > seen and self.latest is not None:
                     wait = not_before - time.monotonic()
                     if wait <= 0:
-                        return "state", (self.version, *self.latest)
+                        return self.version, self.latest
                 self._cond.wait(wait)
 
     # -- connections -------------------------------------------------------------------------
@@ -232,19 +204,23 @@ class LiveServer:
             # and this run hold the same key; nothing is unpickled before this
             deliver_challenge(conn, self.key)
             answer_challenge(conn, self.key)
-            hello = conn.recv()
-            if not (isinstance(hello, tuple) and hello and isinstance(hello[0], str)):
-                conn.send(("error", "the first message must be a role tag, e.g. ('view', 4)"))
+            try:
+                hello = decode_hello(conn.recv())
+            except ValueError as exc:
+                conn.send(to_wire(Refused(str(exc))))
                 return
-            handler = ROLES.get(hello[0])
-            if handler is None:
-                conn.send(("error", f"unknown role {hello[0]!r}: known are {sorted(ROLES)}"))
-                return
-            handler(self, conn, hello)
+            # the one table of roles: each handler owns the connection until it returns
+            match hello:
+                case View():
+                    serve_viewer(self, conn, hello)
+                case Produce():
+                    serve_producer(self, conn, hello)
+                case _:
+                    assert_never(hello)
         except AuthenticationError:
             self.refused += 1
-            if self.report is not None and self.refused <= REFUSALS_REPORTED:
-                self.report(
+            if self.say is not None and self.refused <= REFUSALS_REPORTED:
+                self.say(
                     "aoff: refused a connection to the run's socket: it did not prove "
                     "the run's key (aoff.key); the run goes on"
                 )
@@ -256,38 +232,30 @@ class LiveServer:
                 self._threads.discard(threading.current_thread())
 
 
-def serve_viewer(server: LiveServer, conn: Connection, hello: tuple[Any, ...]) -> None:
-    """The ``view`` role: ``("view", refresh_hz)``; see the module's doc."""
-    hz = hello[1] if len(hello) > 1 else 4.0
-    if isinstance(hz, bool) or not isinstance(hz, int | float) or not hz > 0:
-        conn.send(("error", f"refresh must be a number > 0, got {hz!r}"))
-        return
-    hz = min(max(float(hz), MIN_HZ), MAX_HZ)
+def serve_viewer(server: LiveServer, conn: Connection, hello: View) -> None:
+    """The ``view`` role; see the module's doc."""
+    hz = min(max(hello.refresh_hz, MIN_HZ), MAX_HZ)
     interval = 1.0 / hz
     ident = threading.get_ident()
     server.add_rate(ident, hz)
     try:
         seen, not_before = 0, 0.0
         while True:
-            kind, payload = server.wait_for(seen, not_before)
-            if kind == "end":
-                state, now, summary, lines = payload
-                conn.send(("end", state, now, summary, lines))
+            news = server.wait_for(seen, not_before)
+            if news is None:
                 return
-            if kind == "closed":
+            if isinstance(news, End):
+                conn.send(to_wire(news))
                 return
-            seen, state, now = payload
+            seen, snapshot = news
             not_before = time.monotonic() + interval
-            conn.send(("state", state, now))  # pickled here, off the pump's thread
+            conn.send(to_wire(snapshot))  # pickled here, off the pump's thread
     finally:
         server.remove_rate(ident)
 
 
-register_role("view", serve_viewer)
-
-
 # -- the pump's hooks (called on its event loop) ------------------------------------------------
-async def start_serving(run_dir: str, report: Callable[[str], None]) -> LiveServer | None:
+async def start_serving(run_dir: str, say: Callable[[str], None]) -> LiveServer | None:
     """Serve ``run_dir`` (the file work runs off the loop); ``None``, with one line
     reported, when it cannot be done: the run goes on, only ``aoff attach`` is off."""
     import anyio.to_thread
@@ -295,7 +263,7 @@ async def start_serving(run_dir: str, report: Callable[[str], None]) -> LiveServ
     try:
         return await anyio.to_thread.run_sync(LiveServer.start, run_dir)
     except (OSError, RuntimeError) as exc:
-        report(f"aoff: `aoff attach` is off for this run: {exc}")
+        say(f"aoff: `aoff attach` is off for this run: {exc}")
         return None
 
 

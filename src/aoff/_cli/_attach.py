@@ -1,10 +1,10 @@
 """``aoff attach RUN_DIR``: the run's live dashboard in this terminal, from its socket.
 
-The viewer connects to the run folder's socket (see :mod:`._paths`), proves it holds the
-key, names its role (``("view", refresh_hz)``) and draws every snapshot it gets with the
-run's own :class:`~aoff._display._dashboard.Dashboard`, at this terminal's size. It
-never sends anything else, so nothing it does (Ctrl+C, a closed terminal, SIGKILL) can
-reach the run: it only stops reading.
+The viewer connects to the run folder's socket (``aoff._channel._paths``), proves it
+holds the key, names its role (:class:`~aoff._channel._roles.View`) and draws every
+snapshot it gets with the run's own :class:`~aoff._display._dashboard.Dashboard`, at this
+terminal's size. It never sends anything else, so nothing it does (Ctrl+C, a closed
+terminal, SIGKILL) can reach the run: it only stops reading.
 
 Exit status: 0 after the run's end (its summary panel is shown) or a Ctrl+C (detached);
 1 when there is nothing to attach to (not a folder, no live run, a stale socket, another
@@ -31,6 +31,7 @@ from .._channel._paths import (
     probe,
     read_key,
 )
+from .._channel._roles import End, Refused, Snapshot, View, decode_to_viewer, to_wire
 from .._display._dashboard import Dashboard
 from ._folder import not_a_folder
 from ._pipes import output_closed
@@ -133,7 +134,7 @@ def _connect(run_dir: str, refresh: float) -> Connection:
         raise _NotLive(f"{run_dir!r} is not live: its run ended just now") from None
     except (EOFError, OSError) as exc:
         raise _NotLive(f"could not attach to {sock!r}: {exc or type(exc).__name__}") from None
-    conn.send(("view", refresh))
+    conn.send(to_wire(View(refresh)))
     return conn
 
 
@@ -152,31 +153,34 @@ def _view(conn: Connection, console: Console, err: TextIO, name: str) -> int:
                     dash.close(state, now, summary=False)
                 print(f"aoff attach: lost the run {name!r} (it ended without a word)", file=err)
                 return 1
-            kind = msg[0]
-            if kind == "error":
-                print(f"aoff attach: the run says: {msg[1]}", file=err)
+            try:
+                news = decode_to_viewer(msg)
+            except ValueError as exc:
+                print(f"aoff attach: the run's message was not understood: {exc}", file=err)
                 return 1
-            if kind == "state":
-                _, state, now = msg
-                fresh = dash is None
-                if dash is None:
-                    dash = Dashboard(console)
-                if state.panel_widths:  # the run's own layout, at its terminal's size
-                    dash.memory.adopt(state.panel_widths)
-                if fresh:
-                    dash.open(state, now)
-                else:
-                    dash.update(state, now)
-            elif kind == "end":
-                _, state, now, _summary, lines = msg  # the viewer always shows it
-                if dash is None:
-                    dash = Dashboard(console)
-                    dash.open(state, now)
-                dash.close(state, now, summary=True)
-                for line in lines:
-                    console.print(line, markup=False, highlight=False)
-                console.print(f"aoff attach: the run {name!r} has ended.", highlight=False)
-                return 0
+            match news:
+                case Refused(why):
+                    print(f"aoff attach: the run says: {why}", file=err)
+                    return 1
+                case Snapshot(state, now):
+                    fresh = dash is None
+                    if dash is None:
+                        dash = Dashboard(console)
+                    if state.panel_widths:  # the run's own layout, at its terminal's size
+                        dash.memory.adopt(state.panel_widths)
+                    if fresh:
+                        dash.open(state, now)
+                    else:
+                        dash.update(state, now)
+                case End(state, now, _, lines):  # the viewer always shows the summary
+                    if dash is None:
+                        dash = Dashboard(console)
+                        dash.open(state, now)
+                    dash.close(state, now, summary=True)
+                    for line in lines:
+                        console.print(line, markup=False, highlight=False)
+                    console.print(f"aoff attach: the run {name!r} has ended.", highlight=False)
+                    return 0
     except KeyboardInterrupt:
         if dash is not None:
             dash.close(state, now, summary=False)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from rich.text import Text
 
@@ -36,6 +37,24 @@ def mark(i: int, ascii_only: bool) -> tuple[str, str]:
     return marks[i % len(marks)], _COLOURS[i % len(_COLOURS)]
 
 
+@dataclass(frozen=True)
+class _Scale:
+    """Where a value falls on the chart: rows from the top, columns from the first step."""
+
+    lo: float
+    hi: float
+    x0: float
+    x1: float
+    cols: int
+    height: int
+
+    def row(self, v: float) -> int:
+        return self.height - 1 - round((v - self.lo) / (self.hi - self.lo) * (self.height - 1))
+
+    def col(self, step: float) -> int:
+        return round((step - self.x0) / ((self.x1 - self.x0) or 1.0) * (self.cols - 1))
+
+
 def curve_chart(
     curves: Sequence[tuple[str, Curve]],
     width: int,
@@ -54,46 +73,11 @@ def curve_chart(
     lo, hi = min(finite), max(finite)
     if hi == lo:
         lo, hi = lo - 1.0, hi + 1.0
-    x0, x1 = min(xs), max(xs)
-    span = (x1 - x0) or 1.0
-    grid: list[list[tuple[str, str]]] = [[(" ", "")] * cols for _ in range(height)]
-
-    def row(v: float) -> int:
-        return height - 1 - round((v - lo) / (hi - lo) * (height - 1))
-
-    dot = "." if ascii_only else "·"
-    for i, (_, c) in enumerate(curves):
-        m, colour = mark(i, ascii_only)
-        cells: dict[int, tuple[float, float, float]] = {}
-        for s, a, b, y in zip(c.steps, c.lo, c.hi, c.iqm, strict=True):
-            cells[round((s - x0) / span * (cols - 1))] = (a, b, y)
-        for x, (a, b, y) in cells.items():
-            if not all(math.isfinite(v) for v in (a, b, y)):
-                continue
-            for r in range(row(b), row(a) + 1):
-                if grid[r][x][0] in (" ", dot):
-                    grid[r][x] = (dot, f"dim {colour}")
-            grid[row(y)][x] = (m, colour)
+    scale = _Scale(lo, hi, min(xs), max(xs), cols, height)
     out = Text(no_wrap=True, overflow="crop")
     if metric:
         out.append(f"{metric} (IQM over runs; dots: 95 % interval)\n", "bold")
-    for r in range(height):
-        if r == 0:
-            label = _label(hi)
-        elif r == height - 1:
-            label = _label(lo)
-        elif r == height // 2:
-            label = _label((hi + lo) / 2)
-        else:
-            label = " " * (_LABEL - 1)
-        out.append(label + " |")
-        for ch, style in grid[r]:
-            out.append(ch, style or None)
-        out.append("\n")
-    out.append(" " * (_LABEL - 1) + " +" + "-" * cols + "\n")
-    left, right = f"step {x0:,.0f}", f"{x1:,.0f}"
-    gap = max(cols - len(left) - len(right), 1)
-    out.append(" " * (_LABEL + 1) + left + " " * gap + right + "\n")
+    _axes(out, _plot(curves, scale, ascii_only), scale)
     legend = Text(" " * (_LABEL + 1))
     for i, (name, _) in enumerate(curves):
         m, colour = mark(i, ascii_only)
@@ -101,3 +85,46 @@ def curve_chart(
         legend.append(f" {name}  ")
     out.append_text(legend)
     return out
+
+
+def _plot(
+    curves: Sequence[tuple[str, Curve]], scale: _Scale, ascii_only: bool
+) -> list[list[tuple[str, str]]]:
+    """The grid of (character, style) cells: each group's band, then its IQM mark."""
+    grid: list[list[tuple[str, str]]] = [[(" ", "")] * scale.cols for _ in range(scale.height)]
+    dot = "." if ascii_only else "·"
+    for i, (_, c) in enumerate(curves):
+        m, colour = mark(i, ascii_only)
+        cells: dict[int, tuple[float, float, float]] = {}
+        for s, a, b, y in zip(c.steps, c.lo, c.hi, c.iqm, strict=True):
+            cells[scale.col(s)] = (a, b, y)
+        for x, (a, b, y) in cells.items():
+            if not all(math.isfinite(v) for v in (a, b, y)):
+                continue
+            for r in range(scale.row(b), scale.row(a) + 1):
+                if grid[r][x][0] in (" ", dot):
+                    grid[r][x] = (dot, f"dim {colour}")
+            grid[scale.row(y)][x] = (m, colour)
+    return grid
+
+
+def _axes(out: Text, grid: list[list[tuple[str, str]]], scale: _Scale) -> None:
+    """``grid`` onto ``out`` with the y labels (ends and middle) and the x axis."""
+    height = scale.height
+    for r in range(height):
+        if r == 0:
+            label = _label(scale.hi)
+        elif r == height - 1:
+            label = _label(scale.lo)
+        elif r == height // 2:
+            label = _label((scale.hi + scale.lo) / 2)
+        else:
+            label = " " * (_LABEL - 1)
+        out.append(label + " |")
+        for ch, style in grid[r]:
+            out.append(ch, style or None)
+        out.append("\n")
+    out.append(" " * (_LABEL - 1) + " +" + "-" * scale.cols + "\n")
+    left, right = f"step {scale.x0:,.0f}", f"{scale.x1:,.0f}"
+    gap = max(scale.cols - len(left) - len(right), 1)
+    out.append(" " * (_LABEL + 1) + left + " " * gap + right + "\n")

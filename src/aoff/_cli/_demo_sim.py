@@ -108,6 +108,33 @@ class Simulation:
             "sync_coordination_ms": 0.09 * j(0.4),
         }
 
+    def _learner_metrics(self, p: float) -> dict[str, float]:
+        """SAC's learner metrics at progress ``p`` (0 to 1) of the training phase."""
+        noise, lognoise = self._noise, self._lognoise
+        alpha = 0.04 + 0.96 * math.exp(-9.0 * p) * lognoise(0.03)
+        entropy = TARGET_ENTROPY + 2.4 * math.exp(-6.0 * p) + noise(0.08)
+        # Q ~ discounted return-to-go: grows in magnitude as the critic learns, then
+        # shrinks as the policy improves
+        q_scale = (1.0 - math.exp(-12.0 * p)) * (620.0 * math.exp(-3.5 * p) + 95.0)
+        q1 = -q_scale * lognoise(0.02)
+        q2 = q1 * (1.0 + noise(0.01))
+        q_loss = (0.6 + 42.0 * p * math.exp(-7.0 * p)) * 12.0 * math.exp(-2.0 * p)
+        return {
+            "q1_loss": q_loss * lognoise(0.25),
+            "q2_loss": q_loss * lognoise(0.25),
+            "actor_loss": -min(q1, q2) - alpha * entropy + noise(1.5),
+            # -(log alpha * (log_prob + target_entropy)), with log_prob = -entropy
+            "alpha_loss": math.log(alpha) * (entropy - TARGET_ENTROPY) + noise(0.01),
+            "alpha": alpha,
+            "entropy": entropy,
+            "q1_mean": q1,
+            "q2_mean": q2,
+            "target_q": (q1 + q2) / 2.0 + noise(0.5),
+            "grad_norm_critic": 8.0 * math.exp(-3.0 * p) * lognoise(0.3) + 0.5,
+            "grad_norm_actor": 0.6 * lognoise(0.3),
+            "lr": 3e-4,
+        }
+
     def step(self, i: int) -> Iteration:
         """Iteration ``i`` (1-based) of the training phase."""
         n = self.iterations
@@ -125,29 +152,7 @@ class Simulation:
         velocity = per_step * (0.18 + 0.04 * p) * lognoise(0.05)
         angle = per_step - velocity - torque
 
-        alpha = 0.04 + 0.96 * math.exp(-9.0 * p) * lognoise(0.03)
-        entropy = TARGET_ENTROPY + 2.4 * math.exp(-6.0 * p) + noise(0.08)
-        # Q ~ discounted return-to-go: grows in magnitude as the critic learns, then
-        # shrinks as the policy improves
-        q_scale = (1.0 - math.exp(-12.0 * p)) * (620.0 * math.exp(-3.5 * p) + 95.0)
-        q1 = -q_scale * lognoise(0.02)
-        q2 = q1 * (1.0 + noise(0.01))
-        q_loss = (0.6 + 42.0 * p * math.exp(-7.0 * p)) * 12.0 * math.exp(-2.0 * p)
-        metrics = {
-            "q1_loss": q_loss * lognoise(0.25),
-            "q2_loss": q_loss * lognoise(0.25),
-            "actor_loss": -min(q1, q2) - alpha * entropy + noise(1.5),
-            # -(log alpha * (log_prob + target_entropy)), with log_prob = -entropy
-            "alpha_loss": math.log(alpha) * (entropy - TARGET_ENTROPY) + noise(0.01),
-            "alpha": alpha,
-            "entropy": entropy,
-            "q1_mean": q1,
-            "q2_mean": q2,
-            "target_q": (q1 + q2) / 2.0 + noise(0.5),
-            "grad_norm_critic": 8.0 * math.exp(-3.0 * p) * lognoise(0.3) + 0.5,
-            "grad_norm_actor": 0.6 * lognoise(0.3),
-            "lr": 3e-4,
-        }
+        metrics = self._learner_metrics(p)  # its draws come here, in this order
 
         t_ms = self.iter_ms
         train_ms = 0.82 * t_ms * lognoise(0.05)

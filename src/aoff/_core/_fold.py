@@ -20,12 +20,13 @@ from collections.abc import Callable
 
 from . import _events as ev
 from ._checkpoint import load_into
-from ._fold_checks import Checks, Reporter
+from ._fold_checks import Checks
 from ._fold_pending import Pending
 from ._fold_step import StepFold, collector_tag
 from ._fold_writer import WriterFold
 from ._hotcost import summarize as cost_tags
 from ._records import StepRecord
+from ._say import Say
 from ._state import ProducerInfo, State
 
 __all__ = ["Folder"]
@@ -54,7 +55,7 @@ class Folder:
     """Folds events into a :class:`State`, yielding the seed's scalar record per step.
 
     Every value that had to be skipped (not a number, or a non-string key) counts in
-    ``state.invalid_values``; ``report`` receives one message for the first problem of each
+    ``state.invalid_values``; ``say`` receives one message for the first problem of each
     (argument, key) pair, so a bad key logged every step is one line, not one per step.
     The fold itself never raises for bad input, so one bad call cannot kill the pump or
     change other records.
@@ -73,9 +74,9 @@ class Folder:
         "writer",
     )
 
-    def __init__(self, state: State, report: Reporter = _ignore, *, seed_tags: bool = True) -> None:
+    def __init__(self, state: State, say: Say = _ignore, *, seed_tags: bool = True) -> None:
         self.state = state
-        self.checks = Checks(state, report)
+        self.checks = Checks(state, say)
         self.pending = Pending(state, self.checks)
         self.steps = StepFold(state, self.checks, self.pending, seed_tags=seed_tags)
         self.writer = WriterFold(state, self.checks)
@@ -272,8 +273,9 @@ class Folder:
                 self._own_timing = dict(s.collector_timing)
             sub_state = State(config=s.config)
             sub_state.reward_history = deque(maxlen=1)  # only to see each new reward
-            report = self.checks.report
-            sub = self._remotes[name] = Folder(sub_state, report, seed_tags=self.seed_tags)
+            sub = self._remotes[name] = Folder(
+                sub_state, self.checks.say, seed_tags=self.steps.seed_tags
+            )
         return sub
 
     def _seen_from(

@@ -10,9 +10,10 @@ what waits for a step (``_fold_pending.py``) and ``SummaryWriter``'s
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 from ._convert import BadValue, encodable, to_float
+from ._say import Say
 from ._state import State
 
 _FLOAT = float
@@ -22,18 +23,16 @@ _REPORTED_KEYS_MAX = 10_000
 _FLOAT_ONLY = frozenset((float,))
 _STR_ONLY = frozenset((str,))
 
-Reporter = Callable[[str], None]
-
 
 class Checks:
-    """Counts skipped values in ``state.invalid_values``; ``report`` gets one message for
+    """Counts skipped values in ``state.invalid_values``; ``say`` gets one message for
     the first problem of each (argument, key) pair."""
 
-    __slots__ = ("_reported", "report", "state")
+    __slots__ = ("_reported", "say", "state")
 
-    def __init__(self, state: State, report: Reporter) -> None:
+    def __init__(self, state: State, say: Say) -> None:
         self.state = state
-        self.report = report
+        self.say = say
         self._reported: set[tuple[str, object]] = set()
 
     def bad(self, where: str, key: object, message: str) -> None:
@@ -47,7 +46,7 @@ class Checks:
         if first:
             if len(seen) < _REPORTED_KEYS_MAX:
                 seen.add((where, key))
-            self.report(message)
+            self.say(message)
 
     def num(self, where: str, key: object, value: object, default: float = 0.0) -> float:
         if type(value) is _FLOAT:

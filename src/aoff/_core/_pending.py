@@ -76,16 +76,14 @@ def unreadable_line(exc: BaseException) -> str:
     return f"aoff: could not read device values: {type(exc).__name__}: {exc}"
 
 
-def ready_prefix(
-    events: list[Any], report: Callable[[str], None]
-) -> tuple[list[Any], list[Any], int]:
+def ready_prefix(events: list[Any], say: Callable[[str], None]) -> tuple[list[Any], list[Any], int]:
     """Split a drained run of events for a shipper: ``(ready, held, unresolved)``.
 
     ``ready``: the events that can go now, in order, each :class:`PendingEvent` among
     them resolved; ``held``: from the first event still waiting for a device value on,
     the rest (kept, in order, for the next round: events never overtake each other);
     ``unresolved``: events left out because their values will never come (``ready()``
-    raised), for the sender to count as dropped; each one's error goes to ``report``
+    raised), for the sender to count as dropped; each one's error goes to ``say``
     (as the pump's fold says it), never swallowed. Never blocks."""
     # the common cases: no event ever waited for a device here, or none of these does
     if not PendingEvent.made or PendingEvent not in set(map(type, events)):
@@ -98,7 +96,7 @@ def ready_prefix(
                 ready = event_ready(e)
             except Exception as exc:  # e.g. a CUDA error surfacing in Event.query()
                 # its values will never come: dropped, counted, said
-                report(unreadable_line(exc))
+                say(unreadable_line(exc))
                 unresolved += 1
                 continue
             if not ready:

@@ -8,30 +8,19 @@ never entered, a sync face whose drain a second Ctrl+C abandoned, a muted rank, 
 forked child, and ``AgentSide`` when the agent stopped answering (from what it had
 acknowledged; when it was lost, the fallback pump's report gets those added). The
 lines printed on stderr at the end of a run are built here, from a report, so the
-in-process pump, the agent and a face that gave up waiting all say the same thing.
+in-process pump, the agent and a face that gave up waiting all say the same thing
+(printing them is ``_say.py``'s).
 """
 
 from __future__ import annotations
 
-import collections
-import contextlib
-import sys
-import threading
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ._rules import Alert
 
-__all__ = [
-    "FinishReport",
-    "OnceReporter",
-    "end_of_run_lines",
-    "media_lost_line",
-    "stderr_line",
-]
+__all__ = ["FinishReport", "end_of_run_lines", "media_lost_line"]
 
 
 @dataclass
@@ -77,77 +66,6 @@ class FinishReport:
 
 
 FinishReport.__module__ = "aoff"
-
-
-class _StderrWriter:
-    """aoff's own lines go to stderr through one daemon thread, and a caller waits for
-    its line at most ``WAIT`` seconds (none at all while an earlier line is stuck): a
-    terminal or pipe that takes no output never holds ``finish()`` or the pump."""
-
-    WAIT = 1.0
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._lines: collections.deque[str] = collections.deque(maxlen=1000)
-        self._written = 0
-        self._queued = 0
-        self._busy_since: float | None = None
-        self._thread: threading.Thread | None = None
-
-    def __call__(self, message: str, *, wait: bool = True) -> None:
-        with self._cond:
-            self._lines.append(message)
-            self._queued += 1
-            mine = self._queued
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._run, name="aoff-stderr", daemon=True)
-                self._thread.start()
-            self._cond.notify_all()
-            stuck = self._busy_since is not None and time.monotonic() - self._busy_since > self.WAIT
-            if wait and not stuck:
-                self._cond.wait_for(lambda: self._written >= mine, timeout=self.WAIT)
-
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                self._cond.wait_for(lambda: bool(self._lines))
-                line = self._lines.popleft()
-                self._busy_since = time.monotonic()
-            with contextlib.suppress(Exception):
-                print(line, file=sys.stderr, flush=True)
-            with self._cond:
-                self._busy_since = None
-                self._written += 1
-                self._cond.notify_all()
-
-
-stderr_line = _StderrWriter()
-"""Print one line on stderr (the default reporter), never waiting long (see above)."""
-
-
-class OnceReporter:
-    """Prints each distinct problem once (at most ``limit`` distinct lines a run)."""
-
-    def __init__(self, write: Callable[[str], None], limit: int = 50) -> None:
-        self.write = write
-        self.seen: set[str] = set()
-        self.limit = limit
-        self.count = 0
-
-    def __call__(self, message: str) -> None:
-        self.count += 1
-        if message in self.seen or len(self.seen) > self.limit:
-            return
-        self.seen.add(message)
-        if len(self.seen) > self.limit:
-            message = f"aoff: more than {self.limit} distinct problems; no more are shown"
-        with contextlib.suppress(Exception):
-            self.write(message)
-
-    def always(self, message: str) -> None:
-        """Print regardless of the limit (the end-of-run totals)."""
-        with contextlib.suppress(Exception):
-            self.write(message)
 
 
 _MEDIA_WHY = {

@@ -13,7 +13,8 @@ in order on one daemon thread and never waits for one:
   whatever the terminal does (the summary panel is then not printed, and a line on
   stderr says so).
 
-Errors raised by the display are reported once and switch it off, as before.
+Errors raised by the display are reported once and switch it off: a broken display costs
+the run its dashboard, never the run itself.
 """
 
 from __future__ import annotations
@@ -40,12 +41,12 @@ class GuardedDisplay:
         self,
         inner: Display,
         *,
-        report: Callable[[str], None],
+        say: Callable[[str], None],
         stall: float = STALL,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.inner = inner
-        self.report = report
+        self.say_problem = say
         self.stall = stall
         self.monotonic = monotonic
         self._cond = threading.Condition()
@@ -133,13 +134,15 @@ class GuardedDisplay:
                 call()
             except Exception as exc:
                 self.failed = True
-                self.report(f"aoff: dashboard disabled after error: {type(exc).__name__}: {exc}")
+                self.say_problem(
+                    f"aoff: dashboard disabled after error: {type(exc).__name__}: {exc}"
+                )
             took = self.monotonic() - started
             with self._cond:
                 self._busy_since = None
             if took > self.stall and kind != "close" and not self.disabled:
                 self.disabled = True
-                self.report(
+                self.say_problem(
                     f"aoff: the dashboard is off for the rest of the run: the terminal did "
                     f"not take its output for {took:.0f}s (training and files were not held up)"
                 )
@@ -151,9 +154,7 @@ class GuardedDisplay:
         return self._closed.wait(timeout)
 
 
-def wrap(display: Display, report: Callable[[str], None], **kw: Any) -> GuardedDisplay:
+def wrap(display: Display, say: Callable[[str], None], **kw: Any) -> GuardedDisplay:
     return (
-        display
-        if isinstance(display, GuardedDisplay)
-        else GuardedDisplay(display, report=report, **kw)
+        display if isinstance(display, GuardedDisplay) else GuardedDisplay(display, say=say, **kw)
     )

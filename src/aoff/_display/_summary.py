@@ -35,17 +35,32 @@ def summary_panel(state: RunView, now: float, glyphs: Glyphs = UNICODE_GLYPHS) -
     not depend on when the pump got round to printing); ``now`` stands in for a state
     that never saw an event after start.
     """
+    lines = [_how_it_ended(state), *_the_run(state, now), *_what_went_wrong(state)]
+    return Panel(
+        Group(*lines),
+        title=Text(state.finish_title, style="bold"),
+        border_style="yellow" if state.interrupted else "green",
+    )
+
+
+def _how_it_ended(state: RunView) -> Text:
+    """The summary's first line: complete, stopped early, or interrupted."""
     cfg = state.config
-    lines: list[RenderableType] = []
     stopped = f"stopped at {state.iteration:,} of {cfg.max_iterations:,}"
     if not state.steps_logged and not state.iteration:  # "at 0 of M" would claim a step
         stopped = "stopped before any step was logged"
     if state.interrupted:
-        lines.append(Text(f"Training interrupted: {stopped}", style="bold yellow"))
-    elif state.iteration < cfg.max_iterations:  # finish() before the last iteration
-        lines.append(Text(f"Training {stopped}", style="bold yellow"))
-    else:
-        lines.append(Text("Training complete", style="bold green"))
+        return Text(f"Training interrupted: {stopped}", style="bold yellow")
+    if state.iteration < cfg.max_iterations:  # finish() before the last iteration
+        return Text(f"Training {stopped}", style="bold yellow")
+    return Text("Training complete", style="bold green")
+
+
+def _the_run(state: RunView, now: float) -> list[RenderableType]:
+    """What ran and how far: algorithm and env, iterations, time, env steps, the user's
+    own lines, the last checkpoint and media."""
+    cfg = state.config
+    lines: list[RenderableType] = []
     run = [(name, value) for name, value in (("Algo", cfg.algo_name), ("Env", cfg.env_name))]
     run = [(name, value) for name, value in run if value]  # no bare "Env: "
     if run:
@@ -73,6 +88,12 @@ def summary_panel(state: RunView, now: float, glyphs: Glyphs = UNICODE_GLYPHS) -
     if state.last_media is not None:
         key, step = state.last_media
         lines.append(_field("  Last media: ", f"{key} (step {step:,})", "dim"))
+    return lines
+
+
+def _what_went_wrong(state: RunView) -> list[Text]:
+    """What was lost or failed, aoff's own cost, and the alerts (the first five)."""
+    lines: list[Text] = []
     if state.media_refused:
         lines.append(Text(f"  Media refused (budget): {state.media_refused:,}", style="red"))
     if state.dropped_events > 0:
@@ -85,11 +106,7 @@ def summary_panel(state: RunView, now: float, glyphs: Glyphs = UNICODE_GLYPHS) -
     if state.alerts:
         lines.append(Text(f"  Alerts: {len(state.alerts):,}", style="bold red"))
         lines.extend(Text(f"    {a.message} [{a.rule}]", style="red") for a in state.alerts[:5])
-    return Panel(
-        Group(*lines),
-        title=Text(state.finish_title, style="bold"),
-        border_style="yellow" if state.interrupted else "green",
-    )
+    return lines
 
 
 def _field(label: str, value: str, style: str) -> Table:

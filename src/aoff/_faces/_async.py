@@ -74,7 +74,6 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
     def _setup_face(self) -> None:
         overflow = self._options.overflow
         buf = self._buffer
-        self._buf = buf
         self._entered_put = self._put_block if overflow == "block" else self._put_nowait
         # until `async with` enters, calls are kept (written if it does) and warn once
         self._init_recorder(self._put_unentered, self._options.now)
@@ -104,7 +103,7 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
                 AoffWarning,
                 stacklevel=3,
             )
-        self._buf.append(event)  # never waits, whatever the policy: nothing drains yet
+        self._buffer.append(event)  # never waits, whatever the policy: nothing drains yet
         return READY
 
     def _put_nowait(self, event: ev.Event) -> Awaitable[None]:
@@ -113,14 +112,14 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
 
     def _put_block(self, event: ev.Event) -> Awaitable[None]:
         self._raw_put(event)  # recorded now (order kept); the caller awaits space
-        if self._buf.full() and not self._buf.closed:
+        if self._buffer.full() and not self._buffer.closed:
             return self._wait_for_space()
         return READY
 
     async def _wait_for_space(self) -> None:
         # the buffer's own wait (the sync face's), parked in a worker thread so this
         # loop, which may run the pump, goes on
-        await anyio.to_thread.run_sync(self._buf.wait_for_space, abandon_on_cancel=True)
+        await anyio.to_thread.run_sync(self._buffer.wait_for_space, abandon_on_cancel=True)
 
     # -- lifecycle ----------------------------------------------------------------------------
     # class-level too: a muted rank's face never runs _setup_face, and leaves `async with`
@@ -248,7 +247,7 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
         self._signalled = signum
         # recorded before the cancellation, so the summary says so whichever of the pump
         # and the body is cancelled first
-        self._buf.append_final(ev.finish_event(self._clock(), "Training Summary", "", True))
+        self._buffer.append_final(ev.finish_event(self._clock(), "Training Summary", "", True))
         host.cancel()
 
     def start(self, *, status: str = "Warming up...") -> Awaitable[None]:

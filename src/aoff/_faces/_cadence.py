@@ -37,14 +37,14 @@ INLINE_INTERVAL = 0.5
 #: ``drop_newest`` refused a third of the calls, ``block`` stalled the loop ~0.4 s
 INLINE_EVENTS = BURST_ROUND
 #: a round on the caller's thread pickles at most this many events, as soon as that many
-#: wait, so that no call pays more than a slice. A round of 4,096 events (its old size)
+#: wait, so that no call pays more than a slice. A round of 4,096 events
 #: held the caller 0.7-2.2 ms once every ~1,024 iterations: the sync face's p99.9.
 #: Measured in a flat-out loop of the standard mix (``chrt -f 1``, load 10-18): a slice
 #: round's CPU is ~2.6 us fixed (mostly the signal deferral) plus ~0.36 us an event
 #: (pickling ~0.21, freeing the events, their accounting): 9 us at 16 events, 11.7 at
 #: 24, 14.4 at 32, 25.5 at 64. Smaller slices come more often, and each leaves the
 #: caches colder for the iterations after it: the median of a flat-out burst was ~1.5 us
-#: at 32 as before, 1.6-1.8 at 24 (one iteration in 6 pays a slice), 1.7 at 16; the
+#: at 32 (as with no slices), 1.6-1.8 at 24 (one iteration in 6 pays a slice), 1.7 at 16; the
 #: p99, about a slice, 20-26 us at 32 and 19-31 at 24. Pickled alone, 32 events are ~103
 #: bytes an event (the dict keys memoised within a slice), 4,096 are 97
 INLINE_SLICE = 32

@@ -22,8 +22,9 @@ from .._core._buffer import DEFAULT_CAPACITY, EventBuffer, Overflow
 from .._core._checkpoint import to_state_dict
 from .._core._config import format_converted
 from .._core._recorder import R, Recorder
-from .._core._report import FinishReport, stderr_line
+from .._core._report import FinishReport
 from .._core._rules import Alert, Rule
+from .._core._say import say_to_stderr
 from .._core._state import State
 from .._core._warning import AoffWarning
 from .._display._api import Display
@@ -140,7 +141,7 @@ class Face(Recorder[R], MediaCalls[R], Generic[R]):
         line = self._options.in_process_line()
         if line is not None and line not in _said_in_process:  # once a process, per reason
             _said_in_process.add(line)
-            stderr_line(line)
+            say_to_stderr(line)
         self._setup_face()
         track(self)  # the fork hook (_forkhook.py)
 
@@ -262,7 +263,7 @@ class Face(Recorder[R], MediaCalls[R], Generic[R]):
             setattr(self, name, noop)
         self._to(Phase.MUTED)
         self._report = FinishReport()
-        stderr_line(muted_line(rank))
+        say_to_stderr(muted_line(rank))
 
     _fork_remote: RemoteLogger | None = None
     _fork_steps: list[int]

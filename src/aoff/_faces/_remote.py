@@ -38,7 +38,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
-from .._channel._hub import check_name
+from .._channel._producers import check_name
 from .._channel._sender import HELLO_TIMEOUT, Conn, Spec
 from .._core import _events as ev
 from .._core._buffer import DEFAULT_CAPACITY, EventBuffer, Overflow

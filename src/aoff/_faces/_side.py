@@ -20,8 +20,9 @@ import anyio.to_thread
 
 from .._core._buffer import EventBuffer
 from .._core._events import Event
-from .._core._report import FinishReport, gave_up_line, media_lost_line, stderr_line
+from .._core._report import FinishReport, gave_up_line, media_lost_line
 from .._core._rules import Alert
+from .._core._say import say_to_stderr
 from .._display._streams import Forwarding, should_forward
 from .._media._encoder import LOST_AGENT
 from .._media._shm import ShmPool
@@ -239,7 +240,7 @@ class AgentSide:
         except Exception as exc:  # e.g. no new thread at interpreter shutdown
             s.freed.discarded(unread)
             failure, self._stranded = exc, _lost.discard_unsent(s)
-        stderr_line(_lost.gone_line(reason, self.proc.poll(), lost, failure))
+        say_to_stderr(_lost.gone_line(reason, self.proc.poll(), lost, failure))
         self.gone = reason
 
     def _discard(self, *, last: bool = False) -> int:
@@ -334,7 +335,7 @@ class AgentSide:
             report = self.fallback.stop(summary, idle_timeout)
             took = _lost.add_confirmed(report, s, self._again)
             if took:
-                stderr_line(str(media_lost_line({LOST_AGENT: took})))
+                say_to_stderr(str(media_lost_line({LOST_AGENT: took})))
             return report
         if self.gone is not None:  # lost, and no fallback could start (_gone said why)
             with self._round_lock:  # the last round: the shipper's next one ends
@@ -343,9 +344,9 @@ class AgentSide:
                 s, dropped=s.dropped() + discarded, error="agent lost", interrupted=False
             )
             self._close()
-            stderr_line(_lost.not_written_line(discarded))
+            say_to_stderr(_lost.not_written_line(discarded))
             if report.media_lost:
-                stderr_line(str(media_lost_line(report.media_lost)))
+                say_to_stderr(str(media_lost_line(report.media_lost)))
             return report
         # the agent is alive but made no progress: give up, say what is known
         report = _lost.confirmed_report(
@@ -355,7 +356,7 @@ class AgentSide:
             interrupted=True,
         )
         self._close()
-        stderr_line(gave_up_line(len(self.buffer), max(report.backend_lost.values(), default=0)))
+        say_to_stderr(gave_up_line(len(self.buffer), max(report.backend_lost.values(), default=0)))
         return report
 
     def unwritten(self) -> dict[str, int]:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 import anyio
 import anyio.abc
 
-from .._core._report import stderr_line
+from .._core._say import say_to_stderr
 
 __all__ = ["sigterm_is_default", "watch_sigterm"]
 
@@ -49,7 +49,7 @@ async def watch_sigterm(
             started = True
             async for signum in signals:
                 if seen:  # a second SIGTERM: the drain goes on
-                    stderr_line("aoff: still writing the rest of the run", wait=False)
+                    say_to_stderr("aoff: still writing the rest of the run", wait=False)
                     continue
                 seen = True
                 on_first(int(signum))

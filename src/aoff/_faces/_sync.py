@@ -26,7 +26,8 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from .._core._checkpoint import no_state_line
-from .._core._report import FinishReport, force_quit_line, stderr_line
+from .._core._report import FinishReport, force_quit_line
+from .._core._say import say_to_stderr
 from ._face import Face
 from ._phase import Phase
 from ._side import AgentSide
@@ -41,7 +42,7 @@ FORCE_WINDOW = 2.0
 def _say(line: str, *, wait: bool = True) -> None:
     """One line on stderr; a further Ctrl+C while it is being written is ignored."""
     with contextlib.suppress(KeyboardInterrupt):
-        stderr_line(line, wait=wait)
+        say_to_stderr(line, wait=wait)
 
 
 class _SigtermExit(SystemExit):

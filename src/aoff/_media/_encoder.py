@@ -56,8 +56,8 @@ MediaJob = tuple[str, int, float, str, Any, str, float, int]
 
 
 class MediaEncoder:
-    def __init__(self, report: Callable[[str], None]) -> None:
-        self.report = report
+    def __init__(self, say: Callable[[str], None]) -> None:
+        self.say = say
         #: the formats to make, by what: ``{"image": {"png"}, "video": {"gif", "mp4"}}``
         self.formats: dict[str, set[str]] = {"image": set(), "video": set()}
         self.done: collections.deque[MediaRecord] = collections.deque()
@@ -152,12 +152,12 @@ class MediaEncoder:
                 rec = self._encode(job)
             except FileNotFoundError:  # its block: the training process is gone
                 why, rec = FRAMES_GONE, None
-                self.report(
+                self.say(
                     "aoff: the frames of images/videos in shared memory were gone (the "
                     "training process ended before they were read); they are not written"
                 )
             except Exception as exc:
-                self.report(f"aoff: could not encode media {job[0]!r}: {type(exc).__name__}: {exc}")
+                self.say(f"aoff: could not encode media {job[0]!r}: {type(exc).__name__}: {exc}")
                 rec = None
             with self._cond:
                 if not self._closed:  # closed: counted as stalled already

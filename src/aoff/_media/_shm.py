@@ -123,14 +123,14 @@ def _reserve(shm: Any, size: int) -> None:
     ``ftruncate`` alone gets its pages at the first write, and a full ``/dev/shm`` then
     kills the writer with SIGBUS instead of raising. An ``OSError`` (ENOSPC) here means the
     block cannot be backed. A system without ``posix_fallocate`` (macOS: its shared memory
-    is no size-limited tmpfs), or a filesystem that cannot reserve, keeps the old way;
-    the ``statvfs`` cap still applies."""
+    is no size-limited tmpfs), or a filesystem that cannot reserve, gets its pages at the
+    first write; the ``statvfs`` cap still applies."""
     fallocate = getattr(os, "posix_fallocate", None)
     if fallocate is None:
         return
     try:
         fallocate(shm._fd, 0, size)
-    except OSError as exc:  # a filesystem that cannot reserve: the old way, not a refusal
+    except OSError as exc:  # a filesystem that cannot reserve: pages at first write, not a refusal
         if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
             raise
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 import anyio
 import anyio.abc
 
-from .._channel._hub import ProducerHub
+from .._channel._producers import ProducerHub
 from ._intake import Intake
 from ._runner import BackendRunner
 

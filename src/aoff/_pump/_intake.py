@@ -21,7 +21,7 @@ from .._core._events import MEDIA, MEDIA_REFUSED, REMOTE, Event
 from .._core._fold import Folder
 from .._core._pending import PendingEvent, event_ready, resolve_event, unreadable_line
 from .._core._records import StepRecord
-from .._core._report import OnceReporter
+from .._core._say import SayOnce
 from .._core._state import State
 from .._media._encoder import NO_BACKEND, MediaEncoder
 from ._runner import BackendRunner
@@ -58,7 +58,7 @@ class Intake:
         buffer: EventBuffer,
         state: State,
         runners: Sequence[BackendRunner],
-        report_line: OnceReporter,
+        say: SayOnce,
         *,
         finish_timeout: float,
         on_change: Callable[[], None],
@@ -72,8 +72,8 @@ class Intake:
         self.buffer = buffer
         self.state = state
         self.runners = runners
-        self.report_line = report_line
-        self.folder = Folder(state, report_line, seed_tags=seed_tags)
+        self.say = say
+        self.folder = Folder(state, say, seed_tags=seed_tags)
         self.finish_timeout = finish_timeout
         self._on_change = on_change
         self._on_slice = on_slice
@@ -89,7 +89,7 @@ class Intake:
         #: also handed every slice's records after the runners: the run's rules
         self.on_watch: Callable[[list[StepRecord]], None] | None = None
         #: media events go to the encoder thread, never through the fold (``_media``)
-        self.media = MediaEncoder(report_line)
+        self.media = MediaEncoder(say)
         for r in runners:
             for what, fmt in getattr(r.backend, "media_formats", {}).items():
                 self.media.formats[what].add(fmt)
@@ -121,7 +121,7 @@ class Intake:
                 self.state.last_media = (rec.key, rec.step)  # the panel names only these
             else:
                 self.media.lost[NO_BACKEND] += 1
-                self.report_line(
+                self.say(
                     "aoff: no backend of this run writes images or videos (TensorBoard, "
                     "JSONL, CSV, W&B and MLflow do); they are not written"
                 )
@@ -138,7 +138,7 @@ class Intake:
         try:
             return event_ready(e)
         except Exception as exc:  # e.g. a CUDA error surfacing in Event.query()
-            self.report_line(unreadable_line(exc))
+            self.say(unreadable_line(exc))
             return None
 
     def fold(self, events: Sequence[Event]) -> list[StepRecord]:
@@ -176,9 +176,7 @@ class Intake:
                 rec = apply(e)
             except Exception as exc:  # a bug or an exotic input: report, keep going
                 self.state.invalid_values += 1
-                self.report_line(
-                    f"aoff: could not process {e[0]!r} event: {type(exc).__name__}: {exc}"
-                )
+                self.say(f"aoff: could not process {e[0]!r} event: {type(exc).__name__}: {exc}")
                 continue
             if rec is not None:
                 records.append(rec)
@@ -299,7 +297,7 @@ class Intake:
                 await anyio.sleep(0.001)
             else:
                 self._give_up = True
-                self.report_line.always(
+                self.say.always(
                     f"aoff: device values still not copied after {self.finish_timeout:g}s; "
                     "events waiting for them are dropped"
                 )

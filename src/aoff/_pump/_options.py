@@ -36,10 +36,8 @@ PUMP_MODES: tuple[PumpMode, ...] = ("process", "thread")
 DEFAULT_WANDB_PROJECT = "aoff"
 #: the agent's niceness above the training process's (``agent_nice=``). A niced agent
 #: leaves the training loop the CPU under contention (the flood benchmark's tail: p99
-#: +48/+105 % at 10 against +209/+385 % at 0, stop 30), but it falls behind a flood on
-#: a busy machine: beside two CPU hogs a 40,000-step burst ended "did not finish" in 4
-#: runs of 8 at 10 while it acked only at its tick (it acks between fold slices since),
-#: and its receiver can fall behind a flat-out loop, whose buffer then drops by its
+#: +48/+105 % at 10 against +209/+385 % at 0), but it falls behind a flood on a busy
+#: machine: its receiver can fall behind a flat-out loop, whose buffer then drops by its
 #: policy (docs/reference/performance.md, "The agent's priority"). So 0 by default; 10
 #: is the user's choice
 DEFAULT_AGENT_NICE = 0
@@ -137,26 +135,48 @@ class Options:
     command: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
-        def fix(name: str, value: object) -> None:
-            object.__setattr__(self, name, value)
+        """Each field checked (a clear error naming the first bad one) and put in its one
+        form: what and where the run writes, how its buffer and pump run, what it
+        watches, where it resumes."""
+        self._check_outputs()
+        self._check_running()
+        self._check_watching()
+        n = self.resume_step
+        if n is not None:
+            if isinstance(n, bool) or not isinstance(n, int):
+                got = type(n).__name__
+                raise ValueError(f"resume_step must be an int step (or None), got {n!r} ({got})")
+            if n < 0:
+                raise ValueError(f"resume_step must be >= 0, got {n}")
+        given = [self.log_backend, *(b.lower() for b in self.backends if isinstance(b, str))]
+        known = [_registry.entry(g) for g in dict.fromkeys(given) if g in _registry.names()]
+        self._fix("named", tuple(known))
 
+    def _fix(self, name: str, value: object) -> None:
+        object.__setattr__(self, name, value)  # frozen: the one form, set once
+
+    def _check_outputs(self) -> None:
+        """The display rate, the backends and where they write."""
         r = self.refresh_per_second
         if isinstance(r, bool) or not isinstance(r, int | float) or not r > 0:
             raise ValueError(f"refresh_per_second must be > 0, got {r!r}")
-        fix("refresh_per_second", float(r))
+        self._fix("refresh_per_second", float(r))
         if not isinstance(self.log_backend, str):
             got = type(self.log_backend).__name__
             raise TypeError(f"log_backend must be a str, got {got}")
-        fix("log_backend", self.log_backend.lower())
-        fix("log_dir", os.fspath(self.log_dir) if self.log_dir else "")
+        self._fix("log_backend", self.log_backend.lower())
+        self._fix("log_dir", os.fspath(self.log_dir) if self.log_dir else "")
         if isinstance(self.backends, str | bytes):
             raise TypeError("backends must be a sequence, e.g. backends=('jsonl',)")
-        fix("backends", tuple(self.backends))
+        self._fix("backends", tuple(self.backends))
         for spec in self.backends:
             if not isinstance(spec, str | Backend):
                 raise TypeError(f"backends: {spec!r} is neither a name nor a Backend")
         if self.wandb_tags is not None:
-            fix("wandb_tags", tuple(self.wandb_tags))
+            self._fix("wandb_tags", tuple(self.wandb_tags))
+
+    def _check_running(self) -> None:
+        """The buffer, the display, the pump and its rates, the media budget."""
         c = self.capacity
         if not isinstance(c, int) or isinstance(c, bool) or c < 1:
             raise ValueError(f"capacity must be a positive int, got {c!r}")
@@ -170,17 +190,20 @@ class Options:
             raise ValueError(f"pump must be one of {PUMP_MODES}, got {self.pump!r}")
         if self.ranks not in RANK_MODES:
             raise ValueError(f"ranks must be one of {RANK_MODES}, got {self.ranks!r}")
-        fix("finish_timeout", float(self.finish_timeout))
-        fix("flush_secs", float(self.flush_secs))
+        self._fix("finish_timeout", float(self.finish_timeout))
+        self._fix("flush_secs", float(self.flush_secs))
         si = self.system_interval
         if isinstance(si, bool) or not isinstance(si, int | float) or not si >= 0:
             raise ValueError(f"system_interval must be a number of seconds >= 0, got {si!r}")
-        fix("system_interval", float(si))
+        self._fix("system_interval", float(si))
         check_media_budget(self.media_budget)
         nice = self.agent_nice
         if isinstance(nice, bool) or not isinstance(nice, int) or not 0 <= nice <= MAX_NICE:
             raise ValueError(f"agent_nice must be an int from 0 to {MAX_NICE}, got {nice!r}")
-        fix("rules", check_rules(self.rules))
+
+    def _check_watching(self) -> None:
+        """The rules, and where their alerts go (a webhook, a command)."""
+        self._fix("rules", check_rules(self.rules))
         hook = self.webhook
         if hook is not None and (
             not isinstance(hook, str) or not hook.startswith(("http://", "https://"))
@@ -193,17 +216,7 @@ class Options:
             cmd = tuple(cmd)
             if not cmd or not all(isinstance(c, str) for c in cmd):
                 raise TypeError(f"command must be a non-empty list of strings, got {cmd!r}")
-            fix("command", cmd)
-        n = self.resume_step
-        if n is not None:
-            if isinstance(n, bool) or not isinstance(n, int):
-                got = type(n).__name__
-                raise ValueError(f"resume_step must be an int step (or None), got {n!r} ({got})")
-            if n < 0:
-                raise ValueError(f"resume_step must be >= 0, got {n}")
-        given = [self.log_backend, *(b.lower() for b in self.backends if isinstance(b, str))]
-        known = [_registry.entry(g) for g in dict.fromkeys(given) if g in _registry.names()]
-        fix("named", tuple(known))
+            self._fix("command", cmd)
 
     @classmethod
     def of(cls, args: Mapping[str, Any]) -> Options:

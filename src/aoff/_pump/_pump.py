@@ -30,6 +30,7 @@ from __future__ import annotations
 import collections
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -38,14 +39,15 @@ import anyio.lowlevel
 import anyio.to_thread
 
 from .._backends._base import Backend, BackendContext
-from .._channel._hub import ProducerHub
 from .._channel._produce import attach_producers
+from .._channel._producers import ProducerHub
 from .._channel._server import LiveServer, start_serving, stop_serving
 from .._core._buffer import EventBuffer
 from .._core._checkpoint import to_state_dict
 from .._core._events import Event
 from .._core._records import StepRecord
-from .._core._report import FinishReport, OnceReporter, end_of_run_lines, stderr_line
+from .._core._report import FinishReport, end_of_run_lines
+from .._core._say import SayOnce, say_to_stderr
 from .._core._state import State
 from .._display._api import Display
 from ._cost import CostKeeper
@@ -62,17 +64,43 @@ if TYPE_CHECKING:
     from ._alerts import AlertDesk
     from ._sysmetrics import SystemSampler
 
-__all__ = ["Progress", "Pump"]
+__all__ = ["Progress", "Pump", "PumpSettings"]
 
 #: the most a run's end waits for alert actions still queued (a webhook, a command)
 ALERT_ACTIONS_WAIT = 5.0
 
 
+@dataclass(frozen=True)
+class PumpSettings:
+    """How a pump runs: its pace, its clocks, how long it waits, where its own lines go
+    and what it serves. The defaults are a face's; :class:`~._wiring.Wiring` makes one
+    from the run's ``Options``."""
+
+    refresh_per_second: float = 4
+    clock: Callable[[], float] = time.time
+    monotonic: Callable[[], float] = time.monotonic
+    tick: float = 0.05
+    finish_timeout: float = 10.0
+    flush_interval: float = 2.0
+    stall_timeout: float = 10.0
+    max_pending: int = DEFAULT_MAX_PENDING
+    #: where aoff's own lines go
+    say: Callable[[str], None] = say_to_stderr
+    #: the run folder whose socket it serves (``aoff attach``, producers); "": none
+    live_dir: str = ""
+    #: (capacity, policy) named when events were dropped; None: the buffer's own
+    overflow_label: tuple[int, str] | None = None
+    seed_tags: bool = True
+    #: the pump runs in the agent (its cost is then the agent's, not the loop's)
+    in_agent: bool = False
+
+
 class Pump:
     """Drains one :class:`EventBuffer` into a :class:`State`, the backends and a display,
-    as one anyio task (:meth:`run`). ``write_line``: where aoff's own lines go (stderr);
-    ``on_media_freed``: told the bytes of each media frame the encoder frees (the media
-    budget, when the pump runs in the face's own process).
+    as one anyio task (:meth:`run`), as ``settings`` say. ``on_media_freed``: told the
+    bytes of each media frame the encoder frees (the media budget, when the pump runs in
+    the face's own process); ``system``, ``run_summary`` and ``alerts``: the run's
+    system sampler, ``aoff-summary.json`` and rules, when it has them.
     """
 
     def __init__(
@@ -81,69 +109,37 @@ class Pump:
         state: State,
         backends: Sequence[Backend],
         display: Display,
+        settings: PumpSettings = PumpSettings(),
         *,
-        refresh_per_second: float = 4,
-        clock: Callable[[], float] = time.time,
-        monotonic: Callable[[], float] = time.monotonic,
-        tick: float = 0.05,
-        finish_timeout: float = 10.0,
-        flush_interval: float = 2.0,
-        stall_timeout: float = 10.0,
-        max_pending: int = DEFAULT_MAX_PENDING,
-        write_line: Callable[[str], None] = stderr_line,
         on_tick: Callable[[], object] | None = None,
         on_media_freed: Callable[[int], None] | None = None,
-        live_dir: str = "",
         system: SystemSampler | None = None,
-        overflow_label: tuple[int, str] | None = None,
         run_summary: RunSummary | None = None,
-        seed_tags: bool = True,
         alerts: AlertDesk | None = None,
-        in_agent: bool = False,
     ) -> None:
-        if refresh_per_second <= 0:
-            raise ValueError(f"refresh_per_second must be > 0, got {refresh_per_second!r}")
+        s = settings
+        if s.refresh_per_second <= 0:
+            raise ValueError(f"refresh_per_second must be > 0, got {s.refresh_per_second!r}")
         self._buffer = buffer
         self._state = state
-        self._clock = clock
+        self._clock = s.clock
         self._on_tick = on_tick
-        self._tick = min(tick, 1.0 / refresh_per_second)
-        self._finish_timeout = finish_timeout
+        self._tick = min(s.tick, 1.0 / s.refresh_per_second)
+        self._finish_timeout = s.finish_timeout
         #: aoff's problem lines, each distinct one said once (``.always``: every time)
-        self._problems = OnceReporter(write_line)
+        self._say_once = SayOnce(s.say)
         self._runners = [
             BackendRunner(
                 b,
-                report=self._problems.always,  # a runner reports at most twice
-                flush_interval=flush_interval,
-                stall_timeout=stall_timeout,
-                max_pending=max_pending,
+                say=self._say_once.always,  # a runner says at most twice
+                flush_interval=s.flush_interval,
+                stall_timeout=s.stall_timeout,
+                max_pending=s.max_pending,
             )
             for b in backends
         ]
-        self._screen = Screen(
-            display,
-            state,
-            self._runners,
-            report=write_line,
-            say_always=self._problems.always,
-            refresh_per_second=refresh_per_second,
-            clock=clock,
-            monotonic=monotonic,
-        )
-        self._intake = Intake(
-            buffer,
-            state,
-            self._runners,
-            self._problems,
-            finish_timeout=finish_timeout,
-            on_change=self._screen.touch,
-            on_slice=self._slice_chores,
-            seed_tags=seed_tags,
-            # the fold in short slices while a training loop shares the GIL (_turns)
-            shares=shared,
-            pause=apause,
-        )
+        self._screen = self._make_screen(display, s)
+        self._intake = self._make_intake(s)
         self._intake.media.on_freed = on_media_freed
         self._summary_panel = True  # request_stop(summary=...)
         self._result: FinishReport | None = None  # set when run() has ended
@@ -151,29 +147,68 @@ class Pump:
         self._stop_requested = False
         self._finished = False
         self._upstream_dropped = 0  # before events reached this process (in the agent)
-        self._overflow_label = overflow_label or (buffer.capacity, buffer.overflow)
+        self._overflow_label = s.overflow_label or (buffer.capacity, buffer.overflow)
         # the run folder's socket (_channel): `aoff attach` viewers, log.remote() producers
-        self._live_dir = live_dir
+        self._live_dir = s.live_dir
         self._live: LiveServer | None = None
         self._producers: ProducerHub | None = None
         self._system = system  # system metrics, sampled in their own thread (_sysmetrics)
-        self._summary_file: SummaryKeeper | None = None
-        #: the run's rules and where their alerts go (``_alerts.py``)
-        self._alerts = alerts
-        if alerts is not None:
-            alerts.runners = self._runners
-            alerts.say = self._problems.always
-            alerts.on_change = self._screen.touch
         #: the logger's own cost, written as ``aoff/...`` tags (``_cost.py``)
         self._cost = CostKeeper(
-            state, self._intake.folder, clock=clock, monotonic=monotonic, in_agent=in_agent
+            state, self._intake.folder, clock=s.clock, monotonic=s.monotonic, in_agent=s.in_agent
         )
         self._intake.on_watch = self._watch
-        if run_summary is not None:
-            keeper = SummaryKeeper(run_summary, monotonic=monotonic, say=self._problems)
-            self._summary_file = keeper
-            self._intake.on_records = keeper.offer
-            keeper.media_counts = lambda: (self._intake.media_written, self._state.media_refused)
+        self._alerts = self._take_alerts(alerts)
+        self._summary_file = self._keep_summary(run_summary, s.monotonic)
+
+    def _make_screen(self, display: Display, s: PumpSettings) -> Screen:
+        """The display, printed text and viewers, drawn at ``s.refresh_per_second``."""
+        return Screen(
+            display,
+            self._state,
+            self._runners,
+            say=s.say,
+            say_always=self._say_once.always,
+            refresh_per_second=s.refresh_per_second,
+            clock=s.clock,
+            monotonic=s.monotonic,
+        )
+
+    def _make_intake(self, s: PumpSettings) -> Intake:
+        """Drains the buffer and folds in order; a change touches the screen."""
+        return Intake(
+            self._buffer,
+            self._state,
+            self._runners,
+            self._say_once,
+            finish_timeout=s.finish_timeout,
+            on_change=self._screen.touch,
+            on_slice=self._slice_chores,
+            seed_tags=s.seed_tags,
+            # the fold in short slices while a training loop shares the GIL (_turns)
+            shares=shared,
+            pause=apause,
+        )
+
+    def _take_alerts(self, alerts: AlertDesk | None) -> AlertDesk | None:
+        """The run's rules and where their alerts go (``_alerts.py``), told of the runners,
+        this pump's ``say`` and its screen."""
+        if alerts is not None:
+            alerts.runners = self._runners
+            alerts.say = self._say_once.always
+            alerts.on_change = self._screen.touch
+        return alerts
+
+    def _keep_summary(
+        self, run_summary: RunSummary | None, monotonic: Callable[[], float]
+    ) -> SummaryKeeper | None:
+        """``aoff-summary.json``'s keeper, offered every batch of records; None: no file."""
+        if run_summary is None:
+            return None
+        keeper = SummaryKeeper(run_summary, monotonic=monotonic, say=self._say_once)
+        self._intake.on_records = keeper.offer
+        keeper.media_counts = lambda: (self._intake.media_written, self._state.media_refused)
+        return keeper
 
     # -- input from outside ---------------------------------------------------------------------
     def hold_first(self, events: list[Event]) -> None:
@@ -306,10 +341,10 @@ class Pump:
                 self._system.start()
             try:
                 if self._live_dir:
-                    say = self._problems.always
+                    say = self._say_once.always
                     self._live = await start_serving(self._live_dir, say)
                     if self._live is not None:  # log.remote() producers (_channel/_produce)
-                        self._live.report = say
+                        self._live.say = say
                         self._producers = attach_producers(self._live, buffer.put, say, self.flush)
                 while not self._stop_requested:
                     backlog = len(buffer) >= min(FOLD_SLICE, buffer.capacity)
@@ -327,14 +362,14 @@ class Pump:
                     try:
                         await intake.drain_once()
                         if self._system is not None and self._system.fold_newest(
-                            self._intake.folder.apply, self._clock, self._problems
+                            self._intake.folder.apply, self._clock, self._say_once
                         ):
                             self._screen.touch()
                         self._tick_chores()
                         if self._summary_file is not None:
                             self._summary_file.maybe_refresh(runners_tg)
                     except Exception as exc:  # pragma: no cover - defensive
-                        self._problems(f"aoff: pump error: {type(exc).__name__}: {exc}")
+                        self._say_once(f"aoff: pump error: {type(exc).__name__}: {exc}")
             finally:
                 if self._system is not None:
                     self._system.stop()
@@ -359,7 +394,7 @@ class Pump:
         if self._finished:
             return
         self._finished = True
-        say = self._problems.always
+        say = self._say_once.always
         await end_of_input(
             self._intake,
             self._runners,

@@ -65,7 +65,7 @@ class BackendRunner:
         self,
         backend: Backend,
         *,
-        report: Callable[[str], None],
+        say: Callable[[str], None],
         max_pending: int = DEFAULT_MAX_PENDING,
         retries: int = 2,
         retry_backoff: float = 0.1,
@@ -75,7 +75,7 @@ class BackendRunner:
     ) -> None:
         self.backend = backend
         self.name = str(getattr(backend, "name", type(backend).__name__))
-        self.report = report
+        self.say = say
         self.max_pending = max_pending
         self.retries = retries
         self.retry_backoff = retry_backoff
@@ -115,7 +115,7 @@ class BackendRunner:
             return False
         if not self._stall_reported:
             self._stall_reported = True
-            self.report(
+            self.say(
                 f"aoff: backend {self.name!r}: {self.busy_with} has not returned for "
                 f"{self.stall_timeout:g}s; training goes on, and this backend keeps only "
                 f"its newest {self.max_pending:,} records until it answers"
@@ -301,7 +301,7 @@ class BackendRunner:
             return True
         self._refusals_said.add(kind)
         what = f"the media record {rec.key!r}" if type(rec) is MediaRecord else "a record"
-        self.report(
+        self.say(
             f"aoff: backend {self.name!r} could not write {what} at step {rec.step} "
             f"({_said(exc)}); that record is skipped and counted, the backend goes on "
             "(said once)"
@@ -358,7 +358,7 @@ class BackendRunner:
         self.error = message
         self.lost += len(self.pending)
         self.pending.clear()
-        self.report(f"aoff: backend {self.name!r} disabled after error: {message}")
+        self.say(f"aoff: backend {self.name!r} disabled after error: {message}")
 
     async def _close_quietly(self) -> None:
         with contextlib.suppress(Exception):

@@ -44,14 +44,14 @@ class Screen:
         state: State,
         runners: Sequence[BackendRunner],
         *,
-        report: Callable[[str], None],
+        say: Callable[[str], None],
         say_always: Callable[[str], None],
         refresh_per_second: float,
         clock: Callable[[], float],
         monotonic: Callable[[], float],
     ) -> None:
         # the pump never waits for the display: frames go to their own thread (_guard)
-        self.display = GuardedDisplay(display, report=report)
+        self.display = GuardedDisplay(display, say=say)
         self.state = state
         self.runners = runners
         self._say_always = say_always
@@ -105,8 +105,8 @@ class Screen:
         real seconds went by since the run started.
 
         A backend opens concurrently with the run (a cold import of TensorBoard's protobuf
-        module takes ~0.3 s), so its "logging to" line used to come after the first
-        progress line, or after the last of a short run. The dashboard opens after it.
+        module takes ~0.3 s): without this wait its "logging to" line could come after the
+        first progress line, or after the last of a short run. The dashboard opens after it.
         """
         if not any(r.status == "opening" for r in self.runners):
             return True

@@ -26,7 +26,7 @@ What (one sample, every key a float):
 
 The first sample is taken one ``interval`` after the start (CPU percent needs two
 readings). A sampler that fails (the process is gone, ``psutil`` refuses) reports the
-first error once through the pump's reporter and keeps trying on later ticks; it never
+first error once through the pump's ``say`` and keeps trying on later ticks; it never
 raises into the pump. ``psutil`` and ``pynvml`` are imported in the sampler's thread,
 never by ``import aoff``.
 """

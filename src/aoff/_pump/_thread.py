@@ -17,7 +17,8 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 
-from .._core._report import FinishReport, gave_up_line, stderr_line
+from .._core._report import FinishReport, gave_up_line
+from .._core._say import say_to_stderr
 from .._display._streams import Forwarding, should_forward
 from ._progresswatch import ProgressWatch, wait_progressing
 from ._turns import sharing
@@ -98,7 +99,7 @@ class PumpThread:
             return pump.result
         report = pump.partial_report()
         left = report.dropped_events - pump.dropped()
-        stderr_line(gave_up_line(left))
+        say_to_stderr(gave_up_line(left))
         return report
 
     def _join(self, idle_timeout: float) -> bool:

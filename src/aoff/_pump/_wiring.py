@@ -18,7 +18,7 @@ from .._core._rules import Alert
 from .._core._state import State
 from ._alerts import AlertDesk
 from ._options import Options
-from ._pump import Pump
+from ._pump import Pump, PumpSettings
 from ._sysmetrics import SystemSampler
 from ._turns import in_pieces
 
@@ -47,29 +47,32 @@ class Core:
         self.state = State(config=options.config, hparams=HParams(options.hparams))
         self.display = options.build_display()
         self.alerts = _alert_desk(options, self.state, on_alert)
-        self.pump = Pump(
-            self.buffer,
-            self.state,
-            options.build_backends(),
-            self.display,
+        settings = PumpSettings(
             refresh_per_second=options.refresh_per_second,
             clock=options.now,
             monotonic=options.monotonic,
             finish_timeout=options.finish_timeout,
             flush_interval=options.flush_secs,
+            live_dir=options.log_dir,  # `aoff attach` (src/aoff/_channel)
+            overflow_label=(options.capacity, options.overflow),
+            seed_tags=options.seed_tags,
+            in_agent=os.getpid() != options.training_pid,
+        )
+        self.pump = Pump(
+            self.buffer,
+            self.state,
+            options.build_backends(),
+            self.display,
+            settings,
             on_tick=on_tick,
             on_media_freed=on_media_freed,  # the media budget, when it is in this process
-            overflow_label=(options.capacity, options.overflow),
-            live_dir=options.log_dir,  # `aoff attach` (src/aoff/_channel)
             system=(
                 SystemSampler(options.training_pid, options.system_interval)
                 if options.system_interval > 0
                 else None
             ),
             run_summary=_run_summary(options),
-            seed_tags=options.seed_tags,
             alerts=self.alerts,
-            in_agent=os.getpid() != options.training_pid,
         )
         self.context = BackendContext(
             config=options.config,
@@ -85,7 +88,7 @@ def _alert_desk(
     """The run's rules and where their alerts go; None when ``rules=[]``."""
     if not options.rules:
         return None
-    from .._core._report import stderr_line
+    from .._core._say import say_to_stderr
 
     desk = AlertDesk(
         options.rules,
@@ -93,7 +96,7 @@ def _alert_desk(
         log_dir=options.log_dir,
         webhook=options.webhook,
         command=options.command,
-        say=stderr_line,
+        say=say_to_stderr,
         clock=options.now,
         monotonic=options.monotonic,
     )

@@ -3,7 +3,7 @@
 Owns the hub actor on the learner's node (``_hub``: one ``log.remote(name)`` producer per
 far collector, fed from Ray calls), the far side's logger (``_producer``: the hot path;
 ``_pusher``: its shipping thread, one Ray call a round) and ``serve()``/``RayLink``
-(``_serve``). Events cross nodes only through Ray; on the learner's node they enter the
+(``_link``). Events cross nodes only through Ray; on the learner's node they enter the
 run through the producers' Unix socket, like any ``remote()`` producer's.
 
 May import: ``_faces`` (``RemoteLogger``, the report), ``_channel`` (the name rule),
@@ -13,7 +13,7 @@ only when ``serve()`` runs or a far logger first ships. Nothing inside aoff impo
 but the public ``aoff.ray``.
 """
 
+from ._link import RayLink, serve
 from ._producer import RayLogger
-from ._serve import RayLink, serve
 
 __all__ = ["RayLink", "RayLogger", "serve"]

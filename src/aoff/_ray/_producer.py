@@ -38,7 +38,7 @@ import time
 import weakref
 from typing import Any
 
-from .._channel._hub import check_name
+from .._channel._producers import check_name
 from .._core import _events as ev
 from .._core._pending import PendingEvent
 from .._core._recorder import Recorder

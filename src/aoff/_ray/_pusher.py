@@ -32,13 +32,13 @@ from typing import Any, Protocol
 from .._core import _events as ev
 from .._core._buffer import EventBuffer, Overflow
 from .._core._pending import ready_prefix
-from .._core._report import OnceReporter, stderr_line
+from .._core._say import SayOnce, say_to_stderr
 from .._media._freed import FreedBytes, media_bytes
 from .._transport._batches import picklable_batch
 
 
 class LinkSettings(Protocol):
-    """What a producer reads of its :class:`~aoff.ray.RayLink` (``_serve`` defines it, a
+    """What a producer reads of its :class:`~aoff.ray.RayLink` (``_link`` defines it, a
     layer above: this keeps the producer from importing it back)."""
 
     @property
@@ -98,7 +98,7 @@ class Pusher:
         self.lost = 0  # events dropped because the hub refused them or was gone
         self.unresolved = 0
         # a device value that can never be read: said once on stderr (Ray's worker log)
-        self.say = OnceReporter(lambda line: stderr_line(line, wait=False))
+        self.say = SayOnce(lambda line: say_to_stderr(line, wait=False))
         self.late = itertools.count()  # logged after the hub was gone
         self.error: str | None = None
         self.gone = False

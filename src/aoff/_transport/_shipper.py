@@ -34,8 +34,9 @@ from typing import Any, Generic, TypeVar
 from .._core._buffer import EventBuffer
 from .._core._events import Event
 from .._core._pending import ready_prefix
-from .._core._report import FinishReport, OnceReporter, stderr_line
+from .._core._report import FinishReport
 from .._core._rules import Alert
+from .._core._say import SayOnce, say_to_stderr
 from .._media._freed import FreedBytes
 from ._batches import Pickled, Slices, pack_events, picklable_batch, steps_and_frames
 from ._messages import (
@@ -119,7 +120,7 @@ class Shipper(Generic[R]):
         self.buffer = buffer
         self.link = link
         self.report_type: type[R] = report_type
-        self.say = say or OnceReporter(lambda line: stderr_line(line, wait=False))
+        self.say = say or SayOnce(lambda line: say_to_stderr(line, wait=False))
         link.on_sent = self._sent
         self.held: list[Event] = []  # drained, behind an event waiting for a device
         self.unresolved = 0

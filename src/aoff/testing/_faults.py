@@ -61,15 +61,15 @@ def record_report_lines(log: object) -> list[str]:
     """A list that receives every line the in-process pump reports from now on
     (problems, once each, and the end-of-run totals), in order. The lines still go to
     stderr as well."""
-    reporter = _Parts(log).reporter
+    say_once = _Parts(log).say_once
     lines: list[str] = []
-    write: Callable[[str], None] = reporter.write
+    write: Callable[[str], None] = say_once.write
 
     def tee(line: str) -> None:
         lines.append(line)
         write(line)
 
-    reporter.write = tee
+    say_once.write = tee
     return lines
 
 

@@ -63,9 +63,9 @@ class _Parts:
         raise LookupError(f"no backend named {name!r} (there are {[r.name for r in runners]})")
 
     @property
-    def reporter(self) -> Any:
-        """The pump's ``OnceReporter``: problem lines once each (``.seen``), ``.write``."""
-        return self._pump._problems
+    def say_once(self) -> Any:
+        """The pump's ``SayOnce``: problem lines once each (``.seen``), ``.write``."""
+        return self._pump._say_once
 
     @property
     def sampler(self) -> Any:

@@ -288,7 +288,7 @@ class Probe:
     def problems(self) -> frozenset[str]:
         """The distinct problem lines the in-process pump reported (each is printed once;
         the end-of-run totals are not among them: see ``record_report_lines``)."""
-        return frozenset(self._parts().reporter.seen)
+        return frozenset(self._parts().say_once.seen)
 
     @property
     def system_metrics(self) -> bool:

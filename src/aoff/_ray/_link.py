@@ -87,10 +87,36 @@ def serve(
     error if it cannot, e.g. aoff is not importable on the cluster's workers).
     """
     import ray
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     if not ray.is_initialized():
         raise RuntimeError("aoff.ray.serve() needs a Ray cluster: call ray.init() first")
+    _check(timeout, interval, lost_after, batch, max_in_flight)
+    if media_budget is None:
+        options = getattr(log, "_options", None)
+        media_budget = getattr(options, "media_budget", DEFAULT_MEDIA_BUDGET)
+    media_budget = check_media_budget(media_budget)
+    proto = log.remote("ray-hub", timeout=timeout)  # checks log_dir and that log is open
+    spec = proto._spec
+    hub_spec = HubSpec(
+        spec.log_dir, spec.capacity, spec.overflow, float(timeout), os.getpid(), float(lost_after)
+    )
+    hub = _start_hub(hub_spec)
+    return RayLink(
+        hub,
+        spec.capacity,
+        spec.overflow,
+        float(timeout),
+        interval,
+        batch,
+        max_in_flight,
+        media_budget,
+    )
+
+
+def _check(
+    timeout: float, interval: float, lost_after: float, batch: int, max_in_flight: int
+) -> None:
+    """A ``ValueError`` naming the first of :func:`serve`'s arguments that is out of range."""
     for what, value in (("timeout", timeout), ("interval", interval), ("lost_after", lost_after)):
         if not value > 0:
             raise ValueError(f"{what} must be > 0, got {value!r}")
@@ -102,15 +128,14 @@ def serve(
     for what, n in (("batch", batch), ("max_in_flight", max_in_flight)):
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise ValueError(f"{what} must be a positive int, got {n!r}")
-    if media_budget is None:
-        options = getattr(log, "_options", None)
-        media_budget = getattr(options, "media_budget", DEFAULT_MEDIA_BUDGET)
-    media_budget = check_media_budget(media_budget)
-    proto = log.remote("ray-hub", timeout=timeout)  # checks log_dir and that log is open
-    spec = proto._spec
-    hub_spec = HubSpec(
-        spec.log_dir, spec.capacity, spec.overflow, float(timeout), os.getpid(), float(lost_after)
-    )
+
+
+def _start_hub(hub_spec: HubSpec) -> Any:
+    """The hub actor, pinned to this node (it must reach the run folder's socket) and
+    taking no CPU of the cluster's count, once it answers."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
     here = ray.get_runtime_context().get_node_id()
     decorate: Any = ray.remote  # its typed overloads lack concurrency_groups
     actor = decorate(
@@ -121,13 +146,4 @@ def serve(
     )(Hub)
     hub = actor.remote(hub_spec)
     ray.get(hub.ping.remote(), timeout=120)
-    return RayLink(
-        hub,
-        spec.capacity,
-        spec.overflow,
-        float(timeout),
-        interval,
-        batch,
-        max_in_flight,
-        media_budget,
-    )
+    return hub

@@ -42,11 +42,11 @@ class ProducerHub:
     def __init__(
         self,
         sink: Callable[[ev.Event], None],
-        report: Callable[[str], None],
+        say: Callable[[str], None],
         flush: Callable[[], None],
     ) -> None:
         self.sink = sink
-        self.report = report
+        self.say = say
         self.flush = flush
         self._lock = threading.Lock()
         self.conns: dict[str, Connection] = {}  # live name -> connection
