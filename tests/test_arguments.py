@@ -140,7 +140,7 @@ def play(writer: Any, name: str, args: tuple[Any, ...], kw: dict[str, Any]) -> t
     OverflowError), or None."""
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # torch's add_video: moviepy is not installed
+            warnings.simplefilter("ignore")  # only what raises is compared here
             getattr(writer, name)(*args, **kw)
     except (TypeError, ValueError, OverflowError) as exc:
         return next(k for k in (OverflowError, TypeError, ValueError) if isinstance(exc, k))

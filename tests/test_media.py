@@ -354,19 +354,29 @@ def test_import_aoff_stays_light() -> None:
 
 def test_summarywriter_media_read_back_like_torchs(tmp_path: Path) -> None:
     """The same calls through torch's ``SummaryWriter`` and aoff's: the same tags, steps,
-    wall times, sizes, PNG modes and pixels. torch's ``add_video`` needs moviepy (not
-    installed here), so aoff's GIF is checked against torch's own frame preparation
-    (``_prepare_video`` and its uint8 scaling) instead."""
+    wall times, sizes, PNG modes and pixels; for ``add_video`` (torch's needs moviepy)
+    the same frame count, the colours of both GIFs within the palette's error of the
+    frames torch prepares (``_prepare_video``: its grid, its uint8 scaling), and aoff's
+    frames last ``1 / fps`` to the 1/100 s, at least 20 ms (torch's path writes 0)."""
     torch = pytest.importorskip("torch")
     matplotlib = pytest.importorskip("matplotlib")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    pytest.importorskip("moviepy.editor")
     from torch.utils.tensorboard import SummaryWriter as TorchWriter
-    from torch.utils.tensorboard.summary import _prepare_video
 
     from aoff.tensorboard import SummaryWriter
 
+    from .gifs import colour_error, gif_frames, torch_frames
+
     rng = np.random.default_rng(1)
+    y, x = np.mgrid[0:8, 0:10]
+    smooth = np.stack(
+        [np.stack([x * 0.1 + i * 0.02, y * 0.12, (x + y + i) / 24]) for i in range(4)]
+    )
+    smooth = smooth[None].astype(np.float32)  # (1, 4, 3, 8, 10) in [0, 1]
+    videos = {"vid": 4, "vid_float": 60}  # tag: fps
     fig = plt.figure(figsize=(2, 1), dpi=40)
     plt.plot([0, 1], [0, 1])
     calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
@@ -380,6 +390,12 @@ def test_summarywriter_media_read_back_like_torchs(tmp_path: Path) -> None:
         ("add_images", ("batch", rng.random((10, 1, 4, 5))), {"global_step": 4}),
         ("add_images", ("batch_nhwc", rng.random((3, 4, 5, 3))), {"dataformats": "NHWC"}),
         ("add_figure", ("fig", fig), {"global_step": 5, "close": False}),
+        # (N, T, C, H, W): three videos of black/white frames (exact in a GIF) in torch's
+        # grid; smooth float frames (more colours than a palette) at 60 fps
+        ("add_video", ("vid", (rng.integers(0, 2, (3, 5, 3, 4, 6)) * 255).astype(np.uint8)),
+         {"global_step": 6, "fps": videos["vid"]}),
+        ("add_video", ("vid_float", smooth),
+         {"global_step": 7, "fps": videos["vid_float"], "walltime": 124.5}),
     ]  # fmt: skip
     for writer_cls, folder in ((TorchWriter, "torch"), (SummaryWriter, "aoff")):
         w = writer_cls(os.fspath(tmp_path / folder))
@@ -392,24 +408,25 @@ def test_summarywriter_media_read_back_like_torchs(tmp_path: Path) -> None:
     for tag, events in theirs.items():
         (t,), (o,) = events, ours[tag]
         assert (o.step, o.width, o.height) == (t.step, t.width, t.height), tag
-        if tag == "hwc_u8":
-            assert o.wall_time == t.wall_time == 123.5
+        if tag in ("hwc_u8", "vid_float"):
+            assert o.wall_time == t.wall_time == {"hwc_u8": 123.5, "vid_float": 124.5}[tag]
+        if tag.startswith("vid"):
+            vid, fps = next(c[1][1] for c in calls if c[1][0] == tag), videos[tag]
+            t_frames, _ = gif_frames(t.encoded_image_string)  # torch's delays are 0
+            o_frames, o_delays = gif_frames(o.encoded_image_string)
+            assert len(t_frames) == len(o_frames) == vid.shape[1], tag
+            assert o_delays == [{4: 250, 60: 20}[fps]] * len(o_frames), tag
+            for frames in (t_frames, o_frames):
+                mean, worst = colour_error(frames, torch_frames(vid))
+                if tag == "vid":
+                    assert worst == 0, tag
+                else:  # 320 colours, a palette of 256: a few levels off, < 10 % at worst
+                    assert mean < 4 and worst <= 24, (tag, mean, worst)
+            continue
         t_img = Image.open(io.BytesIO(t.encoded_image_string))
         o_img = Image.open(io.BytesIO(o.encoded_image_string))
         assert (o_img.format, o_img.mode, o_img.size) == (t_img.format, t_img.mode, t_img.size)
         assert np.array_equal(np.asarray(o_img), np.asarray(t_img)), tag
-
-    # add_video: (N, T, C, H, W), three videos of black/white frames (exact in a GIF)
-    vid = (rng.integers(0, 2, (3, 5, 3, 4, 6)) * 255).astype(np.uint8)
-    with SummaryWriter(os.fspath(tmp_path / "video")) as w:
-        w.add_video("vid", vid, global_step=6, fps=4)
-    want = (_prepare_video(vid).astype(np.float32) * 255).clip(0, 255).astype(np.uint8)
-    (v,) = read_images(tmp_path / "video")["vid"]
-    assert (v.step, v.width, v.height) == (6, want.shape[2], want.shape[1]) == (6, 24, 4)
-    frames = frames_of(v.encoded_image_string)
-    assert len(frames) == 5
-    for got, exp in zip(frames, want, strict=True):
-        assert np.array_equal(got, exp)
 
 
 @pytest.mark.parametrize("pump", MODES)

@@ -60,26 +60,89 @@ def test_the_same_calls_read_back_as_torchrls_tensorboard_logger(tmp_path: Path)
     assert want["exp/hparams"]["hparams"]
 
 
-def test_videos_take_torchrls_layout_and_fps(tmp_path: Path) -> None:
-    from PIL import Image
+def sprites(t: int, h: int, w: int, seed: int) -> torch.Tensor:
+    """``(1, T, 3, H, W)`` uint8 frames of few colours (an Atari-like screen: a flat
+    background and a moving block), which a GIF's palette holds exactly."""
+    v = torch.zeros(t, 3, h, w, dtype=torch.uint8)
+    v[:, :] = torch.tensor([40, 40, 60], dtype=torch.uint8)[:, None, None]
+    for i in range(t):
+        x = (i * 3 + seed) % (w - 4)
+        v[i, :, 2:6, x : x + 4] = torch.tensor([200, 70, 70], dtype=torch.uint8)[:, None, None]
+    return v[None]
 
-    logger = aoff.torchrl.Logger("vid", str(tmp_path), pump="thread")
-    # TorchRL's VideoRecorder hands (1, T, C, H, W) uint8 and its fps= as a keyword
-    video = torch.randint(0, 255, (1, 6, 3, 16, 24), dtype=torch.uint8)
-    logger.log_video("pixels", video, step=3, fps=10)
+
+def gradient(t: int, h: int, w: int) -> torch.Tensor:
+    """``(1, T, 3, H, W)`` float frames in [0, 1]: smooth gradients that move (a
+    rendered scene: more colours than a palette holds)."""
+    y, x = torch.meshgrid(torch.arange(h), torch.arange(w), indexing="ij")
+    frames = [
+        torch.stack([(x * 8 + i) % 256, (y * 8 + 2 * i) % 256, (x + y + i) % 256]) for i in range(t)
+    ]
+    return (torch.stack(frames).float() / 255)[None]
+
+
+#: (tag, video, step, kwargs, frame delay in ms, whether the palette holds every colour)
+VIDEOS: list[tuple[str, torch.Tensor, int, dict[str, Any], int, bool]] = [
+    ("pixels", sprites(6, 16, 24, 0), 0, {"fps": 10}, 100, True),  # VideoRecorder's call
+    ("pixels", sprites(6, 16, 24, 5), 5, {"fps": 10}, 100, True),
+    ("pixels", gradient(5, 16, 24), 10, {"fps": 15}, 70, False),  # 66.7 ms: nearest 1/100 s
+    # three videos side by side: torch's power-of-two grid (1 x 4, one black), fps 4
+    ("batch", torch.randint(0, 2, (3, 4, 3, 8, 8), generator=torch.Generator().manual_seed(0),
+                            dtype=torch.uint8) * 255, 10, {}, 250, True),
+]  # fmt: skip
+
+
+def test_videos_read_back_as_torchrls_tensorboard_logger(tmp_path: Path) -> None:
+    """The same ``log_video`` calls through TorchRL's ``TensorboardLogger`` (torch's
+    ``add_video``, moviepy) and aoff's: the same tags, steps, sizes and frames, colours
+    within the palette's error of the frames torch prepares, and aoff's frames last
+    ``1 / fps`` to the 1/100 s. torch's path writes a delay of 0 whatever ``fps`` (moviepy
+    1.x gives imageio seconds where it takes ms), so its are not compared; that and a
+    grey video, which torch's GIF writer refuses, are in docs/migrate/torchrl.md."""
+    pytest.importorskip("moviepy.editor")
+    from .gifs import colour_error, gif_frames, torch_frames
+
+    theirs = TensorboardLogger("vid", str(tmp_path / "torchrl"))
+    ours = aoff.torchrl.Logger("vid", str(tmp_path / "aoff"), pump="thread")
+    for logger in (theirs, ours):
+        for tag, video, step, kw, _, _ in VIDEOS:
+            logger.log_video(tag, video, step=step, **kw)
+    grey = torch.rand(1, 3, 1, 8, 8)  # torch's GIF writer (imageio) refuses one channel
+    ours.log_video("grey", grey, step=1)
     with pytest.raises(ValueError, match=r"\(N, T, C, H, W\) with C 1 or 3"):
-        logger.log_video("bad", video[0], step=3)
-    with pytest.raises(TypeError, match="a dict or an OmegaConf config, got list"):
-        logger.log_hparams([("lr", 0.1)])
-    logger.close()
-    acc = ea.EventAccumulator(str(tmp_path / "vid"), size_guidance={ea.IMAGES: 0})
-    acc.Reload()
-    [event] = acc.Images("pixels")
-    assert (event.step, event.width, event.height) == (3, 24, 16)
-    import io
+        ours.log_video("bad", VIDEOS[0][1][0], step=3)
+    theirs.close()
+    ours.close()
+    want, got = read_videos(tmp_path / "torchrl" / "vid"), read_videos(tmp_path / "aoff" / "vid")
+    assert sorted(want) == ["batch", "pixels"] and sorted(got) == ["batch", "grey", "pixels"]
+    events = [(t, e) for t in ("pixels", "batch") for e in zip(want[t], got[t], strict=True)]
+    assert len(events) == len(VIDEOS)
+    for (tag, (t, o)), (_, video, step, _, delay, exact) in zip(events, VIDEOS, strict=True):
+        assert (
+            (o.step, o.width, o.height)
+            == (t.step, t.width, t.height)
+            == (step,) + ((32, 8) if tag == "batch" else (24, 16))
+        ), tag
+        source = torch_frames(video)
+        t_frames, _ = gif_frames(t.encoded_image_string)  # torch's delays: see the docstring
+        o_frames, o_delays = gif_frames(o.encoded_image_string)
+        assert len(t_frames) == len(o_frames) == video.shape[1], tag
+        assert o_delays == [delay] * len(o_frames), tag
+        for frames in (t_frames, o_frames):
+            mean, worst = colour_error(frames, source)
+            if exact:
+                assert worst == 0, tag
+            else:  # 1,920 colours, a palette of 256: a few levels off, < 10 % at worst
+                assert mean < 4 and worst <= 24, (tag, mean, worst)
+    (g,) = got["grey"]
+    mean, worst = colour_error(gif_frames(g.encoded_image_string)[0], torch_frames(grey))
+    assert mean < 4 and worst <= 24
 
-    gif = Image.open(io.BytesIO(event.encoded_image_string))
-    assert getattr(gif, "n_frames", 1) == 6 and gif.info["duration"] == 100  # 10 fps
+
+def read_videos(run: Path) -> dict[str, list[Any]]:
+    acc = ea.EventAccumulator(str(run), size_guidance={ea.IMAGES: 0})
+    acc.Reload()
+    return {tag: acc.Images(tag) for tag in acc.Tags()["images"]}
 
 
 def run_sac(kind: str, log_dir: Path) -> None:

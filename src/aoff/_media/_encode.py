@@ -25,7 +25,7 @@ import io
 import math
 from typing import Any
 
-__all__ = ["PALETTES", "encode", "gif_bytes", "mp4_bytes", "png_bytes", "to_frames"]
+__all__ = ["PALETTES", "encode", "gif_bytes", "gif_delay_ms", "mp4_bytes", "png_bytes", "to_frames"]
 
 _EXTRA = "pip install 'aoff[media]'"
 
@@ -177,6 +177,15 @@ def _one_palette_frames(frames: Any) -> list[Any]:
     return [indexed.crop((0, i * h, w, (i + 1) * h)) for i in range(t)]
 
 
+def gif_delay_ms(fps: float) -> int:
+    """The frame delay a GIF can hold for ``fps``: whole hundredths of a second (the
+    format's unit), the nearest to ``1 / fps`` (Pillow would truncate: 15 fps as 60 ms),
+    and at least 20 ms, because browsers, TensorBoard's viewer among them, play a delay
+    under 20 ms at 100 ms: a 60 fps episode would play six times too slowly. At most
+    655.35 s, the field's largest value."""
+    return min(max(round(100 / fps), 2), 0xFFFF) * 10
+
+
 def gif_bytes(frames: Any, fps: float, palette: str = "video") -> bytes:
     """An animated GIF that loops (alpha dropped: GIF has none worth the name).
 
@@ -201,7 +210,7 @@ def gif_bytes(frames: Any, fps: float, palette: str = "video") -> bytes:
         format="GIF",
         save_all=True,
         append_images=images[1:],
-        duration=max(round(1000 / fps), 10),
+        duration=gif_delay_ms(fps),
         loop=0,
         **extra,
     )
