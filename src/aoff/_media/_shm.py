@@ -8,8 +8,13 @@ link. The call copies the frames once, into a block of the training process's
 Why a pool: a fresh block costs its page faults on first write (~5 ms for 4.2 MB here,
 against ~0.4 ms to copy into a block already mapped), so blocks are reused. Each block
 starts with a state byte: the training process sets it to ``IN_USE`` before copying the
-frames in, and the agent's encoder sets it back to ``FREE`` once it has encoded them
-(:meth:`ShmFrames.release`); a free block of a fitting size takes the next call's frames.
+frames in, and the agent sets it back to ``FREE`` once every media backend wrote the
+item encoded from them (:meth:`ShmFrames.release`, called by the pump's intake); a free
+block of a fitting size takes the next call's frames. So a block in use is an item not
+confirmed written: if the agent is lost, the fallback encodes it again from the block.
+Between the last backend's write and the state byte there is a window of a few
+microseconds: an agent killed in it leaves an item that the fallback writes a second
+time (a duplicate, never a loss).
 The frames waiting in blocks marked in use are the media budget's in-flight bytes
 (:meth:`ShmPool.in_use_bytes`): no message is needed to give them back.
 
