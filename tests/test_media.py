@@ -208,7 +208,7 @@ def test_over_budget_the_newest_is_refused_and_counted_never_a_scalar(
     assert report.steps == 50 and report.complete
     assert len(read_images(tmp_path)["small"]) == 50
     summary = json.loads((tmp_path / "aoff-summary.json").read_text())
-    assert summary["media"] == {"written": 50, "refused": 2}
+    assert summary["media"] == {"written": 50, "refused": 2, "lost": {}}
 
 
 def _past_the_budget_while_encoding_waits(log: OffPolicyLogger, frame: Any, budget: int) -> None:
@@ -648,6 +648,13 @@ def test_a_stuck_encoder_costs_finish_its_bound_and_never_the_scalars(
     assert [v for _, v in read_tensorboard_scalars(tmp_path)["train/x"]] == [
         float(i) for i in range(20)
     ]
+    # the run summary keeps the counts, and ``aoff show`` says them
+    summary = json.loads((tmp_path / "aoff-summary.json").read_text())
+    assert summary["media"] == {"written": 0, "refused": 0, "lost": {"stalled": 4}}
+    from aoff.__main__ import main
+
+    assert main(["show", str(tmp_path), "--width", "120"]) == 0
+    assert "Images/videos: 0 written; 4 not written (4 stalled)" in capfd.readouterr().out
 
 
 def read_tensorboard_scalars(log_dir: Path) -> dict[str, list[tuple[int, float]]]:
