@@ -215,6 +215,10 @@ class ShmPool:
             block.buf[0] = IN_USE
             block.nbytes = int(arr.nbytes)
             block.ticket = ticket = next(self._tickets)
+            # asked for now: the spare thread does its system calls while this one
+            # copies (the copy releases the GIL); asked for after the copy, its wake-up
+            # came as the training loop went on, and under load cost the call more
+            self._want_spare(block.size)
         try:
             view: Any = np.ndarray(arr.shape, dtype=arr.dtype, buffer=block.buf, offset=HEADER)
             np.copyto(view, arr, casting="no")
@@ -222,10 +226,6 @@ class ShmPool:
         except BaseException:
             block.buf[0] = FREE
             raise
-        # only now: spares made during the copy would take its CPU, and the GIL when the
-        # copy ends (a thread holding it makes the caller wait a switch interval, 5 ms)
-        with self._lock:
-            self._want_spare(block.size)
         return ShmFrames(block.shm.name, tuple(int(n) for n in arr.shape), arr.dtype.str, ticket)
 
     def release(self, handle: object) -> int:
