@@ -11,8 +11,9 @@ colours). Best of ``--repeat`` runs each, in this process.
 
 Part 1b, the issue's burst: a fresh logger (no warm-up, no flush) logs a video every 20
 iterations of ``--work`` us for 300 iterations (15 videos), ``np.copy`` and ``log_video``
-timed alternately; medians. A slow encoder still holds the earlier blocks, so each call
-makes a new one; a fast one frees them in time for the next.
+timed alternately; medians. A slow encoder still holds the earlier blocks (until every
+backend wrote their items); the pool keeps two spare blocks of the size made ahead, so
+the calls copy into blocks already faulted (docs/guides/media.md, "What the call costs").
 
 Part 1, the caller's cost of one ``log_video`` of a 200x84x84x3 uint8 episode (4.2 MB),
 side by side with a plain ``np.copy`` of the same frames (each call right after its

@@ -7,14 +7,18 @@ backend that also blocks the event loop.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from typing import ClassVar
 
 import anyio.to_thread
 import pytest
 
 from aoff import BackendContext, StepRecord
+from aoff._core._records import MediaRecord
+from aoff._pump._registry import BackendOptions, NamedBackend
 from aoff.testing._faults import without_tensor_capture
 
 
@@ -121,3 +125,51 @@ def number_path(request: pytest.FixtureRequest) -> Iterator[str]:
     else:
         pytest.importorskip("torch")
         yield "capturing"
+
+
+#: while a file of this name is in the run's ``log_dir``, :class:`HeldMediaBackend`'s
+#: ``write_media`` waits (the agent keeps the item unwritten as long as a test likes)
+HOLD_MEDIA = "hold-media"
+
+
+class HeldMediaBackend:
+    """A media backend built in the agent (``portable``, registered by name): it writes
+    ``key step frames`` lines to ``log_dir/held-media.txt``, and waits while the
+    :data:`HOLD_MEDIA` file exists (a slow upload that outlives the agent)."""
+
+    name = "heldmedia"
+    portable = True
+    media_formats: ClassVar[dict[str, str]] = {"image": "png", "video": "gif"}
+
+    def __init__(self, log_dir: str) -> None:
+        self.log_dir = log_dir
+
+    def _write(self, items: Sequence[MediaRecord]) -> None:
+        if os.path.exists(os.path.join(self.log_dir, HOLD_MEDIA)):
+            open(os.path.join(self.log_dir, "held-media-waiting"), "w").close()
+        while os.path.exists(os.path.join(self.log_dir, HOLD_MEDIA)):
+            time.sleep(0.01)
+        with open(os.path.join(self.log_dir, "held-media.txt"), "a", encoding="utf-8") as f:
+            f.writelines(f"{r.key} {r.step} {r.shape[0]}\n" for r in items)
+
+    async def open(self, ctx: BackendContext) -> None:
+        return
+
+    async def write(self, records: Sequence[StepRecord]) -> None:
+        return
+
+    async def write_media(self, items: Sequence[MediaRecord]) -> None:
+        await anyio.to_thread.run_sync(self._write, items, abandon_on_cancel=True)
+
+    async def flush(self) -> None:
+        return
+
+    async def close(self) -> None:
+        return
+
+
+def build_held_media(o: BackendOptions) -> HeldMediaBackend:
+    return HeldMediaBackend(o.log_dir)
+
+
+HELD_MEDIA = NamedBackend("heldmedia", build_held_media, "held media", ("held-media.txt",))

@@ -9,6 +9,7 @@ Videos are read back with TensorBoard's reader and decoded with Pillow.
 from __future__ import annotations
 
 import io
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from aoff import OffPolicyLogger
 from aoff._media._encode import gif_bytes
 
 from .conftest import hold_still
+from .faulty import HELD_MEDIA, HOLD_MEDIA
 
 MODES = ("process", "thread")
 
@@ -421,9 +423,12 @@ def test_videos_a_lost_agent_took_are_encoded_again_or_counted(
     report = log.finish()
     assert (report.media_written, report.media_lost) == (3, {"agent lost": 2})
     assert not report.complete
-    assert (
-        "2 images/videos were not written: 2 because the agent was lost" in capfd.readouterr().err
-    )
+    err = capfd.readouterr().err
+    assert "2 images/videos were not written: 2 because the agent was lost" in err
+    assert (  # the one line when the agent is gone speaks of media as well as steps
+        "; 3 images/videos it had not written are written by this process from their "
+        "frames, 2 images/videos could not be: the agent had them as copies"
+    ) in err, err
     acc = EventAccumulator(str(tmp_path), size_guidance={"images": 0})
     acc.Reload()
     shm = acc.Images("shm")
@@ -431,3 +436,58 @@ def test_videos_a_lost_agent_took_are_encoded_again_or_counted(
     assert all(
         np.array_equal(frames_of(v.encoded_image_string)[1], burst_video(v.step)[1]) for v in shm
     )
+
+
+@pytest.fixture
+def held_media() -> Iterator[None]:
+    from aoff._pump import _registry
+
+    _registry.register(HELD_MEDIA)
+    try:
+        yield
+    finally:
+        _registry.unregister(HELD_MEDIA.name)
+
+
+def test_videos_the_agent_read_and_had_not_written_are_written_by_the_fallback(
+    tmp_path: Path, held_media: None
+) -> None:
+    """SIGKILL of the agent while one video waits in a backend's write (encoded, read,
+    not written) and another is being encoded: the agent frees a block only once every
+    media backend wrote its item, so the fallback finds both in use and encodes them
+    again from the frames this process still holds. Nothing is lost; TensorBoard's reader
+    finds each (the agent's own TensorBoard file may hold the first too: a duplicate)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from aoff.testing import probe, wait_until
+    from aoff.testing._faults import kill_agent
+
+    hold = tmp_path / HOLD_MEDIA
+    hold.touch()
+    log = _logger(tmp_path, "process", backends=("tensorboard", "heldmedia"), log_backend="none")
+    p = probe(log)
+    log.log_step(1, {"x": 1.0})
+    noise = np.random.default_rng(0).integers(0, 256, (40, 48, 48, 3), np.uint8)
+    log.log_video("held", burst_video(3), step=0)
+    log.log_video("slow", noise, step=1, palette="frame")  # a palette a frame: slow
+    wait_until(lambda: (tmp_path / "held-media-waiting").exists(), what="a held write")
+    kill_agent(log)
+    hold.unlink()  # the fallback's backends write at once
+    n = 1
+    while p.agent_lost is None and n < 6000:  # the next shipping round finds it gone
+        n += 1
+        log.log_step(n, {"x": float(n)})
+        hold_still(0.01, "a training step takes time")
+    report = log.finish()
+    assert (report.media_written, report.media_lost) == (2, {}), report
+    lines = (tmp_path / "held-media.txt").read_text(encoding="utf-8").splitlines()
+    assert sorted(lines) == ["held 0 4", "slow 1 40"]
+    acc = EventAccumulator(str(tmp_path), size_guidance={"images": 0})
+    acc.Reload()
+    assert {v.step for v in acc.Images("held")} == {0}
+    held = acc.Images("held")[-1]
+    assert np.array_equal(frames_of(held.encoded_image_string)[2], burst_video(3)[2])
+    (slow,) = acc.Images("slow")
+    got = frames_of(slow.encoded_image_string)
+    assert len(got) == 40 and got[0].shape == (48, 48, 3)
+    assert np.abs(got[5].astype(int) - noise[5]).mean() < 16  # a palette a frame: close

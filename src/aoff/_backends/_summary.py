@@ -202,9 +202,11 @@ class RunSummary:
         self._seq = 0
         self._written_seq = 0
         self._claimed = False
-        #: images/videos written and refused (``log_image``/``log_video``), set by the pump
+        #: images/videos written and refused (``log_image``/``log_video``), and those
+        #: accepted but not written by reason (``FinishReport.media_lost``), set by the pump
         self.media_written = 0
         self.media_refused = 0
+        self.media_lost: dict[str, int] = {}
 
     def add(self, records: Sequence[StepRecord]) -> None:
         blocks = self._blocks
@@ -290,7 +292,11 @@ class RunSummary:
             "first_time": self.first_time,
             "last_time": self.last_time,
             "tags": {tag: acc.as_json() for tag, acc in self.tags.items()},
-            "media": {"written": self.media_written, "refused": self.media_refused},
+            "media": {
+                "written": self.media_written,
+                "refused": self.media_refused,
+                "lost": dict(self.media_lost),
+            },
             "files": data_file_sizes(os.path.dirname(self.path)),
         }
 

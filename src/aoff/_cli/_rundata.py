@@ -75,6 +75,11 @@ class RunData:
     #: sessions or writers that wrote into the folder (their run summaries and event
     #: files); the numbers are the union of all of them, as TensorBoard shows it
     writers: int = 1
+    #: images/videos written (None: not known, the run summary alone says it), refused
+    #: at the call, and accepted but not written, by reason (``FinishReport.media_lost``)
+    media_written: int | None = None
+    media_refused: int = 0
+    media_lost: dict[str, int] = field(default_factory=dict)
 
     @property
     def curves(self) -> dict[str, list[float]]:

@@ -7,7 +7,8 @@ written down once here. Numbers that JSON cannot hold (NaN, infinities) are the 
 
 ``show``: ``{"run", "source", "kind", "records", "steps", "iterations",
 "max_iterations", "wall_time", "state", "writers", "tags": {tag: {"count", "first",
-"last", "min", "max"}}, "notes": [...]}``. ``ls``: a list of ``{"run", "steps",
+"last", "min", "max"}}, "media": {"written", "refused", "lost": {reason: n}} or null
+(known from the run summary only), "notes": [...]}``. ``ls``: a list of ``{"run", "steps",
 "last_reward", "wall_time", "status", "writers"}``, one per run folder.
 """
 
@@ -48,6 +49,13 @@ def show_json(data: RunData, state: str | None) -> dict[str, Any]:
                 "max": _num(t.hi),
             }
             for tag, t in data.tags.items()
+        },
+        "media": None
+        if data.media_written is None
+        else {
+            "written": data.media_written,
+            "refused": data.media_refused,
+            "lost": dict(data.media_lost),
         },
         "notes": list(data.notes),
     }

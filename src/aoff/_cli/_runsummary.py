@@ -65,6 +65,12 @@ def from_summary(run_dir: str, path: str, content: dict[str, Any]) -> RunData | 
         data.first_time = _num(content.get("first_time"))
         data.last_time = _num(content.get("last_time"))
         data.state = str(content.get("state"))
+        media = content.get("media")
+        if isinstance(media, dict):
+            data.media_written = int(media.get("written", 0))
+            data.media_refused = int(media.get("refused", 0))
+            lost = media.get("lost") or {}
+            data.media_lost = {str(why): int(n) for why, n in lost.items() if int(n)}
         for tag, t in content["tags"].items():
             curve = [_num(v) for v in t["curve"]]
             data.tags[str(tag)] = TagStats(

@@ -73,6 +73,21 @@ def stopped_early(data: RunData) -> str | None:
     return None
 
 
+def media_line(data: RunData) -> tuple[str, str] | None:
+    """``("12 written; 3 not written (2 stalled, 1 agent lost)", style)``, or None when
+    the run logged none or the count is not known (no run summary)."""
+    lost = sum(data.media_lost.values())
+    if data.media_written is None or not (data.media_written or lost or data.media_refused):
+        return None
+    text = f"{data.media_written:,} written"
+    if lost:
+        why = ", ".join(f"{n:,} {reason}" for reason, n in data.media_lost.items())
+        text += f"; {lost:,} not written ({why})"
+    if data.media_refused:
+        text += f"; {data.media_refused:,} refused at the call (media_budget)"
+    return text, "yellow" if lost or data.media_refused else "green"
+
+
 def summary(data: RunData) -> Panel:
     """The run's summary panel: what the files say about it, and any reading problem."""
     iterations = "--" if data.iterations is None else f"{data.iterations:,}"
@@ -87,6 +102,9 @@ def summary(data: RunData) -> Panel:
     state = stopped_early(data) or data.state
     if state is not None:
         lines.append(Text.assemble("  State: ", (state, "yellow")))
+    media = media_line(data)
+    if media is not None:
+        lines.append(Text.assemble("  Images/videos: ", media))
     if REWARD_TAG in data.tags:
         lines.append(
             Text.assemble(

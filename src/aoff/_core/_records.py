@@ -133,11 +133,12 @@ class StepRecord:
 @dataclass(frozen=True, slots=True)
 class MediaRecord:
     """One image or video, decoded from the call's frames by the agent's media encoder
-    (``_media/_encoder.py``), with the encodings the backends asked for.
+        (``_media/_encoder.py``), with the encodings the backends asked for.
 
-    ``shape`` is the frames' ``(T, H, W, C)`` (``T == 1`` for an image; ``C`` 1, 3 or 4);
-    ``encoded`` maps a format (``"png"``, ``"gif"``, ``"mp4"``) to its bytes. The frames
-    themselves are freed once encoded (the media budget counts them until then).
+        ``shape`` is the frames' ``(T, H, W, C)`` (``T == 1`` for an image; ``C`` 1, 3 or 4);
+        ``encoded`` maps a format (``"png"``, ``"gif"``, ``"mp4"``) to its bytes. The frames
+        themselves are freed once every backend that took the record wrote it (or lost it,
+    counted there); the media budget counts them until then.
     """
 
     key: str

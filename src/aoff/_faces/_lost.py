@@ -66,16 +66,39 @@ def discard_unsent(shipper: Shipper[FinishReport]) -> int:
     return logged(unsent)
 
 
-def gone_line(reason: str, exit_code: int | None, lost: int, failure: Exception | None) -> str:
+def gone_line(
+    reason: str,
+    exit_code: int | None,
+    lost: int,
+    failure: Exception | None,
+    media_again: int = 0,
+    media_lost: int = 0,
+) -> str:
     """The one line of a lost agent: logging goes on in this process, or (``failure``:
-    the fallback could not start) it cannot, and from now on nothing is written."""
+    the fallback could not start) it cannot, and from now on nothing is written. Media:
+    ``media_again`` it had not confirmed written, whose frames this process still holds
+    (the fallback writes them), and ``media_lost`` it took with it."""
     gone = f"aoff: the agent process is gone ({reason}, exit code {exit_code})"
     unconfirmed = f"{lost:,} steps it had received were not confirmed written"
     if failure is None:
-        return f"{gone}; logging goes on in this process. {unconfirmed}."
+        media = ""
+        if media_again:
+            media = (
+                f"; {media_again:,} images/videos it had not written are written by this "
+                "process from their frames"
+            )
+        if media_lost:
+            media += (
+                f"{'; ' if not media else ', '}{media_lost:,} images/videos could not be: "
+                "the agent had them as copies, or wrote them without confirming it"
+            )
+        return f"{gone}; logging goes on in this process. {unconfirmed}{media}."
+    media = ""
+    if media_again + media_lost:
+        media = f", nor {media_again + media_lost:,} images/videos it had received"
     return (
         f"{gone} and logging cannot go on in this process ({type(failure).__name__}: "
-        f"{failure}): {unconfirmed}, and what is logged from now on is not written "
+        f"{failure}): {unconfirmed}{media}, and what is logged from now on is not written "
         "(finish() counts it)."
     )
 

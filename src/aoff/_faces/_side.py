@@ -233,14 +233,17 @@ class AgentSide:
         s, failure = self.shipper, None
         lost = max(s.agent_loss().values(), default=0)
         self._inline = False
-        unread = s.freed.lost(self.proc)  # media it never read: their frames are here
+        unread = s.freed.lost(self.proc)  # media not confirmed written: frames are here
         try:
             self.fallback = _lost.start_fallback(self.make_core, s, self.options.log_dir, unread)
             self._again = len(unread)
         except Exception as exc:  # e.g. no new thread at interpreter shutdown
             s.freed.discarded(unread)
             failure, self._stranded = exc, _lost.discard_unsent(s)
-        say_to_stderr(_lost.gone_line(reason, self.proc.poll(), lost, failure))
+        again = len(unread)
+        media_lost = s.agent_media_loss(again)
+        line = _lost.gone_line(reason, self.proc.poll(), lost, failure, again, media_lost)
+        say_to_stderr(line)
         self.gone = reason
 
     def _discard(self, *, last: bool = False) -> int:

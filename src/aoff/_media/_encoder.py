@@ -4,9 +4,9 @@ Why a thread of its own: encoding one 200-frame episode as a GIF takes seconds. 
 fold must never wait for it (the scalars around a video would be late), so the intake
 only hands each media event over (:meth:`MediaEncoder.submit`, a deque append) and the
 encoder thread does the rest: map the frames (a shared-memory block in process mode),
-convert them to uint8 ``(T, H, W, C)``, free the block, encode once per format the
-backends asked for, and leave a :class:`MediaRecord` in :attr:`done`, which the intake
-offers to the backends' runners on its next tick.
+convert them to uint8 ``(T, H, W, C)``, encode once per format the backends asked for,
+and leave a :class:`MediaRecord` in :attr:`done`, which the intake offers to the
+backends' runners on its next tick; the block is freed once they all wrote it.
 
 Bounded: what waits here is bounded by the media budget (``media_budget`` bytes, checked
 at the call, ``_calls.py``); the bytes freed so far (:attr:`freed_bytes`) go back to the
@@ -18,6 +18,7 @@ item (undecodable, an encoder error) is reported once per kind of error and coun
 from __future__ import annotations
 
 import collections
+import functools
 import threading
 import time
 from collections.abc import Callable
@@ -60,7 +61,11 @@ class MediaEncoder:
         self.say = say
         #: the formats to make, by what: ``{"image": {"png"}, "video": {"gif", "mp4"}}``
         self.formats: dict[str, set[str]] = {"image": set(), "video": set()}
-        self.done: collections.deque[MediaRecord] = collections.deque()
+        #: encoded, with what frees its frames' block once every backend is done with it
+        #: (None: nothing to free; the intake calls it, ``Intake._media_done``)
+        self.done: collections.deque[tuple[MediaRecord, Callable[[], None] | None]] = (
+            collections.deque()
+        )
         self.freed_bytes = 0
         self.written = 0  # encoded and handed over
         self.failed = 0
@@ -148,8 +153,9 @@ class MediaEncoder:
                     return
                 job = self._jobs.popleft()
             why = FAILED
+            release: Callable[[], None] | None = None
             try:
-                rec = self._encode(job)
+                rec, release = self._encode(job)
             except FileNotFoundError:  # its block: the training process is gone
                 why, rec = FRAMES_GONE, None
                 self.say(
@@ -165,16 +171,22 @@ class MediaEncoder:
                         self.failed += 1
                         self.lost[why] += 1
                     else:
-                        self.done.append(rec)
+                        self.done.append((rec, release))
                         self.written += 1
+                        release = None
                 self.freed_bytes += job[7]
                 self._finished += 1
                 self._cond.notify_all()
+            if release is not None:  # closed meanwhile: nobody will write it
+                release()
             hook = self.on_freed
             if hook is not None:
                 hook(self.freed_bytes)
 
-    def _encode(self, job: MediaJob) -> MediaRecord:
+    def _encode(self, job: MediaJob) -> tuple[MediaRecord, Callable[[], None] | None]:
+        """The record, and what frees its frames' shared-memory block (None for a copy).
+        The block stays in use until every backend wrote the record: an agent lost
+        before that leaves it to the fallback, which encodes it again from the block."""
         from ._encode import encode, to_frames
         from ._shm import ShmFrames
 
@@ -182,19 +194,25 @@ class MediaEncoder:
         fmt, _, palette = fmt.partition("+")
         palette = palette or "video"
         wanted = sorted(self.formats[what])
+        release: Callable[[], None] | None = None
         if isinstance(payload, ShmFrames):
             block, arr = payload.open()
-            try:  # encoded straight from the block, which is freed right after
+            try:  # encoded straight from the block
                 frames = to_frames(arr, fmt)
                 encoded = {f: encode(f, what, frames, fps, palette) for f in wanted}
                 shape = frames.shape
-            finally:
+            except BaseException:
                 del arr
                 frames = None
                 payload.release(block)
+                raise
+            del arr
+            frames = None
+            release = functools.partial(payload.release, block)
         else:
             frames = to_frames(payload, fmt)
             encoded = {f: encode(f, what, frames, fps, palette) for f in wanted}
             shape = frames.shape
         t, h, w, c = (int(n) for n in shape)
-        return MediaRecord(key, step, wall or time.time(), what, (t, h, w, c), fps, encoded)
+        rec = MediaRecord(key, step, wall or time.time(), what, (t, h, w, c), fps, encoded)
+        return rec, release

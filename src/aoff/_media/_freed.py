@@ -80,12 +80,13 @@ class FreedBytes:
             self.sent.extend(events)
 
     def lost(self, agent: subprocess.Popen[bytes]) -> list[Any]:
-        """The agent is lost: the ``MEDIA`` events it was sent and never read, oldest
-        first. Their blocks still hold the frames (the training process owns them until
-        read), so the fallback encodes them again; those it read are free, maybe taken
-        again (the tickets tell them apart). Only once it has exited: a live agent (a
-        shipper error) may still read one; then none (their blocks stay in use until
-        the run ends)."""
+        """The agent is lost: the ``MEDIA`` events it was sent and did not confirm
+        written (never read, or read and not yet written by every media backend),
+        oldest first. Their blocks still hold the frames (the agent frees a block only
+        once the item is written), so the fallback encodes them again; those it wrote
+        are free, maybe taken again (the tickets tell them apart). Only once it has
+        exited: a live agent (a shipper error) may still write one; then none (their
+        blocks stay in use until the run ends)."""
         if self.pool is None or not self.sent:
             return []
         try:

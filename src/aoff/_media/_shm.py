@@ -8,8 +8,13 @@ link. The call copies the frames once, into a block of the training process's
 Why a pool: a fresh block costs its page faults on first write (~5 ms for 4.2 MB here,
 against ~0.4 ms to copy into a block already mapped), so blocks are reused. Each block
 starts with a state byte: the training process sets it to ``IN_USE`` before copying the
-frames in, and the agent's encoder sets it back to ``FREE`` once it has encoded them
-(:meth:`ShmFrames.release`); a free block of a fitting size takes the next call's frames.
+frames in, and the agent sets it back to ``FREE`` once every media backend wrote the
+item encoded from them (:meth:`ShmFrames.release`, called by the pump's intake); a free
+block of a fitting size takes the next call's frames. So a block in use is an item not
+confirmed written: if the agent is lost, the fallback encodes it again from the block.
+Between the last backend's write and the state byte there is a window of a few
+microseconds: an agent killed in it leaves an item that the fallback writes a second
+time (a duplicate, never a loss).
 The frames waiting in blocks marked in use are the media budget's in-flight bytes
 (:meth:`ShmPool.in_use_bytes`): no message is needed to give them back.
 
@@ -63,6 +68,10 @@ _PAGE = 4096
 #: blocks a pool keeps at most (each holds a file descriptor); past it, while every block
 #: is in use, a call's frames travel as a NumPy copy in the event instead (pickled)
 MAX_BLOCKS = 64
+#: free blocks of a call's size class kept ready for the next calls (:meth:`ShmPool._want_spare`):
+#: a slow encoder holds the blocks of the last few videos, and one spare alone was often
+#: still being made when a burst's next call came
+SPARES = 2
 #: names of the blocks this process's pools own: a block read here (a lost agent's
 #: fallback encoder) is attached without telling this process's tracker to forget it
 _OWNED: set[str] = set()
@@ -185,7 +194,7 @@ class ShmPool:
         self.unbacked = 0
         #: a block of this size is being made ahead of the next call (:meth:`_spare`)
         self._making: int | None = None
-        self._spares: queue.SimpleQueue[int] = queue.SimpleQueue()
+        self._spares: queue.SimpleQueue[tuple[int, int]] = queue.SimpleQueue()
         self._spare_thread: threading.Thread | None = None
         sweep_stale()  # blocks of runs killed before they could unlink them
 
@@ -206,6 +215,9 @@ class ShmPool:
             block.buf[0] = IN_USE
             block.nbytes = int(arr.nbytes)
             block.ticket = ticket = next(self._tickets)
+            # asked for now: the spare thread does its system calls while this one
+            # copies (the copy releases the GIL); asked for after the copy, its wake-up
+            # came as the training loop went on, and under load cost the call more
             self._want_spare(block.size)
         try:
             view: Any = np.ndarray(arr.shape, dtype=arr.dtype, buffer=block.buf, offset=HEADER)
@@ -274,20 +286,28 @@ class ShmPool:
         self._blocks.append(block)
         return block
 
-    # -- spare blocks: the next call of a size finds one ready ------------------------------
+    # -- spare blocks: the next calls of a size find them ready ----------------------------
+    def _fits_free(self, size: int) -> int:
+        return sum(1 for b in self._blocks if b.free() and size <= b.size <= 2 * size + _ROUND)
+
     def _want_spare(self, size: int) -> None:
-        """Once a call took the last free block of its size class, make one more of that
-        size in a thread of its own (made and its pages faulted there, not in the
-        training loop's next call), unless the pool is at its limit or one is on its way.
+        """After a call of this size, keep :data:`SPARES` free blocks of its size class
+        ready: the missing ones are made in a thread of their own (made and their pages
+        faulted there, not in the training loop's next call), while the pool stays under
+        its limit and :data:`MAX_BLOCKS`; none while a size's spares are on their way.
         Holds the lock."""
-        if self._making is not None or len(self._blocks) >= MAX_BLOCKS:
+        if self._making is not None or self._closed:
             return
-        if any(b.free() and size <= b.size <= 2 * size + _ROUND for b in self._blocks):
-            return
-        if sum(b.size for b in self._blocks) + size > self.limit:
+        want = SPARES - self._fits_free(size)
+        room = min(
+            MAX_BLOCKS - len(self._blocks),
+            (self.limit - sum(b.size for b in self._blocks)) // size,
+        )
+        want = min(want, room)
+        if want <= 0:
             return
         self._making = size
-        self._spares.put(size)
+        self._spares.put((size, want))
         if self._spare_thread is None:
             self._spare_thread = threading.Thread(
                 target=self._make_spares, name="aoff-shm-spare", daemon=True
@@ -296,24 +316,32 @@ class ShmPool:
 
     def _make_spares(self) -> None:
         while True:
-            size = self._spares.get()
+            size, want = self._spares.get()
             if size < 0:
                 return
-            block: _Block | None = None
-            room = shm_free_bytes()
-            if not self._closed and (room is None or size <= room - room // 4):
-                try:
-                    block = _Block(size)
-                    block.touch()
-                except OSError:
-                    block = None
+            for _ in range(want):
+                if not self._make_spare(size):
+                    break
             with self._lock:
                 self._making = None
-                if block is not None and (self._closed or len(self._blocks) >= MAX_BLOCKS):
-                    self._blocks.append(block)
-                    self._drop(block)
-                elif block is not None:
-                    self._blocks.append(block)
+
+    def _make_spare(self, size: int) -> bool:
+        """One spare block of ``size`` made, faulted and added; False when none could be
+        (the pool closed or full, ``/dev/shm`` short of room)."""
+        room = shm_free_bytes()
+        if self._closed or (room is not None and size > room - room // 4):
+            return False
+        try:
+            block = _Block(size)
+            block.touch()
+        except OSError:
+            return False
+        with self._lock:
+            self._blocks.append(block)
+            if self._closed or len(self._blocks) > MAX_BLOCKS:
+                self._drop(block)
+                return False
+        return True
 
     def _drop(self, block: _Block) -> None:
         self._blocks.remove(block)
@@ -330,5 +358,5 @@ class ShmPool:
                 self._drop(b)
             thread, self._spare_thread = self._spare_thread, None
         if thread is not None:  # one being made now is unlinked before close() returns
-            self._spares.put(-1)
+            self._spares.put((-1, 0))
             thread.join(5.0)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 import anyio
 import anyio.lowlevel
@@ -20,7 +21,7 @@ from .._core._buffer import EventBuffer
 from .._core._events import MEDIA, MEDIA_REFUSED, REMOTE, Event
 from .._core._fold import Folder
 from .._core._pending import PendingEvent, event_ready, resolve_event, unreadable_line
-from .._core._records import StepRecord
+from .._core._records import MediaRecord, StepRecord
 from .._core._say import SayOnce
 from .._core._state import State
 from .._media._encoder import NO_BACKEND, MediaEncoder
@@ -95,6 +96,13 @@ class Intake:
                 self.media.formats[what].add(fmt)
         self.last_step = 0  # the run's latest record's step: a media call's step=None
         self.media_written = 0  # encoded and handed to at least one backend
+        #: ... and every backend that took it is done with it (its block freed)
+        self.media_confirmed = 0
+        #: media records still in a runner: ``id(record) -> [runners left, release]``
+        self._held_media: dict[int, list[Any]] = {}
+        for r in runners:
+            if r.takes_media:
+                r.media_done = self._media_done
 
     def _media_event(self, e: Event, *, own: bool = True) -> None:
         """Hand a media event to the encoder. ``own``: the logger's (its bytes go back to
@@ -113,18 +121,36 @@ class Intake:
         done = self.media.done
         takers = [r for r in self.runners if r.takes_media]
         while done:
-            rec = done.popleft()
-            for r in takers:
-                r.offer((rec,))
+            rec, release = done.popleft()
             if takers:
+                # before the offers: a failed runner lets go of it at once
+                self._held_media[id(rec)] = [len(takers), release, rec]
+                for r in takers:
+                    r.offer((rec,))
                 self.media_written += 1
                 self.state.last_media = (rec.key, rec.step)  # the panel names only these
             else:
+                if release is not None:
+                    release()
                 self.media.lost[NO_BACKEND] += 1
                 self.say(
                     "aoff: no backend of this run writes images or videos (TensorBoard, "
                     "JSONL, CSV, W&B and MLflow do); they are not written"
                 )
+
+    def _media_done(self, rec: MediaRecord) -> None:
+        """A runner is done with ``rec`` (written, or lost and counted there); once every
+        runner that took it is, its frames' block is marked free: until then a lost
+        agent's fallback finds it in use and encodes it again (``FreedBytes.lost``)."""
+        held = self._held_media.get(id(rec))
+        if held is None:
+            return
+        held[0] -= 1
+        if held[0] <= 0:
+            del self._held_media[id(rec)]
+            self.media_confirmed += 1
+            if held[1] is not None:
+                held[1]()
 
     def may_drain(self) -> bool:
         return not any(r.holds_back() for r in self.runners)

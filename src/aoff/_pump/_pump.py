@@ -207,7 +207,7 @@ class Pump:
             return None
         keeper = SummaryKeeper(run_summary, monotonic=monotonic, say=self._say_once)
         self._intake.on_records = keeper.offer
-        keeper.media_counts = lambda: (self._intake.media_written, self._state.media_refused)
+        keeper.media_counts = self._media_counts
         return keeper
 
     # -- input from outside ---------------------------------------------------------------------
@@ -283,6 +283,11 @@ class Pump:
         i = self._intake
         left = len(self._buffer) + len(i.held)
         return finish_report(self._state, self._runners, self.dropped(), i, partial, left)
+
+    def _media_counts(self) -> tuple[int, int, dict[str, int]]:
+        """Media written, refused, and not written by reason, for the run summary file."""
+        lost = {why: n for why, n in self._intake.media.lost.items() if n}
+        return self._intake.media_written, self._state.media_refused, lost
 
     def _watch(self, records: list[StepRecord]) -> None:
         """Each slice's records, once offered to the runners: the rules, the agent's lag."""

@@ -86,6 +86,9 @@ class BackendRunner:
         #: the backend writes images and videos (``write_media``; ``_media/``): each is a
         #: record here too, in order with the steps
         self.takes_media = callable(getattr(backend, "write_media", None))
+        #: told once of each media record this runner is done with: written, or lost
+        #: (refused, failed, abandoned), so its frames' block can be freed (``Intake``)
+        self.media_done: Callable[[MediaRecord], None] | None = None
         self.status = "opening"  # opening | ok | failed | closed
         self.error: str | None = None
         self.offered = 0
@@ -132,14 +135,22 @@ class BackendRunner:
         self.offered += len(records)
         if not self.healthy:
             self.lost += len(records)
+            self._let_go(records)
             return
         self.pending.extend(records)
         excess = len(self.pending) - self.max_pending
         if excess > 0 and self.stalled():
-            for _ in range(excess):
-                self.pending.popleft()
+            self._let_go([self.pending.popleft() for _ in range(excess)])
             self.lost += excess
         self._wake.set()
+
+    def _let_go(self, records: Sequence[StepRecord | MediaRecord]) -> None:
+        """The media records among ``records`` leave this runner (written or lost)."""
+        done = self.media_done
+        if done is not None:
+            for rec in records:
+                if type(rec) is MediaRecord:
+                    done(rec)
 
     def close_input(self) -> None:
         self._closing = True
@@ -157,6 +168,7 @@ class BackendRunner:
     def abandon(self) -> None:
         """Count everything not confirmed written as lost (finish gave up on it)."""
         self.lost += len(self.pending) + self.in_flight
+        self._let_go(self.pending)
         self.pending.clear()
         self.in_flight = 0
         if self.status in ("opening", "ok"):
@@ -195,7 +207,11 @@ class BackendRunner:
                 batch, write = self._next_batch()
                 n = len(batch)
                 self.in_flight = n
-                ok = await self._write(batch, write)
+                try:
+                    ok = await self._write(batch, write)
+                finally:  # written or lost: a media record's block may be freed
+                    if type(batch[0]) is MediaRecord:
+                        self._let_go(batch)
                 self.in_flight = 0
                 if not ok:
                     return
@@ -357,6 +373,7 @@ class BackendRunner:
         self.status = "failed"
         self.error = message
         self.lost += len(self.pending)
+        self._let_go(self.pending)
         self.pending.clear()
         self.say(f"aoff: backend {self.name!r} disabled after error: {message}")
 

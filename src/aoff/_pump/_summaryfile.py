@@ -40,12 +40,12 @@ class SummaryKeeper:
         self._say = say
         self._due: float | None = None
         self._busy = False
-        #: ``(written, refused)`` media counts now (set by the pump), for each snapshot
-        self.media_counts: Callable[[], tuple[int, int]] = lambda: (0, 0)
+        #: ``(written, refused, lost by reason)`` media counts now (set by the pump)
+        self.media_counts: Callable[[], tuple[int, int, dict[str, int]]] = lambda: (0, 0, {})
 
     def _snapshot(self, state: str = "running") -> dict[str, Any]:
         s = self.summary
-        s.media_written, s.media_refused = self.media_counts()
+        s.media_written, s.media_refused, s.media_lost = self.media_counts()
         return s.snapshot(state)
 
     def offer(self, records: Sequence[StepRecord]) -> None:

@@ -30,7 +30,9 @@ class Progress(NamedTuple):
     steps: int  #: ``log_step`` calls folded
     written: dict[str, int]  #: step records written, per backend
     settled: int  #: step records written or lost, all backends together
-    media: tuple[int, int] = (0, 0)  #: images/videos handed to the backends; not written
+    #: images/videos every media backend was done with (written, or lost and counted
+    #: there: their blocks are free); not written (``FinishReport.media_lost``' reasons)
+    media: tuple[int, int] = (0, 0)
 
 
 def progress(
@@ -38,7 +40,7 @@ def progress(
 ) -> Progress:
     media = (0, 0)
     if intake is not None:
-        media = (intake.media_written, sum(intake.media.lost.values()))
+        media = (intake.media_confirmed, sum(intake.media.lost.values()))
     return Progress(
         drained,
         state.steps_logged,
