@@ -137,14 +137,12 @@ class RemoteLogger(Recorder[None], MediaCalls[None]):
         self._setup()
 
     def _setup(self) -> None:
-        self._clock = time.time
-        self._capturing = False
+        # the hot path's state; tensors are captured if torch is imported already
+        self._init_recorder(self._start_and_put, time.time)
         self._conn: Conn | None = None
         self._closed = False
         self._report: RemoteReport | None = None
         self._lock = threading.Lock()
-        self._put = self._start_and_put
-        self._refresh_capture()  # torch imported here already: tensors are captured
         # media: a pickled NumPy copy in the event (no shared memory across machines);
         # bounded until sent or dropped (the connection's thread gives the bytes back:
         # Conn.media, _media/_freed.py)

@@ -79,14 +79,12 @@ class RayLogger(Recorder[None], MediaCalls[None]):
         self._setup()
 
     def _setup(self) -> None:
-        self._clock = time.time
-        self._capturing = False
+        # the hot path's state; tensors are captured if torch is imported already
+        self._init_recorder(self._start_and_put, time.time)
         self._pusher: Pusher | None = None
         self._closed = False
         self._report: RemoteReport | None = None
         self._lock = threading.Lock()
-        self._put = self._start_and_put
-        self._refresh_capture()
         self._media_budget = MediaBudget(self._link.media_budget)
 
     def __getstate__(self) -> dict[str, Any]:
