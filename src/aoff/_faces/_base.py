@@ -178,8 +178,17 @@ class Face(Recorder[R], MediaCalls[R], Generic[R]):
 
     def _note_alert(self, alert: Alert) -> None:
         """An alert reached this process (the shipper's thread or round, or the pump's
-        thread): two plain stores, read by the loop without a lock."""
-        self._alerts = (*self._alerts, alert)
+        thread): two plain stores, read by the loop without a lock. The agent's word on
+        an alert this process saw first while the agent started (``_early.py``) replaces
+        it: one of each, the agent's (the time ``alerts.jsonl`` has)."""
+        seen = self._alerts
+        key = (alert.rule, alert.tag, alert.step)
+        same = [i for i, a in enumerate(seen) if (a.rule, a.tag, a.step) == key]
+        if same:
+            i = same[0]
+            self._alerts = (*seen[:i], alert, *seen[i + 1 :])
+        else:
+            self._alerts = (*seen, alert)
         if alert.stop:
             self._should_stop = True
 
