@@ -3,8 +3,10 @@
 Why here: the run already serves its folder's socket (``_server.py``: Unix socket 0600,
 the run's key proven both ways before anything is unpickled), wherever the pump runs.
 A producer (``log.remote()``, or a forked child of the training process) connects to
-it, says ``("produce", name, pid)`` and gets ``("welcome", live_name)`` (``name``, or
-``name-<pid>`` while another producer of that name is connected) or ``("error", why)``.
+it, says ``("produce", name, pid)`` (``("produce", name, pid, rules)`` with rules of its
+own: judged on its events only, from its first, ``ProducerHub.watch``) and gets
+``("welcome", live_name)`` (``name``, or ``name-<pid>`` while another producer of that
+name is connected) or ``("error", why)``.
 Then it speaks the agent's protocol (``_transport/_messages.py``), so the producer side
 is the agent's own :class:`~aoff._transport._shipper.Shipper`:
 
@@ -35,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._core import _events as ev
 from .._core._backlog import unpack_events
+from .._core._rules import check_rules
 from .._transport._messages import (
     Events,
     Flush,
@@ -58,7 +61,7 @@ HUB_WAIT = 2.0
 
 
 def serve_producer(server: LiveServer, conn: Connection, hello: tuple[Any, ...]) -> None:
-    """The ``produce`` role: ``("produce", name, pid)``; see the module's doc."""
+    """The ``produce`` role: ``("produce", name, pid[, rules])``; see the module's doc."""
     hub = server.produce
     deadline = time.monotonic() + HUB_WAIT
     while hub is None and not server.closing and time.monotonic() < deadline:
@@ -74,8 +77,15 @@ def serve_producer(server: LiveServer, conn: Connection, hello: tuple[Any, ...])
         conn.send(("error", problem))
         return
     assert isinstance(name, str)
+    try:
+        rules = check_rules(hello[3]) if len(hello) > 3 else ()
+    except TypeError as exc:
+        conn.send(("error", str(exc)))
+        return
     set_timeouts(conn, 0, SEND_TIMEOUT)  # a quiet producer is never dropped
     live = hub.join(name, pid, conn)
+    if rules:
+        hub.watch(live, rules)
     received = 0
     stopped = False
     try:

@@ -330,16 +330,23 @@ class Face(Recorder[R], MediaCalls[R], Generic[R]):
     _remote_names: itertools.count[int] | None = None
 
     def remote(
-        self, name: str | None = None, *, timeout: float = 10.0, media_budget: int | None = None
+        self,
+        name: str | None = None,
+        *,
+        timeout: float = 10.0,
+        media_budget: int | None = None,
+        rules: Sequence[Rule] | None = None,
     ) -> RemoteLogger:
         """A picklable :class:`~aoff.RemoteLogger` for another process (spawned,
         forkserver'd or forked) to log into this run (see docs/guides/producers.md).
 
         ``name`` names its records (default ``remote0``, ``remote1``, ...); ``timeout``
         bounds how long it tries to reach the run, and its ``flush()``/``close()``;
-        ``media_budget``: bytes of frames it may hold until sent (default the run's).
-        Needs ``log_dir`` (its socket is how producers reach the run): ``ValueError``
-        without one; ``RuntimeError`` after ``finish()``/``close()``."""
+        ``media_budget``: bytes of frames it may hold until sent (default the run's);
+        ``rules``: its own rules, judged in this run on its events only (see
+        :class:`~aoff.RemoteLogger`). Needs ``log_dir`` (its socket is how producers
+        reach the run): ``ValueError`` without one; ``RuntimeError`` after
+        ``finish()``/``close()``."""
         from ._remote import RemoteLogger
 
         opts = self._options
@@ -360,6 +367,7 @@ class Face(Recorder[R], MediaCalls[R], Generic[R]):
             overflow=opts.overflow,
             timeout=timeout,
             media_budget=budget,
+            rules=rules,
         )
 
     def _put_forked(self, event: ev.Event) -> R:
