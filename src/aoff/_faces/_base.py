@@ -162,6 +162,8 @@ class Face(Recorder[R], MediaCalls[R], Generic[R]):
     _phase = Phase.NEW
     _alerts: tuple[Alert, ...] = ()
     _should_stop = False
+    #: the early alerts (``_note_alert``) the agent has not confirmed yet: where they are
+    _early_at: dict[tuple[str, str, int], int] = {}  # noqa: RUF012 - replaced, never mutated
 
     @property
     def alerts(self) -> tuple[Alert, ...]:
@@ -176,18 +178,21 @@ class Face(Recorder[R], MediaCalls[R], Generic[R]):
         (``if log.should_stop: save(); break``). As cheap as :attr:`alerts`."""
         return self._should_stop
 
-    def _note_alert(self, alert: Alert) -> None:
+    def _note_alert(self, alert: Alert, early: bool = False) -> None:
         """An alert reached this process (the shipper's thread or round, or the pump's
-        thread): two plain stores, read by the loop without a lock. The agent's word on
-        an alert this process saw first while the agent started (``_early.py``) replaces
-        it: one of each, the agent's (the time ``alerts.jsonl`` has)."""
+        thread): two plain stores, read by the loop without a lock. An ``early`` one was
+        found here while the agent started (``_early.py``); the agent's word on it, the
+        same rule, tag and step, replaces it: one of each, the agent's (the time
+        ``alerts.jsonl`` has)."""
         seen = self._alerts
         key = (alert.rule, alert.tag, alert.step)
-        same = [i for i, a in enumerate(seen) if (a.rule, a.tag, a.step) == key]
-        if same:
-            i = same[0]
+        at = self._early_at
+        i = at.pop(key, None) if at and not early else None
+        if i is not None:
             self._alerts = (*seen[:i], alert, *seen[i + 1 :])
         else:
+            if early:
+                self._early_at = {**at, key: len(seen)}
             self._alerts = (*seen, alert)
         if alert.stop:
             self._should_stop = True

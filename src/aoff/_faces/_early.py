@@ -21,6 +21,7 @@ CPU; the agent is up soon).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 from .._core import _events as ev
 from .._core._fold import Folder
@@ -29,11 +30,17 @@ from .._core._rules import Alert, Rule
 from .._core._state import State
 from .._core._watch import Watch
 
-__all__ = ["EARLY_EVENTS", "EarlyWatch"]
+__all__ = ["EARLY_EVENTS", "EarlyWatch", "NoteAlert"]
 
 #: the most events folded here before the agent answers; a 1 ms loop's first seconds are
 #: a few thousand (each ~5-10 us of the shipper thread's CPU, which the loop shares)
 EARLY_EVENTS = 20_000
+
+
+class NoteAlert(Protocol):
+    """The face's ``_note_alert``: an alert, and whether it was found here (early)."""
+
+    def __call__(self, alert: Alert, early: bool = False) -> None: ...
 
 
 class EarlyWatch:

@@ -10,6 +10,7 @@ what is logged from then on is discarded and counted (:meth:`AgentSide._discard`
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable
@@ -23,7 +24,6 @@ from .._core._buffer import EventBuffer
 from .._core._events import Event
 from .._core._progress import ProgressWatch, await_progressing, unwritten_steps, wait_progressing
 from .._core._report import FinishReport, gave_up_line, media_lost_line, stderr_line
-from .._core._rules import Alert
 from .._display._streams import Forwarding, should_forward
 from .._media._encoder import LOST_AGENT
 from .._media._shm import ShmPool
@@ -47,7 +47,7 @@ from ._spawn import start_agent
 if TYPE_CHECKING:
     from .._pump._thread import PumpThread
     from .._pump._wiring import Core
-    from ._early import EarlyWatch
+    from ._early import EarlyWatch, NoteAlert
 
 
 class AgentSide:
@@ -69,7 +69,7 @@ class AgentSide:
         *,
         driver: str = "thread",
         pool: ShmPool | None = None,
-        on_alert: Callable[[Alert], None] | None = None,
+        on_alert: NoteAlert | None = None,
     ) -> None:
         self.options = options
         self.buffer = buffer
@@ -88,7 +88,10 @@ class AgentSide:
             from ._early import EarlyWatch
 
             self._early = EarlyWatch(
-                options.rules or (), on_alert, seed_tags=options.seed_tags, clock=options.now
+                options.rules or (),
+                functools.partial(on_alert, early=True),
+                seed_tags=options.seed_tags,
+                clock=options.now,
             )
             self.shipper.tap = []
         # until the agent first answers (it is still importing), frames may wait here up
