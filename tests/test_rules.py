@@ -205,6 +205,30 @@ def test_a_nan_stops_a_1ms_loop_within_100_iterations_from_the_first_step(
     assert texts == [(500, "train/q_loss is nan at step 500")]
 
 
+def test_the_early_watch_judges_only_stop_rules_and_gives_up_where_the_agent_must() -> None:
+    """``_faces/_early.py``, while the agent starts: the stop rules on a private fold of
+    the shipped events (the face's own tags), nothing past a device value or a flood."""
+    from aoff._core._pending import PendingEvent
+    from aoff._core._recorder import Recorder
+    from aoff._faces._early import EARLY_EVENTS, EarlyWatch
+
+    events: list[Any] = []
+    rec: Recorder[None] = Recorder()
+    rec._init_recorder(events.append, lambda: 1000.0)
+    for i in range(1, 6):
+        rec.log_step(i, {"q_loss": math.nan if i >= 4 else 1.0, "alpha": 0.0})
+    said: list[rules.Alert] = []
+    chosen = [rules.nonfinite(stop=True), rules.collapse("train/alpha"), rules.stalled(1)]
+    early = EarlyWatch(chosen, said.append, seed_tags=True, clock=lambda: 5.0)
+    assert early.judge(events[:2]) and early.judge(events[2:])
+    assert [(a.rule, a.tag, a.step) for a in said] == [("nonfinite", "train/q_loss", 4)]
+    pending = PendingEvent(events[0], [])
+    assert not EarlyWatch(chosen, said.append, seed_tags=True, clock=time.time).judge([pending])
+    flood = EarlyWatch(chosen, said.append, seed_tags=True, clock=time.time)
+    assert not flood.judge(events * (EARLY_EVENTS // len(events) + 1))
+    assert flood.folder.state.iteration == 0  # not folded at all
+
+
 def test_without_rules_nothing_is_watched(tmp_path: Path) -> None:
     log = aoff.OffPolicyLogger(
         log_dir=tmp_path, backends=("jsonl",), display="none", pump="thread", rules=[]

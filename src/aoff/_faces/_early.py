@@ -62,16 +62,20 @@ class EarlyWatch:
     def judge(self, events: Sequence[ev.Event]) -> bool:
         """Fold ``events`` (in the order shipped) and tell ``on_alert`` what the stop rules
         saw; False once this side gives up (see the module's doc)."""
+        self.folded += len(events)
+        if self.folded > EARLY_EVENTS:  # a flood: not folded here at all
+            return False
         records: list[StepRecord] = []
+        going = True
         for event in events:
             if type(event) is not tuple:  # a PendingEvent: values on a device
-                return False
+                going = False
+                break
             if event[0] == ev.MEDIA:  # frames make no scalar
                 continue
             rec = self.folder.apply(event)
             if rec is not None:
                 records.append(rec)
-        self.folded += len(events)
-        for alert in self.watch.see(records):
+        for alert in self.watch.see(records):  # those before a device value, in order
             self.on_alert(alert)
-        return self.folded < EARLY_EVENTS
+        return going

@@ -178,7 +178,11 @@ class AgentSide:
         assert early is not None
         with self._round_lock:
             tapped, s.tap = s.tap, ([] if not s.progress else None)
-            if tapped is None or s.tap is None or not early.judge(tapped):
+            try:
+                going = tapped is not None and s.tap is not None and early.judge(tapped)
+            except Exception:  # pragma: no cover - a bug: the agent judges alone, as later
+                going = False
+            if not going:
                 s.tap = None
                 self._early = None
 
