@@ -101,21 +101,23 @@ def main() -> None:
     ap.add_argument(
         "--no-rules",
         action="store_true",
-        help="this tree with rules=[] (the cost of the sampling alone, no rules in the agent)",
+        help="rules=[] (no rules in the agent) for this tree, and for the base made from it "
+        "(a --base-src tree runs with its defaults: an older one may take no rules=)",
     )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="aoff-self-cost-") as tmp:
         base = args.base_src or base_without_sampling(tmp)
-        compare(base, args.iterations, args.rounds, args.no_rules)
+        kw = "{'rules': []}" if args.no_rules else "{}"
+        compare(base, args.iterations, args.rounds, kw, kw if args.base_src is None else "{}")
 
 
-def compare(base_src: str, iterations: int, rounds: int, no_rules: bool) -> None:
-    """Run both trees alternately and print each run and the comparison."""
-    kw = "{'rules': []}" if no_rules else "{}"
+def compare(base_src: str, iterations: int, rounds: int, kw: str, base_kw: str) -> None:
+    """Run both trees alternately (``kw``/``base_kw``: the loggers' extra arguments) and
+    print each run and the comparison."""
     runs: dict[str, list[dict[str, float]]] = {"with cost on record": [], "without": []}
     for _ in range(rounds):
         for name, src in (("with cost on record", NEW_SRC), ("without", base_src)):
-            r = run(src, iterations, kw if src == NEW_SRC else "{}")
+            r = run(src, iterations, kw if src == NEW_SRC else base_kw)
             runs[name].append(r)
             print(f"{name:<20} median {r['median_us']:6.2f} us  p99 {r['p99_us']:7.2f} us")
     med = {k: statistics.median(r["median_us"] for r in v) for k, v in runs.items()}
