@@ -26,3 +26,11 @@ def forever(remote: Any, ready: Any) -> None:
             remote.flush()
             ready.set()
         time.sleep(0.01)  # log slowly (a pace, not a wait) until the test kills it
+
+
+def nan_collector(remote: Any, steps: int, nan_at: int) -> None:
+    """Log ``steps`` iterations whose ``x`` is NaN from ``nan_at`` on, then close."""
+    for i in range(1, steps + 1):
+        remote.log_step(i, {"x": float("nan") if i >= nan_at else float(i)})
+    report = remote.close()
+    assert report.complete, report

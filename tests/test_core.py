@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import re
 import subprocess
@@ -136,8 +137,11 @@ def test_context_manager_finishes_and_marks_exceptions_as_interrupted() -> None:
 
 def test_wrong_twin_errors_name_the_right_one() -> None:
     log = OffPolicyLogger(log_backend="no_print", handle_sigterm=False)
-    with pytest.raises(AttributeError, match=r"with OffPolicyLogger"):
+    with pytest.raises(AttributeError, match=r"'OffPolicyLogger' object has no attribute"):
         getattr(log, "__aenter__")  # noqa: B009 - what a static checker rejects
+    # no twin for the context-manager protocol: the sync face is not an async one
+    assert not isinstance(log, contextlib.AbstractAsyncContextManager)
+    assert "aflush" not in dir(log) and "aflush" not in dir(OffPolicyLogger)
     for name, right in (("aflush", "flush()"), ("afinish", "finish()"), ("aclose", "close()")):
         with pytest.raises(
             AttributeError, match=re.escape(f"no {name}: it is the sync face, use {right}")

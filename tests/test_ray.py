@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 import aoff
-from aoff import OffPolicyLogger, RemoteReport
+from aoff import OffPolicyLogger, RemoteReport, rules
 from aoff.testing import wait_until
 from aoff.testing._remote_probe import probe_remote
 from tests.conftest import read_jsonl, read_tensorboard
@@ -84,22 +84,23 @@ def test_collectors_on_a_second_node(tmp_path: Path, capfd: pytest.CaptureFixtur
         a_learner_gone_mid_run_never_holds_a_collector(tmp_path / "gone")
         a_hub_that_never_answers_makes_the_producer_drop_by_its_policy()
         a_far_actor_logs_media_through_ray_into_the_runs_encoder(tmp_path / "media")
+        a_far_actors_own_rules_judge_its_steps_in_the_run(tmp_path / "rules")
         serve_and_remote_check_their_arguments_and_a_logger_pickles(tmp_path / "args")
 
 
 class _Collector:
     """A collector actor: logs its steps like ``tests/remote_child.collector``."""
 
-    def __init__(self, link: Any, name: str) -> None:
-        self.log = link.remote(name)
+    def __init__(self, link: Any, name: str, rules: Any = None) -> None:
+        self.log = link.remote(name, rules=rules)
 
     def node(self) -> str:
         return str(ray.get_runtime_context().get_node_id())
 
-    def run(self, start: int, stop: int) -> None:
+    def run(self, start: int, stop: int, nan_at: int = 0) -> None:
         for i in range(start, stop):
             self.log.log_collector(i * 10, i, 0.5)
-            self.log.log_step(i, {"x": float(i)})
+            self.log.log_step(i, {"x": float("nan") if 0 < nan_at <= i else float(i)})
         self.log.flush()
 
     def close(self) -> RemoteReport:
@@ -122,9 +123,34 @@ class _Collector:
         return self.close()
 
 
-def _collectors(link: Any, names: list[str]) -> list[Any]:
+def _collectors(link: Any, names: list[str], rules: Any = None) -> list[Any]:
     actor = ray.remote(num_cpus=0, resources={"far": 1}, max_restarts=0)(_Collector)
-    return [actor.remote(link, n) for n in names]
+    return [actor.remote(link, n, rules) for n in names]
+
+
+def a_far_actors_own_rules_judge_its_steps_in_the_run(run: Path) -> None:
+    """``link.remote(name, rules=...)`` on another node: the rules go with the actor's
+    pushes to the hub, whose producer brings them to the run; judged there on that
+    actor's steps only (another actor's NaN, without rules, fires nothing: the run itself
+    watches no NaN)."""
+    log = OffPolicyLogger(
+        log_dir=str(run),
+        backends=("jsonl",),
+        log_backend="none",
+        handle_sigterm=False,
+        rules=[rules.stalled(300)],
+    )
+    link = aoff.ray.serve(log)
+    (watched,) = _collectors(link, ["watched"], [rules.nonfinite(stop=True)])
+    (plain,) = _collectors(link, ["plain"])
+    ray.get([a.run.remote(1, 11, nan_at=4) for a in (watched, plain)])  # each flushed
+    log.flush()  # the agent's alert has reached this process
+    assert log.should_stop
+    assert [(a.tag, a.step) for a in log.alerts] == [("watched:train/x", 40)]
+    ray.get([a.close.remote() for a in (watched, plain)])
+    log.finish()
+    lines = (run / rules.ALERTS_NAME).read_text().splitlines()
+    assert len(lines) == 1 and '"watched:train/x"' in lines[0], lines
 
 
 def _logger(run: Path) -> OffPolicyLogger:

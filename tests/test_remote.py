@@ -10,6 +10,7 @@ producer in the test's own process, which reaches the run through the same socke
 
 from __future__ import annotations
 
+import json
 import multiprocessing as mp
 import os
 import pickle
@@ -414,3 +415,36 @@ def test_anyio_backend_param_is_used(anyio_backend: str) -> None:
 
 
 _ = anyio  # the async tests run on asyncio and trio (conftest's anyio_backend)
+
+
+@pytest.mark.slow  # a spawned process
+def test_a_producers_own_rules_travel_to_the_run_and_judge_only_its_events(
+    tmp_path: Path,
+) -> None:
+    """``log.remote(name, rules=...)``: the rules pickle with the producer into a spawned
+    process, travel in its hello and are judged in the run on its events only: its NaN
+    fires them (the learner's ``should_stop``, ``alerts.jsonl``), the same NaN from a
+    producer without rules, and the learner's own, do not (the run watches no NaN)."""
+    from aoff import rules
+
+    run = tmp_path / "run"
+    log = _logger(run, log_backend="none", rules=[rules.stalled(300)])
+    watched = log.remote("watched", rules=[rules.nonfinite(stop=True)])
+    assert pickle.loads(pickle.dumps(watched))._spec.rules == (rules.nonfinite(stop=True),)
+    with pytest.raises(TypeError, match="not a rule"):
+        log.remote("bad", rules=["nonfinite"])  # type: ignore[list-item]
+    p = mp.get_context("spawn").Process(target=remote_child.nan_collector, args=(watched, 5, 3))
+    p.start()
+    plain = log.remote("plain")
+    remote_child.nan_collector(plain, 5, 3)
+    log.log_step(1, {"loss": float("nan")})
+    p.join(60)
+    assert p.exitcode == 0
+    log.flush()  # the agent's alert has reached this process
+    assert log.should_stop
+    assert [(a.rule, a.tag, a.step) for a in log.alerts] == [("nonfinite", "watched:train/x", 3)]
+    report = log.finish()
+    assert [a.tag for a in report.alerts] == ["watched:train/x"]
+    lines = [json.loads(x) for x in (run / rules.ALERTS_NAME).read_text().splitlines()]
+    assert [(x["tag"], x["step"], x["stop"]) for x in lines] == [("watched:train/x", 3, True)]
+    assert lines[0]["message"] == "train/x is nan at step 3 (producer watched)"

@@ -150,10 +150,15 @@ def test_rules_are_plain_values_checked_at_the_call() -> None:
 
 
 # -- the run: a NaN stops the loop --------------------------------------------------------------
-@pytest.mark.parametrize("pump", ["process", "thread"])
-def test_a_nan_at_step_500_stops_a_1ms_loop_within_100_iterations(
-    tmp_path: Path, pump: str
+@pytest.mark.parametrize(("pump", "nan_at"), [("process", 500), ("thread", 500), ("process", 1)])
+def test_a_nan_stops_a_1ms_loop_within_100_iterations_from_the_first_step(
+    tmp_path: Path, pump: str, nan_at: int
 ) -> None:
+    """No flush first: in process mode the agent is still starting (importing) for the
+    first ~0.5-2 s, and the training process's shipper thread judges the stop rules
+    meanwhile (``_faces/_early.py``); a NaN at the first step stops the loop long before
+    the agent could. The face keeps one alert, the agent's (the time ``alerts.jsonl``
+    has)."""
     log = aoff.OffPolicyLogger(
         log_dir=tmp_path,
         backends=("jsonl",),
@@ -162,18 +167,17 @@ def test_a_nan_at_step_500_stops_a_1ms_loop_within_100_iterations(
         handle_sigterm=False,
         rules=[rules.nonfinite(stop=True), rules.collapse("train/alpha")],
     )
-    log.flush()  # the agent is up (while it starts, events wait for it)
     stopped = None
     for it in range(1, 2000):
-        loss = math.nan if it >= 500 else 1.0 / it
+        loss = math.nan if it >= nan_at else 1.0 / it
         log.log_step(it, {"q_loss": loss, "alpha": 0.2})
         if log.should_stop:
             stopped = it
             break
         time.sleep(0.001)
     report = log.finish()
-    assert stopped is not None and 500 <= stopped < 600, stopped
-    assert [(a.rule, a.tag, a.step) for a in log.alerts] == [("nonfinite", "train/q_loss", 500)]
+    assert stopped is not None and nan_at <= stopped < nan_at + 100, stopped
+    assert [(a.rule, a.tag, a.step) for a in log.alerts] == [("nonfinite", "train/q_loss", nan_at)]
     assert [a.message for a in report.alerts] == [a.message for a in log.alerts]  # NaN != NaN
     lines = (tmp_path / rules.ALERTS_NAME).read_text().splitlines()
     assert [json.loads(x) for x in lines] == [
@@ -181,12 +185,14 @@ def test_a_nan_at_step_500_stops_a_1ms_loop_within_100_iterations(
             "time": log.alerts[0].time,
             "rule": "nonfinite",
             "tag": "train/q_loss",
-            "step": 500,
+            "step": nan_at,
             "value": "nan",
-            "message": "train/q_loss is nan at step 500",
+            "message": f"train/q_loss is nan at step {nan_at}",
             "stop": True,
         }
     ]
+    if nan_at != 500:
+        return
     # TensorBoard's own reader sees the alert as a text summary at that step
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -197,6 +203,30 @@ def test_a_nan_at_step_500_stops_a_1ms_loop_within_100_iterations(
         for e in acc.Tensors("aoff/alerts/text_summary")
     ]
     assert texts == [(500, "train/q_loss is nan at step 500")]
+
+
+def test_the_early_watch_judges_only_stop_rules_and_gives_up_where_the_agent_must() -> None:
+    """``_faces/_early.py``, while the agent starts: the stop rules on a private fold of
+    the shipped events (the face's own tags), nothing past a device value or a flood."""
+    from aoff._core._pending import PendingEvent
+    from aoff._core._recorder import Recorder
+    from aoff._faces._early import EARLY_EVENTS, EarlyWatch
+
+    events: list[Any] = []
+    rec: Recorder[None] = Recorder()
+    rec._init_recorder(events.append, lambda: 1000.0)
+    for i in range(1, 6):
+        rec.log_step(i, {"q_loss": math.nan if i >= 4 else 1.0, "alpha": 0.0})
+    said: list[rules.Alert] = []
+    chosen = [rules.nonfinite(stop=True), rules.collapse("train/alpha"), rules.stalled(1)]
+    early = EarlyWatch(chosen, said.append, seed_tags=True, clock=lambda: 5.0)
+    assert early.judge(events[:2]) and early.judge(events[2:])
+    assert [(a.rule, a.tag, a.step) for a in said] == [("nonfinite", "train/q_loss", 4)]
+    pending = PendingEvent(events[0], [])
+    assert not EarlyWatch(chosen, said.append, seed_tags=True, clock=time.time).judge([pending])
+    flood = EarlyWatch(chosen, said.append, seed_tags=True, clock=time.time)
+    assert not flood.judge(events * (EARLY_EVENTS // len(events) + 1))
+    assert flood.folder.state.iteration == 0  # not folded at all
 
 
 def test_without_rules_nothing_is_watched(tmp_path: Path) -> None:

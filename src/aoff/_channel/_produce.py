@@ -3,7 +3,8 @@
 Why here: the run already serves its folder's socket (``_server.py``: Unix socket 0600,
 the run's key proven both ways before anything is unpickled), wherever the pump runs.
 A producer (``log.remote()``, or a forked child of the training process) connects to
-it, says :class:`~._roles.Produce` and gets :class:`~._roles.Welcome` or
+it, says :class:`~._roles.Produce` (with rules of its own: judged on its events only,
+from its first, ``ProducerHub.watch``) and gets :class:`~._roles.Welcome` or
 :class:`~._roles.Refused` (``_roles.py``).
 Then it speaks the agent's protocol (``_transport/_messages.py``), so the producer side
 is the agent's own :class:`~aoff._transport._shipper.Shipper`:
@@ -76,9 +77,11 @@ def serve_producer(server: Host, conn: Connection, hello: Produce) -> None:
     if hub is None or not hub.accepting:
         conn.send(to_wire(Refused("this run takes no events from producers now (it is ending)")))
         return
-    name, pid = hello
+    name, pid, rules = hello
     set_timeouts(conn, 0, SEND_TIMEOUT)  # a quiet producer is never dropped
     live = hub.join(name, pid, conn)
+    if rules:
+        hub.watch(live, rules)
     received = 0
     stopped = False
     try:

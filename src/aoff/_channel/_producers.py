@@ -17,6 +17,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from .._core import _events as ev
+from .._core._rules import Rule
 
 __all__ = ["NAME_RE", "ProducerHub", "check_name"]
 
@@ -54,6 +55,19 @@ class ProducerHub:
         self.in_flight = 0  # batches being put into the buffer now
         self.dropped_by: dict[str, int] = {}  # live name -> its own latest dropped count
         self.lost = 0  # events that came after the run stopped taking them
+        #: a producer's own rules (``RemoteLogger(rules=...)``), by its live name, for the
+        #: run's alerts (the pump's; None: the run watches nothing, ``rules=[]``)
+        self.on_rules: Callable[[str, tuple[Rule, ...]], None] | None = None
+
+    def watch(self, live: str, rules: tuple[Rule, ...]) -> None:
+        """Judge ``rules`` on producer ``live``'s events from now on (before its first)."""
+        if self.on_rules is not None:
+            self.on_rules(live, rules)
+        else:
+            self.say(
+                f"aoff: producer {live!r}'s rules are not watched: the run was made with "
+                "rules=[] (it watches nothing)"
+            )
 
     def dropped(self) -> int:
         """Events the producers dropped before sending, and those that came too late."""

@@ -11,7 +11,8 @@ so that a ``match`` takes them apart by name.
 
 a peer's hello (:data:`Hello`)
     :class:`View` ``("view", refresh_hz)``: an ``aoff attach`` viewer;
-    :class:`Produce` ``("produce", name, pid)``: a ``RemoteLogger``
+    :class:`Produce` ``("produce", name, pid)``: a ``RemoteLogger``; ``("produce", name,
+    pid, rules)`` when it brings rules of its own (judged in the run on its events only)
 to a viewer (:data:`ToViewer`)
     :class:`Snapshot` ``("state", state, now)`` at most every ``1/refresh_hz`` s, then
     :class:`End` ``("end", state, now, summary, lines)`` once; or :class:`Refused`
@@ -26,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple, TypeAlias, TypeVar
 
+from .._core._rules import Rule, check_rules
 from .._core._state import State
 from ._producers import check_name
 
@@ -62,6 +64,8 @@ class Produce(NamedTuple):
 
     name: str
     pid: int = 0
+    #: the producer's own rules (``RemoteLogger(rules=...)``), for the run it joins
+    rules: tuple[Rule, ...] = ()
 
 
 # -- the run's answers --------------------------------------------------------------------------
@@ -116,7 +120,10 @@ M = TypeVar("M")
 
 
 def to_wire(msg: Hello | ToViewer | ToProducer) -> tuple[object, ...]:
-    """``msg`` as it crosses the socket: its tag, then its fields in order."""
+    """``msg`` as it crosses the socket: its tag, then its fields in order (a producer
+    without rules of its own sends the three items any aoff version reads)."""
+    if isinstance(msg, Produce) and not msg.rules:
+        return ("produce", msg.name, msg.pid)
     return (_TAG[type(msg)], *msg)
 
 
@@ -137,7 +144,11 @@ def decode_hello(obj: object) -> Hello:
             raise ValueError(problem)
         assert isinstance(name, str)
         pid = args[1] if len(args) > 1 and type(args[1]) is int else 0
-        return Produce(name, pid)
+        try:
+            rules = check_rules(args[2]) if len(args) > 2 else ()
+        except TypeError as exc:
+            raise ValueError(str(exc)) from None
+        return Produce(name, pid, rules)
     raise ValueError(f"unknown role {tag!r}: known are {list(ROLE_TAGS)}")
 
 

@@ -21,6 +21,7 @@ from multiprocessing import AuthenticationError
 from typing import Any
 
 from .._core._buffer import EventBuffer, Overflow
+from .._core._rules import Rule
 from .._media._freed import FreedBytes
 from .._transport._messages import ProducerReport
 from .._transport._shipper import Shipper
@@ -42,6 +43,8 @@ class Spec:
     overflow: Overflow
     timeout: float
     owner_pid: int
+    #: the producer's own rules, for the run it joins (judged on its events only)
+    rules: tuple[Rule, ...] = ()
 
 
 def _alive(pid: int) -> bool:
@@ -146,7 +149,7 @@ class Conn:
                 last = str(exc) or type(exc).__name__
             else:
                 try:
-                    conn.send(to_wire(Produce(spec.name, os.getpid())))
+                    conn.send(to_wire(Produce(spec.name, os.getpid(), spec.rules)))
                     if not conn.poll(HELLO_TIMEOUT):
                         raise EOFError("no answer from the run")
                     reply = decode_to_producer(conn.recv())

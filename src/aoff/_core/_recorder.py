@@ -58,18 +58,25 @@ R = TypeVar("R")
 class Recorder(Generic[R]):
     """Hot-path methods. A face calls ``_init_recorder`` with its ``put`` and clock."""
 
+    # Every attribute the hot path reads is set on the instance by _init_recorder, none
+    # has a class-level default: CPython 3.11 does not specialize an attribute read or
+    # write whose name also has a plain value on the class (each stays a generic lookup,
+    # ~20-30 ns), and ``log_step`` reads ``_capturing`` and reads and writes
+    # ``_cost_left`` on every call.
     _put: Callable[[ev.Event], R]
     _clock: Callable[[], float]
     #: the capture switch: this recorder checks values for tensors (torch is imported)
-    _capturing: bool = False
-
+    _capturing: bool
     #: ``log_step`` calls until the next timed one, and the samples (``_cost.py``)
-    _cost_left: int = COST_EVERY
-    _cost: HotCost | None = None
+    _cost_left: int
+    _cost: HotCost | None
 
     def _init_recorder(self, put: Callable[[ev.Event], R], clock: Callable[[], float]) -> None:
         self._put = put
         self._clock = clock
+        self._capturing = False
+        self._cost_left = COST_EVERY
+        self._cost = None
         self._refresh_capture()
 
     def _refresh_capture(self) -> bool:

@@ -173,6 +173,8 @@ class Face(Recorder[R], MediaCalls[R], Generic[R]):
     _phase = Phase.NEW
     _alerts: tuple[Alert, ...] = ()
     _should_stop = False
+    #: the early alerts (``_note_alert``) the agent has not confirmed yet: where they are
+    _early_at: dict[tuple[str, str, int], int] = {}  # noqa: RUF012 - replaced, never mutated
 
     @property
     def alerts(self) -> tuple[Alert, ...]:
@@ -187,10 +189,22 @@ class Face(Recorder[R], MediaCalls[R], Generic[R]):
         (``if log.should_stop: save(); break``). As cheap as :attr:`alerts`."""
         return self._should_stop
 
-    def _note_alert(self, alert: Alert) -> None:
+    def _note_alert(self, alert: Alert, early: bool = False) -> None:
         """An alert reached this process (the shipper's thread or round, or the pump's
-        thread): two plain stores, read by the loop without a lock."""
-        self._alerts = (*self._alerts, alert)
+        thread): two plain stores, read by the loop without a lock. An ``early`` one was
+        found here while the agent started (``_early.py``); the agent's word on it, the
+        same rule, tag and step, replaces it: one of each, the agent's (the time
+        ``alerts.jsonl`` has)."""
+        seen = self._alerts
+        key = (alert.rule, alert.tag, alert.step)
+        at = self._early_at
+        i = at.pop(key, None) if at and not early else None
+        if i is not None:
+            self._alerts = (*seen[:i], alert, *seen[i + 1 :])
+        else:
+            if early:
+                self._early_at = {**at, key: len(seen)}
+            self._alerts = (*seen, alert)
         if alert.stop:
             self._should_stop = True
 
@@ -332,16 +346,23 @@ class Face(Recorder[R], MediaCalls[R], Generic[R]):
     _remote_names: itertools.count[int] | None = None
 
     def remote(
-        self, name: str | None = None, *, timeout: float = 10.0, media_budget: int | None = None
+        self,
+        name: str | None = None,
+        *,
+        timeout: float = 10.0,
+        media_budget: int | None = None,
+        rules: Sequence[Rule] | None = None,
     ) -> RemoteLogger:
         """A picklable :class:`~aoff.RemoteLogger` for another process (spawned,
         forkserver'd or forked) to log into this run (see docs/guides/producers.md).
 
         ``name`` names its records (default ``remote0``, ``remote1``, ...); ``timeout``
         bounds how long it tries to reach the run, and its ``flush()``/``close()``;
-        ``media_budget``: bytes of frames it may hold until sent (default the run's).
-        Needs ``log_dir`` (its socket is how producers reach the run): ``ValueError``
-        without one; ``RuntimeError`` after ``finish()``/``close()``."""
+        ``media_budget``: bytes of frames it may hold until sent (default the run's);
+        ``rules``: its own rules, judged in this run on its events only (see
+        :class:`~aoff.RemoteLogger`). Needs ``log_dir`` (its socket is how producers
+        reach the run): ``ValueError`` without one; ``RuntimeError`` after
+        ``finish()``/``close()``."""
         from ._remote import RemoteLogger
 
         opts = self._options
@@ -362,6 +383,7 @@ class Face(Recorder[R], MediaCalls[R], Generic[R]):
             overflow=opts.overflow,
             timeout=timeout,
             media_budget=budget,
+            rules=rules,
         )
 
     def _put_forked(self, event: ev.Event) -> R:

@@ -35,6 +35,7 @@ import threading
 import time
 import types
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +45,7 @@ from .._core import _events as ev
 from .._core._buffer import DEFAULT_CAPACITY, EventBuffer, Overflow
 from .._core._pending import PendingEvent
 from .._core._recorder import Recorder
+from .._core._rules import Rule, check_rules
 from .._media._calls import DEFAULT_MEDIA_BUDGET, MediaBudget, MediaCalls, check_media_budget
 
 __all__ = ["RemoteLogger", "RemoteReport"]
@@ -104,6 +106,14 @@ class RemoteLogger(Recorder[None], MediaCalls[None]):
     Every logging method of :class:`~aoff.OffPolicyLogger`; calls return at once.
     Picklable; usable as ``with``/``async with``. See the module's doc and the "Many producers"
     guide (docs/guides/producers.md) for what the run makes of a producer's calls.
+
+    ``rules``: rules of this producer's own (:mod:`aoff.rules`), added to the run it
+    joins and judged there, on this producer's events only, from its first (``stalled``:
+    this producer silent). Their alerts are the run's, like any other: its
+    ``alerts.jsonl``, dashboard and report, the learner's ``log.alerts``, and with
+    ``stop=True`` the learner's ``log.should_stop`` (the learner's loop decides; it
+    tells its producers as it always does). Without them (None or ``[]``) the run's own
+    rules still watch this producer's steps, as they watch every step.
     """
 
     def __init__(
@@ -116,6 +126,7 @@ class RemoteLogger(Recorder[None], MediaCalls[None]):
         timeout: float = DEFAULT_TIMEOUT,
         owner_pid: int | None = None,
         media_budget: int = DEFAULT_MEDIA_BUDGET,
+        rules: Sequence[Rule] | None = None,
     ) -> None:
         problem = check_name(name)
         if problem is not None:
@@ -133,18 +144,17 @@ class RemoteLogger(Recorder[None], MediaCalls[None]):
             overflow,
             float(timeout),
             owner_pid if owner_pid is not None else os.getpid(),
+            check_rules(rules) if rules is not None else (),
         )
         self._setup()
 
     def _setup(self) -> None:
-        self._clock = time.time
-        self._capturing = False
+        # the hot path's state; tensors are captured if torch is imported already
+        self._init_recorder(self._start_and_put, time.time)
         self._conn: Conn | None = None
         self._closed = False
         self._report: RemoteReport | None = None
         self._lock = threading.Lock()
-        self._put = self._start_and_put
-        self._refresh_capture()  # torch imported here already: tensors are captured
         # media: a pickled NumPy copy in the event (no shared memory across machines);
         # bounded until sent or dropped (the connection's thread gives the bytes back:
         # Conn.media, _media/_freed.py)

@@ -10,6 +10,7 @@ what is logged from then on is discarded and counted (:meth:`AgentSide._discard`
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable
@@ -21,7 +22,6 @@ import anyio.to_thread
 from .._core._buffer import EventBuffer
 from .._core._events import Event
 from .._core._report import FinishReport, gave_up_line, media_lost_line
-from .._core._rules import Alert
 from .._core._say import say_to_stderr
 from .._display._streams import Forwarding, should_forward
 from .._media._encoder import LOST_AGENT
@@ -53,6 +53,7 @@ from ._spawn import start_agent
 if TYPE_CHECKING:
     from .._pump._thread import PumpThread
     from .._pump._wiring import Core
+    from ._early import EarlyWatch, NoteAlert
 
 
 class AgentSide:
@@ -74,7 +75,7 @@ class AgentSide:
         *,
         driver: str = "thread",
         pool: ShmPool | None = None,
-        on_alert: Callable[[Alert], None] | None = None,
+        on_alert: NoteAlert | None = None,
     ) -> None:
         self.options = options
         self.buffer = buffer
@@ -86,6 +87,19 @@ class AgentSide:
         self._interval = INLINE_INTERVAL
         if options.stop_rules():  # the loop may be told to stop: hear it soon
             self._interval = self.shipper.recv_interval = STOP_RULE_INTERVAL
+        # and from the first step: while the agent starts, the shipper thread judges the
+        # stop rules on what it shipped (_early.py)
+        self._early: EarlyWatch | None = None
+        if options.stop_rules() and driver == "thread" and on_alert is not None:
+            from ._early import EarlyWatch
+
+            self._early = EarlyWatch(
+                options.rules or (),
+                functools.partial(on_alert, early=True),
+                seed_tags=options.seed_tags,
+                clock=options.now,
+            )
+            self.shipper.tap = []
         # until the agent first answers (it is still importing), frames may wait here up
         # to what its backlog takes once it reads: a loop that logs flat out at once
         self.shipper.start_pending_bytes = backlog_bytes(options.capacity)
@@ -146,8 +160,11 @@ class AgentSide:
                     self._cond.notify_all()
             if wait is None:
                 return
+            if self._early is not None:
+                self._judge_early()
+                wait = min(wait, STOP_RULE_INTERVAL)
             # one GIL hand-off a wake-up; the socket is polled, never waited on
-            if self._inline and wait >= SHIP_INTERVAL_BUSY * 2:
+            if self._inline and wait >= SHIP_INTERVAL_BUSY * 2 and self._early is None:
                 # producers ship inline: wake only when no round ran for a while
                 while not self._wake.is_set():
                     due = self._last_round + BACKSTOP_INTERVAL - time.monotonic()
@@ -157,6 +174,23 @@ class AgentSide:
             else:
                 self._wake.wait(wait)
             self._wake.clear()
+
+    def _judge_early(self) -> None:
+        """The early watch's turn (the shipper thread): what was shipped since the last,
+        until the agent first answers or the watch gives up (then never again). Under
+        the round lock, as the agent's alerts are read: one writer of the face's alerts
+        at a time (a producer's inline round meanwhile is skipped, as under any round)."""
+        early, s = self._early, self.shipper
+        assert early is not None
+        with self._round_lock:
+            tapped, s.tap = s.tap, ([] if not s.progress else None)
+            try:
+                going = tapped is not None and s.tap is not None and early.judge(tapped)
+            except Exception:  # pragma: no cover - a bug: the agent judges alone, as later
+                going = False
+            if not going:
+                s.tap = None
+                self._early = None
 
     def put(self) -> Callable[[Event], None]:
         """The sync face's ``put``: the buffer's own, plus a shipping round on the

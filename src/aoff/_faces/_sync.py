@@ -31,6 +31,7 @@ from .._core._say import say_to_stderr
 from ._face import Face
 from ._phase import Phase
 from ._side import AgentSide
+from ._twins import TwinsHidden, add_twins, instance_dir
 
 if TYPE_CHECKING:
     from ._driver import Driver
@@ -110,12 +111,10 @@ _ASYNC_ONLY = {
     "afinish": "finish()",
     "aclose": "close()",
     "astate_dict": "state_dict()",
-    "__aenter__": "`with OffPolicyLogger(...)`",
-    "__aexit__": "`with OffPolicyLogger(...)`",
 }
 
 
-class OffPolicyLogger(Face[None]):
+class OffPolicyLogger(Face[None], metaclass=TwinsHidden):
     """Rich dashboard + TensorBoard/W&B/JSONL logger for off-policy RL (the sync logger).
 
     Every logging call returns at once; the dashboard opens with the first one.
@@ -338,15 +337,8 @@ class OffPolicyLogger(Face[None]):
     ) -> None:
         self._stop(summary=True, interrupted=exc_type is not None)
 
-    if not TYPE_CHECKING:  # at run time only: a type checker still flags unknown names
+    def __dir__(self) -> list[str]:
+        return instance_dir(self)
 
-        def __getattr__(self, name: str) -> Any:
-            """The async face's names are not here (``dir()`` does not list them); asking
-            for one says what the sync face uses instead."""
-            right = _ASYNC_ONLY.get(name)
-            if right is not None:
-                raise AttributeError(
-                    f"OffPolicyLogger has no {name}: it is the sync face, use {right} "
-                    f"(or AsyncOffPolicyLogger in async code)"
-                )
-            raise AttributeError(f"'OffPolicyLogger' object has no attribute {name!r}")
+
+add_twins(OffPolicyLogger, _ASYNC_ONLY)

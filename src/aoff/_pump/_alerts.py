@@ -5,12 +5,18 @@ Why one part: a rule that fires (``_core/_watch.py``) must reach every place the
 is read from, in the same order and once; the pump hands this desk each slice's records
 and its ticks and knows nothing of the rules. Everything here runs on the pump's loop
 and never waits: the file line is one small append, the actions have their own thread.
+
+A producer's own rules (``RemoteLogger(rules=...)``, a Ray producer's) come with its
+hello, on its connection's thread (:meth:`AlertDesk.watch_producer`), before its first
+event: each gets a :class:`Watch` of its own that sees only that producer's records.
+Their alerts are the run's, like any other (``"<producer>:<tag>"``).
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 
 from .._core._records import StepRecord
@@ -45,6 +51,11 @@ class AlertDesk:
         monotonic: Callable[[], float],
     ) -> None:
         self.watch = Watch(rules, clock=clock, monotonic=monotonic)
+        self._clocks = (clock, monotonic)
+        #: producers' own rules: a watch each, by live name, and those not taken in yet
+        #: (appended on a connection's thread, taken on the loop: a deque does both safely)
+        self.producers: dict[str, Watch] = {}
+        self._incoming: deque[tuple[str, tuple[Rule, ...]]] = deque()
         self.state = state
         self.path = os.path.join(log_dir, ALERTS_NAME) if log_dir else ""
         self.actions = (
@@ -56,17 +67,36 @@ class AlertDesk:
         self.on_change: Callable[[], None] | None = None
         self._file_failed = False
 
+    def watch_producer(self, live: str, rules: tuple[Rule, ...]) -> None:
+        """Producer ``live``'s own rules (any thread: taken in on the loop, before the
+        first slice that holds its events, which the pump's buffer gets after this)."""
+        self._incoming.append((live, rules))
+
     def see(self, records: Sequence[StepRecord]) -> None:
         """A slice's records (the intake, after offering them to the runners)."""
+        if self._incoming:
+            self._take_incoming()
         alerts = self.watch.see(records)
+        for live, w in self.producers.items():
+            alerts += w.see([r for r in records if r.producer == live])
         if alerts:
             self._deliver(alerts)
 
     def tick(self) -> None:
         """The pump's tick: rules on the clock (``stalled``)."""
+        if self._incoming:
+            self._take_incoming()
         alerts = self.watch.tick()
+        for w in self.producers.values():
+            alerts += w.tick()
         if alerts:
             self._deliver(alerts)
+
+    def _take_incoming(self) -> None:
+        clock, monotonic = self._clocks
+        while self._incoming:
+            live, rules = self._incoming.popleft()
+            self.producers[live] = Watch(rules, clock=clock, monotonic=monotonic)
 
     def close(self, timeout: float) -> None:
         """The run ended: the actions get up to ``timeout`` to finish what is queued."""

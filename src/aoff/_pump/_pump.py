@@ -351,6 +351,8 @@ class Pump:
                     if self._live is not None:  # log.remote() producers (_channel/_produce)
                         self._live.say = say
                         self._producers = attach_producers(self._live, buffer.put, say, self.flush)
+                        if self._alerts is not None:
+                            self._producers.on_rules = self._alerts.watch_producer
                 while not self._stop_requested:
                     backlog = len(buffer) >= min(FOLD_SLICE, buffer.capacity)
                     if backlog and not intake.held and intake.may_drain():

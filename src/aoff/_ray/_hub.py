@@ -12,10 +12,12 @@ the run's encoder as a ``log.remote()`` producer's).
 Calls (``push`` in the actor's default group, one thread; the rest in ``ctl``, so a
 producer waiting for its ``close`` never holds another's ``push`` back):
 
-``push(key, name, seq, payload)``
+``push(key, name, seq, payload, rules)``
     one batch: ``payload`` is the pickled list of events (protocol 5). ``seq`` numbers
     a producer's batches 0, 1, 2, ...: they enter the run in that order even if Ray runs
-    two at once. Returns ``None``, or why this producer's events are not taken any more.
+    two at once. ``rules``: the producer's own (``link.remote(name, rules=...)``), given
+    to its ``RemoteLogger`` by the push that makes it. Returns ``None``, or why this
+    producer's events are not taken any more.
 ``beat(key)``
     a producer says it is alive (about once a second, whether or not it ships).
 ``flush(key, upto)`` / ``close(key, upto)``
@@ -46,6 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._core._buffer import Overflow
+from .._core._rules import Rule
 from .._faces._remote import RemoteLogger, RemoteReport
 
 __all__ = ["Hub", "HubSpec"]
@@ -120,7 +123,9 @@ class Hub:
         return os.getpid()
 
     # -- producers' calls ---------------------------------------------------------------------
-    def push(self, key: str, name: str, seq: int, payload: bytes) -> str | None:
+    def push(
+        self, key: str, name: str, seq: int, payload: bytes, rules: tuple[Rule, ...] = ()
+    ) -> str | None:
         with self.lock:
             p = self.producers.get(key)
             if p is None:
@@ -133,6 +138,7 @@ class Hub:
                         overflow=self.spec.overflow,
                         timeout=self.spec.timeout,
                         owner_pid=self.spec.owner_pid,
+                        rules=rules,
                     ),
                     time.monotonic(),
                 )

@@ -11,10 +11,12 @@ socket) and takes no CPU from the cluster's count (``num_cpus=0``).
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .._core._buffer import Overflow
+from .._core._rules import Rule
 from .._media._calls import DEFAULT_MEDIA_BUDGET, check_media_budget
 from ._hub import Hub, HubSpec
 from ._producer import RayLogger
@@ -48,9 +50,11 @@ class RayLink:
     max_in_flight: int
     media_budget: int = DEFAULT_MEDIA_BUDGET
 
-    def remote(self, name: str) -> RayLogger:
-        """A logger named ``name`` for this process (a Ray actor or task on any node)."""
-        return RayLogger(self, name)
+    def remote(self, name: str, *, rules: Sequence[Rule] | None = None) -> RayLogger:
+        """A logger named ``name`` for this process (a Ray actor or task on any node).
+        ``rules``: its own, judged in the learner's run on its events only, as
+        ``log.remote(name, rules=...)``'s (:class:`~aoff.RemoteLogger`)."""
+        return RayLogger(self, name, rules=rules)
 
     def lost(self) -> list[tuple[str, int]]:
         """``(name, events handed over)`` for each producer the hub declared lost so far

@@ -36,12 +36,14 @@ import os
 import threading
 import time
 import weakref
+from collections.abc import Sequence
 from typing import Any
 
 from .._channel._producers import check_name
 from .._core import _events as ev
 from .._core._pending import PendingEvent
 from .._core._recorder import Recorder
+from .._core._rules import Rule, check_rules
 from .._faces._remote import _PLAIN, RemoteReport, _check_picklable
 from .._media._calls import MediaBudget, MediaCalls
 from ._pusher import LinkSettings, Pusher
@@ -70,31 +72,38 @@ class RayLogger(Recorder[None], MediaCalls[None]):
     (``link.remote(name)``): every logging method of :class:`~aoff.OffPolicyLogger`
     (media included), and ``flush``/``close`` as :class:`~aoff.RemoteLogger`'s. Picklable."""
 
-    def __init__(self, link: LinkSettings, name: str) -> None:
+    def __init__(
+        self, link: LinkSettings, name: str, *, rules: Sequence[Rule] | None = None
+    ) -> None:
         problem = check_name(name)
         if problem is not None:
             raise ValueError(problem)
         self._link = link
         self._name = name
+        self._rules = check_rules(rules) if rules is not None else ()
         self._setup()
 
     def _setup(self) -> None:
-        self._clock = time.time
-        self._capturing = False
+        # the hot path's state; tensors are captured if torch is imported already
+        self._init_recorder(self._start_and_put, time.time)
         self._pusher: Pusher | None = None
         self._closed = False
         self._report: RemoteReport | None = None
         self._lock = threading.Lock()
-        self._put = self._start_and_put
-        self._refresh_capture()
         self._media_budget = MediaBudget(self._link.media_budget)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"link": self._link, "name": self._name, "closed": self._closed}
+        return {
+            "link": self._link,
+            "name": self._name,
+            "rules": self._rules,
+            "closed": self._closed,
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self._link = state["link"]
         self._name = state["name"]
+        self._rules = state["rules"]
         self._setup()
         if state["closed"]:
             self._closed = True
@@ -113,7 +122,7 @@ class RayLogger(Recorder[None], MediaCalls[None]):
         with self._lock:
             if self._pusher is None:
                 self._refresh_capture()
-                p = Pusher(self._link, self._name, self._refresh_capture)
+                p = Pusher(self._link, self._name, self._refresh_capture, self._rules)
                 p.freed.on_total = self._media_budget.note_freed  # the pusher's running total
                 p.thread.start()
                 self._pusher = p

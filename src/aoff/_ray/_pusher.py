@@ -32,6 +32,7 @@ from typing import Any, Protocol
 from .._core import _events as ev
 from .._core._buffer import EventBuffer, Overflow
 from .._core._pending import ready_prefix
+from .._core._rules import Rule
 from .._core._say import SayOnce, say_to_stderr
 from .._media._freed import FreedBytes, media_bytes
 from .._transport._batches import picklable_batch
@@ -82,9 +83,12 @@ class Pusher:
     """One process's buffer, shipping thread and accounting for one
     :class:`~aoff._ray._producer.RayLogger`."""
 
-    def __init__(self, link: LinkSettings, name: str, on_round: Any) -> None:
+    def __init__(
+        self, link: LinkSettings, name: str, on_round: Any, rules: tuple[Rule, ...] = ()
+    ) -> None:
         self.link = link
         self.name = name
+        self.rules = rules  # the producer's own, with each push (the hub takes the first's)
         self.on_round = on_round
         self.key = f"{uuid.uuid4().hex}-{os.getpid()}"
         self.buffer = EventBuffer(link.capacity, link.overflow)
@@ -194,7 +198,7 @@ class Pusher:
                     m = media_bytes(batch)
                     if m:
                         self.media_in[self.seq] = m
-                ref = hub.push.remote(self.key, self.name, self.seq, _pickled(batch))
+                ref = hub.push.remote(self.key, self.name, self.seq, _pickled(batch), self.rules)
                 self.in_flight.append((ref, len(batch), self.seq))
                 self.seq += 1
         self.submitted = self.buffer.drained - len(self.held)

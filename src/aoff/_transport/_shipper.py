@@ -135,6 +135,9 @@ class Shipper(Generic[R]):
         self.acked_media = (0, 0)
         #: told each alert the peer sends (the face's ``alerts``/``should_stop``)
         self.on_alert: Callable[[Alert], None] | None = None
+        #: when a list, every event drained is also appended to it, in order (one list
+        #: extend a round): the face's early watch, while the agent starts (_faces/_early)
+        self.tap: list[Event] | None = None
         #: how often answers are read when nothing is waited for (shorter when the loop
         #: may be asked to stop by a rule)
         self.recv_interval = RECV_INTERVAL
@@ -219,6 +222,8 @@ class Shipper(Generic[R]):
         if self.link.pending_out and (limit is None or limit > FRAME_EVENTS):
             limit = FRAME_EVENTS
         drained = self.buffer.drain(limit)
+        if self.tap is not None:
+            self.tap += drained
         events = self.held + drained if self.held else drained
         self.held = []
         if events:
