@@ -196,10 +196,13 @@ class AgentSide:
                 or now - self._last_send >= self._interval
                 or s.waiting_for_agent()
             )
-            # a send due to the slices alone takes no new slice: the next call does
-            limit = 0 if send and s.slices.nbytes >= INLINE_SEND_BYTES else want
-            with signals_deferred():  # a signal mid-round would lose or tear a batch
-                s.step(limit, send, True)  # into slices
+            # a slice alone needs no signal deferral (``Slices.pickle_from``), unless the
+            # round has more to do than pickle (``Shipper.slice_of`` says when)
+            if send or not s.slice_of(want):
+                # a send due to the slices alone takes no new slice: the next call does
+                limit = 0 if send and s.slices.nbytes >= INLINE_SEND_BYTES else want
+                with signals_deferred():  # a signal mid-round would lose or tear a batch
+                    s.step(limit, send, True)  # into slices
             self._last_round = now
             if send:
                 self._last_send = now

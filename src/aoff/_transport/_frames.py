@@ -15,7 +15,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from .._core import _events as ev
-from .._core._backlog import unpack_events
+from .._core._backlog import pack_events, unpack_events
+from .._core._buffer import EventBuffer
 from .._core._convert import Opaque
 from .._core._events import Event
 from .._media._freed import shm_media
@@ -108,46 +109,85 @@ class Pickled:
 
 class Slices:
     """Slices of events a producer pickled one at a time (``pack_events`` each, in order)
-    and has not framed yet: :meth:`frame` joins them into one ``Events`` frame's payload
+    and has not framed yet: :meth:`take` joins them into one ``Events`` frame's payload
     (``unpack_events`` reads the pickles one after the other).
 
     Why: the sync face ships a bounded slice on the caller's thread at a time
     (``_faces/_cadence.INLINE_SLICE``); framed and queued one by one, each slice paid
     for its own message, its frame's accounting (:class:`Pickled`) and, once sent, its
     callback: ~5 us of a ~20 us round. Joined, they pay that once a send.
+
+    :meth:`pickle_from` needs no signal deferral around it (``_faces/_defer.py``: two
+    ``sigaction`` calls each way, ~1.5-3.5 us, as much as ~10 events' pickling): each
+    part of :attr:`parts` is either a list of events moved out of the buffer in one
+    C-level call, or, once pickled, the tuple ``(pickle, events, steps, media events,
+    frames in shared memory)`` stored over it in one bytecode. Wherever a Ctrl+C's
+    ``KeyboardInterrupt`` comes, every event is in the buffer, in a part as itself, or
+    in a part as its pickle: in exactly one of the three (a part still a list is pickled
+    when framed, or read as it is).
     """
 
-    __slots__ = ("frames", "media", "n", "nbytes", "parts", "steps")
+    __slots__ = ("nbytes", "parts")
 
     def __init__(self) -> None:
-        self.parts: list[bytes] = []
-        self.n = 0  # events
+        self.parts: list[list[Event] | tuple[bytes, int, int, int, list[Event]]] = []
+        #: bytes pickled so far (when to send: ``INLINE_SEND_BYTES``)
         self.nbytes = 0
-        self.steps = 0
-        self.media = 0
-        self.frames: list[Event] = []
+
+    def pickle_from(self, buffer: EventBuffer, limit: int) -> int:
+        """Move up to ``limit`` events from ``buffer`` into one more slice and pickle it;
+        how many. The caller made sure none of them waits for a device value
+        (``PendingEvent``)."""
+        raw: list[Event] = []
+        parts = self.parts
+        at = len(parts)
+        parts.append(raw)
+        if not buffer.drain_into(raw, limit):
+            return 0  # an empty part: nothing to frame, nothing lost
+        parts[at] = self._pickled(raw)
+        return len(raw)
 
     def add(self, inner: bytes, batch: list[Event]) -> None:
         """One more slice: ``inner`` the pickle of ``batch``."""
-        self.parts.append(inner)
-        self.n += len(batch)
+        self.parts.append((inner, len(batch), *steps_and_frames(batch)))
         self.nbytes += len(inner)
-        steps, media, frames = steps_and_frames(batch)
-        self.steps += steps
-        self.media += media
-        if frames:
-            self.frames += frames
+
+    def _pickled(self, batch: list[Event]) -> tuple[bytes, int, int, int, list[Event]]:
+        try:
+            inner = pack_events(batch)
+        except Exception:
+            inner = pack_events(picklable_batch(batch))  # a value pickle refuses
+        self.nbytes += len(inner)
+        return (inner, len(batch), *steps_and_frames(batch))
 
     def take(self) -> tuple[bytes, int, int, int, list[Event]]:
         """The slices as one frame's payload, with their count, steps, media events and
         those of them in shared memory; none are left."""
-        out = (b"".join(self.parts), self.n, self.steps, self.media, self.frames)
-        self.parts, self.frames = [], []
-        self.n = self.nbytes = self.steps = self.media = 0
+        parts = [self._pickled(p) if isinstance(p, list) else p for p in self.parts]
+        frames: list[Event] = []
+        for p in parts:
+            frames += p[4]
+        out = (
+            b"".join([p[0] for p in parts]),
+            sum([p[1] for p in parts]),
+            sum([p[2] for p in parts]),
+            sum([p[3] for p in parts]),
+            frames,
+        )
+        self.parts = []
+        self.nbytes = 0
         return out
+
+    @property
+    def n(self) -> int:
+        """Events in the slices."""
+        return sum(len(p) if isinstance(p, list) else p[1] for p in self.parts)
 
     def __len__(self) -> int:
         return self.n
 
     def __iter__(self) -> Iterator[Event]:
-        return iter(unpack_events(b"".join(self.parts)) if self.parts else [])
+        out: list[Event] = []
+        for p in self.parts:
+            out += p if isinstance(p, list) else unpack_events(p[0])
+        return iter(out)
