@@ -192,8 +192,8 @@ class AgentSide:
                 return
             s = self.shipper
             send = (
-                s.waiting_bytes() >= INLINE_SEND_BYTES
-                or now - self._last_send >= self._interval
+                now - self._last_send >= self._interval
+                or s.waiting_bytes() >= INLINE_SEND_BYTES
                 or s.waiting_for_agent()
             )
             # a slice alone needs no signal deferral (``Slices.pickle_from``), unless the

@@ -182,6 +182,7 @@ class Shipper(Generic[R]):
         cap = self.buffer.capacity
         return (
             since < BACKED_UP_INTERVAL
+            and self.link.pending_out > 0
             and self.backed_up()
             and waiting < cap + min(BURST_ROUND, cap // 2)
         )
@@ -251,22 +252,24 @@ class Shipper(Generic[R]):
         value or waiting for one, frames that keep their events, the link backed
         up or the buffer beyond its burst bound (a trim), a flush or stop to queue. The
         caller then runs :meth:`step` with signals deferred."""
+        buffer = self.buffer
+        n = len(buffer)
         if (
             self.text
             or self.held
             or self.keep_events
             or self.flush_asked > self.flush_sent
             or self.stop_summary is not None
-            or len(self.buffer) > BURST_FACTOR * self.buffer.capacity
-            or self.backed_up()
+            or n > BURST_FACTOR * buffer.capacity
+            or (self.link.pending_out and self.backed_up())
         ):
             return False
-        n = min(limit, len(self.buffer))
+        n = min(limit, n)
         # only this thread drains: the n oldest now are the n moved
-        if PendingEvent.made and PendingEvent in set(map(type, self.buffer.oldest(n))):
+        if PendingEvent.made and PendingEvent in set(map(type, buffer.oldest(n))):
             return False
         self.cut_short = False
-        self.slices.pickle_from(self.buffer, n)
+        self.slices.pickle_from(buffer, n)
         return True
 
     def for_loop(self, clock: Callable[[], float] = time.monotonic) -> Callable[[float], float]:
