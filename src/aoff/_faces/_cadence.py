@@ -39,14 +39,20 @@ INLINE_EVENTS = BURST_ROUND
 #: a round on the caller's thread pickles at most this many events, as soon as that many
 #: wait, so that no call pays more than a slice. A round of 4,096 events (its old size)
 #: held the caller 0.7-2.2 ms once every ~1,024 iterations: the sync face's p99.9.
-#: Measured in a flat-out loop of the standard mix (``chrt -f 1``, load 10-18): a slice
-#: round's CPU is ~2.6 us fixed (mostly the signal deferral) plus ~0.36 us an event
-#: (pickling ~0.21, freeing the events, their accounting): 9 us at 16 events, 11.7 at
-#: 24, 14.4 at 32, 25.5 at 64. Smaller slices come more often, and each leaves the
-#: caches colder for the iterations after it: the median of a flat-out burst was ~1.5 us
-#: at 32 as before, 1.6-1.8 at 24 (one iteration in 6 pays a slice), 1.7 at 16; the
-#: p99, about a slice, 20-26 us at 32 and 19-31 at 24. Pickled alone, 32 events are ~103
-#: bytes an event (the dict keys memoised within a slice), 4,096 are 97
+#: A slice defers no signal (``Slices.pickle_from`` is safe at any bytecode): the
+#: ``sigaction`` swaps cost ~1.5 us hot, 3.5 us in the loop. Measured in a flat-out loop
+#: of the standard mix (``chrt -f 1``, load 10-18, per slice, medians): the iteration
+#: that ships one 18-20 us against 1.9 for one that does not; of that, ~9 us pickling
+#: (0.28 us an event: pickle's own floor here, which neither marshal, a reused Pickler
+#: nor another protocol beat by more than 4 %), ~1.9 moving the events out of the
+#: buffer, ~1.8 counting steps and media, ~1.7 freeing the events, ~3 the checks. So a
+#: slice is ~0.45 us an event plus ~4 us, and the p99 of a flat-out loop is a slice:
+#: one iteration in 8 pays one, one in ~160 a send (``INLINE_SEND_BYTES``), so the p99
+#: is the dearest ~3 % of slices. Smaller slices (16, 24) come in more iterations: the
+#: p99 was no better (a higher percentile of cheaper slices), the CPU and the median
+#: worse (the median becomes a higher percentile of the other iterations, each slice
+#: leaves the caches colder for the next). Pickled alone, 32 events are ~103 bytes an
+#: event (the dict keys memoised within a slice), 4,096 are 97
 INLINE_SLICE = 32
 #: a loop that took longer than this to log ``INLINE_SLICE`` events is slow (a training
 #: loop doing real work between its calls): there a round waits for ``INLINE_SLOW_SLICE``

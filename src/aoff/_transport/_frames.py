@@ -9,6 +9,7 @@ the Shipper's round logic reads better without the frame's own bookkeeping besid
 
 from __future__ import annotations
 
+import itertools
 import operator
 import pickle
 from collections.abc import Iterator
@@ -163,16 +164,18 @@ class Slices:
     def take(self) -> tuple[bytes, int, int, int, list[Event]]:
         """The slices as one frame's payload, with their count, steps, media events and
         those of them in shared memory; none are left."""
-        parts = [self._pickled(p) if isinstance(p, list) else p for p in self.parts]
-        frames: list[Event] = []
-        for p in parts:
-            frames += p[4]
+        if not self.parts:
+            return b"", 0, 0, 0, []
+        parts = self.parts
+        if list in set(map(type, parts)):  # a slice cut short before it was pickled
+            parts = [self._pickled(p) if isinstance(p, list) else p for p in parts]
+        inners, ns, steps, media, frames = zip(*parts, strict=True)
         out = (
-            b"".join([p[0] for p in parts]),
-            sum([p[1] for p in parts]),
-            sum([p[2] for p in parts]),
-            sum([p[3] for p in parts]),
-            frames,
+            b"".join(inners),
+            sum(ns),
+            sum(steps),
+            sum(media),
+            list(itertools.chain.from_iterable(frames)),
         )
         self.parts = []
         self.nbytes = 0
