@@ -618,10 +618,10 @@ def test_a_call_that_ships_pays_one_slice_and_the_frames_go_out_together(tmp_pat
 
 def test_a_slice_cut_by_ctrl_c_at_any_bytecode_loses_and_repeats_nothing() -> None:
     """A slice runs on the caller's thread without signal deferral (``Slices``): a
-    ``KeyboardInterrupt`` raised at any bytecode of it (where a Python signal handler may
-    run) leaves every event once, in order, in the buffer or the slices, and the frame
-    made of the slices (the agent's, or a lost agent's fallback's, reading) holds them
-    in order."""
+    ``KeyboardInterrupt`` raised at any bytecode of it or of its settling (where a Python
+    signal handler may run) leaves every event once, in order, in the buffer or the
+    slices, and the frame made of the slices (the agent's, or a lost agent's
+    fallback's, reading) holds them in order, every step counted."""
     import types
 
     from aoff._core import _events as ev
@@ -630,7 +630,7 @@ def test_a_slice_cut_by_ctrl_c_at_any_bytecode_loses_and_repeats_nothing() -> No
     from aoff._transport._frames import Slices
 
     events = [(ev.STEP, float(i), i, {"x": float(i)}) for i in range(12)]
-    cut = {Slices.pickle_from.__code__, Slices._pickled.__code__}
+    cut = {f.__code__ for f in (Slices.pickle_from, Slices._pickle, Slices.settle)}
     cut.add(EventBuffer.drain_into.__code__)
     at = 0
     while True:
@@ -653,7 +653,8 @@ def test_a_slice_cut_by_ctrl_c_at_any_bytecode_loses_and_repeats_nothing() -> No
 
         sys.settrace(tracer)
         try:
-            slices.pickle_from(buffer, 5)
+            slices.pickle_from(buffer, 5)  # settles the slice before it first
+            slices.settle()  # counts this one, lets its events go
             interrupted = False
         except KeyboardInterrupt:
             interrupted = True
@@ -667,7 +668,7 @@ def test_a_slice_cut_by_ctrl_c_at_any_bytecode_loses_and_repeats_nothing() -> No
         if not interrupted:
             break  # cut at every bytecode of the slice, and once not at all
         at += 1
-    assert at > 20
+    assert at > 30
 
 
 def test_slices_not_sent_when_the_agent_is_lost_are_folded_by_the_fallback(

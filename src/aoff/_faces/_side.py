@@ -184,6 +184,13 @@ class AgentSide:
         # a slow loop (a slice's events took a while to come) ships larger slices
         want = self._inline_events if since < INLINE_SLOW_GAP else self._slow_events
         if since < self._interval and (waiting < want or self.shipper.futile_round(waiting, since)):
+            slices = self.shipper.slices
+            # the last slice's counting and freeing, here rather than in its own call
+            if slices.fresh and self._round_lock.acquire(blocking=False):
+                try:
+                    slices.settle()
+                finally:
+                    self._round_lock.release()
             return
         if not self._round_lock.acquire(blocking=False):
             return
