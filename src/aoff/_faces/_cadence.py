@@ -41,18 +41,20 @@ INLINE_EVENTS = BURST_ROUND
 #: held the caller 0.7-2.2 ms once every ~1,024 iterations: the sync face's p99.9.
 #: A slice defers no signal (``Slices.pickle_from`` is safe at any bytecode): the
 #: ``sigaction`` swaps cost ~1.5 us hot, 3.5 us in the loop. Measured in a flat-out loop
-#: of the standard mix (``chrt -f 1``, load 10-18, per slice, medians): the iteration
-#: that ships one 18-20 us against 1.9 for one that does not; of that, ~9 us pickling
+#: of the standard mix (``chrt -f 1``, load 10-18, medians): a slice is ~9 us pickling
 #: (0.28 us an event: pickle's own floor here, which neither marshal, a reused Pickler
 #: nor another protocol beat by more than 4 %), ~1.9 moving the events out of the
-#: buffer, ~1.8 counting steps and media, ~1.7 freeing the events, ~3 the checks. So a
-#: slice is ~0.45 us an event plus ~4 us, and the p99 of a flat-out loop is a slice:
-#: one iteration in 8 pays one, one in ~160 a send (``INLINE_SEND_BYTES``), so the p99
-#: is the dearest ~3 % of slices. Smaller slices (16, 24) come in more iterations: the
-#: p99 was no better (a higher percentile of cheaper slices), the CPU and the median
-#: worse (the median becomes a higher percentile of the other iterations, each slice
-#: leaves the caches colder for the next). Pickled alone, 32 events are ~103 bytes an
-#: event (the dict keys memoised within a slice), 4,096 are 97
+#: buffer, ~3 the checks; counting its steps and media and freeing its events (3.5-7
+#: us) wait for the next look at the buffer, 16 calls later, which ships nothing
+#: (``Slices.settle``). The iteration that pays a slice then took 13 us against 20 with
+#: both in it; the one that settles 5.9 against 2.4; the others 1.8. The p99 of a
+#: flat-out loop is a slice: one iteration in 8 pays one, one in ~160 a send
+#: (``INLINE_SEND_BYTES``), so the p99 is the dearest ~3 % of slices. Smaller slices (16,
+#: 24) come in more iterations: the p99 was no better (a higher percentile of cheaper
+#: slices), the CPU and the median worse. The median is that of the iterations that
+#: neither slice nor settle, a quarter fewer: their 67th percentile, ~0.1 us above
+#: their median. Pickled alone, 32 events are ~103 bytes an event (the dict keys
+#: memoised within a slice), 4,096 are 97
 INLINE_SLICE = 32
 #: a loop that took longer than this to log ``INLINE_SLICE`` events is slow (a training
 #: loop doing real work between its calls): there a round waits for ``INLINE_SLOW_SLICE``
@@ -68,7 +70,12 @@ INLINE_SLOW_SLICE = 96
 #: (``Link.send_some``): one ``send`` a frame was ~6 us each. ~650 events of the standard
 #: mix, so one iteration in ~160 of a flat-out loop pays a send (under the 1 % a p99
 #: sees). The send's cost grows with its bytes (the kernel copies them and wakes the
-#: agent): 256 KiB sends cost 190 us of CPU at a load of 10, so they are kept small
+#: agent): 256 KiB sends cost 190 us of CPU at a load of 10, so they are kept small.
+#: A send takes no slice, so the look after it takes one and settles the one before at
+#: once (~18 us against ~13, one iteration in ~160: right at the p99). Sending at the
+#: look after a slice instead (in place of settling it) took the p99 from 18 to 16 us,
+#: but a loop with ``capacity=1000`` beside another test's flood then lost half its
+#: events (``drop_newest``), for a reason not found yet: not done
 INLINE_SEND_BYTES = 64 << 10
 #: producers look at the clock once every this many calls (the rest is one decrement).
 #: Every call goes through this check, not only ``log_step``: a thread that floods other
