@@ -72,10 +72,7 @@ INLINE_SLOW_SLICE = 96
 #: sees). The send's cost grows with its bytes (the kernel copies them and wakes the
 #: agent): 256 KiB sends cost 190 us of CPU at a load of 10, so they are kept small.
 #: A send takes no slice, so the look after it takes one and settles the one before at
-#: once (~18 us against ~13, one iteration in ~160: right at the p99). Sending at the
-#: look after a slice instead (in place of settling it) took the p99 from 18 to 16 us,
-#: but a loop with ``capacity=1000`` beside another test's flood then lost half its
-#: events (``drop_newest``), for a reason not found yet: not done
+#: once (~18 us against ~13, one iteration in ~160: right at the p99)
 INLINE_SEND_BYTES = 64 << 10
 #: producers look at the clock once every this many calls (the rest is one decrement).
 #: Every call goes through this check, not only ``log_step``: a thread that floods other
