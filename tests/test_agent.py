@@ -573,12 +573,19 @@ def test_a_call_that_ships_pays_one_slice_and_the_frames_go_out_together(tmp_pat
     main = threading.current_thread()
     slices: list[int] = []  # events each of the caller's rounds drained
     sends: list[int] = []  # bytes waiting when the caller's round sent
-    step, send_some = shipper.step, shipper.link.send_some
+    step, slice_of, send_some = shipper.step, shipper.slice_of, shipper.link.send_some
 
     def watched_step(limit: int | None = None, send: bool = True, into: bool = False) -> float:
         before = shipper.buffer.drained
         out = step(limit, send, into)
         if threading.current_thread() is main:
+            slices.append(shipper.buffer.drained - before)
+        return out
+
+    def watched_slice(limit: int) -> bool:  # a slice alone, without signal deferral
+        before = shipper.buffer.drained
+        out = slice_of(limit)
+        if out:
             slices.append(shipper.buffer.drained - before)
         return out
 
@@ -588,6 +595,7 @@ def test_a_call_that_ships_pays_one_slice_and_the_frames_go_out_together(tmp_pat
         return send_some(limit)
 
     shipper.step, shipper.link.send_some = watched_step, watched_send  # type: ignore[method-assign,assignment]
+    shipper.slice_of = watched_slice  # type: ignore[method-assign]
     t0 = time.monotonic()
     iterate(log, 0, 2000)  # 8,000 events, flat out
     elapsed = time.monotonic() - t0
@@ -602,6 +610,60 @@ def test_a_call_that_ships_pays_one_slice_and_the_frames_go_out_together(tmp_pat
     assert 0 < len(sends) <= 8000 * 110 // INLINE_SEND_BYTES + len(early), sends
     assert report.dropped_events == 0 and report.backend_written == {"jsonl": 2000}
     assert [r["iteration"] for r in jsonl_rows(tmp_path / "run")] == list(range(2000))
+
+
+def test_a_slice_cut_by_ctrl_c_at_any_bytecode_loses_and_repeats_nothing() -> None:
+    """A slice runs on the caller's thread without signal deferral (``Slices``): a
+    ``KeyboardInterrupt`` raised at any bytecode of it or of its settling (where a Python
+    signal handler may run) leaves every event once, in order, in the buffer or the
+    slices, and the frame made of the slices (the agent's, or a lost agent's
+    fallback's, reading) holds them in order, every step counted."""
+    import types
+
+    from aoff._core import _events as ev
+    from aoff._core._buffer import EventBuffer
+    from aoff._transport._batches import Slices, unpack_events
+
+    events = [(ev.STEP, float(i), i, {"x": float(i)}) for i in range(12)]
+    cut = {f.__code__ for f in (Slices.pickle_from, Slices._pickle, Slices.settle)}
+    cut.add(EventBuffer.drain_into.__code__)
+    at = 0
+    while True:
+        buffer, slices = EventBuffer(100), Slices()
+        for e in events:
+            buffer.put(e)
+        assert slices.pickle_from(buffer, 3) == 3  # a slice before, not cut
+        left = at
+
+        def tracer(frame: types.FrameType, what: str, arg: object) -> Any:
+            nonlocal left
+            if frame.f_code not in cut:
+                return None
+            frame.f_trace_opcodes = True
+            if what == "opcode":
+                left -= 1
+                if left < 0:
+                    raise KeyboardInterrupt
+            return tracer
+
+        sys.settrace(tracer)
+        try:
+            slices.pickle_from(buffer, 5)  # settles the slice before it first
+            slices.settle()  # counts this one, lets its events go
+            interrupted = False
+        except KeyboardInterrupt:
+            interrupted = True
+        finally:
+            sys.settrace(None)
+        assert list(slices) + list(buffer.snapshot()) == events, at
+        assert slices.n + len(buffer) == len(events)
+        slices.pickle_from(buffer, 100)  # the rest, then one frame of it all
+        payload, n, steps, _, _ = slices.take()
+        assert unpack_events(payload) == events and n == steps == len(events), at
+        if not interrupted:
+            break  # cut at every bytecode of the slice, and once not at all
+        at += 1
+    assert at > 30
 
 
 def test_slices_not_sent_when_the_agent_is_lost_are_folded_by_the_fallback(

@@ -201,6 +201,23 @@ class EventBuffer:
                     self._space.notify_all()
         return out
 
+    def drain_into(self, out: list[Event], limit: int) -> int:
+        """Move up to ``limit`` events, oldest first, onto the end of ``out``; how many.
+
+        The move is one C-level ``list.extend`` of ``popleft`` calls: no Python code runs
+        inside it, so no Python signal handler either (they run between bytecodes). An
+        event is therefore always either here or in ``out``, never lost between the two,
+        whichever bytecode a ``KeyboardInterrupt`` comes at (``Slices.pickle_from``)."""
+        before = len(out)
+        out.extend(itertools.islice(iter(self._dq.popleft, None), min(limit, len(self._dq))))
+        n = len(out) - before
+        if n:
+            self.drained += n
+            if self._waiters:
+                with self._space:
+                    self._space.notify_all()
+        return n
+
     @property
     def refused(self) -> int:
         """``drop_newest``: events refused by producers so far."""
@@ -211,6 +228,10 @@ class EventBuffer:
     def dropped(self) -> int:
         """Events discarded by the overflow policy so far (exact)."""
         return self._trimmed + self.refused
+
+    def oldest(self, n: int) -> list[Event]:
+        """The ``n`` oldest events buffered (fewer if fewer are), left where they are."""
+        return list(itertools.islice(self._dq, n))
 
     def snapshot(self) -> tuple[Event, ...]:
         """The events buffered now, oldest first (a copy; for accounting, not draining)."""

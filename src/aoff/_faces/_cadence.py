@@ -39,14 +39,22 @@ INLINE_EVENTS = BURST_ROUND
 #: a round on the caller's thread pickles at most this many events, as soon as that many
 #: wait, so that no call pays more than a slice. A round of 4,096 events
 #: held the caller 0.7-2.2 ms once every ~1,024 iterations: the sync face's p99.9.
-#: Measured in a flat-out loop of the standard mix (``chrt -f 1``, load 10-18): a slice
-#: round's CPU is ~2.6 us fixed (mostly the signal deferral) plus ~0.36 us an event
-#: (pickling ~0.21, freeing the events, their accounting): 9 us at 16 events, 11.7 at
-#: 24, 14.4 at 32, 25.5 at 64. Smaller slices come more often, and each leaves the
-#: caches colder for the iterations after it: the median of a flat-out burst was ~1.5 us
-#: at 32 (as with no slices), 1.6-1.8 at 24 (one iteration in 6 pays a slice), 1.7 at 16; the
-#: p99, about a slice, 20-26 us at 32 and 19-31 at 24. Pickled alone, 32 events are ~103
-#: bytes an event (the dict keys memoised within a slice), 4,096 are 97
+#: A slice defers no signal (``Slices.pickle_from`` is safe at any bytecode): the
+#: ``sigaction`` swaps cost ~1.5 us hot, 3.5 us in the loop. Measured in a flat-out loop
+#: of the standard mix (``chrt -f 1``, load 10-18, medians): a slice is ~9 us pickling
+#: (0.28 us an event: pickle's own floor here, which neither marshal, a reused Pickler
+#: nor another protocol beat by more than 4 %), ~1.9 moving the events out of the
+#: buffer, ~3 the checks; counting its steps and media and freeing its events (3.5-7
+#: us) wait for the next look at the buffer, 16 calls later, which ships nothing
+#: (``Slices.settle``). The iteration that pays a slice then took 13 us against 20 with
+#: both in it; the one that settles 5.9 against 2.4; the others 1.8. The p99 of a
+#: flat-out loop is a slice: one iteration in 8 pays one, one in ~160 a send
+#: (``INLINE_SEND_BYTES``), so the p99 is the dearest ~3 % of slices. Smaller slices (16,
+#: 24) come in more iterations: the p99 was no better (a higher percentile of cheaper
+#: slices), the CPU and the median worse. The median is that of the iterations that
+#: neither slice nor settle, a quarter fewer: their 67th percentile, ~0.1 us above
+#: their median. Pickled alone, 32 events are ~103 bytes an event (the dict keys
+#: memoised within a slice), 4,096 are 97
 INLINE_SLICE = 32
 #: a loop that took longer than this to log ``INLINE_SLICE`` events is slow (a training
 #: loop doing real work between its calls): there a round waits for ``INLINE_SLOW_SLICE``
@@ -62,7 +70,9 @@ INLINE_SLOW_SLICE = 96
 #: (``Link.send_some``): one ``send`` a frame was ~6 us each. ~650 events of the standard
 #: mix, so one iteration in ~160 of a flat-out loop pays a send (under the 1 % a p99
 #: sees). The send's cost grows with its bytes (the kernel copies them and wakes the
-#: agent): 256 KiB sends cost 190 us of CPU at a load of 10, so they are kept small
+#: agent): 256 KiB sends cost 190 us of CPU at a load of 10, so they are kept small.
+#: A send takes no slice, so the look after it takes one and settles the one before at
+#: once (~18 us against ~13, one iteration in ~160: right at the p99)
 INLINE_SEND_BYTES = 64 << 10
 #: producers look at the clock once every this many calls (the rest is one decrement).
 #: Every call goes through this check, not only ``log_step``: a thread that floods other

@@ -9,7 +9,9 @@ round runs with the handlers of SIGINT and SIGTERM swapped for one that only not
 signal; the signal is raised again as soon as the round is over, and its real handler runs -
 at most a few milliseconds later, still inside the logging call, so the caller sees the
 exception where it would have anyway. Other threads' rounds need none of this (Python
-runs signal handlers on the main thread only).
+runs signal handlers on the main thread only), and neither does a round that only
+pickles a slice of events (``_transport/_batches.Slices.pickle_from``: each of its steps
+leaves every event in exactly one place), the round most calls that ship make.
 
 The async face's own tasks (the shipper, the in-process pump) run on the caller's event
 loop. asyncio turns Ctrl+C into a cancellation, delivered at an ``await``; trio raises

@@ -224,6 +224,13 @@ class AgentSide:
         # a slow loop (a slice's events took a while to come) ships larger slices
         want = self._inline_events if since < INLINE_SLOW_GAP else self._slow_events
         if since < self._interval and (waiting < want or self.shipper.futile_round(waiting, since)):
+            slices = self.shipper.slices
+            # the last slice's counting and freeing, here rather than in its own call
+            if slices.fresh and self._round_lock.acquire(blocking=False):
+                try:
+                    slices.settle()
+                finally:
+                    self._round_lock.release()
             return
         if not self._round_lock.acquire(blocking=False):
             return
@@ -232,14 +239,17 @@ class AgentSide:
                 return
             s = self.shipper
             send = (
-                s.waiting_bytes() >= INLINE_SEND_BYTES
-                or now - self._last_send >= self._interval
+                now - self._last_send >= self._interval
+                or s.waiting_bytes() >= INLINE_SEND_BYTES
                 or s.waiting_for_agent()
             )
-            # a send due to the slices alone takes no new slice: the next call does
-            limit = 0 if send and s.slices.nbytes >= INLINE_SEND_BYTES else want
-            with signals_deferred():  # a signal mid-round would lose or tear a batch
-                s.step(limit, send, True)  # into slices
+            # a slice alone needs no signal deferral (``Slices.pickle_from``), unless the
+            # round has more to do than pickle (``Shipper.slice_of`` says when)
+            if send or not s.slice_of(want):
+                # a send due to the slices alone takes no new slice: the next call does
+                limit = 0 if send and s.slices.nbytes >= INLINE_SEND_BYTES else want
+                with signals_deferred():  # a signal mid-round would lose or tear a batch
+                    s.step(limit, send, True)  # into slices
             self._last_round = now
             if send:
                 self._last_send = now

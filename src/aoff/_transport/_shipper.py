@@ -33,7 +33,7 @@ from typing import Any, Generic, TypeVar
 
 from .._core._buffer import EventBuffer
 from .._core._events import Event
-from .._core._pending import ready_prefix
+from .._core._pending import PendingEvent, ready_prefix
 from .._core._report import FinishReport
 from .._core._rules import Alert
 from .._core._say import SayOnce, say_to_stderr
@@ -185,6 +185,7 @@ class Shipper(Generic[R]):
         cap = self.buffer.capacity
         return (
             since < BACKED_UP_INTERVAL
+            and self.link.pending_out > 0
             and self.backed_up()
             and waiting < cap + min(BURST_ROUND, cap // 2)
         )
@@ -249,6 +250,33 @@ class Shipper(Generic[R]):
             self.link.queue(encode(Stop(self.stop_summary)))
             self.stop_sent = True
 
+    def slice_of(self, limit: int) -> bool:
+        """Pickle up to ``limit`` events from the buffer into :attr:`slices`, safe from
+        signals without deferring them (:meth:`Slices.pickle_from`); False (nothing
+        done) where a round needs more than that: text to queue, events held for a device
+        value or waiting for one, frames that keep their events, the link backed
+        up or the buffer beyond its burst bound (a trim), a flush or stop to queue. The
+        caller then runs :meth:`step` with signals deferred."""
+        buffer = self.buffer
+        n = len(buffer)
+        if (
+            self.text
+            or self.held
+            or self.keep_events
+            or self.flush_asked > self.flush_sent
+            or self.stop_summary is not None
+            or n > BURST_FACTOR * buffer.capacity
+            or (self.link.pending_out and self.backed_up())
+        ):
+            return False
+        n = min(limit, n)
+        # only this thread drains: the n oldest now are the n moved
+        if PendingEvent.made and PendingEvent in set(map(type, buffer.oldest(n))):
+            return False
+        self.cut_short = False
+        self.slices.pickle_from(buffer, n)
+        return True
+
     def for_loop(self, clock: Callable[[], float] = time.monotonic) -> Callable[[float], float]:
         """Set this shipper up for an event loop's task (the async face): small rounds
         (``LOOP_ROUND_EVENTS``, ``LOOP_ROUND_BYTES``; its frames keep only their pickles,
@@ -310,7 +338,7 @@ class Shipper(Generic[R]):
 
     def frame_slices(self) -> None:
         """Queue the :attr:`slices` pickled so far as one frame (none: nothing)."""
-        if self.slices.n:
+        if self.slices.parts:
             inner, n, steps, media, frames = self.slices.take()
             payload = encode(Events(inner, n, self.dropped()))
             self.link.queue(payload, Pickled(payload, n, steps, media, frames))
@@ -323,7 +351,7 @@ class Shipper(Generic[R]):
         """What waits to be sent, oldest first: the link's frames (each its events, or a
         :class:`Pickled`), then the :attr:`slices` not framed yet."""
         out: list[Any] = self.link.unsent()
-        if self.slices.n:
+        if self.slices.parts:
             out.append(self.slices)
         return out
 
