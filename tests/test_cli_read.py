@@ -28,10 +28,10 @@ import numpy as np
 import pytest
 
 from aoff import OffPolicyLogger
-from aoff._backends._summary import CURVE_POINTS, SUMMARY_NAME, RunSummary
 from aoff._cli._runs import read_run
 from aoff._cli._show import run_ls
 from aoff._core._records import StepRecord
+from aoff._runfolder._summarywriter import CURVE_POINTS, SUMMARY_NAME, RunSummary
 from aoff._runfolder._tbread import scan_files
 from aoff.testing import wait_until
 
@@ -369,7 +369,7 @@ def test_a_long_read_shows_a_progress_bar_on_a_terminal_only(
 def test_the_summary_is_refreshed_while_the_run_goes_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from aoff._backends import _summary
+    from aoff._runfolder import _summarywriter as _summary
 
     monkeypatch.setattr(_summary, "SUMMARY_INTERVAL", 0.05)
     path = tmp_path / SUMMARY_NAME

@@ -41,8 +41,8 @@ from collections.abc import Iterable, Sequence
 from typing import BinaryIO
 
 from .._core._records import StepRecord
+from .._runfolder._tfrecord import write_whole
 from ._file import AppendFileBackend
-from ._tfrecord import write_whole
 
 __all__ = ["FIXED_COLUMNS", "CsvBackend"]
 

@@ -37,7 +37,7 @@ from .._core._config import ConfigValue
 from .._core._records import RunConfig
 from .._runfolder._replace import replaced
 from .._runfolder._tfevents import HPARAMS_FILE_PREFIX
-from ._tfrecord import frame_many, write_all
+from .._runfolder._tfrecord import frame_many, write_all
 
 if TYPE_CHECKING:
     from ._base import BackendContext

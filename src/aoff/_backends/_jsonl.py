@@ -55,8 +55,8 @@ import msgspec
 
 from .._core._records import PerTags, StepRecord, columns
 from .._core._turns import RECORDS_A_PIECE, in_pieces, shared
+from .._runfolder._tfrecord import write_whole
 from ._file import AppendFileBackend
-from ._tfrecord import write_whole
 
 __all__ = ["JsonlBackend", "encode_lines"]
 

@@ -5,9 +5,9 @@ protobuf, one record and one queue hand-off per scalar on the caller's thread, b
 when its 10-slot queue is full, and loses queued events when ``close()`` is never
 reached. Here the pump hands over a whole batch of :class:`~aoff.StepRecord`; a worker
 thread turns it into one ``Event`` per step (all of that step's scalars in one
-``Summary``), frames the batch as TFRecords (:mod:`aoff._backends._tfrecord`) and hands it to the OS
-in a single ``write`` on an unbuffered file. Nothing of the training loop's event loop is
-spent on protobufs or I/O.
+``Summary``), frames the batch as TFRecords (:mod:`aoff._runfolder._tfrecord`) and hands
+it to the OS in a single ``write`` on an unbuffered file. Nothing of the training loop's
+event loop is spent on protobufs or I/O.
 
 Durability: because every batch goes straight to the OS, nothing written is ever held in
 this process's buffers, so the ``flush_secs`` bound (default 2 s, the same meaning as
@@ -47,7 +47,10 @@ import anyio.to_thread
 from rich.markup import escape
 
 from .._core._records import MediaRecord, StepRecord
+from .._runfolder._tbencode import encode_records
+from .._runfolder._tbevents import FILE_VERSION, EventEncoder, load_event_class
 from .._runfolder._tfevents import EVENTS_PREFIX
+from .._runfolder._tfrecord import frame_many, fsync_and_close, write_all, write_whole
 from ._base import BackendContext
 from ._hparams import (
     HPARAMS_FILE_PREFIX,
@@ -57,10 +60,7 @@ from ._hparams import (
     write_hparams_file,
 )
 from ._lockedfile import LockedFileBackend
-from ._tbencode import encode_records
-from ._tbevents import FILE_VERSION, EventEncoder, load_event_class
 from ._tbmedia import MEDIA_FORMATS, media_events
-from ._tfrecord import frame_many, fsync_and_close, write_all, write_whole
 
 __all__ = ["TensorBoardBackend"]
 

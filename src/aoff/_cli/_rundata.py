@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 #: each session's summary: aoff-summary.json, aoff-summary-2.json, ... (the writer's
-#: _backends/_summary.py spells it too: not imported, ls stays light)
+#: _runfolder/_summarywriter.py spells it too: not imported, ls stays light)
 SUMMARY_GLOB = "aoff-summary*.json"
 NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 #: a curve longer than this is kept as this many bucket means (what a sparkline needs)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from ._evfast import FastPath
 from ._framing import masked_crc32c
-from ._series import Columns, Series
+from ._tagseries import Columns, Series
 from ._tbvalue import plugin_name, tensor_scalar
 from ._tbwire import F32, F64, HEADER, U32S, Buf, fields, varint
 

@@ -45,11 +45,11 @@ from typing import Any
 import numpy as np
 
 from .._core._records import StepRecord, columns
-from .._runfolder._csvfile import CSV_NAME
-from .._runfolder._jsonlfile import JSONL_NAME
-from .._runfolder._replace import replaced
-from .._runfolder._summaryfile import FORMAT, SUMMARY_NAME, VERSION
-from .._runfolder._tfevents import EVENTS_PREFIX
+from ._csvfile import CSV_NAME
+from ._jsonlfile import JSONL_NAME
+from ._replace import replaced
+from ._summaryfile import FORMAT, SUMMARY_NAME, VERSION
+from ._tfevents import EVENTS_PREFIX
 
 __all__ = [
     "CURVE_POINTS",
