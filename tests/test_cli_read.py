@@ -28,9 +28,9 @@ import numpy as np
 import pytest
 
 from aoff import OffPolicyLogger
-from aoff._cli._runs import read_run
 from aoff._cli._show import run_ls
 from aoff._core._records import StepRecord
+from aoff._runfolder._runs import read_run
 from aoff._runfolder._summarywriter import CURVE_POINTS, SUMMARY_NAME, RunSummary
 from aoff._runfolder._tbread import scan_files
 from aoff.testing import wait_until

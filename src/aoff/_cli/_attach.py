@@ -32,9 +32,9 @@ from .._channel._paths import (
     read_key,
 )
 from .._display._dashboard import Dashboard
+from .._runfolder._runfind import is_run_dir
 from ._folder import not_a_folder
 from ._pipes import output_closed
-from ._runfind import is_run_dir
 
 __all__ = ["add_attach_arguments", "run_attach"]
 

@@ -13,9 +13,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._runfolder._jsonlfile import JSONL_NAME
-from .._runfolder._summaryfile import SUMMARY_NAME
-from .._runfolder._tfevents import EVENTS_PATTERN as TB_PATTERN
+from ._jsonlfile import JSONL_NAME
+from ._summaryfile import SUMMARY_NAME
+from ._tfevents import EVENTS_PATTERN as TB_PATTERN
 
 __all__ = [
     "CURVE_POINTS",

@@ -37,7 +37,7 @@ def scan_bytes(run_dir: str, *, live: bool = False, ends: bool = False) -> int:
         return 0
     if os.path.isfile(os.path.join(run_dir, JSONL_NAME)):
         return 0
-    from .._runfolder._tbread import TAIL_BYTES
+    from ._tbread import TAIL_BYTES
 
     files = tb_files(run_dir)
     total = 0

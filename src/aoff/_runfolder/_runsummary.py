@@ -13,10 +13,10 @@ import math
 import os
 from typing import Any
 
-from .._runfolder._summaryfile import SUMMARY_NAME
-from .._runfolder._summaryfile import load_summary as load_one
 from ._rundata import NONFINITE, RunData, TagStats
 from ._runfind import summary_files, tb_files
+from ._summaryfile import SUMMARY_NAME
+from ._summaryfile import load_summary as load_one
 
 __all__ = ["from_summary", "load_summary"]
 
