@@ -37,8 +37,6 @@ import functools
 import itertools
 import operator
 import os
-import re
-import socket
 import time
 from collections.abc import Sequence
 from typing import Any, BinaryIO
@@ -49,11 +47,10 @@ from rich.markup import escape
 from .._core._records import MediaRecord, StepRecord
 from .._runfolder._tbencode import encode_records
 from .._runfolder._tbevents import FILE_VERSION, EventEncoder, load_event_class
-from .._runfolder._tfevents import EVENTS_PREFIX
+from .._runfolder._tfevents import events_name, name_time
 from .._runfolder._tfrecord import frame_many, fsync_and_close, write_all, write_whole
 from ._base import BackendContext
 from ._hparams import (
-    HPARAMS_FILE_PREFIX,
     ConfigWrites,
     hparams_file_events,
     text_table_event,
@@ -145,9 +142,9 @@ class TensorBoardBackend(LockedFileBackend):
         if self.purge_after is None:
             return t
         for name in os.listdir(folder):
-            m = re.match(re.escape(EVENTS_PREFIX) + r"(\d+)\.", name)
-            if m and not name.startswith(HPARAMS_FILE_PREFIX):
-                t = max(t, int(m[1]) + 1)
+            stamp = name_time(name)
+            if stamp is not None:
+                t = max(t, stamp + 1)
         return t
 
     def _new_file(self, folder: str, event_cls: Any, start_step: int | None) -> BinaryIO:
@@ -159,9 +156,8 @@ class TensorBoardBackend(LockedFileBackend):
         os.makedirs(folder, exist_ok=True)
         now = time.time()
         stamp = self._file_time(folder, now)
-        base = f"{EVENTS_PREFIX}{stamp:010d}.{socket.gethostname()}.{os.getpid()}"
         for n in itertools.count():
-            path = os.path.join(folder, f"{base}.{n}{self.filename_suffix}")
+            path = os.path.join(folder, events_name(stamp, n, self.filename_suffix))
             try:
                 f = open(path, "xb", buffering=0)  # noqa: SIM115 - kept open until close()
             except FileExistsError:
