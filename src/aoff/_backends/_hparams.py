@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from .._core._config import ConfigValue
 from .._core._records import RunConfig
 from .._runfolder._replace import replaced
-from .._runfolder._tfevents import hparams_name, hparams_seq
+from .._runfolder._tfevents import HPARAMS_STAGING_PREFIX, hparams_name, hparams_seq
 from .._runfolder._tfrecord import frame_many, write_all
 
 if TYPE_CHECKING:
@@ -219,7 +219,7 @@ def write_hparams_file(log_dir: str, events: list[bytes], file_version: bytes) -
     old = hparams_files(log_dir)
     seq = old[-1][0] + 1 if old else 1
     path = os.path.join(log_dir, hparams_name(seq))
-    with replaced(path, prefix=".aoff-hparams-") as f:
+    with replaced(path, prefix=HPARAMS_STAGING_PREFIX) as f:
         write_all(f, frame_many([file_version, *events]))
     for _, p in old:
         with contextlib.suppress(OSError):

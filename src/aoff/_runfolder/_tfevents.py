@@ -20,6 +20,7 @@ __all__ = [
     "EVENTS_PATTERN",
     "EVENTS_PREFIX",
     "HPARAMS_FILE_PREFIX",
+    "HPARAMS_STAGING_PREFIX",
     "event_files",
     "event_folders",
     "events_name",
@@ -35,6 +36,8 @@ EVENTS_PATTERN = EVENTS_PREFIX + "*"
 #: aoff's HParams file (config and final metrics, ``_backends/_hparams.py``): no run
 #: steps in it, so the readers of a run's series leave it out
 HPARAMS_FILE_PREFIX = EVENTS_PREFIX + "0000000000.aoff-hparams."
+#: an HParams file being written, before it is moved to its name
+HPARAMS_STAGING_PREFIX = ".aoff-hparams-"
 _MARK = "tfevents"
 _TIME = re.compile(re.escape(EVENTS_PREFIX) + r"(\d+)\.")
 _SEQ = re.compile(re.escape(HPARAMS_FILE_PREFIX) + r"(\d+)$")
