@@ -1,5 +1,10 @@
 """Where step records go: the Backend protocol and the TensorBoard, JSONL, CSV, W&B, MLflow
 and trackio writers.
 
-May import: ``_core`` only (the pump's runners call the backends, not the other way).
+Each file backend is an adapter over its format in ``_runfolder`` (what a line, a row
+or an event record is, the file's name): it keeps the open file, the worker threads,
+batching, the lifecycle and the errors.
+
+May import: ``_runfolder`` (the formats), ``_core``. Nothing above it (the pump's
+runners call the backends, not the other way).
 """

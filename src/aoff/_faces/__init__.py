@@ -8,5 +8,6 @@ rank rules, the stop path), ``RemoteLogger`` (``_remote``), resuming a run folde
 is lost (``_side``), signals held back during a round on the main thread (``_defer``).
 
 May import: ``_pump``, ``_channel``, ``_transport``, ``_backends``, ``_display``,
-``_core``. Never ``_agent`` (another process: it is started by name) nor ``_cli``.
+``_runfolder`` (resume's last step and cut), ``_media``, ``_core``. Never ``_agent``
+(another process: it is started by name) nor ``_cli``.
 """
