@@ -8,7 +8,7 @@ Generates, in a temporary folder (removed at the end unless ``--keep``):
 
 Event files are written with aoff's own encoder (``EventEncoder`` + TFRecord framing, the
 bytes the TensorBoard backend writes) and each run's ``aoff-summary.json`` with the
-pump's own :class:`~aoff._backends._summary.RunSummary`, fed the same records: what a
+pump's own :class:`~aoff._runfolder._summarywriter.RunSummary`, fed the same records: what a
 finished run leaves, without running a logger for minutes.
 
 Then times, as a user runs them (a fresh ``python -m aoff`` process, best of
@@ -36,12 +36,12 @@ import time
 
 import numpy as np
 
-from aoff._backends._summary import SUMMARY_NAME, RunSummary
-from aoff._backends._tbencode import encode_records
-from aoff._backends._tbevents import FILE_VERSION, EventEncoder
-from aoff._backends._tfrecord import frame_many
 from aoff._core._records import StepRecord
+from aoff._runfolder._summarywriter import SUMMARY_NAME, RunSummary
+from aoff._runfolder._tbencode import encode_records
+from aoff._runfolder._tbevents import FILE_VERSION, EventEncoder
 from aoff._runfolder._tbread import scan_files
+from aoff._runfolder._tfrecord import frame_many
 
 _TAG_TEXT = (
     "axis/iteration axis/env_steps_total train/q1_loss train/q2_loss train/actor_loss "

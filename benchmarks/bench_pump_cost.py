@@ -44,15 +44,15 @@ from _workload import (
 from rich.console import Console
 
 from aoff._agent._serve import GC_THRESHOLD
-from aoff._backends._jsonl import encode_lines
-from aoff._backends._summary import RunSummary
-from aoff._backends._tbencode import encode_records
-from aoff._backends._tbevents import EventEncoder
 from aoff._core import _events as ev
 from aoff._core._fold import Folder
 from aoff._core._state import State
 from aoff._display._dashboard import Dashboard
 from aoff._display._render import dashboard_panel
+from aoff._runfolder._jsonlfile import encode_lines
+from aoff._runfolder._summarywriter import RunSummary
+from aoff._runfolder._tbencode import encode_records
+from aoff._runfolder._tbevents import EventEncoder
 
 
 def events(n: int) -> list[ev.Event]:

@@ -29,14 +29,14 @@ import types
 from bench_pump_cost import events
 from rich.console import Console
 
-from aoff._backends._jsonl import encode_lines
-from aoff._backends._tbencode import encode_records
-from aoff._backends._tbevents import EventEncoder
 from aoff._core._fold import Folder
 from aoff._core._state import State
 from aoff._display._dashboard import Dashboard
 from aoff._pump import _turns
 from aoff._pump._intake import FOLD_SLICE, TURN_SLICE
+from aoff._runfolder._jsonlfile import encode_lines
+from aoff._runfolder._tbencode import encode_records
+from aoff._runfolder._tbevents import EventEncoder
 
 _stamps: list[int] = []
 

@@ -28,10 +28,10 @@ import numpy as np
 import pytest
 
 from aoff import OffPolicyLogger
-from aoff._backends._summary import CURVE_POINTS, SUMMARY_NAME, RunSummary
-from aoff._cli._runs import read_run
 from aoff._cli._show import run_ls
 from aoff._core._records import StepRecord
+from aoff._runfolder._runs import read_run
+from aoff._runfolder._summarywriter import CURVE_POINTS, SUMMARY_NAME, RunSummary
 from aoff._runfolder._tbread import scan_files
 from aoff.testing import wait_until
 
@@ -369,7 +369,7 @@ def test_a_long_read_shows_a_progress_bar_on_a_terminal_only(
 def test_the_summary_is_refreshed_while_the_run_goes_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from aoff._backends import _summary
+    from aoff._runfolder import _summarywriter as _summary
 
     monkeypatch.setattr(_summary, "SUMMARY_INTERVAL", 0.05)
     path = tmp_path / SUMMARY_NAME
@@ -397,3 +397,40 @@ def test_the_summary_is_refreshed_while_the_run_goes_on(
     done = json.loads(path.read_text())
     assert done["state"] == "finished" and done["records"] == i
     assert done["tags"]["reward/mean"]["last"] == float(i)
+
+
+def test_show_stops_at_a_corrupt_record_as_tensorboard_does(aoff_run: Path, tmp_path: Path) -> None:
+    """One event parser, two policies: ``show``/``ls`` stop at a corrupt record in the
+    middle of a file and name it, seeing what TensorBoard sees; ``read_scalars`` skips
+    the record and reads on."""
+    import warnings
+
+    import aoff
+    from aoff._runfolder._runfind import tb_files
+
+    broken = tmp_path / "broken"
+    shutil.copytree(aoff_run, broken)
+    (broken / SUMMARY_NAME).unlink()
+    (path,) = tb_files(str(broken))  # the run's steps (aoff's HParams file left out)
+    data = bytearray(Path(path).read_bytes())
+    ends, pos = [], 0
+    while pos < len(data):
+        pos += 16 + int.from_bytes(data[pos : pos + 8], "little")
+        ends.append(pos)
+    at = ends[len(ends) // 2]  # the record after this one: its value's byte flipped
+    data[ends[len(ends) // 2 + 1] - 6] ^= 0xFF
+    Path(path).write_bytes(data)
+    scan = scan_files([path])
+    assert scan.problems == [(path, f"a corrupt record at byte {at}")]
+    want = _tb_scalars(broken)
+    assert set(scan.tags) == set(want)
+    for tag, (steps, values) in want.items():
+        assert scan.tags[tag].steps.tolist() == steps, tag
+        assert _same(scan.tags[tag].values, values), tag
+    shown = read_run(str(broken))
+    assert shown is not None and shown.kind == "tensorboard"
+    assert shown.notes == [f"{path}: a corrupt record at byte {at}; read up to it"]
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        df = aoff.read_scalars(broken, tags=["train/loss"])
+    assert len(df) > len(want["train/loss"][0])  # the points after the record are read

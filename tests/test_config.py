@@ -15,9 +15,10 @@ import numpy as np
 import pytest
 
 from aoff import AoffWarning, OffPolicyLogger
-from aoff._backends._hparams import HPARAMS_FILE_PREFIX, text_table
+from aoff._backends._hparams import text_table
 from aoff._core._config import HParams, flatten_config
 from aoff._pump._options import PumpMode
+from aoff._runfolder._tfevents import HPARAMS_FILE_PREFIX
 from aoff.testing import RecordingDisplay, probe
 
 from .conftest import make_logger, tensorboard_accumulator

@@ -27,7 +27,6 @@ import pytest
 import torch
 
 from aoff import OffPolicyLogger
-from aoff._backends._tbevents import EventEncoder, encode_histogram
 from aoff._core._histogram import DEFER_MAX, capture, summarize
 from aoff._core._histogram_data import (
     BINS,
@@ -39,6 +38,7 @@ from aoff._core._histogram_data import (
 from aoff._core._histogram_torch import reduce_tensor
 from aoff._core._records import StepRecord
 from aoff._pump._options import PumpMode
+from aoff._runfolder._tbevents import EventEncoder, encode_histogram
 from aoff.testing import MemoryBackend, RecordingDisplay
 
 from .conftest import make_async_logger, make_logger, read_jsonl

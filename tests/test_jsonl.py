@@ -14,8 +14,9 @@ import pytest
 from aoff import FinishReport, NullDisplay, OffPolicyLogger
 from aoff._backends._base import Backend, BackendContext
 from aoff._backends._file import AppendFileBackend
-from aoff._backends._jsonl import JsonlBackend, encode_lines
+from aoff._backends._jsonl import JsonlBackend
 from aoff._core._records import StepRecord
+from aoff._runfolder._jsonlfile import encode_lines
 
 TAGS = [f"grp{j % 4}/tag_{j}" for j in range(30)]
 
@@ -45,8 +46,8 @@ def test_fast_lines_are_the_general_paths_bytes(monkeypatch: pytest.MonkeyPatch)
     """A run's own record is encoded through its tags' msgspec row type; every line is
     byte for byte what the general path (a dict a line) writes, whatever the tags and
     values (the fast path steps aside for what it cannot write the same)."""
-    from aoff._backends import _jsonl
     from aoff._core._records import scalars_of
+    from aoff._runfolder import _jsonlfile as _jsonl
 
     tags = ["a", "b%s", "ünï/タグ", 'q"uote', "back\\slash", "ctrl\x01", "null", "x,y"]
     tags += ["step", "wall_time", "producer", "run"]

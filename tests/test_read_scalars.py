@@ -154,7 +154,7 @@ def test_a_torn_end_and_a_corrupt_record_are_read_around_and_said_once(tmp_path:
 def test_a_growing_file_is_read_again_from_where_the_last_read_stopped(tmp_path: Path) -> None:
     from tensorboard.compat.proto import event_pb2, summary_pb2
 
-    from aoff._backends._tfrecord import frame_many
+    from aoff._runfolder._tfrecord import frame_many
 
     def event(step: int) -> bytes:
         value = summary_pb2.Summary.Value(tag="x", simple_value=step / 7)
@@ -288,7 +288,7 @@ def test_purge_rules_hold_across_the_bulk_path(tmp_path: Path) -> None:
     from tensorboard.compat.proto import event_pb2, summary_pb2
     from torch.utils.tensorboard import SummaryWriter
 
-    from aoff._backends._tfrecord import frame_many
+    from aoff._runfolder._tfrecord import frame_many
 
     resumed = tmp_path / "resumed"
     writer = SummaryWriter(str(resumed))

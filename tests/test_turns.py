@@ -20,9 +20,6 @@ import pytest
 from rich.console import Console
 
 from aoff import OffPolicyLogger
-from aoff._backends._jsonl import encode_lines
-from aoff._backends._tbencode import encode_records
-from aoff._backends._tbevents import EventEncoder
 from aoff._core._buffer import EventBuffer
 from aoff._core._events import Event
 from aoff._core._recorder import Recorder
@@ -34,6 +31,9 @@ from aoff._display._dashboard import Dashboard
 from aoff._display._render import ASCII_GLYPHS, UNICODE_GLYPHS, Glyphs, dashboard_panel
 from aoff._pump import _turns
 from aoff._pump._intake import FOLD_SLICE, TURN_BACKLOG, TURN_SLICE, Intake
+from aoff._runfolder._jsonlfile import encode_lines
+from aoff._runfolder._tbencode import encode_records
+from aoff._runfolder._tbevents import EventEncoder
 from tests.test_render import NOW, many_metrics_state, mid_run_state, problems_state
 
 

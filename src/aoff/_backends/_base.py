@@ -17,28 +17,17 @@ never offered media.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from .._core._config import HParams
 from .._core._records import RunConfig, StepRecord
+from .._runfolder._pieces import Pieces, whole
 
 
 def _discard(_: str) -> None:
     pass
-
-
-#: pacing for a long encoding: a batch's records handed out in pieces, with a pause
-#: between two pieces while the process's GIL is shared with a training loop. The pump
-#: passes it in (``BackendContext.pieces``); it returns ``records`` itself when it does
-#: not pace them, which is how an encoder knows to take them in one go.
-Pieces = Callable[[Sequence[StepRecord]], Iterable[StepRecord]]
-
-
-def whole(records: Sequence[StepRecord]) -> Sequence[StepRecord]:
-    """No pacing: the records as they are (the default)."""
-    return records
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,16 +1,8 @@
 """CSV backend: ``log_dir/progress.csv``, one row per step, the file Stable-Baselines3
 users know, readable by ``pandas.read_csv``.
 
-Columns: ``step``, ``iteration``, ``wall_time``, then every tag in the order it was
-first seen. A producer's row (``log.remote(name)``) has its name in a ``producer``
-column (empty for the run's own rows), and that producer's own step and iteration; a
-``SummaryWriter`` sub-run's row (``add_scalars``, ``add_hparams``) has its folder in a
-``run`` column (texts and histograms are not CSV cells: TensorBoard and JSONL). A
-row without some tag leaves that cell empty (pandas reads ``NaN``); a tag
-that repeats within a record keeps its last value, and a tag named like one of the three
-fixed columns never hides the record's own value (as in the JSONL backend). Values are
-written with ``repr(float)``, which round-trips; non-finite ones read ``nan``, ``inf``
-and ``-inf``, which pandas reads as floats.
+What a row and the header are is the run folder's format, :mod:`aoff._runfolder._csvfile`;
+this backend owns the file while the run lasts.
 
 The file only grows. The header is written with the first batch, and rewritten only
 when a batch brings a tag the header does not have (not on every batch, which is what
@@ -32,60 +24,26 @@ at open and kept, so the columns stay consistent.
 from __future__ import annotations
 
 import contextlib
-import csv
-import io
 import os
 import stat
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import BinaryIO
 
 from .._core._records import StepRecord
+from .._runfolder._csvfile import (
+    copy_padded,
+    encode_rows,
+    header_line,
+    media_cells,
+    new_columns,
+    read_header,
+    record_cells,
+)
+from .._runfolder._tfrecord import write_whole
 from ._file import AppendFileBackend
-from ._tfrecord import write_whole
 
-__all__ = ["FIXED_COLUMNS", "CsvBackend"]
-
-FIXED_COLUMNS = ("step", "iteration", "wall_time")
-
-
-def _row(rec: StepRecord) -> dict[str, str]:
-    """A record's cells as text, keyed by column (fixed columns win over like-named tags)."""
-    cells = {"step": "", "iteration": "", "wall_time": ""}
-    for tag, value in rec.scalars:
-        cells[tag] = repr(float(value))
-    cells["step"] = str(rec.step)
-    cells["iteration"] = str(rec.iteration)
-    cells["wall_time"] = repr(float(rec.wall_time))
-    if rec.producer is not None:  # log.remote(name): a "producer" column
-        cells["producer"] = rec.producer
-    if rec.run:  # SummaryWriter's add_scalars/add_hparams: a "run" column (its folder)
-        cells["run"] = rec.run
-    return cells
-
-
-def _cell(v: object) -> str:
-    return repr(v) if isinstance(v, float) else str(v)
-
-
-def _csv_line(fields: Iterable[str]) -> str:
-    buf = io.StringIO()
-    csv.writer(buf, lineterminator="\n").writerow(fields)
-    return buf.getvalue()
-
-
-def _encode_rows(rows: Iterable[dict[str, str]], columns: Sequence[str]) -> str:
-    # Cells are numbers, "nan", "inf", "-inf" or empty: nothing that needs quoting.
-    return "".join(",".join([row.get(c, "") for c in columns]) + "\n" for row in rows)
-
-
-def _read_header(path: str) -> list[str] | None:
-    """The header of an existing, non-empty file (None: no such file, or empty)."""
-    try:
-        with open(path, encoding="utf-8", newline="") as f:
-            return next(csv.reader(f), None) or None
-    except FileNotFoundError:
-        return None
+__all__ = ["CsvBackend"]
 
 
 class CsvBackend(AppendFileBackend):
@@ -109,7 +67,7 @@ class CsvBackend(AppendFileBackend):
             header = None
             size = os.fstat(f.fileno()).st_size
             if size:  # a resumed run: keep its columns
-                header = _read_header(self.path)  # None: only blank lines so far
+                header = read_header(self.path)  # None: only blank lines so far
                 with open(self.path, "rb") as r:
                     r.seek(size - 1)
                     if r.read(1) != b"\n":  # a last line cut short (a crash)
@@ -125,26 +83,20 @@ class CsvBackend(AppendFileBackend):
             f = self._file
             if f is None:
                 raise RuntimeError("CSV backend: the file is closed")
-            self._write_rows(f, [_row(rec) for rec in records])
+            self._write_rows(f, [record_cells(rec) for rec in records])
 
     def _media_rows(self, f: BinaryIO, rows: list[dict[str, object]]) -> None:
-        # the path has no character CSV would quote (see _mediafiles.py)
-        self._write_rows(f, [{k: _cell(v) for k, v in r.items()} for r in rows])
+        self._write_rows(f, [media_cells(r) for r in rows])
 
     def _write_rows(self, f: BinaryIO, rows: list[dict[str, str]]) -> None:
         """Append ``rows`` (under the lock), rewriting the file for new columns."""
-        known = set(self._columns)
-        new: dict[str, None] = {}  # an ordered set: first-seen order
-        for row in rows:
-            for key in row:
-                if key not in known:
-                    new[key] = None
+        new = new_columns(self._columns, rows)
         if not new:
-            write_whole(f, _encode_rows(rows, self._columns).encode("utf-8"))
+            write_whole(f, encode_rows(rows, self._columns).encode("utf-8"))
             return
         columns = [*self._columns, *new]
         if not self._columns:  # a new file: the header goes in with the first batch
-            data = _csv_line(columns) + _encode_rows(rows, columns)
+            data = header_line(columns) + encode_rows(rows, columns)
             write_whole(f, data.encode("utf-8"))
         else:
             self._file = self._rewrite(f, columns, rows)
@@ -158,20 +110,12 @@ class CsvBackend(AppendFileBackend):
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".progress-", suffix=".csv.tmp")
         new: BinaryIO | None = None
         try:
-            width = len(columns)
             with (
                 open(fd, "w", encoding="utf-8", newline="") as out,
                 open(self.path, encoding="utf-8", newline="") as src,
             ):
-                writer = csv.writer(out, lineterminator="\n")
-                reader = csv.reader(src)
-                next(reader, None)  # the old header
-                writer.writerow(columns)
-                for cells in reader:
-                    if len(cells) < width:
-                        cells.extend([""] * (width - len(cells)))
-                    writer.writerow(cells)
-                out.write(_encode_rows(rows, columns))
+                copy_padded(src, out, columns)
+                out.write(encode_rows(rows, columns))
             os.chmod(tmp, stat.S_IMODE(os.fstat(old.fileno()).st_mode))  # not mkstemp's 0600
             new = open(tmp, "ab", buffering=0)  # noqa: SIM115 - returned, closed in close()
             os.fsync(new.fileno())  # the data is on disk before the name points at it

@@ -21,12 +21,12 @@ from rich.markup import escape
 
 from .._core._records import MediaRecord, StepRecord
 from .._runfolder._configfile import CONFIG_NAME
+from .._runfolder._mediafiles import MEDIA_FORMATS, media_row, write_media_file
 from .._runfolder._replace import replaced
+from .._runfolder._tfrecord import write_whole
 from ._base import BackendContext
 from ._hparams import ConfigWrites
 from ._lockedfile import LockedFileBackend
-from ._mediafiles import MEDIA_FORMATS, media_row, write_media_file
-from ._tfrecord import write_whole
 
 
 class AppendFileBackend(LockedFileBackend):

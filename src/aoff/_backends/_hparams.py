@@ -29,21 +29,19 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._core._config import ConfigValue
 from .._core._records import RunConfig
 from .._runfolder._replace import replaced
-from .._runfolder._tfevents import HPARAMS_FILE_PREFIX
-from ._tfrecord import frame_many, write_all
+from .._runfolder._tfevents import HPARAMS_STAGING_PREFIX, hparams_name, hparams_seq
+from .._runfolder._tfrecord import frame_many, write_all
 
 if TYPE_CHECKING:
     from ._base import BackendContext
 
 __all__ = [
-    "HPARAMS_FILE_PREFIX",
     "ConfigWrites",
     "hparams_file_events",
     "run_config",
@@ -53,7 +51,6 @@ __all__ = [
 ]
 
 TEXT_TAG = "hyperparameters"
-_SEQ = re.compile(re.escape(HPARAMS_FILE_PREFIX) + r"(\d+)$")
 
 
 class ConfigWrites:
@@ -208,7 +205,11 @@ def hparams_files(log_dir: str) -> list[tuple[int, str]]:
         names = os.listdir(log_dir)
     except FileNotFoundError:
         return []
-    found = [(int(m[1]), os.path.join(log_dir, n)) for n in names if (m := _SEQ.match(n))]
+    found: list[tuple[int, str]] = []
+    for name in names:
+        seq = hparams_seq(name)
+        if seq is not None:
+            found.append((seq, os.path.join(log_dir, name)))
     return sorted(found)
 
 
@@ -217,8 +218,8 @@ def write_hparams_file(log_dir: str, events: list[bytes], file_version: bytes) -
     name, ``fsync``, rename) and delete the older ones; return its path."""
     old = hparams_files(log_dir)
     seq = old[-1][0] + 1 if old else 1
-    path = os.path.join(log_dir, f"{HPARAMS_FILE_PREFIX}{seq:06d}")
-    with replaced(path, prefix=".aoff-hparams-") as f:
+    path = os.path.join(log_dir, hparams_name(seq))
+    with replaced(path, prefix=HPARAMS_STAGING_PREFIX) as f:
         write_all(f, frame_many([file_version, *events]))
     for _, p in old:
         with contextlib.suppress(OSError):

@@ -5,9 +5,9 @@ protobuf, one record and one queue hand-off per scalar on the caller's thread, b
 when its 10-slot queue is full, and loses queued events when ``close()`` is never
 reached. Here the pump hands over a whole batch of :class:`~aoff.StepRecord`; a worker
 thread turns it into one ``Event`` per step (all of that step's scalars in one
-``Summary``), frames the batch as TFRecords (:mod:`aoff._backends._tfrecord`) and hands it to the OS
-in a single ``write`` on an unbuffered file. Nothing of the training loop's event loop is
-spent on protobufs or I/O.
+``Summary``), frames the batch as TFRecords (:mod:`aoff._runfolder._tfrecord`) and hands
+it to the OS in a single ``write`` on an unbuffered file. Nothing of the training loop's
+event loop is spent on protobufs or I/O.
 
 Durability: because every batch goes straight to the OS, nothing written is ever held in
 this process's buffers, so the ``flush_secs`` bound (default 2 s, the same meaning as
@@ -37,8 +37,6 @@ import functools
 import itertools
 import operator
 import os
-import re
-import socket
 import time
 from collections.abc import Sequence
 from typing import Any, BinaryIO
@@ -47,20 +45,20 @@ import anyio.to_thread
 from rich.markup import escape
 
 from .._core._records import MediaRecord, StepRecord
-from .._runfolder._tfevents import EVENTS_PREFIX
-from ._base import BackendContext, Pieces, whole
+from .._runfolder._pieces import Pieces, whole
+from .._runfolder._tbencode import encode_records
+from .._runfolder._tbevents import FILE_VERSION, EventEncoder, load_event_class
+from .._runfolder._tfevents import events_name, name_time
+from .._runfolder._tfrecord import frame_many, fsync_and_close, write_all, write_whole
+from ._base import BackendContext
 from ._hparams import (
-    HPARAMS_FILE_PREFIX,
     ConfigWrites,
     hparams_file_events,
     text_table_event,
     write_hparams_file,
 )
 from ._lockedfile import LockedFileBackend
-from ._tbencode import encode_records
-from ._tbevents import FILE_VERSION, EventEncoder, load_event_class
 from ._tbmedia import MEDIA_FORMATS, media_events
-from ._tfrecord import frame_many, fsync_and_close, write_all, write_whole
 
 __all__ = ["TensorBoardBackend"]
 
@@ -145,9 +143,9 @@ class TensorBoardBackend(LockedFileBackend):
         if self.purge_after is None:
             return t
         for name in os.listdir(folder):
-            m = re.match(re.escape(EVENTS_PREFIX) + r"(\d+)\.", name)
-            if m and not name.startswith(HPARAMS_FILE_PREFIX):
-                t = max(t, int(m[1]) + 1)
+            stamp = name_time(name)
+            if stamp is not None:
+                t = max(t, stamp + 1)
         return t
 
     def _new_file(self, folder: str, event_cls: Any, start_step: int | None) -> BinaryIO:
@@ -159,9 +157,8 @@ class TensorBoardBackend(LockedFileBackend):
         os.makedirs(folder, exist_ok=True)
         now = time.time()
         stamp = self._file_time(folder, now)
-        base = f"{EVENTS_PREFIX}{stamp:010d}.{socket.gethostname()}.{os.getpid()}"
         for n in itertools.count():
-            path = os.path.join(folder, f"{base}.{n}{self.filename_suffix}")
+            path = os.path.join(folder, events_name(stamp, n, self.filename_suffix))
             try:
                 f = open(path, "xb", buffering=0)  # noqa: SIM115 - kept open until close()
             except FileExistsError:

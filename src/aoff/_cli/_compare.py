@@ -28,10 +28,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from .._channel._paths import has_live_files
+from .._runfolder._runfind import find_runs, is_run_dir, tb_files
 from ._comparechart import curve_chart
 from ._groups import Group, compile_group, group_runs
 from ._progress import reading_progress
-from ._runfind import find_runs, is_run_dir, tb_files
 from ._series import RunSeries
 from ._stats import Curve, Final, final_score, final_stats, iqm_curve, probability_of_improvement
 
@@ -63,7 +64,7 @@ def find_compare_runs(args: list[str], notes: list[str]) -> list[str]:
             elif is_run_dir(p):
                 runs.append(p)
             else:
-                below = find_runs(p, notes)
+                below = find_runs(p, notes, live=has_live_files)
                 if not below:
                     notes.append(f"{p!r} holds no run")
                 runs.extend(below)

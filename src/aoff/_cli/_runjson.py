@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ._rundata import REWARD_TAG, RunData
+from .._runfolder._rundata import REWARD_TAG, RunData
 
 __all__ = ["ls_row", "show_json"]
 

@@ -1,7 +1,7 @@
 """``aoff show RUN_DIR`` and ``aoff ls RUNS_DIR``: look at runs without TensorBoard.
 
 After a run, the quickest questions are "how far did it get, and did the reward go up?".
-``show`` answers them in the terminal from what the run left (read by :mod:`aoff._cli._runs`:
+``show`` answers them in the terminal from what the run left (read by :mod:`aoff._runfolder._runs`:
 the run summary, else ``metrics.jsonl``, else the event files): a summary panel and one
 row per tag with its first, last, min and max values and a sparkline of the curve, laid
 out to fit the width without wrapping a tag. ``ls`` prints one line per run below a
@@ -26,14 +26,14 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.text import Text
 
-from .._channel._paths import live_status
+from .._channel._paths import has_live_files, live_status
 from .._display._format import fmt_duration
+from .._runfolder._rundata import JSONL_NAME, REWARD_TAG, SUMMARY_NAME, TB_PATTERN, RunData
+from .._runfolder._runfind import find_runs
+from .._runfolder._runs import read_run, scan_bytes
 from ._folder import not_a_folder
 from ._progress import reading_progress
-from ._rundata import JSONL_NAME, REWARD_TAG, SUMMARY_NAME, TB_PATTERN, RunData
-from ._runfind import find_runs
 from ._runjson import ls_row, show_json
-from ._runs import read_run, scan_bytes
 from ._tagtable import bars_for, fmt_value, tag_table
 
 __all__ = ["MIN_WIDTH", "add_ls_arguments", "add_show_arguments", "run_ls", "run_show"]
@@ -190,7 +190,7 @@ def run_ls(root: str, out: TextIO, err: TextIO, *, as_json: bool = False) -> int
         print(f"aoff ls: {not_a_folder(root)}", file=err)
         return 1
     skipped: list[str] = []
-    runs = find_runs(root, skipped)
+    runs = find_runs(root, skipped, live=has_live_files)
     for line in skipped:
         print(f"aoff ls: skipped {line}", file=err)
     if not runs:

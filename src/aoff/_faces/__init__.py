@@ -10,6 +10,6 @@ shipper and falling back to an in-process pump when the agent is lost (``_side``
 signals held back during a round on the main thread (``_defer``).
 
 May import: ``_pump``, ``_channel``, ``_transport``, ``_backends``, ``_display``,
-``_runfolder`` (resume reads the run folder), ``_media`` (the media calls), ``_core``.
-Never ``_agent`` (another process: it is started by name) nor ``_cli``.
+``_runfolder`` (resume's last step and cut), ``_media``, ``_core``. Never ``_agent``
+(another process: it is started by name) nor ``_cli``.
 """

@@ -5,8 +5,9 @@ hand records to the runners: ``_intake``), one runner a backend (``_runner``), t
 screen (display, printed text, ``aoff attach`` viewers: ``_screen``), the end of a run's
 input (``_end``), system metrics (``_sysmetrics``), the run's rules and where their
 alerts go (``_alerts``, with the webhook and command on a thread of their own:
-``_actions``), the logger's own cost as ``aoff/...`` tags (``_cost``); what it is built
-from (``Options``: every constructor argument, checked once: ``_options``; the named
+``_actions``), the logger's own cost as ``aoff/...`` tags (``_cost``), the run summary
+kept fresh on a timer (``_summarykeeper``); what it is built from (``Options``: every
+constructor argument, checked once: ``_options``; the named
 backends, one table of name to factory: ``_registry``; which ranks log: ``_ranks``),
 how its parts are wired (``Core``: ``_wiring``), and running it on a private loop in a
 daemon thread (``PumpThread``: ``_thread``). And what a process that pumps needs: taking
@@ -17,6 +18,6 @@ and waiting on a pump as long as it progresses (``_progresswatch``, shared with 
 faces).
 
 May import: ``_channel``, ``_transport``, ``_backends``, ``_display``, ``_runfolder``
-(the registry's file names), ``_media`` (the encoder beside it), ``_core``. Never
+(the run summary, the file names), ``_media`` (the encoder beside it), ``_core``. Never
 ``_faces``, ``_agent`` or ``_cli`` (they stand on it).
 """

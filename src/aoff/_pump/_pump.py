@@ -55,12 +55,12 @@ from ._end import end_of_input
 from ._intake import FOLD_SLICE, Intake
 from ._runner import DEFAULT_MAX_PENDING, BackendRunner
 from ._screen import Screen
-from ._summaryfile import SummaryKeeper
+from ._summarykeeper import SummaryKeeper
 from ._tally import Progress, finish_report, progress, unwritten
 from ._turns import apause, shared
 
 if TYPE_CHECKING:
-    from .._backends._summary import RunSummary
+    from .._runfolder._summarywriter import RunSummary
     from ._alerts import AlertDesk
     from ._sysmetrics import SystemSampler
 

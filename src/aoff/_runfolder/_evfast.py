@@ -37,7 +37,7 @@ import numpy as np
 from crc32c import crc32c
 
 from ._framing import MASK_DELTA, masked_crc32c
-from ._series import Columns
+from ._tagseries import Columns
 from ._tbwire import Buf, fields, varint
 
 __all__ = ["FastPath", "Folder", "Layout"]

@@ -14,20 +14,28 @@ rules (a ``SessionLog.START`` at step ``s`` in a ``brain.Event:2`` file drops th
 read before it with a step ``>= s``; an older file drops a tag's points from an
 out-of-order step on).
 
-Where it differs, on purpose: a record whose checksum fails in the middle of a file is
-skipped and counted (TensorBoard stops reading the file there); a torn last record is
-left for the next read (a writer may still be appending it) and reported.
+What to do at a corrupt record is the caller's policy, not a second parser:
+``stop_at_corrupt=False`` (:func:`aoff.read_scalars`) skips a record whose checksum fails
+in the middle of a file and counts it, where TensorBoard stops reading the file;
+``stop_at_corrupt=True`` (``aoff ls/show``, through ``_tbread``) stops there as TensorBoard
+does and names the place (:attr:`Cursor.stopped`), so what they print is what TensorBoard
+shows. A torn last record is left for the next read (a writer may still be appending it)
+and reported.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Collection
+import select
+import stat
+import struct
+from collections.abc import Callable, Collection, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ._evfast import FastPath
 from ._framing import masked_crc32c
-from ._series import Columns, Series
+from ._tagseries import Columns, Series
 from ._tbvalue import plugin_name, tensor_scalar
 from ._tbwire import F32, F64, HEADER, U32S, Buf, fields, varint
 
@@ -36,6 +44,8 @@ __all__ = ["CHUNK", "Cursor", "EventFolder"]
 #: bytes read at a time
 CHUNK = 32 << 20
 _START = 1  # SessionLog.START
+#: how often a read of a pipe that waits for its writer wakes to let Ctrl+C through
+_WAKE_S = 0.1
 
 
 @dataclass
@@ -49,16 +59,39 @@ class Cursor:
     corrupt: int = 0
     #: bytes after ``offset`` at the end of the last read: a torn (or still written) record
     torn: int = 0
+    #: read no further than this byte (``aoff ls`` reads a big file's ends): a record cut
+    #: there is not torn
+    end: int | None = None
+    #: why reading stopped for good (``stop_at_corrupt``): ``"a corrupt record at byte N"``
+    stopped: str | None = None
 
 
 class EventFolder:
     """A TensorBoard run: one folder's event files, read in name order.
 
     ``prefix`` goes before every tag (a sub-folder's path and ``/``: TensorBoard shows
-    each sub-folder as a run of its own). ``tags``: only these (with their prefix)."""
+    each sub-folder as a run of its own). ``tags``: only these (with their prefix).
+    ``stop_at_corrupt``: the policy at a corrupt record (see the module). ``pipes``: read
+    a file that is not a regular one (a FIFO) as a stream, once, waiting for its writer
+    (``aoff show``); otherwise it is refused with ``OSError``, as an incremental reader
+    that reads a file again from where it stopped cannot read a pipe. ``progress`` is
+    called with the bytes of each ``chunk`` read."""
 
-    def __init__(self, prefix: str = "", tags: Collection[str] | None = None) -> None:
+    def __init__(
+        self,
+        prefix: str = "",
+        tags: Collection[str] | None = None,
+        *,
+        stop_at_corrupt: bool = False,
+        pipes: bool = False,
+        progress: Callable[[int], None] | None = None,
+        chunk: int = CHUNK,
+    ) -> None:
         self.prefix = prefix
+        self.stop_at_corrupt = stop_at_corrupt
+        self.pipes = pipes
+        self.progress = progress
+        self.chunk = chunk
         self.tags = None if tags is None else frozenset(tags)
         self.cursors: dict[str, Cursor] = {}
         self.series: dict[str, Series] = {}
@@ -87,25 +120,28 @@ class EventFolder:
             self._read_file(cur)
 
     def _read_file(self, cur: Cursor) -> None:
-        with open(cur.path, "rb", buffering=0) as f:
-            size = os.fstat(f.fileno()).st_size
-            if size < cur.offset:  # cut back (a resume): read it again from the start
-                cur.offset = 0
-            f.seek(cur.offset)
+        if cur.stopped is not None:  # stopped at a corrupt record: nothing after it counts
+            return
+        with _opened(cur, pipes=self.pipes) as readinto:
             left = b""  # the start of a record the last chunk cut
             while True:
+                want = self.chunk
+                if cur.end is not None:
+                    want = max(min(want, cur.end - cur.offset - len(left)), 0)
                 # the chunk is read in place after what is left (no copy of the chunk)
-                buf = bytearray(len(left) + CHUNK)
+                buf = bytearray(len(left) + want)
                 buf[: len(left)] = left
-                got = f.readinto(memoryview(buf)[len(left) :])
+                got = readinto(memoryview(buf)[len(left) :]) if want else 0
                 self.bytes_read += got
+                if got and self.progress is not None:
+                    self.progress(got)
                 final = not got
                 del buf[len(left) + got :]
                 used = self._walk(cur, buf, final)
                 cur.offset += used
                 left = bytes(buf[used:])
-                if final:
-                    cur.torn = len(left)
+                if final or cur.stopped is not None:
+                    cur.torn = len(left) if cur.end is None and cur.stopped is None else 0
                     return
 
     def _walk(self, cur: Cursor, buf: bytearray, final: bool) -> int:
@@ -122,6 +158,8 @@ class EventFolder:
                 break
             length, hcrc = header(buf, pos)
             if masked_crc32c(view[pos : pos + 8]) != hcrc:
+                if self.stop_at_corrupt:
+                    return self._stop(cur, pos, "a corrupt record")
                 q = _resync(buf, pos + 1)
                 if q is None:
                     if not final:
@@ -136,17 +174,27 @@ class EventFolder:
             if end + 4 > n:
                 break
             if masked_crc32c(view[pos + 12 : end]) != u32(buf, end)[0]:
+                if self.stop_at_corrupt:
+                    return self._stop(cur, pos, "a corrupt record")
                 cur.corrupt += 1
                 fast.forget()
             else:
                 try:
                     self.event(buf, pos + 12, end)
-                except (ValueError, IndexError) as exc:  # checksum right, protobuf wrong
+                except (ValueError, IndexError, struct.error) as exc:  # protobuf wrong
+                    if self.stop_at_corrupt:
+                        return self._stop(cur, pos, "an unreadable event")
                     raise ValueError(
                         f"{cur.path}: an unreadable event at byte {cur.offset + pos}: {exc}"
                     ) from None
                 fast.learn(buf, pos, length)
             pos = end + 4
+        return pos
+
+    @staticmethod
+    def _stop(cur: Cursor, pos: int, what: str) -> int:
+        """Stop reading ``cur``'s file at ``pos`` of the buffer (``stop_at_corrupt``)."""
+        cur.stopped = f"{what} at byte {cur.offset + pos}"
         return pos
 
     # -- one record, in full ------------------------------------------------------------------
@@ -247,6 +295,49 @@ class EventFolder:
                 series.drop_from(step)
         if self.handed_out:
             self.retracted.append((step, tags))
+
+
+@contextmanager
+def _opened(cur: Cursor, *, pipes: bool) -> Iterator[Callable[[memoryview], int]]:
+    """``readinto(view)`` for ``cur``'s file from ``cur.offset``, which Ctrl+C can always
+    stop.
+
+    A regular file is read plainly; one cut back below ``cur.offset`` (a resume) is read
+    again from the start. Anything else (a FIFO, a device) is refused unless ``pipes``
+    (``OSError``). Such a file could keep the main thread in one ``read`` for ever, and a
+    SIGINT that the kernel hands to another thread (numpy's BLAS pool has some) would then
+    never raise ``KeyboardInterrupt``: it is opened without waiting for a writer and read
+    through ``select`` that wakes every ``_WAKE_S``. A FIFO with no writer at all reads as
+    empty; it cannot start anywhere but at 0 (``OSError``)."""
+    fd = os.open(cur.path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            os.set_blocking(fd, True)
+            with open(fd, "rb", buffering=0, closefd=False) as f:
+                if os.fstat(fd).st_size < cur.offset:
+                    cur.offset = 0
+                if cur.offset:  # never seek to 0: the common case needs no call
+                    f.seek(cur.offset)
+                yield lambda view: f.readinto(view) or 0
+            return
+        if not pipes:
+            raise OSError(f"{cur.path}: not a regular file")
+        if cur.offset:
+            raise OSError(f"{cur.path}: not a regular file, cannot start at byte {cur.offset}")
+
+        def readinto(view: memoryview) -> int:
+            while True:
+                try:
+                    data = os.read(fd, len(view))  # b"" at once when no writer has it open
+                except BlockingIOError:  # a writer, nothing written yet: wait, awake
+                    select.select([fd], [], [], _WAKE_S)
+                    continue
+                view[: len(data)] = data
+                return len(data)
+
+        yield readinto
+    finally:
+        os.close(fd)
 
 
 def _resync(buf: Buf, start: int) -> int | None:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 
 from ._replace import replaced
-from ._series import Series
+from ._tagseries import Series
 
 __all__ = ["FIXED", "LineCursor", "RowSink", "cut_rows", "last_row_step"]
 

@@ -26,7 +26,7 @@ from .._core._warning import AoffWarning
 from ._csvfile import CSV_NAME, CsvScalars
 from ._evfolder import EventFolder
 from ._jsonlfile import JSONL_NAME, JsonlScalars
-from ._series import Columns, Series, joined
+from ._tagseries import Columns, Series, joined
 from ._tfevents import event_folders, is_events_name
 
 if TYPE_CHECKING:

@@ -1,7 +1,7 @@
 """``aoff-summary.json``: the run summary's name, its format's mark, and when it may
 stand for the run.
 
-Why a module of its own: the summary backend (``_backends/_summary.py``) writes it,
+Why a module of its own: the summary backend (``_runfolder/_summarywriter.py``) writes it,
 ``aoff ls/show`` read it first (each tag's first, last, range and a short curve, so a
 run is shown without reading its data files); the name, the format's mark and the rule
 of when it stands for the run (finished, or refreshed by a live run; not left by a
@@ -16,11 +16,29 @@ import json
 import os
 from typing import Any
 
-__all__ = ["FORMAT", "SUMMARY_NAME", "VERSION", "load_summary"]
+__all__ = [
+    "FORMAT",
+    "STAGING_PREFIX",
+    "SUMMARY_GLOB",
+    "SUMMARY_NAME",
+    "VERSION",
+    "load_summary",
+    "summary_name",
+]
 
 SUMMARY_NAME = "aoff-summary.json"
+#: every session's summary file in a folder: one per session or writer that wrote there
+SUMMARY_GLOB = "aoff-summary*.json"
+#: a summary being written, before it is moved to its name
+STAGING_PREFIX = ".aoff-summary-"
 FORMAT = "aoff.run-summary"
 VERSION = 1
+
+
+def summary_name(n: int) -> str:
+    """The ``n``-th session's summary in a folder: ``aoff-summary.json``,
+    ``aoff-summary-2.json``, …"""
+    return SUMMARY_NAME if n == 1 else f"aoff-summary-{n}.json"
 
 
 def load_summary(run_dir: str, *, live: bool) -> dict[str, Any] | None:

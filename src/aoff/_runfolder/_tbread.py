@@ -1,203 +1,101 @@
-"""Reading the scalars back out of TensorBoard event files, fast.
+"""A run's event files read for ``aoff show``/``aoff ls``: each tag's series and the run's
+range, as TensorBoard shows them.
 
 Why not TensorBoard's own reader: ``EventAccumulator`` builds a protobuf object per event
 and a Python object per value; on a 65 MB file (50,000 steps of the demo) it took ~25 s.
-``aoff show``/``aoff ls`` need only the scalars: this module walks the TFRecord framing
-(both checksums checked, as TensorBoard does) and decodes just enough of ``Event`` and
-``Summary`` to find them, skipping everything else (histograms, images, text ...).
+The records are parsed by the one event parser of the run folder (``_evfolder``, with
+its bulk path ``_evfast``), the same that :func:`aoff.read_scalars` reads with, so the
+two agree on every value and on TensorBoard's purge rules. Only the policy at a corrupt
+record differs, and it is a parameter of that parser: here reading stops there, as
+TensorBoard stops, and the place is named in :attr:`Scan.problems` (``read_scalars``
+skips the record and counts it).
 
-Most summaries repeat one layout record after record (the same tags in the same order,
-``simple_value`` each): the first time a layout is seen its byte pattern is turned into a
-:class:`struct.Struct` that reads every tag head and float of such a summary in one call;
-a record whose heads do not match goes through the general decoder. What is read is what
-TensorBoard's readers show:
-
-* ``Value.simple_value`` (what aoff, TensorBoard's ``SummaryWriter`` and torch's write);
-* ``Value.tensor`` holding one float (``DT_FLOAT``/``DT_DOUBLE``/``DT_HALF``) for a tag
-  whose metadata names the ``scalars`` plugin (torch's ``new_style=True``, TF2's
-  ``tf.summary.scalar``);
-* TensorBoard's purge rule: a ``SessionLog.START`` at step ``s`` (a resumed run) hides
-  every point read before it with a step ``>= s``; files without ``brain.Event:2`` use the
-  older out-of-order-step rule.
-
-A torn or corrupt record ends the reading of its file (what came before is kept) and is
-named in :attr:`Scan.problems`, as TensorBoard stops there too.
-
-This module walks the bytes: chunks of a file, the TFRecord framing and its checksums,
-and the hot loop for a record of a known layout; it also finds a record boundary in the
-middle of a file (``aoff ls`` reads only a big run's ends). What a record means is
-``_tbscan``'s (the values, the purge rules, the result), on the wire primitives of
-``_tbwire``, ``_tbvalue`` and ``_tblayout``.
+This module is what ``show``/``ls`` need on top: the result's shape (:class:`Scan`), the
+whole files (:func:`scan_files`), or for ``aoff ls`` on a big run only its ends
+(:func:`scan_last`), which needs a record boundary found in the middle of a file.
 """
 
 from __future__ import annotations
 
 import os
-import select
-import stat
-import struct
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
-from crc32c import crc32c
+import numpy as np
 
-from ._framing import MASK_DELTA as _MASK_DELTA
-from ._framing import U32 as _U32
+from ._evfolder import Cursor, EventFolder
 from ._framing import masked_crc32c
-from ._tblayout import Layout
-from ._tbscan import Reader, Scan, TagSeries
-from ._tbwire import F64, HEADER, U32S, varint
+from ._tbwire import HEADER
 
 __all__ = ["HEAD_BYTES", "TAIL_BYTES", "Scan", "TagSeries", "scan_files", "scan_last"]
 
 #: bytes read at a time; the progress callback is called once per chunk
 CHUNK = 8 << 20
 
-#: how often a read of a pipe that waits for its writer wakes to let Ctrl+C through
-_WAKE_S = 0.1
+#: bytes of the last event file ``scan_last`` reads, and of the first one
+TAIL_BYTES = 4 << 20
+HEAD_BYTES = 256 << 10
 
 
-@contextmanager
-def _opened(path: str, start: int) -> Iterator[Callable[[int], bytes]]:
-    """``read(n)`` for ``path`` from byte ``start``, which can always be stopped by Ctrl+C.
+@dataclass
+class TagSeries:
+    """One tag's points in the order TensorBoard shows them."""
 
-    A regular file is read plainly. Anything else (a FIFO, a device) could keep the main
-    thread in one ``read`` for ever, and a SIGINT that the kernel hands to another thread
-    (numpy's BLAS pool has some) would then never raise ``KeyboardInterrupt``: such a
-    file is opened without waiting for a writer and read through ``select`` that wakes
-    every ``_WAKE_S``. A FIFO with no writer at all reads as empty; it cannot start
-    anywhere but at 0 (``OSError``)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    try:
-        if stat.S_ISREG(os.fstat(fd).st_mode):
-            os.set_blocking(fd, True)
-            if start:  # never seek to 0: the common case needs no call
-                os.lseek(fd, start, os.SEEK_SET)
-            yield lambda n: os.read(fd, n)
-            return
-        if start:
-            raise OSError(f"{path}: not a regular file, cannot start at byte {start}")
-
-        def read(n: int) -> bytes:
-            while True:
-                try:
-                    return os.read(fd, n)  # b"" at once when no writer has it open
-                except BlockingIOError:  # a writer, nothing written yet: wait, awake
-                    select.select([fd], [], [], _WAKE_S)
-
-        yield read
-    finally:
-        os.close(fd)
+    steps: np.ndarray[Any, np.dtype[np.int64]]
+    values: np.ndarray[Any, np.dtype[np.float64]]
 
 
-def _read_file(
-    reader: Reader,
-    path: str,
-    progress: Callable[[int], None] | None,
-    *,
-    start: int = 0,
-    limit: int | None = None,
-) -> tuple[str, str] | None:
-    """Walk one file's records from byte ``start``; ``(path, why)`` when it stops before
-    the end. ``limit``: read at most that many bytes (a record cut there is not a fault).
+@dataclass
+class Scan:
+    """What :func:`scan_files` found: each scalar tag's series, and the run's range."""
 
-    The loop is written out (no calls) for the common record: ``wall_time``, ``step`` and
-    a summary of a known layout; anything else goes to :meth:`Reader.event`."""
-    scan = reader.scan
-    event = reader.event
-    header = HEADER.unpack_from
-    u32 = U32S.unpack_from
-    f64 = F64.unpack_from
-    layouts = reader.layouts
-    points = reader.points
-    add_point = points.append
-    left = limit
-    with _opened(path, start) as read:
-        buf = b""
-        view = memoryview(buf)
-        base = start  # file offset of buf[0]
-        pos = 0
-        eof = False
-        want = 12
-        while True:
-            if len(buf) - pos < want:
-                if eof:
-                    if pos == len(buf) or limit is not None:
-                        return None
-                    return (path, "the last record is truncated")
-                size = max(CHUNK, want)
-                if left is not None:
-                    size = min(size, left)
-                    left -= size
-                more = read(size) if size > 0 else b""
-                if not more:
-                    eof = True
-                    continue
-                scan.bytes_read += len(more)
-                if progress is not None:
-                    progress(len(more))
-                base += pos
-                view.release()
-                buf = buf[pos:] + more
-                view = memoryview(buf)
-                pos = 0
-                continue
-            length, hcrc = header(buf, pos)
-            c = crc32c(view[pos : pos + 8])
-            if (((c >> 15) | (c << 17)) + _MASK_DELTA) & _U32 != hcrc:
-                return (path, f"a corrupt record at byte {base + pos}")
-            p = pos + 12
-            end = p + length
-            if end + 4 > len(buf):
-                want = 16 + length
-                continue
-            want = 12
-            c = crc32c(view[p:end])
-            if (((c >> 15) | (c << 17)) + _MASK_DELTA) & _U32 != u32(buf, end)[0]:
-                return (path, f"a corrupt record at byte {base + pos}")
-            pos = end + 4
-            try:
-                if length > 13 and buf[p] == 0x09 and buf[p + 9] == 0x10:
-                    q = p + 10
-                    step = 0
-                    shift = 0
-                    while True:  # the step's varint, written out
-                        b = buf[q]
-                        q += 1
-                        step |= (b & 0x7F) << shift
-                        if b < 0x80:
-                            break
-                        shift += 7
-                    if buf[q] == 0x2A:
-                        size = buf[q + 1]
-                        q += 2
-                        if size >= 0x80:
-                            b = buf[q]
-                            q += 1
-                            size = (size & 0x7F) | ((b & 0x7F) << 7)
-                            if b >= 0x80:
-                                size, q = varint(buf, q - 3)
-                        if q + size == end and step < (1 << 63) and not reader.old_rule:
-                            for layout in layouts.get(size, ()):
-                                if layout.reader.unpack_from(buf, q) == layout.heads:
-                                    (wall,) = f64(buf, p + 1)
-                                    add_point(step)
-                                    add_point(wall)
-                                    raw = layout.raw
-                                    raw += view[q:end]
-                                    if len(raw) >= size * Layout.FLUSH_ROWS:
-                                        layout.flush()
-                                    series = layout.series
-                                    series.append(reader.order)
-                                    series.append(step)
-                                    reader.order += 1
-                                    break
-                            else:
-                                event(buf, p, end)
-                            continue
-                event(buf, p, end)
-            except (ValueError, IndexError, struct.error):
-                return (path, f"an unreadable event at byte {base + pos - length - 16}")
+    tags: dict[str, TagSeries] = field(default_factory=dict)
+    #: distinct steps that carried at least one scalar
+    records: int = 0
+    first_time: float | None = None
+    last_time: float | None = None
+    bytes_read: int = 0
+    #: ``(file, why)`` for each file whose reading stopped early
+    problems: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _folder(progress: Callable[[int], None] | None) -> EventFolder:
+    return EventFolder(stop_at_corrupt=True, pipes=True, progress=progress, chunk=CHUNK)
+
+
+def _scan(folder: EventFolder) -> Scan:
+    """The folder's series as a :class:`Scan` (the series are handed out)."""
+    scan = Scan(bytes_read=folder.bytes_read)
+    walls = []
+    for tag, series in folder.series.items():
+        steps, wall, values = series.take()
+        if len(values):
+            scan.tags[tag] = TagSeries(steps, values)
+            walls.append(wall)
+    if walls:
+        scan.records = _distinct_steps([t.steps for t in scan.tags.values()])
+        scan.first_time = float(min(w.min() for w in walls))
+        scan.last_time = float(max(w.max() for w in walls))
+    for cur in folder.cursors.values():
+        if cur.stopped is not None:
+            scan.problems.append((cur.path, cur.stopped))
+        elif cur.torn:
+            scan.problems.append((cur.path, "the last record is truncated"))
+    return scan
+
+
+def _distinct_steps(arrays: list[np.ndarray[Any, np.dtype[np.int64]]]) -> int:
+    """How many distinct steps the tags' step arrays hold together. Most tags of a run
+    share one array of steps: each distinct array is counted in once (a hash-based
+    ``np.unique`` of every tag's steps joined took seconds on a long run)."""
+    kept: dict[tuple[int, int, int], list[np.ndarray[Any, np.dtype[np.int64]]]] = {}
+    for a in arrays:
+        same = kept.setdefault((len(a), int(a[0]), int(a[-1])), [])
+        if not any(np.array_equal(a, b) for b in same):
+            same.append(a)
+    joined = np.sort(np.concatenate([a for same in kept.values() for a in same]))
+    return int(np.count_nonzero(joined[1:] != joined[:-1])) + 1
 
 
 def scan_files(paths: Sequence[str], progress: Callable[[int], None] | None = None) -> Scan:
@@ -205,17 +103,9 @@ def scan_files(paths: Sequence[str], progress: Callable[[int], None] | None = No
     reads them: sorted by name). ``progress`` is called with the bytes of each chunk read.
 
     Raises ``OSError`` for a file that cannot be opened or read."""
-    reader = Reader()
-    for path in paths:
-        problem = _read_file(reader, path, progress)
-        if problem is not None:
-            reader.scan.problems.append(problem)
-    return reader.finish()
-
-
-#: bytes of the last event file ``scan_last`` reads, and of the first one
-TAIL_BYTES = 4 << 20
-HEAD_BYTES = 256 << 10
+    folder = _folder(progress)
+    folder.read(list(paths))
+    return _scan(folder)
 
 
 def _sync_point(buf: bytes) -> int | None:
@@ -256,15 +146,15 @@ def scan_last(paths: Sequence[str], progress: Callable[[int], None] | None = Non
     sync = _sync_point(tail)
     if sync is None:
         return None
-    head = Reader()
-    _read_file(head, paths[0], None, limit=HEAD_BYTES)
-    reader = Reader()
-    reader.file_version = head.file_version
-    problem = _read_file(reader, last, None, start=size - TAIL_BYTES + sync)
-    scan = reader.finish()
-    if problem is not None:
-        scan.problems.append(problem)
-    first = head.finish()
+    head = _folder(None)
+    head.cursors[paths[0]] = Cursor(paths[0], end=HEAD_BYTES)
+    head.read([paths[0]])
+    folder = _folder(None)
+    folder.file_version = head.file_version  # the tail has no file_version record
+    folder.cursors[last] = Cursor(last, offset=size - TAIL_BYTES + sync)
+    folder.read([last])
+    scan = _scan(folder)
+    first = _scan(head)
     if first.first_time is not None:
         scan.first_time = first.first_time
     if progress is not None:

@@ -4,7 +4,7 @@ Why a module of its own: TensorBoard shows a ``Value.tensor`` holding one float 
 scalar when the tag's metadata names the ``scalars`` plugin (torch's ``new_style=True``,
 TF2's ``tf.summary.scalar``). Decoding a ``TensorProto`` (its dtype, its shape, and the
 value in ``tensor_content`` or one of the typed fields) is a protocol of its own, apart
-from walking the events (``_tbscan``).
+from walking the events (``_evfolder``).
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
-"""Protobuf's wire format, as much as the scalar readers (``_tbread``, ``_evfolder``,
-``_evfast``) need of it.
+"""Protobuf's wire format, as much as the event parser (``_evfolder``, ``_evfast``) and
+the writers' last-step reader (``_tfevents``) need of it.
 
 Why a module of its own: the reader decodes ``Event``, ``Summary``, ``TensorProto`` and
 ``SummaryMetadata`` by hand (TensorBoard's protobuf classes cost a Python object per value,
 see ``_tbread``); these few primitives (a varint, skipping a field, listing a message's
 fields) and the fixed-width layouts are what every one of those decoders stands on. The
 TFRecord framing's checksum around the events (the masked CRC32C) is ``_framing``'s,
-shared with the writer (``_backends/_tfrecord``).
+shared with the writer (``_tfrecord``).
 """
 
 from __future__ import annotations

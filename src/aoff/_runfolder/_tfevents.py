@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import glob
 import os
+import re
+import socket
 import struct
 
 from ._tbwire import varint
@@ -18,10 +20,15 @@ __all__ = [
     "EVENTS_PATTERN",
     "EVENTS_PREFIX",
     "HPARAMS_FILE_PREFIX",
+    "HPARAMS_STAGING_PREFIX",
     "event_files",
     "event_folders",
+    "events_name",
+    "hparams_name",
+    "hparams_seq",
     "is_events_name",
     "last_step",
+    "name_time",
 ]
 
 EVENTS_PREFIX = "events.out.tfevents."
@@ -29,7 +36,35 @@ EVENTS_PATTERN = EVENTS_PREFIX + "*"
 #: aoff's HParams file (config and final metrics, ``_backends/_hparams.py``): no run
 #: steps in it, so the readers of a run's series leave it out
 HPARAMS_FILE_PREFIX = EVENTS_PREFIX + "0000000000.aoff-hparams."
+#: an HParams file being written, before it is moved to its name
+HPARAMS_STAGING_PREFIX = ".aoff-hparams-"
 _MARK = "tfevents"
+_TIME = re.compile(re.escape(EVENTS_PREFIX) + r"(\d+)\.")
+_SEQ = re.compile(re.escape(HPARAMS_FILE_PREFIX) + r"(\d+)$")
+
+
+def events_name(stamp: int, n: int, suffix: str = "") -> str:
+    """A new event file's name, TensorFlow's: ``events.out.tfevents.<10-digit time>.<host>.
+    <pid>.<n>`` and the writer's ``suffix`` (``<n>`` tells apart two files of one second)."""
+    return f"{EVENTS_PREFIX}{stamp:010d}.{socket.gethostname()}.{os.getpid()}.{n}{suffix}"
+
+
+def name_time(name: str) -> int | None:
+    """The time in an event file's name (basename); ``None`` for aoff's HParams file or
+    any other name."""
+    m = _TIME.match(name)
+    return int(m[1]) if m and not name.startswith(HPARAMS_FILE_PREFIX) else None
+
+
+def hparams_name(seq: int) -> str:
+    """The name of a folder's ``seq``-th HParams file (a newer one replaces the older)."""
+    return f"{HPARAMS_FILE_PREFIX}{seq:06d}"
+
+
+def hparams_seq(name: str) -> int | None:
+    """The ``seq`` of an HParams file's name (basename); ``None`` for any other name."""
+    m = _SEQ.match(name)
+    return int(m[1]) if m else None
 
 
 def is_events_name(name: str) -> bool:

@@ -1,7 +1,7 @@
 """Reading a finished run back from disk, for ``aoff show`` and ``aoff ls``.
 
 A run folder holds what aoff wrote: ``aoff-summary.json`` (the run summary the pump keeps,
-:mod:`aoff._backends._summary`), ``metrics.jsonl`` (JSON Lines backend) and/or
+:mod:`aoff._runfolder._summarywriter`), ``metrics.jsonl`` (JSON Lines backend) and/or
 ``events.out.tfevents.*`` (TensorBoard backend, or any other tool). The commands only need
 each tag's first/last/min/max values and a curve to draw, plus the run's step, iteration
 and wall-time range, so every source is read into one small ``RunData`` (``_rundata``), in this
@@ -37,7 +37,7 @@ def scan_bytes(run_dir: str, *, live: bool = False, ends: bool = False) -> int:
         return 0
     if os.path.isfile(os.path.join(run_dir, JSONL_NAME)):
         return 0
-    from .._runfolder._tbread import TAIL_BYTES
+    from ._tbread import TAIL_BYTES
 
     files = tb_files(run_dir)
     total = 0

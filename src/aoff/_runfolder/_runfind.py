@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import glob
 import os
+from collections.abc import Callable
 
-from .._runfolder._tfevents import event_files
 from ._rundata import JSONL_NAME, SUMMARY_GLOB
+from ._tfevents import event_files
 
 __all__ = ["find_runs", "is_run_dir", "summary_files", "tb_files"]
 
@@ -37,14 +38,15 @@ def is_run_dir(path: str) -> bool:
     )
 
 
-def find_runs(root: str, skipped: list[str] | None = None) -> list[str]:
+def find_runs(
+    root: str, skipped: list[str] | None = None, *, live: Callable[[str], bool] | None = None
+) -> list[str]:
     """Every run folder at or below ``root``, sorted; a run's own subfolders are skipped.
 
-    Symlinked folders are followed (each real folder once). A folder with a live socket
-    (or a killed run's) counts too, data or not yet. A folder that cannot be listed is
-    named in ``skipped`` (``"<path>: <why>"``) and left out."""
-    from .._channel._paths import has_live_files
-
+    Symlinked folders are followed (each real folder once). A folder for which ``live``
+    says yes (the caller's test for a live socket, or a killed run's: the channel owns
+    those names, above this part) counts too, data or not yet. A folder that cannot be
+    listed is named in ``skipped`` (``"<path>: <why>"``) and left out."""
     found: list[str] = []
     seen: set[str] = set()
 
@@ -59,7 +61,7 @@ def find_runs(root: str, skipped: list[str] | None = None) -> list[str]:
             continue
         seen.add(real)
         try:
-            is_run = is_run_dir(here) or has_live_files(here)
+            is_run = is_run_dir(here) or (live is not None and live(here))
         except OSError as exc:
             problem(exc)
             dirs[:] = []

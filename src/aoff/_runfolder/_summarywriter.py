@@ -45,11 +45,18 @@ from typing import Any
 import numpy as np
 
 from .._core._records import StepRecord, columns
-from .._runfolder._csvfile import CSV_NAME
-from .._runfolder._jsonlfile import JSONL_NAME
-from .._runfolder._replace import replaced
-from .._runfolder._summaryfile import FORMAT, SUMMARY_NAME, VERSION
-from .._runfolder._tfevents import EVENTS_PREFIX
+from ._csvfile import CSV_NAME
+from ._jsonlfile import JSONL_NAME
+from ._replace import replaced
+from ._summaryfile import (
+    FORMAT,
+    STAGING_PREFIX,
+    SUMMARY_GLOB,
+    SUMMARY_NAME,
+    VERSION,
+    summary_name,
+)
+from ._tfevents import EVENTS_PREFIX
 
 __all__ = [
     "CURVE_POINTS",
@@ -61,8 +68,6 @@ __all__ = [
     "to_json_float",
 ]
 
-#: every session's summary file in a folder
-SUMMARY_GLOB = "aoff-summary*.json"
 #: seconds between rewrites of the file while the run lasts
 SUMMARY_INTERVAL = 10.0
 #: a curve keeps between this many and twice as many buckets
@@ -308,7 +313,7 @@ class RunSummary:
             if seq <= self._written_seq:
                 return
             if self._claimed:
-                with replaced(self.path, prefix=".aoff-summary-") as f:
+                with replaced(self.path, prefix=STAGING_PREFIX) as f:
                     f.write(raw)
             else:
                 self.path = claim_summary_path(os.path.dirname(self.path), raw)
@@ -334,7 +339,7 @@ def data_file_sizes(log_dir: str) -> dict[str, int]:
 
 def _names(log_dir: str) -> Iterator[str]:
     for n in itertools.count(1):
-        yield os.path.join(log_dir, SUMMARY_NAME if n == 1 else f"aoff-summary-{n}.json")
+        yield os.path.join(log_dir, summary_name(n))
 
 
 def claim_summary_path(log_dir: str, raw: bytes) -> str:
@@ -344,7 +349,7 @@ def claim_summary_path(log_dir: str, raw: bytes) -> str:
     taken), so a session starting beside this one takes another name and a reader never
     sees the file half written. Where links cannot be made, the name is taken with an
     exclusive create and the content replaces the empty file."""
-    fd, staged = tempfile.mkstemp(dir=log_dir or ".", prefix=".aoff-summary-", suffix=".tmp")
+    fd, staged = tempfile.mkstemp(dir=log_dir or ".", prefix=STAGING_PREFIX, suffix=".tmp")
     try:
         with open(fd, "wb") as f:
             f.write(raw)

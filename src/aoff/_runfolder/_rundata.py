@@ -13,9 +13,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._runfolder._jsonlfile import JSONL_NAME
-from .._runfolder._summaryfile import SUMMARY_NAME
-from .._runfolder._tfevents import EVENTS_PATTERN as TB_PATTERN
+from ._jsonlfile import JSONL_NAME
+from ._summaryfile import SUMMARY_GLOB, SUMMARY_NAME
+from ._tfevents import EVENTS_PATTERN as TB_PATTERN
 
 __all__ = [
     "CURVE_POINTS",
@@ -30,9 +30,6 @@ __all__ = [
     "stats_of",
 ]
 
-#: each session's summary: aoff-summary.json, aoff-summary-2.json, ... (the writer's
-#: _backends/_summary.py spells it too: not imported, ls stays light)
-SUMMARY_GLOB = "aoff-summary*.json"
 NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 #: a curve longer than this is kept as this many bucket means (what a sparkline needs)
 CURVE_POINTS = 128

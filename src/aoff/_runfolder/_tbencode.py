@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .._core._records import StepRecord
-from ._base import Pieces, whole
+from ._pieces import Pieces, whole
 from ._tbevents import EventEncoder, SummaryRecord
 from ._tfrecord import frame_many
 

@@ -1,7 +1,7 @@
 """The run summary file (``aoff-summary.json``) as ``show`` and ``ls`` print it.
 
 Why a module of its own: the summary (a few kilobytes, whatever the run's length, kept by
-the pump: :mod:`aoff._backends._summary`) is the fast path of ``show`` and ``ls``; when
+the pump: :mod:`aoff._runfolder._summarywriter`) is the fast path of ``show`` and ``ls``; when
 it may stand for the run is the run folder's rule (:mod:`aoff._runfolder._summaryfile`),
 how its numbers turn into :class:`RunData` is this module's. It is read without
 importing numpy or the writer's module: ``ls`` stays light.
@@ -13,10 +13,10 @@ import math
 import os
 from typing import Any
 
-from .._runfolder._summaryfile import SUMMARY_NAME
-from .._runfolder._summaryfile import load_summary as load_one
 from ._rundata import NONFINITE, RunData, TagStats
 from ._runfind import summary_files, tb_files
+from ._summaryfile import SUMMARY_NAME
+from ._summaryfile import load_summary as load_one
 
 __all__ = ["from_summary", "load_summary"]
 
@@ -40,7 +40,7 @@ def load_summary(run_dir: str, *, live: bool) -> tuple[str, dict[str, Any]] | No
 
 
 def _num(v: object) -> float | None:
-    """A number of the summary file (``_backends._summary.to_json_float``'s output);
+    """A number of the summary file (``_runfolder._summarywriter.to_json_float``'s output);
     read here without importing numpy, which ``ls`` does not need."""
     if isinstance(v, bool) or v is None:
         return None

@@ -1,4 +1,4 @@
-"""A run's data files read into a :class:`~aoff._cli._rundata.RunData`: ``metrics.jsonl``
+"""A run's data files read into a :class:`~aoff._runfolder._rundata.RunData`: ``metrics.jsonl``
 (exact float64 values) or the TensorBoard event files.
 
 Why a module of its own: these are the slow paths, for a run without a usable summary;
@@ -90,7 +90,7 @@ def read_jsonl(run_dir: str, path: str) -> RunData:
 def read_tensorboard(
     run_dir: str, files: list[str], progress: Callable[[int], None] | None, *, ends: bool = False
 ) -> RunData:
-    from .._runfolder._tbread import scan_files, scan_last
+    from ._tbread import scan_files, scan_last
 
     scan = scan_last(files, progress) if ends else None
     if scan is None or REWARD_TAG not in scan.tags:
