@@ -352,7 +352,9 @@ def test_capture_turns_on_only_after_torch_is_imported() -> None:
 
 
 def test_gather_reads_cpu_tensors_now_and_leaves_plain_events() -> None:
-    assert Recorder()._refresh_capture()  # torch is imported in this process
+    rec: Recorder[None] = Recorder()
+    rec._init_recorder(lambda _: None, lambda: 0.0)
+    assert rec._refresh_capture()  # torch is imported in this process
     g: Gather = []
     v = capture(torch.tensor(1.5, dtype=torch.float16), g, "w", "k")
     assert v == 1.5 and type(v) is float
