@@ -109,6 +109,9 @@ class Recorder(Generic[R]):
         ``train_time``, ``wait_time``, ``learner_incremental_h2d_time``,
         ``weight_sync_time``: the learner's times in seconds; ``extra_info``:
         ``{"throughput_steps": n}`` gives ``perf/steps_per_sec``.
+
+        The hot path, and one function on purpose (over 60 lines): each helper call it
+        made would cost every iteration ~50 ns of its ~0.3 us.
         """
         self._cost_left -= 1
         if not self._cost_left:  # one call in COST_EVERY is timed (_cost.py)

@@ -56,6 +56,21 @@ if TYPE_CHECKING:
     from ._early import EarlyWatch, NoteAlert
 
 
+def _early_watch(options: Options, driver: str, on_alert: NoteAlert | None) -> EarlyWatch | None:
+    """The watch that judges the stop rules on the shipped events while the agent starts
+    (``_early.py``); None where no rule may stop the loop, or no shipper thread runs."""
+    if not (options.stop_rules() and driver == "thread" and on_alert is not None):
+        return None
+    from ._early import EarlyWatch
+
+    return EarlyWatch(
+        options.rules or (),
+        functools.partial(on_alert, early=True),
+        seed_tags=options.seed_tags,
+        clock=options.now,
+    )
+
+
 class AgentSide:
     """A face's half of process mode: the agent, the shipper, the streams, and the
     fallback to an in-process :class:`PumpThread` when the agent is lost.
@@ -89,16 +104,8 @@ class AgentSide:
             self._interval = self.shipper.recv_interval = STOP_RULE_INTERVAL
         # and from the first step: while the agent starts, the shipper thread judges the
         # stop rules on what it shipped (_early.py)
-        self._early: EarlyWatch | None = None
-        if options.stop_rules() and driver == "thread" and on_alert is not None:
-            from ._early import EarlyWatch
-
-            self._early = EarlyWatch(
-                options.rules or (),
-                functools.partial(on_alert, early=True),
-                seed_tags=options.seed_tags,
-                clock=options.now,
-            )
+        self._early = _early_watch(options, driver, on_alert)
+        if self._early is not None:
             self.shipper.tap = []
         # until the agent first answers (it is still importing), frames may wait here up
         # to what its backlog takes once it reads: a loop that logs flat out at once

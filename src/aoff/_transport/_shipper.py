@@ -117,6 +117,8 @@ class Shipper(Generic[R]):
         report_type: type[R],
         say: Callable[[str], None] | None = None,
     ) -> None:
+        """Over 60 lines on purpose: every field of the shipper's state, each with why it
+        is there, in one place, so that a round's reader finds them together."""
         self.buffer = buffer
         self.link = link
         self.report_type: type[R] = report_type
