@@ -72,7 +72,12 @@ INLINE_SLOW_SLICE = 96
 #: sees). The send's cost grows with its bytes (the kernel copies them and wakes the
 #: agent): 256 KiB sends cost 190 us of CPU at a load of 10, so they are kept small.
 #: A send takes no slice, so the look after it takes one and settles the one before at
-#: once (~18 us against ~13, one iteration in ~160: right at the p99)
+#: once (~18 us against ~13, one iteration in ~160: right at the p99). Only new slices'
+#: bytes count, not what a send left on the link: a loop faster than the agent's reader
+#: fills the socket, sends then leave bytes behind (4 in 10 in a flat-out burst), and
+#: counting those made one iteration in ~100 send, the whole p99 (31-33 us against 17-18
+#: with new bytes only, ``bench_burst.py``, quiet); what waits on the link goes with the
+#: next send all the same
 INLINE_SEND_BYTES = 64 << 10
 #: producers look at the clock once every this many calls (the rest is one decrement).
 #: Every call goes through this check, not only ``log_step``: a thread that floods other

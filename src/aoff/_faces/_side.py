@@ -247,7 +247,7 @@ class AgentSide:
             s = self.shipper
             send = (
                 now - self._last_send >= self._interval
-                or s.waiting_bytes() >= INLINE_SEND_BYTES
+                or s.slices.nbytes >= INLINE_SEND_BYTES
                 or s.waiting_for_agent()
             )
             # a slice alone needs no signal deferral (``Slices.pickle_from``), unless the
