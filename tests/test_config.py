@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from aoff import AoffWarning, OffPolicyLogger
-from aoff._backends._hparams import text_table
 from aoff._core._config import HParams, flatten_config
 from aoff._pump._options import PumpMode
+from aoff._runfolder._tbhparams import text_table
 from aoff._runfolder._tfevents import HPARAMS_FILE_PREFIX
 from aoff.testing import RecordingDisplay, probe
 

@@ -25,7 +25,7 @@ from .._runfolder._mediafiles import MEDIA_FORMATS, media_row, write_media_file
 from .._runfolder._replace import replaced
 from .._runfolder._tfrecord import write_whole
 from ._base import BackendContext
-from ._hparams import ConfigWrites
+from ._configwrites import ConfigWrites
 from ._lockedfile import LockedFileBackend
 
 

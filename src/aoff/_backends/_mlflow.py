@@ -61,7 +61,7 @@ from .._core._records import MediaRecord, RunConfig, StepRecord
 from .._runfolder._mediafiles import MEDIA_FORMATS, write_media_file
 from .._runfolder._replace import replaced
 from ._base import BackendContext
-from ._hparams import run_config
+from ._configwrites import run_config
 from ._threads import SerialWorker, wait_future
 
 __all__ = ["MAX_METRICS_PER_CALL", "MAX_PARAMS_PER_CALL", "RUN_ID_FILE", "MlflowBackend"]

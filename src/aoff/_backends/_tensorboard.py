@@ -28,7 +28,7 @@ and its name sorts after every event file already in the folder, so TensorBoard'
 readers, which go through files in name order, drop the older files' points after ``N``.
 
 Config (``config=``, ``log_config``): the HParams session infos, the markdown text table
-and, at :meth:`TensorBoardBackend.close`, the final metrics; see :mod:`aoff._backends._hparams`.
+and, at :meth:`TensorBoardBackend.close`, the final metrics; see :mod:`aoff._runfolder._tbhparams`.
 """
 
 from __future__ import annotations
@@ -48,17 +48,13 @@ from .._core._records import MediaRecord, StepRecord
 from .._runfolder._pieces import Pieces, whole
 from .._runfolder._tbencode import encode_records
 from .._runfolder._tbevents import FILE_VERSION, EventEncoder, load_event_class
+from .._runfolder._tbhparams import hparams_file_events, text_table_event, write_hparams_file
+from .._runfolder._tbmedia import MEDIA_FORMATS, media_events
 from .._runfolder._tfevents import events_name, name_time
 from .._runfolder._tfrecord import frame_many, fsync_and_close, write_all, write_whole
 from ._base import BackendContext
-from ._hparams import (
-    ConfigWrites,
-    hparams_file_events,
-    text_table_event,
-    write_hparams_file,
-)
+from ._configwrites import ConfigWrites
 from ._lockedfile import LockedFileBackend
-from ._tbmedia import MEDIA_FORMATS, media_events
 
 __all__ = ["TensorBoardBackend"]
 
@@ -110,8 +106,9 @@ class TensorBoardBackend(LockedFileBackend):
         self._encoder = EventEncoder()
         #: resume: steps after this one are hidden from TensorBoard (SessionLog.START)
         self.purge_after = purge_after
-        # config (see _hparams.py): the context's HParams, the version written last (-1:
-        # none), the run's start time, and the last step written (for the end metrics)
+        # config (see _runfolder/_tbhparams.py): the context's HParams, the version
+        # written last (-1: none), the run's start time, and the last step written (for
+        # the end metrics)
         self._ctx: BackendContext | None = None
         self._config_writes = ConfigWrites()
         self._hp_values: dict[str, Any] = {}
@@ -235,7 +232,7 @@ class TensorBoardBackend(LockedFileBackend):
                 write_whole(f, data)
                 self._last_step = records[-1].step
 
-    # -- config (HParams, text table; see _hparams.py) ----------------------------------
+    # -- config (HParams, text table; see _runfolder/_tbhparams.py) ---------------------
 
     def _write_config_sync(self, values: dict[str, Any], step: int) -> None:
         now = time.time()
@@ -309,7 +306,7 @@ class TensorBoardBackend(LockedFileBackend):
 
     media_formats = MEDIA_FORMATS
 
-    async def write_media(self, items: Sequence[MediaRecord]) -> None:  # see _tbmedia.py
+    async def write_media(self, items: Sequence[MediaRecord]) -> None:  # see _runfolder/_tbmedia.py
         """Write the encoded images and videos as TensorBoard image summaries."""
         if not self.disabled and items:
             data = frame_many(media_events(items))

@@ -33,8 +33,8 @@ from rich.markup import escape
 from .._core._histogram_data import Histogram
 from .._core._records import MediaRecord, StepRecord
 from ._base import BackendContext
-from ._hparams import ConfigWrites
-from ._hparams import run_config as merged_config
+from ._configwrites import ConfigWrites
+from ._configwrites import run_config as merged_config
 from ._threads import SerialWorker, wait_future
 
 __all__ = ["TrackioBackend"]

@@ -65,8 +65,8 @@ from .._core._records import MediaRecord, RunConfig, StepRecord
 from .._core._rules import ALERT_TAG
 from .._runfolder._replace import replaced
 from ._base import BackendContext
-from ._hparams import ConfigWrites
-from ._hparams import run_config as merged_config
+from ._configwrites import ConfigWrites
+from ._configwrites import run_config as merged_config
 from ._threads import SerialWorker, wait_future
 from ._wandbmedia import MEDIA_FORMATS, MediaFiles
 

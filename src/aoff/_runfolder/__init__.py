@@ -6,7 +6,8 @@ and read back), its last step and its cut after a step (resume):
 * TensorBoard event files: ``_tfevents`` (names, last step), the ``Event`` encoder
   (``_tbevents`` for scalars and histograms, by hand; ``_tbsummaries`` for
   ``SummaryWriter``'s texts, tensors and HParams, with protobuf; ``_tbencode`` picks per
-  record), the TFRecord framing and its appends (``_tfrecord``, its checksum
+  record; images and videos as image summaries, ``_tbmedia``; the run's config as
+  HParams, its own HParams file and the text table, ``_tbhparams``), the TFRecord framing and its appends (``_tfrecord``, its checksum
   ``_framing``), and one event parser for every reader (``_evfolder``, its bulk path
   ``_evfast``, on the wire primitives ``_tbwire`` and ``_tbvalue``), whose policy at a
   corrupt record is a parameter;

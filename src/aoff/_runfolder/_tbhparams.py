@@ -1,5 +1,8 @@
 """TensorBoard's HParams and text summaries of a run's config, built from TB's own protos.
 
+The format half (the events and the HParams file); which version of the config a backend
+has written is the backends' own (``aoff._backends._configwrites``).
+
 Why a separate event file: TensorBoard keeps the *first* ``SummaryMetadata`` it reads for
 a tag of a run, so the session info written when a run starts can never be amended in
 the same file (the root of SB3#1099). aoff therefore keeps the HParams summaries of a run
@@ -29,79 +32,25 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any
 
 from .._core._config import ConfigValue
-from .._core._records import RunConfig
-from .._runfolder._replace import replaced
-from .._runfolder._tfevents import HPARAMS_STAGING_PREFIX, hparams_name, hparams_seq
-from .._runfolder._tfrecord import frame_many, write_all
-
-if TYPE_CHECKING:
-    from ._base import BackendContext
+from ._replace import replaced
+from ._tfevents import HPARAMS_STAGING_PREFIX, hparams_name, hparams_seq
+from ._tfrecord import frame_many, write_all
 
 __all__ = [
-    "ConfigWrites",
+    "TEXT_TAG",
     "hparams_file_events",
-    "run_config",
+    "hparams_files",
     "text_table",
     "text_table_event",
     "write_hparams_file",
 ]
 
+#: the text plugin's tag of the config's table
 TEXT_TAG = "hyperparameters"
-
-
-class ConfigWrites:
-    """Which version of the run's config a backend has written, and writing the next.
-
-    A changed config is written before the batch it came with: a failure raises before
-    any record is written, so the runner's retry of the batch duplicates nothing, and
-    the version goes back so the config is tried again. Only runs given ``config=`` or
-    ``log_config()`` have one."""
-
-    def __init__(self) -> None:
-        self.version = -1
-
-    def due(self, ctx: BackendContext | None) -> dict[str, ConfigValue] | None:
-        """The config's values if they changed since the last ``due`` (or write), and
-        the version moves on: a caller whose send of them fails sets :attr:`version`
-        back. For a backend that sends them its own way (W&B, trackio)."""
-        if ctx is None or ctx.hparams.version == self.version:
-            return None
-        self.version, values = ctx.hparams.snapshot()
-        return values
-
-    async def write_if_changed(
-        self,
-        ctx: BackendContext | None,
-        write: Callable[[dict[str, ConfigValue]], Awaitable[object]],
-    ) -> None:
-        if ctx is None or ctx.hparams.version == self.version or not ctx.hparams.values:
-            return
-        before = self.version
-        self.version, values = ctx.hparams.snapshot()
-        try:
-            await write(run_config(ctx.config, values))
-        except BaseException:
-            self.version = before
-            raise
-
-
-def run_config(cfg: RunConfig, values: Mapping[str, ConfigValue]) -> dict[str, ConfigValue]:
-    """The config every backend stores: the seed's run description (the W&B config the
-    seed logger wrote), then the user's keys, which win."""
-    out: dict[str, ConfigValue] = {
-        "algo": cfg.algo_name,
-        "env": cfg.env_name,
-        "num_envs": cfg.num_envs,
-        "obs_dim": cfg.obs_dim,
-        "action_dim": cfg.action_dim,
-        "max_iterations": cfg.max_iterations,
-    }
-    out.update(values)
-    return out
 
 
 def _cell(v: object) -> str:
