@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 import pytest
 
 from aoff import AsyncOffPolicyLogger, Backend, Display, OffPolicyLogger, Overflow
-from aoff.testing import RecordingDisplay, probe
+from aoff.testing import Probe, RecordingDisplay, probe
 from aoff.testing._faults import remove_sigterm_handler
 
 if TYPE_CHECKING:
@@ -126,6 +126,31 @@ async def ahold_still(seconds: float, why: str) -> None:
 
     assert why, "say why the test holds still"
     await anyio.sleep(seconds)
+
+
+def log_until_the_loss_is_seen(log: OffPolicyLogger, p: Probe, n: int) -> int:
+    """Log a step every 10 ms after step ``n`` until a shipping round finds the agent
+    gone (``probe(log).agent_lost``); the last step logged."""
+    deadline = time.monotonic() + 60
+    while p.agent_lost is None:
+        assert time.monotonic() < deadline, "the lost agent was never noticed"
+        n += 1
+        log.log_step(n, {"x": float(n)})
+        hold_still(0.01, "a training step takes time")
+    return n
+
+
+async def alog_until_the_loss_is_seen(log: AsyncOffPolicyLogger, p: Probe, n: int) -> int:
+    """:func:`log_until_the_loss_is_seen` on the async face: the shipper task ships a
+    round meanwhile."""
+    import anyio
+
+    with anyio.fail_after(60):
+        while p.agent_lost is None:
+            n += 1
+            await log.log_step(n, {"x": float(n)})
+            await ahold_still(0.01, "a training step takes time")
+    return n
 
 
 # -- reading a run back -----------------------------------------------------------------------

@@ -27,7 +27,13 @@ from aoff._faces._side import AgentSide
 from aoff.testing import Probe, await_until, probe, wait_until
 from aoff.testing._faults import finish_grace, kill_agent, put_event, watch_buffer
 
-from .conftest import ahold_still, hold_still, jsonl_agent_logger
+from .conftest import (
+    ahold_still,
+    alog_until_the_loss_is_seen,
+    hold_still,
+    jsonl_agent_logger,
+    log_until_the_loss_is_seen,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -937,18 +943,6 @@ def test_the_async_shippers_pace_follows_a_flood_that_comes_in_bursts() -> None:
         assert pace(SHIP_INTERVAL) == SHIP_INTERVAL
 
 
-def _log_until_the_loss_is_seen(log: OffPolicyLogger, p: Probe, n: int) -> int:
-    """Log a step every 10 ms after step ``n`` until a shipping round finds the agent
-    gone; the last step logged."""
-    deadline = time.monotonic() + 60
-    while p.agent_lost is None:
-        assert time.monotonic() < deadline, "the lost agent was never noticed"
-        n += 1
-        log.log_step(n, {"x": float(n)})
-        hold_still(0.01, "a training step takes time")
-    return n
-
-
 def test_a_lost_agents_fallback_writes_as_the_run_goes_on_and_counts_every_drop(
     tmp_path: Path,
 ) -> None:
@@ -965,7 +959,7 @@ def test_a_lost_agents_fallback_writes_as_the_run_goes_on_and_counts_every_drop(
         log.flush()
         kill_agent(log)
         wait_until(lambda: not p.agent_running, timeout=60, what="the agent to die")
-        n = _log_until_the_loss_is_seen(log, p, 100)
+        n = log_until_the_loss_is_seen(log, p, 100)
         for _ in range(5):
             n += 1
             log.log_step(n, {"x": float(n)})
@@ -1024,7 +1018,7 @@ def test_a_lost_agent_whose_fallback_cannot_start_counts_every_step_after_it(
         log.log_step(i, {"x": float(i)})
     log.flush()
     kill_agent(log)
-    n = _log_until_the_loss_is_seen(log, p, 100)
+    n = log_until_the_loss_is_seen(log, p, 100)
     for _ in range(1000):  # many buffers-full of a 64-event "block" buffer
         n += 1
         log.log_step(n, {"x": float(n)})
@@ -1051,12 +1045,7 @@ async def test_the_async_face_counts_every_step_after_a_loss_no_fallback_can_tak
     async with log:
         p = await _hundred_steps_in_the_agent(log)
         kill_agent(log)
-        n = 100
-        with anyio.fail_after(60):
-            while p.agent_lost is None:
-                n += 1
-                await log.log_step(n, {"x": float(n)})
-                await anyio.sleep(0.01)
+        n = await alog_until_the_loss_is_seen(log, p, 100)
         for _ in range(1000):
             n += 1
             await log.log_step(n, {"x": float(n)})
@@ -1100,12 +1089,7 @@ async def test_the_async_faces_fallback_writes_as_the_run_goes_on_and_frees_unre
         finally:
             kill_agent(log)
         await await_until(lambda: not p.agent_running, timeout=60, what="the agent to die")
-        n = 100
-        with anyio.fail_after(60):
-            while p.agent_lost is None:  # the next shipping round finds the agent gone
-                n += 1
-                await log.log_step(n, {"x": float(n)})
-                await ahold_still(0.01, "a training step takes time")
+        n = await alog_until_the_loss_is_seen(log, p, 100)
         for _ in range(5):
             n += 1
             await log.log_step(n, {"x": float(n)})

@@ -17,25 +17,12 @@ import numpy as np
 import pytest
 from PIL import Image, ImageSequence
 
-import aoff
 from aoff import OffPolicyLogger
 from aoff._media._encode import gif_bytes
 
-from .conftest import hold_still
+from .conftest import log_until_the_loss_is_seen
 from .faulty import HELD_MEDIA, HOLD_MEDIA
-
-MODES = ("process", "thread")
-
-
-def _logger(tmp_path: Path, pump: str, **kw: Any) -> OffPolicyLogger:
-    return OffPolicyLogger(
-        log_dir=tmp_path,
-        pump=pump,  # type: ignore[arg-type]
-        handle_sigterm=False,
-        system_interval=0,
-        display=aoff.NullDisplay(),
-        **kw,
-    )
+from .test_media import MODES, _logger
 
 
 def frames_of(encoded: bytes) -> list[np.ndarray]:
@@ -415,11 +402,7 @@ def test_videos_a_lost_agent_took_are_encoded_again_or_counted(
     finally:
         kill_agent(log)
     wait_until(lambda: not p.agent_running, what="the agent to die")
-    n = 1
-    while p.agent_lost is None and n < 6000:  # the next shipping round finds it gone
-        n += 1
-        log.log_step(n, {"x": float(n)})
-        hold_still(0.01, "a training step takes time")
+    log_until_the_loss_is_seen(log, p, 1)
     report = log.finish()
     assert (report.media_written, report.media_lost) == (3, {"agent lost": 2})
     assert not report.complete
@@ -473,11 +456,7 @@ def test_videos_the_agent_read_and_had_not_written_are_written_by_the_fallback(
     wait_until(lambda: (tmp_path / "held-media-waiting").exists(), what="a held write")
     kill_agent(log)
     hold.unlink()  # the fallback's backends write at once
-    n = 1
-    while p.agent_lost is None and n < 6000:  # the next shipping round finds it gone
-        n += 1
-        log.log_step(n, {"x": float(n)})
-        hold_still(0.01, "a training step takes time")
+    log_until_the_loss_is_seen(log, p, 1)
     report = log.finish()
     assert (report.media_written, report.media_lost) == (2, {}), report
     lines = (tmp_path / "held-media.txt").read_text(encoding="utf-8").splitlines()
