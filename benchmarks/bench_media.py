@@ -158,6 +158,17 @@ def gif_encoding(repeat: int) -> list[dict[str, Any]]:
     return rows
 
 
+def _call_against_copy(pump: str, copies: list[float], videos: list[float]) -> dict[str, Any]:
+    """The medians of ``log_video`` and ``np.copy`` timed alternately (ms), and their ratio."""
+    copy_ms, video_ms = statistics.median(copies) * 1e3, statistics.median(videos) * 1e3
+    return {
+        "pump": pump,
+        "np.copy ms": round(copy_ms, 3),
+        "log_video ms": round(video_ms, 3),
+        "ratio": round(video_ms / copy_ms, 2),
+    }
+
+
 def issue_burst(pump: str, work: float) -> dict[str, Any]:
     """15 videos, one every 20 iterations of ``work`` us, into a fresh logger: the call
     against ``np.copy``, timed alternately (medians)."""
@@ -179,12 +190,8 @@ def issue_burst(pump: str, work: float) -> dict[str, Any]:
                 copies.append(t1 - t0)
                 videos.append(t2 - t1)
         report = log.close()
-    copy_ms, video_ms = statistics.median(copies) * 1e3, statistics.median(videos) * 1e3
     return {
-        "pump": pump,
-        "np.copy ms": round(copy_ms, 3),
-        "log_video ms": round(video_ms, 3),
-        "ratio": round(video_ms / copy_ms, 2),
+        **_call_against_copy(pump, copies, videos),
         "written": report.media_written,
         "lost": sum(getattr(report, "media_lost", {}).values()),
     }
@@ -231,12 +238,8 @@ def caller_cost(pump: str, calls: int, rounds: int) -> dict[str, Any]:
                 videos.append(t2 - t1)
             log.flush()  # the encoder catches up between rounds (not measured)
         report = log.close()
-    copy_ms, video_ms = statistics.median(copies) * 1e3, statistics.median(videos) * 1e3
     return {
-        "pump": pump,
-        "np.copy ms": round(copy_ms, 3),
-        "log_video ms": round(video_ms, 3),
-        "ratio": round(video_ms / copy_ms, 2),
+        **_call_against_copy(pump, copies, videos),
         "log_video p90 ms": round(sorted(videos)[int(len(videos) * 0.9)] * 1e3, 3),
         "written": report.media_written,
         "refused": report.media_refused,

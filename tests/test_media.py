@@ -778,6 +778,15 @@ def test_without_a_backend_that_writes_media_none_counts_as_written(
     assert "1 images/videos were not written: 1 because no backend" in err
 
 
+def _play_episode(env: Any) -> None:
+    """One episode of action 0, from reset to its end."""
+    env.reset()
+    done = False
+    while not done:
+        _, _, term, trunc, _ = env.step(0)
+        done = term or trunc
+
+
 def _counter_env_class() -> Any:
     gym = pytest.importorskip("gymnasium")
 
@@ -818,11 +827,7 @@ def test_gymnasium_record_video_logs_every_nth_episode(tmp_path: Path) -> None:
     with _logger(tmp_path, "thread") as log:
         env = aoff.gymnasium.record_video(counter(), log, every=2, key="eval/video")
         for ep in range(4):
-            env.reset()
-            done = False
-            while not done:
-                _, _, term, trunc, _ = env.step(0)
-                done = term or trunc
+            _play_episode(env)
             log.log_step(ep, {"a": float(ep)})
         env.close()
         vec = gym.vector.SyncVectorEnv(
@@ -859,11 +864,7 @@ def test_gymnasium_record_video_on_alert_records_the_episode_after_an_alert(
     with _logger(tmp_path, "thread", rules=[rules.above("train/a", 1.5)]) as log:
         env = aoff.gymnasium.record_video(counter(), log, every=100, on_alert=True)
         for ep in range(5):
-            env.reset()
-            done = False
-            while not done:
-                _, _, term, trunc, _ = env.step(0)
-                done = term or trunc
+            _play_episode(env)
             log.log_step(ep, {"a": float(ep)})
             deadline = time.monotonic() + 10
             while ep == 2 and not log.alerts and time.monotonic() < deadline:
