@@ -7,10 +7,11 @@ and read back), its last step and its cut after a step (resume):
   (``_tbevents`` for scalars and histograms, by hand; ``_tbsummaries`` for
   ``SummaryWriter``'s texts, tensors and HParams, with protobuf; ``_tbencode`` picks per
   record; images and videos as image summaries, ``_tbmedia``; the run's config as
-  HParams, its own HParams file and the text table, ``_tbhparams``), the TFRecord framing and its appends (``_tfrecord``, its checksum
-  ``_framing``), and one event parser for every reader (``_evfolder``, its bulk path
-  ``_evfast``, on the wire primitives ``_tbwire`` and ``_tbvalue``), whose policy at a
-  corrupt record is a parameter;
+  HParams, its own HParams file and the text table, ``_tbhparams``), the TFRecord
+  framing and its appends (``_tfrecord``, its checksum ``_framing``), and one event
+  parser for every reader (``_evfolder``, its bulk path ``_evfast``, on the wire
+  primitives ``_tbwire`` and ``_tbvalue``), whose policy at a corrupt record is a
+  parameter;
 * ``metrics.jsonl``: ``_jsonlfile``; ``progress.csv``: ``_csvfile`` (both line files read
   and cut by ``_lines``, their rows handed over as ``_tagseries``);
 * the run summary ``aoff-summary.json``: ``_summaryfile`` (names, when it may stand for
