@@ -244,3 +244,59 @@ def test_a_runs_series_reads_each_byte_once(tmp_path: Path) -> None:
     assert series.update([]) and series.values.tolist() == [float(s) for s in range(80)]
     assert first < series.bytes_read == events.stat().st_size  # each byte read once
     assert not series.update([])  # nothing new
+
+
+@pytest.fixture(scope="module")
+def probe_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Four seeds per case, ``reward/mean = 100 + seed`` at steps 0..990 through torch's
+    own ``SummaryWriter``; seed 4 goes wrong: NaN from step 500 on, +inf on its last 5
+    points, or it stops at step 490."""
+    torch_tb = pytest.importorskip("torch.utils.tensorboard")
+    root = tmp_path_factory.mktemp("probe")
+    for case in ("nanmid", "infend", "short"):
+        for seed in (1, 2, 3, 4):
+            w = torch_tb.SummaryWriter(str(root / f"{case}-seed{seed}"))
+            for step in range(0, 1000, 10):
+                value = 100.0 + seed
+                if seed == 4 and case == "nanmid" and step >= 500:
+                    value = float("nan")
+                if seed == 4 and case == "infend" and step >= 950:
+                    value = float("inf")
+                if seed == 4 and case == "short" and step >= 500:
+                    break
+                w.add_scalar("reward/mean", value, step)
+            w.close()
+    return root
+
+
+def test_a_diverged_seed_is_named_and_never_scored_healthy(
+    probe_runs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The probe's cases: a seed NaN from the middle, one +inf at its end, one with fewer
+    steps. The diverged ones score -inf (the worst run: the IQM of 4 trims it, the mean is
+    -inf), each is named with the step it diverged from, and no curve is cut silently."""
+    rc, out, err = _aoff(capsys, "compare", str(probe_runs), "--metric", "reward/mean", "--json")
+    assert rc == 0, err
+    groups = {g["name"]: g for g in json.loads(out)["groups"]}
+    assert set(groups) == {"nanmid", "infend", "short"}
+    for case, from_step, value in (("nanmid", 500.0, "nan"), ("infend", 950.0, "inf")):
+        g = groups[case]
+        run4 = str(probe_runs / f"{case}-seed4")
+        assert g["diverged"] == [{"run": run4, "from_step": from_step, "value": value}]
+        assert g["final"]["scores"] == [101.0, 102.0, 103.0, None]  # None: -inf
+        assert g["final"]["mean"] is None
+        assert g["final"]["iqm"] == pytest.approx(101.5)  # the middle two of 4
+        assert f"{run4} diverged: {value} from step {from_step:g}" in err
+        # drawn to where it stops, and said: the curve's last steps are over 3 runs
+        assert g["curve_ends"] == [{"run": run4, "step": from_step - 10}]
+        assert g["curve"]["runs"][0] == 4 and g["curve"]["runs"][-1] == 3
+        assert g["curve"]["steps"][-1] == 990.0
+        assert f"{run4}'s curve stops at step {from_step - 10:g}" in err
+    short = groups["short"]
+    assert short["diverged"] == [] and short["final"]["scores"] == [101, 102, 103, 104]
+    assert short["curve"]["steps"][-1] == 990.0 and short["curve"]["runs"][-1] == 3
+    assert short["curve"]["iqm"][-1] == pytest.approx(102.0)  # seeds 1-3 past step 490
+    assert "short-seed4's curve stops at step 490: group 'short'" in err
+    assert "over 3 of 4 runs" in err
+    rc, out, err = _aoff(capsys, "compare", str(probe_runs), "--metric", "reward/mean")
+    assert rc == 0 and "1 diverged (scored -inf)" in out

@@ -34,7 +34,15 @@ from ._comparechart import curve_chart
 from ._groups import Group, compile_group, group_runs
 from ._progress import reading_progress
 from ._series import RunSeries
-from ._stats import Curve, Final, final_score, final_stats, iqm_curve, probability_of_improvement
+from ._stats import (
+    Curve,
+    Final,
+    RunScore,
+    final_stats,
+    iqm_curve,
+    probability_of_improvement,
+    score_run,
+)
 
 __all__ = ["add_compare_arguments", "run_compare"]
 
@@ -49,6 +57,46 @@ class Compared:
     final: Final
     curve: Curve | None
     runs: list[str] = field(default_factory=list)  # the runs that had the metric
+    scored: list[RunScore] = field(default_factory=list)  # each run's, in ``runs``' order
+
+    def diverged(self) -> list[tuple[str, RunScore]]:
+        return [(r, s) for r, s in zip(self.runs, self.scored, strict=True) if s.nonfinite]
+
+    def stopped_early(self) -> list[tuple[str, float]]:
+        """The runs whose curve ends before the group's last step, and where."""
+        ends = [s.last_step for s in self.scored if s.last_step is not None]
+        if not ends:
+            return []
+        last = max(ends)
+        return [
+            (r, s.last_step)
+            for r, s in zip(self.runs, self.scored, strict=True)
+            if s.last_step is not None and s.last_step < last
+        ]
+
+    def notes(self) -> list[tuple[str, str]]:
+        """What a reader of the numbers must know, each line with a key that names its run
+        and kind (said once each, as ``--follow`` redraws): the diverged runs, and the
+        runs whose curve stops before the group's."""
+        out = [
+            (
+                f"diverged {r}",
+                f"{r} diverged: {s.nonfinite} from step {s.diverged_from:g}, in its final "
+                f"window; scored -inf (group {self.group.name!r})",
+            )
+            for r, s in self.diverged()
+        ]
+        n = len(self.runs)
+        for r, step in self.stopped_early():
+            later = sum(1 for s in self.scored if s.last_step is not None and s.last_step > step)
+            out.append(
+                (
+                    f"stops {r}",
+                    f"{r}'s curve stops at step {step:g}: group {self.group.name!r}'s curve "
+                    f"after it is over {later} of {n} runs",
+                )
+            )
+        return out
 
 
 def find_compare_runs(args: list[str], notes: list[str]) -> list[str]:
@@ -146,18 +194,12 @@ def compute(
     for g in groups:
         runs = [r for r in g.runs if r in series]
         data = {r: (series[r].steps, series[r].values) for r in runs}
-        scores = [final_score(*data[r], final) for r in runs]
-        kept = [(r, s) for r, s in zip(runs, scores, strict=True) if math.isfinite(s)]
-        if not kept:
+        scored = [score_run(*data[r], final) for r in runs]
+        if not runs:
             continue
-        stats = final_stats([s for _, s in kept], reps=reps, seed=seed)
-        curve = iqm_curve(
-            [data[r] for r, _ in kept],
-            points=points,
-            reps=reps,
-            seed=seed,
-        )
-        out.append(Compared(g, stats, curve, [r for r, _ in kept]))
+        stats = final_stats([s.score for s in scored], reps=reps, seed=seed)
+        curve = iqm_curve([data[r] for r in runs], points=points, reps=reps, seed=seed)
+        out.append(Compared(g, stats, curve, runs, scored))
     return out
 
 
@@ -174,12 +216,17 @@ def as_json(metric: str, final: float, done: list[Compared]) -> dict[str, Any]:
             "runs": f.runs,
             "run_dirs": c.runs,
             "final": {
-                "mean": f.mean,
-                "median": f.median,
-                "iqm": f.iqm,
-                "iqm_ci": list(f.iqm_ci),
-                "scores": f.scores,
+                "mean": _num(f.mean),
+                "median": _num(f.median),
+                "iqm": _num(f.iqm),
+                "iqm_ci": [_num(v) for v in f.iqm_ci],
+                "scores": [_num(v) for v in f.scores],
             },
+            "diverged": [
+                {"run": r, "from_step": s.diverged_from, "value": s.nonfinite}
+                for r, s in c.diverged()
+            ],
+            "curve_ends": [{"run": r, "step": step} for r, step in c.stopped_early()],
             "curve": None,
         }
         if c.curve is not None:
@@ -188,6 +235,7 @@ def as_json(metric: str, final: float, done: list[Compared]) -> dict[str, Any]:
                 "iqm": [_num(v) for v in c.curve.iqm],
                 "iqm_ci_lo": [_num(v) for v in c.curve.lo],
                 "iqm_ci_hi": [_num(v) for v in c.curve.hi],
+                "runs": c.curve.runs,
             }
         groups.append(entry)
     return {
@@ -215,8 +263,14 @@ def _fmt(v: float) -> str:
 def render(console: Console, metric: str, final: float, done: list[Compared]) -> None:
     """The grouping, the final-performance table, the improvements and the chart."""
     for c in done:
+        diverged = len(c.diverged())
         console.print(
-            Text.assemble(("group ", "dim"), (c.group.name, "bold"), f": {len(c.runs)} runs")
+            Text.assemble(
+                ("group ", "dim"),
+                (c.group.name, "bold"),
+                f": {len(c.runs)} runs",
+                (f", {diverged} diverged (scored -inf)", "bold red") if diverged else "",
+            )
         )
         for r in c.runs:
             console.print(Text(f"  {r}", "dim", no_wrap=True, overflow="ellipsis"))
@@ -273,6 +327,7 @@ def run_compare(ns: argparse.Namespace, console: Console, out: TextIO, err: Text
         print(f"aoff compare: {run} does not match --group {ns.group!r}; left out", file=err)
     reading = Reading(runs, ns.metric, err)
     reading.update()
+    said: set[str] = set()
     while True:
         done = compute(
             groups,
@@ -285,6 +340,10 @@ def run_compare(ns: argparse.Namespace, console: Console, out: TextIO, err: Text
         if not done:
             print(f"aoff compare: no run with {ns.metric!r} to compare", file=err)
             return 1
+        for key, note in (n for c in done for n in c.notes()):
+            if key not in said:  # once, however often --follow redraws
+                said.add(key)
+                print(f"aoff compare: {note}", file=err)
         if ns.json:
             print(json.dumps(as_json(ns.metric, ns.final, done), allow_nan=False), file=out)
         else:
