@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import aoff
 from aoff import rules
@@ -24,6 +26,7 @@ from aoff._core._records import StepRecord, scalars_of
 from aoff._core._watch import Watch
 from aoff._pump import _actions
 from aoff._pump._options import Options
+from aoff.testing import wait_until
 
 
 def _rec(step: int, values: dict[str, float], producer: str | None = None) -> StepRecord:
@@ -439,3 +442,103 @@ async def test_the_async_face_hears_a_stop_rule_too(tmp_path: Path) -> None:
             await anyio.sleep(0.001)
     assert stopped is not None and 100 <= stopped < 400, stopped
     assert [(a.tag, a.step) for a in log.alerts] == [("train/q_loss", 100)]
+
+
+# -- rules are isolated: no rule's arithmetic or error silences another ------------------------
+def _every_rule(tag: str = "x") -> list[rules.Rule]:
+    return [
+        rules.above(tag, 1e300),
+        rules.below(tag, -1e300),
+        rules.collapse(tag, 1e-300),
+        rules.blowup(tag, factor=2.0, window=2),
+        rules.regression(tag, drop=0.5, window=2),
+        rules.slower(0.5, tag=tag, window=3),
+        rules.nonfinite(stop=True),
+    ]
+
+
+_ADVERSARIAL = st.one_of(
+    st.sampled_from([1e308, -1e308, 1.7976931348623157e308, -1.7976931348623157e308]),
+    st.sampled_from([5e-324, -5e-324, 2.2250738585072014e-308, 0.0, -0.0]),
+    st.sampled_from([math.inf, -math.inf]),
+    st.floats(allow_nan=False, allow_infinity=False),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    values=st.lists(_ADVERSARIAL, max_size=30),
+    steps=st.lists(st.integers(-(2**70), 2**70), min_size=31, max_size=31),
+)
+def test_adversarial_values_never_cost_the_nan_alert_nor_the_stop(
+    values: list[float], steps: list[int]
+) -> None:
+    """Every rule on ±1e308, ±inf, subnormals and huge steps, beside
+    ``nonfinite(stop=True)``: a NaN after them always fires a stop alert (or an inf
+    before it did), and no rule ever raised."""
+    w = Watch(_every_rule(), clock=lambda: 5.0, monotonic=lambda: 0.0)
+    series = [*values, math.nan]
+    recs = [
+        StepRecord(s, 0, 1.0, scalars_of(("x",), (v,))) for s, v in zip(steps, series, strict=False)
+    ]
+    got = w.see(recs[:-1]) + w.see(recs[-1:])
+    stops = [a for a in got if a.rule == "nonfinite"]
+    assert len(stops) == 1 and stops[0].stop
+    first_bad = next(i for i, v in enumerate(series) if not math.isfinite(v))
+    assert stops[0].step == steps[first_bad]
+    assert w.errors == {}
+
+
+def test_one_rules_error_is_counted_and_said_and_the_others_still_fire(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from aoff._core import _watch
+
+    def broken(_values: object) -> float:
+        raise RuntimeError("median broke")
+
+    monkeypatch.setattr(_watch.statistics, "median", broken)
+    w = _watch_of(rules.blowup("x", window=2), rules.above("x", 5.0), rules.nonfinite(stop=True))
+    got = _fire(w, [{"x": 1.0}, {"x": 2.0}, {"x": 9.0}, {"x": math.nan}])
+    assert [(a.rule, a.step) for a in got] == [("above(x, 5)", 3), ("nonfinite", 4)]
+    assert w.errors == {"blowup(x, 10, window=2)": 3}
+    (line,) = w.take_lines()
+    assert "rule blowup(x, 10, window=2) failed (RuntimeError: median broke)" in line
+    assert w.take_lines() == []
+
+
+def _watch_of(*chosen: rules.Rule) -> Watch:
+    return Watch(chosen, clock=lambda: 5.0, monotonic=lambda: 0.0)
+
+
+def test_a_regression_on_huge_means_never_raises_and_reports_as_a_number() -> None:
+    """A window of ±1e308 used to overflow ``math.fsum``; a best mean of 0 divided by 0."""
+    w = _watch_of(rules.regression("x", drop=0.5, window=2), rules.nonfinite(stop=True))
+    got = _fire(w, [{"x": 1.7e308}, {"x": 1.7e308}, {"x": -1.7e308}, {"x": -1.7e308}])
+    assert [a.rule for a in got] == ["regression(x, 0.5, window=2)"]
+    assert got[0].step == 3 and got[0].value == 0.0  # the mean of 1.7e308 and -1.7e308
+    assert "100% under its best 1.7e+308" in got[0].message
+    w = _watch_of(rules.regression("x", drop=0.5, window=2))
+    got = _fire(w, [{"x": 0.0}, {"x": 0.0}, {"x": -1.0}, {"x": -1.0}])
+    assert [a.message for a in got] == [
+        "x's mean over 2 values fell to -0.5, under its best 0 at step 3"
+    ]
+    assert w.errors == {}
+
+
+def test_the_agent_survives_huge_windows_and_a_nan_stops_the_loop(tmp_path: Path) -> None:
+    """The probe in process mode: trend rules on ±1e308 then a NaN; the stop comes, the
+    agent ends the run itself (a complete report), no rule failed."""
+    log = aoff.OffPolicyLogger(
+        log_dir=tmp_path,
+        backends=("jsonl",),
+        display="none",
+        handle_sigterm=False,
+        rules=_every_rule("train/*"),
+    )
+    for it, v in enumerate([1e308, 1.7e308, -1.7e308, -1e308, 1e308, math.nan], 1):
+        log.log_step(it, {"q_loss": v})
+    wait_until(lambda: log.should_stop, what="the NaN's stop")
+    report = log.finish()
+    assert [(a.rule, a.step) for a in report.alerts if a.stop] == [("nonfinite", 6)]
+    assert report.rule_errors == {} and not report.partial and report.complete

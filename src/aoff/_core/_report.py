@@ -54,6 +54,9 @@ class FinishReport:
     media_lost: dict[str, int] = field(default_factory=dict)
     #: what the run's rules saw (``rules=``, :mod:`aoff.rules`), in order
     alerts: tuple[Alert, ...] = ()
+    #: per rule (its name), the evaluations that raised: that rule skipped those values,
+    #: every other rule went on
+    rule_errors: dict[str, int] = field(default_factory=dict)
 
     @property
     def complete(self) -> bool:
@@ -128,6 +131,11 @@ def end_of_run_lines(
             f"aoff: {len(report.alerts)} alert(s): "
             + "; ".join(a.message for a in report.alerts[:3])
             + ("; ..." if len(report.alerts) > 3 else "")
+        )
+    if report.rule_errors:
+        lines.append(
+            "aoff: rules that failed on some values (skipped them; the others went on): "
+            + ", ".join(f"{name} {n:,}x" for name, n in report.rule_errors.items())
         )
     for name, lost in report.backend_lost.items():
         if lost:

@@ -108,6 +108,8 @@ class State:
     logged: set[str] = field(default_factory=set)
     #: what the run's rules saw so far (``_pump/_alerts.py``), oldest first
     alerts: tuple[Alert, ...] = ()
+    #: per rule, the evaluations that raised (``_core/_watch.py``): said and counted
+    rule_errors: dict[str, int] = field(default_factory=dict)
     #: the hot path's latest sampled cost (``_core/_hotcost.summarize``): ``aoff/hot_path_*``
     hot_path: dict[str, float] = field(default_factory=dict)
     #: the logger's own cost as last written (``_pump/_cost.py``): ``aoff/...`` tags
@@ -141,4 +143,5 @@ class State:
             logged=set(self.logged),
             hot_path=dict(self.hot_path),
             cost=dict(self.cost),
+            rule_errors=dict(self.rule_errors),
         )

@@ -6,6 +6,13 @@ rule looks only at the tags it names: which of a record's tags those are is work
 once per tag sequence (:class:`PerTags`), so a record costs a few comparisons per rule.
 A rule fires once per tag (``nonfinite``: once in all; ``stalled``: again after steps
 came back), so a run that went wrong says so once, not every step.
+
+Each rule is evaluated on its own: an exception in one (a bug, a value nobody thought
+of) is counted against that rule and said once (:attr:`Watch.errors`,
+:meth:`Watch.take_lines`), and every other rule still sees the record, so no rule can
+silence another, and nothing a rule does reaches the pump. The windows' arithmetic cannot
+overflow: a running mean is kept as a sum of ``value / window``, whose magnitude never
+passes float64's largest.
 """
 
 from __future__ import annotations
@@ -24,9 +31,20 @@ __all__ = ["Watch"]
 _isfinite = math.isfinite
 
 
+def _safe_fsum(values: Iterable[float]) -> float:
+    """``math.fsum``, but never ``OverflowError``: its rounding near float64's largest
+    can raise where plain addition gives inf."""
+    vals = list(values)
+    try:
+        return math.fsum(vals)
+    except OverflowError:
+        return sum(vals)
+
+
 class _Series:
     """One (rule, tag)'s last values: a median (``blowup``) or a running mean and its
-    best (``regression``, ``slower``)."""
+    best (``regression``, ``slower``). A mean's window holds ``value / window`` (finite
+    values only), so its sum is the mean itself and stays within float64's range."""
 
     __slots__ = ("best", "median", "since", "total", "values")
 
@@ -40,14 +58,15 @@ class _Series:
     def add_to_mean(self, v: float) -> float | None:
         """Append ``v``; the mean of a full window (None before)."""
         vals = self.values
+        part = v / (vals.maxlen or 1)
         if len(vals) == vals.maxlen:
             self.total -= vals[0]
-        vals.append(v)
-        self.total += v
+        vals.append(part)
+        self.total += part
         self.since += 1
         if self.since >= len(vals):  # recompute now and then: float drift
-            self.since, self.total = 0, math.fsum(vals)
-        return self.total / len(vals) if len(vals) == vals.maxlen else None
+            self.since, self.total = 0, _safe_fsum(vals)
+        return self.total if len(vals) == vals.maxlen else None
 
     def median_before(self, v: float) -> float | None:
         """The median magnitude of the values before ``v`` (None until half a window),
@@ -87,6 +106,23 @@ class Watch:
         # which sources are stalled now (said once until they log again)
         self._seen: dict[str | None, tuple[float, int]] = {}
         self._silent: set[str | None] = set()
+        #: per rule name, the evaluations that raised (each rule's first said in a line)
+        self.errors: dict[str, int] = {}
+        self._lines: list[str] = []
+
+    def take_lines(self) -> list[str]:
+        """The lines to say since the last call: a rule's first error."""
+        lines, self._lines = self._lines, []
+        return lines
+
+    def _failed(self, rule: Rule, exc: BaseException) -> None:
+        name = rule.name
+        n = self.errors[name] = self.errors.get(name, 0) + 1
+        if n == 1:
+            self._lines.append(
+                f"aoff: rule {name} failed ({type(exc).__name__}: {exc}); it skips the "
+                "values it fails on, every other rule goes on"
+            )
 
     def _pick(self, tags: tuple[str, ...]) -> tuple[tuple[int, Rule, tuple[int, ...]], ...]:
         out = []
@@ -120,7 +156,11 @@ class Watch:
                     if all(map(_isfinite, picked)):
                         continue
                 for j in idx:
-                    got = self._judge(i, rule, tags[j], values[j], rec)
+                    try:
+                        got = self._judge(i, rule, tags[j], values[j], rec)
+                    except Exception as exc:  # one rule's error, never the others'
+                        self._failed(rule, exc)
+                        continue
                     if got is not None:
                         alerts.append(got)
                         if rule.kind == "nonfinite":
@@ -165,9 +205,11 @@ class Watch:
             if not mean < best - x * abs(best):
                 return None
             word = "fell" if kind == "regression" else "slowed"
+            # best - mean can round to inf for huge opposite means: a number, not an error
+            under = f"{(best - mean) / abs(best):.0%} " if best else ""
             what = (
                 f"{tag}'s mean over {rule.window} values {word} to {mean:.6g}, "
-                f"{(best - mean) / abs(best):.0%} under its best {best:.6g}"
+                f"{under}under its best {best:.6g}"
             )
             v = mean
         self._fired.add(key)

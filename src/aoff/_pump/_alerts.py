@@ -79,8 +79,21 @@ class AlertDesk:
         alerts = self.watch.see(records)
         for live, w in self.producers.items():
             alerts += w.see([r for r in records if r.producer == live])
+        self._count_errors()
         if alerts:
             self._deliver(alerts)
+
+    def _count_errors(self) -> None:
+        """A rule that raised: its first error said, every one counted in the state (and
+        so in ``FinishReport.rule_errors``)."""
+        total: dict[str, int] = {}
+        for w in (self.watch, *self.producers.values()):
+            for line in w.take_lines():
+                self.say(line)
+            for name, n in w.errors.items():
+                total[name] = total.get(name, 0) + n
+        if total:
+            self.state.rule_errors = total
 
     def tick(self) -> None:
         """The pump's tick: rules on the clock (``stalled``)."""
