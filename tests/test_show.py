@@ -147,7 +147,7 @@ def test_show_and_ls_on_an_empty_folder_exit_1(
 ) -> None:
     rc, out, err = _aoff(capsys, "show", str(tmp_path))
     assert rc == 1 and out == ""
-    assert "no aoff-summary.json, metrics.jsonl or events.out.tfevents.*" in err
+    assert "no aoff-summary.json, metrics.jsonl, progress.csv or events.out.tfevents.*" in err
     assert str(tmp_path) in err
     rc, out, err = _aoff(capsys, "ls", str(tmp_path))
     assert rc == 1 and "no run folders" in err

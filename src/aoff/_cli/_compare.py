@@ -29,7 +29,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .._channel._paths import has_live_files
-from .._runfolder._runfind import find_runs, is_run_dir, tb_files
+from .._runfolder._runfind import runs_in, tb_files
 from ._comparechart import curve_chart
 from ._groups import Group, compile_group, group_runs
 from ._progress import reading_progress
@@ -109,13 +109,11 @@ def find_compare_runs(args: list[str], notes: list[str]) -> list[str]:
         for p in paths:
             if not os.path.isdir(p):
                 notes.append(f"{p!r} is not a folder")
-            elif is_run_dir(p):
-                runs.append(p)
-            else:
-                below = find_runs(p, notes, live=has_live_files)
-                if not below:
-                    notes.append(f"{p!r} holds no run")
-                runs.extend(below)
+                continue
+            below = runs_in(p, notes, live=has_live_files)  # as ls, export, read_scalars
+            if not below:
+                notes.append(f"{p!r} holds no run")
+            runs.extend(below)
     unique: dict[str, str] = {}  # one run named twice (a glob and a folder): once
     for r in runs:
         unique.setdefault(os.path.realpath(r), r)

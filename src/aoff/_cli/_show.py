@@ -28,6 +28,7 @@ from rich.text import Text
 
 from .._channel._paths import has_live_files, live_status
 from .._display._format import fmt_duration
+from .._runfolder._csvfile import CSV_NAME
 from .._runfolder._rundata import JSONL_NAME, REWARD_TAG, SUMMARY_NAME, TB_PATTERN, RunData
 from .._runfolder._runfind import find_runs
 from .._runfolder._runs import read_run, scan_bytes
@@ -54,7 +55,7 @@ def _wall(data: RunData) -> str:
 def _source(data: RunData) -> str:
     if data.kind == "summary":
         return f"{os.path.basename(data.source)} ({data.records:,} records)"
-    src = JSONL_NAME if data.kind == "jsonl" else "TensorBoard files"
+    src = {"jsonl": JSONL_NAME, "csv": CSV_NAME}.get(data.kind, "TensorBoard files")
     if data.writers > 1:  # several sessions or writers: their files, read as one
         src += f" of {data.writers} writers, shown as one run (their union)"
     return f"{src} ({data.records:,} records)"
@@ -127,7 +128,7 @@ def summary(data: RunData) -> Panel:
 
 def _no_run(path: str, err: TextIO, cmd: str) -> int:
     print(
-        f"aoff {cmd}: no {SUMMARY_NAME}, {JSONL_NAME} or {TB_PATTERN} in {path!r}: "
+        f"aoff {cmd}: no {SUMMARY_NAME}, {JSONL_NAME}, {CSV_NAME} or {TB_PATTERN} in {path!r}: "
         "not a run folder",
         file=err,
     )
@@ -195,7 +196,8 @@ def run_ls(root: str, out: TextIO, err: TextIO, *, as_json: bool = False) -> int
         print(f"aoff ls: skipped {line}", file=err)
     if not runs:
         print(
-            f"aoff ls: no run folders (with {SUMMARY_NAME}, {JSONL_NAME} or {TB_PATTERN}) "
+            f"aoff ls: no run folders (with {SUMMARY_NAME}, {JSONL_NAME}, {CSV_NAME} or "
+            f"{TB_PATTERN}) "
             f"in {root!r}",
             file=err,
         )

@@ -51,6 +51,9 @@ __all__ = [
 
 CSV_NAME = "progress.csv"
 FIXED_COLUMNS = ("step", "iteration", "wall_time")
+#: the step column of Stable-Baselines3's own ``progress.csv`` (its logger's CSV format,
+#: which has no ``step``): the ``num_timesteps`` SB3 gives TensorBoard as the step
+SB3_STEP = "time/total_timesteps"
 
 
 def record_cells(rec: StepRecord) -> dict[str, str]:
@@ -120,7 +123,9 @@ def read_header(path: str) -> list[str] | None:
 
 
 class CsvScalars:
-    """The rows appended to one ``progress.csv`` since the last :meth:`read`."""
+    """The rows appended to one ``progress.csv`` since the last :meth:`read`: aoff's, or
+    SB3's own (no ``step`` column: its ``time/total_timesteps`` is the step, and its rows
+    have no wall time)."""
 
     def __init__(self, path: str, tags: Collection[str] | None) -> None:
         self.cursor = LineCursor(path)
@@ -139,6 +144,8 @@ class CsvScalars:
             if header is None:
                 return
             self.header = header
+            if "step" not in header and SB3_STEP in header:
+                self.sink.step_key = SB3_STEP
             skip = self.rows_seen
         names = self.header
         if names is None:

@@ -80,26 +80,67 @@ def as_float(v: object) -> float | None:
     return None
 
 
+#: the steps a series can hold (int64, as TensorBoard's and pandas' steps)
+_STEP_MIN, _STEP_MAX = -(2**63), 2**63 - 1
+
+
+def _step_of(cell: object) -> int | None:
+    """A step cell as an int: an int, or its text (SB3 writes ``2048``); None when it is
+    neither."""
+    if isinstance(cell, bool):
+        return None
+    if isinstance(cell, int):
+        return cell
+    if isinstance(cell, str):
+        try:
+            return int(cell)
+        except ValueError:
+            return None
+    return None
+
+
 class RowSink:
     """aoff's rows turned into tag series: a producer's or sub-run's tags get its name
-    and ``/`` in front (TensorBoard shows each as a run of its own, a sub-folder)."""
+    and ``/`` in front (TensorBoard shows each as a run of its own, a sub-folder).
 
-    def __init__(self, tags: Collection[str] | None) -> None:
+    ``step_key``: the column the step is in (``step``; SB3's ``progress.csv`` has
+    ``time/total_timesteps``, the step SB3 gives TensorBoard). A row without a readable
+    step, or whose step is beyond int64, is never read as something else: it is skipped
+    and counted (:attr:`no_step`, :attr:`huge_steps`), for :meth:`notes` to say."""
+
+    def __init__(self, tags: Collection[str] | None, step_key: str = "step") -> None:
         self.tags = None if tags is None else frozenset(tags)
         self.series: dict[str, Series] = {}
+        self.step_key = step_key
+        self.no_step = 0
+        self.huge_steps = 0
+        self.first_huge: int | None = None
+
+    def notes(self, path: str) -> list[str]:
+        """One line for each kind of row skipped so far, naming ``path``."""
+        out = []
+        if self.huge_steps:
+            out.append(
+                f"{path}: {self.huge_steps} row(s) with a step beyond int64 refused "
+                f"(the first: step {self.first_huge}); steps must fit in int64"
+            )
+        if self.no_step:
+            out.append(f"{path}: {self.no_step} row(s) without a {self.step_key!r} skipped")
+        return out
 
     def row(self, row: Mapping[str, object]) -> None:
         if row.get("media"):
             return
-        step = row.get("step")
-        wall = as_float(row.get("wall_time"))
-        if isinstance(step, str):
-            try:
-                step = int(step)
-            except ValueError:
-                return
-        if not isinstance(step, int) or isinstance(step, bool):
+        step = _step_of(row.get(self.step_key))
+        if step is None:
+            self.no_step += 1
             return
+        if not _STEP_MIN <= step <= _STEP_MAX:
+            self.huge_steps += 1
+            if self.first_huge is None:
+                self.first_huge = step
+            return
+        wall = as_float(row.get("wall_time"))
         prefix = ""
         for key in ("producer", "run"):
             name = row.get(key)

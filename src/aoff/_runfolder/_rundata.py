@@ -55,7 +55,7 @@ class RunData:
 
     path: str
     source: str  # the file (JSONL, summary) or folder (TensorBoard) the numbers came from
-    kind: str  # "summary", "jsonl" or "tensorboard"
+    kind: str  # "summary", "jsonl", "csv" or "tensorboard"
     records: int = 0
     steps: int | None = None
     iterations: int | None = None

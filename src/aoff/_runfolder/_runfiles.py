@@ -1,5 +1,6 @@
 """A run's data files read into a :class:`~aoff._runfolder._rundata.RunData`: ``metrics.jsonl``
-(exact float64 values) or the TensorBoard event files.
+(exact float64 values), the TensorBoard event files, or ``progress.csv`` (aoff's or
+SB3's own, read as :func:`aoff.read_scalars` reads it).
 
 Why a module of its own: these are the slow paths, for a run without a usable summary;
 each keeps everything before a torn or unreadable record and adds a one-line note naming
@@ -15,7 +16,7 @@ from collections.abc import Callable
 
 from ._rundata import NONFINITE, REWARD_TAG, RunData, stats_of
 
-__all__ = ["read_jsonl", "read_tensorboard"]
+__all__ = ["read_csv", "read_jsonl", "read_tensorboard"]
 
 _FIXED = ("step", "iteration", "wall_time")
 
@@ -106,4 +107,38 @@ def read_tensorboard(
     it = data.tags.get("axis/iteration")
     if it is not None and math.isfinite(it.last):
         data.iterations = int(it.last)
+    return data
+
+
+def read_csv(run_dir: str, path: str) -> RunData:
+    """``progress.csv`` by the reader :func:`aoff.read_scalars` uses (so SB3's own file,
+    whose step is ``time/total_timesteps``, reads as SB3 wrote it)."""
+    import numpy as np
+
+    from ._csvfile import CsvScalars
+    from ._tagseries import joined
+
+    reader = CsvScalars(path, None)
+    reader.read()
+    data = RunData(path=run_dir, source=path, kind="csv")
+    data.records = reader.rows_seen
+    steps: list[int] = []
+    walls: list[float] = []
+    for tag, series in reader.sink.series.items():
+        s, w, v = joined(series.take_parts())
+        if len(v):
+            data.tags[tag] = stats_of(v)
+            steps.append(int(s.max()))
+            finite = w[np.isfinite(w)]
+            if len(finite):
+                walls += [float(finite.min()), float(finite.max())]
+    data.steps = max(steps) if steps else None
+    data.first_time = min(walls) if walls else None
+    data.last_time = max(walls) if walls else None
+    it = data.tags.get("axis/iteration")
+    if it is not None and math.isfinite(it.last):
+        data.iterations = int(it.last)
+    data.notes += reader.sink.notes(path)
+    if reader.cursor.corrupt:
+        data.notes.append(f"{path}: {reader.cursor.corrupt} unreadable row(s) skipped")
     return data

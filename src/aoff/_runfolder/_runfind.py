@@ -1,8 +1,15 @@
-"""Which folders are runs: ``aoff ls``'s walk and the test for one folder.
+"""Which folders are runs: the one meaning of "a run" and "a folder of runs" that
+``aoff ls``, ``show``, ``compare``, ``export`` and :func:`aoff.read_scalars` share.
 
 Why a module of its own: finding runs (following symlinks once each, counting a folder
 with a live socket, naming a folder that cannot be listed) is apart from reading one;
 ``aoff attach`` uses the test too. It reads names only, never a file's content.
+
+A run is a folder that holds a run summary, ``metrics.jsonl``, ``progress.csv`` (aoff's
+or SB3's own) or TensorBoard event files; its sub-folders are part of it (a
+``SummaryWriter``'s ``add_scalars`` runs, ``wandb/``). A folder that is not a run but
+holds runs below it is a folder of runs: each run in it is named by its path under the
+folder as given (:func:`runs_in`).
 """
 
 from __future__ import annotations
@@ -11,10 +18,11 @@ import glob
 import os
 from collections.abc import Callable
 
+from ._csvfile import CSV_NAME
 from ._rundata import JSONL_NAME, SUMMARY_GLOB
 from ._tfevents import event_files
 
-__all__ = ["find_runs", "is_run_dir", "summary_files", "tb_files"]
+__all__ = ["find_runs", "is_run_dir", "runs_in", "summary_files", "tb_files"]
 
 
 def tb_files(path: str, *, hparams: bool = False) -> list[str]:
@@ -30,12 +38,25 @@ def summary_files(path: str) -> list[str]:
 
 
 def is_run_dir(path: str) -> bool:
-    """Whether ``path`` holds a run summary, a ``metrics.jsonl`` or TensorBoard event files."""
+    """Whether ``path`` holds a run summary, a ``metrics.jsonl``, a ``progress.csv`` or
+    TensorBoard event files."""
     return (
         bool(summary_files(path))
         or os.path.isfile(os.path.join(path, JSONL_NAME))
+        or os.path.isfile(os.path.join(path, CSV_NAME))
         or bool(tb_files(path, hparams=True))
     )
+
+
+def runs_in(
+    path: str, skipped: list[str] | None = None, *, live: Callable[[str], bool] | None = None
+) -> list[str]:
+    """The runs ``path`` names: itself when it is a run (or not a folder: a file, or a
+    path that does not exist, for the caller to refuse), else every run below it, each
+    ``os.path.join(path, <its path under it>)``; ``[]`` for a folder with no run in it."""
+    if not os.path.isdir(path) or is_run_dir(path) or (live is not None and live(path)):
+        return [path]
+    return find_runs(path, skipped, live=live)
 
 
 def find_runs(

@@ -23,8 +23,9 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
+from ._csvfile import CSV_NAME
 from ._rundata import JSONL_NAME, RunData
-from ._runfiles import read_jsonl, read_tensorboard
+from ._runfiles import read_csv, read_jsonl, read_tensorboard
 from ._runfind import tb_files
 from ._runsummary import from_summary, load_summary, writers
 
@@ -56,7 +57,8 @@ def read_run(
     progress: Callable[[int], None] | None = None,
     ends: bool = False,
 ) -> RunData | None:
-    """Read ``run_dir``'s summary, or else its JSONL file, or else its TensorBoard files.
+    """Read ``run_dir``'s summary, or else its JSONL file, or else its TensorBoard files,
+    or else its ``progress.csv``.
 
     ``None`` when the folder holds none of them. With several sessions or writers in
     the folder (:func:`~._runsummary.writers`), their files are read: the union of their
@@ -92,4 +94,7 @@ def _read_files(run_dir: str, progress: Callable[[int], None] | None, ends: bool
         if data is not None:
             tb_data.notes[:0] = [*data.notes, f"{jsonl}: no readable records; read TensorBoard"]
         return tb_data
+    csv = os.path.join(run_dir, CSV_NAME)
+    if data is None and os.path.isfile(csv):  # a CSV-only run (aoff's, or SB3's own)
+        return read_csv(run_dir, csv)
     return data

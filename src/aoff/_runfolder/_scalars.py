@@ -1,11 +1,14 @@
 """Runs as data: :func:`aoff.read_scalars` and the incremental :class:`aoff.ScalarReader`.
 
 Why a module of its own: this is the public reader over the run folder's formats. A run
-is a folder (or one file), named in the result as it was given; its scalars come from
-its TensorBoard event files when it has any (aoff's, or any other writer's: torch's
-``SummaryWriter``, tensorboardX, SB3, CleanRL, TF2), else from aoff's ``metrics.jsonl``,
-else ``progress.csv``. Event files in sub-folders are read too, each sub-folder as
-TensorBoard reads it (a run of its own), its path and ``/`` before its tags.
+is a folder (or one file), named in the result as it was given; a folder of runs is
+its runs, each named by its path under it (``_runfind.runs_in``: what ``aoff ls`` and
+``compare`` see). A run's scalars come from its TensorBoard event files when it has any
+(aoff's, or any other writer's: torch's ``SummaryWriter``, tensorboardX, SB3, CleanRL,
+TF2), else from aoff's ``metrics.jsonl``, else ``progress.csv`` (aoff's, or SB3's own).
+Event files in a run's sub-folders are read too, each sub-folder as TensorBoard reads it
+(a run of its own), its path and ``/`` before its tags. A row whose step is beyond int64
+is refused and said, never read as another number.
 
 A file's torn last record (a crash, or a writer still appending) ends what is read of it
 and is left for the next :meth:`ScalarReader.read`; a record whose checksum fails in the
@@ -26,6 +29,7 @@ from .._core._warning import AoffWarning
 from ._csvfile import CSV_NAME, CsvScalars
 from ._evfolder import EventFolder
 from ._jsonlfile import JSONL_NAME, JsonlScalars
+from ._runfind import runs_in
 from ._tagseries import Columns, Series, joined
 from ._tfevents import event_folders, is_events_name
 
@@ -98,6 +102,10 @@ class _Run:
             out.append(folder.series)
         return out
 
+    def notes(self) -> list[str]:
+        """Rows of its line file that were skipped or refused, a line per kind."""
+        return [] if self.lines is None else self.lines.sink.notes(self.lines.cursor.path)
+
     def problems(self) -> list[tuple[str, int, int]]:
         """``(file, corrupt records skipped, torn bytes at its end)`` of each file."""
         got: list[tuple[str, int, int]] = []
@@ -114,7 +122,8 @@ class ScalarReader:
     last one (each file's offset is kept; a torn last record is read once it is whole).
 
     ``paths``: run folders (or single event, ``.jsonl`` or ``.csv`` files), or one of
-    them; each run is named in the result as given. ``tags``: only these tags (a
+    them; each run is named in the result as given; a folder of runs is its runs, found
+    when the reader is made, each named by its path under it. ``tags``: only these tags (a
     sub-folder's tags with its path in front). What each run is read from is chosen at
     its first read that finds files: its event files, else ``metrics.jsonl``, else
     ``progress.csv``. :func:`read_scalars` is the one-shot form.
@@ -126,14 +135,17 @@ class ScalarReader:
         if isinstance(paths, str | os.PathLike):
             paths = [paths]
         wanted = None if tags is None else frozenset([tags] if isinstance(tags, str) else tags)
-        self._runs = [_Run(p, wanted) for p in paths]
+        self._skipped: list[str] = []  # folders of runs that could not be listed
+        self._runs = [_Run(run, wanted) for p in paths for run in _runs_named(p, self._skipped)]
         self._said: dict[str, tuple[int, int]] = {}
+        self._said_notes: set[str] = set()
 
     @property
     def problems(self) -> list[str]:
         """One line for each file with skipped records or a torn end, as of the last read."""
-        lines = []
+        lines = [f"{line}: skipped" for line in self._skipped]
         for run in self._runs:
+            lines.extend(run.notes())
             for path, corrupt, torn in run.problems():
                 if corrupt:
                     lines.append(f"{path}: {corrupt} corrupt record(s) skipped")
@@ -187,6 +199,12 @@ class ScalarReader:
 
     def warn_problems(self) -> None:
         """One :class:`aoff.AoffWarning` per file whose problems changed since the last."""
+        for line in [f"{s}: skipped" for s in self._skipped] + [
+            n for run in self._runs for n in run.notes()
+        ]:
+            if line not in self._said_notes:
+                self._said_notes.add(line)
+                warnings.warn(line, AoffWarning, stacklevel=3)
         for run in self._runs:
             for path, corrupt, torn in run.problems():
                 if (corrupt, torn) == self._said.get(path, (0, 0)):
@@ -199,6 +217,13 @@ class ScalarReader:
                     parts.append(f"the last record is torn ({torn} bytes); read up to it")
                 if parts:
                     warnings.warn(f"{path}: {'; '.join(parts)}", AoffWarning, stacklevel=3)
+
+
+def _runs_named(given: PathArg, skipped: list[str]) -> list[str]:
+    """The runs ``given`` names: itself, or the runs of a folder of runs. A folder with
+    no run in it yet stays itself (a run that has not written yet)."""
+    path = os.fspath(given)
+    return runs_in(path, skipped) or [path]
 
 
 def to_frame(columns: list[tuple[str, str, list[Columns]]]) -> pd.DataFrame:
@@ -237,11 +262,13 @@ def read_scalars(
     paths: PathArg | Iterable[PathArg], tags: Iterable[str] | None = None
 ) -> pd.DataFrame:
     """Every scalar of the runs at ``paths`` as one long DataFrame (``run``, ``tag``,
-    ``step``, ``wall_time``, ``value``; ``run`` is each path as given).
+    ``step``, ``wall_time``, ``value``; ``run`` is each path as given, or a folder of
+    runs' path joined with each run's path under it).
 
     Raises ``FileNotFoundError`` for a path that does not exist and ``ValueError`` for
     one that holds no event files, ``metrics.jsonl`` or ``progress.csv``. A torn last
-    record or a corrupt one in the middle gives one :class:`aoff.AoffWarning` per file."""
+    record, a corrupt one in the middle, rows without a step and rows whose step is
+    beyond int64 give one :class:`aoff.AoffWarning` per file and kind."""
     reader = ScalarReader(paths, tags)
     columns = reader._read_parts()
     for run in reader._runs:
