@@ -470,3 +470,59 @@ def test_videos_the_agent_read_and_had_not_written_are_written_by_the_fallback(
     got = frames_of(slow.encoded_image_string)
     assert len(got) == 40 and got[0].shape == (48, 48, 3)
     assert np.abs(got[5].astype(int) - noise[5]).mean() < 16  # a palette a frame: close
+
+
+class _RefusesMedia:
+    """A backend that writes steps and refuses every image (a format it cannot hold)."""
+
+    name = "refuses-media"
+    media_formats = {"image": "png"}  # noqa: RUF012 - as the built-in backends spell it
+
+    async def open(self, ctx: Any) -> None:
+        pass
+
+    async def write(self, records: Any) -> None:
+        pass
+
+    async def write_media(self, items: Any) -> None:
+        raise ValueError("no images here")
+
+    async def flush(self) -> None:
+        pass
+
+    async def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("pump", MODES)
+def test_media_are_counted_written_only_when_a_backend_wrote_them(
+    tmp_path: Path, pump: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A backend that refused every image, or TensorBoard without its library: the images
+    are lost and said, never counted written; beside a backend that wrote them, written."""
+    image = np.zeros((4, 4, 3), np.uint8)
+    log = _logger(tmp_path / "refused", pump, log_backend="none", backends=(_RefusesMedia(),))
+    for step in range(3):
+        log.log_image("img", image, step=step)
+    report = log.close()
+    assert (report.media_written, report.media_lost) == (0, {"backend failed": 3})
+    log = _logger(
+        tmp_path / "beside", pump, log_backend="none", backends=(_RefusesMedia(), "jsonl")
+    )
+    for step in range(3):
+        log.log_image("img", image, step=step)
+    report = log.close()
+    assert (report.media_written, report.media_lost) == (3, {})
+    assert len(list((tmp_path / "beside").rglob("*.png"))) == 3
+    if pump == "process":
+        return
+    from aoff._backends import _tensorboard
+
+    def missing() -> None:
+        raise ImportError("no tensorboard")
+
+    monkeypatch.setattr(_tensorboard, "load_event_class", missing)  # as if not installed
+    log = _logger(tmp_path / "notb", pump, backends=("tensorboard",))
+    log.log_image("img", image, step=0)
+    report = log.close()
+    assert (report.media_written, report.media_lost) == (0, {"no media backend": 1})

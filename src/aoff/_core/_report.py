@@ -49,7 +49,8 @@ class FinishReport:
     media_refused: int = 0
     #: images and videos accepted at the call but not written, by reason: ``"stalled"``
     #: (the encoder finished none within ``finish_timeout`` at the end), ``"encoder
-    #: error"``, ``"no media backend"``, ``"agent lost"`` (taken by an agent that died
+    #: error"``, ``"no media backend"``, ``"backend failed"`` (every backend that took
+    #: them refused them or failed first), ``"agent lost"`` (taken by an agent that died
     #: before writing them, and not encoded again), ``"frames gone"``
     media_lost: dict[str, int] = field(default_factory=dict)
     #: what the run's rules saw (``rules=``, :mod:`aoff.rules`), in order
@@ -77,6 +78,7 @@ _MEDIA_WHY = {
     "encoder error": "the encoder failed on them, as reported above",
     "no media backend": "no backend of this run writes them (TensorBoard, JSONL, CSV, W&B "
     "and MLflow do)",
+    "backend failed": "every backend that took them refused them or failed, as reported above",
     "agent lost": "the agent was lost before writing them",
     "frames gone": "the training process ended before the agent read their frames",
 }

@@ -30,6 +30,7 @@ from .._core._records import MediaRecord
 from ._freed import has_media
 
 __all__ = [
+    "BACKEND_FAILED",
     "FAILED",
     "FRAMES_GONE",
     "LOST_AGENT",
@@ -46,6 +47,8 @@ STALLED = "stalled"
 FAILED = "encoder error"
 #: no backend of the run writes images or videos
 NO_BACKEND = "no media backend"
+#: every backend that took the item refused it or failed before writing it
+BACKEND_FAILED = "backend failed"
 #: handed to an agent that was lost before it wrote them, and not encoded again
 LOST_AGENT = "agent lost"
 #: their shared-memory block was gone: the training process ended before they were read

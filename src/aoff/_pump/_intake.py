@@ -24,7 +24,7 @@ from .._core._pending import PendingEvent, event_ready, resolve_event, unreadabl
 from .._core._records import MediaRecord, StepRecord
 from .._core._say import SayOnce
 from .._core._state import State
-from .._media._encoder import NO_BACKEND, MediaEncoder
+from .._media._encoder import BACKEND_FAILED, NO_BACKEND, MediaEncoder
 from ._runner import BackendRunner
 
 __all__ = ["FOLD_SLICE", "TURN_BACKLOG", "TURN_SLICE", "Intake"]
@@ -95,9 +95,9 @@ class Intake:
             for what, fmt in getattr(r.backend, "media_formats", {}).items():
                 self.media.formats[what].add(fmt)
         self.last_step = 0  # the run's latest record's step: a media call's step=None
-        self.media_written = 0  # encoded and handed to at least one backend
-        #: ... and every backend that took it is done with it (its block freed)
-        self.media_confirmed = 0
+        #: encoded, and written by at least one backend (counted once every backend that
+        #: took it is done with it; none wrote it: lost, ``BACKEND_FAILED``)
+        self.media_written = 0
         #: media records still in a runner: ``id(record) -> [runners left, release]``
         self._held_media: dict[int, list[Any]] = {}
         for r in runners:
@@ -119,15 +119,17 @@ class Intake:
     def offer_media(self) -> None:
         """Hand what the encoder finished to the runners whose backend writes media."""
         done = self.media.done
-        takers = [r for r in self.runners if r.takes_media]
+        # a backend whose library is missing (``disabled``) writes nothing: not a taker
+        takers = [
+            r for r in self.runners if r.takes_media and not getattr(r.backend, "disabled", False)
+        ]
         while done:
             rec, release = done.popleft()
             if takers:
                 # before the offers: a failed runner lets go of it at once
-                self._held_media[id(rec)] = [len(takers), release, rec]
+                self._held_media[id(rec)] = [len(takers), release, rec, False]
                 for r in takers:
                     r.offer((rec,))
-                self.media_written += 1
                 self.state.last_media = (rec.key, rec.step)  # the panel names only these
             else:
                 if release is not None:
@@ -138,19 +140,28 @@ class Intake:
                     "JSONL, CSV, W&B and MLflow do); they are not written"
                 )
 
-    def _media_done(self, rec: MediaRecord) -> None:
-        """A runner is done with ``rec`` (written, or lost and counted there); once every
-        runner that took it is, its frames' block is marked free: until then a lost
-        agent's fallback finds it in use and encodes it again (``FreedBytes.lost``)."""
+    def _media_done(self, rec: MediaRecord, written: bool) -> None:
+        """A runner is done with ``rec`` (``written``, or lost and counted there); once
+        every runner that took it is, it is counted written (or, when none wrote it, lost)
+        and its frames' block is marked free: until then a lost agent's fallback finds it
+        in use and encodes it again (``FreedBytes.lost``)."""
         held = self._held_media.get(id(rec))
         if held is None:
             return
         held[0] -= 1
+        held[3] = held[3] or written
         if held[0] <= 0:
             del self._held_media[id(rec)]
-            self.media_confirmed += 1
+            if held[3]:
+                self.media_written += 1
+            else:
+                self.media.lost[BACKEND_FAILED] += 1
             if held[1] is not None:
                 held[1]()
+
+    def media_unconfirmed(self) -> int:
+        """Media handed to backends that have not all said yet whether they wrote them."""
+        return len(self._held_media)
 
     def may_drain(self) -> bool:
         return not any(r.holds_back() for r in self.runners)

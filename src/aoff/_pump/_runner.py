@@ -86,9 +86,10 @@ class BackendRunner:
         #: the backend writes images and videos (``write_media``; ``_media/``): each is a
         #: record here too, in order with the steps
         self.takes_media = callable(getattr(backend, "write_media", None))
-        #: told once of each media record this runner is done with: written, or lost
-        #: (refused, failed, abandoned), so its frames' block can be freed (``Intake``)
-        self.media_done: Callable[[MediaRecord], None] | None = None
+        #: told once of each media record this runner is done with, and whether it wrote
+        #: it (else lost: refused, failed, abandoned), so its frames' block can be freed
+        #: and the record counted written only when a backend wrote it (``Intake``)
+        self.media_done: Callable[[MediaRecord, bool], None] | None = None
         self.status = "opening"  # opening | ok | failed | closed
         self.error: str | None = None
         self.offered = 0
@@ -144,13 +145,13 @@ class BackendRunner:
             self.lost += excess
         self._wake.set()
 
-    def _let_go(self, records: Sequence[StepRecord | MediaRecord]) -> None:
-        """The media records among ``records`` leave this runner (written or lost)."""
+    def _let_go(self, records: Sequence[StepRecord | MediaRecord], written: bool = False) -> None:
+        """The media records among ``records`` leave this runner, ``written`` or lost."""
         done = self.media_done
         if done is not None:
             for rec in records:
                 if type(rec) is MediaRecord:
-                    done(rec)
+                    done(rec, written)
 
     def close_input(self) -> None:
         self._closing = True
@@ -207,11 +208,13 @@ class BackendRunner:
                 batch, write = self._next_batch()
                 n = len(batch)
                 self.in_flight = n
+                before = self.written
+                ok = False
                 try:
                     ok = await self._write(batch, write)
                 finally:  # written or lost: a media record's block may be freed
                     if type(batch[0]) is MediaRecord:
-                        self._let_go(batch)
+                        self._let_go(batch, written=ok and self.written > before)
                 self.in_flight = 0
                 if not ok:
                     return

@@ -40,7 +40,7 @@ def progress(
 ) -> Progress:
     media = (0, 0)
     if intake is not None:
-        media = (intake.media_confirmed, sum(intake.media.lost.values()))
+        media = (intake.media_written, sum(intake.media.lost.values()))
     return Progress(
         drained,
         state.steps_logged,
@@ -73,8 +73,10 @@ def finish_report(
         alerts=state.alerts,
         rule_errors=dict(state.rule_errors),
     )
-    if partial and intake.media.pending_count():  # still encoding: not written as of now
-        res.media_lost[STALLED] = res.media_lost.get(STALLED, 0) + intake.media.pending_count()
+    # still encoding, or not confirmed by every backend: not written as of now
+    waiting = intake.media.pending_count() + intake.media_unconfirmed() if partial else 0
+    if waiting:
+        res.media_lost[STALLED] = res.media_lost.get(STALLED, 0) + waiting
     for r in runners:
         res.backend_written[r.name] = r.written
         unconfirmed = len(r.pending) + r.in_flight if partial else 0
