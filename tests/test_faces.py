@@ -37,6 +37,23 @@ async def test_an_async_face_never_entered_warns_once_and_never_hangs(tmp_path: 
     assert [r["iteration"] for r in rows] == list(range(1, 22))
 
 
+@pytest.mark.anyio
+async def test_an_async_face_finished_without_entering_writes_what_was_logged(
+    tmp_path: Path,
+) -> None:
+    """As the sync face's finish() does: no unexplained drop count."""
+    log = AsyncOffPolicyLogger(log_dir=tmp_path, backends=("jsonl",), handle_sigterm=False)
+    with pytest.warns(AoffWarning, match=r"`await log.afinish\(\)` writes them"):
+        for i in range(1, 52):
+            await log.log_step(i, {"x": float(i)})
+    with anyio.fail_after(60):
+        report = await log.afinish()
+    assert report.dropped_events == 0 and report.complete and not report.partial
+    rows = [json.loads(ln) for ln in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["iteration"] for r in rows] == list(range(1, 52))
+    assert await log.aclose() is report  # idempotent: the run is over
+
+
 def test_entering_an_async_face_closed_before_it_was_entered_says_so(tmp_path: Path) -> None:
     # It used to hang past SIGTERM (the pump waited for a run that was already over), so
     # it runs in a child with a timeout rather than in this test process.

@@ -99,7 +99,8 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
             warnings.warn(
                 f"aoff: AsyncOffPolicyLogger.{ev.name_of(event)}() before `async with`: "
                 "nothing is written until the logger is entered "
-                "(`async with AsyncOffPolicyLogger(...) as log:`)",
+                "(`async with AsyncOffPolicyLogger(...) as log:`); calls are kept, and "
+                "`await log.afinish()` writes them if it never is",
                 AoffWarning,
                 stacklevel=3,
             )
@@ -280,11 +281,30 @@ class AsyncOffPolicyLogger(Face[Awaitable[None]]):
         self, *, title: str = "Training Summary", extra_summary: str = ""
     ) -> FinishReport:
         """Drain, close the backends, print the summary (``async with`` does this)."""
+        if self._kept_unentered():
+            return await self._run_unentered(True, title, extra_summary)
         return await self._stop(summary=True, title=title, extra_summary=extra_summary)
 
     async def aclose(self) -> FinishReport:
         """Drain and close the backends without a summary. Idempotent."""
+        if self._kept_unentered():
+            return await self._run_unentered(False, "Training Summary", "")
         return await self._stop(summary=False)
+
+    def _kept_unentered(self) -> bool:
+        """Never entered, and calls were kept: finishing must write them, not drop them."""
+        return not self._inert and self._phase is Phase.NEW and len(self._buffer) > 0
+
+    async def _run_unentered(self, summary: bool, title: str, extra_summary: str) -> FinishReport:
+        """The run of a logger finished without ``async with``: started now and stopped at
+        once, so what was logged is written, as the sync face's ``finish()`` writes it."""
+        await self.__aenter__()
+        try:
+            return await self._stop(summary=summary, title=title, extra_summary=extra_summary)
+        finally:
+            exits, self._exits, self._tg = self._exits, None, None
+            if exits is not None:
+                await exits.aclose()
 
     async def _stop(
         self,
