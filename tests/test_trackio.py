@@ -44,10 +44,10 @@ TRAIN = textwrap.dedent(
 )
 
 
-def trackio_cli(env: dict[str, str], *args: str) -> Any:
+def trackio_cli(env: dict[str, str], *args: str, project: str = "aoff-test") -> Any:
     cli = os.path.join(os.path.dirname(sys.executable), "trackio")
     got = subprocess.run(
-        [cli, *args, "--project", "aoff-test", "--json"],
+        [cli, *args, "--project", project, "--json"],
         env=env,
         capture_output=True,
         text=True,
@@ -98,3 +98,64 @@ def test_the_backend_object_is_plain_data_the_agent_gets() -> None:
     assert isinstance(built, TrackioBackend) and (built.project, built.run_name) == ("p", "r")
     with pytest.raises(ValueError, match="'trackio' backend cannot continue a run"):
         Options(log_backend="none", backends=("trackio",), resume_step=3).backend_names()
+
+
+SAME_CALLS = textwrap.dedent(
+    """
+    import json, sys
+    import aoff, trackio
+
+    # through aoff: the training process logs, the agent delivers to trackio later
+    log = aoff.OffPolicyLogger(
+        algo_name="SAC", log_backend="none", backends=("trackio", "jsonl"),
+        log_dir=sys.argv[1], wandb_project="through-aoff", wandb_name="r",
+        config={"lr": 0.001, "_target_": "algos.SAC"}, display="plain",
+    )
+    for i in range(1, 6):
+        log.log_step(i, {"train/loss": 1.0 / i})
+    log.finish()
+
+    # the same calls, made with trackio directly
+    trackio.init(project="direct", name="r", config={"algo": "SAC", "lr": 0.001},
+                 embed=False, auto_log_gpu=False, auto_log_cpu=False)
+    for i in range(1, 6):
+        trackio.log({"train/loss": 1.0 / i}, step=i)
+    trackio.finish()
+    print(json.dumps({p: [r.config for r in trackio.Api().runs(p)]
+                      for p in ("through-aoff", "direct")}))
+    """
+)
+
+
+def test_trackio_gets_only_the_users_config_against_direct_trackio_calls(tmp_path: Path) -> None:
+    """Only the keys the user configured (no run-description default such as
+    ``num_envs: 4096``), and a key trackio reserves left out alone with one line (it used
+    to lose the whole run); the points as trackio.log's."""
+    env = {**os.environ, "TRACKIO_DIR": str(tmp_path / "trackio")}
+    for key in ("TRACKIO_SPACE_ID", "TRACKIO_SERVER_URL"):
+        env.pop(key, None)
+    got = subprocess.run(
+        [sys.executable, "-c", SAME_CALLS, str(tmp_path / "run")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert got.returncode == 0, got.stderr
+    said = got.stdout + got.stderr  # the plain display's lines
+    assert said.count("config key '_target_' left out") == 1, said
+    configs = json.loads(got.stdout.splitlines()[-1])
+    [ours], [theirs] = configs["through-aoff"], configs["direct"]
+
+    def user_keys(c: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in c.items() if not k.startswith("_")}  # trackio's own
+
+    assert user_keys(ours) == user_keys(theirs) == {"algo": "SAC", "lr": 0.001}
+    loss = {
+        p: trackio_cli(env, "get", "metric", "--run", "r", "--metric", "train/loss", project=p)
+        for p in ("through-aoff", "direct")
+    }
+    ours_points, theirs_points = (
+        [(v["step"], v["value"]) for v in loss[p]["values"]] for p in ("through-aoff", "direct")
+    )
+    assert ours_points == theirs_points == [(i, 1.0 / i) for i in range(1, 6)]

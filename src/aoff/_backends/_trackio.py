@@ -17,6 +17,13 @@ never imports trackio (nor gradio). Every trackio call runs on one worker thread
 
 No network: trackio logs locally unless told of a Space or a server (``space_id``,
 ``server_url`` or their environment variables), which this backend never passes.
+
+The config holds what the user configured: the run description's fields at their
+defaults (never set) are left out, and a key trackio cannot take (it reserves keys
+starting with ``_``, Hydra's ``_target_`` among them, and refuses the whole run for one)
+is left out alone, with one line naming it. Not kept: a point's logged wall time
+(``run.log`` has no time argument, and trackio's local store stamps each batch when its
+thread writes it).
 """
 
 from __future__ import annotations
@@ -25,21 +32,58 @@ import contextlib
 import io
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import fields
 from typing import Any
 
 from rich.markup import escape
 
 from .._core._histogram_data import Histogram
-from .._core._records import MediaRecord, StepRecord
+from .._core._records import MediaRecord, RunConfig, StepRecord
 from ._base import BackendContext
-from ._configwrites import ConfigWrites
-from ._configwrites import run_config as merged_config
+from ._configwrites import ConfigWrites, run_config
 from ._threads import SerialWorker, wait_future
 
 __all__ = ["TrackioBackend"]
 
 MEDIA_FORMATS = {"image": "png", "video": "mp4"}
+
+#: the run description's config keys (``_configwrites.run_config``) and the field each
+#: comes from: left out of trackio's config while the field is at its default
+_SEED_KEYS = {
+    "algo": "algo_name",
+    "env": "env_name",
+    "num_envs": "num_envs",
+    "obs_dim": "obs_dim",
+    "action_dim": "action_dim",
+    "max_iterations": "max_iterations",
+}
+_SEED_DEFAULTS = {f.name: f.default for f in fields(RunConfig)}
+
+
+def trackio_config(
+    values: Mapping[str, Any], say: Callable[[str], None], said: set[str]
+) -> dict[str, Any]:
+    """``values`` as trackio may take them: a key it reserves (starting with ``_``) is
+    left out and said once (``said``: the keys said so far)."""
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if key.startswith("_"):
+            if key not in said:
+                said.add(key)
+                say(
+                    f"[yellow]trackio: config key {escape(repr(key))} left out (trackio "
+                    "reserves keys starting with '_'); the other keys are kept[/]"
+                )
+            continue
+        out[key] = value
+    return out
+
+
+def set_description(cfg: RunConfig) -> dict[str, Any]:
+    """The run description's config keys whose fields are not at their defaults."""
+    every = run_config(cfg, {})
+    return {k: v for k, v in every.items() if v != _SEED_DEFAULTS[_SEED_KEYS[k]]}
 
 
 def _histogram(h: Histogram) -> Any:
@@ -68,6 +112,7 @@ class TrackioBackend:
         self._run: Any = None
         self._media: tempfile.TemporaryDirectory[str] | None = None
         self._n_media = 0
+        self._said: set[str] = set()  # config keys said to be left out
 
     def __getstate__(self) -> dict[str, Any]:
         return {"project": self.project, "run_name": self.run_name, "group": self.group}
@@ -137,8 +182,9 @@ class TrackioBackend:
             return
         self._ctx = ctx
         self._worker = SerialWorker("aoff-trackio")
-        config = merged_config(ctx.config, {})
+        config = set_description(ctx.config)
         config.update(self._config.due(self._ctx) or {})
+        config = trackio_config(config, ctx.say, self._said)
         run_name = await wait_future(self._worker.submit(self._open_sync, config))
         ctx.say(
             f"[dim]trackio logging to project: {escape(self.project)}, run: "
@@ -151,10 +197,17 @@ class TrackioBackend:
             return
         if self._run is None or self._worker is None:
             raise RuntimeError("trackio backend: write() before open() or after close()")
-        values = self._config.due(self._ctx)
+        values = self._due()
         if values:
             await wait_future(self._worker.submit(self._config_sync, values))
         await wait_future(self._worker.submit(self._log_sync, tuple(records)))
+
+    def _due(self) -> dict[str, Any]:
+        """The config keys changed since the last send, as trackio may take them."""
+        values = self._config.due(self._ctx)
+        if not values or self._ctx is None:
+            return {}
+        return trackio_config(values, self._ctx.say, self._said)
 
     async def write_media(self, items: Sequence[MediaRecord]) -> None:
         """Log the encoded images and videos at their steps (in order with ``write``)."""
@@ -177,7 +230,7 @@ class TrackioBackend:
             return
         try:
             if self._run is not None:
-                values = self._config.due(self._ctx)
+                values = self._due()
                 if values:
                     await wait_future(worker.submit(self._config_sync, values))
                 await wait_future(worker.submit(self._finish_sync))
