@@ -159,3 +159,46 @@ def test_trackio_gets_only_the_users_config_against_direct_trackio_calls(tmp_pat
         [(v["step"], v["value"]) for v in loss[p]["values"]] for p in ("through-aoff", "direct")
     )
     assert ours_points == theirs_points == [(i, 1.0 / i) for i in range(1, 6)]
+
+
+HPARAMS = textwrap.dedent(
+    """
+    import json, sys
+    import trackio
+    from aoff.tensorboard import SummaryWriter
+
+    w = SummaryWriter(sys.argv[1], backends=("trackio",), wandb_project="through-aoff",
+                      wandb_name="r", dashboard=True)
+    w.add_hparams({"lr": 0.1, "batch": 32}, {"hparam/return": 90.0})
+    w.add_scalar("loss", 0.5, 1)
+    w.add_hparams({"late": 1}, {"hparam/late": 1.0})
+    w.close()
+    print(json.dumps([r.config for r in trackio.Api().runs("through-aoff")]))
+    """
+)
+
+
+def test_add_hparams_reaches_trackios_config_and_its_metrics_keep_their_names(
+    tmp_path: Path,
+) -> None:
+    env = {**os.environ, "TRACKIO_DIR": str(tmp_path / "trackio")}
+    for key in ("TRACKIO_SPACE_ID", "TRACKIO_SERVER_URL"):
+        env.pop(key, None)
+    got = subprocess.run(
+        [sys.executable, "-c", HPARAMS, str(tmp_path / "run")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert got.returncode == 0, got.stderr
+    [config] = json.loads(got.stdout.splitlines()[-1])
+    assert {"lr": 0.1, "batch": 32} == {k: config[k] for k in ("lr", "batch")}
+    assert "late" not in config  # trackio fixes the config at the first point: said
+    said = " ".join((got.stdout + got.stderr).split())  # the display wraps its lines
+    assert said.count("trackio keeps a run's config as of its first point: late") == 1, said
+    for metric, step, value in (("hparam/return", 0, 90.0), ("hparam/late", 0, 1.0)):
+        out = trackio_cli(
+            env, "get", "metric", "--run", "r", "--metric", metric, project="through-aoff"
+        )
+        assert [(v["step"], v["value"]) for v in out["values"]] == [(step, value)], metric

@@ -113,6 +113,8 @@ class TrackioBackend:
         self._media: tempfile.TemporaryDirectory[str] | None = None
         self._n_media = 0
         self._said: set[str] = set()  # config keys said to be left out
+        self._logged = False  # a point was logged: trackio's config is fixed from here
+        self._said_late = False
 
     def __getstate__(self) -> dict[str, Any]:
         return {"project": self.project, "run_name": self.run_name, "group": self.group}
@@ -138,11 +140,24 @@ class TrackioBackend:
         return str(self._run.name)
 
     def _config_sync(self, values: dict[str, Any]) -> None:
+        """Config changes: trackio stores a run's config with its first point and never
+        again, so a change after it is said once rather than lost in silence."""
         self._run.config.update(values)
+        if self._logged and not self._said_late and self._ctx is not None:
+            self._said_late = True
+            keys = ", ".join(list(values)[:5]) + (", ..." if len(values) > 5 else "")
+            self._ctx.say(
+                f"[yellow]trackio keeps a run's config as of its first point: {escape(keys)} "
+                "(set after it) are not in trackio's config; TensorBoard, W&B and the run "
+                "summary have them[/]"
+            )
 
     def _log_sync(self, records: Sequence[StepRecord]) -> None:
         log = self._run.log
         for rec in records:
+            if rec.hparams is not None:  # add_hparams: its hyperparameters are config
+                self._hparams_sync(rec)
+                continue
             prefix = rec.producer or (rec.run if rec.writer else "")
             p = prefix + "/" if prefix else ""
             row: dict[str, Any] = {p + tag: v for tag, v in rec.scalars}
@@ -150,6 +165,22 @@ class TrackioBackend:
                 row[p + h.tag] = _histogram(h)
             if row:
                 log(row, step=rec.step)
+                self._logged = True
+
+    def _hparams_sync(self, rec: StepRecord) -> None:
+        """``SummaryWriter.add_hparams``: its hyperparameters go to the run's config
+        (before the run's first point; after it, said), its metrics are logged at its
+        step under their own names (TensorBoard keeps them in a sub-run folder named by
+        the time; a trackio run has no sub-runs)."""
+        assert rec.hparams is not None
+        say = self._ctx.say if self._ctx is not None else (lambda _line: None)
+        values = trackio_config(rec.hparams.values, say, self._said)
+        if values:
+            self._config_sync(values)
+        row = dict(rec.scalars)
+        if row:
+            self._run.log(row, step=rec.step)
+            self._logged = True
 
     def _media_sync(self, items: Sequence[MediaRecord]) -> None:
         import trackio
@@ -167,6 +198,7 @@ class TrackioBackend:
             else:
                 value = trackio.Image(path)
             self._run.log({rec.key: value}, step=rec.step)
+            self._logged = True
 
     def _finish_sync(self) -> None:
         with contextlib.redirect_stdout(io.StringIO()):
