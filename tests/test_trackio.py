@@ -193,7 +193,7 @@ def test_add_hparams_reaches_trackios_config_and_its_metrics_keep_their_names(
     )
     assert got.returncode == 0, got.stderr
     [config] = json.loads(got.stdout.splitlines()[-1])
-    assert {"lr": 0.1, "batch": 32} == {k: config[k] for k in ("lr", "batch")}
+    assert {k: config[k] for k in ("lr", "batch")} == {"lr": 0.1, "batch": 32}
     assert "late" not in config  # trackio fixes the config at the first point: said
     said = " ".join((got.stdout + got.stderr).split())  # the display wraps its lines
     assert said.count("trackio keeps a run's config as of its first point: late") == 1, said
