@@ -107,6 +107,8 @@ def test_every_command_sees_the_same_runs_in_a_tree_of_mixed_runs(
         assert set(alone["tag"]) == set(mine["tag"])
         rc, out, err = _cli(capsys, "show", run, "--json")
         assert rc == 0, (run, err)
+    rc, _, err = _cli(capsys, "show", str(tree / "sb3"))  # show takes one run: it says so
+    assert rc == 1 and "is a folder of 2 runs (csv_and_tb, csv_only)" in err
     # a run's own sub-folders (add_scalars) are its tags, not runs of their own
     assert {"q_q1/q", "q_q2/q", "loss"} <= set(long[long["run"] == want[-1]]["tag"])
 

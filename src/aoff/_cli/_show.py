@@ -30,7 +30,7 @@ from .._channel._paths import has_live_files, live_status
 from .._display._format import fmt_duration
 from .._runfolder._csvfile import CSV_NAME
 from .._runfolder._rundata import JSONL_NAME, REWARD_TAG, SUMMARY_NAME, TB_PATTERN, RunData
-from .._runfolder._runfind import find_runs
+from .._runfolder._runfind import find_runs, runs_in
 from .._runfolder._runs import read_run, scan_bytes
 from ._folder import not_a_folder
 from ._progress import reading_progress
@@ -158,6 +158,16 @@ def run_show(
         print(f"aoff show: cannot read {path!r}: {exc.strerror or exc}", file=err)
         return 1
     if data is None:
+        below = [r for r in runs_in(path) if r != path]
+        if below:  # a folder of runs, as ls, compare and export see it
+            names = ", ".join(os.path.relpath(r, path) for r in below[:5])
+            print(
+                f"aoff show: {path!r} is a folder of {len(below)} runs ({names}"
+                f"{', ...' if len(below) > 5 else ''}): show takes one run; "
+                f"aoff ls {path} lists them",
+                file=err,
+            )
+            return 1
         return _no_run(path, err, "show")
     if as_json:
         state = stopped_early(data) or data.state
