@@ -542,3 +542,31 @@ def test_the_agent_survives_huge_windows_and_a_nan_stops_the_loop(tmp_path: Path
     report = log.finish()
     assert [(a.rule, a.step) for a in report.alerts if a.stop] == [("nonfinite", 6)]
     assert report.rule_errors == {} and not report.partial and report.complete
+
+
+def test_a_failing_rule_is_counted_in_the_report_and_the_run_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    from aoff._core import _watch
+
+    def broken(_values: object) -> float:
+        raise RuntimeError("median broke")
+
+    monkeypatch.setattr(_watch.statistics, "median", broken)  # the pump runs in this process
+    log = aoff.OffPolicyLogger(
+        log_dir=tmp_path,
+        backends=("jsonl",),
+        display="none",
+        pump="thread",
+        handle_sigterm=False,
+        rules=[rules.blowup("train/*", window=2), rules.nonfinite(stop=True)],
+    )
+    for it, v in enumerate([1.0, 2.0, 3.0, math.nan], 1):
+        log.log_step(it, {"q_loss": v})
+    wait_until(lambda: log.should_stop, what="the NaN's stop")
+    report = log.finish()
+    assert report.rule_errors == {"blowup(train/*, 10, window=2)": 3}
+    assert [(a.rule, a.step) for a in report.alerts] == [("nonfinite", 4)]
+    err = capfd.readouterr().err
+    assert err.count("rule blowup(train/*, 10, window=2) failed (RuntimeError") == 1
+    assert "rules that failed on some values" in err and "Traceback" not in err

@@ -243,19 +243,24 @@ class Watch:
             quiet = now - last
             for rule in self._stalls:
                 if quiet > rule.seconds:
+                    try:
+                        alert = self._stalled(rule, source, step, quiet)
+                    except Exception as exc:  # one rule's error, never the others'
+                        self._failed(rule, exc)
+                        continue
                     self._silent.add(source)
-                    who = "no step" if source is None else f"producer {source} sent no step"
-                    alerts.append(
-                        Alert(
-                            self._clock(),
-                            rule.name,
-                            "" if source is None else source,
-                            step,
-                            quiet,
-                            f"{who} for {quiet:.0f}s after step {step} "
-                            f"(stalled after {rule.seconds:g}s)",
-                            rule.stop,
-                        )
-                    )
+                    alerts.append(alert)
                     break
         return alerts
+
+    def _stalled(self, rule: Rule, source: str | None, step: int, quiet: float) -> Alert:
+        who = "no step" if source is None else f"producer {source} sent no step"
+        return Alert(
+            self._clock(),
+            rule.name,
+            "" if source is None else source,
+            step,
+            quiet,
+            f"{who} for {quiet:.0f}s after step {step} (stalled after {rule.seconds:g}s)",
+            rule.stop,
+        )

@@ -102,6 +102,7 @@ class AlertDesk:
         alerts = self.watch.tick()
         for w in self.producers.values():
             alerts += w.tick()
+        self._count_errors()
         if alerts:
             self._deliver(alerts)
 
