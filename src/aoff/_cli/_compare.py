@@ -92,8 +92,8 @@ class Compared:
             out.append(
                 (
                     f"stops {r}",
-                    f"{r}'s curve stops at step {step:g}: group {self.group.name!r}'s curve "
-                    f"after it is over {later} of {n} runs",
+                    f"{r}'s curve stops at step {step:g}: after it, group "
+                    f"{self.group.name!r} is drawn over {later} of {n} runs",
                 )
             )
         return out
@@ -273,7 +273,8 @@ def render(console: Console, metric: str, final: float, done: list[Compared]) ->
         for r in c.runs:
             console.print(Text(f"  {r}", "dim", no_wrap=True, overflow="ellipsis"))
     table = Table(
-        title=f"{metric}, final score: mean of each run's last {final:.0%} of steps",
+        title=f"{metric}, final score: mean of each run's last {final:.0%} of steps"
+        + (" (a diverged run: -inf)" if any(c.diverged() for c in done) else ""),
         title_justify="left",
     )
     for col in ("group", "runs", "mean", "median", "IQM", "IQM 95% CI"):
