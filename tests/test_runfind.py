@@ -164,5 +164,7 @@ def test_a_step_beyond_int64_is_refused_with_one_line_naming_the_file(
     assert rc == 0 and err.count("beyond int64") == 2
     assert json.loads(out)["groups"][0]["runs"] == 2
     rc, out, err = _cli(capsys, "ls", str(tmp_path), "--json")
-    assert rc == 0 and len(json.loads(out)) == 2
+    assert rc == 0 and [row["steps"] for row in json.loads(out)] == [3, 1]
+    rc, out, err = _cli(capsys, "show", str(run), "--json")
+    assert rc == 0 and "2 row(s) with a step beyond int64 refused" in err
     assert os.path.exists(run / "metrics.jsonl")  # read, never changed

@@ -39,6 +39,7 @@ def read_jsonl(run_dir: str, path: str) -> RunData:
     lines = raw.split(b"\n")
     last_index = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
     bad_middle = 0
+    huge = 0
     count = 0
     for i, line in enumerate(lines):
         if not line.strip():
@@ -60,6 +61,9 @@ def read_jsonl(run_dir: str, path: str) -> RunData:
             data.producer_rows[producer] = data.producer_rows.get(producer, 0) + 1
             continue
         step, it, wall = row.get("step"), row.get("iteration"), row.get("wall_time")
+        if isinstance(step, int) and not -(2**63) <= step < 2**63:
+            huge += 1  # refused as aoff.read_scalars refuses it, and said
+            continue
         if isinstance(step, int):
             data.steps = step
         if isinstance(it, int):
@@ -85,6 +89,8 @@ def read_jsonl(run_dir: str, path: str) -> RunData:
         )
     if bad_middle:
         data.notes.append(f"{path}: {bad_middle} unreadable line(s) skipped")
+    if huge:
+        data.notes.append(f"{path}: {huge} row(s) with a step beyond int64 refused")
     return data
 
 
