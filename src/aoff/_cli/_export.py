@@ -30,7 +30,7 @@ def to_wide(long: Any) -> Any:
     tags = list(dict.fromkeys(long["tag"]))
     last = long.drop_duplicates(["run", "step", "tag"], keep="last")
     wide = last.set_index(["run", "step", "tag"])["value"].unstack("tag").reindex(columns=tags)
-    wide.insert(0, "wall_time", long.groupby(["run", "step"])["wall_time"].max())
+    wide.insert(0, "wall_time", long.groupby(["run", "step"], observed=True)["wall_time"].max())
     wide.columns.name = None
     wide = wide.reset_index()
     order = {run: i for i, run in enumerate(dict.fromkeys(long["run"]))}
