@@ -20,7 +20,7 @@ import threading
 import types
 import warnings
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._core import _events as ev
@@ -36,9 +36,13 @@ if TYPE_CHECKING:
     from .._pump._grouppump import GroupPump
     from .._pump._wiring import Core
 
-__all__ = ["RunGroup", "run_folder_name"]
+__all__ = ["BEFORE_STOP", "RunGroup", "run_folder_name"]
 
 _live_groups: weakref.WeakSet[RunGroup] = weakref.WeakSet()
+
+#: what runs before a group's ``finish()`` drains: callables each integration adds
+#: (``aoff.jax`` adds ``jax.effects_barrier``, so callbacks still in flight arrive first)
+BEFORE_STOP: list[Callable[[], object]] = []
 
 
 def run_folder_name(name: str, seed: int) -> str:
@@ -254,6 +258,9 @@ class RunGroup:
     close = finish
 
     def _stop(self, *, interrupted: bool) -> tuple[FinishReport, ...]:
+        if self._reports is None:
+            for before in BEFORE_STOP:
+                before()
         with self._stop_lock:
             if self._reports is not None:
                 return self._reports
