@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 from typing import Any, NamedTuple
 
-import distrax
 import flax.linen as nn
 import gymnax
 import jax
@@ -32,17 +31,34 @@ import aoff.jax
 NAME = "ppo"
 
 
+class Categorical(NamedTuple):
+    """A categorical policy over logits (what PureJaxRL takes from distrax)."""
+
+    logits: jax.Array
+
+    def sample(self, seed: jax.Array) -> jax.Array:
+        return jax.random.categorical(seed, self.logits)
+
+    def log_prob(self, action: jax.Array) -> jax.Array:
+        logp = jax.nn.log_softmax(self.logits)
+        return jnp.take_along_axis(logp, action[..., None], axis=-1)[..., 0]
+
+    def entropy(self) -> jax.Array:
+        logp = jax.nn.log_softmax(self.logits)
+        return -(jnp.exp(logp) * logp).sum(-1)
+
+
 class ActorCritic(nn.Module):
     actions: int
     hidden: int = 32
 
     @nn.compact
-    def __call__(self, x: jax.Array) -> tuple[Any, jax.Array]:
+    def __call__(self, x: jax.Array) -> tuple[Categorical, jax.Array]:
         a = nn.tanh(nn.Dense(self.hidden)(x))
         logits = nn.Dense(self.actions)(nn.tanh(nn.Dense(self.hidden)(a)))
         v = nn.tanh(nn.Dense(self.hidden)(x))
         value = nn.Dense(1)(nn.tanh(nn.Dense(self.hidden)(v)))
-        return distrax.Categorical(logits=logits), jnp.squeeze(value, -1)
+        return Categorical(logits), jnp.squeeze(value, -1)
 
 
 class Transition(NamedTuple):
@@ -171,17 +187,34 @@ CONFIG = {
 }
 
 
+def config_for(updates: int) -> dict[str, Any]:
+    """``CONFIG`` with ``updates`` PPO updates."""
+    return {**CONFIG, "TOTAL_TIMESTEPS": CONFIG["NUM_ENVS"] * CONFIG["NUM_STEPS"] * updates}
+
+
+def seed_keys(seeds: int) -> jax.Array:
+    """One PRNG key per seed, as PureJaxRL makes them."""
+    return jax.random.split(jax.random.PRNGKey(0), seeds)
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seeds", type=int, default=8)
     p.add_argument("--updates", type=int, default=16)
     p.add_argument("--log-dir", default="runs/jax_ppo")
     args = p.parse_args(argv)
-    config = {**CONFIG, "TOTAL_TIMESTEPS": CONFIG["NUM_ENVS"] * CONFIG["NUM_STEPS"] * args.updates}
+    config = config_for(args.updates)
     train = jax.jit(jax.vmap(make_train(config)))
-    rngs = jax.random.split(jax.random.PRNGKey(0), args.seeds)
-    with aoff.RunGroup(args.seeds, args.log_dir, name=NAME, env_name=config["ENV_NAME"],
-                       max_iterations=args.updates, config=config, display="plain") as group:
+    rngs = seed_keys(args.seeds)
+    with aoff.RunGroup(
+        args.seeds,
+        args.log_dir,
+        name=NAME,
+        env_name=config["ENV_NAME"],
+        max_iterations=args.updates,
+        config=config,
+        display="plain",
+    ) as group:
         with aoff.jax.use(group):
             out = train(rngs)
     returns = np.asarray(out["metrics"]["episode_return"])
