@@ -10,9 +10,11 @@ the callback gets the axes outermost first, and they are flattened into runs in 
 with nested ones run ``i * inner + j`` is outer index ``i``, inner index ``j``.
 
 The callback only copies the batch (``tolist`` in :meth:`RunGroup.log_step`) and queues
-it: the compiled program does not wait for the logger's work. It is unordered
-(``ordered=False``: an ordered effect is refused under ``vmap``); within one program the
-calls of a ``scan`` come in its order, so each run's steps keep theirs.
+it: the compiled program does not wait for the logger's work. It is an ordered effect
+(``ordered=True``), which a mapped callback could not be: unordered, XLA may run a call
+outside a ``scan`` (rejax's first evaluation) after the calls inside it, and a run's
+steps would reach its files out of order. Because the batching rule never maps the
+callback, the order holds under ``vmap`` too.
 """
 
 from __future__ import annotations
@@ -103,7 +105,7 @@ def _emit_for(logger: Target | None) -> Any:
     @custom_batching.custom_vmap
     def emit(step: Any, metrics: dict[str, Any], reward: Any) -> Any:
         jax.debug.callback(
-            lambda s, m, r: _deliver(logger, s, m, r), step, metrics, reward, ordered=False
+            lambda s, m, r: _deliver(logger, s, m, r), step, metrics, reward, ordered=True
         )
         return step
 
