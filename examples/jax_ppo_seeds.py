@@ -95,9 +95,9 @@ def make_train(config: dict[str, Any]) -> Any:
             rng, act_rng, step_rng = jax.random.split(rng, 3)
             pi, value = network.apply(state.params, obs)
             action = pi.sample(seed=act_rng)
-            obs2, env_state, reward, terminated, truncated, _ = jax.vmap(
-                env.step, (0, 0, 0, None)
-            )(jax.random.split(step_rng, n_envs), env_state, action, env_params)
+            obs2, env_state, reward, terminated, truncated, _ = jax.vmap(env.step, (0, 0, 0, None))(
+                jax.random.split(step_rng, n_envs), env_state, action, env_params
+            )
             done = jnp.logical_or(terminated, truncated).astype(jnp.float32)
             running = running + reward
             t = Transition(done, action, value, reward, pi.log_prob(action), obs, running * done)
@@ -206,17 +206,19 @@ def main(argv: list[str] | None = None) -> None:
     config = config_for(args.updates)
     train = jax.jit(jax.vmap(make_train(config)))
     rngs = seed_keys(args.seeds)
-    with aoff.RunGroup(
-        args.seeds,
-        args.log_dir,
-        name=NAME,
-        env_name=config["ENV_NAME"],
-        max_iterations=args.updates,
-        config=config,
-        display="plain",
-    ) as group:
-        with aoff.jax.use(group):
-            out = train(rngs)
+    with (
+        aoff.RunGroup(
+            args.seeds,
+            args.log_dir,
+            name=NAME,
+            env_name=config["ENV_NAME"],
+            max_iterations=args.updates,
+            config=config,
+            display="plain",
+        ) as group,
+        aoff.jax.use(group),
+    ):
+        out = train(rngs)
     returns = np.asarray(out["metrics"]["episode_return"])
     print(f"final episode return over {args.seeds} seeds: {returns[:, -1].mean():.1f}")
 

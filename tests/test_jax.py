@@ -87,9 +87,8 @@ def test_nested_vmap_flattens_outer_axis_first(tmp_path: Path) -> None:
     keys = jax.random.split(jax.random.PRNGKey(1), 3)
     scales = jnp.array([1.0, 10.0], dtype=jnp.float32)
     prog = jax.jit(jax.vmap(jax.vmap(train, (0, None)), (None, 0)))  # (2 scales, 3 keys)
-    with _group(tmp_path, 6) as g:
-        with aoff.jax.use(g):
-            out = np.asarray(prog(keys, scales))
+    with _group(tmp_path, 6) as g, aoff.jax.use(g):
+        out = np.asarray(prog(keys, scales))
     g.finish()
     for k, run in enumerate(g.run_dirs):
         assert _values(run, "train/x")[1][0] == out.reshape(-1)[k]
@@ -114,10 +113,11 @@ def test_fori_loop_and_explicit_logger(tmp_path: Path) -> None:
 def test_a_single_run_logger_under_jit_without_vmap(tmp_path: Path) -> None:
     log = aoff.OffPolicyLogger(log_dir=tmp_path, display="none", pump="thread")
 
-    @jax.jit
-    def step(i: Any) -> Any:
+    def one(i: Any) -> Any:
         aoff.jax.log(i, {"y": i * 0.5}, logger=log)
         return i
+
+    step = jax.jit(one)
 
     for i in range(3):
         step(jnp.int32(i))
@@ -141,7 +141,8 @@ def test_metrics_must_be_a_dict() -> None:
 
 # -- a PureJaxRL-shaped PPO, as users run it ------------------------------------------------------
 def _example() -> Any:
-    spec = importlib.util.spec_from_file_location("jax_ppo_seeds", ROOT / "examples/jax_ppo_seeds.py")
+    path = ROOT / "examples/jax_ppo_seeds.py"
+    spec = importlib.util.spec_from_file_location("jax_ppo_seeds", path)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod  # its NamedTuple and dataclasses look their module up

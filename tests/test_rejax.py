@@ -47,9 +47,7 @@ class FiveTuple:
         return getattr(self._env, name)
 
     def step(self, key: Any, state: Any, action: Any, params: Any = None) -> Any:
-        obs, state, reward, terminated, truncated, info = self._env.step(
-            key, state, action, params
-        )
+        obs, state, reward, terminated, truncated, info = self._env.step(key, state, action, params)
         return obs, state, reward, jnp.logical_or(terminated, truncated), info
 
 

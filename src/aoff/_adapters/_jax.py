@@ -40,7 +40,9 @@ class Target(Protocol):
     """What ``log`` delivers to: a :class:`~aoff.RunGroup`, or a single run's logger
     (``OffPolicyLogger``: one run, no ``vmap``)."""
 
-    def log_step(self, step: Any, metrics: Mapping[str, Any] | None = ..., reward: Any = ...) -> Any: ...
+    def log_step(
+        self, step: Any, metrics: Mapping[str, Any] | None = ..., reward: Any = ...
+    ) -> Any: ...
 
 
 _lock = threading.Lock()
@@ -88,7 +90,7 @@ def _deliver(logger: Target | None, step: Any, metrics: dict[str, Any], reward: 
         if s.ndim == 0:
             target.log_step(int(s), metrics, reward)
         else:
-            flat = {k: np.reshape(v, (n,) + np.shape(v)[s.ndim :]) for k, v in metrics.items()}
+            flat = {k: np.reshape(v, (n, *np.shape(v)[s.ndim :])) for k, v in metrics.items()}
             r = None if reward is None else np.reshape(reward, (n,))
             target.log_step(np.reshape(s, (n,)), flat, r)
     except Exception as exc:
@@ -151,7 +153,7 @@ def log(
 
 
 def _barrier() -> None:
-    jax.effects_barrier()  # callbacks still in flight run before the group drains
+    jax.effects_barrier()  # type: ignore[no-untyped-call]  # callbacks still in flight run before the group drains
 
 
 if _barrier not in BEFORE_STOP:

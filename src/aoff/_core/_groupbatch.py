@@ -44,7 +44,9 @@ def batch_of(where: str, value: Any, runs: int) -> Any:
     except Exception as exc:  # pragma: no cover - numpy's own message says what
         raise TypeError(f"{where}: cannot read {type(value).__name__} as numbers: {exc}") from None
     if arr.dtype.kind not in "biuf":
-        raise TypeError(f"{where}: expected numbers, got dtype {arr.dtype} ({type(value).__name__})")
+        raise TypeError(
+            f"{where}: expected numbers, got dtype {arr.dtype} ({type(value).__name__})"
+        )
     if arr.ndim == 0:
         return arr.item()
     if arr.ndim != 1 or arr.shape[0] != runs:

@@ -200,7 +200,9 @@ class RunGroup:
         )
 
     # -- the hot path ---------------------------------------------------------------------------
-    def log_step(self, step: Any, metrics: Mapping[str, Any] | None = None, reward: Any = None) -> None:
+    def log_step(
+        self, step: Any, metrics: Mapping[str, Any] | None = None, reward: Any = None
+    ) -> None:
         """One step of every run: ``step`` and each value one number per run (leading
         axis of length ``runs``) or one for all. Checked and copied here; returns at once."""
         self._put(take_batch(self.runs, self._clock(), step, metrics, reward))
