@@ -85,14 +85,17 @@ def _deliver(logger: Target | None, step: Any, metrics: dict[str, Any], reward: 
     try:
         if target is None:
             raise RuntimeError("no logger: pass logger= or run inside aoff.jax.use(group)")
+        # NumPy views first: the callback may be handed jax.Arrays, and every reshape
+        # of one would be a JAX dispatch (~0.1 ms each) inside the program's callback
         s = np.asarray(step)
+        host = {k: np.asarray(v) for k, v in metrics.items()}
+        r = None if reward is None else np.asarray(reward)
         n = s.size
         if s.ndim == 0:
-            target.log_step(int(s), metrics, reward)
+            target.log_step(int(s), host, r)
         else:
-            flat = {k: np.reshape(v, (n, *np.shape(v)[s.ndim :])) for k, v in metrics.items()}
-            r = None if reward is None else np.reshape(reward, (n,))
-            target.log_step(np.reshape(s, (n,)), flat, r)
+            flat = {k: v.reshape((n, *v.shape[s.ndim :])) for k, v in host.items()}
+            target.log_step(s.reshape(n), flat, None if r is None else r.reshape(n))
     except Exception as exc:
         _counts["failed"] += 1
         if _counts["failed"] == 1:
