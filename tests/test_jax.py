@@ -1,7 +1,7 @@
 """``aoff.jax.log`` inside ``jit``/``scan``/``fori_loop``/``vmap``, on real JAX.
 
 The toy programs are small (compiled in about a second); the real clients are the
-PureJaxRL-shaped PPO of ``examples/jax_ppo_seeds.py`` (run as users run it, then checked
+PureJaxRL-shaped PPO of ``examples/jax_ppo.py`` (run as users run it, then checked
 against the same program compiled without logging) and rejax's PPO and DQN
 (``test_rejax.py``). What is checked is what the readers see: TensorBoard's own
 ``EventAccumulator`` on each run's folder, and ``aoff compare``'s output.
@@ -141,8 +141,8 @@ def test_metrics_must_be_a_dict() -> None:
 
 # -- a PureJaxRL-shaped PPO, as users run it ------------------------------------------------------
 def _example() -> Any:
-    path = ROOT / "examples/jax_ppo_seeds.py"
-    spec = importlib.util.spec_from_file_location("jax_ppo_seeds", path)
+    path = ROOT / "examples/jax_ppo.py"
+    spec = importlib.util.spec_from_file_location("jax_ppo", path)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod  # its NamedTuple and dataclasses look their module up
@@ -156,7 +156,7 @@ def test_purejaxrl_ppo_eight_seeds_bit_equal_and_compared(tmp_path: Path) -> Non
     out = tmp_path / "jax_ppo"
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), COLUMNS="100")
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "examples/jax_ppo_seeds.py"), "--updates", str(updates),
+        [sys.executable, str(ROOT / "examples/jax_ppo.py"), "--updates", str(updates),
          "--log-dir", str(out)],
         env=env, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
     )  # fmt: skip

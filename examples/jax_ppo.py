@@ -6,7 +6,7 @@ this script calls ``aoff.jax.log`` once per update: the vmapped seeds become the
 one :class:`aoff.RunGroup`, ``runs/jax_ppo/ppo_seed<k>``, which ``aoff compare`` reads as
 the seeds of one configuration::
 
-    python examples/jax_ppo_seeds.py                   # 8 seeds, a few seconds of training
+    python examples/jax_ppo.py                   # 8 seeds, a few seconds of training
     python -m aoff compare runs/jax_ppo --metric train/episode_return
 
 Needs the ``jax`` extra: ``pip install 'aoff[jax]'`` (JAX, gymnax, flax, optax).
