@@ -66,6 +66,14 @@ def test_per_run_steps_and_jsonl_exact_values(tmp_path: Path) -> None:
     assert [np.float32(r[0]["train/q"]) for r in rows] == [np.float32(0.1), np.float32(0.2)]
 
 
+def test_torch_tensors_are_split_too(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    with _group(tmp_path, runs=2, backends=("jsonl",)) as g:
+        g.log_step(1, {"q": torch.tensor([0.25, 0.5]), "z": torch.tensor(3.0)})
+    rows = [read_jsonl(Path(d) / "metrics.jsonl")[0] for d in g.run_dirs]
+    assert [(r["train/q"], r["train/z"]) for r in rows] == [(0.25, 3.0), (0.5, 3.0)]
+
+
 @pytest.mark.parametrize(
     ("value", "error"),
     [
