@@ -257,7 +257,9 @@ class RunGroup:
         every run's report."""
         return self._stop(interrupted=False)
 
-    close = finish
+    def close(self) -> tuple[FinishReport, ...]:
+        """The same as :meth:`finish` (a group prints no summary panel)."""
+        return self._stop(interrupted=False)
 
     def _stop(self, *, interrupted: bool) -> tuple[FinishReport, ...]:
         if self._reports is None:
