@@ -176,3 +176,24 @@ def test_purejaxrl_ppo_eight_seeds_bit_equal_and_compared(tmp_path: Path) -> Non
         aoff_main(["compare", str(out), "--metric", "train/episode_return"])
     printed = text.getvalue()
     assert "group ppo: 8 runs" in printed and "IQM" in printed
+
+
+def test_logging_every_few_updates_under_cond(tmp_path: Path) -> None:
+    """What the guide advises for short updates: the call under ``lax.cond`` on the
+    step, under ``vmap``, logs only those steps (the predicate is not batched)."""
+
+    def train(key: Any) -> Any:
+        def body(c: Any, i: Any) -> Any:
+            x = jax.random.normal(jax.random.fold_in(key, i))
+            jax.lax.cond(i % 3 == 0, lambda: aoff.jax.log(i, {"x": x}), lambda: None)
+            return c + x, x
+
+        return jax.lax.scan(body, jnp.float32(0.0), jnp.arange(7))[1]
+
+    before = aoff.jax.counts()["delivered"]
+    with _group(tmp_path, 2) as g, aoff.jax.use(g):
+        xs = np.asarray(jax.jit(jax.vmap(train))(KEYS[:2]))
+    g.finish()
+    assert aoff.jax.counts()["delivered"] - before == 3
+    steps, got = _values(g.run_dirs[1], "train/x")
+    assert steps == [0, 3, 6] and got.tobytes() == xs[1, [0, 3, 6]].tobytes()
