@@ -158,3 +158,44 @@ def test_table_one_line_per_run_or_iqm_when_many() -> None:
 
     xs = list(np.random.default_rng(1).standard_normal(20))
     assert iqm(xs) == pytest.approx(metrics.aggregate_iqm(np.array(xs)))
+
+
+_CHILD = """
+import os, signal, sys
+import numpy as np
+import aoff
+g = aoff.RunGroup(2, sys.argv[1], name="x", system_interval=0, backends=("jsonl",))
+for i in range(50):
+    g.log_step(i, {"v": np.array([i, -i], dtype=np.float32)})
+if sys.argv[2] == "term":
+    os.kill(os.getpid(), signal.SIGTERM)
+"""
+
+
+@pytest.mark.parametrize("how", ["exit", "term"])
+def test_a_group_never_finished_is_drained_at_exit(tmp_path: Path, how: str) -> None:
+    """No ``finish()``: the interpreter's exit (or SIGTERM) still writes every step."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=str(root / "src"))
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(tmp_path), how],
+        env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert proc.returncode == (143 if how == "term" else 0), proc.stderr
+    for k in range(2):
+        rows = read_jsonl(tmp_path / f"x_seed{k}" / "metrics.jsonl")
+        assert [r["train/v"] for r in rows] == [float(i if k == 0 else -i) for i in range(50)]
+
+
+def test_the_plain_table_is_printed_at_the_end(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with _group(tmp_path, runs=3, display="plain") as g:
+        g.log_step(4, {"loss": [0.5, 1.5, 2.5]})
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if "sac_seed" in ln]
+    assert len(lines) == 3 and "2.5" in lines[2] and " 4 " in lines[0]

@@ -31,6 +31,7 @@ from .._core._rules import Alert, Rule
 from .._core._warning import AoffWarning
 from .._pump._options import BackendSpec, DisplayName, Options
 from .._pump._sysmetrics import DEFAULT_INTERVAL as DEFAULT_SYSTEM_INTERVAL
+from ._sync import _install_sigterm
 
 if TYPE_CHECKING:
     from .._pump._grouppump import GroupPump
@@ -162,6 +163,7 @@ class RunGroup:
         self._refresh = refresh_per_second
         self._pump = self._start()
         _live_groups.add(self)
+        _install_sigterm()  # SIGTERM raises SystemExit(143): the exit hook drains the runs
 
     def _start(self) -> GroupPump:
         from .._pump._grouppump import GroupPump
