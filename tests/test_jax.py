@@ -197,3 +197,26 @@ def test_logging_every_few_updates_under_cond(tmp_path: Path) -> None:
     assert aoff.jax.counts()["delivered"] - before == 3
     steps, got = _values(g.run_dirs[1], "train/x")
     assert steps == [0, 3, 6] and got.tobytes() == xs[1, [0, 3, 6]].tobytes()
+
+
+def test_a_program_outliving_its_logger_counts_its_calls(tmp_path: Path) -> None:
+    """``logger=`` is held weakly: a finished group is freed, and a later run of the
+    program says why its calls were not delivered."""
+    import gc
+
+    g: aoff.RunGroup | None = _group(tmp_path, 2)
+
+    def train(x: Any) -> Any:
+        aoff.jax.log(0, {"x": x}, logger=g)
+        return x
+
+    prog = jax.jit(jax.vmap(train))
+    prog(jnp.ones(2))
+    assert g is not None and [r.steps for r in g.finish()] == [1, 1]
+    g = None
+    gc.collect()
+    before = aoff.jax.counts()["failed"]
+    with pytest.warns(aoff.AoffWarning, match="no longer exists"):
+        prog(jnp.ones(2))
+        jax.effects_barrier()
+    assert aoff.jax.counts()["failed"] - before == 1

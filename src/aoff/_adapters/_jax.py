@@ -22,7 +22,8 @@ from __future__ import annotations
 import contextlib
 import threading
 import warnings
-from collections.abc import Iterator, Mapping
+import weakref
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 
 import jax
@@ -49,6 +50,7 @@ _lock = threading.Lock()
 _default: list[Target] = []
 #: host callbacks that ran (``delivered``) and that could not be delivered
 _counts = {"delivered": 0, "failed": 0}
+_said: set[str] = set()
 
 
 @contextlib.contextmanager
@@ -97,21 +99,37 @@ def _deliver(logger: Target | None, step: Any, metrics: dict[str, Any], reward: 
             flat = {k: v.reshape((n, *v.shape[s.ndim :])) for k, v in host.items()}
             target.log_step(s.reshape(n), flat, None if r is None else r.reshape(n))
     except Exception as exc:
-        _counts["failed"] += 1
-        if _counts["failed"] == 1:
-            warnings.warn(f"aoff.jax.log: not delivered: {exc}", AoffWarning, stacklevel=2)
+        _fail(str(exc))
         return
     _counts["delivered"] += 1
 
 
-def _emit_for(logger: Target | None) -> Any:
-    """The ``custom_vmap`` function that logs to ``logger`` (made once per logger)."""
+def _fail(why: str) -> None:
+    """A callback not delivered: counted, and said once a reason."""
+    _counts["failed"] += 1
+    if why not in _said:
+        _said.add(why)
+        warnings.warn(f"aoff.jax.log: not delivered: {why}", AoffWarning, stacklevel=3)
+
+
+def _emit_for(ref: Callable[[], Target | None] | None) -> Any:
+    """The ``custom_vmap`` function that logs to the logger ``ref`` points to (None: the
+    target of ``use``). A weak reference: a finished group is not kept alive by the
+    programs that logged into it (its calls then count as failed, with the reason)."""
+
+    def host(s: Any, m: dict[str, Any], r: Any) -> None:
+        if ref is None:
+            _deliver(None, s, m, r)
+            return
+        target = ref()
+        if target is None:
+            _fail("the logger passed as logger= no longer exists")
+            return
+        _deliver(target, s, m, r)
 
     @custom_batching.custom_vmap
     def emit(step: Any, metrics: dict[str, Any], reward: Any) -> Any:
-        jax.debug.callback(
-            lambda s, m, r: _deliver(logger, s, m, r), step, metrics, reward, ordered=True
-        )
+        jax.debug.callback(host, step, metrics, reward, ordered=True)
         return step
 
     @emit.def_vmap
@@ -128,7 +146,8 @@ def _emit_for(logger: Target | None) -> Any:
     return emit
 
 
-_EMITS: dict[int, Any] = {}
+#: per logger (by id; 0: ``use``'s target), its weak reference and its function
+_EMITS: dict[int, tuple[Any, Any]] = {}
 
 
 def log(
@@ -149,9 +168,11 @@ def log(
     if not isinstance(metrics, Mapping):
         raise TypeError(f"aoff.jax.log: metrics must be a dict, got {type(metrics).__name__}")
     key = id(logger) if logger is not None else 0
-    emit = _EMITS.get(key)
-    if emit is None:
-        emit = _EMITS[key] = _emit_for(logger)
+    got = _EMITS.get(key)
+    if got is None or (got[0] is not None and got[0]() is not logger):
+        ref = None if logger is None else weakref.ref(logger)
+        got = _EMITS[key] = (ref, _emit_for(ref))
+    emit = got[1]
     emit(jnp.asarray(step), {str(k): jnp.asarray(v) for k, v in metrics.items()}, reward)
 
 
