@@ -199,3 +199,13 @@ def test_the_plain_table_is_printed_at_the_end(
     err = capsys.readouterr().err
     lines = [ln for ln in err.splitlines() if "sac_seed" in ln]
     assert len(lines) == 3 and "2.5" in lines[2] and " 4 " in lines[0]
+
+
+def test_log_collector_per_run_and_for_all(tmp_path: Path) -> None:
+    with _group(tmp_path, runs=2, backends=("jsonl",)) as g:
+        g.log_collector([100, 200], 50)
+        g.log_step(1, {"x": 1.0})
+        g.log_collector(300)
+        g.log_step(2, {"x": 1.0})
+    rows = [read_jsonl(Path(d) / "metrics.jsonl") for d in g.run_dirs]
+    assert [[r["axis/env_steps_total"] for r in rs] for rs in rows] == [[100, 300], [200, 300]]

@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 __all__ = ["BEFORE_STOP", "RunGroup", "run_folder_name"]
 
 _live_groups: weakref.WeakSet[RunGroup] = weakref.WeakSet()
+#: marks a queued item that carries its own event for each run
+_PER_RUN = "per-run"
 
 #: what runs before a group's ``finish()`` drains: callables each integration adds
 #: (``aoff.jax`` adds ``jax.effects_barrier``, so callbacks still in flight arrive first)
@@ -187,6 +189,8 @@ class RunGroup:
             screen = GroupScreen(title, live=self._display == "rich")
 
         def split(item: Any) -> list[ev.Event]:
+            if item[0] is _PER_RUN:  # already one event per run
+                return list(item[1])
             if type(item[0]) is float:  # a group log_step (``take_batch``)
                 return split_step(item, runs)
             return [item] * runs  # an event every run gets as is
@@ -221,10 +225,17 @@ class RunGroup:
             self._put((ev.COLLECTOR, self._clock(), steps, size, 0.0))
             return
         t = self._clock()
-        for k, core in enumerate(self._pump.cores):  # rare: per-run sizes, per-run events
-            s = steps[k] if type(steps) is list else steps
-            b = size[k] if type(size) is list else size
-            core.buffer.put((ev.COLLECTOR, t, s, b, 0.0))
+        per_run = [  # one item still: its events, one per run, in order with the steps
+            (
+                ev.COLLECTOR,
+                t,
+                steps[k] if type(steps) is list else steps,
+                size[k] if type(size) is list else size,
+                0.0,
+            )
+            for k in range(self.runs)
+        ]
+        self._put((_PER_RUN, per_run))
 
     # -- what the runs' rules saw ------------------------------------------------------------------
     @property
@@ -282,7 +293,7 @@ class RunGroup:
             _live_groups.discard(self)
             return self._reports
 
-    def _after_close(self, event: object) -> None:
+    def _after_close(self, item: object) -> None:
         warnings.warn(
             "aoff: RunGroup call after finish(); the event was not recorded",
             AoffWarning,
