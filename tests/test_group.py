@@ -209,3 +209,22 @@ def test_log_collector_per_run_and_for_all(tmp_path: Path) -> None:
         g.log_step(2, {"x": 1.0})
     rows = [read_jsonl(Path(d) / "metrics.jsonl") for d in g.run_dirs]
     assert [[r["axis/env_steps_total"] for r in rs] for rs in rows] == [[100, 300], [200, 300]]
+
+
+def test_the_rich_table_is_one_table_redrawn_in_place_on_a_pty(tmp_path: Path) -> None:
+    from .test_terminal import PtyRun, Screen, child_env
+
+    run = PtyRun([str(Path(__file__).with_name("group_child.py")), str(tmp_path)], child_env())
+    try:
+        assert run.wait() == 0, run.text()[-3000:]
+    finally:
+        run.kill()
+    raw = run.text()
+    assert raw.count("g: 3 runs") >= 2  # drawn more than once while it ran
+    screen = Screen()
+    screen.feed(raw)
+    lines = screen.lines()
+    text = "\n".join(lines)
+    assert sum("g: 3 runs" in ln for ln in lines) == 1, text  # redrawn, never N panels
+    rows = [ln for ln in lines if "g_seed" in ln]
+    assert len(rows) == 3 and " 39 " in rows[0] and "42" in rows[2], text
