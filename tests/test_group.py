@@ -14,10 +14,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import aoff
 from aoff import RunGroup
 from aoff._cli._groups import group_runs
+from aoff._core import _events as ev
+from aoff._core._groupbatch import split_step, take_batch
 from aoff._display._grouptable import MANY_RUNS, GroupRow, group_table, iqm
 from aoff.rules import nonfinite
 from aoff.testing import wait_until
@@ -228,3 +232,23 @@ def test_the_rich_table_is_one_table_redrawn_in_place_on_a_pty(tmp_path: Path) -
     assert sum("g: 3 runs" in ln for ln in lines) == 1, text  # redrawn, never N panels
     rows = [ln for ln in lines if "g_seed" in ln]
     assert len(rows) == 3 and " 39 " in rows[0] and "42" in rows[2], text
+
+
+@given(
+    runs=st.integers(1, 12),
+    data=st.data(),
+)
+@settings(max_examples=60, deadline=None)
+def test_split_gives_each_run_its_own_value_bit_for_bit(runs: int, data: st.DataObject) -> None:
+    """``take_batch`` then ``split_step``: run k gets entry k of each batched value, as
+    the same float32 (or int), and every run the same plain number."""
+    floats = st.floats(width=32, allow_nan=False)
+    col = np.array(data.draw(st.lists(floats, min_size=runs, max_size=runs)), dtype=np.float32)
+    steps = data.draw(st.lists(st.integers(0, 2**40), min_size=runs, max_size=runs))
+    batch = take_batch(runs, 1.0, np.array(steps), {"a": col, "b": 7}, None)
+    events = split_step(batch, runs)
+    assert len(events) == runs
+    for k, e in enumerate(events):
+        assert e[ev.S_ITERATION] == steps[k] and type(e[ev.S_ITERATION]) is int
+        got = e[ev.S_METRICS]
+        assert np.float32(got["a"]).tobytes() == col[k].tobytes() and got["b"] == 7
