@@ -172,6 +172,8 @@ HPARAMS = textwrap.dedent(
     w.add_hparams({"lr": 0.1, "batch": 32}, {"hparam/return": 90.0})
     w.add_scalar("loss", 0.5, 1)
     w.add_hparams({"late": 1}, {"hparam/late": 1.0})
+    w.flush()  # said while the run goes on, not in the final drain
+    w.add_scalar("loss", 0.4, 2)
     w.close()
     print(json.dumps([r.config for r in trackio.Api().runs("through-aoff")]))
     """
