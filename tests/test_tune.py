@@ -104,6 +104,21 @@ def fit(storage: Path, space: dict[str, Any], callbacks: list[Any], stop: Any = 
     return tuner.fit()
 
 
+def _leaves(d: dict[str, Any], path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
+    """A nested result's ``(key path, value)`` pairs (a key with "/" stays one part)."""
+    for k, v in d.items():
+        if isinstance(v, dict):
+            yield from _leaves(v, (*path, k))
+        else:
+            yield (*path, k), v
+
+
+def finite(run: dict[str, list[tuple[int, float]]]) -> dict[str, list[tuple[int, float]]]:
+    """A run's series without their NaN points (and the series left empty)."""
+    kept = {tag: [(s, v) for s, v in points if not math.isnan(v)] for tag, points in run.items()}
+    return {tag: points for tag, points in kept.items() if points}
+
+
 def scalars(folder: Path) -> dict[str, list[tuple[int, float]]]:
     acc = ea.EventAccumulator(str(folder), size_guidance={ea.SCALARS: 0})
     acc.Reload()
@@ -166,3 +181,56 @@ def test_a_nan_trial_is_stopped_and_a_failed_one_says_so(ray_session: None, tmp_
     # the NaN is in the run (Tune's TBX callback leaves NaN out)
     nan_run = tmp_path / "aoff" / status["nan"]["run"]
     assert any(math.isnan(v) for _, v in scalars(nan_run)["ray/tune/loss"])
+
+
+@pytest.mark.slow
+def test_rllib_ppo_trials_with_episode_stats(ray_session: None, tmp_path: Path) -> None:
+    """PPO on CartPole, 2 trials x 2 iterations, tiny batches: the runs read back as
+    Tune's TBX callback wrote them, with each episode return's min, max and mean."""
+    pytest.importorskip("ray.rllib")
+    from ray.rllib.algorithms.ppo import PPOConfig
+
+    config = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_env_runners=0, rollout_fragment_length=64)
+        .learners(num_learners=0)
+        .training(
+            lr=tune.grid_search([1e-3, 1e-4]),
+            train_batch_size_per_learner=64,
+            minibatch_size=32,
+            num_epochs=1,
+        )
+        .rl_module(model_config={"fcnet_hiddens": [8], "vf_share_layers": True})
+        .callbacks(aoff.ray.EpisodeStats)
+        .debugging(seed=3)
+    )
+    cb = aoff.ray.TuneCallback(tmp_path / "aoff", pump="thread")
+    tuner = tune.Tuner(
+        "PPO",
+        param_space=config,
+        run_config=tune.RunConfig(
+            storage_path=str(tmp_path),
+            stop={"training_iteration": 2},
+            callbacks=[TBXLoggerCallback(), cb],  # type: ignore[no-untyped-call]
+            verbose=0,
+        ),
+    )
+    results = tuner.fit()
+    assert len(results) == 2 and not results.errors
+    runs = sorted(p for p in (tmp_path / "aoff").iterdir() if p.is_dir())
+    assert len(runs) == 2
+    # RLlib reports some learner counts as NaN: Tune's TBX callback leaves those points
+    # out, aoff writes them (its nonfinite rule sees them); every other point is the same
+    got_all = [finite(scalars(run)) for run in runs]
+    for result in results:
+        want = scalars(Path(result.path))
+        (got,) = [g for g in got_all if g == want]
+        flat = {"/".join(k): v for k, v in _leaves(result.metrics)}
+        low, mean, high = (
+            flat[f"env_runners/aoff/episode_return_{k}"] for k in ("min", "mean", "max")
+        )
+        assert 0 < low <= mean <= high
+        assert [v for _, v in got["ray/tune/env_runners/aoff/episode_return_max"]][-1] == (
+            pytest.approx(high)
+        )

@@ -21,7 +21,8 @@ For a sweep, :class:`TuneCallback` (Tune's ``LoggerCallback``; importing it impo
     cb = aoff.ray.TuneCallback("runs/sweep", rules=[aoff.rules.nonfinite(stop=True)])
     tune.Tuner(trainable, run_config=tune.RunConfig(callbacks=[cb], stop=cb.stopper))
 
-See docs/migrate/tune.md.
+For RLlib, :class:`EpisodeStats` (``config.callbacks(aoff.ray.EpisodeStats)``) keeps
+each episode value's min, max and mean. See docs/migrate/tune.md.
 """
 
 from typing import TYPE_CHECKING, Any
@@ -29,9 +30,10 @@ from typing import TYPE_CHECKING, Any
 from ._ray import RayLink, RayLogger, serve
 
 if TYPE_CHECKING:
+    from ._adapters._rllib import EpisodeStats
     from ._adapters._tune import TuneCallback
 
-__all__ = ["RayLink", "RayLogger", "TuneCallback", "serve"]
+__all__ = ["EpisodeStats", "RayLink", "RayLogger", "TuneCallback", "serve"]
 
 RayLogger.__module__ = __name__
 
@@ -42,4 +44,9 @@ def __getattr__(name: str) -> Any:
 
         TuneCallback.__module__ = __name__
         return TuneCallback
+    if name == "EpisodeStats":  # ray.rllib: only when asked for
+        from ._adapters._rllib import EpisodeStats
+
+        EpisodeStats.__module__ = __name__
+        return EpisodeStats
     raise AttributeError(f"module 'aoff.ray' has no attribute {name!r}")
