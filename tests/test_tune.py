@@ -191,7 +191,7 @@ def test_rllib_ppo_trials_with_episode_stats(ray_session: None, tmp_path: Path) 
     from ray.rllib.algorithms.ppo import PPOConfig
 
     config = (
-        PPOConfig()
+        PPOConfig()  # type: ignore[no-untyped-call]
         .environment("CartPole-v1")
         .env_runners(num_env_runners=0, rollout_fragment_length=64)
         .learners(num_learners=0)
@@ -208,7 +208,7 @@ def test_rllib_ppo_trials_with_episode_stats(ray_session: None, tmp_path: Path) 
     cb = aoff.ray.TuneCallback(tmp_path / "aoff", pump="thread")
     tuner = tune.Tuner(
         "PPO",
-        param_space=config,
+        param_space=config,  # type: ignore[arg-type]
         run_config=tune.RunConfig(
             storage_path=str(tmp_path),
             stop={"training_iteration": 2},
@@ -223,10 +223,10 @@ def test_rllib_ppo_trials_with_episode_stats(ray_session: None, tmp_path: Path) 
     # RLlib reports some learner counts as NaN: Tune's TBX callback leaves those points
     # out, aoff writes them (its nonfinite rule sees them); every other point is the same
     got_all = [finite(scalars(run)) for run in runs]
-    for result in results:
+    for result in (results[i] for i in range(len(results))):
         want = scalars(Path(result.path))
         (got,) = [g for g in got_all if g == want]
-        flat = {"/".join(k): v for k, v in _leaves(result.metrics)}
+        flat = {"/".join(k): v for k, v in _leaves(result.metrics or {})}
         low, mean, high = (
             flat[f"env_runners/aoff/episode_return_{k}"] for k in ("min", "mean", "max")
         )
