@@ -234,3 +234,31 @@ def test_rllib_ppo_trials_with_episode_stats(ray_session: None, tmp_path: Path) 
         assert [v for _, v in got["ray/tune/env_runners/aoff/episode_return_max"]][-1] == (
             pytest.approx(high)
         )
+
+
+def test_aoff_ray_imports_tune_and_rllib_only_when_asked() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, aoff.ray; a = [m in sys.modules for m in ('ray.tune', 'ray.rllib')]; "
+        "aoff.ray.TuneCallback; print(a, 'ray.tune' in sys.modules)"
+    )
+    env = dict(os.environ, PYTHONPATH=str(Path(aoff.__file__).resolve().parent.parent))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.stdout.split("\n")[0] == "[False, False] True", out.stderr
+
+
+def test_run_names_group_by_configuration() -> None:
+    from aoff._adapters._tune import run_name
+
+    seed = ("seed",)
+    assert run_name({"lr": 0.001, "seed": 3}, seed, 0) == "lr=0.001-seed3"
+    assert run_name({"b": {"x": 1}, "a": "x y/z"}, seed, 2) == "a=x_y_z,b_x=1-s2"
+    long_a = run_name({"k": "v" * 200, "seed": 1}, seed, 0)
+    long_b = run_name({"k": "v" * 199 + "w", "seed": 1}, seed, 0)
+    assert long_a != long_b and len(long_a) < 120 and long_a.endswith("-seed1")
+    with pytest.raises(TypeError, match="seed_keys"):
+        aoff.ray.TuneCallback("x", seed_keys="seed")
+    with pytest.raises(TypeError, match="dashboard"):
+        aoff.ray.TuneCallback("x", dashboard=True)
