@@ -178,6 +178,14 @@ def test_a_nan_trial_is_stopped_and_a_failed_one_says_so(ray_session: None, tmp_
     assert status["nan"]["status"] == "stopped"
     assert "nonfinite on ray/tune/loss" in status["nan"]["why"][0]
     assert status["raise"]["status"] == "failed"
+    # TensorBoard's HParams: the failed trial's run ended as a failure, the others did not
+    from tensorboard.plugins.hparams import api_pb2
+
+    from .test_config import session_infos
+
+    for kind, want in (("raise", api_pb2.STATUS_FAILURE), ("ok", api_pb2.STATUS_SUCCESS)):
+        hparams, end = session_infos(tmp_path / "aoff" / status[kind]["run"])
+        assert hparams["kind"] == kind and end.status == want, kind
     # the NaN is in the run (Tune's TBX callback leaves NaN out)
     nan_run = tmp_path / "aoff" / status["nan"]["run"]
     assert any(math.isnan(v) for _, v in scalars(nan_run)["ray/tune/loss"])
