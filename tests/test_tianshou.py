@@ -11,6 +11,7 @@ shows the run.
 from __future__ import annotations
 
 import itertools
+import math
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -234,3 +235,18 @@ def test_what_it_refuses(tmp_path: Path) -> None:
     with pytest.raises(TypeError, match="go to the SummaryWriter"):
         aoff.tianshou.Logger(writer, dashboard=True)
     writer.close()
+
+
+def test_a_stop_rule_reaches_should_stop(tmp_path: Path) -> None:
+    from aoff import rules
+    from aoff.testing import wait_until
+
+    logger = aoff.tianshou.Logger(
+        tmp_path / "run", update_interval=1, pump="thread", rules=[rules.nonfinite(stop=True)]
+    )
+    logger.log_update_data({"loss": 0.5}, 1)
+    assert not logger.should_stop
+    logger.log_update_data({"loss": float("nan")}, 2)
+    wait_until(lambda: logger.should_stop, what="the nonfinite rule's stop")
+    logger.finalize()
+    assert math.isnan(read(tmp_path / "run")["update/loss"][-1][1])
