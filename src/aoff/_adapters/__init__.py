@@ -5,6 +5,7 @@ Owns ``aoff.tensorboard.SummaryWriter`` (``_writer``, its call-side checks in
 calls in ``_writer_conventions``), the Stable-Baselines3 logger ``aoff.sb3`` (``_sb3``),
 Gymnasium's episode statistics and videos ``aoff.gymnasium`` (``_gym``,
 ``_gym_video``), TorchRL's logger ``aoff.torchrl`` (``_torchrl``, over the writer),
+the JAX door ``aoff.jax`` (``_jax``: one host callback per call under ``vmap``),
 Tianshou's logger ``aoff.tianshou`` (``_tianshou``, over the writer), Ray Tune's logger
 callback ``aoff.ray.TuneCallback`` (``_tune``, one writer a trial) and RLlib's episode
 statistics callback ``aoff.ray.EpisodeStats`` (``_rllib``).
