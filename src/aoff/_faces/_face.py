@@ -15,7 +15,7 @@ import os
 import threading
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Generic
+from typing import TYPE_CHECKING, Any, Generic, Self
 
 from .._core import _events as ev
 from .._core._buffer import DEFAULT_CAPACITY, EventBuffer, Overflow
@@ -41,6 +41,7 @@ from .._pump._options import (
 from .._pump._ranks import RankMode, muted_line, rank_dir, this_rank
 from .._pump._sysmetrics import DEFAULT_INTERVAL as DEFAULT_SYSTEM_INTERVAL
 from ._forkhook import track
+from ._keywords import check_keywords
 from ._phase import CLOSING, INERT, NEXT, Phase, stopped
 
 if TYPE_CHECKING:
@@ -84,6 +85,11 @@ class Face(Recorder[R], MediaCalls[R], Generic[R]):
     #: what a logging call returns once the logger is closed (None, or a done awaitable)
     _closed_result: R
     _closed_when = "finish()/close()"
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Self:
+        # a misspelt keyword names the class called, not the shared ``Face.__init__``
+        check_keywords(cls, len(args), tuple(kwargs))
+        return super().__new__(cls)
 
     def __init__(
         self,
