@@ -108,6 +108,8 @@ class State:
     logged: set[str] = field(default_factory=set)
     #: what the run's rules saw so far (``_pump/_alerts.py``), oldest first
     alerts: tuple[Alert, ...] = ()
+    #: alerts whose webhook or command did not complete, by why (``_pump/_actions.py``)
+    alerts_undelivered: dict[str, int] = field(default_factory=dict)
     #: the hot path's latest sampled cost (``_core/_hotcost.summarize``): ``aoff/hot_path_*``
     hot_path: dict[str, float] = field(default_factory=dict)
     #: the logger's own cost as last written (``_pump/_cost.py``): ``aoff/...`` tags

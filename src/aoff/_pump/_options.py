@@ -135,7 +135,7 @@ class Options:
     #: the rules the run watches itself with (``aoff.rules``; None: the defaults)
     rules: tuple[Rule, ...] | None = DEFAULT_RULES
     #: where each alert is POSTed as JSON, and the command run with it on stdin
-    webhook: str | None = None
+    webhook: str | None = field(default=None, repr=False)  # a hook's URL is its secret
     command: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
@@ -237,7 +237,9 @@ class Options:
         if hook is not None and (
             not isinstance(hook, str) or not hook.startswith(("http://", "https://"))
         ):
-            raise ValueError(f"webhook must be an http:// or https:// URL, got {hook!r}")
+            # not echoed: a hook's URL is its secret, and a mistyped one may be as well
+            got = "a str" if isinstance(hook, str) else type(hook).__name__
+            raise ValueError(f"webhook must be an http:// or https:// URL, got {got} that is not")
         cmd = self.command
         if cmd is not None:
             if isinstance(cmd, str | bytes):
