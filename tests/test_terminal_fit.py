@@ -76,6 +76,7 @@ def test_the_panel_with_its_banner_and_footer_fits(tmp_path: Path, rows: int, co
     _assert_fits(raw, rows, footer=True, banner=True)
 
 
+@pytest.mark.slow  # torch and SB3 imported, a real PPO run: ~10 s quiet
 def test_an_sb3_runs_panel_fits_at_80x24(tmp_path: Path) -> None:
     pytest.importorskip("stable_baselines3")
     raw = _run_on_pty([CHILD, "sb3", str(tmp_path)], 24, 80)
