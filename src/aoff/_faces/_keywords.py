@@ -11,7 +11,7 @@ import difflib
 import functools
 import inspect
 
-__all__ = ["check_keywords"]
+__all__ = ["check_keywords", "public_signature"]
 
 
 @functools.cache
@@ -44,3 +44,11 @@ def check_keywords(cls: type, n_positional: int, keywords: tuple[str, ...]) -> N
             f"{where} takes at most {positional} positional arguments ({n_positional} "
             "given); the options after wandb_notes are keyword-only"
         )
+
+
+def public_signature(cls: type) -> inspect.Signature:
+    """``cls(...)``'s signature as its ``__init__`` has it (without ``self``): what
+    ``inspect.signature`` and ``help()`` show, rather than the checking ``__new__``'s
+    ``(*args, **kwargs)``."""
+    sig = inspect.signature(getattr(cls, "__init__"))  # noqa: B009 - the class's
+    return sig.replace(parameters=list(sig.parameters.values())[1:])

@@ -8,6 +8,7 @@ faces cannot drift apart and no list of arguments is written twice.
 
 from __future__ import annotations
 
+import dataclasses
 import operator
 import os
 import time
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from .._backends._base import Backend
 from .._core._buffer import DEFAULT_CAPACITY, OVERFLOW_POLICIES, Overflow
 from .._core._config import ConfigValue, flatten_config
-from .._core._records import RunConfig
+from .._core._records import RunConfig, SeedDefault
 from .._core._rules import DEFAULT_RULES, Rule, check_rules
 from .._media._calls import DEFAULT_MEDIA_BUDGET, check_media_budget
 from . import _registry
@@ -135,6 +136,8 @@ class Options:
     #: the rules the run watches itself with (``aoff.rules``; None: the defaults)
     rules: tuple[Rule, ...] | None = DEFAULT_RULES
     #: where each alert is POSTed as JSON, and the command run with it on stdin
+    #: the run description's fields left at the original logger's defaults (not given)
+    unset: tuple[str, ...] = ()
     webhook: str | None = field(default=None, repr=False)  # a hook's URL is its secret
     command: tuple[str, ...] | None = None
 
@@ -173,6 +176,8 @@ class Options:
                     raise TypeError(f"{f.name} must be an int, got {value!r} ({got})")
                 if operator.index(value) < 0:
                     raise ValueError(f"{f.name} must be >= 0, got {value!r}")
+                if isinstance(value, SeedDefault):  # not given: kept, never shown
+                    self._fix("unset", (*self.unset, f.name))
                 setattr(self.config, f.name, operator.index(value))  # a NumPy int as int
 
     def _check_outputs(self) -> None:
@@ -262,6 +267,14 @@ class Options:
         return cls(config=config, hparams=hparams, hparams_converted=tuple(converted), **kw)
 
     # -- derived -----------------------------------------------------------------------------
+    def shown_config(self) -> RunConfig:
+        """The run description as the dashboard, the summary and ``aoff show`` tell it: a
+        field the user did not give is 0 there (not known), not the original's default."""
+        shown = dataclasses.replace(self.config)
+        for name in self.unset:
+            setattr(shown, name, 0)
+        return shown
+
     @property
     def now(self) -> Callable[[], float]:
         """The wall clock for events and records."""
