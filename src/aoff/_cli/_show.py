@@ -49,6 +49,16 @@ def _steps(data: RunData) -> str:
     return "--" if data.steps is None else f"{data.steps:,}"
 
 
+def _steps_label(data: RunData) -> str:
+    """``Total env steps`` when the run logged env steps, else ``Last step``: the
+    original logger's records step by env steps once ``log_collector`` gave them, by
+    the iteration before (both axes are tags; they differ only in the first case), and a
+    writer's by its ``global_step``."""
+    env, it = data.last("axis/env_steps_total"), data.last("axis/iteration")
+    logged = env is not None and it is not None and env != it
+    return "  Total env steps: " if logged else "  Last step: "
+
+
 def _wall(data: RunData) -> str:
     w = data.wall_time
     return "--" if w is None else fmt_duration(w)
@@ -98,7 +108,7 @@ def summary(data: RunData) -> Panel:
         iterations += f" of {data.max_iterations:,}"
     lines = [
         Text.assemble("  Source: ", (_source(data), "cyan")),
-        Text.assemble("  Total env steps: ", (_steps(data), "yellow")),
+        Text.assemble(_steps_label(data), (_steps(data), "yellow")),
         Text.assemble("  Iterations: ", (iterations, "yellow")),
         Text.assemble("  Wall time (first to last record): ", (_wall(data), "yellow")),
     ]
