@@ -135,3 +135,17 @@ def test_a_registered_name_as_log_backend_opens_that_backend(tmp_path: Path) -> 
     with OffPolicyLogger(log_dir=str(tmp_path), log_backend="jsonl", display="none") as log:
         log.log_step(1, {"loss": 0.5})
     assert '"train/loss":0.5' in (tmp_path / "metrics.jsonl").read_text()
+
+
+@pytest.mark.parametrize(
+    ("kw", "said"),
+    [
+        ({"dashboard": "yes"}, "SummaryWriter(dashboard=) must be True or False"),
+        ({"total_steps": "100"}, "SummaryWriter(total_steps=) must be an int >= 0"),
+        ({"backends": "jsonl"}, "SummaryWriter(backends=) must be a sequence"),
+    ],
+)
+def test_the_writers_own_options_are_checked_at_the_constructor(
+    kw: dict[str, Any], said: str, tmp_path: Path
+) -> None:
+    assert said in _refused("SummaryWriter", tmp_path, TypeError, **kw)
