@@ -1,6 +1,7 @@
 """A run whose dashboard is as tall as a dashboard gets, for tests/test_terminal_fit.py.
 
-Run as ``python fit_child.py DOOR LOG_DIR``: ``logger`` is the sync face (thread mode)
+Run as ``python fit_child.py DOOR LOG_DIR [SECONDS ITERATIONS]``: ``logger`` is the
+sync face (thread mode), 200 iterations or 30 s by default,
 with many metrics, nested collector timings, a NaN that raises an alert (the banner
 above the panel) and the logger's cost (the footer under it) from its first second;
 ``sb3`` is a real, tiny Stable-Baselines3 PPO run logging through ``aoff.sb3``. The
@@ -20,7 +21,7 @@ from aoff._pump import _cost
 _cost.COST_INTERVAL = 0.3  # the footer within a second, not five
 
 
-def logger(log_dir: str, seconds: float) -> None:
+def logger(log_dir: str, seconds: float, iterations: int) -> None:
     from aoff import OffPolicyLogger, rules
 
     log = OffPolicyLogger(
@@ -38,7 +39,7 @@ def logger(log_dir: str, seconds: float) -> None:
     stop = os.path.join(log_dir, "stop")
     deadline = time.monotonic() + seconds
     i = 0
-    while time.monotonic() < deadline and not os.path.exists(stop) and i < 200:
+    while time.monotonic() < deadline and not os.path.exists(stop) and i < iterations:
         i += 1
         log.update_collector_timing(
             {"env_step": 3.0, "env_step/backend_ms": 2.5, "env_step/reset_done_ms": 0.3,
@@ -71,4 +72,7 @@ if __name__ == "__main__":
     if door == "sb3":
         sb3(where)
     else:
-        logger(where, float(sys.argv[3]) if len(sys.argv) > 3 else 30.0)
+        seconds, iterations = (
+            (float(sys.argv[3]), int(sys.argv[4])) if len(sys.argv) > 4 else (30, 200)
+        )
+        logger(where, seconds, iterations)

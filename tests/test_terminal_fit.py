@@ -72,7 +72,7 @@ def _run_on_pty(args: list[str], rows: int, cols: int, timeout: float = 120) -> 
 
 @pytest.mark.parametrize(("rows", "cols"), SIZES)
 def test_the_panel_with_its_banner_and_footer_fits(tmp_path: Path, rows: int, cols: int) -> None:
-    raw = _run_on_pty([CHILD, "logger", str(tmp_path), "30"], rows, cols)
+    raw = _run_on_pty([CHILD, "logger", str(tmp_path), "30", "200"], rows, cols)
     _assert_fits(raw, rows, footer=True, banner=True)
 
 
@@ -88,7 +88,7 @@ def test_aoff_attachs_panel_fits_at_80x24(tmp_path: Path) -> None:
     run.mkdir()
     with open(tmp_path / "run.out", "wb") as out:
         trainer = subprocess.Popen(
-            [sys.executable, CHILD, "logger", str(run), "60"],
+            [sys.executable, CHILD, "logger", str(run), "60", "1000000"],  # until "stop"
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
