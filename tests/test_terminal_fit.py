@@ -120,7 +120,7 @@ def test_aoff_attachs_panel_fits_at_80x24(tmp_path: Path) -> None:
 
 @pytest.mark.slow  # the demo's cost line comes after 5 s of its run
 def test_the_demos_panel_fits_at_80x24(tmp_path: Path) -> None:
-    args = ["-m", "aoff", "demo", "--iterations", "90", "--iter-ms", "75"]
+    args = ["-m", "aoff", "demo", "--iterations", "120", "--iter-ms", "75"]  # 9 s
     raw = _run_on_pty([*args, "--logdir", str(tmp_path)], 24, 80)
     _assert_fits(raw, 24, footer=True, banner=False)
     assert os.listdir(tmp_path)
