@@ -135,3 +135,17 @@ def test_attach_leaves_when_its_reader_does(
     assert viewer.stderr is not None
     assert (rc, viewer.stderr.read()) == (0, b"")
     assert took < 3.0, took  # a plain line comes every 5 s: it used to wait for one
+
+
+@pytest.mark.parametrize("face", ["sync", "async"])
+def test_the_demo_ends_when_its_reader_has_gone(tmp_path: Path, face: str) -> None:
+    """``aoff demo | true``: the demo stops at its next pause (it used to simulate all
+    300 iterations), finishes its run and exits 0."""
+    args = ["demo", "--iterations", "300", "--logdir", str(tmp_path), "--name", "d"]
+    got = _into_closed_pipe([*args, "--async"] if face == "async" else args)
+    assert got.returncode == 0, got.stderr
+    from aoff import read_scalars
+
+    assert list((tmp_path / "d").glob("events.out.tfevents.*"))  # its run, finished
+    points = read_scalars(str(tmp_path / "d"), tags=["axis/iteration"])
+    assert points.empty or points["value"].max() < 300  # ended at once, in its warm-up
