@@ -281,6 +281,32 @@ def test_bulk_path_skips_corrupt_records_and_agrees_with_event_accumulator(
     assert sorted(lost["step"].tolist()) == [1333, 1999, 2333]
 
 
+@pytest.mark.parametrize("corrupted", [2, 10])
+def test_records_corrupted_alike_are_each_caught_in_bulk(tmp_path: Path, corrupted: int) -> None:
+    """The same bit flipped in the value of ``corrupted`` records of one tag, close
+    together (one bulk block): errors that are equal would cancel in a check over a
+    block's XOR; each record's own checksum is checked, so every one is skipped and
+    counted, and every other point is read."""
+    path = _torch_run(tmp_path / "intact", 3000)
+    intact = aoff.read_scalars(path.parent)
+    data = bytearray(path.read_bytes())
+    ends = _record_ends(bytes(data))
+    hit = [4500 + 3 * k for k in range(corrupted)]  # one tag's records, cycles in a row
+    for r in hit:
+        data[ends[r] - 6] ^= 0x10  # a value byte
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / path.name).write_bytes(bytes(data))
+    reader = aoff.ScalarReader(broken)
+    df = reader.read()
+    assert reader.bulk_records > 8000  # of 9,001: the bulk path saw them
+    assert reader.problems == [f"{broken / path.name}: {corrupted} corrupt record(s) skipped"]
+    merged = intact.merge(df, on=["tag", "step", "wall_time", "value"], how="outer", indicator=True)
+    assert (merged["_merge"] == "right_only").sum() == 0  # no corrupted value came back
+    lost = merged[merged["_merge"] == "left_only"]
+    assert len(lost) == corrupted and lost["tag"].nunique() == 1
+
+
 def test_purge_rules_hold_across_the_bulk_path(tmp_path: Path) -> None:
     """TensorBoard's two purge rules, as ``EventAccumulator`` applies them: a
     ``SessionLog.START`` in a ``brain.Event:2`` file (a resumed torch run), and an

@@ -15,13 +15,15 @@ varint's continuation bits where the layout has them. The rows that match are de
 column by column (wall times, steps, values) without a Python object per value; the
 first row that does not match goes back to the general decoder.
 
-The data checksums are verified in bulk too. CRC32C over a fixed length ``L`` is affine
-in the data: ``crc(a) ^ crc(b) == crc(a ^ b) ^ crc(0 * L)``. The XOR of the checksums a
-layout's ``m`` records store must therefore equal ``crc(X) ^ (crc(0 * L) if m is even)``
-where ``X`` is the XOR of their data: one CRC call and one XOR pass for a whole block. A
-block that fails is checked record by record, and only the records whose own checksum
-fails are dropped (and counted), as on the general path. (Two corrupt records whose
-errors cancel in the XOR would pass: a chance of about 2**-32 per corrupted block.)
+The data checksums are verified in bulk too, each record's own: CRC32C is affine in
+the data, so a record's checksum is the checksum of its layout's fixed bytes XOR, for
+each variable byte ``j`` (a wall time, a step, a value: ~15 of a scalar record's ~55),
+a table ``T_j`` indexed by that byte (``crc(fixed) ^ crc(fixed with byte j changed)``).
+One table look-up per variable byte per record, vectorized over the block, gives every
+record's checksum, compared with the one it stores: a corrupt record is found however
+many others are corrupted the same way (a check over the XOR of a block's checksums
+would let two equal errors cancel). The block is taken up to its first failing record,
+which the general decoder then skips and counts.
 
 TensorBoard's purge rules hold here too: records of these layouts carry no
 ``SessionLog``; in a file older than ``brain.Event:2`` a block is taken only up to a
@@ -36,7 +38,7 @@ from typing import Any, Protocol
 import numpy as np
 from crc32c import crc32c
 
-from ._framing import MASK_DELTA, masked_crc32c
+from ._framing import MASK_DELTA
 from ._tagseries import Columns
 from ._tbwire import Buf, fields, varint
 
@@ -58,7 +60,7 @@ class Folder(Protocol):
 
 #: rows tried in the first block after a cycle is found, and the most bytes in a block
 _FIRST_ROWS = 16
-_BLOCK_BYTES = 1 << 20
+_BLOCK_BYTES = 4 << 20
 #: the longest cycle of layouts looked for
 _MAX_PERIOD = 64
 #: cycles kept for reuse
@@ -77,10 +79,52 @@ class Layout:
     wall: int | None  # 8 bytes, little-endian double
     step: tuple[int, int] | None  # varint: offset, width
     values: list[tuple[str, int, int]] = field(default_factory=list)  # tag, offset, 4 | 8
+    #: offsets of the data's variable bytes (the checksum's own four left out)
+    varbytes: tuple[int, ...] = ()
+    _crc: tuple[int, list[tuple[int, str, np.ndarray[Any, np.dtype[np.uint32]]]]] | None = None
 
     @property
     def key(self) -> tuple[bytes, bytes]:
         return self.fixed, self.mask
+
+    def crc_tables(self) -> tuple[int, list[tuple[int, str, np.ndarray[Any, np.dtype[np.uint32]]]]]:
+        """``(crc of the fixed data, [(offset, dtype, table)])``: a record's data checksum
+        is the first XOR ``table[index]`` for the index (one byte, or two as a
+        little-endian ``u2``) at each offset (built once)."""
+        if self._crc is None:
+            data = bytearray(self.fixed[12 : self.size - 4])
+            base = crc32c(data)
+            deltas = np.zeros((len(self.varbytes), 8), np.uint32)
+            for i, off in enumerate(self.varbytes):
+                j = off - 12
+                was = data[j]
+                for bit in range(8):  # the table is linear in the byte's bits
+                    data[j] = was ^ (1 << bit)
+                    deltas[i, bit] = crc32c(data) ^ base
+                data[j] = was
+            # indexed by the byte as stored, not by its change from the fixed byte
+            stored = np.arange(256)[None, :] ^ np.frombuffer(
+                bytes(data[off - 12] for off in self.varbytes), np.uint8
+            )[:, None].astype(np.int64)
+            bits = (stored[:, :, None] >> np.arange(8)) & 1 == 1
+            tables = np.bitwise_xor.reduce(
+                np.where(bits, deltas[:, None, :], np.uint32(0)), axis=2
+            ).astype(np.uint32)
+            # adjacent variable bytes (a wall time's eight, a value's four) read in pairs as
+            # one 16-bit index: half the look-ups
+            groups: list[tuple[int, str, np.ndarray[Any, np.dtype[np.uint32]]]] = []
+            vb = self.varbytes
+            i = 0
+            while i < len(vb):
+                if i + 1 < len(vb) and vb[i + 1] == vb[i] + 1:
+                    pair = (tables[i][None, :] ^ tables[i + 1][:, None]).ravel()
+                    groups.append((vb[i], "<u2", pair))
+                    i += 2
+                else:
+                    groups.append((vb[i], "u1", tables[i]))
+                    i += 1
+            self._crc = (base, groups)
+        return self._crc
 
 
 def layout_of(folder: Folder, buf: Buf, pos: int, length: int) -> Layout | None:
@@ -130,7 +174,10 @@ def layout_of(folder: Folder, buf: Buf, pos: int, length: int) -> Layout | None:
         for i in range(off, off + width):
             fixed[i] &= 0x80 if is_varint else 0
             mask[i] = 0x80 if is_varint else 0
-    return Layout(size, bytes(fixed), bytes(mask), wall, step, values)
+    varbytes = tuple(
+        i for off, width, _ in var[:-1] for i in range(off, off + width) if mask[i] != 0xFF
+    )
+    return Layout(size, bytes(fixed), bytes(mask), wall, step, values, varbytes)
 
 
 def _value(folder: Folder, buf: Buf, start: int, end: int) -> tuple[str, int, int] | None:
@@ -190,8 +237,6 @@ class _Cycle:
         for j, (lay, at) in enumerate(zip(layouts, self.starts, strict=True)):
             for tag, off, width in lay.values:
                 self.tags.setdefault(tag, []).append((j, at + off, width))
-        #: crc32c of ``size - 16`` zero bytes, per record
-        self.zero_crcs = [crc32c(bytes(lay.size - 16)) for lay in layouts]
 
     def words(self, rows: int) -> int:
         """Make :attr:`fixed`, :attr:`mask` (as words) and the scratch arrays cover
@@ -341,37 +386,28 @@ class FastPath:
         return m
 
     def _checksums_hold(self, buf: Buf, pos: int, m: int) -> int:
-        """The first ``m`` rows at ``pos`` up to the first one with a failing data
-        checksum (all of them, the common case, from one check of the whole block)."""
+        """The first ``m`` rows at ``pos`` up to the first one with a record whose data
+        checksum fails (each record's own, from its variable bytes and its layout's
+        tables)."""
         cycle = self.cycle
         assert cycle is not None
         size = cycle.size
         if m == 0:
             return 0
-        if m % 8 == 0:  # rows r, r+8, r+16 ... fold as words, then the 8 rows as bytes
-            words = np.frombuffer(buf, np.uint64, count=m * size // 8, offset=pos)
-            eight = np.bitwise_xor.reduce(words.reshape(m // 8, size), axis=0)
-            folded = np.bitwise_xor.reduce(eight.view(np.uint8).reshape(8, size), axis=0)
-        else:
-            block = np.frombuffer(buf, np.uint8, count=m * size, offset=pos).reshape(m, size)
-            folded = np.bitwise_xor.reduce(block, axis=0)
-        for lay, at, zero in zip(cycle.layouts, cycle.starts, cycle.zero_crcs, strict=True):
-            data = folded[at + 12 : at + lay.size - 4].tobytes()
-            want = crc32c(data) ^ (zero if m % 2 == 0 else 0)
+        bad: np.ndarray[Any, np.dtype[np.bool_]] | None = None
+        for lay, at in zip(cycle.layouts, cycle.starts, strict=True):
+            base, groups = lay.crc_tables()
+            crc = np.full(m, base, np.uint32)
+            for off, dtype, table in groups:
+                crc ^= table.take(_column(buf, pos + at + off, m, size, dtype).astype(np.intp))
             stored = _column(buf, pos + at + lay.size - 4, m, size, "<u4")
             rot = stored - np.uint32(MASK_DELTA)
             plain = (rot << np.uint32(15)) | (rot >> np.uint32(17))
-            if int(np.bitwise_xor.reduce(plain)) != want:
-                break
-        else:
-            return m
-        for r in range(m):  # one failed: find the first row that holds it
-            row = buf[pos + r * size : pos + (r + 1) * size]
-            for lay, at in zip(cycle.layouts, cycle.starts, strict=True):
-                stored_one = int.from_bytes(row[at + lay.size - 4 : at + lay.size], "little")
-                if masked_crc32c(row[at + 12 : at + lay.size - 4]) != stored_one:
-                    return r
-        return m
+            wrong = crc != plain
+            bad = wrong if bad is None else bad | wrong
+        assert bad is not None
+        first = int(bad.argmax())
+        return first if bad[first] else m
 
     def _hand_over(
         self,
