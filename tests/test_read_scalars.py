@@ -394,3 +394,81 @@ def test_sb3_runs_read_back_as_event_accumulator_does(tmp_path: Path) -> None:
     df = aoff.read_scalars(run)
     assert _same_as_accumulator(df, str(run), run) > 10
     assert {"train/loss", "time/fps"} <= set(df["tag"])
+
+
+def _split_at_record(path: Path, record: int) -> tuple[bytes, bytes]:
+    data = path.read_bytes()
+    cut = _record_ends(data)[record]
+    return data[:cut], data[cut:]
+
+
+def test_a_zero_filled_region_is_jumped_over_and_counted_once(tmp_path: Path) -> None:
+    """A MiB of zeros between records (a preallocated or crashed writer's file): the
+    records after it are found, every point read, the region one corrupt place, also
+    when it spans many of the reader's chunks."""
+    from aoff._runfolder._evfolder import EventFolder
+
+    path = _torch_run(tmp_path / "intact", 400)
+    intact = aoff.read_scalars(path.parent)
+    head, tail = _split_at_record(path, 600)
+    holed = tmp_path / "holed"
+    holed.mkdir()
+    (holed / path.name).write_bytes(head + bytes(1 << 20) + tail)
+    reader = aoff.ScalarReader(holed)
+    df = reader.read()
+    assert reader.problems == [f"{holed / path.name}: 1 corrupt record(s) skipped"]
+    assert df.drop(columns="run").equals(intact.drop(columns="run"))
+    folder = EventFolder(chunk=64 << 10)  # the zeros span 16 chunks
+    folder.read([str(holed / path.name)])
+    (cur,) = folder.cursors.values()
+    assert cur.corrupt == 1 and cur.torn == 0
+    assert sum(len(s) for s in folder.series.values()) == len(intact)
+
+
+def test_a_small_file_takes_memory_by_its_size(tmp_path: Path) -> None:
+    """Reading a run of one short file allocates about what the file holds, not a whole
+    read chunk (32 MiB) per file."""
+    import tracemalloc
+
+    from aoff._runfolder._evfolder import CHUNK
+
+    path = _torch_run(tmp_path / "tiny", 2)
+    aoff.read_scalars(path.parent)  # imports and caches first
+    tracemalloc.start()
+    try:
+        for _ in range(3):
+            aoff.ScalarReader(path.parent).read_columns()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20 < CHUNK
+
+
+def test_an_unchanged_file_is_read_again_with_a_stat_not_an_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A follow over idle runs: a read that finds a file's size, mtime and inode as the
+    last read left them does not open it; once it grows, the new points are read."""
+    from aoff._runfolder import _evfolder
+
+    path = _torch_run(tmp_path / "run", 50)
+    whole = path.read_bytes()
+    head, _ = _split_at_record(path, 60)
+    path.write_bytes(head)
+    opened: list[str] = []
+    real_open = os.open
+
+    def counting_open(file: Any, *args: Any, **kwargs: Any) -> int:
+        opened.append(os.fspath(file))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(_evfolder.os, "open", counting_open)
+    reader = aoff.ScalarReader(path.parent)
+    first = reader.read()
+    for _ in range(3):
+        assert len(reader.read()) == 0
+    assert opened.count(str(path)) == 1
+    path.write_bytes(whole)
+    more = reader.read()
+    assert opened.count(str(path)) == 2
+    assert len(first) + len(more) == 150
