@@ -86,16 +86,16 @@ class Layout:
     values: list[tuple[str, int, int]] = field(default_factory=list)  # tag, offset, 4 | 8
     #: offsets of the data's variable bytes (the checksum's own four left out)
     varbytes: tuple[int, ...] = ()
-    _crc: tuple[int, list[tuple[int, str, np.ndarray[Any, np.dtype[np.uint32]]]]] | None = None
+    _crc: tuple[int, list[tuple[int, int, np.ndarray[Any, np.dtype[np.uint32]]]]] | None = None
 
     @property
     def key(self) -> tuple[bytes, bytes]:
         return self.fixed, self.mask
 
-    def crc_tables(self) -> tuple[int, list[tuple[int, str, np.ndarray[Any, np.dtype[np.uint32]]]]]:
-        """``(crc of the fixed data, [(offset, dtype, table)])``: a record's data checksum
-        is the first XOR ``table[index]`` for the index (one byte, or two as a
-        little-endian ``u2``) at each offset (built once)."""
+    def crc_tables(self) -> tuple[int, list[tuple[int, int, np.ndarray[Any, np.dtype[np.uint32]]]]]:
+        """``(crc of the fixed data, [(offset, width, tables)])``: a record's data checksum
+        is the first XOR ``tables[i][byte]`` for the ``i``-th byte of each run of
+        ``width`` variable bytes at ``offset`` (built once)."""
         if self._crc is None:
             data = bytearray(self.fixed[12 : self.size - 4])
             base = crc32c(data)
@@ -115,20 +115,18 @@ class Layout:
             tables = np.bitwise_xor.reduce(
                 np.where(bits, deltas[:, None, :], np.uint32(0)), axis=2
             ).astype(np.uint32)
-            # adjacent variable bytes (a wall time's eight, a value's four) read in pairs as
-            # one 16-bit index: half the look-ups
-            groups: list[tuple[int, str, np.ndarray[Any, np.dtype[np.uint32]]]] = []
+            # a run of adjacent variable bytes (a wall time's eight, a value's four) is
+            # read as one word, split into its bytes
+            runs: list[tuple[int, int, np.ndarray[Any, np.dtype[np.uint32]]]] = []
             vb = self.varbytes
             i = 0
             while i < len(vb):
-                if i + 1 < len(vb) and vb[i + 1] == vb[i] + 1:
-                    pair = (tables[i][None, :] ^ tables[i + 1][:, None]).ravel()
-                    groups.append((vb[i], "<u2", pair))
-                    i += 2
-                else:
-                    groups.append((vb[i], "u1", tables[i]))
-                    i += 1
-            self._crc = (base, groups)
+                width = 1
+                while width < 8 and i + width < len(vb) and vb[i + width] == vb[i] + width:
+                    width += 1
+                runs.append((vb[i], width, tables[i : i + width]))
+                i += width
+            self._crc = (base, runs)
         return self._crc
 
 
@@ -231,8 +229,11 @@ class FastPath:
         self.folder = folder
         self.layouts: dict[tuple[bytes, bytes], int] = {}
         self.by_id: list[Layout] = []
-        #: record size -> (layout ids, their fixed bytes and masks as 64-bit words)
-        self.by_size: dict[int, tuple[list[int], Any, Any]] = {}
+        #: record size -> its layouts; the sizes in the order first seen, and each size's
+        #: place in that list by size (-1: none)
+        self.by_size: dict[int, _SizeGroup] = {}
+        self.sizes: list[int] = []
+        self.slots: Any = np.full(1, -1, np.int64)
         self.window = _MIN_WINDOW
 
     def forget(self) -> None:
@@ -253,11 +254,14 @@ class FastPath:
         offs = [*range(0, lay.size - 8, 8), lay.size - 8]
         fixed = np.array([int.from_bytes(lay.fixed[o : o + 8], "little") for o in offs], np.uint64)
         mask = np.array([int.from_bytes(lay.mask[o : o + 8], "little") for o in offs], np.uint64)
-        ids, fixeds, masks = self.by_size.get(lay.size, ([], None, None))
-        ids = [*ids, lid]
-        fixeds = fixed[None, :] if fixeds is None else np.vstack([fixeds, fixed])
-        masks = mask[None, :] if masks is None else np.vstack([masks, mask])
-        self.by_size[lay.size] = (ids, fixeds, masks)
+        known = self.by_size.get(lay.size)
+        if known is None:
+            self.by_size[lay.size] = known = _SizeGroup(len(self.sizes))
+            self.sizes.append(lay.size)
+            slots = np.full(max(self.sizes) + 1, -1, np.int64)
+            slots[self.sizes] = np.arange(len(self.sizes))
+            self.slots = slots
+        known.add(lid, fixed, mask)
 
     # -- the sweep ----------------------------------------------------------------------
     def run(self, buf: Buf, pos: int, end: int) -> int:
@@ -290,17 +294,14 @@ class FastPath:
     def _classify(self, a: _Window, starts: Any, sizes: Any) -> Any:
         """Each record's layout id (-1: none known)."""
         ids = np.full(len(starts), -1, np.int64)
-        for size in np.unique(sizes).tolist():
-            known = self.by_size.get(size)
-            if known is None:
-                continue
-            lids, fixeds, masks = known
-            sel = np.flatnonzero(sizes == size)
+        slots = self.slots
+        slot = np.where(sizes < len(slots), slots[np.minimum(sizes, len(slots) - 1)], -1)
+        for g, sel in _grouped(slot, len(self.sizes)):
+            size = self.sizes[g]
             offs = np.array([*range(0, size - 8, 8), size - 8])
             words = a.u8[starts[sel][:, None] + offs]
-            for lid, fixed, mask in zip(lids, fixeds, masks, strict=True):
-                match = ((words & mask) == fixed).all(axis=1)
-                ids[sel[match]] = lid
+            got = self.by_size[size].classify(words)
+            ids[sel] = got
         return ids
 
     def _take(self, a: _Window, starts: Any, ids: Any) -> int:
@@ -312,9 +313,8 @@ class FastPath:
         walls = np.zeros(k, np.float64)
         bad = np.zeros(k, bool)
         groups: list[tuple[Layout, Any, Any]] = []
-        for lid in np.unique(ids).tolist():
+        for lid, sel in _grouped(ids, len(self.by_id)):
             lay = self.by_id[lid]
-            sel = np.flatnonzero(ids == lid)
             at = starts[sel]
             groups.append((lay, sel, at))
             if lay.step is not None:
@@ -327,9 +327,10 @@ class FastPath:
                 walls[sel] = a.f8[at + lay.wall]
             base, tables = lay.crc_tables()
             crc = np.full(len(sel), base, np.uint32)
-            for off, dtype, table in tables:
-                index = (a.u2 if dtype == "<u2" else a.u1)[at + off]
-                crc ^= table.take(index.astype(np.intp))
+            for off, width, table in tables:
+                word = (a.u4 if width <= 4 else a.u8)[at + off].astype(np.intp)
+                for i in range(width):
+                    crc ^= table[i].take((word >> (8 * i)) & 0xFF)
             rot = a.u4[at + lay.size - 4] - np.uint32(MASK_DELTA)
             bad[sel] = crc != ((rot << np.uint32(15)) | (rot >> np.uint32(17)))
         cut = int(bad.argmax()) if bad.any() else k
@@ -373,6 +374,71 @@ class FastPath:
                 where = where[order]
                 value = np.concatenate([v for _, v in got])[order]
             folder.block(name, (steps[where], walls[where], value))
+
+
+class _SizeGroup:
+    """The layouts of one record size, as 64-bit words (the last one ending at the
+    record's end), and how a record is told to be one of them: one word where all of
+    them differ, then the whole record checked against the one it names."""
+
+    def __init__(self, slot: int) -> None:
+        self.slot = slot
+        self.lids: Any = np.empty(0, np.int64)
+        self.fixeds: Any = None
+        self.masks: Any = None
+        #: the word that tells them apart (None: none does), its values sorted, their rows
+        self.word: int | None = None
+        self.keys: Any = None
+        self.order: Any = None
+
+    def add(self, lid: int, fixed: Any, mask: Any) -> None:
+        self.lids = np.append(self.lids, lid)
+        self.fixeds = fixed[None, :] if self.fixeds is None else np.vstack([self.fixeds, fixed])
+        self.masks = mask[None, :] if self.masks is None else np.vstack([self.masks, mask])
+        common = np.bitwise_and.reduce(self.masks, axis=0)
+        self.word = None
+        for w in range(len(common)):
+            keys = self.fixeds[:, w] & common[w]
+            if len(set(keys.tolist())) == len(keys):
+                self.word = w
+                self.common = common[w]
+                self.order = np.argsort(keys)
+                self.keys = keys[self.order]
+                break
+
+    def classify(self, words: Any) -> Any:
+        """Each row's layout id (-1: none)."""
+        if len(self.lids) == 1:
+            match = ((words & self.masks[0]) == self.fixeds[0]).all(axis=1)
+            return np.where(match, self.lids[0], -1)
+        if self.word is None:  # no one word tells them apart: each layout in turn
+            ids = np.full(len(words), -1, np.int64)
+            for lid, fixed, mask in zip(self.lids, self.fixeds, self.masks, strict=True):
+                ids[((words & mask) == fixed).all(axis=1)] = lid
+            return ids
+        key = words[:, self.word] & self.common
+        at = np.minimum(np.searchsorted(self.keys, key), len(self.keys) - 1)
+        row = self.order[at]
+        match = (self.keys[at] == key) & ((words & self.masks[row]) == self.fixeds[row]).all(axis=1)
+        return np.where(match, self.lids[row], -1)
+
+
+def _grouped(keys: Any, n: int) -> list[tuple[int, Any]]:
+    """``(key, the positions holding it, in order)`` for each key in ``range(n)`` that
+    ``keys`` holds (other keys left out)."""
+    inside = (keys >= 0) & (keys < n)
+    if not inside.all():
+        where = np.flatnonzero(inside)
+        return [(k, where[sel]) for k, sel in _grouped(keys[where], n)]
+    order = np.argsort(keys, kind="stable")
+    counts = np.bincount(keys, minlength=n)
+    out = []
+    at = 0
+    for k in np.flatnonzero(counts).tolist():
+        c = int(counts[k])
+        out.append((k, order[at : at + c]))
+        at += c
+    return out
 
 
 class _Window:
