@@ -472,3 +472,113 @@ def test_an_unchanged_file_is_read_again_with_a_stat_not_an_open(
     more = reader.read()
     assert opened.count(str(path)) == 2
     assert len(first) + len(more) == 150
+
+
+SAC_LOSSES = (
+    "losses/qf1_values",
+    "losses/qf2_values",
+    "losses/qf1_loss",
+    "losses/qf2_loss",
+    "losses/qf_loss",
+    "losses/actor_loss",
+    "losses/alpha",
+    "charts/SPS",
+    "losses/alpha_loss",
+)
+PPO_LOSSES = (
+    "charts/learning_rate",
+    "losses/value_loss",
+    "losses/policy_loss",
+    "losses/entropy",
+    "losses/old_approx_kl",
+    "losses/approx_kl",
+    "losses/clipfrac",
+    "losses/explained_variance",
+    "charts/SPS",
+)
+
+
+def write_irregular_runs(root: Path, steps: int, *, new_style: bool = False) -> list[Path]:
+    """CleanRL's two logging patterns through torch's ``SummaryWriter``: SAC
+    (``sac_continuous_action.py``: an episode's return and length whenever one ends, at
+    its variable ``global_step``, the losses every ``log_every`` steps) and PPO
+    (``ppo.py``: 4 envs' episodes as they end during a rollout of 128 steps, then the
+    update's losses once an iteration)."""
+    import random
+
+    from torch.utils.tensorboard import SummaryWriter
+
+    rng = random.Random(7)
+    sac, ppo = root / "sac", root / "ppo"
+    w = SummaryWriter(str(sac))
+    end = rng.randint(5, 200)
+    for g in range(1, steps + 1):
+        if g == end:
+            w.add_scalar("charts/episodic_return", rng.gauss(0, 100), g, new_style=new_style)
+            w.add_scalar("charts/episodic_length", end, g, new_style=new_style)
+            end = g + rng.randint(5, 200)
+        if g % 10 == 0:
+            for tag in SAC_LOSSES:
+                w.add_scalar(tag, rng.random(), g, new_style=new_style)
+    w.close()
+    w = SummaryWriter(str(ppo))
+    ends = [rng.randint(5, 100) for _ in range(4)]
+    g = 0
+    for _ in range(steps // 128):
+        for _ in range(128):
+            g += 4
+            for env in range(4):
+                ends[env] -= 1
+                if ends[env] == 0:
+                    w.add_scalar("charts/episodic_return", rng.random(), g, new_style=new_style)
+                    w.add_scalar("charts/episodic_length", rng.randint(5, 100), g)
+                    ends[env] = rng.randint(5, 100)
+        for tag in PPO_LOSSES:
+            w.add_scalar(tag, rng.random(), g, new_style=new_style)
+    w.close()
+    return [sac, ppo]
+
+
+def _records(folder: Path) -> int:
+    (path,) = folder.iterdir()
+    return len(_record_ends(path.read_bytes()))
+
+
+@pytest.mark.parametrize("new_style", [False, True], ids=["simple_value", "tensor"])
+def test_cleanrl_sac_and_ppo_logging_reads_in_bulk_as_event_accumulator_does(
+    tmp_path: Path, new_style: bool
+) -> None:
+    """Episode returns at variable steps between periodic losses (records in no
+    repeating order), as simple values and as torch's ``new_style`` tensors (no
+    ``tensor_shape``), the episode lengths simple values beside them: nearly every
+    record goes through the bulk path, and what comes back is what TensorBoard reads."""
+    runs = write_irregular_runs(tmp_path, 3000, new_style=new_style)
+    reader = aoff.ScalarReader(runs)
+    df = reader.read()
+    for run in runs:
+        _same_as_accumulator(df, str(run), run)
+    records = sum(_records(run) for run in runs)
+    assert reader.bulk_records > 0.9 * records, (reader.bulk_records, records)
+
+
+def test_scalars_among_histograms_images_and_text_read_as_event_accumulator_does(
+    tmp_path: Path,
+) -> None:
+    """torch's histograms, images and text between the scalars: skipped, every scalar
+    read as TensorBoard reads it, the scalars still in bulk."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    w = SummaryWriter(str(tmp_path))
+    rng = np.random.default_rng(3)
+    for step in range(600):
+        w.add_scalar("loss", float(rng.random()), step)
+        w.add_scalar("q", float(rng.random()), step, new_style=True, double_precision=True)
+        if step % 50 == 0:
+            w.add_histogram("weights", rng.normal(size=100), step)
+            w.add_image("frame", rng.random((3, 8, 8)), step)
+            w.add_text("note", f"step {step}", step)
+    w.close()
+    reader = aoff.ScalarReader(tmp_path)
+    df = reader.read()
+    assert _same_as_accumulator(df, str(tmp_path), tmp_path) == 1200
+    assert reader.bulk_records > 1000
