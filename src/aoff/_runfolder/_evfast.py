@@ -43,9 +43,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
-from crc32c import crc32c
 
-from ._framing import MASK_DELTA
+from ._framing import MASK_DELTA, crc32c
 from ._tagseries import Columns
 from ._tbwire import Buf, fields, varint
 
