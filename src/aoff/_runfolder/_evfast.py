@@ -67,6 +67,8 @@ class Folder(Protocol):
 #: the bytes swept at first after a stop, and at most
 _MIN_WINDOW = 4 << 10
 _MAX_WINDOW = 8 << 20
+#: the most layouts learnt for a folder
+_MAX_LAYOUTS = 4096
 #: an Event's first byte: its wall time (field 1, 64-bit)
 _WALL_KEY = 0x09
 _DT_FLOAT, _DT_DOUBLE = 1, 2
@@ -247,6 +249,8 @@ class FastPath:
             lay = None
         if lay is None or lay.key in self.layouts or lay.fixed[12] != _WALL_KEY:
             return
+        if len(self.by_id) >= _MAX_LAYOUTS:  # a file of endless new tags: the general path
+            return
         lid = self.layouts[lay.key] = len(self.by_id)
         self.by_id.append(lay)
         # the record as 64-bit words, the last one ending at its end (overlapping)
@@ -260,15 +264,17 @@ class FastPath:
             slots = np.full(max(self.sizes) + 1, -1, np.int64)
             slots[self.sizes] = np.arange(len(self.sizes))
             self.slots = slots
-        known.add(lid, fixed, mask)
+        known.add(lid, lay, fixed, mask)
 
     # -- the sweep ----------------------------------------------------------------------
     def run(self, buf: Buf, pos: int, end: int) -> int:
         """Decode the records of known layouts from ``pos`` on; the position after them."""
         if end - pos < 17 or buf[pos + 12] != _WALL_KEY:
             return pos
-        if int.from_bytes(buf[pos : pos + 8], "little") + 16 not in self.by_size:
-            return pos  # no known layout has this record's size: not worth a sweep
+        size = int.from_bytes(buf[pos : pos + 8], "little") + 16
+        known = self.by_size.get(size)
+        if known is None or pos + size > end or not known.knows(bytes(buf[pos : pos + size])):
+            return pos  # the record here has no known layout: not worth a sweep
         while True:
             stop = min(end, pos + self.window)
             a = _Window(buf, pos, stop - pos)
@@ -377,45 +383,76 @@ class FastPath:
 
 class _SizeGroup:
     """The layouts of one record size, as 64-bit words (the last one ending at the
-    record's end), and how a record is told to be one of them: one word where all of
-    them differ, then the whole record checked against the one it names."""
+    record's end), and how a record is told to be one of them: a hash of the bytes fixed
+    in all of them names one, then the whole record is checked against it."""
 
     def __init__(self, slot: int) -> None:
         self.slot = slot
+        #: mask -> the fixed bytes under it, as whole-record integers (one record checked
+        #: in Python before a sweep is started on it)
+        self.exact: dict[int, set[int]] = {}
+        self.n = 0
         self.lids: Any = np.empty(0, np.int64)
         self.fixeds: Any = None
         self.masks: Any = None
-        #: the word that tells them apart (None: none does), its values sorted, their rows
-        self.word: int | None = None
+        #: the bytes fixed in all of them, each layout's hash of those (sorted), their
+        #: rows, and whether the hashes differ
+        self.common: Any = None
+        self.mult: Any = None
         self.keys: Any = None
         self.order: Any = None
+        self.hashed = True
 
-    def add(self, lid: int, fixed: Any, mask: Any) -> None:
-        self.lids = np.append(self.lids, lid)
-        self.fixeds = fixed[None, :] if self.fixeds is None else np.vstack([self.fixeds, fixed])
-        self.masks = mask[None, :] if self.masks is None else np.vstack([self.masks, mask])
-        common = np.bitwise_and.reduce(self.masks, axis=0)
-        self.word = None
-        for w in range(len(common)):
-            keys = self.fixeds[:, w] & common[w]
-            if len(set(keys.tolist())) == len(keys):
-                self.word = w
-                self.common = common[w]
-                self.order = np.argsort(keys)
-                self.keys = keys[self.order]
-                break
+    def add(self, lid: int, lay: Layout, fixed: Any, mask: Any) -> None:
+        m = int.from_bytes(lay.mask, "little")
+        self.exact.setdefault(m, set()).add(int.from_bytes(lay.fixed, "little") & m)
+        n = self.n
+        if self.fixeds is None:
+            self.fixeds = np.empty((8, len(fixed)), np.uint64)
+            self.masks = np.empty_like(self.fixeds)
+            self.lids = np.empty(8, np.int64)
+            self.common = mask.copy()
+            spread = np.arange(len(fixed), dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C16)
+            self.mult = spread | np.uint64(1)  # odd multipliers
+        elif n == len(self.lids):  # room for twice as many, so that adding costs O(1)
+            self.fixeds = np.vstack([self.fixeds, np.empty_like(self.fixeds)])
+            self.masks = np.vstack([self.masks, np.empty_like(self.masks)])
+            self.lids = np.concatenate([self.lids, np.empty_like(self.lids)])
+        self.fixeds[n], self.masks[n], self.lids[n] = fixed, mask, lid
+        self.n = n + 1
+        common = self.common & mask
+        if n == 0 or (common != self.common).any():  # the hashed bytes changed: all again
+            self.common = common
+            keys = self._hash(self.fixeds[: n + 1])
+            self.order = np.argsort(keys)
+            self.keys = keys[self.order]
+            self.hashed = len(np.unique(keys)) == len(keys)
+            return
+        key = self._hash(fixed[None, :])
+        at = int(np.searchsorted(self.keys, key[0]))
+        self.hashed = self.hashed and (at == len(self.keys) or bool(self.keys[at] != key[0]))
+        self.keys = np.insert(self.keys, at, key[0])
+        self.order = np.insert(self.order, at, n)
+
+    def knows(self, record: bytes) -> bool:
+        """Whether ``record`` (its bytes) has one of these layouts."""
+        value = int.from_bytes(record, "little")
+        return any((value & m) in fixed for m, fixed in self.exact.items())
+
+    def _hash(self, words: Any) -> Any:
+        return ((words & self.common) * self.mult).sum(axis=1, dtype=np.uint64)
 
     def classify(self, words: Any) -> Any:
         """Each row's layout id (-1: none)."""
-        if len(self.lids) == 1:
+        if self.n == 1:
             match = ((words & self.masks[0]) == self.fixeds[0]).all(axis=1)
             return np.where(match, self.lids[0], -1)
-        if self.word is None:  # no one word tells them apart: each layout in turn
+        if not self.hashed:  # two layouts' keys alike (rare): each layout in turn
             ids = np.full(len(words), -1, np.int64)
-            for lid, fixed, mask in zip(self.lids, self.fixeds, self.masks, strict=True):
-                ids[((words & mask) == fixed).all(axis=1)] = lid
+            for i in range(self.n):
+                ids[((words & self.masks[i]) == self.fixeds[i]).all(axis=1)] = self.lids[i]
             return ids
-        key = words[:, self.word] & self.common
+        key = self._hash(words)
         at = np.minimum(np.searchsorted(self.keys, key), len(self.keys) - 1)
         row = self.order[at]
         match = (self.keys[at] == key) & ((words & self.masks[row]) == self.fixeds[row]).all(axis=1)
