@@ -67,6 +67,8 @@ class Folder(Protocol):
 #: the bytes swept at first after a stop, and at most
 _MIN_WINDOW = 4 << 10
 _MAX_WINDOW = 8 << 20
+#: the last records' layouts a sweep hands on (twice the longest cycle looked for)
+_TAIL = 128
 #: the most layouts learnt for a folder
 _MAX_LAYOUTS = 4096
 #: an Event's first byte: its wall time (field 1, 64-bit)
@@ -236,21 +238,27 @@ class FastPath:
         self.sizes: list[int] = []
         self.slots: Any = np.full(1, -1, np.int64)
         self.window = _MIN_WINDOW
+        #: the layouts of the last records of the last sweep (a cycle may be in them)
+        self.tail: list[Layout] = []
 
     def forget(self) -> None:
         """A record was skipped (the sweep needs nothing cleared: kept for the caller)."""
         self.window = _MIN_WINDOW
 
-    def learn(self, buf: Buf, pos: int, length: int) -> None:
-        """Note the layout of a record the general decoder has just read."""
+    def learn(self, buf: Buf, pos: int, length: int) -> Layout | None:
+        """Note the layout of a record the general decoder has just read; that layout
+        (None: not one the bulk path reads)."""
         try:
             lay = layout_of(self.folder, buf, pos, length)
         except (ValueError, IndexError):
-            lay = None
-        if lay is None or lay.key in self.layouts or lay.fixed[12] != _WALL_KEY:
-            return
+            return None
+        if lay is None or lay.fixed[12] != _WALL_KEY:
+            return None
+        lid = self.layouts.get(lay.key)
+        if lid is not None:
+            return self.by_id[lid]
         if len(self.by_id) >= _MAX_LAYOUTS:  # a file of endless new tags: the general path
-            return
+            return None
         lid = self.layouts[lay.key] = len(self.by_id)
         self.by_id.append(lay)
         # the record as 64-bit words, the last one ending at its end (overlapping)
@@ -265,36 +273,37 @@ class FastPath:
             slots[self.sizes] = np.arange(len(self.sizes))
             self.slots = slots
         known.add(lid, lay, fixed, mask)
+        return lay
 
     # -- the sweep ----------------------------------------------------------------------
     def run(self, buf: Buf, pos: int, end: int) -> int:
-        """Decode the records of known layouts from ``pos`` on; the position after them."""
+        """Decode the records of known layouts from ``pos`` on, in one window; the
+        position after them (:attr:`tail`: the layouts of the last ones)."""
         if end - pos < 17 or buf[pos + 12] != _WALL_KEY:
             return pos
         size = int.from_bytes(buf[pos : pos + 8], "little") + 16
         known = self.by_size.get(size)
         if known is None or pos + size > end or not known.knows(bytes(buf[pos : pos + size])):
             return pos  # the record here has no known layout: not worth a sweep
-        while True:
-            stop = min(end, pos + self.window)
-            a = _Window(buf, pos, stop - pos)
-            starts, sizes = _chain(a)
-            if not len(starts):
-                self.window = _MIN_WINDOW
-                return pos
-            ids = self._classify(a, starts, sizes)
-            unknown = np.flatnonzero(ids < 0)
-            k = int(unknown[0]) if len(unknown) else len(ids)
-            taken = self._take(a, starts[:k], ids[:k]) if k else 0
-            self.folder.bulk_records += taken
-            if taken:
-                pos += int(starts[taken - 1] + sizes[taken - 1])
-            if taken < len(ids):  # a record the general decoder reads: start small after it
-                self.window = _MIN_WINDOW
-                return pos
-            if stop == end:
-                return pos
+        stop = min(end, pos + self.window)
+        a = _Window(buf, pos, stop - pos)
+        starts, sizes = _chain(a)
+        if not len(starts):
+            self.window = _MIN_WINDOW
+            return pos
+        ids = self._classify(a, starts, sizes)
+        unknown = np.flatnonzero(ids < 0)
+        k = int(unknown[0]) if len(unknown) else len(ids)
+        taken = self._take(a, starts[:k], ids[:k]) if k else 0
+        self.folder.bulk_records += taken
+        self.tail = [self.by_id[i] for i in ids[max(taken - _TAIL, 0) : taken].tolist()]
+        if taken:
+            pos += int(starts[taken - 1] + sizes[taken - 1])
+        if taken < len(ids):  # a record the general decoder reads: start small after it
+            self.window = _MIN_WINDOW
+        else:
             self.window = min(self.window * 2, _MAX_WINDOW)
+        return pos
 
     def _classify(self, a: _Window, starts: Any, sizes: Any) -> Any:
         """Each record's layout id (-1: none known)."""

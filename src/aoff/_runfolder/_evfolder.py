@@ -5,7 +5,8 @@ wrote, exactly as TensorBoard's ``EventAccumulator`` reads them, and read a grow
 again from where it stopped. This module keeps each file's offset and the folder's
 TensorBoard state (the file version, each tag's plugin, the last step seen), walks the
 TFRecord framing and decodes any record in full (the general path); records of a layout
-seen before go through ``_evfast`` in bulk.
+seen before go through the bulk paths: ``_evcycle`` while they repeat a cycle of
+layouts, ``_evfast`` in any order.
 
 What is read, as ``EventAccumulator`` shows it: every ``Value.simple_value``; a
 ``Value.tensor`` holding one float for a tag whose first metadata names the ``scalars``
@@ -34,6 +35,7 @@ from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from ._evcycle import CyclePath
 from ._evfast import FastPath
 from ._framing import masked_crc32c
 from ._tagseries import Columns, Series
@@ -115,6 +117,7 @@ class EventFolder:
         #: records decoded by the bulk path (the rest went through :meth:`event`)
         self.bulk_records = 0
         self.fast = FastPath(self)
+        self.cycle = CyclePath(self)
 
     # -- files ------------------------------------------------------------------------------
     def read(self, files: list[str]) -> None:
@@ -174,8 +177,17 @@ class EventFolder:
         header = HEADER.unpack_from
         u32 = U32S.unpack_from
         fast = self.fast
+        cycle = self.cycle
         while n - pos >= 12:
-            pos = fast.run(buf, pos, n)
+            while True:  # the bulk paths while they move: a cycle, else a sweep
+                was = pos
+                pos = cycle.run(buf, pos, n)
+                swept = fast.run(buf, pos, n)
+                if swept != pos:  # a cycle may be in what the sweep read
+                    cycle.adopt(fast.tail)
+                pos = swept
+                if pos == was or n - pos < 12:
+                    break
             if n - pos < 12:
                 break
             length, hcrc = header(buf, pos)
@@ -186,6 +198,7 @@ class EventFolder:
                 if not cur.resyncing:  # a bad region is counted once, however many chunks
                     cur.corrupt += 1
                 fast.forget()
+                cycle.forget()
                 if q is None:
                     if final:
                         cur.resyncing = False
@@ -204,6 +217,7 @@ class EventFolder:
                     return self._stop(cur, pos, "a corrupt record")
                 cur.corrupt += 1
                 fast.forget()
+                cycle.forget()
             else:
                 try:
                     self.event(buf, pos + 12, end)
@@ -213,7 +227,7 @@ class EventFolder:
                     raise ValueError(
                         f"{cur.path}: an unreadable event at byte {cur.offset + pos}: {exc}"
                     ) from None
-                fast.learn(buf, pos, length)
+                cycle.learn(fast.learn(buf, pos, length))
             pos = end + 4
         return pos
 
