@@ -21,10 +21,10 @@ MB/s over each other reader's on the same file. aoff's result is checked against
 Then (not with ``--quick`` alone; ``--only-shapes`` for these only): the files real
 clients write, each written by the client's own writer (torch's ``SummaryWriter``,
 tensorboardX's, SB3's logger), read by all three readers, aoff's result checked equal
-to ``EventAccumulator``'s first: CleanRL's SAC and PPO logging patterns (episode returns at variable steps between
-periodic losses), torch ``new_style`` tensor scalars (float and double), both kinds in
-one file, scalars among histograms, images and text, tensorboardX, SB3, and a file of
-many tags each appearing rarely.
+to ``EventAccumulator``'s first: CleanRL's SAC and PPO logging patterns (episode
+returns at variable steps between periodic losses), torch ``new_style`` tensor scalars
+(float and double), both kinds in one file, scalars among histograms, images and text,
+tensorboardX, SB3, and a file of many tags each appearing rarely.
 
     python benchmarks/bench_read.py            # 1 M steps x 10 tags, and 20 k for all
     python benchmarks/bench_read.py --quick    # seconds: tiny files, every check
