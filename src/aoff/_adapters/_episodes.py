@@ -1,0 +1,215 @@
+"""``aoff.torch.EpisodeStats``: per-environment episode bookkeeping that stays on the device.
+
+Why: a GPU-simulated loop steps thousands of environments a call, and the usual
+bookkeeping (rsl_rl's ``Logger.process_env_step``, skrl's trackers) finds the finished
+episodes with a ``nonzero`` and copies them with ``.cpu()`` every env step: a host sync
+that stalls the device queue. Here :meth:`EpisodeStats.update` only enqueues device work
+of a fixed shape (no data-dependent size, no read), and :meth:`EpisodeStats.log_to`
+copies what an iteration recorded to the host once, without waiting (pinned memory, a
+non-blocking copy and a CUDA event, as ``_core/_tensors.py`` does for values); the
+finished episodes are picked out of that copy where the events are drained, off the
+training thread.
+
+What each update keeps
+    the running return (float32, as rsl_rl's) and length of every environment, and a
+    row per env step: each environment's return and length as they stand after the step,
+    and whether its episode ended (``terminated | truncated``). Rows wait on the device
+    until ``log_to``; at most ``max_steps`` of them (then ``update`` raises, naming
+    ``log_to``: a loop that never hands them over would fill the device's memory).
+
+What reaches the run (``log_to``)
+    the episodes that ended since the last ``log_to``, in the order they ended (step by
+    step, environments in index order), exactly as :meth:`aoff.OffPolicyLogger.log_episodes`
+    would take them: the next ``log_step``'s record gets ``episode/return`` (the mean
+    return), ``episode/length`` and ``episode/count``, the dashboard's reward and episode
+    length follow; and, where there was at least one, their returns' distribution as the
+    histogram ``episode/returns`` (buckets where the backend takes them, ``/min``,
+    ``/max``, ``/mean``, percentiles as scalars everywhere).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from .._core import _events as ev
+from .._core._pending import PendingEvent, Placeholder
+
+__all__ = ["HISTOGRAM_TAG", "EpisodeStats"]
+
+#: the histogram of the returns of the episodes that ended before a step
+HISTOGRAM_TAG = "episode/returns"
+
+
+def _positive(name: str, value: object) -> int:
+    if type(value) is not int:
+        raise TypeError(f"EpisodeStats: {name} must be an int, got {type(value).__name__}")
+    if value < 1:
+        raise ValueError(f"EpisodeStats: {name} must be at least 1, got {value}")
+    return value
+
+
+def _logger(target: Any) -> Any:
+    """The aoff logger behind ``target``: a logger itself, or a writer's engine."""
+    engine = getattr(target, "_engine", target)
+    if not callable(getattr(engine, "_put", None)) or not callable(getattr(engine, "_clock", None)):
+        raise TypeError(
+            "EpisodeStats.log_to: expected an aoff logger (OffPolicyLogger, "
+            f"AsyncOffPolicyLogger, RemoteLogger), got {type(target).__name__}"
+        )
+    return engine
+
+
+class EpisodeStats:
+    """Episode returns and lengths of ``num_envs`` environments, kept on ``device``.
+
+    Call :meth:`update` after every env step and :meth:`log_to` once an iteration, before
+    that iteration's ``log_step``. Neither reads a device value. ``returns`` and
+    ``lengths`` are the running (unfinished) episodes' values, on the device.
+    """
+
+    def __init__(
+        self, num_envs: int, device: str | torch.device = "cpu", *, max_steps: int = 4096
+    ) -> None:
+        self.num_envs = _positive("num_envs", num_envs)
+        self.max_steps = _positive("max_steps", max_steps)
+        self.returns = torch.zeros(num_envs, dtype=torch.float32, device=device)
+        self.lengths = torch.zeros(num_envs, dtype=torch.int64, device=device)
+        self.device = self.returns.device
+        self._rows: list[tuple[Any, Any, Any]] = []
+
+    def _checked(self, name: str, t: Any) -> Any:
+        """``t`` as a flat tensor of this object's size and device (metadata only)."""
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"EpisodeStats.update: {name} must be a tensor, got {type(t).__name__}")
+        if t.numel() != self.num_envs:
+            raise ValueError(
+                f"EpisodeStats.update: {name} has shape {tuple(t.shape)}; "
+                f"expected {self.num_envs} values (one per environment)"
+            )
+        if t.device != self.device:
+            raise ValueError(
+                f"EpisodeStats.update: {name} is on {t.device}, the statistics on {self.device}"
+            )
+        if t.is_complex():
+            raise TypeError(f"EpisodeStats.update: {name} is {t.dtype}, not a real dtype")
+        return t.detach().reshape(-1)
+
+    def _done(self, name: str, t: Any) -> Any:
+        flat = self._checked(name, t)
+        return flat if flat.dtype == torch.bool else flat != 0
+
+    def update(self, rewards: Any, terminated: Any, truncated: Any = None) -> None:
+        """One env step: ``rewards`` of every environment, and which episodes ended
+        (``terminated``, ``truncated``: bool or numeric tensors, non-zero is done;
+        ``truncated=None`` when ``terminated`` already says both, as rsl_rl's ``dones``).
+
+        Enqueues five element-wise device ops and keeps three tensors; reads nothing."""
+        r = self._checked("rewards", rewards)
+        done = self._done("terminated", terminated)
+        if truncated is not None:
+            done = done | self._done("truncated", truncated)
+        if len(self._rows) >= self.max_steps:
+            raise RuntimeError(
+                f"EpisodeStats: {self.max_steps} env steps recorded since the last log_to(); "
+                "call stats.log_to(logger) once an iteration (or raise max_steps=)"
+            )
+        returns = self.returns + r  # new tensors: the row keeps them as they are
+        lengths = self.lengths + 1
+        self._rows.append((returns, lengths, done))
+        self.returns = returns.masked_fill(done, 0.0)
+        self.lengths = lengths.masked_fill(done, 0)
+
+    def log_to(self, logger: Any) -> Any:
+        """Hand the episodes that ended since the last call to ``logger`` (an aoff
+        logger, sync or async, or a :class:`~aoff.RemoteLogger`): they join its next
+        ``log_step``. Launches one device-to-host copy per kind of row and returns at once
+        (what the logger's calls return: ``None``, or an awaitable for the async face)."""
+        log = _logger(logger)
+        rows, self._rows = self._rows, []
+        copy = _RowsCopy(rows)
+        wall = log._clock()
+        episodes = (ev.EPISODES, wall, _Returns(copy), _Lengths(copy))
+        first = log._put(PendingEvent(episodes, (copy,)))
+        if hasattr(first, "close"):  # the async face's wait for room: the last call's
+            first.close()
+        histogram = (ev.HISTOGRAM, wall, HISTOGRAM_TAG, _ReturnsArray(copy))
+        return log._put(PendingEvent(histogram, (copy,)))
+
+
+class _RowsCopy(Placeholder):
+    """An iteration's rows, copied to the host without waiting; read once landed."""
+
+    __slots__ = ("_event", "_host", "_picked")
+
+    def __init__(self, rows: list[tuple[Any, Any, Any]]) -> None:
+        self._picked: tuple[Any, Any] | None = None
+        self._event: Any = None
+        if not rows:
+            self._host: tuple[Any, ...] = ()
+            return
+        stacked = [torch.stack([row[i] for row in rows]) for i in range(3)]
+        if stacked[0].is_cuda:
+            hosts = []
+            for t in stacked:
+                host = torch.empty(t.shape, dtype=t.dtype, pin_memory=True)
+                host.copy_(t, non_blocking=True)
+                hosts.append(host)
+            event = torch.cuda.Event()  # type: ignore[no-untyped-call]
+            event.record(torch.cuda.current_stream(stacked[0].device))
+            self._event = event
+            self._host = tuple(hosts)
+        else:  # the stacks are new tensors already: the copy the values are read from
+            self._host = tuple(stacked)
+
+    def ready(self) -> bool:
+        return self._event is None or bool(self._event.query())
+
+    def value(self) -> tuple[Any, Any]:
+        """The finished episodes' returns (float64) and lengths (int64), NumPy, in order."""
+        if self._picked is None:
+            import numpy as np
+
+            if not self._host:
+                self._picked = (np.zeros(0), np.zeros(0, dtype=np.int64))
+            else:
+                returns, lengths, done = (h.numpy() for h in self._host)
+                self._picked = (returns[done].astype(np.float64), lengths[done])
+            self._host = ()
+            self._event = None
+        return self._picked
+
+
+class _Returns(Placeholder):
+    """The returns of an iteration's finished episodes, as ``log_episodes`` takes them."""
+
+    __slots__ = ("copy",)
+
+    def __init__(self, copy: _RowsCopy) -> None:
+        self.copy = copy
+
+    def ready(self) -> bool:
+        return self.copy.ready()
+
+    def value(self) -> tuple[float, ...]:
+        return tuple(self.copy.value()[0].tolist())
+
+
+class _Lengths(_Returns):
+    """Their lengths."""
+
+    __slots__ = ()
+
+    def value(self) -> tuple[float, ...]:
+        return tuple(self.copy.value()[1].tolist())
+
+
+class _ReturnsArray(_Returns):
+    """Their returns for the histogram: ``None`` when no episode ended (no histogram)."""
+
+    __slots__ = ()
+
+    def value(self) -> Any:
+        returns = self.copy.value()[0]
+        return returns if returns.size else None
