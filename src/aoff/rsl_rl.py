@@ -1,0 +1,13 @@
+"""rsl_rl (Isaac Lab, mjlab) through aoff: ``cfg["logger"] = {"class_name": "aoff.rsl_rl:LogWriter"}``.
+
+Needs ``pip install 'aoff[rsl_rl]'``; importing this module imports rsl_rl (``import aoff``
+does not). See ``docs/migrate/rsl_rl.md`` and ``aoff._adapters._rsl_rl``.
+"""
+
+from ._adapters._rsl_rl import LogWriter, env_config
+
+__all__ = ["LogWriter", "env_config"]
+
+for _obj in (LogWriter, env_config):
+    _obj.__module__ = __name__
+del _obj

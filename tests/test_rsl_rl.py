@@ -1,0 +1,125 @@
+"""``aoff.rsl_rl.LogWriter`` (``_adapters/_rsl_rl.py``) in rsl_rl's own ``OnPolicyRunner``:
+PPO trains a batched pendulum twice from one seed, once with rsl_rl's TensorBoard writer
+and once with aoff's (selected by ``cfg["logger"]["class_name"]``), and TensorBoard's own
+reader sees the same tags, steps and values; aoff's run also holds the config, the
+checkpoints and files rsl_rl names, and the video it hands over."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("rsl_rl")
+import torch  # noqa: E402
+from rsl_rl.runners import OnPolicyRunner  # noqa: E402
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # noqa: E402
+
+from aoff.rsl_rl import LogWriter, env_config  # noqa: E402
+
+from .gifs import gif_frames  # noqa: E402
+from .rsl_rl_env import BatchedPendulum, train_cfg  # noqa: E402
+
+#: scalars that are clocks (their values differ run to run) and tags whose *step* is one
+_TIMED_VALUES = ("Perf/total_fps", "Perf/collection_time", "Perf/learning_time")
+_TIMED_STEPS = ("Train/mean_reward/time", "Train/mean_episode_length/time")
+
+
+def train(log_dir: Path, logger: Any, iterations: int = 2) -> None:
+    torch.manual_seed(0)
+    runner = OnPolicyRunner(BatchedPendulum(256), train_cfg(logger), log_dir=str(log_dir))
+    runner.learn(iterations, init_at_random_ep_len=True)
+
+
+def scalars(log_dir: Path) -> dict[str, list[tuple[int, float]]]:
+    acc = EventAccumulator(str(log_dir), size_guidance={"scalars": 0, "images": 0, "tensors": 0})
+    acc.Reload()
+    return {t: [(e.step, e.value) for e in acc.Scalars(t)] for t in acc.Tags()["scalars"]}
+
+
+def write_mp4(path: Path, frames: int = 6) -> None:
+    import av
+
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("libx264", rate=10)
+        stream.width, stream.height, stream.pix_fmt = 32, 24, "yuv420p"
+        for i in range(frames):
+            img = np.full((24, 32, 3), 40 * i, dtype=np.uint8)
+            for packet in stream.encode(av.VideoFrame.from_ndarray(img, format="rgb24")):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+
+
+@pytest.mark.slow  # two short PPO runs and aoff's agent: ~10 s on 2 cores
+def test_on_policy_runner_through_rsl_rl_and_aoff_reads_back_the_same(tmp_path: Path) -> None:
+    torch_run, aoff_run = tmp_path / "torch", tmp_path / "aoff"
+    aoff_run.mkdir()
+    write_mp4(aoff_run / "rollout.mp4")  # rsl_rl hands every MP4 under log_dir to save_video
+    train(torch_run, "tensorboard")
+    train(aoff_run, {"class_name": "aoff.rsl_rl:LogWriter", "dashboard": False})
+
+    want, got = scalars(torch_run), scalars(aoff_run)
+    assert sorted(got) == sorted(want)
+    assert {"Train/mean_reward", "Loss/value", "/pendulum/cost"} <= set(want)
+    for tag, points in want.items():
+        steps, values = [s for s, _ in points], [v for _, v in points]
+        if tag not in _TIMED_STEPS:
+            assert [s for s, _ in got[tag]] == steps, tag
+        if tag not in _TIMED_VALUES:
+            assert [v for _, v in got[tag]] == values, tag
+
+    acc = EventAccumulator(str(aoff_run), size_guidance={"images": 0, "tensors": 0})
+    acc.Reload()
+    (table,) = acc.Tensors("hyperparameters")
+    text = table.tensor_proto.string_val[0].decode()
+    assert "train_cfg/num_steps_per_env" in text and "env_cfg/task" in text
+    models = [e.tensor_proto.string_val[0].decode() for e in acc.Tensors("rsl_rl/models/text_summary")]
+    assert models[-1].endswith("model_1.pt") and Path(models[-1]).is_file()
+    files = [e.tensor_proto.string_val[0].decode() for e in acc.Tensors("rsl_rl/files/text_summary")]
+    assert all(f.endswith(".diff") for f in files)  # rsl_rl's git state, if it found a repo
+    (video,) = acc.Images("video")  # once, though rsl_rl offered it every iteration
+    frames, _ = gif_frames(video.encoded_image_string)
+    assert video.step == 0 and frames.shape == (6, 24, 32, 3)
+    assert np.abs(frames[:, :, :, 0].mean(axis=(1, 2)) - 40 * np.arange(6)).max() < 8
+
+
+def test_env_config_takes_each_shape_rsl_rl_hands_over() -> None:
+    @dataclasses.dataclass
+    class Cfg:
+        episode_length_s: float = 20.0
+
+    class IsaacLike:
+        def to_dict(self) -> dict[str, Any]:
+            return {"sim": {"dt": 0.005}}
+
+    class Plain:
+        def __init__(self) -> None:
+            self.decimation = 4
+
+    assert env_config({"a": 1}) == {"a": 1}
+    assert env_config(Cfg()) == {"episode_length_s": 20.0}
+    assert env_config(IsaacLike()) == {"sim": {"dt": 0.005}}
+    assert env_config(Plain()) == {"decimation": 4}
+
+
+def test_a_writer_is_rsl_rl_s_log_writer_and_stop_finishes(tmp_path: Path) -> None:
+    from rsl_rl.utils.log_writer import LogWriter as RslLogWriter
+
+    w = LogWriter(str(tmp_path), dashboard=False, backends=("jsonl",))
+    assert isinstance(w, RslLogWriter)
+    w.add_scalar("Loss/value", torch.tensor(2.5), 3)
+    w.save_model(str(tmp_path / "model_3.pt"), 3)
+    w.stop()
+    assert w.report is not None and w.report.complete
+    assert scalars(tmp_path)["Loss/value"] == [(3, 2.5)]
+    with pytest.raises(Exception, match="no video frames|Invalid data|No such file"):
+        w2 = LogWriter(str(tmp_path / "b"), dashboard=False)
+        try:
+            (tmp_path / "b" / "empty.mp4").write_bytes(b"")
+            w2.save_video(tmp_path / "b" / "empty.mp4", 0)
+        finally:
+            w2.stop()
