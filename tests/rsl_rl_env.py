@@ -16,7 +16,7 @@ from rsl_rl.env import VecEnv
 from tensordict import TensorDict
 
 
-class BatchedPendulum(VecEnv):
+class BatchedPendulum(VecEnv):  # type: ignore[misc]  # rsl_rl is untyped
     def __init__(self, num_envs: int = 256, max_episode_length: int = 40, seed: int = 0) -> None:
         self.num_envs = num_envs
         self.num_actions = 1
@@ -41,7 +41,9 @@ class BatchedPendulum(VecEnv):
         obs = torch.stack((self.theta.cos(), self.theta.sin(), self.omega), dim=1)
         return TensorDict({"policy": obs}, batch_size=[self.num_envs])
 
-    def step(self, actions: torch.Tensor) -> tuple[TensorDict, torch.Tensor, torch.Tensor, dict[str, Any]]:
+    def step(
+        self, actions: torch.Tensor
+    ) -> tuple[TensorDict, torch.Tensor, torch.Tensor, dict[str, Any]]:
         u = actions[:, 0].clamp(-2.0, 2.0)
         angle = (self.theta + math.pi) % (2 * math.pi) - math.pi
         cost = angle**2 + 0.1 * self.omega**2 + 0.001 * u**2

@@ -101,10 +101,12 @@ def test_a_training_loop_reads_no_tensor_and_logs_the_host_reference() -> None:
             for rewards, term, trunc in iteration:
                 stats.update(rewards, term, trunc)
             stats.log_to(log)
-            log.log_step(it, {"per_env": per_env[it]}, reward=per_env[it] + 1)
+            log.log_step(it, {"per_env": per_env[it]}, reward=per_env[it] + 1)  # type: ignore[arg-type]
     log.finish()
     assert len(mem.records) == 3
-    for rec, (returns, lengths), vec in zip(mem.records, reference(data, n_envs), per_env):
+    for rec, (returns, lengths), vec in zip(
+        mem.records, reference(data, n_envs), per_env, strict=True
+    ):
         d = rec.as_dict()
         assert returns  # the seed gives each iteration finished episodes
         assert d["episode/count"] == len(returns)
@@ -143,7 +145,7 @@ def test_episodes_reach_the_run_in_the_order_they_ended() -> None:
     got = []
     for e in sink.events[::2]:  # the EPISODES events (each has its histogram after it)
         assert type(e) is PendingEvent and event_ready(e)
-        plain = resolve_event(e)
+        plain: Any = resolve_event(e)
         got.append((list(plain[2]), list(plain[3])))
     want = reference(data, n_envs)
     assert [lengths for _, lengths in got] == [lengths for _, lengths in want]
@@ -191,7 +193,7 @@ async def test_the_async_face() -> None:
     async with make_async_logger(mem) as log:
         stats.update(torch.tensor([0.5, 1.5]), torch.tensor([True, True]))
         await stats.log_to(log)
-        await log.log_step(1, reward=torch.tensor([1.0, 3.0]))
+        await log.log_step(1, reward=torch.tensor([1.0, 3.0]))  # type: ignore[arg-type]
     d = mem.records[0].as_dict()
     assert (d["episode/return"], d["reward/mean"]) == (1.0, 2.0)
 

@@ -12,16 +12,14 @@ from typing import Any
 
 import numpy as np
 import pytest
+import torch
+from rsl_rl.runners import OnPolicyRunner
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-pytest.importorskip("rsl_rl")
-import torch  # noqa: E402
-from rsl_rl.runners import OnPolicyRunner  # noqa: E402
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # noqa: E402
+from aoff.rsl_rl import LogWriter, env_config
 
-from aoff.rsl_rl import LogWriter, env_config  # noqa: E402
-
-from .gifs import gif_frames  # noqa: E402
-from .rsl_rl_env import BatchedPendulum, train_cfg  # noqa: E402
+from .gifs import gif_frames
+from .rsl_rl_env import BatchedPendulum, train_cfg
 
 #: scalars that are clocks (their values differ run to run) and tags whose *step* is one
 _TIMED_VALUES = ("Perf/total_fps", "Perf/collection_time", "Perf/learning_time")
@@ -77,9 +75,13 @@ def test_on_policy_runner_through_rsl_rl_and_aoff_reads_back_the_same(tmp_path: 
     (table,) = acc.Tensors("hyperparameters")
     text = table.tensor_proto.string_val[0].decode()
     assert "train_cfg/num_steps_per_env" in text and "env_cfg/task" in text
-    models = [e.tensor_proto.string_val[0].decode() for e in acc.Tensors("rsl_rl/models/text_summary")]
+    models = [
+        e.tensor_proto.string_val[0].decode() for e in acc.Tensors("rsl_rl/models/text_summary")
+    ]
     assert models[-1].endswith("model_1.pt") and Path(models[-1]).is_file()
-    files = [e.tensor_proto.string_val[0].decode() for e in acc.Tensors("rsl_rl/files/text_summary")]
+    files = [
+        e.tensor_proto.string_val[0].decode() for e in acc.Tensors("rsl_rl/files/text_summary")
+    ]
     assert all(f.endswith(".diff") for f in files)  # rsl_rl's git state, if it found a repo
     (video,) = acc.Images("video")  # once, though rsl_rl offered it every iteration
     frames, _ = gif_frames(video.encoded_image_string)
@@ -109,15 +111,15 @@ def test_env_config_takes_each_shape_rsl_rl_hands_over() -> None:
 def test_a_writer_is_rsl_rl_s_log_writer_and_stop_finishes(tmp_path: Path) -> None:
     from rsl_rl.utils.log_writer import LogWriter as RslLogWriter
 
-    w = LogWriter(str(tmp_path), dashboard=False, backends=("jsonl",))
+    w = LogWriter(str(tmp_path), dashboard=False, pump="thread")
     assert isinstance(w, RslLogWriter)
     w.add_scalar("Loss/value", torch.tensor(2.5), 3)
     w.save_model(str(tmp_path / "model_3.pt"), 3)
     w.stop()
     assert w.report is not None and w.report.complete
     assert scalars(tmp_path)["Loss/value"] == [(3, 2.5)]
-    with pytest.raises(Exception, match="no video frames|Invalid data|No such file"):
-        w2 = LogWriter(str(tmp_path / "b"), dashboard=False)
+    with pytest.raises(Exception, match=r"no video frames|Invalid data"):
+        w2 = LogWriter(str(tmp_path / "b"), dashboard=False, pump="thread")
         try:
             (tmp_path / "b" / "empty.mp4").write_bytes(b"")
             w2.save_video(tmp_path / "b" / "empty.mp4", 0)

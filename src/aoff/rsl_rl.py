@@ -1,4 +1,6 @@
-"""rsl_rl (Isaac Lab, mjlab) through aoff: ``cfg["logger"] = {"class_name": "aoff.rsl_rl:LogWriter"}``.
+"""rsl_rl (Isaac Lab, mjlab) through aoff.
+
+Select the writer with ``cfg["logger"] = {"class_name": "aoff.rsl_rl:LogWriter"}``.
 
 Needs ``pip install 'aoff[rsl_rl]'``; importing this module imports rsl_rl (``import aoff``
 does not). See ``docs/migrate/rsl_rl.md`` and ``aoff._adapters._rsl_rl``.

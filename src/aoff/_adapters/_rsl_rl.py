@@ -69,7 +69,7 @@ def _decode_mp4(path: pathlib.Path) -> tuple[Any, float]:
     return np.stack(frames), float(rate) if rate else 30.0
 
 
-class LogWriter(SummaryWriter, _RslLogWriter):
+class LogWriter(SummaryWriter, _RslLogWriter):  # type: ignore[misc]  # rsl_rl is untyped
     """rsl_rl's ``LogWriter``, writing through aoff: select it with
     ``cfg["logger"] = {"class_name": "aoff.rsl_rl:LogWriter"}`` (more keys: keyword
     arguments of :class:`aoff.tensorboard.SummaryWriter`, e.g. ``"backends": ["jsonl"]``
