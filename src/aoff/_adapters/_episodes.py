@@ -29,6 +29,7 @@ What reaches the run (``log_to``)
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -77,7 +78,34 @@ class EpisodeStats:
         self.returns = torch.zeros(num_envs, dtype=torch.float32, device=device)
         self.lengths = torch.zeros(num_envs, dtype=torch.int64, device=device)
         self.device = self.returns.device
-        self._rows: list[tuple[Any, Any, Any]] = []
+        self._zeros = (self.returns.new_zeros(()), self.lengths.new_zeros(()))
+        # the rows since the last log_to: returns, lengths and done flags, one row a step,
+        # written in place into buffers that grow (doubling) to the longest iteration
+        # seen and are then reused: no allocation a step once an iteration has run
+        self._k = 0
+        self._rows: tuple[Any, Any, Any] = self._buffers(min(8, max_steps))
+        self._spares: list[tuple[Any, Any, Any]] = []
+
+    def _buffers(self, capacity: int) -> tuple[Any, Any, Any]:
+        n, dev = self.num_envs, self.device
+        return (
+            torch.empty((capacity, n), dtype=torch.float32, device=dev),
+            torch.empty((capacity, n), dtype=torch.int64, device=dev),
+            torch.empty((capacity, n), dtype=torch.bool, device=dev),
+        )
+
+    def _grow(self) -> None:
+        capacity = len(self._rows[0])
+        if capacity >= self.max_steps:
+            raise RuntimeError(
+                f"EpisodeStats: {self.max_steps} env steps recorded since the last log_to(); "
+                "call stats.log_to(logger) once an iteration (or raise max_steps=)"
+            )
+        bigger = self._buffers(min(2 * capacity, self.max_steps))
+        for old, new in zip(self._rows, bigger, strict=True):
+            new[:capacity].copy_(old)  # a device copy, ordered on the stream: no wait
+        self._rows = bigger
+        self._spares.clear()  # of the old size
 
     def _checked(self, name: str, t: Any) -> Any:
         """``t`` as a flat tensor of this object's size and device (metadata only)."""
@@ -96,30 +124,28 @@ class EpisodeStats:
             raise TypeError(f"EpisodeStats.update: {name} is {t.dtype}, not a real dtype")
         return t.detach().reshape(-1)
 
-    def _done(self, name: str, t: Any) -> Any:
-        flat = self._checked(name, t)
-        return flat if flat.dtype == torch.bool else flat != 0
-
     def update(self, rewards: Any, terminated: Any, truncated: Any = None) -> None:
         """One env step: ``rewards`` of every environment, and which episodes ended
         (``terminated``, ``truncated``: bool or numeric tensors, non-zero is done;
         ``truncated=None`` when ``terminated`` already says both, as rsl_rl's ``dones``).
 
-        Enqueues five element-wise device ops and keeps three tensors; reads nothing."""
+        Enqueues five or six element-wise device ops writing into buffers it owns;
+        reads nothing back."""
         r = self._checked("rewards", rewards)
-        done = self._done("terminated", terminated)
-        if truncated is not None:
-            done = done | self._done("truncated", truncated)
-        if len(self._rows) >= self.max_steps:
-            raise RuntimeError(
-                f"EpisodeStats: {self.max_steps} env steps recorded since the last log_to(); "
-                "call stats.log_to(logger) once an iteration (or raise max_steps=)"
-            )
-        returns = self.returns + r  # new tensors: the row keeps them as they are
-        lengths = self.lengths + 1
-        self._rows.append((returns, lengths, done))
-        self.returns = returns.masked_fill(done, 0.0)
-        self.lengths = lengths.masked_fill(done, 0)
+        term = self._checked("terminated", terminated)
+        trunc = None if truncated is None else self._checked("truncated", truncated)
+        k = self._k
+        if k == len(self._rows[0]):
+            self._grow()
+        returns, lengths, done = (rows[k] for rows in self._rows)
+        torch.ne(term, 0, out=done)
+        if trunc is not None:
+            done.logical_or_(trunc)
+        torch.add(self.returns, r, out=returns)
+        torch.add(self.lengths, 1, out=lengths)
+        torch.where(done, self._zeros[0], returns, out=self.returns)
+        torch.where(done, self._zeros[1], lengths, out=self.lengths)
+        self._k = k + 1
 
     def log_to(self, logger: Any) -> Any:
         """Hand the episodes that ended since the last call to ``logger`` (an aoff
@@ -127,8 +153,15 @@ class EpisodeStats:
         ``log_step``. Launches one device-to-host copy per kind of row and returns at once
         (what the logger's calls return: ``None``, or an awaitable for the async face)."""
         log = _logger(logger)
-        rows, self._rows = self._rows, []
-        copy = _RowsCopy(rows)
+        k, self._k = self._k, 0
+        buffers = self._rows
+        on_device = self.device.type == "cuda"
+        if k and not on_device:
+            # handed over as they are (the values' one copy): the next rows go into a
+            # spare set, which the copy gives back once read (so two or three sets
+            # take turns, whatever the number of iterations)
+            self._rows = self._spares.pop() if self._spares else self._buffers(len(buffers[0]))
+        copy = _RowsCopy(buffers, k, None if on_device else self._spares.append)
         wall = log._clock()
         episodes = (ev.EPISODES, wall, _Returns(copy), _Lengths(copy))
         first = log._put(PendingEvent(episodes, (copy,)))
@@ -141,27 +174,38 @@ class EpisodeStats:
 class _RowsCopy(Placeholder):
     """An iteration's rows, copied to the host without waiting; read once landed."""
 
-    __slots__ = ("_event", "_host", "_picked")
+    __slots__ = ("_back", "_buffers", "_event", "_host", "_picked")
 
-    def __init__(self, rows: list[tuple[Any, Any, Any]]) -> None:
+    def __init__(
+        self,
+        buffers: tuple[Any, Any, Any],
+        k: int,
+        give_back: Callable[[tuple[Any, Any, Any]], None] | None,
+    ) -> None:
+        """The first ``k`` rows of ``buffers``; a CPU copy reads the buffers themselves
+        and hands them to ``give_back`` once read."""
         self._picked: tuple[Any, Any] | None = None
         self._event: Any = None
-        if not rows:
-            self._host: tuple[Any, ...] = ()
+        self._back: Callable[[tuple[Any, Any, Any]], None] | None = None
+        self._buffers: tuple[Any, Any, Any] | None = None
+        self._host: tuple[Any, ...] = ()
+        if not k:
             return
-        stacked = [torch.stack([row[i] for row in rows]) for i in range(3)]
-        if stacked[0].is_cuda:
+        rows = tuple(b[:k] for b in buffers)
+        if give_back is None:  # a CUDA device: pinned copies, in order on the stream
             hosts = []
-            for t in stacked:
+            for t in rows:
                 host = torch.empty(t.shape, dtype=t.dtype, pin_memory=True)
-                host.copy_(t, non_blocking=True)
+                host.copy_(t, non_blocking=True)  # before the next update overwrites t
                 hosts.append(host)
             event = torch.cuda.Event()  # type: ignore[no-untyped-call]
-            event.record(torch.cuda.current_stream(stacked[0].device))
+            event.record(torch.cuda.current_stream(rows[0].device))
             self._event = event
             self._host = tuple(hosts)
-        else:  # the stacks are new tensors already: the copy the values are read from
-            self._host = tuple(stacked)
+        else:
+            self._host = rows
+            self._back = give_back
+            self._buffers = buffers
 
     def ready(self) -> bool:
         return self._event is None or bool(self._event.query())
@@ -178,6 +222,9 @@ class _RowsCopy(Placeholder):
                 self._picked = (returns[done].astype(np.float64), lengths[done])
             self._host = ()
             self._event = None
+            if self._back is not None and self._buffers is not None:
+                self._back(self._buffers)  # the selections above are copies
+                self._back = self._buffers = None
         return self._picked
 
 
