@@ -37,7 +37,7 @@ import torch
 from .._core import _events as ev
 from .._core._pending import PendingEvent, Placeholder
 
-__all__ = ["HISTOGRAM_TAG", "EpisodeStats"]
+__all__ = ["HISTOGRAM_TAG", "EpisodeRows", "EpisodeStats"]
 
 #: the histogram of the returns of the episodes that ended before a step
 HISTOGRAM_TAG = "episode/returns"
@@ -147,12 +147,9 @@ class EpisodeStats:
         torch.where(done, self._zeros[1], lengths, out=self.lengths)
         self._k = k + 1
 
-    def log_to(self, logger: Any) -> Any:
-        """Hand the episodes that ended since the last call to ``logger`` (an aoff
-        logger, sync or async, or a :class:`~aoff.RemoteLogger`): they join its next
-        ``log_step``. Launches one device-to-host copy per kind of row and returns at once
-        (what the logger's calls return: ``None``, or an awaitable for the async face)."""
-        log = _logger(logger)
+    def take(self) -> EpisodeRows:
+        """The rows since the last ``take``/``log_to``, on their way to the host (for an
+        adapter that writes them itself; ``log_to`` is this plus two events)."""
         k, self._k = self._k, 0
         buffers = self._rows
         on_device = self.device.type == "cuda"
@@ -161,7 +158,15 @@ class EpisodeStats:
             # spare set, which the copy gives back once read (so two or three sets
             # take turns, whatever the number of iterations)
             self._rows = self._spares.pop() if self._spares else self._buffers(len(buffers[0]))
-        copy = _RowsCopy(buffers, k, None if on_device else self._spares.append)
+        return EpisodeRows(buffers, k, None if on_device else self._spares.append)
+
+    def log_to(self, logger: Any) -> Any:
+        """Hand the episodes that ended since the last call to ``logger`` (an aoff
+        logger, sync or async, or a :class:`~aoff.RemoteLogger`): they join its next
+        ``log_step``. Launches one device-to-host copy per kind of row and returns at once
+        (what the logger's calls return: ``None``, or an awaitable for the async face)."""
+        log = _logger(logger)
+        copy = self.take()
         wall = log._clock()
         episodes = (ev.EPISODES, wall, _Returns(copy), _Lengths(copy))
         first = log._put(PendingEvent(episodes, (copy,)))
@@ -171,7 +176,7 @@ class EpisodeStats:
         return log._put(PendingEvent(histogram, (copy,)))
 
 
-class _RowsCopy(Placeholder):
+class EpisodeRows(Placeholder):
     """An iteration's rows, copied to the host without waiting; read once landed."""
 
     __slots__ = ("_back", "_buffers", "_event", "_host", "_picked")
@@ -233,7 +238,7 @@ class _Returns(Placeholder):
 
     __slots__ = ("copy",)
 
-    def __init__(self, copy: _RowsCopy) -> None:
+    def __init__(self, copy: EpisodeRows) -> None:
         self.copy = copy
 
     def ready(self) -> bool:

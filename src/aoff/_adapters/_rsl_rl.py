@@ -22,6 +22,13 @@ aoff's:
 ``stop``          ``close()``: everything written, the run's summary printed
 
 The dashboard is on by default and shows the run from the first call.
+
+:func:`track_episodes` moves rsl_rl's per-env-step episode bookkeeping onto the device:
+the runner's ``Logger.process_env_step`` (a ``nonzero`` and two ``.cpu()`` copies every
+env step) becomes ``aoff.torch.EpisodeStats.update``, and ``Train/mean_reward`` and
+``Train/mean_episode_length`` (the mean of the last 100 episodes, and their ``/time``
+series) are written from the iteration's one copy, computed off the training thread,
+the same numbers at the same steps.
 """
 
 from __future__ import annotations
@@ -29,13 +36,19 @@ from __future__ import annotations
 import dataclasses
 import os
 import pathlib
+import statistics
+import time
+from collections import deque
 from typing import Any
 
 from rsl_rl.utils.log_writer import LogWriter as _RslLogWriter
 
+from .._core import _events as ev
+from .._core._pending import ABSENT, PendingEvent, Placeholder
+from ._episodes import EpisodeRows, EpisodeStats
 from ._writer import SummaryWriter
 
-__all__ = ["LogWriter", "env_config"]
+__all__ = ["LogWriter", "env_config", "track_episodes"]
 
 #: the video tag (rsl_rl's W&B writer's)
 VIDEO_TAG = "video"
@@ -106,3 +119,123 @@ class LogWriter(SummaryWriter, _RslLogWriter):  # type: ignore[misc]  # rsl_rl i
     def stop(self) -> None:
         """Finish the run (``close()``)."""
         self.close()
+
+
+# -- rsl_rl's episode bookkeeping on the device ------------------------------------------------
+#: what rsl_rl's Logger keeps (its rewbuffer/lenbuffer: deques of 100)
+WINDOW = 100
+
+
+class _Window:
+    """The last :data:`WINDOW` episodes' returns and lengths, fed in the order the
+    iterations' copies are read (the order their events are drained)."""
+
+    __slots__ = ("lengths", "returns")
+
+    def __init__(self) -> None:
+        self.returns: deque[float] = deque(maxlen=WINDOW)
+        self.lengths: deque[float] = deque(maxlen=WINDOW)
+
+
+class _IterationMeans:
+    """One iteration's rows, read once into the window; the window's means after them."""
+
+    __slots__ = ("_means", "rows", "window")
+
+    def __init__(self, rows: EpisodeRows, window: _Window) -> None:
+        self.rows = rows
+        self.window = window
+        self._means: tuple[Any, Any] | None = None
+
+    def means(self) -> tuple[Any, Any]:
+        if self._means is None:
+            returns, lengths = self.rows.value()
+            w = self.window
+            w.returns.extend(returns.tolist())
+            w.lengths.extend(float(n) for n in lengths.tolist())
+            if w.returns:  # as rsl_rl: statistics.mean of the window
+                self._means = (statistics.mean(w.returns), statistics.mean(w.lengths))
+            else:  # no episode has ended yet: rsl_rl writes nothing either
+                self._means = (ABSENT, ABSENT)
+        return self._means
+
+
+class _Mean(Placeholder):
+    __slots__ = ("index", "iteration")
+
+    def __init__(self, iteration: _IterationMeans, index: int) -> None:
+        self.iteration = iteration
+        self.index = index
+
+    def ready(self) -> bool:
+        return self.iteration.rows.ready()
+
+    def value(self) -> Any:
+        return self.iteration.means()[self.index]
+
+
+def track_episodes(runner: Any) -> EpisodeStats:
+    """Move ``runner``'s (an rsl_rl ``OnPolicyRunner``) episode bookkeeping onto the
+    device; returns the :class:`~aoff.torch.EpisodeStats` it uses. Call it once, after
+    building the runner and before ``learn()``; the runner's ``cfg["logger"]`` must
+    select :class:`LogWriter`.
+
+    Every env step, the runner's ``logger.process_env_step`` keeps the episode extras as
+    rsl_rl does and hands rewards and dones to ``EpisodeStats.update`` (no ``nonzero``,
+    no ``.cpu()``); each iteration, after rsl_rl's ``logger.log``, ``Train/mean_reward``
+    and ``Train/mean_episode_length`` at the iteration and their ``/time`` series at
+    the elapsed seconds are recorded with values still on their way: the mean of the
+    last 100 episodes, as rsl_rl computes it, taken where aoff drains the events.
+    rsl_rl's console block then leaves out its two "Mean reward/episode length" lines
+    (its own buffers stay empty); aoff's dashboard shows the reward. Not for RND
+    (its extrinsic and intrinsic sums): ``NotImplementedError``."""
+    logger = runner.logger
+    if logger.cfg["algorithm"].get("rnd_cfg"):
+        raise NotImplementedError(
+            "track_episodes: rsl_rl's RND bookkeeping (extrinsic and intrinsic returns) "
+            "is not moved to the device; leave rsl_rl's in place"
+        )
+    stats = EpisodeStats(logger.num_envs, logger.device)
+    window = _Window()
+    rsl_log = logger.log
+
+    def process_env_step(
+        rewards: Any, dones: Any, extras: dict[str, Any], intrinsic_rewards: Any = None
+    ) -> None:
+        if logger.writer is None:  # a rank that does not log: rsl_rl keeps no books
+            return
+        if "episode" in extras:
+            logger.ep_extras.append(extras["episode"])
+        elif "log" in extras:
+            logger.ep_extras.append(extras["log"])
+        stats.update(rewards, dones)
+
+    def log(*args: Any, **kwargs: Any) -> None:
+        writer = logger.writer
+        if writer is None:
+            rsl_log(*args, **kwargs)
+            return
+        if not isinstance(writer, LogWriter):
+            raise TypeError(
+                "track_episodes: the runner's writer is "
+                f"{type(writer).__name__}; select aoff's with "
+                'cfg["logger"] = {"class_name": "aoff.rsl_rl:LogWriter"}'
+            )
+        it = kwargs["it"] if "it" in kwargs else args[0]
+        iteration = _IterationMeans(stats.take(), window)
+        rsl_log(*args, **kwargs)
+        seconds = int(logger.tot_time)  # rsl_rl's log has added this iteration's time
+        put = writer._engine._put
+        wall = time.time()
+        for tag, index, step in (
+            ("Train/mean_reward", 0, it),
+            ("Train/mean_episode_length", 1, it),
+            ("Train/mean_reward/time", 0, seconds),
+            ("Train/mean_episode_length/time", 1, seconds),
+        ):
+            mean = _Mean(iteration, index)
+            put(PendingEvent((ev.W_SCALAR, wall, "", tag, mean, step, 0), (mean,)))
+
+    logger.process_env_step = process_env_step
+    logger.log = log
+    return stats
