@@ -4,9 +4,11 @@ Owns ``aoff.tensorboard.SummaryWriter`` (``_writer``, its call-side checks in
 ``_writer_checks``, its media calls in ``_writer_media``, torch's conventions around the
 calls in ``_writer_conventions``), the Stable-Baselines3 logger ``aoff.sb3`` (``_sb3``),
 Gymnasium's episode statistics and videos ``aoff.gymnasium`` (``_gym``,
-``_gym_video``) and TorchRL's logger ``aoff.torchrl`` (``_torchrl``, over the writer).
+``_gym_video``), TorchRL's logger ``aoff.torchrl`` (``_torchrl``, over the writer),
+rsl_rl's writer plug-in and its episode bookkeeping ``aoff.rsl_rl`` (``_rsl_rl``, over
+the writer) and the device-side episode statistics ``aoff.torch`` (``_episodes``).
 The public modules at the top of the package re-export from here; the adapters' own
-third-party imports (stable_baselines3, wandb, torchrl) stay inside them, so ``import
+third-party imports (stable_baselines3, wandb, torchrl, rsl_rl, torch) stay inside them, so ``import
 aoff`` never pays for them.
 
 May import: ``_faces`` (an adapter drives a logger like a user does), ``_pump`` (its

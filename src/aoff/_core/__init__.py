@@ -1,7 +1,8 @@
 """The run's model: what is recorded, what it means, what the run concluded.
 
 Owns the events (one table of kinds: ``_events``), the hot path (``_recorder``, its
-arguments, captured device values: ``_capture``, ``_pending``, ``_tensors``; its sampled
+arguments, captured device values: ``_capture``, ``_pending``, ``_tensors``, per-env vectors
+``_vectors``; its sampled
 cost: ``_hotcost``), the buffer the hot path appends to (``_buffer``), the fold (a
 ``Folder`` in ``_fold`` that owns its parts: the value checks ``_fold_checks``, what
 waits for a step ``_fold_pending``, the step's fold ``_fold_step``, ``SummaryWriter``'s
