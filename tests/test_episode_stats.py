@@ -249,3 +249,40 @@ def test_bad_input_is_a_clear_error() -> None:
         stats.update(torch.zeros(3), done)
     with pytest.raises(TypeError, match="expected an aoff logger"):
         stats.log_to(object())
+
+
+def test_a_set_of_rows_read_after_the_buffers_grew_is_not_reused() -> None:
+    """Rows go into buffers that double as an iteration grows, and handed-over sets come
+    back once read; one handed over before a growth (a slow drain) is too small to
+    come back into use."""
+
+    class Events:
+        def __init__(self) -> None:
+            self.events: list[Any] = []
+
+        def _clock(self) -> float:
+            return 0.0
+
+        def _put(self, event: Any) -> None:
+            self.events.append(event)
+
+    sink = Events()
+    stats = EpisodeStats(2)
+    done = torch.tensor([True, False])  # env 0 ends every step: one episode a step
+
+    def iteration(n_steps: int) -> list[Any]:
+        for _ in range(n_steps):
+            stats.update(torch.ones(2), done)
+        stats.log_to(sink)
+        events, sink.events[:] = list(sink.events), []
+        return events
+
+    slow = iteration(3)  # 8-row buffers; read only after the next iteration grew them
+    grown = iteration(20)
+    for e in slow:
+        resolve_event(e)  # its 8-row set is offered back
+    after = iteration(20)  # its take() is offered the 8-row set: refused
+    last = iteration(20)  # 20 rows: a set of 8 would not hold them
+    for events, n in ((slow, 3), (grown, 20), (after, 20), (last, 20)):
+        returns = resolve_event(events[0])[2]
+        assert returns == (1.0,) * n

@@ -87,6 +87,7 @@ class EpisodeStats:
         self._spares: list[tuple[Any, Any, Any]] = []
 
     def _buffers(self, capacity: int) -> tuple[Any, Any, Any]:
+        self._capacity = capacity  # the rows a set holds (every set has one size)
         n, dev = self.num_envs, self.device
         return (
             torch.empty((capacity, n), dtype=torch.float32, device=dev),
@@ -95,7 +96,7 @@ class EpisodeStats:
         )
 
     def _grow(self) -> None:
-        capacity = len(self._rows[0])
+        capacity = self._capacity
         if capacity >= self.max_steps:
             raise RuntimeError(
                 f"EpisodeStats: {self.max_steps} env steps recorded since the last log_to(); "
@@ -135,9 +136,10 @@ class EpisodeStats:
         term = self._checked("terminated", terminated)
         trunc = None if truncated is None else self._checked("truncated", truncated)
         k = self._k
-        if k == len(self._rows[0]):
+        if k == self._capacity:
             self._grow()
-        returns, lengths, done = (rows[k] for rows in self._rows)
+        rows = self._rows
+        returns, lengths, done = rows[0][k], rows[1][k], rows[2][k]
         torch.ne(term, 0, out=done)
         if trunc is not None:
             done.logical_or_(trunc)
@@ -157,7 +159,13 @@ class EpisodeStats:
             # handed over as they are (the values' one copy): the next rows go into a
             # spare set, which the copy gives back once read (so two or three sets
             # take turns, whatever the number of iterations)
-            self._rows = self._spares.pop() if self._spares else self._buffers(len(buffers[0]))
+            while self._spares:
+                spare = self._spares.pop()
+                if spare[0].shape[0] == self._capacity:  # not a set from before a _grow
+                    break
+            else:
+                spare = self._buffers(self._capacity)
+            self._rows = spare
         return EpisodeRows(buffers, k, None if on_device else self._spares.append)
 
     def log_to(self, logger: Any) -> Any:
