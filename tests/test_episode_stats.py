@@ -286,3 +286,17 @@ def test_a_set_of_rows_read_after_the_buffers_grew_is_not_reused() -> None:
     for events, n in ((slow, 3), (grown, 20), (after, 20), (last, 20)):
         returns = resolve_event(events[0])[2]
         assert returns == (1.0,) * n
+
+
+def test_a_collector_s_episodes_count_for_the_run(tmp_path: Path) -> None:
+    """From a RemoteLogger (a collector), as ``log_episodes``' do."""
+    log = jsonl_agent_logger(tmp_path, pump="thread")
+    remote = log.remote("collector")
+    stats = EpisodeStats(4)
+    stats.update(torch.tensor([1.0, 2.0, 3.0, 4.0]), torch.tensor([True, True, False, False]))
+    stats.log_to(remote)
+    remote.close()
+    log.log_step(1)
+    log.finish()
+    (row,) = read_jsonl(tmp_path / "metrics.jsonl")
+    assert (row["episode/return"], row["episode/count"], row["episode/length"]) == (1.5, 2.0, 1.0)
