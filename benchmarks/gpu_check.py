@@ -6,7 +6,8 @@ and an event is recorded; the pump (in-process or in the agent) reads them once 
 event has completed. None of that can be exercised without a device, so this script
 gathers the checks in one place, each printing PASS or FAIL, in a few minutes:
 
-``tests/gpu``            the pytest suite for CUDA tensors and histograms under
+``tests/gpu``            the pytest suite for CUDA tensors, histograms, EpisodeStats and
+                         per-env vectors under
                          ``torch.cuda.set_sync_debug_mode("error")`` (thread pump, test
                          backends)
 ``agent-tensors``        the default ``pump="process"`` (the agent): 500 steps of 30 CUDA
