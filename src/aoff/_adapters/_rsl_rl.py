@@ -87,9 +87,11 @@ class LogWriter(SummaryWriter, _RslLogWriter):  # type: ignore[misc]  # rsl_rl i
     ``cfg["logger"] = {"class_name": "aoff.rsl_rl:LogWriter"}`` (more keys: keyword
     arguments of :class:`aoff.tensorboard.SummaryWriter`, e.g. ``"backends": ["jsonl"]``
     or ``"total_steps": 1500`` for the dashboard's ETA).
-    ``dashboard`` is on by default."""
+    ``dashboard`` is on by default; files are flushed every 10 s (``flush_secs``), as
+    rsl_rl's own TensorBoard writer does."""
 
     def __init__(self, log_dir: str, *, dashboard: bool = True, **options: Any) -> None:
+        options.setdefault("flush_secs", 10)  # rsl_rl's own SummaryWriter's
         super().__init__(log_dir, dashboard=dashboard, **options)
         self._videos: set[str] = set()
 
