@@ -18,7 +18,8 @@ What a tensor may be
 Vectors
     join the call's capture list like CUDA values, on any device: a CUDA vector is
     copied into pinned host memory with one ``copy_(non_blocking=True)`` (its device's
-    event then covers it), a CPU vector is cloned; nothing is read here. Whoever drains
+    event then covers it), a CPU vector is cloned (another device's is read with
+    ``.cpu()``, which waits for it); nothing is read here. Whoever drains
     the buffer turns the copy into a :class:`~._vectors.Vector` once the event has
     completed, so the training thread never calls ``.item()``, ``.cpu()``, ``.numpy()``
     or ``.tolist()`` on one (``tests/test_episode_stats.py`` patches them to raise).
@@ -187,8 +188,10 @@ class CudaCall:
             device = t.get_device()
             if device not in devices:
                 devices.append(device)
-        else:
+        elif flat.device.type == "cpu":
             host = flat.clone()
+        else:  # MPS, XPU, ...: read now, which waits for that device (as .item() does)
+            host = flat.cpu()
         self.copies.append((host, [slot, _VECTOR]))
 
     def ready(self) -> bool:
