@@ -18,11 +18,12 @@ What a tensor may be
 Vectors
     join the call's capture list like CUDA values, on any device: a CUDA vector is
     copied into pinned host memory with one ``copy_(non_blocking=True)`` (its device's
-    event then covers it), a CPU vector is cloned (another device's is read with
-    ``.cpu()``, which waits for it); nothing is read here. Whoever drains
-    the buffer turns the copy into a :class:`~._vectors.Vector` once the event has
-    completed, so the training thread never calls ``.item()``, ``.cpu()``, ``.numpy()``
-    or ``.tolist()`` on one (``tests/test_episode_stats.py`` patches them to raise).
+    event then covers it), a CPU vector is cloned; neither is read here. Whoever
+    drains the buffer turns the copy into a :class:`~._vectors.Vector` once the event
+    has completed, so the training thread never calls ``.item()``, ``.cpu()``,
+    ``.numpy()`` or ``.tolist()`` on one (``tests/test_episode_stats.py`` patches them
+    to raise). A vector on another device (MPS, XPU) is read with ``.cpu()``, which
+    waits for that device, as its scalars' ``.item()`` does.
 
 CPU tensors
     are read at once with ``.item()``: that touches no device, and it captures the value
