@@ -300,3 +300,16 @@ def test_a_collector_s_episodes_count_for_the_run(tmp_path: Path) -> None:
     log.finish()
     (row,) = read_jsonl(tmp_path / "metrics.jsonl")
     assert (row["episode/return"], row["episode/count"], row["episode/length"]) == (1.5, 2.0, 1.0)
+
+
+def test_episodes_handed_over_after_the_last_step_join_the_run_s_last_record() -> None:
+    mem = MemoryBackend()
+    log = make_logger(mem, pump="thread")
+    stats = EpisodeStats(2)
+    log.log_step(1)
+    stats.update(torch.ones(2), torch.tensor([True, True]))
+    stats.log_to(log)
+    log.finish()
+    tail = mem.records[-1]
+    assert (tail.step, tail.as_dict()["episode/count"]) == (1, 2.0)
+    assert [h.tag for h in tail.histograms] == ["episode/returns"]
