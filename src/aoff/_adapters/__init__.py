@@ -5,6 +5,7 @@ Owns ``aoff.tensorboard.SummaryWriter`` (``_writer``, its call-side checks in
 calls in ``_writer_conventions``), the Stable-Baselines3 logger ``aoff.sb3`` (``_sb3``),
 Gymnasium's episode statistics and videos ``aoff.gymnasium`` (``_gym``,
 ``_gym_video``), TorchRL's logger ``aoff.torchrl`` (``_torchrl``, over the writer),
+the JAX door ``aoff.jax`` (``_jax``: one host callback per call under ``vmap``),
 rsl_rl's writer plug-in and its episode bookkeeping ``aoff.rsl_rl`` (``_rsl_rl``, over
 the writer) and the device-side episode statistics ``aoff.torch`` (``_episodes``).
 The public modules at the top of the package re-export from here; the adapters' own
