@@ -4,7 +4,9 @@ Why: scripts, notebooks and agents want a run's numbers as a table, not as event
 The runs are read by :func:`aoff.read_scalars` (long form: ``run``, ``tag``, ``step``,
 ``wall_time``, ``value``, one row a point). ``--wide`` pivots it to one row per run and
 step and one column per tag (a tag logged twice at one step keeps the last value;
-``wall_time`` is the step's latest), the shape ``pandas.read_csv`` users expect. pandas
+``wall_time`` is the step's latest), the shape ``pandas.read_csv`` users expect;
+``--bucket N`` reduces it to envelopes (``_envelopes``: each run's, tag's and N steps'
+min, max, mean, last and count). pandas
 (and pyarrow for Parquet) are imported only here.
 """
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import warnings
 from typing import Any, TextIO
 
@@ -38,7 +41,7 @@ def to_wide(long: Any) -> Any:
     return wide.reset_index(drop=True)
 
 
-def write_table(table: Any, path: str, fmt: str) -> None:
+def write_table(table: Any, path: Any, fmt: str) -> None:
     """Write ``table`` (a DataFrame) to ``path`` as ``fmt``. Raises ``ImportError`` when
     Parquet's engine is missing, ``OSError`` when the file cannot be written."""
     if fmt == "csv":
@@ -51,6 +54,10 @@ def write_table(table: Any, path: str, fmt: str) -> None:
 
 def run_export(ns: argparse.Namespace, err: TextIO) -> int:
     fmt = ns.format or _format_of(ns.output)
+    if ns.bucket is not None and (ns.wide or ns.bucket < 1):
+        why = "is one table or the other: not both" if ns.wide else "must be 1 or more"
+        print(f"aoff export: --bucket {why}", file=err)
+        return 2
     if fmt is None:
         print(
             f"aoff export: cannot tell the format of {ns.output!r}: give --format parquet|csv",
@@ -79,16 +86,29 @@ def run_export(ns: argparse.Namespace, err: TextIO) -> int:
         print(f"aoff export: {w.message}", file=err)
     if ns.wide:
         table = to_wide(table)
+    elif ns.bucket is not None:
+        from .._runfolder._envelopes import envelopes
+
+        table = envelopes(table, ns.bucket)
+    to_stdout = ns.output == "-"
     try:
-        write_table(table, ns.output, fmt)
+        write_table(table, _stdout(fmt) if to_stdout else ns.output, fmt)
+    except BrokenPipeError:
+        raise  # the reader of our stdout has gone: a quiet exit 0 (aoff.__main__)
     except ImportError as exc:
         print(f"aoff export: Parquet needs pyarrow (pip install pyarrow): {exc}", file=err)
         return 1
     except OSError as exc:
         print(f"aoff export: cannot write {ns.output!r}: {exc.strerror or exc}", file=err)
         return 1
-    print(f"aoff export: {len(table):,} rows to {ns.output}", file=err)
+    print(f"aoff export: {len(table):,} rows to {'stdout' if to_stdout else ns.output}", file=err)
     return 0
+
+
+def _stdout(fmt: str) -> Any:
+    """``-o -``: the table goes to stdout (text for CSV, bytes for Parquet)."""
+    sys.stdout.flush()
+    return sys.stdout if fmt == "csv" else sys.stdout.buffer
 
 
 def _format_of(path: str) -> str | None:
@@ -99,7 +119,11 @@ def _format_of(path: str) -> str | None:
 def add_export_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("runs", nargs="+", metavar="RUN", help="run folders")
     p.add_argument(
-        "-o", "--output", required=True, metavar="FILE", help="the file to write (.parquet, .csv)"
+        "-o",
+        "--output",
+        required=True,
+        metavar="FILE",
+        help="the file to write (.parquet, .csv); - writes to stdout (give --format)",
     )
     p.add_argument(
         "--format", choices=FORMATS, help="the file's format (default: from FILE's suffix)"
@@ -110,3 +134,9 @@ def add_export_arguments(p: argparse.ArgumentParser) -> None:
         help="one row per run and step, one column per tag (default: long, one row a point)",
     )
     p.add_argument("--tag", action="append", metavar="TAG", help="only this tag (may be repeated)")
+    p.add_argument(
+        "--bucket",
+        type=int,
+        metavar="N",
+        help="one row per run, tag and N steps: min, max, mean, last, count (an envelope)",
+    )

@@ -21,12 +21,28 @@ from typing import Any
 from . import _events as ev
 from ._fold_checks import Checks
 from ._histogram_data import Histogram
+from ._pending import ABSENT
 from ._records import StepRecord, WriterHParams
 from ._state import State
 
 WRITER_KINDS = frozenset((ev.W_SCALAR, ev.W_TEXT, ev.W_HISTOGRAM, ev.W_HPARAMS))
 #: ``bins="tensorflow"`` as the event carries it (the edges are made here, once)
 TENSORFLOW_BINS = "tensorflow"
+
+
+#: the last part of a tag that names an episode's return, as the libraries users port
+#: log it: CleanRL ``charts/episodic_return``, SB3 ``rollout/ep_rew_mean`` and
+#: ``eval/mean_reward``, rsl_rl ``Train/mean_reward``, TorchRL ``train/reward``,
+#: ``train/episode_reward``, ``episode_return``
+REWARD_NAMES = frozenset(
+    ("episodic_return", "ep_rew_mean", "mean_reward", "episode_reward", "episode_return",
+     "reward", "return")
+)  # fmt: skip
+
+
+def is_reward_tag(tag: str) -> bool:
+    """Whether ``tag`` is an episode return by :data:`REWARD_NAMES` (case aside)."""
+    return tag.rsplit("/", 1)[-1].lower() in REWARD_NAMES
 
 
 @cache
@@ -104,6 +120,19 @@ class WriterFold:
         if step > s.iteration:
             s.iteration = step
 
+    def _main_scalar(self, tag: str, value: float) -> None:
+        """The dashboard's view of a main-run scalar: the reward tag (the first one
+        :func:`is_reward_tag` takes) feeds the reward history, any other is a metric,
+        shown as written."""
+        s = self.state
+        s.labels_as_written = True
+        if not s.reward_tag and is_reward_tag(tag):
+            s.reward_tag = tag
+        if tag == s.reward_tag:
+            s.reward_history.append(value)
+        else:
+            s.latest_metrics[tag] = value
+
     def fold(self, e: ev.Event) -> StepRecord | None:
         """The record of one ``SummaryWriter`` event (None: its value was skipped,
         reported)."""
@@ -126,12 +155,14 @@ class WriterFold:
             return None
         step = self._step(where, e[5])
         if kind == ev.W_SCALAR:  # (run, tag, value, step, style)
+            if e[4] is ABSENT:  # a device value that turned out to be none: not written
+                return None
             value = checks.num_or_skip(where, tag, e[4])
             if value is None:
                 return None
             self._seen(step)
             if not run:
-                self.state.latest_metrics[tag] = value
+                self._main_scalar(tag, value)
             pairs = ((tag, value),)
             return StepRecord(step, step, wall, pairs, run=run, tensor_style=e[6], writer=True)
         if kind == ev.W_TEXT:  # (run, tag, text, step)

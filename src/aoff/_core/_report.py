@@ -58,6 +58,10 @@ class FinishReport:
     #: per rule (its name), the evaluations that raised: that rule skipped those values,
     #: every other rule went on
     rule_errors: dict[str, int] = field(default_factory=dict)
+    #: alerts whose ``webhook=``/``command=`` did not complete, by why: it failed, it was
+    #: still waiting when the run's end stopped waiting for it (at most 5 s, within
+    #: ``finish_timeout``), or a flood pushed it out of the queue
+    alerts_undelivered: dict[str, int] = field(default_factory=dict)
 
     @property
     def complete(self) -> bool:
@@ -138,6 +142,12 @@ def end_of_run_lines(
         lines.append(
             "aoff: rules that failed on some values (skipped them; the others went on): "
             + ", ".join(f"{name} {n:,}x" for name, n in report.rule_errors.items())
+        )
+    if report.alerts_undelivered:
+        n = sum(report.alerts_undelivered.values())
+        lines.append(
+            f"aoff: {n:,} alert{'s' if n != 1 else ''} not delivered (webhook/command): "
+            + "; ".join(f"{k:,} {why}" for why, k in report.alerts_undelivered.items())
         )
     for name, lost in report.backend_lost.items():
         if lost:

@@ -72,6 +72,7 @@ def finish_report(
         media_lost={why: n for why, n in intake.media.lost.items() if n},
         alerts=state.alerts,
         rule_errors=dict(state.rule_errors),
+        alerts_undelivered=dict(state.alerts_undelivered),
     )
     # still encoding, or not confirmed by every backend: not written as of now
     waiting = intake.media.pending_count() + intake.media_unconfirmed() if partial else 0

@@ -259,16 +259,28 @@ def to_frame(columns: list[tuple[str, str, list[Columns]]]) -> pd.DataFrame:
 
 
 def read_scalars(
-    paths: PathArg | Iterable[PathArg], tags: Iterable[str] | None = None
+    paths: PathArg | Iterable[PathArg],
+    tags: Iterable[str] | None = None,
+    *,
+    bucket: int | None = None,
 ) -> pd.DataFrame:
     """Every scalar of the runs at ``paths`` as one long DataFrame (``run``, ``tag``,
     ``step``, ``wall_time``, ``value``; ``run`` is each path as given, or a folder of
     runs' path joined with each run's path under it).
 
+    ``bucket=N``: instead, one row per run, tag and bucket of ``N`` steps (``step`` is
+    the bucket's first, a multiple of ``N``) with the bucket's ``min``, ``max``,
+    ``mean``, ``last`` and ``count`` of the values and its last point's ``wall_time``:
+    an envelope that never hides a spike (``ValueError`` unless ``N`` is an int >= 1).
+
     Raises ``FileNotFoundError`` for a path that does not exist and ``ValueError`` for
     one that holds no event files, ``metrics.jsonl`` or ``progress.csv``. A torn last
     record, a corrupt one in the middle, rows without a step and rows whose step is
     beyond int64 give one :class:`aoff.AoffWarning` per file and kind."""
+    if bucket is not None:
+        from ._envelopes import envelopes
+
+        envelopes(to_frame([]), bucket)  # a bad bucket is refused before any reading
     reader = ScalarReader(paths, tags)
     columns = reader._read_parts()
     for run in reader._runs:
@@ -277,4 +289,7 @@ def read_scalars(
                 f"{run.path}: no TensorBoard event files, {JSONL_NAME} or {CSV_NAME} in it"
             )
     reader.warn_problems()
-    return to_frame(columns)
+    frame = to_frame(columns)
+    if bucket is not None:
+        return envelopes(frame, bucket)
+    return frame
