@@ -143,6 +143,11 @@ class AoffOutputFormat(KVWriter):
         key_excluded: dict[str, tuple[str, ...]],
         step: int = 0,
     ) -> None:
+        """One SB3 dump (``Logger.dump``): its numbers become one ``log_step`` (the dump's
+        count as the iteration, ``step`` as the env steps), ``HParam`` the config, arrays
+        histograms, media ``log_image``/``log_video``/``log_figure`` calls. Keys excluded
+        for every aoff format are left out; a value aoff cannot log warns once per key and
+        is counted in :attr:`skipped`."""
         log = self.log
         metrics: dict[str, float] = {}
         for key, value in key_values.items():
@@ -192,6 +197,7 @@ class AoffLogger(Logger):
 
     @property
     def writer(self) -> AoffOutputFormat:
+        """The :class:`AoffOutputFormat` among this logger's output formats."""
         return self._aoff
 
     @property
