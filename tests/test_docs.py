@@ -326,6 +326,16 @@ def test_the_readme_stays_an_overview() -> None:
     assert [c.endswith("# tests") or "aoff demo" in c for c in commands] == [True, True]
 
 
+def test_getting_started_names_every_extra() -> None:
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    page = (ROOT / "docs" / "getting-started.md").read_text()
+    rows = set(re.findall(r"^\| `([a-z0-9_-]+)` \|", page, re.M))
+    missing = sorted(set(project["optional-dependencies"]) - rows)
+    assert missing == [], f"extras missing from Getting started's table: {missing}"
+
+
 def test_the_dashboard_picture_is_drawn_from_a_real_demo_run(tmp_path: Path) -> None:
     out = tmp_path / "dashboard.svg"
     script = ROOT / "scripts" / "make_dashboard_svg.py"
