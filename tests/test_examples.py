@@ -404,8 +404,11 @@ def test_every_example_states_the_extras_it_needs_and_the_test_install_has_them(
     extras = _extras()
     readme = (ROOT / "README.md").read_text()
     line = next(x for x in readme.splitlines() if x.startswith("python3 -m venv") and "pytest" in x)
-    tested = set(re.search(r"-e '\.\[([a-z0-9_,-]+)\]'", line)[1].split(","))  # type: ignore[index]
-    module_dists = {m: {_norm(d) for d in ds} for m, ds in metadata.packages_distributions().items()}
+    install = re.search(r"-e '\.\[([a-z0-9_,-]+)\]'", line)
+    assert install, line
+    tested = set(install[1].split(","))
+    dists = metadata.packages_distributions().items()
+    module_dists = {m: {_norm(d) for d in ds} for m, ds in dists}
     examples = sorted(p for p in EXAMPLES.glob("*.py") if not p.name.startswith("_"))
     assert len(examples) >= 8
     for path in examples:
@@ -413,7 +416,7 @@ def test_every_example_states_the_extras_it_needs_and_the_test_install_has_them(
         assert stated, f"{path.name} does not say which extras it needs (Needs the ... extra)"
         needs = stated[1].split(",")
         assert set(needs) <= set(extras), (path.name, needs)
-        assert set(needs) <= tested, f"{path.name} needs {needs}; the README's tests line lacks them"
+        assert set(needs) <= tested, f"{path.name} needs {needs}: not all in the README's tests line"
         provided = _installed_with([r for e in ["", *needs] for r in extras[e]])
         for module in sorted(_imports_needed(path)):
             dists = module_dists.get(module)
