@@ -155,8 +155,7 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
         assert hooks.html_problems(page.read_text(encoding="utf-8")) == [], page
     # every public name is on a built reference page, under its public path
     built = "".join(
-        (site / "reference" / name / "index.html").read_text(encoding="utf-8")
-        for name in _PAGES
+        (site / "reference" / name / "index.html").read_text(encoding="utf-8") for name in _PAGES
     )
     unrendered = [name for name in _public_names() if f'id="{name}"' not in built]
     assert unrendered == [], f"not rendered on the reference pages: {unrendered}"

@@ -416,7 +416,7 @@ def test_every_example_states_the_extras_it_needs_and_the_test_install_has_them(
         assert stated, f"{path.name} does not say which extras it needs (Needs the ... extra)"
         needs = stated[1].split(",")
         assert set(needs) <= set(extras), (path.name, needs)
-        assert set(needs) <= tested, f"{path.name} needs {needs}: not all in the README's tests line"
+        assert set(needs) <= tested, f"{path.name}: {needs} not all in README's tests line"
         provided = _installed_with([r for e in ["", *needs] for r in extras[e]])
         for module in sorted(_imports_needed(path)):
             dists = module_dists.get(module)
