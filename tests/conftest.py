@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -108,6 +109,15 @@ def pump_thread(log: OffPolicyLogger) -> threading.Thread:
     thread = probe(log).pump_thread
     assert thread is not None, probe(log).pump_place
     return thread
+
+
+# -- children a test sends Ctrl+C -------------------------------------------------------------
+def sigint_as_in_a_shell() -> None:
+    """``preexec_fn`` for a child that a test sends Ctrl+C (SIGINT): SIGINT's default
+    action back, as a program started from an interactive shell has it. A runner started
+    with SIGINT ignored (``nohup``, a backgrounded job, ``(trap '' INT; pytest)``) hands
+    that ignore down to every child, and an ignored Ctrl+C never arrives."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 # -- letting time pass on purpose --------------------------------------------------------------
