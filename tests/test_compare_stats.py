@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 from typing import Any
 
 import numpy as np
@@ -16,10 +17,15 @@ metrics = pytest.importorskip("rliable.metrics")
 def _rliable_library() -> object:
     """``rliable.library``; its bootstrap comes from ``arch``, whose 7.x calls pandas'
     ``deprecate_kwarg`` without the warning class pandas 3 asks for first: that one call
-    is given ``FutureWarning`` so rliable's own code runs unchanged."""
+    is given ``FutureWarning`` so rliable's own code runs unchanged. Pandas 2 (which
+    Tianshou pins) takes the call as arch makes it."""
     decorators: Any = importlib.import_module("pandas.util._decorators")
 
     real = decorators.deprecate_kwarg
+    if next(iter(inspect.signature(real).parameters)) == "old_arg_name":  # pandas 2
+        import rliable.library as library
+
+        return library
 
     def deprecate_kwarg(*args: object, **kwargs: object) -> object:
         if args and isinstance(args[0], str):
