@@ -23,7 +23,7 @@ from aoff.testing import wait_until
 from .conftest import hold_still, sigint_as_in_a_shell
 
 CHILD = Path(__file__).with_name("signal_child.py")
-N = 60_000
+N = 30_000
 
 
 def run_and_signal(
@@ -86,7 +86,7 @@ def check_everything_on_disk(run: Path) -> None:
     assert len(steps) == N and steps[-1] == N
 
 
-# Each case drains 60,000 steps (~7 s on 2 cores, long enough for the signals to come
+# Each case drains 30,000 steps (~3.5 s on 2 cores, ten times what the signals need to come
 # mid-drain), so each signal runs once and the two pump modes share the cases between
 # them: both modes see Ctrl+C, each sees SIGTERM once.
 @pytest.mark.slow
