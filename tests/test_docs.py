@@ -100,7 +100,7 @@ def test_the_collector_finds_runnable_and_notest_blocks() -> None:
         (10, "c = 3\n", False),
     ]
     readme = python_blocks((ROOT / "README.md").read_text())
-    assert sum(run for _, _, run in readme) >= 2  # the sync and the async example
+    assert sum(run for _, _, run in readme) >= 1  # the training loop
 
 
 @pytest.mark.parametrize("page", _pages_with_code(), ids=lambda p: str(p.relative_to(ROOT)))
@@ -318,8 +318,10 @@ class _Page:
 
 
 def test_the_readme_stays_an_overview() -> None:
+    # two screens at 1280x800: 55 lines rendered 1,500 px high in headless Chromium,
+    # most of it the guide table (one row a line), which may grow by a few rows
     lines = (ROOT / "README.md").read_text().splitlines()
-    assert len(lines) <= 200, f"README.md has {len(lines)} lines; move detail into docs/"
+    assert len(lines) <= 65, f"README.md has {len(lines)} lines; move detail into docs/"
     assert lines[0] == "# aoff"
     commands = [line for line in lines[:10] if line.startswith("python3 -m venv .venv")]
     assert [c.endswith("# tests") or "aoff demo" in c for c in commands] == [True, True]
