@@ -86,7 +86,7 @@ class Pace:
     clock, or when the parent says so (``--steered``)."""
 
     def __init__(self, args: argparse.Namespace) -> None:
-        self.seconds, self.steered = args.seconds, args.steered
+        self.seconds, self.steered = float(args.seconds), bool(args.steered)
         self.say_file = os.path.join(args.out, "say")
         self.stop_file = os.path.join(args.out, "stop")
         self.t0 = time.monotonic()

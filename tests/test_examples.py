@@ -407,8 +407,8 @@ def test_every_example_states_the_extras_it_needs_and_the_test_install_has_them(
     install = re.search(r"-e '\.\[([a-z0-9_,-]+)\]'", line)
     assert install, line
     tested = set(install[1].split(","))
-    dists = metadata.packages_distributions().items()
-    module_dists = {m: {_norm(d) for d in ds} for m, ds in dists}
+    found = metadata.packages_distributions().items()
+    module_dists = {m: {_norm(d) for d in ds} for m, ds in found}
     examples = sorted(p for p in EXAMPLES.glob("*.py") if not p.name.startswith("_"))
     assert len(examples) >= 8
     for path in examples:
