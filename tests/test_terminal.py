@@ -623,13 +623,22 @@ class SlowBackend(MemoryBackend):
 async def test_async_face_cancelled_from_outside_still_writes_everything() -> None:
     mem = SlowBackend()
     i = 0
-    with anyio.move_on_after(0.3):
+
+    async def train() -> None:
+        nonlocal i
         async with make_async_logger(mem) as log:
             while True:
                 i += 1
                 await log.log_step(i)
                 if i % 50 == 0:
                     await ahold_still(0.005, "pace the loop until it is cancelled")
+
+    # cancelled by another task once 100 steps are in, not after a time a loaded machine
+    # may spend before the first
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(train)
+        await await_until(lambda: i > 100, what="100 steps logged")
+        tg.cancel_scope.cancel()
     assert i > 100
     assert [r.iteration for r in mem.records] == list(range(1, i + 1))
 
