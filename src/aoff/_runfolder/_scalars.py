@@ -234,14 +234,26 @@ def to_frame(columns: list[tuple[str, str, list[Columns]]]) -> pd.DataFrame:
 
 
 def read_scalars(
-    paths: PathArg | Iterable[PathArg], tags: Iterable[str] | None = None
+    paths: PathArg | Iterable[PathArg],
+    tags: Iterable[str] | None = None,
+    *,
+    bucket: int | None = None,
 ) -> pd.DataFrame:
     """Every scalar of the runs at ``paths`` as one long DataFrame (``run``, ``tag``,
     ``step``, ``wall_time``, ``value``; ``run`` is each path as given).
 
+    ``bucket=N``: instead, one row per run, tag and bucket of ``N`` steps (``step`` is
+    the bucket's first, a multiple of ``N``) with the bucket's ``min``, ``max``,
+    ``mean``, ``last`` and ``count`` of the values and its last point's ``wall_time``:
+    an envelope that never hides a spike (``ValueError`` unless ``N`` is an int >= 1).
+
     Raises ``FileNotFoundError`` for a path that does not exist and ``ValueError`` for
     one that holds no event files, ``metrics.jsonl`` or ``progress.csv``. A torn last
     record or a corrupt one in the middle gives one :class:`aoff.AoffWarning` per file."""
+    if bucket is not None:
+        from ._envelopes import envelopes
+
+        envelopes(to_frame([]), bucket)  # a bad bucket is refused before any reading
     reader = ScalarReader(paths, tags)
     columns = reader._read_parts()
     for run in reader._runs:
@@ -250,4 +262,7 @@ def read_scalars(
                 f"{run.path}: no TensorBoard event files, {JSONL_NAME} or {CSV_NAME} in it"
             )
     reader.warn_problems()
-    return to_frame(columns)
+    frame = to_frame(columns)
+    if bucket is not None:
+        return envelopes(frame, bucket)
+    return frame
