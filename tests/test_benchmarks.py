@@ -318,3 +318,10 @@ def test_bench_read_prints_each_reader_and_checks_its_files() -> None:
     assert all(float(r[3]) > 0 and float(r[5]) > 0 for r in rows.values()), out
     assert [r[-1] for r in rows.values()] == ["10,000", "10,000", "10,000", "200,000"], out
     assert "aoff / EventAccumulator on the small file: " in out, out
+
+
+@pytest.mark.slow  # imports rsl_rl and starts an agent
+def test_bench_episode_stats_prints_both_figures() -> None:
+    out = _bench("bench_episode_stats.py", "--quick", "--envs", "256")
+    assert "rsl_rl process_env_step" in out and "update + log_to every 24" in out, out
+    assert "aoff.rsl_rl.LogWriter" in out and out.count(" us ") == 5, out
