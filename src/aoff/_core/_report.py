@@ -54,6 +54,10 @@ class FinishReport:
     media_lost: dict[str, int] = field(default_factory=dict)
     #: what the run's rules saw (``rules=``, :mod:`aoff.rules`), in order
     alerts: tuple[Alert, ...] = ()
+    #: alerts whose ``webhook=``/``command=`` did not complete, by why: it failed, it was
+    #: still waiting when the run's end stopped waiting for it (at most 5 s, within
+    #: ``finish_timeout``), or a flood pushed it out of the queue
+    alerts_undelivered: dict[str, int] = field(default_factory=dict)
 
     @property
     def complete(self) -> bool:
@@ -128,6 +132,12 @@ def end_of_run_lines(
             f"aoff: {len(report.alerts)} alert(s): "
             + "; ".join(a.message for a in report.alerts[:3])
             + ("; ..." if len(report.alerts) > 3 else "")
+        )
+    if report.alerts_undelivered:
+        n = sum(report.alerts_undelivered.values())
+        lines.append(
+            f"aoff: {n:,} alert{'s' if n != 1 else ''} not delivered (webhook/command): "
+            + "; ".join(f"{k:,} {why}" for why, k in report.alerts_undelivered.items())
         )
     for name, lost in report.backend_lost.items():
         if lost:
