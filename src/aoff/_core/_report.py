@@ -54,6 +54,9 @@ class FinishReport:
     media_lost: dict[str, int] = field(default_factory=dict)
     #: what the run's rules saw (``rules=``, :mod:`aoff.rules`), in order
     alerts: tuple[Alert, ...] = ()
+    #: how many ``axes=`` values were below the axis's previous value (each written as
+    #: given: a late point is still a point; the first of each axis was said at once)
+    axes_back: int = 0
 
     @property
     def complete(self) -> bool:
@@ -114,6 +117,11 @@ def end_of_run_lines(
         lines.append(
             f"aoff: {report.invalid_values:,} values were not logged (not real numbers, "
             "non-str keys or non-dicts; each kind was reported once above)"
+        )
+    if report.axes_back:
+        lines.append(
+            f"aoff: {report.axes_back:,} axis values went down (written as given; "
+            "each axis was named once above)"
         )
     if report.media_refused:
         lines.append(
