@@ -62,6 +62,7 @@ def curve_chart(
     height: int = 12,
     ascii_only: bool = False,
     metric: str = "",
+    x: str = "step",
 ) -> Text:
     """The chart of ``curves`` (name, curve) in ``min(width, MAX_WIDTH)`` columns."""
     width = min(width, MAX_WIDTH)
@@ -125,6 +126,6 @@ def _axes(out: Text, grid: list[list[tuple[str, str]]], scale: _Scale) -> None:
             out.append(ch, style or None)
         out.append("\n")
     out.append(" " * (_LABEL - 1) + " +" + "-" * scale.cols + "\n")
-    left, right = f"step {scale.x0:,.0f}", f"{scale.x1:,.0f}"
+    left, right = f"{x} {scale.x0:,.0f}", f"{scale.x1:,.0f}"
     gap = max(scale.cols - len(left) - len(right), 1)
     out.append(" " * (_LABEL + 1) + left + " " * gap + right + "\n")
