@@ -78,7 +78,7 @@ def curve_chart(
     out = Text(no_wrap=True, overflow="crop")
     if metric:
         out.append(f"{metric} (IQM over runs; dots: 95 % interval)\n", "bold")
-    _axes(out, _plot(curves, scale, ascii_only), scale)
+    _axes(out, _plot(curves, scale, ascii_only), scale, x)
     legend = Text(" " * (_LABEL + 1))
     for i, (name, _) in enumerate(curves):
         m, colour = mark(i, ascii_only)
@@ -109,7 +109,7 @@ def _plot(
     return grid
 
 
-def _axes(out: Text, grid: list[list[tuple[str, str]]], scale: _Scale) -> None:
+def _axes(out: Text, grid: list[list[tuple[str, str]]], scale: _Scale, x: str = "step") -> None:
     """``grid`` onto ``out`` with the y labels (ends and middle) and the x axis."""
     height = scale.height
     for r in range(height):

@@ -69,7 +69,8 @@ class RunSeries:
         if self._x_tag is not None:
             for _run, tag, (new_steps, walls, new_values) in cols:
                 if tag == self._x_tag:
-                    self._x_at.update(zip(zip(new_steps, walls, strict=True), new_values))
+                    keys = zip(new_steps, walls, strict=True)
+                    self._x_at.update(zip(keys, new_values, strict=True))
         for _run, tag, (new_steps, walls, new_values) in cols:
             if tag == self.tag:
                 xs = self._xs(new_steps, walls, notes)
@@ -94,9 +95,7 @@ class RunSeries:
             return w - (self._wall0 or 0.0)
         at = self._x_at
         nan = float("nan")
-        xs = np.asarray(
-            [at.get(k, nan) for k in zip(steps, walls, strict=True)], np.float64
-        )
+        xs = np.asarray([at.get(k, nan) for k in zip(steps, walls, strict=True)], np.float64)
         off = int(np.isnan(xs).sum())
         if off:
             first = not self.off_axis
