@@ -234,15 +234,24 @@ def to_frame(columns: list[tuple[str, str, list[Columns]]]) -> pd.DataFrame:
 
 
 def read_scalars(
-    paths: PathArg | Iterable[PathArg], tags: Iterable[str] | None = None
+    paths: PathArg | Iterable[PathArg],
+    tags: Iterable[str] | None = None,
+    *,
+    axes: bool = False,
 ) -> pd.DataFrame:
     """Every scalar of the runs at ``paths`` as one long DataFrame (``run``, ``tag``,
     ``step``, ``wall_time``, ``value``; ``run`` is each path as given).
 
+    ``axes=True`` adds one column per axis present (``iteration``, ``env_steps``, each
+    ``axes=`` name): each point's record's value on it, NaN where it had none (see
+    ``_runfolder/_axiscols.py``).
+
     Raises ``FileNotFoundError`` for a path that does not exist and ``ValueError`` for
     one that holds no event files, ``metrics.jsonl`` or ``progress.csv``. A torn last
     record or a corrupt one in the middle gives one :class:`aoff.AoffWarning` per file."""
-    reader = ScalarReader(paths, tags)
+    wanted = None if tags is None else list(tags)
+    # the axes are tags of their own: read every tag, keep those asked for once joined
+    reader = ScalarReader(paths, None if axes else wanted)
     columns = reader._read_parts()
     for run in reader._runs:
         if run.kind is None:
@@ -250,4 +259,12 @@ def read_scalars(
                 f"{run.path}: no TensorBoard event files, {JSONL_NAME} or {CSV_NAME} in it"
             )
     reader.warn_problems()
-    return to_frame(columns)
+    if not axes:
+        return to_frame(columns)
+    from ._axiscols import with_axes
+
+    df = with_axes(to_frame(columns))
+    if wanted is not None:
+        df = df[df["tag"].isin(wanted)].reset_index(drop=True)
+        df["tag"] = df["tag"].cat.remove_unused_categories()
+    return df
