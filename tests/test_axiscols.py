@@ -3,6 +3,7 @@ each format aoff writes (TensorBoard, JSONL, CSV) and a producer's sub-run."""
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -70,3 +71,13 @@ def test_which_tags_are_axes() -> None:
     assert axis_column("axis/grad_steps") == ("", "grad_steps")
     assert axis_column("c0/axis/iteration") == ("c0/", "iteration")
     assert axis_column("train/taxis/x") is None and axis_column("axis/") is None
+
+
+def test_show_names_the_axes(run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from aoff.__main__ import main
+
+    assert main(["show", str(run), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["axes"] == ["step", "wall_time", "iteration", "env_steps", "grad_steps"]
+    assert main(["show", str(run), "--width", "100"]) == 0
+    assert "Axes: step, wall_time, iteration, env_steps, grad_steps" in capsys.readouterr().out

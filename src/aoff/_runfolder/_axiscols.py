@@ -15,12 +15,13 @@ logged before the first ``axes=`` that names it, or another writer's runs).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["axis_column", "with_axes"]
+__all__ = ["axes_of", "axis_column", "with_axes"]
 
 _AXIS = "axis/"
 #: the seed's axes, under the names ``--x`` and ``TensorBoardBackend(x=)`` give them
@@ -41,6 +42,18 @@ def axis_column(tag: str) -> tuple[str, str] | None:
         at = i + 1
 
 
+def axes_of(tags: Iterable[str]) -> list[str]:
+    """The clocks a run's points have, as ``aoff compare --x`` names them: ``step`` and
+    ``wall_time``, then each axis tag of the run's own (``iteration``, ``env_steps``, each
+    ``axes=`` name), in the order of ``tags``."""
+    names = ["step", "wall_time"]
+    for tag in tags:
+        got = axis_column(tag)
+        if got is not None and not got[0] and got[1] not in names:
+            names.append(got[1])
+    return names
+
+
 def with_axes(df: pd.DataFrame) -> pd.DataFrame:
     """``df`` (the long form) with one column per axis present, each point's record's."""
     tags = [str(t) for t in df["tag"].cat.categories]
@@ -51,7 +64,6 @@ def with_axes(df: pd.DataFrame) -> pd.DataFrame:
     prefixes = sorted({p for p, _ in axes.values()}, key=len, reverse=True)
     sub_of = {t: next((p for p in prefixes if t.startswith(p)), "") for t in tags}
     out = df.assign(_sub=df["tag"].map(sub_of).astype(object))
-    names: list[str] = []
     for tag, (_prefix, name) in axes.items():
         rows = out.loc[out["tag"] == tag, [*_KEY, "value"]]
         rows = rows.drop_duplicates(_KEY, keep="last").rename(columns={"value": name})
@@ -61,5 +73,4 @@ def with_axes(df: pd.DataFrame) -> pd.DataFrame:
             out = merged
         else:
             out = out.merge(rows, on=_KEY, how="left")
-            names.append(name)
     return out.drop(columns="_sub")
