@@ -225,3 +225,18 @@ def test_a_producer_sends_its_axes_over_the_socket(tmp_path: Path) -> None:
     theirs = [r for r in read_jsonl(jsonl) if r.get("producer") == "c0"]
     assert [r["axis/collect_rounds"] for r in theirs] == [2.0]
     assert report.axes_back == 0 and report.invalid_values == 0
+
+
+def test_the_dashboard_shows_staleness_median_and_max() -> None:
+    from collections import deque
+
+    from aoff._display._content import timing_columns
+    from aoff._display._glyphs import UNICODE_GLYPHS
+
+    def collector_rows(state: State) -> dict[str, str]:
+        columns = dict(timing_columns(state, UNICODE_GLYPHS))
+        return {k.plain(): v.plain() for k, v in columns.get("Collector", [])}
+
+    assert "Staleness" not in collector_rows(State())
+    state = State(staleness=deque([1.0, 4.0, 2.0, 3.0]))
+    assert collector_rows(state)["Staleness"] == "med 2.5 / max 4"

@@ -137,6 +137,11 @@ class RunView(Protocol):
         """Transitions in the staging pool."""
 
     @property
+    def staleness(self) -> Sequence[float]:
+        """The latest staleness values, oldest first: the learner's ``policy_version``
+        axis minus a collector's, one per ``log_collector(axes={"policy_version": v})``."""
+
+    @property
     def staging_max(self) -> int:
         """The staging pool's capacity."""
 
