@@ -235,7 +235,7 @@ def test_the_dashboard_shows_staleness_median_and_max() -> None:
 
     def collector_rows(state: State) -> dict[str, str]:
         columns = dict(timing_columns(state, UNICODE_GLYPHS))
-        return {k.plain(): v.plain() for k, v in columns.get("Collector", [])}
+        return {k.plain: v.plain for k, v in columns.get("Collector", [])}
 
     assert "Staleness" not in collector_rows(State())
     state = State(staleness=deque([1.0, 4.0, 2.0, 3.0]))
