@@ -342,3 +342,41 @@ async def test_alerts_go_to_the_runs_summary_offline(wandb_dir: Path) -> None:
                 summary[item.key or "/".join(item.nested_key)] = json.loads(item.value_json)
     assert summary[ALERT_TAG] == ["q is nan at step 3", "stalled"]
     assert len(finished_history(wandb_dir)) == 5  # the alerts are no history rows
+
+
+@pytest.mark.slow  # starts wandb's service process
+@pytest.mark.anyio
+async def test_a_late_record_is_a_row_of_its_own_never_dropped(wandb_dir: Path) -> None:
+    """W&B drops a row whose step goes back (a warning in its own log only); aoff keeps
+    a late record of the run's own as a row at W&B's next step, its own step as
+    ``late_step`` (defined as a metric), counted and said once (issue #50)."""
+    backend = WandbBackend(project="aoff-test", dir=wandb_dir)
+    said: list[str] = []
+    await backend.open(BackendContext(say=said.append))
+
+    def rec(step: int, it: int) -> StepRecord:
+        return StepRecord(step, it, 0.0, (("train/loss", float(it)),))
+
+    await backend.write([rec(10, 1), rec(20, 2), rec(15, 3), rec(12, 4), rec(30, 5)])
+    await backend.close()
+    rows = finished_history(wandb_dir)
+    assert [(r["iteration"], r["train/loss"]) for r in rows] == [
+        (1, 1.0),
+        (2, 2.0),
+        (3, 3.0),
+        (4, 4.0),
+        (5, 5.0),
+    ]
+    assert [r.get("late_step") for r in rows] == [None, None, 15, 12, None]
+    assert [r["_step"] for r in rows] == [10, 20, 21, 22, 30]
+    assert backend.late == 2
+    assert [m for m in said if "late_step" in m] == [
+        "[yellow]W&B: a record at step 15 came after step 20; kept as a row at W&B's next "
+        "step, its own step as late_step[/]"
+    ]
+    metrics = [
+        r.metric
+        for r in iter_records(run_file(wandb_dir))
+        if r.WhichOneof("record_type") == "metric"
+    ]
+    assert "late_step" in [m.name for m in metrics]

@@ -21,6 +21,11 @@ every key (``define_metric``), so W&B charts each record at the producer's own s
 however many share a learner step. Producer runs are finished at :meth:`close` (before
 the learner's run); a resumed learner gets new producer runs.
 
+A record of the run's own below the last step logged (a late point, an axis gone back)
+is not dropped, as W&B would drop it: it is logged as a row at W&B's next step with its
+own step as ``late_step`` (defined with ``define_metric``), counted in
+``WandbBackend.late`` and said once.
+
 A ``SummaryWriter`` record (``aoff.tensorboard``; its ``global_step`` may go back) is
 logged as its own row, ``{"global_step": step, tag: value}`` without a W&B step (W&B
 numbers rows itself, as its TensorBoard sync does), a sub-run's tags under
@@ -139,6 +144,10 @@ class WandbBackend:
         self._closed = False
         self._media = MediaFiles()  # images and videos (_wandbmedia.py)
         self._step = 0  # the last step logged on the run (W&B's may not go back)
+        #: the run's own records that came below the last step logged: kept as rows at
+        #: W&B's next step (see ``_late_row``), never dropped
+        self.late = 0
+        self._after_late = False
 
     # -- on the wandb thread -----------------------------------------------------------
     def _open_sync(self, cfg: RunConfig, values: dict[str, Any]) -> tuple[Any, bool, str]:
@@ -227,8 +236,33 @@ class WandbBackend:
                 continue
             own: dict[str, Any] = {"iteration": rec.iteration}
             own.update(rec.scalars)
+            if rec.step < self._step or (rec.step == self._step and self._after_late):
+                self._late_row(own, rec.step)
+                continue
             log(own, step=rec.step)
             self._step = rec.step
+            self._after_late = False
+
+    def _late_row(self, row: dict[str, Any], step: int) -> None:
+        """A record of the run's own whose step is below the last one logged (a point
+        that came late, or an axis that went back): W&B would drop it, with a warning in
+        its own log only. It is kept as a row of its own at W&B's next step, its own step
+        under ``late_step`` (defined as a metric, so it can be a chart's x axis), counted
+        (:attr:`late`) and said once."""
+        if not self.late:
+            self.run.define_metric("late_step")
+            if self._ctx is not None:
+                self._ctx.say(
+                    f"[yellow]W&B: a record at step {step:,} came after step {self._step:,}; "
+                    "kept as a row at W&B's next step, its own step as late_step[/]"
+                )
+        self.late += 1
+        row["late_step"] = step
+        # at an explicit step: a row logged without one would join W&B's open row (the
+        # last record's) and overwrite its values
+        self._step += 1
+        self._after_late = True  # a record at this step next would join this row
+        self.run.log(row, step=self._step)
 
     def _alerts(self, texts: Sequence[tuple[str, str]]) -> None:
         """The run's alerts (``aoff.rules``): under ``aoff/alerts`` in the run's summary
