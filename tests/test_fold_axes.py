@@ -224,7 +224,7 @@ def test_a_producer_sends_its_axes_over_the_socket(tmp_path: Path) -> None:
         report = log.finish()
     theirs = [r for r in read_jsonl(jsonl) if r.get("producer") == "c0"]
     assert [r["axis/collect_rounds"] for r in theirs] == [2.0]
-    assert report.axes_back == 0 and report.invalid_values == 0
+    assert report.axes_back == 0 and report.invalid_values == 0 and not report.late_points
 
 
 def test_the_dashboard_shows_staleness_median_and_max() -> None:
@@ -240,3 +240,28 @@ def test_the_dashboard_shows_staleness_median_and_max() -> None:
     assert "Staleness" not in collector_rows(State())
     state = State(staleness=deque([1.0, 4.0, 2.0, 3.0]))
     assert collector_rows(state)["Staleness"] == "med 2.5 / max 4"
+
+
+def test_a_producers_late_records_are_written_and_counted() -> None:
+    from aoff._core._report import FinishReport, end_of_run_lines
+
+    state = State()
+    fold = Folder(state)
+    steps = []
+    for name, it in (("c0", 5), ("c0", 3), ("c1", 1), ("c0", 4), ("c0", 9)):
+        rec = fold.apply((ev.REMOTE, 1.0, name, _step(it)))
+        assert rec is not None and rec.producer == name
+        steps.append(rec.step)
+    assert steps == [5, 3, 1, 4, 9]  # each at its own step
+    assert state.late_points == {"c0": 1}  # 5 -> 3; 3 -> 4 goes forward again
+    lines = end_of_run_lines(
+        FinishReport(late_points={"c0": 1}, axes_back=2),
+        overflow_dropped=0,
+        capacity=1,
+        overflow="block",
+    )
+    assert lines == [
+        "aoff: 2 axis values went down (written as given; each axis was named once above)",
+        "aoff: 1 producer records came late or out of order (c0 1); each was written at its "
+        "own step",
+    ]

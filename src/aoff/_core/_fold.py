@@ -66,6 +66,7 @@ class Folder:
         "_handlers",
         "_last_reward_from",
         "_own_timing",
+        "_producer_steps",
         "_producer_total",
         "_remotes",
         "checks",
@@ -85,6 +86,7 @@ class Folder:
         self._remotes: dict[str, Folder] = {}
         self._own_timing: dict[str, float] = {}  # the run's own collector timings
         self._producer_total = 0  # the sum of the producers' latest total_steps
+        self._producer_steps: dict[str, int] = {}  # each producer's last record's step
         # the producer of the reward history's last point, and the run's own step count
         # then: a step of the run's own since (steps_logged moved on) ends the claim
         self._last_reward_from: tuple[str, int] | None = None
@@ -300,6 +302,10 @@ class Folder:
             s.producers[name] = info._replace(steps=info.steps + 1, iteration=sub_s.iteration)
             s.status = "Training"  # the run trains, whoever logs its steps
             if rec is not None:
+                last = self._producer_steps.get(name)
+                if last is not None and rec.step < last:  # late: written at its own step
+                    s.late_points[name] = s.late_points.get(name, 0) + 1
+                self._producer_steps[name] = rec.step
                 return dataclasses.replace(rec, producer=name)
         elif rec is not None:  # a SummaryWriter's call (a forked child's): its own record
             if name not in s.producers:

@@ -72,6 +72,7 @@ def finish_report(
         media_lost={why: n for why, n in intake.media.lost.items() if n},
         alerts=state.alerts,
         axes_back=state.axes_back,
+        late_points=dict(state.late_points),
     )
     if partial and intake.media.pending_count():  # still encoding: not written as of now
         res.media_lost[STALLED] = res.media_lost.get(STALLED, 0) + intake.media.pending_count()
