@@ -104,9 +104,9 @@ def test_bad_axes_are_reported_and_skipped_the_rest_kept() -> None:
     said: list[str] = []
     state = State()
     fold = Folder(state, said.append)
-    rec = fold.apply(
-        _step(1, {"step": 5, "env_steps": 9, "g": "x", "nan": float("nan"), 3: 1, "ok": 2})
-    )
+    given: dict[Any, Any] = {"step": 5, "env_steps": 9, "g": "x", "nan": float("nan")}
+    given.update({3: 1, "ok": 2})  # a key that is not a str, and a good axis
+    rec = fold.apply(_step(1, given))
     assert rec is not None
     axes = {t: v for t, v in rec.scalars if t.startswith("axis/")}
     assert axes == {"axis/iteration": 1.0, "axis/env_steps_total": 1.0, "axis/ok": 2.0}
