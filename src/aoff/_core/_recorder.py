@@ -137,38 +137,64 @@ class Recorder(Generic[R]):
                 extra_info,
                 axes,
             )
-        event: ev.Event = (  # one tuple display, in _events.FIELDS[STEP]'s order
-            ev.STEP,
-            self._clock(),
-            iteration,
+        m = (
             None
             if metrics is None
-            else (metrics.copy() if type(metrics) is dict else copy_dict(metrics, W_METRICS)),
-            reward,
-            None if reward_metrics is None else copy_dict(reward_metrics, W_REWARD_METRICS),
+            else (metrics.copy() if type(metrics) is dict else copy_dict(metrics, W_METRICS))
+        )
+        rm = None if reward_metrics is None else copy_dict(reward_metrics, W_REWARD_METRICS)
+        rc = (
             None
             if reward_components is None
             else (
                 reward_components.copy()
                 if type(reward_components) is dict
                 else copy_dict(reward_components, W_COMPONENTS)
-            ),
-            train_time,
-            wait_time,
-            learner_incremental_h2d_time,
-            weight_sync_time,
+            )
+        )
+        tp = (
             None
             if extra_info is None
             else (
                 extra_info.get("throughput_steps", 0)
                 if type(extra_info) is dict
                 else throughput(extra_info)
-            ),
+            )
         )
-        if axes is not None:  # an optional field: without it, the event is as it was
-            copied = axes.copy() if type(axes) is dict else copy_dict(axes, W_AXES)
-            event += (copied,)
-            if self._capturing and not _PLAIN.issuperset(map(type, copied.values())):
+        event: ev.Event
+        if axes is None:  # one tuple display, in _events.FIELDS[STEP]'s order
+            event = (
+                ev.STEP,
+                self._clock(),
+                iteration,
+                m,
+                reward,
+                rm,
+                rc,
+                train_time,
+                wait_time,
+                learner_incremental_h2d_time,
+                weight_sync_time,
+                tp,
+            )
+        else:  # the optional field after them (a tuple display: no concatenation)
+            ax = axes.copy() if type(axes) is dict else copy_dict(axes, W_AXES)
+            event = (
+                ev.STEP,
+                self._clock(),
+                iteration,
+                m,
+                reward,
+                rm,
+                rc,
+                train_time,
+                wait_time,
+                learner_incremental_h2d_time,
+                weight_sync_time,
+                tp,
+                ax,
+            )
+            if self._capturing and not _PLAIN.issuperset(map(type, ax.values())):
                 return self._put(capture_step(event))
         if self._capturing:
             # The common case, plain numbers, is checked here in this frame (a call per
