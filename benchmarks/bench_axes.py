@@ -12,6 +12,11 @@ flushed between blocks (untimed):
 ``log_step + axes (3 ints)``
     the same call with ``axes={"grad_steps": g, "policy_version": v, "updates": u}``
 
+``--recorder`` times the recorder alone instead (the logger's hot-path code with
+``list.append`` as its hand-off: no pump, no shipping), each block's mean per call, and
+prints the fastest block of each contender: on a loaded machine the fastest block is
+the one least disturbed, so it is the steadier figure for a difference of ~0.1 us.
+
 With ``--base SRC`` (a checkout's ``src`` folder, e.g. the main branch's), the plain call
 also runs under that source tree: each round then runs this tree's and ``SRC``'s plain
 call in two child processes, one after the other in a rotated order, so that "without
@@ -79,6 +84,51 @@ def timed(log: OffPolicyLogger, axes: bool) -> Run:
     return run
 
 
+def recorder_blocks(iterations: int, blocks: int, names: list[str]) -> dict[str, list[float]]:
+    """The recorder alone (``list.append`` as its put): each block's mean per call (us)."""
+    from aoff._core._recorder import Recorder
+
+    rec: Recorder[None] = Recorder()
+    sink: list[object] = []
+    rec._init_recorder(sink.append, time.time)
+    step = rec.log_step
+    metrics, components, extra = w.METRICS, w.COMPONENTS, w.EXTRA
+    reward, tt, wt = w.REWARD, w.TRAIN_TIME, w.WAIT_TIME
+
+    def plain(n: int) -> float:
+        t0 = time.perf_counter_ns()
+        for i in range(n):
+            step(i, metrics, reward, None, components, tt, wt, extra_info=extra)
+        spent = time.perf_counter_ns() - t0
+        sink.clear()
+        return spent / n / 1000
+
+    def with_axes(n: int) -> float:
+        t0 = time.perf_counter_ns()
+        for i in range(n):
+            step(
+                i,
+                metrics,
+                reward,
+                None,
+                components,
+                tt,
+                wt,
+                extra_info=extra,
+                axes={"grad_steps": 4 * i, "policy_version": i // 10, "updates": i},
+            )
+        spent = time.perf_counter_ns() - t0
+        sink.clear()
+        return spent / n / 1000
+
+    runs = {"plain": plain, "axes": with_axes}
+    out: dict[str, list[float]] = {n: [] for n in names}
+    for b in range(blocks):
+        for n in names[b % len(names) :] + names[: b % len(names)]:
+            out[n].append(runs[n](iterations))
+    return out
+
+
 def median_us(samples: list[int]) -> float:
     return statistics.median(samples) / 1000
 
@@ -101,11 +151,13 @@ def measure(iterations: int, blocks: int, root: Path, names: list[str]) -> dict[
     return samples
 
 
-def child_block(src: str, iterations: int) -> float:
-    """One block of the plain call under source tree ``src``, in a child: its median (us)."""
+def child_block(src: str, iterations: int, recorder: bool) -> float:
+    """One block of the plain call under source tree ``src``, in a child: its median (us),
+    or with ``recorder`` its fastest of 20 recorder blocks."""
     env = {**os.environ, "PYTHONPATH": src}
+    mode = ["--recorder"] if recorder else []
     out = subprocess.run(
-        [sys.executable, __file__, "--child", "--iterations", str(iterations)],
+        [sys.executable, __file__, "--child", "--iterations", str(iterations), *mode],
         env=env,
         capture_output=True,
         text=True,
@@ -120,8 +172,25 @@ def main() -> None:
     ap.add_argument("--iterations", type=int, default=20_000, help="calls a block")
     ap.add_argument("--blocks", type=int, default=10)
     ap.add_argument("--base", metavar="SRC", help="also time the plain call under this src")
+    ap.add_argument("--recorder", action="store_true", help="time the recorder alone")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.recorder:
+        if args.child:
+            got_r = recorder_blocks(args.iterations, 20, ["plain"])
+            print(json.dumps({"median_us": min(got_r["plain"])}))
+            return
+        got_r = recorder_blocks(args.iterations, args.blocks, ["plain", "axes"])
+        best = {n: min(v) for n, v in got_r.items()}
+        print(f"recorder alone, {args.iterations:,} calls x {args.blocks} interleaved blocks")
+        print(f"load: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        print(f"fastest block: log_step {best['plain']:.3f} us, + axes {best['axes']:.3f} us")
+        extra_r = best["axes"] - best["plain"]
+        print(f"axes= costs {extra_r:+.3f} us a call (target <= 0.3 us):", end=" ")
+        print("met" if extra_r <= 0.3 else "NOT met")
+        if args.base:
+            compare_trees(args.base, args.blocks, args.iterations, recorder=True)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         if args.child:
             got = measure(args.iterations, 1, Path(tmp), ["plain"])
@@ -140,20 +209,25 @@ def main() -> None:
     print(f"\naxes= costs {extra:+.3f} us a call (target <= 0.3 us):", end=" ")
     print("met" if extra <= 0.3 else "NOT met")
     if args.base:
-        here = str(Path(__file__).resolve().parent.parent / "src")
-        trees = {"this tree": here, "base": os.path.abspath(args.base)}
-        med: dict[str, list[float]] = {k: [] for k in trees}
-        order = list(trees)
-        for b in range(args.blocks):
-            for k in order[b % 2 :] + order[: b % 2]:
-                med[k].append(child_block(trees[k], args.iterations))
-        ratio = [a / b for a, b in zip(med["this tree"], med["base"], strict=True)]
-        print(
-            f"plain log_step, this tree vs base ({trees['base']}), {args.blocks} rounds: "
-            f"{statistics.median(med['this tree']):.3f} us vs "
-            f"{statistics.median(med['base']):.3f} us, per-round ratio median "
-            f"{statistics.median(ratio):.3f}x (range {min(ratio):.3f}-{max(ratio):.3f}x)"
-        )
+        compare_trees(args.base, args.blocks, args.iterations, recorder=False)
+
+
+def compare_trees(base: str, rounds: int, iterations: int, *, recorder: bool) -> None:
+    """The plain call under this tree and under ``base``, in children, alternated."""
+    here = str(Path(__file__).resolve().parent.parent / "src")
+    trees = {"this tree": here, "base": os.path.abspath(base)}
+    med: dict[str, list[float]] = {k: [] for k in trees}
+    order = list(trees)
+    for b in range(rounds):
+        for k in order[b % 2 :] + order[: b % 2]:
+            med[k].append(child_block(trees[k], iterations, recorder))
+    ratio = [a / b for a, b in zip(med["this tree"], med["base"], strict=True)]
+    print(
+        f"plain log_step, this tree vs base ({trees['base']}), {rounds} rounds: "
+        f"{statistics.median(med['this tree']):.3f} us vs "
+        f"{statistics.median(med['base']):.3f} us, per-round ratio median "
+        f"{statistics.median(ratio):.3f}x (range {min(ratio):.3f}-{max(ratio):.3f}x)"
+    )
 
 
 if __name__ == "__main__":
