@@ -265,3 +265,15 @@ def test_a_producers_late_records_are_written_and_counted() -> None:
         "aoff: 1 producer records came late or out of order (c0 1); each was written at its "
         "own step",
     ]
+
+
+def test_the_summary_names_the_late_producer_points() -> None:
+    from rich.console import Console
+
+    from aoff._display._summary import summary_panel
+
+    state = State(started=True, start_time=0.0, finished=True)
+    state.late_points["c0"] = 3
+    console = Console(width=80, record=True, color_system=None)
+    console.print(summary_panel(state, 1.0))
+    assert "Late producer points (written): c0 3" in console.export_text()
