@@ -49,7 +49,6 @@ from ._arguments import (
 from ._capture import activate, capture, capture_step, capture_tensor, capture_values, finish
 from ._checkpoint import checked_state_dict
 from ._config import flatten_config
-from ._events import S_COMPONENTS, S_METRICS, S_REWARD_METRICS, S_THROUGHPUT
 from ._histogram import capture as capture_histogram
 from ._hotcost import COST_EVERY, HotCost
 from ._pending import Gather, PendingEvent, Placeholder
@@ -207,10 +206,10 @@ class Recorder(Generic[R]):
                 and type(wait_time) is float
                 and type(learner_incremental_h2d_time) is float
                 and type(weight_sync_time) is float
-                and (event[S_THROUGHPUT] is None or type(event[S_THROUGHPUT]) is int)
+                and (tp is None or type(tp) is int)
             ):
                 return self._put(capture_step(event))
-            for d in (event[S_METRICS], event[S_COMPONENTS], event[S_REWARD_METRICS]):
+            for d in (m, rc, rm):  # the event's own copies
                 if d:
                     for v in d.values():
                         if type(v) is not float and type(v) is not int:
