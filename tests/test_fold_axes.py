@@ -50,6 +50,9 @@ def test_the_recorder_adds_axes_only_when_given_and_copies_them() -> None:
     assert ev.KINDS[ev.STEP].optional == ("axes",) and ev.KINDS[ev.COLLECTOR].optional == ("axes",)
     assert step[ev.S_AXES] == {"grad_steps": 4} and len(step) == ev.S_AXES + 1
     assert coll[ev.C_AXES] == {"policy_version": 3} and len(coll) == ev.C_AXES + 1
+    rec._cost_left = 1  # the next call is the sampled one (timed): axes go through it too
+    rec.log_step(4, axes={"grad_steps": 5})
+    assert [e[ev.S_AXES] for e in events if e[0] == ev.STEP][-1] == {"grad_steps": 5}
     with pytest.raises(TypeError, match=r"log_step\(axes\): expected a dict, got list"):
         rec.log_step(3, axes=[1, 2])  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"log_collector\(axes\): expected a dict, got int"):
