@@ -28,6 +28,7 @@ call in two child processes, one after the other in a rotated order, so that "wi
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import statistics
@@ -125,6 +126,7 @@ def recorder_blocks(iterations: int, blocks: int, names: list[str]) -> dict[str,
     out: dict[str, list[float]] = {n: [] for n in names}
     for b in range(blocks):
         for n in names[b % len(names) :] + names[: b % len(names)]:
+            gc.collect()  # untimed: each block starts from the same collector state
             out[n].append(runs[n](iterations))
     return out
 
