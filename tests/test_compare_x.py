@@ -40,7 +40,9 @@ def _curve(capsys: pytest.CaptureFixture[str], root: Path, *args: str) -> dict[s
     rc = main(["compare", str(root), "--metric", "train/q", "--json", "--points", "5", *args])
     got = capsys.readouterr()
     assert rc == 0, got.err
-    [group] = json.loads(got.out)["groups"]
+    shown = json.loads(got.out)
+    assert shown["x"] == (args[args.index("--x") + 1] if "--x" in args else "step")
+    [group] = shown["groups"]
     assert group["runs"] == 2
     curve: dict[str, Any] = group["curve"]
     return curve
@@ -65,6 +67,9 @@ def test_x_takes_an_axes_name_and_wall_time(
     assert on_grad["steps"][0] == pytest.approx(2) and on_grad["steps"][-1] == pytest.approx(80)
     on_wall = _curve(capsys, seeds, "--x", "wall_time")
     assert on_wall["steps"][0] == pytest.approx(0.0)
+    assert main(["compare", str(seeds), "--metric", "train/q", "--x", "grad_steps"]) == 0
+    chart = capsys.readouterr().out
+    assert "grad_steps 2" in chart and "80" in chart  # the terminal chart's x axis
     rc = main(["compare", str(seeds), "--metric", "train/q", "--x", "nope"])
     err = capsys.readouterr().err
     assert rc == 1

@@ -165,7 +165,7 @@ def _num(v: float) -> float | None:
     return v if math.isfinite(v) else None
 
 
-def as_json(metric: str, final: float, done: list[Compared]) -> dict[str, Any]:
+def as_json(metric: str, final: float, done: list[Compared], x: str = "step") -> dict[str, Any]:
     groups = []
     for c in done:
         f = c.final
@@ -192,6 +192,7 @@ def as_json(metric: str, final: float, done: list[Compared]) -> dict[str, Any]:
         groups.append(entry)
     return {
         "metric": metric,
+        "x": x,  # the curves' steps are on this axis (--x)
         "final_fraction": final,
         "groups": groups,
         "probability_of_improvement": [
@@ -288,7 +289,8 @@ def run_compare(ns: argparse.Namespace, console: Console, out: TextIO, err: Text
             print(f"aoff compare: no run with {ns.metric!r} to compare", file=err)
             return 1
         if ns.json:
-            print(json.dumps(as_json(ns.metric, ns.final, done), allow_nan=False), file=out)
+            got = as_json(ns.metric, ns.final, done, ns.x)
+            print(json.dumps(got, allow_nan=False), file=out)
         else:
             if ns.follow and console.is_terminal:
                 console.clear()
