@@ -380,3 +380,42 @@ async def test_a_late_record_is_a_row_of_its_own_never_dropped(wandb_dir: Path) 
         if r.WhichOneof("record_type") == "metric"
     ]
     assert "late_step" in [m.name for m in metrics]
+
+
+@pytest.mark.slow  # starts wandb's service process
+@pytest.mark.anyio
+async def test_x_charts_every_metric_on_an_axis_and_keeps_every_row(wandb_dir: Path) -> None:
+    """``WandbBackend(x="grad_steps")``: ``define_metric("*", step_metric=...)`` on the
+    axis's tag, one row a record at W&B's own row number, so a record whose step and axis
+    went back is kept (issue #50); read back from the offline run."""
+    with pytest.raises(ValueError, match="x must be"):
+        WandbBackend(project="p", x="wall_time")
+    backend = WandbBackend(project="aoff-test", dir=wandb_dir, x="grad_steps")
+    said: list[str] = []
+    await backend.open(BackendContext(say=said.append))
+
+    def rec(step: int, it: int, grad: float | None) -> StepRecord:
+        axis = () if grad is None else (("axis/grad_steps", grad),)
+        return StepRecord(step, it, 0.0, (*axis, ("train/loss", float(it))))
+
+    await backend.write([rec(10, 1, None), rec(20, 2, 64.0), rec(15, 3, 32.0), rec(30, 4, 96.0)])
+    await backend.close()
+    path = run_file(wandb_dir)
+    rows = read_history(path)
+    assert [(r["iteration"], r.get("axis/grad_steps")) for r in rows] == [
+        (1, 0),  # W&B fills a row without the step metric with its last value
+        (2, 64.0),
+        (3, 32.0),
+        (4, 96.0),
+    ]
+    assert [r["_step"] for r in rows] == [1, 2, 3, 4] and backend.late == 0
+    metrics = [r.metric for r in iter_records(path) if r.WhichOneof("record_type") == "metric"]
+    assert [(m.name, m.glob_name, m.step_metric) for m in metrics][:2] == [
+        ("axis/grad_steps", "", ""),
+        ("", "*", "axis/grad_steps"),
+    ]
+    assert backend.off_axis == 1
+    assert [m for m in said if "x='grad_steps'" in m] == [
+        "[yellow]W&B x='grad_steps': a record without a value on it is kept; W&B charts it "
+        "at the axis's last value (0 before the first)[/]"
+    ]
