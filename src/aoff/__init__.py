@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from ._backends._trackio import TrackioBackend
     from ._backends._wandb import WandbBackend
     from ._display._dashboard import Dashboard
+    from ._faces._group import RunGroup
     from ._runfolder._scalars import ScalarReader, read_scalars
 
 # backends are imported on first use: TensorBoard's protobufs and wandb are slow imports
@@ -42,6 +43,8 @@ _LAZY = {
     # runs as data: numpy on import, pandas when a DataFrame is made
     "ScalarReader": "._runfolder._scalars",
     "read_scalars": "._runfolder._scalars",
+    # a group's batches are NumPy arrays: numpy on first use
+    "RunGroup": "._faces._group",
 }
 
 
@@ -77,6 +80,7 @@ __all__ = [
     "RemoteLogger",
     "RemoteReport",
     "RunConfig",
+    "RunGroup",
     "RunView",
     "ScalarReader",
     "State",

@@ -4,7 +4,8 @@ Owns ``aoff.tensorboard.SummaryWriter`` (``_writer``, its call-side checks in
 ``_writer_checks``, its media calls in ``_writer_media``, torch's conventions around the
 calls in ``_writer_conventions``), the Stable-Baselines3 logger ``aoff.sb3`` (``_sb3``),
 Gymnasium's episode statistics and videos ``aoff.gymnasium`` (``_gym``,
-``_gym_video``) and TorchRL's logger ``aoff.torchrl`` (``_torchrl``, over the writer).
+``_gym_video``), TorchRL's logger ``aoff.torchrl`` (``_torchrl``, over the writer)
+and the JAX door ``aoff.jax`` (``_jax``: one host callback per call under ``vmap``).
 The public modules at the top of the package re-export from here; the adapters' own
 third-party imports (stable_baselines3, wandb, torchrl) stay inside them, so ``import
 aoff`` never pays for them.

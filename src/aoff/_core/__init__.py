@@ -2,7 +2,8 @@
 
 Owns the events (one table of kinds: ``_events``), the hot path (``_recorder``, its
 arguments, captured device values: ``_capture``, ``_pending``, ``_tensors``; its sampled
-cost: ``_hotcost``), the buffer the hot path appends to (``_buffer``), the fold (a
+cost: ``_hotcost``; a run group's batched values, checked and copied once and split per
+run: ``_groupbatch``), the buffer the hot path appends to (``_buffer``), the fold (a
 ``Folder`` in ``_fold`` that owns its parts: the value checks ``_fold_checks``, what
 waits for a step ``_fold_pending``, the step's fold ``_fold_step``, ``SummaryWriter``'s
 ``_fold_writer``); the run's state, records and report (``_state``, ``_records``,

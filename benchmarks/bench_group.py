@@ -1,0 +1,70 @@
+"""The caller's cost of one group ``log_step`` next to one single-run ``log_step``.
+
+A group's call checks and copies each value once and queues one item, whatever the
+number of runs; the split into one step per run happens beside the pumps. This prints,
+side by side in one sitting (the loggers take turns chunk by chunk, so load on the
+machine hits all alike), the median per-call time of:
+
+* ``single``: ``OffPolicyLogger.log_step(i, metrics)`` with ``--keys`` floats (the
+  sync face in process mode, its default);
+* ``group N``: ``RunGroup(N).log_step(i, metrics)`` with ``--keys`` float32 arrays of N
+  values each, for each N of ``--runs``;
+
+and each group's ratio to ``single``. Run: ``python benchmarks/bench_group.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+from typing import Any
+
+import numpy as np
+
+import aoff
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--keys", type=int, default=4)
+    p.add_argument("--runs", type=int, nargs="+", default=[8, 64])
+    p.add_argument("--calls", type=int, default=20_000)
+    p.add_argument("--chunk", type=int, default=500)
+    a = p.parse_args()
+    tmp = tempfile.mkdtemp(prefix="bench_group-")
+    keys = [f"m{k}" for k in range(a.keys)]
+    loggers: dict[str, Any] = {
+        "single": aoff.OffPolicyLogger(
+            log_dir=os.path.join(tmp, "single"), display="none", system_interval=0
+        )
+    }
+    values: dict[str, dict[str, Any]] = {"single": dict.fromkeys(keys, 0.5)}
+    for n in a.runs:
+        name = f"group {n}"
+        loggers[name] = aoff.RunGroup(n, os.path.join(tmp, f"g{n}"), system_interval=0)
+        values[name] = {k: np.full(n, 0.5, dtype=np.float32) for k in keys}
+    per: dict[str, list[float]] = {k: [] for k in loggers}
+    step = 0
+    for _ in range(a.calls // a.chunk):
+        for name, log in loggers.items():
+            m, call = values[name], log.log_step
+            t0 = time.perf_counter()
+            for i in range(step, step + a.chunk):
+                call(i, m)
+            per[name].append((time.perf_counter() - t0) / a.chunk * 1e6)
+        step += a.chunk
+    for log in loggers.values():
+        log.finish()
+    base = statistics.median(per["single"])
+    print(f"load (uptime): {os.getloadavg()}; {a.keys} keys, {a.calls} calls each")
+    print(f"{'logger':10} {'us/call':>8} {'vs single':>10}")
+    for name, xs in per.items():
+        med = statistics.median(xs)
+        print(f"{name:10} {med:8.2f} {med / base:10.2f}")
+
+
+if __name__ == "__main__":
+    main()

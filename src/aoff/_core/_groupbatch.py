@@ -1,0 +1,105 @@
+"""A run group's batched values: checked and copied once in the caller, split per run later.
+
+Why a module of its own: a group's ``log_step`` must cost about one call plus the copy of
+the batch, never one call per run. So the caller's side (:func:`take_batch`) only checks
+each value's shape and copies it once (a NumPy array, a torch tensor or a JAX array with
+a leading axis of one entry per run; a plain number goes to every run), and the split
+into one ``STEP`` event per run (:func:`split_step`) runs beside the group's pump, off the
+training loop. Values stay in their dtype until the split, which turns each column into
+Python numbers with ``tolist()`` (exact: a float32 becomes the float64 of the same value,
+so what the backends write back as float32 is bit for bit the value logged).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from . import _events as ev
+
+__all__ = ["GroupStep", "batch_of", "split_step", "take_batch"]
+
+#: one group ``log_step``: (wall time, steps, metrics, reward); each of steps, the
+#: metrics' values and reward is a list of one number per run, or one number for all
+GroupStep = tuple[float, Any, dict[str, Any], Any]
+
+
+def batch_of(where: str, value: Any, runs: int) -> Any:
+    """``value`` as one number for every run, or a list of one number per run.
+
+    A value with a leading axis of length ``runs`` (NumPy, torch, JAX, a list) is split
+    across the runs; a 0-d value or a plain number goes to all. Anything else is a clear
+    error here, at the call: ``ValueError`` for a wrong shape, ``TypeError`` for a
+    value that is not numbers.
+    """
+    if type(value) is float or type(value) is int:
+        return value
+    detach = getattr(value, "detach", None)
+    if detach is not None:  # a torch tensor, on any device: one copy to the host
+        value = detach().cpu().numpy()
+    try:
+        arr = np.asarray(value)
+    except Exception as exc:  # pragma: no cover - numpy's own message says what
+        raise TypeError(f"{where}: cannot read {type(value).__name__} as numbers: {exc}") from None
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(
+            f"{where}: expected numbers, got dtype {arr.dtype} ({type(value).__name__})"
+        )
+    if arr.ndim == 0:
+        return arr.item()
+    if arr.ndim != 1 or arr.shape[0] != runs:
+        raise ValueError(
+            f"{where}: a group of {runs} runs takes one number per run (shape ({runs},)) "
+            f"or one number for all, got shape {tuple(arr.shape)}"
+        )
+    return arr.tolist()  # the one copy: Python numbers, exact for every float dtype
+
+
+def take_batch(
+    runs: int, wall: float, step: Any, metrics: Mapping[str, Any] | None, reward: Any
+) -> GroupStep:
+    """The caller's half of a group ``log_step``: every value checked and copied once."""
+    if metrics is not None and not isinstance(metrics, Mapping):
+        raise TypeError(f"log_step: metrics must be a dict, got {type(metrics).__name__}")
+    cols = {}
+    for k, v in (metrics or {}).items():
+        if not isinstance(k, str):
+            raise TypeError(f"log_step: metric keys must be str, got {k!r}")
+        cols[k] = batch_of(f"log_step: metric {k!r}", v, runs)
+    steps = batch_of("log_step: step", step, runs)
+    for s in steps if type(steps) is list else (steps,):
+        if type(s) is not int:
+            raise TypeError(f"log_step: steps must be integers, got {s!r}")
+    r = None if reward is None else batch_of("log_step: reward", reward, runs)
+    return (wall, steps, cols, r)
+
+
+def _at(value: Any, k: int) -> Any:
+    return value[k] if type(value) is list else value
+
+
+def split_step(batch: GroupStep, runs: int) -> list[ev.Event]:
+    """One ``STEP`` event per run from a group ``log_step`` (beside the pump)."""
+    wall, steps, cols, reward = batch
+    out: list[ev.Event] = []
+    for k in range(runs):
+        metrics = {name: _at(v, k) for name, v in cols.items()}
+        out.append(
+            (
+                ev.STEP,
+                wall,
+                _at(steps, k),
+                metrics,
+                None if reward is None else _at(reward, k),
+                None,
+                None,
+                0.0,
+                0.0,
+                0.0,
+                0.0,
+                None,
+            )
+        )
+    return out

@@ -1,0 +1,206 @@
+"""``GroupPump``: the pumps of a run group's N runs on one event loop, in one thread.
+
+Why one loop for N runs: a run group (``aoff.RunGroup``) is many runs of one program
+(seeds trained side by side, a vmapped JAX program). Each run keeps a whole pump of its
+own (its state, backends, summary file, rules), but they share one thread and one loop
+("aoff-group"), and the training loop hands them one event per group call: the splitter
+task here turns each into one event per run (``split``) and moves them into the runs'
+buffers, off the training loop. Backpressure: the splitter moves events only while every
+run's buffer has room, so the group's own buffer (and its overflow policy, counted) is
+where a flood stops.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+
+from .._core._buffer import EventBuffer
+from .._core._events import Event
+from .._core._report import FinishReport, gave_up_line
+from .._core._say import say_to_stderr
+from .._core._state import State
+from .._display._grouptable import GroupRow, GroupScreen
+from ._progresswatch import ProgressWatch, wait_progressing
+from ._turns import sharing
+from ._wiring import Core
+
+__all__ = ["GroupPump"]
+
+#: group events moved per turn of the splitter before it yields to the pumps
+SPLIT_SLICE = 256
+TICK = 0.02
+
+
+class GroupPump:
+    """N :class:`Core` pumps and the splitter that feeds them from ``intake``.
+
+    ``split(item)`` returns the item's one event per run, in the runs' order. The
+    training thread calls :meth:`flush` and :meth:`stop`; both reach the loop only
+    through anyio's thread bridge.
+    """
+
+    def __init__(
+        self,
+        cores: Sequence[Core],
+        intake: EventBuffer,
+        split: Callable[[Any], list[Event]],
+        *,
+        names: Sequence[str] = (),
+        screen: GroupScreen | None = None,
+        refresh_per_second: float = 4.0,
+    ) -> None:
+        self.cores = list(cores)
+        self._names = list(names) or [str(k) for k in range(len(self.cores))]
+        self._screen = screen
+        self._frame_every = 1.0 / refresh_per_second
+        self._next_frame = 0.0
+        self.intake = intake
+        self._split = split
+        self._final: Event | None = None
+        self._wake: anyio.Event | None = None
+        self._token: Any = None
+        ready = threading.Event()
+        crashed: list[BaseException] = []
+
+        async def main() -> None:
+            self._token = anyio.lowlevel.current_token()
+            self._wake = anyio.Event()
+            ready.set()
+            async with anyio.create_task_group() as tg:
+                for core in self.cores:
+                    tg.start_soon(core.pump.run, core.context)
+                tg.start_soon(self._splitter)
+
+        def thread_main() -> None:
+            try:
+                with sharing():  # the training loop shares this GIL (``_turns``)
+                    anyio.run(main, backend="asyncio")
+            except BaseException as exc:  # pragma: no cover - reported to the caller
+                crashed.append(exc)
+                ready.set()
+
+        self.thread = threading.Thread(target=thread_main, name="aoff-group", daemon=True)
+        self.thread.start()
+        ready.wait()
+        if crashed:
+            raise RuntimeError("aoff: the group's pump thread failed to start") from crashed[0]
+
+    # -- on the loop ------------------------------------------------------------------------
+    def _room(self) -> bool:
+        return all(len(c.buffer) < c.buffer.capacity for c in self.cores)
+
+    def _move(self) -> int:
+        """Split up to a slice of group events into the runs' buffers (while they have room)."""
+        moved = 0
+        intake, split, cores = self.intake, self._split, self.cores
+        if intake.overflow == "drop_oldest":
+            intake.trim()  # over capacity: the oldest go, counted (``intake.dropped``)
+        while moved < SPLIT_SLICE and len(intake) and self._room():
+            for item in intake.drain(1):
+                for core, event in zip(cores, split(item), strict=True):
+                    core.buffer.put(event)
+            moved += 1
+        return moved
+
+    def rows(self) -> list[GroupRow]:
+        """Each run's latest values, copied (on the loop, or once the pumps ended)."""
+        return [_row(n, c.state) for n, c in zip(self._names, self.cores, strict=True)]
+
+    def _frame(self) -> None:
+        now = anyio.current_time()
+        if self._screen is None or now < self._next_frame:
+            return
+        self._next_frame = now + self._frame_every
+        try:
+            self._screen.show(self.rows())
+        except Exception as exc:  # a display never stops the runs: off, said once
+            self._screen = None
+            say_to_stderr(f"aoff: the group's table is off: {type(exc).__name__}: {exc}")
+
+    async def _splitter(self) -> None:
+        while True:
+            moved = self._move()
+            self._frame()
+            if self._final is not None and not len(self.intake):
+                for core in self.cores:
+                    core.buffer.append_final(self._final)
+                    core.pump.request_stop(summary=self._summary)
+                return
+            if moved:
+                await anyio.lowlevel.checkpoint()
+            else:
+                assert self._wake is not None
+                with anyio.move_on_after(TICK):
+                    await self._wake.wait()
+
+    async def _flush(self) -> None:
+        while len(self.intake):
+            self._move()
+            await anyio.sleep(0.001)
+        for core in self.cores:
+            await core.pump.flush()
+
+    def _request_stop(self, final: Event, summary: bool) -> None:
+        self._summary = summary
+        self._final = final
+        assert self._wake is not None
+        self._wake.set()
+
+    # -- from the training thread ---------------------------------------------------------------
+    def flush(self) -> None:
+        """Wait until every run wrote and flushed everything logged so far."""
+        if self.thread.is_alive():
+            with contextlib.suppress(RuntimeError):  # the loop ended meanwhile
+                anyio.from_thread.run(self._flush, token=self._token)
+
+    def stop(self, final: Event, summary: bool, idle_timeout: float) -> list[FinishReport]:
+        """Split what is left, close each run with ``final``, wait for every run's report
+        (a partial one, said in a line, for a run whose pump stalled)."""
+        with contextlib.suppress(RuntimeError):  # the loop is already gone
+            anyio.from_thread.run_sync(
+                lambda: self._request_stop(final, summary), token=self._token
+            )
+        self._join(idle_timeout)
+        if self._screen is not None:
+            with contextlib.suppress(Exception):
+                self._screen.show(self.rows())
+                self._screen.close()
+        out: list[FinishReport] = []
+        for core in self.cores:
+            pump = core.pump
+            if pump.result is not None:
+                out.append(pump.result)
+                continue
+            report = pump.partial_report()
+            say_to_stderr(gave_up_line(report.dropped_events - pump.dropped()))
+            out.append(report)
+        return out
+
+    def _join(self, idle_timeout: float) -> bool:
+        """Wait while the runs' pumps progress (events folded, records written)."""
+        cores, intake = self.cores, self.intake
+
+        def mark() -> tuple[int, ...]:
+            marks = [intake.drained]
+            for c in cores:
+                got = c.pump.progress()
+                marks += [got.drained, got.steps, got.settled]
+            return tuple(marks)
+
+        idle = ProgressWatch(mark, idle_timeout)
+        thread = self.thread
+        return wait_progressing(lambda: not thread.is_alive(), idle, lambda: thread.join(0.25))
+
+
+def _row(name: str, state: State) -> GroupRow:
+    history = state.reward_history
+    return GroupRow(
+        name, state.iteration, history[-1] if history else None, dict(state.latest_metrics)
+    )

@@ -1,0 +1,254 @@
+"""``aoff.RunGroup``: N runs of one program, fed with one call per step.
+
+Proved on what the readers see: each run's folder read back with TensorBoard's own
+``EventAccumulator`` (values bit for bit the float32 logged), ``aoff compare``'s default
+grouping, the per-run reports, rules and ``should_stop``; the group's table from a
+snapshot.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import aoff
+from aoff import RunGroup
+from aoff._cli._groups import group_runs
+from aoff._core import _events as ev
+from aoff._core._groupbatch import split_step, take_batch
+from aoff._display._grouptable import MANY_RUNS, GroupRow, group_table, iqm
+from aoff.rules import nonfinite
+from aoff.testing import wait_until
+
+from .conftest import read_jsonl, read_tensorboard
+
+
+def _group(tmp_path: Path, runs: int | list[int] = 4, **kw: object) -> RunGroup:
+    return RunGroup(runs, tmp_path, name="sac", system_interval=0, **kw)  # type: ignore[arg-type]
+
+
+def test_batched_values_are_split_across_runs_and_scalars_go_to_all(tmp_path: Path) -> None:
+    loss = np.random.default_rng(0).standard_normal((30, 4)).astype(np.float32)
+    with _group(tmp_path, config={"lr": 3e-4}, backends=("jsonl",)) as g:
+        for i in range(30):
+            g.log_step(i, {"loss": loss[i], "lr": 3e-4}, reward=[1.0, 2.0, 3.0, 4.0])
+    reports = g.finish()
+    assert [r.steps for r in reports] == [30] * 4
+    assert all(r.complete for r in reports)
+    for k, run in enumerate(g.run_dirs):
+        assert Path(run).name == f"sac_seed{k}"
+        tb = read_tensorboard(run)
+        got = np.array([v for _, v in tb["train/loss"]], dtype=np.float32)
+        assert got.tobytes() == loss[:, k].tobytes()  # bit for bit, as TensorBoard reads it
+        assert [s for s, _ in tb["train/loss"]] == list(range(30))
+        assert {v for _, v in tb["train/lr"]} == {np.float32(3e-4)}
+        assert {v for _, v in tb["reward/mean"]} == {float(k + 1)}
+        config = json.loads((Path(run) / "config.json").read_text())
+        assert (config["seed"], config["lr"]) == (k, 3e-4)
+
+
+def test_aoff_compare_groups_the_runs_with_no_flags(tmp_path: Path) -> None:
+    with _group(tmp_path, runs=[3, 7, 11]) as g:
+        g.log_step(1, {"x": 1.0})
+    unmatched: list[str] = []
+    groups = group_runs(sorted(str(p) for p in tmp_path.iterdir()), None, unmatched)
+    assert [(gr.name, len(gr.runs)) for gr in groups] == [("sac", 3)] and not unmatched
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sac_seed11", "sac_seed3", "sac_seed7"]
+
+
+def test_per_run_steps_and_jsonl_exact_values(tmp_path: Path) -> None:
+    with _group(tmp_path, runs=2, backends=("jsonl",)) as g:
+        g.log_step(np.array([5, 9]), {"q": np.array([0.1, 0.2], dtype=np.float32)})
+    rows = [read_jsonl(Path(d) / "metrics.jsonl") for d in g.run_dirs]
+    assert [r[0]["step"] for r in rows] == [5, 9]
+    assert [np.float32(r[0]["train/q"]) for r in rows] == [np.float32(0.1), np.float32(0.2)]
+
+
+def test_torch_tensors_are_split_too(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    with _group(tmp_path, runs=2, backends=("jsonl",)) as g:
+        g.log_step(1, {"q": torch.tensor([0.25, 0.5]), "z": torch.tensor(3.0)})
+    rows = [read_jsonl(Path(d) / "metrics.jsonl")[0] for d in g.run_dirs]
+    assert [(r["train/q"], r["train/z"]) for r in rows] == [(0.25, 3.0), (0.5, 3.0)]
+
+
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [
+        (np.zeros(3), ValueError),  # not one per run
+        (np.zeros((4, 2)), ValueError),  # one array per run is not a number
+        (np.array(["a"] * 4), TypeError),
+        ("x", TypeError),
+    ],
+)
+def test_bad_batches_fail_at_the_call(tmp_path: Path, value: object, error: type) -> None:
+    with _group(tmp_path) as g:
+        with pytest.raises(error, match="loss"):
+            g.log_step(1, {"loss": value})
+        with pytest.raises(TypeError, match="step"):
+            g.log_step(np.array([0.5] * 4), {})
+    assert [r.steps for r in g.finish()] == [0] * 4
+
+
+def test_bad_constructor_arguments(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="runs"):
+        RunGroup(0, tmp_path)
+    with pytest.raises(ValueError, match="each seed once"):
+        RunGroup([1, 1], tmp_path)
+    with pytest.raises(ValueError, match="seed"):
+        RunGroup(2, tmp_path, config={"seed": 1})
+    with pytest.raises(ValueError, match="log_dir"):
+        RunGroup(2, "")
+
+
+def test_one_group_step_is_one_queued_item(tmp_path: Path) -> None:
+    """The hot path queues one item per call, whatever the number of runs; the split
+    happens beside the pumps."""
+    g = _group(tmp_path, runs=64)
+    seen: list[object] = []
+    g._put = seen.append  # what the call hands on
+    g.log_step(1, {"a": np.ones(64), "b": 2.0})
+    assert len(seen) == 1
+    g._put = g._intake.put
+    assert [r.steps for r in g.finish()] == [0] * 64
+
+
+def test_rules_alert_and_stop_per_run(tmp_path: Path) -> None:
+    with _group(tmp_path, runs=3, rules=[nonfinite("train/loss", stop=True)]) as g:
+        g.log_step(1, {"loss": [0.1, math.nan, 0.3]})
+        wait_until(lambda: any(g.should_stop), what="run 1's alert")
+        assert g.should_stop == (False, True, False) and not g.all_stopped
+        assert [len(a) for a in g.alerts] == [0, 1, 0]
+        g.log_step(2, {"loss": math.nan})
+        wait_until(lambda: g.all_stopped, what="every run's alert")
+    reports = g.finish()
+    assert [len(r.alerts) for r in reports] == [1, 1, 1]
+    assert [r.alerts[0].step for r in reports] == [2, 1, 2]
+
+
+def test_every_call_is_counted_under_overflow(tmp_path: Path) -> None:
+    """A burst over capacity: each run's steps plus its dropped events are the calls."""
+    g = _group(tmp_path, runs=3, capacity=8, overflow="drop_newest", log_backend="none")
+    for i in range(2000):
+        g.log_step(i, {"x": np.arange(3.0)})
+    reports = g.finish()
+    assert len({(r.steps, r.dropped_events) for r in reports}) == 1
+    assert all(r.steps + r.dropped_events == 2000 for r in reports)
+
+
+def test_after_finish_a_call_warns(tmp_path: Path) -> None:
+    g = _group(tmp_path, runs=2)
+    g.finish()
+    with pytest.warns(aoff.AoffWarning, match="after finish"):
+        g.log_step(1, {"x": 1.0})
+    assert g.finish() is g.finish()
+
+
+def test_table_one_line_per_run_or_iqm_when_many() -> None:
+    rows = [GroupRow(f"r{k}", 10, float(k), {"loss": float(k)}) for k in range(4)]
+    few = group_table("g", rows)
+    assert few.row_count == 4
+    many = [GroupRow(f"r{k}", 10, float(k), {"loss": float(k)}) for k in range(MANY_RUNS + 8)]
+    table = group_table("g", many)
+    assert table.row_count == 3  # IQM, min, max: never one line per run
+    assert iqm([1.0, 2.0, 3.0, 100.0]) == 2.5
+    from rliable import metrics
+
+    xs = list(np.random.default_rng(1).standard_normal(20))
+    assert iqm(xs) == pytest.approx(metrics.aggregate_iqm(np.array(xs)))
+
+
+_CHILD = """
+import os, signal, sys
+import numpy as np
+import aoff
+g = aoff.RunGroup(2, sys.argv[1], name="x", system_interval=0, backends=("jsonl",))
+for i in range(50):
+    g.log_step(i, {"v": np.array([i, -i], dtype=np.float32)})
+if sys.argv[2] == "term":
+    os.kill(os.getpid(), signal.SIGTERM)
+"""
+
+
+@pytest.mark.parametrize("how", ["exit", "term"])
+def test_a_group_never_finished_is_drained_at_exit(tmp_path: Path, how: str) -> None:
+    """No ``finish()``: the interpreter's exit (or SIGTERM) still writes every step."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=str(root / "src"))
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(tmp_path), how],
+        env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert proc.returncode == (143 if how == "term" else 0), proc.stderr
+    for k in range(2):
+        rows = read_jsonl(tmp_path / f"x_seed{k}" / "metrics.jsonl")
+        assert [r["train/v"] for r in rows] == [float(i if k == 0 else -i) for i in range(50)]
+
+
+def test_the_plain_table_is_printed_at_the_end(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with _group(tmp_path, runs=3, display="plain") as g:
+        g.log_step(4, {"loss": [0.5, 1.5, 2.5]})
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if "sac_seed" in ln]
+    assert len(lines) == 3 and "2.5" in lines[2] and " 4 " in lines[0]
+
+
+def test_log_collector_per_run_and_for_all(tmp_path: Path) -> None:
+    with _group(tmp_path, runs=2, backends=("jsonl",)) as g:
+        g.log_collector([100, 200], 50)
+        g.log_step(1, {"x": 1.0})
+        g.log_collector(300)
+        g.log_step(2, {"x": 1.0})
+    rows = [read_jsonl(Path(d) / "metrics.jsonl") for d in g.run_dirs]
+    assert [[r["axis/env_steps_total"] for r in rs] for rs in rows] == [[100, 300], [200, 300]]
+
+
+def test_the_rich_table_is_one_table_redrawn_in_place_on_a_pty(tmp_path: Path) -> None:
+    from .test_terminal import PtyRun, Screen, child_env
+
+    run = PtyRun([str(Path(__file__).with_name("group_child.py")), str(tmp_path)], child_env())
+    try:
+        assert run.wait() == 0, run.text()[-3000:]
+    finally:
+        run.kill()
+    raw = run.text()
+    assert raw.count("g: 3 runs") >= 2  # drawn more than once while it ran
+    screen = Screen()
+    screen.feed(raw)
+    lines = screen.lines()
+    text = "\n".join(lines)
+    assert sum("g: 3 runs" in ln for ln in lines) == 1, text  # redrawn, never N panels
+    rows = [ln for ln in lines if "g_seed" in ln]
+    assert len(rows) == 3 and " 39 " in rows[0] and "42" in rows[2], text
+
+
+@given(
+    runs=st.integers(1, 12),
+    data=st.data(),
+)
+@settings(max_examples=60, deadline=None)
+def test_split_gives_each_run_its_own_value_bit_for_bit(runs: int, data: st.DataObject) -> None:
+    """``take_batch`` then ``split_step``: run k gets entry k of each batched value, as
+    the same float32 (or int), and every run the same plain number."""
+    floats = st.floats(width=32, allow_nan=False)
+    col = np.array(data.draw(st.lists(floats, min_size=runs, max_size=runs)), dtype=np.float32)
+    steps = data.draw(st.lists(st.integers(0, 2**40), min_size=runs, max_size=runs))
+    batch = take_batch(runs, 1.0, np.array(steps), {"a": col, "b": 7}, None)
+    events = split_step(batch, runs)
+    assert len(events) == runs
+    for k, e in enumerate(events):
+        assert e[ev.S_ITERATION] == steps[k] and type(e[ev.S_ITERATION]) is int
+        got = e[ev.S_METRICS]
+        assert np.float32(got["a"]).tobytes() == col[k].tobytes() and got["b"] == 7
