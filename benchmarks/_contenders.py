@@ -344,6 +344,82 @@ def run_trackio(n: int, d: str, m: Meter, info: dict[str, Any]) -> list[int]:
     return out
 
 
+def _tianshou_calls(logger: Any, n: int, m: Meter) -> list[int]:
+    """One ``log_update_data`` a step (the trainer's call after a gradient step), the
+    workload's record as its statistics; ``finalize`` closes."""
+    out = _timed_dict_calls(lambda row, step: logger.log_update_data(row, step), n, m)
+    logger.finalize()
+    m.end()
+    return out
+
+
+def run_tianshou_tb(n: int, d: str, m: Meter, info: dict[str, Any]) -> list[int]:
+    """Tianshou's ``TensorboardLogger`` over torch's writer (its defaults: a flush after
+    every ``write``)."""
+    import tianshou
+    from tianshou.utils import TensorboardLogger
+    from torch.utils.tensorboard import SummaryWriter
+
+    info["tianshou_version"] = tianshou.__version__
+    return _tianshou_calls(TensorboardLogger(SummaryWriter(d), update_interval=1), n, m)
+
+
+def run_aoff_tianshou(n: int, d: str, m: Meter, info: dict[str, Any]) -> list[int]:
+    """``aoff.tianshou.Logger``, the same calls."""
+    from aoff.tianshou import Logger
+
+    return _tianshou_calls(Logger(d, update_interval=1), n, m)
+
+
+class _BenchTrial:
+    """What Tune's logger callbacks read of a trial (``Trial`` needs a registered
+    trainable): the same object handed to both callbacks."""
+
+    def __init__(self, d: str) -> None:
+        self.trial_id = "bench_00000"
+        self.local_path = d
+        self.config = {"algo": ALGO, "env": ENV}
+        self.evaluated_params = dict(self.config)
+
+    def init_local_path(self) -> None:
+        os.makedirs(self.local_path, exist_ok=True)
+
+
+def _tune_calls(callback: Any, d: str, n: int, m: Meter) -> list[int]:
+    """Tune's driver loop's calls: one ``log_trial_result`` a training iteration, the
+    workload's record as the result (``timesteps_total`` its step), then the trial's end."""
+    trial = _BenchTrial(d)
+    callback.log_trial_start(trial)
+
+    def result(row: dict[str, float], step: int) -> None:
+        row["timesteps_total"] = step
+        row["training_iteration"] = step
+        callback.log_trial_result(step, trial, row)
+
+    out = _timed_dict_calls(result, n, m)
+    callback.log_trial_end(trial)
+    callback.on_experiment_end([trial])
+    m.end()
+    return out
+
+
+def run_tune_tbx(n: int, d: str, m: Meter, info: dict[str, Any]) -> list[int]:
+    """Ray Tune's ``TBXLoggerCallback`` (tensorboardX, a flush a result)."""
+    import ray
+    from ray.tune.logger import TBXLoggerCallback
+
+    info["ray_version"] = ray.__version__
+    return _tune_calls(TBXLoggerCallback(), d, n, m)
+
+
+def run_aoff_tune(n: int, d: str, m: Meter, info: dict[str, Any]) -> list[int]:
+    """``aoff.ray.TuneCallback``, the same calls (the sweep in ``d``, the trial's run in
+    its one folder)."""
+    from aoff.ray import TuneCallback
+
+    return _tune_calls(TuneCallback(d), d, n, m)
+
+
 CONTENDERS: dict[str, Callable[[int, str, Meter, dict[str, Any]], list[int]]] = {
     "aoff-sync": run_aoff_sync,
     "aoff-async": run_aoff_async,
@@ -353,8 +429,12 @@ CONTENDERS: dict[str, Callable[[int, str, Meter, dict[str, Any]], list[int]]] = 
     "torchrl-tb": run_torchrl_tb,
     "torchrl-process": run_torchrl_process,
     "trackio": run_trackio,
+    "tianshou-tb": run_tianshou_tb,
+    "aoff-tianshou": run_aoff_tianshou,
+    "tune-tbx": run_tune_tbx,
+    "aoff-tune": run_aoff_tune,
 }
-NEEDS_TORCH = {"seedlike", "tb-writer", "torchrl-tb", "torchrl-process"}
+NEEDS_TORCH = {"seedlike", "tb-writer", "torchrl-tb", "torchrl-process", "tianshou-tb"}
 
 
 def main() -> None:

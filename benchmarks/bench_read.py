@@ -18,8 +18,17 @@ average is printed before and after), and the rows it returned; the ratios are a
 MB/s over each other reader's on the same file. aoff's result is checked against
 ``EventAccumulator``'s on the small file (every point, values bit for bit in float32).
 
+Then (not with ``--quick`` alone; ``--only-shapes`` for these only): the files real
+clients write, each written by the client's own writer (torch's ``SummaryWriter``,
+tensorboardX's, SB3's logger), read by all three readers, aoff's result checked equal
+to ``EventAccumulator``'s first: CleanRL's SAC and PPO logging patterns (episode
+returns at variable steps between periodic losses), torch ``new_style`` tensor scalars
+(float and double), both kinds in one file, scalars among histograms, images and text,
+tensorboardX, SB3, and a file of many tags each appearing rarely.
+
     python benchmarks/bench_read.py            # 1 M steps x 10 tags, and 20 k for all
     python benchmarks/bench_read.py --quick    # seconds: tiny files, every check
+    python benchmarks/bench_read.py --only-shapes [--quick]   # the client shapes table
 """
 
 from __future__ import annotations
@@ -33,6 +42,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -209,23 +219,179 @@ def time_reader(name: str, folder: Path, repeat: int) -> tuple[float, float, int
     return best, best_cpu, rows
 
 
-def check_equal(folder: Path) -> None:
-    """aoff's rows equal ``EventAccumulator``'s: steps, wall times, float32 values."""
+def check_equal(folder: Path, quiet: bool = False) -> None:
+    """aoff's rows equal ``EventAccumulator``'s: steps, wall times, float32 values (its
+    scalars, and its ``scalars``-plugin tensors), every tag of each."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from tensorboard.util import tensor_util
 
     import aoff
 
     df = aoff.read_scalars(folder)
-    acc = EventAccumulator(str(folder), size_guidance={"scalars": 0})
+    acc = EventAccumulator(str(folder), size_guidance={"scalars": 0, "tensors": 0})
     acc.Reload()
-    for tag in acc.Tags()["scalars"]:
-        ev = acc.Scalars(tag)
+    n = 0
+    for tag in acc.Tags()["scalars"] + acc.Tags()["tensors"]:
+        if tag in acc.Tags()["scalars"]:
+            ev = acc.Scalars(tag)
+            values = [e.value for e in ev]
+        elif acc.SummaryMetadata(tag).plugin_data.plugin_name == "scalars":
+            ev = acc.Tensors(tag)
+            values = [float(tensor_util.make_ndarray(e.tensor_proto)) for e in ev]
+        else:
+            continue
         sub = df[df["tag"] == tag]
         assert sub["step"].tolist() == [e.step for e in ev], tag
         assert sub["wall_time"].tolist() == [e.wall_time for e in ev], tag
-        want = np.asarray([e.value for e in ev], np.float32)
+        want = np.asarray(values, np.float32)
         assert sub["value"].to_numpy(np.float32).tobytes() == want.tobytes(), tag
-    print(f"aoff == EventAccumulator on the small file ({len(df):,} points)")
+        n += len(ev)
+    assert n == len(df), (n, len(df))
+    if not quiet:
+        print(f"aoff == EventAccumulator on the small file ({len(df):,} points)")
+
+
+def _sac(writer: Any, steps: int, rng: Any, new_style: bool = False) -> None:
+    """CleanRL ``sac_continuous_action.py``: an episode's return and length at its end,
+    the losses every 10 steps (CleanRL's default is 100; more records per MB timed)."""
+    end = rng.randint(20, 1000)
+    for g in range(1, steps + 1):
+        if g == end:
+            ret = rng.gauss(0, 100)
+            if new_style:
+                writer.add_scalar("charts/episodic_return", ret, g, new_style=True)
+            else:  # tensorboardX's add_scalar has no new_style
+                writer.add_scalar("charts/episodic_return", ret, g)
+            writer.add_scalar("charts/episodic_length", end - g + 1, g)
+            end = g + rng.randint(20, 1000)
+        if g % 10 == 0:
+            for tag in _SAC_TAGS:
+                if new_style:
+                    writer.add_scalar(tag, rng.random(), g, new_style=True)
+                else:
+                    writer.add_scalar(tag, rng.random(), g)
+
+
+_SAC_TAGS = (
+    "losses/qf1_values", "losses/qf2_values", "losses/qf1_loss", "losses/qf2_loss",
+    "losses/qf_loss", "losses/actor_loss", "losses/alpha", "charts/SPS", "losses/alpha_loss",
+)  # fmt: skip
+_PPO_TAGS = (
+    "charts/learning_rate", "losses/value_loss", "losses/policy_loss", "losses/entropy",
+    "losses/old_approx_kl", "losses/approx_kl", "losses/clipfrac",
+    "losses/explained_variance", "charts/SPS",
+)  # fmt: skip
+
+
+def _ppo(writer: Any, steps: int, rng: Any) -> None:
+    """CleanRL ``ppo.py``: 4 envs' episodes as they end in a 128-step rollout (8
+    minibatch epochs' worth of losses once an iteration)."""
+    ends = [rng.randint(5, 500) for _ in range(4)]
+    g = 0
+    for _ in range(max(steps // 512, 1)):
+        for _ in range(128):
+            g += 4
+            for env in range(4):
+                ends[env] -= 1
+                if ends[env] == 0:
+                    writer.add_scalar("charts/episodic_return", rng.random(), g)
+                    writer.add_scalar("charts/episodic_length", rng.randint(5, 500), g)
+                    ends[env] = rng.randint(5, 500)
+        for tag in _PPO_TAGS:
+            writer.add_scalar(tag, rng.random(), g)
+
+
+def _shape(name: str, folder: Path, steps: int) -> None:
+    """Write shape ``name`` into ``folder`` with the client's own writer."""
+    import random
+
+    rng = random.Random(1)
+    if name == "tensorboardX":
+        from tensorboardX import SummaryWriter as XWriter
+
+        xw = XWriter(str(folder))
+        _sac(xw, steps, rng)
+        xw.close()
+        return
+    if name == "sb3":
+        from stable_baselines3.common.logger import configure
+
+        log = configure(str(folder), ["tensorboard"])
+        for it in range(steps // 100):
+            for tag in ("rollout/ep_rew_mean", "rollout/ep_len_mean", "time/fps",
+                        "train/actor_loss", "train/critic_loss", "train/ent_coef",
+                        "train/learning_rate", "train/n_updates"):  # fmt: skip
+                log.record(tag, rng.random())
+            log.dump(step=it * 100)
+        log.close()
+        return
+    from torch.utils.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(str(folder))
+    if name == "cleanrl-sac":
+        _sac(writer, steps, rng)
+    elif name == "cleanrl-ppo":
+        _ppo(writer, steps * 4, rng)
+    elif name == "tensor-float":
+        _sac(writer, steps, rng, new_style=True)
+    elif name == "tensor-double":
+        for g in range(steps // 2):
+            for tag in _SAC_TAGS:
+                writer.add_scalar(tag, rng.random(), g, new_style=True, double_precision=True)
+    elif name == "simple+tensor":
+        for g in range(steps // 2):
+            for i, tag in enumerate(_SAC_TAGS):
+                writer.add_scalar(tag, rng.random(), g, new_style=i % 2 == 1)
+    elif name == "among-media":
+        nrng = np.random.default_rng(1)
+        for g in range(steps // 2):
+            for tag in _SAC_TAGS:
+                writer.add_scalar(tag, rng.random(), g)
+            if g % 200 == 0:
+                writer.add_histogram("actor/weights", nrng.normal(size=1000), g)
+                writer.add_image("frame", nrng.random((3, 32, 32)), g)
+                writer.add_text("note", f"iteration {g}", g)
+    elif name == "many-rare-tags":
+        for g in range(steps * 5):
+            writer.add_scalar(f"per_env/{rng.randrange(2000)}/return", rng.random(), g)
+    else:
+        raise ValueError(name)
+    writer.close()
+
+
+SHAPES = (
+    "cleanrl-sac", "cleanrl-ppo", "tensor-float", "tensor-double", "simple+tensor",
+    "among-media", "tensorboardX", "sb3", "many-rare-tags",
+)  # fmt: skip
+
+
+def bench_shapes(root: Path, steps: int, repeat: int) -> None:
+    """Each shape: written, checked equal, then read by the three readers."""
+    print(f"load average: {Path('/proc/loadavg').read_text().split()[:3]}")
+    print("| shape | MB | aoff MB/s | aoff MB/s of CPU | EventAccumulator MB/s | tbparse MB/s "
+          "| aoff / EA | aoff / tbparse |")  # fmt: skip
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for name in SHAPES:
+        folder = root / name.replace("+", "-")
+        folder.mkdir()
+        _shape(name, folder, steps)
+        size = sum(f.stat().st_size for f in folder.rglob("*tfevents*"))
+        check_equal(folder, quiet=True)
+        mb = size / 1e6
+        speed = {}
+        cpu_speed = 0.0
+        for reader in _READERS:
+            seconds, cpu, _rows = time_reader(reader, folder, repeat)
+            speed[reader] = mb / seconds
+            if reader == "aoff":
+                cpu_speed = mb / cpu
+        print(
+            f"| {name} | {mb:.1f} | {speed['aoff']:.0f} | {cpu_speed:.0f} "
+            f"| {speed['EventAccumulator']:.1f} | {speed['tbparse']:.1f} "
+            f"| {speed['aoff'] / speed['EventAccumulator']:.0f}x "
+            f"| {speed['aoff'] / speed['tbparse']:.0f}x |"
+        )
+    print(f"load average after: {Path('/proc/loadavg').read_text().split()[:3]}")
 
 
 def main() -> None:
@@ -235,9 +401,15 @@ def main() -> None:
     parser.add_argument("--tags", type=int, default=10)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="tiny files: seconds")
+    parser.add_argument("--shape-steps", type=int, default=30_000, help="steps a shape")
+    parser.add_argument("--only-shapes", action="store_true", help="the shapes table only")
     args = parser.parse_args()
     if args.quick:
-        args.steps, args.small_steps, args.repeat = 20_000, 1_000, 1
+        args.steps, args.small_steps, args.repeat, args.shape_steps = 20_000, 1_000, 1, 1_000
+    if args.only_shapes:
+        with tempfile.TemporaryDirectory(prefix="aoff-bench-read-") as tmp:
+            bench_shapes(Path(tmp), args.shape_steps, args.repeat)
+        return
     with tempfile.TemporaryDirectory(prefix="aoff-bench-read-") as tmp:
         root = Path(tmp)
         check_against_torch(root / "torch-check")
@@ -280,6 +452,10 @@ def main() -> None:
             f"({big_size / 1e6 / cpu:.0f} MB/s of its CPU time)"
         )
         print(f"load average after: {Path('/proc/loadavg').read_text().split()[:3]}")
+        if not args.quick:  # the smoke test stays short: --only-shapes --quick runs them
+            shapes = root / "shapes"
+            shapes.mkdir()
+            bench_shapes(shapes, args.shape_steps, args.repeat)
 
 
 if __name__ == "__main__":

@@ -21,8 +21,17 @@ components; 32 scalars written a step). Contenders, each in a fresh process
 * ``trackio``    — ``trackio.log(dict, step=)``, local store (its thread sends a batch
   every 0.5 s), read back through trackio's storage reader (if installed).
 
-The last three are the newest designs; ``--quick`` (the test suite's smoke run) leaves
-them out.
+The last three are the newest designs. Then the libraries' own loggers, each beside aoff's
+drop-in for it, the same calls into both (the workload's record as one dict a step):
+
+* ``tianshou-tb`` / ``aoff-tianshou`` — Tianshou's ``TensorboardLogger`` (torch's writer,
+  a flush a ``write``) and ``aoff.tianshou.Logger``: one ``log_update_data`` a step;
+* ``tune-tbx`` / ``aoff-tune`` — Ray Tune's ``TBXLoggerCallback`` and
+  ``aoff.ray.TuneCallback``: one ``log_trial_result`` a step, as Tune's driver loop calls
+  it (a stand-in trial object, no cluster), then the trial's end.
+
+The note gives each pair's ratios. ``--quick`` (the test suite's smoke run) leaves all of
+these out.
 
 Dashboards (aoff and seedlike) draw a Rich ``Live`` panel on a console that is forced to
 be a colour terminal but writes to ``/dev/null`` (full redraws, no terminal speed in the
@@ -64,13 +73,28 @@ LABELS = {
     "torchrl-tb": "TorchRL TensorboardLogger (log_metrics, in process)",
     "torchrl-process": "TorchRL ProcessLogger (TensorboardLogger, service_backend='process')",
     "trackio": "trackio.log (local store)",
+    "tianshou-tb": "Tianshou TensorboardLogger (log_update_data)",
+    "aoff-tianshou": "aoff.tianshou.Logger (log_update_data)",
+    "tune-tbx": "Ray Tune TBXLoggerCallback (log_trial_result)",
+    "aoff-tune": "aoff.ray.TuneCallback (log_trial_result)",
 }
 ORDER = ("aoff-sync", "aoff-async", "seedlike", "tb-writer", "wandb")
 #: the newest designs, each run when its library is installed (not with ``--quick``)
 NEWEST = ("torchrl-tb", "torchrl-process", "trackio")
+#: the sweep and library loggers, each beside aoff's drop-in for it (not with ``--quick``)
+LIBRARIES = ("tianshou-tb", "aoff-tianshou", "tune-tbx", "aoff-tune")
 #: the module each contender needs beyond aoff's own
 NEEDS = {"wandb": "wandb", "torchrl-tb": "torchrl", "torchrl-process": "torchrl"}
 NEEDS["trackio"] = "trackio"
+NEEDS.update({"tianshou-tb": "tianshou", "aoff-tianshou": "tianshou"})
+NEEDS.update({"tune-tbx": "ray.tune", "aoff-tune": "ray.tune"})
+#: the library loggers' tags: ``(prefix of every workload tag, their own extra tags)``
+TAGGED = {
+    "tianshou-tb": ("update/", ("update/update_step",)),
+    "aoff-tianshou": ("update/", ("update/update_step",)),
+    "tune-tbx": ("ray/tune/", ("ray/tune/timesteps_total",)),
+    "aoff-tune": ("ray/tune/", ("ray/tune/timesteps_total",)),
+}
 FAST = {"aoff-sync", "aoff-async"}
 RATIO_TARGET = 500.0
 
@@ -127,7 +151,11 @@ def run_contender(name: str, iterations: int, work: str, no_torch: bool) -> dict
 
 
 # -- reading back what reached the disk --------------------------------------------------
-def check_tensorboard(log_dir: str, n: int) -> tuple[bool, str]:
+def check_tensorboard(
+    log_dir: str, n: int, prefix: str = "", own: tuple[str, ...] = ()
+) -> tuple[bool, str]:
+    """Every workload tag (under ``prefix``) at every step; nothing else but aoff's
+    system metrics and the logger's ``own`` tags."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     acc = EventAccumulator(log_dir, size_guidance={"scalars": 0})
@@ -135,12 +163,13 @@ def check_tensorboard(log_dir: str, n: int) -> tuple[bool, str]:
     tags = set(acc.Tags().get("scalars", []))
     want_steps = [step_of(i) for i in range(n)]
     problems: list[str] = []
-    missing = [t for t in EXPECTED_TAGS if t not in tags]
+    expected = [prefix + t for t in EXPECTED_TAGS]
+    missing = [t for t in expected if t not in tags]
     if missing:
         more = "..." if len(missing) > 5 else ""
         problems.append(f"tags missing: {', '.join(missing[:5])}{more}")
     short = 0
-    for tag in EXPECTED_TAGS:
+    for tag in expected:
         if tag not in tags:
             continue
         events = acc.Scalars(tag)
@@ -150,13 +179,13 @@ def check_tensorboard(log_dir: str, n: int) -> tuple[bool, str]:
                 problems.append(f"{tag}: {len(events)}/{n} steps")
     if short > 3:
         problems.append(f"... {short} tags with missing or extra steps")
-    if "axis/iteration" in tags:
-        by_step = {e.step: e.value for e in acc.Scalars("axis/iteration")}
+    if prefix + "axis/iteration" in tags:
+        by_step = {e.step: e.value for e in acc.Scalars(prefix + "axis/iteration")}
         wrong = sum(1 for i in range(n) if by_step.get(step_of(i)) != float(i))
         if wrong:
             problems.append(f"axis/iteration wrong at {wrong} steps")
     # aoff's system metrics (sampled once a second by its pump) are its own extra
-    extra = sorted(t for t in tags - set(EXPECTED_TAGS) if not t.startswith("system/"))
+    extra = sorted(t for t in tags - set(expected) - set(own) if not t.startswith("system/"))
     if extra:
         problems.append(f"unexpected tags: {', '.join(extra[:5])}")
     found = sum(len(acc.Scalars(t)) for t in tags)
@@ -240,6 +269,14 @@ def verify(name: str, run_dir: str, n: int) -> tuple[bool, str]:
         checks.append(check_tensorboard(os.path.join(run_dir, "tb"), n))
     if name == "trackio":
         checks.append(check_trackio(run_dir, n))
+    if name in TAGGED:
+        runs = sorted(
+            {os.path.dirname(p) for p in glob.glob(f"{run_dir}/**/*tfevents*", recursive=True)}
+        )
+        if len(runs) != 1:
+            checks.append((False, f"TensorBoard: {len(runs)} run folders in {run_dir}, not 1"))
+        else:
+            checks.append(check_tensorboard(runs[0], n, *TAGGED[name]))
     return all(ok for ok, _ in checks), "; ".join(text for _, text in checks)
 
 
@@ -339,7 +376,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--contenders",
         default=None,
-        help=f"comma-separated subset of {','.join(ORDER + NEWEST)} (default: all "
+        help=f"comma-separated subset of {','.join(ORDER + NEWEST + LIBRARIES)} (default: all "
         "installed; --quick: the first five)",
     )
     ap.add_argument(
@@ -366,10 +403,10 @@ def main(argv: list[str] | None = None) -> int:
         args.slow_iterations = args.slow_iterations or 100
         args.no_torch = True
     slow_n = args.slow_iterations or max(args.iterations // 10, 1)
-    default = ORDER if args.quick else ORDER + NEWEST
+    default = ORDER if args.quick else ORDER + NEWEST + LIBRARIES
     chosen = args.contenders or ",".join(default)
     names = [n.strip() for n in chosen.split(",") if n.strip()]
-    unknown = [n for n in names if n not in ORDER + NEWEST]
+    unknown = [n for n in names if n not in ORDER + NEWEST + LIBRARIES]
     if unknown:
         ap.error(f"unknown contenders: {unknown}")
     skipped: list[str] = []
@@ -445,6 +482,16 @@ def main(argv: list[str] | None = None) -> int:
             f"{LABELS[face]} hot-path median vs the synchronous reference's: {ratio:,.0f}x "
             f"(target >= {RATIO_TARGET:,.0f}x: {'met' if ratio >= RATIO_TARGET else 'NOT met'})"
         )
+
+    for theirs, ours in (("tianshou-tb", "aoff-tianshou"), ("tune-tbx", "aoff-tune")):
+        a, b = by_name.get(theirs), by_name.get(ours)
+        if a and b and b["median_us"] > 0 and b["wall_s"] > 0:
+            ratio_lines.append(
+                f"{LABELS[ours]} vs {LABELS[theirs]}, the same {a['iterations']:,} calls: "
+                f"hot-path median {a['median_us'] / b['median_us']:,.1f}x lower, "
+                f"p99 {a['p99_us'] / b['p99_us']:,.1f}x, "
+                f"wall (loop + close) {a['wall_s'] / b['wall_s']:,.2f}x"
+            )
 
     print()
     print(table)

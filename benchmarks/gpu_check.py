@@ -6,13 +6,19 @@ and an event is recorded; the pump (in-process or in the agent) reads them once 
 event has completed. None of that can be exercised without a device, so this script
 gathers the checks in one place, each printing PASS or FAIL, in a few minutes:
 
-``tests/gpu``            the pytest suite for CUDA tensors and histograms under
+``tests/gpu``            the pytest suite for CUDA tensors, histograms, EpisodeStats and
+                         per-env vectors under
                          ``torch.cuda.set_sync_debug_mode("error")`` (thread pump, test
                          backends)
 ``agent-tensors``        the default ``pump="process"`` (the agent): 500 steps of 30 CUDA
                          tensors and a CUDA histogram a step under the same debug mode;
                          the JSONL and TensorBoard files are read back and every value
                          compared with the value at the call
+``episode-stats``        a training-shaped loop with 4,096 environments in the agent:
+                         ``aoff.torch.EpisodeStats.update`` every env step, ``log_to``
+                         and a ``log_step`` with a per-env ``(4096,)`` vector every
+                         iteration, under the same debug mode; the JSONL rows are
+                         compared with a host reference computed afterwards
 ``launch-bound``         ``bench_cuda_tensors.py`` on a small SAC-sized update (batch 256,
                          width 256): aoff's deferred copy vs ``.item()`` per value; passes
                          when aoff costs less than the ``.item()`` habit per step
@@ -115,6 +121,74 @@ def check_agent_tensors(steps: int, device: str = "cuda") -> tuple[bool, str]:
     return True, f"{steps} steps x 30 CUDA values and {n_hist} CUDA histograms, no sync"
 
 
+def check_episode_stats(iters: int, device: str = "cuda") -> tuple[bool, str]:
+    """EpisodeStats and a per-env vector, no sync, against a host reference."""
+    import torch
+
+    from aoff import OffPolicyLogger
+    from aoff.torch import EpisodeStats
+
+    dev = torch.device(device)
+    cuda = dev.type == "cuda"
+    n_envs, n_steps = 4096, 24
+    g = torch.Generator(device=dev).manual_seed(0)
+    kept: list[tuple[Any, Any, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        log = OffPolicyLogger(
+            log_backend="none", log_dir=tmp, backends=("jsonl",), handle_sigterm=False
+        )
+        log.start()
+        stats = EpisodeStats(n_envs, dev)
+        if cuda:
+            torch.cuda.synchronize()
+            torch.cuda.set_sync_debug_mode("error")
+        try:
+            for it in range(iters):
+                for _ in range(n_steps):
+                    r = torch.rand(n_envs, device=dev, generator=g)
+                    term = torch.rand(n_envs, device=dev, generator=g) < 0.02
+                    trunc = torch.rand(n_envs, device=dev, generator=g) < 0.01
+                    stats.update(r, term, trunc)
+                    kept.append((r, term, trunc))
+                stats.log_to(log)
+                log.log_step(it, {"per_env": r})  # the last step's rewards, a (4096,) vector
+        finally:
+            if cuda:
+                torch.cuda.set_sync_debug_mode("default")
+        report = log.finish()
+        if not report.complete or report.invalid_values:
+            return False, f"report not complete: {report}"
+        rows = [json.loads(line) for line in Path(tmp, "metrics.jsonl").read_text().splitlines()]
+    by_it = {int(r["iteration"]): r for r in rows if "train/per_env" in r}
+    ret = torch.zeros(n_envs, dtype=torch.float32)
+    length = torch.zeros(n_envs, dtype=torch.int64)
+    bad = []
+    for it in range(iters):
+        returns, lengths = [], []
+        for r, term, trunc in kept[it * n_steps : (it + 1) * n_steps]:
+            ret += r.cpu()
+            length += 1
+            done = (term | trunc).cpu()
+            returns += ret[done].tolist()
+            lengths += length[done].tolist()
+            ret[done] = 0
+            length[done] = 0
+        row = by_it.get(it, {})
+        want = (len(returns), sum(returns) / len(returns), sum(lengths) / len(lengths))
+        got = (row.get("episode/count"), row.get("episode/return"), row.get("episode/length"))
+        vec = kept[(it + 1) * n_steps - 1][0].double().mean().item()
+        if (
+            got[0] != want[0]
+            or not math.isclose(got[1] or 0.0, want[1], rel_tol=1e-9)
+            or not math.isclose(got[2] or 0.0, want[2], rel_tol=1e-9)
+            or not math.isclose(row.get("train/per_env", math.nan), vec, rel_tol=1e-6)
+        ):
+            bad.append((it, got, want))
+    if bad:
+        return False, f"{len(bad)} of {iters} iterations differ from the host reference: {bad[:2]}"
+    return True, f"{iters} iterations x {n_steps} env steps x {n_envs} envs, no sync, exact"
+
+
 def bench(name: str, args: list[str], timeout: float, test: Any) -> tuple[bool, str]:
     out = Path(tempfile.mkdtemp()) / f"{name}.json"
     cmd = [sys.executable, str(HERE / "bench_cuda_tensors.py"), *args, "--json", str(out)]
@@ -137,7 +211,9 @@ def main() -> int:
     if args.cpu_dry_run:
         ok, why = check_agent_tensors(50, "cpu")
         print(f"agent-tensors   {'PASS' if ok else 'FAIL':<7} {why} (CPU dry run)")
-        return 0 if ok else 1
+        ok2, why = check_episode_stats(5, "cpu")
+        print(f"episode-stats   {'PASS' if ok2 else 'FAIL':<7} {why} (CPU dry run)")
+        return 0 if ok and ok2 else 1
     try:
         import torch
     except ImportError:
@@ -160,6 +236,12 @@ def main() -> int:
     except Exception as exc:  # a failed check is a line in the table, not a crash
         ok, why = False, f"{type(exc).__name__}: {exc}"
     results.append(("agent-tensors", ok, why))
+
+    try:
+        ok, why = check_episode_stats(20 if args.quick else 60)
+    except Exception as exc:
+        ok, why = False, f"{type(exc).__name__}: {exc}"
+    results.append(("episode-stats", ok, why))
 
     def launch_bound(s: dict[str, dict[str, float]]) -> tuple[bool, str]:
         t, it = s["tensors"]["per_step_us"], s["item"]["per_step_us"]

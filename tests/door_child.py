@@ -11,6 +11,9 @@ Run as ``python door_child.py DOOR OUT_DIR [--seconds S]``:
     (``record``/``dump``, the keys SB3's off-policy algorithms log).
 ``writer``
     ``aoff.tensorboard.SummaryWriter(OUT_DIR, dashboard=True)``: ``add_scalar`` calls.
+``rsl_rl``
+    ``aoff.rsl_rl.LogWriter(OUT_DIR)`` as rsl_rl builds it (its dashboard is on by
+    default): ``store_config`` and the ``add_scalar`` calls of an iteration, ``stop()``.
 ``remote``
     an ``OffPolicyLogger`` that logs nothing itself while a spawned producer
     (``log.remote()``) logs steps into its run.
@@ -32,7 +35,7 @@ PACE = 0.005  # a training step takes time (a pace, not a wait)
 
 def parse() -> argparse.Namespace:
     p = argparse.ArgumentParser()
-    p.add_argument("door", choices=["sync", "sb3", "writer", "remote"])
+    p.add_argument("door", choices=["sync", "sb3", "writer", "rsl_rl", "remote"])
     p.add_argument("out")
     p.add_argument("--seconds", type=float, default=1.2)
     return p.parse_args()
@@ -91,6 +94,23 @@ def run_writer(args: argparse.Namespace) -> None:
     writer.close()
 
 
+def run_rsl_rl(args: argparse.Namespace) -> None:
+    from aoff.rsl_rl import LogWriter
+
+    writer = LogWriter(log_dir=args.out)  # what rsl_rl's Logger builds from cfg["logger"]
+    writer.store_config({"task": "door"}, {"num_steps_per_env": 24})
+    t0 = time.monotonic()
+    it = 0
+    while time.monotonic() - t0 < args.seconds:
+        writer.add_scalar("Loss/value", 0.5 / (it + 1), it)
+        writer.add_scalar("Train/mean_reward", -200.0 + it, it)
+        if it == 0:
+            writer.flush()
+        it += 1
+        time.sleep(PACE)
+    writer.stop()
+
+
 def produce(remote: Any, seconds: float) -> None:
     """The producer: a spawned process logging into the run through its socket."""
     t0 = time.monotonic()
@@ -120,7 +140,9 @@ def run_remote(args: argparse.Namespace) -> None:
 
 def main() -> None:
     args = parse()
-    {"sync": run_sync, "sb3": run_sb3, "writer": run_writer, "remote": run_remote}[args.door](args)
+    doors = {"sync": run_sync, "sb3": run_sb3, "writer": run_writer, "remote": run_remote}
+    doors["rsl_rl"] = run_rsl_rl
+    doors[args.door](args)
     print("door child done", flush=True)
 
 

@@ -331,3 +331,10 @@ def test_bench_axes_prints_both_rows_and_the_difference() -> None:
     assert "axes= costs" in out and "load:" in out
     out = _bench("bench_axes.py", "--recorder", "--iterations", "200", "--blocks", "2")
     assert "fastest block: log_step" in out and "axes= costs" in out
+
+
+@pytest.mark.slow  # imports rsl_rl and starts an agent
+def test_bench_episode_stats_prints_both_figures() -> None:
+    out = _bench("bench_episode_stats.py", "--quick", "--envs", "256")
+    assert "rsl_rl process_env_step" in out and "update + log_to every 24" in out, out
+    assert "aoff.rsl_rl.LogWriter" in out and out.count(" us ") == 5, out

@@ -1,8 +1,9 @@
 """Every door shows the run: the live panel opens with the first call, without ``start()``.
 
 Each test runs ``tests/door_child.py`` (one door: the sync face, ``aoff.sb3``,
-``aoff.tensorboard.SummaryWriter``, a remote producer's run) in a child process on a
-real pseudo-terminal, or with stdout piped to a file, and reads what a user sees.
+``aoff.tensorboard.SummaryWriter``, ``aoff.rsl_rl.LogWriter``, a remote producer's run)
+in a child process on a real pseudo-terminal, or with stdout piped to a file, and reads
+what a user sees.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def total_seconds(text: str) -> int:
     return int(m.group(1))
 
 
-@pytest.mark.parametrize("door", ["sync", "sb3", "writer", "remote"])
+@pytest.mark.parametrize("door", ["sync", "sb3", "writer", "rsl_rl", "remote"])
 def test_the_panel_opens_with_the_first_call_on_a_pty(
     tmp_path: Path, pty_run: Callable[..., PtyRun], door: str
 ) -> None:
@@ -58,7 +59,7 @@ def test_the_panel_opens_with_the_first_call_on_a_pty(
     # the panel was redrawn in place, the summary printed under it
     assert sum(PANEL_TITLE in line for line in lines) == 1, "\n".join(lines)
     text = "\n".join(lines)
-    if door == "writer":  # torch's writer prints nothing at close: the last frame stays
+    if door in ("writer", "rsl_rl"):  # writers print nothing at close: the last frame stays
         summary = ""
         timer = re.search(r"⏱ (\d+)s", text)
         assert timer is not None and int(timer.group(1)) >= 1, text

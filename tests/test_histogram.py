@@ -180,11 +180,11 @@ def test_the_call_keeps_a_copy_and_large_inputs_are_reduced_at_once() -> None:
     assert isinstance(big, Histogram) and big.count == DEFER_MAX + 1
 
 
-def test_metrics_still_refuse_multi_element_tensors() -> None:
+def test_timings_still_refuse_multi_element_tensors() -> None:
     log = make_logger(MemoryBackend(), pump="thread", system_interval=0)
     try:
         with pytest.raises(ValueError, match="reduce it first"):
-            log.log_step(1, metrics={"q": torch.zeros(3)})
+            log.log_step(1, train_time=torch.zeros(3))  # type: ignore[arg-type]
     finally:
         log.finish()
 

@@ -281,6 +281,32 @@ def test_bulk_path_skips_corrupt_records_and_agrees_with_event_accumulator(
     assert sorted(lost["step"].tolist()) == [1333, 1999, 2333]
 
 
+@pytest.mark.parametrize("corrupted", [2, 10])
+def test_records_corrupted_alike_are_each_caught_in_bulk(tmp_path: Path, corrupted: int) -> None:
+    """The same bit flipped in the value of ``corrupted`` records of one tag, close
+    together (one bulk block): errors that are equal would cancel in a check over a
+    block's XOR; each record's own checksum is checked, so every one is skipped and
+    counted, and every other point is read."""
+    path = _torch_run(tmp_path / "intact", 3000)
+    intact = aoff.read_scalars(path.parent)
+    data = bytearray(path.read_bytes())
+    ends = _record_ends(bytes(data))
+    hit = [4500 + 3 * k for k in range(corrupted)]  # one tag's records, cycles in a row
+    for r in hit:
+        data[ends[r] - 6] ^= 0x10  # a value byte
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / path.name).write_bytes(bytes(data))
+    reader = aoff.ScalarReader(broken)
+    df = reader.read()
+    assert reader.bulk_records > 8000  # of 9,001: the bulk path saw them
+    assert reader.problems == [f"{broken / path.name}: {corrupted} corrupt record(s) skipped"]
+    merged = intact.merge(df, on=["tag", "step", "wall_time", "value"], how="outer", indicator=True)
+    assert (merged["_merge"] == "right_only").sum() == 0  # no corrupted value came back
+    lost = merged[merged["_merge"] == "left_only"]
+    assert len(lost) == corrupted and lost["tag"].nunique() == 1
+
+
 def test_purge_rules_hold_across_the_bulk_path(tmp_path: Path) -> None:
     """TensorBoard's two purge rules, as ``EventAccumulator`` applies them: a
     ``SessionLog.START`` in a ``brain.Event:2`` file (a resumed torch run), and an
@@ -368,3 +394,190 @@ def test_sb3_runs_read_back_as_event_accumulator_does(tmp_path: Path) -> None:
     df = aoff.read_scalars(run)
     assert _same_as_accumulator(df, str(run), run) > 10
     assert {"train/loss", "time/fps"} <= set(df["tag"])
+
+
+def _split_at_record(path: Path, record: int) -> tuple[bytes, bytes]:
+    data = path.read_bytes()
+    cut = _record_ends(data)[record]
+    return data[:cut], data[cut:]
+
+
+def test_a_zero_filled_region_is_jumped_over_and_counted_once(tmp_path: Path) -> None:
+    """A MiB of zeros between records (a preallocated or crashed writer's file): the
+    records after it are found, every point read, the region one corrupt place, also
+    when it spans many of the reader's chunks."""
+    from aoff._runfolder._evfolder import EventFolder
+
+    path = _torch_run(tmp_path / "intact", 400)
+    intact = aoff.read_scalars(path.parent)
+    head, tail = _split_at_record(path, 600)
+    holed = tmp_path / "holed"
+    holed.mkdir()
+    (holed / path.name).write_bytes(head + bytes(1 << 20) + tail)
+    reader = aoff.ScalarReader(holed)
+    df = reader.read()
+    assert reader.problems == [f"{holed / path.name}: 1 corrupt record(s) skipped"]
+    assert df.drop(columns="run").equals(intact.drop(columns="run"))
+    folder = EventFolder(chunk=64 << 10)  # the zeros span 16 chunks
+    folder.read([str(holed / path.name)])
+    (cur,) = folder.cursors.values()
+    assert cur.corrupt == 1 and cur.torn == 0
+    assert sum(len(s) for s in folder.series.values()) == len(intact)
+
+
+def test_a_small_file_takes_memory_by_its_size(tmp_path: Path) -> None:
+    """Reading a run of one short file allocates about what the file holds, not a whole
+    read chunk (32 MiB) per file."""
+    import tracemalloc
+
+    from aoff._runfolder._evfolder import CHUNK
+
+    path = _torch_run(tmp_path / "tiny", 2)
+    aoff.read_scalars(path.parent)  # imports and caches first
+    tracemalloc.start()
+    try:
+        for _ in range(3):
+            aoff.ScalarReader(path.parent).read_columns()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20 < CHUNK
+
+
+def test_an_unchanged_file_is_read_again_with_a_stat_not_an_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A follow over idle runs: a read that finds a file's size, mtime and inode as the
+    last read left them does not open it; once it grows, the new points are read."""
+
+    path = _torch_run(tmp_path / "run", 50)
+    whole = path.read_bytes()
+    head, _ = _split_at_record(path, 60)
+    path.write_bytes(head)
+    opened: list[str] = []
+    real_open = os.open
+
+    def counting_open(file: Any, *args: Any, **kwargs: Any) -> int:
+        opened.append(os.fspath(file))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", counting_open)  # what _evfolder opens files with
+    reader = aoff.ScalarReader(path.parent)
+    first = reader.read()
+    for _ in range(3):
+        assert len(reader.read()) == 0
+    assert opened.count(str(path)) == 1
+    path.write_bytes(whole)
+    more = reader.read()
+    assert opened.count(str(path)) == 2
+    assert len(first) + len(more) == 150
+
+
+SAC_LOSSES = (
+    "losses/qf1_values",
+    "losses/qf2_values",
+    "losses/qf1_loss",
+    "losses/qf2_loss",
+    "losses/qf_loss",
+    "losses/actor_loss",
+    "losses/alpha",
+    "charts/SPS",
+    "losses/alpha_loss",
+)
+PPO_LOSSES = (
+    "charts/learning_rate",
+    "losses/value_loss",
+    "losses/policy_loss",
+    "losses/entropy",
+    "losses/old_approx_kl",
+    "losses/approx_kl",
+    "losses/clipfrac",
+    "losses/explained_variance",
+    "charts/SPS",
+)
+
+
+def write_irregular_runs(root: Path, steps: int, *, new_style: bool = False) -> list[Path]:
+    """CleanRL's two logging patterns through torch's ``SummaryWriter``: SAC
+    (``sac_continuous_action.py``: an episode's return and length whenever one ends, at
+    its variable ``global_step``, the losses every ``log_every`` steps) and PPO
+    (``ppo.py``: 4 envs' episodes as they end during a rollout of 128 steps, then the
+    update's losses once an iteration)."""
+    import random
+
+    from torch.utils.tensorboard import SummaryWriter
+
+    rng = random.Random(7)
+    sac, ppo = root / "sac", root / "ppo"
+    w = SummaryWriter(str(sac))
+    end = rng.randint(5, 200)
+    for g in range(1, steps + 1):
+        if g == end:
+            w.add_scalar("charts/episodic_return", rng.gauss(0, 100), g, new_style=new_style)
+            w.add_scalar("charts/episodic_length", end, g, new_style=new_style)
+            end = g + rng.randint(5, 200)
+        if g % 10 == 0:
+            for tag in SAC_LOSSES:
+                w.add_scalar(tag, rng.random(), g, new_style=new_style)
+    w.close()
+    w = SummaryWriter(str(ppo))
+    ends = [rng.randint(5, 100) for _ in range(4)]
+    g = 0
+    for _ in range(steps // 128):
+        for _ in range(128):
+            g += 4
+            for env in range(4):
+                ends[env] -= 1
+                if ends[env] == 0:
+                    w.add_scalar("charts/episodic_return", rng.random(), g, new_style=new_style)
+                    w.add_scalar("charts/episodic_length", rng.randint(5, 100), g)
+                    ends[env] = rng.randint(5, 100)
+        for tag in PPO_LOSSES:
+            w.add_scalar(tag, rng.random(), g, new_style=new_style)
+    w.close()
+    return [sac, ppo]
+
+
+def _records(folder: Path) -> int:
+    (path,) = folder.iterdir()
+    return len(_record_ends(path.read_bytes()))
+
+
+@pytest.mark.parametrize("new_style", [False, True], ids=["simple_value", "tensor"])
+def test_cleanrl_sac_and_ppo_logging_reads_in_bulk_as_event_accumulator_does(
+    tmp_path: Path, new_style: bool
+) -> None:
+    """Episode returns at variable steps between periodic losses (records in no
+    repeating order), as simple values and as torch's ``new_style`` tensors (no
+    ``tensor_shape``), the episode lengths simple values beside them: nearly every
+    record goes through the bulk path, and what comes back is what TensorBoard reads."""
+    runs = write_irregular_runs(tmp_path, 3000, new_style=new_style)
+    reader = aoff.ScalarReader(runs)
+    df = reader.read()
+    for run in runs:
+        _same_as_accumulator(df, str(run), run)
+    records = sum(_records(run) for run in runs)
+    assert reader.bulk_records > 0.9 * records, (reader.bulk_records, records)
+
+
+def test_scalars_among_histograms_images_and_text_read_as_event_accumulator_does(
+    tmp_path: Path,
+) -> None:
+    """torch's histograms, images and text between the scalars: skipped, every scalar
+    read as TensorBoard reads it, the scalars still in bulk."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    w = SummaryWriter(str(tmp_path))
+    rng = np.random.default_rng(3)
+    for step in range(600):
+        w.add_scalar("loss", float(rng.random()), step)
+        w.add_scalar("q", float(rng.random()), step, new_style=True, double_precision=True)
+        if step % 50 == 0:
+            w.add_histogram("weights", rng.normal(size=100), step)
+            w.add_image("frame", rng.random((3, 8, 8)), step)
+            w.add_text("note", f"step {step}", step)
+    w.close()
+    reader = aoff.ScalarReader(tmp_path)
+    df = reader.read()
+    assert _same_as_accumulator(df, str(tmp_path), tmp_path) == 1200
+    assert reader.bulk_records > 1000

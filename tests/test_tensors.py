@@ -212,13 +212,7 @@ def test_mixed_tensors_and_floats_in_one_call() -> None:
 @pytest.mark.parametrize(
     ("call", "where", "key"),
     [
-        (lambda log, t: log.log_step(1, {"ok": 1.0, "q_loss": t}), "log_step(metrics)", "q_loss"),
-        (lambda log, t: log.log_step(1, reward=t), "log_step", "reward"),
-        (
-            lambda log, t: log.log_step(1, reward_components={"fwd": t}),
-            "log_step(reward_components)",
-            "fwd",
-        ),
+        # (log_step's reward and dicts take per-env vectors: tests/test_episode_stats.py)
         (lambda log, t: log.log_step(1, train_time=t), "log_step", "train_time"),
         (
             lambda log, t: log.update_collector_timing({"env_ms": t}),
@@ -308,8 +302,8 @@ async def test_async_face_tensors_log_their_float_equivalents(
 async def test_async_face_multi_element_tensor_raises_at_the_call() -> None:
     mem = MemoryBackend()
     async with make_async(mem) as log:
-        with pytest.raises(ValueError, match=r"log_step\(reward_metrics\).*'max'"):
-            log.log_step(1, reward_metrics={"max": torch.zeros(2, 2)})
+        with pytest.raises(ValueError, match=r"update_collector_timing\(timing_ms\).*'max'"):
+            log.update_collector_timing({"max": torch.zeros(2, 2)})
         await log.log_step(2, reward_metrics={"max": torch.zeros(1, 1)})
     assert [r.iteration for r in mem.records] == [2]
 

@@ -1,4 +1,5 @@
-"""Collectors on other nodes of a Ray cluster log into the run (the ``aoff[ray]`` extra).
+"""aoff on Ray: collectors on other nodes log into the run (``aoff[ray]``), and every Ray
+Tune trial is an aoff run (``aoff[tune]``).
 
 In the learner, after ``ray.init()``::
 
@@ -13,10 +14,39 @@ and in any Ray actor or task, on any node::
 Events cross nodes only as Ray actor calls (no port of aoff's own); on the learner's
 node they enter the run through the same path as ``log.remote()``. Importing this module
 imports ``ray``; ``import aoff`` does not. See docs/guides/machines.md.
+
+For a sweep, :class:`TuneCallback` (Tune's ``LoggerCallback``; importing it imports
+``ray.tune``)::
+
+    cb = aoff.ray.TuneCallback("runs/sweep", rules=[aoff.rules.nonfinite(stop=True)])
+    tune.Tuner(trainable, run_config=tune.RunConfig(callbacks=[cb], stop=cb.stopper))
+
+For RLlib, :class:`EpisodeStats` (``config.callbacks(aoff.ray.EpisodeStats)``) keeps
+each episode value's min, max and mean. See docs/migrate/tune.md.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from ._ray import RayLink, RayLogger, serve
 
-__all__ = ["RayLink", "RayLogger", "serve"]
+if TYPE_CHECKING:
+    from ._adapters._rllib import EpisodeStats
+    from ._adapters._tune import TuneCallback
+
+__all__ = ["EpisodeStats", "RayLink", "RayLogger", "TuneCallback", "serve"]
 
 RayLogger.__module__ = __name__
+
+
+def __getattr__(name: str) -> Any:
+    if name == "TuneCallback":  # ray.tune is a heavy import: only when asked for
+        from ._adapters._tune import TuneCallback
+
+        TuneCallback.__module__ = __name__
+        return TuneCallback
+    if name == "EpisodeStats":  # ray.rllib: only when asked for
+        from ._adapters._rllib import EpisodeStats
+
+        EpisodeStats.__module__ = __name__
+        return EpisodeStats
+    raise AttributeError(f"module 'aoff.ray' has no attribute {name!r}")

@@ -26,7 +26,7 @@ import numpy as np
 __all__ = ["EpisodeVideo"]
 
 
-class EpisodeVideo(gymnasium.Wrapper):
+class EpisodeVideo(gymnasium.Wrapper[Any, Any, Any, Any]):
     def __init__(
         self,
         env: Any,
@@ -94,10 +94,11 @@ class EpisodeVideo(gymnasium.Wrapper):
 
     def _grab(self) -> None:
         if self._frames is not None:
-            frame = self.env.render()
+            frame: Any = self.env.render()
             if frame is not None:
                 self._frames.append(np.asarray(frame))
 
     def close(self) -> None:
         self._frames = None
-        super().close()
+        close_env: Any = super().close  # untyped in some gymnasium releases
+        close_env()

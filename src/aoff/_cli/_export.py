@@ -4,7 +4,9 @@ Why: scripts, notebooks and agents want a run's numbers as a table, not as event
 The runs are read by :func:`aoff.read_scalars` (long form: ``run``, ``tag``, ``step``,
 ``wall_time``, ``value``, one row a point). ``--wide`` pivots it to one row per run and
 step and one column per tag (a tag logged twice at one step keeps the last value;
-``wall_time`` is the step's latest), the shape ``pandas.read_csv`` users expect. pandas
+``wall_time`` is the step's latest), the shape ``pandas.read_csv`` users expect;
+``--bucket N`` reduces it to envelopes (``_envelopes``: each run's, tag's and N steps'
+min, max, mean, last and count). pandas
 (and pyarrow for Parquet) are imported only here.
 """
 
@@ -51,6 +53,10 @@ def write_table(table: Any, path: str, fmt: str) -> None:
 
 def run_export(ns: argparse.Namespace, err: TextIO) -> int:
     fmt = ns.format or _format_of(ns.output)
+    if ns.bucket is not None and (ns.wide or ns.bucket < 1):
+        why = "is one table or the other: not both" if ns.wide else "must be 1 or more"
+        print(f"aoff export: --bucket {why}", file=err)
+        return 2
     if fmt is None:
         print(
             f"aoff export: cannot tell the format of {ns.output!r}: give --format parquet|csv",
@@ -79,6 +85,10 @@ def run_export(ns: argparse.Namespace, err: TextIO) -> int:
         print(f"aoff export: {w.message}", file=err)
     if ns.wide:
         table = to_wide(table)
+    elif ns.bucket is not None:
+        from .._runfolder._envelopes import envelopes
+
+        table = envelopes(table, ns.bucket)
     try:
         write_table(table, ns.output, fmt)
     except ImportError as exc:
@@ -110,3 +120,9 @@ def add_export_arguments(p: argparse.ArgumentParser) -> None:
         help="one row per run and step, one column per tag (default: long, one row a point)",
     )
     p.add_argument("--tag", action="append", metavar="TAG", help="only this tag (may be repeated)")
+    p.add_argument(
+        "--bucket",
+        type=int,
+        metavar="N",
+        help="one row per run, tag and N steps: min, max, mean, last, count (an envelope)",
+    )

@@ -64,7 +64,11 @@ class Pending:
                 self.state.ep_length = total / n
 
     def add_histogram(self, key: object, payload: object) -> None:
-        """Reduce (or take) one distribution; the last one per key before a step wins."""
+        """Reduce (or take) one distribution; the last one per key before a step wins.
+        ``None``: a device distribution that turned out empty (``EpisodeStats`` when no
+        episode ended): nothing to draw, nothing lost."""
+        if payload is None:
+            return
         try:
             h = payload if isinstance(payload, Histogram) else summarize(str(key), payload)
         except Exception as exc:  # the call checked the input: only a bug lands here

@@ -20,6 +20,7 @@ from ._histogram_data import Histogram, histogram_scalars
 from ._keys import drop_aliases, metric_tag, reward_tag
 from ._records import Scalars, StepRecord, scalars_of, step_record
 from ._state import State
+from ._vectors import ENVS_SUFFIX, Vector, mean
 
 Times = tuple[float, float, float, float]
 
@@ -38,6 +39,8 @@ _STEP_TAIL = (
 )
 #: no dict argument: nothing, no tags
 _NOTHING: tuple[dict[str, float], tuple[str, ...]] = ({}, ())
+#: a dict holds a per-env vector (a step's dicts rarely do)
+_VECTOR_ONLY = frozenset((Vector,))
 #: tag sequences shared at most (more: the cache starts over)
 _TAG_SEQS_MAX = 1024
 
@@ -132,6 +135,8 @@ class StepFold:
             if metrics_in is None
             else tagged("log_step(metrics)", metrics_in, self.metric_tags, metric_tag, True)
         )
+        if type(reward_in) is Vector:  # per-env values: the mean, and their spread
+            reward_in = self._vector("reward", reward_in)
         reward = None if reward_in is None else checks.num_or_skip(where, "reward", reward_in)
         reward_metrics, reward_metric_tags = (
             _NOTHING
@@ -340,11 +345,22 @@ class StepFold:
             tags = cache.get(tuple(values))
             if tags is not None:
                 return values, tags
+        if type(values) is dict and _VECTOR_ONLY & set(map(type, values.values())):
+            values = {
+                k: self._vector(spell(k), v) if type(v) is Vector and type(k) is str else v
+                for k, v in values.items()
+            }
         clean = self._checks.mapping(where, values)
         if aliases:
             clean = drop_aliases(clean)
         keys = tuple(clean)
         return clean, cache.get(keys) or _tag_names(cache, keys, spell)
+
+    def _vector(self, tag: str, v: Vector) -> float:
+        """A per-env vector at ``tag``: its distribution joins this step's record as the
+        histogram ``<tag>/envs``; its mean is the tag's value (``_vectors.py``)."""
+        self._pending.add_histogram(tag + ENVS_SUFFIX, v.values)
+        return mean(v)
 
     def _scalars(self, tags: list[str], values: list[float]) -> Scalars:
         """The record's pairs, with one ``tags`` tuple per tag sequence (see Scalars)."""

@@ -21,6 +21,7 @@ from typing import Any
 from . import _events as ev
 from ._fold_checks import Checks
 from ._histogram_data import Histogram
+from ._pending import ABSENT
 from ._records import StepRecord, WriterHParams
 from ._state import State
 
@@ -126,6 +127,8 @@ class WriterFold:
             return None
         step = self._step(where, e[5])
         if kind == ev.W_SCALAR:  # (run, tag, value, step, style)
+            if e[4] is ABSENT:  # a device value that turned out to be none: not written
+                return None
             value = checks.num_or_skip(where, tag, e[4])
             if value is None:
                 return None

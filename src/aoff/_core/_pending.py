@@ -36,6 +36,23 @@ class Placeholder:
         raise NotImplementedError
 
 
+class _Absent:
+    """What a placeholder resolves to when its value turned out not to exist (a mean over
+    no episodes): the scalar it stands for is not written, as the caller would not have
+    written it had it known. Not a number, never counted as a bad value."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<aoff: no value>"
+
+    def __reduce__(self) -> str:
+        return "ABSENT"  # one object across pickles (the agent compares by identity)
+
+
+ABSENT = _Absent()
+
+
 class PendingEvent(tuple[object, ...]):
     """An event with placeholders; ``waits`` are the objects whose ``ready()`` gate it."""
 

@@ -8,9 +8,22 @@ CUDA tensors.
 
 What a tensor may be
     a 0-d or one-element tensor of any real dtype (float16/bfloat16/float32/float64,
-    integer, bool), on any device, with or without ``requires_grad``. A tensor with more
-    than one element raises ``ValueError`` in the caller, naming the argument and the key
-    (reduce it first, e.g. ``.mean()``); aoff never reduces silently.
+    integer, bool), on any device, with or without ``requires_grad``. In ``log_step``'s
+    ``reward`` and its three dicts a tensor may also hold more elements: a per-environment
+    vector (any shape, its elements one population), copied once here and reduced in the
+    agent (``_vectors.py`` says what it becomes). Anywhere else, and an empty tensor
+    anywhere, a tensor with more than one element raises ``ValueError`` in the caller,
+    naming the argument and the key (reduce it first, e.g. ``.mean()``).
+
+Vectors
+    join the call's capture list like CUDA values, on any device: a CUDA vector is
+    copied into pinned host memory with one ``copy_(non_blocking=True)`` (its device's
+    event then covers it), a CPU vector is cloned; neither is read here. Whoever
+    drains the buffer turns the copy into a :class:`~._vectors.Vector` once the event
+    has completed, so the training thread never calls ``.item()``, ``.cpu()``,
+    ``.numpy()`` or ``.tolist()`` on one (``tests/test_episode_stats.py`` patches them
+    to raise). A vector on another device (MPS, XPU) is read with ``.cpu()``, which
+    waits for that device, as its scalars' ``.item()`` does.
 
 CPU tensors
     are read at once with ``.item()``: that touches no device, and it captures the value
@@ -55,7 +68,9 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from ._arguments import W_COMPONENTS, W_METRICS, W_REWARD_METRICS
 from ._pending import Placeholder
+from ._vectors import Vector
 
 if TYPE_CHECKING:
     from ._pending import Gather
@@ -63,16 +78,32 @@ if TYPE_CHECKING:
 #: a group: (tensors, their slots in the call), keyed by (device index, dtype, ndim)
 Group = tuple[list[Any], list[int]]
 
+#: the arguments whose values may be per-environment vectors (a dict's name, or
+#: (call, argument) for a scalar argument)
+_VECTOR_DICTS = frozenset((W_METRICS, W_REWARD_METRICS, W_COMPONENTS))
+_VECTOR_SCALARS = frozenset((("log_step", "reward"),))
+
 
 def capture(g: Gather, t: Any, where: str, key: object) -> Any:
     """Capture one tensor of the call ``g``: a number now, or a :class:`CudaValue`."""
-    if t.numel() != 1:
+    n = t.numel()
+    if n != 1:
+        if n and (where in _VECTOR_DICTS or (where, key) in _VECTOR_SCALARS):
+            return defer_vector(g, t, where, key)
+        extra = " (per-env vectors: log_step's reward and dicts)" if n else ""
         raise ValueError(
             f"{where}: tensor for {key!r} has shape {tuple(t.shape)}; "
-            "log a 0-d or one-element tensor (reduce it first, e.g. .mean())"
+            f"log a 0-d or one-element tensor (reduce it first, e.g. .mean()){extra}"
         )
     if not t.is_cuda:
         return read_now(t)
+    return defer(g, t)
+
+
+def defer_vector(g: Gather, t: Any, where: str, key: object) -> CudaValue:
+    """Add a per-environment vector to the call's capture list ``g``; its placeholder."""
+    if t.is_complex():
+        raise TypeError(f"{where}: tensor for {key!r} is {t.dtype}, not a real dtype")
     return defer(g, t)
 
 
@@ -109,6 +140,10 @@ def _record_event(device: int) -> Any:
     return event
 
 
+#: marks a copy's slots as one vector's (its own slot, then this)
+_VECTOR = -1
+
+
 class CudaCall:
     """The pending device-to-host copies of one logging call."""
 
@@ -121,16 +156,20 @@ class CudaCall:
         self.n = 0
 
     def launch(self, tensors: list[Any]) -> None:
-        """Enqueue one stack and one asynchronous copy per group, one event per device."""
+        """Enqueue one stack and one asynchronous copy per group, one event per device;
+        a vector is copied alone (see the module's docstring)."""
         groups: dict[Any, Group] = {}
+        devices: list[int] = []
         for slot, t in enumerate(tensors):
+            if t.numel() != 1:
+                self._copy_vector(slot, t, devices)
+                continue
             k = (t.get_device(), t.dtype, t.dim())
             group = groups.get(k)
             if group is None:
                 group = groups[k] = ([], [])
             group[0].append(t)
             group[1].append(slot)
-        devices: list[int] = []
         for (device, _dtype, _ndim), (ts, slots) in groups.items():
             src = torch.stack(ts) if len(ts) > 1 else ts[0]
             host = _host_empty(src.shape, src.dtype)
@@ -141,6 +180,21 @@ class CudaCall:
         self.events = [_record_event(d) for d in devices]
         self.n = len(tensors)
 
+    def _copy_vector(self, slot: int, t: Any, devices: list[int]) -> None:
+        """One vector's copy: pinned and non-blocking from a device, a clone on the CPU."""
+        flat = t.detach().reshape(-1)
+        if t.is_cuda:
+            host = _host_empty(flat.shape, flat.dtype)
+            host.copy_(flat, non_blocking=True)
+            device = t.get_device()
+            if device not in devices:
+                devices.append(device)
+        elif flat.device.type == "cpu":
+            host = flat.clone()
+        else:  # MPS, XPU, ...: read now, which waits for that device (as .item() does)
+            host = flat.cpu()
+        self.copies.append((host, [slot, _VECTOR]))
+
     def ready(self) -> bool:
         """True once every copy has landed (never blocks); then the values are read."""
         if self.values is not None:
@@ -150,6 +204,9 @@ class CudaCall:
                 return False
         values: list[Any] = [None] * self.n
         for host, slots in self.copies:
+            if len(slots) == 2 and slots[1] == _VECTOR:
+                values[slots[0]] = Vector(host.to(torch.float64).numpy())
+                continue
             for slot, v in zip(slots, host.reshape(-1).tolist(), strict=True):
                 values[slot] = v
         self.values = values

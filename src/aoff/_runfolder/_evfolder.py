@@ -5,7 +5,8 @@ wrote, exactly as TensorBoard's ``EventAccumulator`` reads them, and read a grow
 again from where it stopped. This module keeps each file's offset and the folder's
 TensorBoard state (the file version, each tag's plugin, the last step seen), walks the
 TFRecord framing and decodes any record in full (the general path); records of a layout
-seen before go through ``_evfast`` in bulk.
+seen before go through the bulk paths: ``_evcycle`` while they repeat a cycle of
+layouts, ``_evfast`` in any order.
 
 What is read, as ``EventAccumulator`` shows it: every ``Value.simple_value``; a
 ``Value.tensor`` holding one float for a tag whose first metadata names the ``scalars``
@@ -26,6 +27,7 @@ and reported.
 from __future__ import annotations
 
 import os
+import re
 import select
 import stat
 import struct
@@ -33,6 +35,7 @@ from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from ._evcycle import CyclePath
 from ._evfast import FastPath
 from ._framing import masked_crc32c
 from ._tagseries import Columns, Series
@@ -41,8 +44,10 @@ from ._tbwire import F32, F64, HEADER, U32S, Buf, fields, varint
 
 __all__ = ["CHUNK", "Cursor", "EventFolder"]
 
-#: bytes read at a time
+#: bytes read at a time, at most
 CHUNK = 32 << 20
+#: bytes asked for beyond a regular file's size (it may have grown since its ``stat``)
+_SLACK = 64 << 10
 _START = 1  # SessionLog.START
 #: how often a read of a pipe that waits for its writer wakes to let Ctrl+C through
 _WAKE_S = 0.1
@@ -64,6 +69,11 @@ class Cursor:
     end: int | None = None
     #: why reading stopped for good (``stop_at_corrupt``): ``"a corrupt record at byte N"``
     stopped: str | None = None
+    #: the file's size, mtime and inode when its end was last read: a read that finds
+    #: them unchanged is one ``stat``
+    seen: tuple[int, int, int] | None = None
+    #: in a bad region (no record found in it yet): its chunks are one corrupt place
+    resyncing: bool = False
 
 
 class EventFolder:
@@ -107,6 +117,7 @@ class EventFolder:
         #: records decoded by the bulk path (the rest went through :meth:`event`)
         self.bulk_records = 0
         self.fast = FastPath(self)
+        self.cycle = CyclePath(self)
 
     # -- files ------------------------------------------------------------------------------
     def read(self, files: list[str]) -> None:
@@ -122,10 +133,21 @@ class EventFolder:
     def _read_file(self, cur: Cursor) -> None:
         if cur.stopped is not None:  # stopped at a corrupt record: nothing after it counts
             return
-        with _opened(cur, pipes=self.pipes) as readinto:
+        if cur.seen is not None and cur.end is None:  # unchanged since the last read: a stat
+            try:
+                now = os.stat(cur.path)
+            except OSError:
+                pass  # opened below, which says what is wrong
+            else:
+                if (now.st_size, now.st_mtime_ns, now.st_ino) == cur.seen:
+                    return
+        with _opened(cur, pipes=self.pipes) as (readinto, st):
+            size = None if st is None else st.st_size
             left = b""  # the start of a record the last chunk cut
             while True:
                 want = self.chunk
+                if size is not None:  # a buffer as big as the file holds, not a whole chunk
+                    want = min(want, max(size - cur.offset - len(left), 0) + _SLACK)
                 if cur.end is not None:
                     want = max(min(want, cur.end - cur.offset - len(left)), 0)
                 # the chunk is read in place after what is left (no copy of the chunk)
@@ -135,13 +157,16 @@ class EventFolder:
                 self.bytes_read += got
                 if got and self.progress is not None:
                     self.progress(got)
-                final = not got
+                # a regular file's short read is its end (a pipe's is not)
+                final = not got or (size is not None and got < want)
                 del buf[len(left) + got :]
                 used = self._walk(cur, buf, final)
                 cur.offset += used
                 left = bytes(buf[used:])
                 if final or cur.stopped is not None:
                     cur.torn = len(left) if cur.end is None and cur.stopped is None else 0
+                    if st is not None:  # as it was before the read: what grew since is new
+                        cur.seen = (st.st_size, st.st_mtime_ns, st.st_ino)
                     return
 
     def _walk(self, cur: Cursor, buf: bytearray, final: bool) -> int:
@@ -152,8 +177,17 @@ class EventFolder:
         header = HEADER.unpack_from
         u32 = U32S.unpack_from
         fast = self.fast
+        cycle = self.cycle
         while n - pos >= 12:
-            pos = fast.run(buf, pos, n)
+            while True:  # the bulk paths while they move: a cycle, else a sweep
+                was = pos
+                pos = cycle.run(buf, pos, n)
+                swept = fast.run(buf, pos, n)
+                if swept != pos:  # a cycle may be in what the sweep read
+                    cycle.adopt(fast.tail)
+                pos = swept
+                if pos == was or n - pos < 12:
+                    break
             if n - pos < 12:
                 break
             length, hcrc = header(buf, pos)
@@ -161,13 +195,18 @@ class EventFolder:
                 if self.stop_at_corrupt:
                     return self._stop(cur, pos, "a corrupt record")
                 q = _resync(buf, pos + 1)
-                if q is None:
-                    if not final:
-                        break  # more bytes may hold the next good record
+                if not cur.resyncing:  # a bad region is counted once, however many chunks
                     cur.corrupt += 1
-                    return n
-                cur.corrupt += 1
                 fast.forget()
+                cycle.forget()
+                if q is None:
+                    if final:
+                        cur.resyncing = False
+                        return n
+                    # no record starts before the last 11 bytes: the rest waits for more
+                    cur.resyncing = True
+                    return max(pos + 1, n - 11)
+                cur.resyncing = False
                 pos = q
                 continue
             end = pos + 12 + length
@@ -178,6 +217,7 @@ class EventFolder:
                     return self._stop(cur, pos, "a corrupt record")
                 cur.corrupt += 1
                 fast.forget()
+                cycle.forget()
             else:
                 try:
                     self.event(buf, pos + 12, end)
@@ -187,7 +227,7 @@ class EventFolder:
                     raise ValueError(
                         f"{cur.path}: an unreadable event at byte {cur.offset + pos}: {exc}"
                     ) from None
-                fast.learn(buf, pos, length)
+                cycle.learn(fast.learn(buf, pos, length))
             pos = end + 4
         return pos
 
@@ -298,9 +338,11 @@ class EventFolder:
 
 
 @contextmanager
-def _opened(cur: Cursor, *, pipes: bool) -> Iterator[Callable[[memoryview], int]]:
-    """``readinto(view)`` for ``cur``'s file from ``cur.offset``, which Ctrl+C can always
-    stop.
+def _opened(
+    cur: Cursor, *, pipes: bool
+) -> Iterator[tuple[Callable[[memoryview], int], os.stat_result | None]]:
+    """``(readinto(view), stat)`` for ``cur``'s file from ``cur.offset``, which Ctrl+C can
+    always stop; ``stat`` is a regular file's as it was opened (None for a pipe).
 
     A regular file is read plainly; one cut back below ``cur.offset`` (a resume) is read
     again from the start. Anything else (a FIFO, a device) is refused unless ``pipes``
@@ -311,14 +353,15 @@ def _opened(cur: Cursor, *, pipes: bool) -> Iterator[Callable[[memoryview], int]
     empty; it cannot start anywhere but at 0 (``OSError``)."""
     fd = os.open(cur.path, os.O_RDONLY | os.O_NONBLOCK)
     try:
-        if stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if stat.S_ISREG(st.st_mode):
             os.set_blocking(fd, True)
             with open(fd, "rb", buffering=0, closefd=False) as f:
-                if os.fstat(fd).st_size < cur.offset:
+                if st.st_size < cur.offset:
                     cur.offset = 0
                 if cur.offset:  # never seek to 0: the common case needs no call
                     f.seek(cur.offset)
-                yield lambda view: f.readinto(view) or 0
+                yield (lambda view: f.readinto(view) or 0), st
             return
         if not pipes:
             raise OSError(f"{cur.path}: not a regular file")
@@ -335,18 +378,26 @@ def _opened(cur: Cursor, *, pipes: bool) -> Iterator[Callable[[memoryview], int]
                 view[: len(data)] = data
                 return len(data)
 
-        yield readinto
+        yield readinto, None
     finally:
         os.close(fd)
 
 
 def _resync(buf: Buf, start: int) -> int | None:
     """The first offset from ``start`` where a record with a good header checksum starts
-    (a length's high four bytes are zero: only those places are tried)."""
+    (a length's high four bytes are zero: only those places are tried). Twelve zero bytes
+    are no header (the checksum of a zero length is not zero), so a zero-filled region is
+    jumped over to 11 bytes before its end, not tried byte by byte."""
     n = len(buf)
     at = buf.find(b"\0\0\0\0", start + 4)
     while at != -1 and at + 8 <= n:
         p = at - 4
+        if buf[p : p + 12] == _ZEROS:
+            more = _NONZERO.search(buf, p)
+            if more is None:
+                return None
+            at = buf.find(b"\0\0\0\0", max(at + 1, more.start() - 7))
+            continue
         length, hcrc = HEADER.unpack_from(buf, p)
         if masked_crc32c(buf[p : p + 8]) == hcrc:
             end = p + 12 + length
@@ -354,3 +405,9 @@ def _resync(buf: Buf, start: int) -> int | None:
                 return p
         at = buf.find(b"\0\0\0\0", at + 1)
     return None
+
+
+_ZEROS = bytes(12)
+_NONZERO = re.compile(b"[^\x00]")
+# a zero length's header checksum is not zero: twelve zero bytes never start a record
+assert masked_crc32c(bytes(8)) != 0

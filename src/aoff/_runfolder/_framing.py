@@ -8,9 +8,41 @@ definition.
 
 from __future__ import annotations
 
-from crc32c import crc32c
+import importlib.machinery
+import importlib.util
+from collections.abc import Callable
 
-__all__ = ["MASK_DELTA", "U32", "masked_crc32c", "unmask"]
+__all__ = ["MASK_DELTA", "U32", "crc32c", "masked_crc32c", "unmask"]
+
+
+def _crc32c() -> Callable[[bytes | bytearray | memoryview], int]:
+    """The ``crc32c`` package's C function. Its extension module is loaded by itself:
+    the package's ``__init__`` asks ``importlib.metadata`` for its version and imports
+    its command line (argparse), 20-60 ms of every first read of a run; the package is
+    imported as usual where that fails."""
+    try:
+        spec = importlib.util.find_spec("crc32c")
+        assert spec is not None and spec.submodule_search_locations
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            path = f"{spec.submodule_search_locations[0]}/_crc32c{suffix}"
+            ext = importlib.util.spec_from_file_location("crc32c._crc32c", path)
+            if ext is None or ext.loader is None:
+                continue
+            try:
+                module = importlib.util.module_from_spec(ext)
+            except ImportError:
+                continue
+            ext.loader.exec_module(module)
+            fn: Callable[[bytes | bytearray | memoryview], int] = module.crc32c
+            return fn
+    except (ImportError, AssertionError, OSError):
+        pass
+    from crc32c import crc32c as fn_pkg
+
+    return fn_pkg
+
+
+crc32c = _crc32c()
 
 MASK_DELTA = 0xA282EAD8
 U32 = 0xFFFFFFFF

@@ -238,6 +238,7 @@ def read_scalars(
     tags: Iterable[str] | None = None,
     *,
     axes: bool = False,
+    bucket: int | None = None,
 ) -> pd.DataFrame:
     """Every scalar of the runs at ``paths`` as one long DataFrame (``run``, ``tag``,
     ``step``, ``wall_time``, ``value``; ``run`` is each path as given).
@@ -246,9 +247,23 @@ def read_scalars(
     ``axes=`` name): each point's record's value on it, NaN where it had none (see
     ``_runfolder/_axiscols.py``).
 
+    ``bucket=N``: instead, one row per run, tag and bucket of ``N`` steps (``step`` is
+    the bucket's first, a multiple of ``N``) with the bucket's ``min``, ``max``,
+    ``mean``, ``last`` and ``count`` of the values and its last point's ``wall_time``:
+    an envelope that never hides a spike (``ValueError`` unless ``N`` is an int >= 1).
+
     Raises ``FileNotFoundError`` for a path that does not exist and ``ValueError`` for
     one that holds no event files, ``metrics.jsonl`` or ``progress.csv``. A torn last
     record or a corrupt one in the middle gives one :class:`aoff.AoffWarning` per file."""
+    if bucket is not None:
+        if axes:
+            raise ValueError(
+                "read_scalars: axes=True and bucket= do not combine (a bucket's envelope "
+                "has no one point, so no one point's axes)"
+            )
+        from ._envelopes import envelopes
+
+        envelopes(to_frame([]), bucket)  # a bad bucket is refused before any reading
     wanted = None if tags is None else list(tags)
     # the axes are tags of their own: read every tag, keep those asked for once joined
     reader = ScalarReader(paths, None if axes else wanted)
@@ -259,11 +274,14 @@ def read_scalars(
                 f"{run.path}: no TensorBoard event files, {JSONL_NAME} or {CSV_NAME} in it"
             )
     reader.warn_problems()
+    frame = to_frame(columns)
+    if bucket is not None:
+        return envelopes(frame, bucket)
     if not axes:
-        return to_frame(columns)
+        return frame
     from ._axiscols import with_axes
 
-    df = with_axes(to_frame(columns))
+    df = with_axes(frame)
     if wanted is not None:
         df = df[df["tag"].isin(wanted)].reset_index(drop=True)
         df["tag"] = df["tag"].cat.remove_unused_categories()

@@ -21,11 +21,9 @@ import struct
 from collections.abc import Iterable
 from typing import BinaryIO
 
-from crc32c import crc32c
-
 from ._framing import MASK_DELTA as _MASK_DELTA
 from ._framing import U32 as _U32
-from ._framing import masked_crc32c
+from ._framing import crc32c, masked_crc32c
 
 __all__ = ["frame_many", "fsync_and_close", "masked_crc32c", "write_all", "write_whole"]
 
