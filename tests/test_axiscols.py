@@ -81,3 +81,8 @@ def test_show_names_the_axes(run: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert shown["axes"] == ["step", "wall_time", "iteration", "env_steps", "grad_steps"]
     assert main(["show", str(run), "--width", "100"]) == 0
     assert "Axes: step, wall_time, iteration, env_steps, grad_steps" in capsys.readouterr().out
+
+
+def test_axes_and_bucket_do_not_combine(run: Path) -> None:
+    with pytest.raises(ValueError, match="axes=True and bucket= do not combine"):
+        read_scalars(run, axes=True, bucket=10)
