@@ -23,7 +23,7 @@ def main() -> None:
         8,
         "Pendulum-v1",
         log_dir=log_dir,
-        log_backend="no_display",
+        log_backend="none",
         backends=("tensorboard", "jsonl", "csv"),
         pump=pump,  # type: ignore[arg-type]
         config={"lr": 3e-4, "seed": 1},

@@ -7,6 +7,7 @@ from __future__ import annotations
 import http.server
 import json
 import math
+import os
 import pickle
 import socket
 import sys
@@ -24,6 +25,7 @@ from aoff._core._records import StepRecord, scalars_of
 from aoff._core._watch import Watch
 from aoff._pump import _actions
 from aoff._pump._options import Options
+from aoff.testing import wait_until
 
 
 def _rec(step: int, values: dict[str, float], producer: str | None = None) -> StepRecord:
@@ -297,6 +299,7 @@ def test_a_dead_webhook_server_never_holds_the_run(
     dead = socket.socket()
     dead.bind(("127.0.0.1", 0))
     dead.listen(16)  # accepted by the kernel, never read nor answered
+    port = dead.getsockname()[1]
     try:
         log = aoff.OffPolicyLogger(
             log_dir=tmp_path,
@@ -304,7 +307,7 @@ def test_a_dead_webhook_server_never_holds_the_run(
             display="none",
             pump="thread",
             rules=[rules.nonfinite(stop=True), rules.above("train/loss", 5)],
-            webhook=f"http://127.0.0.1:{dead.getsockname()[1]}/",
+            webhook=f"http://127.0.0.1:{port}/T01/SECRET?token=abc",
         )
         heard_at = None
         for it in range(1, 400):
@@ -319,8 +322,98 @@ def test_a_dead_webhook_server_never_holds_the_run(
     assert heard_at is not None and heard_at < 400
     assert [a.rule for a in report.alerts] == ["above(train/loss, 5)", "nonfinite"]
     err = capsys.readouterr().err
-    assert err.count("webhook POST to") == 1 and "failed 3 times" in err
-    assert "2 alert action(s) failed" in err
+    said = f"webhook POST to http://127.0.0.1:{port}/… failed 3 times"
+    assert err.count("an alert's webhook POST to") == 1 and said in err, err
+    assert "SECRET" not in err and "abc" not in err  # the hook's secret
+    assert f"aoff: 2 alerts not delivered (webhook/command): 2 failed (the first: {said}" in err
+    assert list(report.alerts_undelivered.values()) == [2]
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("https://hooks.slack.com/services/T0/B0/XyZ", "https://hooks.slack.com/…"),
+        ("https://h.example:8443/?key=s3cret", "https://h.example:8443/…"),
+        ("https://u:p@h.example/", "https://h.example/…"),
+        ("http://h.example", "http://h.example/"),
+    ],
+)
+def test_a_webhook_url_is_printed_without_its_path_query_or_user(url: str, shown: str) -> None:
+    assert _actions.redact(url) == shown
+    with pytest.raises(ValueError) as bad:
+        Options(webhook=url.replace("http", "htp", 1))
+    assert "XyZ" not in str(bad.value) and "s3cret" not in str(bad.value)
+    assert "XyZ" not in repr(Options(webhook=url))
+
+
+def _alert(n: int) -> rules.Alert:
+    return rules.Alert(time.time(), "nonfinite", f"t{n}", n, math.nan, f"t{n} is nan")
+
+
+def _silent_server() -> socket.socket:
+    dead = socket.socket()
+    dead.bind(("127.0.0.1", 0))
+    dead.listen(16)  # accepted by the kernel, never read nor answered
+    return dead
+
+
+def test_the_ends_wait_for_alerts_is_bounded_and_counts_those_left() -> None:
+    """A server that never answers within the POST's timeout: close() returns after its
+    bound and counts every alert not delivered, the one on the wire included."""
+    dead = _silent_server()
+    said: list[str] = []
+    try:
+        actions = _actions.Actions(f"http://127.0.0.1:{dead.getsockname()[1]}/x", None, said.append)
+        for n in range(3):
+            actions.submit(_alert(n))
+        t0 = time.monotonic()
+        actions.close(0.3)
+        assert time.monotonic() - t0 < _actions.WEBHOOK_TIMEOUT  # not the POST's own timeout
+    finally:
+        dead.close()
+    assert actions.undelivered == 3 and actions.sent == 0
+    assert actions.why == {"still waiting when finish() stopped after 0.3s": 3}
+    actions.submit(_alert(9))  # after the end: counted, not queued
+    assert actions.why["came after the run's end"] == 1
+
+
+def _hanging_command(tmp_path: Path) -> tuple[list[str], Path]:
+    """A command whose child would outlive it: the child's pid is written to a file."""
+    pid_file = tmp_path / "child.pid"
+    script = f"sleep 60 & echo $! > {pid_file}; wait"
+    return ["sh", "-c", script], pid_file
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    # a zombie still answers kill(0): gone once reaped by init, or its state says so
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return f.read().split(")")[-1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.parametrize("where", ["its timeout", "the end of the run"])
+def test_a_command_past_its_time_is_killed_with_its_process_group(
+    where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if where == "its timeout":
+        monkeypatch.setattr(_actions, "COMMAND_TIMEOUT", 0.5)
+    command, pid_file = _hanging_command(tmp_path)
+    said: list[str] = []
+    actions = _actions.Actions(None, command, said.append)
+    actions.submit(_alert(1))
+    child = int(wait_until(lambda: pid_file.exists() and pid_file.read_text().strip()))
+    if where == "its timeout":
+        wait_until(lambda: actions.failures == 1, what="the command killed at its timeout")
+        assert "ran past 0.5s; killed" in said[0]
+    actions.close(0.2)
+    wait_until(lambda: _gone(child), what="the command's own child killed with it")
+    assert actions.undelivered == 1
 
 
 # -- a normal SAC run: no false alert -----------------------------------------------------------

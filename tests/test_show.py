@@ -269,9 +269,14 @@ def test_show_refuses_a_width_too_narrow(
     demo_run: tuple[Path, str], capsys: pytest.CaptureFixture[str], width: str
 ) -> None:
     run_dir, _ = demo_run
-    rc, out, err = _aoff(capsys, "show", str(run_dir), "--width", width)
-    assert (rc, out) == (2, "")
-    assert err == f"aoff show: --width {width}: must be at least 20 columns\n"
+    with pytest.raises(SystemExit) as done:
+        _aoff(capsys, "show", str(run_dir), "--width", width)
+    got = capsys.readouterr()
+    assert (done.value.code, got.out) == (2, "")
+    assert got.err == (
+        f"aoff show: argument --width: must be an int >= 20 and <= 1,000, got {width} "
+        "(see aoff show --help)\n"
+    )
 
 
 def test_every_help_says_each_default_once(capsys: pytest.CaptureFixture[str]) -> None:
@@ -283,4 +288,23 @@ def test_every_help_says_each_default_once(capsys: pytest.CaptureFixture[str]) -
         for option in options:
             assert option.lower().count("default") <= 1, (command, option)
         if command == "compare":
-            assert "resamples (at least 2000) (default: 2000)" in text  # added once
+            assert "resamples (from 2000 to 1,000,000) (default: 2000)" in text  # added once
+
+
+def test_show_says_env_steps_only_for_a_run_that_logged_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from aoff import OffPolicyLogger
+
+    for name, collect in (("none", False), ("some", True)):
+        with OffPolicyLogger(
+            log_dir=str(tmp_path / name), backends=("jsonl",), display="none", pump="thread"
+        ) as log:
+            for i in range(1, 4):
+                if collect:
+                    log.log_collector(i * 64, i * 64)
+                log.log_step(i, {"loss": 1.0})
+    rc, out, _ = _aoff(capsys, "show", str(tmp_path / "none"))
+    assert rc == 0 and "Last step: 3" in out and "env steps" not in out
+    rc, out, _ = _aoff(capsys, "show", str(tmp_path / "some"))
+    assert rc == 0 and "Total env steps: 192" in out

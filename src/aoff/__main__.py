@@ -27,7 +27,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from typing import NamedTuple, NoReturn
 
 from . import __version__
 
@@ -48,6 +48,14 @@ class _Defaults(argparse.HelpFormatter):
         ):
             return text
         return text + " (default: %(default)s)"
+
+
+class _Parser(argparse.ArgumentParser):
+    """A bad argument is one line (the command, the problem, where to read more), exit 2,
+    not the usage block above it."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
 class _Command(NamedTuple):
@@ -99,7 +107,7 @@ _COMMANDS = (
         "compare",
         "seeds of each configuration: IQM, bootstrap interval, curves",
         "Group runs into configurations (seeds of one setting), and print per group the "
-        "final score's mean, median, interquartile mean (IQM) and the IQM's 95%% bootstrap "
+        "final score's mean, median, interquartile mean (IQM) and the IQM's 95% bootstrap "
         "interval over runs, the probability of improvement between groups, and each "
         "group's IQM curve with its band. Runs without the metric, or that cannot be read, "
         "are left out with one line each. Ctrl+C stops it (exit 130).",
@@ -131,7 +139,7 @@ def _parser() -> argparse.ArgumentParser:
         "export": add_export_arguments,
     }
     fmt = _Defaults  # every --help lists the defaults, once
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="aoff",
         description="aoff: an asyncio-native training logger for off-policy RL.",
         formatter_class=fmt,

@@ -109,6 +109,12 @@ def _engine(
 ) -> _Engine:
     """The logger behind a writer: TensorBoard files in ``logdir``, the writer's own
     conventions (no envs, a dashboard only when asked), the rest as passed."""
+    if not isinstance(dashboard, bool):
+        raise TypeError(f"SummaryWriter(dashboard=) must be True or False, got {dashboard!r}")
+    if isinstance(total_steps, bool) or not isinstance(total_steps, int) or total_steps < 0:
+        raise TypeError(f"SummaryWriter(total_steps=) must be an int >= 0, got {total_steps!r}")
+    if isinstance(passed.get("backends"), str):  # a name's letters would be names
+        raise TypeError("SummaryWriter(backends=) must be a sequence, e.g. backends=('jsonl',)")
     if "backends" in passed:
         passed["backends"] = tuple(passed["backends"])
     return _Engine(

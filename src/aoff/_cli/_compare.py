@@ -32,6 +32,8 @@ from .._channel._paths import has_live_files
 from .._runfolder._runfind import find_runs, is_run_dir, tb_files
 from ._comparechart import curve_chart
 from ._groups import Group, compile_group, group_runs
+from ._numbers import number
+from ._pipes import output_closed
 from ._progress import reading_progress
 from ._series import RunSeries
 from ._stats import Curve, Final, final_score, final_stats, iqm_curve, probability_of_improvement
@@ -39,6 +41,9 @@ from ._stats import Curve, Final, final_score, final_stats, iqm_curve, probabili
 __all__ = ["add_compare_arguments", "run_compare"]
 
 _GLOB_CHARS = frozenset("*?[")
+#: the most bootstrap resamples and curve points (memory: resamples x runs, points x runs)
+MAX_REPS = 1_000_000
+MAX_POINTS = 10_000
 
 
 @dataclass
@@ -306,9 +311,19 @@ def run_compare(ns: argparse.Namespace, console: Console, out: TextIO, err: Text
                 return 1
         if not ns.follow:
             return 0
-        time.sleep(ns.interval)
+        _follow_pause(ns.interval, out)
         while not reading.update():  # appended bytes only, each look
-            time.sleep(ns.interval)
+            _follow_pause(ns.interval, out)
+
+
+def _follow_pause(seconds: float, out: TextIO) -> None:
+    """Wait for the next look, a tenth of a second at a time: a reader that closed the
+    pipe (``--follow | head``) ends the command at once, not at its next redraw."""
+    end = time.monotonic() + seconds
+    while (left := end - time.monotonic()) > 0:
+        if output_closed(out):
+            raise BrokenPipeError
+        time.sleep(min(left, 0.1))
 
 
 def add_compare_arguments(p: argparse.ArgumentParser) -> None:
@@ -335,18 +350,33 @@ def add_compare_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--final",
-        type=float,
+        type=number(float, 0, 1, above=True),
         default=0.1,
         help="a run's score is the mean of the metric over this last fraction of its steps",
     )
-    p.add_argument("--reps", type=int, default=2000, help="bootstrap resamples (at least 2000)")
-    p.add_argument("--seed", type=int, default=0, help="the bootstrap's random seed")
-    p.add_argument("--points", type=int, default=100, help="steps on the curves' common grid")
+    p.add_argument(
+        "--reps",
+        type=number(int, 2000, MAX_REPS),
+        default=2000,
+        help=f"bootstrap resamples (from 2000 to {MAX_REPS:,})",
+    )
+    p.add_argument(
+        "--seed", type=number(int, 0, 2**32 - 1), default=0, help="the bootstrap's random seed"
+    )
+    p.add_argument(
+        "--points",
+        type=number(int, 2, MAX_POINTS),
+        default=100,
+        help=f"steps on the curves' common grid (from 2 to {MAX_POINTS:,})",
+    )
     p.add_argument("--out", metavar="FILE", help="also save the curves as a .png, .svg or .pdf")
     p.add_argument("--json", action="store_true", help="print the numbers as JSON")
     p.add_argument(
         "--follow", action="store_true", help="redraw as the runs' files grow (Ctrl+C stops)"
     )
     p.add_argument(
-        "--interval", type=float, default=2.0, help="seconds between looks with --follow"
+        "--interval",
+        type=number(float, 0, 3600, above=True),
+        default=2.0,
+        help="seconds between looks with --follow",
     )

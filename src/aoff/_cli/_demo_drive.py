@@ -9,6 +9,7 @@ line around it is ``_demo``'s.
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
@@ -17,6 +18,7 @@ from .._faces._async import AsyncOffPolicyLogger
 from .._faces._sync import OffPolicyLogger
 from ._demo_config import DemoConfig, checkpoint_path
 from ._demo_sim import BUFFER_CAPACITY, STAGING_MAX, STEPS_PER_ENV, Simulation
+from ._pipes import output_closed
 
 __all__ = ["run_async", "run_sync"]
 
@@ -81,6 +83,13 @@ class _Calls:
         return f"Simulated run (seed {self.cfg.seed}); nothing was trained"
 
 
+def _go_on() -> None:
+    """Between iterations: a reader that closed our stdout (``aoff demo | head``) ends
+    the demo now (the run is finished and its files written; ``aoff`` exits 0)."""
+    if output_closed(sys.stdout):
+        raise BrokenPipeError
+
+
 def run_sync(cfg: DemoConfig) -> None:
     calls = _Calls(cfg)
     with OffPolicyLogger(**cfg.logger_kwargs()) as log:
@@ -88,6 +97,7 @@ def run_sync(cfg: DemoConfig) -> None:
         for part in (calls.warmup(log), calls.training(log)):
             for fn, args in part:
                 if fn is None:
+                    _go_on()
                     time.sleep(args[0] / 1000.0)
                 else:
                     fn(*args)
@@ -101,6 +111,7 @@ async def run_async(cfg: DemoConfig) -> None:
         for part in (calls.warmup(log), calls.training(log)):
             for fn, args in part:
                 if fn is None:
+                    _go_on()
                     await asyncio.sleep(args[0] / 1000.0)
                 else:
                     awaitable: Awaitable[None] = fn(*args)

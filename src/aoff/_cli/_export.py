@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import warnings
 from typing import Any, TextIO
 
@@ -40,7 +41,7 @@ def to_wide(long: Any) -> Any:
     return wide.reset_index(drop=True)
 
 
-def write_table(table: Any, path: str, fmt: str) -> None:
+def write_table(table: Any, path: Any, fmt: str) -> None:
     """Write ``table`` (a DataFrame) to ``path`` as ``fmt``. Raises ``ImportError`` when
     Parquet's engine is missing, ``OSError`` when the file cannot be written."""
     if fmt == "csv":
@@ -89,16 +90,25 @@ def run_export(ns: argparse.Namespace, err: TextIO) -> int:
         from .._runfolder._envelopes import envelopes
 
         table = envelopes(table, ns.bucket)
+    to_stdout = ns.output == "-"
     try:
-        write_table(table, ns.output, fmt)
+        write_table(table, _stdout(fmt) if to_stdout else ns.output, fmt)
+    except BrokenPipeError:
+        raise  # the reader of our stdout has gone: a quiet exit 0 (aoff.__main__)
     except ImportError as exc:
         print(f"aoff export: Parquet needs pyarrow (pip install pyarrow): {exc}", file=err)
         return 1
     except OSError as exc:
         print(f"aoff export: cannot write {ns.output!r}: {exc.strerror or exc}", file=err)
         return 1
-    print(f"aoff export: {len(table):,} rows to {ns.output}", file=err)
+    print(f"aoff export: {len(table):,} rows to {'stdout' if to_stdout else ns.output}", file=err)
     return 0
+
+
+def _stdout(fmt: str) -> Any:
+    """``-o -``: the table goes to stdout (text for CSV, bytes for Parquet)."""
+    sys.stdout.flush()
+    return sys.stdout if fmt == "csv" else sys.stdout.buffer
 
 
 def _format_of(path: str) -> str | None:
@@ -109,7 +119,11 @@ def _format_of(path: str) -> str | None:
 def add_export_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("runs", nargs="+", metavar="RUN", help="run folders")
     p.add_argument(
-        "-o", "--output", required=True, metavar="FILE", help="the file to write (.parquet, .csv)"
+        "-o",
+        "--output",
+        required=True,
+        metavar="FILE",
+        help="the file to write (.parquet, .csv); - writes to stdout (give --format)",
     )
     p.add_argument(
         "--format", choices=FORMATS, help="the file's format (default: from FILE's suffix)"

@@ -33,18 +33,31 @@ from .._runfolder._rundata import JSONL_NAME, REWARD_TAG, SUMMARY_NAME, TB_PATTE
 from .._runfolder._runfind import find_runs
 from .._runfolder._runs import read_run, scan_bytes
 from ._folder import not_a_folder
+from ._numbers import number
 from ._progress import reading_progress
 from ._runjson import ls_row, show_json
 from ._tagtable import bars_for, fmt_value, tag_table
 
 __all__ = ["MIN_WIDTH", "add_ls_arguments", "add_show_arguments", "run_ls", "run_show"]
 
+#: the widest --width (a wider one only pads lines with spaces)
+MAX_WIDTH = 1000
 #: the narrowest --width: the summary panel and a tag with one number fit without wrapping
 MIN_WIDTH = 20
 
 
 def _steps(data: RunData) -> str:
     return "--" if data.steps is None else f"{data.steps:,}"
+
+
+def _steps_label(data: RunData) -> str:
+    """``Total env steps`` when the run logged env steps, else ``Last step``: the
+    original logger's records step by env steps once ``log_collector`` gave them, by
+    the iteration before (both axes are tags; they differ only in the first case), and a
+    writer's by its ``global_step``."""
+    env, it = data.last("axis/env_steps_total"), data.last("axis/iteration")
+    logged = env is not None and it is not None and env != it
+    return "  Total env steps: " if logged else "  Last step: "
 
 
 def _wall(data: RunData) -> str:
@@ -96,7 +109,7 @@ def summary(data: RunData) -> Panel:
         iterations += f" of {data.max_iterations:,}"
     lines = [
         Text.assemble("  Source: ", (_source(data), "cyan")),
-        Text.assemble("  Total env steps: ", (_steps(data), "yellow")),
+        Text.assemble(_steps_label(data), (_steps(data), "yellow")),
         Text.assemble("  Iterations: ", (iterations, "yellow")),
         Text.assemble("  Wall time (first to last record): ", (_wall(data), "yellow")),
     ]
@@ -261,10 +274,10 @@ def add_show_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--width",
-        type=int,
+        type=number(int, MIN_WIDTH, MAX_WIDTH),
         default=None,
         help="columns to fit the table in (default: the terminal's width; COLUMNS or 80 "
-        f"when piped; at least {MIN_WIDTH})",
+        f"when piped; from {MIN_WIDTH} to {MAX_WIDTH})",
     )
     p.add_argument("--json", action="store_true", help="print the run as JSON, for scripts")
 

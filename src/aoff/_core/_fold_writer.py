@@ -30,6 +30,21 @@ WRITER_KINDS = frozenset((ev.W_SCALAR, ev.W_TEXT, ev.W_HISTOGRAM, ev.W_HPARAMS))
 TENSORFLOW_BINS = "tensorflow"
 
 
+#: the last part of a tag that names an episode's return, as the libraries users port
+#: log it: CleanRL ``charts/episodic_return``, SB3 ``rollout/ep_rew_mean`` and
+#: ``eval/mean_reward``, rsl_rl ``Train/mean_reward``, TorchRL ``train/reward``,
+#: ``train/episode_reward``, ``episode_return``
+REWARD_NAMES = frozenset(
+    ("episodic_return", "ep_rew_mean", "mean_reward", "episode_reward", "episode_return",
+     "reward", "return")
+)  # fmt: skip
+
+
+def is_reward_tag(tag: str) -> bool:
+    """Whether ``tag`` is an episode return by :data:`REWARD_NAMES` (case aside)."""
+    return tag.rsplit("/", 1)[-1].lower() in REWARD_NAMES
+
+
 @cache
 def tensorflow_bins() -> tuple[float, ...]:
     """TensorBoard's default histogram edges, as torch's ``SummaryWriter`` makes them:
@@ -105,6 +120,19 @@ class WriterFold:
         if step > s.iteration:
             s.iteration = step
 
+    def _main_scalar(self, tag: str, value: float) -> None:
+        """The dashboard's view of a main-run scalar: the reward tag (the first one
+        :func:`is_reward_tag` takes) feeds the reward history, any other is a metric,
+        shown as written."""
+        s = self.state
+        s.labels_as_written = True
+        if not s.reward_tag and is_reward_tag(tag):
+            s.reward_tag = tag
+        if tag == s.reward_tag:
+            s.reward_history.append(value)
+        else:
+            s.latest_metrics[tag] = value
+
     def fold(self, e: ev.Event) -> StepRecord | None:
         """The record of one ``SummaryWriter`` event (None: its value was skipped,
         reported)."""
@@ -134,7 +162,7 @@ class WriterFold:
                 return None
             self._seen(step)
             if not run:
-                self.state.latest_metrics[tag] = value
+                self._main_scalar(tag, value)
             pairs = ((tag, value),)
             return StepRecord(step, step, wall, pairs, run=run, tensor_style=e[6], writer=True)
         if kind == ev.W_TEXT:  # (run, tag, text, step)

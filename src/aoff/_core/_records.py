@@ -150,6 +150,20 @@ class MediaRecord:
     encoded: dict[str, bytes]
 
 
+class SeedDefault(int):
+    """A run-description default the user did not give: the original logger's
+    ``max_iterations=1500`` and ``num_envs=4096``. It is kept where that logger kept it
+    (the face's attributes, the W&B and TensorBoard config), and never shown as a fact
+    (no ``iter 880/1500``, ETA, ``Envs 4,096`` or ``Iterations: 1536/1500``)."""
+
+    __slots__ = ()
+
+
+#: the original logger's defaults, as given by no one
+SEED_MAX_ITERATIONS = SeedDefault(1500)
+SEED_NUM_ENVS = SeedDefault(4096)
+
+
 @dataclass(slots=True)
 class RunConfig:
     """The constructor arguments the dashboard and backends need (never changes)."""

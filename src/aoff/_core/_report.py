@@ -60,6 +60,10 @@ class FinishReport:
     #: per producer (``log.remote(name)``, ``aoff.ray``), its records whose step was below
     #: its previous record's: late or out of order, each written at its own step
     late_points: dict[str, int] = field(default_factory=dict)
+    #: alerts whose ``webhook=``/``command=`` did not complete, by why: it failed, it was
+    #: still waiting when the run's end stopped waiting for it (at most 5 s, within
+    #: ``finish_timeout``), or a flood pushed it out of the queue
+    alerts_undelivered: dict[str, int] = field(default_factory=dict)
 
     @property
     def complete(self) -> bool:
@@ -145,6 +149,12 @@ def end_of_run_lines(
             f"aoff: {len(report.alerts)} alert(s): "
             + "; ".join(a.message for a in report.alerts[:3])
             + ("; ..." if len(report.alerts) > 3 else "")
+        )
+    if report.alerts_undelivered:
+        n = sum(report.alerts_undelivered.values())
+        lines.append(
+            f"aoff: {n:,} alert{'s' if n != 1 else ''} not delivered (webhook/command): "
+            + "; ".join(f"{k:,} {why}" for why, k in report.alerts_undelivered.items())
         )
     for name, lost in report.backend_lost.items():
         if lost:

@@ -53,6 +53,11 @@ class State:
     throughput_known: bool = False
     throughput_steps: int = 0
     latest_metrics: dict[str, float] = field(default_factory=dict)
+    #: metric names shown as the caller wrote them (a drop-in's tags: ``SummaryWriter``,
+    #: ``aoff.sb3``), not the original logger's ``_`` -> space, title case
+    labels_as_written: bool = False
+    #: the drop-in writer's tag that feeds the reward history (``_fold_writer.py``'s rule)
+    reward_tag: str = ""
     reward_history: deque[float] = field(default_factory=lambda: deque(maxlen=REWARD_HISTORY))
     #: the loss the dashboard charts (the first loss key of a step's metrics, sorted) and
     #: its value at each step that logged it: the same x axis as ``reward_history``
@@ -108,6 +113,8 @@ class State:
     logged: set[str] = field(default_factory=set)
     #: what the run's rules saw so far (``_pump/_alerts.py``), oldest first
     alerts: tuple[Alert, ...] = ()
+    #: alerts whose webhook or command did not complete, by why (``_pump/_actions.py``)
+    alerts_undelivered: dict[str, int] = field(default_factory=dict)
     #: the hot path's latest sampled cost (``_core/_hotcost.summarize``): ``aoff/hot_path_*``
     hot_path: dict[str, float] = field(default_factory=dict)
     #: the logger's own cost as last written (``_pump/_cost.py``): ``aoff/...`` tags

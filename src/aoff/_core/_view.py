@@ -93,6 +93,14 @@ class RunView(Protocol):
         """The latest value of each training metric."""
 
     @property
+    def labels_as_written(self) -> bool:
+        """Metric names are shown as the caller wrote them (a drop-in's tags)."""
+
+    @property
+    def reward_tag(self) -> str:
+        """The logged tag the reward history comes from (``""``: ``log_step``'s reward)."""
+
+    @property
     def reward_history(self) -> Sequence[float]:
         """The mean reward at each of the last steps that logged one, oldest first."""
 

@@ -5,18 +5,23 @@ Why renderables of their own: the panel's rows are laid out from what was logged
 neither an alert nor aoff's cost is a row of it; drawn above and below the panel (the
 dashboard, and ``aoff attach``, which draws the same dashboard), they change nothing in
 it. The banner is red and first, so it is seen; the footer is one dim line.
+
+The three share the terminal's height: the panel is laid out in what the banner's and
+the footer's lines leave (:class:`Framed`), so a frame never runs past the bottom of
+the screen, where Rich's ``Live`` would replace the panel's bottom border with ``...``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.segment import Segment
 from rich.text import Text
 
 from .._core._view import RunView
 
-__all__ = ["SHOWN", "alert_banner", "cost_line", "with_banner"]
+__all__ = ["SHOWN", "Framed", "alert_banner", "cost_line", "with_banner"]
 
 #: the newest alerts the banner lists (the rest are counted)
 SHOWN = 3
@@ -54,14 +59,39 @@ def cost_line(cost: Mapping[str, float]) -> str:
     return "; ".join(parts)
 
 
+class Framed:
+    """The panel with the banner above it and the footer below, the panel given the
+    height they leave (the options' height, else the console's)."""
+
+    def __init__(self, banner: Text | None, panel: RenderableType, footer: Text | None) -> None:
+        self.banner = banner
+        self.panel = panel
+        self.footer = footer
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        height = options.height or options.size.height
+        lines: list[list[Segment]] = []
+        if self.banner is not None:
+            lines += console.render_lines(self.banner, options.update(height=None), pad=False)
+        below: list[list[Segment]] = []
+        if self.footer is not None:  # one line: cut with an ellipsis, never wrapped
+            below = console.render_lines(self.footer, options.update(height=None), pad=False)
+        room = max(height - len(lines) - len(below), 1)
+        new_line = Segment.line()
+        for line in lines:
+            yield from line
+            yield new_line
+        yield from console.render(self.panel, options.update(height=room))
+        for line in below:
+            yield from line
+            yield new_line
+
+
 def with_banner(state: RunView, panel: RenderableType) -> RenderableType:
     """``panel`` with the banner above it and the cost line below, when they exist."""
     banner = alert_banner(state)
     line = cost_line(state.cost)
     if banner is None and not line:
         return panel
-    parts: list[RenderableType] = [banner] if banner is not None else []
-    parts.append(panel)
-    if line:
-        parts.append(Text(" " + line, style="dim"))
-    return Group(*parts)
+    footer = Text(" " + line, style="dim", no_wrap=True, overflow="ellipsis") if line else None
+    return Framed(banner, panel, footer)

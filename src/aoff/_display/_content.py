@@ -148,17 +148,19 @@ def header(state: RunView, now: float, glyphs: Glyphs = UNICODE_GLYPHS) -> Text:
 
 def metric_rows(state: RunView) -> list[Pair]:
     """ "Losses & Metrics" | "Value": loss keys first (sorted; red above 10, or when not
-    finite), then the other keys sorted and indented; ``_`` → space, title case."""
+    finite), then the other keys sorted and indented; ``_`` → space, title case (a
+    drop-in's tags, ``labels_as_written``, as written)."""
     metrics = state.latest_metrics
     if not metrics:
         return [(Cell(("Waiting for data...", DIM)), EMPTY)]
     rows: list[Pair] = []
+    named = str if state.labels_as_written else label  # a drop-in's tags as written
     for key in sorted(k for k in metrics if "loss" in k.lower()):
         value = metrics[key]
         alert = value > LOSS_ALERT or not math.isfinite(value)
-        rows.append((Cell(label(key)), Cell((fmt_number(value), RED if alert else YELLOW))))
+        rows.append((Cell(named(key)), Cell((fmt_number(value), RED if alert else YELLOW))))
     for key in sorted(k for k in metrics if "loss" not in k.lower()):
-        rows.append((Cell(f"  {label(key)}"), Cell(fmt_number(metrics[key]))))
+        rows.append((Cell(f"  {named(key)}"), Cell(fmt_number(metrics[key]))))
     for _, shown in rows:
         shown.whole = True
     return rows
@@ -198,11 +200,12 @@ def reward_rows(state: RunView, glyphs: Glyphs, *, split: bool = False) -> list[
     history = list(state.reward_history)
     rows: list[Pair] = []
     if history:
-        label = Cell(("Reward", BOLD))
+        name = state.reward_tag or "Reward"  # a drop-in's reward: the tag as logged
+        label = Cell((name, BOLD), whole=True)
         trend = reward_trend(history)
         if trend is not None:
             glyph = {"up": (glyphs.up, GREEN), "down": (glyphs.down, RED)}
-            label = Cell(("Reward", BOLD), " ", glyph.get(trend, (glyphs.flat, YELLOW)))
+            label = Cell((name, BOLD), " ", glyph.get(trend, (glyphs.flat, YELLOW)), whole=True)
         avg = f"{mean(history[-REWARD_MEAN_WINDOW:]):.3f}"
         peak = f"{max(history):.3f}"
         if split:

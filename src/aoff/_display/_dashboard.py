@@ -16,6 +16,7 @@ stream.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -34,6 +35,20 @@ from ._render import Glyphs, dashboard_panel, glyphs_for, plain_line, summary_pa
 from ._streams import ForwardingStream
 
 __all__ = ["Dashboard", "use_live"]
+
+
+class _OwnConsole(Console):
+    """The dashboard's own console: a reader that closed our stdout (``| head``) is a
+    ``BrokenPipeError`` for the display's guard, which switches the dashboard off
+    quietly, not Rich's ``SystemExit(1)``, which ended the display's thread and made the
+    run's end wait for it. Later writes go to ``/dev/null``, as with Rich."""
+
+    def on_broken_pipe(self) -> None:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(devnull, self.file.fileno())
+        os.close(devnull)
+        raise BrokenPipeError
 
 
 def use_live(console: Console) -> bool:
@@ -126,7 +141,7 @@ class Dashboard:
         live: bool | None = None,
         pacing: Pacing = unpaced,
     ) -> None:
-        self.console = console if console is not None else Console()
+        self.console = console if console is not None else _OwnConsole()
         self._pacing = pacing
         self._pause: Pause = no_pause  # the frame being drawn's (see _frame)
         self.plain_interval = plain_interval

@@ -14,7 +14,8 @@ in order on one daemon thread and never waits for one:
   stderr says so).
 
 Errors raised by the display are reported once and switch it off: a broken display costs
-the run its dashboard, never the run itself.
+the run its dashboard, never the run itself. A ``BrokenPipeError`` (the output's reader
+has gone, ``| head``) switches it off without a word: there is no one to tell.
 """
 
 from __future__ import annotations
@@ -132,6 +133,8 @@ class GuardedDisplay:
             started = self._busy_since
             try:
                 call()
+            except BrokenPipeError:  # nobody reads the output any more: nothing to say
+                self.failed = True
             except Exception as exc:
                 self.failed = True
                 self.say_problem(

@@ -69,6 +69,7 @@ TITLE = "aoff Off-Policy Training"
 LINES_A_PIECE = 8
 _BORDER = Style.parse("bright_blue")
 _BOLD = Style.parse("bold")
+_DIM = Style.parse("dim")
 
 
 class DashboardPanel:
@@ -217,7 +218,14 @@ class DashboardPanel:
             room = height - len(head) - len(middle) - len(timing)
         gap1 = [blank(width)] if room >= 2 else []
         gap2 = [blank(width)] if room >= 1 and timing else []
-        return head + gap1 + middle + gap2 + timing
+        if room < 0:  # still too tall: the rows that do not fit are one counted line
+            middle = _cut(middle, len(middle) + room, width)
+            room = height - len(head) - len(middle) - len(timing)
+            if room < 0:
+                timing = _cut(timing, len(timing) + room, width)
+        # the height is the panel's to keep: a frame taller than the terminal loses its
+        # bottom border to Rich's "..." (the header alone can be taller on a tiny one)
+        return (head + gap1 + middle + gap2 + timing)[: max(height, 0)]
 
     # -- the frame -----------------------------------------------------------------------
     def _frame(
@@ -248,6 +256,16 @@ class DashboardPanel:
         yield Segment(box.get_bottom([width - 2]), _BORDER)
         yield new_line
         self.pause()
+
+
+def _cut(lines: list[Line], keep: int, width: int) -> list[Line]:
+    """``lines`` in ``keep`` rows (at least one): the last says how many are not shown."""
+    keep = max(keep, 1)
+    if len(lines) <= keep:
+        return lines
+    hidden = len(lines) - keep + 1
+    note = f" … {hidden} more row{'s' if hidden > 1 else ''} (a taller terminal shows them)"
+    return [*lines[: keep - 1], [Segment(set_cell_size(note, max(width, 0)), _DIM)]]
 
 
 def _no_rule(section: list[Line]) -> list[Line]:

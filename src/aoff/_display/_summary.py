@@ -26,8 +26,10 @@ def summary_panel(state: RunView, now: float, glyphs: Glyphs = UNICODE_GLYPHS) -
     """The panel printed once at the end (green; yellow when the run was interrupted).
 
     Its first line says how the run ended: ``Training complete`` (all ``max_iterations``
-    done), ``Training stopped at N of M`` (``finish()`` before that) or ``Training
-    interrupted: stopped at N of M``; ``stopped before any step was logged`` when no
+    done, or none given), ``Training stopped at iteration N by rule R: ...`` (a rule made
+    with ``stop=True`` fired and the loop ended before its last iteration), ``Training
+    stopped at N of M`` (``finish()`` before that) or ``Training interrupted: stopped at
+    N of M``; ``stopped before any step was logged`` when no
     ``log_step`` came. Empty fields (no ``env_name``) are left out, and so is what no
     call logged (``Total env steps`` before any ``log_collector``).
 
@@ -51,6 +53,12 @@ def _how_it_ended(state: RunView) -> Text:
         stopped = "stopped before any step was logged"
     if state.interrupted:
         return Text(f"Training interrupted: {stopped}", style="bold yellow")
+    rule = next((a for a in state.alerts if a.stop), None)
+    if rule is not None and not 0 < cfg.max_iterations <= state.iteration:
+        # a rule made with stop=True fired and the loop ended before its last iteration
+        # (or none was given): the loop stopped for it, the run is not complete
+        said = f"Training stopped at iteration {state.iteration:,} by rule {rule.rule}"
+        return Text(f"{said}: {rule.message}", style="bold yellow")
     if state.iteration < cfg.max_iterations:  # finish() before the last iteration
         return Text(f"Training {stopped}", style="bold yellow")
     return Text("Training complete", style="bold green")

@@ -15,13 +15,14 @@ import os
 import threading
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Generic
+from typing import TYPE_CHECKING, Any, Generic, Self
 
 from .._core import _events as ev
 from .._core._buffer import DEFAULT_CAPACITY, EventBuffer, Overflow
 from .._core._checkpoint import to_state_dict
 from .._core._config import format_converted
 from .._core._recorder import R, Recorder
+from .._core._records import SEED_MAX_ITERATIONS, SEED_NUM_ENVS
 from .._core._report import FinishReport
 from .._core._rules import Alert, Rule
 from .._core._say import say_to_stderr
@@ -41,6 +42,7 @@ from .._pump._options import (
 from .._pump._ranks import RankMode, muted_line, rank_dir, this_rank
 from .._pump._sysmetrics import DEFAULT_INTERVAL as DEFAULT_SYSTEM_INTERVAL
 from ._forkhook import track
+from ._keywords import check_keywords, public_signature
 from ._phase import CLOSING, INERT, NEXT, Phase, stopped
 
 if TYPE_CHECKING:
@@ -85,11 +87,21 @@ class Face(Recorder[R], MediaCalls[R], Generic[R]):
     _closed_result: R
     _closed_when = "finish()/close()"
 
+    def __new__(cls, *args: Any, **kwargs: Any) -> Self:
+        # a misspelt keyword names the class called, not the shared ``Face.__init__``
+        check_keywords(cls, len(args), tuple(kwargs))
+        return super().__new__(cls)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # help() and the docs show __init__'s signature, not the checking __new__'s
+        setattr(cls, "__signature__", public_signature(cls))  # noqa: B010
+
     def __init__(
         self,
         algo_name: str = "RL",
-        max_iterations: int = 1500,
-        num_envs: int = 4096,
+        max_iterations: int = SEED_MAX_ITERATIONS,
+        num_envs: int = SEED_NUM_ENVS,
         env_name: str = "",
         obs_dim: int = 0,
         action_dim: int = 0,

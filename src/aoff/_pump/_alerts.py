@@ -102,6 +102,7 @@ class AlertDesk:
         """The run ended: the actions get up to ``timeout`` to finish what is queued."""
         if self.actions is not None:
             self.actions.close(timeout)
+            self.state.alerts_undelivered = dict(self.actions.why)
 
     def _deliver(self, alerts: list[Alert]) -> None:
         self.state.alerts += tuple(alerts)

@@ -8,6 +8,8 @@ faces cannot drift apart and no list of arguments is written twice.
 
 from __future__ import annotations
 
+import dataclasses
+import operator
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -17,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from .._backends._base import Backend
 from .._core._buffer import DEFAULT_CAPACITY, OVERFLOW_POLICIES, Overflow
 from .._core._config import ConfigValue, flatten_config
-from .._core._records import RunConfig
+from .._core._records import RunConfig, SeedDefault
 from .._core._rules import DEFAULT_RULES, Rule, check_rules
 from .._media._calls import DEFAULT_MEDIA_BUDGET, check_media_budget
 from . import _registry
@@ -34,6 +36,9 @@ BackendSpec = str | Backend
 PumpMode = Literal["process", "thread"]
 PUMP_MODES: tuple[PumpMode, ...] = ("process", "thread")
 DEFAULT_WANDB_PROJECT = "aoff"
+#: ``log_backend=`` values that open no backend: ``"none"`` the dashboard only (the seed
+#: took any unknown name so; aoff refuses a misspelt one), ``"no_print"`` nothing at all
+DISPLAY_ONLY = ("none", "no_print")
 #: the agent's niceness above the training process's (``agent_nice=``). A niced agent
 #: leaves the training loop the CPU under contention (the flood benchmark's tail: p99
 #: +48/+105 % at 10 against +209/+385 % at 0), but it falls behind a flood on a busy
@@ -131,13 +136,16 @@ class Options:
     #: the rules the run watches itself with (``aoff.rules``; None: the defaults)
     rules: tuple[Rule, ...] | None = DEFAULT_RULES
     #: where each alert is POSTed as JSON, and the command run with it on stdin
-    webhook: str | None = None
+    #: the run description's fields left at the original logger's defaults (not given)
+    unset: tuple[str, ...] = ()
+    webhook: str | None = field(default=None, repr=False)  # a hook's URL is its secret
     command: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         """Each field checked (a clear error naming the first bad one) and put in its one
         form: what and where the run writes, how its buffer and pump run, what it
         watches, where it resumes."""
+        self._check_run()
         self._check_outputs()
         self._check_running()
         self._check_watching()
@@ -155,6 +163,23 @@ class Options:
     def _fix(self, name: str, value: object) -> None:
         object.__setattr__(self, name, value)  # frozen: the one form, set once
 
+    def _check_run(self) -> None:
+        """The run description's types: a string where a name goes, an int where a count
+        goes (``max_iterations="100"`` fails here, not in the dashboard's formatting)."""
+        for f in fields(RunConfig):
+            value = getattr(self.config, f.name)
+            got = type(value).__name__
+            if f.type == "str" and not isinstance(value, str):
+                raise TypeError(f"{f.name} must be a str, got {value!r} ({got})")
+            if f.type == "int":
+                if isinstance(value, bool) or not hasattr(value, "__index__"):
+                    raise TypeError(f"{f.name} must be an int, got {value!r} ({got})")
+                if operator.index(value) < 0:
+                    raise ValueError(f"{f.name} must be >= 0, got {value!r}")
+                if isinstance(value, SeedDefault):  # not given: kept, never shown
+                    self._fix("unset", (*self.unset, f.name))
+                setattr(self.config, f.name, operator.index(value))  # a NumPy int as int
+
     def _check_outputs(self) -> None:
         """The display rate, the backends and where they write."""
         r = self.refresh_per_second
@@ -165,6 +190,9 @@ class Options:
             got = type(self.log_backend).__name__
             raise TypeError(f"log_backend must be a str, got {got}")
         self._fix("log_backend", self.log_backend.lower())
+        if self.log_backend not in (*_registry.names(), *DISPLAY_ONLY):
+            known = ", ".join(repr(n) for n in (*_registry.names(), *DISPLAY_ONLY))
+            raise ValueError(f"unknown log_backend {self.log_backend!r}: use {known}")
         self._fix("log_dir", os.fspath(self.log_dir) if self.log_dir else "")
         if isinstance(self.backends, str | bytes):
             raise TypeError("backends must be a sequence, e.g. backends=('jsonl',)")
@@ -190,8 +218,14 @@ class Options:
             raise ValueError(f"pump must be one of {PUMP_MODES}, got {self.pump!r}")
         if self.ranks not in RANK_MODES:
             raise ValueError(f"ranks must be one of {RANK_MODES}, got {self.ranks!r}")
-        self._fix("finish_timeout", float(self.finish_timeout))
-        self._fix("flush_secs", float(self.flush_secs))
+        for name in ("finish_timeout", "flush_secs"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int | float):
+                got = type(v).__name__
+                raise TypeError(f"{name} must be a number of seconds, got {v!r} ({got})")
+            if not v >= 0:
+                raise ValueError(f"{name} must be >= 0 seconds, got {v!r}")
+            self._fix(name, float(v))
         si = self.system_interval
         if isinstance(si, bool) or not isinstance(si, int | float) or not si >= 0:
             raise ValueError(f"system_interval must be a number of seconds >= 0, got {si!r}")
@@ -208,7 +242,9 @@ class Options:
         if hook is not None and (
             not isinstance(hook, str) or not hook.startswith(("http://", "https://"))
         ):
-            raise ValueError(f"webhook must be an http:// or https:// URL, got {hook!r}")
+            # not echoed: a hook's URL is its secret, and a mistyped one may be as well
+            got = "a str" if isinstance(hook, str) else type(hook).__name__
+            raise ValueError(f"webhook must be an http:// or https:// URL, got {got} that is not")
         cmd = self.command
         if cmd is not None:
             if isinstance(cmd, str | bytes):
@@ -231,6 +267,14 @@ class Options:
         return cls(config=config, hparams=hparams, hparams_converted=tuple(converted), **kw)
 
     # -- derived -----------------------------------------------------------------------------
+    def shown_config(self) -> RunConfig:
+        """The run description as the dashboard, the summary and ``aoff show`` tell it: a
+        field the user did not give is 0 there (not known), not the original's default."""
+        shown = dataclasses.replace(self.config)
+        for name in self.unset:
+            setattr(shown, name, 0)
+        return shown
+
     @property
     def now(self) -> Callable[[], float]:
         """The wall clock for events and records."""
@@ -296,10 +340,10 @@ class Options:
         if self.log_backend == "no_print":
             return []
         wanted: list[str] = []
-        if self.log_backend == "tensorboard" and self.log_dir:
-            wanted.append("tensorboard")
-        elif self.log_backend == "wandb":
-            wanted.append("wandb")
+        lb = self.log_backend
+        # the seed's rule: TensorBoard only with a log_dir; any other registered name too
+        if lb not in DISPLAY_ONLY and (lb != "tensorboard" or self.log_dir):
+            wanted.append(lb)
         wanted.extend(b.lower() for b in self.backends if isinstance(b, str))
         out: list[str] = []
         for name in wanted:

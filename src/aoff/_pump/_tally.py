@@ -73,6 +73,7 @@ def finish_report(
         alerts=state.alerts,
         axes_back=state.axes_back,
         late_points=dict(state.late_points),
+        alerts_undelivered=dict(state.alerts_undelivered),
     )
     if partial and intake.media.pending_count():  # still encoding: not written as of now
         res.media_lost[STALLED] = res.media_lost.get(STALLED, 0) + intake.media.pending_count()

@@ -44,7 +44,11 @@ class Core:
         self.buffer = (
             buffer if buffer is not None else EventBuffer(options.capacity, options.overflow)
         )
-        self.state = State(config=options.config, hparams=HParams(options.hparams))
+        self.state = State(
+            config=options.shown_config(),
+            hparams=HParams(options.hparams),
+            labels_as_written=not options.seed_tags,  # an adapter's keys, as its caller's
+        )
         self.display = options.build_display()
         self.alerts = _alert_desk(options, self.state, on_alert)
         settings = PumpSettings(
@@ -117,5 +121,5 @@ def _run_summary(options: Options) -> RunSummary | None:
         return None
     return RunSummary(
         os.path.join(options.log_dir, SUMMARY_NAME),
-        max_iterations=options.config.max_iterations,
+        max_iterations=options.shown_config().max_iterations,
     )
