@@ -71,6 +71,8 @@ def finish_report(
         media_refused=state.media_refused,
         media_lost={why: n for why, n in intake.media.lost.items() if n},
         alerts=state.alerts,
+        axes_back=state.axes_back,
+        late_points=dict(state.late_points),
         alerts_undelivered=dict(state.alerts_undelivered),
     )
     if partial and intake.media.pending_count():  # still encoding: not written as of now
