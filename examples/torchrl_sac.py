@@ -9,7 +9,8 @@ return at once and whose files are written by aoff's agent process::
     python examples/torchrl_sac.py --logger aoff      # 10,000 frames, ~1 min on CPU
     tensorboard --logdir runs/torchrl_sac
 
-Needs the ``torchrl`` extra: ``pip install 'aoff[torchrl]'`` (and gymnasium).
+Needs the ``torchrl`` and ``examples`` extras (TorchRL's ``GymEnv`` steps Gymnasium):
+``pip install 'aoff[torchrl,examples]'``.
 """
 
 from __future__ import annotations

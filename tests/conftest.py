@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -110,6 +111,15 @@ def pump_thread(log: OffPolicyLogger) -> threading.Thread:
     return thread
 
 
+# -- children a test sends Ctrl+C -------------------------------------------------------------
+def sigint_as_in_a_shell() -> None:
+    """``preexec_fn`` for a child that a test sends Ctrl+C (SIGINT): SIGINT's default
+    action back, as a program started from an interactive shell has it. A runner started
+    with SIGINT ignored (``nohup``, a backgrounded job, ``(trap '' INT; pytest)``) hands
+    that ignore down to every child, and an ignored Ctrl+C never arrives."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 # -- letting time pass on purpose --------------------------------------------------------------
 def hold_still(seconds: float, why: str) -> None:
     """Let ``seconds`` pass on purpose, and say ``why``: a stretch in which something
@@ -197,6 +207,18 @@ def _sigterm_handler_back() -> Iterator[None]:
     remove_sigterm_handler()
     yield
     remove_sigterm_handler()
+
+
+@pytest.fixture
+def no_cost_events(monkeypatch: pytest.MonkeyPatch) -> None:
+    """For a test that counts events exactly (every step written or dropped, none twice):
+    a run that lasts over 5 s on a loaded machine also puts aoff's own ``COST`` sample in
+    the buffer, which a full buffer then drops and counts: one more than the steps. The
+    samples are tested in ``test_rules.py``; here they would only make the totals depend
+    on the machine's speed."""
+    from aoff._core import _hotcost
+
+    monkeypatch.setattr(_hotcost, "COST_SPAN_NS", 1 << 62)
 
 
 @pytest.fixture

@@ -5,7 +5,11 @@ Run as ``python terminal_child.py MODE OUT_DIR [options]``:
 ``timed``
     log for ``--seconds`` and call ``finish()``. Half-way through it prints one line
     to stdout and one to stderr (``MARKER_OUT``/``MARKER_ERR``), as training code does
-    while the panel is live.
+    while the panel is live. With ``--steered`` the parent sets the pace instead of the
+    clock, so a loaded machine cannot cut the run short of what the test must see: the
+    markers are printed once ``OUT_DIR/say`` exists and the loop ends once
+    ``OUT_DIR/stop`` exists (``--seconds`` is then only a cap); the seconds from the
+    logger's construction to ``finish()``'s return go to ``OUT_DIR/elapsed.txt``.
 ``forever``
     log until a signal ends the process (capped at ``--seconds``).
 
@@ -44,6 +48,7 @@ def parse() -> argparse.Namespace:
     p.add_argument("--no-finish", action="store_true")
     p.add_argument("--pump", choices=["process", "thread"], default="process")
     p.add_argument("--log-marker", action="store_true", help="also log through `logging`")
+    p.add_argument("--steered", action="store_true", help="OUT/say and OUT/stop set the pace")
     return p.parse_args()
 
 
@@ -76,36 +81,63 @@ def step_kwargs(i: int) -> dict[str, Any]:
     }
 
 
+class Pace:
+    """When to print the markers and when to stop: half-way and at ``--seconds`` by the
+    clock, or when the parent says so (``--steered``)."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.seconds, self.steered = float(args.seconds), bool(args.steered)
+        self.say_file = os.path.join(args.out, "say")
+        self.stop_file = os.path.join(args.out, "stop")
+        self.t0 = time.monotonic()
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.t0
+
+    def go_on(self) -> bool:
+        if self.elapsed() >= self.seconds:
+            return False
+        return not (self.steered and os.path.exists(self.stop_file))
+
+    def say_now(self) -> bool:
+        if self.steered:
+            return os.path.exists(self.say_file)
+        return self.elapsed() >= self.seconds / 2
+
+
 class Progress:
     def __init__(self, args: argparse.Namespace) -> None:
+        self.out = args.out
         self.file = open(os.path.join(args.out, "progress.txt"), "a", encoding="utf-8")  # noqa: SIM115
 
     def logged(self, i: int) -> None:
         self.file.write(f"{i}\n")
         self.file.flush()
 
-    def finished(self) -> None:
+    def finished(self, pace: Pace) -> None:
         """finish() returned (written here, not to a terminal that may not take it)."""
         self.file.write("finished\n")
         self.file.flush()
+        with open(os.path.join(self.out, "elapsed.txt"), "w", encoding="utf-8") as f:
+            f.write(f"{pace.elapsed():.3f}\n")
 
 
 def run_sync(args: argparse.Namespace) -> None:
     from aoff import OffPolicyLogger
 
     progress = Progress(args)
+    pace = Pace(args)
     log = OffPolicyLogger(**logger_kwargs(args))
     log.start()
-    t0 = time.monotonic()
     i = 0
     said = False
-    while time.monotonic() - t0 < args.seconds:
+    while pace.go_on():
         i += 1
         log.update_collector_timing({"env_step_ms": 1.5})
         log.log_collector(total_steps=i * 4096, buffer_size=i * 16)
         log.log_step(i, **step_kwargs(i))
         progress.logged(i)
-        if not said and time.monotonic() - t0 >= args.seconds / 2:
+        if not said and pace.say_now():
             said = True
             print(MARKER_OUT, flush=True)
             print(MARKER_ERR, file=sys.stderr, flush=True)
@@ -114,7 +146,7 @@ def run_sync(args: argparse.Namespace) -> None:
         time.sleep(0.002)  # a training step takes time (a pace, not a wait)
     if not args.no_finish:
         log.finish()
-        progress.finished()
+        progress.finished(pace)
     print(f"child finished after {i} iterations", flush=True)
 
 
@@ -124,10 +156,10 @@ async def run_async(args: argparse.Namespace) -> None:
     from aoff import AsyncOffPolicyLogger
 
     progress = Progress(args)
+    pace = Pace(args)
     async with AsyncOffPolicyLogger(**logger_kwargs(args)) as log:
-        t0 = time.monotonic()
         i = 0
-        while time.monotonic() - t0 < args.seconds:
+        while pace.go_on():
             i += 1
             await log.log_collector(total_steps=i * 4096, buffer_size=i * 16)
             await log.log_step(i, **step_kwargs(i))

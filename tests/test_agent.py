@@ -35,17 +35,8 @@ from .conftest import (
     log_until_the_loss_is_seen,
 )
 
-
-@pytest.fixture(autouse=True)
-def _no_cost_events(monkeypatch: pytest.MonkeyPatch) -> None:
-    """These tests count events exactly (every step written or dropped, none twice), and
-    a run that lasts over 5 s on a loaded machine also puts aoff's own ``COST`` sample in
-    the buffer, which a tiny buffer then drops and counts: one more than the steps. The
-    samples are tested in ``test_rules.py``; here they would only make the totals depend
-    on the machine's speed."""
-    from aoff._core import _hotcost
-
-    monkeypatch.setattr(_hotcost, "COST_SPAN_NS", 1 << 62)
+# these tests count events exactly (see conftest.no_cost_events)
+pytestmark = pytest.mark.usefixtures("no_cost_events")
 
 
 def workload_iterate() -> Any:

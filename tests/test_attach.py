@@ -39,7 +39,7 @@ from aoff._cli._demo import run
 from aoff._cli._demo_config import DemoConfig
 from aoff.testing import MemoryBackend, RecordingDisplay, wait_until
 
-from .conftest import read_jsonl
+from .conftest import read_jsonl, sigint_as_in_a_shell
 
 CHILD = str(Path(__file__).with_name("attach_child.py"))
 ITER = re.compile(r"iter (\d+)/100000")
@@ -96,6 +96,7 @@ def attach(run_dir: Path | str, *args: str) -> pexpect.spawn[str]:
         codec_errors="replace",
         timeout=TIMEOUT,
         env=env,
+        preexec_fn=sigint_as_in_a_shell,  # the test's Ctrl+C must reach it
     )
 
 

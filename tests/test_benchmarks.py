@@ -320,6 +320,19 @@ def test_bench_read_prints_each_reader_and_checks_its_files() -> None:
     assert "aoff / EventAccumulator on the small file: " in out, out
 
 
+@pytest.mark.slow  # starts an agent; ~2 s at this size
+def test_bench_axes_prints_both_rows_and_the_difference() -> None:
+    """Smoke test at tiny sizes of ``axes=``'s cost (issue #50): the logger's table with
+    both contenders, every step written (the script checks its report), and the
+    recorder-alone figures; no timing is asserted."""
+    out = _bench("bench_axes.py", "--iterations", "200", "--blocks", "2")
+    rows = _table_rows(out, "contender")
+    assert [r[0] for r in rows] == ["log_step", "log_step + axes (3 ints)"], out
+    assert "axes= costs" in out and "load:" in out
+    out = _bench("bench_axes.py", "--recorder", "--iterations", "200", "--blocks", "2")
+    assert "fastest block: log_step" in out and "axes= costs" in out
+
+
 @pytest.mark.slow  # imports rsl_rl and starts an agent
 def test_bench_episode_stats_prints_both_figures() -> None:
     out = _bench("bench_episode_stats.py", "--quick", "--envs", "256")

@@ -35,7 +35,7 @@ from aoff._runfolder._summarywriter import CURVE_POINTS, SUMMARY_NAME, RunSummar
 from aoff._runfolder._tbread import scan_files
 from aoff.testing import wait_until
 
-from .conftest import hold_still
+from .conftest import hold_still, sigint_as_in_a_shell
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -261,6 +261,7 @@ def test_ctrl_c_prints_one_line_and_exits_130(tmp_path: Path, command: str) -> N
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        preexec_fn=sigint_as_in_a_shell,  # the test's Ctrl+C must reach it
     )
     try:
 

@@ -19,6 +19,7 @@ import pytest
 
 from aoff.__main__ import main
 
+from .conftest import sigint_as_in_a_shell
 from .tbruns import CLEANRL_SAC_TAGS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -150,6 +151,7 @@ def test_follow_redraws_as_a_seed_appends_and_ctrl_c_ends_it(tmp_path: Path) -> 
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        preexec_fn=sigint_as_in_a_shell,  # the test's Ctrl+C must reach it
     )
     try:
         assert proc.stdout is not None and proc.stderr is not None

@@ -23,13 +23,13 @@ metrics = pytest.importorskip("rliable.metrics")
 
 def _rliable_library() -> object:
     """``rliable.library``; its bootstrap comes from ``arch``, whose 7.x calls pandas'
-    ``deprecate_kwarg`` without the warning class pandas 3 asks for first: under pandas 3
-    that one call is given ``FutureWarning`` so rliable's own code runs unchanged (pandas
-    2, whose first parameter is the old name, needs nothing)."""
+    ``deprecate_kwarg`` without the warning class pandas 3 asks for first: that one call
+    is given ``FutureWarning`` so rliable's own code runs unchanged. Pandas 2 (which
+    Tianshou pins) takes the call as arch makes it."""
     decorators: Any = importlib.import_module("pandas.util._decorators")
 
     real = decorators.deprecate_kwarg
-    if next(iter(inspect.signature(real).parameters)) == "old_arg_name":
+    if next(iter(inspect.signature(real).parameters)) == "old_arg_name":  # pandas 2
         import rliable.library as library
 
         return library

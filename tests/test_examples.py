@@ -334,3 +334,91 @@ def test_the_demo_fills_tensorboards_hparams_tab(tmp_path: Path) -> None:
     hparams = dict(data.session_start_info.hparams)
     assert hparams["env"].string_value == "Pendulum-v1"
     assert hparams["iterations"].number_value == 3
+
+
+# -- each example says what it needs, and the test install has it -----------------------
+_NEEDS = re.compile(r"^Needs the [^:]*:\s+``pip install 'aoff\[([a-z0-9_,-]+)\]'``", re.M)
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _extras() -> dict[str, list[str]]:
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras: dict[str, list[str]] = dict(project["optional-dependencies"])
+    extras[""] = project["dependencies"]  # the core install
+    return extras
+
+
+def _installed_with(requirements: list[str]) -> set[str]:
+    """The distributions ``requirements`` install, their own requirements included."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    todo = [Requirement(r).name for r in requirements]
+    seen: set[str] = set()
+    while todo:
+        name = _norm(todo.pop())
+        if name in seen:
+            continue
+        seen.add(name)
+        try:
+            requires = metadata.requires(name) or []
+        except metadata.PackageNotFoundError:
+            continue
+        todo += [Requirement(r).name for r in requires if "extra ==" not in r]
+    return seen
+
+
+def _imports_needed(path: Path) -> set[str]:
+    """The top-level modules ``path`` always imports: an import under an ``if`` or a
+    ``try`` is optional (``--track``'s wandb); the examples' own ``_sac`` is followed."""
+    import ast
+
+    tree = ast.parse(path.read_text())
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If | ast.Try):
+                continue
+            if isinstance(child, ast.Import):
+                found.update(a.name.split(".")[0] for a in child.names)
+            elif isinstance(child, ast.ImportFrom) and child.level == 0 and child.module:
+                found.add(child.module.split(".")[0])
+            visit(child)
+
+    visit(tree)
+    if "_sac" in found:
+        found |= _imports_needed(path.with_name("_sac.py"))
+    return found - set(sys.stdlib_module_names) - {"aoff", "_sac"}
+
+
+def test_every_example_states_the_extras_it_needs_and_the_test_install_has_them() -> None:
+    from importlib import metadata
+
+    extras = _extras()
+    readme = (ROOT / "README.md").read_text()
+    line = next(x for x in readme.splitlines() if x.startswith("python3 -m venv") and "pytest" in x)
+    install = re.search(r"-e '\.\[([a-z0-9_,-]+)\]'", line)
+    assert install, line
+    tested = set(install[1].split(","))
+    found = metadata.packages_distributions().items()
+    module_dists = {m: {_norm(d) for d in ds} for m, ds in found}
+    examples = sorted(p for p in EXAMPLES.glob("*.py") if not p.name.startswith("_"))
+    assert len(examples) >= 8
+    for path in examples:
+        stated = _NEEDS.search(path.read_text())
+        assert stated, f"{path.name} does not say which extras it needs (Needs the ... extra)"
+        needs = stated[1].split(",")
+        assert set(needs) <= set(extras), (path.name, needs)
+        assert set(needs) <= tested, f"{path.name}: {needs} not all in README's tests line"
+        provided = _installed_with([r for e in ["", *needs] for r in extras[e]])
+        for module in sorted(_imports_needed(path)):
+            dists = module_dists.get(module)
+            assert dists, f"{path.name} imports {module}, which is not installed"
+            assert dists & provided, f"{path.name} imports {module}; none of {needs} installs it"

@@ -46,7 +46,7 @@ def test_export_long_csv_and_parquet_hold_what_tensorboard_reads(
     assert main(["export", *map(str, runs), "-o", str(csv)]) == 0
     assert main(["export", *map(str, runs), "-o", str(parquet), "--format", "parquet"]) == 0
     assert capsys.readouterr().err.count("rows to") == 2
-    # pandas < 3 parses the last digit loosely unless told to round-trip
+    # round_trip: pandas 2's default float parser may miss the written value by one ulp
     long = pd.read_csv(csv, float_precision="round_trip")
     assert list(long.columns) == ["run", "tag", "step", "wall_time", "value"]
     back = pd.read_parquet(parquet)

@@ -100,7 +100,8 @@ class _Collector:
     def run(self, start: int, stop: int, nan_at: int = 0) -> None:
         for i in range(start, stop):
             self.log.log_collector(i * 10, i, 0.5)
-            self.log.log_step(i, {"x": float("nan") if 0 < nan_at <= i else float(i)})
+            x = float("nan") if 0 < nan_at <= i else float(i)
+            self.log.log_step(i, {"x": x}, axes={"collect_rounds": 2 * i})
         self.log.flush()
 
     def close(self) -> RemoteReport:
@@ -187,6 +188,8 @@ def every_step_of_every_far_actor_on_disk_in_order_and_a_killed_one_is_named(
         mine = [x for x in rows if x.get("producer") == n]
         assert [x["iteration"] for x in mine] == list(range(1, steps + 1)), n
         assert [x["step"] for x in mine] == [i * 10 for i in range(1, steps + 1)], n
+        # the actor's axes= came with its steps (issue #50)
+        assert [x["axis/collect_rounds"] for x in mine] == [2 * i for i in range(1, steps + 1)]
         tb = read_tensorboard(run / n)
         assert [s for s, _ in tb["train/x"]] == [i * 10 for i in range(1, steps + 1)], n
     assert [x["iteration"] for x in rows if "producer" not in x] == [1]

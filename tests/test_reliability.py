@@ -139,6 +139,7 @@ def assert_per_thread_order(iterations: list[int], per_thread: int) -> None:
         ("block", 400_000),
     ],
 )
+@pytest.mark.usefixtures("no_cost_events")  # drops are compared with missing steps
 def test_soak_drops_are_counted_exactly_and_memory_stays_bounded(
     overflow: Overflow, total: int, capsys: pytest.CaptureFixture[str]
 ) -> None:

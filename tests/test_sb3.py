@@ -9,6 +9,7 @@ reader, show the same SB3 tags, steps and values (``time/fps`` and
 
 from __future__ import annotations
 
+import csv
 import json
 import warnings
 from pathlib import Path
@@ -52,7 +53,7 @@ def train_sac(logger: Any, steps: int = 1500) -> None:
 @pytest.mark.slow  # two short SB3 trainings (~10 s on the 2-core CI machine)
 def test_sac_reads_back_the_same_as_sb3s_own_tensorboard_format(tmp_path: Path) -> None:
     ref_dir, ours_dir = tmp_path / "sb3", tmp_path / "aoff"
-    ref = sb3_logger.configure(str(ref_dir), ["tensorboard"])
+    ref = sb3_logger.configure(str(ref_dir), ["tensorboard", "csv"])
     train_sac(ref)
     ref.close()
     logger = aoff.sb3.configure(
@@ -71,7 +72,13 @@ def test_sac_reads_back_the_same_as_sb3s_own_tensorboard_format(tmp_path: Path) 
     # (system_interval=0 turns them off) and the logger's own cost (aoff/*, every few
     # seconds): none of the original logger's scaffolding (done rates, learner times,
     # perf/iter_ms), which SB3 never logs
-    aoff_own = {"axis/iteration", "axis/env_steps_total", "reward/mean", "episode/length"}
+    aoff_own = {
+        "axis/iteration",
+        "axis/env_steps_total",
+        "axis/grad_steps",
+        "reward/mean",
+        "episode/length",
+    }
     ours = {t for t in got if not t.startswith(("system/", "aoff/"))}
     assert ours == set(want) | aoff_own, ours ^ (set(want) | aoff_own)
     assert "time/total_timesteps" not in got  # ...and respects SB3's exclusion
@@ -83,6 +90,11 @@ def test_sac_reads_back_the_same_as_sb3s_own_tensorboard_format(tmp_path: Path) 
     assert steps == list(range(200, 1501, 200))
     # the dashboard's reward: SB3's ep_rew_mean at SB3's steps
     assert got["reward/mean"] == want["rollout/ep_rew_mean"]
+    # SB3's gradient steps (its own CSV has them) are the grad_steps axis of each record
+    with open(ref_dir / "progress.csv", newline="") as f:
+        n_updates = [float(r["train/n_updates"]) for r in csv.DictReader(f)]
+    assert got["axis/grad_steps"] == list(zip(steps, n_updates, strict=True))
+    assert n_updates[-1] > n_updates[0] > 0
 
 
 class _FakeVideo(sb3_logger.Video):

@@ -20,10 +20,10 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from aoff.testing import wait_until
 
-from .conftest import hold_still
+from .conftest import hold_still, sigint_as_in_a_shell
 
 CHILD = Path(__file__).with_name("signal_child.py")
-N = 60_000
+N = 30_000
 
 
 def run_and_signal(
@@ -86,7 +86,7 @@ def check_everything_on_disk(run: Path) -> None:
     assert len(steps) == N and steps[-1] == N
 
 
-# Each case drains 60,000 steps (~7 s on 2 cores, long enough for the signals to come
+# Each case drains 30,000 steps (~3.5 s on 2 cores, ten times what the signals need to come
 # mid-drain), so each signal runs once and the two pump modes share the cases between
 # them: both modes see Ctrl+C, each sees SIGTERM once.
 @pytest.mark.slow
@@ -195,3 +195,25 @@ def test_ctrl_c_inside_a_round_of_the_async_face_loses_nothing(
     # the interrupted step may or may not have been logged: it is written if it was
     assert written[: len(logged)] == logged and len(written) <= len(logged) + 1, got.stderr
     assert "_buffer" not in got.stderr and "drain" not in got.stderr, got.stderr
+
+
+def test_a_child_sent_ctrl_c_gets_sigint_back_though_the_runner_ignores_it() -> None:
+    """The tests that send Ctrl+C to a child (``python -m aoff ...``, a pexpect'd viewer)
+    start it with :func:`sigint_as_in_a_shell`, so they pass when the runner ignores SIGINT
+    (``nohup``, a backgrounded job); without it, the child inherits the ignore."""
+    probe = "import signal; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)"
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)  # as under `(trap '' INT; pytest)`
+    try:
+        inherited, reset = (
+            subprocess.run(
+                [sys.executable, "-c", probe],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                preexec_fn=fn,
+            ).stdout.strip()
+            for fn in (None, sigint_as_in_a_shell)
+        )
+    finally:
+        signal.signal(signal.SIGINT, before)
+    assert (inherited, reset) == ("False", "True")

@@ -342,3 +342,80 @@ async def test_alerts_go_to_the_runs_summary_offline(wandb_dir: Path) -> None:
                 summary[item.key or "/".join(item.nested_key)] = json.loads(item.value_json)
     assert summary[ALERT_TAG] == ["q is nan at step 3", "stalled"]
     assert len(finished_history(wandb_dir)) == 5  # the alerts are no history rows
+
+
+@pytest.mark.slow  # starts wandb's service process
+@pytest.mark.anyio
+async def test_a_late_record_is_a_row_of_its_own_never_dropped(wandb_dir: Path) -> None:
+    """W&B drops a row whose step goes back (a warning in its own log only); aoff keeps
+    a late record of the run's own as a row at W&B's next step, its own step as
+    ``late_step`` (defined as a metric), counted and said once (issue #50)."""
+    backend = WandbBackend(project="aoff-test", dir=wandb_dir)
+    said: list[str] = []
+    await backend.open(BackendContext(say=said.append))
+
+    def rec(step: int, it: int) -> StepRecord:
+        return StepRecord(step, it, 0.0, (("train/loss", float(it)),))
+
+    await backend.write([rec(10, 1), rec(20, 2), rec(15, 3), rec(12, 4), rec(30, 5)])
+    await backend.close()
+    rows = finished_history(wandb_dir)
+    assert [(r["iteration"], r["train/loss"]) for r in rows] == [
+        (1, 1.0),
+        (2, 2.0),
+        (3, 3.0),
+        (4, 4.0),
+        (5, 5.0),
+    ]
+    assert [r.get("late_step") for r in rows] == [None, None, 15, 12, None]
+    assert [r["_step"] for r in rows] == [10, 20, 21, 22, 30]
+    assert backend.late == 2
+    assert [m for m in said if "late_step" in m] == [
+        "[yellow]W&B: a record at step 15 came after step 20; kept as a row at W&B's next "
+        "step, its own step as late_step[/]"
+    ]
+    metrics = [
+        r.metric
+        for r in iter_records(run_file(wandb_dir))
+        if r.WhichOneof("record_type") == "metric"
+    ]
+    assert "late_step" in [m.name for m in metrics]
+
+
+@pytest.mark.slow  # starts wandb's service process
+@pytest.mark.anyio
+async def test_x_charts_every_metric_on_an_axis_and_keeps_every_row(wandb_dir: Path) -> None:
+    """``WandbBackend(x="grad_steps")``: ``define_metric("*", step_metric=...)`` on the
+    axis's tag, one row a record at W&B's own row number, so a record whose step and axis
+    went back is kept (issue #50); read back from the offline run."""
+    with pytest.raises(ValueError, match="x must be"):
+        WandbBackend(project="p", x="wall_time")
+    backend = WandbBackend(project="aoff-test", dir=wandb_dir, x="grad_steps")
+    said: list[str] = []
+    await backend.open(BackendContext(say=said.append))
+
+    def rec(step: int, it: int, grad: float | None) -> StepRecord:
+        axis = () if grad is None else (("axis/grad_steps", grad),)
+        return StepRecord(step, it, 0.0, (*axis, ("train/loss", float(it))))
+
+    await backend.write([rec(10, 1, None), rec(20, 2, 64.0), rec(15, 3, 32.0), rec(30, 4, 96.0)])
+    await backend.close()
+    path = run_file(wandb_dir)
+    rows = read_history(path)
+    assert [(r["iteration"], r.get("axis/grad_steps")) for r in rows] == [
+        (1, 0),  # W&B fills a row without the step metric with its last value
+        (2, 64.0),
+        (3, 32.0),
+        (4, 96.0),
+    ]
+    assert [r["_step"] for r in rows] == [1, 2, 3, 4] and backend.late == 0
+    metrics = [r.metric for r in iter_records(path) if r.WhichOneof("record_type") == "metric"]
+    assert [(m.name, m.glob_name, m.step_metric) for m in metrics][:2] == [
+        ("axis/grad_steps", "", ""),
+        ("", "*", "axis/grad_steps"),
+    ]
+    assert backend.off_axis == 1
+    assert [m for m in said if "x='grad_steps'" in m] == [
+        "[yellow]W&B x='grad_steps': a record without a value on it is kept; W&B charts it "
+        "at the axis's last value (0 before the first)[/]"
+    ]

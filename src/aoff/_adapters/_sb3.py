@@ -13,10 +13,13 @@ A dump becomes, in this order:
   (``num_timesteps``, the x axis of SB3's TensorBoard charts); SB3 does not report its
   replay buffer, so the dashboard's buffer stays 0;
 * ``update_ep_length(rollout/ep_len_mean)`` when SB3 logged it;
-* ``log_step(n, metrics=<every number, under SB3's own key>, reward=rollout/ep_rew_mean)``
-  where ``n`` counts the dumps (1, 2, ...). SB3's keys have a ``/``, so they keep their
-  names in every backend (``train/actor_loss``, ``rollout/ep_rew_mean``, ``time/fps``);
-  aoff adds only its axes (``axis/iteration``, ``axis/env_steps_total``), the reward
+* ``log_step(n, metrics=<every number, under SB3's own key>, reward=rollout/ep_rew_mean,
+  axes={"grad_steps": train/n_updates})`` where ``n`` counts the dumps (1, 2, ...) and
+  the ``grad_steps`` axis is SB3's gradient step count, once a dump has one (read even
+  where a format excludes the key, as SB3's TensorBoard format does: it is a clock).
+  SB3's keys have a ``/``, so they keep their names in every backend
+  (``train/actor_loss``, ``rollout/ep_rew_mean``, ``time/fps``); aoff adds only its axes
+  (``axis/iteration``, ``axis/env_steps_total``, ``axis/grad_steps``), the reward
   (``reward/mean``) and ``episode/length``, never the original logger's scaffolding
   (done rates, learner times, ``perf/iter_ms``: SB3 logs none of them).
   A dump with no number (only an ``HParam``, say) logs no step.
@@ -81,6 +84,9 @@ FORMATS = {
 AOFF_FORMATS = ("stdout", "tensorboard", "csv", "json")
 #: options :func:`configure` sets itself from ``folder`` and ``format_strings``
 _SET_BY_CONFIGURE = ("log_dir", "log_backend")
+#: SB3's gradient step count (off-policy and on-policy algorithms log it): the
+#: ``grad_steps`` axis
+_N_UPDATES = "train/n_updates"
 
 
 class _SB3Run(OffPolicyLogger):
@@ -143,6 +149,11 @@ class AoffOutputFormat(KVWriter):
         key_excluded: dict[str, tuple[str, ...]],
         step: int = 0,
     ) -> None:
+        """One SB3 dump (``Logger.dump``): its numbers become one ``log_step`` (the dump's
+        count as the iteration, ``step`` as the env steps), ``HParam`` the config, arrays
+        histograms, media ``log_image``/``log_video``/``log_figure`` calls. Keys excluded
+        for every aoff format are left out; a value aoff cannot log warns once per key and
+        is counted in :attr:`skipped`."""
         log = self.log
         metrics: dict[str, float] = {}
         for key, value in key_values.items():
@@ -170,7 +181,17 @@ class AoffOutputFormat(KVWriter):
         ep_len = metrics.get("rollout/ep_len_mean")
         if ep_len is not None:
             log.update_ep_length(ep_len)
-        log.log_step(self.dumps, metrics=metrics, reward=metrics.get("rollout/ep_rew_mean"))
+        # a clock, not a metric: read whichever formats exclude it (SB3 keeps it out of
+        # TensorBoard, where its charts' x is the step)
+        updates = key_values.get(_N_UPDATES)
+        if not isinstance(updates, int | np.integer):
+            updates = None
+        log.log_step(
+            self.dumps,
+            metrics=metrics,
+            reward=metrics.get("rollout/ep_rew_mean"),
+            axes=None if updates is None else {"grad_steps": int(updates)},
+        )
 
     def close(self) -> None:
         """Drain and close the aoff logger (idempotent); keeps its :class:`FinishReport`."""
@@ -192,6 +213,7 @@ class AoffLogger(Logger):
 
     @property
     def writer(self) -> AoffOutputFormat:
+        """The :class:`AoffOutputFormat` among this logger's output formats."""
         return self._aoff
 
     @property

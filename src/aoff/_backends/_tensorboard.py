@@ -27,6 +27,13 @@ Resume (``purge_after=N``, from ``resume_step=``): the new file's second event i
 and its name sorts after every event file already in the folder, so TensorBoard's
 readers, which go through files in name order, drop the older files' points after ``N``.
 
+The x axis (``x=``): TensorBoard has one step per point. By default it is the record's
+step (the seed's: the run's env steps once ``log_collector`` gave some, else the
+iteration); ``x="iteration"``, ``x="env_steps"`` or the name of an axis the run logs
+(``axes={"grad_steps": g}``) makes that axis the step of the run's own records, see
+:mod:`aoff._runfolder._tbx`. Every axis is still a series of its own (``axis/<name>``) at
+the same steps, so each point's other clocks read back beside it.
+
 Config (``config=``, ``log_config``): the HParams session infos, the markdown text table
 and, at :meth:`TensorBoardBackend.close`, the final metrics; see :mod:`aoff._runfolder._tbhparams`.
 """
@@ -50,6 +57,7 @@ from .._runfolder._tbencode import encode_records
 from .._runfolder._tbevents import FILE_VERSION, EventEncoder, load_event_class
 from .._runfolder._tbhparams import hparams_file_events, text_table_event, write_hparams_file
 from .._runfolder._tbmedia import MEDIA_FORMATS, media_events
+from .._runfolder._tbx import OnAxis
 from .._runfolder._tfevents import events_name, name_time
 from .._runfolder._tfrecord import frame_many, fsync_and_close, write_all, write_whole
 from ._base import BackendContext
@@ -60,6 +68,10 @@ __all__ = ["TensorBoardBackend"]
 
 _producer_of = operator.attrgetter("producer")
 _run_of = operator.attrgetter("run")
+
+
+def _quiet(_: str) -> None:
+    pass
 
 
 def _folder_of(rec: StepRecord) -> str:
@@ -88,6 +100,7 @@ class TensorBoardBackend(LockedFileBackend):
         flush_secs: float = 2.0,
         filename_suffix: str = "",
         purge_after: int | None = None,
+        x: str | None = None,
     ) -> None:
         if not flush_secs > 0:
             raise ValueError(f"flush_secs must be > 0, got {flush_secs!r}")
@@ -116,6 +129,9 @@ class TensorBoardBackend(LockedFileBackend):
         self._last_step = 0
         #: producers' event files (``log_dir/<name>/``), by producer name
         self._producer_files: dict[str, BinaryIO] = {}
+        #: the axis written as TensorBoard's step (``None``: the record's own step)
+        self.x = x
+        self._on_x = None if x is None else OnAxis(x)
 
     @property
     def portable(self) -> bool:
@@ -128,6 +144,7 @@ class TensorBoardBackend(LockedFileBackend):
             raise TypeError("an opened TensorBoardBackend (or a subclass) cannot be pickled")
         make = functools.partial(TensorBoardBackend, flush_secs=self.flush_secs)
         make = functools.partial(make, filename_suffix=self.filename_suffix)
+        make = functools.partial(make, x=self.x)
         return (functools.partial(make, purge_after=self.purge_after), (self.log_dir,))
 
     # -- worker-thread side ------------------------------------------------------------
@@ -300,6 +317,8 @@ class TensorBoardBackend(LockedFileBackend):
         if self.disabled or not records:
             return
         self._check_writable()
+        if self._on_x is not None:
+            records = self._on_x.moved(records, self._ctx.say if self._ctx else _quiet)
         await self._write_config(records[-1].step)
         # a tuple: the pump may reuse its list while an abandoned thread still reads ours
         await anyio.to_thread.run_sync(self._write_sync, tuple(records), abandon_on_cancel=True)

@@ -21,6 +21,17 @@ every key (``define_metric``), so W&B charts each record at the producer's own s
 however many share a learner step. Producer runs are finished at :meth:`close` (before
 the learner's run); a resumed learner gets new producer runs.
 
+A record of the run's own below the last step logged (a late point, an axis gone back)
+is not dropped, as W&B would drop it: it is logged as a row at W&B's next step with its
+own step as ``late_step`` (defined with ``define_metric``), counted in
+``WandbBackend.late`` and said once.
+
+``x=`` (``"iteration"``, ``"env_steps"`` or an ``axes=`` name): every metric is charted on
+that axis (``define_metric("*", step_metric="axis/<name>")``), and W&B's step is only the
+row's number (one row a record, in order): no record is late for W&B, whatever its
+clocks did. A record without a value on the axis is kept (W&B fills in the axis's last
+value, 0 before the first), counted (``off_axis``) and said once.
+
 A ``SummaryWriter`` record (``aoff.tensorboard``; its ``global_step`` may go back) is
 logged as its own row, ``{"global_step": step, tag: value}`` without a W&B step (W&B
 numbers rows itself, as its TensorBoard sync does), a sub-run's tags under
@@ -64,6 +75,7 @@ from rich.markup import escape
 from .._core._records import MediaRecord, RunConfig, StepRecord
 from .._core._rules import ALERT_TAG
 from .._runfolder._replace import replaced
+from .._runfolder._tbx import axis_tag
 from ._base import BackendContext
 from ._configwrites import ConfigWrites
 from ._configwrites import run_config as merged_config
@@ -112,7 +124,21 @@ class WandbBackend:
         dir: str | os.PathLike[str] | None = None,
         config: Mapping[str, Any] | None = None,
         resume: bool = False,
+        x: str | None = None,
     ) -> None:
+        if x is not None and (
+            not isinstance(x, str) or not x or x.startswith("axis/") or x in ("step", "wall_time")
+        ):
+            raise ValueError(
+                "x must be 'iteration', 'env_steps' or a name given to axes= (the step is "
+                f"W&B's default x axis, wall time its 'Wall Time'), got {x!r}"
+            )
+        #: the axis every metric is charted on (``define_metric``), None: W&B's step
+        self.x = x
+        self._x_tag = None if x is None else axis_tag(x)
+        #: records of the run's own without a value on ``x`` (kept; W&B fills the axis's
+        #: last value in)
+        self.off_axis = 0
         self.project = project
         #: producer name -> its own W&B run (``log.remote(name)``; see the module's doc)
         self._producer_runs: dict[str, Any] = {}
@@ -139,6 +165,10 @@ class WandbBackend:
         self._closed = False
         self._media = MediaFiles()  # images and videos (_wandbmedia.py)
         self._step = 0  # the last step logged on the run (W&B's may not go back)
+        #: the run's own records that came below the last step logged: kept as rows at
+        #: W&B's next step (see ``_late_row``), never dropped
+        self.late = 0
+        self._after_late = False
 
     # -- on the wandb thread -----------------------------------------------------------
     def _open_sync(self, cfg: RunConfig, values: dict[str, Any]) -> tuple[Any, bool, str]:
@@ -150,6 +180,7 @@ class WandbBackend:
         if active is not None:
             if values:  # the user's keys go to the run they reuse too
                 active.config.update(values, allow_val_change=True)
+            self._define_x(active)
             return active, False, str(active.name)
         run_name = self.run_name or f"{cfg.algo_name}_{cfg.env_name}"
         # the seed's config, then the ``config`` argument, then config= (later keys win)
@@ -184,7 +215,14 @@ class WandbBackend:
         run = wandb.init(**kwargs)
         if self.dir:
             _store_run_id(self.dir, str(run.id))
+        self._define_x(run)
         return run, True, run_name
+
+    def _define_x(self, run: Any) -> None:
+        """With ``x``: every metric charted against that axis's tag (``define_metric``)."""
+        if self._x_tag is not None:
+            run.define_metric(self._x_tag)
+            run.define_metric("*", step_metric=self._x_tag)
 
     def _update_config_sync(self, values: dict[str, Any]) -> None:
         self.run.config.update(values, allow_val_change=True)
@@ -227,8 +265,49 @@ class WandbBackend:
                 continue
             own: dict[str, Any] = {"iteration": rec.iteration}
             own.update(rec.scalars)
+            if self._x_tag is not None:
+                # W&B's step is only the row's number here: every metric is charted on
+                # the axis (define_metric), so a record is never late for W&B
+                if self._x_tag not in own:
+                    self._off_axis()
+                self._step += 1
+                log(own, step=self._step)
+                continue
+            if rec.step < self._step or (rec.step == self._step and self._after_late):
+                self._late_row(own, rec.step)
+                continue
             log(own, step=rec.step)
             self._step = rec.step
+            self._after_late = False
+
+    def _off_axis(self) -> None:
+        if not self.off_axis and self._ctx is not None:
+            self._ctx.say(
+                f"[yellow]W&B x={self.x!r}: a record without a value on it is kept; W&B "
+                "charts it at the axis's last value (0 before the first)[/]"
+            )
+        self.off_axis += 1
+
+    def _late_row(self, row: dict[str, Any], step: int) -> None:
+        """A record of the run's own whose step is below the last one logged (a point
+        that came late, or an axis that went back): W&B would drop it, with a warning in
+        its own log only. It is kept as a row of its own at W&B's next step, its own step
+        under ``late_step`` (defined as a metric, so it can be a chart's x axis), counted
+        (:attr:`late`) and said once."""
+        if not self.late:
+            self.run.define_metric("late_step")
+            if self._ctx is not None:
+                self._ctx.say(
+                    f"[yellow]W&B: a record at step {step:,} came after step {self._step:,}; "
+                    "kept as a row at W&B's next step, its own step as late_step[/]"
+                )
+        self.late += 1
+        row["late_step"] = step
+        # at an explicit step: a row logged without one would join W&B's open row (the
+        # last record's) and overwrite its values
+        self._step += 1
+        self._after_late = True  # a record at this step next would join this row
+        self.run.log(row, step=self._step)
 
     def _alerts(self, texts: Sequence[tuple[str, str]]) -> None:
         """The run's alerts (``aoff.rules``): under ``aoff/alerts`` in the run's summary

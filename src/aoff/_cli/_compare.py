@@ -138,10 +138,10 @@ class Reading:
     """Every run's series of the metric, read as the files grow (``--follow``); a run
     that cannot be read, or lacks the metric, is named on ``err`` once."""
 
-    def __init__(self, runs: list[str], metric: str, err: TextIO) -> None:
+    def __init__(self, runs: list[str], metric: str, err: TextIO, x: str = "step") -> None:
         self.metric = metric
         self.err = err
-        self.series = {run: RunSeries(run, metric) for run in runs}
+        self.series = {run: RunSeries(run, metric, x) for run in runs}
         self.skipped: set[str] = set()
         self.lacking: set[str] = set()
 
@@ -210,7 +210,7 @@ def _num(v: float) -> float | None:
     return v if math.isfinite(v) else None
 
 
-def as_json(metric: str, final: float, done: list[Compared]) -> dict[str, Any]:
+def as_json(metric: str, final: float, done: list[Compared], x: str = "step") -> dict[str, Any]:
     groups = []
     for c in done:
         f = c.final
@@ -243,6 +243,7 @@ def as_json(metric: str, final: float, done: list[Compared]) -> dict[str, Any]:
         groups.append(entry)
     return {
         "metric": metric,
+        "x": x,  # the curves' steps are on this axis (--x)
         "final_fraction": final,
         "groups": groups,
         "probability_of_improvement": [
@@ -263,7 +264,9 @@ def _fmt(v: float) -> str:
     return f"{v:.4g}"
 
 
-def render(console: Console, metric: str, final: float, done: list[Compared]) -> None:
+def render(
+    console: Console, metric: str, final: float, done: list[Compared], *, x: str = "step"
+) -> None:
     """The grouping, the final-performance table, the improvements and the chart."""
     for c in done:
         diverged = len(c.diverged())
@@ -300,7 +303,7 @@ def render(console: Console, metric: str, final: float, done: list[Compared]) ->
     if curves:
         ascii_only = console.encoding.lower().replace("-", "") != "utf8"
         console.print(
-            curve_chart(curves, console.width, ascii_only=ascii_only, metric=metric),
+            curve_chart(curves, console.width, ascii_only=ascii_only, metric=metric, x=x),
             crop=True,
         )
 
@@ -329,7 +332,7 @@ def run_compare(ns: argparse.Namespace, console: Console, out: TextIO, err: Text
     groups = group_runs(runs, pattern, unmatched)
     for run in unmatched:
         print(f"aoff compare: {run} does not match --group {ns.group!r}; left out", file=err)
-    reading = Reading(runs, ns.metric, err)
+    reading = Reading(runs, ns.metric, err, ns.x)
     reading.update()
     said: set[str] = set()
     while True:
@@ -349,17 +352,18 @@ def run_compare(ns: argparse.Namespace, console: Console, out: TextIO, err: Text
                 said.add(key)
                 print(f"aoff compare: {note}", file=err)
         if ns.json:
-            print(json.dumps(as_json(ns.metric, ns.final, done), allow_nan=False), file=out)
+            got = as_json(ns.metric, ns.final, done, ns.x)
+            print(json.dumps(got, allow_nan=False), file=out)
         else:
             if ns.follow and console.is_terminal:
                 console.clear()
-            render(console, ns.metric, ns.final, done)
+            render(console, ns.metric, ns.final, done, x=ns.x)
         if ns.out:
             from ._comparefig import save_figure
 
             curves = [(c.group.name, c.final.runs, c.curve) for c in done if c.curve]
             try:
-                save_figure(ns.out, ns.metric, curves)
+                save_figure(ns.out, ns.metric, curves, x=ns.x)
             except (OSError, ImportError) as exc:
                 print(f"aoff compare: cannot write {ns.out!r}: {exc}", file=err)
                 return 1
@@ -388,6 +392,13 @@ def add_compare_arguments(p: argparse.ArgumentParser) -> None:
         help="run folders, globs of them (quote them: 'runs/HalfCheetah*'), or folders of runs",
     )
     p.add_argument("--metric", required=True, help="the scalar tag to compare")
+    p.add_argument(
+        "--x",
+        default="step",
+        metavar="AXIS",
+        help="the curves' x axis: step (default), env_steps, iteration, wall_time (seconds "
+        "since each run's first point) or an axes= name such as grad_steps",
+    )
     p.add_argument(
         "--group",
         metavar="REGEX",

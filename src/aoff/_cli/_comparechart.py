@@ -62,6 +62,7 @@ def curve_chart(
     height: int = 12,
     ascii_only: bool = False,
     metric: str = "",
+    x: str = "step",
 ) -> Text:
     """The chart of ``curves`` (name, curve) in ``min(width, MAX_WIDTH)`` columns."""
     width = min(width, MAX_WIDTH)
@@ -77,7 +78,7 @@ def curve_chart(
     out = Text(no_wrap=True, overflow="crop")
     if metric:
         out.append(f"{metric} (IQM over runs; dots: 95 % interval)\n", "bold")
-    _axes(out, _plot(curves, scale, ascii_only), scale)
+    _axes(out, _plot(curves, scale, ascii_only), scale, x)
     legend = Text(" " * (_LABEL + 1))
     for i, (name, _) in enumerate(curves):
         m, colour = mark(i, ascii_only)
@@ -108,7 +109,7 @@ def _plot(
     return grid
 
 
-def _axes(out: Text, grid: list[list[tuple[str, str]]], scale: _Scale) -> None:
+def _axes(out: Text, grid: list[list[tuple[str, str]]], scale: _Scale, x: str = "step") -> None:
     """``grid`` onto ``out`` with the y labels (ends and middle) and the x axis."""
     height = scale.height
     for r in range(height):
@@ -125,6 +126,6 @@ def _axes(out: Text, grid: list[list[tuple[str, str]]], scale: _Scale) -> None:
             out.append(ch, style or None)
         out.append("\n")
     out.append(" " * (_LABEL - 1) + " +" + "-" * scale.cols + "\n")
-    left, right = f"step {scale.x0:,.0f}", f"{scale.x1:,.0f}"
+    left, right = f"{x} {scale.x0:,.0f}", f"{scale.x1:,.0f}"
     gap = max(scale.cols - len(left) - len(right), 1)
     out.append(" " * (_LABEL + 1) + left + " " * gap + right + "\n")

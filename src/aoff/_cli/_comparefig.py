@@ -19,7 +19,18 @@ __all__ = ["FIGURE_SUFFIXES", "save_figure"]
 FIGURE_SUFFIXES = (".png", ".svg", ".pdf")
 
 
-def save_figure(path: str, metric: str, curves: Sequence[tuple[str, int, Curve]]) -> None:
+#: the x axis's label per ``--x`` (an ``axes=`` name is its own label)
+_X_LABELS = {
+    "step": "environment steps",
+    "env_steps": "environment steps",
+    "iteration": "iterations",
+    "wall_time": "seconds",
+}
+
+
+def save_figure(
+    path: str, metric: str, curves: Sequence[tuple[str, int, Curve]], *, x: str = "step"
+) -> None:
     """Write the figure of ``curves`` (name, runs, curve) to ``path``. Raises
     ``ValueError`` for another suffix, ``ImportError`` without Matplotlib, ``OSError``
     when the file cannot be written."""
@@ -36,7 +47,7 @@ def save_figure(path: str, metric: str, curves: Sequence[tuple[str, int, Curve]]
         for name, runs, c in curves:
             (line,) = ax.plot(c.steps, c.iqm, label=f"{name} ({runs} runs)", linewidth=1.8)
             ax.fill_between(c.steps, c.lo, c.hi, color=line.get_color(), alpha=0.2, linewidth=0)
-        ax.set_xlabel("environment steps")
+        ax.set_xlabel(_X_LABELS.get(x, x))
         ax.set_ylabel(f"{metric} (IQM over runs)")
         ax.set_title(f"{metric}: IQM and 95 % bootstrap interval", fontsize=10)
         ax.grid(alpha=0.3)

@@ -6,7 +6,8 @@ written down once here. Numbers that JSON cannot hold (NaN, infinities) are the 
 ``null``.
 
 ``show``: ``{"run", "source", "kind", "records", "steps", "iterations",
-"max_iterations", "wall_time", "state", "writers", "tags": {tag: {"count", "first",
+"max_iterations", "wall_time", "state", "writers", "axes": [the run's axes, as ``aoff
+compare --x`` names them], "tags": {tag: {"count", "first",
 "last", "min", "max"}}, "media": {"written", "refused", "lost": {reason: n}} or null
 (known from the run summary only), "notes": [...]}``. ``ls``: a list of ``{"run", "steps",
 "last_reward", "wall_time", "status", "writers"}``, one per run folder.
@@ -17,6 +18,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from .._runfolder._axiscols import axes_of
 from .._runfolder._rundata import REWARD_TAG, RunData
 
 __all__ = ["ls_row", "show_json"]
@@ -40,6 +42,7 @@ def show_json(data: RunData, state: str | None) -> dict[str, Any]:
         "wall_time": _num(data.wall_time),
         "state": state,
         "writers": data.writers,
+        "axes": axes_of(data.tags),
         "tags": {
             tag: {
                 "count": t.count,

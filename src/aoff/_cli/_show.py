@@ -28,6 +28,7 @@ from rich.text import Text
 
 from .._channel._paths import has_live_files, live_status
 from .._display._format import fmt_duration
+from .._runfolder._axiscols import axes_of
 from .._runfolder._csvfile import CSV_NAME
 from .._runfolder._rundata import JSONL_NAME, REWARD_TAG, SUMMARY_NAME, TB_PATTERN, RunData
 from .._runfolder._runfind import find_runs, runs_in
@@ -113,6 +114,9 @@ def summary(data: RunData) -> Panel:
         Text.assemble("  Iterations: ", (iterations, "yellow")),
         Text.assemble("  Wall time (first to last record): ", (_wall(data), "yellow")),
     ]
+    axes = axes_of(data.tags)
+    if len(axes) > 4:  # more than the seed's: name them (aoff compare --x takes each)
+        lines.append(Text.assemble("  Axes: ", (", ".join(axes), "cyan")))
     state = stopped_early(data) or data.state
     if state is not None:
         lines.append(Text.assemble("  State: ", (state, "yellow")))

@@ -22,6 +22,8 @@ W_METRICS = "log_step(metrics)"
 W_REWARD_METRICS = "log_step(reward_metrics)"
 W_COMPONENTS = "log_step(reward_components)"
 W_TIMING = "update_collector_timing(timing_ms)"
+W_AXES = "log_step(axes)"
+W_COLLECTOR_AXES = "log_collector(axes)"
 
 
 def copy_dict(d: object, where: str) -> dict[Any, Any]:

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import _events as ev
-from ._arguments import W_COMPONENTS, W_METRICS, W_REWARD_METRICS
+from ._arguments import W_AXES, W_COMPONENTS, W_METRICS, W_REWARD_METRICS
 from ._pending import Gather, PendingEvent
 
 
@@ -143,5 +143,7 @@ def capture_step(event: ev.Event) -> ev.Event:
         d = e[i]
         if d:
             capture_values(d, g, where)
+    if len(e) > ev.S_AXES and e[ev.S_AXES]:  # log_step(axes=...): the event's own copy
+        capture_values(e[ev.S_AXES], g, W_AXES)
     out = tuple(e)
     return finish(g, out) if g else out

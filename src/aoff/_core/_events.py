@@ -52,10 +52,13 @@ COST: Final = 67  # (samples: tuple of ns, span_ns, total_ns)
 class Kind(NamedTuple):
     """One kind of event: the public call that records it (for messages) and its fields
     after ``(kind, wall_time)``, in the order the recorder builds them and the fold reads
-    them (``tests/test_core.py`` checks every builder against this table)."""
+    them (``tests/test_core.py`` checks every builder against this table). ``optional``:
+    fields after those, present only when the call was given them (``axes=``), so an
+    event of a call without them is the same tuple as before they existed."""
 
     name: str
     fields: tuple[str, ...]
+    optional: tuple[str, ...] = ()
 
 
 #: every kind, stated once: its number, its call and its fields
@@ -68,7 +71,7 @@ KINDS: Final[dict[int, Kind]] = {
     BUFFER_UTIL: Kind("update_buffer_utilization", ("utilization",)),
     STAGING_POOL: Kind("update_staging_pool", ("current_len", "max_size")),
     COLLECTION_SYNC: Kind("set_collection_sync", ("enabled", "env_steps_per_sync")),
-    COLLECTOR: Kind("log_collector", ("total_steps", "buffer_size", "mean_reward")),
+    COLLECTOR: Kind("log_collector", ("total_steps", "buffer_size", "mean_reward"), ("axes",)),
     EP_LENGTH: Kind("update_ep_length", ("length",)),
     SAVE: Kind("log_save", ("path",)),
     STEP: Kind(
@@ -85,6 +88,7 @@ KINDS: Final[dict[int, Kind]] = {
             "weight_sync_time",
             "throughput",
         ),
+        ("axes",),
     ),
     TRAINING_TIMER: Kind("start_training_timer", ()),
     FINISH: Kind("finish", ("title", "extra_summary", "interrupted")),
@@ -120,6 +124,10 @@ WALL = 1
     S_WEIGHT_SYNC_TIME,
     S_THROUGHPUT,
 ) = range(2, 12)
+#: a STEP event's ``axes`` (``log_step(axes=...)``): there only when given
+S_AXES = 12
+#: a COLLECTOR event's ``axes`` (``log_collector(axes=...)``): there only when given
+C_AXES = 5
 
 #: an event: ``(kind, wall_time, *FIELDS[kind])``; values are checked by the fold
 Event = tuple[Any, ...]

@@ -20,6 +20,7 @@ from collections.abc import Callable
 
 from . import _events as ev
 from ._checkpoint import load_into
+from ._fold_axes import POLICY_VERSION
 from ._fold_checks import Checks
 from ._fold_pending import Pending
 from ._fold_step import StepFold, collector_tag
@@ -65,6 +66,7 @@ class Folder:
         "_handlers",
         "_last_reward_from",
         "_own_timing",
+        "_producer_steps",
         "_producer_total",
         "_remotes",
         "checks",
@@ -84,6 +86,7 @@ class Folder:
         self._remotes: dict[str, Folder] = {}
         self._own_timing: dict[str, float] = {}  # the run's own collector timings
         self._producer_total = 0  # the sum of the producers' latest total_steps
+        self._producer_steps: dict[str, int] = {}  # each producer's last record's step
         # the producer of the reward history's last point, and the run's own step count
         # then: a step of the run's own since (steps_logged moved on) ends the claim
         self._last_reward_from: tuple[str, int] | None = None
@@ -180,6 +183,9 @@ class Folder:
         s.total_steps = s.own_total_steps + self._producer_total
         s.buffer_size = c.integer("log_collector", "buffer_size", event[3])
         mean_reward = c.num("log_collector", "mean_reward", event[4])
+        if len(event) > ev.C_AXES:  # log_collector(axes=...)
+            axes = self.steps.axes
+            axes.collector_staleness(axes.note("log_collector(axes)", event[ev.C_AXES]))
         if mean_reward != 0:  # 0 is the argument's default: no reward
             self._last_reward_from = None
             # one point per iteration: a second log_collector before the step adds its
@@ -255,14 +261,20 @@ class Folder:
         # the producer's step replaces its own collector reward (one point per iteration)
         claim = (name, s.steps_logged)
         replaces = sub.pending.collector_reward and self._last_reward_from == claim
+        back = sub_s.axes_back
         rec = sub.apply(inner)
+        s.axes_back += sub_s.axes_back - back  # a producer's axes count for the run
+        if kind == ev.COLLECTOR and len(inner) > ev.C_AXES:  # it acted with a policy version?
+            given = inner[ev.C_AXES]
+            if isinstance(given, dict) and POLICY_VERSION in given:
+                self.steps.axes.collector_staleness(sub.steps.axes.collector_version)
         if sub_s.reward_history:
             if replaces and kind == ev.STEP and s.reward_history:
                 s.reward_history[-1] = sub_s.reward_history[0]
             else:
                 s.reward_history.append(sub_s.reward_history[0])
             self._last_reward_from = claim
-        return self._seen_from(name, kind, sub_s, rec)
+        return self._seen_from(name, kind, sub, rec)
 
     def _producer(self, name: str) -> Folder:
         """The producer's own folder, made at its first event."""
@@ -279,16 +291,21 @@ class Folder:
         return sub
 
     def _seen_from(
-        self, name: str, kind: int, sub_s: State, rec: StepRecord | None
+        self, name: str, kind: int, sub: Folder, rec: StepRecord | None
     ) -> StepRecord | None:
         """What the run's dashboard keeps of a producer's event folded in its own state;
         its record, marked as the producer's."""
         s = self.state
+        sub_s = sub.state
         info = s.producers.get(name) or ProducerInfo()
         if kind == ev.STEP:
             s.producers[name] = info._replace(steps=info.steps + 1, iteration=sub_s.iteration)
             s.status = "Training"  # the run trains, whoever logs its steps
             if rec is not None:
+                last = self._producer_steps.get(name)
+                if last is not None and rec.step < last:  # late: written at its own step
+                    s.late_points[name] = s.late_points.get(name, 0) + 1
+                self._producer_steps[name] = rec.step
                 return dataclasses.replace(rec, producer=name)
         elif rec is not None:  # a SummaryWriter's call (a forked child's): its own record
             if name not in s.producers:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from . import _events as ev
+from ._fold_axes import AxesFold
 from ._fold_checks import _FLOAT_ONLY, Checks
 from ._fold_pending import Pending
 from ._histogram_data import Histogram, histogram_scalars
@@ -71,6 +72,7 @@ class StepFold:
         "_loss_keys",
         "_pending",
         "_tag_seqs",
+        "axes",
         "collector_tags",
         "dropped",
         "metric_tags",
@@ -85,6 +87,8 @@ class StepFold:
         self.state = state
         self._checks = checks
         self._pending = pending
+        #: the run's axes (``axes=``), on every record once given
+        self.axes = AxesFold(state, checks)
         #: the original logger's scaffolding tags on every step (see ``_scaffolding``)
         self.seed_tags = seed_tags
         #: events dropped before the fold so far, as the pump counts them (``aoff/...``)
@@ -122,6 +126,8 @@ class StepFold:
         ) = event if len(event) == _STEP_FIELDS else event[:_STEP_FIELDS]
         where = "log_step"
         checks = self._checks
+        if len(event) > _STEP_FIELDS:  # log_step(axes=...)
+            self.axes.note("log_step(axes)", event[ev.S_AXES])
         iteration = checks.integer(where, "iteration", iteration_in)
         tagged = self.tagged
         metrics, metric_tags = (
@@ -148,6 +154,9 @@ class StepFold:
         step = s.total_steps if s.total_steps > 0 else iteration
         tags: list[str] = ["axis/iteration", "axis/env_steps_total"]
         values: list[float] = [float(iteration), float(step)]
+        axes = self.axes
+        if axes.values or axes.staleness is not None:  # only once a call gave axes
+            axes.extend(tags, values)
         if metrics:
             tags += metric_tags
             values += metrics.values()

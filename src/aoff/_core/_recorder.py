@@ -35,6 +35,8 @@ from typing import Any, Generic, TypeVar
 
 from . import _events as ev
 from ._arguments import (
+    W_AXES,
+    W_COLLECTOR_AXES,
     W_COMPONENTS,
     W_METRICS,
     W_REWARD_METRICS,
@@ -47,12 +49,13 @@ from ._arguments import (
 from ._capture import activate, capture, capture_step, capture_tensor, capture_values, finish
 from ._checkpoint import checked_state_dict
 from ._config import flatten_config
-from ._events import S_COMPONENTS, S_METRICS, S_REWARD_METRICS, S_THROUGHPUT
 from ._histogram import capture as capture_histogram
 from ._hotcost import COST_EVERY, HotCost
 from ._pending import Gather, PendingEvent, Placeholder
 
 R = TypeVar("R")
+#: the values the hot path hands on as they are (anything else is captured: a tensor)
+_PLAIN = frozenset((float, int))
 
 
 class Recorder(Generic[R]):
@@ -98,6 +101,8 @@ class Recorder(Generic[R]):
         learner_incremental_h2d_time: float = 0.0,
         weight_sync_time: float = 0.0,
         extra_info: Mapping[str, Any] | None = None,
+        *,
+        axes: Mapping[str, int | float] | None = None,
     ) -> R:
         """Record one learner iteration (times in seconds). Returns at once.
 
@@ -108,7 +113,10 @@ class Recorder(Generic[R]):
         ``reward_metrics``/``reward_components``: more reward numbers (``reward/...``);
         ``train_time``, ``wait_time``, ``learner_incremental_h2d_time``,
         ``weight_sync_time``: the learner's times in seconds; ``extra_info``:
-        ``{"throughput_steps": n}`` gives ``perf/steps_per_sec``.
+        ``{"throughput_steps": n}`` gives ``perf/steps_per_sec``; ``axes``: the run's
+        other clocks now (``{"grad_steps": g, "policy_version": v}``: numbers that never
+        go down), carried by this step's record and every later one as ``axis/<name>``
+        (see the Axes guide).
 
         Any value may be a 0-d or one-element tensor; ``reward`` and the three dicts'
         values may also be per-environment tensors (e.g. ``(num_envs,)``), copied once
@@ -131,35 +139,67 @@ class Recorder(Generic[R]):
                 learner_incremental_h2d_time,
                 weight_sync_time,
                 extra_info,
+                axes,
             )
-        event: ev.Event = (  # one tuple display, in _events.FIELDS[STEP]'s order
-            ev.STEP,
-            self._clock(),
-            iteration,
+        m = (
             None
             if metrics is None
-            else (metrics.copy() if type(metrics) is dict else copy_dict(metrics, W_METRICS)),
-            reward,
-            None if reward_metrics is None else copy_dict(reward_metrics, W_REWARD_METRICS),
+            else (metrics.copy() if type(metrics) is dict else copy_dict(metrics, W_METRICS))
+        )
+        rm = None if reward_metrics is None else copy_dict(reward_metrics, W_REWARD_METRICS)
+        rc = (
             None
             if reward_components is None
             else (
                 reward_components.copy()
                 if type(reward_components) is dict
                 else copy_dict(reward_components, W_COMPONENTS)
-            ),
-            train_time,
-            wait_time,
-            learner_incremental_h2d_time,
-            weight_sync_time,
+            )
+        )
+        tp = (
             None
             if extra_info is None
             else (
                 extra_info.get("throughput_steps", 0)
                 if type(extra_info) is dict
                 else throughput(extra_info)
-            ),
+            )
         )
+        event: ev.Event
+        if axes is None:  # one tuple display, in _events.FIELDS[STEP]'s order
+            event = (
+                ev.STEP,
+                self._clock(),
+                iteration,
+                m,
+                reward,
+                rm,
+                rc,
+                train_time,
+                wait_time,
+                learner_incremental_h2d_time,
+                weight_sync_time,
+                tp,
+            )
+        else:  # the optional field after them (a tuple display: no concatenation)
+            ax = axes.copy() if type(axes) is dict else copy_dict(axes, W_AXES)
+            event = (
+                ev.STEP,
+                self._clock(),
+                iteration,
+                m,
+                reward,
+                rm,
+                rc,
+                train_time,
+                wait_time,
+                learner_incremental_h2d_time,
+                weight_sync_time,
+                tp,
+                ax,
+            )
+            if self._capturing and not _PLAIN.issuperset(map(type, ax.values())):
+                return self._put(capture_step(event))
         if self._capturing:
             # The common case, plain numbers, is checked here in this frame (a call per
             # dict cost ~0.3 us an iteration on a cold cache); anything else is captured
@@ -171,10 +211,10 @@ class Recorder(Generic[R]):
                 and type(wait_time) is float
                 and type(learner_incremental_h2d_time) is float
                 and type(weight_sync_time) is float
-                and (event[S_THROUGHPUT] is None or type(event[S_THROUGHPUT]) is int)
+                and (tp is None or type(tp) is int)
             ):
                 return self._put(capture_step(event))
-            for d in (event[S_METRICS], event[S_COMPONENTS], event[S_REWARD_METRICS]):
+            for d in (m, rc, rm):  # the event's own copies
                 if d:
                     for v in d.values():
                         if type(v) is not float and type(v) is not int:
@@ -185,7 +225,7 @@ class Recorder(Generic[R]):
         """A ``log_step`` call, timed; its time joins the next ``COST`` event."""
         self._cost_left = COST_EVERY
         t0 = perf_counter_ns()
-        result = self.log_step(*args)
+        result = self.log_step(*args[:-1], axes=args[-1])
         t1 = perf_counter_ns()
         cost = self._cost
         if cost is None:
@@ -226,15 +266,26 @@ class Recorder(Generic[R]):
             )
         return self._put((ev.DONE_RATES, self._clock(), timeout_rate, terminated_rate))
 
-    def log_collector(self, total_steps: int, buffer_size: int, mean_reward: float = 0.0) -> R:
+    def log_collector(
+        self,
+        total_steps: int,
+        buffer_size: int,
+        mean_reward: float = 0.0,
+        *,
+        axes: Mapping[str, int | float] | None = None,
+    ) -> R:
         """Total env steps and replay-buffer size; a non-zero ``mean_reward`` joins the
-        dashboard's reward history.
+        dashboard's reward history; ``axes``: the collector's clocks
+        (``{"policy_version": v}`` gives ``collector/staleness``, the learner's
+        ``policy_version`` axis minus this one; see the Axes guide).
 
         The reward history has one point per iteration, whichever calls carry it: a
         ``mean_reward`` here adds a point, and the next ``log_step(reward=...)``
         replaces that point rather than adding a second (a loop that passes both counts
         each iteration once); ``log_step``'s reward alone, or this one alone, adds one.
         """
+        if axes is not None:
+            return self._collector_axes(total_steps, buffer_size, mean_reward, axes)
         if self._capturing and not (
             (type(total_steps) is int or type(total_steps) is float)
             and (type(buffer_size) is int or type(buffer_size) is float)
@@ -251,6 +302,27 @@ class Recorder(Generic[R]):
             )
             return self._put(finish(g, event) if g else event)
         return self._put((ev.COLLECTOR, self._clock(), total_steps, buffer_size, mean_reward))
+
+    def _collector_axes(
+        self, total_steps: Any, buffer_size: Any, mean_reward: Any, axes: Mapping[str, Any]
+    ) -> R:
+        """``log_collector`` with ``axes=``: its event with the axes' copy after its fields."""
+        copied = copy_dict(axes, W_COLLECTOR_AXES)
+        if self._capturing:
+            w = "log_collector"
+            g: Gather = []
+            event = (
+                ev.COLLECTOR,
+                self._clock(),
+                capture(total_steps, g, w, "total_steps"),
+                capture(buffer_size, g, w, "buffer_size"),
+                capture(mean_reward, g, w, "mean_reward"),
+                copied,
+            )
+            return self._put(finish(g, event) if g else event)
+        return self._put(
+            (ev.COLLECTOR, self._clock(), total_steps, buffer_size, mean_reward, copied)
+        )
 
     def log_buffer_fill(self, current: int, target: int) -> R:
         """Replay-buffer warm-up progress; sets the status line."""

@@ -58,6 +58,12 @@ class FinishReport:
     #: per rule (its name), the evaluations that raised: that rule skipped those values,
     #: every other rule went on
     rule_errors: dict[str, int] = field(default_factory=dict)
+    #: how many ``axes=`` values were below the axis's previous value (each written as
+    #: given: a late point is still a point; the first of each axis was said at once)
+    axes_back: int = 0
+    #: per producer (``log.remote(name)``, ``aoff.ray``), its records whose step was below
+    #: its previous record's: late or out of order, each written at its own step
+    late_points: dict[str, int] = field(default_factory=dict)
     #: alerts whose ``webhook=``/``command=`` did not complete, by why: it failed, it was
     #: still waiting when the run's end stopped waiting for it (at most 5 s, within
     #: ``finish_timeout``), or a flood pushed it out of the queue
@@ -123,6 +129,17 @@ def end_of_run_lines(
         lines.append(
             f"aoff: {report.invalid_values:,} values were not logged (not real numbers, "
             "non-str keys or non-dicts; each kind was reported once above)"
+        )
+    if report.axes_back:
+        lines.append(
+            f"aoff: {report.axes_back:,} axis values went down (written as given; "
+            "each axis was named once above)"
+        )
+    if report.late_points:
+        each = ", ".join(f"{name} {n:,}" for name, n in report.late_points.items())
+        lines.append(
+            f"aoff: {sum(report.late_points.values()):,} producer records came late or out "
+            f"of order ({each}); each was written at its own step"
         )
     if report.media_refused:
         lines.append(

@@ -32,8 +32,8 @@ __all__ = [
     "stalled",
 ]
 
-#: the run folder's file of alerts, one JSON object a line
 ALERTS_NAME = "alerts.jsonl"
+"""The run folder's file of alerts, one JSON object a line."""
 #: the text tag an alert is written under (TensorBoard's text plugin, W&B's summary)
 ALERT_TAG = "aoff/alerts"
 
@@ -209,8 +209,8 @@ def slower(
     return Rule("slower", _tags(tag, "slower"), f, w, stop=_stop(stop, "slower"))
 
 
-#: what a run watches when ``rules=`` is not given
 DEFAULT_RULES: tuple[Rule, ...] = (nonfinite(), stalled())
+"""What a run watches when ``rules=`` is not given."""
 
 
 def check_rules(rules: object) -> tuple[Rule, ...]:

@@ -121,6 +121,14 @@ class State:
     hot_path: dict[str, float] = field(default_factory=dict)
     #: the logger's own cost as last written (``_pump/_cost.py``): ``aoff/...`` tags
     cost: dict[str, float] = field(default_factory=dict)
+    #: how many times an axis (``axes=``) went down: written as given, counted here
+    axes_back: int = 0
+    #: per producer, its records whose step was below its previous record's (late or
+    #: out of order): written at their own step, counted here
+    late_points: dict[str, int] = field(default_factory=dict)
+    #: the latest staleness values (``_fold_axes.py``): the learner's policy version minus
+    #: a collector's, one per ``log_collector(axes={"policy_version": v})``
+    staleness: deque[float] = field(default_factory=lambda: deque(maxlen=REWARD_HISTORY))
 
     def pipeline_time(self) -> float:
         """Seconds of the learner pipeline: H2D + train + weight sync (as the original logger)."""
@@ -151,4 +159,6 @@ class State:
             hot_path=dict(self.hot_path),
             cost=dict(self.cost),
             rule_errors=dict(self.rule_errors),
+            staleness=deque(self.staleness, maxlen=REWARD_HISTORY),
+            late_points=dict(self.late_points),
         )

@@ -145,6 +145,16 @@ class RunView(Protocol):
         """Transitions in the staging pool."""
 
     @property
+    def staleness(self) -> Sequence[float]:
+        """The latest staleness values, oldest first: the learner's ``policy_version``
+        axis minus a collector's, one per ``log_collector(axes={"policy_version": v})``."""
+
+    @property
+    def late_points(self) -> Mapping[str, int]:
+        """Per producer, its records whose step was below its previous record's
+        (written at their own step, counted)."""
+
+    @property
     def staging_max(self) -> int:
         """The staging pool's capacity."""
 

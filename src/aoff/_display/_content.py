@@ -12,6 +12,7 @@ negative rewards and nested collector timings).
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
@@ -309,7 +310,8 @@ def timing_columns(state: RunView, glyphs: Glyphs) -> list[tuple[str, list[Pair]
 
     A row shows once its call came (a value alone cannot tell a rate of 0 from a call
     never made): the learner times once a ``log_step`` carried one; Collector with
-    collector timings (and a ``Producers`` row when ``log.remote()`` producers log: how
+    collector timings (a ``Staleness`` row, median and max, once collectors report a
+    ``policy_version`` axis; and a ``Producers`` row when ``log.remote()`` producers log: how
     many, and their ``log_step`` calls in all); in System, ``Buffer`` once a buffer size
     or fill target above 0 came, the done rates once ``update_done_rates`` was called,
     ``Envs`` when ``num_envs`` is above 0, ``Sync Collect`` once
@@ -335,6 +337,10 @@ def timing_columns(state: RunView, glyphs: Glyphs) -> list[tuple[str, list[Pair]
         (Cell(label), Cell(value, whole=True))
         for label, value in collector_rows(state.collector_timing)
     ]
+    if state.staleness:  # collectors' policy versions against the learner's (axes=)
+        lags = state.staleness
+        stale = f"med {statistics.median(lags):g} / max {max(lags):g}"
+        collector.append((Cell("Staleness"), Cell(stale, whole=True)))
     if state.producers:  # log.remote(): how many, and their log_step calls in all
         steps = sum(p.steps for p in state.producers.values())
         n = len(state.producers)

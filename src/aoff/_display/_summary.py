@@ -100,7 +100,8 @@ def _the_run(state: RunView, now: float) -> list[RenderableType]:
 
 
 def _what_went_wrong(state: RunView) -> list[Text]:
-    """What was lost or failed, aoff's own cost, and the alerts (the first five)."""
+    """What was lost or failed, the producers' late points (written, counted), aoff's own
+    cost, and the alerts (the first five)."""
     lines: list[Text] = []
     if state.media_refused:
         lines.append(Text(f"  Media refused (budget): {state.media_refused:,}", style="red"))
@@ -108,6 +109,9 @@ def _what_went_wrong(state: RunView) -> list[Text]:
         lines.append(Text(f"  Dropped events: {state.dropped_events:,}", style="red"))
     for name, problem in sorted(state.backend_problems.items()):
         lines.append(Text(f"  {name}: {problem}", style="red"))
+    if state.late_points:  # written at their own steps: said, not lost
+        each = ", ".join(f"{name} {n:,}" for name, n in state.late_points.items())
+        lines.append(Text(f"  Late producer points (written): {each}", style="yellow"))
     cost = cost_line(state.cost)
     if cost:
         lines.append(Text(f"  aoff: {cost}", style="dim"))

@@ -72,6 +72,8 @@ def finish_report(
         media_lost={why: n for why, n in intake.media.lost.items() if n},
         alerts=state.alerts,
         rule_errors=dict(state.rule_errors),
+        axes_back=state.axes_back,
+        late_points=dict(state.late_points),
         alerts_undelivered=dict(state.alerts_undelivered),
     )
     # still encoding, or not confirmed by every backend: not written as of now

@@ -262,11 +262,16 @@ def read_scalars(
     paths: PathArg | Iterable[PathArg],
     tags: Iterable[str] | None = None,
     *,
+    axes: bool = False,
     bucket: int | None = None,
 ) -> pd.DataFrame:
     """Every scalar of the runs at ``paths`` as one long DataFrame (``run``, ``tag``,
     ``step``, ``wall_time``, ``value``; ``run`` is each path as given, or a folder of
     runs' path joined with each run's path under it).
+
+    ``axes=True`` adds one column per axis present (``iteration``, ``env_steps``, each
+    ``axes=`` name): each point's record's value on it, NaN where it had none (see
+    ``_runfolder/_axiscols.py``).
 
     ``bucket=N``: instead, one row per run, tag and bucket of ``N`` steps (``step`` is
     the bucket's first, a multiple of ``N``) with the bucket's ``min``, ``max``,
@@ -278,10 +283,17 @@ def read_scalars(
     record, a corrupt one in the middle, rows without a step and rows whose step is
     beyond int64 give one :class:`aoff.AoffWarning` per file and kind."""
     if bucket is not None:
+        if axes:
+            raise ValueError(
+                "read_scalars: axes=True and bucket= do not combine (a bucket's envelope "
+                "has no one point, so no one point's axes)"
+            )
         from ._envelopes import envelopes
 
         envelopes(to_frame([]), bucket)  # a bad bucket is refused before any reading
-    reader = ScalarReader(paths, tags)
+    wanted = None if tags is None else list(tags)
+    # the axes are tags of their own: read every tag, keep those asked for once joined
+    reader = ScalarReader(paths, None if axes else wanted)
     columns = reader._read_parts()
     for run in reader._runs:
         if run.kind is None:
@@ -292,4 +304,12 @@ def read_scalars(
     frame = to_frame(columns)
     if bucket is not None:
         return envelopes(frame, bucket)
-    return frame
+    if not axes:
+        return frame
+    from ._axiscols import with_axes
+
+    df = with_axes(frame)
+    if wanted is not None:
+        df = df[df["tag"].isin(wanted)].reset_index(drop=True)
+        df["tag"] = df["tag"].cat.remove_unused_categories()
+    return df

@@ -1,0 +1,236 @@
+"""What ``axes=`` costs a ``log_step``, side by side (issue #50: 3 integer axes <= 0.3 us more).
+
+One timed call is the standard workload's ``log_step`` (``_workload.py``: 12 metrics, a
+reward, 4 reward components, the learner's times, ``extra_info``), alone, on a real
+``OffPolicyLogger`` (the default ``pump="process"``, ``display="none"``, TensorBoard into
+a temporary folder). Two contenders run in one process, in interleaved blocks (each round
+runs both, in a rotated order, so that the machine's drift hits them alike), the logger
+flushed between blocks (untimed):
+
+``log_step``
+    the call as the seed's users make it, without ``axes=``
+``log_step + axes (3 ints)``
+    the same call with ``axes={"grad_steps": g, "policy_version": v, "updates": u}``
+
+``--recorder`` times the recorder alone instead (the logger's hot-path code with
+``list.append`` as its hand-off: no pump, no shipping), each block's mean per call, and
+prints the fastest block of each contender: on a loaded machine the fastest block is
+the one least disturbed, so it is the steadier figure for a difference of ~0.1 us.
+
+With ``--base SRC`` (a checkout's ``src`` folder, e.g. the main branch's), the plain call
+also runs under that source tree: each round then runs this tree's and ``SRC``'s plain
+call in two child processes, one after the other in a rotated order, so that "without
+``axes=`` the hot path is unchanged" is a ratio measured in one sitting, not a memory.
+
+    python benchmarks/bench_axes.py [--iterations 20000] [--blocks 10] [--base ../main/src]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import _workload as w
+
+from aoff import OffPolicyLogger
+
+Run = Callable[[int, int, list[int]], None]
+
+
+def timed(log: OffPolicyLogger, axes: bool) -> Run:
+    metrics, components, extra = w.METRICS, w.COMPONENTS, w.EXTRA
+    reward, tt, wt = w.REWARD, w.TRAIN_TIME, w.WAIT_TIME
+
+    def run(start: int, n: int, out: list[int]) -> None:
+        clock = time.perf_counter_ns
+        step = log.log_step
+        if axes:
+            for i in range(start, start + n):
+                t0 = clock()
+                step(
+                    i,
+                    metrics,
+                    reward=reward,
+                    reward_components=components,
+                    train_time=tt,
+                    wait_time=wt,
+                    extra_info=extra,
+                    axes={"grad_steps": 4 * i, "policy_version": i // 10, "updates": i},
+                )
+                out.append(clock() - t0)
+        else:
+            for i in range(start, start + n):
+                t0 = clock()
+                step(
+                    i,
+                    metrics,
+                    reward=reward,
+                    reward_components=components,
+                    train_time=tt,
+                    wait_time=wt,
+                    extra_info=extra,
+                )
+                out.append(clock() - t0)
+        log.flush()  # untimed: the next block starts with nothing waiting
+
+    return run
+
+
+def recorder_blocks(iterations: int, blocks: int, names: list[str]) -> dict[str, list[float]]:
+    """The recorder alone (``list.append`` as its put): each block's mean per call (us)."""
+    from aoff._core._recorder import Recorder
+
+    rec: Recorder[None] = Recorder()
+    sink: list[object] = []
+    rec._init_recorder(sink.append, time.time)
+    step = rec.log_step
+    metrics, components, extra = w.METRICS, w.COMPONENTS, w.EXTRA
+    reward, tt, wt = w.REWARD, w.TRAIN_TIME, w.WAIT_TIME
+
+    def plain(n: int) -> float:
+        t0 = time.perf_counter_ns()
+        for i in range(n):
+            step(i, metrics, reward, None, components, tt, wt, extra_info=extra)
+        spent = time.perf_counter_ns() - t0
+        sink.clear()
+        return spent / n / 1000
+
+    def with_axes(n: int) -> float:
+        t0 = time.perf_counter_ns()
+        for i in range(n):
+            step(
+                i,
+                metrics,
+                reward,
+                None,
+                components,
+                tt,
+                wt,
+                extra_info=extra,
+                axes={"grad_steps": 4 * i, "policy_version": i // 10, "updates": i},
+            )
+        spent = time.perf_counter_ns() - t0
+        sink.clear()
+        return spent / n / 1000
+
+    runs = {"plain": plain, "axes": with_axes}
+    out: dict[str, list[float]] = {n: [] for n in names}
+    for b in range(blocks):
+        for n in names[b % len(names) :] + names[: b % len(names)]:
+            gc.collect()  # untimed: each block starts from the same collector state
+            out[n].append(runs[n](iterations))
+    return out
+
+
+def median_us(samples: list[int]) -> float:
+    return statistics.median(samples) / 1000
+
+
+def measure(iterations: int, blocks: int, root: Path, names: list[str]) -> dict[str, list[int]]:
+    """Each contender in ``names`` (``plain``, ``axes``) over ``blocks`` interleaved blocks."""
+    log = OffPolicyLogger(log_dir=root, display="none", handle_sigterm=False)
+    runs = {"plain": timed(log, False), "axes": timed(log, True)}
+    samples: dict[str, list[int]] = {n: [] for n in names}
+    for n in names:  # warm-up: the agent started, both paths run
+        runs[n](0, 1000, [])
+    start = 1000
+    for b in range(blocks):
+        for n in names[b % len(names) :] + names[: b % len(names)]:
+            runs[n](start, iterations, samples[n])
+            start += iterations
+    rep = log.finish()
+    calls = len(names) * (1000 + blocks * iterations)
+    assert rep.dropped_events == 0 and rep.steps == calls, rep
+    return samples
+
+
+def child_block(src: str, iterations: int, recorder: bool) -> float:
+    """One block of the plain call under source tree ``src``, in a child: its median (us),
+    or with ``recorder`` its fastest of 20 recorder blocks."""
+    env = {**os.environ, "PYTHONPATH": src}
+    mode = ["--recorder"] if recorder else []
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", "--iterations", str(iterations), *mode],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    return float(json.loads(out.stdout.strip().splitlines()[-1])["median_us"])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--iterations", type=int, default=20_000, help="calls a block")
+    ap.add_argument("--blocks", type=int, default=10)
+    ap.add_argument("--base", metavar="SRC", help="also time the plain call under this src")
+    ap.add_argument("--recorder", action="store_true", help="time the recorder alone")
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.recorder:
+        if args.child:
+            got_r = recorder_blocks(args.iterations, 20, ["plain"])
+            print(json.dumps({"median_us": min(got_r["plain"])}))
+            return
+        got_r = recorder_blocks(args.iterations, args.blocks, ["plain", "axes"])
+        best = {n: min(v) for n, v in got_r.items()}
+        print(f"recorder alone, {args.iterations:,} calls x {args.blocks} interleaved blocks")
+        print(f"load: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        print(f"fastest block: log_step {best['plain']:.3f} us, + axes {best['axes']:.3f} us")
+        extra_r = best["axes"] - best["plain"]
+        print(f"axes= costs {extra_r:+.3f} us a call (target <= 0.3 us):", end=" ")
+        print("met" if extra_r <= 0.3 else "NOT met")
+        if args.base:
+            compare_trees(args.base, args.blocks, args.iterations, recorder=True)
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.child:
+            got = measure(args.iterations, 1, Path(tmp), ["plain"])
+            print(json.dumps({"median_us": median_us(got["plain"])}))
+            return
+        got = measure(args.iterations, args.blocks, Path(tmp), ["plain", "axes"])
+    plain, axes = median_us(got["plain"]), median_us(got["axes"])
+    print(f"log_step alone, {args.iterations:,} calls x {args.blocks} interleaved blocks")
+    print(f"load: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}\n")
+    print("| contender | median | p99 |")
+    print("| --- | ---: | ---: |")
+    for name, s in (("log_step", got["plain"]), ("log_step + axes (3 ints)", got["axes"])):
+        p99 = sorted(s)[int(len(s) * 0.99)] / 1000
+        print(f"| {name} | {median_us(s):.3f} us | {p99:.2f} us |")
+    extra = axes - plain
+    print(f"\naxes= costs {extra:+.3f} us a call (target <= 0.3 us):", end=" ")
+    print("met" if extra <= 0.3 else "NOT met")
+    if args.base:
+        compare_trees(args.base, args.blocks, args.iterations, recorder=False)
+
+
+def compare_trees(base: str, rounds: int, iterations: int, *, recorder: bool) -> None:
+    """The plain call under this tree and under ``base``, in children, alternated."""
+    here = str(Path(__file__).resolve().parent.parent / "src")
+    trees = {"this tree": here, "base": os.path.abspath(base)}
+    med: dict[str, list[float]] = {k: [] for k in trees}
+    order = list(trees)
+    for b in range(rounds):
+        for k in order[b % 2 :] + order[: b % 2]:
+            med[k].append(child_block(trees[k], iterations, recorder))
+    ratio = [a / b for a, b in zip(med["this tree"], med["base"], strict=True)]
+    print(
+        f"plain log_step, this tree vs base ({trees['base']}), {rounds} rounds: "
+        f"{statistics.median(med['this tree']):.3f} us vs "
+        f"{statistics.median(med['base']):.3f} us, per-round ratio median "
+        f"{statistics.median(ratio):.3f}x (range {min(ratio):.3f}-{max(ratio):.3f}x)"
+    )
+
+
+if __name__ == "__main__":
+    main()
