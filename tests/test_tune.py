@@ -35,6 +35,7 @@ import aoff
 import aoff.ray
 from aoff import rules
 from aoff.__main__ import main
+from aoff._adapters._tune import AXES
 
 ROOT = Path(__file__).resolve().parent.parent
 ITERATIONS = 8
@@ -144,7 +145,11 @@ def test_each_trial_reads_back_as_tunes_tbx_callback_wrote_it(sweep: tuple[Path,
         want = scalars(Path(result.path))
         got = scalars(root / "aoff" / f"lr={cfg['lr']:g}-seed{cfg['seed']}")
         assert "ray/tune/loss" in want and "ray/tune/episode/return" in want
-        assert sorted(got) == sorted(want)
+        # Tune's tags are TBX's; aoff's run adds Tune's clocks as its axes
+        assert sorted(t for t in got if not t.startswith("axis/")) == sorted(want)
+        assert sorted(t for t in got if t.startswith("axis/")) == sorted(
+            "axis/" + k for k in AXES
+        )
         for tag in want:
             assert got[tag] == want[tag], tag
         assert [s for s, _ in want["ray/tune/loss"]] == [100 * i for i in range(1, 9)]
@@ -152,6 +157,20 @@ def test_each_trial_reads_back_as_tunes_tbx_callback_wrote_it(sweep: tuple[Path,
     assert sorted(t["status"] for t in summary) == ["completed"] * 4
     config = json.loads((root / "aoff" / "lr=0.2-seed2" / "config.json").read_text())
     assert config["lr"] == 0.2 and config["seed"] == 2
+
+
+def test_tunes_clocks_are_each_points_axes(sweep: tuple[Path, Any]) -> None:
+    """``training_iteration``, ``timesteps_total`` and ``time_total_s`` beside every
+    point, as Tune's own results (``progress.csv``) have them."""
+    root, results = sweep
+    result = next(r for r in results if r.config["lr"] == 0.2 and r.config["seed"] == 2)
+    tune_rows = result.metrics_dataframe
+    df = aoff.read_scalars(root / "aoff" / "lr=0.2-seed2", ["ray/tune/loss"], axes=True)
+    assert list(df["step"]) == list(tune_rows["timesteps_total"])
+    assert list(df["training_iteration"]) == list(tune_rows["training_iteration"])
+    assert list(df["timesteps_total"]) == list(tune_rows["timesteps_total"])
+    # TensorBoard keeps a scalar as float32
+    assert list(df["time_total_s"]) == pytest.approx(list(tune_rows["time_total_s"]), rel=1e-6)
 
 
 def test_compare_groups_the_sweep_by_configuration(
