@@ -4,7 +4,8 @@ One Ray session for the module. A sweep of 4 trials (2 learning rates x 2 seeds)
 with Tune's own ``TBXLoggerCallback`` and aoff's side by side: each trial's aoff run
 reads back (TensorBoard's ``EventAccumulator``) with the same scalar tags, steps and
 values as the file Tune's callback wrote in the trial's folder; ``aoff compare`` on the
-sweep folder groups the runs by learning rate with no flags. A second sweep has a trial
+sweep folder groups the runs by learning rate with no flags (and draws them on Tune's
+training_iteration, one of the runs' axes). A second sweep has a trial
 that goes NaN (stopped by its ``nonfinite(stop=True)`` rule through the callback's
 ``Stopper``), one that raises (a failed run) and one that completes: ``sweep.json`` says
 which is which and why.
@@ -147,9 +148,7 @@ def test_each_trial_reads_back_as_tunes_tbx_callback_wrote_it(sweep: tuple[Path,
         assert "ray/tune/loss" in want and "ray/tune/episode/return" in want
         # Tune's tags are TBX's; aoff's run adds Tune's clocks as its axes
         assert sorted(t for t in got if not t.startswith("axis/")) == sorted(want)
-        assert sorted(t for t in got if t.startswith("axis/")) == sorted(
-            "axis/" + k for k in AXES
-        )
+        assert sorted(t for t in got if t.startswith("axis/")) == sorted("axis/" + k for k in AXES)
         for tag in want:
             assert got[tag] == want[tag], tag
         assert [s for s, _ in want["ray/tune/loss"]] == [100 * i for i in range(1, 9)]
@@ -181,6 +180,13 @@ def test_compare_groups_the_sweep_by_configuration(
     assert main(["compare", str(root / "aoff"), "--metric", "ray/tune/loss", "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
     assert {g["name"]: g["runs"] for g in got["groups"]} == {"lr=0.01": 2, "lr=0.2": 2}
+    # on Tune's iterations rather than its timesteps (the TensorBoard step)
+    args = ["compare", str(root / "aoff"), "--metric", "ray/tune/loss", "--json"]
+    assert main([*args, "--x", "training_iteration"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["x"] == "training_iteration"
+    for group in got["groups"]:  # a grid from the first iteration to the last
+        assert (group["curve"]["steps"][0], group["curve"]["steps"][-1]) == (1, 8)
 
 
 def test_a_nan_trial_is_stopped_and_a_failed_one_says_so(ray_session: None, tmp_path: Path) -> None:

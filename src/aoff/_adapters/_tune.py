@@ -8,8 +8,9 @@ nested results flattened with ``/``), steps (``timesteps_total``, else
 ``training_iteration``) and values as Tune's TBX callback, written by the trial's own
 aoff agent. Tune's clocks (``training_iteration``, ``timesteps_total``,
 ``time_total_s``) are the run's axes (``axis/<key>``, at each result's step and wall
-time), so ``aoff compare --x time_total_s`` and ``read_scalars(axes=True)`` read them. A trial's run is closed on a helper thread, so the driver loop never waits
-for a drain either.
+time), so ``aoff compare --x time_total_s`` and ``read_scalars(axes=True)`` read them.
+A trial's run is closed on a helper thread, so the driver loop never waits for a drain
+either.
 
 The sweep is one folder; each trial's run is named after its configuration
 (``lr=0.001,tau=0.005-seed3``; ``-s<n>`` for repeats without a seed key), which is how
