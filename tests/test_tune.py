@@ -258,6 +258,10 @@ def test_rllib_ppo_trials_with_episode_stats(ray_session: None, tmp_path: Path) 
     # RLlib reports some learner counts as NaN: Tune's TBX callback leaves those points
     # out, aoff writes them (its nonfinite rule sees them); every other point is the same
     got_all = [finite(scalars(run)) for run in runs]
+    for got in got_all:  # Tune's clocks are the runs' axes (RLlib's results: no timesteps_total)
+        assert [v for _, v in got.pop("axis/training_iteration")] == [1, 2]
+        assert len(got.pop("axis/time_total_s")) == 2
+        assert not [t for t in got if t.startswith("axis/")]
     for result in (results[i] for i in range(len(results))):
         want = scalars(Path(result.path))
         (got,) = [g for g in got_all if g == want]
