@@ -222,13 +222,12 @@ class TuneCallback(LoggerCallback):
         run = self._runs[trial.trial_id]
         # one wall time for the result: a point's axes are those at its step and time
         wall = time.time()
-        for key in AXES:
-            clock = result.get(key)
-            number = isinstance(clock, int | float | np.integer | np.floating)
-            if number and not isinstance(clock, bool) and math.isfinite(clock):
-                writer.add_scalar("axis/" + key, clock, global_step=step, walltime=wall)
-        for key, value in _flat({k: v for k, v in result.items() if k not in _NOT_LOGGED}).items():
-            tag = "ray/tune/" + key
+        # Tune's clocks in this result (an RLlib result has no timesteps_total), then its
+        # values; each written as given, or refused and counted
+        items = [("axis/" + k, result[k]) for k in AXES if result.get(k) is not None]
+        flat = _flat({k: v for k, v in result.items() if k not in _NOT_LOGGED})
+        items += [("ray/tune/" + k, v) for k, v in flat.items()]
+        for tag, value in items:
             try:
                 if isinstance(value, int | float | np.integer | np.floating):
                     writer.add_scalar(tag, value, global_step=step, walltime=wall)
