@@ -245,10 +245,52 @@ def test_split_gives_each_run_its_own_value_bit_for_bit(runs: int, data: st.Data
     floats = st.floats(width=32, allow_nan=False)
     col = np.array(data.draw(st.lists(floats, min_size=runs, max_size=runs)), dtype=np.float32)
     steps = data.draw(st.lists(st.integers(0, 2**40), min_size=runs, max_size=runs))
-    batch = take_batch(runs, 1.0, np.array(steps), {"a": col, "b": 7}, None)
+    axes = data.draw(st.sampled_from([None, {"g": np.array(steps), "v": 2}]))
+    batch = take_batch(runs, 1.0, np.array(steps), {"a": col, "b": 7}, None, axes)
     events = split_step(batch, runs)
     assert len(events) == runs
     for k, e in enumerate(events):
         assert e[ev.S_ITERATION] == steps[k] and type(e[ev.S_ITERATION]) is int
+        # the axes are the optional field: there only when the call gave them
+        assert e[ev.S_AXES :] == (() if axes is None else ({"g": steps[k], "v": 2},))
         got = e[ev.S_METRICS]
         assert np.float32(got["a"]).tobytes() == col[k].tobytes() and got["b"] == 7
+
+
+def test_max_iterations_is_shown_only_when_given(tmp_path: Path) -> None:
+    """Left out, ``max_iterations`` is not a fact of the runs (no ``/1500``, no ETA, no
+    ``of 1,500`` in ``aoff show``); given, even as 1500, it is."""
+    with _group(tmp_path / "unset", runs=2) as g:
+        g.log_step(3, {"x": 1.0})
+        g.flush()
+        assert [s.config.max_iterations for s in g.states()] == [0, 0]
+    with _group(tmp_path / "set", runs=2, max_iterations=1500) as given:
+        given.log_step(3, {"x": 1.0})
+        given.flush()
+        assert [s.config.max_iterations for s in given.states()] == [1500, 1500]
+    for group, want in ((g, 0), (given, 1500)):
+        for run in group.run_dirs:
+            summary = json.loads((Path(run) / "aoff-summary.json").read_text())
+            assert summary["max_iterations"] == want, run
+
+
+def test_axes_per_run_or_for_all_on_steps_and_collectors(tmp_path: Path) -> None:
+    """``axes=`` on both calls: a leading axis of one value per run is split, a number
+    goes to all; a collector's ``policy_version`` gives each run its own staleness."""
+    with _group(tmp_path, runs=2, backends=("jsonl",)) as g:
+        for i in range(1, 4):
+            g.log_collector([100 * i, 200 * i], axes={"policy_version": [i - 1, i - 2]})
+            grad = np.array([10 * i, 20 * i])
+            g.log_step(i, {"x": 1.0}, axes={"grad_steps": grad, "policy_version": i})
+        with pytest.raises(ValueError, match="axis 'grad_steps'"):
+            g.log_step(4, {}, axes={"grad_steps": [1, 2, 3]})
+        with pytest.raises(TypeError, match="axes must be a dict"):
+            g.log_collector(1, axes=[1, 2])  # type: ignore[arg-type]
+    rows = [read_jsonl(Path(d) / "metrics.jsonl") for d in g.run_dirs]
+    assert [[r["axis/grad_steps"] for r in rs] for rs in rows] == [[10, 20, 30], [20, 40, 60]]
+    assert [[r["axis/policy_version"] for r in rs] for rs in rows] == [[1, 2, 3]] * 2
+    # the learner's version (the step before) minus each run's collector's
+    staleness = [[r.get("collector/staleness") for r in rs[1:]] for rs in rows]
+    assert staleness == [[0, 0], [1, 1]]
+    df = aoff.read_scalars(g.run_dirs[1], ["train/x"], axes=True)
+    assert list(df["grad_steps"]) == [20, 40, 60] and list(df["env_steps"]) == [200, 400, 600]

@@ -4,7 +4,8 @@ One Ray session for the module. A sweep of 4 trials (2 learning rates x 2 seeds)
 with Tune's own ``TBXLoggerCallback`` and aoff's side by side: each trial's aoff run
 reads back (TensorBoard's ``EventAccumulator``) with the same scalar tags, steps and
 values as the file Tune's callback wrote in the trial's folder; ``aoff compare`` on the
-sweep folder groups the runs by learning rate with no flags. A second sweep has a trial
+sweep folder groups the runs by learning rate with no flags (and draws them on Tune's
+training_iteration, one of the runs' axes). A second sweep has a trial
 that goes NaN (stopped by its ``nonfinite(stop=True)`` rule through the callback's
 ``Stopper``), one that raises (a failed run) and one that completes: ``sweep.json`` says
 which is which and why.
@@ -35,6 +36,7 @@ import aoff
 import aoff.ray
 from aoff import rules
 from aoff.__main__ import main
+from aoff._adapters._tune import AXES
 
 ROOT = Path(__file__).resolve().parent.parent
 ITERATIONS = 8
@@ -144,7 +146,9 @@ def test_each_trial_reads_back_as_tunes_tbx_callback_wrote_it(sweep: tuple[Path,
         want = scalars(Path(result.path))
         got = scalars(root / "aoff" / f"lr={cfg['lr']:g}-seed{cfg['seed']}")
         assert "ray/tune/loss" in want and "ray/tune/episode/return" in want
-        assert sorted(got) == sorted(want)
+        # Tune's tags are TBX's; aoff's run adds Tune's clocks as its axes
+        assert sorted(t for t in got if not t.startswith("axis/")) == sorted(want)
+        assert sorted(t for t in got if t.startswith("axis/")) == sorted("axis/" + k for k in AXES)
         for tag in want:
             assert got[tag] == want[tag], tag
         assert [s for s, _ in want["ray/tune/loss"]] == [100 * i for i in range(1, 9)]
@@ -152,6 +156,20 @@ def test_each_trial_reads_back_as_tunes_tbx_callback_wrote_it(sweep: tuple[Path,
     assert sorted(t["status"] for t in summary) == ["completed"] * 4
     config = json.loads((root / "aoff" / "lr=0.2-seed2" / "config.json").read_text())
     assert config["lr"] == 0.2 and config["seed"] == 2
+
+
+def test_tunes_clocks_are_each_points_axes(sweep: tuple[Path, Any]) -> None:
+    """``training_iteration``, ``timesteps_total`` and ``time_total_s`` beside every
+    point, as Tune's own results (``progress.csv``) have them."""
+    root, results = sweep
+    result = next(r for r in results if r.config["lr"] == 0.2 and r.config["seed"] == 2)
+    tune_rows = result.metrics_dataframe
+    df = aoff.read_scalars(root / "aoff" / "lr=0.2-seed2", ["ray/tune/loss"], axes=True)
+    assert list(df["step"]) == list(tune_rows["timesteps_total"])
+    assert list(df["training_iteration"]) == list(tune_rows["training_iteration"])
+    assert list(df["timesteps_total"]) == list(tune_rows["timesteps_total"])
+    # TensorBoard keeps a scalar as float32
+    assert list(df["time_total_s"]) == pytest.approx(list(tune_rows["time_total_s"]), rel=1e-6)
 
 
 def test_compare_groups_the_sweep_by_configuration(
@@ -162,6 +180,13 @@ def test_compare_groups_the_sweep_by_configuration(
     assert main(["compare", str(root / "aoff"), "--metric", "ray/tune/loss", "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
     assert {g["name"]: g["runs"] for g in got["groups"]} == {"lr=0.01": 2, "lr=0.2": 2}
+    # on Tune's iterations rather than its timesteps (the TensorBoard step)
+    args = ["compare", str(root / "aoff"), "--metric", "ray/tune/loss", "--json"]
+    assert main([*args, "--x", "training_iteration"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["x"] == "training_iteration"
+    for group in got["groups"]:  # a grid from the first iteration to the last
+        assert (group["curve"]["steps"][0], group["curve"]["steps"][-1]) == (1, 8)
 
 
 def test_a_nan_trial_is_stopped_and_a_failed_one_says_so(ray_session: None, tmp_path: Path) -> None:
@@ -233,6 +258,10 @@ def test_rllib_ppo_trials_with_episode_stats(ray_session: None, tmp_path: Path) 
     # RLlib reports some learner counts as NaN: Tune's TBX callback leaves those points
     # out, aoff writes them (its nonfinite rule sees them); every other point is the same
     got_all = [finite(scalars(run)) for run in runs]
+    for got in got_all:  # Tune's clocks are the runs' axes (RLlib's results: no timesteps_total)
+        assert [v for _, v in got.pop("axis/training_iteration")] == [1, 2]
+        assert len(got.pop("axis/time_total_s")) == 2
+        assert not [t for t in got if t.startswith("axis/")]
     for result in (results[i] for i in range(len(results))):
         want = scalars(Path(result.path))
         (got,) = [g for g in got_all if g == want]

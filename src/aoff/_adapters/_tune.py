@@ -6,8 +6,11 @@ This callback turns each result into events for one aoff run a trial
 (``aoff.tensorboard.SummaryWriter``, ``_writer.py``): the same tags (``ray/tune/<key>``,
 nested results flattened with ``/``), steps (``timesteps_total``, else
 ``training_iteration``) and values as Tune's TBX callback, written by the trial's own
-aoff agent. A trial's run is closed on a helper thread, so the driver loop never waits
-for a drain either.
+aoff agent. Tune's clocks (``training_iteration``, ``timesteps_total``,
+``time_total_s``) are the run's axes (``axis/<key>``, at each result's step and wall
+time), so ``aoff compare --x time_total_s`` and ``read_scalars(axes=True)`` read them.
+A trial's run is closed on a helper thread, so the driver loop never waits for a drain
+either.
 
 The sweep is one folder; each trial's run is named after its configuration
 (``lr=0.001,tau=0.005-seed3``; ``-s<n>`` for repeats without a seed key), which is how
@@ -33,6 +36,7 @@ import os
 import re
 import sys
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -44,12 +48,15 @@ from ray.tune.stopper import Stopper
 from .._core._report import FinishReport
 from ._writer import SummaryWriter
 
-__all__ = ["SWEEP_NAME", "TuneCallback", "run_name"]
+__all__ = ["AXES", "SWEEP_NAME", "TuneCallback", "run_name"]
 
 #: the sweep's summary, in the sweep folder
 SWEEP_NAME = "sweep.json"
 #: what Tune's TBX callback leaves out of a result (the config is the run's config)
 _NOT_LOGGED = frozenset(("config", "pid", "timestamp", "time_total_s", "training_iteration"))
+#: Tune's clocks in a result, each written as the run's axis ``axis/<key>`` (under Tune's
+#: own key, so ``aoff compare --x time_total_s`` reads as Tune's docs do)
+AXES = ("training_iteration", "timesteps_total", "time_total_s")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=,+-]+")
 #: a run name's configuration part past this is cut and a hash of it added
 _NAME_MAX = 96
@@ -204,22 +211,30 @@ class TuneCallback(LoggerCallback):
 
     def log_trial_result(self, iteration: int, trial: Trial, result: dict[str, Any]) -> None:
         """The result's numbers as ``ray/tune/<key>`` scalars (lists and arrays as
-        histograms) at ``timesteps_total``, else ``training_iteration``."""
+        histograms) at ``timesteps_total``, else ``training_iteration``, and Tune's
+        clocks (:data:`AXES`) as the run's axes ``axis/<key>`` at the same step and wall
+        time, so each point reads back with them (``read_scalars(axes=True)``)."""
         writer = self._writers.get(trial.trial_id)
         if writer is None:
             self.log_trial_start(trial)
             writer = self._writers[trial.trial_id]
         step = result.get("timesteps_total") or result["training_iteration"]
         run = self._runs[trial.trial_id]
-        for key, value in _flat({k: v for k, v in result.items() if k not in _NOT_LOGGED}).items():
-            tag = "ray/tune/" + key
+        # one wall time for the result: a point's axes are those at its step and time
+        wall = time.time()
+        # Tune's clocks in this result (an RLlib result has no timesteps_total), then its
+        # values; each written as given, or refused and counted
+        items = [("axis/" + k, result[k]) for k in AXES if result.get(k) is not None]
+        flat = _flat({k: v for k, v in result.items() if k not in _NOT_LOGGED})
+        items += [("ray/tune/" + k, v) for k, v in flat.items()]
+        for tag, value in items:
             try:
                 if isinstance(value, int | float | np.integer | np.floating):
-                    writer.add_scalar(tag, value, global_step=step)
+                    writer.add_scalar(tag, value, global_step=step, walltime=wall)
                 elif (isinstance(value, list) and value) or (
                     isinstance(value, np.ndarray) and value.size
                 ):
-                    writer.add_histogram(tag, value, global_step=step)
+                    writer.add_histogram(tag, value, global_step=step, walltime=wall)
             except (TypeError, ValueError) as exc:
                 if run.refused == 0:  # once a trial; sweep.json has the count
                     print(f"aoff: trial {trial.trial_id}: {tag} not logged: {exc}", file=sys.stderr)

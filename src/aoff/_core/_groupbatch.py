@@ -19,11 +19,12 @@ import numpy as np
 
 from . import _events as ev
 
-__all__ = ["GroupStep", "batch_of", "split_step", "take_batch"]
+__all__ = ["GroupStep", "axes_at", "batch_axes", "batch_of", "split_step", "take_batch"]
 
-#: one group ``log_step``: (wall time, steps, metrics, reward); each of steps, the
-#: metrics' values and reward is a list of one number per run, or one number for all
-GroupStep = tuple[float, Any, dict[str, Any], Any]
+#: one group ``log_step``: (wall time, steps, metrics, reward, axes); each of steps, the
+#: metrics' values, reward and the axes' values is a list of one number per run, or one
+#: number for all (axes: None when the call gave none)
+GroupStep = tuple[float, Any, dict[str, Any], Any, dict[str, Any] | None]
 
 
 def batch_of(where: str, value: Any, runs: int) -> Any:
@@ -57,8 +58,34 @@ def batch_of(where: str, value: Any, runs: int) -> Any:
     return arr.tolist()  # the one copy: Python numbers, exact for every float dtype
 
 
+def batch_axes(where: str, axes: Mapping[str, Any] | None, runs: int) -> dict[str, Any] | None:
+    """A group call's ``axes=``: each axis one number for every run or one per run, as a
+    value is (:func:`batch_of`); whether each is a clock a run may set is the run's fold's
+    to say (``_fold_axes.py``), as for a single run."""
+    if axes is None:
+        return None
+    if not isinstance(axes, Mapping):
+        raise TypeError(f"{where}: axes must be a dict, got {type(axes).__name__}")
+    out = {}
+    for name, v in axes.items():
+        if not isinstance(name, str):
+            raise TypeError(f"{where}: axis names must be str, got {name!r}")
+        out[name] = batch_of(f"{where}: axis {name!r}", v, runs)
+    return out
+
+
+def axes_at(axes: dict[str, Any], k: int) -> dict[str, Any]:
+    """Run ``k``'s axes of a batch from :func:`batch_axes`."""
+    return {name: _at(v, k) for name, v in axes.items()}
+
+
 def take_batch(
-    runs: int, wall: float, step: Any, metrics: Mapping[str, Any] | None, reward: Any
+    runs: int,
+    wall: float,
+    step: Any,
+    metrics: Mapping[str, Any] | None,
+    reward: Any,
+    axes: Mapping[str, Any] | None = None,
 ) -> GroupStep:
     """The caller's half of a group ``log_step``: every value checked and copied once."""
     if metrics is not None and not isinstance(metrics, Mapping):
@@ -73,7 +100,7 @@ def take_batch(
         if type(s) is not int:
             raise TypeError(f"log_step: steps must be integers, got {s!r}")
     r = None if reward is None else batch_of("log_step: reward", reward, runs)
-    return (wall, steps, cols, r)
+    return (wall, steps, cols, r, batch_axes("log_step", axes, runs))
 
 
 def _at(value: Any, k: int) -> Any:
@@ -82,24 +109,24 @@ def _at(value: Any, k: int) -> Any:
 
 def split_step(batch: GroupStep, runs: int) -> list[ev.Event]:
     """One ``STEP`` event per run from a group ``log_step`` (beside the pump)."""
-    wall, steps, cols, reward = batch
+    wall, steps, cols, reward, axes = batch
     out: list[ev.Event] = []
     for k in range(runs):
         metrics = {name: _at(v, k) for name, v in cols.items()}
-        out.append(
-            (
-                ev.STEP,
-                wall,
-                _at(steps, k),
-                metrics,
-                None if reward is None else _at(reward, k),
-                None,
-                None,
-                0.0,
-                0.0,
-                0.0,
-                0.0,
-                None,
-            )
+        event = (
+            ev.STEP,
+            wall,
+            _at(steps, k),
+            metrics,
+            None if reward is None else _at(reward, k),
+            None,
+            None,
+            0.0,
+            0.0,
+            0.0,
+            0.0,
+            None,
         )
+        # ``axes`` is an optional field: an event without it is the call without axes=
+        out.append(event if axes is None else (*event, axes_at(axes, k)))
     return out

@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 from .._core import _events as ev
 from .._core._buffer import DEFAULT_CAPACITY, EventBuffer, Overflow
-from .._core._groupbatch import batch_of, split_step, take_batch
+from .._core._groupbatch import axes_at, batch_axes, batch_of, split_step, take_batch
+from .._core._records import SEED_MAX_ITERATIONS
 from .._core._report import FinishReport
 from .._core._rules import Alert, Rule
 from .._core._warning import AoffWarning
@@ -78,8 +79,11 @@ class RunGroup:
     :class:`~aoff.OffPolicyLogger`'s, given to every run; ``display`` shows the group in
     one table, one line per run (``"rich"``/``"plain"``; ``"none"`` by default).
 
-    ``log_step(step, metrics, reward)``: a value with a leading axis of one entry per run
-    (NumPy, torch, JAX, a list) is split across the runs, a plain number goes to all.
+    ``log_step(step, metrics, reward, axes=...)``: a value with a leading axis of one
+    entry per run (NumPy, torch, JAX, a list) is split across the runs, a plain number
+    goes to all; each axis of ``axes=`` (see docs/guides/axes.md) likewise.
+    ``max_iterations`` is shown (the progress, the ETA) only when given, as for
+    :class:`~aoff.OffPolicyLogger`.
     ``should_stop`` and ``alerts`` answer per run, ``all_stopped`` for the group;
     ``finish()`` returns one :class:`~aoff.FinishReport` per run.
     """
@@ -92,7 +96,7 @@ class RunGroup:
         name: str | None = None,
         algo_name: str = "RL",
         env_name: str = "",
-        max_iterations: int = 1500,
+        max_iterations: int = SEED_MAX_ITERATIONS,
         num_envs: int = 0,
         log_backend: str = "tensorboard",
         backends: Sequence[BackendSpec] = (),
@@ -207,34 +211,46 @@ class RunGroup:
 
     # -- the hot path ---------------------------------------------------------------------------
     def log_step(
-        self, step: Any, metrics: Mapping[str, Any] | None = None, reward: Any = None
+        self,
+        step: Any,
+        metrics: Mapping[str, Any] | None = None,
+        reward: Any = None,
+        *,
+        axes: Mapping[str, Any] | None = None,
     ) -> None:
-        """One step of every run: ``step`` and each value one number per run (leading
-        axis of length ``runs``) or one for all. Checked and copied here; returns at once."""
-        self._put(take_batch(self.runs, self._clock(), step, metrics, reward))
+        """One step of every run: ``step``, each value and each axis one number per run
+        (leading axis of length ``runs``) or one for all. Checked and copied here;
+        returns at once."""
+        self._put(take_batch(self.runs, self._clock(), step, metrics, reward, axes))
 
     def log_status(self, status: str) -> None:
         """Every run's status text."""
         self._put((ev.STATUS, self._clock(), str(status)))
 
-    def log_collector(self, total_steps: Any, buffer_size: Any = 0) -> None:
-        """Each run's total env steps and replay-buffer size (one per run, or one for all)."""
+    def log_collector(
+        self, total_steps: Any, buffer_size: Any = 0, *, axes: Mapping[str, Any] | None = None
+    ) -> None:
+        """Each run's total env steps, replay-buffer size and ``axes=`` (the collector's
+        clocks, e.g. ``policy_version``): one per run, or one for all."""
         steps = batch_of("log_collector: total_steps", total_steps, self.runs)
         size = batch_of("log_collector: buffer_size", buffer_size, self.runs)
-        if type(steps) is not list and type(size) is not list:
-            self._put((ev.COLLECTOR, self._clock(), steps, size, 0.0))
+        ax = batch_axes("log_collector", axes, self.runs)
+        per_run_axes = ax is not None and any(type(v) is list for v in ax.values())
+        if type(steps) is not list and type(size) is not list and not per_run_axes:
+            event: ev.Event = (ev.COLLECTOR, self._clock(), steps, size, 0.0)
+            self._put(event if ax is None else (*event, ax))  # the axes: optional field
             return
         t = self._clock()
-        per_run = [  # one item still: its events, one per run, in order with the steps
-            (
+        per_run = []  # one item still: its events, one per run, in order with the steps
+        for k in range(self.runs):
+            event = (
                 ev.COLLECTOR,
                 t,
                 steps[k] if type(steps) is list else steps,
                 size[k] if type(size) is list else size,
                 0.0,
             )
-            for k in range(self.runs)
-        ]
+            per_run.append(event if ax is None else (*event, axes_at(ax, k)))
         self._put((_PER_RUN, per_run))
 
     # -- what the runs' rules saw ------------------------------------------------------------------
