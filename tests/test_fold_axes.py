@@ -210,6 +210,9 @@ def test_a_producer_sends_its_axes_over_the_socket(tmp_path: Path) -> None:
         display="none",
     ) as log:
         log.log_step(0, {"loss": 1.0}, axes={"policy_version": 7})
+        # the run's own calls and the producer's socket are two streams: the learner's
+        # version must be folded before the collector reports, or there is none to subtract
+        log.flush()
         with log.remote("c0") as r:
             r.log_collector(64, 8, axes={"policy_version": 5})
             r.log_step(3, {"q": 1.0}, axes={"collect_rounds": 2})

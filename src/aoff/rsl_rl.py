@@ -2,7 +2,7 @@
 
 Select the writer with ``cfg["logger"] = {"class_name": "aoff.rsl_rl:LogWriter"}``.
 
-Needs ``pip install 'aoff[rsl_rl]'``; importing this module imports rsl_rl (``import aoff``
+Needs ``pip install 'aoff[rsl-rl]'``; importing this module imports rsl_rl (``import aoff``
 does not). See ``docs/migrate/rsl_rl.md`` and ``aoff._adapters._rsl_rl``.
 """
 

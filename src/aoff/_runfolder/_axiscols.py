@@ -9,8 +9,10 @@ An axis is a tag ``axis/<name>`` (the seed's ``axis/iteration`` and
 its step and its wall time, in every format aoff writes (one TensorBoard event a step,
 one JSONL line, one CSV row), so a point's axes are the axis values at the same run,
 sub-run, step and wall time. The columns are named ``iteration``, ``env_steps`` and each
-axis's own name; a point whose record had no value on an axis has NaN there (points
-logged before the first ``axes=`` that names it, or another writer's runs).
+axis's own name, in that order and the others by name (the order records reached a file
+depends on which of a run's writers came first, so it is no order to hand a user); a
+point whose record had no value on an axis has NaN there (points logged before the first
+``axes=`` that names it, or another writer's runs).
 """
 
 from __future__ import annotations
@@ -29,6 +31,12 @@ _SEED_NAMES = {"iteration": "iteration", "env_steps_total": "env_steps"}
 _KEY = ["run", "_sub", "step", "wall_time"]
 
 
+def _column_order(name: str) -> tuple[int, str]:
+    """The seed's axes first, in their order, then every other axis by name."""
+    seed = list(_SEED_NAMES.values())
+    return (seed.index(name), "") if name in seed else (len(seed), name)
+
+
 def axis_column(tag: str) -> tuple[str, str] | None:
     """``(sub-run prefix, column name)`` when ``tag`` is an axis, else ``None``."""
     at = 0
@@ -45,13 +53,9 @@ def axis_column(tag: str) -> tuple[str, str] | None:
 def axes_of(tags: Iterable[str]) -> list[str]:
     """The clocks a run's points have, as ``aoff compare --x`` names them: ``step`` and
     ``wall_time``, then each axis tag of the run's own (``iteration``, ``env_steps``, each
-    ``axes=`` name), in the order of ``tags``."""
-    names = ["step", "wall_time"]
-    for tag in tags:
-        got = axis_column(tag)
-        if got is not None and not got[0] and got[1] not in names:
-            names.append(got[1])
-    return names
+    ``axes=`` name by name)."""
+    own = {got[1] for tag in tags if (got := axis_column(tag)) is not None and not got[0]}
+    return ["step", "wall_time", *sorted(own - {"step", "wall_time"}, key=_column_order)]
 
 
 def with_axes(df: pd.DataFrame) -> pd.DataFrame:
@@ -64,7 +68,7 @@ def with_axes(df: pd.DataFrame) -> pd.DataFrame:
     prefixes = sorted({p for p, _ in axes.values()}, key=len, reverse=True)
     sub_of = {t: next((p for p in prefixes if t.startswith(p)), "") for t in tags}
     out = df.assign(_sub=df["tag"].map(sub_of).astype(object))
-    for tag, (_prefix, name) in axes.items():
+    for tag, (_prefix, name) in sorted(axes.items(), key=lambda a: _column_order(a[1][1])):
         rows = out.loc[out["tag"] == tag, [*_KEY, "value"]]
         rows = rows.drop_duplicates(_KEY, keep="last").rename(columns={"value": name})
         if name in out.columns:  # one name in two sub-runs: fill in what is missing
