@@ -13,7 +13,6 @@ where a flood stops.
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -28,7 +27,7 @@ from .._core._say import say_to_stderr
 from .._core._state import State
 from .._display._grouptable import GroupRow, GroupScreen
 from ._progresswatch import ProgressWatch, wait_progressing
-from ._turns import sharing
+from ._thread import start_loop_thread
 from ._wiring import Core
 
 __all__ = ["GroupPump"]
@@ -66,31 +65,17 @@ class GroupPump:
         self._final: Event | None = None
         self._wake: anyio.Event | None = None
         self._token: Any = None
-        ready = threading.Event()
-        crashed: list[BaseException] = []
 
-        async def main() -> None:
+        async def main(ready: Callable[[], None]) -> None:
             self._token = anyio.lowlevel.current_token()
             self._wake = anyio.Event()
-            ready.set()
+            ready()
             async with anyio.create_task_group() as tg:
                 for core in self.cores:
                     tg.start_soon(core.pump.run, core.context)
                 tg.start_soon(self._splitter)
 
-        def thread_main() -> None:
-            try:
-                with sharing():  # the training loop shares this GIL (``_turns``)
-                    anyio.run(main, backend="asyncio")
-            except BaseException as exc:  # pragma: no cover - reported to the caller
-                crashed.append(exc)
-                ready.set()
-
-        self.thread = threading.Thread(target=thread_main, name="aoff-group", daemon=True)
-        self.thread.start()
-        ready.wait()
-        if crashed:
-            raise RuntimeError("aoff: the group's pump thread failed to start") from crashed[0]
+        self.thread = start_loop_thread(main, "aoff-group", "the group's pump thread")
 
     # -- on the loop ------------------------------------------------------------------------
     def _room(self) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -23,6 +24,32 @@ from .._display._streams import Forwarding, should_forward
 from ._progresswatch import ProgressWatch, wait_progressing
 from ._turns import sharing
 from ._wiring import Core
+
+
+def start_loop_thread(
+    main: Callable[[Callable[[], None]], Awaitable[None]], name: str, what: str
+) -> threading.Thread:
+    """Run ``main(ready)`` on a private asyncio loop in the daemon thread ``name`` and
+    return once it called ``ready()``; a failure before that raises here, naming ``what``.
+    The training loop shares this process's GIL with the thread: aoff's threads take
+    turns with it while the loop runs (``_pump/_turns``)."""
+    ready = threading.Event()
+    crashed: list[BaseException] = []
+
+    def thread_main() -> None:
+        try:
+            with sharing():
+                anyio.run(main, ready.set, backend="asyncio")
+        except BaseException as exc:  # pragma: no cover - reported to the caller
+            crashed.append(exc)
+            ready.set()
+
+    thread = threading.Thread(target=thread_main, name=name, daemon=True)
+    thread.start()
+    ready.wait()
+    if crashed:
+        raise RuntimeError(f"aoff: {what} failed to start") from crashed[0]
+    return thread
 
 
 class PumpThread:
@@ -39,29 +66,13 @@ class PumpThread:
         if held:
             core.pump.hold_first(held)
         self._token: Any = None
-        ready = threading.Event()
-        crashed: list[BaseException] = []
 
-        async def main() -> None:
+        async def main(ready: Callable[[], None]) -> None:
             self._token = anyio.lowlevel.current_token()
-            ready.set()
+            ready()
             await core.pump.run(core.context)
 
-        def thread_main() -> None:
-            try:
-                # the training loop shares this process's GIL: aoff's threads take turns
-                # with it while this pump runs (``_pump/_turns``)
-                with sharing():
-                    anyio.run(main, backend="asyncio")
-            except BaseException as exc:  # pragma: no cover - reported to the caller
-                crashed.append(exc)
-                ready.set()
-
-        self.thread = threading.Thread(target=thread_main, name="aoff-pump", daemon=True)
-        self.thread.start()
-        ready.wait()
-        if crashed:
-            raise RuntimeError("aoff: the pump thread failed to start") from crashed[0]
+        self.thread = start_loop_thread(main, "aoff-pump", "the pump thread")
 
     def flush(self, idle_timeout: float | None = None) -> None:
         """Wait until the pump wrote and flushed everything so far. ``idle_timeout`` is
