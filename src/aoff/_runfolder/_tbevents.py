@@ -116,6 +116,11 @@ class EventEncoder:
             args += (h, 0.0)
         return _Layout(struct.Struct(fmt).pack, args)
 
+    def summary_heads(self, tags: tuple[str, ...]) -> list[bytes]:
+        """Each tag's ``Summary.value`` head, in order: what precedes its float32 in a
+        summary (the bulk framer, ``_tbcolumns``, fills in the values)."""
+        return self._layouts.get(tags).args[0::2]  # type: ignore[return-value]
+
     def _summary(self, scalars: tuple[tuple[str, float], ...]) -> bytes:
         """The ``Summary.value``s of ``scalars``: one ``Struct.pack`` for the whole
         sequence (its tags' heads cached per tag sequence), or value by value when one

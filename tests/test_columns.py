@@ -1,0 +1,112 @@
+"""Column batches (``_core/_columns``) and the TensorBoard records framed from them in
+bulk (``_runfolder/_tbcolumns``): the same bytes as the per-event encoder, record for
+record, on adversarial records, and the same values read back by TensorBoard."""
+
+from __future__ import annotations
+
+import math
+import struct
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from aoff._core._columns import ScalarColumns, column_runs
+from aoff._core._records import StepRecord, scalars_of, step_record
+from aoff._runfolder._tbencode import encode_records
+from aoff._runfolder._tbevents import FILE_VERSION, EventEncoder, load_event_class
+from aoff._runfolder._tfrecord import frame_many
+
+from .conftest import tensorboard_accumulator
+
+TAG_POOL = ("loss", "train/q1", "reward/mean", "ünï/cödé", "日本/語", "a" * 130, "x/y/z")
+I64 = st.integers(-(2**63), 2**63 - 1)
+VALUES = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),  # NaNs of every sign and payload
+    st.sampled_from([0.0, -0.0, 1e300, -1e300, 3.4028235e38, 3.4028236e38, 1e-46]),
+)
+
+
+def per_event(records: list[StepRecord]) -> bytes:
+    """Today's encoder, record by record (never the bulk path)."""
+    return frame_many(map(EventEncoder().encode, records))
+
+
+@st.composite
+def batches(draw: st.DrawFn) -> list[StepRecord]:
+    """Runs of records with one tag sequence (tags appear and vanish between runs),
+    steps from 0 to int64's ends, wall times with 0, and records of other kinds between
+    them (a text: the per-event path)."""
+    out: list[StepRecord] = []
+    for _ in range(draw(st.integers(1, 4))):
+        tags = tuple(draw(st.lists(st.sampled_from(TAG_POOL), min_size=1, max_size=6)))
+        for _ in range(draw(st.integers(1, 24))):
+            step = draw(st.one_of(st.integers(0, 2**35), I64))
+            wall = draw(st.sampled_from([0.0, 1.7e9, 1.7e9 + 0.25, -0.0]))
+            values = tuple(draw(VALUES) for _ in tags)
+            out.append(step_record(step, 1, wall, scalars_of(tags, values)))
+        if draw(st.booleans()):
+            out.append(StepRecord(3, 0, 1.0, (("t", 1.0),), writer=True, texts=(("t", "hi"),)))
+    return out
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(batches())
+def test_bulk_framing_is_the_per_event_encoders_bytes(records: list[StepRecord]) -> None:
+    assert encode_records(EventEncoder(), records) == _per_event_with_texts(records)
+
+
+def _per_event_with_texts(records: list[StepRecord]) -> bytes:
+    """The per-event path with ``SummaryWriter``'s texts (one record at a time)."""
+    enc = EventEncoder()
+    return b"".join(encode_records(enc, (rec,)) for rec in records)
+
+
+def test_column_runs_keep_order_and_split_at_irregular_records() -> None:
+    a, b = ("x", "y"), ("x",)
+    recs = [step_record(i, i, 1.0, scalars_of(a, (float(i), 2.0))) for i in range(10)]
+    text = StepRecord(3, 0, 1.0, (), writer=True, texts=(("t", "hi"),))
+    recs += [text, *(step_record(i, i, 1.0, scalars_of(b, (float(i),))) for i in range(3))]
+    got = column_runs(recs)
+    assert type(got[0]) is ScalarColumns and len(got[0]) == 10
+    assert got[0].values[:, 0].tolist() == [float(i) for i in range(10)]
+    assert got[0].steps.tolist() == list(range(10))
+    assert got[1] is text and got[2:] == recs[11:]  # a short run stays records
+
+
+def test_a_step_beyond_int64_keeps_the_encoders_own_error() -> None:
+    recs = [
+        step_record(2**63 if i == 4 else i, i, 1.0, scalars_of(("x",), (1.0,))) for i in range(9)
+    ]
+    assert type(column_runs(recs)[0]) is StepRecord
+    try:
+        encode_records(EventEncoder(), recs)
+    except ValueError as exc:
+        assert "out of range" in str(exc)
+    else:  # pragma: no cover - the assertion's message
+        raise AssertionError("a step beyond int64 was written")
+
+
+def test_tensorboard_reads_the_bulk_records_bit_for_bit(tmp_path: Path) -> None:
+    tags = ("train/loss", "reward/mean", "ünï/x")
+    special = [math.nan, -math.inf, math.inf, 1e300, -0.0, 1e-46, 0.1]
+    recs = [
+        step_record(i * 4096, i, 1.7e9 + i, scalars_of(tags, (special[i % 7], i * 0.5, -i)))
+        for i in range(300)
+    ]
+    header = frame_many(
+        [load_event_class()(wall_time=1.0, file_version=FILE_VERSION).SerializeToString()]
+    )
+    for name, data in (("bulk", encode_records(EventEncoder(), recs)), ("per", per_event(recs))):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "events.out.tfevents.1.h").write_bytes(header + data)
+    bulk, per = (tensorboard_accumulator(tmp_path / n) for n in ("bulk", "per"))
+    f32 = struct.Struct("<f").pack
+    for j, tag in enumerate(tags):
+        got, want = bulk.Scalars(tag), per.Scalars(tag)
+        assert [(e.step, e.wall_time) for e in got] == [(r.step, r.wall_time) for r in recs]
+        assert [f32(e.value) for e in got] == [f32(e.value) for e in want]
+        with_inf = [f32(r.scalars[j][1]) if abs(r.scalars[j][1]) < 1e39 else None for r in recs]
+        assert [f32(e.value) for e, w in zip(got, with_inf, strict=True) if w] == [
+            w for w in with_inf if w
+        ]
