@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from . import _events as ev
 from ._checkpoint import load_into
 from ._fold_axes import POLICY_VERSION
 from ._fold_checks import Checks
+from ._fold_columns import RunFold
 from ._fold_pending import Pending
 from ._fold_step import StepFold, collector_tag
 from ._fold_writer import WriterFold
@@ -69,6 +70,7 @@ class Folder:
         "_producer_steps",
         "_producer_total",
         "_remotes",
+        "_runs",
         "checks",
         "pending",
         "state",
@@ -91,6 +93,7 @@ class Folder:
         # then: a step of the run's own since (steps_logged moved on) ends the claim
         self._last_reward_from: tuple[str, int] | None = None
         self._handlers = self._table()
+        self._runs = RunFold(state, self.steps, self.pending)
 
     def _table(self) -> dict[int, Handler]:
         """Each kind's handler, the one place that says what an event does to the fold.
@@ -159,6 +162,24 @@ class Folder:
                 s.started = True
                 s.start_time = wall
         return self._handlers.get(kind, _nothing)(event)
+
+    def apply_run(
+        self, events: Sequence[ev.Event], start: int
+    ) -> tuple[list[StepRecord], int, int]:
+        """Fold the run of regular iterations at ``events[start:]`` at once
+        (``_fold_columns``): its records, the index after it (``start``, no records: the
+        per-event :meth:`apply` takes the next event), and the first index where another
+        run may start (none before it: the scan refused that event)."""
+        runs = self._runs
+        if self._remotes or not runs.ready():
+            return [], start, start + 1
+        end, refused = runs.scan(events, start)
+        if end == start:
+            return [], start, max(refused, start + 1)
+        records, new_point = runs.fold(events[start:end], self._producer_total)
+        if new_point:
+            self._last_reward_from = None
+        return records, end, end
 
     # -- the handlers, one a kind (see _table) --------------------------------------------
     def _system(self, event: ev.Event) -> None:

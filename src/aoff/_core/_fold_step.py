@@ -362,6 +362,13 @@ class StepFold:
         self._pending.add_histogram(tag + ENVS_SUFFIX, v.values)
         return mean(v)
 
+    def shared_tags(self, tags: list[str]) -> tuple[str, ...]:
+        """The one tuple of this tag sequence the records share (see :meth:`_scalars`)."""
+        return self._scalars(tags, [0.0] * len(tags)).tags
+
+    #: the charted loss's point for a step's metrics (the run fold's too)
+    chart_loss = _chart_loss
+
     def _scalars(self, tags: list[str], values: list[float]) -> Scalars:
         """The record's pairs, with one ``tags`` tuple per tag sequence (see Scalars)."""
         last = self._last_tags

@@ -18,7 +18,16 @@ import anyio.lowlevel
 import anyio.to_thread
 
 from .._core._buffer import EventBuffer
-from .._core._events import MEDIA, MEDIA_REFUSED, REMOTE, Event
+from .._core._events import (
+    COLLECTOR,
+    COLLECTOR_TIMING,
+    DONE_RATES,
+    MEDIA,
+    MEDIA_REFUSED,
+    REMOTE,
+    STEP,
+    Event,
+)
 from .._core._fold import Folder
 from .._core._pending import PendingEvent, event_ready, resolve_event, unreadable_line
 from .._core._records import MediaRecord, StepRecord
@@ -36,6 +45,8 @@ FOLD_SLICE = 512
 TURN_SLICE = 32
 TURN_BACKLOG = 4 * FOLD_SLICE
 _MEDIA_KINDS = (MEDIA, MEDIA_REFUSED)
+#: the kinds a run of regular iterations is made of (``Folder.apply_run``)
+_RUN_KINDS = frozenset((STEP, COLLECTOR_TIMING, COLLECTOR, DONE_RATES))
 
 
 def _alone() -> bool:
@@ -186,14 +197,31 @@ class Intake:
         and no event is folded before an earlier one, so order and steps are kept.
         """
         apply = self.folder.apply
+        apply_run = self.folder.apply_run
         records: list[StepRecord] = []
         folded = 0
-        for i, e in enumerate(events):
+        n = len(events)
+        i = 0
+        run_at = 0  # no run of regular iterations starts before this index
+        while i < n:
+            e = events[i]
+            if i >= run_at and e[0] in _RUN_KINDS and type(e) is tuple:
+                run, end, run_at = apply_run(events, i)
+                if run:  # a run folded at once (_core/_fold_columns)
+                    records += run
+                    folded += end - i
+                    i = end
+                    last = run[-1]
+                    if last.producer is None and not last.writer:
+                        self.last_step = last.step
+                    continue
+            at = i
+            i += 1
             if type(e) is PendingEvent:
                 ready = self._pending_ready(e)
                 if not ready:
                     if ready is False and not self._give_up:
-                        self.held = list(events[i:])
+                        self.held = list(events[at:])
                         break
                     self.unresolved += 1
                     if e[0] == MEDIA:  # its frames never came: the budget's bytes do

@@ -1,0 +1,170 @@
+"""The run fold (``_core/_fold_columns``): a run of regular iterations folded at once
+gives the per-event fold's records, files and dashboard state, on adversarial input."""
+
+from __future__ import annotations
+
+import math
+import struct
+from collections.abc import Sequence
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from aoff._core import _events as ev
+from aoff._core import _fold_columns
+from aoff._core._fold import Folder
+from aoff._core._records import StepRecord
+from aoff._core._state import State
+from aoff._runfolder._jsonlfile import encode_lines
+from aoff._runfolder._tbencode import encode_records
+from aoff._runfolder._tbevents import EventEncoder
+
+RUN_KINDS = frozenset((ev.STEP, ev.COLLECTOR_TIMING, ev.COLLECTOR, ev.DONE_RATES))
+#: the state the dashboard, the summary and the report read
+FIELDS = (
+    "iteration", "steps_logged", "total_steps", "own_total_steps", "buffer_size",
+    "timeout_rate", "terminated_rate", "train_time", "wait_time", "h2d_time",
+    "weight_sync_time", "throughput_known", "throughput_steps", "latest_metrics",
+    "reward_history", "loss_history", "loss_name", "reward_components", "collector_timing",
+    "logged", "status", "last_wall_time", "invalid_values", "ep_length",
+)  # fmt: skip
+
+
+def fold(events: Sequence[ev.Event], runs: bool) -> tuple[list[StepRecord], State]:
+    """The pump's intake loop (``_pump/_intake.Intake.fold``): runs at once where the
+    folder takes them (``runs``), else event by event."""
+    state = State()
+    folder = Folder(state)
+    out: list[StepRecord] = []
+    i, run_at = 0, 0
+    while i < len(events):
+        if runs and i >= run_at and events[i][0] in RUN_KINDS:
+            got, end, run_at = folder.apply_run(events, i)
+            if got:
+                out += got
+                i = end
+                continue
+        rec = folder.apply(events[i])
+        if rec is not None:
+            out.append(rec)
+        i += 1
+    return out, state
+
+
+def bits(records: list[StepRecord]) -> list[tuple[object, ...]]:
+    d = struct.Struct("<d").pack
+    return [
+        (r.step, r.iteration, d(r.wall_time), tuple((t, d(v)) for t, v in r.scalars))
+        for r in records
+    ]
+
+
+def same(events: list[ev.Event]) -> list[StepRecord]:
+    """Fold ``events`` both ways: the same records, bytes and state; the records."""
+    want, s1 = fold(events, runs=False)
+    got, s2 = fold(events, runs=True)
+    assert bits(got) == bits(want)
+    assert encode_records(EventEncoder(), got) == encode_records(EventEncoder(), want)
+    assert encode_lines(got) == encode_lines(want)
+    for name in FIELDS:
+        assert repr(getattr(s2, name)) == repr(getattr(s1, name)), name
+    assert repr(s2.hparams.reward_last) == repr(s1.hparams.reward_last)
+    assert repr(s2.hparams.reward_best) == repr(s1.hparams.reward_best)
+    return got
+
+
+FLOATS = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0.0, -0.0, 1e300, 3.5e38, 0.25]),
+)
+KEYS = st.sampled_from(["loss", "q1_loss", "ünï", "日本", "lr", "a/b", "x" * 70])
+
+
+def shapes_of(keys: list[tuple[str, ...]]) -> st.SearchStrategy[tuple[object, ...]]:
+    """One loop's shape: its metric keys, a reward or not, its reward components, its
+    train time, its throughput (``extra_info``)."""
+    return st.tuples(
+        st.sampled_from(keys),
+        st.booleans(),
+        st.sampled_from([None, ("forward",), ("forward", "ctrl")]),
+        st.sampled_from([0.004, 0.0, -1.0]),
+        st.sampled_from([None, 4096, 0, -5]),
+    )
+
+
+@st.composite
+def iterations(draw: st.DrawFn) -> list[ev.Event]:
+    """Iterations of a training loop whose keys appear and vanish, with NaN, ±inf,
+    huge steps and values that are not floats, and irregular events between them."""
+    out: list[ev.Event] = []
+    wall = 1.7e9
+    shapes = [
+        tuple(draw(st.lists(KEYS, max_size=4, unique=True))) for _ in range(draw(st.integers(1, 3)))
+    ]
+    shape = draw(shapes_of(shapes))
+    for i in range(draw(st.integers(0, 40))):
+        wall += 0.5
+        if draw(st.integers(0, 7)) == 0:  # the loop's keys and kinds change now and then
+            shape = draw(shapes_of(shapes))
+        keys, with_reward, comps, t, extra = shape
+        if draw(st.integers(0, 5)) == 0:
+            out.append((ev.COLLECTOR_TIMING, wall, {k: draw(FLOATS) for k in keys[:2]}))
+        if draw(st.booleans()):
+            out.append((ev.DONE_RATES, wall, draw(FLOATS), draw(FLOATS)))
+        if draw(st.booleans()):
+            total = draw(st.one_of(st.integers(0, 2**40), st.integers(-(2**63), 2**63 - 1)))
+            out.append(
+                (ev.COLLECTOR, wall, total, 100, draw(st.sampled_from([0.0, 1.5, math.nan])))
+            )
+        odd = draw(st.integers(0, 30))
+        if odd == 0:
+            out.append((ev.SYSTEM, wall, {"system/cpu": 3.0}))
+        elif odd == 1:
+            out.append((ev.EPISODES, wall, (1.0, 2.0), (10, 20)))
+        elif odd == 2:
+            out.append((ev.EP_LENGTH, wall, 12.0))
+        metrics = {k: draw(FLOATS) for k in keys}
+        if odd == 3 and keys:
+            metrics[keys[0]] = 7  # an int: the per-event fold's checks take it
+        reward = draw(FLOATS) if with_reward else None
+        comps = None if comps is None else {k: draw(FLOATS) for k in comps}
+        step = (ev.STEP, wall, i, metrics, reward, None, comps, t, 0.0002, 0.0, 0.0, extra)
+        out.append(step)
+    return out
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(iterations())
+def test_runs_fold_as_the_per_event_fold_does(events: list[ev.Event]) -> None:
+    same(events)
+
+
+def standard(n: int) -> list[ev.Event]:
+    """The benchmarks' standard iteration (4 calls, 32 scalars), ``n`` times."""
+    timing = {"env_step_ms": 2.5, "replay_ms": 0.4}
+    metrics = {f"m{k}": k * 0.5 for k in range(12)}
+    comps = {"forward": 1.2}
+    out: list[ev.Event] = []
+    for i in range(n):
+        w = 1.0 + i
+        out += [
+            (ev.COLLECTOR_TIMING, w, dict(timing)),
+            (ev.DONE_RATES, w, 0.01, 0.002),
+            (ev.COLLECTOR, w, i * 4096, 10**6, -120.5),
+            (ev.STEP, w, i, dict(metrics), -120.5, None, comps, 0.004, 2e-4, 0.0, 0.0, 4096),
+        ]
+    return out
+
+
+def test_the_standard_iteration_folds_as_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    taken: list[int] = []
+    real = _fold_columns.RunFold.fold
+
+    def spy(self: _fold_columns.RunFold, run: Sequence[ev.Event], producers: int) -> object:
+        taken.append(len(run))
+        return real(self, run, producers)
+
+    monkeypatch.setattr(_fold_columns.RunFold, "fold", spy)
+    records = same(standard(50))
+    assert len(records) == 50 and sum(taken) >= 4 * 45  # all but the first iterations
