@@ -159,12 +159,12 @@ def standard(n: int) -> list[ev.Event]:
 
 def test_the_standard_iteration_folds_as_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     taken: list[int] = []
-    real = _fold_columns.RunFold.fold
+    real = _fold_columns.RunFold.take
 
-    def spy(self: _fold_columns.RunFold, run: Sequence[ev.Event], producers: int) -> object:
+    def spy(self: _fold_columns.RunFold, run: Sequence[ev.Event], *args: object) -> object:
         taken.append(len(run))
-        return real(self, run, producers)
+        return real(self, run, *args)
 
-    monkeypatch.setattr(_fold_columns.RunFold, "fold", spy)
+    monkeypatch.setattr(_fold_columns.RunFold, "take", spy)
     records = same(standard(50))
     assert len(records) == 50 and sum(taken) >= 4 * 45  # all but the first iterations

@@ -173,13 +173,15 @@ class Folder:
         runs = self._runs
         if self._remotes or not runs.ready():
             return [], start, start + 1
-        end, refused = runs.scan(events, start)
-        if end == start:
-            return [], start, max(refused, start + 1)
-        records, new_point = runs.fold(events[start:end], self._producer_total)
+        end, kinds, stop = runs.span(events, start)
+        if not kinds:
+            return [], start, max(stop, start + 1)
+        records, new_point, n = runs.take_halves(events[start:end], kinds, self._producer_total)
+        if not records:
+            return [], start, start + n
         if new_point:
             self._last_reward_from = None
-        return records, end, end
+        return records, start + n, start + n
 
     # -- the handlers, one a kind (see _table) --------------------------------------------
     def _system(self, event: ev.Event) -> None:

@@ -21,6 +21,8 @@ folds the same adversarial sequences both ways and compares the files and the st
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain
+from typing import Any
 
 from . import _events as ev
 from ._fold_pending import Pending
@@ -36,14 +38,18 @@ _STEP = ev.STEP
 _TIMING = ev.COLLECTOR_TIMING
 _COLLECTOR = ev.COLLECTOR
 _DONE = ev.DONE_RATES
-_STEP_LEN = 2 + len(ev.KINDS[ev.STEP].fields)
-_COLLECTOR_LEN = 2 + len(ev.KINDS[ev.COLLECTOR].fields)
-_DONE_LEN = 2 + len(ev.KINDS[ev.DONE_RATES].fields)
-_TIMING_LEN = 2 + len(ev.KINDS[ev.COLLECTOR_TIMING].fields)
+#: each kind's length without its optional fields (axes: the per-event fold's)
+_STEP_LENS = {2 + len(ev.KINDS[ev.STEP].fields)}
+_COLLECTOR_LENS = {2 + len(ev.KINDS[ev.COLLECTOR].fields)}
+_DONE_LENS = {2 + len(ev.KINDS[ev.DONE_RATES].fields)}
+_TIMING_LENS = {2 + len(ev.KINDS[ev.COLLECTOR_TIMING].fields)}
+_RUN_KINDS = frozenset((_STEP, _TIMING, _COLLECTOR, _DONE))
 _I64_MIN = -(2**63)
 _I64_MAX = 2**63 - 1
-_FLOAT = float
-_FLOAT_ONLY = frozenset((float,))
+_FLOAT_ONLY = {float}
+_INT_ONLY = {int}
+_NONE_ONLY = {type(None)}
+_DICT_ONLY = {dict}
 _TAIL = (
     "episode/timeout_rate",
     "episode/terminated_rate",
@@ -54,12 +60,31 @@ _TAIL = (
 )
 
 
-def _floats(d: dict[str, object]) -> bool:
-    return _FLOAT_ONLY.issuperset(map(type, d.values()))
+def _same_keys(col: Sequence[Any], cache: dict[tuple[str, ...], tuple[str, ...]]) -> bool | None:
+    """A step column of dicts (or of ``None``): ``None`` where the run fold cannot take it
+    (not all dicts, or all ``None``; key sequences that differ or that the per-event fold
+    never checked; a value that is not a float); else whether it holds dicts."""
+    kinds = set(map(type, col))
+    if kinds == _NONE_ONLY:
+        return False
+    if kinds != _DICT_ONLY:
+        return None
+    keys = set(map(tuple, col))
+    if len(keys) != 1 or next(iter(keys)) not in cache:
+        return None
+    values = chain.from_iterable(map(dict.values, col))
+    if not _FLOAT_ONLY.issuperset(map(type, values)):
+        return None
+    return True
 
 
-def _int64(v: object) -> bool:
-    return type(v) is int and _I64_MIN <= v <= _I64_MAX
+def _ints(col: Sequence[Any]) -> bool:
+    """Every item an int that fits int64 (``bool`` is not one)."""
+    return set(map(type, col)) == _INT_ONLY and min(col) >= _I64_MIN and max(col) <= _I64_MAX
+
+
+def _all_floats(*cols: Sequence[object]) -> bool:
+    return all(set(map(type, c)) == _FLOAT_ONLY for c in cols)
 
 
 class RunFold:
@@ -89,173 +114,239 @@ class RunFold:
             and not acc[3]
         )
 
-    def _signature(self, e: ev.Event) -> ev.Event | None:
-        """A step's tag-deciding shape, or ``None`` where the per-event fold must take it:
-        each dict's tags (a key sequence it checked before, every value a float), whether
-        it has a reward, whether it has a steps/s column."""
-        if len(e) != _STEP_LEN or not _int64(e[2]):
-            return None
-        steps = self._steps
-        out: list[object] = []
-        for at, cache in ((3, steps.metric_tags), (5, steps.reward_tags), (6, steps.reward_tags)):
-            d = e[at]
-            if d is None:
-                out.append(None)
-                continue
-            if type(d) is not dict or not _floats(d):
-                return None
-            tags = cache.get(tuple(d))
-            if tags is None:
-                return None
-            out.append(tags)
-        reward = e[4]
-        if reward is not None and type(reward) is not _FLOAT:
-            return None
-        t, w, h, ws = e[7], e[8], e[9], e[10]
-        if type(t) is not _FLOAT or type(w) is not _FLOAT or type(h) is not _FLOAT:
-            return None
-        if type(ws) is not _FLOAT:
-            return None
-        extra = e[11]
-        if extra is not None and not _int64(extra):
-            return None
-        out.append(reward is None)
-        out.append(extra is not None and extra > 0 and h + t + ws > 0)  # perf/steps_per_sec
-        return tuple(out)
-
-    def scan(self, events: Sequence[ev.Event], start: int) -> tuple[int, int]:
-        """The end of the run of regular events from ``start`` (its last step's index
-        plus one), or ``start`` when fewer than ``MIN_STEPS`` steps make one; and the
-        index of the first event the scan refused (no run starts before it)."""
-        timing_keys = tuple(self._state.collector_timing)
-        if timing_keys not in self._steps.collector_tags:  # keys the per-event fold took
-            timing_keys = ()
-        signature: ev.Event | None = None
-        steps = 0
-        end = start
-        i = start
-        for i in range(start, len(events)):  # the refused event's index, after
-            e = events[i]
-            if type(e) is not tuple:
-                break
+    @staticmethod
+    def span(events: Sequence[ev.Event], start: int) -> tuple[int, list[int], int]:
+        """The run's candidate span from ``start``: its end (after its last step; only
+        the four kinds, plain tuples), its events' kinds, and the index of the first
+        event that is not of them (no span starts before it)."""
+        kinds: list[int] = []
+        for e in events[start:]:
             kind = e[0]
-            if kind == _STEP:
-                sig = self._signature(e)
-                if sig is None or (signature is not None and sig != signature):
-                    break
-                signature = sig
-                steps += 1
-                end = i + 1
-            elif kind == _TIMING:
-                d = e[2]
-                if len(e) != _TIMING_LEN or type(d) is not dict or not timing_keys:
-                    break
-                if tuple(d) != timing_keys or not _floats(d):
-                    break
-            elif kind == _DONE:
-                if len(e) != _DONE_LEN or type(e[2]) is not _FLOAT or type(e[3]) is not _FLOAT:
-                    break
-            elif kind == _COLLECTOR:
-                if len(e) != _COLLECTOR_LEN or not _int64(e[2]) or not _int64(e[3]):
-                    break
-                if type(e[4]) is not _FLOAT:
-                    break
-            else:
+            if kind not in _RUN_KINDS or type(e) is not tuple:
                 break
-        else:
-            i = len(events)
-        return (end if steps >= MIN_STEPS else start), i
+            kinds.append(kind)
+        stop = start + len(kinds)
+        try:
+            last = len(kinds) - 1 - kinds[::-1].index(_STEP)
+        except ValueError:
+            return start, [], stop
+        del kinds[last + 1 :]
+        return start + last + 1, kinds, stop
 
-    def fold(self, run: Sequence[ev.Event], producers: int) -> tuple[list[StepRecord], bool]:
-        """Fold ``run`` (a span :meth:`scan` accepted), ``producers`` the producers'
-        part of the run's total steps; its records, and whether a collector's reward
-        started a new point of the reward history."""
+    def take_halves(
+        self, events: Sequence[ev.Event], kinds: list[int], producers: int
+    ) -> tuple[list[StepRecord], bool, int]:
+        """:meth:`take`, and where a check refuses the span, its first half (cut after a
+        step) and so on: a rare change (a periodic evaluation's keys) costs the per-event
+        fold a part of the span, not all of it. Its records, whether a collector's reward
+        started a point, and the end of what it folded or, nothing folded, of the part
+        the per-event fold should take."""
+        while True:
+            got = self.take(events, kinds, producers)
+            if got is not None:
+                return got[0], got[1], len(kinds)
+            at = [i for i, kind in enumerate(kinds) if kind == _STEP]
+            if len(at) < 2 * MIN_STEPS:
+                return [], False, len(kinds)
+            cut = at[len(at) // 2 - 1] + 1
+            del kinds[cut:]
+            events = events[:cut]
+
+    def take(
+        self, events: Sequence[ev.Event], kinds: list[int], producers: int
+    ) -> tuple[list[StepRecord], bool] | None:
+        """Fold ``events`` (a span, ``kinds`` its kinds) as columns, ``producers`` the
+        producers' part of the run's total steps; its records and whether a collector's
+        reward started a new point of the reward history. ``None`` (nothing folded)
+        where a check refuses the span: the per-event fold takes it."""
+        import numpy as np
+
+        s, steps = self._state, self._steps
+        ka = np.array(kinds, np.int64)
+        at = np.flatnonzero(ka == _STEP)
+        n = len(at)
+        if n < MIN_STEPS:
+            return None
+        pick = [events[i] for i in at.tolist()]
+        if set(map(len, pick)) != _STEP_LENS:
+            return None
+        _, walls, its, ms, rs, rms, cs, ts, ws, hs, wss, extras = zip(*pick, strict=True)
+        has_m = _same_keys(ms, steps.metric_tags)
+        has_rm = _same_keys(rms, steps.reward_tags)
+        has_c = _same_keys(cs, steps.reward_tags)
+        if has_m is None or has_rm is None or has_c is None or not _ints(its):
+            return None
+        if not _all_floats(ts, ws, hs, wss):
+            return None
+        reward_types = set(map(type, rs))
+        if reward_types != _FLOAT_ONLY and reward_types != _NONE_ONLY:
+            return None
+        extra_types = set(map(type, extras))
+        if extra_types == _INT_ONLY:
+            if not _ints(extras):
+                return None
+            extra = np.array(extras, np.int64)
+        elif extra_types == _NONE_ONLY:
+            extra = np.zeros(n, np.int64)
+        else:
+            return None
+        t, w, h, wsync = (np.array(c, np.float64) for c in (ts, ws, hs, wss))
+        pipeline = h + t + wsync
+        rate = (extra > 0) & (pipeline > 0)
+        if rate.any() and not rate.all():  # steps/s comes and goes: the tags change
+            return None
+        carried = self._carried(events, kinds, ka, at)
+        if carried is None:
+            return None
+        timeout, terminated, total, timing = carried
+        its_a = np.array(its, np.int64)
+        total = total + producers
+        step = np.where(total > 0, total, its_a)
+        parts: list[Any] = [its_a.astype(np.float64), step.astype(np.float64)]
+        if has_m:
+            parts.append(_matrix(ms))
+        with_reward = reward_types == _FLOAT_ONLY
+        if with_reward:
+            parts.append(np.array(rs, np.float64))
+        if has_rm:
+            parts.append(_matrix(rms))
+        if has_c:
+            parts.append(_matrix(cs))
+        if s.ep_length > 0:
+            parts.append(np.full(n, s.ep_length))
+        parts += (timeout, terminated, w * 1000, h * 1000, t * 1000, wsync * 1000)
+        if timing is not None:
+            parts.append(timing)
+        if rate.all():
+            parts.append(extra / pipeline)
+        parts.append(pipeline * 1000)
+        if steps.dropped:
+            parts.append(np.full(n, float(steps.dropped)))
+        table = np.column_stack(parts)
+        shared = steps.shared_tags(self._tags(pick[0], with_reward, bool(rate.all())))
+        if len(shared) != table.shape[1]:  # pragma: no cover - the tags and the columns
+            raise AssertionError("the run's tags and columns differ")
+        records = list(
+            map(
+                step_record,
+                step.tolist(),
+                its,
+                walls,
+                [scalars_of(shared, tuple(row)) for row in table.tolist()],
+            )
+        )
+        new_point = self._histories(events, kinds, pick, with_reward)
+        learner = bool((t != 0).any() or (w != 0).any() or (h != 0).any() or (wsync != 0).any())
+        self._settle(events, kinds, pick, learner, n)
+        if _COLLECTOR in kinds:
+            s.total_steps = s.own_total_steps + producers
+        return records, new_point
+
+    def _carried(
+        self, events: Sequence[ev.Event], kinds: list[int], ka: Any, at: Any
+    ) -> tuple[Any, Any, Any, Any] | None:
+        """At each step, the latest done rates, collector total and collector timings
+        (the state's before the span's first): columns, or ``None`` where an event of
+        those kinds is not plain."""
+        import numpy as np
+
         s = self._state
-        steps = self._steps
-        pending = self._pending
-        first = next(e for e in run if e[0] == _STEP)
-        tags = self._tags(first)
-        timing = s.collector_timing
-        tv = tuple(timing.values())
-        timeout, terminated = s.timeout_rate, s.terminated_rate
-        own_total, buffer_size = s.own_total_steps, s.buffer_size
-        total = s.total_steps
-        ep = (s.ep_length,) if s.ep_length > 0 else ()
-        dropped = (float(steps.dropped),) if steps.dropped else ()
+
+        def latest(kind: int) -> tuple[Any, list[ev.Event]]:
+            mask = ka == kind
+            ordinal = np.cumsum(mask)  # at each position: the kind's events so far
+            return ordinal[at], [events[i] for i in np.flatnonzero(mask).tolist()]
+
+        row, done = latest(_DONE)
+        if done:
+            if set(map(len, done)) != _DONE_LENS:
+                return None
+            _, _, a, b = zip(*done, strict=True)
+            if not _all_floats(a, b):
+                return None
+            timeout = np.array((s.timeout_rate, *a), np.float64)[row]
+            terminated = np.array((s.terminated_rate, *b), np.float64)[row]
+        else:
+            timeout = np.full(len(at), s.timeout_rate)
+            terminated = np.full(len(at), s.terminated_rate)
+        row, coll = latest(_COLLECTOR)
+        if coll:
+            if set(map(len, coll)) != _COLLECTOR_LENS:
+                return None
+            _, _, tot, buf, mr = zip(*coll, strict=True)
+            if not _ints(tot) or not _ints(buf) or not _all_floats(mr):
+                return None
+            total = np.array((s.own_total_steps, *tot), np.int64)[row]
+        else:
+            total = np.full(len(at), s.own_total_steps, np.int64)
+        timing_keys = tuple(s.collector_timing)
+        row, tim = latest(_TIMING)
+        if tim:
+            if not timing_keys or timing_keys not in self._steps.collector_tags:
+                return None
+            if set(map(len, tim)) != _TIMING_LENS:
+                return None
+            ds = [e[2] for e in tim]
+            if _same_keys(ds, {timing_keys: ()}) is not True or tuple(ds[0]) != timing_keys:
+                return None
+            kt = len(timing_keys)
+            prior = np.array(tuple(s.collector_timing.values()), np.float64).reshape(1, kt)
+            timing = np.concatenate((prior, _matrix(ds)))[row]
+        elif timing_keys:
+            timing = np.tile(np.array(tuple(s.collector_timing.values())), (len(at), 1))
+        else:
+            timing = None
+        return timeout, terminated, total, timing
+
+    def _histories(
+        self, events: Sequence[ev.Event], kinds: list[int], pick: list[ev.Event], with_reward: bool
+    ) -> bool:
+        """The reward history (a collector's reward is a point, the next step's reward
+        replaces it), the best reward, the charted loss; whether a collector's reward
+        started a point."""
+        s, pending = self._state, self._pending
         history = s.reward_history
         flag = pending.collector_reward
-        hparams = s.hparams
-        chart = steps.chart_loss
-        learner = collector = done = new_point = False
-        shared: tuple[str, ...] | None = None
-        records: list[StepRecord] = []
-        last: ev.Event = first
-        for e in run:
-            kind = e[0]
-            if kind == _STEP:
-                (_, wall, it, m, r, rm, c, t, w, h, ws, extra) = e
-                step = total if total > 0 else it
-                pipeline = h + t + ws
-                row: list[float] = [float(it), float(step)]
-                if m:
-                    row += m.values()
-                    chart(m)
-                if r is not None:
-                    row.append(r)
+        new_point = False
+        reward = s.hparams.reward
+        for e, kind in zip(events, kinds, strict=True):
+            if kind == _COLLECTOR:
+                if e[4] != 0:
+                    history.append(e[4])
+                    flag = new_point = True
+            elif kind == _STEP:
+                r = e[4]
+                if with_reward:
                     if flag and history:
                         history[-1] = r
                     else:
                         history.append(r)
-                    hparams.reward(r)
+                    reward(r)
                 flag = False
-                if rm:
-                    row += rm.values()
-                if c:
-                    row += c.values()
-                row += ep
-                row += (timeout, terminated, w * 1000, h * 1000, t * 1000, ws * 1000)
-                row += tv
-                if extra is not None and extra > 0 and pipeline > 0:
-                    row.append(extra / pipeline)
-                row.append(pipeline * 1000)
-                row += dropped
-                if shared is None:
-                    shared = steps.shared_tags(tags)
-                records.append(step_record(step, it, wall, scalars_of(shared, tuple(row))))
-                learner = learner or bool(t or w or h or ws)
-                last = e
-            elif kind == _TIMING:
-                timing.update(e[2])
-                tv = tuple(timing.values())
-            elif kind == _DONE:
-                timeout, terminated = e[2], e[3]
-                done = True
-            else:  # _COLLECTOR
-                own_total, buffer_size = e[2], e[3]
-                total = own_total + producers
-                collector = True
-                if e[4] != 0:
-                    history.append(e[4])
-                    flag = new_point = True
-        self._settle(run, last, learner, collector, done, len(records))
-        s.timeout_rate, s.terminated_rate = timeout, terminated
-        s.own_total_steps, s.buffer_size, s.total_steps = own_total, buffer_size, total
         pending.collector_reward = flag
-        return records, new_point
+        first = pick[0][3]
+        if first:
+            steps = self._steps
+            steps.chart_loss(first)
+            name = s.loss_name
+            if name is not None and name in first:
+                s.loss_history.extend([e[3][name] for e in pick[1:]])
+        return new_point
 
     def _settle(
         self,
-        run: Sequence[ev.Event],
-        last: ev.Event,
+        events: Sequence[ev.Event],
+        kinds: list[int],
+        pick: list[ev.Event],
         learner: bool,
-        collector: bool,
-        done: bool,
         n: int,
     ) -> None:
-        """The state's fields a step leaves as its own: the run's last step's."""
+        """The state's fields the span leaves: its last step's, its last done rates,
+        collector and timings."""
         s = self._state
+        last = pick[-1]
         (_, _, it, m, _, _, c, t, w, h, ws, extra) = last
-        s.last_wall_time = run[-1][1]
+        s.last_wall_time = events[-1][1]
         s.iteration = it
         s.train_time, s.wait_time, s.h2d_time, s.weight_sync_time = t, w, h, ws
         s.throughput_known = extra is not None
@@ -267,31 +358,38 @@ class RunFold:
         logged = s.logged
         if learner:
             logged.add("learner")
-        if collector:
-            logged.add("collector")
-        if done:
-            logged.add("done_rates")
+        for kind, name, apply in (
+            (_DONE, "done_rates", self._last_done),
+            (_COLLECTOR, "collector", self._last_collector),
+            (_TIMING, "", self._last_timing),
+        ):
+            if kind in kinds:
+                i = len(kinds) - 1 - kinds[::-1].index(kind)
+                apply(events[i])
+                if name:
+                    logged.add(name)
         s.status = "Training"
         s.training_started = True
         s.steps_logged += n
 
-    def _tags(self, first: ev.Event) -> list[str]:
+    def _last_done(self, e: ev.Event) -> None:
+        self._state.timeout_rate, self._state.terminated_rate = e[2], e[3]
+
+    def _last_collector(self, e: ev.Event) -> None:
+        s = self._state
+        s.own_total_steps, s.buffer_size = e[2], e[3]
+
+    def _last_timing(self, e: ev.Event) -> None:
+        self._state.collector_timing.update(e[2])
+
+    def _tags(self, first: ev.Event, with_reward: bool, rate: bool) -> list[str]:
         """The run's record tags, in the per-event fold's order (``_fold_step``)."""
         s, steps = self._state, self._steps
-        m, r, rm, c, t, h, ws, extra = (
-            first[3],
-            first[4],
-            first[5],
-            first[6],
-            first[7],
-            first[9],
-            first[10],
-            first[11],
-        )
+        m, rm, c = first[3], first[5], first[6]
         tags = ["axis/iteration", "axis/env_steps_total"]
         if m:
             tags += steps.metric_tags[tuple(m)]
-        if r is not None:
+        if with_reward:
             tags.append("reward/mean")
         if rm:
             tags += steps.reward_tags[tuple(rm)]
@@ -301,9 +399,18 @@ class RunFold:
             tags.append("episode/length")
         tags += _TAIL
         tags += map(collector_tag, s.collector_timing)
-        if extra is not None and extra > 0 and h + t + ws > 0:
+        if rate:
             tags.append("perf/steps_per_sec")
         tags.append("perf/iter_ms")
         if steps.dropped:
             tags.append("aoff/dropped_events")
         return tags
+
+
+def _matrix(dicts: Sequence[Any]) -> Any:
+    """The values of dicts with one key sequence, one row a dict."""
+    import numpy as np
+
+    k = len(dicts[0])
+    flat = chain.from_iterable(map(dict.values, dicts))
+    return np.fromiter(flat, np.float64, k * len(dicts)).reshape(len(dicts), k)
