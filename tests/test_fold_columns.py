@@ -4,8 +4,11 @@ gives the per-event fold's records, files and dashboard state, on adversarial in
 from __future__ import annotations
 
 import math
+import re
 import struct
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -19,6 +22,8 @@ from aoff._core._state import State
 from aoff._runfolder._jsonlfile import encode_lines
 from aoff._runfolder._tbencode import encode_records
 from aoff._runfolder._tbevents import EventEncoder
+
+from .conftest import read_tensorboard
 
 RUN_KINDS = frozenset((ev.STEP, ev.COLLECTOR_TIMING, ev.COLLECTOR, ev.DONE_RATES))
 #: the state the dashboard, the summary and the report read
@@ -168,3 +173,48 @@ def test_the_standard_iteration_folds_as_runs(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(_fold_columns.RunFold, "take", spy)
     records = same(standard(50))
     assert len(records) == 50 and sum(taken) >= 4 * 45  # all but the first iterations
+
+
+def test_a_real_run_writes_the_same_files_both_ways(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through the logger (thread mode: the pump's intake dispatches runs), a loop with a
+    periodic evaluation's keys, a NaN and an int: TensorBoard and JSONL read back the
+    same, wall time aside, with the run fold and without it (its floor out of reach)."""
+    import aoff
+
+    def run(folder: Path) -> None:
+        log = aoff.OffPolicyLogger(log_dir=folder, pump="thread", display="none",
+                                   backends=("jsonl",), system_interval=0)  # fmt: skip
+        for i in range(300):
+            log.update_collector_timing({"env_step_ms": 2.5, "replay_ms": 0.4})
+            log.update_done_rates(0.01, 0.002)
+            log.log_collector(i * 64, 1000, -1.0 if i % 7 else math.nan)
+            metrics = {"q_loss": 0.5 / (i + 1), "lr": 3e-4 if i != 150 else 3}
+            if i % 50 == 49:
+                metrics["eval/return"] = float(i)
+            log.log_step(
+                i, metrics, reward=-1.5, train_time=0.004, extra_info={"throughput_steps": 64}
+            )
+        log.finish()
+
+    folded: list[int] = []
+    real = _fold_columns.RunFold.take
+
+    def spy(self: _fold_columns.RunFold, *args: Any) -> Any:
+        got = real(self, *args)
+        folded.append(0 if got is None else len(got[0]))
+        return got
+
+    monkeypatch.setattr(_fold_columns.RunFold, "take", spy)
+    run(tmp_path / "columns")
+    assert sum(folded) > 150  # most steps went through the run fold
+    monkeypatch.setattr(_fold_columns, "MIN_STEPS", 10**9)
+    run(tmp_path / "events")
+    a, b = (read_tensorboard(tmp_path / n) for n in ("columns", "events"))
+    assert a == b and len(a["axis/iteration"]) == 300
+    lines = []
+    for name in ("columns", "events"):
+        rows = (tmp_path / name / "metrics.jsonl").read_text().splitlines()
+        lines.append([re.sub(r'"wall_time":[^,]*,', "", row) for row in rows])
+    assert lines[0] == lines[1] and len(lines[0]) == 300
