@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from itertools import chain
 from typing import TYPE_CHECKING, Any
 
-from ._records import Scalars, StepRecord
+from ._records import Scalars, StepRecord, columns, scalars_of
 
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["ScalarColumns", "column_runs", "plain"]
+__all__ = ["RowRecord", "ScalarColumns", "column_runs", "plain", "record_columns", "row_records"]
 
 #: records in a row with one tag sequence below which the per-event encoder is cheaper
 #: (the table's fixed cost is a few NumPy calls)
@@ -46,8 +46,120 @@ class ScalarColumns:
         return len(self.steps)
 
 
+class RowRecord(StepRecord):
+    """A step record that is row ``index`` of a run fold's table (``_fold_columns``):
+    every reader sees a :class:`StepRecord`, but its ``scalars`` pairs (one tuple a tag,
+    ~1.5-4 µs a record of 32) are made on first read, and the encoders that read columns
+    (:func:`record_columns`, :func:`column_runs`) never make them. Built by
+    :func:`row_records` only; ``RowRecord(...)`` (``dataclasses.replace``) is a plain
+    :class:`StepRecord`."""
+
+    __slots__ = ("_index", "_pairs", "_row", "_table", "_tags")
+    _index: int
+    _pairs: Scalars | None
+    _row: list[float]
+    _table: ScalarColumns
+    _tags: tuple[str, ...]
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> StepRecord:  # type: ignore[misc]
+        return StepRecord(*args, **kwargs)
+
+    @property
+    def scalars(self) -> tuple[tuple[str, float], ...]:
+        pairs: Scalars | None = self._pairs
+        if pairs is None:
+            pairs = scalars_of(self._tags, tuple(self._row))
+            _set_pairs(self, pairs)
+        return pairs
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, StepRecord):
+            return NotImplemented
+        return _fields(self) == _fields(other)
+
+    def __hash__(self) -> int:
+        return hash(_fields(self))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (StepRecord, _fields(self))
+
+
+_set_pairs = RowRecord.__dict__["_pairs"].__set__
+_set_row = RowRecord.__dict__["_row"].__set__
+_set_tags = RowRecord.__dict__["_tags"].__set__
+_set_table = RowRecord.__dict__["_table"].__set__
+_set_index = RowRecord.__dict__["_index"].__set__
+_FIELDS = tuple(StepRecord.__dataclass_fields__)
+_slots = tuple(StepRecord.__dict__[name].__set__ for name in _FIELDS)
+_DEFAULTS = tuple(
+    (StepRecord.__dict__[name].__set__, f.default)
+    for name, f in StepRecord.__dataclass_fields__.items()
+    if name not in ("step", "iteration", "wall_time", "scalars")
+)
+_set_step = StepRecord.__dict__["step"].__set__
+_set_iteration = StepRecord.__dict__["iteration"].__set__
+_set_wall = StepRecord.__dict__["wall_time"].__set__
+
+
+def _fields(rec: StepRecord) -> tuple[object, ...]:
+    return tuple(getattr(rec, name) for name in _FIELDS)
+
+
+def row_records(table: ScalarColumns, iterations: Sequence[int]) -> list[StepRecord]:
+    """One :class:`RowRecord` a row of ``table``, ``iterations`` their iterations."""
+    rows = table.values.tolist()
+    out: list[StepRecord] = []
+    append = out.append
+    new = object.__new__
+    tags = table.tags
+    for i, (step, it, wall, row) in enumerate(
+        zip(table.steps.tolist(), iterations, table.wall_times.tolist(), rows, strict=True)
+    ):
+        rec = new(RowRecord)
+        _set_step(rec, step)
+        _set_iteration(rec, it)
+        _set_wall(rec, wall)
+        for set_field, default in _DEFAULTS:
+            set_field(rec, default)
+        _set_pairs(rec, None)
+        _set_row(rec, row)
+        _set_tags(rec, tags)
+        _set_table(rec, table)
+        _set_index(rec, i)
+        append(rec)
+    return out
+
+
+def record_columns(rec: StepRecord) -> tuple[tuple[str, ...], Sequence[float]] | None:
+    """``(tags, values)`` of ``rec``'s scalars, ``None`` when it has none: a row's
+    without making its pairs, the fold's as they were zipped, others split."""
+    if type(rec) is RowRecord:
+        pairs = rec._pairs
+        if pairs is None:
+            return rec._tags, rec._row
+        return columns(pairs)
+    scalars = rec.scalars
+    return columns(scalars) if scalars else None
+
+
+def _tags_of(rec: StepRecord) -> tuple[str, ...]:
+    """A plain record's tags (:func:`plain`)."""
+    if type(rec) is RowRecord:
+        return rec._tags
+    return rec.scalars.tags  # type: ignore[attr-defined, no-any-return]
+
+
+def _values_of(rec: StepRecord) -> Sequence[float]:
+    """A plain record's values (:func:`plain`)."""
+    if type(rec) is RowRecord:
+        return rec._row
+    return rec.scalars.values  # type: ignore[attr-defined, no-any-return]
+
+
 def plain(rec: StepRecord) -> bool:
     """Whether ``rec`` is a row of a table: scalars only, as the fold's columns."""
+    if type(rec) is RowRecord:
+        return True
     return (
         type(rec.scalars) is Scalars
         and not rec.histograms
@@ -57,20 +169,41 @@ def plain(rec: StepRecord) -> bool:
     )
 
 
+def _rows_of(records: Sequence[StepRecord]) -> ScalarColumns | None:
+    """The rows of a run fold's table that ``records`` are, in order, as its slice."""
+    first, last = records[0], records[-1]
+    if type(first) is not RowRecord or type(last) is not RowRecord:
+        return None
+    table, a = first._table, first._index
+    b = last._index + 1
+    if last._table is not table or b - a != len(records):
+        return None
+    for k, rec in enumerate(records):
+        if type(rec) is not RowRecord or rec._table is not table or rec._index != a + k:
+            return None
+    if table.tags is not first._tags:  # pragma: no cover - built together
+        return None
+    return ScalarColumns(table.tags, table.steps[a:b], table.wall_times[a:b], table.values[a:b])
+
+
 def _table(records: Sequence[StepRecord]) -> ScalarColumns | None:
     """The table of ``records`` (plain, one tag sequence), or ``None`` where a step
     does not fit an int64 or a value is not a float (the per-event encoder says why)."""
     import numpy as np
 
+    rows = _rows_of(records)
+    if rows is not None:
+        return rows
+
     try:
         steps = np.fromiter([r.step for r in records], np.int64, len(records))
-        width = len(records[0].scalars.tags)  # type: ignore[attr-defined]
-        flat = chain.from_iterable([r.scalars.values for r in records])  # type: ignore[attr-defined]
+        width = len(_tags_of(records[0]))
+        flat = chain.from_iterable([_values_of(r) for r in records])
         values = np.fromiter(flat, np.float64, width * len(records)).reshape(-1, width)
         walls = np.array([r.wall_time for r in records], np.float64)
     except (OverflowError, TypeError, ValueError):
         return None
-    return ScalarColumns(records[0].scalars.tags, steps, walls, values)  # type: ignore[attr-defined]
+    return ScalarColumns(_tags_of(records[0]), steps, walls, values)
 
 
 def column_runs(
@@ -87,13 +220,13 @@ def column_runs(
             out.append(rec)
             i += 1
             continue
-        tags = rec.scalars.tags  # type: ignore[attr-defined]
+        tags = _tags_of(rec)
         j = i + 1
         while j < n:
             nxt = records[j]
             if not plain(nxt):
                 break
-            other = nxt.scalars.tags  # type: ignore[attr-defined]
+            other = _tags_of(nxt)
             if other is not tags and other != tags:
                 break
             j += 1

@@ -25,9 +25,10 @@ from itertools import chain
 from typing import Any
 
 from . import _events as ev
+from ._columns import ScalarColumns, row_records
 from ._fold_pending import Pending
 from ._fold_step import StepFold, collector_tag
-from ._records import StepRecord, scalars_of, step_record
+from ._records import StepRecord
 from ._state import State
 
 __all__ = ["RunFold"]
@@ -226,15 +227,8 @@ class RunFold:
         shared = steps.shared_tags(self._tags(pick[0], with_reward, bool(rate.all())))
         if len(shared) != table.shape[1]:  # pragma: no cover - the tags and the columns
             raise AssertionError("the run's tags and columns differ")
-        records = list(
-            map(
-                step_record,
-                step.tolist(),
-                its,
-                walls,
-                [scalars_of(shared, tuple(row)) for row in table.tolist()],
-            )
-        )
+        walls_a = np.array(walls, np.float64)
+        records = row_records(ScalarColumns(shared, step, walls_a, table), its)
         new_point = self._histories(events, kinds, pick, with_reward)
         learner = bool((t != 0).any() or (w != 0).any() or (h != 0).any() or (wsync != 0).any())
         self._settle(events, kinds, pick, learner, n)

@@ -23,7 +23,8 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 
-from ._records import PerTags, StepRecord, columns
+from ._columns import record_columns
+from ._records import PerTags, StepRecord
 from ._rules import Alert, Rule
 
 __all__ = ["Watch"]
@@ -145,9 +146,12 @@ class Watch:
                 self._seen[rec.producer] = (now, rec.step)
                 if self._silent:
                     self._silent.discard(rec.producer)
-            if not rec.scalars or not self.rules:
+            if not self.rules:
                 continue
-            tags, values = columns(rec.scalars)
+            cols = record_columns(rec)
+            if cols is None:
+                continue
+            tags, values = cols
             for i, rule, idx in self._picks.get(tags):
                 if rule.kind == "nonfinite":
                     if (i, "") in fired:

@@ -45,7 +45,8 @@ from collections.abc import Callable, Collection, Sequence
 
 import msgspec
 
-from .._core._records import PerTags, StepRecord, columns
+from .._core._columns import record_columns
+from .._core._records import PerTags, StepRecord
 from ._lines import LineCursor, RowSink, cut_rows, last_row_step
 from ._pieces import Pieces, whole
 
@@ -117,9 +118,12 @@ def _fast_row(rec: StepRecord) -> msgspec.Struct | None:
     """A run's own record as its tags' row (see :func:`_row_type`), or ``None`` where
     only the general path writes it right (a tag that repeats or is named like a fixed
     key, a producer's or ``SummaryWriter``'s record)."""
-    if rec.producer is not None or rec.writer or not rec.scalars:
+    if rec.producer is not None or rec.writer:
         return None
-    tags, values = columns(rec.scalars)
+    cols = record_columns(rec)
+    if cols is None:
+        return None
+    tags, values = cols
     row = _row_types.get(tags)
     return None if row is None else row(rec.step, rec.iteration, rec.wall_time, *values)
 

@@ -44,7 +44,8 @@ from typing import Any
 
 import numpy as np
 
-from .._core._records import StepRecord, columns
+from .._core._columns import record_columns
+from .._core._records import StepRecord
 from ._csvfile import CSV_NAME
 from ._jsonlfile import JSONL_NAME
 from ._replace import replaced
@@ -181,7 +182,7 @@ class _Block:
 
     def __init__(self) -> None:
         self.orders: list[int] = []
-        self.rows: list[tuple[float, ...]] = []
+        self.rows: list[Sequence[float]] = []
 
 
 class RunSummary:
@@ -221,9 +222,12 @@ class RunSummary:
         first_time, last_time = self.first_time, self.last_time
         last: StepRecord | None = None
         for rec in records:
-            if rec.producer is not None or not rec.scalars:
+            if rec.producer is not None:
                 continue
-            tags, values = columns(rec.scalars)
+            cols = record_columns(rec)
+            if cols is None:
+                continue
+            tags, values = cols
             if tags is not last_tags:  # the fold shares one tags tuple while they repeat
                 found = blocks.get(tags)
                 if found is None:

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
+from .._core._columns import record_columns
 from .._core._histogram_data import Histogram
-from .._core._records import PerTags, StepRecord, columns
+from .._core._records import PerTags, StepRecord
 
 __all__ = ["FILE_VERSION", "EventEncoder", "SummaryRecord", "encode_histogram", "load_event_class"]
 
@@ -121,11 +122,10 @@ class EventEncoder:
         summary (the bulk framer, ``_tbcolumns``, fills in the values)."""
         return self._layouts.get(tags).args[0::2]  # type: ignore[return-value]
 
-    def _summary(self, scalars: tuple[tuple[str, float], ...]) -> bytes:
-        """The ``Summary.value``s of ``scalars``: one ``Struct.pack`` for the whole
-        sequence (its tags' heads cached per tag sequence), or value by value when one
-        is finite but beyond float32 (protobuf writes ±inf)."""
-        tags, values = columns(scalars)
+    def _summary(self, tags: tuple[str, ...], values: Sequence[float]) -> bytes:
+        """The ``Summary.value``s of a record's columns: one ``Struct.pack`` for the
+        whole sequence (its tags' heads cached per tag sequence), or value by value when
+        one is finite but beyond float32 (protobuf writes ±inf)."""
         layout = self._layouts.get(tags)
         args = layout.args.copy()
         args[1::2] = values
@@ -136,7 +136,7 @@ class EventEncoder:
         heads = self._heads
         parts: list[bytes] = []
         append = parts.append
-        for tag, value in scalars:
+        for tag, value in zip(tags, values, strict=True):
             head = heads.get(tag) or self._head(tag)
             try:
                 append(head + _pack_f(value))
@@ -147,7 +147,8 @@ class EventEncoder:
     def encode(self, rec: StepRecord) -> bytes:
         if rec.texts or rec.tensor_style or rec.hparams is not None:
             raise SummaryRecord
-        summary = self._summary(rec.scalars) if rec.scalars else b""
+        cols = record_columns(rec)
+        summary = b"" if cols is None else self._summary(*cols)
         if rec.histograms:
             parts = [summary]
             for h in rec.histograms:
