@@ -128,10 +128,12 @@ def stages(events: list[ev.Event], n: int, rounds: int) -> dict[str, tuple[float
     """Best µs an iteration of each stage, (per event, columnar)."""
     cost: dict[str, list[list[float]]] = {k: [[], []] for k in ("fold", "tb", "jsonl", "summary")}
     for _ in range(rounds):
+        got: list[list[StepRecord]] = []
         for side, fold in enumerate((per_event, columnar)):
             t = time.thread_time()
             records = fold(events)
             cost["fold"][side].append(time.thread_time() - t)
+            got.append(records)
             tb = functools.partial(_per_event_tb if side == 0 else encode_records, EventEncoder())
             t = time.thread_time()
             batches(records, tb)
@@ -142,6 +144,7 @@ def stages(events: list[ev.Event], n: int, rounds: int) -> dict[str, tuple[float
             t = time.thread_time()
             summary(records)
             cost["summary"][side].append(time.thread_time() - t)
+        assert got[0] == got[1], "the run fold's records differ from the per-event fold's"
     return {k: (min(v[0]) / n * 1e6, min(v[1]) / n * 1e6) for k, v in cost.items()}
 
 

@@ -338,3 +338,11 @@ def test_bench_episode_stats_prints_both_figures() -> None:
     out = _bench("bench_episode_stats.py", "--quick", "--envs", "256")
     assert "rsl_rl process_env_step" in out and "update + log_to every 24" in out, out
     assert "aoff.rsl_rl.LogWriter" in out and out.count(" us ") == 5, out
+
+
+def test_bench_columnar_prints_each_stage_both_ways() -> None:
+    """Smoke test at a tiny size; the script checks that both folds made the same records."""
+    out = _bench("bench_columnar.py", "--iterations", "40", "--rounds", "1")
+    assert "standard iteration" in out and "log_step of 32 metrics" in out, out
+    folds = [ln.split() for ln in out.splitlines() if ln.strip().startswith("fold ")]
+    assert len(folds) == 2 and all(float(x) > 0 for row in folds for x in row[1:]), out
