@@ -203,7 +203,7 @@ def test_import_does_not_pull_in_wandb_or_torch() -> None:
 
 #: what ``import aoff`` and a run in process mode leave out of the training process: the
 #: pump and what it folds, draws and writes with live in the agent (~0.15 s of imports)
-HEAVY = ("numpy", "rich.live", "aoff._pump._pump", "aoff._runfolder._summarywriter", "psutil")
+HEAVY = ("numpy", "rich.live", "aoff._pump._pump", "aoff._runfolder.summary._writer", "psutil")
 
 
 def test_import_and_a_process_mode_run_leave_the_pump_to_the_agent(tmp_path: Path) -> None:
