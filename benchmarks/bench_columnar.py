@@ -8,7 +8,7 @@ ways in one sitting, alternated round by round, by this thread's CPU time (best 
   iterations through ``Folder.apply_run``, ``_core/_fold_columns``), in slices of 512
   events as the pump drains them;
 * TensorBoard: ``_per_record`` (one ``Event`` packed a record) against
-  ``encode_records`` (column runs framed in bulk, ``_runfolder/_tbcolumns``), batches of
+  ``encode_records`` (column runs framed in bulk, ``_runfolder/tensorboard/_columns``), batches of
   1,024 records as the runner writes them;
 * JSONL and the run summary (unchanged; for the total).
 
@@ -46,10 +46,10 @@ from aoff._core import _events as ev
 from aoff._core._fold import Folder
 from aoff._core._records import StepRecord
 from aoff._core._state import State
-from aoff._runfolder._jsonlfile import encode_lines
-from aoff._runfolder._summarywriter import RunSummary
-from aoff._runfolder._tbencode import _per_record, encode_records
-from aoff._runfolder._tbevents import EventEncoder
+from aoff._runfolder.lines._jsonl import encode_lines
+from aoff._runfolder.summary._writer import RunSummary
+from aoff._runfolder.tensorboard._encode import _per_record, encode_records
+from aoff._runfolder.tensorboard._events import EventEncoder
 
 STEP_TAIL = (TRAIN_TIME, WAIT_TIME, 0.0, 0.0, 4096)
 SLICE = 512

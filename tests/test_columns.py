@@ -1,5 +1,5 @@
 """Column batches (``_core/_columns``) and the TensorBoard records framed from them in
-bulk (``_runfolder/_tbcolumns``): the same bytes as the per-event encoder, record for
+bulk (``_runfolder/tensorboard/_columns``): the same bytes as the per-event encoder, record for
 record, on adversarial records, and the same values read back by TensorBoard."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from aoff._core._columns import ScalarColumns, column_runs
 from aoff._core._records import StepRecord, scalars_of, step_record
-from aoff._runfolder._tbencode import encode_records
-from aoff._runfolder._tbevents import FILE_VERSION, EventEncoder, load_event_class
-from aoff._runfolder._tfrecord import frame_many
+from aoff._runfolder.tensorboard._encode import encode_records
+from aoff._runfolder.tensorboard._events import FILE_VERSION, EventEncoder, load_event_class
+from aoff._runfolder.tensorboard._tfrecord import frame_many
 
 from .conftest import tensorboard_accumulator
 

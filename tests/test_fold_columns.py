@@ -19,9 +19,9 @@ from aoff._core import _fold_columns
 from aoff._core._fold import Folder
 from aoff._core._records import StepRecord
 from aoff._core._state import State
-from aoff._runfolder._jsonlfile import encode_lines
-from aoff._runfolder._tbencode import encode_records
-from aoff._runfolder._tbevents import EventEncoder
+from aoff._runfolder.lines._jsonl import encode_lines
+from aoff._runfolder.tensorboard._encode import encode_records
+from aoff._runfolder.tensorboard._events import EventEncoder
 
 from .conftest import read_tensorboard
 

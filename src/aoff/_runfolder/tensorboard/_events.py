@@ -15,9 +15,9 @@ import struct
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from .._core._columns import record_columns
-from .._core._histogram_data import Histogram
-from .._core._records import PerTags, StepRecord
+from ..._core._columns import record_columns
+from ..._core._histogram_data import Histogram
+from ..._core._records import PerTags, StepRecord
 
 __all__ = ["FILE_VERSION", "EventEncoder", "SummaryRecord", "encode_histogram", "load_event_class"]
 
@@ -209,4 +209,4 @@ def encode_histogram(h: Histogram) -> bytes:
 
 
 class SummaryRecord(Exception):
-    """:meth:`EventEncoder.encode` met a record it does not encode (``_tbencode`` decides)."""
+    """:meth:`EventEncoder.encode` met a record it does not encode (``_encode`` decides)."""

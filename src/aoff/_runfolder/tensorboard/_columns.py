@@ -1,6 +1,6 @@
 """TensorBoard records of a column batch, serialised and framed in bulk with NumPy.
 
-Why a module of its own: the per-event encoder (``_tbevents``) packs one record at a
+Why a module of its own: the per-event encoder (``_events``) packs one record at a
 time in Python; a batch of records with one tag sequence (``_core/_columns``) has the
 same bytes in every record but its wall time, its step and its float32 values. So the
 records of a run of equal layout are one NumPy table: a template row (every tag's head,
@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from .._core._columns import ScalarColumns
-from ._framing import MASK_DELTA, U32, crc32c, masked_crc32c
-from ._tbevents import EventEncoder
+from ..._core._columns import ScalarColumns
+from ._events import EventEncoder
+from ._tfrecord import MASK_DELTA, U32, crc32c, masked_crc32c
 
 __all__ = ["encode_columns"]
 
