@@ -169,31 +169,10 @@ def plain(rec: StepRecord) -> bool:
     )
 
 
-def _rows_of(records: Sequence[StepRecord]) -> ScalarColumns | None:
-    """The rows of a run fold's table that ``records`` are, in order, as its slice."""
-    first, last = records[0], records[-1]
-    if type(first) is not RowRecord or type(last) is not RowRecord:
-        return None
-    table, a = first._table, first._index
-    b = last._index + 1
-    if last._table is not table or b - a != len(records):
-        return None
-    for k, rec in enumerate(records):
-        if type(rec) is not RowRecord or rec._table is not table or rec._index != a + k:
-            return None
-    if table.tags is not first._tags:  # pragma: no cover - built together
-        return None
-    return ScalarColumns(table.tags, table.steps[a:b], table.wall_times[a:b], table.values[a:b])
-
-
 def _table(records: Sequence[StepRecord]) -> ScalarColumns | None:
     """The table of ``records`` (plain, one tag sequence), or ``None`` where a step
     does not fit an int64 or a value is not a float (the per-event encoder says why)."""
     import numpy as np
-
-    rows = _rows_of(records)
-    if rows is not None:
-        return rows
 
     try:
         steps = np.fromiter([r.step for r in records], np.int64, len(records))
@@ -216,6 +195,25 @@ def column_runs(
     i = 0
     while i < n:
         rec = records[i]
+        if type(rec) is RowRecord:  # rows of one table, in order: its slice as it is
+            rows, a = rec._table, rec._index - i
+            j = i + 1
+            while j < n:
+                nxt = records[j]
+                if type(nxt) is not RowRecord or nxt._table is not rows or nxt._index != a + j:
+                    break
+                j += 1
+            if j - i >= min_run:
+                s, e = a + i, a + j
+                out.append(
+                    ScalarColumns(
+                        rows.tags, rows.steps[s:e], rows.wall_times[s:e], rows.values[s:e]
+                    )
+                )
+            else:
+                out.extend(records[i:j])
+            i = j
+            continue
         if not plain(rec):
             out.append(rec)
             i += 1
