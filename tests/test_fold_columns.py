@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import re
 import struct
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -218,3 +219,16 @@ def test_a_real_run_writes_the_same_files_both_ways(
         rows = (tmp_path / name / "metrics.jsonl").read_text().splitlines()
         lines.append([re.sub(r'"wall_time":[^,]*,', "", row) for row in rows])
     assert lines[0] == lines[1] and len(lines[0]) == 300
+
+
+def test_times_that_overflow_fold_alike_and_warn_nothing() -> None:
+    """``train_time * 1000`` beyond float64 is inf in Python's arithmetic and in NumPy's
+    (which would warn: the run fold silences it)."""
+    huge = [
+        (ev.STEP, 1.0 + i, i, {"loss": 1e308}, 1.0, None, None, 1e306, 1e307, 1e308, 1e308, 64)
+        for i in range(12)
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        records = same(huge)
+    assert records[-1].as_dict()["timing/learner_train_ms"] == math.inf

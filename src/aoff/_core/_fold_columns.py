@@ -162,7 +162,7 @@ class RunFold:
         where a check refuses the span: the per-event fold takes it."""
         import numpy as np
 
-        s, steps = self._state, self._steps
+        steps = self._steps
         ka = np.array(kinds, np.int64)
         at = np.flatnonzero(ka == _STEP)
         n = len(at)
@@ -171,7 +171,7 @@ class RunFold:
         pick = [events[i] for i in at.tolist()]
         if set(map(len, pick)) != _STEP_LENS:
             return None
-        _, walls, its, ms, rs, rms, cs, ts, ws, hs, wss, extras = zip(*pick, strict=True)
+        _, _, its, ms, rs, rms, cs, ts, ws, hs, wss, extras = zip(*pick, strict=True)
         has_m = _same_keys(ms, steps.metric_tags)
         has_rm = _same_keys(rms, steps.reward_tags)
         has_c = _same_keys(cs, steps.reward_tags)
@@ -191,6 +191,28 @@ class RunFold:
             extra = np.zeros(n, np.int64)
         else:
             return None
+        with np.errstate(all="ignore"):  # inf and NaN as Python's float arithmetic gives
+            return self._columns(events, kinds, ka, at, pick, producers, reward_types, extra)
+
+    def _columns(
+        self,
+        events: Sequence[ev.Event],
+        kinds: list[int],
+        ka: Any,
+        at: Any,
+        pick: list[ev.Event],
+        producers: int,
+        reward_types: set[type],
+        extra: Any,
+    ) -> tuple[list[StepRecord], bool] | None:
+        """:meth:`take` past its checks of the steps' columns."""
+        import numpy as np
+
+        s, steps = self._state, self._steps
+        n = len(pick)
+        _, walls, its, ms, rs, rms, cs, ts, ws, hs, wss, _ = zip(*pick, strict=True)
+        # each dict column checked by take(): all dicts of one key sequence, or all None
+        has_m, has_rm, has_c = ms[0] is not None, rms[0] is not None, cs[0] is not None
         t, w, h, wsync = (np.array(c, np.float64) for c in (ts, ws, hs, wss))
         pipeline = h + t + wsync
         rate = (extra > 0) & (pipeline > 0)

@@ -95,6 +95,8 @@ class Intake:
         self.unresolved = 0  # pending events given up on at finish (counted as dropped)
         self.saw_full = False  # the buffer was full at the last drain
         self._give_up = False
+        #: whether the fold takes runs of regular iterations at once (off after a failure)
+        self._runs = True
         self._backend_wait_left = finish_timeout  # finish's budget for waiting on backends
         #: also handed every slice's records (the run summary file), if set
         self.on_records: Callable[[list[StepRecord]], None] | None = None
@@ -205,8 +207,14 @@ class Intake:
         run_at = 0  # no run of regular iterations starts before this index
         while i < n:
             e = events[i]
-            if i >= run_at and e[0] in _RUN_KINDS and type(e) is tuple:
-                run, end, run_at = apply_run(events, i)
+            if i >= run_at and e[0] in _RUN_KINDS and type(e) is tuple and self._runs:
+                try:
+                    run, end, run_at = apply_run(events, i)
+                except Exception as exc:  # a bug: the per-event fold takes every event
+                    self._runs = False
+                    self.say(f"aoff: the run fold failed ({type(exc).__name__}: {exc}); "
+                             "folding event by event")  # fmt: skip
+                    run = []
                 if run:  # a run folded at once (_core/_fold_columns)
                     records += run
                     folded += end - i
