@@ -232,3 +232,22 @@ def test_times_that_overflow_fold_alike_and_warn_nothing() -> None:
         warnings.simplefilter("error")
         records = same(huge)
     assert records[-1].as_dict()["timing/learner_train_ms"] == math.inf
+
+
+def test_a_failing_run_fold_leaves_every_step_to_the_per_event_fold(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    import aoff
+
+    def broken(*_: object) -> Any:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(_fold_columns.RunFold, "take", broken)
+    log = aoff.OffPolicyLogger(log_dir=tmp_path, pump="thread", display="none",
+                               backends=("jsonl",), system_interval=0)  # fmt: skip
+    for i in range(100):
+        log.log_step(i, {"loss": 1.0 / (i + 1)})
+    report = log.finish()
+    assert report.backend_written["jsonl"] == 100
+    assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 100
+    assert capfd.readouterr().err.count("the run fold failed (RuntimeError: a bug)") == 1
