@@ -61,6 +61,16 @@ class RowRecord(StepRecord):
     _table: ScalarColumns
     _tags: tuple[str, ...]
 
+    # the fields a row never sets, as class attributes: found before the parent's empty
+    # slots, so a row sets only what differs from row to row
+    histograms = ()
+    producer = None
+    writer = False
+    run = ""
+    texts = ()
+    tensor_style = 0
+    hparams = None
+
     def __new__(cls, *args: Any, **kwargs: Any) -> StepRecord:  # type: ignore[misc]
         return StepRecord(*args, **kwargs)
 
@@ -90,12 +100,8 @@ _set_tags = RowRecord.__dict__["_tags"].__set__
 _set_table = RowRecord.__dict__["_table"].__set__
 _set_index = RowRecord.__dict__["_index"].__set__
 _FIELDS = tuple(StepRecord.__dataclass_fields__)
-_slots = tuple(StepRecord.__dict__[name].__set__ for name in _FIELDS)
-_DEFAULTS = tuple(
-    (StepRecord.__dict__[name].__set__, f.default)
-    for name, f in StepRecord.__dataclass_fields__.items()
-    if name not in ("step", "iteration", "wall_time", "scalars")
-)
+if set(_FIELDS) - {"step", "iteration", "wall_time", "scalars"} - set(vars(RowRecord)):
+    raise AssertionError("StepRecord has a field RowRecord does not default")  # pragma: no cover
 _set_step = StepRecord.__dict__["step"].__set__
 _set_iteration = StepRecord.__dict__["iteration"].__set__
 _set_wall = StepRecord.__dict__["wall_time"].__set__
@@ -119,8 +125,6 @@ def row_records(table: ScalarColumns, iterations: Sequence[int]) -> list[StepRec
         _set_step(rec, step)
         _set_iteration(rec, it)
         _set_wall(rec, wall)
-        for set_field, default in _DEFAULTS:
-            set_field(rec, default)
         _set_pairs(rec, None)
         _set_row(rec, row)
         _set_tags(rec, tags)
