@@ -57,7 +57,7 @@ class RowRecord(StepRecord):
     __slots__ = ("_index", "_pairs", "_row", "_table", "_tags")
     _index: int
     _pairs: Scalars | None
-    _row: list[float]
+    _row: tuple[float, ...]
     _table: ScalarColumns
     _tags: tuple[str, ...]
 
@@ -78,7 +78,7 @@ class RowRecord(StepRecord):
     def scalars(self) -> tuple[tuple[str, float], ...]:
         pairs: Scalars | None = self._pairs
         if pairs is None:
-            pairs = scalars_of(self._tags, tuple(self._row))
+            pairs = scalars_of(self._tags, self._row)
             _set_pairs(self, pairs)
         return pairs
 
@@ -113,7 +113,7 @@ def _fields(rec: StepRecord) -> tuple[object, ...]:
 
 def row_records(table: ScalarColumns, iterations: Sequence[int]) -> list[StepRecord]:
     """One :class:`RowRecord` a row of ``table``, ``iterations`` their iterations."""
-    rows = table.values.tolist()
+    rows = map(tuple, table.values.tolist())  # tuples of floats: the collector untracks them
     out: list[StepRecord] = []
     append = out.append
     new = object.__new__
