@@ -135,8 +135,9 @@ class OffPolicyLogger(Face[None], metaclass=TwinsHidden):
 
     **Backends** (keyword-only, as all that follow):
 
-    - ``backends``: more outputs, by name (``"jsonl"``, ``"csv"``, ``"wandb"``,
-      ``"mlflow"``) or :class:`~aoff.Backend` objects, besides ``log_backend``.
+    - ``backends``: more outputs, by a registered name (``"jsonl"``, say; an unknown
+      name's error lists them all) or :class:`~aoff.Backend` objects, besides
+      ``log_backend``; ``backend_options``: a backend's own options, by its name.
     - ``flush_secs``: backends flush at least this often; ``config``: the run's
       hyperparameters (a dict).
 

@@ -21,12 +21,21 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from .._backends._base import Backend
+from .._backends._base import Backend, Takes
 from .._runfolder._csvfile import CSV_NAME
 from .._runfolder._jsonlfile import JSONL_NAME
 from .._runfolder._tfevents import EVENTS_PREFIX
 
-__all__ = ["BackendOptions", "NamedBackend", "entry", "names", "register", "unregister"]
+__all__ = [
+    "BackendOptions",
+    "NamedBackend",
+    "entry",
+    "names",
+    "register",
+    "said",
+    "takers",
+    "unregister",
+]
 
 
 class BackendOptions(Protocol):
@@ -76,6 +85,10 @@ class NamedBackend:
     requires: str | None = None
     #: the extra that installs ``requires``
     extra: str | None = None
+    #: what it writes besides steps: its class's ``takes``, known here before it is built
+    #: (for the messages that name the backends taking a kind; ``tests/test_registry.py``
+    #: checks that each entry says what its backend says)
+    takes: Takes = Takes.NOTHING
 
     def check(self, options: BackendOptions) -> None:
         """Raise the clear error when this backend cannot run with these options."""
@@ -171,6 +184,19 @@ def names() -> tuple[str, ...]:
     return tuple(_TABLE)
 
 
+def takers(kind: Takes) -> tuple[str, ...]:
+    """The registered names whose backend takes ``kind``, in order."""
+    return tuple(n for n, e in _TABLE.items() if e.takes & kind)
+
+
+def said(names: tuple[str, ...]) -> str:
+    """Names as a message lists them: ``'a', 'b' and 'c'``."""
+    quoted = [repr(n) for n in names]
+    if len(quoted) < 2:
+        return "".join(quoted) or "none"
+    return ", ".join(quoted[:-1]) + " and " + quoted[-1]
+
+
 def entry(name: str) -> NamedBackend:
     """The registered backend of this name; the error lists every name there is."""
     found = _TABLE.get(name)
@@ -187,10 +213,32 @@ register(
         "TensorBoard files go into it",
         (EVENTS_PREFIX + "*",),
         resumable=True,
+        takes=Takes.TEXTS | Takes.MEDIA | Takes.HPARAMS,
     )
 )
-register(NamedBackend("jsonl", _jsonl, f"writes log_dir/{JSONL_NAME}", (JSONL_NAME,), True))
-register(NamedBackend("csv", _csv, f"writes log_dir/{CSV_NAME}", (CSV_NAME,), True))
-register(NamedBackend("wandb", _wandb, resumable=True))
-register(NamedBackend("mlflow", _mlflow, resumable=True, requires="mlflow"))
-register(NamedBackend("trackio", _trackio, requires="trackio"))
+register(
+    NamedBackend(
+        "jsonl",
+        _jsonl,
+        f"writes log_dir/{JSONL_NAME}",
+        (JSONL_NAME,),
+        True,
+        takes=Takes.TEXTS | Takes.MEDIA,
+    )
+)
+register(
+    NamedBackend("csv", _csv, f"writes log_dir/{CSV_NAME}", (CSV_NAME,), True, takes=Takes.MEDIA)
+)
+register(
+    NamedBackend("wandb", _wandb, resumable=True, takes=Takes.ALERTS | Takes.MEDIA | Takes.HPARAMS)
+)
+register(
+    NamedBackend(
+        "mlflow",
+        _mlflow,
+        resumable=True,
+        requires="mlflow",
+        takes=Takes.MEDIA | Takes.HPARAMS,
+    )
+)
+register(NamedBackend("trackio", _trackio, requires="trackio", takes=Takes.MEDIA | Takes.HPARAMS))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .._core._records import StepRecord
+from .._core._records import Record, TextRecord, WriterRecord
 from ._pieces import Pieces, whole
 from ._tbevents import EventEncoder, SummaryRecord
 from ._tfrecord import frame_many
@@ -20,7 +20,7 @@ __all__ = ["encode_records"]
 
 
 def encode_records(
-    encoder: EventEncoder, records: Sequence[StepRecord], pieces: Pieces = whole
+    encoder: EventEncoder, records: Sequence[Record], pieces: Pieces = whole
 ) -> bytes:
     """Serialise one ``Event`` per record and frame them all into one buffer
     (``SummaryWriter``'s texts, tensors and HParams go through ``_tbsummaries``), paced
@@ -34,7 +34,7 @@ def encode_records(
 
         out: list[bytes] = []
         for rec in records:
-            if is_summary_record(rec):
+            if isinstance(rec, TextRecord | WriterRecord) and is_summary_record(rec):
                 out += encode_summary_record(encoder, rec)
             else:
                 out.append(encode(rec))
