@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, fields
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from ._histogram_data import Histogram
 
@@ -223,12 +223,23 @@ class WriterRecord:
         """A writer's call has one step, its ``global_step``: the line files' ``iteration``."""
         return self.step
 
+    def as_dict(self) -> dict[str, float]:
+        """The record's scalars as ``{tag: value}``."""
+        return dict(self.scalars)
+
 
 @dataclass(frozen=True, slots=True)
 class TextRecord:
     """Texts at a step: ``SummaryWriter.add_text``'s, or one of the run's alerts (tag
     ``aoff/alerts``, ``aoff.rules``), which every backend that takes texts writes in
-    order with the steps. Checked when built (a bad field is a ``ValueError``)."""
+    order with the steps. Checked when built (a bad field is a ``ValueError``).
+
+    It carries no numbers: ``scalars`` and ``histograms`` are empty, so that what reads
+    the numbers of every record (the run summary, the rules, a test's backend) reads a
+    text record as one without any."""
+
+    scalars: ClassVar[tuple[tuple[str, float], ...]] = ()
+    histograms: ClassVar[tuple[Histogram, ...]] = ()
 
     step: int
     wall_time: float
@@ -254,6 +265,10 @@ class TextRecord:
     def iteration(self) -> int:
         """A text has one step: the line files' ``iteration``."""
         return self.step
+
+    def as_dict(self) -> dict[str, float]:
+        """No scalars: ``{}``."""
+        return {}
 
 
 #: what a backend's ``write`` receives, in order: a tagged union its code ``match``es
