@@ -46,9 +46,9 @@ from collections.abc import Callable, Collection, Sequence
 
 import msgspec
 
-from .._core._records import PerTags, Record, StepRecord, TextRecord, WriterRecord, columns
+from ..._core._records import PerTags, Record, StepRecord, TextRecord, WriterRecord, columns
+from .._pieces import Pieces, whole
 from ._lines import LineCursor, RowSink, cut_rows, last_row_step
-from ._pieces import Pieces, whole
 
 __all__ = [
     "JSONL_NAME",

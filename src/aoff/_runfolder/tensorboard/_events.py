@@ -15,8 +15,8 @@ import struct
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from .._core._histogram_data import Histogram
-from .._core._records import PerTags, Record, TextRecord, WriterRecord, columns
+from ..._core._histogram_data import Histogram
+from ..._core._records import PerTags, Record, TextRecord, WriterRecord, columns
 
 __all__ = ["FILE_VERSION", "EventEncoder", "SummaryRecord", "encode_histogram", "load_event_class"]
 
@@ -76,7 +76,7 @@ class _Layout(NamedTuple):
 class EventEncoder:
     """Encodes a step's or a ``SummaryWriter`` call's numbers (:class:`~aoff.StepRecord`,
     :class:`~aoff.WriterRecord`) as a serialised ``tensorflow.Event``; a text, a
-    new-style tensor or HParams raise :class:`SummaryRecord` (``_tbsummaries``).
+    new-style tensor or HParams raise :class:`SummaryRecord` (``_encode``).
 
     The wire format is written directly instead of through protobuf objects: building
     ``Summary.Value`` messages cost ~1.3 µs a scalar here and was most of this backend's
@@ -207,4 +207,4 @@ def encode_histogram(h: Histogram) -> bytes:
 
 
 class SummaryRecord(Exception):
-    """:meth:`EventEncoder.encode` met a record it does not encode (``_tbencode`` decides)."""
+    """:meth:`EventEncoder.encode` met a record it does not encode (``_encode`` decides)."""
