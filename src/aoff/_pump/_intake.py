@@ -114,9 +114,11 @@ class Intake:
         if e[0] == MEDIA_REFUSED:
             s.media_refused += 1
             return
-        _, wall, key, step, what, payload, fmt, fps, nbytes = e
+        _, wall, key, step, what, payload, fmt, fps, nbytes, encoding = e
         step = self.last_step if step is None else step
-        self.media.submit((key, step, wall, what, payload, fmt, fps, nbytes if own else 0))
+        self.media.submit(
+            (key, step, wall, what, payload, fmt, fps, nbytes if own else 0, encoding)
+        )
 
     def offer_media(self) -> None:
         """Hand what the encoder finished to the runners whose backend writes media."""
