@@ -27,9 +27,9 @@ class Calls(MediaCalls[None]):
 
 
 def test_a_bad_option_is_a_value_error_when_built() -> None:
-    with pytest.raises(ValueError, match="Encoding.palette must be one of"):
+    with pytest.raises(ValueError, match=r"Encoding\.palette must be one of"):
         Encoding(palette="per-frame")
-    with pytest.raises(ValueError, match="Encoding.torch must be a bool"):
+    with pytest.raises(ValueError, match=r"Encoding\.torch must be a bool"):
         Encoding(torch=1)  # type: ignore[arg-type]
 
 

@@ -1,10 +1,10 @@
 """How the encoder is to treat one call's frames, besides their layout: a typed value.
 
-Why a type of its own: these options rode on the layout string (``"torch:NCHW"`` for
-torch's conventions, ``"THWC+frame"`` for the GIF palette), which the encoder parsed
-apart again, and the next option would have been one more spelling inside it. A frozen
-value, checked when built, travels in the ``MEDIA`` event's own field instead
-(``_core/_events.py``); the layout stays a layout.
+Why a type of its own: an option spelled into the layout string (a prefix for torch's
+conventions, a suffix for the GIF palette) must be parsed apart again by the encoder,
+and each new option is one more spelling in it. A frozen value, checked when built,
+travels in the ``MEDIA`` event's own field (``_core/_events.py``); the layout stays a
+layout.
 """
 
 from __future__ import annotations
