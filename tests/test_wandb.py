@@ -419,3 +419,31 @@ async def test_x_charts_every_metric_on_an_axis_and_keeps_every_row(wandb_dir: P
         "[yellow]W&B x='grad_steps': a record without a value on it is kept; W&B charts it "
         "at the axis's last value (0 before the first)[/]"
     ]
+
+
+@pytest.mark.slow  # starts wandb's service process
+def test_backend_options_and_the_seed_keywords_reach_wandb_init(wandb_dir: Path) -> None:
+    """W&B's own options come through ``backend_options={"wandb": {...}}``; the original
+    logger's ``wandb_*`` keywords are the same options (a documented conversion), merged."""
+    from aoff import OffPolicyLogger
+
+    log = OffPolicyLogger(
+        log_backend="wandb",
+        wandb_project="aoff-test",  # the seed's keyword
+        backend_options={"wandb": {"name": "sac-b", "tags": ["sac", "b"], "notes": "n"}},
+        display="none",
+        pump="thread",
+        handle_sigterm=False,
+        system_interval=0,
+    )
+    log.log_step(1, {"train/loss": 0.5})
+    assert log.finish().backend_written["wandb"] == 1
+    (run,) = (
+        r.run for r in iter_records(run_file(wandb_dir)) if r.WhichOneof("record_type") == "run"
+    )
+    assert (run.project, run.display_name, list(run.tags), run.notes) == (
+        "aoff-test",
+        "sac-b",
+        ["sac", "b"],
+        "n",
+    )

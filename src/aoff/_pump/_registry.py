@@ -19,9 +19,10 @@ import importlib.util
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from .._backends._base import Backend, Takes
+from .._backends._wandboptions import WandbOptions
 from .._runfolder.lines._csv import CSV_NAME
 from .._runfolder.lines._jsonl import JSONL_NAME
 from .._runfolder.tensorboard._files import EVENTS_PREFIX
@@ -51,20 +52,10 @@ class BackendOptions(Protocol):
     def tb_filename_suffix(self) -> str: ...
     @property
     def tb_purge_step(self) -> int | None: ...
-    @property
-    def wandb_project(self) -> str: ...
-    @property
-    def wandb_entity(self) -> str | None: ...
-    @property
-    def wandb_name(self) -> str: ...
-    @property
-    def wandb_group(self) -> str | None: ...
-    @property
-    def wandb_job_type(self) -> str | None: ...
-    @property
-    def wandb_tags(self) -> tuple[str, ...] | None: ...
-    @property
-    def wandb_notes(self) -> str | None: ...
+    def options_of(self, name: str) -> Any:
+        """Backend ``name``'s own options: its entry's ``options`` type, built from
+        ``backend_options={name: {...}}`` (its defaults when not given)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -85,6 +76,10 @@ class NamedBackend:
     requires: str | None = None
     #: the extra that installs ``requires``
     extra: str | None = None
+    #: its own options' type (a frozen dataclass, checked when built), built from
+    #: ``backend_options={name: {...}}``; ``build`` reads it as ``options_of(name)``.
+    #: None: it takes none
+    options: type[Any] | None = None
     #: what it writes besides steps: its class's ``takes``, known here before it is built
     #: (for the messages that name the backends taking a kind; ``tests/test_registry.py``
     #: checks that each entry says what its backend says)
@@ -140,14 +135,15 @@ def _mlflow(o: BackendOptions) -> Backend:
 def _wandb(o: BackendOptions) -> Backend:
     from .._backends._wandb import WandbBackend
 
+    w: WandbOptions = o.options_of("wandb")
     return WandbBackend(
-        project=o.wandb_project,
-        entity=o.wandb_entity,
-        name=o.wandb_name,
-        group=o.wandb_group,
-        job_type=o.wandb_job_type,
-        tags=list(o.wandb_tags) if o.wandb_tags is not None else None,
-        notes=o.wandb_notes,
+        project=w.project,
+        entity=w.entity,
+        name=w.name,
+        group=w.group,
+        job_type=w.job_type,
+        tags=list(w.tags) if w.tags is not None else None,
+        notes=w.notes,
         dir=o.log_dir or None,
         resume=o.resume_step is not None,
     )
@@ -157,7 +153,8 @@ def _trackio(o: BackendOptions) -> Backend:
     from .._backends._trackio import TrackioBackend
 
     # trackio's ``init`` is W&B's: the W&B project, run name and group name the trackio run
-    return TrackioBackend(project=o.wandb_project, name=o.wandb_name, group=o.wandb_group)
+    w: WandbOptions = o.options_of("wandb")
+    return TrackioBackend(project=w.project, name=w.name, group=w.group)
 
 
 #: the registered backends, by name, in the order the errors list them
@@ -230,7 +227,13 @@ register(
     NamedBackend("csv", _csv, f"writes log_dir/{CSV_NAME}", (CSV_NAME,), True, takes=Takes.MEDIA)
 )
 register(
-    NamedBackend("wandb", _wandb, resumable=True, takes=Takes.ALERTS | Takes.MEDIA | Takes.HPARAMS)
+    NamedBackend(
+        "wandb",
+        _wandb,
+        resumable=True,
+        options=WandbOptions,
+        takes=Takes.ALERTS | Takes.MEDIA | Takes.HPARAMS,
+    )
 )
 register(
     NamedBackend(
