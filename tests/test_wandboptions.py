@@ -17,7 +17,7 @@ def test_keywords_and_backend_options_merge_into_wandbs_own() -> None:
     o = Options(
         log_backend="wandb",
         wandb_project="p",
-        wandb_tags=["a"],
+        wandb_tags=("a",),
         backend_options={"wandb": {"group": "g", "project": "p"}},  # the same project: fine
     )
     assert o.options_of("wandb") == WandbOptions(project="p", group="g", tags=("a",))
