@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from aoff._core._columns import ScalarColumns, column_runs
-from aoff._core._records import StepRecord, scalars_of, step_record
+from aoff._core._records import Record, StepRecord, TextRecord, scalars_of, step_record
 from aoff._runfolder.tensorboard._encode import encode_records
 from aoff._runfolder.tensorboard._events import FILE_VERSION, EventEncoder, load_event_class
 from aoff._runfolder.tensorboard._tfrecord import frame_many
@@ -33,11 +33,11 @@ def per_event(records: list[StepRecord]) -> bytes:
 
 
 @st.composite
-def batches(draw: st.DrawFn) -> list[StepRecord]:
+def batches(draw: st.DrawFn) -> list[Record]:
     """Runs of records with one tag sequence (tags appear and vanish between runs),
     steps from 0 to int64's ends, wall times with 0, and records of other kinds between
     them (a text: the per-event path)."""
-    out: list[StepRecord] = []
+    out: list[Record] = []
     for _ in range(draw(st.integers(1, 4))):
         tags = tuple(draw(st.lists(st.sampled_from(TAG_POOL), min_size=1, max_size=6)))
         for _ in range(draw(st.integers(1, 24))):
@@ -46,17 +46,17 @@ def batches(draw: st.DrawFn) -> list[StepRecord]:
             values = tuple(draw(VALUES) for _ in tags)
             out.append(step_record(step, 1, wall, scalars_of(tags, values)))
         if draw(st.booleans()):
-            out.append(StepRecord(3, 0, 1.0, (("t", 1.0),), writer=True, texts=(("t", "hi"),)))
+            out.append(TextRecord(3, 1.0, (("t", "hi"),)))
     return out
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(batches())
-def test_bulk_framing_is_the_per_event_encoders_bytes(records: list[StepRecord]) -> None:
+def test_bulk_framing_is_the_per_event_encoders_bytes(records: list[Record]) -> None:
     assert encode_records(EventEncoder(), records) == _per_event_with_texts(records)
 
 
-def _per_event_with_texts(records: list[StepRecord]) -> bytes:
+def _per_event_with_texts(records: list[Record]) -> bytes:
     """The per-event path with ``SummaryWriter``'s texts (one record at a time)."""
     enc = EventEncoder()
     return b"".join(encode_records(enc, (rec,)) for rec in records)
@@ -65,7 +65,7 @@ def _per_event_with_texts(records: list[StepRecord]) -> bytes:
 def test_column_runs_keep_order_and_split_at_irregular_records() -> None:
     a, b = ("x", "y"), ("x",)
     recs = [step_record(i, i, 1.0, scalars_of(a, (float(i), 2.0))) for i in range(10)]
-    text = StepRecord(3, 0, 1.0, (), writer=True, texts=(("t", "hi"),))
+    text = TextRecord(3, 1.0, (("t", "hi"),))
     recs += [text, *(step_record(i, i, 1.0, scalars_of(b, (float(i),))) for i in range(3))]
     got = column_runs(recs)
     assert type(got[0]) is ScalarColumns and len(got[0]) == 10

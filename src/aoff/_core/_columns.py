@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from itertools import chain
 from typing import TYPE_CHECKING, Any
 
-from ._records import Scalars, StepRecord, columns, scalars_of
+from ._records import Record, Scalars, StepRecord, columns, scalars_of
 
 if TYPE_CHECKING:
     import numpy as np
@@ -65,11 +65,6 @@ class RowRecord(StepRecord):
     # slots, so a row sets only what differs from row to row
     histograms = ()
     producer = None
-    writer = False
-    run = ""
-    texts = ()
-    tensor_style = 0
-    hparams = None
 
     def __new__(cls, *args: Any, **kwargs: Any) -> StepRecord:  # type: ignore[misc]
         return StepRecord(*args, **kwargs)
@@ -134,7 +129,7 @@ def row_records(table: ScalarColumns, iterations: Sequence[int]) -> list[StepRec
     return out
 
 
-def record_columns(rec: StepRecord) -> tuple[tuple[str, ...], Sequence[float]] | None:
+def record_columns(rec: Record) -> tuple[tuple[str, ...], Sequence[float]] | None:
     """``(tags, values)`` of ``rec``'s scalars, ``None`` when it has none: a row's
     without making its pairs, the fold's as they were zipped, others split."""
     if type(rec) is RowRecord:
@@ -146,34 +141,28 @@ def record_columns(rec: StepRecord) -> tuple[tuple[str, ...], Sequence[float]] |
     return columns(scalars) if scalars else None
 
 
-def _tags_of(rec: StepRecord) -> tuple[str, ...]:
+def _tags_of(rec: Record) -> tuple[str, ...]:
     """A plain record's tags (:func:`plain`)."""
     if type(rec) is RowRecord:
         return rec._tags
     return rec.scalars.tags  # type: ignore[attr-defined, no-any-return]
 
 
-def _values_of(rec: StepRecord) -> Sequence[float]:
+def _values_of(rec: Record) -> Sequence[float]:
     """A plain record's values (:func:`plain`)."""
     if type(rec) is RowRecord:
         return rec._row
     return rec.scalars.values  # type: ignore[attr-defined, no-any-return]
 
 
-def plain(rec: StepRecord) -> bool:
-    """Whether ``rec`` is a row of a table: scalars only, as the fold's columns."""
+def plain(rec: object) -> bool:
+    """Whether ``rec`` is a row of a table: a step's scalars only, as the fold's columns."""
     if type(rec) is RowRecord:
         return True
-    return (
-        type(rec.scalars) is Scalars
-        and not rec.histograms
-        and not rec.texts
-        and not rec.tensor_style
-        and rec.hparams is None
-    )
+    return type(rec) is StepRecord and type(rec.scalars) is Scalars and not rec.histograms
 
 
-def _table(records: Sequence[StepRecord]) -> ScalarColumns | None:
+def _table(records: Sequence[Record]) -> ScalarColumns | None:
     """The table of ``records`` (plain, one tag sequence), or ``None`` where a step
     does not fit an int64 or a value is not a float (the per-event encoder says why)."""
     import numpy as np
@@ -189,12 +178,10 @@ def _table(records: Sequence[StepRecord]) -> ScalarColumns | None:
     return ScalarColumns(_tags_of(records[0]), steps, walls, values)
 
 
-def column_runs(
-    records: Sequence[StepRecord], min_run: int = MIN_RUN
-) -> list[ScalarColumns | StepRecord]:
+def column_runs(records: Sequence[Record], min_run: int = MIN_RUN) -> list[ScalarColumns | Record]:
     """``records`` in order: each run of at least ``min_run`` plain records with one tag
     sequence as a :class:`ScalarColumns`, every other record as itself."""
-    out: list[ScalarColumns | StepRecord] = []
+    out: list[ScalarColumns | Record] = []
     n = len(records)
     i = 0
     while i < n:
