@@ -251,3 +251,25 @@ def test_a_failing_run_fold_leaves_every_step_to_the_per_event_fold(
     assert report.backend_written["jsonl"] == 100
     assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 100
     assert capfd.readouterr().err.count("the run fold failed (RuntimeError: a bug)") == 1
+
+
+def test_the_rules_see_a_run_folds_rows_as_steps() -> None:
+    """Its rows are StepRecords to every reader: the stall clock counts them, the
+    nonfinite rule reads their columns."""
+    from aoff import rules
+    from aoff._core._columns import RowRecord
+    from aoff._core._watch import Watch
+
+    events = standard(20)
+    events[-1] = (*events[-1][:3], {**events[-1][3], "m0": math.nan}, *events[-1][4:])
+    records = [r for r in fold(events, runs=True)[0] if type(r) is RowRecord]
+    assert len(records) >= 15
+    now = [0.0]
+    watch = Watch((rules.stalled(seconds=10), rules.nonfinite()), clock=lambda: 5.0,
+                  monotonic=lambda: now[0])  # fmt: skip
+    assert watch.see([StepRecord(1, 1, 1.0, (("x", 1.0),))]) == []  # the clock starts
+    now[0] = 8.0
+    got = watch.see(records)
+    assert [a.rule.split("(")[0] for a in got] == ["nonfinite"] and got[0].step == records[-1].step
+    now[0] = 12.0
+    assert watch.tick() == []  # the rows were steps 4 s ago: not stalled
