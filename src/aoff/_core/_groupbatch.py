@@ -19,7 +19,20 @@ import numpy as np
 
 from . import _events as ev
 
-__all__ = ["GroupStep", "axes_at", "batch_axes", "batch_of", "split_step", "take_batch"]
+__all__ = [
+    "PER_RUN",
+    "GroupStep",
+    "axes_at",
+    "batch_axes",
+    "batch_of",
+    "split_item",
+    "split_step",
+    "take_batch",
+]
+
+#: marks a queued item that carries its own event for each run: ``(PER_RUN, events)``.
+#: Compared with ``==``: the item may have crossed a pickle (the group's agent)
+PER_RUN = "per-run"
 
 #: one group ``log_step``: (wall time, steps, metrics, reward, axes); each of steps, the
 #: metrics' values, reward and the axes' values is a list of one number per run, or one
@@ -130,3 +143,15 @@ def split_step(batch: GroupStep, runs: int) -> list[ev.Event]:
         # ``axes`` is an optional field: an event without it is the call without axes=
         out.append(event if axes is None else (*event, axes_at(axes, k)))
     return out
+
+
+def split_item(item: Any, runs: int) -> list[ev.Event]:
+    """One event per run from any item a group queues: a group ``log_step``
+    (:func:`take_batch`), ``(PER_RUN, events)``, or an event every run gets as is. One
+    definition for the pump thread and the group's agent, which split the same items."""
+    head = item[0]
+    if type(head) is float:  # a group log_step: its wall time comes first
+        return split_step(item, runs)
+    if type(head) is str and head == PER_RUN:
+        return list(item[1])
+    return [item] * runs
