@@ -218,17 +218,41 @@ def test_restore_data_reads_the_checkpoint_from_either_logger(
 
 
 def test_a_resumed_training_continues_at_the_checkpoint(trained: Path, tmp_path: Path) -> None:
+    """A session that died after the checkpoint left points on every axis past it;
+    ``resume=True`` cuts each scope at its own counter (what TensorBoard reads is the
+    first session's run again), ``restore_data`` returns the checkpoint with the
+    counters carried across, and the resumed training adds each point once."""
     run = copy(trained / "aoff", tmp_path / "run")
-    logger = aoff.tianshou.Logger(run, pump="thread", **INTERVALS)
+    before = read(run)
+    epoch, env_step, grad = 2, 2 * EPOCH_STEPS, before["save/gradient_step"][-1][0]
+    died = aoff.tianshou.Logger(run, pump="thread", **INTERVALS)
+    died.log_training_data({"returns": 1.0}, env_step + 40)
+    died.log_update_data({"loss": 9.0}, grad + 5)
+    died.log_info_data({"x": 1.0}, epoch + 1)
+    died.log_test_data({"returns": 1.0}, env_step + 50)
+    died.write("save/epoch", epoch + 1, {"save/epoch": epoch + 1})  # torn: no other two
+    died.finalize()
+    assert read(run) != before
+    logger = aoff.tianshou.Logger(run, pump="thread", resume=True, **INTERVALS)
+    assert read(run) == before  # cut per scope, read back with EventAccumulator
+    assert logger.restore_data() == (epoch, env_step, grad)
+    counters = ("last_log_training_step", "last_log_test_step", "last_log_update_step")
+    assert [getattr(logger, c) for c in counters] == [env_step, env_step, grad]
     stats = train(logger, 3, trained / "ckpt.pt", resume=True)
     logger.finalize()
     assert stats.best_reward is not None
     got = read(run)
     assert [s for s, _ in got["info/epoch"]] == [1, 2, 3]  # the third epoch, once
     assert [s for s, _ in got["save/env_step"]] == [100, 200, 300]
+    for tag, points in got.items():  # every axis goes on from its checkpoint, once
+        steps = [s for s, _ in points]
+        assert steps == sorted(set(steps)), tag
+        assert points[: len(before.get(tag, []))] == before.get(tag, []), tag
 
 
 def test_what_it_refuses(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match="needs the run's folder"):
+        aoff.tianshou.Logger(SummaryWriter(tmp_path / "w", pump="thread"), resume=True)
     with pytest.raises(TypeError, match=r"from aoff.tensorboard import SummaryWriter"):
         aoff.tianshou.Logger(TorchWriter(str(tmp_path / "t")))  # type: ignore[arg-type]
     writer = SummaryWriter(tmp_path / "a", pump="thread")
