@@ -38,6 +38,7 @@ from aoff.__main__ import main
 from aoff.tensorboard import SummaryWriter
 
 from . import tianshou_nojit  # noqa: F401 - before anything imports Tianshou
+from .conftest import read_jsonl
 
 EPOCH_STEPS = 100
 
@@ -248,6 +249,32 @@ def test_a_resumed_training_continues_at_the_checkpoint(trained: Path, tmp_path:
         steps = [s for s, _ in points]
         assert steps == sorted(set(steps)), tag
         assert points[: len(before.get(tag, []))] == before.get(tag, []), tag
+
+
+def test_resume_cuts_each_axis_in_the_jsonl_rows_too(tmp_path: Path) -> None:
+    """One JSONL row holds every tag logged at one step number, whatever its axis: the
+    cut takes out only the tags past their own counter."""
+    run = tmp_path / "run"
+    kw: dict[str, Any] = dict(training_interval=1, update_interval=1, save_interval=1)
+    kw.update(pump="thread", backends=("tensorboard", "jsonl"))
+    first = aoff.tianshou.Logger(run, **kw)
+    first.log_training_data({"r": 1.0}, 100)
+    first.log_update_data({"loss": 1.0}, 10)
+    first.save_data(1, 100, 10, save_checkpoint_fn=lambda *_: "ckpt")
+    first.log_update_data({"loss": 2.0}, 100)  # at step 100: past gradient step 10
+    first.log_training_data({"r": 2.0}, 150)
+    first.finalize()
+    resumed = aoff.tianshou.Logger(run, resume=True, **kw)
+    assert resumed.restore_data() == (1, 100, 10)
+    resumed.finalize()
+    rows = read_jsonl(run / "metrics.jsonl")
+    tags = sorted({k for r in rows for k in r} - {"step", "iteration", "wall_time"})
+    got = {t: [(r["step"], r[t]) for r in rows if t in r] for t in tags}
+    assert got == {k: v for k, v in read(run).items() if k in got}  # as in the event files
+    assert got["update/loss"] == [(10, 1.0)] and got["training/r"] == [(100, 1.0)]
+    assert got["save/epoch"] == [(1, 1.0)] and len(got) == 10
+    got = read(run)
+    assert got["update/loss"] == [(10, 1.0)] and got["training/r"] == [(100, 1.0)]
 
 
 def test_what_it_refuses(tmp_path: Path) -> None:

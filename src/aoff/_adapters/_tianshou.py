@@ -20,7 +20,7 @@ the run's folder), the logger does what aoff's own resume does before its writer
 the folder: it reads the last whole checkpoint (the three counters of one ``save_data``)
 and cuts every point logged after it, each scope on its own axis (``train``/``test`` at
 the env step, ``update`` at the gradient step, ``info`` at the epoch:
-``_runfolder/_tbtagcut.py``; one TensorBoard purge step would cut three axes at one
+``_runfolder/_tagcut.py``; one TensorBoard purge step would cut three axes at one
 value); ``restore_data`` then returns that checkpoint and carries each interval's
 counter across on its own axis. Without it, as with Tianshou's logger, those points stay
 (said once).
@@ -37,8 +37,9 @@ import numpy as np
 from tianshou.utils.logger.logger_base import VALID_LOG_VALS, BaseLogger, TRestoredData
 
 from .._core._say import say_to_stderr
+from .._runfolder._csvfile import CSV_NAME
 from .._runfolder._scalars import ScalarReader
-from .._runfolder._tbtagcut import cut_tags_after
+from .._runfolder._tagcut import cut_tags_after
 from ._writer import SummaryWriter
 
 __all__ = ["Logger"]
@@ -260,6 +261,12 @@ def _cut_to_checkpoint(log_dir: str) -> tuple[int, int, int]:
 
     if os.path.isdir(log_dir):
         cut_tags_after(log_dir, limit)
+        if os.path.isfile(os.path.join(log_dir, CSV_NAME)):
+            say_to_stderr(
+                f"aoff.tianshou.Logger(resume=True): {CSV_NAME} is not cut per step axis; "
+                "its rows after the checkpoint stay (the event files and metrics.jsonl "
+                "were cut)"
+            )
     return at
 
 

@@ -1,4 +1,4 @@
-"""Cutting a TensorBoard run folder back per tag: each tag loses its points after its own step.
+"""Cutting a run folder back per tag: each tag loses its points after its own step.
 
 Why not resume's cut (``_laststep.cut_after``: a ``SessionLog.START`` that TensorBoard
 reads as "hide every point at or after N"): one folder may hold several step axes at
@@ -8,7 +8,9 @@ so one purge step cuts every tag wrong. Here every event file of the folder is w
 again (``_replace``: a reader sees the old file or the new one) without the points whose
 tag has a limit and whose step is beyond it; a record left with no point goes, any other
 record is kept byte for byte, and a torn last record (a crash mid-write) is dropped as
-TensorBoard would stop at it.
+TensorBoard would stop at it. ``metrics.jsonl`` likewise: a row loses those tags, and
+goes when none of its values is left. (``progress.csv`` is not cut per tag: its caller
+says so.)
 
 Only for files no writer has open: a writer appending to a file replaced under it would
 write to a file nobody reads. The caller cuts before it starts its writer.
@@ -16,8 +18,12 @@ write to a file nobody reads. The caller cuts before it starts its writer.
 
 from __future__ import annotations
 
+import json
+import os
+import stat
 from collections.abc import Callable
 
+from ._jsonlfile import JSONL_NAME
 from ._replace import replaced
 from ._tbwire import HEADER, Buf, fields, varint
 from ._tfevents import event_files
@@ -34,7 +40,7 @@ _VALUE, _TAG = 1, 1
 def cut_tags_after(folder: str, limit: Callable[[str], int | None]) -> int:
     """Drop each point of ``folder``'s event files whose step is above ``limit(tag)``
     (``None``: the tag is kept whole); returns how many points went."""
-    removed = 0
+    removed = _cut_jsonl(os.path.join(folder, JSONL_NAME), limit)
     for path in event_files(folder):
         with open(path, "rb") as f:
             data = f.read()
@@ -44,6 +50,49 @@ def cut_tags_after(folder: str, limit: Callable[[str], int | None]) -> int:
                 out.write(frame_many(records))
             removed += gone
     return removed
+
+
+#: a JSONL row's keys that are not values: a row with only these left goes
+_ROW_KEYS = ("step", "iteration", "wall_time")
+
+
+def _cut_jsonl(path: str, limit: Callable[[str], int | None]) -> int:
+    """``metrics.jsonl`` without the values beyond their tag's limit; how many went."""
+    if not os.path.isfile(path):
+        return 0
+    kept: list[bytes] = []
+    gone = 0
+    changed = False
+    with open(path, "rb") as src:
+        for line in src:
+            if not line.endswith(b"\n"):
+                changed = True  # a last line cut short
+                break
+            try:
+                row = json.loads(line)
+            except ValueError:
+                kept.append(line)
+                continue
+            step = row.get("step") if isinstance(row, dict) else None
+            if not isinstance(step, int):
+                kept.append(line)
+                continue
+            out = {}
+            for key, value in row.items():
+                top = None if key in _ROW_KEYS else limit(key)
+                if top is not None and step > top:
+                    gone += 1
+                else:
+                    out[key] = value
+            if len(out) == len(row):
+                kept.append(line)
+            elif any(k not in _ROW_KEYS and not k.startswith("axis/") for k in out):
+                kept.append(json.dumps(out, separators=(",", ":")).encode() + b"\n")
+    if gone or changed:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+        with replaced(path, prefix=".aoff-cut-", mode=mode) as f:
+            f.write(b"".join(kept))
+    return gone
 
 
 def _kept_records(data: Buf, limit: Callable[[str], int | None]) -> tuple[list[bytes], int, bool]:
@@ -131,4 +180,3 @@ def _varint(n: int) -> bytes:
         n >>= 7
     out.append(n)
     return bytes(out)
-
