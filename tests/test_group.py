@@ -88,11 +88,29 @@ def test_torch_tensors_are_split_too(tmp_path: Path) -> None:
     assert [(r["train/q"], r["train/z"]) for r in rows] == [(0.25, 3.0), (0.5, 3.0)]
 
 
+@both
+def test_a_vector_per_run_is_each_runs_per_env_values(tmp_path: Path, pump: str) -> None:
+    """``(runs, num_envs)``: each run gets its row, reduced as a single run reduces a
+    per-env vector: the mean under the tag, the spread in ``<tag>/envs``."""
+    ret = np.random.default_rng(2).standard_normal((3, 16)).astype(np.float32)
+    with _group(tmp_path, runs=3, pump=pump) as g:
+        g.log_step(1, {"ep_return": ret, "success": ret > 0}, reward=ret)
+    assert all(r.complete and r.steps == 1 for r in g.finish())
+    for k, run in enumerate(g.run_dirs):
+        tb = read_tensorboard(run)
+        mean = np.float32(ret[k].astype(np.float64).mean())
+        assert tb["train/ep_return"] == [(1, mean)] and tb["reward/mean"] == [(1, mean)]
+        assert tb["train/success"] == [(1, np.float32((ret[k] > 0).mean()))]
+        assert tb["train/ep_return/envs/max"] == [(1, ret[k].max())]
+
+
 @pytest.mark.parametrize(
     ("value", "error"),
     [
         (np.zeros(3), ValueError),  # not one per run
-        (np.zeros((4, 2)), ValueError),  # one array per run is not a number
+        (np.zeros((4, 2, 2)), ValueError),  # a vector per run is (runs, num_envs) at most
+        (np.zeros((4, 0)), ValueError),  # no environments
+        (np.zeros((2, 4)), ValueError),  # runs come first
         (np.array(["a"] * 4), TypeError),
         ("x", TypeError),
     ],
