@@ -17,6 +17,8 @@ same program, each compiled once before timing:
   is a scan of blocks, each a scan of ``--block`` updates returning its metrics
   stacked): every update is still logged, one host callback per block for all seeds;
   ``none-block`` is the same blocked program with no logging, its floor;
+* ``null-block``: ``aoff.jax.log_many`` as ``aoff-block``, into a target whose
+  ``log_step`` does nothing: the blocked callbacks' own cost, without aoff's work;
 * ``empty-ordered`` / ``empty-unordered``: the round trip alone, one callback per update
   for all seeds (a ``custom_vmap`` as ``aoff.jax.log``'s) into a host function that does
   nothing, ordered as ``aoff.jax.log`` is, and unordered (what giving up the order
@@ -25,8 +27,12 @@ same program, each compiled once before timing:
 Each round runs every variant once, in turn (load on the machine hits all alike); the
 medians over ``--rounds`` are printed: the program's wall time (until its results and
 every callback are in: ``block_until_ready`` + ``jax.effects_barrier``), its ratio to
-``none``, and the time to close the logger afterwards (everything on disk). The
-callback's cost per call is ``(variant - none) / updates``.
+``none``, the time to close the logger afterwards (everything on disk), and the CPU
+time the logging took beside the program: this process's CPU during the program less
+``none``'s, and the group's agent processes' (``RUSAGE_CHILDREN`` after the close).
+On a machine whose cores the program leaves idle that CPU runs beside it; on a loaded
+2-core machine it comes out of the program's wall time. The callback's cost per call is
+``(variant - none) / updates``.
 
 Run: ``python benchmarks/bench_jax.py`` (``--quick`` for a smoke run).
 """
@@ -35,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import tempfile
 import time
@@ -87,6 +94,13 @@ def make_train(
     return jax.jit(jax.vmap(train))
 
 
+class _Null:
+    """A target that takes each step and does nothing with it."""
+
+    def log_step(self, step: Any, metrics: Any = None, reward: Any = None, **kw: Any) -> None:
+        pass
+
+
 def _empty_callback(ordered: bool) -> Any:
     """One callback per call for the whole batch (a ``custom_vmap``, as aoff.jax.log
     does) into a host function that does nothing: the round trip alone."""
@@ -131,6 +145,7 @@ def main() -> None:
     p.add_argument("--quick", action="store_true")
     p.add_argument("--no-wandb", action="store_true")
     p.add_argument("--pump", choices=("process", "thread"), default="process")
+    p.add_argument("--nice", type=int, default=0, help="the group agent's agent_nice")
     p.add_argument("--block", type=int, default=50, help="updates per log_many call")
     a = p.parse_args()
     if a.quick:
@@ -163,6 +178,7 @@ def main() -> None:
     variants["aoff-block"] = make_train(
         a.updates, a.width, None, a.block, lambda steps, m: aoff.jax.log_many(steps, m)
     )
+    variants["null-block"] = variants["aoff-block"]
     variants["empty-ordered"] = make_train(a.updates, a.width, _empty_callback(True))
     variants["empty-unordered"] = make_train(a.updates, a.width, _empty_callback(False))
     n = [0]
@@ -171,7 +187,9 @@ def main() -> None:
         n[0] += 1
         d = os.path.join(tmp, f"{name}-{n[0]}")
         if name in ("aoff", "aoff-block"):
-            g = aoff.RunGroup(a.seeds, d, name="bench", system_interval=0, pump=a.pump)
+            g = aoff.RunGroup(
+                a.seeds, d, name="bench", system_interval=0, pump=a.pump, agent_nice=a.nice
+            )
             g.flush()  # its agent has started: the timing is the logging, not a start-up
             sinks["aoff-use"] = aoff.jax.use(g)
             sinks["aoff-use"].__enter__()
@@ -186,6 +204,10 @@ def main() -> None:
                 SummaryWriter(os.path.join(d, f"seed{k}")) for k in range(a.seeds)
             ]
             return lambda: [w.close() for w in ws]
+        if name == "null-block":
+            sinks["null-use"] = aoff.jax.use(_Null())
+            sinks["null-use"].__enter__()
+            return lambda: sinks["null-use"].__exit__(None, None, None)
         if name == "wandb":
             import wandb
 
@@ -201,31 +223,46 @@ def main() -> None:
         close()
     times: dict[str, list[float]] = {k: [] for k in variants}
     closes: dict[str, list[float]] = {k: [] for k in variants}
+    cpus: dict[str, list[float]] = {k: [] for k in variants}
+    agents: dict[str, list[float]] = {k: [] for k in variants}
+
+    def children_cpu() -> float:
+        r = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return r.ru_utime + r.ru_stime
+
     for _ in range(a.rounds):
         for name, fn in variants.items():
             close = open_sink(name)
+            c0, k0 = time.process_time(), children_cpu()
             t0 = time.perf_counter()
             jax.block_until_ready(fn(seeds, keys))
             jax.effects_barrier()
             t1 = time.perf_counter()
+            c1 = time.process_time()
             close()
             t2 = time.perf_counter()
             times[name].append(t1 - t0)
             closes[name].append(t2 - t1)
+            cpus[name].append(c1 - c0)
+            agents[name].append(children_cpu() - k0)
     base = statistics.median(times["none"])
     print(f"load (uptime): {os.getloadavg()}; jax {jax.__version__} on {jax.devices()[0]}")
     print(
         f"{a.seeds} seeds x {a.updates} updates, width {a.width}, {a.rounds} rounds, "
-        f"blocks of {a.block}, group pump {a.pump}"
+        f"blocks of {a.block}, group pump {a.pump}, agent_nice {a.nice}"
     )
     print(
         f"{'variant':16} {'program s':>10} {'vs none':>8} {'per update us':>14} {'close s':>8}"
+        f" {'+cpu s':>7} {'agent cpu s':>11}"
     )
+    base_cpu = statistics.median(cpus["none"])
     for name in variants:
         t = statistics.median(times[name])
         per = (t - base) / a.updates * 1e6
         c = statistics.median(closes[name])
-        print(f"{name:16} {t:10.3f} {t / base:8.3f} {per:14.1f} {c:8.3f}")
+        cpu = statistics.median(cpus[name]) - base_cpu
+        agent = statistics.median(agents[name])
+        print(f"{name:16} {t:10.3f} {t / base:8.3f} {per:14.1f} {c:8.3f} {cpu:7.3f} {agent:11.3f}")
 
 
 if __name__ == "__main__":

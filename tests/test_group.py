@@ -133,6 +133,10 @@ def test_bad_constructor_arguments(tmp_path: Path) -> None:
         RunGroup(2, tmp_path, config={"seed": 1})
     with pytest.raises(ValueError, match="log_dir"):
         RunGroup(2, "")
+    with pytest.raises(ValueError, match="pump must be"):
+        RunGroup(2, tmp_path, pump="agent")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="agent_nice"):
+        RunGroup(2, tmp_path, agent_nice=99)
 
 
 def test_one_group_step_is_one_queued_item(tmp_path: Path) -> None:

@@ -34,7 +34,14 @@ from .._core._report import FinishReport
 from .._core._rules import Alert, Rule
 from .._core._say import say_to_stderr
 from .._core._warning import AoffWarning
-from .._pump._options import PUMP_MODES, BackendSpec, DisplayName, Options, PumpMode
+from .._pump._options import (
+    DEFAULT_AGENT_NICE,
+    PUMP_MODES,
+    BackendSpec,
+    DisplayName,
+    Options,
+    PumpMode,
+)
 from .._pump._sysmetrics import DEFAULT_INTERVAL as DEFAULT_SYSTEM_INTERVAL
 from ._sync import _install_sigterm
 
@@ -89,6 +96,9 @@ class RunGroup:
     Each run's config is ``config`` plus its ``seed``. The other options are
     :class:`~aoff.OffPolicyLogger`'s, given to every run; ``display`` shows the group in
     one table, one line per run (``"rich"``/``"plain"``; ``"none"`` by default).
+    ``pump="process"`` (the default) pumps the N runs in one agent process,
+    ``"thread"`` in one thread of this process; ``agent_nice`` is the agent's niceness
+    above this process's, as for a single run.
 
     ``log_step(step, metrics, reward, axes=...)``: a value with a leading axis of one
     entry per run (NumPy, torch, JAX, a list) is split across the runs, a plain number
@@ -121,6 +131,7 @@ class RunGroup:
         refresh_per_second: int = 4,
         system_interval: float = DEFAULT_SYSTEM_INTERVAL,
         pump: PumpMode = "process",
+        agent_nice: int = DEFAULT_AGENT_NICE,
     ) -> None:
         if pump not in PUMP_MODES:
             raise ValueError(f"pump must be one of {PUMP_MODES}, got {pump!r}")
@@ -161,6 +172,7 @@ class RunGroup:
                     # one process: its CPU and memory are sampled once, in the first run
                     "system_interval": system_interval if k == 0 else 0.0,
                     "pump": pump,
+                    "agent_nice": agent_nice,
                 }
             )
             opts.backend_names()  # bad names fail here
