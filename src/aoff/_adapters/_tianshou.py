@@ -14,13 +14,13 @@ drains).
 
 Resuming (``resume_from_log=True``): ``save_data`` writes ``save/epoch``,
 ``save/env_step`` and ``save/gradient_step`` as Tianshou's logger does; ``restore_data``
-reads them back with aoff's own reader (``_runfolder/_scalars.py``), so a run folder
+reads them back with aoff's own reader (``_runfolder/reading/_scalars.py``), so a run folder
 written by Tianshou's ``TensorboardLogger`` resumes here too. With ``resume=True`` (and
 the run's folder), the logger does what aoff's own resume does before its writer opens
 the folder: it reads the last whole checkpoint (the three counters of one ``save_data``)
 and cuts every point logged after it, each scope on its own axis (``train``/``test`` at
 the env step, ``update`` at the gradient step, ``info`` at the epoch:
-``_runfolder/_tagcut.py``; one TensorBoard purge step would cut three axes at one
+``_runfolder/reading/_tagcut.py``; one TensorBoard purge step would cut three axes at one
 value); ``restore_data`` then returns that checkpoint and carries each interval's
 counter across on its own axis. Without it, as with Tianshou's logger, those points stay
 (said once).
@@ -37,9 +37,9 @@ import numpy as np
 from tianshou.utils.logger.logger_base import VALID_LOG_VALS, BaseLogger, TRestoredData
 
 from .._core._say import say_to_stderr
-from .._runfolder._csvfile import CSV_NAME
-from .._runfolder._scalars import ScalarReader
-from .._runfolder._tagcut import cut_tags_after
+from .._runfolder.lines._csv import CSV_NAME
+from .._runfolder.reading._scalars import ScalarReader
+from .._runfolder.reading._tagcut import cut_tags_after
 from ._writer import SummaryWriter
 
 __all__ = ["Logger"]

@@ -23,11 +23,11 @@ import os
 import stat
 from collections.abc import Callable
 
-from ._jsonlfile import JSONL_NAME
-from ._replace import replaced
-from ._tbwire import HEADER, Buf, fields, varint
-from ._tfevents import event_files
-from ._tfrecord import frame_many
+from .._replace import replaced
+from ..lines._jsonl import JSONL_NAME
+from ..tensorboard._files import event_files
+from ..tensorboard._tfrecord import frame_many
+from ..tensorboard._wire import HEADER, Buf, fields, varint
 
 __all__ = ["cut_tags_after"]
 
