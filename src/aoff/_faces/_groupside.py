@@ -70,6 +70,7 @@ class GroupAgentSide:
         self._cond = threading.Condition()
         self._wake = threading.Event()
         self._flush_asked = 0
+        self._flush_sent = 0  # the shipper's: the last flush it sent
         self._flushed = 0
         self._stop: tuple[Event, bool] | None = None
         #: each run's steps the agent folded, as of its last word
@@ -106,8 +107,6 @@ class GroupAgentSide:
                 return
             self._wake.wait(SHIP_INTERVAL)
             self._wake.clear()
-
-    _flush_sent = 0
 
     def _send_items(self, items: list[Any]) -> None:
         steps = sum(1 for item in items if type(item[0]) is float)  # group log_steps
