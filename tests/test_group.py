@@ -359,3 +359,37 @@ def test_axes_per_run_or_for_all_on_steps_and_collectors(tmp_path: Path) -> None
     assert staleness == [[0, 0], [1, 1]]
     df = aoff.read_scalars(g.run_dirs[1], ["train/x"], axes=True)
     assert list(df["grad_steps"]) == [20, 40, 60] and list(df["env_steps"]) == [200, 400, 600]
+
+
+@pytest.mark.anyio
+async def test_the_async_twin_waits_without_stopping_the_loop(tmp_path: Path) -> None:
+    """``AsyncRunGroup``: the same runs; ``flush``/``finish`` wait in a worker thread while
+    another task of the loop goes on ticking (asyncio and trio)."""
+    import anyio
+
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await anyio.sleep(0.001)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(tick)
+        async with aoff.AsyncRunGroup(
+            2, tmp_path, name="a", system_interval=0, backends=("jsonl",), pump="thread"
+        ) as g:
+            for i in range(5):
+                g.log_step(i, {"x": np.array([i, -i], dtype=np.float32)})
+            before = ticks
+            await g.flush()
+            rows = [read_jsonl(Path(d) / "metrics.jsonl") for d in g.run_dirs]
+            assert [[r["train/x"] for r in rs] for rs in rows] == [
+                [0.0, 1.0, 2.0, 3.0, 4.0],
+                [0.0, -1.0, -2.0, -3.0, -4.0],
+            ]
+        tg.cancel_scope.cancel()
+    assert ticks > before  # the loop ran while the group flushed and finished
+    reports = await g.finish()  # idempotent: the reports of the block's end
+    assert [r.steps for r in reports] == [5, 5] and g.should_stop == (False, False)
