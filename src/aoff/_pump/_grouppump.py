@@ -127,6 +127,7 @@ class GroupPump:
         self._token: Any = None
         #: set once :meth:`run` ended (every run's pump returned)
         self.done = threading.Event()
+        self._thread: threading.Thread | None = None
 
     async def run(self, ready: Callable[[], None]) -> None:
         """Every run's pump and the splitter, until :meth:`stop`; ``ready()`` once
@@ -144,7 +145,7 @@ class GroupPump:
 
     def start_thread(self) -> GroupPump:
         """Run the loop in the "aoff-group" daemon thread of this process."""
-        start_loop_thread(self.run, "aoff-group", "the group's pump thread")
+        self._thread = start_loop_thread(self.run, "aoff-group", "the group's pump thread")
         return self
 
     # -- on the loop ------------------------------------------------------------------------
@@ -256,8 +257,12 @@ class GroupPump:
             return tuple(marks)
 
         idle = ProgressWatch(mark, idle_timeout)
-        done = self.done
-        return wait_progressing(done.is_set, idle, lambda: done.wait(0.25))
+        thread = self._thread
+        if thread is None:  # the loop is the caller's (the agent's main thread)
+            done = self.done
+            return wait_progressing(done.is_set, idle, lambda: done.wait(0.25))
+        # the thread's end, not only the loop's: what its frames hold is let go of then
+        return wait_progressing(lambda: not thread.is_alive(), idle, lambda: thread.join(0.25))
 
 
 def _row(name: str, state: State) -> GroupRow:
