@@ -61,7 +61,7 @@ def build_steps(o: BackendOptions) -> StepsBackend:
     return StepsBackend(os.path.join(o.log_dir, FILE), o.resume_step)
 
 
-STEPS = NamedBackend("steps", build_steps, "writes log_dir/steps.txt", (FILE,), resumable=True)
+STEPS = NamedBackend("steps", build_steps, "writes log_dir/steps.txt", resumable=True)
 
 
 @pytest.fixture
@@ -116,7 +116,7 @@ def test_names_come_from_the_registry(steps_registered: None, tmp_path: Path) ->
         OffPolicyLogger(log_backend="none", backends=("steps",), handle_sigterm=False)
     with pytest.raises(ValueError, match="is registered already"):
         _registry.register(NamedBackend("steps", build_steps))
-    wants_no_resume = NamedBackend("once", build_steps, "x", (FILE,), resumable=False)
+    wants_no_resume = NamedBackend("once", build_steps, "x", resumable=False)
     _registry.register(wants_no_resume)
     try:
         with pytest.raises(ValueError, match="'once' backend cannot continue a run"):
@@ -138,7 +138,7 @@ def test_a_backend_built_in_the_script_itself_keeps_the_pump_here(
         return build_steps(o)
 
     build_here.__module__ = "__main__"  # as if defined in the training script
-    _registry.register(NamedBackend("here", build_here, "x", (FILE,)))
+    _registry.register(NamedBackend("here", build_here, "x"))
     try:
         options = Options(log_dir=str(tmp_path), log_backend="none", backends=("here",))
         line = options.in_process_line()

@@ -9,7 +9,6 @@ names a run folder is recognised by live here too, beside the data they hold.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +19,6 @@ from ..tensorboard._files import EVENTS_PATTERN as TB_PATTERN
 __all__ = [
     "CURVE_POINTS",
     "JSONL_NAME",
-    "NONFINITE",
     "REWARD_TAG",
     "SUMMARY_GLOB",
     "SUMMARY_NAME",
@@ -30,7 +28,6 @@ __all__ = [
     "stats_of",
 ]
 
-NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 #: a curve longer than this is kept as this many bucket means (what a sparkline needs)
 CURVE_POINTS = 128
 REWARD_TAG = "reward/mean"

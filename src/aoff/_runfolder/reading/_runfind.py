@@ -18,9 +18,9 @@ import glob
 import os
 from collections.abc import Callable
 
-from ..lines._csv import CSV_NAME
 from ..tensorboard._files import event_files
-from ._rundata import JSONL_NAME, SUMMARY_GLOB
+from ._formats import formats
+from ._rundata import SUMMARY_GLOB
 
 __all__ = ["find_runs", "is_run_dir", "runs_in", "summary_files", "tb_files"]
 
@@ -38,14 +38,10 @@ def summary_files(path: str) -> list[str]:
 
 
 def is_run_dir(path: str) -> bool:
-    """Whether ``path`` holds a run summary, a ``metrics.jsonl``, a ``progress.csv`` or
-    TensorBoard event files."""
-    return (
-        bool(summary_files(path))
-        or os.path.isfile(os.path.join(path, JSONL_NAME))
-        or os.path.isfile(os.path.join(path, CSV_NAME))
-        or bool(tb_files(path, hparams=True))
-    )
+    """Whether ``path`` holds a file of any run folder format (``_formats``: a run
+    summary, ``metrics.jsonl``, ``progress.csv``, TensorBoard event files, or a format
+    added since)."""
+    return any(fmt.files(path) for fmt in formats())
 
 
 def runs_in(
