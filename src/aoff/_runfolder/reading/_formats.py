@@ -44,8 +44,8 @@ def remove_format(name: str) -> None:
     _TABLE[:] = [f for f in _TABLE if f.name != name]
 
 
-def labels(*, points: bool = False) -> str:
+def labels(*, points: bool = False, more: tuple[str, ...] = ()) -> str:
     """The formats' files named for a message (``"a, b or c"``); ``points``: only those
-    whose files hold points."""
-    found = [f.label for f in _TABLE if not points or f.holds_points]
+    whose files hold points; ``more``: other names after them."""
+    found = [f.label for f in _TABLE if not points or f.holds_points] + list(more)
     return found[0] if len(found) == 1 else ", ".join(found[:-1]) + " or " + found[-1]

@@ -11,7 +11,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from .._format import Points
-from ._file import SUMMARY_GLOB
+from ._file import SUMMARY_GLOB, SUMMARY_NAME
 
 __all__ = ["SUMMARY", "SummaryFormat"]
 
@@ -21,7 +21,7 @@ class SummaryFormat:
     """``aoff-summary*.json``: one a session or writer that wrote in the folder."""
 
     name: str = "summary"
-    label: str = "the run summary"
+    label: str = SUMMARY_NAME
     exact: bool = False
     holds_points: bool = False
     last_step_fallback: bool = False
