@@ -28,6 +28,7 @@ import numpy as np
 from ..._core._warning import AoffWarning
 from .._format import Points
 from .._tagseries import Columns, Series, joined
+from ..tensorboard import _evfolder  # noqa: F401  (the event parser, loaded with its reader)
 from ._formats import formats, labels
 from ._runfind import runs_in
 
