@@ -1,6 +1,7 @@
 """The run folder's formats are one table: a format added in one module plus one registry
 line (``tests/tsvformat.py``, as docs/architecture.md says) is written in both pump
-modes, and read back by :func:`aoff.read_scalars`, ``aoff ls``, ``aoff show`` and resume."""
+modes, and read back by :func:`aoff.read_scalars`, ``aoff ls``, ``aoff show``, ``aoff
+export`` and resume."""
 
 from __future__ import annotations
 
@@ -65,6 +66,9 @@ def test_a_format_added_by_one_module_and_one_registry_line_is_read_everywhere(
     out = capsys.readouterr().out
     row = next(line for line in out.splitlines() if "train/loss" in line)
     assert "0.5" in row and "4" in row, out
+    exported = tmp_path / "out.csv"
+    assert main(["export", str(run_dir), "--tag", "train/loss", "-o", str(exported)]) == 0
+    assert len(exported.read_text().splitlines()) == 1 + 8  # the header, a row a point
 
 
 def test_unregistering_takes_the_format_out_of_the_table(tsv: object) -> None:
