@@ -75,3 +75,23 @@ def test_unregistering_takes_the_format_out_of_the_table(tsv: object) -> None:
     assert "tsv" in [f.name for f in formats()]
     _registry.unregister("tsv")
     assert "tsv" not in [f.name for f in formats()]
+
+
+def test_a_format_defined_in_the_script_itself_keeps_the_pump_here(
+    tmp_path: Path, tsv: object
+) -> None:
+    """The agent imports a format by its class's module: ``__main__`` is not one it can."""
+    from aoff._pump._options import Options
+    from aoff._pump._registry import NamedBackend
+
+    from .tsvformat import TSV, TsvFormat
+
+    here = type("HereFormat", (TsvFormat,), {"__module__": "__main__"})
+    fmt = here("here", "here.tsv", ".tsv", TSV.reader, TSV.last_step_in, TSV.cut_file)
+    _registry.register(NamedBackend("here", needs_log_dir="x", format=fmt))
+    try:
+        line = Options(log_dir=str(tmp_path), backends=("here",)).in_process_line()
+        assert line is not None and "the format of backend 'here', defined in __main__" in line
+        assert Options(log_dir=str(tmp_path), backends=("tsv",)).in_process_line() is None
+    finally:
+        _registry.unregister("here")
