@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from aoff._core._records import StepRecord
+from aoff._core._records import Record, TextRecord
 from aoff._pump._registry import NamedBackend, register
 from aoff._runfolder.lines._lines import LineCursor, RowSink, cut_rows, last_row_step
 from aoff._runfolder.lines._points import LineFormat
@@ -41,9 +41,11 @@ class TsvScalars:
 
 @dataclass(frozen=True)
 class TsvFormat(LineFormat):
-    def encode(self, records: Sequence[StepRecord]) -> bytes:
+    def encode(self, records: Sequence[Record]) -> bytes:
         lines = []
         for rec in records:
+            if isinstance(rec, TextRecord):
+                continue  # not routed here: the backend takes no texts (Takes.NOTHING)
             cells = "".join(f"\t{tag}={value!r}" for tag, value in rec.scalars)
             lines.append(f"{rec.step}\t{rec.wall_time!r}{cells}\n")
         return "".join(lines).encode("utf-8")

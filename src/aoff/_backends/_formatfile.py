@@ -13,8 +13,9 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from .._core._records import StepRecord
+from .._core._records import Record
 from .._runfolder._format import AppendFormat
+from ._base import Takes
 from ._file import AppendFileBackend
 
 __all__ = ["FormatFileBackend"]
@@ -23,9 +24,9 @@ __all__ = ["FormatFileBackend"]
 class FormatFileBackend(AppendFileBackend):
     """Appends ``fmt.encode(batch)`` to ``log_dir/fmt.file_name``; takes no media."""
 
-    #: takes no images or videos: the pump counts them as not taken by it (a format's
-    #: ``encode`` has no row that names a media file)
-    write_media = None  # type: ignore[assignment]
+    #: steps (and ``SummaryWriter``'s records) only: the pump counts images, videos,
+    #: texts and alerts as not taken by it (a format's ``encode`` has no row for them)
+    takes = Takes.NOTHING
 
     def __init__(self, log_dir: str, fmt: AppendFormat) -> None:
         super().__init__(os.path.join(log_dir, fmt.file_name))
@@ -33,5 +34,5 @@ class FormatFileBackend(AppendFileBackend):
         self.name = fmt.name
         self.label = fmt.label
 
-    def _encode(self, records: Sequence[StepRecord]) -> bytes:
+    def _encode(self, records: Sequence[Record]) -> bytes:
         return self.format.encode(records)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Protocol, runtime_checkable
 
-from .._core._records import StepRecord
+from .._core._records import Record
 from ._tagseries import Series
 
 __all__ = ["AppendFormat", "Points", "RunFormat"]
@@ -138,6 +138,6 @@ class AppendFormat(RunFormat, Protocol):
         """The file's name in ``log_dir``."""
         ...
 
-    def encode(self, records: Sequence[StepRecord]) -> bytes:
+    def encode(self, records: Sequence[Record]) -> bytes:
         """A batch of records as the bytes appended to the file, whole."""
         ...
