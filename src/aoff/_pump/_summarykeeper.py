@@ -9,6 +9,8 @@ of the pump's is touched here.
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -84,3 +86,9 @@ class SummaryKeeper:
         state = "interrupted" if interrupted else "finished"
         with anyio.move_on_after(FINAL_WRITE_BOUND):
             await self._write(self._snapshot(state))
+            # the run indexes above the run (``aoff ls --where``) learn of it now
+            from .._runfolder._runindex import note_finished
+
+            run_dir = os.path.dirname(os.path.abspath(self.summary.path))
+            with contextlib.suppress(Exception):
+                await anyio.to_thread.run_sync(note_finished, run_dir, abandon_on_cancel=True)
