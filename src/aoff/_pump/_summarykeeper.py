@@ -89,6 +89,9 @@ class SummaryKeeper:
             # the run indexes above the run (``aoff ls --where``) learn of it now
             from .._runfolder._runindex import note_finished
 
-            run_dir = os.path.dirname(os.path.abspath(self.summary.path))
-            with contextlib.suppress(Exception):
-                await anyio.to_thread.run_sync(note_finished, run_dir, abandon_on_cancel=True)
+            path = self.summary.path
+            with contextlib.suppress(Exception):  # an index is a cache: the next look reads
+                await anyio.to_thread.run_sync(
+                    lambda: note_finished(os.path.dirname(os.path.abspath(path))),
+                    abandon_on_cancel=True,
+                )

@@ -61,7 +61,7 @@ def _records(data: bytes) -> list[bytes]:
 
 
 def _hparams(data: bytes) -> dict[str, Any]:
-    from google.protobuf.message import DecodeError
+    from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
     from tensorboard.compat.proto import event_pb2
     from tensorboard.plugins.hparams import metadata as hp_metadata
     from tensorboard.plugins.hparams import plugin_data_pb2

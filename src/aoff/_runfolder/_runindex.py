@@ -383,9 +383,12 @@ def select_runs(
     skipped: list[str] | None = None,
     *,
     live: Callable[[str], bool] | None = None,
+    notes: list[str] | None = None,
 ) -> list[str]:
     """The runs below ``root`` whose fields pass ``where`` (through the folder's index,
-    brought up to date and saved). ``root`` that is a run itself is tested alone."""
+    brought up to date and saved). ``root`` that is a run itself is tested alone. An
+    index that could be kept neither in the folder nor in the cache folder is said in
+    ``notes``."""
     if not os.path.isdir(root) or is_run_dir(root) or (live is not None and live(root)):
         if not os.path.isdir(root):
             return [root]  # for the caller to refuse as it refuses any path
@@ -397,6 +400,8 @@ def select_runs(
         index = RunIndex(root, live=live, fresh=True)
         got = [path for path, fields in index.runs(skipped) if where(fields)]
     index.save()
+    if index.problem is not None and notes is not None:
+        notes.append(f"the run index is kept in memory only: cannot write {index.problem}")
     return got
 
 

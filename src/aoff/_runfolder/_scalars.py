@@ -30,8 +30,10 @@ from ._csvfile import CSV_NAME, CsvScalars
 from ._evfolder import EventFolder
 from ._jsonlfile import JSONL_NAME, JsonlScalars
 from ._runfind import runs_in
+from ._scalarpool import check_workers, in_workers
 from ._tagseries import Columns, Series, joined
 from ._tfevents import event_folders, is_events_name
+from ._where import Where, compile_where
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -42,6 +44,8 @@ __all__ = ["COLUMNS", "ScalarReader", "read_scalars"]
 COLUMNS = ("run", "tag", "step", "wall_time", "value")
 
 PathArg = str | os.PathLike[str]
+#: one run's read: ``(tag, parts)`` of each tag, its kind, its warnings
+RunRead = tuple[list[tuple[str, list[Columns]]], str | None, list[str]]
 
 
 class _Run:
@@ -131,12 +135,21 @@ class ScalarReader:
     A path that does not exist raises ``FileNotFoundError`` at :meth:`read`; an existing
     folder with no data yet reads as no rows (a run that has not written yet)."""
 
-    def __init__(self, paths: PathArg | Iterable[PathArg], tags: Iterable[str] | None = None):
+    def __init__(
+        self,
+        paths: PathArg | Iterable[PathArg],
+        tags: Iterable[str] | None = None,
+        *,
+        where: str | None = None,
+    ):
         if isinstance(paths, str | os.PathLike):
             paths = [paths]
         wanted = None if tags is None else frozenset([tags] if isinstance(tags, str) else tags)
+        test = None if where is None else compile_where(where)
         self._skipped: list[str] = []  # folders of runs that could not be listed
-        self._runs = [_Run(run, wanted) for p in paths for run in _runs_named(p, self._skipped)]
+        self._runs = [
+            _Run(run, wanted) for p in paths for run in _runs_named(p, self._skipped, test)
+        ]
         self._said: dict[str, tuple[int, int]] = {}
         self._said_notes: set[str] = set()
 
@@ -219,11 +232,40 @@ class ScalarReader:
                     warnings.warn(f"{path}: {'; '.join(parts)}", AoffWarning, stacklevel=3)
 
 
-def _runs_named(given: PathArg, skipped: list[str]) -> list[str]:
+def _runs_named(given: PathArg, skipped: list[str], where: Where | None = None) -> list[str]:
     """The runs ``given`` names: itself, or the runs of a folder of runs. A folder with
-    no run in it yet stays itself (a run that has not written yet)."""
+    no run in it yet stays itself (a run that has not written yet). With ``where``, only
+    the runs it keeps (a folder of runs through its run index)."""
     path = os.fspath(given)
+    if where is not None:
+        from ._runindex import select_runs
+
+        return select_runs(path, where, skipped, notes=skipped)
     return runs_in(path, skipped) or [path]
+
+
+def read_runs(names: list[str], tags: Collection[str] | None) -> list[RunRead]:
+    """Each run's points, its kind (``None``: no data files) and the warnings a one-shot
+    read gives (what a worker of ``read_scalars(..., workers=N)`` computes)."""
+    reader = ScalarReader.__new__(ScalarReader)
+    reader._skipped, reader._said, reader._said_notes = [], {}, set()
+    reader._runs = [_Run(name, tags) for name in names]
+    out: list[RunRead] = []
+    for run in reader._runs:
+        parts = [
+            (tag, s.take_parts()) for series in run.read() for tag, s in series.items() if len(s)
+        ]
+        out.append((parts, run.kind, []))
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        reader.warn_problems()
+    for w in said:  # each names its file: back to its run
+        msg = str(w.message)
+        for (_, _, lines), run in zip(out, reader._runs, strict=True):
+            if msg.startswith(run.path):
+                lines.append(msg)
+                break
+    return out
 
 
 def to_frame(columns: list[tuple[str, str, list[Columns]]]) -> pd.DataFrame:
@@ -264,6 +306,8 @@ def read_scalars(
     *,
     axes: bool = False,
     bucket: int | None = None,
+    where: str | None = None,
+    workers: int = 1,
 ) -> pd.DataFrame:
     """Every scalar of the runs at ``paths`` as one long DataFrame (``run``, ``tag``,
     ``step``, ``wall_time``, ``value``; ``run`` is each path as given, or a folder of
@@ -278,6 +322,14 @@ def read_scalars(
     ``mean``, ``last`` and ``count`` of the values and its last point's ``wall_time``:
     an envelope that never hides a spike (``ValueError`` unless ``N`` is an int >= 1).
 
+    ``where``: only the runs this filter keeps (the ``--where`` language of ``aoff ls``:
+    ``'config.env == "Hopper-v4" and config.seed < 5'``), a folder of runs through its
+    run index; a ``ValueError`` naming the column when it is not a filter.
+
+    ``workers=N``: the runs are read by ``N`` processes (0: one per core), the same
+    table as one; a script calling it keeps its work under ``if __name__ ==
+    "__main__":``, as with any ``multiprocessing`` program.
+
     Raises ``FileNotFoundError`` for a path that does not exist and ``ValueError`` for
     one that holds no event files, ``metrics.jsonl`` or ``progress.csv``. A torn last
     record, a corrupt one in the middle, rows without a step and rows whose step is
@@ -291,16 +343,16 @@ def read_scalars(
         from ._envelopes import envelopes
 
         envelopes(to_frame([]), bucket)  # a bad bucket is refused before any reading
+    n = check_workers(workers)
     wanted = None if tags is None else list(tags)
     # the axes are tags of their own: read every tag, keep those asked for once joined
-    reader = ScalarReader(paths, None if axes else wanted)
-    columns = reader._read_parts()
-    for run in reader._runs:
-        if run.kind is None:
-            raise ValueError(
-                f"{run.path}: no TensorBoard event files, {JSONL_NAME} or {CSV_NAME} in it"
-            )
-    reader.warn_problems()
+    reader = ScalarReader(paths, None if axes else wanted, where=where)
+    if n > 1 and len(reader._runs) > 1:
+        columns = _read_in_workers(reader, n)
+    else:
+        columns = reader._read_parts()
+        _refuse_empty([run.path for run in reader._runs if run.kind is None])
+        reader.warn_problems()
     frame = to_frame(columns)
     if bucket is not None:
         return envelopes(frame, bucket)
@@ -313,3 +365,30 @@ def read_scalars(
         df = df[df["tag"].isin(wanted)].reset_index(drop=True)
         df["tag"] = df["tag"].cat.remove_unused_categories()
     return df
+
+
+def _refuse_empty(paths: list[str]) -> None:
+    if paths:
+        raise ValueError(
+            f"{paths[0]}: no TensorBoard event files, {JSONL_NAME} or {CSV_NAME} in it"
+        )
+
+
+def _read_in_workers(reader: ScalarReader, workers: int) -> list[tuple[str, str, list[Columns]]]:
+    """What ``reader._read_parts()`` and ``warn_problems()`` give, read by ``workers``
+    processes."""
+    wanted = reader._runs[0].tags
+    for line in reader._skipped:
+        warnings.warn(f"{line}: skipped", AoffWarning, stacklevel=3)
+    got = in_workers(read_runs, [run.path for run in reader._runs], wanted, workers)
+    _refuse_empty(
+        [run.path for run, (_, kind, _) in zip(reader._runs, got, strict=True) if not kind]
+    )
+    for _, _, lines in got:
+        for line in lines:
+            warnings.warn(line, AoffWarning, stacklevel=3)
+    return [
+        (run.name, tag, parts)
+        for run, (series, _, _) in zip(reader._runs, got, strict=True)
+        for tag, parts in series
+    ]

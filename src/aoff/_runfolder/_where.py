@@ -92,7 +92,9 @@ def _tokens(text: str) -> list[_Tok]:
             while j < n and text[j] != c:
                 if text[j] == "\\":
                     if j + 1 >= n or text[j + 1] not in _ESCAPES:
-                        raise WhereError(text, j, "an unknown escape in a text (\\n \\t \\\\ \\\" \\')")
+                        raise WhereError(
+                            text, j, "an unknown escape in a text (\\n \\t \\\\ \\\" \\')"
+                        )
                     chars.append(_ESCAPES[text[j + 1]])
                     j += 2
                     continue
@@ -183,12 +185,15 @@ def _contains(a: Any, b: Any) -> bool:
 
 def _test(op: str, left: Node, right: Node) -> Node:
     if op == "in":
-        return lambda r: (a := left(r)) is not MISSING and (b := right(r)) is not MISSING and (
-            _contains(a, b)
+        return lambda r: (
+            (a := left(r)) is not MISSING and (b := right(r)) is not MISSING and (_contains(a, b))
         )
     if op == "not in":
-        return lambda r: not ((a := left(r)) is not MISSING and (b := right(r)) is not MISSING
-                              and _contains(a, b))
+        return lambda r: (
+            not (
+                (a := left(r)) is not MISSING and (b := right(r)) is not MISSING and _contains(a, b)
+            )
+        )
     if op in ("==", "!="):
         want = op == "=="
 
@@ -199,8 +204,8 @@ def _test(op: str, left: Node, right: Node) -> Node:
             return _equal(a, b) == want
 
         return eq
-    return lambda r: (a := left(r)) is not MISSING and (b := right(r)) is not MISSING and (
-        _ordered(op, a, b)
+    return lambda r: (
+        (a := left(r)) is not MISSING and (b := right(r)) is not MISSING and (_ordered(op, a, b))
     )
 
 
@@ -336,7 +341,7 @@ class _Parser:
                 self.i += 1
             else:
                 raise WhereError(
-                    self.text, t.pos, f"{space} needs a key ({space}.KEY or {space}[\"KEY\"])"
+                    self.text, t.pos, f'{space} needs a key ({space}.KEY or {space}["KEY"])'
                 )
         elif space not in _KEYED and key:
             raise WhereError(self.text, t.pos, f"{space} takes no key ({name!r})")
