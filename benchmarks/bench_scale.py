@@ -51,8 +51,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
 from aoff._core._records import StepRecord  # noqa: E402
-from aoff._runfolder._tbevents import EventEncoder  # noqa: E402
-from aoff._runfolder._tfrecord import frame_many  # noqa: E402
+from aoff._runfolder.tensorboard._events import EventEncoder  # noqa: E402
+from aoff._runfolder.tensorboard._tfrecord import frame_many  # noqa: E402
 
 TAGS = (
     "charts/episodic_return",
@@ -147,7 +147,7 @@ def _aoff(*args: str) -> tuple[float, str]:
 
 
 def _tb_runs(root: Path, n: int) -> list[Path]:
-    from aoff._runfolder._runfind import find_runs
+    from aoff._runfolder.reading._runfind import find_runs
 
     return [Path(p) for p in find_runs(str(root))[:n]]
 
@@ -162,7 +162,7 @@ def _accumulate(run: Path) -> object:
 
 def tb_ls(root: Path, n: int) -> tuple[float, int]:
     """TensorBoard's way to the same list: every run loaded, the filter on its config."""
-    from aoff._runfolder._where import compile_where
+    from aoff._runfolder.reading._where import compile_where
 
     test = compile_where(FILTER)
     t0 = time.perf_counter()

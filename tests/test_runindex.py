@@ -16,10 +16,10 @@ import pytest
 
 import aoff
 from aoff.__main__ import main
-from aoff._runfolder import _runindex
-from aoff._runfolder._runfind import find_runs
-from aoff._runfolder._runindex import INDEX_NAME, RunIndex, fields_of, select_runs
-from aoff._runfolder._where import compile_where
+from aoff._runfolder.reading import _runindex
+from aoff._runfolder.reading._runfind import find_runs
+from aoff._runfolder.reading._runindex import INDEX_NAME, RunIndex, fields_of, select_runs
+from aoff._runfolder.reading._where import compile_where
 
 ENVS = ("Hopper-v4", "Ant-v4", "Walker2d-v4")
 

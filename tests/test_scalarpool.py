@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import aoff
-from aoff._runfolder._scalarpool import check_workers
+from aoff._runfolder.reading._scalarpool import check_workers
 
 from .tbruns import write_cleanrl_runs
 

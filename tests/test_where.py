@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from aoff._runfolder._where import WhereError, compile_where
+from aoff._runfolder.reading._where import WhereError, compile_where
 
 RUN = {
     "run": "hopper/sac-s3",

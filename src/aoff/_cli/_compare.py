@@ -29,9 +29,9 @@ from rich.table import Table
 from rich.text import Text
 
 from .._channel._paths import has_live_files
-from .._runfolder._runfind import runs_in, tb_files
-from .._runfolder._runindex import select_runs
-from .._runfolder._where import Where, compile_where
+from .._runfolder.reading._runfind import runs_in, tb_files
+from .._runfolder.reading._runindex import select_runs
+from .._runfolder.reading._where import Where, compile_where
 from ._comparechart import curve_chart
 from ._groups import Group, compile_group, group_runs
 from ._numbers import number

@@ -57,7 +57,7 @@ def write_table(table: Any, path: Any, fmt: str) -> None:
 def run_export(ns: argparse.Namespace, err: TextIO) -> int:
     fmt = ns.format or _format_of(ns.output)
     if ns.where is not None:
-        from .._runfolder._where import compile_where
+        from .._runfolder.reading._where import compile_where
 
         try:
             compile_where(ns.where)
@@ -83,7 +83,7 @@ def run_export(ns: argparse.Namespace, err: TextIO) -> int:
     except ImportError:
         print("aoff export: needs pandas (pip install pandas)", file=err)
         return 1
-    from .._runfolder._scalars import read_scalars
+    from .._runfolder.reading._scalars import read_scalars
 
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")
@@ -97,7 +97,7 @@ def run_export(ns: argparse.Namespace, err: TextIO) -> int:
     if ns.wide:
         table = to_wide(table)
     elif ns.bucket is not None:
-        from .._runfolder._envelopes import envelopes
+        from .._runfolder.reading._envelopes import envelopes
 
         table = envelopes(table, ns.bucket)
     to_stdout = ns.output == "-"

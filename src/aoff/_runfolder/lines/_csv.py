@@ -1,0 +1,192 @@
+"""``progress.csv``: its name, what a row and the header are (written and read back as
+scalar series), its last step and its cut after a step (resume).
+
+Why a module of its own: the CSV backend appends this file, resume cuts it and
+:func:`aoff.read_scalars` reads it; its name, its cells and its header's rule are spelled
+here once. The backend (:mod:`aoff._backends._csv`) keeps the file open, the threads, the
+rewrite's temporary file and the errors.
+
+Columns: ``step``, ``iteration``, ``wall_time``, then every tag in the order it was
+first seen. A producer's row (``log.remote(name)``) has its name in a ``producer``
+column (empty for the run's own rows), and that producer's own step and iteration; a
+``SummaryWriter`` sub-run's row (``add_scalars``, ``add_hparams``) has its folder in a
+``run`` column (texts and histograms are not CSV cells: TensorBoard and JSONL). A
+row without some tag leaves that cell empty (pandas reads ``NaN``); a tag
+that repeats within a record keeps its last value, and a tag named like one of the three
+fixed columns never hides the record's own value (as in ``metrics.jsonl``). Values are
+written with ``repr(float)``, which round-trips; non-finite ones read ``nan``, ``inf``
+and ``-inf``, which pandas reads as floats.
+
+The header is written with the first rows and changes only when rows bring a tag it
+does not have (:func:`new_columns`): then the whole file is written again with the new
+header and every existing row padded with empty cells (:func:`copy_padded`). A reader
+that finds a new header reads the rows again and skips those it already had.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Collection, Iterable, Sequence
+from typing import TextIO
+
+from ..._core._records import StepRecord
+from ._lines import LineCursor, RowSink, cut_rows, last_row_step
+
+__all__ = [
+    "CSV_NAME",
+    "FIXED_COLUMNS",
+    "CsvScalars",
+    "copy_padded",
+    "cut_after",
+    "encode_rows",
+    "header_line",
+    "last_step",
+    "media_cells",
+    "new_columns",
+    "read_header",
+    "record_cells",
+    "row_step",
+]
+
+CSV_NAME = "progress.csv"
+FIXED_COLUMNS = ("step", "iteration", "wall_time")
+#: the step column of Stable-Baselines3's own ``progress.csv`` (its logger's CSV format,
+#: which has no ``step``): the ``num_timesteps`` SB3 gives TensorBoard as the step
+SB3_STEP = "time/total_timesteps"
+
+
+def record_cells(rec: StepRecord) -> dict[str, str]:
+    """A record's cells as text, keyed by column (fixed columns win over like-named tags)."""
+    cells = {"step": "", "iteration": "", "wall_time": ""}
+    for tag, value in rec.scalars:
+        cells[tag] = repr(float(value))
+    cells["step"] = str(rec.step)
+    cells["iteration"] = str(rec.iteration)
+    cells["wall_time"] = repr(float(rec.wall_time))
+    if rec.producer is not None:  # log.remote(name): a "producer" column
+        cells["producer"] = rec.producer
+    if rec.run:  # SummaryWriter's add_scalars/add_hparams: a "run" column (its folder)
+        cells["run"] = rec.run
+    return cells
+
+
+def media_cells(row: dict[str, object]) -> dict[str, str]:
+    """A media file's row (``_mediafiles``) as cells: its path has no character CSV
+    would quote."""
+    return {k: repr(v) if isinstance(v, float) else str(v) for k, v in row.items()}
+
+
+def header_line(columns: Iterable[str]) -> str:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow(columns)
+    return buf.getvalue()
+
+
+def encode_rows(rows: Iterable[dict[str, str]], columns: Sequence[str]) -> str:
+    # Cells are numbers, "nan", "inf", "-inf" or empty: nothing that needs quoting.
+    return "".join(",".join([row.get(c, "") for c in columns]) + "\n" for row in rows)
+
+
+def new_columns(columns: Sequence[str], rows: Iterable[dict[str, str]]) -> list[str]:
+    """The columns ``rows`` bring that ``columns`` lacks, in first-seen order."""
+    known = set(columns)
+    new: dict[str, None] = {}  # an ordered set
+    for row in rows:
+        for key in row:
+            if key not in known:
+                new[key] = None
+    return list(new)
+
+
+def copy_padded(src: TextIO, out: TextIO, columns: Sequence[str]) -> None:
+    """The file ``src`` again into ``out`` under the header ``columns``: every row padded
+    with empty cells to its width (the new columns are last)."""
+    width = len(columns)
+    writer = csv.writer(out, lineterminator="\n")
+    reader = csv.reader(src)
+    next(reader, None)  # the old header
+    writer.writerow(columns)
+    for cells in reader:
+        if len(cells) < width:
+            cells.extend([""] * (width - len(cells)))
+        writer.writerow(cells)
+
+
+def read_header(path: str) -> list[str] | None:
+    """The header of an existing, non-empty file (None: no such file, or empty)."""
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            return next(csv.reader(f), None) or None
+    except FileNotFoundError:
+        return None
+
+
+class CsvScalars:
+    """The rows appended to one ``progress.csv`` since the last :meth:`read`: aoff's, or
+    SB3's own (no ``step`` column: its ``time/total_timesteps`` is the step, and its rows
+    have no wall time)."""
+
+    def __init__(self, path: str, tags: Collection[str] | None) -> None:
+        self.cursor = LineCursor(path)
+        self.sink = RowSink(tags)
+        self.header: list[str] | None = None
+        self.rows_seen = 0
+
+    def read(self) -> None:
+        lines = self.cursor.new_lines()
+        if not lines:
+            return
+        records = csv.reader(line.decode("utf-8", "replace") for line in lines)
+        skip = 0
+        if self.cursor.start == 0:  # the header, first or rewritten
+            header = next(records, None)
+            if header is None:
+                return
+            self.header = header
+            if "step" not in header and SB3_STEP in header:
+                self.sink.step_key = SB3_STEP
+            skip = self.rows_seen
+        names = self.header
+        if names is None:
+            return
+        row = self.sink.row
+        for cells in records:
+            if len(cells) != len(names):
+                self.cursor.corrupt += 1
+                continue
+            if skip:
+                skip -= 1
+                continue
+            self.rows_seen += 1
+            row(dict(zip(names, cells, strict=True)))
+
+
+def row_step(line: bytes) -> int | None:
+    """The ``step`` of one row: its first cell (None: the header, or not a row)."""
+    first = line.split(b",", 1)[0].strip()
+    try:
+        return int(first)
+    except ValueError:
+        return None
+
+
+def last_step(path: str) -> int | None:
+    """The last row's step, read from the file's end."""
+    return last_row_step(path, row_step)
+
+
+def cut_after(path: str, step: int) -> None:
+    """Drop every row after ``step`` (resume); the header stays. A file whose header
+    does not start with ``step`` was not written by aoff: ``ValueError``, untouched."""
+
+    def check() -> None:
+        with open(path, encoding="utf-8", newline="") as f:
+            header = next(csv.reader(f), None)
+        if not header or header[0] != "step":
+            raise ValueError(
+                f"resume_step={step}: {path} does not start with a 'step' column; "
+                "it was not written by aoff and is left as it is"
+            )
+
+    cut_rows(path, row_step, step, header=True, check=check)

@@ -1,0 +1,86 @@
+"""The run summary file (``aoff-summary.json``) as ``show`` and ``ls`` print it.
+
+Why a module of its own: the summary (a few kilobytes, whatever the run's length, kept by
+the pump: :mod:`aoff._runfolder.summary._writer`) is the fast path of ``show`` and ``ls``; when
+it may stand for the run is the run folder's rule (:mod:`aoff._runfolder.summary._file`),
+how its numbers turn into :class:`RunData` is this module's. It is read without
+importing numpy or the writer's module: ``ls`` stays light.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any
+
+from ..summary._file import SUMMARY_NAME
+from ..summary._file import load_summary as load_one
+from ._rundata import NONFINITE, RunData, TagStats
+from ._runfind import summary_files, tb_files
+
+__all__ = ["from_summary", "load_summary"]
+
+
+def writers(run_dir: str) -> int:
+    """How many sessions or writers wrote into ``run_dir``: its summaries (one each) or
+    its event files (one each), whichever are more."""
+    return max(len(summary_files(run_dir)), len(tb_files(run_dir)), 1)
+
+
+def load_summary(run_dir: str, *, live: bool) -> tuple[str, dict[str, Any]] | None:
+    """The summary file and its content when it may stand for the run: the folder's only
+    session or writer (one ``aoff-summary.json``, at most one event file), and the file
+    itself may (:func:`aoff._runfolder.summary._file.load_summary`); ``None`` when there
+    are several (their data files hold the union) or it may not."""
+    only = os.path.join(run_dir, SUMMARY_NAME)
+    if summary_files(run_dir) != [only] or len(tb_files(run_dir)) > 1:
+        return None
+    content = load_one(run_dir, live=live)
+    return None if content is None else (only, content)
+
+
+def _num(v: object) -> float | None:
+    """A number of the summary file (``_runfolder.summary._writer.to_json_float``'s output);
+    read here without importing numpy, which ``ls`` does not need."""
+    if isinstance(v, bool) or v is None:
+        return None
+    if isinstance(v, int | float):
+        return float(v)
+    if isinstance(v, str) and v in NONFINITE:
+        return NONFINITE[v]
+    raise ValueError(f"not a number: {v!r}")
+
+
+def _nan_if_none(v: float | None) -> float:
+    return math.nan if v is None else v
+
+
+def from_summary(run_dir: str, path: str, content: dict[str, Any]) -> RunData | None:
+    data = RunData(path=run_dir, source=path, kind="summary")
+    try:
+        data.records = int(content["records"])
+        for name in ("steps", "iterations", "max_iterations"):
+            v = content.get({"steps": "step", "iterations": "iteration"}.get(name, name))
+            setattr(data, name, None if v is None else int(v))
+        data.first_time = _num(content.get("first_time"))
+        data.last_time = _num(content.get("last_time"))
+        data.state = str(content.get("state"))
+        media = content.get("media")
+        if isinstance(media, dict):
+            data.media_written = int(media.get("written", 0))
+            data.media_refused = int(media.get("refused", 0))
+            lost = media.get("lost") or {}
+            data.media_lost = {str(why): int(n) for why, n in lost.items() if int(n)}
+        for tag, t in content["tags"].items():
+            curve = [_num(v) for v in t["curve"]]
+            data.tags[str(tag)] = TagStats(
+                count=int(t["count"]),
+                first=_nan_if_none(_num(t["first"])),
+                last=_nan_if_none(_num(t["last"])),
+                lo=_num(t.get("min")),
+                hi=_num(t.get("max")),
+                curve=[_nan_if_none(v) for v in curve],
+            )
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+    return data

@@ -1,0 +1,394 @@
+"""Runs as data: :func:`aoff.read_scalars` and the incremental :class:`aoff.ScalarReader`.
+
+Why a module of its own: this is the public reader over the run folder's formats. A run
+is a folder (or one file), named in the result as it was given; a folder of runs is
+its runs, each named by its path under it (``_runfind.runs_in``: what ``aoff ls`` and
+``compare`` see). A run's scalars come from its TensorBoard event files when it has any
+(aoff's, or any other writer's: torch's ``SummaryWriter``, tensorboardX, SB3, CleanRL,
+TF2), else from aoff's ``metrics.jsonl``, else ``progress.csv`` (aoff's, or SB3's own).
+Event files in a run's sub-folders are read too, each sub-folder as TensorBoard reads it
+(a run of its own), its path and ``/`` before its tags. A row whose step is beyond int64
+is refused and said, never read as another number.
+
+A file's torn last record (a crash, or a writer still appending) ends what is read of it
+and is left for the next :meth:`ScalarReader.read`; a record whose checksum fails in the
+middle is skipped and counted. Both are named in :attr:`ScalarReader.problems` and, by
+:func:`read_scalars`, in one :class:`aoff.AoffWarning` per file.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Collection, Iterable
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..._core._warning import AoffWarning
+from .._tagseries import Columns, Series, joined
+from ..lines._csv import CSV_NAME, CsvScalars
+from ..lines._jsonl import JSONL_NAME, JsonlScalars
+from ..tensorboard._evfolder import EventFolder
+from ..tensorboard._files import event_folders, is_events_name
+from ._runfind import runs_in
+from ._scalarpool import check_workers, in_workers
+from ._where import Where, compile_where
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["COLUMNS", "ScalarReader", "read_scalars"]
+
+#: the long form's columns
+COLUMNS = ("run", "tag", "step", "wall_time", "value")
+
+PathArg = str | os.PathLike[str]
+#: one run's read: ``(tag, parts)`` of each tag, its kind, its warnings
+RunRead = tuple[list[tuple[str, list[Columns]]], str | None, list[str]]
+
+
+class _Run:
+    """One run as given: which files its scalars come from, read incrementally."""
+
+    def __init__(self, given: PathArg, tags: Collection[str] | None) -> None:
+        self.name = os.fspath(given)
+        self.path = self.name
+        self.tags = tags
+        self.kind: str | None = None
+        self.folders: dict[str, EventFolder] = {}
+        self.lines: JsonlScalars | CsvScalars | None = None
+
+    def _choose(self) -> None:
+        path = self.path
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"{path}: no such run folder or file")
+        if os.path.isfile(path):
+            base = os.path.basename(path)
+            if is_events_name(base):
+                self.kind = "events"
+            elif base.endswith(".jsonl"):
+                self.kind, self.lines = "jsonl", JsonlScalars(path, self.tags)
+            elif base.endswith(".csv"):
+                self.kind, self.lines = "csv", CsvScalars(path, self.tags)
+            else:
+                raise ValueError(
+                    f"{path}: not a run folder, an event file (a name with 'tfevents'), "
+                    "a .jsonl or a .csv file"
+                )
+        elif event_folders(path):
+            self.kind = "events"
+        elif os.path.isfile(os.path.join(path, JSONL_NAME)):
+            self.kind = "jsonl"
+            self.lines = JsonlScalars(os.path.join(path, JSONL_NAME), self.tags)
+        elif os.path.isfile(os.path.join(path, CSV_NAME)):
+            self.kind = "csv"
+            self.lines = CsvScalars(os.path.join(path, CSV_NAME), self.tags)
+
+    def read(self) -> list[dict[str, Series]]:
+        """Read what is new; the series that hold it (each to be taken)."""
+        if self.kind is None:
+            self._choose()
+            if self.kind is None:
+                return []
+        if self.lines is not None:
+            self.lines.read()
+            return [self.lines.sink.series]
+        single = os.path.isfile(self.path)
+        groups = {"": [self.path]} if single else event_folders(self.path)
+        out = []
+        for rel, files in groups.items():
+            folder = self.folders.get(rel)
+            if folder is None:
+                prefix = rel.replace(os.sep, "/") + "/" if rel else ""
+                folder = self.folders[rel] = EventFolder(prefix, self.tags)
+            folder.read(files)
+            out.append(folder.series)
+        return out
+
+    def notes(self) -> list[str]:
+        """Rows of its line file that were skipped or refused, a line per kind."""
+        return [] if self.lines is None else self.lines.sink.notes(self.lines.cursor.path)
+
+    def problems(self) -> list[tuple[str, int, int]]:
+        """``(file, corrupt records skipped, torn bytes at its end)`` of each file."""
+        got: list[tuple[str, int, int]] = []
+        if self.lines is not None:
+            c = self.lines.cursor
+            got.append((c.path, c.corrupt, c.torn))
+        for folder in self.folders.values():
+            got.extend((c.path, c.corrupt, c.torn) for c in folder.cursors.values())
+        return got
+
+
+class ScalarReader:
+    """Reads runs' scalars; each :meth:`read` returns only what was appended since the
+    last one (each file's offset is kept; a torn last record is read once it is whole).
+
+    ``paths``: run folders (or single event, ``.jsonl`` or ``.csv`` files), or one of
+    them; each run is named in the result as given; a folder of runs is its runs, found
+    when the reader is made, each named by its path under it. ``tags``: only these tags (a
+    sub-folder's tags with its path in front). What each run is read from is chosen at
+    its first read that finds files: its event files, else ``metrics.jsonl``, else
+    ``progress.csv``. :func:`read_scalars` is the one-shot form.
+
+    A path that does not exist raises ``FileNotFoundError`` at :meth:`read`; an existing
+    folder with no data yet reads as no rows (a run that has not written yet)."""
+
+    def __init__(
+        self,
+        paths: PathArg | Iterable[PathArg],
+        tags: Iterable[str] | None = None,
+        *,
+        where: str | None = None,
+    ):
+        if isinstance(paths, str | os.PathLike):
+            paths = [paths]
+        wanted = None if tags is None else frozenset([tags] if isinstance(tags, str) else tags)
+        test = None if where is None else compile_where(where)
+        self._skipped: list[str] = []  # folders of runs that could not be listed
+        self._runs = [
+            _Run(run, wanted) for p in paths for run in _runs_named(p, self._skipped, test)
+        ]
+        self._said: dict[str, tuple[int, int]] = {}
+        self._said_notes: set[str] = set()
+
+    @property
+    def problems(self) -> list[str]:
+        """One line for each file with skipped records or a torn end, as of the last read."""
+        lines = [f"{line}: skipped" for line in self._skipped]
+        for run in self._runs:
+            lines.extend(run.notes())
+            for path, corrupt, torn in run.problems():
+                if corrupt:
+                    lines.append(f"{path}: {corrupt} corrupt record(s) skipped")
+                if torn:
+                    lines.append(f"{path}: the last record is torn ({torn} bytes); read up to it")
+        return lines
+
+    @property
+    def bytes_read(self) -> int:
+        """Bytes of event files read so far (each byte once, however often :meth:`read`
+        is called)."""
+        return sum(f.bytes_read for run in self._runs for f in run.folders.values())
+
+    @property
+    def bulk_records(self) -> int:
+        """Event records decoded in bulk so far (the others one by one)."""
+        return sum(f.bulk_records for run in self._runs for f in run.folders.values())
+
+    @property
+    def retracted(self) -> list[tuple[str, int, frozenset[str] | None]]:
+        """``(run, step, tags or None)`` for each TensorBoard purge (a resumed run's
+        ``SessionLog.START``) that hides points an earlier :meth:`read` handed out: the
+        points at ``step`` and after, of those tags (all when None)."""
+        return [
+            (run.name, step, tags)
+            for run in self._runs
+            for folder in run.folders.values()
+            for step, tags in folder.retracted
+        ]
+
+    def read_columns(self) -> list[tuple[str, str, Columns]]:
+        """``(run, tag, (steps, wall_times, values))`` of what is new, runs in the order
+        given, tags in the order first seen, points in the order read."""
+        return [(run, tag, joined(parts)) for run, tag, parts in self._read_parts()]
+
+    def _read_parts(self) -> list[tuple[str, str, list[Columns]]]:
+        out: list[tuple[str, str, list[Columns]]] = []
+        for run in self._runs:
+            for series in run.read():
+                for tag, s in series.items():
+                    if len(s):
+                        out.append((run.name, tag, s.take_parts()))
+            for folder in run.folders.values():
+                folder.handed_out = True
+        return out
+
+    def read(self) -> pd.DataFrame:
+        """The new points as a long DataFrame: ``run``, ``tag`` (both categorical),
+        ``step`` (int64), ``wall_time`` and ``value`` (float64)."""
+        return to_frame(self._read_parts())
+
+    def warn_problems(self) -> None:
+        """One :class:`aoff.AoffWarning` per file whose problems changed since the last."""
+        for line in [f"{s}: skipped" for s in self._skipped] + [
+            n for run in self._runs for n in run.notes()
+        ]:
+            if line not in self._said_notes:
+                self._said_notes.add(line)
+                warnings.warn(line, AoffWarning, stacklevel=3)
+        for run in self._runs:
+            for path, corrupt, torn in run.problems():
+                if (corrupt, torn) == self._said.get(path, (0, 0)):
+                    continue
+                self._said[path] = (corrupt, torn)
+                parts = []
+                if corrupt:
+                    parts.append(f"{corrupt} corrupt record(s) skipped")
+                if torn:
+                    parts.append(f"the last record is torn ({torn} bytes); read up to it")
+                if parts:
+                    warnings.warn(f"{path}: {'; '.join(parts)}", AoffWarning, stacklevel=3)
+
+
+def _runs_named(given: PathArg, skipped: list[str], where: Where | None = None) -> list[str]:
+    """The runs ``given`` names: itself, or the runs of a folder of runs. A folder with
+    no run in it yet stays itself (a run that has not written yet). With ``where``, only
+    the runs it keeps (a folder of runs through its run index)."""
+    path = os.fspath(given)
+    if where is not None:
+        from ._runindex import select_runs
+
+        return select_runs(path, where, skipped, notes=skipped)
+    return runs_in(path, skipped) or [path]
+
+
+def read_runs(names: list[str], tags: Collection[str] | None) -> list[RunRead]:
+    """Each run's points, its kind (``None``: no data files) and the warnings a one-shot
+    read gives (what a worker of ``read_scalars(..., workers=N)`` computes)."""
+    reader = ScalarReader.__new__(ScalarReader)
+    reader._skipped, reader._said, reader._said_notes = [], {}, set()
+    reader._runs = [_Run(name, tags) for name in names]
+    out: list[RunRead] = []
+    for run in reader._runs:
+        parts = [
+            (tag, s.take_parts()) for series in run.read() for tag, s in series.items() if len(s)
+        ]
+        out.append((parts, run.kind, []))
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        reader.warn_problems()
+    for w in said:  # each names its file: back to its run
+        msg = str(w.message)
+        for (_, _, lines), run in zip(out, reader._runs, strict=True):
+            if msg.startswith(run.path):
+                lines.append(msg)
+                break
+    return out
+
+
+def to_frame(columns: list[tuple[str, str, list[Columns]]]) -> pd.DataFrame:
+    """The long DataFrame of ``(run, tag, parts)``, in that order (each part copied once,
+    into its place)."""
+    import pandas as pd
+
+    runs: dict[str, int] = {}
+    tags: dict[str, int] = {}
+    sizes = [sum(len(p[0]) for p in parts) for _, _, parts in columns]
+    total = sum(sizes)
+    run_ids = [runs.setdefault(r, len(runs)) for r, _, _ in columns]
+    tag_ids = [tags.setdefault(t, len(tags)) for _, t, _ in columns]
+    steps = np.empty(total, np.int64)
+    # wall times and values as the two rows of one array: pandas keeps it as one block
+    # instead of copying the two columns into one (a second pass over the data)
+    floats = np.empty((2, total), np.float64)
+    at = 0
+    for _, _, parts in columns:
+        for s, w, v in parts:
+            n = len(s)
+            steps[at : at + n] = s
+            floats[0, at : at + n] = w
+            floats[1, at : at + n] = v
+            at += n
+    df = pd.DataFrame(floats.T, columns=["wall_time", "value"], copy=False)
+    df.insert(0, "step", steps)
+    codes = np.repeat(np.asarray(tag_ids, np.int32), sizes)
+    df.insert(0, "tag", pd.Categorical.from_codes(codes, categories=list(tags)))
+    codes = np.repeat(np.asarray(run_ids, np.int32), sizes)
+    df.insert(0, "run", pd.Categorical.from_codes(codes, categories=list(runs)))
+    return df
+
+
+def read_scalars(
+    paths: PathArg | Iterable[PathArg],
+    tags: Iterable[str] | None = None,
+    *,
+    axes: bool = False,
+    bucket: int | None = None,
+    where: str | None = None,
+    workers: int = 1,
+) -> pd.DataFrame:
+    """Every scalar of the runs at ``paths`` as one long DataFrame (``run``, ``tag``,
+    ``step``, ``wall_time``, ``value``; ``run`` is each path as given, or a folder of
+    runs' path joined with each run's path under it).
+
+    ``axes=True`` adds one column per axis present (``iteration``, ``env_steps``, each
+    ``axes=`` name): each point's record's value on it, NaN where it had none (see
+    ``_runfolder/reading/_axiscols.py``).
+
+    ``bucket=N``: instead, one row per run, tag and bucket of ``N`` steps (``step`` is
+    the bucket's first, a multiple of ``N``) with the bucket's ``min``, ``max``,
+    ``mean``, ``last`` and ``count`` of the values and its last point's ``wall_time``:
+    an envelope that never hides a spike (``ValueError`` unless ``N`` is an int >= 1).
+
+    ``where``: only the runs this filter keeps (the ``--where`` language of ``aoff ls``:
+    ``'config.env == "Hopper-v4" and config.seed < 5'``), a folder of runs through its
+    run index; a ``ValueError`` naming the column when it is not a filter.
+
+    ``workers=N``: the runs are read by ``N`` processes (0: one per core), the same
+    table as one; a script calling it keeps its work under ``if __name__ ==
+    "__main__":``, as with any ``multiprocessing`` program.
+
+    Raises ``FileNotFoundError`` for a path that does not exist and ``ValueError`` for
+    one that holds no event files, ``metrics.jsonl`` or ``progress.csv``. A torn last
+    record, a corrupt one in the middle, rows without a step and rows whose step is
+    beyond int64 give one :class:`aoff.AoffWarning` per file and kind."""
+    if bucket is not None:
+        if axes:
+            raise ValueError(
+                "read_scalars: axes=True and bucket= do not combine (a bucket's envelope "
+                "has no one point, so no one point's axes)"
+            )
+        from ._envelopes import envelopes
+
+        envelopes(to_frame([]), bucket)  # a bad bucket is refused before any reading
+    n = check_workers(workers)
+    wanted = None if tags is None else list(tags)
+    # the axes are tags of their own: read every tag, keep those asked for once joined
+    reader = ScalarReader(paths, None if axes else wanted, where=where)
+    if n > 1 and len(reader._runs) > 1:
+        columns = _read_in_workers(reader, n)
+    else:
+        columns = reader._read_parts()
+        _refuse_empty([run.path for run in reader._runs if run.kind is None])
+        reader.warn_problems()
+    frame = to_frame(columns)
+    if bucket is not None:
+        return envelopes(frame, bucket)
+    if not axes:
+        return frame
+    from ._axiscols import with_axes
+
+    df = with_axes(frame)
+    if wanted is not None:
+        df = df[df["tag"].isin(wanted)].reset_index(drop=True)
+        df["tag"] = df["tag"].cat.remove_unused_categories()
+    return df
+
+
+def _refuse_empty(paths: list[str]) -> None:
+    if paths:
+        raise ValueError(
+            f"{paths[0]}: no TensorBoard event files, {JSONL_NAME} or {CSV_NAME} in it"
+        )
+
+
+def _read_in_workers(reader: ScalarReader, workers: int) -> list[tuple[str, str, list[Columns]]]:
+    """What ``reader._read_parts()`` and ``warn_problems()`` give, read by ``workers``
+    processes."""
+    wanted = reader._runs[0].tags
+    for line in reader._skipped:
+        warnings.warn(f"{line}: skipped", AoffWarning, stacklevel=3)
+    got = in_workers(read_runs, [run.path for run in reader._runs], wanted, workers)
+    _refuse_empty(
+        [run.path for run, (_, kind, _) in zip(reader._runs, got, strict=True) if not kind]
+    )
+    for _, _, lines in got:
+        for line in lines:
+            warnings.warn(line, AoffWarning, stacklevel=3)
+    return [
+        (run.name, tag, parts)
+        for run, (series, _, _) in zip(reader._runs, got, strict=True)
+        for tag, parts in series
+    ]

@@ -1,0 +1,385 @@
+"""The run summary file, ``<log_dir>/aoff-summary.json``: what ``aoff ls``/``show`` print.
+
+One file per session: several sessions or writers in one folder (two runs into one
+``log_dir``, six ``SummaryWriter`` objects on one folder) each take the first free name,
+``aoff-summary.json``, ``aoff-summary-2.json``, … (created exclusively at the first write,
+so two starting together never share one). ``show``/``ls`` trust a summary only when it is
+the folder's only one; with several they read the data files, as TensorBoard does.
+
+Why: reading a big run's event files back takes seconds (a 1M-step run is ~1.3 GB), and
+``ls``/``show`` only print a handful of numbers per tag: its first, last, min and max
+values and a sparkline. The pump keeps those as it goes (:class:`RunSummary`), rewrites
+the file whole every ``SUMMARY_INTERVAL`` seconds while the run lasts and once more at
+the end, and the commands read a few kilobytes instead of the event files.
+
+The per-record cost stays small: a record's values are appended as one tuple to the block
+of records with the same tags, and every ``FOLD_ROWS`` records the blocks are folded into
+each tag's statistics with numpy. Each curve is kept as between ``CURVE_POINTS`` and twice
+as many buckets (sum and count of the finite values of ``stride`` consecutive points;
+two neighbours merge when the curve fills up), enough for any sparkline ``show`` draws.
+
+Format (JSON, one object): ``format``/``version``; ``state`` (``running``, ``finished`` or
+``interrupted``); ``records``, ``step``, ``iteration``, ``max_iterations``, ``first_time``,
+``last_time`` (wall times of the first and last record); ``files``: the size of each
+data file when it was written (not trusted once one is smaller); ``tags``: per tag, in order of
+first appearance, ``count``, ``first``, ``last``, ``min``, ``max`` (finite values; ``null``
+when none), ``stride`` and ``curve`` (bucket means to 6 significant digits; ``"nan"``
+for a bucket without a finite value). Non-finite floats are the strings ``"nan"``,
+``"inf"``, ``"-inf"``. Records of ``log.remote()`` producers are not in it (they have
+steps of their own).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import itertools
+import json
+import math
+import os
+import tempfile
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..._core._records import StepRecord, columns
+from .._replace import replaced
+from ..lines._csv import CSV_NAME
+from ..lines._jsonl import JSONL_NAME
+from ..tensorboard._files import EVENTS_PREFIX
+from ._file import (
+    FORMAT,
+    STAGING_PREFIX,
+    SUMMARY_GLOB,
+    SUMMARY_NAME,
+    VERSION,
+    summary_name,
+)
+
+__all__ = [
+    "CURVE_POINTS",
+    "SUMMARY_INTERVAL",
+    "SUMMARY_NAME",
+    "RunSummary",
+    "claim_summary_path",
+    "from_json_float",
+    "to_json_float",
+]
+
+#: seconds between rewrites of the file while the run lasts
+SUMMARY_INTERVAL = 10.0
+#: a curve keeps between this many and twice as many buckets
+CURVE_POINTS = 64
+#: records folded into the statistics at a time
+FOLD_ROWS = 2048
+
+
+def to_json_float(v: float | None) -> float | str | None:
+    if v is None or math.isfinite(v):
+        return v
+    return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
+
+
+def from_json_float(v: object) -> float | None:
+    if isinstance(v, bool) or v is None:
+        return None
+    if isinstance(v, int | float):
+        return float(v)
+    if isinstance(v, str) and v in ("nan", "inf", "-inf"):
+        return float(v)
+    raise ValueError(f"not a number: {v!r}")
+
+
+class _Tag:
+    """One tag's statistics and bucketed curve."""
+
+    __slots__ = ("count", "fins", "first", "hi", "last", "lo", "stride", "sums")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.first = math.nan
+        self.last = math.nan
+        self.lo = math.inf
+        self.hi = -math.inf
+        self.stride = 1
+        #: per bucket: sum and count of its finite values; the last one may be partial
+        self.sums: list[float] = []
+        self.fins: list[int] = []
+
+    def feed(self, values: np.ndarray[Any, np.dtype[np.float64]]) -> None:
+        n = len(values)
+        if not n:
+            return
+        if self.count == 0:
+            self.first = float(values[0])
+        self.last = float(values[-1])
+        finite = np.isfinite(values)
+        if finite.any():
+            fv = values[finite]
+            self.lo = min(self.lo, float(fv.min()))
+            self.hi = max(self.hi, float(fv.max()))
+        clean = np.where(finite, values, 0.0)
+        done = 0
+        while done < n:
+            # the points left in the last bucket, then whole buckets, at this stride
+            used = self.count % self.stride
+            room = (self.stride - used) if used else 0
+            if room:
+                take = min(room, n - done)
+                self.sums[-1] += float(clean[done : done + take].sum())
+                self.fins[-1] += int(finite[done : done + take].sum())
+                self.count += take
+                done += take
+                continue
+            if len(self.sums) >= 2 * CURVE_POINTS:
+                self._halve()
+                continue
+            k = self.stride
+            buckets = min((n - done + k - 1) // k, 2 * CURVE_POINTS - len(self.sums))
+            take = min(buckets * k, n - done)
+            whole = take // k
+            if whole:
+                chunk = clean[done : done + whole * k].reshape(whole, k)
+                self.sums.extend(chunk.sum(axis=1).tolist())
+                self.fins.extend(finite[done : done + whole * k].reshape(whole, k).sum(1).tolist())
+            if take > whole * k:  # a partial bucket at the end
+                self.sums.append(float(clean[done + whole * k : done + take].sum()))
+                self.fins.append(int(finite[done + whole * k : done + take].sum()))
+            self.count += take
+            done += take
+
+    def _halve(self) -> None:
+        s, f = self.sums, self.fins
+        self.sums = [s[i] + s[i + 1] for i in range(0, len(s) - 1, 2)]
+        self.fins = [f[i] + f[i + 1] for i in range(0, len(f) - 1, 2)]
+        if len(s) % 2:  # never at a full curve (even), kept for safety
+            self.sums.append(s[-1])
+            self.fins.append(f[-1])
+        self.stride *= 2
+
+    def as_json(self) -> dict[str, Any]:
+        # 6 significant digits: a sparkline has 8 heights, the file stays small
+        curve = [
+            to_json_float(float(f"{s / c:.6g}") if c else math.nan)
+            for s, c in zip(self.sums, self.fins, strict=True)
+        ]
+        return {
+            "count": self.count,
+            "first": to_json_float(self.first),
+            "last": to_json_float(self.last),
+            "min": self.lo if self.lo <= self.hi else None,
+            "max": self.hi if self.lo <= self.hi else None,
+            "stride": self.stride,
+            "curve": curve,
+        }
+
+
+class _Block:
+    __slots__ = ("orders", "rows")
+
+    def __init__(self) -> None:
+        self.orders: list[int] = []
+        self.rows: list[tuple[float, ...]] = []
+
+
+class RunSummary:
+    """Keeps what the summary file holds, from the records the pump folds.
+
+    :meth:`add` runs on the pump's loop for every batch of records; :meth:`snapshot`
+    (on the loop) returns the file's content as a dict, and :meth:`write` (any thread)
+    writes one; a write older than one already written is skipped.
+    """
+
+    def __init__(self, path: str, *, max_iterations: int = 0) -> None:
+        self.path = path
+        self.max_iterations = max_iterations
+        self.records = 0
+        self.step: int | None = None
+        self.iteration: int | None = None
+        self.first_time: float | None = None
+        self.last_time: float | None = None
+        self.tags: dict[str, _Tag] = {}
+        self._blocks: dict[tuple[str, ...], _Block] = {}
+        self._pending = 0
+        self._lock = threading.Lock()
+        self._seq = 0
+        self._written_seq = 0
+        self._claimed = False
+        #: images/videos written and refused (``log_image``/``log_video``), and those
+        #: accepted but not written by reason (``FinishReport.media_lost``), set by the pump
+        self.media_written = 0
+        self.media_refused = 0
+        self.media_lost: dict[str, int] = {}
+
+    def add(self, records: Sequence[StepRecord]) -> None:
+        blocks = self._blocks
+        last_tags: tuple[str, ...] | None = None
+        block = _Block()
+        count = self.records
+        first_time, last_time = self.first_time, self.last_time
+        last: StepRecord | None = None
+        for rec in records:
+            if rec.producer is not None or not rec.scalars:
+                continue
+            tags, values = columns(rec.scalars)
+            if tags is not last_tags:  # the fold shares one tags tuple while they repeat
+                found = blocks.get(tags)
+                if found is None:
+                    found = blocks[tags] = _Block()
+                block, last_tags = found, tags
+            block.orders.append(count)
+            block.rows.append(values)
+            count += 1
+            last = rec
+            w = rec.wall_time
+            if first_time is None or w < first_time:
+                first_time = w
+            if last_time is None or w > last_time:
+                last_time = w
+            self._pending += 1
+            if self._pending >= FOLD_ROWS:
+                self._note(rec, count, first_time, last_time)
+                self.fold()
+                blocks, last_tags = self._blocks, None
+        if last is not None and count != self.records:
+            self._note(last, count, first_time, last_time)
+
+    def _note(
+        self, rec: StepRecord, count: int, first_time: float | None, last_time: float | None
+    ) -> None:
+        """The run's place after ``rec``, the last record added."""
+        self.records = count
+        self.step = rec.step
+        self.iteration = rec.iteration
+        self.first_time, self.last_time = first_time, last_time
+
+    def fold(self) -> None:
+        """Fold the records added since the last fold into each tag's statistics."""
+        if not self._pending:
+            return
+        parts: dict[str, list[tuple[Any, Any]]] = {}
+        firsts: dict[str, int] = {}
+        for tags, block in self._blocks.items():
+            orders = np.asarray(block.orders, np.int64)
+            rows = np.asarray(block.rows, np.float64).reshape(len(block.rows), len(tags))
+            for j, tag in enumerate(tags):  # a tag twice in one record: the last one
+                parts.setdefault(tag, []).append((orders, rows[:, j]))
+                firsts[tag] = min(firsts.get(tag, block.orders[0]), block.orders[0])
+        self._blocks = {}
+        self._pending = 0
+        for tag in sorted(parts, key=firsts.__getitem__):
+            got = parts[tag]
+            if len(got) == 1:
+                values = got[0][1]
+            else:
+                orders = np.concatenate([g[0] for g in got])
+                values = np.concatenate([g[1] for g in got])[np.argsort(orders, kind="stable")]
+            acc = self.tags.get(tag)
+            if acc is None:
+                acc = self.tags[tag] = _Tag()
+            acc.feed(np.ascontiguousarray(values, np.float64))
+
+    def snapshot(self, state: str = "running") -> dict[str, Any]:
+        """The file's content now (``state``: running, finished or interrupted)."""
+        self.fold()
+        self._seq += 1
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "seq": self._seq,
+            "state": state,
+            "records": self.records,
+            "step": self.step,
+            "iteration": self.iteration,
+            "max_iterations": self.max_iterations,
+            "first_time": self.first_time,
+            "last_time": self.last_time,
+            "tags": {tag: acc.as_json() for tag, acc in self.tags.items()},
+            "media": {
+                "written": self.media_written,
+                "refused": self.media_refused,
+                "lost": dict(self.media_lost),
+            },
+            "files": data_file_sizes(os.path.dirname(self.path)),
+        }
+
+    def write(self, content: dict[str, Any]) -> None:
+        """Replace the file with ``content`` (atomically), unless a newer one was written."""
+        raw = json.dumps(content, separators=(",", ":"), allow_nan=False).encode()
+        with self._lock:
+            seq = int(content.get("seq", 0))
+            if seq <= self._written_seq:
+                return
+            if self._claimed:
+                with replaced(self.path, prefix=STAGING_PREFIX) as f:
+                    f.write(raw)
+            else:
+                self.path = claim_summary_path(os.path.dirname(self.path), raw)
+                self._claimed = True
+            self._written_seq = seq
+
+
+def data_file_sizes(log_dir: str) -> dict[str, int]:
+    """The sizes of the run's data files now (``metrics.jsonl``, ``progress.csv``, the
+    event files): a reader trusts the summary only while none of them is smaller (a file
+    cut or damaged later is read, and its damage reported)."""
+    out: dict[str, int] = {}
+    try:
+        names = os.listdir(log_dir or ".")
+    except OSError:
+        return out
+    for name in names:
+        if name in (JSONL_NAME, CSV_NAME) or name.startswith(EVENTS_PREFIX):
+            with contextlib.suppress(OSError):
+                out[name] = os.path.getsize(os.path.join(log_dir, name))
+    return out
+
+
+def _names(log_dir: str) -> Iterator[str]:
+    for n in itertools.count(1):
+        yield os.path.join(log_dir, summary_name(n))
+
+
+def claim_summary_path(log_dir: str, raw: bytes) -> str:
+    """Write this session's first summary ``raw`` to the first of ``aoff-summary.json``,
+    ``aoff-summary-2.json``, … in ``log_dir`` not taken yet, and return its path. The
+    whole file is linked to its name in one step (``os.link`` fails when the name is
+    taken), so a session starting beside this one takes another name and a reader never
+    sees the file half written. Where links cannot be made, the name is taken with an
+    exclusive create and the content replaces the empty file."""
+    fd, staged = tempfile.mkstemp(dir=log_dir or ".", prefix=STAGING_PREFIX, suffix=".tmp")
+    try:
+        with open(fd, "wb") as f:
+            f.write(raw)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(staged, 0o644)
+        for path in _names(log_dir):
+            try:
+                os.link(staged, path)
+            except FileExistsError:
+                continue
+            except OSError:  # no hard links here (some network or FAT file systems)
+                break
+            return path
+        for path in _names(log_dir):
+            try:
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+            except FileExistsError:
+                continue
+            os.replace(staged, path)
+            return path
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(staged)
+    raise AssertionError("unreachable")
+
+
+def remove_stale(log_dir: str) -> None:
+    """Remove the summaries of the folder (a resumed run rewrites its history; a lost
+    agent's successor sees only part of the run): the readers then read the files."""
+    for path in glob.glob(os.path.join(glob.escape(log_dir), SUMMARY_GLOB)):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)

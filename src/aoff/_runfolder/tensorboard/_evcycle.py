@@ -1,0 +1,272 @@
+"""The cycle path: runs of event records that repeat a cycle of layouts, decoded as
+rows of a 2-D array.
+
+Why a module of its own: most files are a short cycle of layouts repeated (torch's
+``SummaryWriter`` writes the same tags in the same order every step, aoff one record per
+step). Once the general decoder (``_evfolder``) has seen a cycle twice in a row, the
+bytes ahead are laid out as a 2-D array, one row per cycle, and checked against it in
+bulk: every fixed byte equal (this checks each header and its checksum), each step
+varint's continuation bits where the layout has them; the rows that match are decoded
+column by column through strided views, with no search for where records start. This is
+the fastest path; a file whose records follow no cycle (CleanRL's episode returns
+between its losses) is swept by ``_evfast`` instead, which finds each record's start.
+
+Each record's own data checksum is checked (``Layout.crc_tables``), and TensorBoard's
+purge rules hold as in ``_evfast``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._evfast import Folder, Layout
+from ._tfrecord import MASK_DELTA
+from ._wire import Buf
+
+__all__ = ["CyclePath"]
+
+#: rows tried in the first block after a cycle is found, and the most bytes in a block
+_FIRST_ROWS = 16
+_BLOCK_BYTES = 4 << 20
+#: the longest cycle of layouts looked for
+_MAX_PERIOD = 64
+#: cycles kept for reuse
+_MAX_CYCLES = 64
+
+
+class _Cycle:
+    """A cycle of layouts, laid out as one row of a 2-D array; blocks are a multiple of 8
+    rows, so that a block's bytes are whole 64-bit words (compared 8 bytes at a time)."""
+
+    def __init__(self, layouts: list[Layout]) -> None:
+        self.layouts = layouts
+        self.size = size = sum(lay.size for lay in layouts)
+        self.starts = np.cumsum([0] + [lay.size for lay in layouts[:-1]]).tolist()
+        self.rows = _FIRST_ROWS
+        self.max_rows = max(_BLOCK_BYTES // size // 8 * 8, 8)
+        self.row_fixed = b"".join(lay.fixed for lay in layouts)
+        self.row_mask = b"".join(lay.mask for lay in layouts)
+        self.built = 0
+        self.words(8)
+        #: each tag's (record in the cycle, offset in the row, width), in record order
+        self.tags: dict[str, list[tuple[int, int, int]]] = {}
+        for j, (lay, at) in enumerate(zip(layouts, self.starts, strict=True)):
+            for tag, off, width in lay.values:
+                self.tags.setdefault(tag, []).append((j, at + off, width))
+
+    def words(self, rows: int) -> int:
+        """Make :attr:`fixed`, :attr:`mask` (as words) and the scratch arrays cover
+        ``rows`` rows (a multiple of 8); the words they take."""
+        if rows > self.built:
+            self.built = built = min(max(rows, 2 * self.built), self.max_rows)
+            self.fixed = np.frombuffer(self.row_fixed * built, np.uint64)
+            self.mask = np.frombuffer(self.row_mask * built, np.uint64)
+            self.scratch = np.empty_like(self.mask)
+            self.flags = np.empty(len(self.mask), bool)
+        return rows * self.size // 8
+
+
+def _column(buf: Buf, start: int, rows: int, stride: int, dtype: str) -> np.ndarray[Any, Any]:
+    """A strided view of one field in each of ``rows`` rows (unaligned is fine)."""
+    return np.ndarray((rows,), dtype=dtype, buffer=buf, offset=start, strides=(stride,))
+
+
+def _varints(buf: Buf, start: int, rows: int, stride: int, width: int) -> np.ndarray[Any, Any]:
+    """The varints of ``width`` bytes at ``start`` of each row: the row's bytes from
+    there read as one little-endian word (what follows the varint in the record is
+    masked off), then each byte's seven bits put in place."""
+    if width > 8:
+        out = _column(buf, start, rows, stride, "u1").astype(np.int64) & 0x7F
+        for i in range(1, width):
+            byte = _column(buf, start + i, rows, stride, "u1").astype(np.int64)
+            out |= (byte & 0x7F) << (7 * i)
+        return out
+    word = _column(buf, start, rows, stride, "<u4" if width <= 4 else "<u8").astype(np.int64)
+    out = word & 0x7F
+    for i in range(1, width):
+        out |= (word >> i) & (0x7F << (7 * i))
+    return out
+
+
+class CyclePath:
+    """Learns the cycle of layouts from the general decoder's records' layouts, then
+    decodes the records ahead that follow it in bulk."""
+
+    def __init__(self, folder: Folder) -> None:
+        self.folder = folder
+        self.layouts: dict[tuple[bytes, bytes], int] = {}
+        self.by_id: list[Layout] = []
+        self.history: list[int] = []
+        self.cycle: _Cycle | None = None
+        #: cycles met before, by their layouts (a file comes back to its cycle after
+        #: each break: a chunk's end, a step that needs one more varint byte)
+        self.cycles: dict[tuple[int, ...], _Cycle] = {}
+
+    # -- learning ---------------------------------------------------------------------------
+    def forget(self) -> None:
+        """A record was skipped: the records before it are no cycle with those after."""
+        self.history.clear()
+
+    def adopt(self, layouts: list[Layout]) -> None:
+        """The layouts of records the sweep has just read, in order: a cycle may be
+        found in them (history starts with them)."""
+        self.history.clear()
+        if len(layouts) < 2:
+            return
+        for lay in layouts[:-1]:  # the last one, learnt below, looks for the cycle once
+            lid = self.layouts.get(lay.key)
+            if lid is None:
+                lid = self.layouts[lay.key] = len(self.by_id)
+                self.by_id.append(lay)
+            self.history.append(lid)
+        self.learn(layouts[-1])
+
+    def learn(self, lay: Layout | None) -> None:
+        """Note the layout of a record the general decoder has just read (None: none
+        the bulk path reads)."""
+        history = self.history
+        if lay is None:
+            history.clear()
+            return
+        lid = self.layouts.get(lay.key)
+        if lid is None:
+            lid = self.layouts[lay.key] = len(self.by_id)
+            self.by_id.append(lay)
+        history.append(lid)
+        if len(history) > 2 * _MAX_PERIOD:
+            del history[:-_MAX_PERIOD]
+        n = len(history)
+        for p in range(1, min(_MAX_PERIOD, n // 2) + 1):
+            if history[n - p :] == history[n - 2 * p : n - p]:
+                ids = tuple(history[n - p :])
+                cycle = self.cycles.get(ids)
+                if cycle is None:
+                    if len(self.cycles) >= _MAX_CYCLES:
+                        self.cycles.clear()
+                    cycle = self.cycles[ids] = _Cycle([self.by_id[i] for i in ids])
+                self.cycle = cycle
+                return
+
+    # -- bulk -------------------------------------------------------------------------------
+    def run(self, buf: Buf, pos: int, end: int) -> int:
+        """Decode the records from ``pos`` that follow the cycle; the position after them."""
+        cycle = self.cycle
+        if cycle is None:
+            return pos
+        size = cycle.size
+        while True:
+            m = min(cycle.rows, (end - pos) // size) // 8 * 8
+            if m == 0:
+                return pos
+            words = cycle.words(m)
+            got = np.frombuffer(buf, np.uint64, count=words, offset=pos)
+            masked = np.bitwise_and(got, cycle.mask[:words], out=cycle.scratch[:words])
+            diff = np.not_equal(masked, cycle.fixed[:words], out=cycle.flags[:words])
+            first = int(diff.argmax())
+            good = first * 8 // size if diff[first] else m
+            if good:
+                good = self._take(buf, pos, good)
+            self.history.clear()  # what it holds is no longer the records just before
+            self.folder.bulk_records += good * len(cycle.layouts)
+            pos += good * size
+            if good < m:  # the cycle ends here: back to the general decoder
+                self.cycle = None
+                cycle.rows = _FIRST_ROWS
+                return pos
+            cycle.rows = min(cycle.rows * 2, cycle.max_rows)
+
+    def _take(self, buf: Buf, pos: int, m: int) -> int:
+        """Decode the ``m`` matching rows at ``pos``; the rows taken (fewer when an old
+        file's step goes back, or a data checksum fails)."""
+        cycle = self.cycle
+        assert cycle is not None
+        folder = self.folder
+        size = cycle.size
+        p = len(cycle.layouts)
+        steps: list[np.ndarray[Any, Any]] = []
+        walls: list[np.ndarray[Any, Any]] = []
+        for lay, at in zip(cycle.layouts, cycle.starts, strict=True):
+            if lay.step is not None:
+                steps.append(_varints(buf, pos + at + lay.step[0], m, size, lay.step[1]))
+            else:
+                steps.append(np.zeros(m, np.int64))
+            if lay.wall is not None:
+                walls.append(_column(buf, pos + at + lay.wall, m, size, "<f8").copy())
+            else:
+                walls.append(np.zeros(m, np.float64))
+        old_rule = not (folder.file_version and folder.file_version >= 2)
+        if old_rule:
+            flat = np.stack(steps, axis=1).ravel()
+            before = np.empty_like(flat)
+            before[0] = folder.most_recent_step
+            before[1:] = flat[:-1]
+            back = np.flatnonzero(flat < before)
+            if len(back):
+                m = int(back[0]) // p
+        m = self._checksums_hold(buf, pos, m)
+        if m == 0:
+            return 0
+        steps, walls = [s[:m] for s in steps], [w[:m] for w in walls]
+        if old_rule:
+            folder.most_recent_step = int(steps[-1][-1])
+        self._hand_over(buf, pos, m, steps, walls)
+        return m
+
+    def _checksums_hold(self, buf: Buf, pos: int, m: int) -> int:
+        """The first ``m`` rows at ``pos`` up to the first one with a record whose data
+        checksum fails (each record's own, from its variable bytes and its layout's
+        tables)."""
+        cycle = self.cycle
+        assert cycle is not None
+        size = cycle.size
+        if m == 0:
+            return 0
+        bad: np.ndarray[Any, np.dtype[np.bool_]] | None = None
+        for lay, at in zip(cycle.layouts, cycle.starts, strict=True):
+            base, runs = lay.crc_tables()
+            crc = np.full(m, base, np.uint32)
+            for off, width, tables in runs:
+                dtype = "<u4" if width <= 4 else "<u8"
+                word = _column(buf, pos + at + off, m, size, dtype).astype(np.intp)
+                for i in range(width):
+                    crc ^= tables[i].take((word >> (8 * i)) & 0xFF)
+            stored = _column(buf, pos + at + lay.size - 4, m, size, "<u4")
+            rot = stored - np.uint32(MASK_DELTA)
+            wrong = crc != ((rot << np.uint32(15)) | (rot >> np.uint32(17)))
+            bad = wrong if bad is None else bad | wrong
+        assert bad is not None
+        first = int(bad.argmax())
+        return first if bad[first] else m
+
+    def _hand_over(
+        self,
+        buf: Buf,
+        pos: int,
+        m: int,
+        steps: list[np.ndarray[Any, Any]],
+        walls: list[np.ndarray[Any, Any]],
+    ) -> None:
+        cycle = self.cycle
+        assert cycle is not None
+        folder = self.folder
+        prefix = folder.prefix
+        wanted = folder.tags
+        size = cycle.size
+        for tag, slots in cycle.tags.items():
+            name = prefix + tag
+            if wanted is not None and name not in wanted:
+                continue
+            cols = [
+                _column(buf, pos + off, m, size, "<f4" if width == 4 else "<f8").astype(np.float64)
+                for _j, off, width in slots
+            ]
+            js = [s[0] for s in slots]
+            if len(slots) == 1:
+                cs, cw, cv = steps[js[0]], walls[js[0]], cols[0]
+            else:  # the tag more than once a cycle: interleave in record order
+                cs = np.stack([steps[j] for j in js], axis=1).ravel()
+                cw = np.stack([walls[j] for j in js], axis=1).ravel()
+                cv = np.stack(cols, axis=1).ravel()
+            folder.block(name, (cs, cw, cv))
