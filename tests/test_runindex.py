@@ -1,4 +1,4 @@
-"""The run index (``_runfolder/_runindex.py``): the same runs and fields as reading every
+"""The run index (``_runfolder/reading/_runindex.py``): the same runs and fields as reading every
 run, kept current as runs change under it (size, mtime, a change in the same clock tick),
 in a folder aoff cannot write to, and brought up to date by a run at its finish; and
 ``--where`` on ``aoff ls``, ``compare``, ``export`` and ``read_scalars``."""

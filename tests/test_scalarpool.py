@@ -1,4 +1,4 @@
-"""``read_scalars(..., workers=N)`` (``_runfolder/_scalarpool.py``): CleanRL's runs read by
+"""``read_scalars(..., workers=N)`` (``_runfolder/reading/_scalarpool.py``): CleanRL's runs read by
 worker processes give the same table and the same warnings as one process."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The ``--where`` language (``_runfolder/_where.py``): what each operator keeps, a
+"""The ``--where`` language (``_runfolder/reading/_where.py``): what each operator keeps, a
 missing field, and errors that name the column (never ``eval`` of the text)."""
 
 from __future__ import annotations

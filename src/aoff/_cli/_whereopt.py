@@ -1,7 +1,7 @@
 """The ``--where FILTER`` option, one spelling for ``aoff ls``, ``compare`` and ``export``.
 
 Why a module of its own: the three commands take the same filter (the language is
-``_runfolder/_where``'s), so its flag and help are written once.
+``_runfolder/reading/_where``'s), so its flag and help are written once.
 """
 
 from __future__ import annotations

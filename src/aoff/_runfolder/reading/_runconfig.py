@@ -3,7 +3,7 @@
 Why a module of its own: ``--where config.KEY`` filters runs by their config, and the
 config is on disk in one of two forms, whichever backends the run had: the JSONL and
 CSV backends' ``config.json`` (one JSON object, ``_configfile``), or the TensorBoard
-backend's HParams file (``_tbhparams``: a session start info whose values are numbers,
+backend's HParams file (``tensorboard/_hparams``: a session start info whose values are numbers,
 booleans or texts; ``None`` and lists were stored as JSON text and come back as such).
 Both give the flattened keys the run was given (``sac/tau``).
 """

@@ -6,7 +6,7 @@ process reads one core's worth; a folder of many runs is split across worker pro
 and the results joined in the runs' order, the same output as one worker. The runs are
 dealt out round-robin into a few more chunks than workers, so a slow run does not keep
 the others waiting on one core; the work a chunk does is a function of the caller's
-(:func:`aoff._runfolder._scalars.read_runs`), passed in, so this module knows nothing of
+(:func:`aoff._runfolder.reading._scalars.read_runs`), passed in, so this module knows nothing of
 what a run is.
 
 Like any ``multiprocessing`` program, a script that calls it with ``workers > 1`` keeps
