@@ -39,6 +39,7 @@ import argparse
 import json
 import math
 import os
+import resource
 import shutil
 import struct
 import subprocess
@@ -131,6 +132,15 @@ def build(root: Path, runs: int, steps: int) -> int:
         (folder / "config.json").write_text(json.dumps(config))
         total += len(data)
     return total
+
+
+def _cpu() -> float:
+    """CPU seconds of this process and of its children that have ended."""
+    me, kids = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def _aoff(*args: str) -> tuple[float, str]:
@@ -244,11 +254,14 @@ def main() -> None:
         tb_tag_s, tb_points = tb_tag(root, tb_n)
         times: dict[int, float] = {}
         frames = {}
+        cpu: dict[int, float] = {}
         for workers in sorted({1, 2, os.cpu_count() or 1}):
             aoff.read_scalars(root / "env0" / "seed0000", tags=[TAGS[0]])  # imports
+            c0 = _cpu()
             t0 = time.perf_counter()
             frames[workers] = aoff.read_scalars(root, tags=[TAGS[0]], workers=workers)
             times[workers] = time.perf_counter() - t0
+            cpu[workers] = _cpu() - c0
             row(f"read_scalars of one tag, workers={workers}", times[workers], tb_tag_s)
         one = frames[1]
         for workers, df in frames.items():
@@ -260,6 +273,11 @@ def main() -> None:
             raise SystemExit(f"EventAccumulator gave {tb_points} points, not {tb_n * ns.steps}")
         scaling = ", ".join(f"{w}: {times[1] / t:.2f}x" for w, t in times.items())
         print(f"workers scaling (workers=1 time / workers=N time): {scaling}; {_load()}")
+        spent = ", ".join(f"{w}: {c:.2f} s" for w, c in cpu.items())
+        print(
+            f"CPU time of read_scalars, its workers included: {spent} (on a busy machine "
+            "the wall-time scaling is the share of the cores this job got; this is the work)"
+        )
 
         took, out = _aoff("compare", str(root), "--metric", TAGS[0], "--json", "--reps", "2000")
         groups = json.loads(out)["groups"]

@@ -19,6 +19,7 @@ import multiprocessing
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import TypeVar
 
 __all__ = ["CHUNKS_PER_WORKER", "check_workers", "in_workers"]
@@ -48,10 +49,18 @@ def in_workers(
     chunks = [list(range(k, len(items), n)) for k in range(n)]
     out: list[T | None] = [None] * len(items)
     ctx = multiprocessing.get_context("forkserver")
+    # no forkserver preload: the server would import the reader from its own sys.path,
+    # not from the caller's (each worker imports it after taking the caller's path)
     with ProcessPoolExecutor(max_workers=min(workers, n), mp_context=ctx) as pool:
         futures = [pool.submit(fn, [items[i] for i in chunk], arg) for chunk in chunks]
         for chunk, fut in zip(chunks, futures, strict=True):
-            got = fut.result()
+            try:
+                got = fut.result()
+            except BrokenProcessPool as exc:  # killed (out of memory?) or failed to start
+                raise RuntimeError(
+                    f"a worker process reading {len(items)} runs ended abruptly ({exc}); "
+                    "workers=1 reads them in this process"
+                ) from exc
             if len(got) != len(chunk):
                 raise RuntimeError(f"a worker returned {len(got)} results for {len(chunk)} runs")
             for i, r in zip(chunk, got, strict=True):
