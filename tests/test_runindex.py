@@ -16,9 +16,16 @@ import pytest
 
 import aoff
 from aoff.__main__ import main
+from aoff._runfolder._replace import replaced as real_replaced
 from aoff._runfolder.reading import _runindex
 from aoff._runfolder.reading._runfind import find_runs
-from aoff._runfolder.reading._runindex import INDEX_NAME, RunIndex, fields_of, select_runs
+from aoff._runfolder.reading._runindex import (
+    INDEX_NAME,
+    JOURNAL_NAME,
+    RunIndex,
+    fields_of,
+    select_runs,
+)
 from aoff._runfolder.reading._where import compile_where
 
 ENVS = ("Hopper-v4", "Ant-v4", "Walker2d-v4")
@@ -135,7 +142,7 @@ def test_a_folder_aoff_cannot_write_to(
     root = tmp_path / "runs"
     _many(seeds, root, 6)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    real = _runindex.replaced
+    real = real_replaced
     refused: set[str] = {str(root / INDEX_NAME)}
 
     def replaced(path: str, **kw: Any) -> Any:
@@ -174,14 +181,28 @@ def test_a_damaged_index_is_rebuilt(seeds: Path, tmp_path: Path) -> None:
 
 
 def test_a_finishing_run_updates_the_index_above_it(seeds: Path, tmp_path: Path) -> None:
+    """At its finish a run appends its entry to the journal of each index above it (one
+    small write, whatever the index's size); the next reader folds it in."""
     root = tmp_path / "runs"
     _many(seeds, root, 3)
     select_runs(str(root), compile_where("config.seed > 0"))
     _real_run(root / "Hopper-v4" / "fresh", ("tensorboard",), {"env": "Hopper-v4", "seed": 99})
-    raw = msgspec.msgpack.decode((root / INDEX_NAME).read_bytes())
-    entry = raw["runs"][os.path.join("Hopper-v4", "fresh")]
-    assert (entry[5]["env"], entry[5]["seed"]) == ("Hopper-v4", 99)  # its config
-    assert entry[6]["state"] == "finished"  # its summary
+    journal = root / JOURNAL_NAME
+    assert journal.stat().st_size > 0
+    index = RunIndex(str(root))
+    entry = index._runs[os.path.join("Hopper-v4", "fresh")]
+    config = msgspec.msgpack.decode(entry.config)
+    assert (config["env"], config["seed"]) == ("Hopper-v4", 99)
+    assert msgspec.msgpack.decode(entry.summary)["state"] == "finished"
+    assert str(root / "Hopper-v4" / "fresh") in [p for p, _ in index.runs()]
+    index.save()
+    assert journal.stat().st_size == 0  # folded into the index
+    # a torn record (a run killed mid-write) ends what is taken, nothing else
+    with open(journal, "ab") as f:
+        f.write(b"\x40\x00\x00\x00garbage")
+    assert select_runs(str(root), compile_where("config.seed == 99")) == [
+        str(root / "Hopper-v4" / "fresh")
+    ]
 
 
 def test_where_on_the_commands(

@@ -28,6 +28,7 @@ import hashlib
 import os
 import struct
 import time
+import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -41,6 +42,7 @@ from ._where import Where
 
 __all__ = [
     "INDEX_NAME",
+    "JOURNAL_NAME",
     "RACY_NS",
     "RunIndex",
     "fields_of",
@@ -49,6 +51,8 @@ __all__ = [
 ]
 
 INDEX_NAME = ".aoff-index.msgpack"
+#: the entries runs append at their finish, folded into the index by its next reader
+JOURNAL_NAME = ".aoff-index.journal"
 FORMAT = "aoff.run-index"
 VERSION = 1
 #: a file or folder changed this recently when indexed is checked again next time
@@ -91,6 +95,7 @@ class Damaged(Exception):
 
 
 _decoder = msgspec.msgpack.Decoder(_File)
+_journal_decoder = msgspec.msgpack.Decoder(tuple[str, _Entry])
 _encoder = msgspec.msgpack.Encoder()
 _SHAPES: dict[str, type] = {"tags": list, "config": dict, "summary": dict, "last": dict}
 
@@ -241,6 +246,10 @@ class RunIndex:
         self._dirs: dict[str, _Dir] = {} if got is None else got.dirs
         self._runs: dict[str, _Entry] = {} if got is None else got.runs
         self.changed = got is None
+        self.journal = os.path.join(root, JOURNAL_NAME)
+        self._journaled = 0  # bytes of the journal folded in
+        if not fresh:
+            self._fold_journal()
         #: runs read again at the last :meth:`runs` (the others came from the index)
         self.reread = 0
         #: where the index was kept at the last :meth:`save` ("folder", "cache", "memory")
@@ -338,13 +347,30 @@ class RunIndex:
             _packed(f["last"]),
         )
 
-    def refresh_one(self, run_dir: str) -> None:
-        """Read one run below the root again (a run at its finish)."""
-        rel = os.path.relpath(run_dir, self.root)
-        mtime = os.stat(run_dir).st_mtime_ns
-        self._runs[rel] = self._read(run_dir, rel, mtime, time.time_ns())
-        self._dirs.pop(rel, None)
-        self.changed = True
+    def _fold_journal(self) -> None:
+        """Take the entries runs appended at their finish (:func:`note_finished`); a
+        record torn or damaged ends what is taken."""
+        try:
+            with open(self.journal, "rb") as f:
+                data = f.read()
+        except OSError:
+            return
+        at = 0
+        while at + 8 <= len(data):
+            n, crc = struct.unpack_from("<II", data, at)
+            body = data[at + 8 : at + 8 + n]
+            if len(body) != n or zlib.crc32(body) != crc:
+                break
+            try:
+                rel, entry = _journal_decoder.decode(body)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                break
+            self._runs[rel] = entry
+            self._dirs.pop(rel, None)
+            at += 8 + n
+        if at:
+            self._journaled = at
+            self.changed = True
 
     def save(self) -> None:
         """Keep the index (when it changed): in the folder, else in the cache folder,
@@ -366,6 +392,12 @@ class RunIndex:
             if where == "folder":  # the folder's own copy is the newer one now
                 with contextlib.suppress(OSError):
                     os.unlink(self.cache)
+            # what was folded in is in the file now; a record appended since this index
+            # was loaded is lost with it, and that run is read again at the next look
+            # (its files changed since its entry)
+            if self._journaled and where == "folder":
+                with contextlib.suppress(OSError):
+                    os.truncate(self.journal, 0)
             return
         self.kept, self.problem = "memory", why
 
@@ -419,15 +451,30 @@ def filter_runs(
 
 def note_finished(run_dir: str) -> None:
     """Bring the entry of ``run_dir`` up to date in the indexes of the folders above it
-    that have one (a run at its finish); quietly nothing where none has."""
+    that have one (a run at its finish); quietly nothing where none has. The entry is
+    appended to the folder's journal (one small write, whatever the index's size), which
+    the next reader folds into the index."""
     here = os.path.abspath(run_dir)
     up = os.path.dirname(here)
+    entry: _Entry | None = None
     for _ in range(ANCESTORS):
         if os.path.isfile(os.path.join(up, INDEX_NAME)):
-            index = RunIndex(up)
+            if entry is None:
+                now = time.time_ns()
+                entry = RunIndex(here, fresh=True)._read(here, "", os.stat(here).st_mtime_ns, now)
+            rel = os.path.relpath(here, up)
+            body = _encoder.encode((rel, entry))
+            record = struct.pack("<II", len(body), zlib.crc32(body)) + body
             with contextlib.suppress(OSError):
-                index.refresh_one(here)
-                index.save()
+                fd = os.open(
+                    os.path.join(up, JOURNAL_NAME), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644
+                )
+                try:
+                    os.write(
+                        fd, record
+                    )  # one write: appends of runs finishing at once interleave whole
+                finally:
+                    os.close(fd)
         parent = os.path.dirname(up)
         if parent == up:
             return
