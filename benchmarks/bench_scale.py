@@ -1,7 +1,7 @@
 """Thousands of runs: ``aoff ls --where``, ``read_scalars`` of one tag for every run and
 ``aoff compare``, each beside TensorBoard's reader (``EventAccumulator``) on the same files.
 
-The folder: ``--runs`` runs (``env{e}/seed{s}``) of ``--steps`` steps x ``--tags`` tags,
+The folder: ``--runs`` runs (``{env}/{env}-seed{s}``) of ``--steps`` steps x ``--tags`` tags,
 each run one event file of torch ``SummaryWriter``'s framing (one record per
 ``add_scalar``) and the ``config.json`` aoff's JSONL backend writes (``env``, ``seed``:
 what ``--where`` reads). Writing 10^7 records through torch's writer takes an hour, so
@@ -124,7 +124,8 @@ def build(root: Path, runs: int, steps: int) -> int:
     """The folder of runs; its bytes of event files."""
     total = 0
     for r in range(runs):
-        folder = root / f"env{r % len(ENVS)}" / f"seed{r // len(ENVS):04d}"
+        env = ENVS[r % len(ENVS)]  # compare groups the seeds of each env
+        folder = root / env / f"{env}-seed{r // len(ENVS):04d}"
         folder.mkdir(parents=True)
         data = run_bytes(r, steps, TAGS)
         (folder / f"events.out.tfevents.{int(START)}.bench.{r}.0").write_bytes(data)
@@ -266,7 +267,7 @@ def main() -> None:
         frames = {}
         cpu: dict[int, float] = {}
         for workers in sorted({1, 2, os.cpu_count() or 1}):
-            aoff.read_scalars(root / "env0" / "seed0000", tags=[TAGS[0]])  # imports
+            aoff.read_scalars(root / ENVS[0] / f"{ENVS[0]}-seed0000", tags=[TAGS[0]])  # imports
             c0 = _cpu()
             t0 = time.perf_counter()
             frames[workers] = aoff.read_scalars(root, tags=[TAGS[0]], workers=workers)

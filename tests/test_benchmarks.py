@@ -357,3 +357,4 @@ def test_bench_scale_prints_each_figure_beside_tensorboard() -> None:
     ):
         assert float(rows[what][1]) > 0 and float(rows[what][3]) > 0, out
     assert "workers scaling (workers=1 time / workers=N time): 1: 1.00x, 2: " in out, out
+    assert "compare: 4 groups over 24 runs" in out, out
