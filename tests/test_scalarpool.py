@@ -44,3 +44,41 @@ def test_a_bad_workers_is_refused(tmp_path: Path, workers: object, error: type) 
     with pytest.raises(error, match="workers"):
         aoff.read_scalars(tmp_path, workers=workers)  # type: ignore[arg-type]
     assert check_workers(0) == (os.cpu_count() or 1)  # 0: one a core
+
+
+def test_a_reader_with_workers_reads_what_was_appended_as_one_does(tmp_path: Path) -> None:
+    """``ScalarReader(..., workers=2)``: each worker keeps its runs' offsets, so a second
+    read gives only the appended points, as the same reader in one process does; its
+    properties agree; a missing run is the same error; a closed reader says so."""
+    pytest.importorskip("torch")
+    from torch.utils.tensorboard import SummaryWriter
+
+    runs = [tmp_path / f"run{i}" for i in range(3)]
+    writers = [SummaryWriter(str(r)) for r in runs]
+
+    def write(steps: range) -> None:
+        for i, w in enumerate(writers):
+            for step in steps:
+                w.add_scalar("loss", (i + 1) / (step + 1), step)
+            w.flush()
+
+    write(range(0, 50))
+    one, two = aoff.ScalarReader(runs), aoff.ScalarReader(runs, workers=2)
+    with two:
+        for steps in (range(0, 50), range(50, 80)):
+            if steps.start:
+                write(steps)
+            a, b = one.read(), two.read()
+            pd.testing.assert_frame_equal(a, b)
+            assert sorted(set(b["step"])) == list(steps) and len(b) == 3 * len(steps)
+            assert (one.bytes_read, one.problems) == (two.bytes_read, two.problems)
+            assert one.bulk_records == two.bulk_records
+    with pytest.raises(RuntimeError, match="closed"):
+        two.read()
+    for w in writers:
+        w.close()
+    with (
+        aoff.ScalarReader([runs[0], tmp_path / "gone"], workers=2) as missing,
+        pytest.raises(FileNotFoundError, match="gone"),
+    ):
+        missing.read()

@@ -15,11 +15,11 @@ could keep its size and mtime) is not trusted next time, as git does with its in
 It is written by whoever reads the folder (``aoff ls/compare/export --where``,
 ``read_scalars(where=)``); a run at its finish (:func:`note_finished`) appends its entry
 to the journal beside each index above it (``.aoff-index.journal``: one small write,
-however many runs the index holds), which the next reader folds in. A folder aoff cannot write to still works: the index
-goes to ``$XDG_CACHE_HOME/aoff/index/`` (``~/.cache``), or stays in memory when that
-fails too. Two writers race harmlessly (each file is replaced whole; the loser's
-entries are read again at the next look). A file that is not an index (damaged, another
-version) is ignored and rebuilt.
+however many runs the index holds), which the next reader folds in. A folder aoff
+cannot write to still works: the index goes to ``$XDG_CACHE_HOME/aoff/index/``
+(``~/.cache``), or stays in memory when that fails too. Two writers race harmlessly
+(each file is replaced whole; the loser's entries are read again at the next look). A
+file that is not an index (damaged, another version) is ignored and rebuilt.
 """
 
 from __future__ import annotations

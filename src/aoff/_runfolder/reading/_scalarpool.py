@@ -1,33 +1,35 @@
-"""Reading many runs across processes: ``read_scalars(..., workers=N)``.
+"""Reading many runs across processes: ``read_scalars(..., workers=N)`` and
+``ScalarReader(..., workers=N)``.
 
 Why a module of its own: decoding event files is CPU work in Python and NumPy, so one
-process reads one core's worth; a folder of many runs is split across worker processes
-(started by ``forkserver``: no fork of a caller that holds threads or a CUDA context)
-and the results joined in the runs' order, the same output as one worker. The runs are
-dealt out round-robin into a few more chunks than workers, so a slow run does not keep
-the others waiting on one core; the work a chunk does is a function of the caller's
-(:func:`aoff._runfolder.reading._scalars.read_runs`), passed in, so this module knows nothing of
-what a run is.
+process reads one core's worth; a folder of many runs is dealt out round-robin to worker
+processes that each keep a reader over their share (so ``ScalarReader.read()`` reads
+only what was appended, in every worker), and each answer is joined back in the runs'
+order: the same output as one process. The workers are started by ``forkserver`` (no
+fork of a caller that holds threads or a CUDA context). What a worker keeps and answers
+is the caller's (``make``, a picklable callable, and its methods), so this module knows
+nothing of what a run is; an exception in a worker is raised in the caller, a worker
+that dies is a ``RuntimeError`` that says so.
 
-Like any ``multiprocessing`` program, a script that calls it with ``workers > 1`` keeps
-its top-level work under ``if __name__ == "__main__":`` (the workers import it).
+Like any ``multiprocessing`` program, a script that asks for ``workers > 1`` keeps its
+top-level work under ``if __name__ == "__main__":`` (the workers import it).
 """
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
+import weakref
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
-from typing import TypeVar
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from typing import Any
 
-__all__ = ["CHUNKS_PER_WORKER", "check_workers", "in_workers"]
+__all__ = ["STOP_WAIT", "Workers", "check_workers"]
 
-T = TypeVar("T")
-A = TypeVar("A")
-#: chunks a worker gets on average: later chunks go to whichever worker is free
-CHUNKS_PER_WORKER = 4
+#: seconds a worker is given to end after it is asked to, before it is terminated
+STOP_WAIT = 5.0
 
 
 def check_workers(workers: object) -> int:
@@ -40,29 +42,112 @@ def check_workers(workers: object) -> int:
     return workers or (os.cpu_count() or 1)
 
 
-def in_workers(
-    fn: Callable[[list[str], A], list[T]], items: Sequence[str], arg: A, workers: int
-) -> list[T]:
-    """``fn(items, arg)`` computed by ``workers`` processes over chunks of ``items``:
-    the results in the order of ``items`` (``fn`` returns one result per item)."""
-    n = min(len(items), workers * CHUNKS_PER_WORKER)
-    chunks = [list(range(k, len(items), n)) for k in range(n)]
-    out: list[T | None] = [None] * len(items)
-    ctx = multiprocessing.get_context("forkserver")
-    # no forkserver preload: the server would import the reader from its own sys.path,
-    # not from the caller's (each worker imports it after taking the caller's path)
-    with ProcessPoolExecutor(max_workers=min(workers, n), mp_context=ctx) as pool:
-        futures = [pool.submit(fn, [items[i] for i in chunk], arg) for chunk in chunks]
-        for chunk, fut in zip(chunks, futures, strict=True):
+class _Failed:
+    """A worker's call raised: the exception, sent back to be raised in the caller."""
+
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+
+def _serve(
+    conn: Connection, make: Callable[[list[str], Any], Any], items: list[str], arg: Any
+) -> None:
+    """A worker: keep ``make(items, arg)``, answer each method name sent with its result."""
+    state: Any = None
+    failed: BaseException | None = None
+    try:
+        state = make(items, arg)
+    except BaseException as exc:  # sent back at the first question
+        failed = exc
+    while True:
+        try:
+            method = conn.recv()
+        except (EOFError, OSError):  # the caller is gone
+            return
+        if method is None:
+            return
+        try:
+            if failed is not None:
+                raise failed
+            answer = getattr(state, method)()
+        except BaseException as exc:
+            answer = _Failed(exc)
+        try:
+            conn.send(answer)
+        except Exception as exc:  # an answer that cannot be pickled
+            conn.send(_Failed(RuntimeError(f"a worker's answer could not be sent: {exc}")))
+
+
+def _stop(procs: list[BaseProcess], conns: list[Connection]) -> None:
+    for conn in conns:
+        with contextlib.suppress(OSError, ValueError):
+            conn.send(None)
+    for p in procs:
+        p.join(STOP_WAIT)
+        if p.is_alive():
+            p.terminate()
+            p.join()
+    for conn in conns:
+        conn.close()
+
+
+class Workers:
+    """``workers`` processes, each keeping ``make(share, arg)`` over its share of
+    ``items`` (round-robin); :meth:`ask` calls a method of every one and returns the
+    answers (each a list, one element per item of its share) in the order of ``items``.
+    :meth:`close` ends them (also done when the object is collected, or at exit)."""
+
+    def __init__(
+        self,
+        make: Callable[[list[str], Any], Any],
+        items: Sequence[str],
+        arg: Any,
+        workers: int,
+    ) -> None:
+        n = max(1, min(workers, len(items)))
+        self._shares = [list(range(k, len(items), n)) for k in range(n)]
+        self._size = len(items)
+        ctx = multiprocessing.get_context("forkserver")
+        self._procs: list[BaseProcess] = []
+        self._conns: list[Connection] = []
+        self._stopper = weakref.finalize(self, _stop, self._procs, self._conns)
+        for share in self._shares:
+            mine, theirs = ctx.Pipe()
+            p = ctx.Process(
+                target=_serve,
+                args=(theirs, make, [items[i] for i in share], arg),
+                name="aoff-reader",
+                daemon=True,
+            )
+            p.start()
+            theirs.close()
+            self._procs.append(p)
+            self._conns.append(mine)
+
+    def ask(self, method: str) -> list[Any]:
+        if not self._stopper.alive:
+            raise RuntimeError("the reader's worker processes were closed")
+        for conn in self._conns:
+            conn.send(method)
+        out: list[Any] = [None] * self._size
+        failed: BaseException | None = None
+        for share, conn, p in zip(self._shares, self._conns, self._procs, strict=True):
             try:
-                got = fut.result()
-            except BrokenProcessPool as exc:  # killed (out of memory?) or failed to start
+                got = conn.recv()
+            except (EOFError, OSError) as exc:
+                self.close()
                 raise RuntimeError(
-                    f"a worker process reading {len(items)} runs ended abruptly ({exc}); "
-                    "workers=1 reads them in this process"
+                    f"a worker process reading {len(share)} runs ended abruptly (exit code "
+                    f"{p.exitcode}); workers=1 reads them in this process"
                 ) from exc
-            if len(got) != len(chunk):
-                raise RuntimeError(f"a worker returned {len(got)} results for {len(chunk)} runs")
-            for i, r in zip(chunk, got, strict=True):
-                out[i] = r
-    return [r for r in out if r is not None]
+            if isinstance(got, _Failed):
+                failed = failed or got.exc  # the others' answers are still taken
+                continue
+            for i, answer in zip(share, got, strict=True):
+                out[i] = answer
+        if failed is not None:
+            raise failed
+        return out
+
+    def close(self) -> None:
+        self._stopper()

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Collection, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -32,7 +32,7 @@ from ..lines._jsonl import JSONL_NAME, JsonlScalars
 from ..tensorboard._evfolder import EventFolder
 from ..tensorboard._files import event_folders, is_events_name
 from ._runfind import runs_in
-from ._scalarpool import check_workers, in_workers
+from ._scalarpool import Workers, check_workers
 from ._where import Where, compile_where
 
 if TYPE_CHECKING:
@@ -44,8 +44,6 @@ __all__ = ["COLUMNS", "ScalarReader", "read_scalars"]
 COLUMNS = ("run", "tag", "step", "wall_time", "value")
 
 PathArg = str | os.PathLike[str]
-#: one run's read: ``(tag, parts)`` of each tag, its kind, its warnings
-RunRead = tuple[list[tuple[str, list[Columns]]], str | None, list[str]]
 
 
 class _Run:
@@ -141,7 +139,9 @@ class ScalarReader:
         tags: Iterable[str] | None = None,
         *,
         where: str | None = None,
+        workers: int = 1,
     ):
+        n = check_workers(workers)
         if isinstance(paths, str | os.PathLike):
             paths = [paths]
         wanted = None if tags is None else frozenset([tags] if isinstance(tags, str) else tags)
@@ -152,30 +152,49 @@ class ScalarReader:
         ]
         self._said: dict[str, tuple[int, int]] = {}
         self._said_notes: set[str] = set()
+        #: with workers: the worker processes, each run's state as of the last read, and
+        #: the warnings they returned that are not said yet
+        self._pool: Workers | None = None
+        self._states: list[RunState] = []
+        self._pending: list[str] = []
+        if n > 1 and len(self._runs) > 1:
+            self._pool = Workers(_Share, [r.path for r in self._runs], wanted, n)
+
+    def close(self) -> None:
+        """End the worker processes (``workers > 1``); a later :meth:`read` raises."""
+        if self._pool is not None:
+            self._pool.close()
+
+    def __enter__(self) -> ScalarReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _state(self) -> list[RunState]:
+        """Each run's state: from the workers' last answers, or of the runs here."""
+        if self._pool is not None:
+            return self._states
+        return [_state_of(run, [], []) for run in self._runs]
 
     @property
     def problems(self) -> list[str]:
         """One line for each file with skipped records or a torn end, as of the last read."""
         lines = [f"{line}: skipped" for line in self._skipped]
-        for run in self._runs:
-            lines.extend(run.notes())
-            for path, corrupt, torn in run.problems():
-                if corrupt:
-                    lines.append(f"{path}: {corrupt} corrupt record(s) skipped")
-                if torn:
-                    lines.append(f"{path}: the last record is torn ({torn} bytes); read up to it")
+        for st in self._state():
+            lines.extend(st.problems)
         return lines
 
     @property
     def bytes_read(self) -> int:
         """Bytes of event files read so far (each byte once, however often :meth:`read`
         is called)."""
-        return sum(f.bytes_read for run in self._runs for f in run.folders.values())
+        return sum(st.bytes_read for st in self._state())
 
     @property
     def bulk_records(self) -> int:
         """Event records decoded in bulk so far (the others one by one)."""
-        return sum(f.bulk_records for run in self._runs for f in run.folders.values())
+        return sum(st.bulk_records for st in self._state())
 
     @property
     def retracted(self) -> list[tuple[str, int, frozenset[str] | None]]:
@@ -184,9 +203,8 @@ class ScalarReader:
         points at ``step`` and after, of those tags (all when None)."""
         return [
             (run.name, step, tags)
-            for run in self._runs
-            for folder in run.folders.values()
-            for step, tags in folder.retracted
+            for run, st in zip(self._runs, self._state(), strict=True)
+            for step, tags in st.retracted
         ]
 
     def read_columns(self) -> list[tuple[str, str, Columns]]:
@@ -195,15 +213,15 @@ class ScalarReader:
         return [(run, tag, joined(parts)) for run, tag, parts in self._read_parts()]
 
     def _read_parts(self) -> list[tuple[str, str, list[Columns]]]:
-        out: list[tuple[str, str, list[Columns]]] = []
-        for run in self._runs:
-            for series in run.read():
-                for tag, s in series.items():
-                    if len(s):
-                        out.append((run.name, tag, s.take_parts()))
-            for folder in run.folders.values():
-                folder.handed_out = True
-        return out
+        if self._pool is not None:
+            self._states = self._pool.ask("read")
+            out: list[tuple[str, str, list[Columns]]] = []
+            for run, st in zip(self._runs, self._states, strict=True):
+                run.kind = st.kind
+                self._pending.extend(st.said)
+                out.extend((run.name, tag, parts) for tag, parts in st.parts)
+            return out
+        return [(run.name, tag, parts) for run in self._runs for tag, parts in _run_parts(run)]
 
     def read(self) -> pd.DataFrame:
         """The new points as a long DataFrame: ``run``, ``tag`` (both categorical),
@@ -212,24 +230,91 @@ class ScalarReader:
 
     def warn_problems(self) -> None:
         """One :class:`aoff.AoffWarning` per file whose problems changed since the last."""
-        for line in [f"{s}: skipped" for s in self._skipped] + [
-            n for run in self._runs for n in run.notes()
-        ]:
+        lines = [f"{s}: skipped" for s in self._skipped]
+        if self._pool is not None:
+            lines += self._pending
+            self._pending = []
+        else:
+            lines += [n for run in self._runs for n in run.notes()]
+            lines += [m for run in self._runs for m in self._new_problems(run)]
+        for line in lines:
             if line not in self._said_notes:
                 self._said_notes.add(line)
                 warnings.warn(line, AoffWarning, stacklevel=3)
-        for run in self._runs:
-            for path, corrupt, torn in run.problems():
-                if (corrupt, torn) == self._said.get(path, (0, 0)):
-                    continue
-                self._said[path] = (corrupt, torn)
-                parts = []
-                if corrupt:
-                    parts.append(f"{corrupt} corrupt record(s) skipped")
-                if torn:
-                    parts.append(f"the last record is torn ({torn} bytes); read up to it")
-                if parts:
-                    warnings.warn(f"{path}: {'; '.join(parts)}", AoffWarning, stacklevel=3)
+
+    def _new_problems(self, run: _Run) -> list[str]:
+        """A line for each file of ``run`` whose problems changed since the last look."""
+        out = []
+        for path, corrupt, torn in run.problems():
+            if (corrupt, torn) == self._said.get(path, (0, 0)):
+                continue
+            self._said[path] = (corrupt, torn)
+            self._said_notes.discard(path)
+            parts = []
+            if corrupt:
+                parts.append(f"{corrupt} corrupt record(s) skipped")
+            if torn:
+                parts.append(f"the last record is torn ({torn} bytes); read up to it")
+            if parts:
+                out.append(f"{path}: {'; '.join(parts)}")
+        return out
+
+
+class RunState(NamedTuple):
+    """One run as a worker read it: what is new, and what the reader's properties say."""
+
+    parts: list[tuple[str, list[Columns]]]
+    kind: str | None
+    said: list[str]  # the warnings this read gives, not said before
+    problems: list[str]
+    bytes_read: int
+    bulk_records: int
+    retracted: list[tuple[int, frozenset[str] | None]]
+
+
+def _run_parts(run: _Run) -> list[tuple[str, list[Columns]]]:
+    """What is new of ``run``, by tag."""
+    out = [(tag, s.take_parts()) for series in run.read() for tag, s in series.items() if len(s)]
+    for folder in run.folders.values():
+        folder.handed_out = True
+    return out
+
+
+def _state_of(run: _Run, parts: list[tuple[str, list[Columns]]], said: list[str]) -> RunState:
+    problems = list(run.notes())
+    for path, corrupt, torn in run.problems():
+        if corrupt:
+            problems.append(f"{path}: {corrupt} corrupt record(s) skipped")
+        if torn:
+            problems.append(f"{path}: the last record is torn ({torn} bytes); read up to it")
+    folders = run.folders.values()
+    return RunState(
+        parts,
+        run.kind,
+        said,
+        problems,
+        sum(f.bytes_read for f in folders),
+        sum(f.bulk_records for f in folders),
+        [r for f in folders for r in f.retracted],
+    )
+
+
+class _Share:
+    """A worker's share of a :class:`ScalarReader`'s runs (``workers > 1``)."""
+
+    def __init__(self, names: list[str], tags: Collection[str] | None) -> None:
+        self.reader = ScalarReader([])
+        self.reader._runs = [_Run(name, tags) for name in names]
+
+    def read(self) -> list[RunState]:
+        reader = self.reader
+        out = []
+        for run in reader._runs:
+            parts = _run_parts(run)
+            said = [n for n in run.notes() if n not in reader._said_notes]
+            reader._said_notes.update(said)
+            out.append(_state_of(run, parts, said + reader._new_problems(run)))
+        return out
 
 
 def _runs_named(given: PathArg, skipped: list[str], where: Where | None = None) -> list[str]:
@@ -242,30 +327,6 @@ def _runs_named(given: PathArg, skipped: list[str], where: Where | None = None) 
 
         return select_runs(path, where, skipped, notes=skipped)
     return runs_in(path, skipped) or [path]
-
-
-def read_runs(names: list[str], tags: Collection[str] | None) -> list[RunRead]:
-    """Each run's points, its kind (``None``: no data files) and the warnings a one-shot
-    read gives (what a worker of ``read_scalars(..., workers=N)`` computes)."""
-    reader = ScalarReader.__new__(ScalarReader)
-    reader._skipped, reader._said, reader._said_notes = [], {}, set()
-    reader._runs = [_Run(name, tags) for name in names]
-    out: list[RunRead] = []
-    for run in reader._runs:
-        parts = [
-            (tag, s.take_parts()) for series in run.read() for tag, s in series.items() if len(s)
-        ]
-        out.append((parts, run.kind, []))
-    with warnings.catch_warnings(record=True) as said:
-        warnings.simplefilter("always")
-        reader.warn_problems()
-    for w in said:  # each names its file: back to its run
-        msg = str(w.message)
-        for (_, _, lines), run in zip(out, reader._runs, strict=True):
-            if msg.startswith(run.path):
-                lines.append(msg)
-                break
-    return out
 
 
 def to_frame(columns: list[tuple[str, str, list[Columns]]]) -> pd.DataFrame:
@@ -343,16 +404,17 @@ def read_scalars(
         from ._envelopes import envelopes
 
         envelopes(to_frame([]), bucket)  # a bad bucket is refused before any reading
-    n = check_workers(workers)
+    check_workers(workers)
     wanted = None if tags is None else list(tags)
     # the axes are tags of their own: read every tag, keep those asked for once joined
-    reader = ScalarReader(paths, None if axes else wanted, where=where)
-    if n > 1 and len(reader._runs) > 1:
-        columns = _read_in_workers(reader, n)
-    else:
+    with ScalarReader(paths, None if axes else wanted, where=where, workers=workers) as reader:
         columns = reader._read_parts()
-        _refuse_empty([run.path for run in reader._runs if run.kind is None])
-        reader.warn_problems()
+    for run in reader._runs:
+        if run.kind is None:
+            raise ValueError(
+                f"{run.path}: no TensorBoard event files, {JSONL_NAME} or {CSV_NAME} in it"
+            )
+    reader.warn_problems()
     frame = to_frame(columns)
     if bucket is not None:
         return envelopes(frame, bucket)
@@ -365,30 +427,3 @@ def read_scalars(
         df = df[df["tag"].isin(wanted)].reset_index(drop=True)
         df["tag"] = df["tag"].cat.remove_unused_categories()
     return df
-
-
-def _refuse_empty(paths: list[str]) -> None:
-    if paths:
-        raise ValueError(
-            f"{paths[0]}: no TensorBoard event files, {JSONL_NAME} or {CSV_NAME} in it"
-        )
-
-
-def _read_in_workers(reader: ScalarReader, workers: int) -> list[tuple[str, str, list[Columns]]]:
-    """What ``reader._read_parts()`` and ``warn_problems()`` give, read by ``workers``
-    processes."""
-    wanted = reader._runs[0].tags
-    for line in reader._skipped:
-        warnings.warn(f"{line}: skipped", AoffWarning, stacklevel=3)
-    got = in_workers(read_runs, [run.path for run in reader._runs], wanted, workers)
-    _refuse_empty(
-        [run.path for run, (_, kind, _) in zip(reader._runs, got, strict=True) if not kind]
-    )
-    for _, _, lines in got:
-        for line in lines:
-            warnings.warn(line, AoffWarning, stacklevel=3)
-    return [
-        (run.name, tag, parts)
-        for run, (series, _, _) in zip(reader._runs, got, strict=True)
-        for tag, parts in series
-    ]
