@@ -164,6 +164,9 @@ def test_a_folder_aoff_cannot_write_to(
     notes: list[str] = []
     assert select_runs(str(root), test, notes=notes) == first
     assert len(notes) == 1 and "kept in memory only" in notes[0] and INDEX_NAME in notes[0]
+    pytest.importorskip("pandas")
+    with pytest.warns(aoff.AoffWarning, match="kept in memory only"):
+        aoff.read_scalars(root, where="config.seed < 100")
 
 
 def test_a_damaged_index_is_rebuilt(seeds: Path, tmp_path: Path) -> None:

@@ -153,8 +153,11 @@ class ScalarReader:
         wanted = None if tags is None else frozenset([tags] if isinstance(tags, str) else tags)
         test = None if where is None else compile_where(where)
         self._skipped: list[str] = []  # folders of runs that could not be listed
+        self._index_notes: list[str] = []  # a run index that could not be kept
         self._runs = [
-            _Run(run, wanted) for p in paths for run in _runs_named(p, self._skipped, test)
+            _Run(run, wanted)
+            for p in paths
+            for run in _runs_named(p, self._skipped, test, self._index_notes)
         ]
         self._said: dict[str, tuple[int, int]] = {}
         self._said_notes: set[str] = set()
@@ -236,7 +239,7 @@ class ScalarReader:
 
     def warn_problems(self) -> None:
         """One :class:`aoff.AoffWarning` per file whose problems changed since the last."""
-        lines = [f"{s}: skipped" for s in self._skipped]
+        lines = [f"{s}: skipped" for s in self._skipped] + self._index_notes
         if self._pool is not None:
             lines += self._pending
             self._pending = []
@@ -323,7 +326,9 @@ class _Share:
         return out
 
 
-def _runs_named(given: PathArg, skipped: list[str], where: Where | None = None) -> list[str]:
+def _runs_named(
+    given: PathArg, skipped: list[str], where: Where | None = None, notes: list[str] | None = None
+) -> list[str]:
     """The runs ``given`` names: itself, or the runs of a folder of runs. A folder with
     no run in it yet stays itself (a run that has not written yet). With ``where``, only
     the runs it keeps (a folder of runs through its run index)."""
@@ -331,7 +336,7 @@ def _runs_named(given: PathArg, skipped: list[str], where: Where | None = None) 
     if where is not None:
         from ._runindex import select_runs
 
-        return select_runs(path, where, skipped, notes=skipped)
+        return select_runs(path, where, skipped, notes=notes)
     return runs_in(path, skipped) or [path]
 
 
