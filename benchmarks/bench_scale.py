@@ -260,7 +260,12 @@ def main() -> None:
         row("aoff ls --where, first look (builds the index)", cold, tb_ls_s)
         row("aoff ls --where, warm (index checked by stats)", min(warm, warm2), tb_ls_s)
         row("  of which: starting python -m aoff", start, None)
-        print(f"ls --where kept {kept} runs (TensorBoard's way on its runs: {tb_kept})")
+        if tb_n == ns.runs:
+            print(f"ls --where kept {kept} runs (TensorBoard's way on its runs: {tb_kept})")
+            if kept != tb_kept:
+                raise SystemExit("ls --where and TensorBoard's way kept different runs")
+        else:
+            print(f"ls --where kept {kept} runs (TensorBoard's way, on {tb_n}: {tb_kept})")
 
         tb_tag_s, tb_points = tb_tag(root, tb_n)
         times: dict[int, float] = {}
