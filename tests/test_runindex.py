@@ -90,6 +90,10 @@ def test_the_index_answers_as_reading_every_run(seeds: Path, tmp_path: Path) -> 
     assert (hparams["env"], hparams["seed"], hparams["num_envs"]) == ("Hopper-v4", 0, 4096)
     assert fields[str(made[2])]["config"]["env"] == "Ant-v4"  # a JSONL copy: config.json
     assert fields[str(made[0])]["config"] == {"env": "Hopper-v4", "seed": 0}
+    # a run given itself is tested alone, without an index in it
+    assert select_runs(str(made[0]), compile_where("config.seed == 0")) == [str(made[0])]
+    assert select_runs(str(made[0]), compile_where("config.seed == 5")) == []
+    assert not (made[0] / INDEX_NAME).exists()
 
 
 def test_a_run_that_changes_is_read_again(seeds: Path, tmp_path: Path) -> None:
