@@ -118,7 +118,11 @@ def _engine(
     if "backends" in passed:
         passed["backends"] = tuple(passed["backends"])
     return _Engine(
-        {"tb_filename_suffix": filename_suffix, "tb_purge_step": purge_step},
+        {
+            "tb_filename_suffix": filename_suffix,
+            "tb_purge_step": purge_step,
+            "own_description": True,  # not the user's config: algo, env, sizes are ours
+        },
         algo_name="SummaryWriter",
         env_name=logdir,
         max_iterations=total_steps,

@@ -135,9 +135,13 @@ class Options:
     seed_tags: bool = True
     #: the rules the run watches itself with (``aoff.rules``; None: the defaults)
     rules: tuple[Rule, ...] | None = DEFAULT_RULES
-    #: where each alert is POSTed as JSON, and the command run with it on stdin
     #: the run description's fields left at the original logger's defaults (not given)
     unset: tuple[str, ...] = ()
+    #: the face wrote the run description itself (``SummaryWriter``: algo
+    #: ``"SummaryWriter"``, the folder as env): a backend that takes only what the user
+    #: configured (trackio) takes none of it
+    own_description: bool = False
+    #: where each alert is POSTed as JSON, and the command run with it on stdin
     webhook: str | None = field(default=None, repr=False)  # a hook's URL is its secret
     command: tuple[str, ...] | None = None
 
