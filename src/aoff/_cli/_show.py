@@ -76,8 +76,11 @@ def _source(data: RunData) -> str:
 
 
 def stopped_early(data: RunData) -> str | None:
-    """``stopped at N of M`` for a run that ended before its ``max_iterations`` (or
+    """``stopped at iteration N by rule R`` for a run a ``stop=True`` rule ended,
+    ``stopped at N of M`` for one that ended before its ``max_iterations`` (or
     ``stopped before any step was logged``)."""
+    if data.stopped_by is not None:
+        return data.stopped_by
     if data.state not in ("finished", "interrupted") or not data.max_iterations:
         return None
     it = data.iterations or 0

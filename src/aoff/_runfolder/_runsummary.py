@@ -65,6 +65,11 @@ def from_summary(run_dir: str, path: str, content: dict[str, Any]) -> RunData | 
         data.first_time = _num(content.get("first_time"))
         data.last_time = _num(content.get("last_time"))
         data.state = str(content.get("state"))
+        stopped = content.get("stopped")
+        if isinstance(stopped, dict):
+            data.stopped_by = (
+                f"stopped at iteration {int(stopped['iteration']):,} by rule {stopped['rule']}"
+            )
         media = content.get("media")
         if isinstance(media, dict):
             data.media_written = int(media.get("written", 0))
