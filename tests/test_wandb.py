@@ -419,3 +419,30 @@ async def test_x_charts_every_metric_on_an_axis_and_keeps_every_row(wandb_dir: P
         "[yellow]W&B x='grad_steps': a record without a value on it is kept; W&B charts it "
         "at the axis's last value (0 before the first)[/]"
     ]
+
+
+@pytest.mark.slow  # starts wandb's service process
+def test_wandb_x_through_the_loggers_own_options(wandb_dir: Path) -> None:
+    """``wandb_x=`` beside the other ``wandb_*`` options (no backend object): checked at
+    the constructor, and the run charts every metric on that axis, every row kept, read
+    back from the real offline run (issue #50)."""
+    import aoff
+
+    with pytest.raises(ValueError, match="wandb_x must be 'iteration'"):
+        aoff.OffPolicyLogger(log_backend="wandb", wandb_x="wall_time", display="none")
+    log = aoff.OffPolicyLogger(
+        "SAC", log_backend="wandb", wandb_project="aoff-test", wandb_x="grad_steps",
+        log_dir=str(wandb_dir / "run"), display="none", pump="thread",
+    )  # fmt: skip
+    for it, grad in ((1, 64), (2, 128), (3, 96)):  # the axis went back at 3: kept
+        log.log_step(it, {"loss": float(it)}, axes={"grad_steps": grad})
+    log.finish()
+    path = run_file(wandb_dir)
+    rows = read_history(path)
+    assert [(r["iteration"], r["axis/grad_steps"], r["train/loss"]) for r in rows] == [
+        (1, 64, 1.0),
+        (2, 128, 2.0),
+        (3, 96, 3.0),
+    ]
+    metrics = [r.metric for r in iter_records(path) if r.WhichOneof("record_type") == "metric"]
+    assert ("", "*", "axis/grad_steps") in [(m.name, m.glob_name, m.step_metric) for m in metrics]

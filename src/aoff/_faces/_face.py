@@ -116,6 +116,7 @@ class Face(Recorder[R], MediaCalls[R], Generic[R]):
         wandb_tags: list[str] | None = None,
         wandb_notes: str | None = None,
         *,
+        wandb_x: str | None = None,
         backends: Sequence[BackendSpec] = (),
         capacity: int = DEFAULT_CAPACITY,
         overflow: Overflow = "drop_oldest",

@@ -132,6 +132,8 @@ class OffPolicyLogger(Face[None], metaclass=TwinsHidden):
       ``"no_print"`` (nothing at all).
     - ``wandb_project``, ``wandb_entity``, ``wandb_name``, ``wandb_group``,
       ``wandb_job_type``, ``wandb_tags``, ``wandb_notes``: passed to ``wandb.init``.
+      ``wandb_x`` (keyword-only): the axis W&B charts every metric on
+      (``"env_steps"``, ``"iteration"`` or an ``axes=`` name), as ``WandbBackend(x=)``.
 
     **Backends** (keyword-only, as all that follow):
 

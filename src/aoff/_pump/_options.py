@@ -95,6 +95,8 @@ class Options:
     wandb_job_type: str | None = None
     wandb_tags: tuple[str, ...] | None = None
     wandb_notes: str | None = None
+    #: the axis W&B charts every metric on (``WandbBackend(x=)``); None: W&B's step
+    wandb_x: str | None = None
     backends: tuple[BackendSpec, ...] = ()
     capacity: int = DEFAULT_CAPACITY
     overflow: Overflow = "drop_oldest"
@@ -206,6 +208,10 @@ class Options:
                 raise TypeError(f"backends: {spec!r} is neither a name nor a Backend")
         if self.wandb_tags is not None:
             self._fix("wandb_tags", tuple(self.wandb_tags))
+        if self.wandb_x is not None:  # wrong here, not when the agent builds the backend
+            from .._backends._wandbaxis import check_x
+
+            check_x(self.wandb_x, "wandb_x")
 
     def _check_running(self) -> None:
         """The buffer, the display, the pump and its rates, the media budget."""

@@ -56,6 +56,8 @@ class BackendOptions(Protocol):
     def wandb_tags(self) -> tuple[str, ...] | None: ...
     @property
     def wandb_notes(self) -> str | None: ...
+    @property
+    def wandb_x(self) -> str | None: ...
 
 
 @dataclass(frozen=True)
@@ -136,6 +138,7 @@ def _wandb(o: BackendOptions) -> Backend:
         tags=list(o.wandb_tags) if o.wandb_tags is not None else None,
         notes=o.wandb_notes,
         dir=o.log_dir or None,
+        x=o.wandb_x,
         resume=o.resume_step is not None,
     )
 
