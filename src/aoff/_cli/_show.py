@@ -124,6 +124,9 @@ def summary(data: RunData) -> Panel:
     state = stopped_early(data) or data.state
     if state is not None:
         lines.append(Text.assemble("  State: ", (state, "yellow")))
+    if data.late_records:  # written at their own steps: said, never lost
+        late = f"{data.late_records:,} (written at their own steps)"
+        lines.append(Text.assemble("  Late points: ", (late, "yellow")))
     media = media_line(data)
     if media is not None:
         lines.append(Text.assemble("  Images/videos: ", media))

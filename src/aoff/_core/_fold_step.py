@@ -77,6 +77,7 @@ class StepFold:
 
     __slots__ = (
         "_checks",
+        "_last_step",
         "_last_tags",
         "_loss_keys",
         "_pending",
@@ -110,6 +111,8 @@ class StepFold:
         self.collector_tags: dict[tuple[str, ...], tuple[str, ...]] = {}
         # one tags tuple per tag sequence, shared by the records that have it (Scalars)
         self._tag_seqs: dict[tuple[str, ...], tuple[str, ...]] = {}
+        # the step of the run's last step record: a record below it is late (counted)
+        self._last_step = -(2**63)
         # the last step's tags (as built) and their shared tuple: most steps repeat them
         self._last_tags: tuple[list[str], tuple[str, ...]] = ([], ())
         # the loss a step's metrics would chart (first loss key, sorted), per key sequence
@@ -161,6 +164,9 @@ class StepFold:
         s, times = self._note(iteration, raw, metrics, reward, components, extra_info)
 
         step = s.total_steps if s.total_steps > 0 else iteration
+        if step < self._last_step:  # late or out of order: written at its step, counted
+            s.late_records += 1
+        self._last_step = step
         tags: list[str] = ["axis/iteration", "axis/env_steps_total"]  # CLOCK_TAGS
         values: list[float] = [float(iteration), float(step)]
         axes = self.axes

@@ -110,6 +110,8 @@ def _what_went_wrong(state: RunView) -> list[Text]:
         lines.append(Text(f"  Dropped events: {state.dropped_events:,}", style="red"))
     for name, problem in sorted(state.backend_problems.items()):
         lines.append(Text(f"  {name}: {problem}", style="red"))
+    if state.late_records:  # written at their own steps: said, not lost
+        lines.append(Text(f"  Late points (written): {state.late_records:,}", style="yellow"))
     if state.late_points:  # written at their own steps: said, not lost
         each = ", ".join(f"{name} {n:,}" for name, n in state.late_points.items())
         lines.append(Text(f"  Late producer points (written): {each}", style="yellow"))

@@ -210,6 +210,7 @@ class Pump:
         self._intake.on_records = keeper.offer
         keeper.media_counts = self._media_counts
         keeper.stopped_by = self._stopped_by
+        keeper.late_counts = lambda: (self._state.late_records, dict(self._state.late_points))
         return keeper
 
     # -- input from outside ---------------------------------------------------------------------

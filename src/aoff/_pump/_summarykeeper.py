@@ -45,10 +45,13 @@ class SummaryKeeper:
         #: how a ``stop=True`` rule ended the run, if one did: ``{"iteration", "rule",
         #: "tag", "message"}`` (set by the pump)
         self.stopped_by: Callable[[], dict[str, Any] | None] = lambda: None
+        #: ``(the run's own late records, late records by producer)`` now (the pump's)
+        self.late_counts: Callable[[], tuple[int, dict[str, int]]] = lambda: (0, {})
 
     def _snapshot(self, state: str = "running") -> dict[str, Any]:
         s = self.summary
         s.media_written, s.media_refused, s.media_lost = self.media_counts()
+        s.late_records, s.late_points = self.late_counts()
         return s.snapshot(state)
 
     def offer(self, records: Sequence[StepRecord]) -> None:

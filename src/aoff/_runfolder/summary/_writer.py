@@ -20,7 +20,9 @@ two neighbours merge when the curve fills up), enough for any sparkline ``show``
 
 Format (JSON, one object): ``format``/``version``; ``state`` (``running``, ``finished``,
 ``stopped`` or ``interrupted``); ``stopped`` (only when a ``stop=True`` rule ended the
-run: ``iteration``, ``rule``, ``tag``, ``message``); ``records``, ``step``,
+run: ``iteration``, ``rule``, ``tag``, ``message``); ``late``: ``records`` (the run's own
+records whose step was below the one before, each written at its own step) and
+``producers`` (the same, per producer); ``records``, ``step``,
 ``iteration``, ``max_iterations``, ``first_time``, ``last_time`` (wall times of the
 first and last record); ``files``: the size of each data file when it was written
 (not trusted once one is smaller); ``tags``: per tag, in order of first appearance,
@@ -216,6 +218,10 @@ class RunSummary:
         self.media_lost: dict[str, int] = {}
         #: how a ``stop=True`` rule ended the run (``state`` ``"stopped"``), set at the end
         self.stopped: dict[str, Any] | None = None
+        #: records written at their own step though it was below the one before: the
+        #: run's own, and each producer's (``FinishReport.late_records``/``late_points``)
+        self.late_records = 0
+        self.late_points: dict[str, int] = {}
 
     def add(self, records: Sequence[StepRecord]) -> None:
         blocks = self._blocks
@@ -307,6 +313,7 @@ class RunSummary:
                 "lost": dict(self.media_lost),
             },
             "files": data_file_sizes(os.path.dirname(self.path)),
+            "late": {"records": self.late_records, "producers": dict(self.late_points)},
             **({"stopped": self.stopped} if self.stopped is not None else {}),
         }
 
