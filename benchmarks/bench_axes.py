@@ -141,9 +141,10 @@ def measure(iterations: int, blocks: int, root: Path, names: list[str]) -> dict[
     log = OffPolicyLogger(log_dir=root, display="none", handle_sigterm=False)
     runs = {"plain": timed(log, False), "axes": timed(log, True)}
     samples: dict[str, list[int]] = {n: [] for n in names}
-    for n in names:  # warm-up: the agent started, both paths run
-        runs[n](0, 1000, [])
-    start = 1000
+    start = 0
+    for n in names:  # warm-up: the agent started, both paths run (steps never go back)
+        runs[n](start, 1000, [])
+        start += 1000
     for b in range(blocks):
         for n in names[b % len(names) :] + names[: b % len(names)]:
             runs[n](start, iterations, samples[n])
