@@ -110,6 +110,7 @@ SAME_CALLS = textwrap.dedent(
         algo_name="SAC", log_backend="none", backends=("trackio", "jsonl"),
         log_dir=sys.argv[1], wandb_project="through-aoff", wandb_name="r",
         config={"lr": 0.001, "_target_": "algos.SAC"}, display="plain",
+        pump="thread",  # its lines printed here, not forwarded from an agent at the end
     )
     for i in range(1, 6):  # the learner's times from step 3: logged from there
         log.log_step(i, {"train/loss": 1.0 / i}, train_time=0.01 * (i >= 3),
@@ -191,7 +192,7 @@ HPARAMS = textwrap.dedent(
     from aoff.tensorboard import SummaryWriter
 
     w = SummaryWriter(sys.argv[1], backends=("trackio",), wandb_project="through-aoff",
-                      wandb_name="r", dashboard=True)
+                      wandb_name="r", dashboard=True, pump="thread")  # lines printed here
     w.add_hparams({"lr": 0.1, "batch": 32}, {"hparam/return": 90.0})
     w.add_scalar("loss", 0.5, 1)
     w.add_hparams({"late": 1}, {"hparam/late": 1.0})

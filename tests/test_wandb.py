@@ -433,6 +433,7 @@ def test_wandb_x_through_the_loggers_own_options(wandb_dir: Path) -> None:
     log = aoff.OffPolicyLogger(
         "SAC", log_backend="wandb", wandb_project="aoff-test", wandb_x="grad_steps",
         log_dir=str(wandb_dir / "run"), display="none", pump="thread",
+        finish_timeout=120,  # W&B's service starts slowly on a loaded machine
     )  # fmt: skip
     for it, grad in ((1, 64), (2, 128), (3, 96)):  # the axis went back at 3: kept
         log.log_step(it, {"loss": float(it)}, axes={"grad_steps": grad})
