@@ -37,8 +37,6 @@ point was logged stays in the run's own files (TensorBoard, JSONL, CSV).
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
@@ -51,6 +49,7 @@ from .._core._histogram_data import Histogram
 from .._core._records import MediaRecord, RunConfig, StepRecord
 from ._base import BackendContext
 from ._configwrites import ConfigWrites, run_config
+from ._quiet import quiet_this_thread
 from ._threads import SerialWorker, wait_future
 from ._usertags import UserTags
 
@@ -149,8 +148,9 @@ class TrackioBackend:
     def _open_sync(self, config: dict[str, Any]) -> str:
         import trackio
 
-        # trackio prints where the run went and how to see it; the dashboard says it
-        with contextlib.redirect_stdout(io.StringIO()):
+        # trackio prints where the run went and how to see it; the dashboard says it (this
+        # thread's prints only: the dashboard's own lines go on meanwhile)
+        with quiet_this_thread():
             self._run = trackio.init(
                 project=self.project,
                 name=self.run_name or None,
@@ -224,7 +224,7 @@ class TrackioBackend:
             self._logged = True
 
     def _finish_sync(self) -> None:
-        with contextlib.redirect_stdout(io.StringIO()):
+        with quiet_this_thread():
             self._run.finish()
         if self._media is not None:
             self._media.cleanup()
