@@ -17,7 +17,7 @@ its first non-zero value on).
 from __future__ import annotations
 
 from .._core._fold_step import CLOCK_TAGS, SCAFFOLDING
-from .._core._records import StepRecord
+from .._core._records import StepRecord, WriterRecord
 
 __all__ = ["UserTags"]
 
@@ -37,10 +37,10 @@ class UserTags:
         #: per logger (None: the run's own), its groups logged so far; "" always is
         self._logged: dict[str | None, set[str]] = {}
 
-    def of(self, rec: StepRecord) -> list[tuple[str, float]]:
+    def of(self, rec: StepRecord | WriterRecord) -> list[tuple[str, float]]:
         """``rec``'s scalars without the scaffolding nobody logged. A ``SummaryWriter``'s
         record has none: all its scalars are the user's."""
-        if rec.writer:
+        if isinstance(rec, WriterRecord):
             return list(rec.scalars)
         scaffolding = SCAFFOLDING if self.seed_tags else {}
         logged = self._logged.get(rec.producer)

@@ -24,7 +24,7 @@ from ._fold_axes import AXIS_PREFIX
 from ._fold_checks import Checks
 from ._histogram_data import Histogram
 from ._pending import ABSENT
-from ._records import StepRecord, WriterHParams
+from ._records import TextRecord, WriterHParams, WriterRecord
 from ._state import State
 
 WRITER_KINDS = frozenset((ev.W_SCALAR, ev.W_TEXT, ev.W_HISTOGRAM, ev.W_HPARAMS))
@@ -155,7 +155,7 @@ class WriterFold:
                 out.append((AXIS_PREFIX + name, v))
         return tuple(out)
 
-    def fold(self, e: ev.Event) -> StepRecord | None:
+    def fold(self, e: ev.Event) -> WriterRecord | TextRecord | None:
         """The record of one ``SummaryWriter`` event (None: its value was skipped,
         reported)."""
         kind = e[0]
@@ -169,9 +169,7 @@ class WriterFold:
             metrics = e[4]
             values = checks.mapping(where, metrics)
             hp = WriterHParams(dict(e[3]), tuple(metrics), dict(e[5]))
-            return StepRecord(
-                step, step, wall, tuple(values.items()), run=run, hparams=hp, writer=True
-            )
+            return WriterRecord(step, wall, tuple(values.items()), run=run, hparams=hp)
         tag = e[3]
         if type(run) is not str or type(tag) is not str:  # the calls check both
             checks.bad(where, tag, f"{where}: malformed event {e!r:.80}; skipped")
@@ -189,11 +187,11 @@ class WriterFold:
             pairs: tuple[tuple[str, float], ...] = ((tag, value),)
             if len(e) > _W_SCALAR_FIELDS:  # add_scalar(axes=...): the point's other clocks
                 pairs += self._axes(where, e[_W_SCALAR_FIELDS])
-            return StepRecord(step, step, wall, pairs, run=run, tensor_style=e[6], writer=True)
+            return WriterRecord(step, wall, pairs, run=run, tensor_style=e[6])
         if kind == ev.W_TEXT:  # (run, tag, text, step)
             self._seen(step)
             texts = ((tag, str(e[4])),)
-            return StepRecord(step, step, wall, (), run=run, texts=texts, writer=True)
+            return TextRecord(step, wall, texts, run=run)
         # W_HISTOGRAM: (run, tag, values, step, bins, max_bins)
         try:
             # a large input was reduced by the call already (bounded buffered events)
@@ -202,4 +200,4 @@ class WriterFold:
             checks.bad(where, tag, f"{where}: {tag!r:.60}: {type(exc).__name__}: {exc}; skipped")
             return None
         self._seen(step)
-        return StepRecord(step, step, wall, (), (h,), run=run, writer=True)
+        return WriterRecord(step, wall, (), (h,), run=run)

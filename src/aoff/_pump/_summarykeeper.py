@@ -16,7 +16,7 @@ import anyio
 import anyio.abc
 import anyio.to_thread
 
-from .._core._records import StepRecord
+from .._core._records import Record
 from .._runfolder.summary._writer import SUMMARY_INTERVAL, RunSummary
 
 __all__ = ["SummaryKeeper"]
@@ -54,7 +54,7 @@ class SummaryKeeper:
         s.late_records, s.late_points = self.late_counts()
         return s.snapshot(state)
 
-    def offer(self, records: Sequence[StepRecord]) -> None:
+    def offer(self, records: Sequence[Record]) -> None:
         if records:
             self.summary.add(records)
 
