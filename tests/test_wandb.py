@@ -457,6 +457,7 @@ def test_backend_options_and_the_seed_keywords_reach_wandb_init(wandb_dir: Path)
 
     log = OffPolicyLogger(
         log_backend="wandb",
+        log_dir=wandb_dir,  # W&B's dir (WANDB_DIR is read once a process, not per test)
         wandb_project="aoff-test",  # the seed's keyword
         backend_options={"wandb": {"name": "sac-b", "tags": ["sac", "b"], "notes": "n"}},
         display="none",
