@@ -331,6 +331,10 @@ def test_bench_axes_prints_both_rows_and_the_difference() -> None:
     assert "axes= costs" in out and "load:" in out
     out = _bench("bench_axes.py", "--recorder", "--iterations", "200", "--blocks", "2")
     assert "fastest block: log_step" in out and "axes= costs" in out
+    src = str(Path(__file__).resolve().parent.parent / "src")  # A/B/A' against itself
+    out = _bench("bench_axes.py", "--recorder", "--iterations", "200", "--blocks", "1",
+                 "--base", src)  # fmt: skip
+    assert "this tree / base: median" in out and "this tree / itself (noise)" in out, out
 
 
 @pytest.mark.slow  # imports rsl_rl and starts an agent
@@ -346,3 +350,23 @@ def test_bench_columnar_prints_each_stage_both_ways() -> None:
     assert "standard iteration" in out and "log_step of 32 metrics" in out, out
     folds = [ln.split() for ln in out.splitlines() if ln.strip().startswith("fold ")]
     assert len(folds) == 2 and all(float(x) > 0 for row in folds for x in row[1:]), out
+
+
+@pytest.mark.slow  # torch's writer, four `aoff` processes, a worker pool (~40 s loaded)
+def test_bench_scale_prints_each_figure_beside_tensorboard() -> None:
+    """Smoke test at a tiny size of the thousands-of-runs benchmark: its files are torch's
+    bytes, ls --where keeps what TensorBoard's way keeps, and every row has both sides."""
+    out = _bench("bench_scale.py", "--quick", timeout=300)
+    assert "built file == torch SummaryWriter's bytes (300 records)" in out, out
+    assert "ls --where kept 5 runs (TensorBoard's way on its runs: 5)" in out, out
+    rows = {r[0]: r for r in _table_rows(out, "what")}
+    for what in (
+        "aoff ls --where, first look (builds the index)",
+        "aoff ls --where, warm (index checked by stats)",
+        "read_scalars of one tag, workers=1",
+        "read_scalars of one tag, workers=2",
+        "aoff compare (read + IQM, bootstrap)",
+    ):
+        assert float(rows[what][1]) > 0 and float(rows[what][3]) > 0, out
+    assert "workers scaling (workers=1 time / workers=N time): 1: 1.00x, 2: " in out, out
+    assert "compare: 4 groups over 24 runs" in out, out

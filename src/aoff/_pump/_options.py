@@ -47,6 +47,7 @@ SEED_BACKEND_KEYWORDS: dict[str, tuple[str, str]] = {
     "wandb_job_type": ("wandb", "job_type"),
     "wandb_tags": ("wandb", "tags"),
     "wandb_notes": ("wandb", "notes"),
+    "wandb_x": ("wandb", "x"),
 }
 #: ``log_backend=`` values that open no backend: ``"none"`` the dashboard only (the seed
 #: took any unknown name so; aoff refuses a misspelt one), ``"no_print"`` nothing at all
@@ -107,6 +108,8 @@ class Options:
     wandb_job_type: str | None = None
     wandb_tags: tuple[str, ...] | None = None
     wandb_notes: str | None = None
+    #: the axis W&B charts every metric on (``WandbBackend(x=)``); None: W&B's step
+    wandb_x: str | None = None
     backends: tuple[BackendSpec, ...] = ()
     #: each named backend's own options, by its name (``{"wandb": {"project": "p"}}``):
     #: built here into its registry entry's ``options`` type (with the W&B keywords
@@ -151,9 +154,13 @@ class Options:
     seed_tags: bool = True
     #: the rules the run watches itself with (``aoff.rules``; None: the defaults)
     rules: tuple[Rule, ...] | None = DEFAULT_RULES
-    #: where each alert is POSTed as JSON, and the command run with it on stdin
     #: the run description's fields left at the original logger's defaults (not given)
     unset: tuple[str, ...] = ()
+    #: the face wrote the run description itself (``SummaryWriter``: algo
+    #: ``"SummaryWriter"``, the folder as env): a backend that takes only what the user
+    #: configured (trackio) takes none of it
+    own_description: bool = False
+    #: where each alert is POSTed as JSON, and the command run with it on stdin
     webhook: str | None = field(default=None, repr=False)  # a hook's URL is its secret
     command: tuple[str, ...] | None = None
 
@@ -393,6 +400,8 @@ class Options:
         for e in self.named:
             if getattr(e.build, "__module__", None) == "__main__":
                 return f"the build function of backend {e.name!r}, defined in __main__"
+            if e.format is not None and type(e.format).__module__ == "__main__":
+                return f"the format of backend {e.name!r}, defined in __main__"
         return None
 
     def in_process_line(self) -> str | None:
@@ -458,7 +467,7 @@ class Options:
         return out
 
     def _backend_from_name(self, name: str) -> Backend:
-        return self._entry(name).build(self)
+        return self._entry(name).make(self)
 
     def build_display(self) -> Display:
         if self.display is not None and not isinstance(self.display, str):

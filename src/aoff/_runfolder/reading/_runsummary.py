@@ -13,9 +13,10 @@ import math
 import os
 from typing import Any
 
+from .._nonfinite import from_json_float
 from ..summary._file import SUMMARY_NAME
 from ..summary._file import load_summary as load_one
-from ._rundata import NONFINITE, RunData, TagStats
+from ._rundata import RunData, TagStats
 from ._runfind import summary_files, tb_files
 
 __all__ = ["from_summary", "load_summary"]
@@ -39,16 +40,7 @@ def load_summary(run_dir: str, *, live: bool) -> tuple[str, dict[str, Any]] | No
     return None if content is None else (only, content)
 
 
-def _num(v: object) -> float | None:
-    """A number of the summary file (``_runfolder.summary._writer.to_json_float``'s output);
-    read here without importing numpy, which ``ls`` does not need."""
-    if isinstance(v, bool) or v is None:
-        return None
-    if isinstance(v, int | float):
-        return float(v)
-    if isinstance(v, str) and v in NONFINITE:
-        return NONFINITE[v]
-    raise ValueError(f"not a number: {v!r}")
+_num = from_json_float  # the summary's numbers, read without its writer (numpy)
 
 
 def _nan_if_none(v: float | None) -> float:
@@ -65,6 +57,15 @@ def from_summary(run_dir: str, path: str, content: dict[str, Any]) -> RunData | 
         data.first_time = _num(content.get("first_time"))
         data.last_time = _num(content.get("last_time"))
         data.state = str(content.get("state"))
+        late = content.get("late")
+        if isinstance(late, dict):
+            producers = late.get("producers") or {}
+            data.late_records = int(late.get("records", 0)) + sum(map(int, producers.values()))
+        stopped = content.get("stopped")
+        if isinstance(stopped, dict):
+            data.stopped_by = (
+                f"stopped at iteration {int(stopped['iteration']):,} by rule {stopped['rule']}"
+            )
         media = content.get("media")
         if isinstance(media, dict):
             data.media_written = int(media.get("written", 0))

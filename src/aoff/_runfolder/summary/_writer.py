@@ -18,12 +18,16 @@ each tag's statistics with numpy. Each curve is kept as between ``CURVE_POINTS``
 as many buckets (sum and count of the finite values of ``stride`` consecutive points;
 two neighbours merge when the curve fills up), enough for any sparkline ``show`` draws.
 
-Format (JSON, one object): ``format``/``version``; ``state`` (``running``, ``finished`` or
-``interrupted``); ``records``, ``step``, ``iteration``, ``max_iterations``, ``first_time``,
-``last_time`` (wall times of the first and last record); ``files``: the size of each
-data file when it was written (not trusted once one is smaller); ``tags``: per tag, in order of
-first appearance, ``count``, ``first``, ``last``, ``min``, ``max`` (finite values; ``null``
-when none), ``stride`` and ``curve`` (bucket means to 6 significant digits; ``"nan"``
+Format (JSON, one object): ``format``/``version``; ``state`` (``running``, ``finished``,
+``stopped`` or ``interrupted``); ``stopped`` (only when a ``stop=True`` rule ended the
+run: ``iteration``, ``rule``, ``tag``, ``message``); ``late``: ``records`` (the run's own
+records whose step was below the one before, each written at its own step) and
+``producers`` (the same, per producer); ``records``, ``step``,
+``iteration``, ``max_iterations``, ``first_time``, ``last_time`` (wall times of the
+first and last record); ``files``: the size of each data file when it was written
+(not trusted once one is smaller); ``tags``: per tag, in order of first appearance,
+``count``, ``first``, ``last``, ``min``, ``max`` (finite values; ``null`` when none),
+``stride`` and ``curve`` (bucket means to 6 significant digits; ``"nan"``
 for a bucket without a finite value). Non-finite floats are the strings ``"nan"``,
 ``"inf"``, ``"-inf"``. Records of ``log.remote()`` producers are not in it (they have
 steps of their own).
@@ -46,6 +50,7 @@ import numpy as np
 
 from ..._core._columns import record_columns
 from ..._core._records import Record, StepRecord, TextRecord, WriterRecord
+from .._nonfinite import from_json_float, to_json_float
 from .._replace import replaced
 from ..lines._csv import CSV_NAME
 from ..lines._jsonl import JSONL_NAME
@@ -75,22 +80,6 @@ SUMMARY_INTERVAL = 10.0
 CURVE_POINTS = 64
 #: records folded into the statistics at a time
 FOLD_ROWS = 2048
-
-
-def to_json_float(v: float | None) -> float | str | None:
-    if v is None or math.isfinite(v):
-        return v
-    return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
-
-
-def from_json_float(v: object) -> float | None:
-    if isinstance(v, bool) or v is None:
-        return None
-    if isinstance(v, int | float):
-        return float(v)
-    if isinstance(v, str) and v in ("nan", "inf", "-inf"):
-        return float(v)
-    raise ValueError(f"not a number: {v!r}")
 
 
 class _Tag:
@@ -213,6 +202,12 @@ class RunSummary:
         self.media_written = 0
         self.media_refused = 0
         self.media_lost: dict[str, int] = {}
+        #: how a ``stop=True`` rule ended the run (``state`` ``"stopped"``), set at the end
+        self.stopped: dict[str, Any] | None = None
+        #: records written at their own step though it was below the one before: the
+        #: run's own, and each producer's (``FinishReport.late_records``/``late_points``)
+        self.late_records = 0
+        self.late_points: dict[str, int] = {}
 
     def add(self, records: Sequence[Record]) -> None:
         blocks = self._blocks
@@ -291,7 +286,7 @@ class RunSummary:
             acc.feed(np.ascontiguousarray(values, np.float64))
 
     def snapshot(self, state: str = "running") -> dict[str, Any]:
-        """The file's content now (``state``: running, finished or interrupted)."""
+        """The file's content now (``state``: running, finished, stopped or interrupted)."""
         self.fold()
         self._seq += 1
         return {
@@ -312,6 +307,8 @@ class RunSummary:
                 "lost": dict(self.media_lost),
             },
             "files": data_file_sizes(os.path.dirname(self.path)),
+            "late": {"records": self.late_records, "producers": dict(self.late_points)},
+            **({"stopped": self.stopped} if self.stopped is not None else {}),
         }
 
     def write(self, content: dict[str, Any]) -> None:
