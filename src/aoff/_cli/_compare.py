@@ -239,6 +239,8 @@ def as_json(metric: str, final: float, done: list[Compared], x: str = "step") ->
                 "iqm_ci_lo": [_num(v) for v in c.curve.lo],
                 "iqm_ci_hi": [_num(v) for v in c.curve.hi],
                 "runs": c.curve.runs,
+                "min": [_num(v) for v in c.curve.env_lo],
+                "max": [_num(v) for v in c.curve.env_hi],
             }
         groups.append(entry)
     return {
