@@ -45,9 +45,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ._framing import MASK_DELTA, crc32c, masked_crc32c
-from ._tagseries import Columns
-from ._tbwire import F64, U32S, Buf, fields, varint
+from .._tagseries import Columns
+from ._tfrecord import MASK_DELTA, crc32c, masked_crc32c
+from ._wire import F64, U32S, Buf, fields, varint
 
 __all__ = ["FastPath", "Folder", "Layout"]
 
