@@ -67,8 +67,10 @@ class Folder(Protocol):
     def summary_values(self, buf: Buf, start: int, end: int) -> list[tuple[str, float | None]]: ...
 
 
-#: the bytes swept at first after a stop, and at most
+#: the bytes swept at first after a stop, at first in a file (a record of no known
+#: layout is read in its place, so a big window wastes nothing), and at most
 _MIN_WINDOW = 4 << 10
+_FIRST_WINDOW = 1 << 20
 _MAX_WINDOW = 8 << 20
 #: the last records' layouts a sweep hands on (twice the longest cycle looked for)
 _TAIL = 128
@@ -285,7 +287,7 @@ class FastPath:
         self.tag_ids: dict[str, int] = {}
         self.tag_names: list[str] = []
         self.tag_wanted: Any = np.empty(0, bool)
-        self.window = _MIN_WINDOW
+        self.window = _FIRST_WINDOW
         #: the layouts of the last records of the last sweep (a cycle may be in them)
         self.tail: list[Layout] = []
 
