@@ -14,13 +14,17 @@ So once the general decoder (``_evfolder``) has read a record of a layout, the b
 ahead are swept in bulk: the records' starts are found by following their lengths
 (vectorized: every place 12 bytes before an ``Event``'s first byte is a candidate, and
 the chain from the first record through the lengths picks the true ones), each record
-is matched against the known layouts of its size (every fixed byte equal: this checks
-each header and its checksum), and the matching records are decoded column by column
-(wall times, steps, values) without a Python object per value, each tag's points in
-record order. The sweep stops at the first record of no known layout (a histogram, a
-``SessionLog``, a first record of a new tag): the general decoder reads it and the sweep
-goes on after it. The window swept grows while records match and shrinks at a stop, so
-a file with many other records costs no more than its records.
+is told its layout among the known ones of its size (a hash of the bytes fixed in all of
+them), and the records are decoded by *shape* (the layouts alike but for their fixed
+bytes, a tag's name: the same variable fields at the same offsets), column by column
+(wall times, steps, values, checksums) without a Python object per value; each tag's
+points are handed over in record order. A record of no known layout (a histogram, a
+first record of a new tag) is decoded in its place in the window, one by one, and its
+layout learnt, so that the records of that layout after it are read in bulk (the
+window's rest is classified again once a few are found); the sweep stops only where the
+general decoder must read on: a checksum that fails, a ``SessionLog`` or a file version
+(they change how what follows is read), or, in a file older than ``brain.Event:2``, any
+record of no known layout (its purge rule follows every step).
 
 The data checksums are verified in bulk too, each record's own: CRC32C is affine in
 the data, so a record's checksum is the checksum of its layout's fixed bytes XOR, for
@@ -31,6 +35,10 @@ record, vectorized, gives every record's checksum, compared with the one it stor
 corrupt record is found however many others are corrupted the same way (a check over
 the XOR of many records' checksums would let two equal errors cancel). The sweep is
 taken up to its first failing record, which the general decoder then skips and counts.
+The tables of a byte depend only on its distance from the data's end and the fixed bits
+under it, so a shape's layouts share them, each layout adding the checksum of its own
+fixed bytes; a record told the wrong layout (bytes fixed in that layout that the hash
+left out differ) fails its checksum, and the general decoder reads it.
 
 TensorBoard's purge rules hold here too: records of these layouts carry no
 ``SessionLog``; in a file older than ``brain.Event:2`` a sweep is taken only up to a
