@@ -82,8 +82,8 @@ _FIRST_WINDOW = 1 << 20
 _MAX_WINDOW = 8 << 20
 #: the last records' layouts a sweep hands on (twice the longest cycle looked for)
 _TAIL = 128
-#: records of a window found one by one to have a layout learnt in it, after which the
-#: rest of the window is classified again in bulk
+#: records of a window found one by one to have a layout learnt in it (at least, and at
+#: least a sixteenth of those left), after which the rest is classified again in bulk
 _RECLASSIFY = 32
 #: the most layouts learnt for a folder
 _MAX_LAYOUTS = 4096
@@ -426,8 +426,9 @@ class FastPath:
         while i < len(unknown):
             u = unknown[i]
             i += 1
-            if hits >= _RECLASSIFY and len(unknown) - i > _RECLASSIFY:
-                # layouts learnt from the records before: the rest classified again
+            if hits >= max(_RECLASSIFY, (len(unknown) - i) >> 4):
+                # layouts learnt from the records before: the rest classified again (once
+                # the look-ups one by one have cost a share of what that costs)
                 hits = 0
                 rest = np.asarray(unknown[i - 1 :], np.int64)
                 ids[rest] = self._classify(a, starts[rest], sizes[rest])
