@@ -7,9 +7,9 @@ Public names only; the implementation lives in the ``_``-prefixed modules and pa
 
 from typing import TYPE_CHECKING, Any
 
-from ._backends._base import Backend, BackendContext
+from ._backends._base import Backend, BackendContext, Takes
 from ._core._buffer import DEFAULT_CAPACITY, Overflow
-from ._core._records import RunConfig, StepRecord
+from ._core._records import Record, RunConfig, StepRecord, TextRecord, WriterRecord
 from ._core._report import FinishReport
 from ._core._state import State
 from ._core._view import RunView
@@ -77,6 +77,7 @@ __all__ = [
     "NullDisplay",
     "OffPolicyLogger",
     "Overflow",
+    "Record",
     "RemoteLogger",
     "RemoteReport",
     "RunConfig",
@@ -85,9 +86,12 @@ __all__ = [
     "ScalarReader",
     "State",
     "StepRecord",
+    "Takes",
     "TensorBoardBackend",
+    "TextRecord",
     "TrackioBackend",
     "WandbBackend",
+    "WriterRecord",
     "read_scalars",
 ]
 
@@ -103,6 +107,9 @@ for _obj in (
     RunView,
     State,
     StepRecord,
+    Takes,
+    TextRecord,
+    WriterRecord,
 ):
     _obj.__module__ = __name__
 del _obj

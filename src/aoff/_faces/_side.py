@@ -71,6 +71,15 @@ def _early_watch(options: Options, driver: str, on_alert: NoteAlert | None) -> E
     )
 
 
+def _backend_names(options: Options) -> tuple[str, ...]:
+    """The names the agent's report counts the run's backends under."""
+    objects = () if options.log_backend == "no_print" else options.backends
+    return (
+        *options.backend_names(),
+        *(b.name for b in objects if not isinstance(b, str)),
+    )
+
+
 class AgentSide:
     """A face's half of process mode: the agent, the shipper, the streams, and the
     fallback to an in-process :class:`PumpThread` when the agent is lost.
@@ -96,7 +105,7 @@ class AgentSide:
         self.buffer = buffer
         self.make_core = make_core
         self.proc, link = start_agent(options, big_send_buffer=driver == "thread")
-        self.shipper = Shipper(buffer, link, FinishReport)
+        self.shipper = Shipper(buffer, link, FinishReport, backends=_backend_names(options))
         self.shipper.keep_events = False  # only pickles wait: fewer GCs (see Pickled)
         self.shipper.on_alert = on_alert
         self._interval = INLINE_INTERVAL

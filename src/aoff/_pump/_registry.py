@@ -19,14 +19,24 @@ import importlib.util
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
-from .._backends._base import Backend
+from .._backends._base import Backend, Takes
+from .._backends._wandboptions import WandbOptions
 from .._runfolder.lines._csv import CSV_NAME
 from .._runfolder.lines._jsonl import JSONL_NAME
 from .._runfolder.tensorboard._files import EVENTS_PREFIX
 
-__all__ = ["BackendOptions", "NamedBackend", "entry", "names", "register", "unregister"]
+__all__ = [
+    "BackendOptions",
+    "NamedBackend",
+    "entry",
+    "names",
+    "register",
+    "said",
+    "takers",
+    "unregister",
+]
 
 
 class BackendOptions(Protocol):
@@ -42,20 +52,10 @@ class BackendOptions(Protocol):
     def tb_filename_suffix(self) -> str: ...
     @property
     def tb_purge_step(self) -> int | None: ...
-    @property
-    def wandb_project(self) -> str: ...
-    @property
-    def wandb_entity(self) -> str | None: ...
-    @property
-    def wandb_name(self) -> str: ...
-    @property
-    def wandb_group(self) -> str | None: ...
-    @property
-    def wandb_job_type(self) -> str | None: ...
-    @property
-    def wandb_tags(self) -> tuple[str, ...] | None: ...
-    @property
-    def wandb_notes(self) -> str | None: ...
+    def options_of(self, name: str) -> Any:
+        """Backend ``name``'s own options: its entry's ``options`` type, built from
+        ``backend_options={name: {...}}`` (its defaults when not given)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -76,6 +76,14 @@ class NamedBackend:
     requires: str | None = None
     #: the extra that installs ``requires``
     extra: str | None = None
+    #: its own options' type (a frozen dataclass, checked when built), built from
+    #: ``backend_options={name: {...}}``; ``build`` reads it as ``options_of(name)``.
+    #: None: it takes none
+    options: type[Any] | None = None
+    #: what it writes besides steps: its class's ``takes``, known here before it is built
+    #: (for the messages that name the backends taking a kind; ``tests/test_registry.py``
+    #: checks that each entry says what its backend says)
+    takes: Takes = Takes.NOTHING
 
     def check(self, options: BackendOptions) -> None:
         """Raise the clear error when this backend cannot run with these options."""
@@ -127,14 +135,15 @@ def _mlflow(o: BackendOptions) -> Backend:
 def _wandb(o: BackendOptions) -> Backend:
     from .._backends._wandb import WandbBackend
 
+    w: WandbOptions = o.options_of("wandb")
     return WandbBackend(
-        project=o.wandb_project,
-        entity=o.wandb_entity,
-        name=o.wandb_name,
-        group=o.wandb_group,
-        job_type=o.wandb_job_type,
-        tags=list(o.wandb_tags) if o.wandb_tags is not None else None,
-        notes=o.wandb_notes,
+        project=w.project,
+        entity=w.entity,
+        name=w.name,
+        group=w.group,
+        job_type=w.job_type,
+        tags=list(w.tags) if w.tags is not None else None,
+        notes=w.notes,
         dir=o.log_dir or None,
         resume=o.resume_step is not None,
     )
@@ -144,7 +153,8 @@ def _trackio(o: BackendOptions) -> Backend:
     from .._backends._trackio import TrackioBackend
 
     # trackio's ``init`` is W&B's: the W&B project, run name and group name the trackio run
-    return TrackioBackend(project=o.wandb_project, name=o.wandb_name, group=o.wandb_group)
+    w: WandbOptions = o.options_of("wandb")
+    return TrackioBackend(project=w.project, name=w.name, group=w.group)
 
 
 #: the registered backends, by name, in the order the errors list them
@@ -171,6 +181,19 @@ def names() -> tuple[str, ...]:
     return tuple(_TABLE)
 
 
+def takers(kind: Takes) -> tuple[str, ...]:
+    """The registered names whose backend takes ``kind``, in order."""
+    return tuple(n for n, e in _TABLE.items() if e.takes & kind)
+
+
+def said(names: tuple[str, ...]) -> str:
+    """Names as a message lists them: ``'a', 'b' and 'c'``."""
+    quoted = [repr(n) for n in names]
+    if len(quoted) < 2:
+        return "".join(quoted) or "none"
+    return ", ".join(quoted[:-1]) + " and " + quoted[-1]
+
+
 def entry(name: str) -> NamedBackend:
     """The registered backend of this name; the error lists every name there is."""
     found = _TABLE.get(name)
@@ -187,10 +210,38 @@ register(
         "TensorBoard files go into it",
         (EVENTS_PREFIX + "*",),
         resumable=True,
+        takes=Takes.TEXTS | Takes.MEDIA | Takes.HPARAMS,
     )
 )
-register(NamedBackend("jsonl", _jsonl, f"writes log_dir/{JSONL_NAME}", (JSONL_NAME,), True))
-register(NamedBackend("csv", _csv, f"writes log_dir/{CSV_NAME}", (CSV_NAME,), True))
-register(NamedBackend("wandb", _wandb, resumable=True))
-register(NamedBackend("mlflow", _mlflow, resumable=True, requires="mlflow"))
-register(NamedBackend("trackio", _trackio, requires="trackio"))
+register(
+    NamedBackend(
+        "jsonl",
+        _jsonl,
+        f"writes log_dir/{JSONL_NAME}",
+        (JSONL_NAME,),
+        True,
+        takes=Takes.TEXTS | Takes.MEDIA,
+    )
+)
+register(
+    NamedBackend("csv", _csv, f"writes log_dir/{CSV_NAME}", (CSV_NAME,), True, takes=Takes.MEDIA)
+)
+register(
+    NamedBackend(
+        "wandb",
+        _wandb,
+        resumable=True,
+        options=WandbOptions,
+        takes=Takes.ALERTS | Takes.MEDIA | Takes.HPARAMS,
+    )
+)
+register(
+    NamedBackend(
+        "mlflow",
+        _mlflow,
+        resumable=True,
+        requires="mlflow",
+        takes=Takes.MEDIA | Takes.HPARAMS,
+    )
+)
+register(NamedBackend("trackio", _trackio, requires="trackio", takes=Takes.MEDIA | Takes.HPARAMS))

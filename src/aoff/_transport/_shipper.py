@@ -116,6 +116,7 @@ class Shipper(Generic[R]):
         link: Link,
         report_type: type[R],
         say: Callable[[str], None] | None = None,
+        backends: tuple[str, ...] = (),
     ) -> None:
         """Over 60 lines on purpose: every field of the shipper's state, each with why it
         is there, in one place, so that a round's reader finds them together."""
@@ -132,6 +133,9 @@ class Shipper(Generic[R]):
         self.shipped_steps = 0
         self.acked_steps = 0
         self.acked_written: dict[str, int] = {}
+        #: the run's backends by name: an agent that never answered lost what it
+        #: received for each of them, though no ack ever named them
+        self.backends = backends
         #: ``MEDIA`` events sent; the agent's ``(written, lost)`` media as of its last Ack
         self.shipped_media = 0
         self.acked_media = (0, 0)
@@ -429,7 +433,7 @@ class Shipper(Generic[R]):
 
     def agent_loss(self) -> dict[str, int]:
         """Per backend, steps the agent received but had not confirmed written."""
+        names = dict.fromkeys((*self.backends, *self.acked_written))
         return {
-            name: max(self.shipped_steps - written, 0)
-            for name, written in self.acked_written.items()
+            name: max(self.shipped_steps - self.acked_written.get(name, 0), 0) for name in names
         }
