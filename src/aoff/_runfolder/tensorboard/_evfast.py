@@ -76,9 +76,10 @@ class Folder(Protocol):
 
 
 #: the bytes swept at first after a stop, at first in a file (a record of no known
-#: layout is read in its place, so a big window wastes nothing), and at most
+#: layout is read in its place, so a bigger window wastes nothing; not so big that a
+#: regular file's sweep keeps its records from the faster cycle path), and at most
 _MIN_WINDOW = 4 << 10
-_FIRST_WINDOW = 1 << 20
+_FIRST_WINDOW = 64 << 10
 _MAX_WINDOW = 8 << 20
 #: the last records' layouts a sweep hands on (twice the longest cycle looked for)
 _TAIL = 128
