@@ -64,7 +64,7 @@ def build_steps(o: BackendOptions) -> StepsBackend:
     return StepsBackend(os.path.join(o.log_dir, FILE), o.resume_step)
 
 
-STEPS = NamedBackend("steps", build_steps, "writes log_dir/steps.txt", (FILE,), resumable=True)
+STEPS = NamedBackend("steps", build_steps, "writes log_dir/steps.txt", resumable=True)
 
 
 @pytest.fixture
@@ -119,7 +119,7 @@ def test_names_come_from_the_registry(steps_registered: None, tmp_path: Path) ->
         OffPolicyLogger(log_backend="none", backends=("steps",), handle_sigterm=False)
     with pytest.raises(ValueError, match="is registered already"):
         _registry.register(NamedBackend("steps", build_steps))
-    wants_no_resume = NamedBackend("once", build_steps, "x", (FILE,), resumable=False)
+    wants_no_resume = NamedBackend("once", build_steps, "x", resumable=False)
     _registry.register(wants_no_resume)
     try:
         with pytest.raises(ValueError, match="'once' backend cannot continue a run"):
@@ -141,7 +141,7 @@ def test_a_backend_built_in_the_script_itself_keeps_the_pump_here(
         return build_steps(o)
 
     build_here.__module__ = "__main__"  # as if defined in the training script
-    _registry.register(NamedBackend("here", build_here, "x", (FILE,)))
+    _registry.register(NamedBackend("here", build_here, "x"))
     try:
         options = Options(log_dir=str(tmp_path), log_backend="none", backends=("here",))
         line = options.in_process_line()
@@ -204,8 +204,8 @@ def test_a_registered_backend_that_takes_texts_gets_the_runs_alerts(tmp_path: Pa
     """Its capability is all it takes: registered with ``takes=Takes.TEXTS`` (its class
     says the same), it gets each alert as a text record in the agent; a twin that takes
     nothing gets none; the registry names it among the backends that take texts."""
-    _registry.register(NamedBackend("notes", build_notes, "x", (NOTES,), takes=Takes.TEXTS))
-    _registry.register(NamedBackend("deaf", build_deaf, "x", ("deaf.txt",)))
+    _registry.register(NamedBackend("notes", build_notes, "x", takes=Takes.TEXTS))
+    _registry.register(NamedBackend("deaf", build_deaf, "x"))
     try:
         assert "notes" in _registry.takers(Takes.TEXTS)
         assert "deaf" not in _registry.takers(Takes.TEXTS | Takes.ALERTS)

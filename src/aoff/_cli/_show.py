@@ -29,9 +29,9 @@ from rich.text import Text
 
 from .._channel._paths import has_live_files, live_status
 from .._display._format import fmt_duration
-from .._runfolder.lines._csv import CSV_NAME
 from .._runfolder.reading._axiscols import axes_of
-from .._runfolder.reading._rundata import JSONL_NAME, REWARD_TAG, SUMMARY_NAME, TB_PATTERN, RunData
+from .._runfolder.reading._formats import formats, labels
+from .._runfolder.reading._rundata import REWARD_TAG, RunData
 from .._runfolder.reading._runfind import find_runs, runs_in
 from .._runfolder.reading._runs import read_run, scan_bytes
 from ._folder import not_a_folder
@@ -39,6 +39,7 @@ from ._numbers import number
 from ._progress import reading_progress
 from ._runjson import ls_row, show_json
 from ._tagtable import bars_for, fmt_value, tag_table
+from ._whereopt import add_where_argument
 
 __all__ = ["MIN_WIDTH", "add_ls_arguments", "add_show_arguments", "run_ls", "run_show"]
 
@@ -70,7 +71,7 @@ def _wall(data: RunData) -> str:
 def _source(data: RunData) -> str:
     if data.kind == "summary":
         return f"{os.path.basename(data.source)} ({data.records:,} records)"
-    src = {"jsonl": JSONL_NAME, "csv": CSV_NAME}.get(data.kind, "TensorBoard files")
+    src = next((f.label for f in formats() if f.name == data.kind), data.kind)
     if data.writers > 1:  # several sessions or writers: their files, read as one
         src += f" of {data.writers} writers, shown as one run (their union)"
     return f"{src} ({data.records:,} records)"
@@ -146,8 +147,7 @@ def summary(data: RunData) -> Panel:
 
 def _no_run(path: str, err: TextIO, cmd: str) -> int:
     print(
-        f"aoff {cmd}: no {SUMMARY_NAME}, {JSONL_NAME}, {CSV_NAME} or {TB_PATTERN} in {path!r}: "
-        "not a run folder",
+        f"aoff {cmd}: no {labels()} in {path!r}: not a run folder",
         file=err,
     )
     return 1
@@ -211,22 +211,41 @@ def _status(data: RunData, live: str | None) -> str:
     return status + (" (damaged file: see aoff show)" if data.notes else "")
 
 
-def run_ls(root: str, out: TextIO, err: TextIO, *, as_json: bool = False) -> int:
-    """Print one line per run folder below ``root``. Returns the exit status.
+def run_ls(
+    root: str, out: TextIO, err: TextIO, *, as_json: bool = False, where: str | None = None
+) -> int:
+    """Print one line per run folder below ``root`` (those ``where`` keeps, through the
+    folder's run index, when given). Returns the exit status.
 
     A folder that cannot be read is skipped with one line on ``err``."""
     if not os.path.isdir(root):
         print(f"aoff ls: {not_a_folder(root)}", file=err)
         return 1
     skipped: list[str] = []
-    runs = find_runs(root, skipped, live=has_live_files)
+    if where is not None:
+        from .._runfolder.reading._runindex import select_runs
+        from .._runfolder.reading._where import compile_where
+
+        try:
+            test = compile_where(where)
+        except ValueError as exc:
+            print(f"aoff ls: {exc}", file=err)
+            return 2
+        notes: list[str] = []
+        runs = select_runs(root, test, skipped, live=has_live_files, notes=notes)
+        for line in [*skipped, *notes]:
+            print(f"aoff ls: {'skipped ' if line in skipped else ''}{line}", file=err)
+        if not runs:
+            print(f"aoff ls: no run in {root!r} matches --where {where!r}", file=err)
+            return 1
+        skipped = []
+    else:
+        runs = find_runs(root, skipped, live=has_live_files)
     for line in skipped:
         print(f"aoff ls: skipped {line}", file=err)
     if not runs:
         print(
-            f"aoff ls: no run folders (with {SUMMARY_NAME}, {JSONL_NAME}, {CSV_NAME} or "
-            f"{TB_PATTERN}) "
-            f"in {root!r}",
+            f"aoff ls: no run folders (with {labels()}) in {root!r}",
             file=err,
         )
         return 1
@@ -283,7 +302,7 @@ def add_show_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "run_dir",
         metavar="RUN_DIR",
-        help=f"a run folder ({SUMMARY_NAME}, {JSONL_NAME} or event files)",
+        help=f"a run folder ({labels()})",
     )
     p.add_argument(
         "--width",
@@ -298,3 +317,4 @@ def add_show_arguments(p: argparse.ArgumentParser) -> None:
 def add_ls_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("runs_dir", metavar="RUNS_DIR", help="a folder of run folders (e.g. runs)")
     p.add_argument("--json", action="store_true", help="print one JSON object per run, in a list")
+    add_where_argument(p)

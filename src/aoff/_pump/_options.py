@@ -393,6 +393,8 @@ class Options:
         for e in self.named:
             if getattr(e.build, "__module__", None) == "__main__":
                 return f"the build function of backend {e.name!r}, defined in __main__"
+            if e.format is not None and type(e.format).__module__ == "__main__":
+                return f"the format of backend {e.name!r}, defined in __main__"
         return None
 
     def in_process_line(self) -> str | None:
@@ -458,7 +460,7 @@ class Options:
         return out
 
     def _backend_from_name(self, name: str) -> Backend:
-        return self._entry(name).build(self)
+        return self._entry(name).make(self)
 
     def build_display(self) -> Display:
         if self.display is not None and not isinstance(self.display, str):

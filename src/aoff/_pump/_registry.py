@@ -9,8 +9,11 @@ of those reads the same entry, so a new named backend is its module plus one lin
 A :class:`NamedBackend` is plain data: its ``build`` is a module-level function (pickled
 by reference), so the options that carry the entries they use rebuild the same
 backends in the agent process, including one registered by the user's own module.
-``files`` stays a plain tuple of names in ``log_dir`` that the backend owns, for the
-readers of the run folder.
+``format`` points at the run folder format it writes (``_runfolder/_format.py``):
+registering the entry adds it to the format table the readers, resume and run discovery
+iterate, and an append-only format needs no ``build`` (aoff's format file backend writes
+it). The format object is pickled with the entry, by reference to its class's module, so
+the agent imports the module that registered it.
 """
 
 from __future__ import annotations
@@ -23,9 +26,12 @@ from typing import Any, Protocol
 
 from .._backends._base import Backend, Takes
 from .._backends._wandboptions import WandbOptions
+from .._runfolder._format import AppendFormat, RunFormat
 from .._runfolder.lines._csv import CSV_NAME
+from .._runfolder.lines._formats import CSV, JSONL
 from .._runfolder.lines._jsonl import JSONL_NAME
-from .._runfolder.tensorboard._files import EVENTS_PREFIX
+from .._runfolder.reading._formats import add_format, remove_format
+from .._runfolder.tensorboard._format import TENSORBOARD
 
 __all__ = [
     "BackendOptions",
@@ -64,12 +70,13 @@ class NamedBackend:
 
     #: the name in ``backends=`` (lower case)
     name: str
-    #: builds the backend from the run's options (a module-level function: picklable)
-    build: Callable[[BackendOptions], Backend]
+    #: builds the backend from the run's options (a module-level function: picklable);
+    #: None: aoff's own backend of its append-only ``format``
+    build: Callable[[BackendOptions], Backend] | None = None
     #: why it needs ``log_dir`` (the error says it), or None when it does not
     needs_log_dir: str | None = None
-    #: the file names it writes in ``log_dir`` (for the run folder's readers)
-    files: tuple[str, ...] = ()
+    #: the run folder format it writes in ``log_dir`` (read back by every reader)
+    format: RunFormat | None = None
     #: whether ``resume_step=`` can continue a run with it
     resumable: bool = False
     #: the module it imports, checked (not imported) when the name is given
@@ -84,6 +91,22 @@ class NamedBackend:
     #: (for the messages that name the backends taking a kind; ``tests/test_registry.py``
     #: checks that each entry says what its backend says)
     takes: Takes = Takes.NOTHING
+
+    def __post_init__(self) -> None:
+        if self.build is None and not isinstance(self.format, AppendFormat):
+            raise ValueError(
+                f"backend {self.name!r}: give build=, or format= an append-only format "
+                "(file_name and encode)"
+            )
+
+    def make(self, options: BackendOptions) -> Backend:
+        """The backend, built from the run's options."""
+        if self.build is not None:
+            return self.build(options)
+        from .._backends._formatfile import FormatFileBackend
+
+        assert isinstance(self.format, AppendFormat)  # checked when made
+        return FormatFileBackend(options.log_dir, self.format)
 
     def check(self, options: BackendOptions) -> None:
         """Raise the clear error when this backend cannot run with these options."""
@@ -168,12 +191,18 @@ def register(backend: NamedBackend) -> None:
         raise ValueError(f"a backend name is lower case and not empty, got {name!r}")
     if name in _TABLE and _TABLE[name] != backend:
         raise ValueError(f"a backend named {name!r} is registered already")
+    if backend.format is not None:
+        add_format(backend.format)
     _TABLE[name] = backend
 
 
 def unregister(name: str) -> None:
-    """Take a registered name out (a test's throwaway backend)."""
-    _TABLE.pop(name, None)
+    """Take a registered name out (a test's throwaway backend), and its format unless
+    another entry writes it too."""
+    gone = _TABLE.pop(name, None)
+    fmt = None if gone is None else gone.format
+    if fmt is not None and all(e.format != fmt for e in _TABLE.values()):
+        remove_format(fmt.name)
 
 
 def names() -> tuple[str, ...]:
@@ -208,7 +237,7 @@ register(
         "tensorboard",
         _tensorboard,
         "TensorBoard files go into it",
-        (EVENTS_PREFIX + "*",),
+        TENSORBOARD,
         resumable=True,
         takes=Takes.TEXTS | Takes.MEDIA | Takes.HPARAMS,
     )
@@ -218,14 +247,12 @@ register(
         "jsonl",
         _jsonl,
         f"writes log_dir/{JSONL_NAME}",
-        (JSONL_NAME,),
+        JSONL,
         True,
         takes=Takes.TEXTS | Takes.MEDIA,
     )
 )
-register(
-    NamedBackend("csv", _csv, f"writes log_dir/{CSV_NAME}", (CSV_NAME,), True, takes=Takes.MEDIA)
-)
+register(NamedBackend("csv", _csv, f"writes log_dir/{CSV_NAME}", CSV, True, takes=Takes.MEDIA))
 register(
     NamedBackend(
         "wandb",

@@ -47,6 +47,7 @@ from collections.abc import Callable, Collection, Sequence
 import msgspec
 
 from ..._core._records import PerTags, Record, StepRecord, TextRecord, WriterRecord, columns
+from .._nonfinite import nonfinite_text
 from .._pieces import Pieces, whole
 from ._lines import LineCursor, RowSink, cut_rows, last_row_step
 
@@ -74,7 +75,7 @@ _NULL = b"null"
 
 def _finite_or_str(v: object) -> object:
     if isinstance(v, float) and not math.isfinite(v):
-        return "nan" if v != v else ("inf" if v > 0 else "-inf")
+        return nonfinite_text(v)
     return v
 
 

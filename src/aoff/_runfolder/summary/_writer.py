@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from ..._core._records import Record, StepRecord, TextRecord, WriterRecord, columns
+from .._nonfinite import from_json_float, to_json_float
 from .._replace import replaced
 from ..lines._csv import CSV_NAME
 from ..lines._jsonl import JSONL_NAME
@@ -74,22 +75,6 @@ SUMMARY_INTERVAL = 10.0
 CURVE_POINTS = 64
 #: records folded into the statistics at a time
 FOLD_ROWS = 2048
-
-
-def to_json_float(v: float | None) -> float | str | None:
-    if v is None or math.isfinite(v):
-        return v
-    return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
-
-
-def from_json_float(v: object) -> float | None:
-    if isinstance(v, bool) or v is None:
-        return None
-    if isinstance(v, int | float):
-        return float(v)
-    if isinstance(v, str) and v in ("nan", "inf", "-inf"):
-        return float(v)
-    raise ValueError(f"not a number: {v!r}")
 
 
 class _Tag:
