@@ -17,10 +17,11 @@ flushed between blocks (untimed):
 prints the fastest block of each contender: on a loaded machine the fastest block is
 the one least disturbed, so it is the steadier figure for a difference of ~0.1 us.
 
-With ``--base SRC`` (a checkout's ``src`` folder, e.g. the main branch's), the plain call
-also runs under that source tree: each round then runs this tree's and ``SRC``'s plain
-call in two child processes, one after the other in a rotated order, so that "without
-``axes=`` the hot path is unchanged" is a ratio measured in one sitting, not a memory.
+With ``--base SRC`` (a checkout's ``src`` folder, e.g. the tree before ``axes=`` came),
+the plain call also runs under that source tree: each round runs this tree's, ``SRC``'s
+and this tree's again plain call in three child processes, in a rotated order, so that
+"without ``axes=`` the hot path is unchanged" is a ratio measured in one sitting and set
+against the same sitting's A/A ratio (this tree against itself: the machine's noise).
 
     python benchmarks/bench_axes.py [--iterations 20000] [--blocks 10] [--base ../main/src]
 """
@@ -140,9 +141,10 @@ def measure(iterations: int, blocks: int, root: Path, names: list[str]) -> dict[
     log = OffPolicyLogger(log_dir=root, display="none", handle_sigterm=False)
     runs = {"plain": timed(log, False), "axes": timed(log, True)}
     samples: dict[str, list[int]] = {n: [] for n in names}
-    for n in names:  # warm-up: the agent started, both paths run
-        runs[n](0, 1000, [])
-    start = 1000
+    start = 0
+    for n in names:  # warm-up: the agent started, both paths run (steps never go back)
+        runs[n](start, 1000, [])
+        start += 1000
     for b in range(blocks):
         for n in names[b % len(names) :] + names[: b % len(names)]:
             runs[n](start, iterations, samples[n])
@@ -215,20 +217,39 @@ def main() -> None:
 
 
 def compare_trees(base: str, rounds: int, iterations: int, *, recorder: bool) -> None:
-    """The plain call under this tree and under ``base``, in children, alternated."""
+    """The plain call under this tree, under ``base`` and under this tree again (A/B/A'),
+    in children, in an order rotated each round. The A/A' ratio is the machine's own
+    noise in that sitting: "no change without ``axes=``" holds when this tree's ratio to
+    the base sits inside it (a ratio alone, on a loaded machine, proves nothing)."""
     here = str(Path(__file__).resolve().parent.parent / "src")
-    trees = {"this tree": here, "base": os.path.abspath(base)}
+    trees = {"this tree": here, "base": os.path.abspath(base), "this tree again": here}
     med: dict[str, list[float]] = {k: [] for k in trees}
     order = list(trees)
     for b in range(rounds):
-        for k in order[b % 2 :] + order[: b % 2]:
+        for k in order[b % 3 :] + order[: b % 3]:
             med[k].append(child_block(trees[k], iterations, recorder))
-    ratio = [a / b for a, b in zip(med["this tree"], med["base"], strict=True)]
+    what = "recorder alone (fastest of 20 blocks)" if recorder else "log_step (median)"
+    print(f"plain {what}, this tree vs base ({trees['base']}), {rounds} rounds")
+    print(f"load: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    for k, v in med.items():
+        print(f"  {k}: median {statistics.median(v):.3f} us (rounds: "
+              + " ".join(f"{x:.3f}" for x in v) + ")")  # fmt: skip
+    ab = [a / b for a, b in zip(med["this tree"], med["base"], strict=True)]
+    aa = [a / b for a, b in zip(med["this tree"], med["this tree again"], strict=True)]
+    for name, r in (("this tree / base", ab), ("this tree / itself (noise)", aa)):
+        q = statistics.quantiles(r, n=4) if len(r) > 1 else [r[0]] * 3
+        print(
+            f"  {name}: median {statistics.median(r):.3f}x, middle half "
+            f"{q[0]:.3f}-{q[2]:.3f}x, range {min(r):.3f}-{max(r):.3f}x"
+        )
+    # the A/A ratios' middle half is the sitting's noise band (its extremes are one
+    # disturbed child each); the base's median ratio inside it: no change measured
+    lo, _, hi = statistics.quantiles(aa, n=4) if len(aa) > 1 else [aa[0]] * 3
+    mid = statistics.median(ab)
+    verdict = "inside" if lo <= mid <= hi else "OUTSIDE"
     print(
-        f"plain log_step, this tree vs base ({trees['base']}), {rounds} rounds: "
-        f"{statistics.median(med['this tree']):.3f} us vs "
-        f"{statistics.median(med['base']):.3f} us, per-round ratio median "
-        f"{statistics.median(ratio):.3f}x (range {min(ratio):.3f}-{max(ratio):.3f}x)"
+        f"  this tree / base median {mid:.3f}x is {verdict} the A/A middle half "
+        f"({lo:.3f}-{hi:.3f}x): {'no change measured' if verdict == 'inside' else 'a change'}"
     )
 
 

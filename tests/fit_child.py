@@ -4,7 +4,8 @@ Run as ``python fit_child.py DOOR LOG_DIR [SECONDS ITERATIONS]``: ``logger`` is 
 sync face (thread mode), 200 iterations or 30 s by default,
 with many metrics, nested collector timings, a NaN that raises an alert (the banner
 above the panel) and the logger's cost (the footer under it) from its first second;
-``sb3`` is a real, tiny Stable-Baselines3 PPO run logging through ``aoff.sb3``. The
+``sb3`` is a real, tiny Stable-Baselines3 PPO run logging through ``aoff.sb3``;
+``names`` logs two metrics whose names are too long for their column. The
 cost's interval is shortened here (5 s in a run) so the footer shows within a second.
 A file ``LOG_DIR/stop`` ends the ``logger`` run early (``aoff attach`` tests).
 """
@@ -55,6 +56,23 @@ def logger(log_dir: str, seconds: float, iterations: int) -> None:
     log.finish()
 
 
+#: metric names too long for their column at 80 columns, with spaces once title-cased
+LONG_NAMES = ("critic/q_value_loss_of_the_first_network", "actor/entropy_temperature_alpha")
+
+
+def names(log_dir: str) -> None:
+    """Two long metric names and nothing else (the wide layout's room): each is cut with
+    an ellipsis in its column, never wrapped at its spaces."""
+    from aoff import OffPolicyLogger
+
+    log = OffPolicyLogger("SAC", 40, log_dir=log_dir, log_backend="none", pump="thread")
+    log.start()
+    for i in range(1, 41):
+        log.log_step(i, {name: 1.0 / i for name in LONG_NAMES})
+        time.sleep(0.015)  # a training step takes time (a pace, not a wait)
+    log.finish()
+
+
 def sb3(log_dir: str) -> None:
     from stable_baselines3 import PPO
 
@@ -71,6 +89,8 @@ if __name__ == "__main__":
     door, where = sys.argv[1], sys.argv[2]
     if door == "sb3":
         sb3(where)
+    elif door == "names":
+        names(where)
     else:
         seconds, iterations = (
             (float(sys.argv[3]), int(sys.argv[4])) if len(sys.argv) > 4 else (30, 200)

@@ -331,6 +331,10 @@ def test_bench_axes_prints_both_rows_and_the_difference() -> None:
     assert "axes= costs" in out and "load:" in out
     out = _bench("bench_axes.py", "--recorder", "--iterations", "200", "--blocks", "2")
     assert "fastest block: log_step" in out and "axes= costs" in out
+    src = str(Path(__file__).resolve().parent.parent / "src")  # A/B/A' against itself
+    out = _bench("bench_axes.py", "--recorder", "--iterations", "200", "--blocks", "1",
+                 "--base", src)  # fmt: skip
+    assert "this tree / base: median" in out and "this tree / itself (noise)" in out, out
 
 
 @pytest.mark.slow  # imports rsl_rl and starts an agent

@@ -280,6 +280,55 @@ def test_the_summary_names_the_late_producer_points() -> None:
 
     state = State(started=True, start_time=0.0, finished=True)
     state.late_points["c0"] = 3
+    state.late_records = 2
     console = Console(width=80, record=True, color_system=None)
     console.print(summary_panel(state, 1.0))
-    assert "Late producer points (written): c0 3" in console.export_text()
+    text = console.export_text()
+    assert "Late producer points (written): c0 3" in text and "Late points (written): 2" in text
+
+
+def test_the_runs_own_late_records_are_written_by_every_backend_and_counted(
+    tmp_path: Path,
+) -> None:
+    """An iteration logged below the one before (not a producer's: the run's own) is
+    written at its own step by every backend, counted in the report, its end-of-run
+    line, ``aoff-summary.json`` and ``aoff show`` (before: W&B alone counted them)."""
+    import json
+
+    log = OffPolicyLogger(
+        log_dir=str(tmp_path), log_backend="tensorboard", backends=("jsonl", "csv"),
+        display="none", pump="thread",
+    )  # fmt: skip
+    for it in (1, 2, 5, 3, 6, 4):
+        log.log_step(it, {"loss": float(it)})
+    report = log.finish()
+    assert report.late_records == 2  # 5 -> 3 and 6 -> 4
+    assert set(report.backend_written.values()) == {6} and not any(report.backend_lost.values())
+    assert [r["step"] for r in read_jsonl(tmp_path / "metrics.jsonl")] == [1, 2, 5, 3, 6, 4]
+    with open(tmp_path / "progress.csv", newline="") as f:
+        assert [int(r["step"]) for r in csv.DictReader(f)] == [1, 2, 5, 3, 6, 4]
+    summary = json.loads((tmp_path / "aoff-summary.json").read_text())
+    assert summary["late"] == {"records": 2, "producers": {}}
+
+
+def test_the_end_of_run_line_and_aoff_show_say_the_late_records(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from aoff.__main__ import main
+    from aoff._core._report import FinishReport, end_of_run_lines
+
+    lines = end_of_run_lines(
+        FinishReport(late_records=2), overflow_dropped=0, capacity=1, overflow="block"
+    )
+    assert lines == [
+        "aoff: 2 of the run's own records came late or out of order (a step below the one "
+        "before); each was written at its own step"
+    ]
+    log = OffPolicyLogger(log_dir=str(tmp_path), log_backend="none", backends=("jsonl",),
+                          display="none", pump="thread")  # fmt: skip
+    for it in (2, 1):
+        log.log_step(it, {"loss": 1.0})
+    log.finish()
+    capsys.readouterr()
+    assert main(["show", str(tmp_path), "--width", "120"]) == 0
+    assert "Late points: 1 (written at their own steps)" in capsys.readouterr().out

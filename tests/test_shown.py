@@ -10,10 +10,12 @@ import json
 import math
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 import aoff.tensorboard
 from aoff import OffPolicyLogger, rules
+from aoff.__main__ import main
 from aoff._backends._configwrites import run_config
 from aoff._core._view import RunView
 from aoff._display._panel import dashboard_panel
@@ -63,11 +65,15 @@ def test_values_the_user_gave_are_shown_even_the_defaults(tmp_path: Path) -> Non
     assert "iter 2/1500" in panel and "ETA" in panel and "4,096" in panel
 
 
-def test_a_run_a_rule_stopped_says_so_never_complete() -> None:
+def test_a_run_a_rule_stopped_says_so_never_complete(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Everywhere the run's end is shown: the summary panel, ``aoff-summary.json``,
+    ``aoff show`` (text and ``--json``) and ``aoff ls``."""
     shown = RecordingDisplay()
     log = OffPolicyLogger(
-        "SAC", 100, display=shown, pump="thread", log_backend="none",
-        rules=[rules.nonfinite(stop=True)],
+        "SAC", 100, display=shown, pump="thread", log_dir=str(tmp_path / "run"),
+        log_backend="jsonl", rules=[rules.nonfinite(stop=True)],
     )  # fmt: skip
     for i in range(1, 100):
         log.log_step(i, {"loss": math.nan if i == 30 else 1.0})
@@ -76,9 +82,24 @@ def test_a_run_a_rule_stopped_says_so_never_complete() -> None:
     log.finish()
     state = _last(shown)
     it = state.iteration
+    said = f"stopped at iteration {it} by rule nonfinite"
     text = " ".join(_text(summary_panel(state, 0.0)).split())
-    assert it < 100 and f"Training stopped at iteration {it} by rule nonfinite" in text, text
+    assert it < 100 and f"Training {said}" in text, text
     assert "complete" not in text
+    summary_file = json.loads((tmp_path / "run" / "aoff-summary.json").read_text())
+    assert summary_file["state"] == "stopped"
+    assert summary_file["stopped"]["iteration"] == it
+    assert summary_file["stopped"]["rule"] == "nonfinite"
+    outs = []
+    for args in (("show", "run"), ("show", "run", "--json"), ("ls", ".")):
+        capsys.readouterr()
+        assert main([args[0], str(tmp_path / args[1]), *args[2:]]) == 0
+        outs.append(capsys.readouterr().out)
+    show, show_json, ls = outs
+    assert said in " ".join(show.split()) and "finished" not in show, show
+    assert json.loads(show_json)["state"] == said
+    [row] = ls.splitlines()[1:]
+    assert row.endswith(said) and "finished" not in row, ls
 
 
 def test_a_writers_dashboard_shows_the_reward_tag_and_tags_as_written(tmp_path: Path) -> None:

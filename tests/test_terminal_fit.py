@@ -76,6 +76,21 @@ def test_the_panel_with_its_banner_and_footer_fits(tmp_path: Path, rows: int, co
     _assert_fits(raw, rows, footer=True, banner=True)
 
 
+def test_long_tag_names_are_cut_with_an_ellipsis_never_wrapped_at_80x24(tmp_path: Path) -> None:
+    """Each frame on a real 80x24 pty shows each long name on one row: whole, or cut
+    with "…" (before, the wide layout wrapped "Critic/Q Value Loss Of / The First
+    Network" over two rows)."""
+    raw = _run_on_pty([CHILD, "names", str(tmp_path)], 24, 80)
+    _assert_fits(raw, 24, footer=False, banner=False)
+    frames = [f for f in _frames(raw) if any("Critic/Q" in ln for ln in f)]
+    assert frames, raw[-2000:]
+    for lines in frames:
+        for start, tail in (("Critic/Q", "First Network"), ("Actor/Entropy", "Alpha")):
+            [row] = [ln for ln in lines if start in ln]
+            assert tail in row or "…" in row, "\n".join(lines)
+            assert all(start in ln for ln in lines if tail in ln), "\n".join(lines)
+
+
 @pytest.mark.slow  # torch and SB3 imported, a real PPO run: ~10 s quiet
 def test_an_sb3_runs_panel_fits_at_80x24(tmp_path: Path) -> None:
     pytest.importorskip("stable_baselines3")

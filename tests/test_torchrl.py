@@ -60,6 +60,33 @@ def test_the_same_calls_read_back_as_torchrls_tensorboard_logger(tmp_path: Path)
     assert want["exp/hparams"]["hparams"]
 
 
+def test_points_carry_their_axes_through_log_scalar_and_add_scalar(tmp_path: Path) -> None:
+    """``log_scalar(..., step=frames, axes={"grad_steps": g})`` (aoff's keyword, passed to
+    ``SummaryWriter.add_scalar(axes=)``): each axis is written in the point's own event
+    (same step, same wall time), read back by TensorBoard's ``EventAccumulator`` and as a
+    column of ``read_scalars(axes=True)``; a bad axis is skipped and said, the point kept.
+    """
+    from aoff import read_scalars
+
+    logger = aoff.torchrl.Logger("exp", str(tmp_path), pump="thread")
+    for k in range(1, 5):
+        logger.log_scalar("train/loss", 1.0 / k, step=1000 * k, axes={"grad_steps": 64 * k})
+    logger.experiment.add_scalar("eval/return", 5.0, 4000, axes={"step": 1, "env_steps": 4e3})
+    logger.close()
+    report = logger.experiment.report
+    acc = ea.EventAccumulator(str(tmp_path / "exp"))
+    acc.Reload()
+    loss, grad = acc.Scalars("train/loss"), acc.Scalars("axis/grad_steps")
+    assert [(e.step, e.value) for e in grad] == [(1000 * k, 64.0 * k) for k in range(1, 5)]
+    assert [e.wall_time for e in grad] == [e.wall_time for e in loss]  # one event each
+    assert [(e.step, e.value) for e in acc.Scalars("axis/env_steps")] == [(4000, 4000.0)]
+    df = read_scalars(str(tmp_path / "exp"), axes=True)
+    rows = df[df["tag"] == "train/loss"]
+    assert rows["grad_steps"].tolist() == [64.0 * k for k in range(1, 5)]
+    assert df.loc[df["tag"] == "eval/return", "env_steps"].tolist() == [4000.0]
+    assert report is not None and report.invalid_values == 1  # axes={"step": ...}: refused
+
+
 def sprites(t: int, h: int, w: int, seed: int) -> torch.Tensor:
     """``(1, T, 3, H, W)`` uint8 frames of few colours (an Atari-like screen: a flat
     background and a moving block), which a GIF's palette holds exactly."""

@@ -110,16 +110,21 @@ SAME_CALLS = textwrap.dedent(
         algo_name="SAC", log_backend="none", backends=("trackio", "jsonl"),
         log_dir=sys.argv[1], wandb_project="through-aoff", wandb_name="r",
         config={"lr": 0.001, "_target_": "algos.SAC"}, display="plain",
+        pump="thread",  # its lines printed here, not forwarded from an agent at the end
     )
-    for i in range(1, 6):
-        log.log_step(i, {"train/loss": 1.0 / i})
+    for i in range(1, 6):  # the learner's times from step 3: logged from there
+        log.log_step(i, {"train/loss": 1.0 / i}, train_time=0.01 * (i >= 3),
+                     axes={"grad_steps": 2 * i})
     log.finish()
 
     # the same calls, made with trackio directly
     trackio.init(project="direct", name="r", config={"algo": "SAC", "lr": 0.001},
                  embed=False, auto_log_gpu=False, auto_log_cpu=False)
     for i in range(1, 6):
-        trackio.log({"train/loss": 1.0 / i}, step=i)
+        times = {f"timing/learner_{k}_ms": 10.0 * (k == "train")
+                 for k in ("wait", "incremental_h2d", "train", "weight_sync")}
+        trackio.log({"axis/grad_steps": 2 * i, "train/loss": 1.0 / i,
+                     **(times | {"perf/iter_ms": 10.0} if i >= 3 else {})}, step=i)
     trackio.finish()
     print(json.dumps({p: [r.config for r in trackio.Api().runs(p)]
                       for p in ("through-aoff", "direct")}))
@@ -130,7 +135,9 @@ SAME_CALLS = textwrap.dedent(
 def test_trackio_gets_only_the_users_config_against_direct_trackio_calls(tmp_path: Path) -> None:
     """Only the keys the user configured (no run-description default such as
     ``num_envs: 4096``), and a key trackio reserves left out alone with one line (it used
-    to lose the whole run); the points as trackio.log's."""
+    to lose the whole run); the points as trackio.log's: the face's scaffolding (done
+    rates, learner times, ``perf/iter_ms``, its clocks) only once logged, the user's
+    axes kept; that trackio stamps its own times said once."""
     env = {**os.environ, "TRACKIO_DIR": str(tmp_path / "trackio")}
     for key in ("TRACKIO_SPACE_ID", "TRACKIO_SERVER_URL"):
         env.pop(key, None)
@@ -144,6 +151,7 @@ def test_trackio_gets_only_the_users_config_against_direct_trackio_calls(tmp_pat
     assert got.returncode == 0, got.stderr
     said = got.stdout + got.stderr  # the plain display's lines
     assert said.count("config key '_target_' left out") == 1, said
+    assert said.count("trackio stamps each point when it stores it") == 1, said
     configs = json.loads(got.stdout.splitlines()[-1])
     [ours], [theirs] = configs["through-aoff"], configs["direct"]
 
@@ -159,6 +167,22 @@ def test_trackio_gets_only_the_users_config_against_direct_trackio_calls(tmp_pat
         [(v["step"], v["value"]) for v in loss[p]["values"]] for p in ("through-aoff", "direct")
     )
     assert ours_points == theirs_points == [(i, 1.0 / i) for i in range(1, 6)]
+    metrics = {
+        p: trackio_cli(env, "list", "metrics", "--run", "r", project=p)["metrics"]
+        for p in ("through-aoff", "direct")
+    }
+    assert sorted(metrics["through-aoff"]) == sorted(metrics["direct"]), metrics
+    for metric in ("timing/learner_train_ms", "perf/iter_ms", "axis/grad_steps"):
+        got = {
+            p: [
+                (v["step"], v["value"])
+                for v in trackio_cli(
+                    env, "get", "metric", "--run", "r", "--metric", metric, project=p
+                )["values"]
+            ]
+            for p in ("through-aoff", "direct")
+        }
+        assert got["through-aoff"] == got["direct"] != [], (metric, got)
 
 
 HPARAMS = textwrap.dedent(
@@ -168,7 +192,7 @@ HPARAMS = textwrap.dedent(
     from aoff.tensorboard import SummaryWriter
 
     w = SummaryWriter(sys.argv[1], backends=("trackio",), wandb_project="through-aoff",
-                      wandb_name="r", dashboard=True)
+                      wandb_name="r", dashboard=True, pump="thread")  # lines printed here
     w.add_hparams({"lr": 0.1, "batch": 32}, {"hparam/return": 90.0})
     w.add_scalar("loss", 0.5, 1)
     w.add_hparams({"late": 1}, {"hparam/late": 1.0})
@@ -196,6 +220,8 @@ def test_add_hparams_reaches_trackios_config_and_its_metrics_keep_their_names(
     assert got.returncode == 0, got.stderr
     [config] = json.loads(got.stdout.splitlines()[-1])
     assert {k: config[k] for k in ("lr", "batch")} == {"lr": 0.1, "batch": 32}
+    # the writer's own description ("SummaryWriter", its folder, no envs) is not config
+    assert not {"algo", "env", "num_envs", "max_iterations"} & set(config), config
     assert "late" not in config  # trackio fixes the config at the first point: said
     said = " ".join((got.stdout + got.stderr).split())  # the display wraps its lines
     assert said.count("trackio keeps a run's config as of its first point: late") == 1, said

@@ -422,6 +422,34 @@ async def test_x_charts_every_metric_on_an_axis_and_keeps_every_row(wandb_dir: P
 
 
 @pytest.mark.slow  # starts wandb's service process
+def test_wandb_x_through_the_loggers_own_options(wandb_dir: Path) -> None:
+    """``wandb_x=`` beside the other ``wandb_*`` options (no backend object): checked at
+    the constructor, and the run charts every metric on that axis, every row kept, read
+    back from the real offline run (issue #50)."""
+    import aoff
+
+    with pytest.raises(ValueError, match=r"x \(wandb_x\) must be 'iteration'"):
+        aoff.OffPolicyLogger(log_backend="wandb", wandb_x="wall_time", display="none")
+    log = aoff.OffPolicyLogger(
+        "SAC", log_backend="wandb", wandb_project="aoff-test", wandb_x="grad_steps",
+        log_dir=str(wandb_dir / "run"), display="none", pump="thread",
+        finish_timeout=120,  # W&B's service starts slowly on a loaded machine
+    )  # fmt: skip
+    for it, grad in ((1, 64), (2, 128), (3, 96)):  # the axis went back at 3: kept
+        log.log_step(it, {"loss": float(it)}, axes={"grad_steps": grad})
+    log.finish()
+    path = run_file(wandb_dir)
+    rows = read_history(path)
+    assert [(r["iteration"], r["axis/grad_steps"], r["train/loss"]) for r in rows] == [
+        (1, 64, 1.0),
+        (2, 128, 2.0),
+        (3, 96, 3.0),
+    ]
+    metrics = [r.metric for r in iter_records(path) if r.WhichOneof("record_type") == "metric"]
+    assert ("", "*", "axis/grad_steps") in [(m.name, m.glob_name, m.step_metric) for m in metrics]
+
+
+@pytest.mark.slow  # starts wandb's service process
 def test_backend_options_and_the_seed_keywords_reach_wandb_init(wandb_dir: Path) -> None:
     """W&B's own options come through ``backend_options={"wandb": {...}}``; the original
     logger's ``wandb_*`` keywords are the same options (a documented conversion), merged."""
@@ -429,6 +457,7 @@ def test_backend_options_and_the_seed_keywords_reach_wandb_init(wandb_dir: Path)
 
     log = OffPolicyLogger(
         log_backend="wandb",
+        log_dir=wandb_dir,  # W&B's dir (WANDB_DIR is read once a process, not per test)
         wandb_project="aoff-test",  # the seed's keyword
         backend_options={"wandb": {"name": "sac-b", "tags": ["sac", "b"], "notes": "n"}},
         display="none",

@@ -64,9 +64,21 @@ class Logger(_TorchRLLogger):  # type: ignore[misc]
             log_dir=os.path.join(self.log_dir, self.exp_name), **self._aoff_options
         )
 
-    def log_scalar(self, name: str, value: float, step: int | None = None) -> None:
-        """One scalar under ``name`` at ``step``."""
-        self.experiment.add_scalar(name, value, global_step=step)
+    def log_scalar(
+        self,
+        name: str,
+        value: float,
+        step: int | None = None,
+        *,
+        axes: Mapping[str, float] | None = None,
+    ) -> None:
+        """One scalar under ``name`` at ``step`` (TorchRL's trainers pass the frames
+        collected). ``axes`` (aoff's, keyword-only): the point's other clocks, e.g.
+        ``{"grad_steps": g}``, as ``SummaryWriter.add_scalar(..., axes=)`` writes them."""
+        if axes is None:
+            self.experiment.add_scalar(name, value, global_step=step)
+        else:
+            self.experiment.add_scalar(name, value, global_step=step, axes=axes)
 
     def log_video(self, name: str, video: Any, step: int | None = None, **kwargs: Any) -> None:
         """A video ``(N, T, C, H, W)`` (``C`` 1 or 3), as an animated GIF; ``fps`` and

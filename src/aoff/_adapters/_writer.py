@@ -119,7 +119,11 @@ def _engine(
     if "backends" in passed:
         passed["backends"] = tuple(passed["backends"])
     return _Engine(
-        {"tb_filename_suffix": filename_suffix, "tb_purge_step": purge_step},
+        {
+            "tb_filename_suffix": filename_suffix,
+            "tb_purge_step": purge_step,
+            "own_description": True,  # not the user's config: algo, env, sizes are ours
+        },
         algo_name="SummaryWriter",
         env_name=logdir,
         max_iterations=total_steps,
@@ -224,9 +228,21 @@ class SummaryWriter(WriterMedia):
         walltime: float | None = None,
         new_style: bool = False,
         double_precision: bool = False,
+        *,
+        axes: Mapping[str, float] | None = None,
     ) -> None:
         """Log one number at ``tag`` (Python numbers, NumPy scalars or one-element arrays,
-        one-element tensors; CUDA tensors are copied without a sync)."""
+        one-element tensors; CUDA tensors are copied without a sync).
+
+        ``axes`` (aoff's, keyword-only): the point's other clocks, e.g.
+        ``{"env_steps": n, "grad_steps": g}``, written beside it in the same event (same
+        step and wall time) as ``axis/<name>``, so ``read_scalars(..., axes=True)`` and
+        ``aoff compare --x env_steps`` read them; ``global_step`` stays TensorBoard's step.
+        """
+        if axes is not None:
+            self._add_scalar_on_axes(tag, scalar_value, global_step, walltime, new_style,
+                                     double_precision, axes)  # fmt: skip
+            return
         if type(tag) is not str or not (tag.isascii() or encodable(tag)):
             raise checked.bad_tag("add_scalar", tag)
         if global_step is not None and (
@@ -244,6 +260,31 @@ class SummaryWriter(WriterMedia):
         g: Gather = []
         value = checked.number("add_scalar", tag, scalar_value, g)
         event = (_W_SCALAR, wall, "", tag, value, global_step, style)
+        self._engine._put(finish(g, event) if g else event)
+
+    def _add_scalar_on_axes(
+        self,
+        tag: str,
+        scalar_value: Any,
+        global_step: int | None,
+        walltime: float | None,
+        new_style: bool,
+        double_precision: bool,
+        axes: Mapping[str, float],
+    ) -> None:
+        """``add_scalar(..., axes=...)``: the call's event with the axes after its fields
+        (the fold checks each value and writes it as ``axis/<name>``)."""
+        if type(tag) is not str or not (tag.isascii() or encodable(tag)):
+            raise checked.bad_tag("add_scalar", tag)
+        if not isinstance(axes, Mapping):
+            raise TypeError(f"add_scalar(axes=) must be a dict, got {type(axes).__name__}")
+        if global_step is not None:
+            global_step = checked.step("add_scalar", global_step)
+        style = (2 if double_precision else 1) if new_style else 0
+        wall = _time() if walltime is None else checked.walltime("add_scalar", walltime)
+        g: Gather = []
+        value = checked.number("add_scalar", tag, scalar_value, g)
+        event = (_W_SCALAR, wall, "", tag, value, global_step, style, dict(axes))
         self._engine._put(finish(g, event) if g else event)
 
     def add_scalars(

@@ -84,12 +84,19 @@ class BackendContext:
     need no new method. Read it on the event loop only (not in a worker thread).
 
     ``pieces`` paces a long encoding (see :data:`Pieces`); by default it does nothing.
+
+    ``unset`` names the fields of ``config`` the user did not give (the original logger's
+    defaults, or a description the face wrote itself); ``seed_tags`` says each record
+    carries the original logger's scaffolding tags whether or not they were logged. A
+    backend that keeps only what the user logged or configured (trackio) reads both.
     """
 
     config: RunConfig = field(default_factory=RunConfig)
     say: Callable[[str], None] = _discard
     hparams: HParams = field(default_factory=HParams)
     pieces: Pieces = whole
+    unset: frozenset[str] = frozenset()
+    seed_tags: bool = False
 
 
 @runtime_checkable

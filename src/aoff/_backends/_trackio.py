@@ -18,18 +18,25 @@ never imports trackio (nor gradio). Every trackio call runs on one worker thread
 No network: trackio logs locally unless told of a Space or a server (``space_id``,
 ``server_url`` or their environment variables), which this backend never passes.
 
-The config holds what the user configured: the run description's fields at their
-defaults (never set) are left out, and a key trackio cannot take (it reserves keys
-starting with ``_``, Hydra's ``_target_`` among them, and refuses the whole run for one)
-is left out alone, with one line naming it. Not kept: a point's logged wall time
-(``run.log`` has no time argument, and trackio's local store stamps each batch when its
-thread writes it).
+Only what the user logged or configured reaches trackio, a logger the original never
+had. Metrics: the original logger's face's scaffolding (the done rates and learner times
+nobody logged, ``perf/iter_ms``, the ``axis/iteration``/``axis/env_steps_total`` clocks)
+is left out by :class:`~._usertags.UserTags`; axes named with ``axes=`` are kept as
+``axis/<name>`` metrics. Config: the run description's fields the user did not give (the
+original's defaults, and all of a ``SummaryWriter``'s, which describes the run itself)
+are left out, and a key trackio cannot take (it reserves keys starting with ``_``,
+Hydra's ``_target_`` among them, and refuses the whole run for one) is left out alone,
+with one line naming it.
+
+Not kept, and said once when the run opens: a point's logged wall time. trackio 0.43
+stamps each point with the time its own thread stores it: ``trackio.log``/``Run.log``
+take no time, the stored entry has no timestamp field, and the only calls that take
+timestamps (``import_csv``, ``import_tf_events``) make a new project. The time each
+point was logged stays in the run's own files (TensorBoard, JSONL, CSV).
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
@@ -42,7 +49,9 @@ from .._core._histogram_data import Histogram
 from .._core._records import MediaRecord, Record, RunConfig, StepRecord, TextRecord, WriterRecord
 from ._base import BackendContext, Takes
 from ._configwrites import ConfigWrites, run_config
+from ._quiet import quiet_this_thread
 from ._threads import SerialWorker, wait_future
+from ._usertags import UserTags
 
 __all__ = ["TrackioBackend"]
 
@@ -80,10 +89,22 @@ def trackio_config(
     return out
 
 
-def set_description(cfg: RunConfig) -> dict[str, Any]:
-    """The run description's config keys whose fields are not at their defaults."""
+#: said once as the run opens (see the module's doc)
+WALL_TIME_LINE = (
+    "[dim]trackio stamps each point when it stores it (trackio.log takes no time): "
+    "the time each point was logged is in the run's own files[/]"
+)
+
+
+def set_description(cfg: RunConfig, unset: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """The run description's config keys the user gave: not at their defaults, and not
+    named in ``unset``."""
     every = run_config(cfg, {})
-    return {k: v for k, v in every.items() if v != _SEED_DEFAULTS[_SEED_KEYS[k]]}
+    return {
+        k: v
+        for k, v in every.items()
+        if v != _SEED_DEFAULTS[_SEED_KEYS[k]] and _SEED_KEYS[k] not in unset
+    }
 
 
 def _histogram(h: Histogram) -> Any:
@@ -116,6 +137,7 @@ class TrackioBackend:
         self._said: set[str] = set()  # config keys said to be left out
         self._logged = False  # a point was logged: trackio's config is fixed from here
         self._said_late = False
+        self._user = UserTags(seed_tags=False)  # set from the context at open
 
     def __getstate__(self) -> dict[str, Any]:
         return {"project": self.project, "run_name": self.run_name, "group": self.group}
@@ -127,8 +149,9 @@ class TrackioBackend:
     def _open_sync(self, config: dict[str, Any]) -> str:
         import trackio
 
-        # trackio prints where the run went and how to see it; the dashboard says it
-        with contextlib.redirect_stdout(io.StringIO()):
+        # trackio prints where the run went and how to see it; the dashboard says it (this
+        # thread's prints only: the dashboard's own lines go on meanwhile)
+        with quiet_this_thread():
             self._run = trackio.init(
                 project=self.project,
                 name=self.run_name or None,
@@ -167,7 +190,7 @@ class TrackioBackend:
                 case StepRecord():
                     prefix = rec.producer or ""
             p = prefix + "/" if prefix else ""
-            row: dict[str, Any] = {p + tag: v for tag, v in rec.scalars}
+            row: dict[str, Any] = {p + tag: v for tag, v in self._user.of(rec)}
             for h in rec.histograms:
                 row[p + h.tag] = _histogram(h)
             if row:
@@ -208,7 +231,7 @@ class TrackioBackend:
             self._logged = True
 
     def _finish_sync(self) -> None:
-        with contextlib.redirect_stdout(io.StringIO()):
+        with quiet_this_thread():
             self._run.finish()
         if self._media is not None:
             self._media.cleanup()
@@ -220,8 +243,9 @@ class TrackioBackend:
         if self._worker is not None:
             return
         self._ctx = ctx
+        self._user = UserTags(ctx.seed_tags)
         self._worker = SerialWorker("aoff-trackio")
-        config = set_description(ctx.config)
+        config = set_description(ctx.config, ctx.unset)
         config.update(self._config.due(self._ctx) or {})
         config = trackio_config(config, ctx.say, self._said)
         run_name = await wait_future(self._worker.submit(self._open_sync, config))
@@ -229,6 +253,7 @@ class TrackioBackend:
             f"[dim]trackio logging to project: {escape(self.project)}, run: "
             f"{escape(run_name)} (trackio show)[/]"
         )
+        ctx.say(WALL_TIME_LINE)
 
     async def write(self, records: Sequence[Record]) -> None:
         """Log each record's scalars (and histograms) at its step, config changes first."""

@@ -80,6 +80,7 @@ from ._base import BackendContext, Takes
 from ._configwrites import ConfigWrites
 from ._configwrites import run_config as merged_config
 from ._threads import SerialWorker, wait_future
+from ._wandbaxis import check_x
 from ._wandbmedia import MEDIA_FORMATS, MediaFiles
 
 __all__ = ["RUN_ID_FILE", "WandbBackend", "read_run_id"]
@@ -127,13 +128,8 @@ class WandbBackend:
         resume: bool = False,
         x: str | None = None,
     ) -> None:
-        if x is not None and (
-            not isinstance(x, str) or not x or x.startswith("axis/") or x in ("step", "wall_time")
-        ):
-            raise ValueError(
-                "x must be 'iteration', 'env_steps' or a name given to axes= (the step is "
-                f"W&B's default x axis, wall time its 'Wall Time'), got {x!r}"
-            )
+        if x is not None:
+            check_x(x, "x")
         #: the axis every metric is charted on (``define_metric``), None: W&B's step
         self.x = x
         self._x_tag = None if x is None else axis_tag(x)

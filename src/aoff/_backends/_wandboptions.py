@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+from ._wandbaxis import check_x
+
 __all__ = ["DEFAULT_WANDB_PROJECT", "WandbOptions"]
 
 #: the original logger's ``wandb_project`` default
@@ -32,11 +34,16 @@ class WandbOptions:
     job_type: str | None = None
     tags: tuple[str, ...] | None = None
     notes: str | None = None
+    #: the axis every metric is charted on (``WandbBackend(x=)``; None: W&B's step)
+    x: str | None = None
 
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name in ("project", "name"):
+            if f.name == "x":
+                if value is not None:
+                    check_x(value, "W&B's x (wandb_x)")
+            elif f.name in ("project", "name"):
                 if not isinstance(value, str):
                     raise ValueError(f"W&B's {f.name} must be a str, got {value!r:.60}")
             elif f.name == "tags":

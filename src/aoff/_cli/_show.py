@@ -78,8 +78,11 @@ def _source(data: RunData) -> str:
 
 
 def stopped_early(data: RunData) -> str | None:
-    """``stopped at N of M`` for a run that ended before its ``max_iterations`` (or
+    """``stopped at iteration N by rule R`` for a run a ``stop=True`` rule ended,
+    ``stopped at N of M`` for one that ended before its ``max_iterations`` (or
     ``stopped before any step was logged``)."""
+    if data.stopped_by is not None:
+        return data.stopped_by
     if data.state not in ("finished", "interrupted") or not data.max_iterations:
         return None
     it = data.iterations or 0
@@ -122,6 +125,9 @@ def summary(data: RunData) -> Panel:
     state = stopped_early(data) or data.state
     if state is not None:
         lines.append(Text.assemble("  State: ", (state, "yellow")))
+    if data.late_records:  # written at their own steps: said, never lost
+        late = f"{data.late_records:,} (written at their own steps)"
+        lines.append(Text.assemble("  Late points: ", (late, "yellow")))
     media = media_line(data)
     if media is not None:
         lines.append(Text.assemble("  Images/videos: ", media))

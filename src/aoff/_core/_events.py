@@ -99,7 +99,7 @@ KINDS: Final[dict[int, Kind]] = {
     CONFIG: Kind("log_config", ("values",)),
     LOAD_STATE: Kind("load_state_dict", ("values",)),
     REMOTE: Kind("remote", ("producer", "event")),
-    W_SCALAR: Kind("add_scalar", ("run", "tag", "value", "step", "style")),
+    W_SCALAR: Kind("add_scalar", ("run", "tag", "value", "step", "style"), ("axes",)),
     W_TEXT: Kind("add_text", ("run", "tag", "text", "step")),
     W_HISTOGRAM: Kind("add_histogram", ("run", "tag", "values", "step", "bins", "max_bins")),
     W_HPARAMS: Kind("add_hparams", ("run", "hparams", "metrics", "discrete", "step")),

@@ -24,7 +24,7 @@ from ._vectors import ENVS_SUFFIX, Vector, mean
 
 Times = tuple[float, float, float, float]
 
-__all__ = ["StepFold", "collector_tag"]
+__all__ = ["CLOCK_TAGS", "SCAFFOLDING", "StepFold", "collector_tag"]
 
 #: a STEP event's length: (kind, wall_time, *FIELDS[STEP])
 _STEP_FIELDS = 2 + len(ev.KINDS[ev.STEP].fields)
@@ -37,6 +37,15 @@ _STEP_TAIL = (
     "timing/learner_train_ms",
     "timing/learner_weight_sync_ms",
 )
+#: the original logger's scaffolding tags on every step record (``seed_tags``), logged or
+#: not, and the call that logs each group (``State.logged``): the done rates
+#: (``update_done_rates``) and the learner's times (``log_step``'s timings)
+SCAFFOLDING = {
+    **dict.fromkeys(_STEP_TAIL[:2], "done_rates"),
+    **dict.fromkeys((*_STEP_TAIL[2:], "perf/iter_ms"), "learner"),
+}
+#: the record's own clocks as tags, on every step record: its iteration and its step
+CLOCK_TAGS = ("axis/iteration", "axis/env_steps_total")
 #: no dict argument: nothing, no tags
 _NOTHING: tuple[dict[str, float], tuple[str, ...]] = ({}, ())
 #: a dict holds a per-env vector (a step's dicts rarely do)
@@ -68,6 +77,7 @@ class StepFold:
 
     __slots__ = (
         "_checks",
+        "_last_step",
         "_last_tags",
         "_loss_keys",
         "_pending",
@@ -101,6 +111,8 @@ class StepFold:
         self.collector_tags: dict[tuple[str, ...], tuple[str, ...]] = {}
         # one tags tuple per tag sequence, shared by the records that have it (Scalars)
         self._tag_seqs: dict[tuple[str, ...], tuple[str, ...]] = {}
+        # the step of the run's last step record: a record below it is late (counted)
+        self._last_step = -(2**63)
         # the last step's tags (as built) and their shared tuple: most steps repeat them
         self._last_tags: tuple[list[str], tuple[str, ...]] = ([], ())
         # the loss a step's metrics would chart (first loss key, sorted), per key sequence
@@ -152,7 +164,10 @@ class StepFold:
         s, times = self._note(iteration, raw, metrics, reward, components, extra_info)
 
         step = s.total_steps if s.total_steps > 0 else iteration
-        tags: list[str] = ["axis/iteration", "axis/env_steps_total"]
+        if step < self._last_step:  # late or out of order: written at its step, counted
+            s.late_records += 1
+        self._last_step = step
+        tags: list[str] = ["axis/iteration", "axis/env_steps_total"]  # CLOCK_TAGS
         values: list[float] = [float(iteration), float(step)]
         axes = self.axes
         if axes.values or axes.staleness is not None:  # only once a call gave axes

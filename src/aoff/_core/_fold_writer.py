@@ -15,10 +15,12 @@ where the fold runs (the agent process by default), never on the training thread
 
 from __future__ import annotations
 
+import math
 from functools import cache
 from typing import Any
 
 from . import _events as ev
+from ._fold_axes import AXIS_PREFIX
 from ._fold_checks import Checks
 from ._histogram_data import Histogram
 from ._pending import ABSENT
@@ -26,6 +28,11 @@ from ._records import TextRecord, WriterHParams, WriterRecord
 from ._state import State
 
 WRITER_KINDS = frozenset((ev.W_SCALAR, ev.W_TEXT, ev.W_HISTOGRAM, ev.W_HPARAMS))
+#: an ``add_scalar`` event's length without ``axes=``: (kind, wall_time, *fields)
+_W_SCALAR_FIELDS = 2 + len(ev.KINDS[ev.W_SCALAR].fields)
+#: what a writer's record holds a clock for: not an axis ``add_scalar(axes=)`` may set
+#: (``global_step`` is its step and iteration; ``env_steps`` is the caller's to give)
+WRITER_CLOCKS = frozenset(("step", "iteration", "wall_time", "env_steps_total"))
 #: ``bins="tensorflow"`` as the event carries it (the edges are made here, once)
 TENSORFLOW_BINS = "tensorflow"
 
@@ -133,6 +140,21 @@ class WriterFold:
         else:
             s.latest_metrics[tag] = value
 
+    def _axes(self, where: str, given: object) -> tuple[tuple[str, float], ...]:
+        """``axes=`` of an ``add_scalar``, checked: each a finite number under a name the
+        record has no clock of its own for (reported and skipped otherwise)."""
+        where += "(axes)"
+        out = []
+        for name, v in self._checks.mapping(where, given).items():
+            if name in WRITER_CLOCKS or not name:
+                msg = f"{where}: {name!r} is the record's own clock, not an axis to set; skipped"
+                self._checks.bad(where, name, msg)
+            elif not math.isfinite(v):
+                self._checks.bad(where, name, f"{where}: axis {name!r} is {v}; skipped")
+            else:
+                out.append((AXIS_PREFIX + name, v))
+        return tuple(out)
+
     def fold(self, e: ev.Event) -> WriterRecord | TextRecord | None:
         """The record of one ``SummaryWriter`` event (None: its value was skipped,
         reported)."""
@@ -147,8 +169,7 @@ class WriterFold:
             metrics = e[4]
             values = checks.mapping(where, metrics)
             hp = WriterHParams(dict(e[3]), tuple(metrics), dict(e[5]))
-            pairs = tuple(values.items())
-            return WriterRecord(step, wall, pairs, run=run, hparams=hp)
+            return WriterRecord(step, wall, tuple(values.items()), run=run, hparams=hp)
         tag = e[3]
         if type(run) is not str or type(tag) is not str:  # the calls check both
             checks.bad(where, tag, f"{where}: malformed event {e!r:.80}; skipped")
@@ -163,7 +184,9 @@ class WriterFold:
             self._seen(step)
             if not run:
                 self._main_scalar(tag, value)
-            pairs = ((tag, value),)
+            pairs: tuple[tuple[str, float], ...] = ((tag, value),)
+            if len(e) > _W_SCALAR_FIELDS:  # add_scalar(axes=...): the point's other clocks
+                pairs += self._axes(where, e[_W_SCALAR_FIELDS])
             return WriterRecord(step, wall, pairs, run=run, tensor_style=e[6])
         if kind == ev.W_TEXT:  # (run, tag, text, step)
             self._seen(step)

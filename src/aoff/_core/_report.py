@@ -64,6 +64,10 @@ class FinishReport:
     #: per producer (``log.remote(name)``, ``aoff.ray``), its records whose step was below
     #: its previous record's: late or out of order, each written at its own step
     late_points: dict[str, int] = field(default_factory=dict)
+    #: the run's own step records whose step was below its previous one's (an iteration
+    #: logged out of order, a clock gone back): each written at its own step by every
+    #: backend (W&B's own ``late_step`` row aside, see ``WandbBackend``)
+    late_records: int = 0
     #: alerts whose ``webhook=``/``command=`` did not complete, by why: it failed, it was
     #: still waiting when the run's end stopped waiting for it (at most 5 s, within
     #: ``finish_timeout``), or a flood pushed it out of the queue
@@ -133,6 +137,11 @@ def end_of_run_lines(
         lines.append(
             f"aoff: {report.axes_back:,} axis values went down (written as given; "
             "each axis was named once above)"
+        )
+    if report.late_records:
+        lines.append(
+            f"aoff: {report.late_records:,} of the run's own records came late or out of "
+            "order (a step below the one before); each was written at its own step"
         )
     if report.late_points:
         each = ", ".join(f"{name} {n:,}" for name, n in report.late_points.items())

@@ -30,6 +30,7 @@ __all__ = [
     "regression",
     "slower",
     "stalled",
+    "stopped_by",
 ]
 
 ALERTS_NAME = "alerts.jsonl"
@@ -211,6 +212,17 @@ def slower(
 
 DEFAULT_RULES: tuple[Rule, ...] = (nonfinite(), stalled())
 """What a run watches when ``rules=`` is not given."""
+
+
+def stopped_by(alerts: Sequence[Alert], iteration: int, max_iterations: int) -> Alert | None:
+    """The alert of the ``stop=True`` rule that ended the run, or None: the first such
+    alert, unless the loop still reached its last iteration (``max_iterations``, 0 when
+    none was given: then any stop alert ended it). One rule for every place that says how
+    a run ended (the summary panel, ``aoff-summary.json``, ``aoff show``/``ls``)."""
+    rule = next((a for a in alerts if a.stop), None)
+    if rule is None or 0 < max_iterations <= iteration:
+        return None
+    return rule
 
 
 def check_rules(rules: object) -> tuple[Rule, ...]:

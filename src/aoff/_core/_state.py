@@ -126,6 +126,9 @@ class State:
     #: per producer, its records whose step was below its previous record's (late or
     #: out of order): written at their own step, counted here
     late_points: dict[str, int] = field(default_factory=dict)
+    #: the run's own step records whose step was below its previous one's (an iteration
+    #: logged out of order, a clock gone back): written at their own step, counted here
+    late_records: int = 0
     #: the latest staleness values (``_fold_axes.py``): the learner's policy version minus
     #: a collector's, one per ``log_collector(axes={"policy_version": v})``
     staleness: deque[float] = field(default_factory=lambda: deque(maxlen=REWARD_HISTORY))
@@ -161,4 +164,5 @@ class State:
             rule_errors=dict(self.rule_errors),
             staleness=deque(self.staleness, maxlen=REWARD_HISTORY),
             late_points=dict(self.late_points),
+            late_records=self.late_records,
         )

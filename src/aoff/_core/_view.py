@@ -150,6 +150,11 @@ class RunView(Protocol):
         axis minus a collector's, one per ``log_collector(axes={"policy_version": v})``."""
 
     @property
+    def late_records(self) -> int:
+        """The run's own step records whose step was below its previous one's (written
+        at their own step, counted)."""
+
+    @property
     def late_points(self) -> Mapping[str, int]:
         """Per producer, its records whose step was below its previous record's
         (written at their own step, counted)."""

@@ -68,7 +68,10 @@ def _columns(
     spec: Spec, width: int, glyphs: Glyphs, *, no_wrap: bool, widths: Sequence[int] = ()
 ) -> list[Col]:
     """The columns of a section ``width`` wide (dividers included), pads as ``Table``'s
-    with ``pad_edge=False``; by ratio unless ``widths`` gives them."""
+    with ``pad_edge=False``; by ratio unless ``widths`` gives them. A label column (a
+    tag's name, left-aligned) never wraps, whatever ``no_wrap`` says of the values: a
+    name too long for it is cut with an ellipsis (a name wrapped at its spaces reads as
+    two rows, and pushes the panel past its height)."""
     specs, header_style = spec
     n = len(specs)
     pads = _pads(n, compact=no_wrap and bool(widths))
@@ -82,7 +85,7 @@ def _columns(
             left,
             right,
             "right" if right_just else "left",
-            no_wrap,
+            no_wrap or not right_just,
             glyphs.overflow,
             style,
             header_style,

@@ -13,6 +13,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from .._core._rules import stopped_by
 from .._core._view import RunView
 from ._banner import cost_line
 from ._content import REWARD_MEAN_WINDOW, iteration_of, markup, mean
@@ -53,8 +54,8 @@ def _how_it_ended(state: RunView) -> Text:
         stopped = "stopped before any step was logged"
     if state.interrupted:
         return Text(f"Training interrupted: {stopped}", style="bold yellow")
-    rule = next((a for a in state.alerts if a.stop), None)
-    if rule is not None and not 0 < cfg.max_iterations <= state.iteration:
+    rule = stopped_by(state.alerts, state.iteration, cfg.max_iterations)
+    if rule is not None:
         # a rule made with stop=True fired and the loop ended before its last iteration
         # (or none was given): the loop stopped for it, the run is not complete
         said = f"Training stopped at iteration {state.iteration:,} by rule {rule.rule}"
@@ -109,6 +110,8 @@ def _what_went_wrong(state: RunView) -> list[Text]:
         lines.append(Text(f"  Dropped events: {state.dropped_events:,}", style="red"))
     for name, problem in sorted(state.backend_problems.items()):
         lines.append(Text(f"  {name}: {problem}", style="red"))
+    if state.late_records:  # written at their own steps: said, not lost
+        lines.append(Text(f"  Late points (written): {state.late_records:,}", style="yellow"))
     if state.late_points:  # written at their own steps: said, not lost
         each = ", ".join(f"{name} {n:,}" for name, n in state.late_points.items())
         lines.append(Text(f"  Late producer points (written): {each}", style="yellow"))

@@ -116,6 +116,7 @@ class Face(Recorder[R], MediaCalls[R], Generic[R]):
         wandb_tags: list[str] | None = None,
         wandb_notes: str | None = None,
         *,
+        wandb_x: str | None = None,
         backends: Sequence[BackendSpec] = (),
         backend_options: Mapping[str, Mapping[str, Any]] | None = None,
         capacity: int = DEFAULT_CAPACITY,

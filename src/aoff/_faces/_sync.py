@@ -134,7 +134,8 @@ class OffPolicyLogger(Face[None], metaclass=TwinsHidden):
       ``wandb_job_type``, ``wandb_tags``, ``wandb_notes``: passed to ``wandb.init``;
       each is one of W&B's own options (``wandb_project="p"`` is
       ``backend_options={"wandb": {"project": "p"}}``; given both ways with two values,
-      an error).
+      an error). ``wandb_x`` (keyword-only, W&B's ``x``): the axis W&B charts every
+      metric on (``"env_steps"``, ``"iteration"`` or an ``axes=`` name).
 
     **Backends** (keyword-only, as all that follow):
 

@@ -6,6 +6,11 @@ are queued (a bounded deque: a flood of them keeps the newest); the thread posts
 with a timeout and a few retries and runs the command with the alert as JSON on stdin.
 A failure is counted and said once (a line through ``say``), never raised.
 
+A server that is down fails fast: once an alert's every try failed, the next alerts get
+one try each (no pauses) until one goes through, and no retry pauses once the run's end
+waits (:meth:`Actions.close`). So a dead server's alerts are counted as failed within
+moments, not left "still waiting" through the end's whole bounded wait.
+
 A webhook's URL is the credential of Slack-style hooks, so every line shows it with its
 path, query and user part cut (:func:`redact`). A command runs in a session of its own:
 past its timeout, or when the run's end stops waiting for it, its whole process group is
@@ -82,6 +87,8 @@ class Actions:
         self._said = False
         self._thread: threading.Thread | None = None
         self._proc: subprocess.Popen[bytes] | None = None
+        #: the last alert's every try failed: the next get one try (see the module's doc)
+        self._down = False
 
     def submit(self, alert: Alert) -> None:
         """Queue ``alert`` (the pump's loop; never waits)."""
@@ -156,8 +163,12 @@ class Actions:
         assert self.webhook is not None
         pause = RETRY_PAUSE
         error = ""
-        for attempt in range(WEBHOOK_TRIES):
+        tries = 1 if self._down else WEBHOOK_TRIES
+        attempt = 0
+        for attempt in range(tries):
             if attempt:
+                if self._closed:  # the run's end is waiting: no pause, no more tries
+                    break
                 time.sleep(pause)
                 pause *= 2
             req = urllib.request.Request(
@@ -173,9 +184,12 @@ class Actions:
                 error = f"{type(exc).__name__}: {exc}".replace(self.webhook, redact(self.webhook))
                 continue
             self.sent += 1
+            self._down = False
             return True
+        self._down = True
         where = redact(self.webhook)
-        return self._failed(f"webhook POST to {where} failed {WEBHOOK_TRIES} times ({error})")
+        times = "once" if attempt == 0 else f"{attempt + 1} times"
+        return self._failed(f"webhook POST to {where} failed {times} ({error})")
 
     def _run_command(self, body: bytes) -> bool:
         assert self.command is not None

@@ -47,6 +47,7 @@ SEED_BACKEND_KEYWORDS: dict[str, tuple[str, str]] = {
     "wandb_job_type": ("wandb", "job_type"),
     "wandb_tags": ("wandb", "tags"),
     "wandb_notes": ("wandb", "notes"),
+    "wandb_x": ("wandb", "x"),
 }
 #: ``log_backend=`` values that open no backend: ``"none"`` the dashboard only (the seed
 #: took any unknown name so; aoff refuses a misspelt one), ``"no_print"`` nothing at all
@@ -107,6 +108,8 @@ class Options:
     wandb_job_type: str | None = None
     wandb_tags: tuple[str, ...] | None = None
     wandb_notes: str | None = None
+    #: the axis W&B charts every metric on (``WandbBackend(x=)``); None: W&B's step
+    wandb_x: str | None = None
     backends: tuple[BackendSpec, ...] = ()
     #: each named backend's own options, by its name (``{"wandb": {"project": "p"}}``):
     #: built here into its registry entry's ``options`` type (with the W&B keywords
@@ -151,9 +154,13 @@ class Options:
     seed_tags: bool = True
     #: the rules the run watches itself with (``aoff.rules``; None: the defaults)
     rules: tuple[Rule, ...] | None = DEFAULT_RULES
-    #: where each alert is POSTed as JSON, and the command run with it on stdin
     #: the run description's fields left at the original logger's defaults (not given)
     unset: tuple[str, ...] = ()
+    #: the face wrote the run description itself (``SummaryWriter``: algo
+    #: ``"SummaryWriter"``, the folder as env): a backend that takes only what the user
+    #: configured (trackio) takes none of it
+    own_description: bool = False
+    #: where each alert is POSTed as JSON, and the command run with it on stdin
     webhook: str | None = field(default=None, repr=False)  # a hook's URL is its secret
     command: tuple[str, ...] | None = None
 

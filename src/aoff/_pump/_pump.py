@@ -47,6 +47,7 @@ from .._core._checkpoint import to_state_dict
 from .._core._events import Event
 from .._core._records import Record
 from .._core._report import FinishReport, end_of_run_lines
+from .._core._rules import stopped_by
 from .._core._say import SayOnce, say_to_stderr
 from .._core._state import State
 from .._display._api import Display
@@ -208,6 +209,8 @@ class Pump:
         keeper = SummaryKeeper(run_summary, monotonic=monotonic, say=self._say_once)
         self._intake.on_records = keeper.offer
         keeper.media_counts = self._media_counts
+        keeper.stopped_by = self._stopped_by
+        keeper.late_counts = lambda: (self._state.late_records, dict(self._state.late_points))
         return keeper
 
     # -- input from outside ---------------------------------------------------------------------
@@ -283,6 +286,15 @@ class Pump:
         i = self._intake
         left = len(self._buffer) + len(i.held)
         return finish_report(self._state, self._runners, self.dropped(), i, partial, left)
+
+    def _stopped_by(self) -> dict[str, Any] | None:
+        """How a ``stop=True`` rule ended the run (``aoff-summary.json``'s ``stopped``)."""
+        s = self._state
+        rule = stopped_by(s.alerts, s.iteration, s.config.max_iterations)
+        if rule is None:
+            return None
+        it, name, tag, message = s.iteration, rule.rule, rule.tag, rule.message
+        return {"iteration": it, "rule": name, "tag": tag, "message": message}
 
     def _media_counts(self) -> tuple[int, int, dict[str, int]]:
         """Media written, refused, and not written by reason, for the run summary file."""

@@ -168,6 +168,7 @@ def _wandb(o: BackendOptions) -> Backend:
         tags=list(w.tags) if w.tags is not None else None,
         notes=w.notes,
         dir=o.log_dir or None,
+        x=w.x,
         resume=o.resume_step is not None,
     )
 

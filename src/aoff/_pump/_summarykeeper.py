@@ -44,10 +44,16 @@ class SummaryKeeper:
         self._busy = False
         #: ``(written, refused, lost by reason)`` media counts now (set by the pump)
         self.media_counts: Callable[[], tuple[int, int, dict[str, int]]] = lambda: (0, 0, {})
+        #: how a ``stop=True`` rule ended the run, if one did: ``{"iteration", "rule",
+        #: "tag", "message"}`` (set by the pump)
+        self.stopped_by: Callable[[], dict[str, Any] | None] = lambda: None
+        #: ``(the run's own late records, late records by producer)`` now (the pump's)
+        self.late_counts: Callable[[], tuple[int, dict[str, int]]] = lambda: (0, {})
 
     def _snapshot(self, state: str = "running") -> dict[str, Any]:
         s = self.summary
         s.media_written, s.media_refused, s.media_lost = self.media_counts()
+        s.late_records, s.late_points = self.late_counts()
         return s.snapshot(state)
 
     def offer(self, records: Sequence[Record]) -> None:
@@ -84,6 +90,10 @@ class SummaryKeeper:
         if not self.summary.records:
             return
         state = "interrupted" if interrupted else "finished"
+        stopped = None if interrupted else self.stopped_by()
+        if stopped is not None:  # a rule ended it: "stopped", never "finished"
+            state = "stopped"
+            self.summary.stopped = stopped
         with anyio.move_on_after(FINAL_WRITE_BOUND):
             await self._write(self._snapshot(state))
             # the run indexes above the run (``aoff ls --where``) learn of it now

@@ -74,6 +74,7 @@ def finish_report(
         rule_errors=dict(state.rule_errors),
         axes_back=state.axes_back,
         late_points=dict(state.late_points),
+        late_records=state.late_records,
         alerts_undelivered=dict(state.alerts_undelivered),
     )
     # still encoding, or not confirmed by every backend: not written as of now

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import fields
 from typing import TYPE_CHECKING
 
 from .._backends._base import BackendContext
@@ -80,6 +81,10 @@ class Core:
         )
         self.context = BackendContext(
             config=options.config,
+            unset=frozenset(
+                [f.name for f in fields(options.config)] if options.own_description else ()
+            ).union(options.unset),
+            seed_tags=options.seed_tags,
             say=self.pump.say,
             hparams=self.state.hparams,
             pieces=in_pieces,  # encodings in pieces while a training loop shares the GIL

@@ -51,8 +51,15 @@ class RunData:
     max_iterations: int | None = None
     first_time: float | None = None
     last_time: float | None = None
-    #: "running", "finished" or "interrupted" (from the summary); None when not known
+    #: "running", "finished", "stopped" or "interrupted" (from the summary); None when
+    #: not known
     state: str | None = None
+    #: a ``stop=True`` rule ended the run: ``stopped at iteration N by rule R`` (from the
+    #: summary)
+    stopped_by: str | None = None
+    #: records written at their own step though it was below the one before (the run's
+    #: own and its producers'; from the summary, 0 when not known)
+    late_records: int = 0
     #: tag -> its statistics, tags in order of first appearance
     tags: dict[str, TagStats] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)

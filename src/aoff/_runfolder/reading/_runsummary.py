@@ -57,6 +57,15 @@ def from_summary(run_dir: str, path: str, content: dict[str, Any]) -> RunData | 
         data.first_time = _num(content.get("first_time"))
         data.last_time = _num(content.get("last_time"))
         data.state = str(content.get("state"))
+        late = content.get("late")
+        if isinstance(late, dict):
+            producers = late.get("producers") or {}
+            data.late_records = int(late.get("records", 0)) + sum(map(int, producers.values()))
+        stopped = content.get("stopped")
+        if isinstance(stopped, dict):
+            data.stopped_by = (
+                f"stopped at iteration {int(stopped['iteration']):,} by rule {stopped['rule']}"
+            )
         media = content.get("media")
         if isinstance(media, dict):
             data.media_written = int(media.get("written", 0))

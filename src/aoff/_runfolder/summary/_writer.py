@@ -18,12 +18,16 @@ each tag's statistics with numpy. Each curve is kept as between ``CURVE_POINTS``
 as many buckets (sum and count of the finite values of ``stride`` consecutive points;
 two neighbours merge when the curve fills up), enough for any sparkline ``show`` draws.
 
-Format (JSON, one object): ``format``/``version``; ``state`` (``running``, ``finished`` or
-``interrupted``); ``records``, ``step``, ``iteration``, ``max_iterations``, ``first_time``,
-``last_time`` (wall times of the first and last record); ``files``: the size of each
-data file when it was written (not trusted once one is smaller); ``tags``: per tag, in order of
-first appearance, ``count``, ``first``, ``last``, ``min``, ``max`` (finite values; ``null``
-when none), ``stride`` and ``curve`` (bucket means to 6 significant digits; ``"nan"``
+Format (JSON, one object): ``format``/``version``; ``state`` (``running``, ``finished``,
+``stopped`` or ``interrupted``); ``stopped`` (only when a ``stop=True`` rule ended the
+run: ``iteration``, ``rule``, ``tag``, ``message``); ``late``: ``records`` (the run's own
+records whose step was below the one before, each written at its own step) and
+``producers`` (the same, per producer); ``records``, ``step``,
+``iteration``, ``max_iterations``, ``first_time``, ``last_time`` (wall times of the
+first and last record); ``files``: the size of each data file when it was written
+(not trusted once one is smaller); ``tags``: per tag, in order of first appearance,
+``count``, ``first``, ``last``, ``min``, ``max`` (finite values; ``null`` when none),
+``stride`` and ``curve`` (bucket means to 6 significant digits; ``"nan"``
 for a bucket without a finite value). Non-finite floats are the strings ``"nan"``,
 ``"inf"``, ``"-inf"``. Records of ``log.remote()`` producers are not in it (they have
 steps of their own).
@@ -197,6 +201,12 @@ class RunSummary:
         self.media_written = 0
         self.media_refused = 0
         self.media_lost: dict[str, int] = {}
+        #: how a ``stop=True`` rule ended the run (``state`` ``"stopped"``), set at the end
+        self.stopped: dict[str, Any] | None = None
+        #: records written at their own step though it was below the one before: the
+        #: run's own, and each producer's (``FinishReport.late_records``/``late_points``)
+        self.late_records = 0
+        self.late_points: dict[str, int] = {}
 
     def add(self, records: Sequence[Record]) -> None:
         blocks = self._blocks
@@ -272,7 +282,7 @@ class RunSummary:
             acc.feed(np.ascontiguousarray(values, np.float64))
 
     def snapshot(self, state: str = "running") -> dict[str, Any]:
-        """The file's content now (``state``: running, finished or interrupted)."""
+        """The file's content now (``state``: running, finished, stopped or interrupted)."""
         self.fold()
         self._seq += 1
         return {
@@ -293,6 +303,8 @@ class RunSummary:
                 "lost": dict(self.media_lost),
             },
             "files": data_file_sizes(os.path.dirname(self.path)),
+            "late": {"records": self.late_records, "producers": dict(self.late_points)},
+            **({"stopped": self.stopped} if self.stopped is not None else {}),
         }
 
     def write(self, content: dict[str, Any]) -> None:
