@@ -10,8 +10,8 @@ A :class:`RemoteLogger` holds only the run folder, its name and its buffer's bou
 policy (a :class:`~aoff._channel._sender.Spec`), so it pickles into any process; the
 hot path, pickling, the fork rule and ``flush``/``close`` are the shared producer
 logger's (``_producer.py``), over the socket's sender. In the process that logs, the
-first call starts (lazily, and again in a forked copy: the process id decides) an event buffer and one
-daemon thread that connects, retrying while the run's server is not up yet (events
+first call starts (lazily, and again in a forked copy: the process id decides) an event
+buffer and one daemon thread that connects, retrying while the run's server is not up yet (events
 wait in the buffer), and then drives the agent's own
 :class:`~aoff._transport._shipper.Shipper` over a non-blocking
 :class:`~aoff._transport._wire.Link`. Logging calls never block (unless ``overflow="block"``
