@@ -11,7 +11,6 @@ from ._backends._base import Backend, BackendContext
 from ._core._buffer import DEFAULT_CAPACITY, Overflow
 from ._core._records import RunConfig, StepRecord
 from ._core._report import FinishReport
-from ._core._state import State
 from ._core._view import RunView
 from ._core._warning import AoffWarning
 from ._display._api import Display, NullDisplay
@@ -83,7 +82,6 @@ __all__ = [
     "RunGroup",
     "RunView",
     "ScalarReader",
-    "State",
     "StepRecord",
     "TensorBoardBackend",
     "TrackioBackend",
@@ -101,7 +99,6 @@ for _obj in (
     OffPolicyLogger,
     RunConfig,
     RunView,
-    State,
     StepRecord,
 ):
     _obj.__module__ = __name__

@@ -29,6 +29,7 @@ from .._core._groupbatch import axes_at, batch_axes, batch_of, split_step, take_
 from .._core._records import SEED_MAX_ITERATIONS
 from .._core._report import FinishReport
 from .._core._rules import Alert, Rule
+from .._core._view import RunView
 from .._core._warning import AoffWarning
 from .._pump._options import BackendSpec, DisplayName, Options
 from .._pump._sysmetrics import DEFAULT_INTERVAL as DEFAULT_SYSTEM_INTERVAL
@@ -269,8 +270,9 @@ class RunGroup:
         """True once every run's ``should_stop`` is."""
         return all(self._stopped)
 
-    def states(self) -> list[Any]:
-        """Each run's live :class:`~aoff.State` (read-only; for the group's table)."""
+    def states(self) -> list[RunView]:
+        """Each run's live state, as the read-only :class:`~aoff.RunView` (for the
+        group's table)."""
         return [c.state for c in self._pump.cores]
 
     # -- the calls that wait ----------------------------------------------------------------------
