@@ -25,7 +25,6 @@ from ._pending import ABSENT
 from ._records import StepRecord, WriterHParams
 from ._state import State
 
-WRITER_KINDS = frozenset((ev.W_SCALAR, ev.W_TEXT, ev.W_HISTOGRAM, ev.W_HPARAMS))
 #: ``bins="tensorflow"`` as the event carries it (the edges are made here, once)
 TENSORFLOW_BINS = "tensorflow"
 
