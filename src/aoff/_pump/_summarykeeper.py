@@ -34,14 +34,15 @@ class SummaryKeeper:
         *,
         monotonic: Callable[[], float],
         say: Callable[[str], None],
+        media_counts: Callable[[], tuple[int, int, dict[str, int]]] = lambda: (0, 0, {}),
     ) -> None:
         self.summary = summary
         self._monotonic = monotonic
         self._say = say
         self._due: float | None = None
         self._busy = False
-        #: ``(written, refused, lost by reason)`` media counts now (set by the pump)
-        self.media_counts: Callable[[], tuple[int, int, dict[str, int]]] = lambda: (0, 0, {})
+        #: ``(written, refused, lost by reason)`` media counts now (the pump's)
+        self.media_counts = media_counts
 
     def _snapshot(self, state: str = "running") -> dict[str, Any]:
         s = self.summary
