@@ -8,7 +8,7 @@ Generates, in a temporary folder (removed at the end unless ``--keep``):
 
 Event files are written with aoff's own encoder (``EventEncoder`` + TFRecord framing, the
 bytes the TensorBoard backend writes) and each run's ``aoff-summary.json`` with the
-pump's own :class:`~aoff._runfolder._summarywriter.RunSummary`, fed the same records: what a
+pump's own :class:`~aoff._runfolder.summary._writer.RunSummary`, fed the same records: what a
 finished run leaves, without running a logger for minutes.
 
 Then times, as a user runs them (a fresh ``python -m aoff`` process, best of
@@ -37,11 +37,11 @@ import time
 import numpy as np
 
 from aoff._core._records import StepRecord
-from aoff._runfolder._summarywriter import SUMMARY_NAME, RunSummary
-from aoff._runfolder._tbencode import encode_records
-from aoff._runfolder._tbevents import FILE_VERSION, EventEncoder
-from aoff._runfolder._tbread import scan_files
-from aoff._runfolder._tfrecord import frame_many
+from aoff._runfolder.summary._writer import SUMMARY_NAME, RunSummary
+from aoff._runfolder.tensorboard._encode import encode_records
+from aoff._runfolder.tensorboard._events import FILE_VERSION, EventEncoder
+from aoff._runfolder.tensorboard._scan import scan_files
+from aoff._runfolder.tensorboard._tfrecord import frame_many
 
 _TAG_TEXT = (
     "axis/iteration axis/env_steps_total train/q1_loss train/q2_loss train/actor_loss "

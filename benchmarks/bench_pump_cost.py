@@ -49,10 +49,10 @@ from aoff._core._fold import Folder
 from aoff._core._state import State
 from aoff._display._dashboard import Dashboard
 from aoff._display._render import dashboard_panel
-from aoff._runfolder._jsonlfile import encode_lines
-from aoff._runfolder._summarywriter import RunSummary
-from aoff._runfolder._tbencode import encode_records
-from aoff._runfolder._tbevents import EventEncoder
+from aoff._runfolder.lines._jsonl import encode_lines
+from aoff._runfolder.summary._writer import RunSummary
+from aoff._runfolder.tensorboard._encode import encode_records
+from aoff._runfolder.tensorboard._events import EventEncoder
 
 
 def events(n: int) -> list[ev.Event]:

@@ -49,7 +49,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from aoff._runfolder._tfrecord import frame_many  # noqa: E402
+from aoff._runfolder.tensorboard._tfrecord import frame_many  # noqa: E402
 
 START = 1_733_380_000.0
 _FILE_NAME = "events.out.tfevents.1733380000.bench.1.0"

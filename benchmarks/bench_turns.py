@@ -34,9 +34,9 @@ from aoff._core._state import State
 from aoff._display._dashboard import Dashboard
 from aoff._pump import _turns
 from aoff._pump._intake import FOLD_SLICE, TURN_SLICE
-from aoff._runfolder._jsonlfile import encode_lines
-from aoff._runfolder._tbencode import encode_records
-from aoff._runfolder._tbevents import EventEncoder
+from aoff._runfolder.lines._jsonl import encode_lines
+from aoff._runfolder.tensorboard._encode import encode_records
+from aoff._runfolder.tensorboard._events import EventEncoder
 
 _stamps: list[int] = []
 

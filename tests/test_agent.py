@@ -330,6 +330,9 @@ def test_a_signal_during_a_shipping_round_is_held_until_the_round_is_over() -> N
 
     seen: list[str] = []
     prev = signal.signal(signal.SIGTERM, lambda s, f: seen.append(f"handler {s}"))
+    # Python's own Ctrl+C handler, also when the runner started with SIGINT ignored (a
+    # backgrounded job), where Python installs none
+    prev_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with pytest.raises(KeyboardInterrupt), signals_deferred():
             os.kill(os.getpid(), signal.SIGINT)
@@ -344,6 +347,7 @@ def test_a_signal_during_a_shipping_round_is_held_until_the_round_is_over() -> N
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     finally:
         signal.signal(signal.SIGTERM, prev)
+        signal.signal(signal.SIGINT, prev_int)
 
 
 def test_ctrl_c_while_the_agent_is_still_starting_does_not_kill_it(tmp_path: Path) -> None:

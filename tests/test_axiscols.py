@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from aoff import OffPolicyLogger, read_scalars
-from aoff._runfolder._axiscols import axis_column
+from aoff._runfolder.reading._axiscols import axis_column
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """``aoff ls``/``show`` reading runs: the run summary, the fast event reader, and the edges.
 
-* the fast reader (``_runfolder/_tbread``) returns what TensorBoard's own readers return,
+* the fast reader (``_runfolder/tensorboard/_scan``) returns what TensorBoard's own readers return,
   on files aoff wrote (NaN, infinities, histograms, a config) and on files torch's
   ``SummaryWriter`` wrote (``simple_value``, ``new_style`` tensor scalars, a histogram,
   text, and a resumed run's ``purge_step``);
@@ -30,9 +30,9 @@ import pytest
 from aoff import OffPolicyLogger
 from aoff._cli._show import run_ls
 from aoff._core._records import StepRecord
-from aoff._runfolder._runs import read_run
-from aoff._runfolder._summarywriter import CURVE_POINTS, SUMMARY_NAME, RunSummary
-from aoff._runfolder._tbread import scan_files
+from aoff._runfolder.reading._runs import read_run
+from aoff._runfolder.summary._writer import CURVE_POINTS, SUMMARY_NAME, RunSummary
+from aoff._runfolder.tensorboard._scan import scan_files
 from aoff.testing import wait_until
 
 from .conftest import hold_still, sigint_as_in_a_shell
@@ -316,7 +316,7 @@ def test_ls_reads_a_big_run_without_summary_at_its_ends_only(tmp_path: Path) -> 
         sys.path.pop(0)
     run = tmp_path / "runs" / "big"
     size = write_run(str(run), 14_000, seed=1, summary=False)
-    from aoff._runfolder._tbread import TAIL_BYTES
+    from aoff._runfolder.tensorboard._scan import TAIL_BYTES
 
     assert size > 2 * TAIL_BYTES
     whole = read_run(str(run))
@@ -370,7 +370,7 @@ def test_a_long_read_shows_a_progress_bar_on_a_terminal_only(
 def test_the_summary_is_refreshed_while_the_run_goes_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from aoff._runfolder import _summarywriter as _summary
+    from aoff._runfolder.summary import _writer as _summary
 
     monkeypatch.setattr(_summary, "SUMMARY_INTERVAL", 0.05)
     path = tmp_path / SUMMARY_NAME
@@ -407,7 +407,7 @@ def test_show_stops_at_a_corrupt_record_as_tensorboard_does(aoff_run: Path, tmp_
     import warnings
 
     import aoff
-    from aoff._runfolder._runfind import tb_files
+    from aoff._runfolder.reading._runfind import tb_files
 
     broken = tmp_path / "broken"
     shutil.copytree(aoff_run, broken)

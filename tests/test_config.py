@@ -17,8 +17,8 @@ import pytest
 from aoff import AoffWarning, OffPolicyLogger
 from aoff._core._config import HParams, flatten_config
 from aoff._pump._options import PumpMode
-from aoff._runfolder._tbhparams import text_table
-from aoff._runfolder._tfevents import HPARAMS_FILE_PREFIX
+from aoff._runfolder.tensorboard._files import HPARAMS_FILE_PREFIX
+from aoff._runfolder.tensorboard._hparams import text_table
 from aoff.testing import RecordingDisplay, probe
 
 from .conftest import make_logger, tensorboard_accumulator

@@ -38,7 +38,7 @@ from aoff._core._histogram_data import (
 from aoff._core._histogram_torch import reduce_tensor
 from aoff._core._records import StepRecord
 from aoff._pump._options import PumpMode
-from aoff._runfolder._tbevents import EventEncoder, encode_histogram
+from aoff._runfolder.tensorboard._events import EventEncoder, encode_histogram
 from aoff.testing import MemoryBackend, RecordingDisplay
 
 from .conftest import make_async_logger, make_logger, read_jsonl

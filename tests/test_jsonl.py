@@ -16,7 +16,7 @@ from aoff._backends._base import Backend, BackendContext
 from aoff._backends._file import AppendFileBackend
 from aoff._backends._jsonl import JsonlBackend
 from aoff._core._records import StepRecord
-from aoff._runfolder._jsonlfile import encode_lines
+from aoff._runfolder.lines._jsonl import encode_lines
 
 TAGS = [f"grp{j % 4}/tag_{j}" for j in range(30)]
 
@@ -47,7 +47,7 @@ def test_fast_lines_are_the_general_paths_bytes(monkeypatch: pytest.MonkeyPatch)
     byte for byte what the general path (a dict a line) writes, whatever the tags and
     values (the fast path steps aside for what it cannot write the same)."""
     from aoff._core._records import scalars_of
-    from aoff._runfolder import _jsonlfile as _jsonl
+    from aoff._runfolder.lines import _jsonl
 
     tags = ["a", "b%s", "ünï/タグ", 'q"uote', "back\\slash", "ctrl\x01", "null", "x,y"]
     tags += ["step", "wall_time", "producer", "run"]

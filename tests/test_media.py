@@ -462,7 +462,7 @@ def test_jsonl_and_csv_rows_point_to_media_files(tmp_path: Path, pump: str) -> N
         rows = list(__import__("csv").DictReader(f))
     assert [r["eval/ep"] for r in rows if r["eval/ep"]] == [media["video"]["eval/ep"]]
     assert [r["img"] for r in rows if r["img"]] == [media["image"]["img"]]
-    from aoff._runfolder._runs import read_run
+    from aoff._runfolder.reading._runs import read_run
 
     assert read_run(os.fspath(tmp_path)).records == 1  # aoff show skips media rows
 

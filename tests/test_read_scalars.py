@@ -154,7 +154,7 @@ def test_a_torn_end_and_a_corrupt_record_are_read_around_and_said_once(tmp_path:
 def test_a_growing_file_is_read_again_from_where_the_last_read_stopped(tmp_path: Path) -> None:
     from tensorboard.compat.proto import event_pb2, summary_pb2
 
-    from aoff._runfolder._tfrecord import frame_many
+    from aoff._runfolder.tensorboard._tfrecord import frame_many
 
     def event(step: int) -> bytes:
         value = summary_pb2.Summary.Value(tag="x", simple_value=step / 7)
@@ -223,7 +223,7 @@ def test_aoffs_own_runs_read_the_same_from_events_jsonl_and_csv(tmp_path: Path) 
 def test_import_aoff_stays_light_until_read_scalars_is_called() -> None:
     code = (
         "import sys, aoff; aoff.read_scalars; "
-        "print('pandas' in sys.modules, 'aoff._runfolder._scalars' in sys.modules)"
+        "print('pandas' in sys.modules, 'aoff._runfolder.reading._scalars' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "True"]
@@ -314,7 +314,7 @@ def test_purge_rules_hold_across_the_bulk_path(tmp_path: Path) -> None:
     from tensorboard.compat.proto import event_pb2, summary_pb2
     from torch.utils.tensorboard import SummaryWriter
 
-    from aoff._runfolder._tfrecord import frame_many
+    from aoff._runfolder.tensorboard._tfrecord import frame_many
 
     resumed = tmp_path / "resumed"
     writer = SummaryWriter(str(resumed))
@@ -406,7 +406,7 @@ def test_a_zero_filled_region_is_jumped_over_and_counted_once(tmp_path: Path) ->
     """A MiB of zeros between records (a preallocated or crashed writer's file): the
     records after it are found, every point read, the region one corrupt place, also
     when it spans many of the reader's chunks."""
-    from aoff._runfolder._evfolder import EventFolder
+    from aoff._runfolder.tensorboard._evfolder import EventFolder
 
     path = _torch_run(tmp_path / "intact", 400)
     intact = aoff.read_scalars(path.parent)
@@ -430,7 +430,7 @@ def test_a_small_file_takes_memory_by_its_size(tmp_path: Path) -> None:
     read chunk (32 MiB) per file."""
     import tracemalloc
 
-    from aoff._runfolder._evfolder import CHUNK
+    from aoff._runfolder.tensorboard._evfolder import CHUNK
 
     path = _torch_run(tmp_path / "tiny", 2)
     aoff.read_scalars(path.parent)  # imports and caches first

@@ -16,12 +16,12 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "aoff"
 
 #: a piece of a file name -> the one module that may spell it
 OWNERS = {
-    "metrics.jsonl": "_runfolder/_jsonlfile.py",
-    "progress.csv": "_runfolder/_csvfile.py",
-    "aoff-summary": "_runfolder/_summaryfile.py",
+    "metrics.jsonl": "_runfolder/lines/_jsonl.py",
+    "progress.csv": "_runfolder/lines/_csv.py",
+    "aoff-summary": "_runfolder/summary/_file.py",
     "config.json": "_runfolder/_configfile.py",
-    "tfevents": "_runfolder/_tfevents.py",
-    "aoff-hparams": "_runfolder/_tfevents.py",
+    "tfevents": "_runfolder/tensorboard/_files.py",
+    "aoff-hparams": "_runfolder/tensorboard/_files.py",
 }
 
 

@@ -208,7 +208,7 @@ def test_sparkline() -> None:
 def test_producer_rows_are_kept_out_of_the_runs_series(tmp_path: Path) -> None:
     """Rows a ``log.remote()`` producer wrote (``"producer"`` set) have their own steps:
     ``ls``/``show`` count them apart instead of mixing them into the learner's."""
-    from aoff._runfolder._runs import read_run
+    from aoff._runfolder.reading._runs import read_run
 
     rows = [
         {"step": 1, "iteration": 1, "wall_time": 10.0, "train/loss": 1.0},
@@ -250,7 +250,7 @@ def test_a_run_that_logged_no_step_says_so_not_stopped_at_0(
     status for a run summary without records."""
     import aoff
     from aoff._cli._show import stopped_early
-    from aoff._runfolder._rundata import RunData
+    from aoff._runfolder.reading._rundata import RunData
 
     log = aoff.OffPolicyLogger(max_iterations=1500, log_backend="none", pump="thread")
     log.log_status("warming up")

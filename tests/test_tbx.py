@@ -11,7 +11,7 @@ import pytest
 
 from aoff import OffPolicyLogger, TensorBoardBackend
 from aoff._core._records import StepRecord
-from aoff._runfolder._tbx import OnAxis
+from aoff._runfolder.tensorboard._xaxis import OnAxis
 from tests.conftest import read_tensorboard
 
 

@@ -27,9 +27,9 @@ import aoff._backends._tensorboard as tbmod
 from aoff._backends._base import Backend, BackendContext
 from aoff._backends._tensorboard import TensorBoardBackend
 from aoff._core._records import StepRecord, scalars_of
-from aoff._runfolder._tbencode import encode_records
-from aoff._runfolder._tbevents import EventEncoder
-from aoff._runfolder._tfrecord import frame_many, masked_crc32c
+from aoff._runfolder.tensorboard._encode import encode_records
+from aoff._runfolder.tensorboard._events import EventEncoder
+from aoff._runfolder.tensorboard._tfrecord import frame_many, masked_crc32c
 
 from .conftest import tensorboard_accumulator as load
 from .tbserver import tensorboard_server

@@ -31,9 +31,9 @@ from aoff._display._dashboard import Dashboard
 from aoff._display._render import ASCII_GLYPHS, UNICODE_GLYPHS, Glyphs, dashboard_panel
 from aoff._pump import _turns
 from aoff._pump._intake import FOLD_SLICE, TURN_BACKLOG, TURN_SLICE, Intake
-from aoff._runfolder._jsonlfile import encode_lines
-from aoff._runfolder._tbencode import encode_records
-from aoff._runfolder._tbevents import EventEncoder
+from aoff._runfolder.lines._jsonl import encode_lines
+from aoff._runfolder.tensorboard._encode import encode_records
+from aoff._runfolder.tensorboard._events import EventEncoder
 from tests.test_render import NOW, many_metrics_state, mid_run_state, problems_state
 
 

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from ._backends._wandb import WandbBackend
     from ._display._dashboard import Dashboard
     from ._faces._group import RunGroup
-    from ._runfolder._scalars import ScalarReader, read_scalars
+    from ._runfolder.reading._scalars import ScalarReader, read_scalars
 
 # backends are imported on first use: TensorBoard's protobufs and wandb are slow imports
 _LAZY = {
@@ -40,8 +40,8 @@ _LAZY = {
     # Rich's Live: only where a dashboard is drawn (the agent, thread mode)
     "Dashboard": "._display._dashboard",
     # runs as data: numpy on import, pandas when a DataFrame is made
-    "ScalarReader": "._runfolder._scalars",
-    "read_scalars": "._runfolder._scalars",
+    "ScalarReader": "._runfolder.reading._scalars",
+    "read_scalars": "._runfolder.reading._scalars",
     # a group's batches are NumPy arrays: numpy on first use
     "RunGroup": "._faces._group",
 }

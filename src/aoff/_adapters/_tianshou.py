@@ -14,7 +14,7 @@ drains).
 
 Resuming (``resume_from_log=True``): ``save_data`` writes ``save/epoch``,
 ``save/env_step`` and ``save/gradient_step`` as Tianshou's logger does; ``restore_data``
-reads them back with aoff's own reader (``_runfolder/_scalars.py``), so a run folder
+reads them back with aoff's own reader (``_runfolder/reading/_scalars.py``), so a run folder
 written by Tianshou's ``TensorboardLogger`` resumes here too. As with Tianshou's logger,
 points an earlier session logged after its last checkpoint are not hidden (Tianshou's
 epoch, env step and gradient step are three axes in one folder; TensorBoard's purge
@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from tianshou.utils.logger.logger_base import VALID_LOG_VALS, BaseLogger, TRestoredData
 
-from .._runfolder._scalars import ScalarReader
+from .._runfolder.reading._scalars import ScalarReader
 from ._writer import SummaryWriter
 
 __all__ = ["Logger"]

@@ -7,7 +7,7 @@ each call into one event tuple for aoff's hot path (``_core/_events.py``: ``W_SC
 ``W_TEXT``, ``W_HISTOGRAM``, ``W_HPARAMS``) and leaves everything else to aoff's agent
 process: the fold makes one record a call (``_core/_fold_writer.py``) and the
 TensorBoard backend writes it into the same run folder, under the same tag, step and
-wall time as torch's writer would (``_runfolder/_tbsummaries.py`` for what is not a
+wall time as torch's writer would (``_runfolder/tensorboard/_encode.py`` for what is not a
 plain scalar). What lands on disk reads back the same through TensorBoard's reader
 (``tests/test_summarywriter.py`` plays one call sequence through both and compares).
 

@@ -2,7 +2,7 @@
 backend stores.
 
 Why the backends': TensorBoard writes the config as HParams and a text table
-(``aoff._runfolder._tbhparams``), W&B and trackio send it their own way, MLflow as
+(``aoff._runfolder.tensorboard._hparams``), W&B and trackio send it their own way, MLflow as
 params; each keeps here which version it has written, so that a changed config is
 written once, before the batch it came with, and tried again after a failure.
 """

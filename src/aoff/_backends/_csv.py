@@ -1,7 +1,7 @@
 """CSV backend: ``log_dir/progress.csv``, one row per step, the file Stable-Baselines3
 users know, readable by ``pandas.read_csv``.
 
-What a row and the header are is the run folder's format, :mod:`aoff._runfolder._csvfile`;
+What a row and the header are is the run folder's format, :mod:`aoff._runfolder.lines._csv`;
 this backend owns the file while the run lasts.
 
 The file only grows. The header is written with the first batch, and rewritten only
@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from typing import BinaryIO
 
 from .._core._records import StepRecord
-from .._runfolder._csvfile import (
+from .._runfolder.lines._csv import (
     copy_padded,
     encode_rows,
     header_line,
@@ -40,7 +40,7 @@ from .._runfolder._csvfile import (
     read_header,
     record_cells,
 )
-from .._runfolder._tfrecord import write_whole
+from .._runfolder.tensorboard._tfrecord import write_whole
 from ._file import AppendFileBackend
 
 __all__ = ["CsvBackend"]

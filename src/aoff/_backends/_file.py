@@ -23,7 +23,7 @@ from .._core._records import MediaRecord, StepRecord
 from .._runfolder._configfile import CONFIG_NAME
 from .._runfolder._mediafiles import MEDIA_FORMATS, media_row, write_media_file
 from .._runfolder._replace import replaced
-from .._runfolder._tfrecord import write_whole
+from .._runfolder.tensorboard._tfrecord import write_whole
 from ._base import BackendContext
 from ._configwrites import ConfigWrites
 from ._lockedfile import LockedFileBackend

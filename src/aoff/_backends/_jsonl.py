@@ -1,7 +1,7 @@
 """JSON Lines backend: one strict-JSON object per step, for tools that are not TensorBoard.
 
 What a line is (its keys, its order, non-finite values, the encoder) is the run folder's
-format, :mod:`aoff._runfolder._jsonlfile`; this backend owns the file while the run lasts.
+format, :mod:`aoff._runfolder.lines._jsonl`; this backend owns the file while the run lasts.
 
 The file is opened for appending (an existing file is never truncated; a resumed run
 adds to it) and parent folders are created. Each batch is encoded and handed to the OS
@@ -27,9 +27,9 @@ from collections.abc import Sequence
 from typing import BinaryIO
 
 from .._core._records import StepRecord
-from .._runfolder._jsonlfile import encode_lines, encode_rows
 from .._runfolder._pieces import whole
-from .._runfolder._tfrecord import write_whole
+from .._runfolder.lines._jsonl import encode_lines, encode_rows
+from .._runfolder.tensorboard._tfrecord import write_whole
 from ._file import AppendFileBackend
 
 __all__ = ["JsonlBackend"]

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import BinaryIO
 
-from .._runfolder._tfrecord import fsync_and_close, write_whole
+from .._runfolder.tensorboard._tfrecord import fsync_and_close, write_whole
 
 
 class LockedFileBackend:

@@ -5,7 +5,7 @@ protobuf, one record and one queue hand-off per scalar on the caller's thread, b
 when its 10-slot queue is full, and loses queued events when ``close()`` is never
 reached. Here the pump hands over a whole batch of :class:`~aoff.StepRecord`; a worker
 thread turns it into one ``Event`` per step (all of that step's scalars in one
-``Summary``), frames the batch as TFRecords (:mod:`aoff._runfolder._tfrecord`) and hands
+``Summary``), frames the batch as TFRecords (:mod:`aoff._runfolder.tensorboard._tfrecord`) and hands
 it to the OS in a single ``write`` on an unbuffered file. Nothing of the training loop's
 event loop is spent on protobufs or I/O.
 
@@ -31,11 +31,12 @@ The x axis (``x=``): TensorBoard has one step per point. By default it is the re
 step (the seed's: the run's env steps once ``log_collector`` gave some, else the
 iteration); ``x="iteration"``, ``x="env_steps"`` or the name of an axis the run logs
 (``axes={"grad_steps": g}``) makes that axis the step of the run's own records, see
-:mod:`aoff._runfolder._tbx`. Every axis is still a series of its own (``axis/<name>``) at
-the same steps, so each point's other clocks read back beside it.
+:mod:`aoff._runfolder.tensorboard._xaxis`. Every axis is still a series of its own
+(``axis/<name>``) at the same steps, so each point's other clocks read back beside it.
 
 Config (``config=``, ``log_config``): the HParams session infos, the markdown text table
-and, at :meth:`TensorBoardBackend.close`, the final metrics; see :mod:`aoff._runfolder._tbhparams`.
+and, at :meth:`TensorBoardBackend.close`, the final metrics; see
+:mod:`aoff._runfolder.tensorboard._hparams`.
 """
 
 from __future__ import annotations
@@ -53,13 +54,17 @@ from rich.markup import escape
 
 from .._core._records import MediaRecord, StepRecord
 from .._runfolder._pieces import Pieces, whole
-from .._runfolder._tbencode import encode_records
-from .._runfolder._tbevents import FILE_VERSION, EventEncoder, load_event_class
-from .._runfolder._tbhparams import hparams_file_events, text_table_event, write_hparams_file
-from .._runfolder._tbmedia import MEDIA_FORMATS, media_events
-from .._runfolder._tbx import OnAxis
-from .._runfolder._tfevents import events_name, name_time
-from .._runfolder._tfrecord import frame_many, fsync_and_close, write_all, write_whole
+from .._runfolder.tensorboard._encode import encode_records
+from .._runfolder.tensorboard._events import FILE_VERSION, EventEncoder, load_event_class
+from .._runfolder.tensorboard._files import events_name, name_time
+from .._runfolder.tensorboard._hparams import (
+    hparams_file_events,
+    text_table_event,
+    write_hparams_file,
+)
+from .._runfolder.tensorboard._media import MEDIA_FORMATS, media_events
+from .._runfolder.tensorboard._tfrecord import frame_many, fsync_and_close, write_all, write_whole
+from .._runfolder.tensorboard._xaxis import OnAxis
 from ._base import BackendContext
 from ._configwrites import ConfigWrites
 from ._lockedfile import LockedFileBackend
@@ -115,7 +120,7 @@ class TensorBoardBackend(LockedFileBackend):
         self._encoder = EventEncoder()
         #: resume: steps after this one are hidden from TensorBoard (SessionLog.START)
         self.purge_after = purge_after
-        # config (see _runfolder/_tbhparams.py): the context's HParams, the version
+        # config (see _runfolder/tensorboard/_hparams.py): the context's HParams, the version
         # written last (-1: none), the run's start time, and the last step written (for
         # the end metrics)
         self._ctx: BackendContext | None = None
@@ -244,7 +249,7 @@ class TensorBoardBackend(LockedFileBackend):
                 write_whole(f, data)
                 self._last_step = records[-1].step
 
-    # -- config (HParams, text table; see _runfolder/_tbhparams.py) ---------------------
+    # -- config (HParams, text table; see _runfolder/tensorboard/_hparams.py) ---------------------
 
     def _write_config_sync(self, values: dict[str, Any], step: int) -> None:
         now = time.time()
@@ -320,7 +325,8 @@ class TensorBoardBackend(LockedFileBackend):
 
     media_formats = MEDIA_FORMATS
 
-    async def write_media(self, items: Sequence[MediaRecord]) -> None:  # see _runfolder/_tbmedia.py
+    # see _runfolder/tensorboard/_media.py
+    async def write_media(self, items: Sequence[MediaRecord]) -> None:
         """Write the encoded images and videos as TensorBoard image summaries."""
         if not self.disabled and items:
             data = frame_many(media_events(items))

@@ -75,7 +75,7 @@ from rich.markup import escape
 from .._core._records import MediaRecord, RunConfig, StepRecord
 from .._core._rules import ALERT_TAG
 from .._runfolder._replace import replaced
-from .._runfolder._tbx import axis_tag
+from .._runfolder.tensorboard._xaxis import axis_tag
 from ._base import BackendContext
 from ._configwrites import ConfigWrites
 from ._configwrites import run_config as merged_config

@@ -33,7 +33,7 @@ from .._channel._paths import (
 )
 from .._channel._roles import End, Refused, Snapshot, View, decode_to_viewer, to_wire
 from .._display._dashboard import Dashboard
-from .._runfolder._runfind import is_run_dir
+from .._runfolder.reading._runfind import is_run_dir
 from ._folder import not_a_folder
 from ._pipes import output_closed
 

@@ -29,7 +29,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .._channel._paths import has_live_files
-from .._runfolder._runfind import runs_in, tb_files
+from .._runfolder.reading._runfind import runs_in, tb_files
 from ._comparechart import curve_chart
 from ._groups import Group, compile_group, group_runs
 from ._numbers import number

@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from .._runfolder._configfile import CONFIG_NAME
-from .._runfolder._csvfile import CSV_NAME
-from .._runfolder._jsonlfile import JSONL_NAME
-from .._runfolder._summaryfile import SUMMARY_NAME
+from .._runfolder.lines._csv import CSV_NAME
+from .._runfolder.lines._jsonl import JSONL_NAME
+from .._runfolder.summary._file import SUMMARY_NAME
 from ._demo_config import DemoConfig
 
 __all__ = ["FILE_LINES", "closing_lines", "print_outro"]

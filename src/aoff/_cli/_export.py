@@ -73,7 +73,7 @@ def run_export(ns: argparse.Namespace, err: TextIO) -> int:
     except ImportError:
         print("aoff export: needs pandas (pip install pandas)", file=err)
         return 1
-    from .._runfolder._scalars import read_scalars
+    from .._runfolder.reading._scalars import read_scalars
 
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")
@@ -87,7 +87,7 @@ def run_export(ns: argparse.Namespace, err: TextIO) -> int:
     if ns.wide:
         table = to_wide(table)
     elif ns.bucket is not None:
-        from .._runfolder._envelopes import envelopes
+        from .._runfolder.reading._envelopes import envelopes
 
         table = envelopes(table, ns.bucket)
     to_stdout = ns.output == "-"

@@ -18,8 +18,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .._runfolder._axiscols import axes_of
-from .._runfolder._rundata import REWARD_TAG, RunData
+from .._runfolder.reading._axiscols import axes_of
+from .._runfolder.reading._rundata import REWARD_TAG, RunData
 
 __all__ = ["ls_row", "show_json"]
 

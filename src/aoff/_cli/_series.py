@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from .._runfolder._scalars import ScalarReader
-from .._runfolder._tbx import axis_tag
+from .._runfolder.reading._scalars import ScalarReader
+from .._runfolder.tensorboard._xaxis import axis_tag
 
 __all__ = ["RunSeries"]
 

@@ -1,7 +1,8 @@
 """``aoff show RUN_DIR`` and ``aoff ls RUNS_DIR``: look at runs without TensorBoard.
 
 After a run, the quickest questions are "how far did it get, and did the reward go up?".
-``show`` answers them in the terminal from what the run left (read by :mod:`aoff._runfolder._runs`:
+``show`` answers them in the terminal from what the run left (read by
+:mod:`aoff._runfolder.reading._runs`:
 the run summary, else ``metrics.jsonl``, else the event files): a summary panel and one
 row per tag with its first, last, min and max values and a sparkline of the curve, laid
 out to fit the width without wrapping a tag. ``ls`` prints one line per run below a
@@ -28,11 +29,11 @@ from rich.text import Text
 
 from .._channel._paths import has_live_files, live_status
 from .._display._format import fmt_duration
-from .._runfolder._axiscols import axes_of
-from .._runfolder._csvfile import CSV_NAME
-from .._runfolder._rundata import JSONL_NAME, REWARD_TAG, SUMMARY_NAME, TB_PATTERN, RunData
-from .._runfolder._runfind import find_runs, runs_in
-from .._runfolder._runs import read_run, scan_bytes
+from .._runfolder.lines._csv import CSV_NAME
+from .._runfolder.reading._axiscols import axes_of
+from .._runfolder.reading._rundata import JSONL_NAME, REWARD_TAG, SUMMARY_NAME, TB_PATTERN, RunData
+from .._runfolder.reading._runfind import find_runs, runs_in
+from .._runfolder.reading._runs import read_run, scan_bytes
 from ._folder import not_a_folder
 from ._numbers import number
 from ._progress import reading_progress

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.text import Text
 
 from .._display._format import fmt_number
-from .._runfolder._rundata import RunData, TagStats
+from .._runfolder.reading._rundata import RunData, TagStats
 
 __all__ = [
     "ASCII_BARS",

@@ -47,7 +47,7 @@ def start_fallback(
     core = make_core()
     core.pump.note_unresolved(shipper.unresolved)
     if core.pump.drop_summary_file():  # it would hold this part of the run only:
-        from .._runfolder._summarywriter import remove_stale  # ls/show read the files instead
+        from .._runfolder.summary._writer import remove_stale  # ls/show read the files instead
 
         remove_stale(log_dir)
     return PumpThread(core, held=list(unread) + shipper.unsent_events())

@@ -20,7 +20,7 @@ What happens (also in docs/guides/resume.md):
 * the W&B backend continues the run whose id it stored in ``log_dir/wandb-run-id``.
 
 Reading each file's last step and cutting it are the run folder's
-(``_runfolder/_laststep`` over each format's module); this module checks ``N`` against
+(``_runfolder/reading/_laststep`` over each format's module); this module checks ``N`` against
 them and says what is wrong.
 """
 
@@ -29,9 +29,9 @@ from __future__ import annotations
 import os
 
 from .._pump._options import Options
-from .._runfolder._csvfile import CSV_NAME
-from .._runfolder._jsonlfile import JSONL_NAME
-from .._runfolder._laststep import cut_after, last_logged_step
+from .._runfolder.lines._csv import CSV_NAME
+from .._runfolder.lines._jsonl import JSONL_NAME
+from .._runfolder.reading._laststep import cut_after, last_logged_step
 
 __all__ = ["last_logged_step", "prepare_resume"]
 

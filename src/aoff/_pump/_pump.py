@@ -60,7 +60,7 @@ from ._tally import Progress, finish_report, progress, unwritten
 from ._turns import apause, shared
 
 if TYPE_CHECKING:
-    from .._runfolder._summarywriter import RunSummary
+    from .._runfolder.summary._writer import RunSummary
     from ._alerts import AlertDesk, AlertPlan
     from ._sysmetrics import SystemSampler
 

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from .._backends._base import Backend
-from .._runfolder._csvfile import CSV_NAME
-from .._runfolder._jsonlfile import JSONL_NAME
-from .._runfolder._tfevents import EVENTS_PREFIX
+from .._runfolder.lines._csv import CSV_NAME
+from .._runfolder.lines._jsonl import JSONL_NAME
+from .._runfolder.tensorboard._files import EVENTS_PREFIX
 
 __all__ = ["BackendOptions", "NamedBackend", "entry", "names", "register", "unregister"]
 

@@ -1,7 +1,7 @@
 """The run summary file (``aoff-summary.json``) kept fresh while the run goes on.
 
 Why a module of its own: ``aoff ls`` and ``aoff show`` read this small file instead of
-the run's event files (see :mod:`aoff._runfolder._summarywriter`). Keeping it fresh is a timer,
+the run's event files (see :mod:`aoff._runfolder.summary._writer`). Keeping it fresh is a timer,
 a write in a worker thread that a hung disk cannot turn into a hung ``finish()``, and one
 last write at the end. The pump feeds it records and calls it once a tick; nothing else
 of the pump's is touched here.
@@ -17,7 +17,7 @@ import anyio.abc
 import anyio.to_thread
 
 from .._core._records import StepRecord
-from .._runfolder._summarywriter import SUMMARY_INTERVAL, RunSummary
+from .._runfolder.summary._writer import SUMMARY_INTERVAL, RunSummary
 
 __all__ = ["SummaryKeeper"]
 

@@ -23,7 +23,7 @@ from ._sysmetrics import SystemSampler
 from ._turns import in_pieces
 
 if TYPE_CHECKING:
-    from .._runfolder._summarywriter import RunSummary
+    from .._runfolder.summary._writer import RunSummary
 
 __all__ = ["Core"]
 
@@ -98,7 +98,7 @@ def _run_summary(options: Options) -> RunSummary | None:
     """``log_dir/aoff-summary.json`` for ``aoff ls``/``show`` when the run writes files
     there. A resumed run gets none (its history is cut; the readers use the files) and
     an earlier session's is removed."""
-    from .._runfolder._summarywriter import SUMMARY_NAME, RunSummary, remove_stale
+    from .._runfolder.summary._writer import SUMMARY_NAME, RunSummary, remove_stale
 
     if not options.writes_files():
         return None

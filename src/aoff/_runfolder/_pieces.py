@@ -1,6 +1,6 @@
 """Pacing for a long encoding, as the run folder's encoders take it.
 
-Why here: the encoders of the run folder's formats (``_tbencode``, ``_jsonlfile``) run
+Why here: the encoders of the run folder's formats (``_encode``, ``lines/_jsonl``) run
 in the pump, which may share its process's GIL with a training loop; the pump alone
 knows that (``_pump/_turns.py``) and passes the pacing in through the backends
 (``BackendContext.pieces``). The type is stated below the encoders so that they need

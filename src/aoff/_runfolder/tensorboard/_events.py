@@ -15,8 +15,8 @@ import struct
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from .._core._histogram_data import Histogram
-from .._core._records import PerTags, StepRecord, columns
+from ..._core._histogram_data import Histogram
+from ..._core._records import PerTags, StepRecord, columns
 
 __all__ = ["FILE_VERSION", "EventEncoder", "SummaryRecord", "encode_histogram", "load_event_class"]
 
@@ -203,4 +203,4 @@ def encode_histogram(h: Histogram) -> bytes:
 
 
 class SummaryRecord(Exception):
-    """:meth:`EventEncoder.encode` met a record it does not encode (``_tbencode`` decides)."""
+    """:meth:`EventEncoder.encode` met a record it does not encode (``_encode`` decides)."""

@@ -1,31 +1,87 @@
-"""TFRecord framing, the container format of TensorBoard event files.
+"""TFRecord framing, the container format of TensorBoard event files, and its checksum.
 
 Each record is ``u64 length (LE) | u32 masked CRC32C(length bytes) | data |
 u32 masked CRC32C(data)``. Readers (TensorBoard's ``EventFileLoader``) verify both
 checksums and stop cleanly at a truncated last record, which is what makes an event file
 that is only ever appended to safe to read while it is being written.
 
-Why a module of its own: framing is the only per-record work besides protobuf
-serialisation, so it must be cheap. The checksum comes from the native ``crc32c``
-package (~0.3 µs a record, against ~13 µs for TensorBoard's pure-Python fallback), and
-:func:`frame_many` joins a whole batch into one ``bytes`` object so that the caller pays
-one ``write`` system call per batch instead of one per record (:func:`write_all`).
+Why a module of its own: the framing and its masked checksum are one definition that the
+writer (the TensorBoard backend) and every event reader of the run folder share. Framing
+is the only per-record work besides protobuf serialisation, so it must be cheap. The
+checksum comes from the native ``crc32c`` package (~0.3 µs a record, against ~13 µs for
+TensorBoard's pure-Python fallback), and :func:`frame_many` joins a whole batch into one
+``bytes`` object so that the caller pays one ``write`` system call per batch instead of
+one per record (:func:`write_all`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import importlib.machinery
+import importlib.util
 import os
 import struct
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import BinaryIO
 
-from ._framing import MASK_DELTA as _MASK_DELTA
-from ._framing import U32 as _U32
-from ._framing import crc32c, masked_crc32c
+__all__ = [
+    "MASK_DELTA",
+    "U32",
+    "crc32c",
+    "frame_many",
+    "fsync_and_close",
+    "masked_crc32c",
+    "unmask",
+    "write_all",
+    "write_whole",
+]
 
-__all__ = ["frame_many", "fsync_and_close", "masked_crc32c", "write_all", "write_whole"]
+
+def _crc32c() -> Callable[[bytes | bytearray | memoryview], int]:
+    """The ``crc32c`` package's C function. Its extension module is loaded by itself:
+    the package's ``__init__`` asks ``importlib.metadata`` for its version and imports
+    its command line (argparse), 20-60 ms of every first read of a run; the package is
+    imported as usual where that fails."""
+    try:
+        spec = importlib.util.find_spec("crc32c")
+        assert spec is not None and spec.submodule_search_locations
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            path = f"{spec.submodule_search_locations[0]}/_crc32c{suffix}"
+            ext = importlib.util.spec_from_file_location("crc32c._crc32c", path)
+            if ext is None or ext.loader is None:
+                continue
+            try:
+                module = importlib.util.module_from_spec(ext)
+            except ImportError:
+                continue
+            ext.loader.exec_module(module)
+            fn: Callable[[bytes | bytearray | memoryview], int] = module.crc32c
+            return fn
+    except (ImportError, AssertionError, OSError):
+        pass
+    from crc32c import crc32c as fn_pkg
+
+    return fn_pkg
+
+
+crc32c = _crc32c()
+
+MASK_DELTA = 0xA282EAD8
+U32 = 0xFFFFFFFF
+
+
+def masked_crc32c(data: bytes | bytearray | memoryview) -> int:
+    """CRC32C of ``data``, rotated right by 15 bits and offset, as TFRecord stores it."""
+    c = crc32c(data)
+    return (((c >> 15) | (c << 17)) + MASK_DELTA) & U32
+
+
+def unmask(masked: int) -> int:
+    """The plain CRC32C a stored (masked) checksum stands for."""
+    c = (masked - MASK_DELTA) & U32
+    return ((c << 15) | (c >> 17)) & U32
+
 
 _pack_len = struct.Struct("<Q").pack
 _pack_u32 = struct.Struct("<I").pack
@@ -56,7 +112,7 @@ def frame_many(payloads: Iterable[bytes]) -> bytes:
         d = crc(data)
         append(heads.get(n) or _head(n))
         append(data)
-        append(pack_u32((((d >> 15) | (d << 17)) + _MASK_DELTA) & _U32))
+        append(pack_u32((((d >> 15) | (d << 17)) + MASK_DELTA) & U32))
     return b"".join(parts)
 
 

@@ -18,7 +18,7 @@ out-of-order step on).
 What to do at a corrupt record is the caller's policy, not a second parser:
 ``stop_at_corrupt=False`` (:func:`aoff.read_scalars`) skips a record whose checksum fails
 in the middle of a file and counts it, where TensorBoard stops reading the file;
-``stop_at_corrupt=True`` (``aoff ls/show``, through ``_tbread``) stops there as TensorBoard
+``stop_at_corrupt=True`` (``aoff ls/show``, through ``_scan``) stops there as TensorBoard
 does and names the place (:attr:`Cursor.stopped`), so what they print is what TensorBoard
 shows. A torn last record is left for the next read (a writer may still be appending it)
 and reported.
@@ -35,12 +35,12 @@ from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from .._tagseries import Columns, Series
 from ._evcycle import CyclePath
 from ._evfast import FastPath
-from ._framing import masked_crc32c
-from ._tagseries import Columns, Series
-from ._tbvalue import plugin_name, tensor_scalar
-from ._tbwire import F32, F64, HEADER, U32S, Buf, fields, varint
+from ._tfrecord import masked_crc32c
+from ._value import plugin_name, tensor_scalar
+from ._wire import F32, F64, HEADER, U32S, Buf, fields, varint
 
 __all__ = ["CHUNK", "Cursor", "EventFolder"]
 

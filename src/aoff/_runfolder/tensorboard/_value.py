@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import struct
 
-from ._tbwire import F16, F32, F64, Buf, fields, varint
+from ._wire import F16, F32, F64, Buf, fields, varint
 
 __all__ = ["plugin_name", "tensor_scalar"]
 

@@ -25,13 +25,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._core._warning import AoffWarning
-from ._csvfile import CSV_NAME, CsvScalars
-from ._evfolder import EventFolder
-from ._jsonlfile import JSONL_NAME, JsonlScalars
+from ..._core._warning import AoffWarning
+from .._tagseries import Columns, Series, joined
+from ..lines._csv import CSV_NAME, CsvScalars
+from ..lines._jsonl import JSONL_NAME, JsonlScalars
+from ..tensorboard._evfolder import EventFolder
+from ..tensorboard._files import event_folders, is_events_name
 from ._runfind import runs_in
-from ._tagseries import Columns, Series, joined
-from ._tfevents import event_folders, is_events_name
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -271,7 +271,7 @@ def read_scalars(
 
     ``axes=True`` adds one column per axis present (``iteration``, ``env_steps``, each
     ``axes=`` name): each point's record's value on it, NaN where it had none (see
-    ``_runfolder/_axiscols.py``).
+    ``_runfolder/reading/_axiscols.py``).
 
     ``bucket=N``: instead, one row per run, tag and bucket of ``N`` steps (``step`` is
     the bucket's first, a multiple of ``N``) with the bucket's ``min``, ``max``,

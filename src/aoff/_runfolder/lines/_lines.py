@@ -18,8 +18,8 @@ import stat
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 
-from ._replace import replaced
-from ._tagseries import Series
+from .._replace import replaced
+from .._tagseries import Series
 
 __all__ = ["FIXED", "LineCursor", "RowSink", "cut_rows", "last_row_step"]
 

@@ -1,23 +1,32 @@
-"""``SummaryWriter``'s summaries that are not plain scalars, as torch's writer makes them.
+"""A batch of records as TensorBoard event bytes: the hand-written encoder, or protobuf
+where needed.
 
-Texts (``add_text``), new-style scalars (``add_scalar(new_style=True)``) and the HParams
-plugin's three summaries (``add_hparams``) are rare calls, so they are built with
-TensorBoard's own protobuf classes rather than by hand (``_tbevents.py`` does that for
-the hot case, plain scalars and histograms). What each holds follows
+The hand-written encoder (``_events``) covers the hot case, plain scalars and
+histograms. ``SummaryWriter``'s summaries that are not plain scalars are rare calls, so
+they are built here with TensorBoard's own protobuf classes: texts (``add_text``),
+new-style scalars (``add_scalar(new_style=True)``) and the HParams plugin's three
+summaries (``add_hparams``). What each holds follows
 ``torch.utils.tensorboard.summary``: ``<tag>/text_summary`` as a one-element string
 tensor with the ``text`` plugin's metadata; a one-element ``DT_FLOAT``/``DT_DOUBLE``
 tensor with the ``scalars`` plugin; ``_hparams_/experiment``, ``session_start_info``
 and ``session_end_info`` (status success), metadata only, no value.
+
+Why apart from ``_events``: that module is the wire format written by hand for speed;
+this one chooses per record and builds the rest as torch's writer does, using the
+encoder's pieces (so the choice sits here, above it).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from .._core._records import StepRecord
-from ._tbevents import EventEncoder, encode_histogram
+from ..._core._records import StepRecord
+from .._pieces import Pieces, whole
+from ._events import EventEncoder, SummaryRecord, encode_histogram
+from ._tfrecord import frame_many
 
-__all__ = ["encode_summary_record", "is_summary_record"]
+__all__ = ["encode_records", "encode_summary_record", "is_summary_record"]
 
 
 def is_summary_record(rec: StepRecord) -> bool:
@@ -144,3 +153,23 @@ def _strip_value_key(summary_value: bytes) -> bytes:
     while summary_value[i] & 0x80:
         i += 1
     return summary_value[i + 1 :]
+
+
+def encode_records(
+    encoder: EventEncoder, records: Sequence[StepRecord], pieces: Pieces = whole
+) -> bytes:
+    """Serialise one ``Event`` per record and frame them all into one buffer
+    (``SummaryWriter``'s texts, tensors and HParams go through :func:`encode_summary_record`), paced
+    by ``pieces``."""
+    encode = encoder.encode
+    try:
+        # encoded and framed record by record: in pieces where the GIL is shared
+        return frame_many(map(encode, pieces(records)))
+    except SummaryRecord:
+        out: list[bytes] = []
+        for rec in records:
+            if is_summary_record(rec):
+                out += encode_summary_record(encoder, rec)
+            else:
+                out.append(encode(rec))
+        return frame_many(out)

@@ -30,7 +30,7 @@ import io
 from collections.abc import Collection, Iterable, Sequence
 from typing import TextIO
 
-from .._core._records import StepRecord
+from ..._core._records import StepRecord
 from ._lines import LineCursor, RowSink, cut_rows, last_row_step
 
 __all__ = [

@@ -44,9 +44,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ._framing import MASK_DELTA, crc32c
-from ._tagseries import Columns
-from ._tbwire import Buf, fields, varint
+from .._tagseries import Columns
+from ._tfrecord import MASK_DELTA, crc32c
+from ._wire import Buf, fields, varint
 
 __all__ = ["FastPath", "Folder", "Layout"]
 

@@ -27,7 +27,7 @@ import dataclasses
 import math
 from collections.abc import Callable, Sequence
 
-from .._core._records import PerTags, StepRecord, columns
+from ..._core._records import PerTags, StepRecord, columns
 
 __all__ = ["AXIS_TAGS", "OnAxis", "axis_tag"]
 

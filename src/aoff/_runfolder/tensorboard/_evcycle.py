@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 
 from ._evfast import Folder, Layout
-from ._framing import MASK_DELTA
-from ._tbwire import Buf
+from ._tfrecord import MASK_DELTA
+from ._wire import Buf
 
 __all__ = ["CyclePath"]
 

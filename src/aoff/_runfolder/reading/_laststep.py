@@ -1,7 +1,7 @@
 """A run folder's last logged step, and its rows cut after a step: what resume needs.
 
 Why a module of its own: the formats each know their own last step and cut
-(``_jsonlfile``, ``_csvfile``, ``_tfevents``); which of them a resume trusts, and in
+(``lines/_jsonl``, ``lines/_csv``, ``tensorboard/_files``); which of them a resume trusts, and in
 which order, is one decision over the whole folder, made here.
 """
 
@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import os
 
-from . import _csvfile, _jsonlfile, _tfevents
-from ._csvfile import CSV_NAME
-from ._jsonlfile import JSONL_NAME
+from ..lines import _csv, _jsonl
+from ..lines._csv import CSV_NAME
+from ..lines._jsonl import JSONL_NAME
+from ..tensorboard import _files
 
 __all__ = ["TB_FILES", "cut_after", "last_logged_step"]
 
@@ -27,7 +28,7 @@ def last_logged_step(log_dir: str) -> tuple[int | None, list[str], list[str]]:
     found: list[str] = []
     used: list[str] = []
     steps: list[int] = []
-    for name, last in ((JSONL_NAME, _jsonlfile.last_step), (CSV_NAME, _csvfile.last_step)):
+    for name, last in ((JSONL_NAME, _jsonl.last_step), (CSV_NAME, _csv.last_step)):
         path = os.path.join(log_dir, name)
         if os.path.isfile(path):
             found.append(name)
@@ -35,11 +36,11 @@ def last_logged_step(log_dir: str) -> tuple[int | None, list[str], list[str]]:
             if step is not None:
                 steps.append(step)
                 used.append(name)
-    tb = _tfevents.event_files(log_dir) if os.path.isdir(log_dir) else []
+    tb = _files.event_files(log_dir) if os.path.isdir(log_dir) else []
     if tb:
         found.append(TB_FILES)
         if not steps:  # the tails above are cheap; a TB scan only without them
-            step = _tfevents.last_step(tb)
+            step = _files.last_step(tb)
             if step is not None:
                 steps.append(step)
                 used.append(TB_FILES)
@@ -52,7 +53,7 @@ def cut_after(log_dir: str, step: int) -> None:
     later points, as TensorBoard reads them)."""
     jsonl = os.path.join(log_dir, JSONL_NAME)
     if os.path.isfile(jsonl):
-        _jsonlfile.cut_after(jsonl, step)
+        _jsonl.cut_after(jsonl, step)
     path = os.path.join(log_dir, CSV_NAME)
     if os.path.isfile(path):
-        _csvfile.cut_after(path, step)
+        _csv.cut_after(path, step)

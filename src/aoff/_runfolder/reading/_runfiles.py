@@ -1,11 +1,12 @@
-"""A run's data files read into a :class:`~aoff._runfolder._rundata.RunData`: ``metrics.jsonl``
+"""A run's data files read into a :class:`~aoff._runfolder.reading._rundata.RunData`:
+``metrics.jsonl``
 (exact float64 values), the TensorBoard event files, or ``progress.csv`` (aoff's or
 SB3's own, read as :func:`aoff.read_scalars` reads it).
 
 Why a module of its own: these are the slow paths, for a run without a usable summary;
 each keeps everything before a torn or unreadable record and adds a one-line note naming
 the file. The event files are read by aoff's own scalar reader
-(:mod:`aoff._runfolder._tbread`, >100 MB/s), imported only when needed.
+(:mod:`aoff._runfolder.tensorboard._scan`, >100 MB/s), imported only when needed.
 """
 
 from __future__ import annotations
@@ -97,7 +98,7 @@ def read_jsonl(run_dir: str, path: str) -> RunData:
 def read_tensorboard(
     run_dir: str, files: list[str], progress: Callable[[int], None] | None, *, ends: bool = False
 ) -> RunData:
-    from ._tbread import scan_files, scan_last
+    from ..tensorboard._scan import scan_files, scan_last
 
     scan = scan_last(files, progress) if ends else None
     if scan is None or REWARD_TAG not in scan.tags:
@@ -121,8 +122,8 @@ def read_csv(run_dir: str, path: str) -> RunData:
     whose step is ``time/total_timesteps``, reads as SB3 wrote it)."""
     import numpy as np
 
-    from ._csvfile import CsvScalars
-    from ._tagseries import joined
+    from .._tagseries import joined
+    from ..lines._csv import CsvScalars
 
     reader = CsvScalars(path, None)
     reader.read()

@@ -14,7 +14,7 @@ import re
 import socket
 import struct
 
-from ._tbwire import varint
+from ._wire import varint
 
 __all__ = [
     "EVENTS_PATTERN",
@@ -33,7 +33,7 @@ __all__ = [
 
 EVENTS_PREFIX = "events.out.tfevents."
 EVENTS_PATTERN = EVENTS_PREFIX + "*"
-#: aoff's HParams file (config and final metrics, ``_tbhparams.py``): no run
+#: aoff's HParams file (config and final metrics, ``_hparams.py``): no run
 #: steps in it, so the readers of a run's series leave it out
 HPARAMS_FILE_PREFIX = EVENTS_PREFIX + "0000000000.aoff-hparams."
 #: an HParams file being written, before it is moved to its name

@@ -1,7 +1,7 @@
 """``aoff-summary.json``: the run summary's name, its format's mark, and when it may
 stand for the run.
 
-Why a module of its own: the summary backend (``_runfolder/_summarywriter.py``) writes it,
+Why a module of its own: the summary backend (``_runfolder/summary/_writer.py``) writes it,
 ``aoff ls/show`` read it first (each tag's first, last, range and a short curve, so a
 run is shown without reading its data files); the name, the format's mark and the rule
 of when it stands for the run (finished, or refreshed by a live run; not left by a

@@ -35,9 +35,9 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from .._core._config import ConfigValue
-from ._replace import replaced
-from ._tfevents import HPARAMS_STAGING_PREFIX, hparams_name, hparams_seq
+from ..._core._config import ConfigValue
+from .._replace import replaced
+from ._files import HPARAMS_STAGING_PREFIX, hparams_name, hparams_seq
 from ._tfrecord import frame_many, write_all
 
 __all__ = [

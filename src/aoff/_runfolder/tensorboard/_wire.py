@@ -1,11 +1,11 @@
 """Protobuf's wire format, as much as the event parser (``_evfolder``, ``_evfast``) and
-the writers' last-step reader (``_tfevents``) need of it.
+the writers' last-step reader (``_files``) need of it.
 
 Why a module of its own: the reader decodes ``Event``, ``Summary``, ``TensorProto`` and
 ``SummaryMetadata`` by hand (TensorBoard's protobuf classes cost a Python object per value,
-see ``_tbread``); these few primitives (a varint, skipping a field, listing a message's
+see ``_scan``); these few primitives (a varint, skipping a field, listing a message's
 fields) and the fixed-width layouts are what every one of those decoders stands on. The
-TFRecord framing's checksum around the events (the masked CRC32C) is ``_framing``'s,
+TFRecord framing's checksum around the events (the masked CRC32C) is ``_tfrecord``'s,
 shared with the writer (``_tfrecord``).
 """
 

@@ -18,9 +18,9 @@ import glob
 import os
 from collections.abc import Callable
 
-from ._csvfile import CSV_NAME
+from ..lines._csv import CSV_NAME
+from ..tensorboard._files import event_files
 from ._rundata import JSONL_NAME, SUMMARY_GLOB
-from ._tfevents import event_files
 
 __all__ = ["find_runs", "is_run_dir", "runs_in", "summary_files", "tb_files"]
 

@@ -44,11 +44,12 @@ from typing import Any
 
 import numpy as np
 
-from .._core._records import StepRecord, columns
-from ._csvfile import CSV_NAME
-from ._jsonlfile import JSONL_NAME
-from ._replace import replaced
-from ._summaryfile import (
+from ..._core._records import StepRecord, columns
+from .._replace import replaced
+from ..lines._csv import CSV_NAME
+from ..lines._jsonl import JSONL_NAME
+from ..tensorboard._files import EVENTS_PREFIX
+from ._file import (
     FORMAT,
     STAGING_PREFIX,
     SUMMARY_GLOB,
@@ -56,7 +57,6 @@ from ._summaryfile import (
     VERSION,
     summary_name,
 )
-from ._tfevents import EVENTS_PREFIX
 
 __all__ = [
     "CURVE_POINTS",

@@ -1,13 +1,13 @@
 """Reading a finished run back from disk, for ``aoff show`` and ``aoff ls``.
 
 A run folder holds what aoff wrote: ``aoff-summary.json`` (the run summary the pump keeps,
-:mod:`aoff._runfolder._summarywriter`), ``metrics.jsonl`` (JSON Lines backend) and/or
+:mod:`aoff._runfolder.summary._writer`), ``metrics.jsonl`` (JSON Lines backend) and/or
 ``events.out.tfevents.*`` (TensorBoard backend, or any other tool). The commands only need
 each tag's first/last/min/max values and a curve to draw, plus the run's step, iteration
 and wall-time range, so every source is read into one small ``RunData`` (``_rundata``), in this
 order: the summary (a few kilobytes, whatever the run's length) when the run finished
 or is live; else ``metrics.jsonl`` (exact float64 values); else the event files, read by
-aoff's own scalar reader (:mod:`aoff._runfolder._tbread`, >100 MB/s).
+aoff's own scalar reader (:mod:`aoff._runfolder.tensorboard._scan`, >100 MB/s).
 
 A run that was killed, or a disk that filled up, can leave a torn last record. Both file
 readers keep everything before it and add a one-line note naming the file, so the
@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from ._csvfile import CSV_NAME
+from ..lines._csv import CSV_NAME
 from ._rundata import JSONL_NAME, RunData
 from ._runfiles import read_csv, read_jsonl, read_tensorboard
 from ._runfind import tb_files
@@ -38,7 +38,7 @@ def scan_bytes(run_dir: str, *, live: bool = False, ends: bool = False) -> int:
         return 0
     if os.path.isfile(os.path.join(run_dir, JSONL_NAME)):
         return 0
-    from ._tbread import TAIL_BYTES
+    from ..tensorboard._scan import TAIL_BYTES
 
     files = tb_files(run_dir)
     total = 0

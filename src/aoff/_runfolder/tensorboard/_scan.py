@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 
 from ._evfolder import Cursor, EventFolder
-from ._framing import masked_crc32c
-from ._tbwire import HEADER
+from ._tfrecord import masked_crc32c
+from ._wire import HEADER
 
 __all__ = ["HEAD_BYTES", "TAIL_BYTES", "Scan", "TagSeries", "scan_files", "scan_last"]
 

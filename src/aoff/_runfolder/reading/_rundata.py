@@ -13,9 +13,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._jsonlfile import JSONL_NAME
-from ._summaryfile import SUMMARY_GLOB, SUMMARY_NAME
-from ._tfevents import EVENTS_PATTERN as TB_PATTERN
+from ..lines._jsonl import JSONL_NAME
+from ..summary._file import SUMMARY_GLOB, SUMMARY_NAME
+from ..tensorboard._files import EVENTS_PATTERN as TB_PATTERN
 
 __all__ = [
     "CURVE_POINTS",

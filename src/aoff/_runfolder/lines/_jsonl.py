@@ -45,9 +45,9 @@ from collections.abc import Callable, Collection, Sequence
 
 import msgspec
 
-from .._core._records import PerTags, StepRecord, columns
+from ..._core._records import PerTags, StepRecord, columns
+from .._pieces import Pieces, whole
 from ._lines import LineCursor, RowSink, cut_rows, last_row_step
-from ._pieces import Pieces, whole
 
 __all__ = [
     "JSONL_NAME",

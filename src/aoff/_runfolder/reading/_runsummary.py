@@ -1,8 +1,8 @@
 """The run summary file (``aoff-summary.json``) as ``show`` and ``ls`` print it.
 
 Why a module of its own: the summary (a few kilobytes, whatever the run's length, kept by
-the pump: :mod:`aoff._runfolder._summarywriter`) is the fast path of ``show`` and ``ls``; when
-it may stand for the run is the run folder's rule (:mod:`aoff._runfolder._summaryfile`),
+the pump: :mod:`aoff._runfolder.summary._writer`) is the fast path of ``show`` and ``ls``; when
+it may stand for the run is the run folder's rule (:mod:`aoff._runfolder.summary._file`),
 how its numbers turn into :class:`RunData` is this module's. It is read without
 importing numpy or the writer's module: ``ls`` stays light.
 """
@@ -13,10 +13,10 @@ import math
 import os
 from typing import Any
 
+from ..summary._file import SUMMARY_NAME
+from ..summary._file import load_summary as load_one
 from ._rundata import NONFINITE, RunData, TagStats
 from ._runfind import summary_files, tb_files
-from ._summaryfile import SUMMARY_NAME
-from ._summaryfile import load_summary as load_one
 
 __all__ = ["from_summary", "load_summary"]
 
@@ -30,7 +30,7 @@ def writers(run_dir: str) -> int:
 def load_summary(run_dir: str, *, live: bool) -> tuple[str, dict[str, Any]] | None:
     """The summary file and its content when it may stand for the run: the folder's only
     session or writer (one ``aoff-summary.json``, at most one event file), and the file
-    itself may (:func:`aoff._runfolder._summaryfile.load_summary`); ``None`` when there
+    itself may (:func:`aoff._runfolder.summary._file.load_summary`); ``None`` when there
     are several (their data files hold the union) or it may not."""
     only = os.path.join(run_dir, SUMMARY_NAME)
     if summary_files(run_dir) != [only] or len(tb_files(run_dir)) > 1:
@@ -40,7 +40,7 @@ def load_summary(run_dir: str, *, live: bool) -> tuple[str, dict[str, Any]] | No
 
 
 def _num(v: object) -> float | None:
-    """A number of the summary file (``_runfolder._summarywriter.to_json_float``'s output);
+    """A number of the summary file (``_runfolder.summary._writer.to_json_float``'s output);
     read here without importing numpy, which ``ls`` does not need."""
     if isinstance(v, bool) or v is None:
         return None

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .._core._records import MediaRecord
+from ..._core._records import MediaRecord
 
 __all__ = ["MEDIA_FORMATS", "media_events"]
 

@@ -1,0 +1,6 @@
+"""The run summary ``aoff-summary.json``: its names and when it may stand for the run
+(``_file``, light: ``aoff ls`` reads it), and its writer (``_writer``: the statistics
+kept as records pass, and the file replaced whole).
+"""
+
+__all__: list[str] = []
