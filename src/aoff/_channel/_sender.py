@@ -25,7 +25,7 @@ from .._core._buffer import EventBuffer, Overflow
 from .._core._rules import Rule
 from .._media._freed import FreedBytes
 from .._transport._messages import ProducerReport
-from .._transport._shipper import Shipper
+from .._transport._shipper import Shipper, ShipperSetup
 from .._transport._wire import AgentGone, Link
 from ._paths import LiveError, find_socket, read_key
 from ._roles import Produce, Refused, decode_to_producer, to_wire
@@ -95,8 +95,8 @@ class Conn:
             if link is None:
                 self._give_up([])
                 return
-            sh = self.shipper = Shipper(self.buffer, link, ProducerReport)
-            sh.freed = self.freed
+            setup = ShipperSetup(freed=self.freed)
+            sh = self.shipper = Shipper(self.buffer, link, ProducerReport, setup)
             counted = link.on_sent
 
             def sent(batch: Any) -> None:
