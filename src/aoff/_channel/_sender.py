@@ -64,7 +64,12 @@ def _alive(pid: int) -> bool:
 class Conn:
     """The process-bound half: buffer, shipper thread, connection (one per process)."""
 
-    def __init__(self, spec: Spec, on_round: Callable[[], object]) -> None:
+    def __init__(
+        self,
+        spec: Spec,
+        on_round: Callable[[], object],
+        on_freed: Callable[[int], object] | None = None,
+    ) -> None:
         self.spec = spec
         self.on_round = on_round  # the recorder's tensor-capture switch (torch imported?)
         self.buffer = EventBuffer(spec.capacity, spec.overflow)
@@ -77,7 +82,7 @@ class Conn:
         self.sent = 0
         #: frames' bytes that left: sent, or dropped by the overflow policy, an unresolved
         #: device value or the run going (the producer's media budget, ``_faces/_producer.py``)
-        self.freed = FreedBytes()
+        self.freed = FreedBytes(on_freed)
         self.flush_asked = 0
         self.closing = False
         self.deadline = time.monotonic() + spec.timeout

@@ -24,6 +24,7 @@ import threading
 import time
 import types
 import weakref
+from collections.abc import Callable
 from typing import Any, ClassVar, Protocol, Self
 
 from .._channel._sending import RemoteReport, Sender
@@ -74,8 +75,9 @@ class ProducerLogger(Recorder[None], MediaCalls[None]):
     _close_at_exit: ClassVar[bool] = False
     _settings: ProducerSettings
 
-    def _new_sender(self) -> Sender:
-        """This process's sender (not started); it runs ``_refresh_capture`` each round."""
+    def _new_sender(self, on_freed: Callable[[int], object]) -> Sender:
+        """This process's sender (not started); it runs ``_refresh_capture`` each round
+        and tells ``on_freed`` its running total of frame bytes sent or dropped."""
         raise NotImplementedError
 
     def _setup(self) -> None:
@@ -113,8 +115,7 @@ class ProducerLogger(Recorder[None], MediaCalls[None]):
         with self._lock:
             if self._sender is None:
                 self._refresh_capture()
-                sender = self._new_sender()
-                sender.freed.on_total = self._media_budget.note_freed  # bytes sent or dropped
+                sender = self._new_sender(self._media_budget.note_freed)
                 sender.start()
                 self._sender = sender
                 _started.add(self)

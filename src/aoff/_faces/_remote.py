@@ -30,7 +30,7 @@ One object used from several processes at once: each process starts its own conn
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 from .._channel._producers import check_name
@@ -102,8 +102,8 @@ class RemoteLogger(ProducerLogger):
         )
         self._setup()
 
-    def _new_sender(self) -> Conn:
-        return Conn(self._settings, self._refresh_capture)
+    def _new_sender(self, on_freed: Callable[[int], object]) -> Conn:
+        return Conn(self._settings, self._refresh_capture, on_freed)
 
     def __repr__(self) -> str:
         return f"RemoteLogger({self._settings.log_dir!r}, {self._settings.name!r})"

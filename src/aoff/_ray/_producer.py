@@ -32,7 +32,7 @@ learner's node the hub's ``log.remote(name)`` producer hands them to the run's e
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -75,6 +75,6 @@ class RayLogger(ProducerLogger):
         self._settings = RaySpec(link, name, check_rules(rules) if rules is not None else ())
         self._setup()
 
-    def _new_sender(self) -> Pusher:
+    def _new_sender(self, on_freed: Callable[[int], object]) -> Pusher:
         s = self._settings
-        return Pusher(s.link, s.name, self._refresh_capture, s.rules)
+        return Pusher(s.link, s.name, self._refresh_capture, s.rules, on_freed)

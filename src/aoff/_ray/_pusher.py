@@ -27,6 +27,7 @@ import threading
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from .._channel._sending import RemoteReport
@@ -85,7 +86,12 @@ class Pusher:
     :class:`~aoff._ray._producer.RayLogger`."""
 
     def __init__(
-        self, link: LinkSettings, name: str, on_round: Any, rules: tuple[Rule, ...] = ()
+        self,
+        link: LinkSettings,
+        name: str,
+        on_round: Any,
+        rules: tuple[Rule, ...] = (),
+        on_freed: Callable[[int], object] | None = None,
     ) -> None:
         self.link = link
         self.name = name
@@ -118,7 +124,7 @@ class Pusher:
         #: media: the running total of frames' bytes done (taken by the hub, or dropped),
         #: for the logger's budget; ``active`` from its first media event (until then no
         #: batch is scanned for frames)
-        self.freed = FreedBytes()
+        self.freed = FreedBytes(on_freed)
         self.media_in: dict[int, int] = {}  # seq -> bytes of frames the call carries
         self.thread = threading.Thread(target=self._run, name=f"aoff-ray-{name}", daemon=True)
 
