@@ -102,9 +102,9 @@ class Pump:
     the face's own process); ``system``, ``run_summary`` and ``alerts``: the run's
     system sampler, ``aoff-summary.json`` and rules, when it has them.
 
-    Each part is built here with what it needs (its hooks are constructor arguments):
-    the runners, then the screen, the run summary's keeper, the intake that feeds them,
-    the cost keeper and the alert desk.
+    Each part is built here, in order, with what it needs (its hooks are constructor
+    arguments, nothing is set on a part after): the runners, the screen, the run
+    summary's keeper, the intake that feeds them, the cost keeper and the alert desk.
     """
 
     def __init__(
@@ -142,9 +142,36 @@ class Pump:
             )
             for b in backends
         ]
-        self._screen = self._make_screen(display, s)
-        self._summary_file = self._keep_summary(run_summary, s.monotonic)
-        self._intake = self._make_intake(s, on_media_freed)
+        #: the display, printed text and viewers, drawn at ``s.refresh_per_second``
+        self._screen = Screen(
+            display,
+            state,
+            self._runners,
+            say=s.say,
+            say_always=self._say_once.always,
+            refresh_per_second=s.refresh_per_second,
+            clock=s.clock,
+            monotonic=s.monotonic,
+        )
+        self._summary_file = keeper = self._keep_summary(run_summary, s.monotonic)
+        #: drains the buffer and folds in order; a change touches the screen; each
+        #: slice's records go on to the run summary and the rules (``_watch``)
+        self._intake = Intake(
+            buffer,
+            state,
+            self._runners,
+            self._say_once,
+            finish_timeout=s.finish_timeout,
+            on_change=self._screen.touch,
+            on_slice=self._slice_chores,
+            seed_tags=s.seed_tags,
+            on_records=keeper.offer if keeper is not None else None,
+            on_watch=self._watch,
+            on_media_freed=on_media_freed,
+            # the fold in short slices while a training loop shares the GIL (_turns)
+            shares=shared,
+            pause=apause,
+        )
         self._summary_panel = True  # request_stop(summary=...)
         self._result: FinishReport | None = None  # set when run() has ended
         self._stop: anyio.Event | None = None
@@ -162,40 +189,6 @@ class Pump:
             state, self._intake.folder, clock=s.clock, monotonic=s.monotonic, in_agent=s.in_agent
         )
         self._alerts = self._make_alerts(alerts, s)
-
-    def _make_screen(self, display: Display, s: PumpSettings) -> Screen:
-        """The display, printed text and viewers, drawn at ``s.refresh_per_second``."""
-        return Screen(
-            display,
-            self._state,
-            self._runners,
-            say=s.say,
-            say_always=self._say_once.always,
-            refresh_per_second=s.refresh_per_second,
-            clock=s.clock,
-            monotonic=s.monotonic,
-        )
-
-    def _make_intake(self, s: PumpSettings, on_media_freed: Callable[[int], None] | None) -> Intake:
-        """Drains the buffer and folds in order; a change touches the screen; each
-        slice's records go on to the run summary and the rules."""
-        keeper = self._summary_file
-        return Intake(
-            self._buffer,
-            self._state,
-            self._runners,
-            self._say_once,
-            finish_timeout=s.finish_timeout,
-            on_change=self._screen.touch,
-            on_slice=self._slice_chores,
-            seed_tags=s.seed_tags,
-            on_records=keeper.offer if keeper is not None else None,
-            on_watch=self._watch,
-            on_media_freed=on_media_freed,
-            # the fold in short slices while a training loop shares the GIL (_turns)
-            shares=shared,
-            pause=apause,
-        )
 
     def _make_alerts(self, plan: AlertPlan | None, s: PumpSettings) -> AlertDesk | None:
         """The run's rules and where their alerts go (``_alerts.py``), with the runners,
