@@ -32,9 +32,9 @@ from aoff import (
     Dashboard,
     RunConfig,
     RunView,
-    State,
     StepRecord,
 )
+from aoff._core._state import State
 from aoff.testing import ManualClock, MemoryBackend, RecordingDisplay, await_until, wait_until
 
 from .conftest import (
