@@ -181,6 +181,25 @@ def test_a_finish_that_gives_up_on_a_frozen_agent_says_so_once_and_folds_nothing
     assert [r["iteration"] for r in jsonl_rows(tmp_path / "run")] == list(range(1, 101))
 
 
+def test_an_agent_frozen_before_its_first_answer_loses_every_step_it_received(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """An agent that never answered (frozen, or starved on a loaded machine) named no
+    backend in an ack: what it received is still lost to each of the run's backends,
+    and the report is not complete (it said "complete, 0 steps, 0 events not processed"
+    of a 40,000-step run whose agent was too slow to answer at load 26)."""
+    log = jsonl_agent_logger(tmp_path / "run", display="none", finish_timeout=0.2)
+    kill_agent(log, signal.SIGSTOP)  # before it could fold or answer anything
+    for i in range(1, 101):
+        log.log_step(i, {"x": float(i)})
+    with finish_grace(0.3):
+        report = log.finish()
+    assert not report.complete and report.partial and report.steps == 0, report
+    assert report.backend_lost == {"jsonl": 100}, report
+    err = capfd.readouterr().err
+    assert "100 steps the agent received were not confirmed written" in err, err
+
+
 def _async_agent_logger(run: Path, **kw: Any) -> AsyncOffPolicyLogger:
     """An async logger, its pump in the agent, writing JSONL (and TensorBoard) into
     ``run``; no dashboard, SIGTERM handler or system metrics."""

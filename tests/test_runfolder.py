@@ -63,11 +63,11 @@ def test_each_run_folder_file_name_is_spelled_in_its_format_module_only() -> Non
 def test_a_second_spelling_is_found(tmp_path: Path) -> None:
     """The check bites: a backend opening ``metrics.jsonl`` itself, even in an f-string,
     is a second spelling; the same name in a message or a docstring is not."""
-    (tmp_path / "_runfolder").mkdir()
-    (tmp_path / "_runfolder" / "_jsonlfile.py").write_text('JSONL_NAME = "metrics.jsonl"\n')
+    (tmp_path / "_runfolder" / "lines").mkdir(parents=True)
+    (tmp_path / "_runfolder" / "lines" / "_jsonl.py").write_text('JSONL_NAME = "metrics.jsonl"\n')
     (tmp_path / "_backend.py").write_text(
         '"""Writes metrics.jsonl."""\n'
         'def f(d):\n    return f"{d}/metrics.jsonl"\n'
         'MESSAGE = "could not write metrics.jsonl"\n'
     )
-    assert spelled_in(tmp_path)["metrics.jsonl"] == ["_backend.py", "_runfolder/_jsonlfile.py"]
+    assert spelled_in(tmp_path)["metrics.jsonl"] == ["_backend.py", "_runfolder/lines/_jsonl.py"]

@@ -121,7 +121,7 @@ def confirmed_report(
         media_lost={LOST_AGENT: lost_media} if lost_media else {},
         backend_written=dict(shipper.acked_written),
         backend_lost=shipper.agent_loss(),
-        backend_errors={name: error for name in shipper.acked_written},
+        backend_errors={name: error for name in shipper.agent_loss()},
         interrupted=interrupted,
         partial=True,
     )

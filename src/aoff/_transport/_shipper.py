@@ -130,6 +130,9 @@ class ShipperSetup:
     #: a far producer's budget (``_channel/_sender.py``) or the face's pool; None: a new,
     #: inactive one
     freed: FreedBytes | None = None
+    #: the run's backends by name: an agent that never answered lost what it received
+    #: for each of them, though no ack ever named them
+    backends: tuple[str, ...] = ()
 
 
 class Shipper(Generic[R]):
@@ -160,6 +163,7 @@ class Shipper(Generic[R]):
         self.shipped_steps = 0
         self.acked_steps = 0
         self.acked_written: dict[str, int] = {}
+        self.backends = setup.backends
         #: ``MEDIA`` events sent; the agent's ``(written, lost)`` media as of its last Ack
         self.shipped_media = 0
         self.acked_media = (0, 0)
@@ -447,7 +451,7 @@ class Shipper(Generic[R]):
 
     def agent_loss(self) -> dict[str, int]:
         """Per backend, steps the agent received but had not confirmed written."""
+        names = dict.fromkeys((*self.backends, *self.acked_written))
         return {
-            name: max(self.shipped_steps - written, 0)
-            for name, written in self.acked_written.items()
+            name: max(self.shipped_steps - self.acked_written.get(name, 0), 0) for name in names
         }
