@@ -40,15 +40,8 @@ def shown_new(factory: Callable[[], T], doc: str) -> T:
     return field(default_factory=factory, metadata={"shown": doc})
 
 
-def _copy(value: Any) -> Any:
-    """A container's copy (a deque keeps its bound); anything else is immutable or
-    shared on purpose (``hparams``)."""
-    t = type(value)
-    if t is deque:
-        return deque(value, maxlen=value.maxlen)
-    if t is dict or t is set:
-        return t(value)
-    return value
+def _deque_copy(d: deque[Any]) -> deque[Any]:
+    return deque(d, maxlen=d.maxlen)
 
 
 class ProducerInfo(NamedTuple):
@@ -234,13 +227,16 @@ class State:
         """A copy safe to hand to another thread for rendering (its dicts, sets and
         deques copied; ``hparams`` is shared as is, never copied into snapshots)."""
         return dataclasses.replace(
-            self, **{name: _copy(getattr(self, name)) for name in _CONTAINERS}
+            self, **{name: copy(getattr(self, name)) for name, copy in _CONTAINERS}
         )
 
 
-#: the fields whose values are containers a snapshot copies
+#: the fields whose values are containers a snapshot copies, each with its copy (a
+#: deque keeps its bound); the others are immutable, or shared on purpose (``hparams``,
+#: and ``panel_widths``, set on a snapshot only)
+_COPIES: dict[str, Callable[[Any], Any]] = {"dict": dict, "set": set, "deque": _deque_copy}
 _CONTAINERS = tuple(
-    f.name
+    (f.name, _COPIES[kind])
     for f in dataclasses.fields(State)
-    if str(f.type).split("[")[0] in ("dict", "set", "deque")
+    if (kind := str(f.type).split("[")[0]) in _COPIES and not str(f.type).endswith("| None")
 )
