@@ -37,7 +37,7 @@ from typing import Any
 import _workload as w
 import anyio.to_thread
 
-from aoff import BackendContext, OffPolicyLogger, StepRecord
+from aoff import BackendContext, OffPolicyLogger, Record
 from aoff._display._api import NullDisplay
 from aoff.testing import MemoryBackend
 
@@ -48,7 +48,7 @@ class _Base:
     async def open(self, ctx: BackendContext) -> None:
         pass
 
-    async def write(self, records: Sequence[StepRecord]) -> None:
+    async def write(self, records: Sequence[Record]) -> None:
         pass
 
     async def flush(self) -> None:
@@ -61,7 +61,7 @@ class _Base:
 class Raising(_Base):
     name = "raising"
 
-    async def write(self, records: Sequence[StepRecord]) -> None:
+    async def write(self, records: Sequence[Record]) -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
 
@@ -71,14 +71,14 @@ class Hung(_Base):
     def __init__(self) -> None:
         self.gate = threading.Event()
 
-    async def write(self, records: Sequence[StepRecord]) -> None:
+    async def write(self, records: Sequence[Record]) -> None:
         await anyio.to_thread.run_sync(self.gate.wait, abandon_on_cancel=True)
 
 
 class Slow(_Base):
     name = "slow"
 
-    async def write(self, records: Sequence[StepRecord]) -> None:
+    async def write(self, records: Sequence[Record]) -> None:
         await anyio.to_thread.run_sync(time.sleep, 0.002, abandon_on_cancel=True)
 
 

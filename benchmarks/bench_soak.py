@@ -104,7 +104,7 @@ def soak_child(policy: str, events: int, threads: int) -> dict[str, Any]:
     import anyio.to_thread
     import psutil
 
-    from aoff import BackendContext, OffPolicyLogger, StepRecord
+    from aoff import BackendContext, OffPolicyLogger, Record
     from aoff._display._api import NullDisplay
 
     class Slow:
@@ -116,7 +116,7 @@ def soak_child(policy: str, events: int, threads: int) -> dict[str, Any]:
         async def open(self, ctx: BackendContext) -> None:
             pass
 
-        async def write(self, records: Sequence[StepRecord]) -> None:
+        async def write(self, records: Sequence[Record]) -> None:
             await anyio.to_thread.run_sync(time.sleep, 0.002, abandon_on_cancel=True)
             self.iterations.extend(r.iteration for r in records)
 

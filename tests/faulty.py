@@ -16,7 +16,7 @@ from typing import ClassVar
 import anyio.to_thread
 import pytest
 
-from aoff import BackendContext, StepRecord
+from aoff import BackendContext, Record
 from aoff._core._records import MediaRecord
 from aoff._pump._registry import BackendOptions, NamedBackend
 from aoff.testing._faults import without_tensor_capture
@@ -35,7 +35,7 @@ class CountingBackend:
     async def open(self, ctx: BackendContext) -> None:
         self.opened += 1
 
-    async def write(self, records: Sequence[StepRecord]) -> None:
+    async def write(self, records: Sequence[Record]) -> None:
         self.writes += 1
         self.iterations.extend(r.iteration for r in records)
 
@@ -53,7 +53,7 @@ class SlowBackend(CountingBackend):
         super().__init__(name)
         self.delay = delay
 
-    async def write(self, records: Sequence[StepRecord]) -> None:
+    async def write(self, records: Sequence[Record]) -> None:
         await anyio.to_thread.run_sync(time.sleep, self.delay, abandon_on_cancel=True)
         await super().write(records)
 
@@ -74,7 +74,7 @@ class GatedBackend(CountingBackend):
         self.entered.set()
         self.gate.wait()
 
-    async def write(self, records: Sequence[StepRecord]) -> None:
+    async def write(self, records: Sequence[Record]) -> None:
         await anyio.to_thread.run_sync(self._wait, abandon_on_cancel=True)
         await super().write(records)
 
@@ -107,7 +107,7 @@ class RaisingBackend(CountingBackend):
         self._maybe_raise("open")
         await super().open(ctx)
 
-    async def write(self, records: Sequence[StepRecord]) -> None:
+    async def write(self, records: Sequence[Record]) -> None:
         self._maybe_raise("write")
         await super().write(records)
 
@@ -155,7 +155,7 @@ class HeldMediaBackend:
     async def open(self, ctx: BackendContext) -> None:
         return
 
-    async def write(self, records: Sequence[StepRecord]) -> None:
+    async def write(self, records: Sequence[Record]) -> None:
         return
 
     async def write_media(self, items: Sequence[MediaRecord]) -> None:

@@ -22,6 +22,7 @@ from aoff import AsyncOffPolicyLogger, FinishReport, NullDisplay, OffPolicyLogge
 from aoff._backends._base import Backend, BackendContext
 from aoff._backends._csv import CsvBackend
 from aoff._core._records import StepRecord
+from aoff._core._rules import ALERT_TAG
 from aoff._pump._options import PumpMode
 from aoff.testing import probe
 
@@ -62,8 +63,9 @@ def same(a: float, b: float) -> bool:
 
 
 def assert_csv_equals_jsonl(log_dir: Path) -> int:
-    """``progress.csv`` equals ``metrics.jsonl`` cell by cell; returns the row count."""
-    rows = read_jsonl(log_dir / "metrics.jsonl")
+    """``progress.csv`` equals ``metrics.jsonl``'s rows of numbers cell by cell (an
+    alert is a text row in JSONL, and CSV takes no texts); returns the row count."""
+    rows = [r for r in read_jsonl(log_dir / "metrics.jsonl") if ALERT_TAG not in r]
     columns: list[str] = []
     for row in rows:
         columns.extend(k for k in row if k not in columns)
@@ -142,7 +144,10 @@ def test_thread_pump_csv_equals_jsonl_and_rewrites_once_per_new_key(
 ) -> None:
     report, watch = run_public(tmp_path, "thread")
     assert report.complete and report.backend_written["csv"] == 100
-    assert report.backend_written["jsonl"] == 100
+    # JSONL takes texts: the run's one alert (train/odd is inf) is a row of it too
+    assert report.backend_written["jsonl"] == 101 and len(report.alerts) == 1
+    alerts = [r for r in read_jsonl(tmp_path / "metrics.jsonl") if ALERT_TAG in r]
+    assert [(r["step"], r[ALERT_TAG]) for r in alerts] == [(1, report.alerts[0].message)]
     assert assert_csv_equals_jsonl(tmp_path) == 100
     assert len(rewrites) == NEW_KEY_BATCHES  # not once per batch (20 batches)
     assert watch.changes == NEW_KEY_BATCHES and len(watch.seen) == 21

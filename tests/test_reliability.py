@@ -29,6 +29,7 @@ import psutil
 import pytest
 
 from aoff import AsyncOffPolicyLogger, Backend, FinishReport, OffPolicyLogger, Overflow
+from aoff._core._rules import ALERT_TAG
 from aoff.testing import (
     ManualClock,
     MemoryBackend,
@@ -537,8 +538,10 @@ def test_nan_and_infinities_are_kept(tmp_path: Path) -> None:
     tb = read_tensorboard(tmp_path)
     assert math.isnan(tb["train/n"][0][1]) and math.isnan(tb["reward/mean"][0][1])
     assert tb["train/p"] == [(1, math.inf)] and tb["train/m"] == [(1, -math.inf)]
-    (row,) = read_jsonl(tmp_path / "metrics.jsonl")  # strict JSON
+    # strict JSON; the run's alert (nonfinite()) is a text row of its own after the step's
+    row, alert = read_jsonl(tmp_path / "metrics.jsonl")
     assert (row["train/n"], row["train/p"], row["train/m"]) == ("nan", "inf", "-inf")
+    assert alert[ALERT_TAG] == report.alerts[0].message
 
 
 def test_bools_ints_and_numpy_scalars_are_converted() -> None:

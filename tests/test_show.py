@@ -98,7 +98,7 @@ def test_show_reads_tensorboard_when_there_is_no_jsonl(
     tb = _copy(run_dir, tmp_path / "tb", keep="tfevents")
     rc, out, err = _aoff(capsys, "show", str(tb), "--width", "160")
     assert rc == 0 and err == ""
-    assert "TensorBoard files (20 records)" in out
+    assert "TensorBoard event files (20 records)" in out
     assert f"Total env steps: {last['step']:,}" in out
     # float32 in the event file: compare at the printed precision
     assert float(_row(out, "reward/mean")[2]) == pytest.approx(
@@ -147,7 +147,7 @@ def test_show_and_ls_on_an_empty_folder_exit_1(
 ) -> None:
     rc, out, err = _aoff(capsys, "show", str(tmp_path))
     assert rc == 1 and out == ""
-    assert "no aoff-summary.json, metrics.jsonl, progress.csv or events.out.tfevents.*" in err
+    assert "no TensorBoard event files, metrics.jsonl, progress.csv or aoff-summary.json" in err
     assert str(tmp_path) in err
     rc, out, err = _aoff(capsys, "ls", str(tmp_path))
     assert rc == 1 and "no run folders" in err

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from aoff import OffPolicyLogger, TensorBoardBackend
-from aoff._core._records import StepRecord
+from aoff._core._records import StepRecord, WriterRecord
 from aoff._runfolder.tensorboard._xaxis import OnAxis
 from tests.conftest import read_tensorboard
 
@@ -59,7 +59,7 @@ def test_a_record_off_the_axis_keeps_its_step_said_once() -> None:
         "TensorBoard x='grad_steps': 10.5 is not a whole number; TensorBoard's step is "
         "written rounded down (10)",
     ]
-    writer = StepRecord(3, 0, 0.0, (("a", 1.0),), writer=True)
+    writer = WriterRecord(3, 0.0, (("a", 1.0),))
     assert on.moved([writer], said.append)[0].step == 3  # SummaryWriter's own global_step
 
 

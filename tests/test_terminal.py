@@ -30,9 +30,9 @@ from rich.console import Console
 from aoff import (
     AsyncOffPolicyLogger,
     Dashboard,
+    Record,
     RunConfig,
     RunView,
-    StepRecord,
 )
 from aoff._core._state import State
 from aoff.testing import ManualClock, MemoryBackend, RecordingDisplay, await_until, wait_until
@@ -614,7 +614,7 @@ def test_exit_without_finish_writes_everything(tmp_path: Path) -> None:
 
 
 class SlowBackend(MemoryBackend):
-    async def write(self, records: Sequence[StepRecord]) -> None:
+    async def write(self, records: Sequence[Record]) -> None:
         await ahold_still(0.02, "a backend whose writes take time")
         self.records.extend(records)
 

@@ -23,7 +23,7 @@ from aoff import OffPolicyLogger
 from aoff._core._buffer import EventBuffer
 from aoff._core._events import Event
 from aoff._core._recorder import Recorder
-from aoff._core._records import StepRecord
+from aoff._core._records import Record, StepRecord
 from aoff._core._say import SayOnce
 from aoff._core._state import State
 from aoff._display._api import NullDisplay
@@ -179,7 +179,7 @@ def test_tensorboard_events_in_pieces_are_the_same_bytes(pauses: list[float]) ->
 
 
 # -- the intake: smaller slices while shared and not behind ------------------------------
-def _intake(n: int) -> tuple[Intake, list[int], list[StepRecord]]:
+def _intake(n: int) -> tuple[Intake, list[int], list[Record]]:
     buffer = EventBuffer(100_000)
     events: list[Event] = []
     rec: Recorder[None] = Recorder()
@@ -189,7 +189,7 @@ def _intake(n: int) -> tuple[Intake, list[int], list[StepRecord]]:
     for e in events:
         buffer.put(e)
     state = State()
-    folded: list[StepRecord] = []
+    folded: list[Record] = []
     intake = Intake(
         buffer,
         state,

@@ -22,7 +22,7 @@ from typing import Any
 import anyio
 import pytest
 
-from aoff import BackendContext, Overflow, StepRecord
+from aoff import BackendContext, Overflow, Record, StepRecord
 from aoff._core import _events as ev
 from aoff._core._buffer import EventBuffer
 from aoff._core._fold import Folder
@@ -472,7 +472,7 @@ class FlakyBackend(CountingBackend):
         self.failures = failures
         self.attempts = 0
 
-    async def write(self, records: Sequence[StepRecord]) -> None:
+    async def write(self, records: Sequence[Record]) -> None:
         self.attempts += 1
         if self.failures is None or self.attempts <= self.failures:
             raise OSError(28, "No space left on device")
@@ -487,7 +487,7 @@ class HangingBackend(CountingBackend):
         self.entered = anyio.Event()
         self.release = anyio.Event()
 
-    async def write(self, records: Sequence[StepRecord]) -> None:
+    async def write(self, records: Sequence[Record]) -> None:
         self.entered.set()
         await self.release.wait()
         await super().write(records)

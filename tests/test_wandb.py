@@ -18,7 +18,7 @@ import pytest
 
 from aoff._backends._base import Backend, BackendContext
 from aoff._backends._wandb import WandbBackend
-from aoff._core._records import RunConfig, StepRecord
+from aoff._core._records import RunConfig, StepRecord, TextRecord, WriterRecord
 from aoff.testing import read_wandb_config as read_config
 from aoff.testing import read_wandb_history as read_history
 from aoff.testing import wait_for_wandb_runs
@@ -305,10 +305,10 @@ async def test_summarywriter_records_are_rows_of_their_own_with_global_step(
     await backend.open(BackendContext())
     await backend.write(
         [
-            StepRecord(5, 5, 1.0, (("loss", 0.5),), writer=True),
-            StepRecord(3, 3, 2.0, (("loss", 0.25),), writer=True),  # back: still a row
-            StepRecord(3, 3, 3.0, (("q", 1.0),), run="q_a", writer=True),
-            StepRecord(4, 4, 4.0, (), texts=(("note", "hi"),), writer=True),  # no scalar
+            WriterRecord(5, 1.0, (("loss", 0.5),)),
+            WriterRecord(3, 2.0, (("loss", 0.25),)),  # back: still a row
+            WriterRecord(3, 3.0, (("q", 1.0),), run="q_a"),
+            TextRecord(4, 4.0, (("note", "hi"),)),  # no scalar; not an alert
         ]
     )
     await backend.close()
@@ -330,8 +330,8 @@ async def test_alerts_go_to_the_runs_summary_offline(wandb_dir: Path) -> None:
 
     backend = WandbBackend(project="aoff-test", dir=wandb_dir)
     await backend.open(BackendContext(config=RunConfig(), say=lambda _: None))
-    alert = StepRecord(3, 0, 1000.0, (), writer=True, texts=((ALERT_TAG, "q is nan at step 3"),))
-    second = StepRecord(5, 0, 1001.0, (), writer=True, texts=((ALERT_TAG, "stalled"),))
+    alert = TextRecord(3, 1000.0, ((ALERT_TAG, "q is nan at step 3"),))
+    second = TextRecord(5, 1001.0, ((ALERT_TAG, "stalled"),))
     await backend.write([*make_records(3), alert, *make_records(2, 3), second])
     await backend.close()
     assert backend.alert_error is None
@@ -419,3 +419,31 @@ async def test_x_charts_every_metric_on_an_axis_and_keeps_every_row(wandb_dir: P
         "[yellow]W&B x='grad_steps': a record without a value on it is kept; W&B charts it "
         "at the axis's last value (0 before the first)[/]"
     ]
+
+
+@pytest.mark.slow  # starts wandb's service process
+def test_backend_options_and_the_seed_keywords_reach_wandb_init(wandb_dir: Path) -> None:
+    """W&B's own options come through ``backend_options={"wandb": {...}}``; the original
+    logger's ``wandb_*`` keywords are the same options (a documented conversion), merged."""
+    from aoff import OffPolicyLogger
+
+    log = OffPolicyLogger(
+        log_backend="wandb",
+        wandb_project="aoff-test",  # the seed's keyword
+        backend_options={"wandb": {"name": "sac-b", "tags": ["sac", "b"], "notes": "n"}},
+        display="none",
+        pump="thread",
+        handle_sigterm=False,
+        system_interval=0,
+    )
+    log.log_step(1, {"train/loss": 0.5})
+    assert log.finish().backend_written["wandb"] == 1
+    (run,) = (
+        r.run for r in iter_records(run_file(wandb_dir)) if r.WhichOneof("record_type") == "run"
+    )
+    assert (run.project, run.display_name, list(run.tags), run.notes) == (
+        "aoff-test",
+        "sac-b",
+        ["sac", "b"],
+        "n",
+    )

@@ -7,9 +7,9 @@ Public names only; the implementation lives in the ``_``-prefixed modules and pa
 
 from typing import TYPE_CHECKING, Any
 
-from ._backends._base import Backend, BackendContext
+from ._backends._base import Backend, BackendContext, Takes
 from ._core._buffer import DEFAULT_CAPACITY, Overflow
-from ._core._records import RunConfig, StepRecord
+from ._core._records import Record, RunConfig, StepRecord, TextRecord, WriterRecord
 from ._core._report import FinishReport
 from ._core._view import RunView
 from ._core._warning import AoffWarning
@@ -76,6 +76,7 @@ __all__ = [
     "NullDisplay",
     "OffPolicyLogger",
     "Overflow",
+    "Record",
     "RemoteLogger",
     "RemoteReport",
     "RunConfig",
@@ -83,9 +84,12 @@ __all__ = [
     "RunView",
     "ScalarReader",
     "StepRecord",
+    "Takes",
     "TensorBoardBackend",
+    "TextRecord",
     "TrackioBackend",
     "WandbBackend",
+    "WriterRecord",
     "read_scalars",
 ]
 
@@ -100,6 +104,9 @@ for _obj in (
     RunConfig,
     RunView,
     StepRecord,
+    Takes,
+    TextRecord,
+    WriterRecord,
 ):
     _obj.__module__ = __name__
 del _obj

@@ -18,9 +18,10 @@ process, or the pump's thread), never on the training thread::
 
 Without ``rules=``, a run watches :data:`DEFAULT_RULES` (``nonfinite()`` and
 ``stalled()``); ``rules=[]`` turns watching off. An alert goes to the dashboard, the
-summary, ``FinishReport.alerts``, ``log.alerts``, ``alerts.jsonl`` in the run folder, a
-TensorBoard text summary (``aoff/alerts``) and W&B. Tags are names or ``fnmatch`` globs
-(``"train/*_loss"``).
+summary, ``FinishReport.alerts``, ``log.alerts``, ``alerts.jsonl`` in the run folder, and
+a text record (tag ``aoff/alerts``) to every backend that takes texts or alerts
+(TensorBoard's text summary, ``metrics.jsonl``, W&B's summary). Tags are names or
+``fnmatch`` globs (``"train/*_loss"``).
 """
 
 from ._core._rules import (

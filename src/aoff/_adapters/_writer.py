@@ -82,6 +82,7 @@ class _Engine(OffPolicyLogger):
 _PASSED_ON = frozenset(
     (
         "backends",
+        "backend_options",
         "overflow",
         "finish_timeout",
         "flush_secs",
@@ -152,7 +153,7 @@ class SummaryWriter(WriterMedia):
         aoff's event buffer (100,000 events by default). ``overflow="block"`` (the
         default here, like torch's writer, whose calls wait when its queue is full):
         a call waits for room, so nothing is lost; ``"drop_oldest"`` never waits.
-    finish_timeout, pump, ranks, media_budget, wandb_*
+    backend_options, finish_timeout, pump, ranks, media_budget, wandb_*
         as for :class:`aoff.OffPolicyLogger`.
     rules, webhook, command
         what the run watches itself with (:mod:`aoff.rules`; the defaults: NaN/inf and
@@ -172,6 +173,7 @@ class SummaryWriter(WriterMedia):
         dashboard: bool = False,
         total_steps: int = 0,
         backends: Sequence[str] = (),
+        backend_options: Mapping[str, Mapping[str, Any]] | None = None,
         capacity: int | None = None,
         overflow: Overflow = "block",
         finish_timeout: float = 10.0,

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._core._warning import AoffWarning
 from .._media._calls import render_figure
+from .._media._encoding import TORCH
 from .._media._frames import check_format, check_key
 from . import _writer_checks as checked
 
@@ -44,7 +45,7 @@ def torch_image(
     log: Face[Any], where: str, tag: str, img: Any, step: int, wall: float | None, fmt: str
 ) -> None:
     fmt = check_format(where, fmt, ("CHW", "HWC", "HW", "NCHW", "NHWC"))
-    log._media(where, "image", check_key(where, tag, "tag"), img, "torch:" + fmt, step, 0.0, wall)
+    log._media(where, "image", check_key(where, tag, "tag"), img, fmt, step, 0.0, wall, TORCH)
 
 
 def torch_video(
@@ -52,7 +53,7 @@ def torch_video(
 ) -> None:
     """``(N, T, C, H, W)`` videos as one animated GIF (torch's grid)."""
     fps = float(fps)
-    log._media(where, "video", check_key(where, tag, "tag"), vid, "torch:NTCHW", step, fps, wall)
+    log._media(where, "video", check_key(where, tag, "tag"), vid, "NTCHW", step, fps, wall, TORCH)
 
 
 def torch_figure(

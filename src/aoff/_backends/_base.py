@@ -1,6 +1,8 @@
-"""The backend protocol the pump drives.
+"""The backend protocol the pump drives, and what a backend takes (:class:`Takes`).
 
-A backend receives batches of :class:`~aoff.StepRecord` in order. Every method is
+A backend receives batches of records in order: the tagged union :data:`~aoff.Record`
+(a :class:`~aoff.StepRecord`, a ``SummaryWriter`` call's :class:`~aoff.WriterRecord`, a
+:class:`~aoff.TextRecord`), which its ``write`` ``match``es on. Every method is
 ``async`` so a backend can do its blocking work in a worker thread
 (``anyio.to_thread.run_sync(..., abandon_on_cancel=True)``) or through aiofiles, and
 never on the event loop that runs the pump (which, for the async face, is the training
@@ -13,17 +15,54 @@ makes for it) and ``async def write_media(items)``, which receives
 :class:`~aoff._core._records.MediaRecord` s (key, step, wall time, shape and the encoded
 bytes), one call an item, in order with its ``write`` calls. A backend without them is
 never offered media.
+
+What a backend takes besides steps is its ``takes`` (a :class:`Takes` flag set, a class
+attribute): the pump reads it to route the run's alerts and media, and the registry's
+entry repeats it so that a message can name the backends that take a kind before any is
+built. Why flags and not names: a new backend says what it takes where it is written,
+and nothing that routes or lists them is edited.
 """
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from .._core._config import HParams
-from .._core._records import RunConfig, StepRecord
+from .._core._records import Record, RunConfig
 from .._runfolder._pieces import Pieces, whole
+
+
+class Takes(enum.Flag):
+    """What a backend writes besides step records (its ``takes``)."""
+
+    NOTHING = 0
+    #: ``SummaryWriter.add_text``'s texts (:class:`~aoff.TextRecord`), and so the run's
+    #: alerts, which are text records too
+    TEXTS = enum.auto()
+    #: the run's alerts (``aoff.rules``): a text record of tag ``aoff/alerts`` each,
+    #: for a backend that keeps them but no other texts (W&B's summary and notification)
+    ALERTS = enum.auto()
+    #: images and videos: ``media_formats`` and ``write_media``
+    MEDIA = enum.auto()
+    #: the run's config and ``add_hparams``' hyperparameters
+    HPARAMS = enum.auto()
+
+
+def takes_of(backend: object) -> Takes:
+    """What ``backend`` takes: its ``takes``; one without it (a user's own backend written
+    before there were flags) takes media exactly when it has ``write_media``."""
+    got = getattr(backend, "takes", None)
+    if isinstance(got, Takes):
+        return got
+    return Takes.MEDIA if callable(getattr(backend, "write_media", None)) else Takes.NOTHING
+
+
+def takes_alerts(takes: Takes) -> bool:
+    """Whether a backend that takes ``takes`` is given the run's alerts."""
+    return bool(takes & (Takes.TEXTS | Takes.ALERTS))
 
 
 def _discard(_: str) -> None:
@@ -55,7 +94,10 @@ class BackendContext:
 
 @runtime_checkable
 class Backend(Protocol):
-    """Where step records go. Implementations must be safe to close without open."""
+    """Where step records go. Implementations must be safe to close without open.
+
+    Optional: ``takes``, a :class:`Takes` (without it, :func:`takes_of` says what the
+    backend takes); ``media_formats`` and ``write_media`` (images and videos)."""
 
     #: short name shown in the dashboard and in error reports, e.g. ``"tensorboard"``
     name: str
@@ -63,8 +105,8 @@ class Backend(Protocol):
     async def open(self, ctx: BackendContext) -> None:
         """Acquire resources; print the original logger's one-line notice through ``ctx.say``."""
 
-    async def write(self, records: Sequence[StepRecord]) -> None:
-        """Persist (or buffer) a batch of records, in order."""
+    async def write(self, records: Sequence[Record]) -> None:
+        """Persist (or buffer) a batch of records, in order (``match`` on their type)."""
 
     async def flush(self) -> None:
         """Make everything written so far durable/visible (called every ~2 s and at end)."""

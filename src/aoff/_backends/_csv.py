@@ -30,7 +30,7 @@ import tempfile
 from collections.abc import Sequence
 from typing import BinaryIO
 
-from .._core._records import StepRecord
+from .._core._records import Record
 from .._runfolder.lines._csv import (
     copy_padded,
     encode_rows,
@@ -41,6 +41,7 @@ from .._runfolder.lines._csv import (
     record_cells,
 )
 from .._runfolder.tensorboard._tfrecord import write_whole
+from ._base import Takes
 from ._file import AppendFileBackend
 
 __all__ = ["CsvBackend"]
@@ -50,6 +51,7 @@ class CsvBackend(AppendFileBackend):
     """Appends one CSV row per :class:`~aoff.StepRecord` to ``path``."""
 
     name = "csv"
+    takes = Takes.MEDIA
     label = "CSV"
     #: the agent builds it again from its path (see ``AppendFileBackend.portable``)
     rebuilt_from_path = True
@@ -78,7 +80,7 @@ class CsvBackend(AppendFileBackend):
         self._columns = list(header or ())
         return f
 
-    def _write_sync(self, records: Sequence[StepRecord]) -> None:
+    def _write_sync(self, records: Sequence[Record]) -> None:
         with self._lock:
             f = self._file
             if f is None:

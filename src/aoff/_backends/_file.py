@@ -19,7 +19,7 @@ import anyio.to_thread
 import sniffio
 from rich.markup import escape
 
-from .._core._records import MediaRecord, StepRecord
+from .._core._records import MediaRecord, Record
 from .._runfolder._configfile import CONFIG_NAME
 from .._runfolder._mediafiles import MEDIA_FORMATS, media_row, write_media_file
 from .._runfolder._replace import replaced
@@ -60,10 +60,10 @@ class AppendFileBackend(LockedFileBackend):
         """The file, open for appending, unbuffered."""
         return open(self.path, "ab", buffering=0)
 
-    def _encode(self, records: Sequence[StepRecord]) -> bytes:
+    def _encode(self, records: Sequence[Record]) -> bytes:
         raise NotImplementedError
 
-    def _write_batch(self, f: BinaryIO, records: Sequence[StepRecord]) -> None:
+    def _write_batch(self, f: BinaryIO, records: Sequence[Record]) -> None:
         """Write one batch whole (``write_whole``), or raise leaving nothing of it."""
         write_whole(f, self._encode(records))
 
@@ -74,7 +74,7 @@ class AppendFileBackend(LockedFileBackend):
                 return
             self._file = self._open_file()
 
-    def _write_sync(self, records: Sequence[StepRecord]) -> None:
+    def _write_sync(self, records: Sequence[Record]) -> None:
         with self._held() as f:
             self._write_batch(f, records)
 
@@ -130,7 +130,7 @@ class AppendFileBackend(LockedFileBackend):
         self._ctx = ctx
         await self._maybe_write_config()
 
-    async def write(self, records: Sequence[StepRecord]) -> None:
+    async def write(self, records: Sequence[Record]) -> None:
         if not records:
             return
         self._check_writable()

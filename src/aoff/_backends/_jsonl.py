@@ -26,24 +26,26 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import BinaryIO
 
-from .._core._records import StepRecord
+from .._core._records import Record
 from .._runfolder._pieces import whole
 from .._runfolder.lines._jsonl import encode_lines, encode_rows
 from .._runfolder.tensorboard._tfrecord import write_whole
+from ._base import Takes
 from ._file import AppendFileBackend
 
 __all__ = ["JsonlBackend"]
 
 
 class JsonlBackend(AppendFileBackend):
-    """Appends one JSON object per :class:`~aoff.StepRecord` to ``path``."""
+    """Appends one JSON object per record (:data:`~aoff.Record`) to ``path``."""
 
     name = "jsonl"
+    takes = Takes.TEXTS | Takes.MEDIA
     label = "JSONL"
     #: the agent builds it again from its path (see ``AppendFileBackend.portable``)
     rebuilt_from_path = True
 
-    def _encode(self, records: Sequence[StepRecord]) -> bytes:
+    def _encode(self, records: Sequence[Record]) -> bytes:
         return encode_lines(records, whole if self._ctx is None else self._ctx.pieces)
 
     def _media_rows(self, f: BinaryIO, rows: list[dict[str, object]]) -> None:

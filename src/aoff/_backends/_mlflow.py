@@ -57,10 +57,10 @@ from typing import Any
 from rich.markup import escape
 
 from .._core._config import ConfigValue
-from .._core._records import MediaRecord, RunConfig, StepRecord
+from .._core._records import MediaRecord, Record, RunConfig, TextRecord
 from .._runfolder._mediafiles import MEDIA_FORMATS, write_media_file
 from .._runfolder._replace import replaced
-from ._base import BackendContext
+from ._base import BackendContext, Takes
 from ._configwrites import run_config
 from ._threads import SerialWorker, wait_future
 
@@ -118,6 +118,7 @@ class MlflowBackend:
     """
 
     name = "mlflow"
+    takes = Takes.MEDIA | Takes.HPARAMS
     #: plain data until open(): the logger may send it to its agent process
     portable = True
 
@@ -170,7 +171,7 @@ class MlflowBackend:
             f"{escape(state.experiment_name)}, run {escape(state.run_id)}[/]"
         )
 
-    async def write(self, records: Sequence[StepRecord]) -> None:
+    async def write(self, records: Sequence[Record]) -> None:
         if not records:
             return
         state, worker = self._state, self._worker
@@ -234,7 +235,7 @@ class _Open:
         self.params: dict[str, str] = {}
         self.config_version = -1
         # a batch whose first chunks were stored before a chunk failed: the retry skips them
-        self._partial: tuple[StepRecord, int, int] | None = None
+        self._partial: tuple[Record, int, int] | None = None
 
     @classmethod
     def start(cls, backend: MlflowBackend, cfg: RunConfig, params: dict[str, ConfigValue]) -> _Open:
@@ -312,10 +313,12 @@ class _Open:
         self.params.update(sent)
         return changed
 
-    def log_records(self, records: Sequence[StepRecord]) -> None:
+    def log_records(self, records: Sequence[Record]) -> None:
         metric = self.entities.Metric
         points: list[Any] = []
         for rec in records:
+            if isinstance(rec, TextRecord):  # MLflow's metrics are numbers
+                continue
             ms = int(rec.wall_time * 1000)
             p = "" if rec.producer is None else rec.producer + "/"
             for tag, value in rec.scalars:

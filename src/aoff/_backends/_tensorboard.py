@@ -52,7 +52,7 @@ from typing import Any, BinaryIO
 import anyio.to_thread
 from rich.markup import escape
 
-from .._core._records import MediaRecord, StepRecord
+from .._core._records import MediaRecord, Record, StepRecord
 from .._runfolder._pieces import Pieces, whole
 from .._runfolder.tensorboard._encode import encode_records
 from .._runfolder.tensorboard._events import FILE_VERSION, EventEncoder, load_event_class
@@ -65,29 +65,33 @@ from .._runfolder.tensorboard._hparams import (
 from .._runfolder.tensorboard._media import MEDIA_FORMATS, media_events
 from .._runfolder.tensorboard._tfrecord import frame_many, fsync_and_close, write_all, write_whole
 from .._runfolder.tensorboard._xaxis import OnAxis
-from ._base import BackendContext
+from ._base import BackendContext, Takes
 from ._configwrites import ConfigWrites
 from ._lockedfile import LockedFileBackend
 
 __all__ = ["TensorBoardBackend"]
 
 _producer_of = operator.attrgetter("producer")
-_run_of = operator.attrgetter("run")
+#: whether a record's type is StepRecord (a step's record is in the run's own folder
+#: unless a producer logged it), C-level over a batch: ``map(_is_step, map(type, ...))``
+_is_step = functools.partial(operator.is_, StepRecord)
 
 
 def _quiet(_: str) -> None:
     pass
 
 
-def _folder_of(rec: StepRecord) -> str:
+def _folder_of(rec: Record) -> str:
     """A record's run folder under ``log_dir`` (``""``: ``log_dir`` itself)."""
+    run = "" if isinstance(rec, StepRecord) else rec.run
     if rec.producer is None:
-        return rec.run
-    return os.path.join(rec.producer, rec.run) if rec.run else rec.producer
+        return run
+    return os.path.join(rec.producer, run) if run else rec.producer
 
 
 class TensorBoardBackend(LockedFileBackend):
-    """Writes each :class:`~aoff.StepRecord` as one TensorBoard ``Event`` of scalars.
+    """Writes each record as one TensorBoard ``Event``: a step's or a ``SummaryWriter``
+    call's scalars and histograms, a text record's texts (an alert's too).
 
     ``log_dir`` is created if needed; the event file goes straight into it. If the
     ``tensorboard`` package cannot be imported, :meth:`open` prints the original logger's yellow
@@ -95,6 +99,7 @@ class TensorBoardBackend(LockedFileBackend):
     """
 
     name = "tensorboard"
+    takes = Takes.TEXTS | Takes.MEDIA | Takes.HPARAMS
     label = "TensorBoard"
     closed_message = "event file is closed"
 
@@ -217,13 +222,11 @@ class TensorBoardBackend(LockedFileBackend):
         """The pump's pacing for an encoding (none before ``open``)."""
         return whole if self._ctx is None else self._ctx.pieces
 
-    def _encode_others(
-        self, records: Sequence[StepRecord]
-    ) -> tuple[list[StepRecord], dict[str, bytes]]:
+    def _encode_others(self, records: Sequence[Record]) -> tuple[list[Record], dict[str, bytes]]:
         """The run's own records, and the encoded records of other run folders
         (producers', sub-runs'), each folder's in order."""
-        own: list[StepRecord] = []
-        theirs: dict[str, list[StepRecord]] = {}
+        own: list[Record] = []
+        theirs: dict[str, list[Record]] = {}
         for rec in records:
             name = _folder_of(rec)
             if not name:
@@ -235,11 +238,14 @@ class TensorBoardBackend(LockedFileBackend):
             for name, recs in theirs.items()
         }
 
-    def _write_sync(self, records: Sequence[StepRecord]) -> None:
+    def _write_sync(self, records: Sequence[Record]) -> None:
         # everything encoded before anything is written: a record the format cannot hold
         # fails the batch whole (the runner then writes it record by record), never half
         others: dict[str, bytes] = {}
-        if any(map(_producer_of, records)) or any(map(_run_of, records)):
+        if any(map(_producer_of, records)) or (
+            not all(map(_is_step, map(type, records)))
+            and any(r.run for r in records if not isinstance(r, StepRecord))
+        ):
             records, others = self._encode_others(records)
         data = encode_records(self._encoder, records, self._pieces()) if records else b""
         with self._held() as f:
@@ -313,7 +319,7 @@ class TensorBoardBackend(LockedFileBackend):
         # a resumed run's table goes at the first step it may log, not under old ones
         await self._write_config(0 if self.purge_after is None else self.purge_after + 1)
 
-    async def write(self, records: Sequence[StepRecord]) -> None:
+    async def write(self, records: Sequence[Record]) -> None:
         if self.disabled or not records:
             return
         self._check_writable()

@@ -37,8 +37,8 @@ from typing import Any
 from rich.markup import escape
 
 from .._core._histogram_data import Histogram
-from .._core._records import MediaRecord, RunConfig, StepRecord
-from ._base import BackendContext
+from .._core._records import MediaRecord, Record, RunConfig, StepRecord, TextRecord, WriterRecord
+from ._base import BackendContext, Takes
 from ._configwrites import ConfigWrites, run_config
 from ._threads import SerialWorker, wait_future
 from ._wandbmedia import MEDIA_FORMATS, MediaFiles
@@ -96,6 +96,7 @@ class TrackioBackend:
     """Logs each :class:`~aoff.StepRecord` into a trackio run (local store)."""
 
     name = "trackio"
+    takes = Takes.MEDIA | Takes.HPARAMS
     #: plain data until opened: the agent gets it pickled
     portable = True
     media_formats = MEDIA_FORMATS
@@ -145,17 +146,23 @@ class TrackioBackend:
             keys = ", ".join(list(values)[:5]) + (", ..." if len(values) > 5 else "")
             self._ctx.say(
                 f"[yellow]trackio keeps a run's config as of its first point: {escape(keys)} "
-                "(set after it) are not in trackio's config; TensorBoard, W&B and the run "
-                "summary have them[/]"
+                "(set after it) are not in trackio's config; the run summary has them, "
+                "as has every backend that takes a config (Takes.HPARAMS)[/]"
             )
 
-    def _log_sync(self, records: Sequence[StepRecord]) -> None:
+    def _log_sync(self, records: Sequence[Record]) -> None:
         log = self._run.log
         for rec in records:
-            if rec.hparams is not None:  # add_hparams: its hyperparameters are config
-                self._hparams_sync(rec)
-                continue
-            prefix = rec.producer or (rec.run if rec.writer else "")
+            match rec:
+                case TextRecord():  # trackio has no texts
+                    continue
+                case WriterRecord(hparams=hp) if hp is not None:
+                    self._hparams_sync(rec)  # add_hparams: its hyperparameters are config
+                    continue
+                case WriterRecord(run=run):
+                    prefix = rec.producer or run
+                case StepRecord():
+                    prefix = rec.producer or ""
             p = prefix + "/" if prefix else ""
             row: dict[str, Any] = {p + tag: v for tag, v in rec.scalars}
             for h in rec.histograms:
@@ -164,7 +171,7 @@ class TrackioBackend:
                 log(row, step=rec.step)
                 self._logged = True
 
-    def _hparams_sync(self, rec: StepRecord) -> None:
+    def _hparams_sync(self, rec: WriterRecord) -> None:
         """``SummaryWriter.add_hparams``: its hyperparameters go to the run's config
         (before the run's first point; after it, said), its metrics are logged at its
         step under their own names (TensorBoard keeps them in a sub-run folder named by
@@ -206,7 +213,7 @@ class TrackioBackend:
             f"{escape(run_name)} (trackio show)[/]"
         )
 
-    async def write(self, records: Sequence[StepRecord]) -> None:
+    async def write(self, records: Sequence[Record]) -> None:
         """Log each record's scalars (and histograms) at its step, config changes first."""
         if not records:
             return

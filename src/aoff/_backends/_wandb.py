@@ -67,16 +67,16 @@ the package the backend prints the seed's yellow ``wandb not installed`` and doe
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rich.markup import escape
 
-from .._core._records import MediaRecord, RunConfig, StepRecord
+from .._core._records import MediaRecord, Record, RunConfig, StepRecord, TextRecord, WriterRecord
 from .._core._rules import ALERT_TAG
 from .._runfolder._replace import replaced
 from .._runfolder.tensorboard._xaxis import axis_tag
-from ._base import BackendContext
+from ._base import BackendContext, Takes
 from ._configwrites import ConfigWrites
 from ._configwrites import run_config as merged_config
 from ._threads import SerialWorker, wait_future
@@ -110,6 +110,7 @@ class WandbBackend:
     """Logs each :class:`~aoff.StepRecord` to W&B with one ``run.log`` call."""
 
     name = "wandb"
+    takes = Takes.ALERTS | Takes.MEDIA | Takes.HPARAMS
 
     def __init__(
         self,
@@ -239,46 +240,55 @@ class WandbBackend:
                 self._config.version = before
                 raise
 
-    def _log_sync(self, records: Sequence[StepRecord]) -> None:
+    def _log_sync(self, records: Sequence[Record]) -> None:
         log = self.run.log
         for rec in records:
-            if rec.writer and rec.producer is None:
+            match rec:
+                case _ if rec.producer is not None:
+                    self._producer_row(rec, rec.producer)
+                # the run's alerts (a text record each); W&B takes no other texts
+                case TextRecord(texts=texts):
+                    self._alerts(texts)
                 # SummaryWriter: its global_step may go back, W&B's step may not; as
                 # W&B's own TensorBoard sync does, a row a call with "global_step" in
-                # it, sub-runs' tags under "<folder>/" (texts, histograms: TensorBoard)
-                if rec.texts:
-                    self._alerts(rec.texts)
-                if rec.scalars:
-                    p = rec.run + "/" if rec.run else ""
-                    call: dict[str, Any] = {"global_step": rec.step}
-                    call.update([(p + tag, v) for tag, v in rec.scalars])
-                    log(call)
-                continue
-            if rec.producer is not None:
-                # a row of its own in the producer's run: every record kept
-                prun = self._producer_runs.get(rec.producer)
-                if prun is None:
-                    prun = self._producer_runs[rec.producer] = self._open_producer(rec.producer)
-                row: dict[str, Any] = {"step": rec.step, "iteration": rec.iteration}
-                row.update(rec.scalars)
-                prun.log(row)
-                continue
-            own: dict[str, Any] = {"iteration": rec.iteration}
-            own.update(rec.scalars)
-            if self._x_tag is not None:
-                # W&B's step is only the row's number here: every metric is charted on
-                # the axis (define_metric), so a record is never late for W&B
-                if self._x_tag not in own:
-                    self._off_axis()
-                self._step += 1
-                log(own, step=self._step)
-                continue
-            if rec.step < self._step or (rec.step == self._step and self._after_late):
-                self._late_row(own, rec.step)
-                continue
-            log(own, step=rec.step)
-            self._step = rec.step
-            self._after_late = False
+                # it, sub-runs' tags under "<folder>/" (histograms: TensorBoard)
+                case WriterRecord(scalars=scalars, run=run):
+                    if scalars:
+                        p = run + "/" if run else ""
+                        call: dict[str, Any] = {"global_step": rec.step}
+                        call.update([(p + tag, v) for tag, v in scalars])
+                        log(call)
+                case StepRecord():
+                    self._own_row(log, rec)
+
+    def _producer_row(self, rec: Record, producer: str) -> None:
+        """A row of its own in the producer's run: every record kept."""
+        prun = self._producer_runs.get(producer)
+        if prun is None:
+            prun = self._producer_runs[producer] = self._open_producer(producer)
+        row: dict[str, Any] = {"step": rec.step, "iteration": rec.iteration}
+        if not isinstance(rec, TextRecord):
+            row.update(rec.scalars)
+        prun.log(row)
+
+    def _own_row(self, log: Callable[..., Any], rec: StepRecord) -> None:
+        """A step of the run's own: a row at its step (see :meth:`_late_row`)."""
+        own: dict[str, Any] = {"iteration": rec.iteration}
+        own.update(rec.scalars)
+        if self._x_tag is not None:
+            # W&B's step is only the row's number here: every metric is charted on
+            # the axis (define_metric), so a record is never late for W&B
+            if self._x_tag not in own:
+                self._off_axis()
+            self._step += 1
+            log(own, step=self._step)
+            return
+        if rec.step < self._step or (rec.step == self._step and self._after_late):
+            self._late_row(own, rec.step)
+            return
+        log(own, step=rec.step)
+        self._step = rec.step
+        self._after_late = False
 
     def _off_axis(self) -> None:
         if not self.off_axis and self._ctx is not None:
@@ -384,7 +394,7 @@ class WandbBackend:
         project = self.project if owned else str(getattr(run, "project", "") or self.project)
         ctx.say(f"[dim]W&B logging to project: {escape(project)}, run: {escape(run_name)}[/]")
 
-    async def write(self, records: Sequence[StepRecord]) -> None:
+    async def write(self, records: Sequence[Record]) -> None:
         if self.disabled or not records:
             return
         if self.run is None or self._worker is None:

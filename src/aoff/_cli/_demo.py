@@ -29,12 +29,17 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from .._pump import _registry
 from ._demo_config import DemoConfig
 from ._demo_drive import run_async, run_sync
 from ._demo_outro import print_outro
-from ._demo_sim import KNOWN_BACKENDS
 
 __all__ = ["add_arguments", "config_from_args", "run"]
+
+
+def _known() -> tuple[str, ...]:
+    """The backends the demo offers: the registered ones that need no extra installed."""
+    return tuple(n for n in _registry.names() if _registry.entry(n).requires is None)
 
 
 def _parse_backends(text: str) -> tuple[str, ...]:
@@ -42,9 +47,9 @@ def _parse_backends(text: str) -> tuple[str, ...]:
     if names == ["none"]:
         return ()
     for b in names:
-        if b not in KNOWN_BACKENDS:
+        if b not in _known():
             raise argparse.ArgumentTypeError(
-                f"unknown backend {b!r}: choose from {', '.join(KNOWN_BACKENDS)} or 'none'"
+                f"unknown backend {b!r}: choose from {', '.join(_known())} or 'none'"
             )
     return tuple(dict.fromkeys(names))
 
@@ -83,7 +88,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--backends",
         type=_parse_backends,
         default="tensorboard",
-        help=f"comma-separated, from {', '.join(KNOWN_BACKENDS)}; or none "
+        help=f"comma-separated, from {', '.join(_known())}; or none "
         "(wandb: set WANDB_MODE=offline to keep it local)",
     )
     p.add_argument("--logdir", default="runs", help="parent folder of the run's files")

@@ -20,7 +20,6 @@ EPISODE_LEN = 200  # Pendulum's time limit
 BUFFER_CAPACITY = 1_000_000
 STAGING_MAX = 8
 TARGET_ENTROPY = -float(ACTION_DIM)
-KNOWN_BACKENDS = ("tensorboard", "jsonl", "csv", "wandb")
 
 
 @dataclass(frozen=True)

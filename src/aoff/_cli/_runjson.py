@@ -15,19 +15,16 @@ compare --x`` names them], "tags": {tag: {"count", "first",
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
+from .._runfolder._nonfinite import to_json_float
 from .._runfolder.reading._axiscols import axes_of
 from .._runfolder.reading._rundata import REWARD_TAG, RunData
 
 __all__ = ["ls_row", "show_json"]
 
 
-def _num(v: float | None) -> float | str | None:
-    if v is None or math.isfinite(v):
-        return v
-    return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
+_num = to_json_float
 
 
 def show_json(data: RunData, state: str | None) -> dict[str, Any]:

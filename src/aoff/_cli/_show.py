@@ -29,9 +29,9 @@ from rich.text import Text
 
 from .._channel._paths import has_live_files, live_status
 from .._display._format import fmt_duration
-from .._runfolder.lines._csv import CSV_NAME
 from .._runfolder.reading._axiscols import axes_of
-from .._runfolder.reading._rundata import JSONL_NAME, REWARD_TAG, SUMMARY_NAME, TB_PATTERN, RunData
+from .._runfolder.reading._formats import formats, labels
+from .._runfolder.reading._rundata import REWARD_TAG, RunData
 from .._runfolder.reading._runfind import find_runs, runs_in
 from .._runfolder.reading._runs import read_run, scan_bytes
 from ._folder import not_a_folder
@@ -70,7 +70,7 @@ def _wall(data: RunData) -> str:
 def _source(data: RunData) -> str:
     if data.kind == "summary":
         return f"{os.path.basename(data.source)} ({data.records:,} records)"
-    src = {"jsonl": JSONL_NAME, "csv": CSV_NAME}.get(data.kind, "TensorBoard files")
+    src = next((f.label for f in formats() if f.name == data.kind), data.kind)
     if data.writers > 1:  # several sessions or writers: their files, read as one
         src += f" of {data.writers} writers, shown as one run (their union)"
     return f"{src} ({data.records:,} records)"
@@ -146,8 +146,7 @@ def summary(data: RunData) -> Panel:
 
 def _no_run(path: str, err: TextIO, cmd: str) -> int:
     print(
-        f"aoff {cmd}: no {SUMMARY_NAME}, {JSONL_NAME}, {CSV_NAME} or {TB_PATTERN} in {path!r}: "
-        "not a run folder",
+        f"aoff {cmd}: no {labels()} in {path!r}: not a run folder",
         file=err,
     )
     return 1
@@ -224,9 +223,7 @@ def run_ls(root: str, out: TextIO, err: TextIO, *, as_json: bool = False) -> int
         print(f"aoff ls: skipped {line}", file=err)
     if not runs:
         print(
-            f"aoff ls: no run folders (with {SUMMARY_NAME}, {JSONL_NAME}, {CSV_NAME} or "
-            f"{TB_PATTERN}) "
-            f"in {root!r}",
+            f"aoff ls: no run folders (with {labels()}) in {root!r}",
             file=err,
         )
         return 1
@@ -283,7 +280,7 @@ def add_show_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "run_dir",
         metavar="RUN_DIR",
-        help=f"a run folder ({SUMMARY_NAME}, {JSONL_NAME} or event files)",
+        help=f"a run folder ({labels()})",
     )
     p.add_argument(
         "--width",

@@ -37,12 +37,13 @@ Definitions (one task, so rliable's stratified bootstrap is a bootstrap over run
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from .._runfolder._nonfinite import nonfinite_text
 
 __all__ = [
     "Curve",
@@ -70,8 +71,7 @@ class RunScore:
     last_step: float | None  # its last step with a finite value: where its curve stops
 
 
-def _value_name(v: float) -> str:
-    return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
+_value_name = nonfinite_text
 
 
 def score_run(steps: Scores, values: Scores, final: float) -> RunScore:

@@ -43,7 +43,9 @@ EPISODES: Final = 64  # (returns: tuple, lengths: tuple): episodes that ended (l
 #: log_image/log_video/log_figure (``_media/``): the frames travel as a NumPy copy (thread
 #: mode), a shared-memory block's handle (process mode) or a device placeholder; the agent
 #: encodes them, never the fold
-MEDIA: Final = 65  # (key, step or None, what: "image"|"video", frames, dataformats, fps, nbytes)
+#: (key, step or None, what: "image"|"video", frames, dataformats, fps, nbytes, encoding:
+#: the call's typed encoding options, ``_media/_encoding.py``)
+MEDIA: Final = 65
 MEDIA_REFUSED: Final = 66  # (key, what): refused at the call (over the media budget)
 #: the hot path's sampled call times (``_cost.py``): made by the recorder, not a call
 COST: Final = 67  # (samples: tuple of ns, span_ns, total_ns)
@@ -102,7 +104,9 @@ KINDS: Final[dict[int, Kind]] = {
     W_HISTOGRAM: Kind("add_histogram", ("run", "tag", "values", "step", "bins", "max_bins")),
     W_HPARAMS: Kind("add_hparams", ("run", "hparams", "metrics", "discrete", "step")),
     EPISODES: Kind("log_episodes", ("returns", "lengths")),
-    MEDIA: Kind("log_media", ("key", "step", "what", "frames", "dataformats", "fps", "nbytes")),
+    MEDIA: Kind(
+        "log_media", ("key", "step", "what", "frames", "dataformats", "fps", "nbytes", "encoding")
+    ),
     MEDIA_REFUSED: Kind("log_media (refused)", ("key", "what")),
     COST: Kind("the logger's cost", ("samples", "span_ns", "total_ns")),
 }

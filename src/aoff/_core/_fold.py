@@ -26,13 +26,13 @@ from ._fold_pending import Pending
 from ._fold_step import StepFold, collector_tag
 from ._fold_writer import WriterFold
 from ._hotcost import summarize as cost_tags
-from ._records import StepRecord
+from ._records import Record
 from ._say import Say
 from ._state import ProducerInfo, State
 
 __all__ = ["Folder"]
 
-Handler = Callable[[ev.Event], "StepRecord | None"]
+Handler = Callable[[ev.Event], "Record | None"]
 
 #: a producer's calls that say something about the whole run: not its to make
 _REMOTE_IGNORED = frozenset(
@@ -146,7 +146,7 @@ class Folder:
         self.steps.dropped = total
 
     # -- the fold --------------------------------------------------------------------
-    def apply(self, event: ev.Event) -> StepRecord | None:
+    def apply(self, event: ev.Event) -> Record | None:
         """Fold one event; the record it makes, if any."""
         kind = event[0]
         if kind not in _SAMPLES:
@@ -226,7 +226,7 @@ class Folder:
     def _ep_length(self, event: ev.Event) -> None:
         self.state.ep_length = self.checks.num("update_ep_length", "length", event[2])
 
-    def _finish(self, event: ev.Event) -> StepRecord | None:
+    def _finish(self, event: ev.Event) -> Record | None:
         s = self.state
         s.finished = True
         s.finish_title = str(event[2])
@@ -237,7 +237,7 @@ class Folder:
         return self.pending.tail(event[1])
 
     # -- producers (log.remote(); see docs/guides/producers.md) -----------------------------
-    def _remote(self, name: object, inner: object) -> StepRecord | None:
+    def _remote(self, name: object, inner: object) -> Record | None:
         """Fold one producer's event into that producer's own state; what the run's
         dashboard shows of it: its steps and iteration, its ``total_steps`` (summed into
         the run's), its rewards (in the reward history), its collector timings
@@ -290,9 +290,7 @@ class Folder:
             )
         return sub
 
-    def _seen_from(
-        self, name: str, kind: int, sub: Folder, rec: StepRecord | None
-    ) -> StepRecord | None:
+    def _seen_from(self, name: str, kind: int, sub: Folder, rec: Record | None) -> Record | None:
         """What the run's dashboard keeps of a producer's event folded in its own state;
         its record, marked as the producer's."""
         s = self.state

@@ -22,7 +22,7 @@ from . import _events as ev
 from ._fold_checks import Checks
 from ._histogram_data import Histogram
 from ._pending import ABSENT
-from ._records import StepRecord, WriterHParams
+from ._records import TextRecord, WriterHParams, WriterRecord
 from ._state import State
 
 #: ``bins="tensorflow"`` as the event carries it (the edges are made here, once)
@@ -132,7 +132,7 @@ class WriterFold:
         else:
             s.latest_metrics[tag] = value
 
-    def fold(self, e: ev.Event) -> StepRecord | None:
+    def fold(self, e: ev.Event) -> WriterRecord | TextRecord | None:
         """The record of one ``SummaryWriter`` event (None: its value was skipped,
         reported)."""
         kind = e[0]
@@ -147,7 +147,7 @@ class WriterFold:
             values = checks.mapping(where, metrics)
             hp = WriterHParams(dict(e[3]), tuple(metrics), dict(e[5]))
             pairs = tuple(values.items())
-            return StepRecord(step, step, wall, pairs, run=run, hparams=hp, writer=True)
+            return WriterRecord(step, wall, pairs, run=run, hparams=hp)
         tag = e[3]
         if type(run) is not str or type(tag) is not str:  # the calls check both
             checks.bad(where, tag, f"{where}: malformed event {e!r:.80}; skipped")
@@ -163,11 +163,11 @@ class WriterFold:
             if not run:
                 self._main_scalar(tag, value)
             pairs = ((tag, value),)
-            return StepRecord(step, step, wall, pairs, run=run, tensor_style=e[6], writer=True)
+            return WriterRecord(step, wall, pairs, run=run, tensor_style=e[6])
         if kind == ev.W_TEXT:  # (run, tag, text, step)
             self._seen(step)
             texts = ((tag, str(e[4])),)
-            return StepRecord(step, step, wall, (), run=run, texts=texts, writer=True)
+            return TextRecord(step, wall, texts, run=run)
         # W_HISTOGRAM: (run, tag, values, step, bins, max_bins)
         try:
             # a large input was reduced by the call already (bounded buffered events)
@@ -176,4 +176,4 @@ class WriterFold:
             checks.bad(where, tag, f"{where}: {tag!r:.60}: {type(exc).__name__}: {exc}; skipped")
             return None
         self._seen(step)
-        return StepRecord(step, step, wall, (), (h,), run=run, writer=True)
+        return WriterRecord(step, wall, (), (h,), run=run)

@@ -86,8 +86,7 @@ _MEDIA_WHY = {
     "stalled": "the encoder finished none within finish_timeout={timeout}; raise "
     "finish_timeout, or log fewer or smaller videos",
     "encoder error": "the encoder failed on them, as reported above",
-    "no media backend": "no backend of this run writes them (TensorBoard, JSONL, CSV, W&B "
-    "and MLflow do)",
+    "no media backend": "no backend of this run writes them; add one that does to backends=",
     "backend failed": "every backend that took them refused them or failed, as reported above",
     "agent lost": "the agent was lost before writing them",
     "frames gone": "the training process ended before the agent read their frames",

@@ -23,7 +23,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 
-from ._records import PerTags, StepRecord, columns
+from ._records import PerTags, Record, StepRecord, TextRecord, WriterRecord, columns
 from ._rules import Alert, Rule
 
 __all__ = ["Watch"]
@@ -132,7 +132,7 @@ class Watch:
                 out.append((i, rule, idx))
         return tuple(out)
 
-    def see(self, records: Iterable[StepRecord]) -> list[Alert]:
+    def see(self, records: Iterable[Record]) -> list[Alert]:
         """The alerts ``records`` (in order) make. The common case, every value finite
         and no bound crossed, costs a C-level ``all(map(isfinite, ...))`` per
         ``nonfinite`` rule and a comparison per value a bound or trend names."""
@@ -141,11 +141,11 @@ class Watch:
         now = self._monotonic() if stalls else 0.0
         fired = self._fired
         for rec in records:
-            if stalls and not rec.writer:
+            if stalls and type(rec) is StepRecord:
                 self._seen[rec.producer] = (now, rec.step)
                 if self._silent:
                     self._silent.discard(rec.producer)
-            if not rec.scalars or not self.rules:
+            if isinstance(rec, TextRecord) or not rec.scalars or not self.rules:
                 continue
             tags, values = columns(rec.scalars)
             for i, rule, idx in self._picks.get(tags):
@@ -167,7 +167,9 @@ class Watch:
                             break
         return alerts
 
-    def _judge(self, i: int, rule: Rule, tag: str, v: float, rec: StepRecord) -> Alert | None:
+    def _judge(
+        self, i: int, rule: Rule, tag: str, v: float, rec: StepRecord | WriterRecord
+    ) -> Alert | None:
         kind = rule.kind
         key = (i, "" if kind == "nonfinite" else f"{rec.producer}:{tag}")
         if key in self._fired:

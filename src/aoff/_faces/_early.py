@@ -25,7 +25,7 @@ from typing import Protocol
 
 from .._core import _events as ev
 from .._core._fold import Folder
-from .._core._records import StepRecord
+from .._core._records import Record
 from .._core._rules import Alert, Rule
 from .._core._state import State
 from .._core._watch import Watch
@@ -65,7 +65,7 @@ class EarlyWatch:
         self.folded += len(events)
         if self.folded > EARLY_EVENTS:  # a flood: not folded here at all
             return False
-        records: list[StepRecord] = []
+        records: list[Record] = []
         going = True
         for event in events:
             if type(event) is not tuple:  # a PendingEvent: values on a device

@@ -17,6 +17,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Self
 
+from .._backends._wandboptions import DEFAULT_WANDB_PROJECT
 from .._core import _events as ev
 from .._core._buffer import DEFAULT_CAPACITY, EventBuffer, Overflow
 from .._core._checkpoint import to_state_dict
@@ -33,7 +34,6 @@ from .._media._calls import DEFAULT_MEDIA_BUDGET, MediaBudget, MediaCalls
 from .._media._shm import ShmPool
 from .._pump._options import (
     DEFAULT_AGENT_NICE,
-    DEFAULT_WANDB_PROJECT,
     BackendSpec,
     DisplayName,
     Options,
@@ -117,6 +117,7 @@ class Face(Recorder[R], MediaCalls[R], Generic[R]):
         wandb_notes: str | None = None,
         *,
         backends: Sequence[BackendSpec] = (),
+        backend_options: Mapping[str, Mapping[str, Any]] | None = None,
         capacity: int = DEFAULT_CAPACITY,
         overflow: Overflow = "drop_oldest",
         finish_timeout: float = 10.0,

@@ -29,8 +29,7 @@ from __future__ import annotations
 import os
 
 from .._pump._options import Options
-from .._runfolder.lines._csv import CSV_NAME
-from .._runfolder.lines._jsonl import JSONL_NAME
+from .._runfolder.reading._formats import labels
 from .._runfolder.reading._laststep import cut_after, last_logged_step
 
 __all__ = ["last_logged_step", "prepare_resume"]
@@ -50,8 +49,8 @@ def prepare_resume(options: Options) -> None:
     has_wandb_id = os.path.isdir(log_dir) and read_run_id(log_dir) is not None
     if not found and not has_wandb_id:
         raise ValueError(
-            f"resume_step={n}: there is no run to resume in {log_dir!r} (no {JSONL_NAME}, "
-            f"{CSV_NAME}, TensorBoard event files or {RUN_ID_FILE})"
+            f"resume_step={n}: there is no run to resume in {log_dir!r} (no "
+            f"{labels(points=True, more=(RUN_ID_FILE,))})"
         )
     if found:
         if last is None:

@@ -131,12 +131,18 @@ class OffPolicyLogger(Face[None], metaclass=TwinsHidden):
       event files in ``log_dir``), ``"wandb"``, ``"none"`` (the dashboard only) or
       ``"no_print"`` (nothing at all).
     - ``wandb_project``, ``wandb_entity``, ``wandb_name``, ``wandb_group``,
-      ``wandb_job_type``, ``wandb_tags``, ``wandb_notes``: passed to ``wandb.init``.
+      ``wandb_job_type``, ``wandb_tags``, ``wandb_notes``: passed to ``wandb.init``;
+      each is one of W&B's own options (``wandb_project="p"`` is
+      ``backend_options={"wandb": {"project": "p"}}``; given both ways with two values,
+      an error).
 
     **Backends** (keyword-only, as all that follow):
 
-    - ``backends``: more outputs, by name (``"jsonl"``, ``"csv"``, ``"wandb"``,
-      ``"mlflow"``) or :class:`~aoff.Backend` objects, besides ``log_backend``.
+    - ``backends``: more outputs, by a registered name (``"jsonl"``, say; an unknown
+      name's error lists them all) or :class:`~aoff.Backend` objects, besides
+      ``log_backend``; ``backend_options``: a backend's own options, by its name
+      (``{"wandb": {"project": "p", "tags": ["sac"]}}``; W&B's are ``project``,
+      ``entity``, ``name``, ``group``, ``job_type``, ``tags``, ``notes``).
     - ``flush_secs``: backends flush at least this often; ``config``: the run's
       hyperparameters (a dict).
 

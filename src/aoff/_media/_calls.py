@@ -35,7 +35,7 @@ from .._core._convert import int64_step
 from .._core._pending import PendingEvent, Placeholder
 from .._core._recorder import R
 from .._core._warning import AoffWarning
-from ._encode import PALETTES
+from ._encoding import PALETTES, PLAIN, Encoding
 from ._frames import (
     IMAGE_FORMATS,
     VIDEO_FORMATS,
@@ -203,12 +203,12 @@ class MediaCalls(Generic[R]):
         step: int | None,
         fps: float,
         wall: float | None = None,
-        palette: str = "video",
+        encoding: Encoding = PLAIN,
     ) -> R:
         budget = self._media_budget
         if step is not None:  # TensorBoard's step is an int64: refused here, not later
             int64_step(where, step)
-        data = checked_frames(where, key, data, fmt.removeprefix("torch:"))  # errors first
+        data = checked_frames(where, key, data, fmt)  # errors first
         want = _nbytes(tuple(data.shape), _itemsize(data))
         if not budget.take(want):
             return self._refuse(where, key, what)
@@ -219,9 +219,7 @@ class MediaCalls(Generic[R]):
             raise
         budget.captured(payload, nbytes)
         wall = self._clock() if wall is None else wall
-        if palette != "video":  # the encoder's option rides on the layout: "THWC+frame"
-            fmt = f"{fmt}+{palette}"
-        event = (ev.MEDIA, wall, key, step, what, payload, fmt, fps, nbytes)
+        event = (ev.MEDIA, wall, key, step, what, payload, fmt, fps, nbytes, encoding)
         if isinstance(payload, Placeholder):
             return self._put(PendingEvent(event, (payload,)))
         return self._put(event)
@@ -274,8 +272,9 @@ class MediaCalls(Generic[R]):
         fmt = check_format(where, dataformats, VIDEO_FORMATS)
         if palette not in PALETTES:
             raise ValueError(f"{where}: palette must be one of {PALETTES}, got {palette!r}")
+        encoding = PLAIN if palette == PLAIN.palette else Encoding(palette=palette)
         return self._media(
-            where, "video", key, frames, fmt, _step(where, step), _fps(where, fps), None, palette
+            where, "video", key, frames, fmt, _step(where, step), _fps(where, fps), None, encoding
         )
 
     def log_figure(

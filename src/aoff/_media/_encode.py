@@ -7,7 +7,7 @@ clipped to [0, 255] and truncated to uint8, as torch's ``SummaryWriter`` does (N
 0); uint8 is taken as is. The layout named by ``dataformats`` becomes ``(T, H, W, C)``;
 an image is a one-frame video; ``"HW"`` is one grey channel.
 
-``SummaryWriter``'s formats (``"torch:<fmt>"``, from ``aoff.tensorboard``) follow torch's
+``SummaryWriter``'s frames (``Encoding.torch``, from ``aoff.tensorboard``) follow torch's
 ``add_image``/``add_images``/``add_video`` to the pixel: grey images become RGB, a batch
 of images is tiled 8 to a row (``make_grid``), a batch of videos into a power-of-two grid,
 uint8 videos go through ``/255`` then ``*255`` in float32 (so a value may lose one), as
@@ -25,7 +25,7 @@ import io
 import math
 from typing import Any
 
-__all__ = ["PALETTES", "encode", "gif_bytes", "gif_delay_ms", "mp4_bytes", "png_bytes", "to_frames"]
+__all__ = ["encode", "gif_bytes", "gif_delay_ms", "mp4_bytes", "png_bytes", "to_frames"]
 
 _EXTRA = "pip install 'aoff[media]'"
 
@@ -99,11 +99,12 @@ def _torch_frames(arr: Any, fmt: str) -> Any:
     return _torch_scale(hwc)[None]
 
 
-def to_frames(arr: Any, fmt: str) -> Any:
-    """``arr`` in layout ``fmt`` as contiguous ``(T, H, W, C)`` uint8 frames."""
+def to_frames(arr: Any, fmt: str, *, torch: bool = False) -> Any:
+    """``arr`` in layout ``fmt`` as contiguous ``(T, H, W, C)`` uint8 frames (``torch``:
+    by torch's conventions, see :class:`~aoff._media._encoding.Encoding`)."""
     np = _np()
-    if fmt.startswith("torch:"):
-        return np.ascontiguousarray(_torch_frames(arr, fmt[6:]))
+    if torch:
+        return np.ascontiguousarray(_torch_frames(arr, fmt))
     if fmt == "HW":
         arr = arr[None, :, :, None]
     elif fmt == "HWC":
@@ -142,8 +143,6 @@ def png_bytes(frame: Any) -> bytes:
 
 #: frames sampled (evenly spaced) to build a video's one palette
 PALETTE_SAMPLE = 16
-#: a ``log_video(palette=...)``: one palette for the whole video, or one per frame
-PALETTES = ("video", "frame")
 
 
 def _video_palette(frames: Any) -> Any:

@@ -27,6 +27,7 @@ from typing import Any
 from .._core._buffer import EventBuffer
 from .._core._events import MEDIA
 from .._core._records import MediaRecord
+from ._encoding import Encoding
 from ._freed import has_media
 
 __all__ = [
@@ -55,8 +56,9 @@ LOST_AGENT = "agent lost"
 FRAMES_GONE = "frames gone"
 
 #: (key, step, wall_time, what, frames payload, dataformats, fps, bytes the logger's budget
-#: gets back once done: the frames' size, 0 for a producer's, freed by its own budget)
-MediaJob = tuple[str, int, float, str, Any, str, float, int]
+#: gets back once done: the frames' size, 0 for a producer's, freed by its own budget;
+#: the call's encoding options)
+MediaJob = tuple[str, int, float, str, Any, str, float, int, Encoding]
 
 
 class MediaEncoder:
@@ -195,15 +197,14 @@ class MediaEncoder:
         from ._encode import encode, to_frames
         from ._shm import ShmFrames
 
-        key, step, wall, what, payload, fmt, fps, _ = job
-        fmt, _, palette = fmt.partition("+")
-        palette = palette or "video"
+        key, step, wall, what, payload, fmt, fps, _, encoding = job
+        palette = encoding.palette
         wanted = sorted(self.formats[what])
         release: Callable[[], None] | None = None
         if isinstance(payload, ShmFrames):
             block, arr = payload.open()
             try:  # encoded straight from the block
-                frames = to_frames(arr, fmt)
+                frames = to_frames(arr, fmt, torch=encoding.torch)
                 encoded = {f: encode(f, what, frames, fps, palette) for f in wanted}
                 shape = frames.shape
             except BaseException:
@@ -215,7 +216,7 @@ class MediaEncoder:
             frames = None
             release = functools.partial(payload.release, block)
         else:
-            frames = to_frames(payload, fmt)
+            frames = to_frames(payload, fmt, torch=encoding.torch)
             encoded = {f: encode(f, what, frames, fps, palette) for f in wanted}
             shape = frames.shape
         t, h, w, c = (int(n) for n in shape)

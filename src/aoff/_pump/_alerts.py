@@ -1,5 +1,6 @@
 """Where an alert goes: the state (dashboard, summary, report), ``alerts.jsonl``, the
-backends (a TensorBoard text summary, W&B), the training process, and the actions.
+backends that take texts or alerts (a text record each, ``Takes``), the training
+process, and the actions.
 
 Why one part: a rule that fires (``_core/_watch.py``) must reach every place the run
 is read from, in the same order and once; the pump hands this desk each slice's records
@@ -20,7 +21,8 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .._core._records import StepRecord
+from .._backends._base import takes_alerts
+from .._core._records import Record, TextRecord
 from .._core._rules import ALERT_TAG, ALERTS_NAME, Alert, Rule
 from .._core._state import State
 from .._core._watch import Watch
@@ -28,8 +30,6 @@ from ._actions import Actions
 from ._runner import BackendRunner
 
 __all__ = ["AlertDesk"]
-#: the backends that get an alert as a text record, in order with the steps
-_TEXT_BACKENDS = ("tensorboard", "wandb")
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ class AlertDesk:
         first slice that holds its events, which the pump's buffer gets after this)."""
         self._incoming.append((live, rules))
 
-    def see(self, records: Sequence[StepRecord]) -> None:
+    def see(self, records: Sequence[Record]) -> None:
         """A slice's records (the intake, after offering them to the runners)."""
         if self._incoming:
             self._take_incoming()
@@ -133,13 +133,12 @@ class AlertDesk:
     def _deliver(self, alerts: list[Alert]) -> None:
         self.state.alerts += tuple(alerts)
         self._append(alerts)
-        texts = [r for r in self.runners if r.name in _TEXT_BACKENDS]
+        # a text record, in order with the steps, to each backend that takes texts or alerts
+        texts = [r for r in self.runners if takes_alerts(r.takes)]
         for a in alerts:
             self.say(f"aoff: alert: {a.message} [{a.rule}]")
             if texts:
-                rec = StepRecord(
-                    max(a.step, 0), 0, a.time, (), writer=True, texts=((ALERT_TAG, a.message),)
-                )
+                rec = TextRecord(max(a.step, 0), a.time, ((ALERT_TAG, a.message),))
                 for r in texts:
                     r.offer((rec,))
             if self.actions is not None:

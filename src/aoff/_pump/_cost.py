@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from .._core._fold import Folder
-from .._core._records import StepRecord
+from .._core._records import Record, StepRecord
 from .._core._state import State
 
 __all__ = ["COST_INTERVAL", "CostKeeper"]
@@ -46,10 +46,10 @@ class CostKeeper:
         self._last = monotonic()
         self._cpu = time.process_time()
 
-    def see(self, records: Sequence[StepRecord]) -> None:
+    def see(self, records: Sequence[Record]) -> None:
         """The lag of the newest own step of a slice, as it is folded."""
         for rec in reversed(records):
-            if rec.producer is None and not rec.writer:
+            if type(rec) is StepRecord and rec.producer is None:
                 self._lag = max(self._clock() - rec.wall_time, 0.0)
                 self._lag_known = True
                 return

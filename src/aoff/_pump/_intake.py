@@ -17,14 +17,16 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 
+from .._backends._base import Takes
 from .._core._buffer import EventBuffer
 from .._core._events import MEDIA, MEDIA_REFUSED, REMOTE, Event
 from .._core._fold import Folder
 from .._core._pending import PendingEvent, event_ready, resolve_event, unreadable_line
-from .._core._records import MediaRecord, StepRecord
+from .._core._records import MediaRecord, Record, StepRecord
 from .._core._say import SayOnce
 from .._core._state import State
 from .._media._encoder import BACKEND_FAILED, NO_BACKEND, MediaEncoder
+from . import _registry
 from ._runner import BackendRunner
 
 __all__ = ["FOLD_SLICE", "TURN_BACKLOG", "TURN_SLICE", "Intake"]
@@ -65,8 +67,8 @@ class Intake:
         on_change: Callable[[], None],
         on_slice: Callable[[], None],
         seed_tags: bool = True,
-        on_records: Callable[[list[StepRecord]], None] | None = None,
-        on_watch: Callable[[list[StepRecord]], None] | None = None,
+        on_records: Callable[[list[Record]], None] | None = None,
+        on_watch: Callable[[list[Record]], None] | None = None,
         on_media_freed: Callable[[int], None] | None = None,
         shares: Callable[[], bool] = _alone,
         pause: Callable[[], Awaitable[None]] = anyio.lowlevel.checkpoint,
@@ -116,9 +118,11 @@ class Intake:
         if e[0] == MEDIA_REFUSED:
             s.media_refused += 1
             return
-        _, wall, key, step, what, payload, fmt, fps, nbytes = e
+        _, wall, key, step, what, payload, fmt, fps, nbytes, encoding = e
         step = self.last_step if step is None else step
-        self.media.submit((key, step, wall, what, payload, fmt, fps, nbytes if own else 0))
+        self.media.submit(
+            (key, step, wall, what, payload, fmt, fps, nbytes if own else 0, encoding)
+        )
 
     def offer_media(self) -> None:
         """Hand what the encoder finished to the runners whose backend writes media."""
@@ -139,9 +143,10 @@ class Intake:
                 if release is not None:
                     release()
                 self.media.lost[NO_BACKEND] += 1
+                named = _registry.said(_registry.takers(Takes.MEDIA))
                 self.say(
-                    "aoff: no backend of this run writes images or videos (TensorBoard, "
-                    "JSONL, CSV, W&B and MLflow do); they are not written"
+                    f"aoff: no backend of this run writes images or videos ({named} "
+                    "do); they are not written"
                 )
 
     def _media_done(self, rec: MediaRecord, written: bool) -> None:
@@ -182,7 +187,7 @@ class Intake:
             self.say(unreadable_line(exc))
             return None
 
-    def fold(self, events: Sequence[Event]) -> list[StepRecord]:
+    def fold(self, events: Sequence[Event]) -> list[Record]:
         """Fold ``events`` in order; stop at the first whose device values are not ready.
 
         The rest (that event included) is kept in ``held`` and folded first next time:
@@ -190,7 +195,7 @@ class Intake:
         and no event is folded before an earlier one, so order and steps are kept.
         """
         apply = self.folder.apply
-        records: list[StepRecord] = []
+        records: list[Record] = []
         folded = 0
         for i, e in enumerate(events):
             if type(e) is PendingEvent:
@@ -221,13 +226,13 @@ class Intake:
                 continue
             if rec is not None:
                 records.append(rec)
-                if rec.producer is None and not rec.writer:
+                if type(rec) is StepRecord and rec.producer is None:
                     self.last_step = rec.step
         if folded:
             self._on_change()
         return records
 
-    def _offer(self, records: list[StepRecord]) -> None:
+    def _offer(self, records: list[Record]) -> None:
         for r in self.runners:
             r.offer(records)
         if records and self.on_records is not None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._backends._base import Backend
+from .._backends._wandboptions import DEFAULT_WANDB_PROJECT
 from .._core._buffer import DEFAULT_CAPACITY, OVERFLOW_POLICIES, Overflow
 from .._core._config import ConfigValue, flatten_config
 from .._core._records import RunConfig, SeedDefault
@@ -35,7 +36,18 @@ if TYPE_CHECKING:
 BackendSpec = str | Backend
 PumpMode = Literal["process", "thread"]
 PUMP_MODES: tuple[PumpMode, ...] = ("process", "thread")
-DEFAULT_WANDB_PROJECT = "aoff"
+#: the original logger's W&B keywords, each one of W&B's own options (``WandbOptions``):
+#: ``wandb_project="p"`` is ``backend_options={"wandb": {"project": "p"}}``, a conversion
+#: documented on the faces; one given both ways with two values is an error
+SEED_BACKEND_KEYWORDS: dict[str, tuple[str, str]] = {
+    "wandb_project": ("wandb", "project"),
+    "wandb_entity": ("wandb", "entity"),
+    "wandb_name": ("wandb", "name"),
+    "wandb_group": ("wandb", "group"),
+    "wandb_job_type": ("wandb", "job_type"),
+    "wandb_tags": ("wandb", "tags"),
+    "wandb_notes": ("wandb", "notes"),
+}
 #: ``log_backend=`` values that open no backend: ``"none"`` the dashboard only (the seed
 #: took any unknown name so; aoff refuses a misspelt one), ``"no_print"`` nothing at all
 DISPLAY_ONLY = ("none", "no_print")
@@ -96,6 +108,10 @@ class Options:
     wandb_tags: tuple[str, ...] | None = None
     wandb_notes: str | None = None
     backends: tuple[BackendSpec, ...] = ()
+    #: each named backend's own options, by its name (``{"wandb": {"project": "p"}}``):
+    #: built here into its registry entry's ``options`` type (with the W&B keywords
+    #: above converted into W&B's), read by its ``build`` through :meth:`options_of`
+    backend_options: Mapping[str, Any] | None = None
     capacity: int = DEFAULT_CAPACITY
     overflow: Overflow = "drop_oldest"
     finish_timeout: float = 10.0
@@ -202,6 +218,75 @@ class Options:
                 raise TypeError(f"backends: {spec!r} is neither a name nor a Backend")
         if self.wandb_tags is not None:
             self._fix("wandb_tags", tuple(self.wandb_tags))
+        self._fix("backend_options", self._own_options())
+
+    def _own_options(self) -> dict[str, Any]:
+        """``backend_options=`` checked and built, by backend name: a name registered,
+        whose entry takes options, and a dict of them (or its options object already);
+        the W&B keywords (:data:`SEED_BACKEND_KEYWORDS`) go in as W&B's own."""
+        given = {} if self.backend_options is None else self.backend_options
+        if not isinstance(given, Mapping):
+            raise TypeError(
+                "backend_options must be a dict by backend name, e.g. "
+                f"backend_options={{'wandb': {{'project': 'p'}}}}, got {given!r:.60}"
+            )
+        raw: dict[str, Any] = {}
+        for name, value in given.items():
+            e = _registry.entry(name) if isinstance(name, str) else None
+            if e is None or e.options is None:
+                takers = _registry.said(
+                    tuple(n for n in _registry.names() if _registry.entry(n).options)
+                )
+                raise ValueError(f"backend_options: {name!r} takes no options (these do: {takers})")
+            if not isinstance(value, Mapping | e.options):
+                raise TypeError(
+                    f"backend_options[{name!r}] must be a dict of its options or a "
+                    f"{e.options.__name__}, got {value!r:.60}"
+                )
+            raw[name] = value
+        for keyword, (name, option) in SEED_BACKEND_KEYWORDS.items():
+            value = getattr(self, keyword)
+            if value == _DEFAULTS[keyword]:
+                continue
+            mine = raw.get(name)
+            if isinstance(mine, Mapping):
+                if option in mine and mine[option] != value:
+                    raise ValueError(
+                        f"{keyword}={value!r} and backend_options={{{name!r}: {{{option!r}: "
+                        f"{mine[option]!r}}}}} disagree: give it one way"
+                    )
+                raw[name] = {**mine, option: value}
+            elif mine is None:
+                raw[name] = {option: value}
+            elif getattr(mine, option) != value:
+                raise ValueError(
+                    f"{keyword}={value!r} and backend_options[{name!r}].{option}="
+                    f"{getattr(mine, option)!r} disagree: give it one way"
+                )
+        out: dict[str, Any] = {}
+        for name, value in raw.items():
+            kind = _registry.entry(name).options
+            assert kind is not None  # checked above
+            if isinstance(value, kind):
+                out[name] = value
+                continue
+            try:
+                out[name] = kind(**value)
+            except TypeError as exc:  # an option it does not have
+                known = ", ".join(f.name for f in fields(kind))
+                raise ValueError(
+                    f"backend_options[{name!r}]: {exc}; its options are {known}"
+                ) from None
+        return out
+
+    def options_of(self, name: str) -> Any:
+        """Backend ``name``'s own options (its entry's ``options`` type; see
+        :attr:`backend_options`): as given, else its defaults."""
+        got = self.backend_options.get(name) if self.backend_options else None
+        if got is not None:
+            return got
+        kind = self._entry(name).options
+        return None if kind is None else kind()
 
     def _check_running(self) -> None:
         """The buffer, the display, the pump and its rates, the media budget."""
@@ -308,6 +393,8 @@ class Options:
         for e in self.named:
             if getattr(e.build, "__module__", None) == "__main__":
                 return f"the build function of backend {e.name!r}, defined in __main__"
+            if e.format is not None and type(e.format).__module__ == "__main__":
+                return f"the format of backend {e.name!r}, defined in __main__"
         return None
 
     def in_process_line(self) -> str | None:
@@ -373,7 +460,7 @@ class Options:
         return out
 
     def _backend_from_name(self, name: str) -> Backend:
-        return self._entry(name).build(self)
+        return self._entry(name).make(self)
 
     def build_display(self) -> Display:
         if self.display is not None and not isinstance(self.display, str):
@@ -388,3 +475,7 @@ class Options:
         # frames in pieces while a training loop shares the GIL (``_turns``)
         live = False if self.display == "plain" else None
         return Dashboard(self.console, live=live, pacing=bounded)
+
+
+#: the W&B keywords' defaults: a keyword at its default was not given
+_DEFAULTS = {f.name: f.default for f in fields(Options) if f.name in SEED_BACKEND_KEYWORDS}

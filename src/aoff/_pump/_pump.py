@@ -45,7 +45,7 @@ from .._channel._server import LiveServer, start_serving, stop_serving
 from .._core._buffer import EventBuffer
 from .._core._checkpoint import to_state_dict
 from .._core._events import Event
-from .._core._records import StepRecord
+from .._core._records import Record
 from .._core._report import FinishReport, end_of_run_lines
 from .._core._say import SayOnce, say_to_stderr
 from .._core._state import State
@@ -296,7 +296,7 @@ class Pump:
         lost = {why: n for why, n in self._intake.media.lost.items() if n}
         return self._intake.media_written, self._state.media_refused, lost
 
-    def _watch(self, records: list[StepRecord]) -> None:
+    def _watch(self, records: list[Record]) -> None:
         """Each slice's records, once offered to the runners: the rules, the agent's lag."""
         self._cost.see(records)
         if self._alerts is not None:

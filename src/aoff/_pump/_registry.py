@@ -9,8 +9,11 @@ of those reads the same entry, so a new named backend is its module plus one lin
 A :class:`NamedBackend` is plain data: its ``build`` is a module-level function (pickled
 by reference), so the options that carry the entries they use rebuild the same
 backends in the agent process, including one registered by the user's own module.
-``files`` stays a plain tuple of names in ``log_dir`` that the backend owns, for the
-readers of the run folder.
+``format`` points at the run folder format it writes (``_runfolder/_format.py``):
+registering the entry adds it to the format table the readers, resume and run discovery
+iterate, and an append-only format needs no ``build`` (aoff's format file backend writes
+it). The format object is pickled with the entry, by reference to its class's module, so
+the agent imports the module that registered it.
 """
 
 from __future__ import annotations
@@ -19,14 +22,27 @@ import importlib.util
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
-from .._backends._base import Backend
+from .._backends._base import Backend, Takes
+from .._backends._wandboptions import WandbOptions
+from .._runfolder._format import AppendFormat, RunFormat
 from .._runfolder.lines._csv import CSV_NAME
+from .._runfolder.lines._formats import CSV, JSONL
 from .._runfolder.lines._jsonl import JSONL_NAME
-from .._runfolder.tensorboard._files import EVENTS_PREFIX
+from .._runfolder.reading._formats import add_format, remove_format
+from .._runfolder.tensorboard._format import TENSORBOARD
 
-__all__ = ["BackendOptions", "NamedBackend", "entry", "names", "register", "unregister"]
+__all__ = [
+    "BackendOptions",
+    "NamedBackend",
+    "entry",
+    "names",
+    "register",
+    "said",
+    "takers",
+    "unregister",
+]
 
 
 class BackendOptions(Protocol):
@@ -40,20 +56,10 @@ class BackendOptions(Protocol):
     def tb_filename_suffix(self) -> str: ...
     @property
     def tb_purge_step(self) -> int | None: ...
-    @property
-    def wandb_project(self) -> str: ...
-    @property
-    def wandb_entity(self) -> str | None: ...
-    @property
-    def wandb_name(self) -> str: ...
-    @property
-    def wandb_group(self) -> str | None: ...
-    @property
-    def wandb_job_type(self) -> str | None: ...
-    @property
-    def wandb_tags(self) -> tuple[str, ...] | None: ...
-    @property
-    def wandb_notes(self) -> str | None: ...
+    def options_of(self, name: str) -> Any:
+        """Backend ``name``'s own options: its entry's ``options`` type, built from
+        ``backend_options={name: {...}}`` (its defaults when not given)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -62,18 +68,43 @@ class NamedBackend:
 
     #: the name in ``backends=`` (lower case)
     name: str
-    #: builds the backend from the run's options (a module-level function: picklable)
-    build: Callable[[BackendOptions], Backend]
+    #: builds the backend from the run's options (a module-level function: picklable);
+    #: None: aoff's own backend of its append-only ``format``
+    build: Callable[[BackendOptions], Backend] | None = None
     #: why it needs ``log_dir`` (the error says it), or None when it does not
     needs_log_dir: str | None = None
-    #: the file names it writes in ``log_dir`` (for the run folder's readers)
-    files: tuple[str, ...] = ()
+    #: the run folder format it writes in ``log_dir`` (read back by every reader)
+    format: RunFormat | None = None
     #: whether ``resume_step=`` can continue a run with it
     resumable: bool = False
     #: the module it imports, checked (not imported) when the name is given
     requires: str | None = None
     #: the extra that installs ``requires``
     extra: str | None = None
+    #: its own options' type (a frozen dataclass, checked when built), built from
+    #: ``backend_options={name: {...}}``; ``build`` reads it as ``options_of(name)``.
+    #: None: it takes none
+    options: type[Any] | None = None
+    #: what it writes besides steps: its class's ``takes``, known here before it is built
+    #: (for the messages that name the backends taking a kind; ``tests/test_registry.py``
+    #: checks that each entry says what its backend says)
+    takes: Takes = Takes.NOTHING
+
+    def __post_init__(self) -> None:
+        if self.build is None and not isinstance(self.format, AppendFormat):
+            raise ValueError(
+                f"backend {self.name!r}: give build=, or format= an append-only format "
+                "(file_name and encode)"
+            )
+
+    def make(self, options: BackendOptions) -> Backend:
+        """The backend, built from the run's options."""
+        if self.build is not None:
+            return self.build(options)
+        from .._backends._formatfile import FormatFileBackend
+
+        assert isinstance(self.format, AppendFormat)  # checked when made
+        return FormatFileBackend(options.log_dir, self.format)
 
     def check(self, options: BackendOptions) -> None:
         """Raise the clear error when this backend cannot run with these options."""
@@ -124,14 +155,15 @@ def _mlflow(o: BackendOptions) -> Backend:
 def _wandb(o: BackendOptions) -> Backend:
     from .._backends._wandb import WandbBackend
 
+    w: WandbOptions = o.options_of("wandb")
     return WandbBackend(
-        project=o.wandb_project,
-        entity=o.wandb_entity,
-        name=o.wandb_name,
-        group=o.wandb_group,
-        job_type=o.wandb_job_type,
-        tags=list(o.wandb_tags) if o.wandb_tags is not None else None,
-        notes=o.wandb_notes,
+        project=w.project,
+        entity=w.entity,
+        name=w.name,
+        group=w.group,
+        job_type=w.job_type,
+        tags=list(w.tags) if w.tags is not None else None,
+        notes=w.notes,
         dir=o.log_dir or None,
         resume=o.resume_step is not None,
     )
@@ -141,7 +173,8 @@ def _trackio(o: BackendOptions) -> Backend:
     from .._backends._trackio import TrackioBackend
 
     # trackio's ``init`` is W&B's: the W&B project, run name and group name the trackio run
-    return TrackioBackend(project=o.wandb_project, name=o.wandb_name, group=o.wandb_group)
+    w: WandbOptions = o.options_of("wandb")
+    return TrackioBackend(project=w.project, name=w.name, group=w.group)
 
 
 #: the registered backends, by name, in the order the errors list them
@@ -155,17 +188,36 @@ def register(backend: NamedBackend) -> None:
         raise ValueError(f"a backend name is lower case and not empty, got {name!r}")
     if name in _TABLE and _TABLE[name] != backend:
         raise ValueError(f"a backend named {name!r} is registered already")
+    if backend.format is not None:
+        add_format(backend.format)
     _TABLE[name] = backend
 
 
 def unregister(name: str) -> None:
-    """Take a registered name out (a test's throwaway backend)."""
-    _TABLE.pop(name, None)
+    """Take a registered name out (a test's throwaway backend), and its format unless
+    another entry writes it too."""
+    gone = _TABLE.pop(name, None)
+    fmt = None if gone is None else gone.format
+    if fmt is not None and all(e.format != fmt for e in _TABLE.values()):
+        remove_format(fmt.name)
 
 
 def names() -> tuple[str, ...]:
     """The registered names, in order."""
     return tuple(_TABLE)
+
+
+def takers(kind: Takes) -> tuple[str, ...]:
+    """The registered names whose backend takes ``kind``, in order."""
+    return tuple(n for n, e in _TABLE.items() if e.takes & kind)
+
+
+def said(names: tuple[str, ...]) -> str:
+    """Names as a message lists them: ``'a', 'b' and 'c'``."""
+    quoted = [repr(n) for n in names]
+    if len(quoted) < 2:
+        return "".join(quoted) or "none"
+    return ", ".join(quoted[:-1]) + " and " + quoted[-1]
 
 
 def entry(name: str) -> NamedBackend:
@@ -182,12 +234,38 @@ register(
         "tensorboard",
         _tensorboard,
         "TensorBoard files go into it",
-        (EVENTS_PREFIX + "*",),
+        TENSORBOARD,
         resumable=True,
+        takes=Takes.TEXTS | Takes.MEDIA | Takes.HPARAMS,
     )
 )
-register(NamedBackend("jsonl", _jsonl, f"writes log_dir/{JSONL_NAME}", (JSONL_NAME,), True))
-register(NamedBackend("csv", _csv, f"writes log_dir/{CSV_NAME}", (CSV_NAME,), True))
-register(NamedBackend("wandb", _wandb, resumable=True))
-register(NamedBackend("mlflow", _mlflow, resumable=True, requires="mlflow"))
-register(NamedBackend("trackio", _trackio, requires="trackio"))
+register(
+    NamedBackend(
+        "jsonl",
+        _jsonl,
+        f"writes log_dir/{JSONL_NAME}",
+        JSONL,
+        True,
+        takes=Takes.TEXTS | Takes.MEDIA,
+    )
+)
+register(NamedBackend("csv", _csv, f"writes log_dir/{CSV_NAME}", CSV, True, takes=Takes.MEDIA))
+register(
+    NamedBackend(
+        "wandb",
+        _wandb,
+        resumable=True,
+        options=WandbOptions,
+        takes=Takes.ALERTS | Takes.MEDIA | Takes.HPARAMS,
+    )
+)
+register(
+    NamedBackend(
+        "mlflow",
+        _mlflow,
+        resumable=True,
+        requires="mlflow",
+        takes=Takes.MEDIA | Takes.HPARAMS,
+    )
+)
+register(NamedBackend("trackio", _trackio, requires="trackio", takes=Takes.MEDIA | Takes.HPARAMS))

@@ -47,8 +47,8 @@ from typing import Any
 
 import anyio
 
-from .._backends._base import Backend, BackendContext
-from .._core._records import MediaRecord, StepRecord
+from .._backends._base import Backend, BackendContext, Takes, takes_of
+from .._core._records import MediaRecord, Record
 
 #: what a backend raises for a record its format cannot hold (a tag UTF-8 cannot
 #: encode, a step beyond int64, a value of the wrong type): that record's fault alone
@@ -82,10 +82,15 @@ class BackendRunner:
         self.flush_interval = flush_interval
         self.stall_timeout = stall_timeout
         self.monotonic = monotonic
-        self.pending: deque[StepRecord | MediaRecord] = deque()
+        self.pending: deque[Record | MediaRecord] = deque()
+        #: what the backend writes besides steps (its ``takes``): the pump routes the
+        #: run's alerts and media by it
+        self.takes = takes_of(backend)
         #: the backend writes images and videos (``write_media``; ``_media/``): each is a
         #: record here too, in order with the steps
-        self.takes_media = callable(getattr(backend, "write_media", None))
+        self.takes_media = bool(self.takes & Takes.MEDIA) and callable(
+            getattr(backend, "write_media", None)
+        )
         #: told once of each media record this runner is done with, and whether it wrote
         #: it (else lost: refused, failed, abandoned), so its frames' block can be freed
         #: and the record counted written only when a backend wrote it (``Intake``)
@@ -130,7 +135,7 @@ class BackendRunner:
         """True while the pump should wait for this runner before draining more."""
         return self.healthy and len(self.pending) >= self.max_pending and not self.stalled()
 
-    def offer(self, records: Sequence[StepRecord | MediaRecord]) -> None:
+    def offer(self, records: Sequence[Record | MediaRecord]) -> None:
         if not records:
             return
         self.offered += len(records)
@@ -145,7 +150,7 @@ class BackendRunner:
             self.lost += excess
         self._wake.set()
 
-    def _let_go(self, records: Sequence[StepRecord | MediaRecord], written: bool = False) -> None:
+    def _let_go(self, records: Sequence[Record | MediaRecord], written: bool = False) -> None:
         """The media records among ``records`` leave this runner, ``written`` or lost."""
         done = self.media_done
         if done is not None:
@@ -305,7 +310,7 @@ class BackendRunner:
             self._refused_run = 0
         return True
 
-    async def _refuse(self, rec: StepRecord | MediaRecord, exc: Exception) -> bool:
+    async def _refuse(self, rec: Record | MediaRecord, exc: Exception) -> bool:
         """One record the backend refused: counted (in ``lost``, by the caller) and said
         once per kind of error. False when the runner failed instead (``MAX_BATCH`` in a
         row)."""

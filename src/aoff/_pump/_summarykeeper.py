@@ -16,7 +16,7 @@ import anyio
 import anyio.abc
 import anyio.to_thread
 
-from .._core._records import StepRecord
+from .._core._records import Record
 from .._runfolder.summary._writer import SUMMARY_INTERVAL, RunSummary
 
 __all__ = ["SummaryKeeper"]
@@ -49,7 +49,7 @@ class SummaryKeeper:
         s.media_written, s.media_refused, s.media_lost = self.media_counts()
         return s.snapshot(state)
 
-    def offer(self, records: Sequence[StepRecord]) -> None:
+    def offer(self, records: Sequence[Record]) -> None:
         if records:
             self.summary.add(records)
 

@@ -10,7 +10,13 @@
   :class:`aoff.ScalarReader`, envelopes and axis columns, run discovery, what ``aoff
   ls/show`` print of a run, and resume's last step and cut.
 
+Each format is one :class:`~aoff._runfolder._format.RunFormat` (``_format``: its files,
+its points read back, its last step and its cut), and ``reading/_formats`` is the one
+table of them that the readers, resume and run discovery iterate; the backend registry
+adds a new format there.
+
 Beside them, what several formats share: the points a reader hands over (``_tagseries``),
+the spelling of a non-finite number (``_nonfinite``),
 pacing for a long encoding (``_pieces``), replacing a small file whole (``_replace``),
 and two small files of their own (``config.json``: ``_configfile``; media files under
 ``media/``: ``_mediafiles``).

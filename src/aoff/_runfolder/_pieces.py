@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from .._core._records import StepRecord
+from .._core._records import Record
 
 __all__ = ["Pieces", "whole"]
 
@@ -19,9 +19,9 @@ __all__ = ["Pieces", "whole"]
 #: between two pieces while the process's GIL is shared with a training loop. It returns
 #: ``records`` itself when it does not pace them, which is how an encoder knows to take
 #: them in one go.
-Pieces = Callable[[Sequence[StepRecord]], Iterable[StepRecord]]
+Pieces = Callable[[Sequence[Record]], Iterable[Record]]
 
 
-def whole(records: Sequence[StepRecord]) -> Sequence[StepRecord]:
+def whole(records: Sequence[Record]) -> Sequence[Record]:
     """No pacing: the records as they are (the default)."""
     return records

@@ -27,7 +27,7 @@ import threading
 from collections.abc import Sequence
 
 from .._backends._base import BackendContext
-from .._core._records import StepRecord
+from .._core._records import Record, TextRecord
 from .._core._view import RunView
 from ._probe import Probe, probe
 from ._wait import WaitTimeout, await_until, wait_until
@@ -57,7 +57,7 @@ class MemoryBackend:
 
     def __init__(self, name: str = "memory") -> None:
         self.name = name
-        self.records: list[StepRecord] = []
+        self.records: list[Record] = []
         self.opened = 0
         self.flushes = 0
         self.closed = 0
@@ -67,7 +67,7 @@ class MemoryBackend:
         self.opened += 1
         self.context = ctx
 
-    async def write(self, records: Sequence[StepRecord]) -> None:
+    async def write(self, records: Sequence[Record]) -> None:
         self.records.extend(records)
 
     async def flush(self) -> None:
@@ -78,7 +78,12 @@ class MemoryBackend:
 
     def scalars(self) -> list[tuple[int, str, float]]:
         """Every written scalar as ``(step, tag, value)``, in write order."""
-        return [(r.step, t, v) for r in self.records for t, v in r.scalars]
+        return [
+            (r.step, t, v)
+            for r in self.records
+            if not isinstance(r, TextRecord)
+            for t, v in r.scalars
+        ]
 
 
 class ManualClock:

@@ -30,7 +30,7 @@ import io
 from collections.abc import Collection, Iterable, Sequence
 from typing import TextIO
 
-from ..._core._records import StepRecord
+from ..._core._records import Record, StepRecord, TextRecord, WriterRecord
 from ._lines import LineCursor, RowSink, cut_rows, last_row_step
 
 __all__ = [
@@ -56,18 +56,27 @@ FIXED_COLUMNS = ("step", "iteration", "wall_time")
 SB3_STEP = "time/total_timesteps"
 
 
-def record_cells(rec: StepRecord) -> dict[str, str]:
-    """A record's cells as text, keyed by column (fixed columns win over like-named tags)."""
+def record_cells(rec: Record) -> dict[str, str]:
+    """A record's cells as text, keyed by column (fixed columns win over like-named tags).
+    A text has no column: its row keeps only where it was (step, time, run folder)."""
     cells = {"step": "", "iteration": "", "wall_time": ""}
-    for tag, value in rec.scalars:
+    run = ""
+    match rec:
+        case StepRecord(scalars=scalars):
+            pass
+        case WriterRecord(scalars=scalars, run=run):
+            pass
+        case TextRecord(run=run):
+            scalars = ()
+    for tag, value in scalars:
         cells[tag] = repr(float(value))
     cells["step"] = str(rec.step)
     cells["iteration"] = str(rec.iteration)
     cells["wall_time"] = repr(float(rec.wall_time))
     if rec.producer is not None:  # log.remote(name): a "producer" column
         cells["producer"] = rec.producer
-    if rec.run:  # SummaryWriter's add_scalars/add_hparams: a "run" column (its folder)
-        cells["run"] = rec.run
+    if run:  # SummaryWriter's add_scalars/add_hparams: a "run" column (its folder)
+        cells["run"] = run
     return cells
 
 

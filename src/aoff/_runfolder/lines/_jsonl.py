@@ -6,7 +6,7 @@ show`` and :func:`aoff.read_scalars` read it; its name and its line are spelled 
 The backend (:mod:`aoff._backends._jsonl`) keeps the file open, the threads and the
 errors; this module turns records into bytes and bytes back into rows.
 
-Each :class:`~aoff.StepRecord` becomes one line of compact JSON::
+Each record (:data:`~aoff.Record`) becomes one line of compact JSON::
 
     {"step":4096,"iteration":1,"wall_time":1718000000.25,"train/loss":0.5,...}
 
@@ -21,9 +21,10 @@ lines to them.
 ``step``, ``iteration`` and ``wall_time`` come first, then every tag in the record's
 order (a producer's record, ``log.remote(name)``, ends with ``"producer": name``; its
 ``step`` and ``iteration`` are that producer's own); a tag that repeats within a
-record keeps its last value (as W&B does). A ``SummaryWriter`` record (one a call)
-holds ``add_text``'s text as a string value, and ``"run": folder`` when the call wrote
-into a sub-run (``add_scalars``, ``add_hparams``). These three keys always hold the record's
+record keeps its last value (as W&B does). A ``SummaryWriter`` call's record holds
+``"run": folder`` when the call wrote into a sub-run (``add_scalars``, ``add_hparams``);
+a text record (``add_text``'s, or an alert's under ``aoff/alerts``) holds its text as a
+string value. These three keys always hold the record's
 own values, even if a tag has the same name. A media file's row (``_mediafiles``) has
 ``"media"`` and the file's path instead of numbers.
 
@@ -45,7 +46,8 @@ from collections.abc import Callable, Collection, Sequence
 
 import msgspec
 
-from ..._core._records import PerTags, StepRecord, columns
+from ..._core._records import PerTags, Record, StepRecord, TextRecord, WriterRecord, columns
+from .._nonfinite import nonfinite_text
 from .._pieces import Pieces, whole
 from ._lines import LineCursor, RowSink, cut_rows, last_row_step
 
@@ -73,7 +75,7 @@ _NULL = b"null"
 
 def _finite_or_str(v: object) -> object:
     if isinstance(v, float) and not math.isfinite(v):
-        return "nan" if v != v else ("inf" if v > 0 else "-inf")
+        return nonfinite_text(v)
     return v
 
 
@@ -113,37 +115,43 @@ _ROWS_A_PIECE = 4
 _encode_rows = msgspec.json.Encoder().encode_lines
 
 
-def _fast_row(rec: StepRecord) -> msgspec.Struct | None:
-    """A run's own record as its tags' row (see :func:`_row_type`), or ``None`` where
-    only the general path writes it right (a tag that repeats or is named like a fixed
-    key, a producer's or ``SummaryWriter``'s record)."""
-    if rec.producer is not None or rec.writer or not rec.scalars:
+def _fast_row(rec: Record) -> msgspec.Struct | None:
+    """A run's own step record as its tags' row (see :func:`_row_type`), or ``None``
+    where only the general path writes it right (a tag that repeats or is named like a
+    fixed key, a producer's record, any other record)."""
+    if type(rec) is not StepRecord or rec.producer is not None or not rec.scalars:
         return None
     tags, values = columns(rec.scalars)
     row = _row_types.get(tags)
     return None if row is None else row(rec.step, rec.iteration, rec.wall_time, *values)
 
 
-def _general_line(rec: StepRecord) -> bytes:
+def _general_line(rec: Record) -> bytes:
     row: dict[str, object] = {"step": rec.step, "iteration": rec.iteration, "wall_time": 0}
-    row.update(rec.scalars)
+    if not isinstance(rec, TextRecord):
+        row.update(rec.scalars)
     # re-set after the tags: a tag named like a fixed key never hides the record's own
     row["step"] = rec.step
     row["iteration"] = rec.iteration
     row["wall_time"] = rec.wall_time
     if rec.producer is not None:  # log.remote(name): its own step and iteration
         row["producer"] = rec.producer
-    if rec.writer:  # SummaryWriter: add_text's texts, the run folder of add_scalars'
-        row.update(rec.texts)
-        if rec.run:
-            row["run"] = rec.run
+    match rec:  # SummaryWriter: add_text's texts (an alert's too), a call's run folder
+        case TextRecord(texts=texts, run=run):
+            row.update(texts)
+        case WriterRecord(run=run):
+            pass
+        case _:
+            run = ""
+    if run:
+        row["run"] = run
     line = _dumps(row)
     if _NULL in line:  # a non-finite float (see _NULL): as a string
         line = _dumps({k: _finite_or_str(v) for k, v in row.items()})
     return line + b"\n"
 
 
-def _rows_lines(rows: list[msgspec.Struct], recs: list[StepRecord]) -> bytes:
+def _rows_lines(rows: list[msgspec.Struct], recs: list[Record]) -> bytes:
     """The lines of ``rows`` (made from ``recs``) at once; a row with a non-finite value
     (msgspec's ``null``, see :data:`_NULL`) goes through the general path instead."""
     blob = _encode_rows(rows)
@@ -155,12 +163,12 @@ def _rows_lines(rows: list[msgspec.Struct], recs: list[StepRecord]) -> bytes:
     )
 
 
-def encode_lines(records: Sequence[StepRecord], pieces: Pieces = whole) -> bytes:
+def encode_lines(records: Sequence[Record], pieces: Pieces = whole) -> bytes:
     """Encode records as UTF-8 JSON lines (see the module docstring for the format),
     paced by ``pieces``."""
     out: list[bytes] = []
     rows: list[msgspec.Struct] = []
-    recs: list[StepRecord] = []
+    recs: list[Record] = []
     paced = pieces(records)
     # handed out in pieces (the GIL is shared): one msgspec call a piece
     at_once = _ROWS_AT_ONCE if paced is records else _ROWS_A_PIECE

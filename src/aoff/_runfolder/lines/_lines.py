@@ -18,6 +18,7 @@ import stat
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 
+from .._nonfinite import NONFINITE
 from .._replace import replaced
 from .._tagseries import Series
 
@@ -28,7 +29,6 @@ _TAIL = 1 << 16
 
 #: the columns that are not tags
 FIXED = frozenset({"step", "iteration", "wall_time", "producer", "run", "media"})
-_NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 
 
 @dataclass
@@ -70,7 +70,7 @@ def as_float(v: object) -> float | None:
     if isinstance(v, bool | int | float):
         return float(v)
     if isinstance(v, str):
-        got = _NONFINITE.get(v)
+        got = NONFINITE.get(v)
         if got is not None:
             return got
         try:
@@ -106,11 +106,22 @@ class RowSink:
     ``step_key``: the column the step is in (``step``; SB3's ``progress.csv`` has
     ``time/total_timesteps``, the step SB3 gives TensorBoard). A row without a readable
     step, or whose step is beyond int64, is never read as something else: it is skipped
-    and counted (:attr:`no_step`, :attr:`huge_steps`), for :meth:`notes` to say."""
+    and counted (:attr:`no_step`, :attr:`huge_steps`), for :meth:`notes` to say.
+
+    The series are kept by sub-run (:attr:`groups`: ``""``, the run's own, first; then
+    each producer's or sub-run's, by its prefix), as TensorBoard keeps a sub-folder's
+    apart; :attr:`rows` counts the rows read of each."""
 
     def __init__(self, tags: Collection[str] | None, step_key: str = "step") -> None:
         self.tags = None if tags is None else frozenset(tags)
+        #: the run's own series
         self.series: dict[str, Series] = {}
+        #: sub-run prefix (``""``: the run's own) -> its series
+        self.groups: dict[str, dict[str, Series]] = {"": self.series}
+        #: sub-run prefix -> rows read of it
+        self.rows: dict[str, int] = {"": 0}
+        #: the run's own last row's ``iteration`` (None: no row had one)
+        self.iteration: int | None = None
         self.step_key = step_key
         self.no_step = 0
         self.huge_steps = 0
@@ -148,7 +159,15 @@ class RowSink:
                 prefix = f"{name}/{prefix}" if key == "producer" else f"{prefix}{name}/"
         wall = math.nan if wall is None else wall
         wanted = self.tags
-        series = self.series
+        series = self.groups.get(prefix)
+        if series is None:
+            series = self.groups[prefix] = {}
+            self.rows[prefix] = 0
+        self.rows[prefix] += 1
+        if not prefix:
+            it = row.get("iteration")
+            if isinstance(it, int) and not isinstance(it, bool):
+                self.iteration = it
         for tag, cell in row.items():
             if tag in FIXED:
                 continue

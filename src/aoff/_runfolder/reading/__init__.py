@@ -1,4 +1,5 @@
-"""The format-neutral readers over the run folder's formats.
+"""The format-neutral readers over the run folder's formats, through the format table
+(``_formats``).
 
 :func:`aoff.read_scalars` and :class:`aoff.ScalarReader` (``_scalars``), with envelopes
 (``_envelopes``) and axis columns (``_axiscols``); run folders found (``_runfind``);

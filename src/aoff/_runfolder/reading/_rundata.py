@@ -3,34 +3,23 @@
 Why a module of its own: the run summary, ``metrics.jsonl`` and the event files are read
 by different readers (``_runsummary``, ``_runfiles``) into this one shape, and the
 commands print only this shape: :class:`RunData` (the run's range and state) and a
-:class:`TagStats` per tag (first/last/min/max and a curve short enough to draw). The file
-names a run folder is recognised by live here too, beside the data they hold.
+:class:`TagStats` per tag (first/last/min/max and a curve short enough to draw). Which
+files make a run is the format table's (``_formats``).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..lines._jsonl import JSONL_NAME
-from ..summary._file import SUMMARY_GLOB, SUMMARY_NAME
-from ..tensorboard._files import EVENTS_PATTERN as TB_PATTERN
-
 __all__ = [
     "CURVE_POINTS",
-    "JSONL_NAME",
-    "NONFINITE",
     "REWARD_TAG",
-    "SUMMARY_GLOB",
-    "SUMMARY_NAME",
-    "TB_PATTERN",
     "RunData",
     "TagStats",
     "stats_of",
 ]
 
-NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 #: a curve longer than this is kept as this many bucket means (what a sparkline needs)
 CURVE_POINTS = 128
 REWARD_TAG = "reward/mean"

@@ -1,98 +1,25 @@
 """A run's data files read into a :class:`~aoff._runfolder.reading._rundata.RunData`:
-``metrics.jsonl``
-(exact float64 values), the TensorBoard event files, or ``progress.csv`` (aoff's or
-SB3's own, read as :func:`aoff.read_scalars` reads it).
+the TensorBoard event files, or any other format's points (``metrics.jsonl``,
+``progress.csv``, a format added since), read by the reader :func:`aoff.read_scalars`
+uses, so the two agree on every value.
 
 Why a module of its own: these are the slow paths, for a run without a usable summary;
 each keeps everything before a torn or unreadable record and adds a one-line note naming
 the file. The event files are read by aoff's own scalar reader
-(:mod:`aoff._runfolder.tensorboard._scan`, >100 MB/s), imported only when needed.
+(:mod:`aoff._runfolder.tensorboard._scan`, >100 MB/s, the one event parser with its
+policy at a corrupt record set to stop there, as TensorBoard does), imported only when
+needed.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 
-from ._rundata import NONFINITE, REWARD_TAG, RunData, stats_of
+from .._format import RunFormat
+from ._rundata import REWARD_TAG, RunData, stats_of
 
-__all__ = ["read_csv", "read_jsonl", "read_tensorboard"]
-
-_FIXED = ("step", "iteration", "wall_time")
-
-
-def _as_float(v: object) -> float | None:
-    if isinstance(v, bool):
-        return float(v)
-    if isinstance(v, int | float):
-        return float(v)
-    if isinstance(v, str):
-        return NONFINITE.get(v)
-    return None
-
-
-def read_jsonl(run_dir: str, path: str) -> RunData:
-    data = RunData(path=run_dir, source=path, kind="jsonl")
-    curves: dict[str, list[float]] = {}
-    with open(path, "rb") as f:
-        raw = f.read()
-    lines = raw.split(b"\n")
-    last_index = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
-    bad_middle = 0
-    huge = 0
-    count = 0
-    for i, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            if not isinstance(row, dict):
-                raise ValueError("not an object")
-        except ValueError:
-            if i == last_index:
-                data.notes.append(f"{path}: the last record is truncated or corrupt; skipped")
-            else:
-                bad_middle += 1
-            continue
-        if isinstance(row.get("media"), str):  # a media file's row (_backends/_mediafiles)
-            continue
-        producer = row.get("producer")
-        if isinstance(producer, str):  # a collector's own steps: kept apart, counted
-            data.producer_rows[producer] = data.producer_rows.get(producer, 0) + 1
-            continue
-        step, it, wall = row.get("step"), row.get("iteration"), row.get("wall_time")
-        if isinstance(step, int) and not -(2**63) <= step < 2**63:
-            huge += 1  # refused as aoff.read_scalars refuses it, and said
-            continue
-        if isinstance(step, int):
-            data.steps = step
-        if isinstance(it, int):
-            data.iterations = it
-        if isinstance(wall, int | float) and math.isfinite(wall):
-            data.first_time = wall if data.first_time is None else min(data.first_time, wall)
-            data.last_time = wall if data.last_time is None else max(data.last_time, wall)
-        for tag, value in row.items():
-            if tag in _FIXED:
-                continue
-            v = _as_float(value)
-            if v is not None:
-                # a tag missing from earlier records starts where it first appears
-                curves.setdefault(tag, []).append(v)
-        count += 1
-    data.records = count
-    data.tags = {tag: stats_of(values) for tag, values in curves.items()}
-    if data.producer_rows:
-        names = ", ".join(f"{n} ({k:,})" for n, k in sorted(data.producer_rows.items()))
-        data.notes.append(
-            f"{path}: rows from producers are not in these series: {names}; "
-            "TensorBoard has each as its own run"
-        )
-    if bad_middle:
-        data.notes.append(f"{path}: {bad_middle} unreadable line(s) skipped")
-    if huge:
-        data.notes.append(f"{path}: {huge} row(s) with a step beyond int64 refused")
-    return data
+__all__ = ["read_points", "read_tensorboard"]
 
 
 def read_tensorboard(
@@ -117,35 +44,57 @@ def read_tensorboard(
     return data
 
 
-def read_csv(run_dir: str, path: str) -> RunData:
-    """``progress.csv`` by the reader :func:`aoff.read_scalars` uses (so SB3's own file,
-    whose step is ``time/total_timesteps``, reads as SB3 wrote it)."""
+def read_points(run_dir: str, fmt: RunFormat) -> RunData | None:
+    """The run's own points in ``fmt`` (its producers' and sub-runs' rows named in a note,
+    as TensorBoard shows each as a run of its own); None when it has none there."""
     import numpy as np
 
     from .._tagseries import joined
-    from ..lines._csv import CsvScalars
 
-    reader = CsvScalars(path, None)
-    reader.read()
-    data = RunData(path=run_dir, source=path, kind="csv")
-    data.records = reader.rows_seen
+    points = fmt.points(run_dir, None)
+    if points is None:
+        return None
+    groups = points.read()
+    own = groups[0] if groups else {}
+    files = fmt.files(run_dir)
+    source = files[0] if len(files) == 1 else run_dir
+    data = RunData(path=run_dir, source=source, kind=fmt.name)
     steps: list[int] = []
     walls: list[float] = []
-    for tag, series in reader.sink.series.items():
+    every_steps = []
+    for tag, series in own.items():
         s, w, v = joined(series.take_parts())
         if len(v):
             data.tags[tag] = stats_of(v)
             steps.append(int(s.max()))
+            every_steps.append(s)
             finite = w[np.isfinite(w)]
             if len(finite):
                 walls += [float(finite.min()), float(finite.max())]
+    rows = points.rows
+    if rows is None:
+        rows = len(np.unique(np.concatenate(every_steps))) if every_steps else 0
+    data.records = rows
     data.steps = max(steps) if steps else None
     data.first_time = min(walls) if walls else None
     data.last_time = max(walls) if walls else None
     it = data.tags.get("axis/iteration")
-    if it is not None and math.isfinite(it.last):
+    if points.iteration is not None:
+        data.iterations = points.iteration
+    elif it is not None and math.isfinite(it.last):
         data.iterations = int(it.last)
-    data.notes += reader.sink.notes(path)
-    if reader.cursor.corrupt:
-        data.notes.append(f"{path}: {reader.cursor.corrupt} unreadable row(s) skipped")
+    apart = points.apart()
+    if apart:
+        data.producer_rows = dict(apart)
+        names = ", ".join(f"{n} ({k:,})" for n, k in sorted(apart.items()))
+        data.notes.append(
+            f"{source}: rows from producers are not in these series: {names}; "
+            "TensorBoard has each as its own run"
+        )
+    for path, corrupt, torn in points.problems():
+        if torn:
+            data.notes.append(f"{path}: the last record is truncated or corrupt; skipped")
+        if corrupt:
+            data.notes.append(f"{path}: {corrupt} unreadable line(s) skipped")
+    data.notes += points.notes()
     return data

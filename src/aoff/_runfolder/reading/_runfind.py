@@ -5,8 +5,9 @@ Why a module of its own: finding runs (following symlinks once each, counting a 
 with a live socket, naming a folder that cannot be listed) is apart from reading one;
 ``aoff attach`` uses the test too. It reads names only, never a file's content.
 
-A run is a folder that holds a run summary, ``metrics.jsonl``, ``progress.csv`` (aoff's
-or SB3's own) or TensorBoard event files; its sub-folders are part of it (a
+A run is a folder that holds a file of any run folder format (the format table: a run
+summary, ``metrics.jsonl``, ``progress.csv``, aoff's or SB3's own, TensorBoard event
+files, or a format added since); its sub-folders are part of it (a
 ``SummaryWriter``'s ``add_scalars`` runs, ``wandb/``). A folder that is not a run but
 holds runs below it is a folder of runs: each run in it is named by its path under the
 folder as given (:func:`runs_in`).
@@ -14,13 +15,12 @@ folder as given (:func:`runs_in`).
 
 from __future__ import annotations
 
-import glob
 import os
 from collections.abc import Callable
 
-from ..lines._csv import CSV_NAME
+from ..summary._format import SUMMARY
 from ..tensorboard._files import event_files
-from ._rundata import JSONL_NAME, SUMMARY_GLOB
+from ._formats import formats
 
 __all__ = ["find_runs", "is_run_dir", "runs_in", "summary_files", "tb_files"]
 
@@ -34,18 +34,14 @@ def tb_files(path: str, *, hparams: bool = False) -> list[str]:
 
 def summary_files(path: str) -> list[str]:
     """The run summaries in ``path``: one per session or writer that wrote there."""
-    return sorted(glob.glob(os.path.join(glob.escape(path), SUMMARY_GLOB)))
+    return SUMMARY.files(path)
 
 
 def is_run_dir(path: str) -> bool:
-    """Whether ``path`` holds a run summary, a ``metrics.jsonl``, a ``progress.csv`` or
-    TensorBoard event files."""
-    return (
-        bool(summary_files(path))
-        or os.path.isfile(os.path.join(path, JSONL_NAME))
-        or os.path.isfile(os.path.join(path, CSV_NAME))
-        or bool(tb_files(path, hparams=True))
-    )
+    """Whether ``path`` holds a file of any run folder format (``_formats``: a run
+    summary, ``metrics.jsonl``, ``progress.csv``, TensorBoard event files, or a format
+    added since)."""
+    return any(fmt.files(path) for fmt in formats())
 
 
 def runs_in(

@@ -23,9 +23,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from ..lines._csv import CSV_NAME
-from ._rundata import JSONL_NAME, RunData
-from ._runfiles import read_csv, read_jsonl, read_tensorboard
+from ..tensorboard._format import TensorBoardFormat
+from ._formats import formats
+from ._rundata import RunData
+from ._runfiles import read_points, read_tensorboard
 from ._runfind import tb_files
 from ._runsummary import from_summary, load_summary, writers
 
@@ -36,8 +37,8 @@ def scan_bytes(run_dir: str, *, live: bool = False, ends: bool = False) -> int:
     """How many bytes of event files :func:`read_run` will read (0: none, or little)."""
     if load_summary(run_dir, live=live) is not None:
         return 0
-    if os.path.isfile(os.path.join(run_dir, JSONL_NAME)):
-        return 0
+    if any(f.exact and f.files(run_dir) for f in formats()):
+        return 0  # read before the event files
     from ..tensorboard._scan import TAIL_BYTES
 
     files = tb_files(run_dir)
@@ -82,19 +83,26 @@ def read_run(
 
 
 def _read_files(run_dir: str, progress: Callable[[int], None] | None, ends: bool) -> RunData | None:
-    jsonl = os.path.join(run_dir, JSONL_NAME)
-    tb = tb_files(run_dir)
-    data: RunData | None = None
-    if os.path.isfile(jsonl):
-        data = read_jsonl(run_dir, jsonl)
-        if data.records > 0 or not tb:
+    """The first format with records, exact ones first (``metrics.jsonl``), then in the
+    table's order (the TensorBoard files, then ``progress.csv``, then formats added);
+    a format present without a readable record is named in the note of the next."""
+    present = [f for f in formats() if f.holds_points and f.files(run_dir)]
+    present.sort(key=lambda f: not f.exact)
+    empty: RunData | None = None
+    for fmt in present:
+        if isinstance(fmt, TensorBoardFormat):
+            # the scan: stops at a corrupt record, as TensorBoard does; only a big run's
+            # ends for ``ls``
+            data = read_tensorboard(run_dir, tb_files(run_dir), progress, ends=ends)
+        else:
+            got = read_points(run_dir, fmt)
+            if got is None:
+                continue
+            data = got
+        if data.records > 0 or fmt is present[-1]:
+            if empty is not None and empty is not data:
+                no_records = f"{empty.source}: no readable records; read {fmt.label}"
+                data.notes[:0] = [*empty.notes, no_records]
             return data
-    if tb:
-        tb_data = read_tensorboard(run_dir, tb, progress, ends=ends)
-        if data is not None:
-            tb_data.notes[:0] = [*data.notes, f"{jsonl}: no readable records; read TensorBoard"]
-        return tb_data
-    csv = os.path.join(run_dir, CSV_NAME)
-    if data is None and os.path.isfile(csv):  # a CSV-only run (aoff's, or SB3's own)
-        return read_csv(run_dir, csv)
-    return data
+        empty = empty or data
+    return empty

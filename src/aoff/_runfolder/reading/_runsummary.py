@@ -13,9 +13,10 @@ import math
 import os
 from typing import Any
 
+from .._nonfinite import from_json_float
 from ..summary._file import SUMMARY_NAME
 from ..summary._file import load_summary as load_one
-from ._rundata import NONFINITE, RunData, TagStats
+from ._rundata import RunData, TagStats
 from ._runfind import summary_files, tb_files
 
 __all__ = ["from_summary", "load_summary"]
@@ -39,16 +40,7 @@ def load_summary(run_dir: str, *, live: bool) -> tuple[str, dict[str, Any]] | No
     return None if content is None else (only, content)
 
 
-def _num(v: object) -> float | None:
-    """A number of the summary file (``_runfolder.summary._writer.to_json_float``'s output);
-    read here without importing numpy, which ``ls`` does not need."""
-    if isinstance(v, bool) or v is None:
-        return None
-    if isinstance(v, int | float):
-        return float(v)
-    if isinstance(v, str) and v in NONFINITE:
-        return NONFINITE[v]
-    raise ValueError(f"not a number: {v!r}")
+_num = from_json_float  # the summary's numbers, read without its writer (numpy)
 
 
 def _nan_if_none(v: float | None) -> float:

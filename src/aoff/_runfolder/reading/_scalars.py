@@ -26,11 +26,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..._core._warning import AoffWarning
+from .._format import Points
 from .._tagseries import Columns, Series, joined
-from ..lines._csv import CSV_NAME, CsvScalars
-from ..lines._jsonl import JSONL_NAME, JsonlScalars
-from ..tensorboard._evfolder import EventFolder
-from ..tensorboard._files import event_folders, is_events_name
+from ..tensorboard import _evfolder  # noqa: F401  (the event parser, loaded with its reader)
+from ._formats import formats, labels
 from ._runfind import runs_in
 
 if TYPE_CHECKING:
@@ -45,76 +44,46 @@ PathArg = str | os.PathLike[str]
 
 
 class _Run:
-    """One run as given: which files its scalars come from, read incrementally."""
+    """One run as given: the format its scalars come from, read incrementally."""
 
     def __init__(self, given: PathArg, tags: Collection[str] | None) -> None:
         self.name = os.fspath(given)
         self.path = self.name
         self.tags = tags
+        self.points: Points | None = None
+        #: the format read (None: none found yet)
         self.kind: str | None = None
-        self.folders: dict[str, EventFolder] = {}
-        self.lines: JsonlScalars | CsvScalars | None = None
 
     def _choose(self) -> None:
         path = self.path
         if not os.path.exists(path):
             raise FileNotFoundError(f"{path}: no such run folder or file")
+        for fmt in formats():
+            got = fmt.points(path, self.tags)
+            if got is not None:
+                self.points, self.kind = got, fmt.name
+                return
         if os.path.isfile(path):
-            base = os.path.basename(path)
-            if is_events_name(base):
-                self.kind = "events"
-            elif base.endswith(".jsonl"):
-                self.kind, self.lines = "jsonl", JsonlScalars(path, self.tags)
-            elif base.endswith(".csv"):
-                self.kind, self.lines = "csv", CsvScalars(path, self.tags)
-            else:
-                raise ValueError(
-                    f"{path}: not a run folder, an event file (a name with 'tfevents'), "
-                    "a .jsonl or a .csv file"
-                )
-        elif event_folders(path):
-            self.kind = "events"
-        elif os.path.isfile(os.path.join(path, JSONL_NAME)):
-            self.kind = "jsonl"
-            self.lines = JsonlScalars(os.path.join(path, JSONL_NAME), self.tags)
-        elif os.path.isfile(os.path.join(path, CSV_NAME)):
-            self.kind = "csv"
-            self.lines = CsvScalars(os.path.join(path, CSV_NAME), self.tags)
+            raise ValueError(
+                f"{path}: not a run folder, nor a file of one of its formats "
+                f"({labels(points=True)})"
+            )
 
     def read(self) -> list[dict[str, Series]]:
         """Read what is new; the series that hold it (each to be taken)."""
-        if self.kind is None:
+        if self.points is None:
             self._choose()
-            if self.kind is None:
+            if self.points is None:
                 return []
-        if self.lines is not None:
-            self.lines.read()
-            return [self.lines.sink.series]
-        single = os.path.isfile(self.path)
-        groups = {"": [self.path]} if single else event_folders(self.path)
-        out = []
-        for rel, files in groups.items():
-            folder = self.folders.get(rel)
-            if folder is None:
-                prefix = rel.replace(os.sep, "/") + "/" if rel else ""
-                folder = self.folders[rel] = EventFolder(prefix, self.tags)
-            folder.read(files)
-            out.append(folder.series)
-        return out
+        return self.points.read()
 
     def notes(self) -> list[str]:
-        """Rows of its line file that were skipped or refused, a line per kind."""
-        return [] if self.lines is None else self.lines.sink.notes(self.lines.cursor.path)
+        """Rows that were skipped or refused, a line per file and kind."""
+        return [] if self.points is None else self.points.notes()
 
     def problems(self) -> list[tuple[str, int, int]]:
         """``(file, corrupt records skipped, torn bytes at its end)`` of each file."""
-        got: list[tuple[str, int, int]] = []
-        if self.lines is not None:
-            c = self.lines.cursor
-            got.append((c.path, c.corrupt, c.torn))
-        for folder in self.folders.values():
-            got.extend((c.path, c.corrupt, c.torn) for c in folder.cursors.values())
-        return got
+        return [] if self.points is None else self.points.problems()
 
 
 class ScalarReader:
@@ -157,12 +126,12 @@ class ScalarReader:
     def bytes_read(self) -> int:
         """Bytes of event files read so far (each byte once, however often :meth:`read`
         is called)."""
-        return sum(f.bytes_read for run in self._runs for f in run.folders.values())
+        return sum(run.points.bytes_read for run in self._runs if run.points is not None)
 
     @property
     def bulk_records(self) -> int:
         """Event records decoded in bulk so far (the others one by one)."""
-        return sum(f.bulk_records for run in self._runs for f in run.folders.values())
+        return sum(run.points.bulk_records for run in self._runs if run.points is not None)
 
     @property
     def retracted(self) -> list[tuple[str, int, frozenset[str] | None]]:
@@ -172,8 +141,8 @@ class ScalarReader:
         return [
             (run.name, step, tags)
             for run in self._runs
-            for folder in run.folders.values()
-            for step, tags in folder.retracted
+            if run.points is not None
+            for step, tags in run.points.retracted
         ]
 
     def read_columns(self) -> list[tuple[str, str, Columns]]:
@@ -188,8 +157,8 @@ class ScalarReader:
                 for tag, s in series.items():
                     if len(s):
                         out.append((run.name, tag, s.take_parts()))
-            for folder in run.folders.values():
-                folder.handed_out = True
+            if run.points is not None:
+                run.points.handed_out()
         return out
 
     def read(self) -> pd.DataFrame:
@@ -297,9 +266,7 @@ def read_scalars(
     columns = reader._read_parts()
     for run in reader._runs:
         if run.kind is None:
-            raise ValueError(
-                f"{run.path}: no TensorBoard event files, {JSONL_NAME} or {CSV_NAME} in it"
-            )
+            raise ValueError(f"{run.path}: no {labels(points=True)} in it")
     reader.warn_problems()
     frame = to_frame(columns)
     if bucket is not None:

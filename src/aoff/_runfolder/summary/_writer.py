@@ -44,7 +44,8 @@ from typing import Any
 
 import numpy as np
 
-from ..._core._records import StepRecord, columns
+from ..._core._records import Record, StepRecord, TextRecord, WriterRecord, columns
+from .._nonfinite import from_json_float, to_json_float
 from .._replace import replaced
 from ..lines._csv import CSV_NAME
 from ..lines._jsonl import JSONL_NAME
@@ -74,22 +75,6 @@ SUMMARY_INTERVAL = 10.0
 CURVE_POINTS = 64
 #: records folded into the statistics at a time
 FOLD_ROWS = 2048
-
-
-def to_json_float(v: float | None) -> float | str | None:
-    if v is None or math.isfinite(v):
-        return v
-    return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
-
-
-def from_json_float(v: object) -> float | None:
-    if isinstance(v, bool) or v is None:
-        return None
-    if isinstance(v, int | float):
-        return float(v)
-    if isinstance(v, str) and v in ("nan", "inf", "-inf"):
-        return float(v)
-    raise ValueError(f"not a number: {v!r}")
 
 
 class _Tag:
@@ -213,15 +198,16 @@ class RunSummary:
         self.media_refused = 0
         self.media_lost: dict[str, int] = {}
 
-    def add(self, records: Sequence[StepRecord]) -> None:
+    def add(self, records: Sequence[Record]) -> None:
         blocks = self._blocks
         last_tags: tuple[str, ...] | None = None
         block = _Block()
         count = self.records
         first_time, last_time = self.first_time, self.last_time
-        last: StepRecord | None = None
+        last: StepRecord | WriterRecord | None = None
         for rec in records:
-            if rec.producer is not None or not rec.scalars:
+            # the run's own numbers: its steps' and its SummaryWriter calls'
+            if isinstance(rec, TextRecord) or rec.producer is not None or not rec.scalars:
                 continue
             tags, values = columns(rec.scalars)
             if tags is not last_tags:  # the fold shares one tags tuple while they repeat
@@ -247,7 +233,11 @@ class RunSummary:
             self._note(last, count, first_time, last_time)
 
     def _note(
-        self, rec: StepRecord, count: int, first_time: float | None, last_time: float | None
+        self,
+        rec: StepRecord | WriterRecord,
+        count: int,
+        first_time: float | None,
+        last_time: float | None,
     ) -> None:
         """The run's place after ``rec``, the last record added."""
         self.records = count

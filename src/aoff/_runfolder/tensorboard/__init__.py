@@ -5,7 +5,8 @@ and building ``SummaryWriter``'s other summaries with protobuf), images and vide
 another axis (``_xaxis``), the TFRecord framing and its checksum (``_tfrecord``), and one
 event parser for every reader (``_evfolder``, its bulk paths ``_evfast`` and
 ``_evcycle``, on the wire primitives ``_wire`` and ``_value``), whose policy at a corrupt
-record is a parameter; ``aoff ls/show``'s scan of a run's files over it (``_scan``).
+record is a parameter; ``aoff ls/show``'s scan of a run's files over it (``_scan``); the
+format as the format table knows it (``_format``).
 """
 
 __all__: list[str] = []

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..._core._records import StepRecord
+from ..._core._records import Record, StepRecord, TextRecord, WriterRecord
 from .._pieces import Pieces, whole
 from ._events import EventEncoder, SummaryRecord, encode_histogram
 from ._tfrecord import frame_many
@@ -29,12 +29,17 @@ from ._tfrecord import frame_many
 __all__ = ["encode_records", "encode_summary_record", "is_summary_record"]
 
 
-def is_summary_record(rec: StepRecord) -> bool:
+def is_summary_record(rec: Record) -> bool:
     """Whether ``rec`` needs this module (anything beyond simple values/histograms)."""
-    return bool(rec.texts or rec.tensor_style or rec.hparams is not None)
+    match rec:
+        case TextRecord():
+            return True
+        case WriterRecord(tensor_style=style, hparams=hparams):
+            return bool(style) or hparams is not None
+    return False
 
 
-def _event(rec: StepRecord, values: list[Any]) -> bytes:
+def _event(rec: Record, values: list[Any]) -> bytes:
     from tensorboard.compat.proto import event_pb2, summary_pb2
 
     event = event_pb2.Event(wall_time=rec.wall_time, summary=summary_pb2.Summary(value=values))
@@ -76,7 +81,7 @@ def _tensor_scalar(tag: str, value: float, style: int) -> Any:
     return summary_pb2.Summary.Value(tag=tag, tensor=tensor, metadata=meta)
 
 
-def _hparams_values(rec: StepRecord) -> list[Any]:
+def _hparams_values(rec: WriterRecord) -> list[Any]:
     """The experiment, session start and session end summaries, in torch's order."""
     from google.protobuf import struct_pb2  # type: ignore[import-untyped]
     from tensorboard.compat.proto import summary_pb2
@@ -124,11 +129,13 @@ def _hparams_values(rec: StepRecord) -> list[Any]:
     return out
 
 
-def encode_summary_record(encoder: EventEncoder, rec: StepRecord) -> list[bytes]:
+def encode_summary_record(encoder: EventEncoder, rec: TextRecord | WriterRecord) -> list[bytes]:
     """The serialised events of one ``SummaryWriter`` record: one event, except
     ``add_hparams``' (its three summaries, then one event a metric, as torch writes)."""
     from tensorboard.compat.proto import summary_pb2
 
+    if isinstance(rec, TextRecord):
+        return [_event(rec, [_text_value(t, s) for t, s in rec.texts])]
     if rec.hparams is not None:
         out = [_event(rec, [v]) for v in _hparams_values(rec)]
         for tag, value in rec.scalars:
@@ -140,7 +147,6 @@ def encode_summary_record(encoder: EventEncoder, rec: StepRecord) -> list[bytes]
         values += [_tensor_scalar(t, v, rec.tensor_style) for t, v in rec.scalars]
     elif rec.scalars:
         values += [summary_pb2.Summary.Value(tag=t, simple_value=v) for t, v in rec.scalars]
-    values += [_text_value(t, s) for t, s in rec.texts]
     for h in rec.histograms:
         values.append(summary_pb2.Summary.Value.FromString(_strip_value_key(encode_histogram(h))))
     return [_event(rec, values)]
@@ -156,7 +162,7 @@ def _strip_value_key(summary_value: bytes) -> bytes:
 
 
 def encode_records(
-    encoder: EventEncoder, records: Sequence[StepRecord], pieces: Pieces = whole
+    encoder: EventEncoder, records: Sequence[Record], pieces: Pieces = whole
 ) -> bytes:
     """Serialise one ``Event`` per record and frame them all into one buffer
     (``SummaryWriter``'s texts, tensors and HParams go through :func:`encode_summary_record`), paced
@@ -168,7 +174,7 @@ def encode_records(
     except SummaryRecord:
         out: list[bytes] = []
         for rec in records:
-            if is_summary_record(rec):
+            if isinstance(rec, TextRecord | WriterRecord) and is_summary_record(rec):
                 out += encode_summary_record(encoder, rec)
             else:
                 out.append(encode(rec))

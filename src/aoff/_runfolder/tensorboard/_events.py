@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from ..._core._histogram_data import Histogram
-from ..._core._records import PerTags, StepRecord, columns
+from ..._core._records import PerTags, Record, TextRecord, WriterRecord, columns
 
 __all__ = ["FILE_VERSION", "EventEncoder", "SummaryRecord", "encode_histogram", "load_event_class"]
 
@@ -74,7 +74,9 @@ class _Layout(NamedTuple):
 
 
 class EventEncoder:
-    """Encodes a :class:`~aoff.StepRecord` as a serialised ``tensorflow.Event``.
+    """Encodes a step's or a ``SummaryWriter`` call's numbers (:class:`~aoff.StepRecord`,
+    :class:`~aoff.WriterRecord`) as a serialised ``tensorflow.Event``; a text, a
+    new-style tensor or HParams raise :class:`SummaryRecord` (``_encode``).
 
     The wire format is written directly instead of through protobuf objects: building
     ``Summary.Value`` messages cost ~1.3 µs a scalar here and was most of this backend's
@@ -139,8 +141,10 @@ class EventEncoder:
                 append(head + (_F32_INF if value > 0 else _F32_NINF))
         return b"".join(parts)
 
-    def encode(self, rec: StepRecord) -> bytes:
-        if rec.texts or rec.tensor_style or rec.hparams is not None:
+    def encode(self, rec: Record) -> bytes:
+        if isinstance(rec, TextRecord) or (
+            type(rec) is WriterRecord and (rec.tensor_style or rec.hparams is not None)
+        ):
             raise SummaryRecord
         summary = self._summary(rec.scalars) if rec.scalars else b""
         if rec.histograms:

@@ -27,7 +27,7 @@ import dataclasses
 import math
 from collections.abc import Callable, Sequence
 
-from ..._core._records import PerTags, StepRecord, columns
+from ..._core._records import PerTags, Record, StepRecord, columns
 
 __all__ = ["AXIS_TAGS", "OnAxis", "axis_tag"]
 
@@ -65,16 +65,14 @@ class OnAxis:
         tag = self.tag
         self._at: PerTags[int] = PerTags(lambda tags: tags.index(tag) if tag in tags else -1)
 
-    def moved(
-        self, records: Sequence[StepRecord], say: Callable[[str], None]
-    ) -> Sequence[StepRecord]:
+    def moved(self, records: Sequence[Record], say: Callable[[str], None]) -> Sequence[Record]:
         """``records`` with their step on the axis (the same list when ``x`` is ``step``)."""
         if self.x == "step":
             return records
         return [self._moved(rec, say) for rec in records]
 
-    def _moved(self, rec: StepRecord, say: Callable[[str], None]) -> StepRecord:
-        if rec.writer:
+    def _moved(self, rec: Record, say: Callable[[str], None]) -> Record:
+        if not isinstance(rec, StepRecord):  # a SummaryWriter call's step is its own
             return rec
         if self.x == "iteration":
             return dataclasses.replace(rec, step=rec.iteration)
