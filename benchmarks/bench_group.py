@@ -7,8 +7,11 @@ machine hits all alike), the median per-call time of:
 
 * ``single``: ``OffPolicyLogger.log_step(i, metrics)`` with ``--keys`` floats (the
   sync face in process mode, its default);
-* ``group N``: ``RunGroup(N).log_step(i, metrics)`` with ``--keys`` float32 arrays of N
-  values each, for each N of ``--runs``;
+* ``group N <pump>``: ``RunGroup(N, pump=...).log_step(i, metrics)`` with ``--keys``
+  float32 arrays of N values each, for each N of ``--runs`` and each pump mode of
+  ``--pumps``: ``process`` (the default: the N runs pumped in one agent process) and
+  ``thread`` (in one thread of this process, whose folding and writing take turns with
+  the caller for the interpreter lock);
 
 and each group's ratio to ``single``. Run: ``python benchmarks/bench_group.py``.
 """
@@ -33,6 +36,7 @@ def main() -> None:
     p.add_argument("--runs", type=int, nargs="+", default=[8, 64])
     p.add_argument("--calls", type=int, default=20_000)
     p.add_argument("--chunk", type=int, default=500)
+    p.add_argument("--pumps", nargs="+", default=["process", "thread"])
     a = p.parse_args()
     tmp = tempfile.mkdtemp(prefix="bench_group-")
     keys = [f"m{k}" for k in range(a.keys)]
@@ -43,9 +47,11 @@ def main() -> None:
     }
     values: dict[str, dict[str, Any]] = {"single": dict.fromkeys(keys, 0.5)}
     for n in a.runs:
-        name = f"group {n}"
-        loggers[name] = aoff.RunGroup(n, os.path.join(tmp, f"g{n}"), system_interval=0)
-        values[name] = {k: np.full(n, 0.5, dtype=np.float32) for k in keys}
+        for pump in a.pumps:
+            name = f"group {n} {pump}"
+            folder = os.path.join(tmp, f"g{n}-{pump}")
+            loggers[name] = aoff.RunGroup(n, folder, system_interval=0, pump=pump)
+            values[name] = {k: np.full(n, 0.5, dtype=np.float32) for k in keys}
     per: dict[str, list[float]] = {k: [] for k in loggers}
     step = 0
     for _ in range(a.calls // a.chunk):
@@ -60,10 +66,10 @@ def main() -> None:
         log.finish()
     base = statistics.median(per["single"])
     print(f"load (uptime): {os.getloadavg()}; {a.keys} keys, {a.calls} calls each")
-    print(f"{'logger':10} {'us/call':>8} {'vs single':>10}")
+    print(f"{'logger':20} {'us/call':>8} {'vs single':>10}")
     for name, xs in per.items():
         med = statistics.median(xs)
-        print(f"{name:10} {med:8.2f} {med / base:10.2f}")
+        print(f"{name:20} {med:8.2f} {med / base:10.2f}")
 
 
 if __name__ == "__main__":

@@ -12,13 +12,27 @@ same program, each compiled once before timing:
 * ``torch-tb``: ``jax.debug.callback`` every update into torch's ``SummaryWriter``, one
   writer per seed (under ``vmap`` the callback runs once per seed, which passes its
   index in);
-* ``wandb``: the same callback into one W&B run in offline mode, a key prefix per seed.
+* ``wandb``: the same callback into one W&B run in offline mode, a key prefix per seed;
+* ``aoff-block``: ``aoff.jax.log_many`` once per block of ``--block`` updates (the scan
+  is a scan of blocks, each a scan of ``--block`` updates returning its metrics
+  stacked): every update is still logged, one host callback per block for all seeds;
+  ``none-block`` is the same blocked program with no logging, its floor;
+* ``null-block``: ``aoff.jax.log_many`` as ``aoff-block``, into a target whose
+  ``log_step`` does nothing: the blocked callbacks' own cost, without aoff's work;
+* ``empty-ordered`` / ``empty-unordered``: the round trip alone, one callback per update
+  for all seeds (a ``custom_vmap`` as ``aoff.jax.log``'s) into a host function that does
+  nothing, ordered as ``aoff.jax.log`` is, and unordered (what giving up the order
+  would save, before any reordering on the host).
 
 Each round runs every variant once, in turn (load on the machine hits all alike); the
 medians over ``--rounds`` are printed: the program's wall time (until its results and
 every callback are in: ``block_until_ready`` + ``jax.effects_barrier``), its ratio to
-``none``, and the time to close the logger afterwards (everything on disk). The
-callback's cost per call is ``(variant - none) / updates``.
+``none``, the time to close the logger afterwards (everything on disk), and the CPU
+time the logging took beside the program: this process's CPU during the program less
+``none``'s, and the group's agent processes' (``RUSAGE_CHILDREN`` after the close).
+On a machine whose cores the program leaves idle that CPU runs beside it; on a loaded
+2-core machine it comes out of the program's wall time. The callback's cost per call is
+``(variant - none) / updates``.
 
 Run: ``python benchmarks/bench_jax.py`` (``--quick`` for a smoke run).
 """
@@ -27,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import tempfile
 import time
@@ -42,22 +57,72 @@ import aoff
 import aoff.jax
 
 
-def make_train(updates: int, width: int, log: Callable[[Any, Any, dict[str, Any]], None] | None):
+def make_train(
+    updates: int,
+    width: int,
+    log: Callable[[Any, Any, dict[str, Any]], None] | None,
+    block: int = 0,
+    log_block: Callable[[Any, dict[str, Any]], None] | None = None,
+):
+    """The program; with ``block``, a scan of ``updates // block`` blocks, each a scan of
+    ``block`` updates whose stacked metrics go to ``log_block`` once."""
+
     def train(seed: jax.Array, key: jax.Array) -> jax.Array:
         w = jax.random.normal(key, (width, width)) / width**0.5
         x = jnp.ones((width, width))
 
-        def update(x: jax.Array, i: jax.Array) -> tuple[jax.Array, jax.Array]:
+        def update(x: jax.Array, i: jax.Array) -> tuple[jax.Array, Any]:
             for _ in range(4):
                 x = jnp.tanh(x @ w)
             m = {"loss": x.mean(), "q": x.max(), "entropy": x.std(), "grad_norm": jnp.abs(x).sum()}
             if log is not None:
                 log(seed, i, m)
+            return x, m
+
+        if not block:
+            return jax.lax.scan(update, x, jnp.arange(updates))[1]["loss"]
+
+        def run_block(x: jax.Array, b: jax.Array) -> tuple[jax.Array, jax.Array]:
+            steps = b * block + jnp.arange(block)
+            x, m = jax.lax.scan(update, x, steps)
+            if log_block is not None:
+                log_block(steps, m)
             return x, m["loss"]
 
-        return jax.lax.scan(update, x, jnp.arange(updates))[1]
+        return jax.lax.scan(run_block, x, jnp.arange(updates // block))[1].reshape(-1)
 
     return jax.jit(jax.vmap(train))
+
+
+class _Null:
+    """A target that takes each step and does nothing with it."""
+
+    def log_step(self, step: Any, metrics: Any = None, reward: Any = None, **kw: Any) -> None:
+        pass
+
+
+def _empty_callback(ordered: bool) -> Any:
+    """One callback per call for the whole batch (a ``custom_vmap``, as aoff.jax.log
+    does) into a host function that does nothing: the round trip alone."""
+    from jax import custom_batching
+
+    @custom_batching.custom_vmap
+    def emit(step: Any, m: dict[str, Any]) -> Any:
+        jax.debug.callback(lambda s, mm: None, step, m, ordered=ordered)
+        return step
+
+    @emit.def_vmap
+    def _batched(axis_size: int, in_batched: Any, step: Any, m: Any) -> Any:
+        def full(v: Any, batched: bool) -> Any:
+            return v if batched else jnp.broadcast_to(v, (axis_size, *jnp.shape(v)))
+
+        sb, mb = in_batched
+        return emit(full(step, sb), jax.tree.map(full, m, mb)), True
+
+    def log(seed: Any, i: Any, m: dict[str, Any]) -> None:
+        emit(i, m)
+
+    return log
 
 
 def _aoff_log(seed: Any, i: Any, m: dict[str, Any]) -> None:
@@ -79,9 +144,14 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--quick", action="store_true")
     p.add_argument("--no-wandb", action="store_true")
+    p.add_argument("--pump", choices=("process", "thread"), default="process")
+    p.add_argument("--nice", type=int, default=0, help="the group agent's agent_nice")
+    p.add_argument("--block", type=int, default=50, help="updates per log_many call")
     a = p.parse_args()
     if a.quick:
         a.updates, a.rounds = 50, 1
+    if a.updates % a.block:
+        p.error(f"--updates ({a.updates}) must be a multiple of --block ({a.block})")
     from torch.utils.tensorboard import SummaryWriter
 
     seeds = jnp.arange(a.seeds)
@@ -104,13 +174,23 @@ def main() -> None:
     }
     if not a.no_wandb:
         variants["wandb"] = make_train(a.updates, a.width, _callback_into(wandb_sink))
+    variants["none-block"] = make_train(a.updates, a.width, None, a.block)
+    variants["aoff-block"] = make_train(
+        a.updates, a.width, None, a.block, lambda steps, m: aoff.jax.log_many(steps, m)
+    )
+    variants["null-block"] = variants["aoff-block"]
+    variants["empty-ordered"] = make_train(a.updates, a.width, _empty_callback(True))
+    variants["empty-unordered"] = make_train(a.updates, a.width, _empty_callback(False))
     n = [0]
 
     def open_sink(name: str) -> Callable[[], object]:
         n[0] += 1
         d = os.path.join(tmp, f"{name}-{n[0]}")
-        if name == "aoff":
-            g = aoff.RunGroup(a.seeds, d, name="bench", system_interval=0)
+        if name in ("aoff", "aoff-block"):
+            g = aoff.RunGroup(
+                a.seeds, d, name="bench", system_interval=0, pump=a.pump, agent_nice=a.nice
+            )
+            g.flush()  # its agent has started: the timing is the logging, not a start-up
             sinks["aoff-use"] = aoff.jax.use(g)
             sinks["aoff-use"].__enter__()
 
@@ -124,6 +204,10 @@ def main() -> None:
                 SummaryWriter(os.path.join(d, f"seed{k}")) for k in range(a.seeds)
             ]
             return lambda: [w.close() for w in ws]
+        if name == "null-block":
+            sinks["null-use"] = aoff.jax.use(_Null())
+            sinks["null-use"].__enter__()
+            return lambda: sinks["null-use"].__exit__(None, None, None)
         if name == "wandb":
             import wandb
 
@@ -139,26 +223,46 @@ def main() -> None:
         close()
     times: dict[str, list[float]] = {k: [] for k in variants}
     closes: dict[str, list[float]] = {k: [] for k in variants}
+    cpus: dict[str, list[float]] = {k: [] for k in variants}
+    agents: dict[str, list[float]] = {k: [] for k in variants}
+
+    def children_cpu() -> float:
+        r = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return r.ru_utime + r.ru_stime
+
     for _ in range(a.rounds):
         for name, fn in variants.items():
             close = open_sink(name)
+            c0, k0 = time.process_time(), children_cpu()
             t0 = time.perf_counter()
             jax.block_until_ready(fn(seeds, keys))
             jax.effects_barrier()
             t1 = time.perf_counter()
+            c1 = time.process_time()
             close()
             t2 = time.perf_counter()
             times[name].append(t1 - t0)
             closes[name].append(t2 - t1)
+            cpus[name].append(c1 - c0)
+            agents[name].append(children_cpu() - k0)
     base = statistics.median(times["none"])
     print(f"load (uptime): {os.getloadavg()}; jax {jax.__version__} on {jax.devices()[0]}")
-    print(f"{a.seeds} seeds x {a.updates} updates, width {a.width}, {a.rounds} rounds")
-    print(f"{'variant':10} {'program s':>10} {'vs none':>8} {'per call us':>12} {'close s':>8}")
+    print(
+        f"{a.seeds} seeds x {a.updates} updates, width {a.width}, {a.rounds} rounds, "
+        f"blocks of {a.block}, group pump {a.pump}, agent_nice {a.nice}"
+    )
+    print(
+        f"{'variant':16} {'program s':>10} {'vs none':>8} {'per update us':>14} {'close s':>8}"
+        f" {'+cpu s':>7} {'agent cpu s':>11}"
+    )
+    base_cpu = statistics.median(cpus["none"])
     for name in variants:
         t = statistics.median(times[name])
         per = (t - base) / a.updates * 1e6
         c = statistics.median(closes[name])
-        print(f"{name:10} {t:10.3f} {t / base:8.3f} {per:12.1f} {c:8.3f}")
+        cpu = statistics.median(cpus[name]) - base_cpu
+        agent = statistics.median(agents[name])
+        print(f"{name:16} {t:10.3f} {t / base:8.3f} {per:14.1f} {c:8.3f} {cpu:7.3f} {agent:11.3f}")
 
 
 if __name__ == "__main__":

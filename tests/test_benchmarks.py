@@ -338,3 +338,23 @@ def test_bench_episode_stats_prints_both_figures() -> None:
     out = _bench("bench_episode_stats.py", "--quick", "--envs", "256")
     assert "rsl_rl process_env_step" in out and "update + log_to every 24" in out, out
     assert "aoff.rsl_rl.LogWriter" in out and out.count(" us ") == 5, out
+
+
+@pytest.mark.slow  # torch's writer, four `aoff` processes, a worker pool (~40 s loaded)
+def test_bench_scale_prints_each_figure_beside_tensorboard() -> None:
+    """Smoke test at a tiny size of the thousands-of-runs benchmark: its files are torch's
+    bytes, ls --where keeps what TensorBoard's way keeps, and every row has both sides."""
+    out = _bench("bench_scale.py", "--quick", timeout=300)
+    assert "built file == torch SummaryWriter's bytes (300 records)" in out, out
+    assert "ls --where kept 5 runs (TensorBoard's way on its runs: 5)" in out, out
+    rows = {r[0]: r for r in _table_rows(out, "what")}
+    for what in (
+        "aoff ls --where, first look (builds the index)",
+        "aoff ls --where, warm (index checked by stats)",
+        "read_scalars of one tag, workers=1",
+        "read_scalars of one tag, workers=2",
+        "aoff compare (read + IQM, bootstrap)",
+    ):
+        assert float(rows[what][1]) > 0 and float(rows[what][3]) > 0, out
+    assert "workers scaling (workers=1 time / workers=N time): 1: 1.00x, 2: " in out, out
+    assert "compare: 4 groups over 24 runs" in out, out

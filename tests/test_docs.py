@@ -361,9 +361,10 @@ def test_the_dashboard_picture_is_drawn_from_a_real_demo_run(tmp_path: Path) -> 
 def test_users_never_meet_the_word_seed_for_the_original_logger() -> None:
     # a random seed is a seed; the logger aoff replaces is named on its migration page
     # ... and so are the seed parts of run names that aoff compare groups by, and the
-    # config key and parameter that name a random seed in Tune's param_space
+    # config key and parameter that name a random seed in Tune's param_space, and that
+    # key in a --where filter (config.seed)
     allowed = re.compile(
-        r"random\s+seed|--seed|rng_seed|[-_]seed_?\d|\{seed\}|seed_keys|\"seed\"", re.I
+        r"random\s+seed|--seed|rng_seed|[-_]seed_?\d|\{seed\}|seed_keys|\"seed\"|config\.seed", re.I
     )
     for page in doc_pages():
         text = allowed.sub("", page.read_text())

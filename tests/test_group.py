@@ -30,12 +30,22 @@ from .conftest import read_jsonl, read_tensorboard
 
 
 def _group(tmp_path: Path, runs: int | list[int] = 4, **kw: object) -> RunGroup:
+    """A group in thread mode unless ``pump=`` says otherwise: the group's agent costs a
+    process start a test, so the tests of what both modes share run in the cheaper one,
+    and those marked ``both`` prove the agent (the default) too."""
+    kw.setdefault("pump", "thread")
     return RunGroup(runs, tmp_path, name="sac", system_interval=0, **kw)  # type: ignore[arg-type]
 
 
-def test_batched_values_are_split_across_runs_and_scalars_go_to_all(tmp_path: Path) -> None:
+both = pytest.mark.parametrize("pump", ["process", "thread"])
+
+
+@both
+def test_batched_values_are_split_across_runs_and_scalars_go_to_all(
+    tmp_path: Path, pump: str
+) -> None:
     loss = np.random.default_rng(0).standard_normal((30, 4)).astype(np.float32)
-    with _group(tmp_path, config={"lr": 3e-4}, backends=("jsonl",)) as g:
+    with _group(tmp_path, config={"lr": 3e-4}, backends=("jsonl",), pump=pump) as g:
         for i in range(30):
             g.log_step(i, {"loss": loss[i], "lr": 3e-4}, reward=[1.0, 2.0, 3.0, 4.0])
     reports = g.finish()
@@ -78,11 +88,29 @@ def test_torch_tensors_are_split_too(tmp_path: Path) -> None:
     assert [(r["train/q"], r["train/z"]) for r in rows] == [(0.25, 3.0), (0.5, 3.0)]
 
 
+@both
+def test_a_vector_per_run_is_each_runs_per_env_values(tmp_path: Path, pump: str) -> None:
+    """``(runs, num_envs)``: each run gets its row, reduced as a single run reduces a
+    per-env vector: the mean under the tag, the spread in ``<tag>/envs``."""
+    ret = np.random.default_rng(2).standard_normal((3, 16)).astype(np.float32)
+    with _group(tmp_path, runs=3, pump=pump) as g:
+        g.log_step(1, {"ep_return": ret, "success": ret > 0}, reward=ret)
+    assert all(r.complete and r.steps == 1 for r in g.finish())
+    for k, run in enumerate(g.run_dirs):
+        tb = read_tensorboard(run)
+        mean = np.float32(ret[k].astype(np.float64).mean())
+        assert tb["train/ep_return"] == [(1, mean)] and tb["reward/mean"] == [(1, mean)]
+        assert tb["train/success"] == [(1, np.float32((ret[k] > 0).mean()))]
+        assert tb["train/ep_return/envs/max"] == [(1, ret[k].max())]
+
+
 @pytest.mark.parametrize(
     ("value", "error"),
     [
         (np.zeros(3), ValueError),  # not one per run
-        (np.zeros((4, 2)), ValueError),  # one array per run is not a number
+        (np.zeros((4, 2, 2)), ValueError),  # a vector per run is (runs, num_envs) at most
+        (np.zeros((4, 0)), ValueError),  # no environments
+        (np.zeros((2, 4)), ValueError),  # runs come first
         (np.array(["a"] * 4), TypeError),
         ("x", TypeError),
     ],
@@ -105,6 +133,10 @@ def test_bad_constructor_arguments(tmp_path: Path) -> None:
         RunGroup(2, tmp_path, config={"seed": 1})
     with pytest.raises(ValueError, match="log_dir"):
         RunGroup(2, "")
+    with pytest.raises(ValueError, match="pump must be"):
+        RunGroup(2, tmp_path, pump="agent")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="agent_nice"):
+        RunGroup(2, tmp_path, agent_nice=99)
 
 
 def test_one_group_step_is_one_queued_item(tmp_path: Path) -> None:
@@ -119,8 +151,9 @@ def test_one_group_step_is_one_queued_item(tmp_path: Path) -> None:
     assert [r.steps for r in g.finish()] == [0] * 64
 
 
-def test_rules_alert_and_stop_per_run(tmp_path: Path) -> None:
-    with _group(tmp_path, runs=3, rules=[nonfinite("train/loss", stop=True)]) as g:
+@both
+def test_rules_alert_and_stop_per_run(tmp_path: Path, pump: str) -> None:
+    with _group(tmp_path, runs=3, rules=[nonfinite("train/loss", stop=True)], pump=pump) as g:
         g.log_step(1, {"loss": [0.1, math.nan, 0.3]})
         wait_until(lambda: any(g.should_stop), what="run 1's alert")
         assert g.should_stop == (False, True, False) and not g.all_stopped
@@ -132,14 +165,46 @@ def test_rules_alert_and_stop_per_run(tmp_path: Path) -> None:
     assert [r.alerts[0].step for r in reports] == [2, 1, 2]
 
 
-def test_every_call_is_counted_under_overflow(tmp_path: Path) -> None:
+@both
+def test_every_call_is_counted_under_overflow(tmp_path: Path, pump: str) -> None:
     """A burst over capacity: each run's steps plus its dropped events are the calls."""
-    g = _group(tmp_path, runs=3, capacity=8, overflow="drop_newest", log_backend="none")
+    g = _group(tmp_path, runs=3, capacity=8, overflow="drop_newest", log_backend="none", pump=pump)
     for i in range(2000):
         g.log_step(i, {"x": np.arange(3.0)})
     reports = g.finish()
     assert len({(r.steps, r.dropped_events) for r in reports}) == 1
     assert all(r.steps + r.dropped_events == 2000 for r in reports)
+
+
+def test_the_agent_pumps_the_runs_and_losing_it_is_counted(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Process mode (the default): no pump thread in this process, what the agent wrote
+    is there after ``flush()``; an agent killed mid-run ends in partial reports whose
+    steps plus dropped are every call, said in one line."""
+    import threading
+
+    g = RunGroup(3, tmp_path, name="sac", system_interval=0, backends=("jsonl",))
+    assert g.pump == "process"
+    g.log_step(1, {"x": np.array([1.0, 2.0, 3.0], dtype=np.float32)})
+    g.flush()
+    assert not {"aoff-group", "aoff-pump"} & {t.name for t in threading.enumerate()}
+    assert [read_jsonl(Path(d) / "metrics.jsonl")[0]["train/x"] for d in g.run_dirs] == [
+        1.0,
+        2.0,
+        3.0,
+    ]
+    with pytest.raises(RuntimeError, match="agent process"):
+        g.states()
+    side = g._driver
+    side.proc.kill()  # type: ignore[attr-defined]
+    wait_until(lambda: side.lost is not None, what="the agent's loss")  # type: ignore[attr-defined]
+    for i in range(2, 12):
+        g.log_step(i, {"x": 0.0})
+    reports = g.finish()
+    got = [(r.steps, r.steps + r.dropped_events, r.partial) for r in reports]
+    assert got == [(1, 11, True)] * 3
+    assert capfd.readouterr().err.count("the run group's agent was lost") == 1
 
 
 def test_after_finish_a_call_warns(tmp_path: Path) -> None:
@@ -294,3 +359,37 @@ def test_axes_per_run_or_for_all_on_steps_and_collectors(tmp_path: Path) -> None
     assert staleness == [[0, 0], [1, 1]]
     df = aoff.read_scalars(g.run_dirs[1], ["train/x"], axes=True)
     assert list(df["grad_steps"]) == [20, 40, 60] and list(df["env_steps"]) == [200, 400, 600]
+
+
+@pytest.mark.anyio
+async def test_the_async_twin_waits_without_stopping_the_loop(tmp_path: Path) -> None:
+    """``AsyncRunGroup``: the same runs; ``flush``/``finish`` wait in a worker thread while
+    another task of the loop goes on ticking (asyncio and trio)."""
+    import anyio
+
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await anyio.sleep(0.001)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(tick)
+        async with aoff.AsyncRunGroup(
+            2, tmp_path, name="a", system_interval=0, backends=("jsonl",), pump="thread"
+        ) as g:
+            for i in range(5):
+                g.log_step(i, {"x": np.array([i, -i], dtype=np.float32)})
+            before = ticks
+            await g.flush()
+            rows = [read_jsonl(Path(d) / "metrics.jsonl") for d in g.run_dirs]
+            assert [[r["train/x"] for r in rs] for rs in rows] == [
+                [0.0, 1.0, 2.0, 3.0, 4.0],
+                [0.0, -1.0, -2.0, -3.0, -4.0],
+            ]
+        tg.cancel_scope.cancel()
+    assert ticks > before  # the loop ran while the group flushed and finished
+    reports = await g.finish()  # idempotent: the reports of the block's end
+    assert [r.steps for r in reports] == [5, 5] and g.should_stop == (False, False)

@@ -50,7 +50,9 @@ KEYS = jax.random.split(jax.random.PRNGKey(0), 4)
 
 
 def _group(tmp_path: Path, runs: int) -> aoff.RunGroup:
-    return aoff.RunGroup(runs, tmp_path, name="toy", system_interval=0)
+    """In thread mode: these check the JAX door; the group's agent (the default) is
+    proven by the real clients here and in test_rejax.py, and in test_group.py."""
+    return aoff.RunGroup(runs, tmp_path, name="toy", system_interval=0, pump="thread")
 
 
 def _values(run: str, tag: str) -> tuple[list[int], np.ndarray]:
@@ -92,6 +94,42 @@ def test_nested_vmap_flattens_outer_axis_first(tmp_path: Path) -> None:
     g.finish()
     for k, run in enumerate(g.run_dirs):
         assert _values(run, "train/x")[1][0] == out.reshape(-1)[k]
+
+
+def test_a_block_of_updates_in_one_callback_with_axes_and_per_env_values(
+    tmp_path: Path,
+) -> None:
+    """``log_many``: a scan of 4 updates returns them stacked, logged in ONE callback per
+    block for every seed; each run gets every step in order, its values bit for bit, its
+    ``axes=`` and its per-env values reduced (mean, spread) as a single run's."""
+
+    def train(key: Any) -> Any:
+        def update(c: Any, i: Any) -> Any:
+            x = jax.random.normal(jax.random.fold_in(key, i))
+            return c + x, (x, jax.random.normal(jax.random.fold_in(key, -i - 1), (5,)))
+
+        def block(c: Any, b: Any) -> Any:
+            steps = b * 4 + jnp.arange(4)
+            c, (xs, per_env) = jax.lax.scan(update, c, steps)
+            aoff.jax.log_many(steps, {"x": xs, "ret": per_env}, axes={"grad_steps": steps * 10})
+            return c, (xs, per_env)
+
+        return jax.lax.scan(block, jnp.float32(0.0), jnp.arange(3))[1]
+
+    before = aoff.jax.counts()["delivered"]
+    with _group(tmp_path, 3) as g, aoff.jax.use(g):
+        xs, per_env = jax.jit(jax.vmap(train))(KEYS[:3])
+    assert [r.steps for r in g.finish()] == [12] * 3
+    assert aoff.jax.counts()["delivered"] - before == 3  # one per block of 4, all seeds
+    xs, per_env = np.asarray(xs).reshape(3, 12), np.asarray(per_env).reshape(3, 12, 5)
+    for k, run in enumerate(g.run_dirs):
+        steps, got = _values(run, "train/x")
+        assert steps == list(range(12)) and got.tobytes() == xs[k].tobytes()
+        means = per_env[k].astype(np.float64).mean(axis=1).astype(np.float32)
+        assert _values(run, "train/ret")[1].tobytes() == means.tobytes()
+        assert _values(run, "train/ret/envs/max")[1].tobytes() == per_env[k].max(1).tobytes()
+        df = aoff.read_scalars(run, ["train/x"], axes=True)
+        assert list(df["grad_steps"]) == [10 * s for s in range(12)]
 
 
 def test_fori_loop_and_explicit_logger(tmp_path: Path) -> None:

@@ -38,6 +38,7 @@ from aoff.__main__ import main
 from aoff.tensorboard import SummaryWriter
 
 from . import tianshou_nojit  # noqa: F401 - before anything imports Tianshou
+from .conftest import read_jsonl
 
 EPOCH_STEPS = 100
 
@@ -218,17 +219,67 @@ def test_restore_data_reads_the_checkpoint_from_either_logger(
 
 
 def test_a_resumed_training_continues_at_the_checkpoint(trained: Path, tmp_path: Path) -> None:
+    """A session that died after the checkpoint left points on every axis past it;
+    ``resume=True`` cuts each scope at its own counter (what TensorBoard reads is the
+    first session's run again), ``restore_data`` returns the checkpoint with the
+    counters carried across, and the resumed training adds each point once."""
     run = copy(trained / "aoff", tmp_path / "run")
-    logger = aoff.tianshou.Logger(run, pump="thread", **INTERVALS)
+    before = read(run)
+    epoch, env_step, grad = 2, 2 * EPOCH_STEPS, before["save/gradient_step"][-1][0]
+    died = aoff.tianshou.Logger(run, pump="thread", **INTERVALS)
+    died.log_training_data({"returns": 1.0}, env_step + 40)
+    died.log_update_data({"loss": 9.0}, grad + 5)
+    died.log_info_data({"x": 1.0}, epoch + 1)
+    died.log_test_data({"returns": 1.0}, env_step + 50)
+    died.write("save/epoch", epoch + 1, {"save/epoch": epoch + 1})  # torn: no other two
+    died.finalize()
+    assert read(run) != before
+    logger = aoff.tianshou.Logger(run, pump="thread", resume=True, **INTERVALS)
+    assert read(run) == before  # cut per scope, read back with EventAccumulator
+    assert logger.restore_data() == (epoch, env_step, grad)
+    counters = ("last_log_training_step", "last_log_test_step", "last_log_update_step")
+    assert [getattr(logger, c) for c in counters] == [env_step, env_step, grad]
     stats = train(logger, 3, trained / "ckpt.pt", resume=True)
     logger.finalize()
     assert stats.best_reward is not None
     got = read(run)
     assert [s for s, _ in got["info/epoch"]] == [1, 2, 3]  # the third epoch, once
     assert [s for s, _ in got["save/env_step"]] == [100, 200, 300]
+    for tag, points in got.items():  # every axis goes on from its checkpoint, once
+        steps = [s for s, _ in points]
+        assert steps == sorted(set(steps)), tag
+        assert points[: len(before.get(tag, []))] == before.get(tag, []), tag
+
+
+def test_resume_cuts_each_axis_in_the_jsonl_rows_too(tmp_path: Path) -> None:
+    """One JSONL row holds every tag logged at one step number, whatever its axis: the
+    cut takes out only the tags past their own counter."""
+    run = tmp_path / "run"
+    kw: dict[str, Any] = dict(training_interval=1, update_interval=1, save_interval=1)
+    kw.update(pump="thread", backends=("tensorboard", "jsonl"))
+    first = aoff.tianshou.Logger(run, **kw)
+    first.log_training_data({"r": 1.0}, 100)
+    first.log_update_data({"loss": 1.0}, 10)
+    first.save_data(1, 100, 10, save_checkpoint_fn=lambda *_: "ckpt")
+    first.log_update_data({"loss": 2.0}, 100)  # at step 100: past gradient step 10
+    first.log_training_data({"r": 2.0}, 150)
+    first.finalize()
+    resumed = aoff.tianshou.Logger(run, resume=True, **kw)
+    assert resumed.restore_data() == (1, 100, 10)
+    resumed.finalize()
+    rows = read_jsonl(run / "metrics.jsonl")
+    tags = sorted({k for r in rows for k in r} - {"step", "iteration", "wall_time"})
+    got = {t: [(r["step"], r[t]) for r in rows if t in r] for t in tags}
+    assert got == {k: v for k, v in read(run).items() if k in got}  # as in the event files
+    assert got["update/loss"] == [(10, 1.0)] and got["training/r"] == [(100, 1.0)]
+    assert got["save/epoch"] == [(1, 1.0)] and len(got) == 10
+    got = read(run)
+    assert got["update/loss"] == [(10, 1.0)] and got["training/r"] == [(100, 1.0)]
 
 
 def test_what_it_refuses(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match="needs the run's folder"):
+        aoff.tianshou.Logger(SummaryWriter(tmp_path / "w", pump="thread"), resume=True)
     with pytest.raises(TypeError, match=r"from aoff.tensorboard import SummaryWriter"):
         aoff.tianshou.Logger(TorchWriter(str(tmp_path / "t")))  # type: ignore[arg-type]
     writer = SummaryWriter(tmp_path / "a", pump="thread")

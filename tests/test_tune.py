@@ -235,7 +235,7 @@ def test_rllib_ppo_trials_with_episode_stats(ray_session: None, tmp_path: Path) 
             num_epochs=1,
         )
         .rl_module(model_config={"fcnet_hiddens": [8], "vf_share_layers": True})
-        .callbacks(aoff.ray.EpisodeStats)
+        .callbacks(aoff.ray.RLlibEpisodeStats)
         .debugging(seed=3)
     )
     cb = aoff.ray.TuneCallback(tmp_path / "aoff", pump="thread")
@@ -286,6 +286,14 @@ def test_aoff_ray_imports_tune_and_rllib_only_when_asked() -> None:
     env = dict(os.environ, PYTHONPATH=str(Path(aoff.__file__).resolve().parent.parent))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert out.stdout.split("\n")[0] == "[False, False] True", out.stderr
+
+
+def test_the_old_rllib_callback_name_is_a_deprecated_alias() -> None:
+    """``aoff.ray.EpisodeStats`` read as ``aoff.torch.EpisodeStats``: renamed, the old
+    name still the same class, with a warning that names the new one."""
+    with pytest.warns(DeprecationWarning, match="RLlibEpisodeStats"):
+        old = aoff.ray.EpisodeStats  # type: ignore[attr-defined]
+    assert old is aoff.ray.RLlibEpisodeStats
 
 
 def test_run_names_group_by_configuration() -> None:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ._backends._trackio import TrackioBackend
     from ._backends._wandb import WandbBackend
     from ._display._dashboard import Dashboard
+    from ._faces._asyncgroup import AsyncRunGroup
     from ._faces._group import RunGroup
     from ._runfolder.reading._scalars import ScalarReader, read_scalars
 
@@ -44,6 +45,7 @@ _LAZY = {
     "read_scalars": "._runfolder.reading._scalars",
     # a group's batches are NumPy arrays: numpy on first use
     "RunGroup": "._faces._group",
+    "AsyncRunGroup": "._faces._asyncgroup",
 }
 
 
@@ -65,6 +67,7 @@ __all__ = [
     "DEFAULT_CAPACITY",
     "AoffWarning",
     "AsyncOffPolicyLogger",
+    "AsyncRunGroup",
     "Backend",
     "BackendContext",
     "CsvBackend",

@@ -200,7 +200,7 @@ def _read_command(ns: argparse.Namespace) -> int:
         return run_export(ns, sys.stderr)
     from ._cli._show import run_ls
 
-    return run_ls(ns.runs_dir, sys.stdout, sys.stderr, as_json=ns.json)
+    return run_ls(ns.runs_dir, sys.stdout, sys.stderr, as_json=ns.json, where=ns.where)
 
 
 def _command(p: argparse.ArgumentParser, ns: argparse.Namespace) -> int:

@@ -21,19 +21,22 @@ For a sweep, :class:`TuneCallback` (Tune's ``LoggerCallback``; importing it impo
     cb = aoff.ray.TuneCallback("runs/sweep", rules=[aoff.rules.nonfinite(stop=True)])
     tune.Tuner(trainable, run_config=tune.RunConfig(callbacks=[cb], stop=cb.stopper))
 
-For RLlib, :class:`EpisodeStats` (``config.callbacks(aoff.ray.EpisodeStats)``) keeps
-each episode value's min, max and mean. See docs/migrate/tune.md.
+For RLlib, :class:`RLlibEpisodeStats` (``config.callbacks(aoff.ray.RLlibEpisodeStats)``)
+keeps each episode value's min, max and mean. See docs/migrate/tune.md. Its earlier name,
+``EpisodeStats``, is a deprecated alias: it read as :class:`aoff.torch.EpisodeStats`, the
+device-side episode statistics of a vectorized environment, a different thing.
 """
 
+import warnings
 from typing import TYPE_CHECKING, Any
 
 from ._ray import RayLink, RayLogger, serve
 
 if TYPE_CHECKING:
-    from ._adapters._rllib import EpisodeStats
+    from ._adapters._rllib import RLlibEpisodeStats
     from ._adapters._tune import TuneCallback
 
-__all__ = ["EpisodeStats", "RayLink", "RayLogger", "TuneCallback", "serve"]
+__all__ = ["RLlibEpisodeStats", "RayLink", "RayLogger", "TuneCallback", "serve"]
 
 RayLogger.__module__ = __name__
 
@@ -44,9 +47,16 @@ def __getattr__(name: str) -> Any:
 
         TuneCallback.__module__ = __name__
         return TuneCallback
-    if name == "EpisodeStats":  # ray.rllib: only when asked for
-        from ._adapters._rllib import EpisodeStats
+    if name in ("RLlibEpisodeStats", "EpisodeStats"):  # ray.rllib: only when asked for
+        from ._adapters._rllib import RLlibEpisodeStats
 
-        EpisodeStats.__module__ = __name__
-        return EpisodeStats
+        RLlibEpisodeStats.__module__ = __name__
+        if name == "EpisodeStats":
+            warnings.warn(
+                "aoff.ray.EpisodeStats is now aoff.ray.RLlibEpisodeStats (the old name read "
+                "as aoff.torch.EpisodeStats); the old name will go",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+        return RLlibEpisodeStats
     raise AttributeError(f"module 'aoff.ray' has no attribute {name!r}")

@@ -34,7 +34,7 @@ from jax import custom_batching
 from .._core._warning import AoffWarning
 from .._faces._group import BEFORE_STOP
 
-__all__ = ["Target", "counts", "log", "use"]
+__all__ = ["Target", "counts", "log", "log_many", "use"]
 
 
 class Target(Protocol):
@@ -42,7 +42,12 @@ class Target(Protocol):
     (``OffPolicyLogger``: one run, no ``vmap``)."""
 
     def log_step(
-        self, step: Any, metrics: Mapping[str, Any] | None = ..., reward: Any = ...
+        self,
+        step: Any,
+        metrics: Mapping[str, Any] | None = ...,
+        reward: Any = ...,
+        *,
+        axes: Mapping[str, Any] | None = ...,
     ) -> Any: ...
 
 
@@ -81,8 +86,16 @@ def _resolve(logger: Target | None) -> Target | None:
         return _default[-1] if _default else None
 
 
-def _deliver(logger: Target | None, step: Any, metrics: dict[str, Any], reward: Any) -> None:
-    """The host side: one call per ``log`` call, the whole batch at once."""
+def _deliver(
+    logger: Target | None,
+    step: Any,
+    metrics: dict[str, Any],
+    reward: Any,
+    axes: dict[str, Any] | None,
+    block: bool,
+) -> None:
+    """The host side: one call per ``log`` call, the whole batch at once (``block``: a
+    ``log_many`` call, whose last batch axis is ``K`` steps of every run)."""
     target = _resolve(logger)
     try:
         if target is None:
@@ -92,16 +105,46 @@ def _deliver(logger: Target | None, step: Any, metrics: dict[str, Any], reward: 
         s = np.asarray(step)
         host = {k: np.asarray(v) for k, v in metrics.items()}
         r = None if reward is None else np.asarray(reward)
-        n = s.size
-        if s.ndim == 0:
-            target.log_step(int(s), host, r)
+        ax = None if axes is None else {k: np.asarray(v) for k, v in axes.items()}
+        if not block:
+            _one(target, s, host, r, ax)
         else:
-            flat = {k: v.reshape((n, *v.shape[s.ndim :])) for k, v in host.items()}
-            target.log_step(s.reshape(n), flat, None if r is None else r.reshape(n))
+            if s.ndim == 0:
+                raise ValueError("log_many: steps must have one entry per step logged")
+            lead = s.ndim - 1  # the vmapped axes before the K steps
+            for j in range(s.shape[-1]):
+
+                def at(v: Any, j: int = j) -> Any:
+                    return v[(slice(None),) * lead + (j,)]
+
+                _one(
+                    target,
+                    at(s),
+                    {k: at(v) for k, v in host.items()},
+                    None if r is None else at(r),
+                    None if ax is None else {k: at(v) for k, v in ax.items()},
+                )
     except Exception as exc:
         _fail(str(exc))
         return
     _counts["delivered"] += 1
+
+
+def _one(target: Target, s: Any, host: dict[str, Any], r: Any, ax: dict[str, Any] | None) -> None:
+    """One step of every run: the vmapped axes (``s``'s) flattened into runs."""
+    extra = {} if ax is None else {"axes": ax}
+    if s.ndim == 0:
+        target.log_step(int(s), host, r, **extra)
+        return
+    n = s.size
+
+    def flat(v: Any) -> Any:
+        return v.reshape((n, *v.shape[s.ndim :]))
+
+    if ax is not None:
+        extra = {"axes": {k: flat(v) for k, v in ax.items()}}
+    metrics = {k: flat(v) for k, v in host.items()}
+    target.log_step(s.reshape(n), metrics, None if r is None else flat(r), **extra)
 
 
 def _fail(why: str) -> None:
@@ -112,42 +155,63 @@ def _fail(why: str) -> None:
         warnings.warn(f"aoff.jax.log: not delivered: {why}", AoffWarning, stacklevel=3)
 
 
-def _emit_for(ref: Callable[[], Target | None] | None) -> Any:
+def _emit_for(ref: Callable[[], Target | None] | None, block: bool) -> Any:
     """The ``custom_vmap`` function that logs to the logger ``ref`` points to (None: the
     target of ``use``). A weak reference: a finished group is not kept alive by the
     programs that logged into it (its calls then count as failed, with the reason)."""
 
-    def host(s: Any, m: dict[str, Any], r: Any) -> None:
+    def host(s: Any, m: dict[str, Any], r: Any, a: dict[str, Any] | None) -> None:
         if ref is None:
-            _deliver(None, s, m, r)
+            _deliver(None, s, m, r, a, block)
             return
         target = ref()
         if target is None:
             _fail("the logger passed as logger= no longer exists")
             return
-        _deliver(target, s, m, r)
+        _deliver(target, s, m, r, a, block)
 
     @custom_batching.custom_vmap
-    def emit(step: Any, metrics: dict[str, Any], reward: Any) -> Any:
-        jax.debug.callback(host, step, metrics, reward, ordered=True)
+    def emit(step: Any, metrics: dict[str, Any], reward: Any, axes: Any) -> Any:
+        jax.debug.callback(host, step, metrics, reward, axes, ordered=True)
         return step
 
     @emit.def_vmap
-    def _batched(axis_size: int, in_batched: Any, step: Any, metrics: Any, reward: Any) -> Any:
+    def _batched(
+        axis_size: int, in_batched: Any, step: Any, metrics: Any, reward: Any, axes: Any
+    ) -> Any:
         def full(v: Any, batched: bool) -> Any:
             return v if batched else jnp.broadcast_to(v, (axis_size, *jnp.shape(v)))
 
-        sb, mb, rb = in_batched
+        sb, mb, rb, ab = in_batched
         step = full(step, sb)
         metrics = jax.tree.map(full, metrics, mb)
         reward = None if reward is None else full(reward, rb)
-        return emit(step, metrics, reward), True
+        axes = None if axes is None else jax.tree.map(full, axes, ab)
+        return emit(step, metrics, reward, axes), True
 
     return emit
 
 
-#: per logger (by id; 0: ``use``'s target), its weak reference and its function
-_EMITS: dict[int, tuple[Any, Any]] = {}
+#: per logger (by id; 0: ``use``'s target) and kind (``log_many``'s or not), its weak
+#: reference and its function
+_EMITS: dict[tuple[int, bool], tuple[Any, Any]] = {}
+
+
+def _emit(logger: Target | None, block: bool) -> Any:
+    key = (id(logger) if logger is not None else 0, block)
+    got = _EMITS.get(key)
+    if got is None or (got[0] is not None and got[0]() is not logger):
+        ref = None if logger is None else weakref.ref(logger)
+        got = _EMITS[key] = (ref, _emit_for(ref, block))
+    return got[1]
+
+
+def _arrays(where: str, values: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if values is None:
+        return None
+    if not isinstance(values, Mapping):
+        raise TypeError(f"aoff.jax.{where} must be a dict, got {type(values).__name__}")
+    return {str(k): jnp.asarray(v) for k, v in values.items()}
 
 
 def log(
@@ -155,25 +219,43 @@ def log(
     metrics: Mapping[str, Any],
     *,
     reward: Any = None,
+    axes: Mapping[str, Any] | None = None,
     logger: Target | None = None,
 ) -> None:
     """Log one step from inside ``jit``/``scan``/``vmap`` (or eagerly).
 
     ``step``: an integer (each run's step under ``vmap``); ``metrics``: a flat dict of
-    numbers (scalars per run); ``reward``: the step's mean reward, optional. Goes to
-    ``logger`` (a :class:`~aoff.RunGroup` under ``vmap``, one run per seed), or to the
-    target of the innermost ``aoff.jax.use``. One host callback per call for the whole
-    batch; see the module's docstring for the seed axis.
+    numbers (a scalar per run, or a per-environment vector per run, which each run
+    reduces to its mean and spread); ``reward``: the step's reward, optional; ``axes``:
+    the step's other clocks (``{"grad_steps": ...}``, docs/guides/axes.md), a number per
+    run. Goes to ``logger`` (a :class:`~aoff.RunGroup` under ``vmap``, one run per
+    seed), or to the target of the innermost ``aoff.jax.use``. One host callback per
+    call for the whole batch; see the module's docstring for the seed axis.
     """
-    if not isinstance(metrics, Mapping):
-        raise TypeError(f"aoff.jax.log: metrics must be a dict, got {type(metrics).__name__}")
-    key = id(logger) if logger is not None else 0
-    got = _EMITS.get(key)
-    if got is None or (got[0] is not None and got[0]() is not logger):
-        ref = None if logger is None else weakref.ref(logger)
-        got = _EMITS[key] = (ref, _emit_for(ref))
-    emit = got[1]
-    emit(jnp.asarray(step), {str(k): jnp.asarray(v) for k, v in metrics.items()}, reward)
+    m = _arrays("log: metrics", metrics)
+    assert m is not None
+    a = _arrays("log: axes", axes)
+    _emit(logger, False)(jnp.asarray(step), m, reward, a)
+
+
+def log_many(
+    steps: Any,
+    metrics: Mapping[str, Any],
+    *,
+    reward: Any = None,
+    axes: Mapping[str, Any] | None = None,
+    logger: Target | None = None,
+) -> None:
+    """Log ``K`` steps at once: ``steps`` has ``K`` entries (per run under ``vmap``), and
+    every value its ``K`` entries along the same axis (what a ``lax.scan`` of ``K``
+    updates returns stacked). One host callback for the ``K`` steps of every run: the
+    callback's round trip, which dominates logging every update, is paid once per ``K``
+    (docs/guides/jax.md, "Logging a block of updates"). The runs get the steps in order,
+    each as a :func:`log` of it would have logged it."""
+    m = _arrays("log_many: metrics", metrics)
+    assert m is not None
+    a = _arrays("log_many: axes", axes)
+    _emit(logger, True)(jnp.asarray(steps), m, reward, a)
 
 
 def _barrier() -> None:

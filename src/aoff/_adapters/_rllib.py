@@ -1,10 +1,10 @@
-"""``aoff.ray.EpisodeStats``: an RLlib callback that keeps each episode value's min, max
+"""``aoff.ray.RLlibEpisodeStats``: an RLlib callback that keeps each episode value's min, max
 and mean.
 
 Why: RLlib's new API stack logs custom metrics through its ``MetricsLogger``, one
 reduction a key; the old stack's automatic ``_min``/``_max``/``_mean`` of every custom
 metric is gone (ray-project/ray #49138), so a value logged once per episode shows only
-its mean. This callback logs each value of :meth:`EpisodeStats.values` three times at
+its mean. This callback logs each value of :meth:`RLlibEpisodeStats.values` three times at
 the end of every episode, as ``aoff/<name>_mean`` (over RLlib's usual 100-episode
 window), ``aoff/<name>_min`` and ``aoff/<name>_max`` (over the episodes of the
 iteration): they reach the training results under ``env_runners``, and from there
@@ -18,14 +18,14 @@ from typing import Any
 
 from ray.rllib.callbacks.callbacks import RLlibCallback
 
-__all__ = ["EpisodeStats"]
+__all__ = ["RLlibEpisodeStats"]
 
 #: RLlib's own window for its episode means (``metrics_num_episodes_for_smoothing``)
 _WINDOW = 100
 
 
-class EpisodeStats(RLlibCallback):
-    """``config.callbacks(aoff.ray.EpisodeStats)``: every episode's return and length
+class RLlibEpisodeStats(RLlibCallback):
+    """``config.callbacks(aoff.ray.RLlibEpisodeStats)``: every episode's return and length
     (and whatever a subclass's :meth:`values` adds) with min, max and mean kept."""
 
     def values(self, episode: Any) -> dict[str, float]:

@@ -15,10 +15,15 @@ drains).
 Resuming (``resume_from_log=True``): ``save_data`` writes ``save/epoch``,
 ``save/env_step`` and ``save/gradient_step`` as Tianshou's logger does; ``restore_data``
 reads them back with aoff's own reader (``_runfolder/reading/_scalars.py``), so a run folder
-written by Tianshou's ``TensorboardLogger`` resumes here too. As with Tianshou's logger,
-points an earlier session logged after its last checkpoint are not hidden (Tianshou's
-epoch, env step and gradient step are three axes in one folder; TensorBoard's purge
-cuts one).
+written by Tianshou's ``TensorboardLogger`` resumes here too. With ``resume=True`` (and
+the run's folder), the logger does what aoff's own resume does before its writer opens
+the folder: it reads the last whole checkpoint (the three counters of one ``save_data``)
+and cuts every point logged after it, each scope on its own axis (``train``/``test`` at
+the env step, ``update`` at the gradient step, ``info`` at the epoch:
+``_runfolder/reading/_tagcut.py``; one TensorBoard purge step would cut three axes at one
+value); ``restore_data`` then returns that checkpoint and carries each interval's
+counter across on its own axis. Without it, as with Tianshou's logger, those points stay
+(said once).
 """
 
 from __future__ import annotations
@@ -31,13 +36,18 @@ from typing import Any
 import numpy as np
 from tianshou.utils.logger.logger_base import VALID_LOG_VALS, BaseLogger, TRestoredData
 
+from .._core._say import say_to_stderr
+from .._runfolder.lines._csv import CSV_NAME
 from .._runfolder.reading._scalars import ScalarReader
+from .._runfolder.reading._tagcut import cut_tags_after
 from ._writer import SummaryWriter
 
 __all__ = ["Logger"]
 
 #: what ``save_data`` writes and ``restore_data`` reads (each tag is its own step type)
 _SAVED = ("save/epoch", "save/env_step", "save/gradient_step")
+#: which of a checkpoint's counters (epoch, env step, gradient step) is each scope's step
+_AXIS = {"train": 1, "training": 1, "test": 1, "update": 2, "info": 0}
 
 
 def _flat(
@@ -89,6 +99,11 @@ class Logger(BaseLogger):
     ``aoff_options`` (``dashboard=True``, ``backends=``, ``rules=``, ...). The intervals
     mean what they mean for Tianshou's ``TensorboardLogger``; ``write_flush`` is accepted
     and unused (nothing on the training thread waits for the disk).
+
+    ``resume=True`` (with a folder, for a trainer given ``resume_from_log=True``): before
+    the writer opens the folder, every point logged after its last checkpoint is cut,
+    each scope on its own step axis, as aoff's own resume cuts a run; ``restore_data``
+    returns that checkpoint.
     """
 
     def __init__(
@@ -100,6 +115,7 @@ class Logger(BaseLogger):
         info_interval: int = 1,
         save_interval: int | None = None,
         write_flush: bool = True,
+        resume: bool = False,
         **aoff_options: Any,
     ) -> None:
         super().__init__(
@@ -107,6 +123,15 @@ class Logger(BaseLogger):
         )
         self.write_flush = write_flush
         self.last_save_step = -1
+        #: the checkpoint a ``resume=True`` logger cut the folder back to
+        self.checkpoint: tuple[int, int, int] | None = None
+        if resume:
+            if not isinstance(writer, str | os.PathLike):
+                raise TypeError(
+                    "aoff.tianshou.Logger(resume=True) needs the run's folder, not a "
+                    "writer: it cuts the folder back before its writer opens it"
+                )
+            self.checkpoint = _cut_to_checkpoint(os.fspath(writer))
         self.writer = _writer(writer, aoff_options)
 
     @property
@@ -167,8 +192,18 @@ class Logger(BaseLogger):
 
     def restore_data(self) -> tuple[int, int, int]:
         """``(epoch, env_step, gradient_step)`` of the last checkpoint logged in the
-        writer's folder (0 for what is not there), read with aoff's reader; the
-        intervals continue from there as Tianshou's logger continues them."""
+        writer's folder (0 for what is not there), read with aoff's reader.
+
+        With ``resume=True``: the checkpoint the folder was cut back to, and each
+        interval's counter continues on its own axis (training and test at the env step,
+        updates at the gradient step, info and saves at the epoch). Without it, the
+        intervals continue as Tianshou's logger continues them."""
+        if self.checkpoint is not None:
+            epoch, env_step, gradient_step = self.checkpoint
+            self.last_save_step = self.last_log_info_step = epoch
+            self.last_log_training_step = self.last_log_test_step = env_step
+            self.last_log_update_step = gradient_step
+            return self.checkpoint
         last = _last_steps(self.writer.get_logdir())
         if "save/epoch" in last and "save/gradient_step" in last:
             epoch = last["save/epoch"]
@@ -180,6 +215,12 @@ class Logger(BaseLogger):
         # Tianshou's logger leaves the training interval's count alone (it sets an
         # attribute no method reads): the same, so a resumed run logs the same points
         env_step = last.get("save/env_step", 0)
+        if epoch:
+            say_to_stderr(
+                "aoff.tianshou.Logger: resumed without resume=True, so the points logged "
+                "after the checkpoint stay in the run (as with Tianshou's logger); "
+                "Logger(log_path, resume=True) cuts them"
+            )
         return epoch, env_step, gradient_step
 
     @staticmethod
@@ -197,6 +238,47 @@ class Logger(BaseLogger):
 
     def __repr__(self) -> str:
         return f"aoff.tianshou.Logger({self.writer.get_logdir()!r})"
+
+
+def _cut_to_checkpoint(log_dir: str) -> tuple[int, int, int]:
+    """Cut ``log_dir`` back to its last whole checkpoint; ``(epoch, env_step,
+    gradient_step)`` of it (zeros when none: everything Tianshou logged goes)."""
+    saved = _saved_points(log_dir)
+    epochs, envs, grads = (saved.get(tag, []) for tag in _SAVED)
+    # the k-th save wrote one point to each tag: the last k all three have is whole (a
+    # session that died between the three writes left a torn one); an offline trainer's
+    # runs may have no env step at all
+    k = min(len(epochs), len(grads), len(envs) if envs else len(epochs))
+    at = (epochs[k - 1], envs[k - 1] if envs else 0, grads[k - 1]) if k else (0, 0, 0)
+
+    def limit(tag: str) -> int | None:
+        scope = tag.split("/", 1)[0]
+        if scope == "save":  # save/<counter> and the data's own save/save/<counter>
+            name = "save/" + tag.rsplit("/", 1)[-1]
+            return at[_SAVED.index(name)] if name in _SAVED else None
+        axis = _AXIS.get(scope)
+        return None if axis is None else at[axis]
+
+    if os.path.isdir(log_dir):
+        cut_tags_after(log_dir, limit)
+        if os.path.isfile(os.path.join(log_dir, CSV_NAME)):
+            say_to_stderr(
+                f"aoff.tianshou.Logger(resume=True): {CSV_NAME} is not cut per step axis; "
+                "its rows after the checkpoint stay (the event files and metrics.jsonl "
+                "were cut)"
+            )
+    return at
+
+
+def _saved_points(log_dir: str) -> dict[str, list[int]]:
+    """Each of ``_SAVED``'s steps in ``log_dir``, in order (absent when never logged)."""
+    if not os.path.isdir(log_dir):
+        return {}
+    try:
+        columns = ScalarReader(log_dir, _SAVED).read_columns()
+    except ValueError:  # no run there yet
+        return {}
+    return {tag: [int(s) for s in steps] for _run, tag, (steps, _w, _v) in columns}
 
 
 def _last_steps(log_dir: str) -> dict[str, int]:

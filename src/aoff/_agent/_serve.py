@@ -33,6 +33,7 @@ import anyio.lowlevel
 
 from .._core import _events as ev
 from .._pump._backlog import Backlog, backlog_bytes
+from .._pump._grouppump import GroupSpec
 from .._pump._options import Options
 from .._pump._wiring import Core
 from .._transport._messages import (
@@ -50,6 +51,7 @@ from .._transport._messages import (
     encode,
 )
 from .._transport._wire import AGENT_IGNORES
+from ._groupserve import serve_group
 
 #: the agent's first-generation collection threshold (CPython's default: 700). The count
 #: is allocations less deallocations of container objects, so what trips it is the
@@ -172,6 +174,10 @@ def main(argv: Sequence[str]) -> int:
     sock.setblocking(True)
     conn = Connection(sock.detach())
     hello = decode_to_peer(conn.recv_bytes())
+    if isinstance(hello, Hello) and isinstance(hello.options, GroupSpec):  # a run group
+        with contextlib.suppress(OSError):
+            os.nice(hello.options.options[0].agent_nice)
+        return serve_group(hello.options, conn)
     if not isinstance(hello, Hello) or not isinstance(hello.options, Options):
         print("aoff agent: bad hello from the training process", file=sys.stderr)
         return 2

@@ -30,6 +30,8 @@ from rich.text import Text
 
 from .._channel._paths import has_live_files
 from .._runfolder.reading._runfind import runs_in, tb_files
+from .._runfolder.reading._runindex import select_runs
+from .._runfolder.reading._where import Where, compile_where
 from ._comparechart import curve_chart
 from ._groups import Group, compile_group, group_runs
 from ._numbers import number
@@ -45,6 +47,7 @@ from ._stats import (
     probability_of_improvement,
     score_run,
 )
+from ._whereopt import add_where_argument
 
 __all__ = ["add_compare_arguments", "run_compare"]
 
@@ -104,8 +107,9 @@ class Compared:
         return out
 
 
-def find_compare_runs(args: list[str], notes: list[str]) -> list[str]:
-    """The run folders ``args`` name: each a run, a glob of runs, or a folder of runs."""
+def find_compare_runs(args: list[str], notes: list[str], where: Where | None = None) -> list[str]:
+    """The run folders ``args`` name: each a run, a glob of runs, or a folder of runs;
+    only those ``where`` keeps when given (a folder of runs through its run index)."""
     runs: list[str] = []
     for arg in args:
         paths = sorted(glob.glob(arg)) if _GLOB_CHARS & set(arg) else [arg]
@@ -114,6 +118,12 @@ def find_compare_runs(args: list[str], notes: list[str]) -> list[str]:
         for p in paths:
             if not os.path.isdir(p):
                 notes.append(f"{p!r} is not a folder")
+                continue
+            if where is not None:
+                below = select_runs(p, where, notes, live=has_live_files, notes=notes)
+                if not below:
+                    notes.append(f"{p!r}: no run matches --where {where.text!r}")
+                runs.extend(below)
                 continue
             below = runs_in(p, notes, live=has_live_files)  # as ls, export, read_scalars
             if not below:
@@ -312,6 +322,7 @@ def run_compare(ns: argparse.Namespace, console: Console, out: TextIO, err: Text
     """``aoff compare``: returns the exit status."""
     try:
         pattern = compile_group(ns.group) if ns.group else None
+        where = None if ns.where is None else compile_where(ns.where)
         if not 0.0 < ns.final <= 1.0:
             raise ValueError(f"--final {ns.final:g} must be in (0, 1]")
         if ns.reps < 2000:
@@ -325,7 +336,7 @@ def run_compare(ns: argparse.Namespace, console: Console, out: TextIO, err: Text
         print(f"aoff compare: {exc}", file=err)
         return 2
     notes: list[str] = []
-    runs = find_compare_runs(ns.runs, notes)
+    runs = find_compare_runs(ns.runs, notes, where)
     for note in notes:
         print(f"aoff compare: {note}", file=err)
     unmatched: list[str] = []
@@ -429,6 +440,7 @@ def add_compare_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--out", metavar="FILE", help="also save the curves as a .png, .svg or .pdf")
     p.add_argument("--json", action="store_true", help="print the numbers as JSON")
+    add_where_argument(p)
     p.add_argument(
         "--follow", action="store_true", help="redraw as the runs' files grow (Ctrl+C stops)"
     )

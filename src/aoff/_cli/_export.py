@@ -18,6 +18,8 @@ import sys
 import warnings
 from typing import Any, TextIO
 
+from ._whereopt import add_where_argument
+
 __all__ = ["add_export_arguments", "run_export", "to_wide", "write_table"]
 
 FORMATS = ("parquet", "csv")
@@ -54,6 +56,14 @@ def write_table(table: Any, path: Any, fmt: str) -> None:
 
 def run_export(ns: argparse.Namespace, err: TextIO) -> int:
     fmt = ns.format or _format_of(ns.output)
+    if ns.where is not None:
+        from .._runfolder.reading._where import compile_where
+
+        try:
+            compile_where(ns.where)
+        except ValueError as exc:
+            print(f"aoff export: {exc}", file=err)
+            return 2
     if ns.bucket is not None and (ns.wide or ns.bucket < 1):
         why = "is one table or the other: not both" if ns.wide else "must be 1 or more"
         print(f"aoff export: --bucket {why}", file=err)
@@ -78,7 +88,7 @@ def run_export(ns: argparse.Namespace, err: TextIO) -> int:
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")
         try:
-            table = read_scalars(ns.runs, tags=ns.tag or None)
+            table = read_scalars(ns.runs, tags=ns.tag or None, where=ns.where)
         except (OSError, ValueError) as exc:
             print(f"aoff export: {exc}", file=err)
             return 1
@@ -134,6 +144,7 @@ def add_export_arguments(p: argparse.ArgumentParser) -> None:
         help="one row per run and step, one column per tag (default: long, one row a point)",
     )
     p.add_argument("--tag", action="append", metavar="TAG", help="only this tag (may be repeated)")
+    add_where_argument(p)
     p.add_argument(
         "--bucket",
         type=int,

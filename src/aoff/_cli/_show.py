@@ -39,6 +39,7 @@ from ._numbers import number
 from ._progress import reading_progress
 from ._runjson import ls_row, show_json
 from ._tagtable import bars_for, fmt_value, tag_table
+from ._whereopt import add_where_argument
 
 __all__ = ["MIN_WIDTH", "add_ls_arguments", "add_show_arguments", "run_ls", "run_show"]
 
@@ -210,15 +211,36 @@ def _status(data: RunData, live: str | None) -> str:
     return status + (" (damaged file: see aoff show)" if data.notes else "")
 
 
-def run_ls(root: str, out: TextIO, err: TextIO, *, as_json: bool = False) -> int:
-    """Print one line per run folder below ``root``. Returns the exit status.
+def run_ls(
+    root: str, out: TextIO, err: TextIO, *, as_json: bool = False, where: str | None = None
+) -> int:
+    """Print one line per run folder below ``root`` (those ``where`` keeps, through the
+    folder's run index, when given). Returns the exit status.
 
     A folder that cannot be read is skipped with one line on ``err``."""
     if not os.path.isdir(root):
         print(f"aoff ls: {not_a_folder(root)}", file=err)
         return 1
     skipped: list[str] = []
-    runs = find_runs(root, skipped, live=has_live_files)
+    if where is not None:
+        from .._runfolder.reading._runindex import select_runs
+        from .._runfolder.reading._where import compile_where
+
+        try:
+            test = compile_where(where)
+        except ValueError as exc:
+            print(f"aoff ls: {exc}", file=err)
+            return 2
+        notes: list[str] = []
+        runs = select_runs(root, test, skipped, live=has_live_files, notes=notes)
+        for line in [*skipped, *notes]:
+            print(f"aoff ls: {'skipped ' if line in skipped else ''}{line}", file=err)
+        if not runs:
+            print(f"aoff ls: no run in {root!r} matches --where {where!r}", file=err)
+            return 1
+        skipped = []
+    else:
+        runs = find_runs(root, skipped, live=has_live_files)
     for line in skipped:
         print(f"aoff ls: skipped {line}", file=err)
     if not runs:
@@ -295,3 +317,4 @@ def add_show_arguments(p: argparse.ArgumentParser) -> None:
 def add_ls_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("runs_dir", metavar="RUNS_DIR", help="a folder of run folders (e.g. runs)")
     p.add_argument("--json", action="store_true", help="print one JSON object per run, in a list")
+    add_where_argument(p)

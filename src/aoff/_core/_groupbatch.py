@@ -18,8 +18,23 @@ from typing import Any
 import numpy as np
 
 from . import _events as ev
+from ._vectors import Vector
 
-__all__ = ["GroupStep", "axes_at", "batch_axes", "batch_of", "split_step", "take_batch"]
+__all__ = [
+    "PER_RUN",
+    "GroupStep",
+    "PerRunVectors",
+    "axes_at",
+    "batch_axes",
+    "batch_of",
+    "split_item",
+    "split_step",
+    "take_batch",
+]
+
+#: marks a queued item that carries its own event for each run: ``(PER_RUN, events)``.
+#: Compared with ``==``: the item may have crossed a pickle (the group's agent)
+PER_RUN = "per-run"
 
 #: one group ``log_step``: (wall time, steps, metrics, reward, axes); each of steps, the
 #: metrics' values, reward and the axes' values is a list of one number per run, or one
@@ -27,13 +42,28 @@ __all__ = ["GroupStep", "axes_at", "batch_axes", "batch_of", "split_step", "take
 GroupStep = tuple[float, Any, dict[str, Any], Any, dict[str, Any] | None]
 
 
-def batch_of(where: str, value: Any, runs: int) -> Any:
+class PerRunVectors:
+    """A ``(runs, num_envs)`` value: row ``k`` is run ``k``'s per-environment vector
+    (a float64 copy), which that run reduces as a single run reduces one
+    (``_core/_vectors.py``: the mean under the tag, the spread in ``<tag>/envs``)."""
+
+    __slots__ = ("rows",)
+
+    def __init__(self, rows: Any) -> None:
+        self.rows = rows
+
+    def at(self, k: int) -> Vector:
+        return Vector(self.rows[k])
+
+
+def batch_of(where: str, value: Any, runs: int, *, vectors: bool = False) -> Any:
     """``value`` as one number for every run, or a list of one number per run.
 
     A value with a leading axis of length ``runs`` (NumPy, torch, JAX, a list) is split
-    across the runs; a 0-d value or a plain number goes to all. Anything else is a clear
-    error here, at the call: ``ValueError`` for a wrong shape, ``TypeError`` for a
-    value that is not numbers.
+    across the runs; a 0-d value or a plain number goes to all. With ``vectors`` (a
+    metric or the reward), a ``(runs, num_envs)`` value is each run's per-environment
+    vector (:class:`PerRunVectors`). Anything else is a clear error here, at the call:
+    ``ValueError`` for a wrong shape, ``TypeError`` for a value that is not numbers.
     """
     if type(value) is float or type(value) is int:
         return value
@@ -50,10 +80,13 @@ def batch_of(where: str, value: Any, runs: int) -> Any:
         )
     if arr.ndim == 0:
         return arr.item()
+    if vectors and arr.ndim == 2 and arr.shape[0] == runs and arr.shape[1] > 0:
+        return PerRunVectors(np.array(arr, dtype=np.float64))  # the one copy
     if arr.ndim != 1 or arr.shape[0] != runs:
+        also = f", a vector per run (shape ({runs}, num_envs))" if vectors else ""
         raise ValueError(
-            f"{where}: a group of {runs} runs takes one number per run (shape ({runs},)) "
-            f"or one number for all, got shape {tuple(arr.shape)}"
+            f"{where}: a group of {runs} runs takes one number per run (shape ({runs},))"
+            f"{also} or one number for all, got shape {tuple(arr.shape)}"
         )
     return arr.tolist()  # the one copy: Python numbers, exact for every float dtype
 
@@ -94,17 +127,21 @@ def take_batch(
     for k, v in (metrics or {}).items():
         if not isinstance(k, str):
             raise TypeError(f"log_step: metric keys must be str, got {k!r}")
-        cols[k] = batch_of(f"log_step: metric {k!r}", v, runs)
+        cols[k] = batch_of(f"log_step: metric {k!r}", v, runs, vectors=True)
     steps = batch_of("log_step: step", step, runs)
     for s in steps if type(steps) is list else (steps,):
         if type(s) is not int:
             raise TypeError(f"log_step: steps must be integers, got {s!r}")
-    r = None if reward is None else batch_of("log_step: reward", reward, runs)
+    r = None if reward is None else batch_of("log_step: reward", reward, runs, vectors=True)
     return (wall, steps, cols, r, batch_axes("log_step", axes, runs))
 
 
 def _at(value: Any, k: int) -> Any:
-    return value[k] if type(value) is list else value
+    if type(value) is list:
+        return value[k]
+    if type(value) is PerRunVectors:
+        return value.at(k)
+    return value
 
 
 def split_step(batch: GroupStep, runs: int) -> list[ev.Event]:
@@ -130,3 +167,15 @@ def split_step(batch: GroupStep, runs: int) -> list[ev.Event]:
         # ``axes`` is an optional field: an event without it is the call without axes=
         out.append(event if axes is None else (*event, axes_at(axes, k)))
     return out
+
+
+def split_item(item: Any, runs: int) -> list[ev.Event]:
+    """One event per run from any item a group queues: a group ``log_step``
+    (:func:`take_batch`), ``(PER_RUN, events)``, or an event every run gets as is. One
+    definition for the pump thread and the group's agent, which split the same items."""
+    head = item[0]
+    if type(head) is float:  # a group log_step: its wall time comes first
+        return split_step(item, runs)
+    if type(head) is str and head == PER_RUN:
+        return list(item[1])
+    return [item] * runs

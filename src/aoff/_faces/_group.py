@@ -6,10 +6,12 @@ a group is not a drop-in for a single run's logger; the name is the one trackers
 runs that belong together (W&B's ``group``, TensorBoard's runs side by side).
 
 Each run is a whole aoff run in its own folder, ``log_dir/<name>_seed<k>``, which
-``aoff compare log_dir`` groups as seeds of one configuration with no flags. The runs
-share one pump thread (``_pump/_grouppump.py``); the training loop pays one call per
-group ``log_step``: the batch is checked and copied once (``_core/_groupbatch.py``) and
-queued as one item, split into one event per run beside the pumps.
+``aoff compare log_dir`` groups as seeds of one configuration with no flags. The runs'
+pumps share one loop (``_pump/_grouppump.py``) in one agent process (``pump="process"``,
+the default: ``_faces/_groupside.py`` ships the group's items to it) or in one thread of
+this process (``pump="thread"``); the training loop pays one call per group
+``log_step``: the batch is checked and copied once (``_core/_groupbatch.py``) and queued
+as one item, split into one event per run beside the pumps.
 """
 
 from __future__ import annotations
@@ -21,29 +23,45 @@ import types
 import warnings
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .._core import _events as ev
 from .._core._buffer import DEFAULT_CAPACITY, EventBuffer, Overflow
-from .._core._groupbatch import axes_at, batch_axes, batch_of, split_step, take_batch
+from .._core._events import Event
+from .._core._groupbatch import PER_RUN, axes_at, batch_axes, batch_of, take_batch
 from .._core._records import SEED_MAX_ITERATIONS
 from .._core._report import FinishReport
 from .._core._rules import Alert, Rule
+from .._core._say import say_to_stderr
 from .._core._view import RunView
 from .._core._warning import AoffWarning
-from .._pump._options import BackendSpec, DisplayName, Options
+from .._pump._options import (
+    DEFAULT_AGENT_NICE,
+    PUMP_MODES,
+    BackendSpec,
+    DisplayName,
+    Options,
+    PumpMode,
+)
 from .._pump._sysmetrics import DEFAULT_INTERVAL as DEFAULT_SYSTEM_INTERVAL
 from ._sync import _install_sigterm
 
 if TYPE_CHECKING:
     from .._pump._grouppump import GroupPump
-    from .._pump._wiring import Core
 
 __all__ = ["BEFORE_STOP", "RunGroup", "run_folder_name"]
 
 _live_groups: weakref.WeakSet[RunGroup] = weakref.WeakSet()
-#: marks a queued item that carries its own event for each run
-_PER_RUN = "per-run"
+
+
+class _GroupDriver(Protocol):
+    """What runs a group's pumps, as the group needs it: the agent's training-process
+    half (``_groupside.GroupAgentSide``) or the pump thread (``GroupPump``)."""
+
+    def flush(self, idle_timeout: float) -> None: ...
+
+    def stop(self, final: Event, summary: bool, idle_timeout: float) -> list[FinishReport]: ...
+
 
 #: what runs before a group's ``finish()`` drains: callables each integration adds
 #: (``aoff.jax`` adds ``jax.effects_barrier``, so callbacks still in flight arrive first)
@@ -79,6 +97,9 @@ class RunGroup:
     Each run's config is ``config`` plus its ``seed``. The other options are
     :class:`~aoff.OffPolicyLogger`'s, given to every run; ``display`` shows the group in
     one table, one line per run (``"rich"``/``"plain"``; ``"none"`` by default).
+    ``pump="process"`` (the default) pumps the N runs in one agent process,
+    ``"thread"`` in one thread of this process; ``agent_nice`` is the agent's niceness
+    above this process's, as for a single run.
 
     ``log_step(step, metrics, reward, axes=...)``: a value with a leading axis of one
     entry per run (NumPy, torch, JAX, a list) is split across the runs, a plain number
@@ -110,7 +131,11 @@ class RunGroup:
         display: DisplayName = "none",
         refresh_per_second: int = 4,
         system_interval: float = DEFAULT_SYSTEM_INTERVAL,
+        pump: PumpMode = "process",
+        agent_nice: int = DEFAULT_AGENT_NICE,
     ) -> None:
+        if pump not in PUMP_MODES:
+            raise ValueError(f"pump must be one of {PUMP_MODES}, got {pump!r}")
         self.seeds = _seeds(runs)
         self.runs = len(self.seeds)
         if not log_dir:
@@ -147,7 +172,8 @@ class RunGroup:
                     "refresh_per_second": refresh_per_second,
                     # one process: its CPU and memory are sampled once, in the first run
                     "system_interval": system_interval if k == 0 else 0.0,
-                    "pump": "thread",
+                    "pump": pump,
+                    "agent_nice": agent_nice,
                 }
             )
             opts.backend_names()  # bad names fail here
@@ -168,47 +194,37 @@ class RunGroup:
             raise ValueError(f"display must be 'none', 'plain' or 'rich', got {display!r}")
         self._display = display
         self._refresh = refresh_per_second
-        self._pump = self._start()
+        line = options[0].in_process_line()
+        if line is not None:  # e.g. a Backend object in backends=: it lives here
+            say_to_stderr(line)
+        #: where the runs' pumps run: "process" (the group's agent) or "thread"
+        self.pump: PumpMode = "thread" if pump == "thread" or line is not None else "process"
+        self._pump: GroupPump | None = None
+        self._driver = self._start()
         _live_groups.add(self)
         _install_sigterm()  # SIGTERM raises SystemExit(143): the exit hook drains the runs
 
-    def _start(self) -> GroupPump:
-        from .._pump._grouppump import GroupPump
-        from .._pump._wiring import Core
+    def _start(self) -> _GroupDriver:
+        from .._pump._grouppump import GroupSpec, group_pump
 
-        cores: list[Core] = []
-        for k, opts in enumerate(self._options):
+        def on_alert(k: int, alert: Alert) -> None:
+            self._alerts[k] = (*self._alerts[k], alert)
+            if alert.stop:
+                self._stopped[k] = True
 
-            def on_alert(alert: Alert, early: bool = False, k: int = k) -> None:
-                self._alerts[k] = (*self._alerts[k], alert)
-                if alert.stop:
-                    self._stopped[k] = True
-
-            cores.append(Core(opts, on_alert=on_alert))
-        runs = self.runs
-        screen = None
-        if self._display != "none":
-            from .._display._grouptable import GroupScreen
-
-            title = f"{self.name}: {runs} runs"
-            screen = GroupScreen(title, live=self._display == "rich")
-
-        def split(item: Any) -> list[ev.Event]:
-            if item[0] is _PER_RUN:  # already one event per run
-                return list(item[1])
-            if type(item[0]) is float:  # a group log_step (``take_batch``)
-                return split_step(item, runs)
-            return [item] * runs  # an event every run gets as is
-
-        names = [os.path.basename(d) for d in self.run_dirs]
-        return GroupPump(
-            cores,
-            self._intake,
-            split,
-            names=names,
-            screen=screen,
-            refresh_per_second=self._refresh,
+        spec = GroupSpec(
+            self._options,
+            [os.path.basename(d) for d in self.run_dirs],
+            f"{self.name}: {self.runs} runs",
+            self._display,
+            self._refresh,
         )
+        if self.pump == "process":
+            from ._groupside import GroupAgentSide
+
+            return GroupAgentSide(spec, self._intake, on_alert)
+        self._pump = group_pump(spec, self._intake, on_alert).start_thread()
+        return _ThreadDriver(self._pump)
 
     # -- the hot path ---------------------------------------------------------------------------
     def log_step(
@@ -252,7 +268,7 @@ class RunGroup:
                 0.0,
             )
             per_run.append(event if ax is None else (*event, axes_at(ax, k)))
-        self._put((_PER_RUN, per_run))
+        self._put((PER_RUN, per_run))
 
     # -- what the runs' rules saw ------------------------------------------------------------------
     @property
@@ -272,14 +288,20 @@ class RunGroup:
 
     def states(self) -> list[RunView]:
         """Each run's live state, as the read-only :class:`~aoff.RunView` (for the
-        group's table)."""
+        group's table): only with ``pump="thread"``, where the states live in this
+        process."""
+        if self._pump is None:
+            raise RuntimeError(
+                "RunGroup.states(): the runs' states live in the group's agent process; "
+                "pump='thread' keeps them in this one"
+            )
         return [c.state for c in self._pump.cores]
 
     # -- the calls that wait ----------------------------------------------------------------------
     def flush(self) -> None:
         """Block until every run wrote and flushed everything logged so far."""
         if not self._stopping:
-            self._pump.flush()
+            self._driver.flush(self._options[0].finish_timeout + 5.0)
 
     def finish(self) -> tuple[FinishReport, ...]:
         """Drain every run, close their backends; one report per run (idempotent).
@@ -303,7 +325,7 @@ class RunGroup:
             self._put = self._after_close
             opts = self._options[0]
             final = ev.finish_event(self._clock(), "Training Summary", "", interrupted)
-            reports = self._pump.stop(final, True, opts.finish_timeout + 5.0)
+            reports = self._driver.stop(final, True, opts.finish_timeout + 5.0)
             lost = self._intake.dropped
             for r in reports:
                 r.dropped_events += lost
@@ -328,6 +350,20 @@ class RunGroup:
         tb: types.TracebackType | None,
     ) -> None:
         self._stop(interrupted=exc_type is not None)
+
+
+class _ThreadDriver:
+    """The pump thread as a :class:`_GroupDriver` (it always progresses or ends, so a
+    flush needs no bound)."""
+
+    def __init__(self, pump: GroupPump) -> None:
+        self.pump = pump
+
+    def flush(self, idle_timeout: float) -> None:
+        self.pump.flush()
+
+    def stop(self, final: Event, summary: bool, idle_timeout: float) -> list[FinishReport]:
+        return self.pump.stop(final, summary, idle_timeout)
 
 
 def _exit_hook() -> None:

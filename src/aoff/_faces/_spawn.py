@@ -32,6 +32,15 @@ def start_agent(
     ``bench_loop_lag.py`` (asyncio, alternated, with the shipper's pacing fixed) ran 34 /
     14 / 28 collections with it, a full one (13-15 ms) among them in two runs of three,
     and 16 / 11 / 4 without, none full; the p99 lateness the same within the noise."""
+    proc, ours = spawn_agent(big_send_buffer=big_send_buffer)
+    link = Link(ours)
+    link.queue(encode(Hello(options)))
+    return proc, link
+
+
+def spawn_agent(*, big_send_buffer: bool = True) -> tuple[subprocess.Popen[bytes], socket.socket]:
+    """Start ``python -m aoff._agent`` on one end of a socket pair; the other end, here,
+    waits for the hello (a run's options, or a run group's, ``_faces/_groupside.py``)."""
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     if big_send_buffer:
         with contextlib.suppress(OSError):  # room for bytes in flight (SEND_BUFFER_BYTES)
@@ -57,6 +66,4 @@ def start_agent(
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
         theirs.close()
-    link = Link(ours)
-    link.queue(encode(Hello(options)))
-    return proc, link
+    return proc, ours

@@ -1,18 +1,25 @@
-"""``GroupPump``: the pumps of a run group's N runs on one event loop, in one thread.
+"""``GroupPump``: the pumps of a run group's N runs on one event loop.
 
 Why one loop for N runs: a run group (``aoff.RunGroup``) is many runs of one program
 (seeds trained side by side, a vmapped JAX program). Each run keeps a whole pump of its
-own (its state, backends, summary file, rules), but they share one thread and one loop
-("aoff-group"), and the training loop hands them one event per group call: the splitter
-task here turns each into one event per run (``split``) and moves them into the runs'
-buffers, off the training loop. Backpressure: the splitter moves events only while every
-run's buffer has room, so the group's own buffer (and its overflow policy, counted) is
-where a flood stops.
+own (its state, backends, summary file, rules), but they share one loop, and the
+training loop hands them one item per group call: the splitter task here turns each into
+one event per run (``split_item``) and moves them into the runs' buffers, off the
+training loop. Backpressure: the splitter moves events only while every run's buffer has
+room, so the group's own buffer (and its overflow policy, counted) is where a flood
+stops.
+
+Where the loop runs is the caller's: the group's agent process runs it on its main
+thread (``_agent/_groupserve.py``, ``pump="process"``), the training process in the
+"aoff-group" thread (:meth:`GroupPump.start_thread`, ``pump="thread"``). Either way
+:meth:`flush` and :meth:`stop` are called from another thread and reach the loop only
+through anyio's thread bridge.
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -22,27 +29,78 @@ import anyio.lowlevel
 
 from .._core._buffer import EventBuffer
 from .._core._events import Event
+from .._core._groupbatch import split_item
 from .._core._report import FinishReport, gave_up_line
+from .._core._rules import Alert
 from .._core._say import say_to_stderr
 from .._core._state import State
 from .._display._grouptable import GroupRow, GroupScreen
+from ._options import Options
 from ._progresswatch import ProgressWatch, wait_progressing
 from ._thread import start_loop_thread
 from ._wiring import Core
 
-__all__ = ["GroupPump"]
+__all__ = ["GroupPump", "GroupSpec", "group_pump"]
 
 #: group events moved per turn of the splitter before it yields to the pumps
 SPLIT_SLICE = 256
 TICK = 0.02
 
 
+class GroupSpec:
+    """What builds a group's pumps, in this process or in the group's agent (pickled in
+    its hello): each run's options, its name, and the group's table."""
+
+    def __init__(
+        self,
+        options: Sequence[Options],
+        names: Sequence[str],
+        title: str,
+        display: str,
+        refresh_per_second: float,
+    ) -> None:
+        self.options = tuple(options)
+        self.names = tuple(names)
+        self.title = title
+        self.display = display
+        self.refresh_per_second = refresh_per_second
+
+
+def group_pump(
+    spec: GroupSpec,
+    intake: EventBuffer,
+    on_alert: Callable[[int, Alert], None],
+    on_tick: Callable[[], object] | None = None,
+) -> GroupPump:
+    """The group's N pumps (one :class:`Core` a run) and its table, from ``spec``."""
+    cores: list[Core] = []
+    for k, opts in enumerate(spec.options):
+
+        def alerted(alert: Alert, early: bool = False, k: int = k) -> None:
+            on_alert(k, alert)
+
+        cores.append(Core(opts, on_alert=alerted))
+    screen = None
+    if spec.display != "none":
+        screen = GroupScreen(spec.title, live=spec.display == "rich")
+    runs = len(cores)
+    return GroupPump(
+        cores,
+        intake,
+        lambda item: split_item(item, runs),
+        names=spec.names,
+        screen=screen,
+        refresh_per_second=spec.refresh_per_second,
+        on_tick=on_tick,
+    )
+
+
 class GroupPump:
     """N :class:`Core` pumps and the splitter that feeds them from ``intake``.
 
-    ``split(item)`` returns the item's one event per run, in the runs' order. The
-    training thread calls :meth:`flush` and :meth:`stop`; both reach the loop only
-    through anyio's thread bridge.
+    ``split(item)`` returns the item's one event per run, in the runs' order; ``on_tick``
+    is called on every turn of the splitter (the agent's acks). :meth:`run` is the loop's
+    work; another thread calls :meth:`flush` and :meth:`stop`.
     """
 
     def __init__(
@@ -54,6 +112,7 @@ class GroupPump:
         names: Sequence[str] = (),
         screen: GroupScreen | None = None,
         refresh_per_second: float = 4.0,
+        on_tick: Callable[[], object] | None = None,
     ) -> None:
         self.cores = list(cores)
         self._names = list(names) or [str(k) for k in range(len(self.cores))]
@@ -62,11 +121,18 @@ class GroupPump:
         self._next_frame = 0.0
         self.intake = intake
         self._split = split
+        self._on_tick = on_tick
         self._final: Event | None = None
         self._wake: anyio.Event | None = None
         self._token: Any = None
+        #: set once :meth:`run` ended (every run's pump returned)
+        self.done = threading.Event()
+        self._thread: threading.Thread | None = None
 
-        async def main(ready: Callable[[], None]) -> None:
+    async def run(self, ready: Callable[[], None]) -> None:
+        """Every run's pump and the splitter, until :meth:`stop`; ``ready()`` once
+        :meth:`flush` and :meth:`stop` may be called."""
+        try:
             self._token = anyio.lowlevel.current_token()
             self._wake = anyio.Event()
             ready()
@@ -74,8 +140,13 @@ class GroupPump:
                 for core in self.cores:
                     tg.start_soon(core.pump.run, core.context)
                 tg.start_soon(self._splitter)
+        finally:
+            self.done.set()
 
-        self.thread = start_loop_thread(main, "aoff-group", "the group's pump thread")
+    def start_thread(self) -> GroupPump:
+        """Run the loop in the "aoff-group" daemon thread of this process."""
+        self._thread = start_loop_thread(self.run, "aoff-group", "the group's pump thread")
+        return self
 
     # -- on the loop ------------------------------------------------------------------------
     def _room(self) -> bool:
@@ -109,10 +180,16 @@ class GroupPump:
             self._screen = None
             say_to_stderr(f"aoff: the group's table is off: {type(exc).__name__}: {exc}")
 
+    def steps(self) -> tuple[int, ...]:
+        """Each run's steps folded so far."""
+        return tuple(c.pump.progress().steps for c in self.cores)
+
     async def _splitter(self) -> None:
         while True:
             moved = self._move()
             self._frame()
+            if self._on_tick is not None:
+                self._on_tick()
             if self._final is not None and not len(self.intake):
                 for core in self.cores:
                     core.buffer.append_final(self._final)
@@ -141,7 +218,7 @@ class GroupPump:
     # -- from the training thread ---------------------------------------------------------------
     def flush(self) -> None:
         """Wait until every run wrote and flushed everything logged so far."""
-        if self.thread.is_alive():
+        if not self.done.is_set():
             with contextlib.suppress(RuntimeError):  # the loop ended meanwhile
                 anyio.from_thread.run(self._flush, token=self._token)
 
@@ -180,7 +257,11 @@ class GroupPump:
             return tuple(marks)
 
         idle = ProgressWatch(mark, idle_timeout)
-        thread = self.thread
+        thread = self._thread
+        if thread is None:  # the loop is the caller's (the agent's main thread)
+            done = self.done
+            return wait_progressing(done.is_set, idle, lambda: done.wait(0.25))
+        # the thread's end, not only the loop's: what its frames hold is let go of then
         return wait_progressing(lambda: not thread.is_alive(), idle, lambda: thread.join(0.25))
 
 

@@ -9,6 +9,8 @@ of the pump's is touched here.
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -85,3 +87,12 @@ class SummaryKeeper:
         state = "interrupted" if interrupted else "finished"
         with anyio.move_on_after(FINAL_WRITE_BOUND):
             await self._write(self._snapshot(state))
+            # the run indexes above the run (``aoff ls --where``) learn of it now
+            from .._runfolder.reading._runindex import note_finished
+
+            path = self.summary.path
+            with contextlib.suppress(Exception):  # an index is a cache: the next look reads
+                await anyio.to_thread.run_sync(
+                    lambda: note_finished(os.path.dirname(os.path.abspath(path))),
+                    abandon_on_cancel=True,
+                )

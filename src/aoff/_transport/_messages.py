@@ -9,12 +9,14 @@ class and its fields, about as small and fast as the plain tuples they replace, 
 to the peer (:data:`ToPeer`)
     :class:`Hello` (the agent's first message: the run's options), :class:`Events`,
     :class:`Out` (text the training process printed; the agent only), :class:`Flush`,
-    :class:`Stop`
+    :class:`Stop`; a run group's agent also takes :class:`GroupStop`
 from the peer (:data:`FromPeer`)
     :class:`Ack` (the agent only, at most every ``ACK_INTERVAL``), :class:`Alerted` (the
     agent only, as a rule fires), :class:`Flushed`,
     :class:`Report` (the last word: a :class:`~aoff.FinishReport` from the agent, a
-    :class:`ProducerReport` from a run taking a producer's events)
+    :class:`ProducerReport` from a run taking a producer's events); a run group's agent
+    (``_agent/_groupserve.py``) answers :class:`GroupAck`, :class:`GroupAlerted`,
+    :class:`Flushed` and, last, :class:`GroupReport` instead
 """
 
 from __future__ import annotations
@@ -33,6 +35,10 @@ __all__ = [
     "Flush",
     "Flushed",
     "FromPeer",
+    "GroupAck",
+    "GroupAlerted",
+    "GroupReport",
+    "GroupStop",
     "Hello",
     "Out",
     "ProducerReport",
@@ -87,6 +93,14 @@ class Stop(NamedTuple):
     summary: bool
 
 
+class GroupStop(NamedTuple):
+    """A run group's last word to its agent: close every run with ``final`` (the closing
+    event), with the summary or not, and send the reports."""
+
+    final: tuple[Any, ...]
+    summary: bool
+
+
 # -- from the peer ------------------------------------------------------------------------------
 class Ack(NamedTuple):
     """How far the run got: steps folded, and records written per backend; the agent's
@@ -131,10 +145,29 @@ class Report(NamedTuple):
     state: dict[str, Any] | None
 
 
-ToPeer: TypeAlias = Hello | Events | Out | Flush | Stop
-FromPeer: TypeAlias = Ack | Alerted | Flushed | Report
-_TO_PEER = (Hello, Events, Out, Flush, Stop)
-_FROM_PEER = (Ack, Alerted, Flushed, Report)
+class GroupAck(NamedTuple):
+    """How far a run group's agent got: each run's steps folded."""
+
+    steps: tuple[int, ...]
+
+
+class GroupAlerted(NamedTuple):
+    """A rule of run ``run`` (its index in the group) fired."""
+
+    run: int
+    alert: Alert
+
+
+class GroupReport(NamedTuple):
+    """A run group's agent's last word: one report per run, in the group's order."""
+
+    reports: tuple[FinishReport, ...]
+
+
+ToPeer: TypeAlias = Hello | Events | Out | Flush | Stop | GroupStop
+FromPeer: TypeAlias = Ack | Alerted | Flushed | Report | GroupAck | GroupAlerted | GroupReport
+_TO_PEER = (Hello, Events, Out, Flush, Stop, GroupStop)
+_FROM_PEER = (Ack, Alerted, Flushed, Report, GroupAck, GroupAlerted, GroupReport)
 
 
 def encode(message: ToPeer | FromPeer) -> bytes:

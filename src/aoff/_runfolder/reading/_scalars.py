@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Collection, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -31,6 +31,8 @@ from .._tagseries import Columns, Series, joined
 from ..tensorboard import _evfolder  # noqa: F401  (the event parser, loaded with its reader)
 from ._formats import formats, labels
 from ._runfind import runs_in
+from ._scalarpool import Workers, check_workers
+from ._where import Where, compile_where
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -97,41 +99,80 @@ class ScalarReader:
     its first read that finds files: its event files, else ``metrics.jsonl``, else
     ``progress.csv``. :func:`read_scalars` is the one-shot form.
 
+    ``where``: only the runs this filter keeps (see :func:`read_scalars`), chosen when
+    the reader is made. ``workers=N``: the runs are read by ``N`` worker processes (0: one
+    a core), each keeping its share's offsets, so every :meth:`read` reads what was
+    appended in parallel and returns what one process would; :meth:`close` (or ``with``)
+    ends them.
+
     A path that does not exist raises ``FileNotFoundError`` at :meth:`read`; an existing
     folder with no data yet reads as no rows (a run that has not written yet)."""
 
-    def __init__(self, paths: PathArg | Iterable[PathArg], tags: Iterable[str] | None = None):
+    def __init__(
+        self,
+        paths: PathArg | Iterable[PathArg],
+        tags: Iterable[str] | None = None,
+        *,
+        where: str | None = None,
+        workers: int = 1,
+    ):
+        n = check_workers(workers)
         if isinstance(paths, str | os.PathLike):
             paths = [paths]
         wanted = None if tags is None else frozenset([tags] if isinstance(tags, str) else tags)
+        test = None if where is None else compile_where(where)
         self._skipped: list[str] = []  # folders of runs that could not be listed
-        self._runs = [_Run(run, wanted) for p in paths for run in _runs_named(p, self._skipped)]
+        self._index_notes: list[str] = []  # a run index that could not be kept
+        self._runs = [
+            _Run(run, wanted)
+            for p in paths
+            for run in _runs_named(p, self._skipped, test, self._index_notes)
+        ]
         self._said: dict[str, tuple[int, int]] = {}
         self._said_notes: set[str] = set()
+        #: with workers: the worker processes, each run's state as of the last read, and
+        #: the warnings they returned that are not said yet
+        self._pool: Workers | None = None
+        self._states: list[RunState] = []
+        self._pending: list[str] = []
+        if n > 1 and len(self._runs) > 1:
+            self._pool = Workers(_Share, [r.path for r in self._runs], wanted, n)
+
+    def close(self) -> None:
+        """End the worker processes (``workers > 1``); a later :meth:`read` raises."""
+        if self._pool is not None:
+            self._pool.close()
+
+    def __enter__(self) -> ScalarReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _state(self) -> list[RunState]:
+        """Each run's state: from the workers' last answers, or of the runs here."""
+        if self._pool is not None:
+            return self._states
+        return [_state_of(run, [], []) for run in self._runs]
 
     @property
     def problems(self) -> list[str]:
         """One line for each file with skipped records or a torn end, as of the last read."""
         lines = [f"{line}: skipped" for line in self._skipped]
-        for run in self._runs:
-            lines.extend(run.notes())
-            for path, corrupt, torn in run.problems():
-                if corrupt:
-                    lines.append(f"{path}: {corrupt} corrupt record(s) skipped")
-                if torn:
-                    lines.append(f"{path}: the last record is torn ({torn} bytes); read up to it")
+        for st in self._state():
+            lines.extend(st.problems)
         return lines
 
     @property
     def bytes_read(self) -> int:
         """Bytes of event files read so far (each byte once, however often :meth:`read`
         is called)."""
-        return sum(run.points.bytes_read for run in self._runs if run.points is not None)
+        return sum(st.bytes_read for st in self._state())
 
     @property
     def bulk_records(self) -> int:
         """Event records decoded in bulk so far (the others one by one)."""
-        return sum(run.points.bulk_records for run in self._runs if run.points is not None)
+        return sum(st.bulk_records for st in self._state())
 
     @property
     def retracted(self) -> list[tuple[str, int, frozenset[str] | None]]:
@@ -140,9 +181,8 @@ class ScalarReader:
         points at ``step`` and after, of those tags (all when None)."""
         return [
             (run.name, step, tags)
-            for run in self._runs
-            if run.points is not None
-            for step, tags in run.points.retracted
+            for run, st in zip(self._runs, self._state(), strict=True)
+            for step, tags in st.retracted
         ]
 
     def read_columns(self) -> list[tuple[str, str, Columns]]:
@@ -151,15 +191,15 @@ class ScalarReader:
         return [(run, tag, joined(parts)) for run, tag, parts in self._read_parts()]
 
     def _read_parts(self) -> list[tuple[str, str, list[Columns]]]:
-        out: list[tuple[str, str, list[Columns]]] = []
-        for run in self._runs:
-            for series in run.read():
-                for tag, s in series.items():
-                    if len(s):
-                        out.append((run.name, tag, s.take_parts()))
-            if run.points is not None:
-                run.points.handed_out()
-        return out
+        if self._pool is not None:
+            self._states = self._pool.ask("read")
+            out: list[tuple[str, str, list[Columns]]] = []
+            for run, st in zip(self._runs, self._states, strict=True):
+                run.kind = st.kind
+                self._pending.extend(st.said)
+                out.extend((run.name, tag, parts) for tag, parts in st.parts)
+            return out
+        return [(run.name, tag, parts) for run in self._runs for tag, parts in _run_parts(run)]
 
     def read(self) -> pd.DataFrame:
         """The new points as a long DataFrame: ``run``, ``tag`` (both categorical),
@@ -168,30 +208,104 @@ class ScalarReader:
 
     def warn_problems(self) -> None:
         """One :class:`aoff.AoffWarning` per file whose problems changed since the last."""
-        for line in [f"{s}: skipped" for s in self._skipped] + [
-            n for run in self._runs for n in run.notes()
-        ]:
+        lines = [f"{s}: skipped" for s in self._skipped] + self._index_notes
+        if self._pool is not None:
+            lines += self._pending
+            self._pending = []
+        else:
+            lines += [n for run in self._runs for n in run.notes()]
+            lines += [m for run in self._runs for m in self._new_problems(run)]
+        for line in lines:
             if line not in self._said_notes:
                 self._said_notes.add(line)
                 warnings.warn(line, AoffWarning, stacklevel=3)
-        for run in self._runs:
-            for path, corrupt, torn in run.problems():
-                if (corrupt, torn) == self._said.get(path, (0, 0)):
-                    continue
-                self._said[path] = (corrupt, torn)
-                parts = []
-                if corrupt:
-                    parts.append(f"{corrupt} corrupt record(s) skipped")
-                if torn:
-                    parts.append(f"the last record is torn ({torn} bytes); read up to it")
-                if parts:
-                    warnings.warn(f"{path}: {'; '.join(parts)}", AoffWarning, stacklevel=3)
+
+    def _new_problems(self, run: _Run) -> list[str]:
+        """A line for each file of ``run`` whose problems changed since the last look."""
+        out = []
+        for path, corrupt, torn in run.problems():
+            if (corrupt, torn) == self._said.get(path, (0, 0)):
+                continue
+            self._said[path] = (corrupt, torn)
+            self._said_notes.discard(path)
+            parts = []
+            if corrupt:
+                parts.append(f"{corrupt} corrupt record(s) skipped")
+            if torn:
+                parts.append(f"the last record is torn ({torn} bytes); read up to it")
+            if parts:
+                out.append(f"{path}: {'; '.join(parts)}")
+        return out
 
 
-def _runs_named(given: PathArg, skipped: list[str]) -> list[str]:
+class RunState(NamedTuple):
+    """One run as a worker read it: what is new, and what the reader's properties say."""
+
+    parts: list[tuple[str, list[Columns]]]
+    kind: str | None
+    said: list[str]  # the warnings this read gives, not said before
+    problems: list[str]
+    bytes_read: int
+    bulk_records: int
+    retracted: list[tuple[int, frozenset[str] | None]]
+
+
+def _run_parts(run: _Run) -> list[tuple[str, list[Columns]]]:
+    """What is new of ``run``, by tag."""
+    out = [(tag, s.take_parts()) for series in run.read() for tag, s in series.items() if len(s)]
+    if run.points is not None:
+        run.points.handed_out()
+    return out
+
+
+def _state_of(run: _Run, parts: list[tuple[str, list[Columns]]], said: list[str]) -> RunState:
+    problems = list(run.notes())
+    for path, corrupt, torn in run.problems():
+        if corrupt:
+            problems.append(f"{path}: {corrupt} corrupt record(s) skipped")
+        if torn:
+            problems.append(f"{path}: the last record is torn ({torn} bytes); read up to it")
+    pts = run.points
+    return RunState(
+        parts,
+        run.kind,
+        said,
+        problems,
+        0 if pts is None else pts.bytes_read,
+        0 if pts is None else pts.bulk_records,
+        [] if pts is None else list(pts.retracted),
+    )
+
+
+class _Share:
+    """A worker's share of a :class:`ScalarReader`'s runs (``workers > 1``)."""
+
+    def __init__(self, names: list[str], tags: Collection[str] | None) -> None:
+        self.reader = ScalarReader([])
+        self.reader._runs = [_Run(name, tags) for name in names]
+
+    def read(self) -> list[RunState]:
+        reader = self.reader
+        out = []
+        for run in reader._runs:
+            parts = _run_parts(run)
+            said = [n for n in run.notes() if n not in reader._said_notes]
+            reader._said_notes.update(said)
+            out.append(_state_of(run, parts, said + reader._new_problems(run)))
+        return out
+
+
+def _runs_named(
+    given: PathArg, skipped: list[str], where: Where | None = None, notes: list[str] | None = None
+) -> list[str]:
     """The runs ``given`` names: itself, or the runs of a folder of runs. A folder with
-    no run in it yet stays itself (a run that has not written yet)."""
+    no run in it yet stays itself (a run that has not written yet). With ``where``, only
+    the runs it keeps (a folder of runs through its run index)."""
     path = os.fspath(given)
+    if where is not None:
+        from ._runindex import select_runs
+
+        return select_runs(path, where, skipped, notes=notes)
     return runs_in(path, skipped) or [path]
 
 
@@ -233,6 +347,8 @@ def read_scalars(
     *,
     axes: bool = False,
     bucket: int | None = None,
+    where: str | None = None,
+    workers: int = 1,
 ) -> pd.DataFrame:
     """Every scalar of the runs at ``paths`` as one long DataFrame (``run``, ``tag``,
     ``step``, ``wall_time``, ``value``; ``run`` is each path as given, or a folder of
@@ -247,6 +363,14 @@ def read_scalars(
     ``mean``, ``last`` and ``count`` of the values and its last point's ``wall_time``:
     an envelope that never hides a spike (``ValueError`` unless ``N`` is an int >= 1).
 
+    ``where``: only the runs this filter keeps (the ``--where`` language of ``aoff ls``:
+    ``'config.env == "Hopper-v4" and config.seed < 5'``), a folder of runs through its
+    run index; a ``ValueError`` naming the column when it is not a filter.
+
+    ``workers=N``: the runs are read by ``N`` processes (0: one per core), the same
+    table as one; a script calling it keeps its work under ``if __name__ ==
+    "__main__":``, as with any ``multiprocessing`` program.
+
     Raises ``FileNotFoundError`` for a path that does not exist and ``ValueError`` for
     one that holds no event files, ``metrics.jsonl`` or ``progress.csv``. A torn last
     record, a corrupt one in the middle, rows without a step and rows whose step is
@@ -260,10 +384,11 @@ def read_scalars(
         from ._envelopes import envelopes
 
         envelopes(to_frame([]), bucket)  # a bad bucket is refused before any reading
+    check_workers(workers)
     wanted = None if tags is None else list(tags)
     # the axes are tags of their own: read every tag, keep those asked for once joined
-    reader = ScalarReader(paths, None if axes else wanted)
-    columns = reader._read_parts()
+    with ScalarReader(paths, None if axes else wanted, where=where, workers=workers) as reader:
+        columns = reader._read_parts()
     for run in reader._runs:
         if run.kind is None:
             raise ValueError(f"{run.path}: no {labels(points=True)} in it")

@@ -1,0 +1,308 @@
+"""Thousands of runs: ``aoff ls --where``, ``read_scalars`` of one tag for every run and
+``aoff compare``, each beside TensorBoard's reader (``EventAccumulator``) on the same files.
+
+The folder: ``--runs`` runs (``{env}/{env}-seed{s}``) of ``--steps`` steps x ``--tags`` tags,
+each run one event file of torch ``SummaryWriter``'s framing (one record per
+``add_scalar``) and the ``config.json`` aoff's JSONL backend writes (``env``, ``seed``:
+what ``--where`` reads). Writing 10^7 records through torch's writer takes an hour, so
+the files are encoded by aoff's own ``EventEncoder`` and framed by ``frame_many``, each
+run's values its own (a seeded curve); every run first checks, on a small file, that
+these bytes are record for record what torch's ``SummaryWriter`` writes for the same
+calls. The default is a reduced size that runs in minutes on a shared 2-core machine;
+``--full`` is the issue's 1,000 runs x 10,000 steps x 5 tags (~2.6 GB, ~25 GB of RAM
+for ``EventAccumulator``'s reads: give ``--tb-runs`` to time it on a subset).
+
+Timed, each on the folder in the page cache (the load average printed beside):
+
+* ``aoff ls ROOT --where FILTER``, a fresh process: the first look (it builds the run
+  index: every run's files read) and a warm one (the index checked by stats); beside it,
+  what TensorBoard has to show the same runs: ``EventAccumulator.Reload()`` of each run,
+  the filter applied to its ``config.json``;
+* ``read_scalars(ROOT, tags=[TAG])`` with ``workers=1``, ``2`` and one a core (the
+  scaling), the tables checked equal; beside it, ``EventAccumulator`` reading each run
+  and taking that tag (``size_guidance`` 0: every point);
+* ``aoff compare ROOT --metric TAG --json``, a fresh process (groups, IQM, bootstrap
+  intervals over every run); beside it, ``EventAccumulator`` reading the tag of each
+  run (the reading alone, no statistics).
+
+TensorBoard's figures are on the first ``--tb-runs`` runs (all by default) and given per
+run; the ratios are per run, side by side in one sitting.
+
+    python benchmarks/bench_scale.py            # 200 runs x 2,000 steps x 5 tags
+    python benchmarks/bench_scale.py --quick    # seconds: 24 runs x 200 steps
+    python benchmarks/bench_scale.py --full --tb-runs 100
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import resource
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+
+from aoff._core._records import StepRecord  # noqa: E402
+from aoff._runfolder.tensorboard._events import EventEncoder  # noqa: E402
+from aoff._runfolder.tensorboard._tfrecord import frame_many  # noqa: E402
+
+TAGS = (
+    "charts/episodic_return",
+    "losses/qf1_loss",
+    "losses/qf2_loss",
+    "losses/actor_loss",
+    "losses/alpha",
+)
+ENVS = ("Hopper-v4", "Ant-v4", "Walker2d-v4", "HalfCheetah-v4")
+START = 1_733_380_000.0
+FILTER = 'config.env == "Hopper-v4" and config.seed < 5'
+
+
+def _load() -> str:
+    return "load {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
+
+
+def _value(run: int, step: int, t: int) -> float:
+    return math.sin(step * 0.01 + t + run) * (t + 1) + run * 0.01
+
+
+def _file_version() -> bytes:
+    """The first record: ``Event(wall_time, file_version="brain.Event:2")``."""
+    version = b"brain.Event:2"
+    return b"\x09" + struct.pack("<d", START) + b"\x1a" + bytes([len(version)]) + version
+
+
+def run_bytes(run: int, steps: int, tags: tuple[str, ...]) -> bytes:
+    """One run's event file: the file version, then ``add_scalar(tag, v, step, wall)``
+    per step and tag, as torch writes them (one record each)."""
+    enc = EventEncoder()
+    payloads = [_file_version()]
+    for step in range(steps):
+        wall = START + step * 0.01
+        for t, tag in enumerate(tags):
+            payloads.append(enc.encode(StepRecord(step, 0, wall, ((tag, _value(run, step, t)),))))
+    return frame_many(payloads)
+
+
+def check_against_torch(folder: Path) -> None:
+    """torch's ``SummaryWriter`` and this script on the same calls: equal records after
+    the first (the file version, stamped with the time of the writer's start)."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    steps = 60
+    writer = SummaryWriter(str(folder / "torch"))
+    for step in range(steps):
+        for t, tag in enumerate(TAGS):
+            writer.add_scalar(tag, _value(3, step, t), step, walltime=START + step * 0.01)
+    writer.close()
+    (theirs,) = (folder / "torch").iterdir()
+
+    def records(data: bytes) -> list[bytes]:
+        out, pos = [], 0
+        while pos < len(data):
+            n = int.from_bytes(data[pos : pos + 8], "little")
+            out.append(data[pos : pos + 16 + n])
+            pos += 16 + n
+        return out
+
+    a, b = records(run_bytes(3, steps, TAGS)), records(theirs.read_bytes())
+    if a[1:] != b[1:] or len(a) != steps * len(TAGS) + 1:
+        raise SystemExit("the built file is not what torch's SummaryWriter writes")
+    print(f"built file == torch SummaryWriter's bytes ({len(a) - 1} records)")
+
+
+def build(root: Path, runs: int, steps: int) -> int:
+    """The folder of runs; its bytes of event files."""
+    total = 0
+    for r in range(runs):
+        env = ENVS[r % len(ENVS)]  # compare groups the seeds of each env
+        folder = root / env / f"{env}-seed{r // len(ENVS):04d}"
+        folder.mkdir(parents=True)
+        data = run_bytes(r, steps, TAGS)
+        (folder / f"events.out.tfevents.{int(START)}.bench.{r}.0").write_bytes(data)
+        config = {"env": ENVS[r % len(ENVS)], "seed": r // len(ENVS), "lr": 3e-4}
+        (folder / "config.json").write_text(json.dumps(config))
+        total += len(data)
+    return total
+
+
+def _cpu() -> float:
+    """CPU seconds of this process, its ended children, and the forkserver's (the
+    workers are its children: it reaps them, so its children's times hold theirs)."""
+    from multiprocessing import forkserver
+
+    import psutil
+
+    me, kids = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    total = me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+    pid = getattr(getattr(forkserver, "_forkserver", None), "_forkserver_pid", None)
+    if pid:  # a private attribute: there is no public way to the server
+        t = psutil.Process(pid).cpu_times()
+        total += t.user + t.system + t.children_user + t.children_system
+    return total
+
+
+def _aoff(*args: str) -> tuple[float, str]:
+    """Wall time of ``aoff ARGS`` in a fresh process, and its output."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    t0 = time.perf_counter()
+    got = subprocess.run(
+        [sys.executable, "-m", "aoff", *args], capture_output=True, text=True, env=env, check=False
+    )
+    took = time.perf_counter() - t0
+    if got.returncode != 0:
+        raise SystemExit(f"aoff {' '.join(args)} failed: {got.stderr}")
+    return took, got.stdout
+
+
+def _tb_runs(root: Path, n: int) -> list[Path]:
+    from aoff._runfolder.reading._runfind import find_runs
+
+    return [Path(p) for p in find_runs(str(root))[:n]]
+
+
+def _accumulate(run: Path) -> object:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(run), size_guidance={"scalars": 0})
+    acc.Reload()
+    return acc
+
+
+def tb_ls(root: Path, n: int) -> tuple[float, int]:
+    """TensorBoard's way to the same list: every run loaded, the filter on its config."""
+    from aoff._runfolder.reading._where import compile_where
+
+    test = compile_where(FILTER)
+    t0 = time.perf_counter()
+    kept = 0
+    for run in _tb_runs(root, n):
+        acc = _accumulate(run)
+        config = json.loads((run / "config.json").read_text())
+        fields = {"config": config, "tags": acc.Tags()["scalars"]}  # type: ignore[attr-defined]
+        kept += test(fields)
+    return time.perf_counter() - t0, kept
+
+
+def tb_tag(root: Path, n: int) -> tuple[float, int]:
+    t0 = time.perf_counter()
+    points = 0
+    for run in _tb_runs(root, n):
+        points += len(_accumulate(run).Scalars(TAGS[0]))  # type: ignore[attr-defined]
+    return time.perf_counter() - t0, points
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--runs", type=int, default=200)
+    p.add_argument("--steps", type=int, default=2000)
+    p.add_argument("--full", action="store_true", help="1,000 runs x 10,000 steps x 5 tags")
+    p.add_argument("--quick", action="store_true", help="24 runs x 200 steps (a smoke test)")
+    p.add_argument("--tb-runs", type=int, default=None, help="time TensorBoard on these many runs")
+    p.add_argument("--dir", default=None, help="build the folder here (kept); default: a temp one")
+    ns = p.parse_args()
+    if ns.full:
+        ns.runs, ns.steps = 1000, 10_000
+    if ns.quick:
+        ns.runs, ns.steps = 24, 200
+    tb_n = ns.runs if ns.tb_runs is None else min(ns.tb_runs, ns.runs)
+    import aoff
+
+    base = Path(ns.dir) if ns.dir else Path(tempfile.mkdtemp(prefix="aoff-scale-"))
+    try:
+        check_against_torch(base / "check")
+        root = base / "runs"
+        t0 = time.perf_counter()
+        size = build(root, ns.runs, ns.steps)
+        print(
+            f"{ns.runs:,} runs x {ns.steps:,} steps x {len(TAGS)} tags: {size / 1e6:,.1f} MB of "
+            f"event files, built in {time.perf_counter() - t0:.1f} s; {_load()}"
+        )
+        print(f"cores: {os.cpu_count()}; TensorBoard timed on {tb_n:,} runs")
+        print(
+            "| what | aoff s | aoff ms/run | TensorBoard s | TensorBoard ms/run "
+            "| ratio (per run) | load |"
+        )
+        print("| --- | ---: | ---: | ---: | ---: | ---: | --- |")
+
+        def row(what: str, ours: float, theirs: float | None) -> None:
+            per = ours / ns.runs * 1e3
+            if theirs is None:
+                print(f"| {what} | {ours:.2f} | {per:.2f} | | | | {_load()} |")
+                return
+            tper = theirs / tb_n * 1e3
+            print(
+                f"| {what} | {ours:.2f} | {per:.2f} | {theirs:.2f} | {tper:.2f} | "
+                f"{tper / per:.1f}x | {_load()} |"
+            )
+
+        # the folder into the page cache once, for every reader
+        for f in root.rglob("*tfevents*"):
+            f.read_bytes()
+        tb_ls_s, tb_kept = tb_ls(root, tb_n)
+        cold, out = _aoff("ls", str(root), "--where", FILTER, "--json")
+        kept = len(json.loads(out))
+        warm, _ = _aoff("ls", str(root), "--where", FILTER, "--json")
+        warm2, _ = _aoff("ls", str(root), "--where", FILTER, "--json")
+        start, _ = _aoff("--version")
+        row("aoff ls --where, first look (builds the index)", cold, tb_ls_s)
+        row("aoff ls --where, warm (index checked by stats)", min(warm, warm2), tb_ls_s)
+        row("  of which: starting python -m aoff", start, None)
+        if tb_n == ns.runs:
+            print(f"ls --where kept {kept} runs (TensorBoard's way on its runs: {tb_kept})")
+            if kept != tb_kept:
+                raise SystemExit("ls --where and TensorBoard's way kept different runs")
+        else:
+            print(f"ls --where kept {kept} runs (TensorBoard's way, on {tb_n}: {tb_kept})")
+
+        tb_tag_s, tb_points = tb_tag(root, tb_n)
+        times: dict[int, float] = {}
+        frames = {}
+        cpu: dict[int, float] = {}
+        for workers in sorted({1, 2, os.cpu_count() or 1}):
+            aoff.read_scalars(root / ENVS[0] / f"{ENVS[0]}-seed0000", tags=[TAGS[0]])  # imports
+            c0 = _cpu()
+            t0 = time.perf_counter()
+            frames[workers] = aoff.read_scalars(root, tags=[TAGS[0]], workers=workers)
+            times[workers] = time.perf_counter() - t0
+            cpu[workers] = _cpu() - c0
+            row(f"read_scalars of one tag, workers={workers}", times[workers], tb_tag_s)
+        one = frames[1]
+        for workers, df in frames.items():
+            if not df.equals(one):
+                raise SystemExit(f"workers={workers} gave another table than workers=1")
+        if len(one) != ns.runs * ns.steps:
+            raise SystemExit(f"read_scalars gave {len(one)} points, not {ns.runs * ns.steps}")
+        if tb_points != tb_n * ns.steps:
+            raise SystemExit(f"EventAccumulator gave {tb_points} points, not {tb_n * ns.steps}")
+        scaling = ", ".join(f"{w}: {times[1] / t:.2f}x" for w, t in times.items())
+        print(f"workers scaling (workers=1 time / workers=N time): {scaling}; {_load()}")
+        spent = ", ".join(f"{w}: {c:.2f} s" for w, c in cpu.items())
+        print(
+            f"CPU time of read_scalars, its workers included: {spent} (on a busy machine "
+            "the wall-time scaling is the share of the cores this job got; this is the work)"
+        )
+
+        took, out = _aoff("compare", str(root), "--metric", TAGS[0], "--json", "--reps", "2000")
+        groups = json.loads(out)["groups"]
+        row("aoff compare (read + IQM, bootstrap)", took, tb_tag_s)
+        print(f"compare: {len(groups)} groups over {sum(g['runs'] for g in groups)} runs")
+    finally:
+        if not ns.dir:
+            shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
