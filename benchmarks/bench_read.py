@@ -29,6 +29,11 @@ tensorboardX, SB3, and a file of many tags each appearing rarely.
     python benchmarks/bench_read.py            # 1 M steps x 10 tags, and 20 k for all
     python benchmarks/bench_read.py --quick    # seconds: tiny files, every check
     python benchmarks/bench_read.py --only-shapes [--quick]   # the client shapes table
+    python benchmarks/bench_read.py --only-files [--files 5000]  # many files, fixed cost
+
+``--only-files``: 5,000 event files of one record each in one folder, read by aoff and by
+``EventAccumulator`` (each in a fresh process), and the fixed cost of a call: importing
+aoff and reading a one-record file in a process that has imported pandas.
 """
 
 from __future__ import annotations
@@ -394,6 +399,79 @@ def bench_shapes(root: Path, steps: int, repeat: int) -> None:
     print(f"load average after: {Path('/proc/loadavg').read_text().split()[:3]}")
 
 
+def build_small_files(folder: Path, count: int) -> int:
+    """``count`` event files of one scalar record each (after the file version), torch's
+    framing, in one folder (the shape of many short runs' files, or a writer that opens a
+    new file often); their total size."""
+    total = 0
+    tag = b"charts/episodic_return"
+    for i in range(count):
+        value = b"\x0a" + _varint(len(tag)) + tag + b"\x15" + struct.pack("<f", i * 0.5)
+        inner = b"\x0a" + _varint(len(value)) + value
+        event = b"\x09" + struct.pack("<d", START + i) + b"\x10" + _varint(i + 1)
+        event += b"\x2a" + _varint(len(inner)) + inner
+        path = folder / f"events.out.tfevents.{1733380000 + i:010d}.bench.{i}.0"
+        path.write_bytes(frame_many([_header_event(), event]))
+        total += path.stat().st_size
+    return total
+
+
+_FIXED_COST = """
+import json, sys, time
+import pandas
+t0, c0 = time.perf_counter(), time.process_time()
+import aoff
+t1, c1 = time.perf_counter(), time.process_time()
+df = aoff.read_scalars(sys.argv[1])
+t2, c2 = time.perf_counter(), time.process_time()
+aoff.read_scalars(sys.argv[1])
+t3, c3 = time.perf_counter(), time.process_time()
+print(json.dumps([t1 - t0, c1 - c0, t2 - t1, c2 - c1, t3 - t2, c3 - c2, len(df)]))
+"""
+
+
+def bench_files(root: Path, count: int, repeat: int) -> None:
+    """Many one-record files in one folder, aoff beside ``EventAccumulator`` (each a fresh
+    process); then the fixed cost of a call: importing aoff and reading a one-record file,
+    in a process that has imported pandas already (best of ``repeat``), and a second call."""
+    folder = root / "small-files"
+    folder.mkdir()
+    size = build_small_files(folder, count)
+    check_equal(folder, quiet=True)
+    print(f"load average: {Path('/proc/loadavg').read_text().split()[:3]}")
+    print(f"| {count:,} one-record files ({size / 1e6:.2f} MB) | seconds | CPU seconds | rows |")
+    print("| --- | ---: | ---: | ---: |")
+    seconds = {}
+    for reader in ("aoff", "EventAccumulator"):
+        wall, cpu, rows = time_reader(reader, folder, repeat)
+        seconds[reader] = wall
+        print(f"| {reader} | {wall:.2f} | {cpu:.2f} | {rows:,} |")
+    print(f"aoff / EventAccumulator on {count:,} files: "
+          f"{seconds['EventAccumulator'] / seconds['aoff']:.1f}x as fast")  # fmt: skip
+    one = root / "one-file"
+    one.mkdir()
+    build_small_files(one, 1)
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    best = [float("inf")] * 6
+    for _ in range(max(repeat, 3)):
+        out = subprocess.run(
+            [sys.executable, "-c", _FIXED_COST, str(one)],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=env,
+        )
+        got = json.loads(out.stdout.strip().splitlines()[-1])
+        best = [min(a, b) for a, b in zip(best, got[:6], strict=True)]
+    ms = [f"{b * 1e3:.1f}" for b in best]
+    print(
+        f"fixed cost of a first read_scalars call of a one-record file, pandas imported: "
+        f"{ms[2]} ms ({ms[3]} ms of CPU); importing aoff before it {ms[0]} ms ({ms[1]} ms "
+        f"of CPU); a second call {ms[4]} ms ({ms[5]} ms of CPU)"
+    )
+    print(f"load average after: {Path('/proc/loadavg').read_text().split()[:3]}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=1_000_000)
@@ -403,9 +481,18 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="tiny files: seconds")
     parser.add_argument("--shape-steps", type=int, default=30_000, help="steps a shape")
     parser.add_argument("--only-shapes", action="store_true", help="the shapes table only")
+    parser.add_argument("--files", type=int, default=5_000, help="one-record files")
+    parser.add_argument(
+        "--only-files", action="store_true", help="the many files and fixed cost only"
+    )
     args = parser.parse_args()
     if args.quick:
         args.steps, args.small_steps, args.repeat, args.shape_steps = 20_000, 1_000, 1, 1_000
+        args.files = 50
+    if args.only_files:
+        with tempfile.TemporaryDirectory(prefix="aoff-bench-read-") as tmp:
+            bench_files(Path(tmp), args.files, args.repeat)
+        return
     if args.only_shapes:
         with tempfile.TemporaryDirectory(prefix="aoff-bench-read-") as tmp:
             bench_shapes(Path(tmp), args.shape_steps, args.repeat)
@@ -456,6 +543,7 @@ def main() -> None:
             shapes = root / "shapes"
             shapes.mkdir()
             bench_shapes(shapes, args.shape_steps, args.repeat)
+            bench_files(root, args.files, args.repeat)
 
 
 if __name__ == "__main__":

@@ -24,9 +24,10 @@ from typing import Any
 
 from rich.console import Console
 
-from aoff import Dashboard, State
+from aoff import Dashboard
 from aoff._cli._demo import run
 from aoff._cli._demo_config import DemoConfig
+from aoff._core._state import State
 
 
 class FrameKeeper:

@@ -304,3 +304,54 @@ def test_a_diverged_seed_is_named_and_never_scored_healthy(
     )
     rc, out, err = _aoff(capsys, "compare", str(probe_runs), "--metric", "reward/mean")
     assert rc == 0 and "1 diverged (scored -inf)" in out
+
+
+def test_a_one_point_spike_shows_in_the_drawn_envelope(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One seed's loss spikes at one step between the curve's grid steps: the IQM (over 3
+    runs, interpolated at the grid) never sees it, the envelope does, in the JSON, the
+    terminal chart (its top row, in the spike's column) and the figure's band."""
+    torch_tb = pytest.importorskip("torch.utils.tensorboard")
+    for seed in (1, 2, 3):
+        w = torch_tb.SummaryWriter(str(tmp_path / "runs" / f"sac__{seed}"))
+        for step in range(1000):
+            w.add_scalar("loss", 50.0 if seed == 2 and step == 437 else 1.0, step)
+        w.close()
+    runs = str(tmp_path / "runs")
+    args = ("--metric", "loss", "--json", "--points", "64", "--group", "(sac)__")
+    rc, out, err = _aoff(capsys, "compare", runs, *args)
+    assert rc == 0, err
+    (group,) = json.loads(out)["groups"]
+    curve = group["curve"]
+    assert 437.0 not in curve["steps"] and max(curve["iqm"]) == 1.0  # smoothed away
+    near = int(np.argmin([abs(s - 437) for s in curve["steps"]]))
+    assert curve["max"][near] == 50.0 and curve["min"][near] == 1.0
+    assert max(m for i, m in enumerate(curve["max"]) if i != near) == 1.0
+
+    from aoff._cli._comparechart import curve_chart
+    from aoff._cli._comparefig import draw_figure
+    from aoff._cli._series import RunSeries
+    from aoff._cli._stats import iqm_curve
+
+    series = [RunSeries(f"{runs}/sac__{seed}", "loss") for seed in (1, 2, 3)]
+    for s in series:
+        s.update([])
+    c = iqm_curve([(s.steps, s.values) for s in series], points=64, reps=200)
+    assert c is not None
+    lines = curve_chart([("sac", c)], 80, metric="loss").plain.splitlines()
+    top = lines[1]  # under the title: the row of the chart's greatest value
+    assert top.lstrip().startswith("50 |") and top.count("┊") == 1
+    left = top.index("|") + 1
+    col, cols = top.index("┊") - left, len(top) - left
+    assert abs(col - round(437 / 999 * (cols - 1))) <= 1  # in the spike's column
+    assert "┊ min to max of the runs" in lines[0]
+
+    import matplotlib.pyplot as plt
+
+    fig = draw_figure("loss", [("sac", 3, c)])
+    try:
+        tops = [p.vertices[:, 1].max() for k in fig.axes[0].collections for p in k.get_paths()]
+    finally:
+        plt.close(fig)
+    assert max(tops) == 50.0  # the envelope's band reaches the spike

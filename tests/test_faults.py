@@ -32,10 +32,10 @@ from aoff import (
     FinishReport,
     NullDisplay,
     OffPolicyLogger,
-    State,
 )
 from aoff._core._buffer import EventBuffer
 from aoff._core._recorder import Recorder
+from aoff._core._state import State
 from aoff._pump._pump import Pump, PumpSettings
 from aoff.testing import MemoryBackend, RecordingDisplay, probe
 from aoff.testing._faults import ship_inline_after

@@ -77,7 +77,7 @@ def test_aoff_backend_objects_are_rebuilt_in_the_agent(
     tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     tb, jl, csv = (
-        TensorBoardBackend(tmp_path / "tb", flush_secs=1.0, filename_suffix=".mine"),
+        TensorBoardBackend(tmp_path / "tb", filename_suffix=".mine"),
         JsonlBackend(tmp_path / "m.jsonl"),
         CsvBackend(tmp_path / "p.csv"),
     )

@@ -113,8 +113,10 @@ def test_a_registered_backend_runs_in_the_agent_resumes_and_is_listed(
 
 
 def test_names_come_from_the_registry(steps_registered: None, tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="'mlflow', 'trackio', 'steps' or a Backend"):
+    with pytest.raises(ValueError, match="unknown backend 'parquet'") as unknown:
         OffPolicyLogger(log_backend="none", backends=("parquet",), handle_sigterm=False)
+    listed = str(unknown.value)  # every registered name, the one registered here too
+    assert "'steps'" in listed and all(repr(n) in listed for n in _registry.names()), listed
     with pytest.raises(ValueError, match=r"needs log_dir \(writes log_dir/steps.txt\)"):
         OffPolicyLogger(log_backend="none", backends=("steps",), handle_sigterm=False)
     with pytest.raises(ValueError, match="is registered already"):

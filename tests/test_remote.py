@@ -430,7 +430,7 @@ def test_a_producers_own_rules_travel_to_the_run_and_judge_only_its_events(
     run = tmp_path / "run"
     log = _logger(run, log_backend="none", rules=[rules.stalled(300)])
     watched = log.remote("watched", rules=[rules.nonfinite(stop=True)])
-    assert pickle.loads(pickle.dumps(watched))._spec.rules == (rules.nonfinite(stop=True),)
+    assert pickle.loads(pickle.dumps(watched))._settings.rules == (rules.nonfinite(stop=True),)
     with pytest.raises(TypeError, match="not a rule"):
         log.remote("bad", rules=["nonfinite"])  # type: ignore[list-item]
     p = mp.get_context("spawn").Process(target=remote_child.nan_collector, args=(watched, 5, 3))

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 import aoff
 from aoff import rules
 from aoff._core._records import StepRecord, scalars_of
+from aoff._core._state import State
 from aoff._core._watch import Watch
 from aoff._pump import _actions
 from aoff._pump._options import Options
@@ -510,7 +511,7 @@ def test_the_dashboard_draws_the_banner_above_and_the_cost_below_the_panel() -> 
     from aoff._display._dashboard import Dashboard
     from aoff._display._summary import summary_panel
 
-    state = aoff.State(steps_logged=3, iteration=3, started=True, start_time=0.0)
+    state = State(steps_logged=3, iteration=3, started=True, start_time=0.0)
     state.alerts = (
         rules.Alert(1.0, "nonfinite", "train/q", 3, math.nan, "train/q is nan at step 3", True),
     )

@@ -33,8 +33,8 @@ from aoff import (
     Record,
     RunConfig,
     RunView,
-    State,
 )
+from aoff._core._state import State
 from aoff.testing import ManualClock, MemoryBackend, RecordingDisplay, await_until, wait_until
 
 from .conftest import (

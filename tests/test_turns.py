@@ -189,6 +189,7 @@ def _intake(n: int) -> tuple[Intake, list[int], list[Record]]:
     for e in events:
         buffer.put(e)
     state = State()
+    folded: list[Record] = []
     intake = Intake(
         buffer,
         state,
@@ -197,6 +198,7 @@ def _intake(n: int) -> tuple[Intake, list[int], list[Record]]:
         finish_timeout=5.0,
         on_change=lambda: None,
         on_slice=lambda: None,
+        on_records=folded.extend,
         shares=_turns.shared,  # as the pump passes them
         pause=_turns.apause,
     )
@@ -208,8 +210,6 @@ def _intake(n: int) -> tuple[Intake, list[int], list[Record]]:
         return drain(limit)
 
     buffer.drain = spy  # type: ignore[method-assign]
-    folded: list[Record] = []
-    intake.on_records = folded.extend
     return intake, sizes, folded
 
 

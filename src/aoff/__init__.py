@@ -11,7 +11,6 @@ from ._backends._base import Backend, BackendContext, Takes
 from ._core._buffer import DEFAULT_CAPACITY, Overflow
 from ._core._records import Record, RunConfig, StepRecord, TextRecord, WriterRecord
 from ._core._report import FinishReport
-from ._core._state import State
 from ._core._view import RunView
 from ._core._warning import AoffWarning
 from ._display._api import Display, NullDisplay
@@ -87,7 +86,6 @@ __all__ = [
     "RunGroup",
     "RunView",
     "ScalarReader",
-    "State",
     "StepRecord",
     "Takes",
     "TensorBoardBackend",
@@ -108,7 +106,6 @@ for _obj in (
     OffPolicyLogger,
     RunConfig,
     RunView,
-    State,
     StepRecord,
     Takes,
     TextRecord,

@@ -10,8 +10,8 @@ it to the OS in a single ``write`` on an unbuffered file. Nothing of the trainin
 event loop is spent on protobufs or I/O.
 
 Durability: because every batch goes straight to the OS, nothing written is ever held in
-this process's buffers, so the ``flush_secs`` bound (default 2 s, the same meaning as
-``SummaryWriter``'s) is always met even if the pump only ever calls :meth:`write`;
+this process's buffers, so the logger's ``flush_secs`` bound (default 2 s, the same
+meaning as ``SummaryWriter``'s) is always met even if the pump only ever calls :meth:`write`;
 :meth:`flush` has nothing left to do. The file is ``fsync``-ed once, at :meth:`close`
 (an ``fsync`` per batch would cost milliseconds on some disks for no gain against a
 process crash). A reader tolerates a truncated last record, so a machine crash loses at
@@ -107,20 +107,16 @@ class TensorBoardBackend(LockedFileBackend):
         self,
         log_dir: str | os.PathLike[str],
         *,
-        flush_secs: float = 2.0,
         filename_suffix: str = "",
         purge_after: int | None = None,
         x: str | None = None,
     ) -> None:
-        if not flush_secs > 0:
-            raise ValueError(f"flush_secs must be > 0, got {flush_secs!r}")
         if os.sep in filename_suffix or (os.altsep and os.altsep in filename_suffix):
             raise ValueError(
                 f"filename_suffix must not contain a path separator: {filename_suffix!r}"
             )
         super().__init__()  # the file, its lock and its closed state (_lockedfile.py)
         self.log_dir = os.fspath(log_dir)
-        self.flush_secs = float(flush_secs)
         self.filename_suffix = filename_suffix
         #: the event file's path once :meth:`open` has created it
         self.path: str | None = None
@@ -152,8 +148,7 @@ class TensorBoardBackend(LockedFileBackend):
     def __reduce__(self) -> tuple[Any, ...]:
         if not self.portable:
             raise TypeError("an opened TensorBoardBackend (or a subclass) cannot be pickled")
-        make = functools.partial(TensorBoardBackend, flush_secs=self.flush_secs)
-        make = functools.partial(make, filename_suffix=self.filename_suffix)
+        make = functools.partial(TensorBoardBackend, filename_suffix=self.filename_suffix)
         make = functools.partial(make, x=self.x)
         return (functools.partial(make, purge_after=self.purge_after), (self.log_dir,))
 

@@ -37,8 +37,6 @@ point was logged stays in the run's own files (TensorBoard, JSONL, CSV).
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields
 from typing import Any
@@ -52,10 +50,10 @@ from ._configwrites import ConfigWrites, run_config
 from ._quiet import quiet_this_thread
 from ._threads import SerialWorker, wait_future
 from ._usertags import UserTags
+from ._wandbmedia import MEDIA_FORMATS, MediaFiles
 
 __all__ = ["TrackioBackend"]
 
-MEDIA_FORMATS = {"image": "png", "video": "mp4"}
 
 #: the run description's config keys (``_configwrites.run_config``) and the field each
 #: comes from: left out of trackio's config while the field is at its default
@@ -132,8 +130,7 @@ class TrackioBackend:
         self._config = ConfigWrites()  # the config's version sent so far
         self._worker: SerialWorker | None = None
         self._run: Any = None
-        self._media: tempfile.TemporaryDirectory[str] | None = None
-        self._n_media = 0
+        self._media = MediaFiles("trackio")  # images and videos (_wandbmedia.py)
         self._said: set[str] = set()  # config keys said to be left out
         self._logged = False  # a point was logged: trackio's config is fixed from here
         self._said_late = False
@@ -213,28 +210,14 @@ class TrackioBackend:
             self._logged = True
 
     def _media_sync(self, items: Sequence[MediaRecord]) -> None:
-        import trackio
-
-        if self._media is None:
-            self._media = tempfile.TemporaryDirectory(prefix="aoff-trackio-media-")
-        for rec in items:
-            fmt = MEDIA_FORMATS[rec.what]
-            self._n_media += 1
-            path = os.path.join(self._media.name, f"{self._n_media}.{fmt}")
-            with open(path, "wb") as f:
-                f.write(rec.encoded[fmt])
-            if rec.what == "video":
-                value: Any = trackio.Video(path, fps=max(1, round(rec.fps)), format="mp4")
-            else:
-                value = trackio.Image(path)
+        for rec, value in self._media.values(items):
             self._run.log({rec.key: value}, step=rec.step)
             self._logged = True
 
     def _finish_sync(self) -> None:
         with quiet_this_thread():
             self._run.finish()
-        if self._media is not None:
-            self._media.cleanup()
+        self._media.close()
 
     # -- Backend protocol --------------------------------------------------------------
     async def open(self, ctx: BackendContext) -> None:

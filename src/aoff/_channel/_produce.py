@@ -29,12 +29,12 @@ their connections, so they see the run is gone.
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Callable, Coroutine
 from multiprocessing.connection import Connection
 from typing import Any, Protocol
 
 from .._core import _events as ev
+from .._core._rules import Rule
 from .._transport._batches import unpack_events
 from .._transport._messages import (
     Events,
@@ -50,18 +50,17 @@ from ._producers import ProducerHub
 from ._roles import Produce, Refused, Welcome, to_wire
 from ._timeouts import SEND_TIMEOUT, set_timeouts
 
-__all__ = ["Host", "attach_producers", "serve_producer"]
-
-#: seconds a producer that connects as the server starts waits for the pump's hub
-HUB_WAIT = 2.0
+__all__ = ["Host", "producer_hub", "serve_producer"]
 
 
 class Host(Protocol):
     """What the producer role needs of the server (``_server.LiveServer``, which calls
     this role: typed here by what it has, so that the role does not import it back)."""
 
-    #: set by :func:`attach_producers` once the pump takes producers
-    produce: ProducerHub | None
+    #: the pump's producers (:func:`producer_hub`), given when the server is made;
+    #: ``None``: this server takes no producers
+    @property
+    def produce(self) -> ProducerHub | None: ...
 
     @property
     def closing(self) -> bool: ...
@@ -70,10 +69,6 @@ class Host(Protocol):
 def serve_producer(server: Host, conn: Connection, hello: Produce) -> None:
     """The ``produce`` role; see the module's doc."""
     hub = server.produce
-    deadline = time.monotonic() + HUB_WAIT
-    while hub is None and not server.closing and time.monotonic() < deadline:
-        time.sleep(0.005)  # the pump sets the hub just after the server starts
-        hub = server.produce
     if hub is None or not hub.accepting:
         conn.send(to_wire(Refused("this run takes no events from producers now (it is ending)")))
         return
@@ -122,15 +117,16 @@ def serve_producer(server: Host, conn: Connection, hello: Produce) -> None:
             )
 
 
-def attach_producers(
-    server: Host,
+def producer_hub(
     sink: Callable[[ev.Event], None],
     say: Callable[[str], None],
     flush: Callable[[], Coroutine[Any, Any, None]],
+    on_rules: Callable[[str, tuple[Rule, ...]], None] | None = None,
 ) -> ProducerHub:
-    """Let ``server`` take producers, feeding ``sink`` (the pump's buffer). Call it on the
-    pump's event loop: a producer's flush runs ``flush`` there, from its connection's
-    thread."""
+    """The producers of a run, feeding ``sink`` (the pump's buffer), for the server to
+    take (``LiveServer.start``). Call it on the pump's event loop: a producer's flush runs
+    ``flush`` there, from its connection's thread; ``on_rules``: a producer's own rules
+    (the run's alerts; None: the run watches nothing)."""
     import anyio.from_thread
     import anyio.lowlevel
 
@@ -139,6 +135,4 @@ def attach_producers(
     def flush_from_thread() -> None:
         anyio.from_thread.run(flush, token=token)
 
-    hub = ProducerHub(sink, say, flush_from_thread)
-    server.produce = hub
-    return hub
+    return ProducerHub(sink, say, flush_from_thread, on_rules)

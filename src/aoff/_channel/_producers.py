@@ -45,6 +45,7 @@ class ProducerHub:
         sink: Callable[[ev.Event], None],
         say: Callable[[str], None],
         flush: Callable[[], None],
+        on_rules: Callable[[str, tuple[Rule, ...]], None] | None = None,
     ) -> None:
         self.sink = sink
         self.say = say
@@ -57,7 +58,7 @@ class ProducerHub:
         self.lost = 0  # events that came after the run stopped taking them
         #: a producer's own rules (``RemoteLogger(rules=...)``), by its live name, for the
         #: run's alerts (the pump's; None: the run watches nothing, ``rules=[]``)
-        self.on_rules: Callable[[str, tuple[Rule, ...]], None] | None = None
+        self.on_rules = on_rules
 
     def watch(self, live: str, rules: tuple[Rule, ...]) -> None:
         """Judge ``rules`` on producer ``live``'s events from now on (before its first)."""

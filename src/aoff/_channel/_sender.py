@@ -10,6 +10,7 @@ The server's half is ``_produce.py``.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import socket
@@ -24,10 +25,11 @@ from .._core._buffer import EventBuffer, Overflow
 from .._core._rules import Rule
 from .._media._freed import FreedBytes
 from .._transport._messages import ProducerReport
-from .._transport._shipper import Shipper
+from .._transport._shipper import Shipper, ShipperSetup
 from .._transport._wire import AgentGone, Link
 from ._paths import LiveError, find_socket, read_key
 from ._roles import Produce, Refused, decode_to_producer, to_wire
+from ._sending import RemoteReport
 
 __all__ = ["HELLO_TIMEOUT", "Conn", "Spec"]
 
@@ -43,6 +45,8 @@ class Spec:
     overflow: Overflow
     timeout: float
     owner_pid: int
+    #: bytes of frames the producer may hold until they are sent or dropped
+    media_budget: int
     #: the producer's own rules, for the run it joins (judged on its events only)
     rules: tuple[Rule, ...] = ()
 
@@ -60,7 +64,12 @@ def _alive(pid: int) -> bool:
 class Conn:
     """The process-bound half: buffer, shipper thread, connection (one per process)."""
 
-    def __init__(self, spec: Spec, on_round: Callable[[], object]) -> None:
+    def __init__(
+        self,
+        spec: Spec,
+        on_round: Callable[[], object],
+        on_freed: Callable[[int], object] | None = None,
+    ) -> None:
         self.spec = spec
         self.on_round = on_round  # the recorder's tensor-capture switch (torch imported?)
         self.buffer = EventBuffer(spec.capacity, spec.overflow)
@@ -72,8 +81,8 @@ class Conn:
         self.lost = 0  # events counted dropped when the run went
         self.sent = 0
         #: frames' bytes that left: sent, or dropped by the overflow policy, an unresolved
-        #: device value or the run going (the producer's media budget, ``_faces/_remote.py``)
-        self.media = FreedBytes()
+        #: device value or the run going (the producer's media budget, ``_faces/_producer.py``)
+        self.freed = FreedBytes(on_freed)
         self.flush_asked = 0
         self.closing = False
         self.deadline = time.monotonic() + spec.timeout
@@ -91,15 +100,15 @@ class Conn:
             if link is None:
                 self._give_up([])
                 return
-            sh = self.shipper = Shipper(self.buffer, link, ProducerReport)
-            sh.freed = self.media
+            setup = ShipperSetup(freed=self.freed)
+            sh = self.shipper = Shipper(self.buffer, link, ProducerReport, setup)
             counted = link.on_sent
 
             def sent(batch: Any) -> None:
                 self.sent += len(batch)
                 if counted is not None:
                     counted(batch)
-                self.media.left(batch)
+                self.freed.left(batch)
 
             link.on_sent = sent
             while True:
@@ -187,11 +196,55 @@ class Conn:
         self.gone = True
         rest = self.buffer.drain()
         self.lost += len(unsent) + len(rest)
-        self.media.left(unsent)
-        self.media.left(rest)
+        self.freed.left(unsent)
+        self.freed.left(rest)
         self.buffer.close()  # a producer blocked on a full buffer goes on
 
     # -- the caller's side -------------------------------------------------------------------
+    def start(self) -> None:
+        self.thread.start()
+
+    def cut(self) -> None:
+        """End the connection without the closing handshake (the run then reports this
+        producer lost, as it does a killed one)."""
+        sh = self.shipper
+        if sh is not None:
+            with contextlib.suppress(OSError):
+                sh.link.sock.shutdown(socket.SHUT_RDWR)
+
+    def flush(self) -> None:
+        self.flush_asked += 1
+        n = self.flush_asked
+        self.wake.set()
+
+        def flushed() -> bool:
+            sh = self.shipper
+            return self.gone or (sh is not None and sh.flushed >= n)
+
+        self.wait(flushed, self.spec.timeout)
+
+    def finish(self) -> RemoteReport:
+        timeout = self.spec.timeout
+        self.closing = True
+        self.deadline = min(self.deadline, time.monotonic() + timeout)
+        self.wake.set()
+        self.wait(self.done.is_set, timeout + HELLO_TIMEOUT)
+        sh = self.shipper
+        got = sh.report if sh is not None else None
+        received = got.received if got is not None else None
+        error = self.error
+        if error is None and got is None:
+            error = f"the run did not answer within {timeout:g}s"
+        if got is not None and got.lost:
+            error = "the run had stopped taking events (it finished before this close())"
+        dropped = self.dropped()
+        if got is None and sh is not None and not self.gone:
+            # gave up waiting: what never left this process is lost too (events held
+            # behind a device copy, and frames the socket had not taken; a connection
+            # that saw the run gone counted those already, _give_up)
+            dropped += len(sh.held) + sum(len(b) for b in sh.link.unsent())
+        return RemoteReport(self.live_name, self.sent, dropped, received, error)
+
     def dropped(self) -> int:
         sh = self.shipper
         unresolved = sh.unresolved if sh is not None else 0

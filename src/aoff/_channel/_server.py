@@ -63,7 +63,14 @@ MIN_HZ, MAX_HZ = 0.1, 60.0
 class LiveServer:
     """Serves one run folder's socket. Make it with :meth:`start`; end it with :meth:`close`."""
 
-    def __init__(self, listener: Listener, where: Placement, key: bytes) -> None:
+    def __init__(
+        self,
+        listener: Listener,
+        where: Placement,
+        key: bytes,
+        say: Callable[[str], None] | None = None,
+        produce: ProducerHub | None = None,
+    ) -> None:
         self.listener = listener
         self.where = where
         self.key = key
@@ -71,10 +78,10 @@ class LiveServer:
         self._closing = False
         self._threads: set[threading.Thread] = set()
         self.refused = 0  # connections that failed the key
-        #: set by the pump: where refusals are reported, and the producers' hub
+        #: the pump's: where refusals are reported, and the producers' hub
         #: (``_produce.py``; ``None``: this server takes no producers)
-        self.say: Callable[[str], None] | None = None
-        self.produce: ProducerHub | None = None
+        self.say = say
+        self.produce = produce
         # what viewers get: the newest snapshot and its version; the end once the run ended
         self.version = 0
         self.latest: Snapshot | None = None
@@ -89,7 +96,12 @@ class LiveServer:
         )
 
     @classmethod
-    def start(cls, run_dir: str) -> LiveServer:
+    def start(
+        cls,
+        run_dir: str,
+        say: Callable[[str], None] | None = None,
+        produce: ProducerHub | None = None,
+    ) -> LiveServer:
         """Create the key, bind the socket, start accepting (blocking file work: call it
         off the event loop). Raises ``RuntimeError`` when another live run serves
         ``run_dir`` and ``OSError`` when the socket cannot be made."""
@@ -99,7 +111,7 @@ class LiveServer:
             raise RuntimeError(f"another live run serves {run_dir!r}")
         key = create_key(run_dir)
         listener, where = bind_listener(run_dir)
-        server = cls(listener, where, key)
+        server = cls(listener, where, key, say, produce)
         server._accepter.start()
         return server
 
@@ -255,13 +267,15 @@ def serve_viewer(server: LiveServer, conn: Connection, hello: View) -> None:
 
 
 # -- the pump's hooks (called on its event loop) ------------------------------------------------
-async def start_serving(run_dir: str, say: Callable[[str], None]) -> LiveServer | None:
+async def start_serving(
+    run_dir: str, say: Callable[[str], None], produce: ProducerHub | None = None
+) -> LiveServer | None:
     """Serve ``run_dir`` (the file work runs off the loop); ``None``, with one line
     reported, when it cannot be done: the run goes on, only ``aoff attach`` is off."""
     import anyio.to_thread
 
     try:
-        return await anyio.to_thread.run_sync(LiveServer.start, run_dir)
+        return await anyio.to_thread.run_sync(LiveServer.start, run_dir, say, produce)
     except (OSError, RuntimeError) as exc:
         say(f"aoff: `aoff attach` is off for this run: {exc}")
         return None

@@ -5,8 +5,9 @@ of runs), groups them into configurations (``_groups``: the grouping is printed)
 each run's series of one tag (``_series``), and prints per group the final performance
 (mean, median, IQM and the IQM's 95 % bootstrap interval over runs, ``_stats``), the
 probability of improvement between groups, and a chart of each group's IQM curve with its
-band (``_comparechart``); ``--out`` saves the same curves as a figure (``_comparefig``),
-``--json`` prints the numbers for scripts, ``--follow`` redraws as running seeds append.
+band and its min-to-max envelope (``_comparechart``); ``--out`` saves the same curves as a
+figure (``_comparefig``), ``--json`` prints the numbers for scripts, ``--follow`` redraws
+as running seeds append.
 
 A run without the tag, or whose files cannot be read, is left out with one line on
 stderr; the command fails (exit 1) only when no group is left to show.
@@ -249,6 +250,8 @@ def as_json(metric: str, final: float, done: list[Compared], x: str = "step") ->
                 "iqm_ci_lo": [_num(v) for v in c.curve.lo],
                 "iqm_ci_hi": [_num(v) for v in c.curve.hi],
                 "runs": c.curve.runs,
+                "min": [_num(v) for v in c.curve.env_lo],
+                "max": [_num(v) for v in c.curve.env_hi],
             }
         groups.append(entry)
     return {

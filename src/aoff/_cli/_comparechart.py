@@ -3,8 +3,11 @@
 Why a module of its own: the chart is a grid of characters sized to the terminal (80
 columns at most, so it fits a default terminal and a pasted log), drawn with Rich styles
 on a colour terminal and plain characters elsewhere. Each group has a mark of its own
-(``●■▲◆`` on Unicode, ``*o+x`` on ASCII) for its IQM and a dim dot for its 95 % band;
-where groups overlap, the later one drawn wins the cell. The y axis is labelled with the
+(``●■▲◆`` on Unicode, ``*o+x`` on ASCII) for its IQM, a dim dot for its 95 % band, and
+a dim ``┊`` (``:``) for its envelope: the min to the max of every run's points in the
+column, so a one-point spike is drawn even where the IQM and its interval smooth it
+away (a column takes the min and max of all the grid steps it stands for). Where groups
+overlap, the later one drawn wins the cell. The y axis is labelled with the
 range's ends and middle, the x axis with the first and last step.
 """
 
@@ -67,7 +70,8 @@ def curve_chart(
     """The chart of ``curves`` (name, curve) in ``min(width, MAX_WIDTH)`` columns."""
     width = min(width, MAX_WIDTH)
     cols = max(width - _LABEL - 1, 8)
-    finite = [v for _, c in curves for v in (*c.lo, *c.hi, *c.iqm) if math.isfinite(v)]
+    drawn = [(*c.lo, *c.hi, *c.iqm, *c.env_lo, *c.env_hi) for _, c in curves]
+    finite = [v for values in drawn for v in values if math.isfinite(v)]
     xs = [s for _, c in curves for s in c.steps]
     if not finite or not xs:
         return Text("(nothing to draw)")
@@ -77,7 +81,11 @@ def curve_chart(
     scale = _Scale(lo, hi, min(xs), max(xs), cols, height)
     out = Text(no_wrap=True, overflow="crop")
     if metric:
-        out.append(f"{metric} (IQM over runs; dots: 95 % interval)\n", "bold")
+        edge = ":" if ascii_only else "┊"
+        out.append(
+            f"{metric} (IQM over runs; dots: 95 % interval; {edge} min to max of the runs)\n",
+            "bold",
+        )
     _axes(out, _plot(curves, scale, ascii_only), scale, x)
     legend = Text(" " * (_LABEL + 1))
     for i, (name, _) in enumerate(curves):
@@ -91,9 +99,23 @@ def curve_chart(
 def _plot(
     curves: Sequence[tuple[str, Curve]], scale: _Scale, ascii_only: bool
 ) -> list[list[tuple[str, str]]]:
-    """The grid of (character, style) cells: each group's band, then its IQM mark."""
+    """The grid of (character, style) cells: every group's envelope, then each group's
+    interval band and its IQM mark."""
     grid: list[list[tuple[str, str]]] = [[(" ", "")] * scale.cols for _ in range(scale.height)]
     dot = "." if ascii_only else "·"
+    edge = ":" if ascii_only else "┊"
+    for i, (_, c) in enumerate(curves):
+        _, colour = mark(i, ascii_only)
+        band: dict[int, tuple[float, float]] = {}  # a column: every grid step's min, max
+        for s, a, b in zip(c.steps, c.env_lo, c.env_hi, strict=True):
+            if math.isfinite(a) and math.isfinite(b):
+                x = scale.col(s)
+                was = band.get(x, (a, b))
+                band[x] = (min(was[0], a), max(was[1], b))
+        for x, (a, b) in band.items():
+            for r in range(scale.row(b), scale.row(a) + 1):
+                if grid[r][x][0] == " ":
+                    grid[r][x] = (edge, f"dim {colour}")
     for i, (_, c) in enumerate(curves):
         m, colour = mark(i, ascii_only)
         cells: dict[int, tuple[float, float, float]] = {}
@@ -103,7 +125,7 @@ def _plot(
             if not all(math.isfinite(v) for v in (a, b, y)):
                 continue
             for r in range(scale.row(b), scale.row(a) + 1):
-                if grid[r][x][0] in (" ", dot):
+                if grid[r][x][0] in (" ", dot, edge):
                     grid[r][x] = (dot, f"dim {colour}")
             grid[scale.row(y)][x] = (m, colour)
     return grid

@@ -2,7 +2,9 @@
 
 Why a module of its own: Matplotlib is heavy and optional (imported here, only when
 ``--out`` is given, with the headless ``Agg`` backend). The figure is meant for a paper
-or a report: each group's IQM curve with its 95 % band, the axes labelled (the metric,
+or a report: each group's IQM curve with its 95 % band and, fainter, its envelope (the
+min to the max of every run's points at each step of the curve: a one-point spike shows
+in it, where the IQM and its interval smooth it away), the axes labelled (the metric,
 "environment steps"), a legend naming each group and its run count, and the file type
 from its suffix (``.png``, ``.svg``, ``.pdf``).
 """
@@ -11,10 +13,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import Any
 
 from ._stats import Curve
 
-__all__ = ["FIGURE_SUFFIXES", "save_figure"]
+__all__ = ["FIGURE_SUFFIXES", "draw_figure", "save_figure"]
 
 FIGURE_SUFFIXES = (".png", ".svg", ".pdf")
 
@@ -37,6 +40,17 @@ def save_figure(
     suffix = os.path.splitext(path)[1].lower()
     if suffix not in FIGURE_SUFFIXES:
         raise ValueError(f"--out {path!r}: the file must end in .png, .svg or .pdf")
+    import matplotlib.pyplot as plt
+
+    fig = draw_figure(metric, curves, x=x)
+    try:
+        fig.savefig(path, dpi=150)
+    finally:
+        plt.close(fig)
+
+
+def draw_figure(metric: str, curves: Sequence[tuple[str, int, Curve]], *, x: str = "step") -> Any:
+    """The Matplotlib figure of ``curves`` (name, runs, curve), not yet saved or closed."""
     import matplotlib
 
     matplotlib.use("Agg", force=False)
@@ -46,12 +60,18 @@ def save_figure(
     try:
         for name, runs, c in curves:
             (line,) = ax.plot(c.steps, c.iqm, label=f"{name} ({runs} runs)", linewidth=1.8)
-            ax.fill_between(c.steps, c.lo, c.hi, color=line.get_color(), alpha=0.2, linewidth=0)
+            colour = line.get_color()
+            ax.fill_between(c.steps, c.lo, c.hi, color=colour, alpha=0.2, linewidth=0)
+            # the envelope: a cell around each grid step, as its points were put in
+            ax.fill_between(
+                c.steps, c.env_lo, c.env_hi, color=colour, alpha=0.08, linewidth=0.5, step="mid"
+            )
         ax.set_xlabel(_X_LABELS.get(x, x))
         ax.set_ylabel(f"{metric} (IQM over runs)")
-        ax.set_title(f"{metric}: IQM and 95 % bootstrap interval", fontsize=10)
+        ax.set_title(f"{metric}: IQM, 95 % bootstrap interval, min to max of the runs", fontsize=10)
         ax.grid(alpha=0.3)
         ax.legend(frameon=False)
-        fig.savefig(path, dpi=150)
-    finally:
+    except BaseException:
         plt.close(fig)
+        raise
+    return fig

@@ -32,7 +32,11 @@ Definitions (one task, so rliable's stratified bootstrap is a bootstrap over run
   and at each grid step the IQM and its interval are over the runs whose curve covers
   that step (``numpy.interp`` between their points, never extrapolated), with the count
   of those runs kept beside it: a run that stops early (or diverges) is drawn to where it
-  stops, and the count says so.
+  stops, and the count says so;
+- **envelope**: beside each curve, the min and max of every run's points nearest each
+  grid step (every point counts, in exactly one grid step): the band a one-point spike
+  shows in, where interpolation between grid steps, the IQM over runs and the bootstrap
+  interval would each hide it.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ __all__ = [
     "Curve",
     "Final",
     "RunScore",
+    "envelope",
     "final_score",
     "final_stats",
     "iqm",
@@ -180,13 +185,17 @@ def probability_of_improvement(x: Scores, y: Scores) -> float:
 @dataclass
 class Curve:
     """A group's sample-efficiency curve: IQM over runs at each grid step, its band, and
-    how many runs each step is over (NaN where none covers it)."""
+    how many runs each step is over (NaN where none covers it); and the envelope: the
+    least and greatest value of every run's points nearest each grid step (NaN where
+    none is), so that a spike the IQM and its interval smooth away is still drawn."""
 
     steps: list[float]
     iqm: list[float]
     lo: list[float]
     hi: list[float]
     runs: list[int]
+    env_lo: list[float]
+    env_hi: list[float]
 
 
 def iqm_curve(
@@ -234,6 +243,34 @@ def iqm_curve(
         samples = np.sort(sub[idx], axis=1)  # (reps, runs, columns), sorted over runs
         lo[cols], hi[cols] = _interval(_trimmed(np.moveaxis(samples, 1, -1)))
         centre[cols] = _trimmed(np.sort(sub, axis=0).T)
+    env_lo, env_hi = envelope(cleaned, grid)
     return Curve(
-        grid.tolist(), centre.tolist(), lo.tolist(), hi.tolist(), covers.sum(axis=0).tolist()
+        grid.tolist(),
+        centre.tolist(),
+        lo.tolist(),
+        hi.tolist(),
+        covers.sum(axis=0).tolist(),
+        env_lo.tolist(),
+        env_hi.tolist(),
     )
+
+
+def envelope(runs: Sequence[tuple[Array, Array]], grid: Array) -> tuple[Array, Array]:
+    """The min and max of every run's points (``(steps, finite values)``) over the grid
+    step each point is nearest (a cell ``[g - h/2, g + h/2)`` around each step ``g`` of an
+    evenly spaced grid): every point lies in one cell, so the band holds every value."""
+    lo = np.full(len(grid), np.inf)
+    hi = np.full(len(grid), -np.inf)
+    width = (grid[-1] - grid[0]) / (len(grid) - 1) if len(grid) > 1 else 0.0
+    for s, v in runs:
+        if width > 0:
+            cell = np.clip(np.floor((s - grid[0]) / width + 0.5), 0, len(grid) - 1)
+            cell = cell.astype(np.intp)
+        else:
+            cell = np.zeros(len(s), np.intp)
+        np.minimum.at(lo, cell, v)
+        np.maximum.at(hi, cell, v)
+    empty = lo > hi
+    lo[empty] = np.nan
+    hi[empty] = np.nan
+    return lo, hi

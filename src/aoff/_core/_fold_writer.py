@@ -27,7 +27,6 @@ from ._pending import ABSENT
 from ._records import TextRecord, WriterHParams, WriterRecord
 from ._state import State
 
-WRITER_KINDS = frozenset((ev.W_SCALAR, ev.W_TEXT, ev.W_HISTOGRAM, ev.W_HPARAMS))
 #: an ``add_scalar`` event's length without ``axes=``: (kind, wall_time, *fields)
 _W_SCALAR_FIELDS = 2 + len(ev.KINDS[ev.W_SCALAR].fields)
 #: what a writer's record holds a clock for: not an axis ``add_scalar(axes=)`` may set

@@ -1,11 +1,16 @@
 """``RunView``: what a display may read of the run, and nothing it may change.
 
-Why: the fold's :class:`~._state.State` is a mutable dataclass with its own bookkeeping
-(throughput counters, what an earlier session carried over, the total a producer's
-count is added to). A display, ours or one a user writes, is handed a snapshot of it on
-every frame; typed as this read-only Protocol it can read what the dashboard shows and
-a type checker refuses a write or a read of the fold's bookkeeping. The snapshot itself
-is unchanged (the same copy, no wrapper), so a frame costs what it did.
+Why: the fold's ``State`` (``_state.py``) is a mutable dataclass with its own
+bookkeeping (throughput counters, what an earlier session carried over, the total a
+producer's count is added to). A display, ours or one a user writes, is handed a
+snapshot of it on every frame; typed as this read-only Protocol it can read what the
+dashboard shows and a type checker refuses a write or a read of the fold's bookkeeping.
+The snapshot itself is unchanged (the same copy, no wrapper), so a frame costs what it
+did.
+
+Generated from ``State``'s fields made with ``shown`` and its ``SHOWN_METHODS`` by
+``python -m tests.test_view``: do not edit by hand (``tests/test_view.py`` fails while
+this file is out of date).
 """
 
 from __future__ import annotations
@@ -47,10 +52,6 @@ class RunView(Protocol):
         """Wall time of the latest event."""
 
     @property
-    def elapsed_before(self) -> float:
-        """Seconds earlier sessions of a resumed run ran (the elapsed time adds them)."""
-
-    @property
     def iteration(self) -> int:
         """The latest ``log_step`` iteration."""
 
@@ -81,12 +82,6 @@ class RunView(Protocol):
     @property
     def weight_sync_time(self) -> float:
         """The last step's weight sync time (seconds)."""
-
-    def pipeline_time(self) -> float:
-        """Seconds of the learner pipeline: H2D + train + weight sync."""
-
-    def steps_per_sec(self) -> float | None:
-        """Throughput of the last iteration, or ``None`` when it is not known."""
 
     @property
     def latest_metrics(self) -> Mapping[str, float]:
@@ -145,21 +140,6 @@ class RunView(Protocol):
         """Transitions in the staging pool."""
 
     @property
-    def staleness(self) -> Sequence[float]:
-        """The latest staleness values, oldest first: the learner's ``policy_version``
-        axis minus a collector's, one per ``log_collector(axes={"policy_version": v})``."""
-
-    @property
-    def late_records(self) -> int:
-        """The run's own step records whose step was below its previous one's (written
-        at their own step, counted)."""
-
-    @property
-    def late_points(self) -> Mapping[str, int]:
-        """Per producer, its records whose step was below its previous record's
-        (written at their own step, counted)."""
-
-    @property
     def staging_max(self) -> int:
         """The staging pool's capacity."""
 
@@ -208,6 +188,10 @@ class RunView(Protocol):
         """Media refused at the call (over ``media_budget``)."""
 
     @property
+    def elapsed_before(self) -> float:
+        """Seconds earlier sessions of a resumed run ran (the elapsed time adds them)."""
+
+    @property
     def dropped_events(self) -> int:
         """Events dropped by the buffer's overflow policy."""
 
@@ -243,3 +227,24 @@ class RunView(Protocol):
     @property
     def cost(self) -> Mapping[str, float]:
         """The logger's own cost as last written."""
+
+    @property
+    def late_points(self) -> Mapping[str, int]:
+        """Per producer, its records whose step was below its previous record's (written at
+        their own step, counted)."""
+
+    @property
+    def late_records(self) -> int:
+        """The run's own step records whose step was below its previous one's (an iteration
+        logged out of order, a clock gone back): written at their own step, counted."""
+
+    @property
+    def staleness(self) -> Sequence[float]:
+        """The latest staleness values, oldest first: the learner's ``policy_version`` axis
+        minus a collector's, one per ``log_collector(axes={'policy_version': v})``."""
+
+    def pipeline_time(self) -> float:
+        """Seconds of the learner pipeline: H2D + train + weight sync (as the original logger)."""
+
+    def steps_per_sec(self) -> float | None:
+        """Throughput of the last iteration, or ``None`` when it is not known."""

@@ -156,7 +156,6 @@ class Dashboard:
         #: a program's write found the display stuck on the terminal (see _LockedProxy):
         #: frames are dropped from then on, and printed text bypasses the panel
         self.blocked = False
-        self.frames_dropped = 0
         #: kept between frames: steady column widths, the chart's loss history
         self.memory = PanelMemory()
 
@@ -177,7 +176,6 @@ class Dashboard:
             if self._closed:
                 return
             if self.blocked:  # the terminal took no output: drawing more would hold it
-                self.frames_dropped += 1
                 return
             if not self.live_mode:
                 self._plain(state, now, force=False)

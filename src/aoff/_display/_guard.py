@@ -152,10 +152,6 @@ class GuardedDisplay:
             if kind == "close":
                 return
 
-    def wait_closed(self, timeout: float) -> bool:
-        """Block until :meth:`close` has run, at most ``timeout`` seconds."""
-        return self._closed.wait(timeout)
-
 
 def wrap(display: Display, say: Callable[[str], None], **kw: Any) -> GuardedDisplay:
     return (

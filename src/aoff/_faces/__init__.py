@@ -4,7 +4,8 @@ Owns ``OffPolicyLogger`` (``_sync``), ``AsyncOffPolicyLogger`` (``_async``, with
 SIGTERM watcher in ``_sigterm``), what both share (``_face``: the constructor, fork and
 rank rules, the stop path), what a face needs of the part that runs its pump (``_driver``:
 both faces hold it as ``_driver``), the async face's in-process pump task
-(``_pumptask``), ``RemoteLogger`` (``_remote``), resuming a run folder (``_resume``),
+(``_pumptask``), ``RemoteLogger`` (``_remote``) and the producer logger it shares with
+Ray's (``_producer``), resuming a run folder (``_resume``),
 and process mode's training-process half: starting the agent (``_spawn``), driving the
 shipper and falling back to an in-process pump when the agent is lost (``_side``),
 signals held back during a round on the main thread (``_defer``); ``RunGroup``, N runs

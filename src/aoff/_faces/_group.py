@@ -33,6 +33,7 @@ from .._core._records import SEED_MAX_ITERATIONS
 from .._core._report import FinishReport
 from .._core._rules import Alert, Rule
 from .._core._say import say_to_stderr
+from .._core._view import RunView
 from .._core._warning import AoffWarning
 from .._pump._options import (
     DEFAULT_AGENT_NICE,
@@ -285,9 +286,10 @@ class RunGroup:
         """True once every run's ``should_stop`` is."""
         return all(self._stopped)
 
-    def states(self) -> list[Any]:
-        """Each run's live :class:`~aoff.State` (read-only; for the group's table):
-        only with ``pump="thread"``, where the states live in this process."""
+    def states(self) -> list[RunView]:
+        """Each run's live state, as the read-only :class:`~aoff.RunView` (for the
+        group's table): only with ``pump="thread"``, where the states live in this
+        process."""
         if self._pump is None:
             raise RuntimeError(
                 "RunGroup.states(): the runs' states live in the group's agent process; "

@@ -25,6 +25,7 @@ from .._core._report import FinishReport, gave_up_line, media_lost_line
 from .._core._say import say_to_stderr
 from .._display._streams import Forwarding, should_forward
 from .._media._encoder import LOST_AGENT
+from .._media._freed import FreedBytes
 from .._media._shm import ShmPool
 from .._pump._backlog import backlog_bytes
 from .._pump._options import Options
@@ -34,7 +35,13 @@ from .._pump._progresswatch import (
     unwritten_steps,
     wait_progressing,
 )
-from .._transport._shipper import SHIP_INTERVAL, SHIP_INTERVAL_BUSY, Shipper
+from .._transport._shipper import (
+    RECV_INTERVAL,
+    SHIP_INTERVAL,
+    SHIP_INTERVAL_BUSY,
+    Shipper,
+    ShipperSetup,
+)
 from .._transport._wire import AgentGone
 from . import _lost
 from ._cadence import (
@@ -105,22 +112,26 @@ class AgentSide:
         self.buffer = buffer
         self.make_core = make_core
         self.proc, link = start_agent(options, big_send_buffer=driver == "thread")
-        self.shipper = Shipper(buffer, link, FinishReport, backends=_backend_names(options))
-        self.shipper.keep_events = False  # only pickles wait: fewer GCs (see Pickled)
-        self.shipper.on_alert = on_alert
-        self._interval = INLINE_INTERVAL
-        if options.stop_rules():  # the loop may be told to stop: hear it soon
-            self._interval = self.shipper.recv_interval = STOP_RULE_INTERVAL
+        stops = options.stop_rules()  # the loop may be told to stop by a rule: hear it soon
+        self._interval = STOP_RULE_INTERVAL if stops else INLINE_INTERVAL
         # and from the first step: while the agent starts, the shipper thread judges the
         # stop rules on what it shipped (_early.py)
         self._early = _early_watch(options, driver, on_alert)
-        if self._early is not None:
-            self.shipper.tap = []
-        # until the agent first answers (it is still importing), frames may wait here up
-        # to what its backlog takes once it reads: a loop that logs flat out at once
-        self.shipper.start_pending_bytes = backlog_bytes(options.capacity)
+        freed = FreedBytes()
         if pool is not None:  # frames nobody will read (dropped, lost) give blocks back
-            self.shipper.freed.use_pool(pool)
+            freed.use_pool(pool)
+        setup = ShipperSetup(
+            keep_events=False,  # only pickles wait: fewer GCs (see Pickled)
+            on_alert=on_alert,
+            recv_interval=STOP_RULE_INTERVAL if stops else RECV_INTERVAL,
+            tap=self._early is not None,
+            # until the agent first answers (it is still importing), frames may wait here
+            # up to what its backlog takes once it reads: a loop that logs flat out at once
+            start_pending_bytes=backlog_bytes(options.capacity),
+            freed=freed,
+            backends=_backend_names(options),
+        )
+        self.shipper = Shipper(buffer, link, FinishReport, setup)
         self.gone: str | None = None
         self.fallback: PumpThread | None = None
         self._stranded: int | None = None  # events discarded since a failed fallback

@@ -62,7 +62,9 @@ MediaJob = tuple[str, int, float, str, Any, str, float, int, Encoding]
 
 
 class MediaEncoder:
-    def __init__(self, say: Callable[[str], None]) -> None:
+    def __init__(
+        self, say: Callable[[str], None], on_freed: Callable[[int], None] | None = None
+    ) -> None:
         self.say = say
         #: the formats to make, by what: ``{"image": {"png"}, "video": {"gif", "mp4"}}``
         self.formats: dict[str, set[str]] = {"image": set(), "video": set()}
@@ -76,7 +78,7 @@ class MediaEncoder:
         self.failed = 0
         #: accepted but never handed over, by reason (:data:`STALLED`, :data:`FAILED`)
         self.lost: collections.Counter[str] = collections.Counter()
-        self.on_freed: Callable[[int], None] | None = None
+        self.on_freed = on_freed
         self._jobs: collections.deque[MediaJob] = collections.deque()
         self._cond = threading.Condition()
         self._submitted = 0

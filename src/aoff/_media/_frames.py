@@ -36,8 +36,6 @@ __all__ = [
 
 IMAGE_FORMATS = ("HWC", "CHW", "HW")
 VIDEO_FORMATS = ("THWC", "TCHW")
-#: SummaryWriter.add_images / add_video: a batch, tiled into one grid by the agent
-BATCH_FORMATS = ("NCHW", "NHWC", "NTCHW")
 _CHANNELS = (1, 3, 4)
 _FLOAT_KINDS = "f"
 

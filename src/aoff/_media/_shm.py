@@ -189,9 +189,6 @@ class ShmPool:
         self._lock = threading.Lock()
         self._closed = False
         self._tickets = itertools.count(1)
-        #: calls whose frames found no block that could be backed (``/dev/shm`` full or
-        #: near it): they travelled as a copy in the event instead
-        self.unbacked = 0
         #: a block of this size is being made ahead of the next call (:meth:`_spare`)
         self._making: int | None = None
         self._spares: queue.SimpleQueue[tuple[int, int]] = queue.SimpleQueue()
@@ -276,12 +273,12 @@ class ShmPool:
                 total -= b.size
         room = shm_free_bytes()
         if room is not None and size > room - room // 4:
-            self.unbacked += 1  # leave /dev/shm a quarter of what is free (DataLoaders...)
+            # leave /dev/shm a quarter of what is free (DataLoaders...): the frames go as
+            # a copy in the event instead
             return None
         try:
             block = _Block(size)
         except OSError:  # no room in /dev/shm after all: the frames go as a copy
-            self.unbacked += 1
             return None
         self._blocks.append(block)
         return block

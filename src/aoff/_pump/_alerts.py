@@ -18,7 +18,8 @@ from __future__ import annotations
 import json
 import os
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from .._backends._base import takes_alerts
 from .._core._records import Record, TextRecord
@@ -31,40 +32,51 @@ from ._runner import BackendRunner
 __all__ = ["AlertDesk"]
 
 
-class AlertDesk:
-    """Evaluates the run's rules (:meth:`see`, :meth:`tick`) and delivers what fires.
+@dataclass(frozen=True)
+class AlertPlan:
+    """The run's rules and where their alerts go, from its options: what the pump builds
+    its :class:`AlertDesk` from (the desk also needs the pump's runners, ``say`` and
+    screen). ``on_alert``: told each alert as it fires (the agent sends it to the training
+    process; in thread mode the face notes it)."""
 
-    ``on_alert``: told each alert as it fires (the agent sends it to the training
-    process; in thread mode the face notes it). ``on_change``: the state changed (the
-    screen redraws)."""
+    rules: tuple[Rule, ...]
+    log_dir: str = ""
+    webhook: str | None = None
+    command: Sequence[str] | None = None
+    on_alert: Callable[[Alert], None] | None = None
+
+
+class AlertDesk:
+    """Evaluates the run's rules (:meth:`see`, :meth:`tick`) and delivers what fires:
+    the ``plan``'s file, webhook, command and ``on_alert``, the text-taking ``runners``,
+    ``say``; ``on_change``: the state changed (the screen redraws)."""
 
     def __init__(
         self,
-        rules: Iterable[Rule],
+        plan: AlertPlan,
         state: State,
         *,
-        log_dir: str = "",
-        webhook: str | None = None,
-        command: Sequence[str] | None = None,
+        runners: Sequence[BackendRunner],
         say: Callable[[str], None],
+        on_change: Callable[[], None],
         clock: Callable[[], float],
         monotonic: Callable[[], float],
     ) -> None:
-        self.watch = Watch(rules, clock=clock, monotonic=monotonic)
+        self.watch = Watch(plan.rules, clock=clock, monotonic=monotonic)
         self._clocks = (clock, monotonic)
         #: producers' own rules: a watch each, by live name, and those not taken in yet
         #: (appended on a connection's thread, taken on the loop: a deque does both safely)
         self.producers: dict[str, Watch] = {}
         self._incoming: deque[tuple[str, tuple[Rule, ...]]] = deque()
         self.state = state
-        self.path = os.path.join(log_dir, ALERTS_NAME) if log_dir else ""
-        self.actions = (
-            Actions(webhook, command, lambda line: self.say(line)) if webhook or command else None
-        )
+        self.path = os.path.join(plan.log_dir, ALERTS_NAME) if plan.log_dir else ""
         self.say = say
-        self.runners: Sequence[BackendRunner] = ()
-        self.on_alert: Callable[[Alert], None] | None = None
-        self.on_change: Callable[[], None] | None = None
+        self.actions = (
+            Actions(plan.webhook, plan.command, say) if plan.webhook or plan.command else None
+        )
+        self.runners = runners
+        self.on_alert = plan.on_alert
+        self.on_change = on_change
         self._file_failed = False
 
     def watch_producer(self, live: str, rules: tuple[Rule, ...]) -> None:
@@ -133,8 +145,7 @@ class AlertDesk:
                 self.actions.submit(a)
             if self.on_alert is not None:
                 self.on_alert(a)
-        if self.on_change is not None:
-            self.on_change()
+        self.on_change()
 
     def _append(self, alerts: list[Alert]) -> None:
         if not self.path or self._file_failed:

@@ -78,6 +78,9 @@ class Intake:
         on_change: Callable[[], None],
         on_slice: Callable[[], None],
         seed_tags: bool = True,
+        on_records: Callable[[list[Record]], None] | None = None,
+        on_watch: Callable[[list[Record]], None] | None = None,
+        on_media_freed: Callable[[int], None] | None = None,
         shares: Callable[[], bool] = _alone,
         pause: Callable[[], Awaitable[None]] = anyio.lowlevel.checkpoint,
     ) -> None:
@@ -101,11 +104,12 @@ class Intake:
         self._runs = True
         self._backend_wait_left = finish_timeout  # finish's budget for waiting on backends
         #: also handed every slice's records (the run summary file), if set
-        self.on_records: Callable[[list[Record]], None] | None = None
+        self.on_records = on_records
         #: also handed every slice's records after the runners: the run's rules
-        self.on_watch: Callable[[list[Record]], None] | None = None
-        #: media events go to the encoder thread, never through the fold (``_media``)
-        self.media = MediaEncoder(say)
+        self.on_watch = on_watch
+        #: media events go to the encoder thread, never through the fold (``_media``);
+        #: ``on_media_freed`` is told the bytes of each frame it frees (the media budget)
+        self.media = MediaEncoder(say, on_media_freed)
         for r in runners:
             for what, fmt in getattr(r.backend, "media_formats", {}).items():
                 self.media.formats[what].add(fmt)

@@ -39,7 +39,7 @@ import anyio.lowlevel
 import anyio.to_thread
 
 from .._backends._base import Backend, BackendContext
-from .._channel._produce import attach_producers
+from .._channel._produce import producer_hub
 from .._channel._producers import ProducerHub
 from .._channel._server import LiveServer, start_serving, stop_serving
 from .._core._buffer import EventBuffer
@@ -62,7 +62,7 @@ from ._turns import apause, shared
 
 if TYPE_CHECKING:
     from .._runfolder.summary._writer import RunSummary
-    from ._alerts import AlertDesk
+    from ._alerts import AlertDesk, AlertPlan
     from ._sysmetrics import SystemSampler
 
 __all__ = ["Progress", "Pump", "PumpSettings"]
@@ -102,6 +102,10 @@ class Pump:
     bytes of each media frame the encoder frees (the media budget, when the pump runs in
     the face's own process); ``system``, ``run_summary`` and ``alerts``: the run's
     system sampler, ``aoff-summary.json`` and rules, when it has them.
+
+    Each part is built here, in order, with what it needs (its hooks are constructor
+    arguments, nothing is set on a part after): the runners, the screen, the run
+    summary's keeper, the intake that feeds them, the cost keeper and the alert desk.
     """
 
     def __init__(
@@ -116,7 +120,7 @@ class Pump:
         on_media_freed: Callable[[int], None] | None = None,
         system: SystemSampler | None = None,
         run_summary: RunSummary | None = None,
-        alerts: AlertDesk | None = None,
+        alerts: AlertPlan | None = None,
     ) -> None:
         s = settings
         if s.refresh_per_second <= 0:
@@ -139,9 +143,36 @@ class Pump:
             )
             for b in backends
         ]
-        self._screen = self._make_screen(display, s)
-        self._intake = self._make_intake(s)
-        self._intake.media.on_freed = on_media_freed
+        #: the display, printed text and viewers, drawn at ``s.refresh_per_second``
+        self._screen = Screen(
+            display,
+            state,
+            self._runners,
+            say=s.say,
+            say_always=self._say_once.always,
+            refresh_per_second=s.refresh_per_second,
+            clock=s.clock,
+            monotonic=s.monotonic,
+        )
+        self._summary_file = keeper = self._keep_summary(run_summary, s.monotonic)
+        #: drains the buffer and folds in order; a change touches the screen; each
+        #: slice's records go on to the run summary and the rules (``_watch``)
+        self._intake = Intake(
+            buffer,
+            state,
+            self._runners,
+            self._say_once,
+            finish_timeout=s.finish_timeout,
+            on_change=self._screen.touch,
+            on_slice=self._slice_chores,
+            seed_tags=s.seed_tags,
+            on_records=keeper.offer if keeper is not None else None,
+            on_watch=self._watch,
+            on_media_freed=on_media_freed,
+            # the fold in short slices while a training loop shares the GIL (_turns)
+            shares=shared,
+            pause=apause,
+        )
         self._summary_panel = True  # request_stop(summary=...)
         self._result: FinishReport | None = None  # set when run() has ended
         self._stop: anyio.Event | None = None
@@ -158,47 +189,24 @@ class Pump:
         self._cost = CostKeeper(
             state, self._intake.folder, clock=s.clock, monotonic=s.monotonic, in_agent=s.in_agent
         )
-        self._intake.on_watch = self._watch
-        self._alerts = self._take_alerts(alerts)
-        self._summary_file = self._keep_summary(run_summary, s.monotonic)
+        self._alerts = self._make_alerts(alerts, s)
 
-    def _make_screen(self, display: Display, s: PumpSettings) -> Screen:
-        """The display, printed text and viewers, drawn at ``s.refresh_per_second``."""
-        return Screen(
-            display,
+    def _make_alerts(self, plan: AlertPlan | None, s: PumpSettings) -> AlertDesk | None:
+        """The run's rules and where their alerts go (``_alerts.py``), with the runners,
+        this pump's ``say`` and its screen."""
+        if plan is None:
+            return None
+        from ._alerts import AlertDesk
+
+        return AlertDesk(
+            plan,
             self._state,
-            self._runners,
-            say=s.say,
-            say_always=self._say_once.always,
-            refresh_per_second=s.refresh_per_second,
+            runners=self._runners,
+            say=self._say_once.always,
+            on_change=self._screen.touch,
             clock=s.clock,
             monotonic=s.monotonic,
         )
-
-    def _make_intake(self, s: PumpSettings) -> Intake:
-        """Drains the buffer and folds in order; a change touches the screen."""
-        return Intake(
-            self._buffer,
-            self._state,
-            self._runners,
-            self._say_once,
-            finish_timeout=s.finish_timeout,
-            on_change=self._screen.touch,
-            on_slice=self._slice_chores,
-            seed_tags=s.seed_tags,
-            # the fold in short slices while a training loop shares the GIL (_turns)
-            shares=shared,
-            pause=apause,
-        )
-
-    def _take_alerts(self, alerts: AlertDesk | None) -> AlertDesk | None:
-        """The run's rules and where their alerts go (``_alerts.py``), told of the runners,
-        this pump's ``say`` and its screen."""
-        if alerts is not None:
-            alerts.runners = self._runners
-            alerts.say = self._say_once.always
-            alerts.on_change = self._screen.touch
-        return alerts
 
     def _keep_summary(
         self, run_summary: RunSummary | None, monotonic: Callable[[], float]
@@ -206,12 +214,14 @@ class Pump:
         """``aoff-summary.json``'s keeper, offered every batch of records; None: no file."""
         if run_summary is None:
             return None
-        keeper = SummaryKeeper(run_summary, monotonic=monotonic, say=self._say_once)
-        self._intake.on_records = keeper.offer
-        keeper.media_counts = self._media_counts
-        keeper.stopped_by = self._stopped_by
-        keeper.late_counts = lambda: (self._state.late_records, dict(self._state.late_points))
-        return keeper
+        return SummaryKeeper(
+            run_summary,
+            monotonic=monotonic,
+            say=self._say_once,
+            media_counts=self._media_counts,
+            stopped_by=self._stopped_by,
+            late_counts=lambda: (self._state.late_records, dict(self._state.late_points)),
+        )
 
     # -- input from outside ---------------------------------------------------------------------
     def hold_first(self, events: list[Event]) -> None:
@@ -359,12 +369,14 @@ class Pump:
             try:
                 if self._live_dir:
                     say = self._say_once.always
-                    self._live = await start_serving(self._live_dir, say)
-                    if self._live is not None:  # log.remote() producers (_channel/_produce)
-                        self._live.say = say
-                        self._producers = attach_producers(self._live, buffer.put, say, self.flush)
-                        if self._alerts is not None:
-                            self._producers.on_rules = self._alerts.watch_producer
+                    alerts = self._alerts
+                    # log.remote() producers (_channel/_produce), taken by the server
+                    hub = producer_hub(
+                        buffer.put, say, self.flush, alerts.watch_producer if alerts else None
+                    )
+                    self._live = await start_serving(self._live_dir, say, hub)
+                    if self._live is not None:
+                        self._producers = hub
                 while not self._stop_requested:
                     backlog = len(buffer) >= min(FOLD_SLICE, buffer.capacity)
                     if backlog and not intake.held and intake.may_drain():

@@ -53,8 +53,6 @@ class BackendOptions(Protocol):
     @property
     def resume_step(self) -> int | None: ...
     @property
-    def flush_secs(self) -> float: ...
-    @property
     def tb_filename_suffix(self) -> str: ...
     @property
     def tb_purge_step(self) -> int | None: ...
@@ -130,7 +128,6 @@ def _tensorboard(o: BackendOptions) -> Backend:
         purge = o.tb_purge_step - 1
     return TensorBoardBackend(
         o.log_dir,
-        flush_secs=o.flush_secs,
         filename_suffix=o.tb_filename_suffix,
         purge_after=purge,
     )

@@ -36,19 +36,22 @@ class SummaryKeeper:
         *,
         monotonic: Callable[[], float],
         say: Callable[[str], None],
+        media_counts: Callable[[], tuple[int, int, dict[str, int]]] = lambda: (0, 0, {}),
+        stopped_by: Callable[[], dict[str, Any] | None] = lambda: None,
+        late_counts: Callable[[], tuple[int, dict[str, int]]] = lambda: (0, {}),
     ) -> None:
         self.summary = summary
         self._monotonic = monotonic
         self._say = say
         self._due: float | None = None
         self._busy = False
-        #: ``(written, refused, lost by reason)`` media counts now (set by the pump)
-        self.media_counts: Callable[[], tuple[int, int, dict[str, int]]] = lambda: (0, 0, {})
+        #: ``(written, refused, lost by reason)`` media counts now (the pump's)
+        self.media_counts = media_counts
         #: how a ``stop=True`` rule ended the run, if one did: ``{"iteration", "rule",
-        #: "tag", "message"}`` (set by the pump)
-        self.stopped_by: Callable[[], dict[str, Any] | None] = lambda: None
+        #: "tag", "message"}`` (the pump's)
+        self.stopped_by = stopped_by
         #: ``(the run's own late records, late records by producer)`` now (the pump's)
-        self.late_counts: Callable[[], tuple[int, dict[str, int]]] = lambda: (0, {})
+        self.late_counts = late_counts
 
     def _snapshot(self, state: str = "running") -> dict[str, Any]:
         s = self.summary

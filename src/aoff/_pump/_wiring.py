@@ -17,7 +17,7 @@ from .._core._buffer import EventBuffer
 from .._core._config import HParams
 from .._core._rules import Alert
 from .._core._state import State
-from ._alerts import AlertDesk
+from ._alerts import AlertPlan
 from ._options import Options
 from ._pump import Pump, PumpSettings
 from ._sysmetrics import SystemSampler
@@ -51,7 +51,6 @@ class Core:
             labels_as_written=not options.seed_tags,  # an adapter's keys, as its caller's
         )
         self.display = options.build_display()
-        self.alerts = _alert_desk(options, self.state, on_alert)
         settings = PumpSettings(
             refresh_per_second=options.refresh_per_second,
             clock=options.now,
@@ -77,7 +76,7 @@ class Core:
                 else None
             ),
             run_summary=_run_summary(options),
-            alerts=self.alerts,
+            alerts=_alert_plan(options, on_alert),
         )
         self.context = BackendContext(
             config=options.config,
@@ -91,26 +90,13 @@ class Core:
         )
 
 
-def _alert_desk(
-    options: Options, state: State, on_alert: Callable[[Alert], None] | None
-) -> AlertDesk | None:
+def _alert_plan(options: Options, on_alert: Callable[[Alert], None] | None) -> AlertPlan | None:
     """The run's rules and where their alerts go; None when ``rules=[]``."""
     if not options.rules:
         return None
-    from .._core._say import say_to_stderr
-
-    desk = AlertDesk(
-        options.rules,
-        state,
-        log_dir=options.log_dir,
-        webhook=options.webhook,
-        command=options.command,
-        say=say_to_stderr,
-        clock=options.now,
-        monotonic=options.monotonic,
+    return AlertPlan(
+        tuple(options.rules), options.log_dir, options.webhook, options.command, on_alert
     )
-    desk.on_alert = on_alert
-    return desk
 
 
 def _run_summary(options: Options) -> RunSummary | None:

@@ -40,16 +40,16 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
-import socket
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._channel._sending import RemoteReport
 from .._core._buffer import Overflow
 from .._core._rules import Rule
-from .._faces._remote import RemoteLogger, RemoteReport
+from .._faces._remote import RemoteLogger
 
 __all__ = ["Hub", "HubSpec"]
 
@@ -90,21 +90,16 @@ def _putter(logger: RemoteLogger, events: list[Any]) -> Callable[[Any], None]:
         return logger._put
     first = events.pop(0)
     logger._put(first)  # starts the connection's thread and buffer
-    buffer = getattr(getattr(logger, "_conn", None), "buffer", None)
-    put = getattr(buffer, "put", None)
-    return put if callable(put) else logger._put
+    conn = logger._sender
+    return logger._put if conn is None else conn.buffer.put
 
 
 def _cut(logger: RemoteLogger) -> None:
     """End ``logger``'s connection to the run without the closing handshake (the run
     then reports it lost, as it does a killed producer)."""
-    conn = getattr(logger, "_conn", None)
-    shipper = getattr(conn, "shipper", None)
-    link = getattr(shipper, "link", None)
-    sock = getattr(link, "sock", None)
-    if isinstance(sock, socket.socket):
-        with contextlib.suppress(OSError):
-            sock.shutdown(socket.SHUT_RDWR)
+    conn = logger._sender
+    if conn is not None:
+        conn.cut()
 
 
 class Hub:

@@ -100,7 +100,7 @@ def serve(
         media_budget = getattr(options, "media_budget", DEFAULT_MEDIA_BUDGET)
     media_budget = check_media_budget(media_budget)
     proto = log.remote("ray-hub", timeout=timeout)  # checks log_dir and that log is open
-    spec = proto._spec
+    spec = proto._settings
     hub_spec = HubSpec(
         spec.log_dir, spec.capacity, spec.overflow, float(timeout), os.getpid(), float(lost_after)
     )

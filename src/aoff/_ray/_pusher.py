@@ -27,8 +27,10 @@ import threading
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable
 from typing import Any, Protocol
 
+from .._channel._sending import RemoteReport
 from .._core import _events as ev
 from .._core._buffer import EventBuffer, Overflow
 from .._core._pending import ready_prefix
@@ -84,7 +86,12 @@ class Pusher:
     :class:`~aoff._ray._producer.RayLogger`."""
 
     def __init__(
-        self, link: LinkSettings, name: str, on_round: Any, rules: tuple[Rule, ...] = ()
+        self,
+        link: LinkSettings,
+        name: str,
+        on_round: Any,
+        rules: tuple[Rule, ...] = (),
+        on_freed: Callable[[int], object] | None = None,
     ) -> None:
         self.link = link
         self.name = name
@@ -117,7 +124,7 @@ class Pusher:
         #: media: the running total of frames' bytes done (taken by the hub, or dropped),
         #: for the logger's budget; ``active`` from its first media event (until then no
         #: batch is scanned for frames)
-        self.freed = FreedBytes()
+        self.freed = FreedBytes(on_freed)
         self.media_in: dict[int, int] = {}  # seq -> bytes of frames the call carries
         self.thread = threading.Thread(target=self._run, name=f"aoff-ray-{name}", daemon=True)
 
@@ -288,6 +295,73 @@ class Pusher:
         return taken, sum(n for _, n, _ in flights) - taken
 
     # -- the caller's side --------------------------------------------------------------------
+    def start(self) -> None:
+        self.thread.start()
+
+    def flush(self) -> None:
+        timeout = self.link.timeout
+        deadline = time.monotonic() + timeout
+        want = self.buffer.drained + len(self.buffer)  # every event logged so far
+        self.wake.set()
+        if not self.wait(lambda: self.submitted >= want or self.gone, timeout) or self.gone:
+            return
+        upto = self.seq
+        import ray
+
+        call = self.link.hub.flush.options(concurrency_group="ctl")
+        try:
+            refused = ray.get(
+                call.remote(self.key, upto), timeout=max(deadline - time.monotonic(), 0.01)
+            )
+        except ray.exceptions.GetTimeoutError:
+            return
+        except Exception as exc:
+            self.error = self.error or f"the run's hub is gone ({type(exc).__name__}: {exc})"
+            return
+        if refused is not None:
+            self.error = self.error or f"the run's hub refused this producer: {refused}"
+            return
+        self.confirmed = max(self.confirmed, upto)
+        # and the thread has taken the answers: the frames' bytes are back in the budget
+        self.wait(lambda: self.answered(upto), max(deadline - time.monotonic(), 0.01))
+
+    def finish(self) -> RemoteReport:
+        timeout = self.link.timeout
+        deadline = time.monotonic() + timeout
+        self.close_by = deadline
+        self.closing = True
+        self.wake.set()
+        self.wait(self.done.is_set, timeout + 1.0)
+        got: RemoteReport | None = None
+        if not self.gone and self.seq:
+            import ray
+
+            call = self.link.hub.close.options(concurrency_group="ctl")
+            try:
+                got = ray.get(
+                    call.remote(self.key, self.name, self.seq),
+                    timeout=max(deadline - time.monotonic(), 0.01) + 1.0,
+                )
+            except ray.exceptions.GetTimeoutError:
+                self.error = self.error or f"the run's hub did not answer within {timeout:g}s"
+            except Exception as exc:
+                self.error = self.error or f"the run's hub is gone ({type(exc).__name__}: {exc})"
+        # calls never answered (a dead or unreachable hub) and events still held count
+        # as dropped: close() never waits past its bound for them
+        if got is not None and got.error is None:
+            self.confirmed = max(self.confirmed, self.seq)  # the hub took every batch
+        taken, unanswered = self.settle()
+        dropped = self.dropped() + unanswered + len(self.held)
+        error = self.error
+        name, received = self.name, None
+        if got is not None:
+            name, received = got.name, got.received
+            dropped += got.dropped
+            error = error or got.error
+        elif not self.seq and not self.gone:
+            received = 0
+        return RemoteReport(name, self.sent + taken, dropped, received, error)
+
     def dropped(self) -> int:
         late = int(repr(self.late)[6:-1])  # itertools.count: "count(N)"
         return self.buffer.dropped + self.unresolved + self.lost + late + len(self.buffer)

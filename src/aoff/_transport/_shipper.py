@@ -29,6 +29,7 @@ from __future__ import annotations
 import collections
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from .._core._buffer import EventBuffer
@@ -100,14 +101,46 @@ RECV_INTERVAL = 1.0
 R = TypeVar("R", FinishReport, ProducerReport)
 
 
+@dataclass(frozen=True)
+class ShipperSetup:
+    """How the shipper's driver wants it (the face's ``AgentSide``, a producer's
+    ``Conn``): given when it is built, never set on it after."""
+
+    #: prints a problem found here (a device value that can never be read); None: each
+    #: distinct one once on stderr, never waiting for it (a round may run on a producer's
+    #: thread); in process mode stderr is forwarded, so it shows above the agent's panel
+    say: Callable[[str], None] | None = None
+    #: whether a frame keeps its events until it is sent (False: only the pickle,
+    #: :class:`Pickled`; the link's ``on_sent`` and ``unsent`` then see those)
+    keep_events: bool = True
+    #: told each alert the peer sends (the face's ``alerts``/``should_stop``)
+    on_alert: Callable[[Alert], None] | None = None
+    #: how often answers are read when nothing is waited for (shorter when the loop may
+    #: be asked to stop by a rule)
+    recv_interval: float = RECV_INTERVAL
+    #: every event drained is also appended to the shipper's ``tap`` list, in order (one
+    #: list extend a round): the face's early watch, while the agent starts (_faces/_early)
+    tap: bool = False
+    #: frames that may wait for a peer that has not answered yet (``backed_up``): the
+    #: agent reads nothing while it imports (~0.3 s here), and a loop that starts logging
+    #: flat out at once lost events against the usual ``MAX_PENDING_BYTES`` with its
+    #: backlog empty; ``AgentSide`` gives the agent's backlog bound
+    start_pending_bytes: int = MAX_PENDING_BYTES
+    #: the frames the overflow policy or an unresolved device value drops, counted back:
+    #: a far producer's budget (``_channel/_sender.py``) or the face's pool; None: a new,
+    #: inactive one
+    freed: FreedBytes | None = None
+    #: the run's backends by name: an agent that never answered lost what it received
+    #: for each of them, though no ack ever named them
+    backends: tuple[str, ...] = ()
+
+
 class Shipper(Generic[R]):
     """Face-independent: drain, resolve, batch, queue; read the peer's answers.
 
     ``report_type`` is the report the peer ends with (:class:`FinishReport` from the
-    agent, :class:`ProducerReport` from a run taking a producer's events). ``say`` prints
-    a problem found here (a device value that can never be read): by default each
-    distinct one once on stderr, never waiting for it (a round may run on a producer's
-    thread); in process mode stderr is forwarded, so it shows above the agent's panel.
+    agent, :class:`ProducerReport` from a run taking a producer's events); ``setup``: how
+    its driver wants it (:class:`ShipperSetup`).
     """
 
     def __init__(
@@ -115,45 +148,32 @@ class Shipper(Generic[R]):
         buffer: EventBuffer,
         link: Link,
         report_type: type[R],
-        say: Callable[[str], None] | None = None,
-        backends: tuple[str, ...] = (),
+        setup: ShipperSetup = ShipperSetup(),
     ) -> None:
-        """Over 60 lines on purpose: every field of the shipper's state, each with why it
-        is there, in one place, so that a round's reader finds them together."""
+        # every field of the shipper's state, each with why it is there, in one place,
+        # so that a round's reader finds them together
         self.buffer = buffer
         self.link = link
         self.report_type: type[R] = report_type
-        self.say = say or SayOnce(lambda line: say_to_stderr(line, wait=False))
+        self.say = setup.say or SayOnce(lambda line: say_to_stderr(line, wait=False))
         link.on_sent = self._sent
         self.held: list[Event] = []  # drained, behind an event waiting for a device
         self.unresolved = 0
-        #: the frames the overflow policy or an unresolved device value drops: a far
-        #: producer's budget (``_channel/_sender.py``) sets its own; inactive otherwise
-        self.freed = FreedBytes()
+        self.freed = setup.freed if setup.freed is not None else FreedBytes()
         self.shipped_steps = 0
         self.acked_steps = 0
         self.acked_written: dict[str, int] = {}
-        #: the run's backends by name: an agent that never answered lost what it
-        #: received for each of them, though no ack ever named them
-        self.backends = backends
+        self.backends = setup.backends
         #: ``MEDIA`` events sent; the agent's ``(written, lost)`` media as of its last Ack
         self.shipped_media = 0
         self.acked_media = (0, 0)
-        #: told each alert the peer sends (the face's ``alerts``/``should_stop``)
-        self.on_alert: Callable[[Alert], None] | None = None
-        #: when a list, every event drained is also appended to it, in order (one list
-        #: extend a round): the face's early watch, while the agent starts (_faces/_early)
-        self.tap: list[Event] | None = None
-        #: how often answers are read when nothing is waited for (shorter when the loop
-        #: may be asked to stop by a rule)
-        self.recv_interval = RECV_INTERVAL
+        self.on_alert = setup.on_alert
+        #: when a list (``setup.tap``), every event drained is also appended to it
+        self.tap: list[Event] | None = [] if setup.tap else None
+        self.recv_interval = setup.recv_interval
         #: the agent's backlog as of its last Ack: bytes held now, the most held
         self.agent_backlog = (0, 0)
-        #: frames that may wait for a peer that has not answered yet (``backed_up``): the
-        #: agent reads nothing while it imports (~0.3 s here), and a loop that starts
-        #: logging flat out at once lost events against the usual ``MAX_PENDING_BYTES``
-        #: with its backlog empty; ``AgentSide`` sets the agent's backlog bound
-        self.start_pending_bytes = MAX_PENDING_BYTES
+        self.start_pending_bytes = setup.start_pending_bytes
         self.text: collections.deque[tuple[str, str]] = collections.deque()
         self.flush_asked = 0  # flush requests: asked, sent to the agent, answered
         self.flush_sent = 0
@@ -164,9 +184,7 @@ class Shipper(Generic[R]):
         #: aoff's counters (``_core/_checkpoint.py``) from the agent's latest flush or report
         self.last_state: dict[str, Any] | None = None
         self.progress = 0  # bumps on every answer from the agent (finish() watches it)
-        #: whether a frame keeps its events until it is sent (False: only the pickle,
-        #: :class:`Pickled`; the link's ``on_sent`` and ``unsent`` then see those)
-        self.keep_events = True
+        self.keep_events = setup.keep_events
         #: events a round drains (None: all there are; see ``LOOP_ROUND_EVENTS``)
         self.round_events: int | None = None
         #: bytes a round sends (None: all the socket takes; see ``LOOP_ROUND_BYTES``)

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._faces._producer import ProducerLogger
+
 __all__ = ["RemoteProbe", "probe_remote"]
 
 
@@ -22,7 +24,7 @@ class RemoteProbe:
     """A live, read-only view of one producer (see :func:`probe_remote`)."""
 
     def __init__(self, remote: object) -> None:
-        if not hasattr(remote, "_conn") and not hasattr(remote, "_pusher"):
+        if not isinstance(remote, ProducerLogger):
             raise TypeError(
                 "probe_remote() takes a RemoteLogger (log.remote()) or an aoff.ray "
                 f"producer's logger, not {type(remote).__name__}"
@@ -30,9 +32,9 @@ class RemoteProbe:
         self._remote: Any = remote
 
     def _half(self) -> Any:
-        """The started half: a ``RemoteLogger``'s connection, or a Ray logger's pusher."""
-        r = self._remote
-        return getattr(r, "_conn", None) or getattr(r, "_pusher", None)
+        """The started half (the sender): a ``RemoteLogger``'s connection, or a Ray
+        logger's pusher."""
+        return self._remote._sender
 
     @property
     def started(self) -> bool:

@@ -14,13 +14,17 @@ So once the general decoder (``_evfolder``) has read a record of a layout, the b
 ahead are swept in bulk: the records' starts are found by following their lengths
 (vectorized: every place 12 bytes before an ``Event``'s first byte is a candidate, and
 the chain from the first record through the lengths picks the true ones), each record
-is matched against the known layouts of its size (every fixed byte equal: this checks
-each header and its checksum), and the matching records are decoded column by column
-(wall times, steps, values) without a Python object per value, each tag's points in
-record order. The sweep stops at the first record of no known layout (a histogram, a
-``SessionLog``, a first record of a new tag): the general decoder reads it and the sweep
-goes on after it. The window swept grows while records match and shrinks at a stop, so
-a file with many other records costs no more than its records.
+is told its layout among the known ones of its size (a hash of the bytes fixed in all of
+them), and the records are decoded by *shape* (the layouts alike but for their fixed
+bytes, a tag's name: the same variable fields at the same offsets), column by column
+(wall times, steps, values, checksums) without a Python object per value; each tag's
+points are handed over in record order. A record of no known layout (a histogram, a
+first record of a new tag) is decoded in its place in the window, one by one, and its
+layout learnt, so that the records of that layout after it are read in bulk (the
+window's rest is classified again once a few are found); the sweep stops only where the
+general decoder must read on: a checksum that fails, a ``SessionLog`` or a file version
+(they change how what follows is read), or, in a file older than ``brain.Event:2``, any
+record of no known layout (its purge rule follows every step).
 
 The data checksums are verified in bulk too, each record's own: CRC32C is affine in
 the data, so a record's checksum is the checksum of its layout's fixed bytes XOR, for
@@ -31,6 +35,10 @@ record, vectorized, gives every record's checksum, compared with the one it stor
 corrupt record is found however many others are corrupted the same way (a check over
 the XOR of many records' checksums would let two equal errors cancel). The sweep is
 taken up to its first failing record, which the general decoder then skips and counts.
+The tables of a byte depend only on its distance from the data's end and the fixed bits
+under it, so a shape's layouts share them, each layout adding the checksum of its own
+fixed bytes; a record told the wrong layout (bytes fixed in that layout that the hash
+left out differ) fails its checksum, and the general decoder reads it.
 
 TensorBoard's purge rules hold here too: records of these layouts carry no
 ``SessionLog``; in a file older than ``brain.Event:2`` a sweep is taken only up to a
@@ -39,14 +47,15 @@ step that goes back (the general decoder purges there).
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
 from .._tagseries import Columns
-from ._tfrecord import MASK_DELTA, crc32c
-from ._wire import Buf, fields, varint
+from ._tfrecord import MASK_DELTA, crc32c, masked_crc32c
+from ._wire import F64, U32S, Buf, fields, varint
 
 __all__ = ["FastPath", "Folder", "Layout"]
 
@@ -63,12 +72,20 @@ class Folder(Protocol):
 
     def block(self, tag: str, cols: Columns) -> None: ...
 
+    def summary_values(self, buf: Buf, start: int, end: int) -> list[tuple[str, float | None]]: ...
 
-#: the bytes swept at first after a stop, and at most
+
+#: the bytes swept at first after a stop, at first in a file (a record of no known
+#: layout is read in its place, so a bigger window wastes nothing; not so big that a
+#: regular file's sweep keeps its records from the faster cycle path), and at most
 _MIN_WINDOW = 4 << 10
+_FIRST_WINDOW = 64 << 10
 _MAX_WINDOW = 8 << 20
 #: the last records' layouts a sweep hands on (twice the longest cycle looked for)
 _TAIL = 128
+#: records of a window found one by one to have a layout learnt in it (at least, and at
+#: least a sixteenth of those left), after which the rest is classified again in bulk
+_RECLASSIFY = 32
 #: the most layouts learnt for a folder
 _MAX_LAYOUTS = 4096
 #: an Event's first byte: its wall time (field 1, 64-bit)
@@ -95,29 +112,19 @@ class Layout:
     def key(self) -> tuple[bytes, bytes]:
         return self.fixed, self.mask
 
+    def base(self) -> int:
+        """The CRC32C of the data's fixed bytes (its variable bytes zeroed)."""
+        return crc32c(self.fixed[12 : self.size - 4])
+
     def crc_tables(self) -> tuple[int, list[tuple[int, int, np.ndarray[Any, np.dtype[np.uint32]]]]]:
         """``(crc of the fixed data, [(offset, width, tables)])``: a record's data checksum
         is the first XOR ``tables[i][byte]`` for the ``i``-th byte of each run of
         ``width`` variable bytes at ``offset`` (built once)."""
         if self._crc is None:
-            data = bytearray(self.fixed[12 : self.size - 4])
-            base = crc32c(data)
-            deltas = np.zeros((len(self.varbytes), 8), np.uint32)
-            for i, off in enumerate(self.varbytes):
-                j = off - 12
-                was = data[j]
-                for bit in range(8):  # the table is linear in the byte's bits
-                    data[j] = was ^ (1 << bit)
-                    deltas[i, bit] = crc32c(data) ^ base
-                data[j] = was
-            # indexed by the byte as stored, not by its change from the fixed byte
-            stored = np.arange(256)[None, :] ^ np.frombuffer(
-                bytes(data[off - 12] for off in self.varbytes), np.uint8
-            )[:, None].astype(np.int64)
-            bits = (stored[:, :, None] >> np.arange(8)) & 1 == 1
-            tables = np.bitwise_xor.reduce(
-                np.where(bits, deltas[:, None, :], np.uint32(0)), axis=2
-            ).astype(np.uint32)
+            data = self.fixed[12 : self.size - 4]
+            tables = np.stack(
+                [_byte_table(len(data) - (off - 12) - 1, data[off - 12]) for off in self.varbytes]
+            )
             # a run of adjacent variable bytes (a wall time's eight, a value's four) is
             # read as one word, split into its bytes
             runs: list[tuple[int, int, np.ndarray[Any, np.dtype[np.uint32]]]] = []
@@ -129,8 +136,31 @@ class Layout:
                     width += 1
                 runs.append((vb[i], width, tables[i : i + width]))
                 i += width
+            base = crc32c(data)
             self._crc = (base, runs)
         return self._crc
+
+
+#: (bytes after a data byte, its fixed bits) -> that byte's table (see ``crc_tables``)
+_TABLES: dict[tuple[int, int], np.ndarray[Any, np.dtype[np.uint32]]] = {}
+
+
+def _byte_table(after: int, fixed: int) -> np.ndarray[Any, np.dtype[np.uint32]]:
+    """What a data byte stored as each of 0..255 XORs into the data's CRC32C, against
+    ``fixed`` in its place, with ``after`` bytes of data after it: CRC32C is affine, so
+    this depends on nothing else (built from its eight bits' effects, kept for reuse)."""
+    table = _TABLES.get((after, fixed))
+    if table is None:
+        if len(_TABLES) >= 4096:
+            _TABLES.clear()
+        tail = bytes(after)
+        zero = crc32c(bytes(1) + tail)
+        deltas = np.array([crc32c(bytes([1 << bit]) + tail) ^ zero for bit in range(8)], np.uint32)
+        changed = np.arange(256) ^ fixed  # indexed by the byte as stored
+        bits = (changed[:, None] >> np.arange(8)) & 1 == 1
+        table = np.bitwise_xor.reduce(np.where(bits, deltas, np.uint32(0)), axis=1)
+        table = _TABLES[(after, fixed)] = table.astype(np.uint32)
+    return table
 
 
 def layout_of(folder: Folder, buf: Buf, pos: int, length: int) -> Layout | None:
@@ -224,6 +254,25 @@ def _tensor_number(tag: str, buf: Buf, start: int, end: int) -> tuple[str, int, 
     return None
 
 
+class _Shape:
+    """The layouts alike but for their fixed bytes (a tag's name, its checksums): one
+    record size, the same variable fields at the same offsets. Their records are decoded
+    together; a record's data checksum is its layout's base XOR this shape's tables (a
+    variable byte's effect on CRC32C depends only on its distance from the data's end and
+    on the fixed bits under it, the same in every layout of the shape)."""
+
+    def __init__(self, lay: Layout) -> None:
+        self.size = lay.size
+        self.wall = lay.wall
+        self.step = lay.step
+        self.slots = [(off, width) for _tag, off, width in lay.values]
+        self.runs = lay.crc_tables()[1]
+
+    @staticmethod
+    def key(lay: Layout) -> tuple[Any, ...]:
+        return (lay.size, lay.wall, lay.step, tuple((o, w) for _t, o, w in lay.values))
+
+
 class FastPath:
     """Learns layouts from the general decoder's records, then sweeps the records ahead
     that have them in bulk."""
@@ -237,12 +286,22 @@ class FastPath:
         self.by_size: dict[int, _SizeGroup] = {}
         self.sizes: list[int] = []
         self.slots: Any = np.full(1, -1, np.int64)
-        self.window = _MIN_WINDOW
+        #: the shapes, and per layout id: its shape, its checksum's base, its values' tags
+        self.shape_ids: dict[tuple[Any, ...], int] = {}
+        self.shapes: list[_Shape] = []
+        self.lid_shape: Any = np.empty(0, np.int64)
+        self.lid_base: Any = np.empty(0, np.uint32)
+        self.lid_tags: Any = np.empty((0, 1), np.int64)
+        #: the tags (their prefix in front) by id, and whether each is wanted
+        self.tag_ids: dict[str, int] = {}
+        self.tag_names: list[str] = []
+        self.tag_wanted: Any = np.empty(0, bool)
+        self.window = _FIRST_WINDOW
         #: the layouts of the last records of the last sweep (a cycle may be in them)
         self.tail: list[Layout] = []
 
     def forget(self) -> None:
-        """A record was skipped (the sweep needs nothing cleared: kept for the caller)."""
+        """A record was skipped: the next sweep starts small."""
         self.window = _MIN_WINDOW
 
     def learn(self, buf: Buf, pos: int, length: int) -> Layout | None:
@@ -261,6 +320,7 @@ class FastPath:
             return None
         lid = self.layouts[lay.key] = len(self.by_id)
         self.by_id.append(lay)
+        self._index(lid, lay)
         # the record as 64-bit words, the last one ending at its end (overlapping)
         offs = [*range(0, lay.size - 8, 8), lay.size - 8]
         fixed = np.array([int.from_bytes(lay.fixed[o : o + 8], "little") for o in offs], np.uint64)
@@ -275,15 +335,46 @@ class FastPath:
         known.add(lid, lay, fixed, mask)
         return lay
 
+    def _index(self, lid: int, lay: Layout) -> None:
+        """Layout ``lid``'s shape, checksum base and tags into the per-layout arrays."""
+        key = _Shape.key(lay)
+        sid = self.shape_ids.get(key)
+        if sid is None:
+            sid = self.shape_ids[key] = len(self.shapes)
+            self.shapes.append(_Shape(lay))
+        if lid >= len(self.lid_shape):  # room for twice as many
+            cap = max(2 * len(self.lid_shape), 16)
+            self.lid_shape = np.resize(self.lid_shape, cap)
+            self.lid_base = np.resize(self.lid_base, cap)
+            self.lid_tags = np.resize(self.lid_tags, (cap, self.lid_tags.shape[1]))
+        if len(lay.values) > self.lid_tags.shape[1]:
+            wider = np.full((len(self.lid_tags), len(lay.values)), -1, np.int64)
+            wider[:, : self.lid_tags.shape[1]] = self.lid_tags
+            self.lid_tags = wider
+        self.lid_shape[lid] = sid
+        self.lid_base[lid] = lay.base()
+        for slot, (tag, _off, _width) in enumerate(lay.values):
+            self.lid_tags[lid, slot] = self._tag_id(self.folder.prefix + tag)
+
+    def _tag_id(self, name: str) -> int:
+        tid = self.tag_ids.get(name)
+        if tid is None:
+            tid = self.tag_ids[name] = len(self.tag_names)
+            self.tag_names.append(name)
+            wanted = self.folder.tags is None or name in self.folder.tags
+            self.tag_wanted = np.append(self.tag_wanted, wanted)
+        return tid
+
     # -- the sweep ----------------------------------------------------------------------
     def run(self, buf: Buf, pos: int, end: int) -> int:
-        """Decode the records of known layouts from ``pos`` on, in one window; the
+        """Decode the records from ``pos`` on, in one window: those of known layouts in
+        bulk, the others (in a ``brain.Event:2`` file) one by one in their place; the
         position after them (:attr:`tail`: the layouts of the last ones)."""
         if end - pos < 17 or buf[pos + 12] != _WALL_KEY:
             return pos
         size = int.from_bytes(buf[pos : pos + 8], "little") + 16
         known = self.by_size.get(size)
-        if known is None or pos + size > end or not known.knows(bytes(buf[pos : pos + size])):
+        if known is None or pos + size > end or known.lookup(bytes(buf[pos : pos + size])) < 0:
             return pos  # the record here has no known layout: not worth a sweep
         stop = min(end, pos + self.window)
         a = _Window(buf, pos, stop - pos)
@@ -292,11 +383,13 @@ class FastPath:
             self.window = _MIN_WINDOW
             return pos
         ids = self._classify(a, starts, sizes)
-        unknown = np.flatnonzero(ids < 0)
-        k = int(unknown[0]) if len(unknown) else len(ids)
-        taken = self._take(a, starts[:k], ids[:k]) if k else 0
-        self.folder.bulk_records += taken
-        self.tail = [self.by_id[i] for i in ids[max(taken - _TAIL, 0) : taken].tolist()]
+        general: list[tuple[int, str, int, float, float]] = []
+        k = self._others(a, pos, starts, sizes, ids, general)
+        taken = self._take(a, starts[:k], ids[:k], general)
+        self.folder.bulk_records += int((ids[:taken] >= 0).sum())
+        last_other = np.flatnonzero(ids[:taken] < 0)
+        first = max(taken - _TAIL, int(last_other[-1]) + 1 if len(last_other) else 0)
+        self.tail = [self.by_id[i] for i in ids[first:taken].tolist()]
         if taken:
             pos += int(starts[taken - 1] + sizes[taken - 1])
         if taken < len(ids):  # a record the general decoder reads: start small after it
@@ -304,6 +397,73 @@ class FastPath:
         else:
             self.window = min(self.window * 2, _MAX_WINDOW)
         return pos
+
+    def _others(
+        self,
+        a: _Window,
+        pos: int,
+        starts: Any,
+        sizes: Any,
+        ids: Any,
+        general: list[tuple[int, str, int, float, float]],
+    ) -> int:
+        """Decode the records of no known layout among ``starts`` one by one, in a
+        ``brain.Event:2`` file (``ids``: -2 for each; their points into ``general`` as
+        ``(record, tag, step, wall time, value)``); learn their layouts, so that the
+        records after them of the same layout are read in bulk. The records up to the
+        first that the general decoder must read in its place: a checksum that fails, a
+        ``SessionLog`` or a file version (a purge rule), or an older file (its purge rule
+        follows every step)."""
+        folder = self.folder
+        buf = a.buf
+        unknown = np.flatnonzero(ids < 0).tolist()
+        if not unknown:
+            return len(ids)
+        if not (folder.file_version and folder.file_version >= 2):
+            return unknown[0]
+        view = memoryview(buf)
+        hits = 0  # records found to have a layout learnt since the last classification
+        i = 0
+        while i < len(unknown):
+            u = unknown[i]
+            i += 1
+            if hits >= max(_RECLASSIFY, (len(unknown) - i) >> 4):
+                # layouts learnt from the records before: the rest classified again (once
+                # the look-ups one by one have cost a share of what that costs)
+                hits = 0
+                rest = np.asarray(unknown[i - 1 :], np.int64)
+                ids[rest] = self._classify(a, starts[rest], sizes[rest])
+                unknown = rest[ids[rest] < 0].tolist()
+                i = 0
+                continue
+            p = pos + int(starts[u])
+            size = int(sizes[u])
+            known = self.by_size.get(size)
+            if known is not None:  # a layout learnt from a record before it in this window
+                lid = known.lookup(bytes(buf[p : p + size]))
+                if lid >= 0:
+                    ids[u] = lid
+                    hits += 1
+                    continue
+            end = p + size - 4
+            if (
+                masked_crc32c(view[p : p + 8]) != U32S.unpack_from(buf, p + 8)[0]
+                or masked_crc32c(view[p + 12 : end]) != U32S.unpack_from(buf, end)[0]
+            ):
+                return u
+            try:
+                got = _plain_event(folder, buf, p + 12, end)
+            except (ValueError, IndexError, struct.error):
+                return u  # the general decoder says what is wrong
+            if got is None:
+                return u
+            step, wall, values = got
+            for tag, value in values:
+                if value is not None:
+                    general.append((u, folder.prefix + tag, step, wall, value))
+            self.learn(buf, p, size - 16)
+            ids[u] = -2
+        return len(ids)
 
     def _classify(self, a: _Window, starts: Any, sizes: Any) -> Any:
         """Each record's layout id (-1: none known)."""
@@ -318,35 +478,47 @@ class FastPath:
             ids[sel] = got
         return ids
 
-    def _take(self, a: _Window, starts: Any, ids: Any) -> int:
-        """Decode the records at ``starts`` (each of a known layout) up to the first whose
-        data checksum fails, or, in an old file, whose step goes back; how many."""
+    def _take(
+        self,
+        a: _Window,
+        starts: Any,
+        ids: Any,
+        general: list[tuple[int, str, int, float, float]],
+    ) -> int:
+        """Decode the records at ``starts`` (those of a known layout, shape by shape; the
+        others' points are in ``general``) up to the first whose data checksum fails,
+        or, in an old file, whose step goes back; how many."""
         folder = self.folder
         k = len(starts)
+        if not k:
+            return 0
         steps = np.zeros(k, np.int64)
         walls = np.zeros(k, np.float64)
         bad = np.zeros(k, bool)
-        groups: list[tuple[Layout, Any, Any]] = []
-        for lid, sel in _grouped(ids, len(self.by_id)):
-            lay = self.by_id[lid]
+        recs: list[Any] = []
+        tags: list[Any] = []
+        values: list[Any] = []
+        bulk = ids >= 0
+        shape_of = np.where(bulk, self.lid_shape[np.where(bulk, ids, 0)], -1)
+        for sid, sel in _grouped(shape_of, len(self.shapes)):
+            shape = self.shapes[sid]
             at = starts[sel]
-            groups.append((lay, sel, at))
-            if lay.step is not None:
-                off, width = lay.step
-                step = a.u1[at + off].astype(np.int64) & 0x7F
-                for i in range(1, width):
-                    step |= (a.u1[at + off + i].astype(np.int64) & 0x7F) << (7 * i)
-                steps[sel] = step
-            if lay.wall is not None:
-                walls[sel] = a.f8[at + lay.wall]
-            base, tables = lay.crc_tables()
-            crc = np.full(len(sel), base, np.uint32)
-            for off, width, table in tables:
+            lids = ids[sel]
+            if shape.step is not None:
+                steps[sel] = _varints(a, at + shape.step[0], shape.step[1])
+            if shape.wall is not None:
+                walls[sel] = a.f8[at + shape.wall]
+            crc = self.lid_base[lids]
+            for off, width, table in shape.runs:
                 word = (a.u4 if width <= 4 else a.u8)[at + off].astype(np.intp)
                 for i in range(width):
                     crc ^= table[i].take((word >> (8 * i)) & 0xFF)
-            rot = a.u4[at + lay.size - 4] - np.uint32(MASK_DELTA)
+            rot = a.u4[at + shape.size - 4] - np.uint32(MASK_DELTA)
             bad[sel] = crc != ((rot << np.uint32(15)) | (rot >> np.uint32(17)))
+            for slot, (off, width) in enumerate(shape.slots):
+                recs.append(sel)
+                tags.append(self.lid_tags[lids, slot])
+                values.append((a.f4 if width == 4 else a.f8)[at + off])
         cut = int(bad.argmax()) if bad.any() else k
         if not (folder.file_version and folder.file_version >= 2):  # the old purge rule
             before = np.empty(k, np.int64)
@@ -358,48 +530,63 @@ class FastPath:
             if cut:
                 folder.most_recent_step = int(steps[cut - 1])
         if cut:
-            self._hand_over(a, groups, cut, steps, walls)
+            self._hand_over(cut, recs, tags, values, steps, walls, general)
         return cut
 
     def _hand_over(
-        self, a: _Window, groups: list[tuple[Layout, Any, Any]], cut: int, steps: Any, walls: Any
+        self,
+        cut: int,
+        recs: list[Any],
+        tags: list[Any],
+        values: list[Any],
+        steps: Any,
+        walls: Any,
+        general: list[tuple[int, str, int, float, float]],
     ) -> None:
-        """Each tag's points of the first ``cut`` records, in record order."""
-        folder = self.folder
-        prefix = folder.prefix
-        wanted = folder.tags
-        parts: dict[str, list[tuple[Any, Any]]] = {}
-        for lay, sel, at in groups:
-            n = int(np.searchsorted(sel, cut))
-            if not n:
-                continue
-            for tag, off, width in lay.values:
-                name = prefix + tag
-                if wanted is not None and name not in wanted:
-                    continue
-                value = (a.f4 if width == 4 else a.f8)[at[:n] + off].astype(np.float64)
-                parts.setdefault(name, []).append((sel[:n], value))
-        for name, got in parts.items():
-            if len(got) == 1:
-                where, value = got[0]
-            else:  # the tag in several layouts (a step's varint grew): back in record order
-                where = np.concatenate([w for w, _ in got])
-                order = np.argsort(where, kind="stable")
-                where = where[order]
-                value = np.concatenate([v for _, v in got])[order]
-            folder.block(name, (steps[where], walls[where], value))
+        """Each tag's points of the first ``cut`` records, in record order (the bulk
+        records' and the others' together)."""
+        kept = [g for g in general if g[0] < cut]
+        if kept:
+            recs.append(np.array([g[0] for g in kept], np.int64))
+            tags.append(np.array([self._tag_id(g[1]) for g in kept], np.int64))
+            values.append(np.array([g[4] for g in kept], np.float64))
+            steps = steps.copy()
+            walls = walls.copy()
+            for u, _tag, step, wall, _value in kept:
+                steps[u], walls[u] = step, wall
+        if not recs:
+            return
+        rec = np.concatenate(recs)
+        tag = np.concatenate(tags)
+        value = np.concatenate([v.astype(np.float64) for v in values])
+        keep = (rec < cut) & self.tag_wanted[tag]
+        if not keep.all():
+            rec, tag, value = rec[keep], tag[keep], value[keep]
+        if not len(rec):
+            return
+        # by tag, then record (a stable sort keeps a record's values in their order)
+        order = np.argsort(tag * cut + rec, kind="stable")
+        rec, tag, value = rec[order], tag[order], value[order]
+        s, w = steps[rec], walls[rec]
+        bounds = [0, *(np.flatnonzero(tag[1:] != tag[:-1]) + 1).tolist(), len(tag)]
+        names = self.tag_names
+        block = self.folder.block
+        for i in range(len(bounds) - 1):
+            lo, hi = bounds[i], bounds[i + 1]
+            block(names[int(tag[lo])], (s[lo:hi], w[lo:hi], value[lo:hi]))
 
 
 class _SizeGroup:
     """The layouts of one record size, as 64-bit words (the last one ending at the
     record's end), and how a record is told to be one of them: a hash of the bytes fixed
-    in all of them names one, then the whole record is checked against it."""
+    in all of them names one (the bytes fixed in that one alone are checked by the
+    record's data checksum, computed from that layout's fixed bytes)."""
 
     def __init__(self, slot: int) -> None:
         self.slot = slot
         #: mask -> the fixed bytes under it, as whole-record integers (one record checked
         #: in Python before a sweep is started on it)
-        self.exact: dict[int, set[int]] = {}
+        self.exact: dict[int, dict[int, int]] = {}
         self.n = 0
         self.lids: Any = np.empty(0, np.int64)
         self.fixeds: Any = None
@@ -414,7 +601,7 @@ class _SizeGroup:
 
     def add(self, lid: int, lay: Layout, fixed: Any, mask: Any) -> None:
         m = int.from_bytes(lay.mask, "little")
-        self.exact.setdefault(m, set()).add(int.from_bytes(lay.fixed, "little") & m)
+        self.exact.setdefault(m, {})[int.from_bytes(lay.fixed, "little") & m] = lid
         n = self.n
         if self.fixeds is None:
             self.fixeds = np.empty((8, len(fixed)), np.uint64)
@@ -443,10 +630,14 @@ class _SizeGroup:
         self.keys = np.insert(self.keys, at, key[0])
         self.order = np.insert(self.order, at, n)
 
-    def knows(self, record: bytes) -> bool:
-        """Whether ``record`` (its bytes) has one of these layouts."""
+    def lookup(self, record: bytes) -> int:
+        """The id of ``record``'s layout (its bytes) among these (-1: none)."""
         value = int.from_bytes(record, "little")
-        return any((value & m) in fixed for m, fixed in self.exact.items())
+        for m, fixed in self.exact.items():
+            lid = fixed.get(value & m)
+            if lid is not None:
+                return lid
+        return -1
 
     def _hash(self, words: Any) -> Any:
         return ((words & self.common) * self.mult).sum(axis=1, dtype=np.uint64)
@@ -461,11 +652,51 @@ class _SizeGroup:
             for i in range(self.n):
                 ids[((words & self.masks[i]) == self.fixeds[i]).all(axis=1)] = self.lids[i]
             return ids
+        # the bytes fixed in only some of them are not compared here: the data checksum,
+        # computed from the named layout's fixed bytes, fails on a record where they differ
         key = self._hash(words)
         at = np.minimum(np.searchsorted(self.keys, key), len(self.keys) - 1)
-        row = self.order[at]
-        match = (self.keys[at] == key) & ((words & self.masks[row]) == self.fixeds[row]).all(axis=1)
-        return np.where(match, self.lids[row], -1)
+        return np.where(self.keys[at] == key, self.lids[self.order[at]], -1)
+
+
+def _plain_event(
+    folder: Folder, buf: Buf, start: int, end: int
+) -> tuple[int, float, list[tuple[str, float | None]]] | None:
+    """``(step, wall time, values)`` of the ``Event`` in ``buf[start:end]``; None when it
+    holds a file version or a ``SessionLog`` (the general decoder reads those: they
+    change how the records after them are read)."""
+    wall = 0.0
+    step = 0
+    summary = None
+    for num, wire, s, e in fields(buf, start, end):
+        if num == 1 and wire == 1:
+            (wall,) = F64.unpack_from(buf, s)
+        elif num == 2 and wire == 0:
+            step = varint(buf, s)[0]
+        elif num == 5 and wire == 2:
+            summary = (s, e)
+        elif num in (3, 7):
+            return None
+    if step >= 1 << 63:
+        step -= 1 << 64
+    values = folder.summary_values(buf, *summary) if summary is not None else []
+    return step, wall, values
+
+
+def _varints(a: _Window, at: Any, width: int) -> Any:
+    """The varints of ``width`` bytes at each of ``at``: the bytes from there read as one
+    little-endian word (what follows the varint is masked off), each byte's seven bits
+    put in place."""
+    if width > 8:
+        out = a.u1[at].astype(np.int64) & 0x7F
+        for i in range(1, width):
+            out |= (a.u1[at + i].astype(np.int64) & 0x7F) << (7 * i)
+        return out
+    word = (a.u4 if width <= 4 else a.u8)[at].astype(np.int64)
+    out = word & 0x7F
+    for i in range(1, width):
+        out |= (word >> i) & (0x7F << (7 * i))
+    return out
 
 
 def _grouped(keys: Any, n: int) -> list[tuple[int, Any]]:
@@ -491,6 +722,7 @@ class _Window:
     a stride of one: a gather of whole fields, not of their bytes one by one)."""
 
     def __init__(self, buf: Buf, pos: int, n: int) -> None:
+        self.buf = buf
         self.n = n
 
         def at_every_byte(dtype: str) -> Any:
