@@ -172,4 +172,4 @@ def build_held_media(o: BackendOptions) -> HeldMediaBackend:
     return HeldMediaBackend(o.log_dir)
 
 
-HELD_MEDIA = NamedBackend("heldmedia", build_held_media, "held media", ("held-media.txt",))
+HELD_MEDIA = NamedBackend("heldmedia", build_held_media, "held media")

@@ -57,7 +57,7 @@ def test_two_sessions_into_one_log_dir(tmp_path: Path, capsys: pytest.CaptureFix
     assert row["writers"] == 2 and row["status"] == "finished (2 writers)"
     assert main(["show", str(run)]) == 0
     out = capsys.readouterr().out
-    assert "of 2 writers, shown as one run (their union)" in out
+    assert "Source: 2 writers' TensorBoard event files, as one run (" in out
     assert "first/loss" in out and "second/loss" in out
     # one session alone still reads its summary
     alone = tmp_path / "alone"

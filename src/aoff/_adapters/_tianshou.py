@@ -283,10 +283,4 @@ def _saved_points(log_dir: str) -> dict[str, list[int]]:
 
 def _last_steps(log_dir: str) -> dict[str, int]:
     """The last step of each of ``_SAVED`` in ``log_dir`` (absent when never logged)."""
-    if not os.path.isdir(log_dir):
-        return {}
-    try:
-        columns = ScalarReader(log_dir, _SAVED).read_columns()
-    except ValueError:  # no run there yet
-        return {}
-    return {tag: int(steps[-1]) for _run, tag, (steps, _w, _v) in columns if len(steps)}
+    return {tag: steps[-1] for tag, steps in _saved_points(log_dir).items() if steps}

@@ -73,7 +73,7 @@ def _source(data: RunData) -> str:
         return f"{os.path.basename(data.source)} ({data.records:,} records)"
     src = next((f.label for f in formats() if f.name == data.kind), data.kind)
     if data.writers > 1:  # several sessions or writers: their files, read as one
-        src += f" of {data.writers} writers, shown as one run (their union)"
+        src = f"{data.writers} writers' {src}, as one run"
     return f"{src} ({data.records:,} records)"
 
 

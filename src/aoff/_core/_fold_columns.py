@@ -27,7 +27,7 @@ from typing import Any
 from . import _events as ev
 from ._columns import ScalarColumns, row_records
 from ._fold_pending import Pending
-from ._fold_step import StepFold, collector_tag
+from ._fold_step import STEP_TAIL, StepFold, collector_tag
 from ._records import StepRecord
 from ._state import State
 
@@ -51,14 +51,6 @@ _FLOAT_ONLY = {float}
 _INT_ONLY = {int}
 _NONE_ONLY = {type(None)}
 _DICT_ONLY = {dict}
-_TAIL = (
-    "episode/timeout_rate",
-    "episode/terminated_rate",
-    "timing/learner_wait_ms",
-    "timing/learner_incremental_h2d_ms",
-    "timing/learner_train_ms",
-    "timing/learner_weight_sync_ms",
-)
 
 
 def _same_keys(col: Sequence[Any], cache: dict[tuple[str, ...], tuple[str, ...]]) -> bool | None:
@@ -413,7 +405,7 @@ class RunFold:
             tags += steps.reward_tags[tuple(c)]
         if s.ep_length > 0:
             tags.append("episode/length")
-        tags += _TAIL
+        tags += STEP_TAIL
         tags += map(collector_tag, s.collector_timing)
         if rate:
             tags.append("perf/steps_per_sec")

@@ -29,7 +29,7 @@ __all__ = ["CLOCK_TAGS", "SCAFFOLDING", "StepFold", "collector_tag"]
 #: a STEP event's length: (kind, wall_time, *FIELDS[STEP])
 _STEP_FIELDS = 2 + len(ev.KINDS[ev.STEP].fields)
 #: the tags every step has after its rewards and episodes, in the seed's order
-_STEP_TAIL = (
+STEP_TAIL = (
     "episode/timeout_rate",
     "episode/terminated_rate",
     "timing/learner_wait_ms",
@@ -41,8 +41,8 @@ _STEP_TAIL = (
 #: not, and the call that logs each group (``State.logged``): the done rates
 #: (``update_done_rates``) and the learner's times (``log_step``'s timings)
 SCAFFOLDING = {
-    **dict.fromkeys(_STEP_TAIL[:2], "done_rates"),
-    **dict.fromkeys((*_STEP_TAIL[2:], "perf/iter_ms"), "learner"),
+    **dict.fromkeys(STEP_TAIL[:2], "done_rates"),
+    **dict.fromkeys((*STEP_TAIL[2:], "perf/iter_ms"), "learner"),
 }
 #: the record's own clocks as tags, on every step record: its iteration and its step
 CLOCK_TAGS = ("axis/iteration", "axis/env_steps_total")
@@ -257,7 +257,7 @@ class StepFold:
             values.append(s.ep_length)
         train_time, wait_time, h2d_time, weight_sync_time = times
         if self.seed_tags:
-            tags += _STEP_TAIL
+            tags += STEP_TAIL
             values += (
                 s.timeout_rate,
                 s.terminated_rate,
@@ -333,10 +333,10 @@ class StepFold:
         the calls carried, never a 0 that nobody logged)."""
         s = self.state
         if "done_rates" in s.logged:
-            tags += _STEP_TAIL[:2]
+            tags += STEP_TAIL[:2]
             values += (s.timeout_rate, s.terminated_rate)
         if "learner" in s.logged:
-            tags += _STEP_TAIL[2:]
+            tags += STEP_TAIL[2:]
             values += (
                 s.wait_time * 1000,
                 s.h2d_time * 1000,

@@ -25,6 +25,7 @@ from collections.abc import Callable
 
 from .._replace import replaced
 from ..lines._jsonl import JSONL_NAME
+from ..tensorboard._events import varint_bytes
 from ..tensorboard._files import event_files
 from ..tensorboard._tfrecord import frame_many
 from ..tensorboard._wire import HEADER, Buf, fields, varint
@@ -152,7 +153,7 @@ def _cut_event(payload: bytes, limit: Callable[[str], int | None]) -> tuple[byte
         for num, wire, start, stop in parts
         if num != _SUMMARY
     )
-    return rest + _key(_SUMMARY, 2) + _varint(len(body)) + body, gone
+    return rest + _key(_SUMMARY, 2) + varint_bytes(len(body)) + body, gone
 
 
 def _tag(buf: bytes, start: int, stop: int) -> str:
@@ -165,18 +166,9 @@ def _tag(buf: bytes, start: int, stop: int) -> str:
 def _field_bytes(buf: bytes, num: int, wire: int, start: int, stop: int) -> bytes:
     """A field as it is on the wire: its key (and length), then its content."""
     if wire == 2:
-        return _key(num, 2) + _varint(stop - start) + buf[start:stop]
+        return _key(num, 2) + varint_bytes(stop - start) + buf[start:stop]
     return _key(num, wire) + buf[start:stop]
 
 
 def _key(num: int, wire: int) -> bytes:
-    return _varint(num << 3 | wire)
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
+    return varint_bytes(num << 3 | wire)

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..._core._columns import ScalarColumns
-from ._events import EventEncoder
+from ._events import EventEncoder, varint_bytes
 from ._tfrecord import MASK_DELTA, U32, crc32c, masked_crc32c
 
 __all__ = ["encode_columns"]
@@ -28,21 +28,12 @@ __all__ = ["encode_columns"]
 _U8 = np.uint8
 _pack_len = struct.Struct("<Q").pack
 _pack_u32 = struct.Struct("<I").pack
-#: the largest step each varint length holds (a negative step is ten bytes, as an u64)
+#: the largest step each varint_bytes length holds (a negative step is ten bytes, as an u64)
 _VARINT_LIMITS = np.array([(1 << (7 * k)) - 1 for k in range(1, 10)], np.uint64)
 
 
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
 def _step_lengths(steps: np.ndarray[Any, np.dtype[np.int64]]) -> np.ndarray[Any, Any]:
-    """Each step's varint length as protobuf writes ``Event.step`` (0: omitted)."""
+    """Each step's varint_bytes length as protobuf writes ``Event.step`` (0: omitted)."""
     u = steps.view(np.uint64)
     lengths = 1 + np.searchsorted(_VARINT_LIMITS, u, side="left").astype(np.int64)
     lengths[steps == 0] = 0
@@ -57,7 +48,7 @@ def encode_columns(encoder: EventEncoder, cols: ScalarColumns) -> bytes:
     steps = cols.steps
     with np.errstate(over="ignore", invalid="ignore"):  # beyond float32: ±inf, as protobuf
         f32 = cols.values.astype("<f4")
-    # a record's layout: whether it has a wall time, and its step's varint length
+    # a record's layout: whether it has a wall time, and its step's varint_bytes length
     layout = _step_lengths(steps) + 16 * (walls != 0.0)
     cuts = np.flatnonzero(layout[1:] != layout[:-1]) + 1
     bounds = [0, *cuts.tolist(), len(layout)]
@@ -102,7 +93,7 @@ def _segment(
     if step_len:
         step_at = len(prefix) + 1
         prefix += b"\x10" + bytes(step_len)
-    prefix += b"\x2a" + _varint(summary_len)
+    prefix += b"\x2a" + varint_bytes(summary_len)
     body = b"".join(h + b"\0\0\0\0" for h in heads)
     n = len(prefix) + len(body)  # the Event's length
     length = _pack_len(n)

@@ -19,7 +19,14 @@ from ..._core._columns import record_columns
 from ..._core._histogram_data import Histogram
 from ..._core._records import PerTags, Record, TextRecord, WriterRecord
 
-__all__ = ["FILE_VERSION", "EventEncoder", "SummaryRecord", "encode_histogram", "load_event_class"]
+__all__ = [
+    "FILE_VERSION",
+    "EventEncoder",
+    "SummaryRecord",
+    "encode_histogram",
+    "load_event_class",
+    "varint_bytes",
+]
 
 FILE_VERSION = "brain.Event:2"
 
@@ -31,8 +38,8 @@ def load_event_class() -> Any:
     return event_pb2.Event
 
 
-def _varint(n: int) -> bytes:
-    """Protobuf base-128 varint of a non-negative int (< 2**64): every record's step (env
+def varint_bytes(n: int) -> bytes:
+    """The protobuf base-128 varint of a non-negative int (< 2**64): every record's step (env
     steps: millions), so up to four bytes (below 2**28) are made without the loop."""
     if n < 0x80:
         return _ONE_BYTE[n]
@@ -104,8 +111,8 @@ class EventEncoder:
 
     def _head(self, tag: str) -> bytes:
         raw = tag.encode("utf-8")
-        field = b"\x0a" + _varint(len(raw)) + raw  # Value.tag
-        head = b"\x0a" + _varint(len(field) + 5) + field + b"\x15"  # Summary.value, key 2
+        field = b"\x0a" + varint_bytes(len(raw)) + raw  # Value.tag
+        head = b"\x0a" + varint_bytes(len(field) + 5) + field + b"\x15"  # Summary.value, key 2
         self._heads[tag] = head
         return head
 
@@ -164,7 +171,7 @@ class EventEncoder:
         if step:
             if not _I64_MIN <= step <= _I64_MAX:  # protobuf's own refusal, not a wrapped step
                 raise ValueError(f"Value out of range: {step}")
-            out += b"\x10" + _varint(step & _U64)
+            out += b"\x10" + varint_bytes(step & _U64)
         if summary:
             n = len(summary)
             key = self._lengths.get(n) or self._length(n)
@@ -175,7 +182,7 @@ class EventEncoder:
         """``Event.summary``'s key and length ``n`` (cached: a run has a few sizes)."""
         if len(self._lengths) >= _LAYOUTS_MAX:
             self._lengths.clear()
-        key = self._lengths[n] = b"\x2a" + _varint(n)
+        key = self._lengths[n] = b"\x2a" + varint_bytes(n)
         return key
 
 
@@ -206,10 +213,10 @@ def encode_histogram(h: Histogram) -> bytes:
     for key, values in ((b"\x32", h.bucket_limits), (b"\x3a", h.bucket_counts)):
         if values:
             packed = struct.pack(f"<{len(values)}d", *values)
-            proto += key + _varint(len(packed)) + packed
+            proto += key + varint_bytes(len(packed)) + packed
     raw = h.tag.encode("utf-8")
-    value = b"\x0a" + _varint(len(raw)) + raw + b"\x2a" + _varint(len(proto)) + proto
-    return b"\x0a" + _varint(len(value)) + value  # Summary.value
+    value = b"\x0a" + varint_bytes(len(raw)) + raw + b"\x2a" + varint_bytes(len(proto)) + proto
+    return b"\x0a" + varint_bytes(len(value)) + value  # Summary.value
 
 
 class SummaryRecord(Exception):
