@@ -278,8 +278,10 @@ def test_resume_cuts_each_axis_in_the_jsonl_rows_too(tmp_path: Path) -> None:
 
 
 def test_what_it_refuses(tmp_path: Path) -> None:
+    given = SummaryWriter(tmp_path / "w", pump="thread")
     with pytest.raises(TypeError, match="needs the run's folder"):
-        aoff.tianshou.Logger(SummaryWriter(tmp_path / "w", pump="thread"), resume=True)
+        aoff.tianshou.Logger(given, resume=True)
+    given.close()  # its pump thread would outlive the test
     with pytest.raises(TypeError, match=r"from aoff.tensorboard import SummaryWriter"):
         aoff.tianshou.Logger(TorchWriter(str(tmp_path / "t")))  # type: ignore[arg-type]
     writer = SummaryWriter(tmp_path / "a", pump="thread")

@@ -26,7 +26,7 @@ from aoff import BackendContext, Overflow, Record, StepRecord
 from aoff._core import _events as ev
 from aoff._core._buffer import EventBuffer
 from aoff._core._fold import Folder
-from aoff._core._fold_step import _STEP_TAIL
+from aoff._core._fold_step import STEP_TAIL
 from aoff._core._pending import Placeholder, pending_event, ready_prefix
 from aoff._core._records import columns, scalars_of, step_record
 from aoff._core._state import State
@@ -684,7 +684,7 @@ def test_the_run_starts_with_its_first_call_not_with_start() -> None:
 
 def test_without_seed_tags_a_step_has_only_what_its_calls_carried() -> None:
     tail = {"episode/timeout_rate", "episode/terminated_rate", "perf/iter_ms"}
-    learner = {t for t in _STEP_TAIL if t.startswith("timing/")}
+    learner = {t for t in STEP_TAIL if t.startswith("timing/")}
     seed = Folder(State())
     rec = seed.apply(step_event(1, {"loss": 0.5}, wall=1.0))
     assert rec is not None and tail | learner <= {t for t, _ in rec.scalars}  # parity

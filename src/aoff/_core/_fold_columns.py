@@ -217,6 +217,10 @@ class RunFold:
         its_a = np.array(its, np.int64)
         total = total + producers
         step = np.where(total > 0, total, its_a)
+        # the run's own records below the step before them: written at their step, counted
+        # (as the per-event fold counts them)
+        before = np.concatenate(([steps.last_step], step[:-1]))
+        late = int((step < before).sum())
         parts: list[Any] = [its_a.astype(np.float64), step.astype(np.float64)]
         if has_m:
             parts.append(_matrix(ms))
@@ -243,6 +247,8 @@ class RunFold:
             raise AssertionError("the run's tags and columns differ")
         walls_a = np.array(walls, np.float64)
         records = row_records(ScalarColumns(shared, step, walls_a, table), its)
+        s.late_records += late
+        steps.last_step = int(step[-1])
         new_point = self._histories(events, kinds, pick, with_reward)
         learner = bool((t != 0).any() or (w != 0).any() or (h != 0).any() or (wsync != 0).any())
         self._settle(events, kinds, pick, learner, n)

@@ -77,7 +77,6 @@ class StepFold:
 
     __slots__ = (
         "_checks",
-        "_last_step",
         "_last_tags",
         "_loss_keys",
         "_pending",
@@ -85,6 +84,7 @@ class StepFold:
         "axes",
         "collector_tags",
         "dropped",
+        "last_step",
         "metric_tags",
         "reward_tags",
         "seed_tags",
@@ -112,7 +112,7 @@ class StepFold:
         # one tags tuple per tag sequence, shared by the records that have it (Scalars)
         self._tag_seqs: dict[tuple[str, ...], tuple[str, ...]] = {}
         # the step of the run's last step record: a record below it is late (counted)
-        self._last_step = -(2**63)
+        self.last_step = -(2**63)
         # the last step's tags (as built) and their shared tuple: most steps repeat them
         self._last_tags: tuple[list[str], tuple[str, ...]] = ([], ())
         # the loss a step's metrics would chart (first loss key, sorted), per key sequence
@@ -164,9 +164,9 @@ class StepFold:
         s, times = self._note(iteration, raw, metrics, reward, components, extra_info)
 
         step = s.total_steps if s.total_steps > 0 else iteration
-        if step < self._last_step:  # late or out of order: written at its step, counted
+        if step < self.last_step:  # late or out of order: written at its step, counted
             s.late_records += 1
-        self._last_step = step
+        self.last_step = step
         tags: list[str] = ["axis/iteration", "axis/env_steps_total"]  # CLOCK_TAGS
         values: list[float] = [float(iteration), float(step)]
         axes = self.axes
