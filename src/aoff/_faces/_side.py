@@ -78,15 +78,6 @@ def _early_watch(options: Options, driver: str, on_alert: NoteAlert | None) -> E
     )
 
 
-def _backend_names(options: Options) -> tuple[str, ...]:
-    """The names the agent's report counts the run's backends under."""
-    objects = () if options.log_backend == "no_print" else options.backends
-    return (
-        *options.backend_names(),
-        *(b.name for b in objects if not isinstance(b, str)),
-    )
-
-
 class AgentSide:
     """A face's half of process mode: the agent, the shipper, the streams, and the
     fallback to an in-process :class:`PumpThread` when the agent is lost.
@@ -129,7 +120,7 @@ class AgentSide:
             # up to what its backlog takes once it reads: a loop that logs flat out at once
             start_pending_bytes=backlog_bytes(options.capacity),
             freed=freed,
-            backends=_backend_names(options),
+            backends=options.reported_names(),
         )
         self.shipper = Shipper(buffer, link, FinishReport, setup)
         self.gone: str | None = None

@@ -459,12 +459,20 @@ class Options:
             self._entry(n).needs_log_dir for n in self.backend_names()
         )
 
+    def backend_objects(self) -> list[Backend]:
+        """The backend objects given in ``backends=`` (none under the seed's ``no_print``)."""
+        if self.log_backend == "no_print":
+            return []
+        return [b for b in self.backends if not isinstance(b, str)]
+
     def build_backends(self) -> list[Backend]:
         """The backends of this run, in order (named ones first, then objects)."""
-        out = [self._backend_from_name(n) for n in self.backend_names()]
-        if self.log_backend != "no_print":
-            out.extend(b for b in self.backends if not isinstance(b, str))
-        return out
+        return [self._backend_from_name(n) for n in self.backend_names()] + self.backend_objects()
+
+    def reported_names(self) -> tuple[str, ...]:
+        """The names the run's report counts its backends under, in :meth:`build_backends`'
+        order, known before any is built."""
+        return (*self.backend_names(), *(b.name for b in self.backend_objects()))
 
     def _backend_from_name(self, name: str) -> Backend:
         return self._entry(name).make(self)
