@@ -55,7 +55,7 @@ INDEX_NAME = ".aoff-index.msgpack"
 #: the entries runs append at their finish, folded into the index by its next reader
 JOURNAL_NAME = ".aoff-index.journal"
 FORMAT = "aoff.run-index"
-VERSION = 1
+VERSION = 2
 #: a file or folder changed this recently when indexed is checked again next time
 RACY_NS = 2_000_000_000
 #: how many folders above a finished run are looked at for an index to update
