@@ -192,9 +192,10 @@ def _in_runs(records: Sequence[Record]) -> bytes:
             if start < i:
                 part = records[start:i]
                 out.append(_per_record(part, part))
-            recs = list(records[i:j])
-            rows = _table_rows(row, recs)  # type: ignore[arg-type]  # row_run: all rows
-            out.append(_rows_lines(rows, recs))
+            for a in range(i, j, _ROWS_AT_ONCE):  # msgspec's buffer: as the per-record path
+                recs = list(records[a : min(a + _ROWS_AT_ONCE, j)])
+                rows = _table_rows(row, recs)  # type: ignore[arg-type]  # row_run: all rows
+                out.append(_rows_lines(rows, recs))
             start = j
         i = j
     if start < n:
