@@ -73,11 +73,27 @@ def same(events: list[ev.Event]) -> list[StepRecord]:
     assert bits(got) == bits(want)
     assert encode_records(EventEncoder(), got) == encode_records(EventEncoder(), want)
     assert encode_lines(got) == encode_lines(want)
+    assert alerts(got) == alerts(want)
     for name in FIELDS:
         assert repr(getattr(s2, name)) == repr(getattr(s1, name)), name
     assert repr(s2.hparams.reward_last) == repr(s1.hparams.reward_last)
     assert repr(s2.hparams.reward_best) == repr(s1.hparams.reward_best)
     return got
+
+
+def alerts(records: list[StepRecord]) -> tuple[str, object]:
+    """What the rules say of ``records`` (a run's rows checked as columns where no rule
+    can fire), and the stall clock's last step."""
+    from aoff import rules
+    from aoff._core._watch import Watch
+
+    watch = Watch(
+        (rules.nonfinite(), rules.above("*", 1e299), rules.below("*", -1e299),
+         rules.collapse("*loss*", -1e300), rules.blowup("reward/mean", window=4),
+         rules.stalled(seconds=10)),
+        clock=lambda: 0.0, monotonic=lambda: 1.0,
+    )  # fmt: skip
+    return repr(watch.see(records)), watch._seen
 
 
 FLOATS = st.one_of(
