@@ -74,6 +74,7 @@ def same(events: list[ev.Event]) -> list[StepRecord]:
     assert encode_records(EventEncoder(), got) == encode_records(EventEncoder(), want)
     assert encode_lines(got) == encode_lines(want)
     assert alerts(got) == alerts(want)
+    assert summary(got) == summary(want)
     for name in FIELDS:
         assert repr(getattr(s2, name)) == repr(getattr(s1, name)), name
     assert repr(s2.hparams.reward_last) == repr(s1.hparams.reward_last)
@@ -94,6 +95,24 @@ def alerts(records: list[StepRecord]) -> tuple[str, object]:
         clock=lambda: 0.0, monotonic=lambda: 1.0,
     )  # fmt: skip
     return repr(watch.see(records)), watch._seen
+
+
+def summary(records: list[StepRecord]) -> str:
+    """The run summary's content from ``records`` in two batches, folded every 12
+    records (a run's rows are taken as table slices, cut where a fold falls)."""
+    from aoff._runfolder.summary import _writer
+
+    keep = _writer.FOLD_ROWS
+    _writer.FOLD_ROWS = 12
+    try:
+        s = _writer.RunSummary("/nonexistent/aoff-summary.json")
+        half = len(records) // 2
+        s.add(records[:half])
+        s.add(records[half:])
+        content = s.snapshot()
+    finally:
+        _writer.FOLD_ROWS = keep
+    return repr(content)
 
 
 FLOATS = st.one_of(
