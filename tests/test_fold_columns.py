@@ -75,6 +75,7 @@ def same(events: list[ev.Event]) -> list[StepRecord]:
     assert encode_lines(got) == encode_lines(want)
     assert alerts(got) == alerts(want)
     assert summary(got) == summary(want)
+    assert csv_text(got) == csv_text(want)
     for name in FIELDS:
         assert repr(getattr(s2, name)) == repr(getattr(s1, name)), name
     assert repr(s2.hparams.reward_last) == repr(s1.hparams.reward_last)
@@ -113,6 +114,17 @@ def summary(records: list[StepRecord]) -> str:
     finally:
         _writer.FOLD_ROWS = keep
     return repr(content)
+
+
+def csv_text(records: list[StepRecord]) -> str:
+    """``progress.csv`` of ``records`` under a header with a column they lack (a run's
+    rows are cells made a column at a time)."""
+    from aoff._runfolder.lines._csv import batch_cells, encode_rows, header_line, new_columns
+
+    rows = batch_cells(records)
+    columns = ["step", "iteration", "wall_time", "other"]
+    columns += new_columns(columns, rows)
+    return header_line(columns) + encode_rows(rows, columns)
 
 
 FLOATS = st.one_of(
@@ -221,7 +233,7 @@ def test_a_real_run_writes_the_same_files_both_ways(
 
     def run(folder: Path) -> None:
         log = aoff.OffPolicyLogger(log_dir=folder, pump="thread", display="none",
-                                   backends=("jsonl",), system_interval=0)  # fmt: skip
+                                   backends=("jsonl", "csv"), system_interval=0)  # fmt: skip
         for i in range(300):
             log.update_collector_timing({"env_step_ms": 2.5, "replay_ms": 0.4})
             log.update_done_rates(0.01, 0.002)
@@ -254,6 +266,11 @@ def test_a_real_run_writes_the_same_files_both_ways(
         rows = (tmp_path / name / "metrics.jsonl").read_text().splitlines()
         lines.append([re.sub(r'"wall_time":[^,]*,', "", row) for row in rows])
     assert lines[0] == lines[1] and len(lines[0]) == 300
+    cells = []  # CSV: a new column (eval/return) rewrites the file under its new header
+    for name in ("columns", "events"):
+        rows = (tmp_path / name / "progress.csv").read_text().splitlines()
+        cells.append([row.split(",")[:2] + row.split(",")[3:] for row in rows])
+    assert cells[0] == cells[1] and len(cells[0]) == 301 and "eval/return" in cells[0][0]
 
 
 def test_times_that_overflow_fold_alike_and_warn_nothing() -> None:
