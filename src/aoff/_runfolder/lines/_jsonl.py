@@ -155,11 +155,12 @@ def _general_line(rec: Record) -> bytes:
     return line + b"\n"
 
 
-def _rows_lines(rows: list[msgspec.Struct], recs: Sequence[Record]) -> bytes:
+def _rows_lines(rows: list[msgspec.Struct], recs: Sequence[Record], finite: bool = False) -> bytes:
     """The lines of ``rows`` (made from ``recs``) at once; a row with a non-finite value
-    (msgspec's ``null``, see :data:`_NULL`) goes through the general path instead."""
+    (msgspec's ``null``, see :data:`_NULL`) goes through the general path instead.
+    ``finite``: every value is known finite (no ``null`` to look for)."""
     blob = _encode_rows(rows)
-    if _NULL not in blob:
+    if finite or _NULL not in blob:
         return blob
     lines = [_dumps(row) + b"\n" for row in rows]
     return b"".join(
@@ -178,6 +179,8 @@ def _table_rows(
 def _in_runs(records: Sequence[Record]) -> bytes:
     """The batch with each run of a run fold's rows (``_core/_columns.row_run``, at least
     ``MIN_RUN``) encoded from its table's columns, the records between them one by one."""
+    import numpy as np  # the rows' tables are NumPy's: loaded already where they exist
+
     out: list[bytes] = []
     n = len(records)
     i = start = 0  # records[start:i] wait for the per-record path
@@ -192,10 +195,13 @@ def _in_runs(records: Sequence[Record]) -> bytes:
             if start < i:
                 part = records[start:i]
                 out.append(_per_record(part, part))
+            # a table's floats checked at once: its lines need no search for a null
+            finite = bool(np.isfinite(table.values[s:e]).all())
+            finite = finite and bool(np.isfinite(table.wall_times[s:e]).all())
             for a in range(i, j, _ROWS_AT_ONCE):  # msgspec's buffer: as the per-record path
                 recs = list(records[a : min(a + _ROWS_AT_ONCE, j)])
                 rows = _table_rows(row, recs)  # type: ignore[arg-type]  # row_run: all rows
-                out.append(_rows_lines(rows, recs))
+                out.append(_rows_lines(rows, recs, finite))
             start = j
         i = j
     if start < n:
