@@ -177,13 +177,22 @@ class _Block:
         self.rows: list[Sequence[float]] = []
         self.chunks: list[tuple[int, np.ndarray[Any, np.dtype[np.float64]]]] = []
 
-    def pieces(self, width: int) -> Iterator[tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]]:
-        """The block as (orders, rows) tables, each in order."""
+    def table(self, width: int) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+        """The block as one (orders, rows) table in order: its chunks and its records'
+        rows joined (each tag then reads one column of it, not one a chunk)."""
+        parts = [
+            (np.arange(first, first + len(rows), dtype=np.int64), rows)
+            for first, rows in self.chunks
+        ]
         if self.rows:
-            orders = np.asarray(self.orders, np.int64)
-            yield orders, np.asarray(self.rows, np.float64).reshape(len(self.rows), width)
-        for first, rows in self.chunks:
-            yield np.arange(first, first + len(rows), dtype=np.int64), rows
+            rows = np.asarray(self.rows, np.float64).reshape(len(self.rows), width)
+            parts.append((np.asarray(self.orders, np.int64), rows))
+        if len(parts) == 1:
+            return parts[0]
+        orders = np.concatenate([p[0] for p in parts])
+        table = np.concatenate([p[1] for p in parts])
+        at = np.argsort(orders, kind="stable")
+        return orders[at], table[at]
 
 
 class RunSummary:
@@ -321,11 +330,11 @@ class RunSummary:
         parts: dict[str, list[tuple[Any, Any]]] = {}
         firsts: dict[str, int] = {}
         for tags, block in self._blocks.items():
-            for orders, rows in block.pieces(len(tags)):
-                at = int(orders[0])
-                for j, tag in enumerate(tags):  # a tag twice in one record: the last one
-                    parts.setdefault(tag, []).append((orders, rows[:, j]))
-                    firsts[tag] = min(firsts.get(tag, at), at)
+            orders, rows = block.table(len(tags))
+            at = int(orders[0])
+            for j, tag in enumerate(tags):  # a tag twice in one record: the last one
+                parts.setdefault(tag, []).append((orders, rows[:, j]))
+                firsts[tag] = min(firsts.get(tag, at), at)
         self._blocks = {}
         self._pending = 0
         for tag in sorted(parts, key=firsts.__getitem__):
