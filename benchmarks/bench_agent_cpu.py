@@ -18,6 +18,9 @@ on. The agent's start-up (imports) is left out: the count starts after a warm-up
   from several threads at once (the training process's GIL shared by 5 threads);
 * flat out, one ``log_step`` of 32 metrics a step (the issue's other unit): agent CPU
   a step, and steps/s and metric scalars/s on disk, the events dropped;
+* an 8-run group (``RunGroup``, one agent) paced at 1 ms an iteration, 32 float32
+  metrics a run: the agent's CPU an iteration and its share of a core (the issue's
+  "8 runs at 1 kHz under 50 % of a core");
 * flat out, 8 metrics a step (``log_step`` alone): scalars/s on disk, the issue's
   throughput figure (each step also gets aoff's own scalars: counted too).
 
@@ -115,6 +118,46 @@ def standard(
     }
 
 
+def group(run: Path, n: int, pace_s: float, runs: int = 8) -> dict[str, float]:
+    """A run group of ``runs`` runs (one agent, ``pump="process"``), ``RunGroup.log_step``
+    with 32 float32 metrics a run, ``n`` iterations paced at ``pace_s`` after a warm-up:
+    the agent's CPU an iteration (all runs) and its share of a core."""
+    import numpy as np
+    import psutil
+
+    from aoff import RunGroup
+
+    log = RunGroup(runs, run, backends=("jsonl",), display="none")
+    agents = [
+        p for p in psutil.Process().children() if any("aoff._agent" in part for part in p.cmdline())
+    ]
+    assert len(agents) == 1, "the group's agent is not this process's only agent child"
+    pid = agents[0].pid
+    metrics = {f"train/metric_{k}": np.full(runs, 0.5 + k, np.float32) for k in range(32)}
+    warm = max(n // 10, 100)
+    for i in range(warm):
+        log.log_step(i, metrics)
+    log.flush()
+    cpu0, t0 = cpu_seconds(pid), time.perf_counter()
+    due = t0
+    for i in range(warm, warm + n):
+        log.log_step(i, metrics)
+        due += pace_s
+        while (left := due - time.perf_counter()) > 0:
+            time.sleep(left if left > 0.002 else 0)
+    log.flush()
+    took = time.perf_counter() - t0
+    cpu = cpu_seconds(pid) - cpu0
+    reports = log.finish()
+    return {
+        "agent_us_per_iteration": cpu / n * 1e6,
+        "agent_cpu_share": cpu / took,
+        "iterations_per_s": n / took,
+        "dropped": sum(r.dropped_events for r in reports),
+        "written": sum(r.backend_written["jsonl"] for r in reports) - runs * warm,
+    }
+
+
 def cold(run: Path, n: int) -> dict[str, float]:
     """``n`` standard iterations flat out from the constructor on (no warm-up: the agent
     is still importing when the burst starts), loop + ``finish()``."""
@@ -185,6 +228,7 @@ def main() -> None:
         paced = standard(Path(tmp) / "paced", max(n, 1000), args.pace_ms / 1e3)
         flat = standard(Path(tmp) / "flat", n * 5, 0.0)
         flat32 = standard(Path(tmp) / "flat32", n * 5, 0.0, wide)
+        eight_runs = group(Path(tmp) / "group", max(n, 1000), 0.001)
         first = cold(Path(tmp) / "cold", n * 5)
         four = threads(Path(tmp) / "threads", n * 5)
         eight = eight_metrics(Path(tmp) / "eight", n * 5)
@@ -200,6 +244,11 @@ def main() -> None:
     print(
         f"  one 32-metric log_step, flat out {flat32['agent_us_per_iteration']:7.1f} us a step "
         f"({flat32['agent_cpu_share'] * 100:.0f} % of a core)"
+    )
+    print(
+        f"  8-run group, 32 metrics a run, paced 1 ms {eight_runs['agent_us_per_iteration']:7.1f} "
+        f"us an iteration ({eight_runs['agent_cpu_share'] * 100:.0f} % of a core at "
+        f"{eight_runs['iterations_per_s']:,.0f} iterations/s)"
     )
     print(f"throughput to disk (loop + finish), n={n * 5:,}:")
     print(
@@ -232,6 +281,7 @@ def main() -> None:
             "paced": paced,
             "flat": flat,
             "flat32": flat32,
+            "group": eight_runs,
             "cold": first,
             "threads": four,
             "eight": eight,
