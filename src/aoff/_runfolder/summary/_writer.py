@@ -13,8 +13,9 @@ the file whole every ``SUMMARY_INTERVAL`` seconds while the run lasts and once m
 the end, and the commands read a few kilobytes instead of the event files.
 
 The per-record cost stays small: a record's values are appended as one tuple to the block
-of records with the same tags, and every ``FOLD_ROWS`` records the blocks are folded into
-each tag's statistics with numpy. Each curve is kept as between ``CURVE_POINTS`` and twice
+of records with the same tags (a run fold's rows as slices of their table, no tuple a
+record), and every ``FOLD_ROWS`` records the blocks are folded into each tag's
+statistics with numpy. Each curve is kept as between ``CURVE_POINTS`` and twice
 as many buckets (sum and count of the finite values of ``stride`` consecutive points;
 two neighbours merge when the curve fills up), enough for any sparkline ``show`` draws.
 
