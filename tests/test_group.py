@@ -321,7 +321,9 @@ def test_split_gives_each_run_its_own_value_bit_for_bit(runs: int, data: st.Data
     col = np.array(data.draw(st.lists(floats, min_size=runs, max_size=runs)), dtype=np.float32)
     steps = data.draw(st.lists(st.integers(0, 2**40), min_size=runs, max_size=runs))
     axes = data.draw(st.sampled_from([None, {"g": np.array(steps), "v": 2}]))
-    batch = take_batch(runs, 1.0, np.array(steps), {"a": col, "b": 7}, None, axes)
+    reward = data.draw(st.sampled_from([None, 0.5, col]))
+    metrics = data.draw(st.sampled_from([{"a": col, "b": 7}, {}]))
+    batch = take_batch(runs, 1.0, np.array(steps), metrics, reward, axes)
     events = split_step(batch, runs)
     assert len(events) == runs
     for k, e in enumerate(events):
@@ -329,7 +331,11 @@ def test_split_gives_each_run_its_own_value_bit_for_bit(runs: int, data: st.Data
         # the axes are the optional field: there only when the call gave them
         assert e[ev.S_AXES :] == (() if axes is None else ({"g": steps[k], "v": 2},))
         got = e[ev.S_METRICS]
-        assert np.float32(got["a"]).tobytes() == col[k].tobytes() and got["b"] == 7
+        assert list(got) == list(metrics)
+        if metrics:
+            assert np.float32(got["a"]).tobytes() == col[k].tobytes() and got["b"] == 7
+        want_r = reward if reward is None or type(reward) is float else float(col[k])
+        assert e[ev.S_REWARD] == want_r
 
 
 def test_max_iterations_is_shown_only_when_given(tmp_path: Path) -> None:

@@ -12,7 +12,8 @@ so what the backends write back as float32 is bit for bit the value logged).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -31,6 +32,8 @@ __all__ = [
     "split_step",
     "take_batch",
 ]
+
+_STEP = ev.STEP
 
 #: marks a queued item that carries its own event for each run: ``(PER_RUN, events)``.
 #: Compared with ``==``: the item may have crossed a pickle (the group's agent)
@@ -144,18 +147,35 @@ def _at(value: Any, k: int) -> Any:
     return value
 
 
+def _per_run(value: Any, runs: int) -> Sequence[Any]:
+    """A batch's value as a sequence of one entry per run (a value for all repeated)."""
+    if type(value) is list:
+        return value
+    if type(value) is PerRunVectors:
+        return [value.at(k) for k in range(runs)]
+    return repeat(value, runs)  # type: ignore[return-value]  # zip() only iterates it
+
+
 def split_step(batch: GroupStep, runs: int) -> list[ev.Event]:
-    """One ``STEP`` event per run from a group ``log_step`` (beside the pump)."""
+    """One ``STEP`` event per run from a group ``log_step`` (beside the pump).
+
+    Built by transposing the batch's columns (``zip`` over one sequence per tag, then one
+    ``dict(zip(names, row))`` a run): the loop over runs and tags is C's, not one Python
+    look-up per value."""
     wall, steps, cols, reward, axes = batch
-    out: list[ev.Event] = []
-    for k in range(runs):
-        metrics = {name: _at(v, k) for name, v in cols.items()}
-        event = (
-            ev.STEP,
+    names = tuple(cols)
+    rows: Iterable[tuple[Any, ...]] = (
+        zip(*[_per_run(v, runs) for v in cols.values()], strict=True) if names else repeat((), runs)
+    )
+    step_of = _per_run(steps, runs)
+    reward_of = repeat(None, runs) if reward is None else _per_run(reward, runs)
+    out: list[ev.Event] = [
+        (
+            _STEP,
             wall,
-            _at(steps, k),
-            metrics,
-            None if reward is None else _at(reward, k),
+            s,
+            dict(zip(names, row, strict=True)),
+            r,
             None,
             None,
             0.0,
@@ -164,8 +184,11 @@ def split_step(batch: GroupStep, runs: int) -> list[ev.Event]:
             0.0,
             None,
         )
+        for s, row, r in zip(step_of, rows, reward_of, strict=True)
+    ]
+    if axes is not None:
         # ``axes`` is an optional field: an event without it is the call without axes=
-        out.append(event if axes is None else (*event, axes_at(axes, k)))
+        out = [(*event, axes_at(axes, k)) for k, event in enumerate(out)]
     return out
 
 
