@@ -18,10 +18,10 @@ and each group's ratio to ``single``. Run: ``python benchmarks/bench_group.py``.
 ``--pace HZ`` measures the other side instead: the group's agent process. Each group
 of ``--runs`` (pump ``process``) gets ``log_step`` calls of ``--keys`` float32 arrays
 paced at ``HZ`` calls a second for ``--seconds``, as a training loop at that rate would
-make them; it prints the agent's CPU over that time (from ``/proc/<pid>/stat``, between
-a flush before the first call and one after the last, so every step is folded and
-written) as a percentage of one core and per run-step. Issue #54's line: ``--pace 1000
---runs 8 --keys 32`` with the agent under 50 % of one core.
+make them; it prints the agent's CPU (from ``/proc/<pid>/stat``, between a flush before
+the first call and one after the last, so every step is folded and written) as a share
+of one core over the time the calls took, and per run-step (one step of one run).
+Issue #54's line: ``--pace 1000 --runs 8 --keys 32``, the agent under 50 % of a core.
 """
 
 from __future__ import annotations
@@ -102,9 +102,7 @@ def paced(a: argparse.Namespace) -> None:
     for n in a.runs:
         g = aoff.RunGroup(n, os.path.join(tmp, f"g{n}"), system_interval=0)
         pid = g._driver.proc.pid  # type: ignore[attr-defined]
-        pool = [
-            {k: rng.standard_normal(n).astype(np.float32) for k in keys} for _ in range(64)
-        ]
+        pool = [{k: rng.standard_normal(n).astype(np.float32) for k in keys} for _ in range(64)]
         g.flush()
         c0, t0 = _cpu_of(pid), time.perf_counter()
         period = 1.0 / a.pace
@@ -114,10 +112,12 @@ def paced(a: argparse.Namespace) -> None:
             wait = t0 + (i + 1) * period - time.perf_counter()
             if wait > 0:
                 time.sleep(wait)
+        t1 = time.perf_counter()
         g.flush()
-        t1, c1 = time.perf_counter(), _cpu_of(pid)
+        cpu = _cpu_of(pid) - c0
         g.finish()
-        cpu = c1 - c0
+        # the CPU for every call (folded and written by the flush) over the time the
+        # calls took: the share of a core the agent needs at this rate
         print(
             f"{n:5d} {calls:7d} {calls / (t1 - t0):10.0f} {cpu / (t1 - t0) * 100:12.1f}"
             f" {cpu / (calls * n) * 1e6:11.1f}"

@@ -31,6 +31,7 @@ __all__ = [
     "split_item",
     "split_step",
     "take_batch",
+    "take_block",
 ]
 
 _STEP = ev.STEP
@@ -137,6 +138,33 @@ def take_batch(
             raise TypeError(f"log_step: steps must be integers, got {s!r}")
     r = None if reward is None else batch_of("log_step: reward", reward, runs, vectors=True)
     return (wall, steps, cols, r, batch_axes("log_step", axes, runs))
+
+
+def take_block(runs: int, wall: float, steps: Any, metrics: Mapping[str, Any]) -> list[GroupStep]:
+    """``K`` group ``log_step`` calls at once (``aoff.jax.log_many``'s block of steps): each
+    value an array of shape ``(K, runs)``, ``steps`` of integers, ``metrics`` of numbers.
+
+    What :func:`take_batch` does ``K`` times, with one conversion a value for the ``K``
+    steps (``tolist`` of the whole array: the one copy, exact as there) instead of one
+    check and one copy a value and a step. The caller checked the shapes (a
+    ``ValueError`` here otherwise); a dtype that is not numbers is a ``TypeError`` as in
+    :func:`take_batch`."""
+    arrays = {"step": np.asarray(steps), **{k: np.asarray(v) for k, v in metrics.items()}}
+    for name, arr in arrays.items():
+        if arr.ndim != 2 or arr.shape[1] != runs:
+            raise ValueError(f"log_step: {name}: a block is (steps, {runs}), got {arr.shape}")
+        if arr.dtype.kind not in ("iu" if name == "step" else "biuf"):
+            raise TypeError(f"log_step: {name}: expected numbers, got dtype {arr.dtype}")
+    step_rows = arrays.pop("step").tolist()
+    names = tuple(metrics)
+    columns = [arr.tolist() for arr in arrays.values()]
+    rows: Iterable[tuple[Any, ...]] = (
+        zip(*columns, strict=True) if names else repeat((), len(step_rows))
+    )
+    return [
+        (wall, s, dict(zip(names, row, strict=True)), None, None)
+        for s, row in zip(step_rows, rows, strict=True)
+    ]
 
 
 def _at(value: Any, k: int) -> Any:
