@@ -18,7 +18,9 @@ same program, each compiled once before timing:
   stacked): every update is still logged, one host callback per block for all seeds;
   ``none-block`` is the same blocked program with no logging, its floor;
 * ``null-block``: ``aoff.jax.log_many`` as ``aoff-block``, into a target whose
-  ``log_step`` does nothing: the blocked callbacks' own cost, without aoff's work;
+  ``log_step`` does nothing: the blocked callbacks' own cost, without aoff's work (a
+  target that is not a group gets the block step by step: a view and a reshape a value
+  a step, which a group's whole block is spared);
 * ``empty-ordered`` / ``empty-unordered``: the round trip alone, one callback per update
   for all seeds (a ``custom_vmap`` as ``aoff.jax.log``'s) into a host function that does
   nothing, ordered as ``aoff.jax.log`` is, and unordered (what giving up the order
@@ -39,7 +41,8 @@ leaves idle that CPU runs beside it; on a loaded 2-core machine it comes out of 
 program's wall time. The whole callback's cost per call, round trip included, is
 ``(variant - none) / updates``.
 
-Run: ``python benchmarks/bench_jax.py`` (``--quick`` for a smoke run).
+Run: ``python benchmarks/bench_jax.py`` (``--quick`` for a smoke run; ``--only aoff-block
+none-block`` for fewer variants, so more rounds fit).
 """
 
 from __future__ import annotations
@@ -178,6 +181,9 @@ def main() -> None:
     p.add_argument("--pump", choices=("process", "thread"), default="process")
     p.add_argument("--nice", type=int, default=0, help="the group agent's agent_nice")
     p.add_argument("--block", type=int, default=50, help="updates per log_many call")
+    p.add_argument(
+        "--only", nargs="+", default=None, help="the variants to run (none is always run)"
+    )
     a = p.parse_args()
     if a.quick:
         a.updates, a.rounds = 50, 1
@@ -217,6 +223,11 @@ def main() -> None:
     variants["null-block"] = variants["aoff-block"]
     variants["empty-ordered"] = make_train(a.updates, a.width, _empty_callback(True))
     variants["empty-unordered"] = make_train(a.updates, a.width, _empty_callback(False))
+    if a.only is not None:
+        unknown = set(a.only) - set(variants)
+        if unknown:
+            p.error(f"--only: no variant {sorted(unknown)}; there are {list(variants)}")
+        variants = {k: v for k, v in variants.items() if k == "none" or k in a.only}
     n = [0]
 
     def open_sink(name: str) -> Callable[[], object]:
