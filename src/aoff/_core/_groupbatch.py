@@ -35,6 +35,8 @@ __all__ = [
 ]
 
 _STEP = ev.STEP
+#: the dtype kinds a batch takes: bool, signed and unsigned integers, floats
+_NUMBERS = "biuf"
 
 #: marks a queued item that carries its own event for each run: ``(PER_RUN, events)``.
 #: Compared with ``==``: the item may have crossed a pickle (the group's agent)
@@ -78,7 +80,7 @@ def batch_of(where: str, value: Any, runs: int, *, vectors: bool = False) -> Any
         arr = np.asarray(value)
     except Exception as exc:  # pragma: no cover - numpy's own message says what
         raise TypeError(f"{where}: cannot read {type(value).__name__} as numbers: {exc}") from None
-    if arr.dtype.kind not in "biuf":
+    if arr.dtype.kind not in _NUMBERS:
         raise TypeError(
             f"{where}: expected numbers, got dtype {arr.dtype} ({type(value).__name__})"
         )
@@ -131,7 +133,10 @@ def take_batch(
     for k, v in (metrics or {}).items():
         if not isinstance(k, str):
             raise TypeError(f"log_step: metric keys must be str, got {k!r}")
-        cols[k] = batch_of(f"log_step: metric {k!r}", v, runs, vectors=True)
+        if type(v) is np.ndarray and v.ndim == 1 and len(v) == runs and v.dtype.kind in _NUMBERS:
+            cols[k] = v.tolist()  # batch_of's common case, without naming it for an error
+        else:
+            cols[k] = batch_of(f"log_step: metric {k!r}", v, runs, vectors=True)
     steps = batch_of("log_step: step", step, runs)
     for s in steps if type(steps) is list else (steps,):
         if type(s) is not int:
@@ -153,7 +158,7 @@ def take_block(runs: int, wall: float, steps: Any, metrics: Mapping[str, Any]) -
     for name, arr in arrays.items():
         if arr.ndim != 2 or arr.shape[1] != runs:
             raise ValueError(f"log_step: {name}: a block is (steps, {runs}), got {arr.shape}")
-        if arr.dtype.kind not in ("iu" if name == "step" else "biuf"):
+        if arr.dtype.kind not in ("iu" if name == "step" else _NUMBERS):
             raise TypeError(f"log_step: {name}: expected numbers, got dtype {arr.dtype}")
     step_rows = arrays.pop("step").tolist()
     names = tuple(metrics)
