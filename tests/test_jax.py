@@ -281,6 +281,9 @@ def test_a_program_outliving_its_logger_counts_its_calls(tmp_path: Path) -> None
     """``logger=`` is held weakly: a finished group is freed, and a later run of the
     program says why its calls were not delivered."""
     import gc
+    import weakref
+
+    from aoff.testing import wait_until
 
     g: aoff.RunGroup | None = _group(tmp_path, 2)
 
@@ -291,8 +294,11 @@ def test_a_program_outliving_its_logger_counts_its_calls(tmp_path: Path) -> None
     prog = jax.jit(jax.vmap(train))
     prog(jnp.ones(2))
     assert g is not None and [r.steps for r in g.finish()] == [1, 1]
+    freed = weakref.ref(g)
     g = None
-    gc.collect()
+    # collected, not at once: a cycle through the runs' pumps can outlive the first
+    # collection while something of the closed runs still lets go (seen once in 40)
+    wait_until(lambda: gc.collect() >= 0 and freed() is None, what="the group freed")
     before = aoff.jax.counts()["failed"]
     with pytest.warns(aoff.AoffWarning, match="no longer exists"):
         prog(jnp.ones(2))
