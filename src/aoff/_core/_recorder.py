@@ -130,28 +130,17 @@ class Recorder(Generic[R]):
         their histogram (``_core/_vectors.py``, docs/guides/tensors.md).
 
         The hot path, and one function on purpose (over 60 lines): each helper call it
-        made would cost every iteration ~50 ns of its ~0.3 us. ``axes`` is not
-        keyword-only on purpose: CPython looks a keyword-only parameter's default up in a
-        dict on every call that omits it, ~130 machine instructions (~2 % of this call),
-        paid by every call without ``axes=`` (benchmarks/bench_axes.py ``--instructions``).
+        made would cost every iteration ~50 ns of its ~0.3 us. A call without ``axes=``
+        runs the seed's one tuple display and a test of ``axes``, nothing more (the fields
+        first held in locals for a display of either length cost it ~200 machine
+        instructions, ~3 %); with it, the tuple grows by one. ``axes`` is not keyword-only
+        on purpose: CPython looks a keyword-only parameter's default up in a dict on every
+        call that omits it, ~130 instructions more (benchmarks/bench_axes.py
+        ``--instructions`` counts them).
         """
         self._cost_left -= 1
         if not self._cost_left:  # one call in COST_EVERY is timed (_cost.py)
             return self._timed_step(
-                iteration,
-                metrics,
-                reward,
-                reward_metrics,
-                reward_components,
-                train_time,
-                wait_time,
-                learner_incremental_h2d_time,
-                weight_sync_time,
-                extra_info,
-                axes,
-            )
-        if axes is not None:  # its own method: a call without axes= never pays for it
-            return self._step_axes(
                 iteration,
                 metrics,
                 reward,
@@ -192,6 +181,11 @@ class Recorder(Generic[R]):
                 else throughput(extra_info)
             ),
         )
+        if axes is not None:  # aoff's own field after the seed's (a plain call: this test)
+            event += (axes.copy() if type(axes) is dict else copy_dict(axes, W_AXES),)
+            if self._capturing and not plain_step(event):
+                return self._put(capture_step(event))
+            return self._put(event)
         if self._capturing:
             # The common case, plain numbers, is checked here in this frame (a call per
             # dict cost ~0.3 us an iteration on a cold cache); anything else is captured
@@ -211,58 +205,6 @@ class Recorder(Generic[R]):
                     for v in d.values():
                         if type(v) is not float and type(v) is not int:
                             return self._put(capture_step(event))
-        return self._put(event)
-
-    def _step_axes(
-        self,
-        iteration: Any,
-        metrics: Mapping[str, Any] | None,
-        reward: Any,
-        reward_metrics: Mapping[str, Any] | None,
-        reward_components: Mapping[str, Any] | None,
-        train_time: Any,
-        wait_time: Any,
-        learner_incremental_h2d_time: Any,
-        weight_sync_time: Any,
-        extra_info: Mapping[str, Any] | None,
-        axes: Mapping[str, Any],
-    ) -> R:
-        """``log_step`` with ``axes=``: the same fields, then the axes' copy (the STEP
-        kind's optional field). Apart from ``log_step`` so that a call without ``axes=``
-        runs the tuple display it always ran, behind one ``is not None``: building either
-        tuple in ``log_step`` (the fields in locals first) cost every plain call ~200
-        machine instructions, ~3 % (benchmarks/bench_axes.py ``--instructions``)."""
-        event: ev.Event = (
-            ev.STEP,
-            self._clock(),
-            iteration,
-            None
-            if metrics is None
-            else (metrics.copy() if type(metrics) is dict else copy_dict(metrics, W_METRICS)),
-            reward,
-            None if reward_metrics is None else copy_dict(reward_metrics, W_REWARD_METRICS),
-            None
-            if reward_components is None
-            else (
-                reward_components.copy()
-                if type(reward_components) is dict
-                else copy_dict(reward_components, W_COMPONENTS)
-            ),
-            train_time,
-            wait_time,
-            learner_incremental_h2d_time,
-            weight_sync_time,
-            None
-            if extra_info is None
-            else (
-                extra_info.get("throughput_steps", 0)
-                if type(extra_info) is dict
-                else throughput(extra_info)
-            ),
-            axes.copy() if type(axes) is dict else copy_dict(axes, W_AXES),
-        )
-        if self._capturing and not plain_step(event):
-            return self._put(capture_step(event))
         return self._put(event)
 
     def _timed_step(self, *args: Any) -> R:
