@@ -131,12 +131,12 @@ class Recorder(Generic[R]):
 
         The hot path, and one function on purpose (over 60 lines): each helper call it
         made would cost every iteration ~50 ns of its ~0.3 us. A call without ``axes=``
-        runs the seed's one tuple display and a test of ``axes``, nothing more (the fields
-        first held in locals for a display of either length cost it ~200 machine
-        instructions, ~3 %); with it, the tuple grows by one. ``axes`` is not keyword-only
-        on purpose: CPython looks a keyword-only parameter's default up in a dict on every
-        call that omits it, ~130 instructions more (benchmarks/bench_axes.py
-        ``--instructions`` counts them).
+        runs one tuple display and a test of ``axes``, nothing more (holding the fields in
+        locals to build a tuple of either length would cost it ~200 machine instructions,
+        ~3 %); with it, the tuple grows by one. ``axes`` is not keyword-only on purpose:
+        CPython looks a keyword-only parameter's default up in a dict on every call that
+        omits it, ~130 instructions more (benchmarks/bench_axes.py ``--instructions``
+        counts them).
         """
         self._cost_left -= 1
         if not self._cost_left:  # one call in COST_EVERY is timed (_cost.py)
@@ -181,7 +181,7 @@ class Recorder(Generic[R]):
                 else throughput(extra_info)
             ),
         )
-        if axes is not None:  # aoff's own field after the seed's (a plain call: this test)
+        if axes is not None:  # the optional field after the others (a plain call: this test)
             event += (axes.copy() if type(axes) is dict else copy_dict(axes, W_AXES),)
             if self._capturing and not plain_step(event):
                 return self._put(capture_step(event))
