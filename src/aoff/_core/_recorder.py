@@ -257,13 +257,13 @@ class Recorder(Generic[R]):
         total_steps: int,
         buffer_size: int,
         mean_reward: float = 0.0,
-        *,
         axes: Mapping[str, int | float] | None = None,
     ) -> R:
         """Total env steps and replay-buffer size; a non-zero ``mean_reward`` joins the
         dashboard's reward history; ``axes``: the collector's clocks
         (``{"policy_version": v}`` gives ``collector/staleness``, the learner's
-        ``policy_version`` axis minus this one; see the Axes guide).
+        ``policy_version`` axis minus this one; see the Axes guide; pass it by name: it
+        is not keyword-only for the reason ``log_step``'s is not).
 
         The reward history has one point per iteration, whichever calls carry it: a
         ``mean_reward`` here adds a point, and the next ``log_step(reward=...)``
