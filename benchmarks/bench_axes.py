@@ -23,11 +23,12 @@ and this tree's again plain call in three child processes, in a rotated order, s
 "without ``axes=`` the hot path is unchanged" is a ratio measured in one sitting and set
 against the same sitting's A/A ratio (this tree against itself: the machine's noise).
 
-``--instructions`` counts instead of timing: the recorder's plain call and its call with
-``axes=`` each run in a child under Valgrind's ``cachegrind`` (the machine instructions
-the interpreter executes: the same count on a loaded machine and a quiet one), twice at
-two sizes so that the difference over the extra calls is the count per call, without
-start-up; with ``--base`` the base tree's too. A change of 1-3 % in a ~0.5 us call, under
+``--instructions`` counts instead of timing: the recorder's plain call, its call with
+``axes=`` and the standard workload's 4-call iteration each run in a child under
+Valgrind's ``cachegrind`` (the machine instructions the interpreter executes: the same
+count on a loaded machine and a quiet one), twice at two sizes so that the difference over
+the extra calls is the count per call, without start-up; with ``--base`` the base tree's
+too. A change of 1-3 % in a ~0.5 us call, under
 the noise of any timing on a shared machine, is a plain difference of counts here.
 
     python benchmarks/bench_axes.py [--iterations 20000] [--blocks 10] [--base ../main/src]
@@ -181,6 +182,15 @@ def count_loop(mode: str, n: int) -> None:
                  wait_time=wt, extra_info=extra,
                  axes={"grad_steps": 4 * i, "policy_version": i // 10, "updates": i})  # fmt: skip
             sink.clear()
+    elif mode == "iteration":  # the standard workload's 4 calls
+        timing, size = w.TIMING, w.BUFFER_SIZE
+        for i in range(n):
+            rec.update_collector_timing(timing)
+            rec.update_done_rates(w.TIMEOUT_RATE, w.TERMINATED_RATE)
+            rec.log_collector(w.total_steps(i), size, reward)
+            step(i, metrics, reward=reward, reward_components=components, train_time=tt,
+                 wait_time=wt, extra_info=extra)  # fmt: skip
+            sink.clear()
     else:
         for i in range(n):
             step(i, metrics, reward=reward, reward_components=components, train_time=tt,
@@ -214,13 +224,15 @@ def count_instructions(base: str | None, n: int) -> None:
         raise SystemExit("--instructions needs valgrind (cachegrind) on the PATH")
     here = str(Path(__file__).resolve().parent.parent / "src")
     print(f"recorder alone, machine instructions a call (cachegrind, {n:,} calls)")
-    got = {m: instructions(here, m, n) for m in ("plain", "axes")}
-    print(f"  this tree: log_step {got['plain']:,}, + axes (3 ints) {got['axes']:,}")
+    got = {m: instructions(here, m, n) for m in ("plain", "axes", "iteration")}
+    print(f"  this tree: log_step {got['plain']:,}, + axes (3 ints) {got['axes']:,}, "
+          f"the 4-call iteration {got['iteration']:,}")  # fmt: skip
     if base:
-        b = instructions(os.path.abspath(base), "plain", n)
-        print(f"  base ({base}): log_step {b:,}")
-        print(f"  this tree / base, log_step without axes=: {got['plain'] / b:.3f}x "
-              f"({got['plain'] - b:+,} instructions)")  # fmt: skip
+        b = {m: instructions(os.path.abspath(base), m, n) for m in ("plain", "iteration")}
+        print(f"  base ({base}): log_step {b['plain']:,}, the 4-call iteration {b['iteration']:,}")
+        for m, what in (("plain", "log_step without axes="), ("iteration", "the iteration")):
+            print(f"  this tree / base, {what}: {got[m] / b[m]:.3f}x "
+                  f"({got[m] - b[m]:+,} instructions)")  # fmt: skip
 
 
 def child_block(src: str, iterations: int, recorder: bool) -> float:
