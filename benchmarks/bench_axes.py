@@ -23,7 +23,16 @@ and this tree's again plain call in three child processes, in a rotated order, s
 "without ``axes=`` the hot path is unchanged" is a ratio measured in one sitting and set
 against the same sitting's A/A ratio (this tree against itself: the machine's noise).
 
+``--instructions`` counts instead of timing: the recorder's plain call, its call with
+``axes=`` and the standard workload's 4-call iteration each run in a child under
+Valgrind's ``cachegrind`` (the machine instructions the interpreter executes: the same
+count on a loaded machine and a quiet one), twice at two sizes so that the difference over
+the extra calls is the count per call, without start-up; with ``--base`` the base tree's
+too. A change of 1-3 % in a ~0.5 us call, under
+the noise of any timing on a shared machine, is a plain difference of counts here.
+
     python benchmarks/bench_axes.py [--iterations 20000] [--blocks 10] [--base ../main/src]
+    python benchmarks/bench_axes.py --instructions [--base ../main/src]
 """
 
 from __future__ import annotations
@@ -32,6 +41,7 @@ import argparse
 import gc
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -155,6 +165,76 @@ def measure(iterations: int, blocks: int, root: Path, names: list[str]) -> dict[
     return samples
 
 
+def count_loop(mode: str, n: int) -> None:
+    """``n`` recorder calls, plain or with ``axes=`` (a child run under cachegrind)."""
+    from aoff._core._recorder import Recorder
+
+    rec: Recorder[None] = Recorder()
+    sink: list[object] = []
+    rec._init_recorder(sink.append, time.time)
+    step = rec.log_step
+    metrics, components, extra = w.METRICS, w.COMPONENTS, w.EXTRA
+    reward, tt, wt = w.REWARD, w.TRAIN_TIME, w.WAIT_TIME
+    gc.disable()  # the collector's passes depend on what came before: not the call's
+    if mode == "axes":
+        for i in range(n):
+            step(i, metrics, reward=reward, reward_components=components, train_time=tt,
+                 wait_time=wt, extra_info=extra,
+                 axes={"grad_steps": 4 * i, "policy_version": i // 10, "updates": i})  # fmt: skip
+            sink.clear()
+    elif mode == "iteration":  # the standard workload's 4 calls
+        timing, size = w.TIMING, w.BUFFER_SIZE
+        for i in range(n):
+            rec.update_collector_timing(timing)
+            rec.update_done_rates(w.TIMEOUT_RATE, w.TERMINATED_RATE)
+            rec.log_collector(w.total_steps(i), size, reward)
+            step(i, metrics, reward=reward, reward_components=components, train_time=tt,
+                 wait_time=wt, extra_info=extra)  # fmt: skip
+            sink.clear()
+    else:
+        for i in range(n):
+            step(i, metrics, reward=reward, reward_components=components, train_time=tt,
+                 wait_time=wt, extra_info=extra)  # fmt: skip
+            sink.clear()
+
+
+def instructions(src: str, mode: str, n: int) -> int:
+    """Machine instructions per recorder call under source tree ``src`` (cachegrind)."""
+    env = {**os.environ, "PYTHONPATH": src, "PYTHONHASHSEED": "0"}  # the same dicts each run
+
+    grind = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
+
+    def total(calls: int) -> int:
+        out = subprocess.run(
+            [*grind, sys.executable, __file__, "--child-count", mode, str(calls)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=True,
+        )
+        line = next(x for x in out.stderr.splitlines() if "I" in x and "refs:" in x)
+        return int(line.split("refs:")[1].replace(",", ""))
+
+    return (total(n + n // 10) - total(n // 10)) // n
+
+
+def count_instructions(base: str | None, n: int) -> None:
+    if shutil.which("valgrind") is None:
+        raise SystemExit("--instructions needs valgrind (cachegrind) on the PATH")
+    here = str(Path(__file__).resolve().parent.parent / "src")
+    print(f"recorder alone, machine instructions a call (cachegrind, {n:,} calls)")
+    got = {m: instructions(here, m, n) for m in ("plain", "axes", "iteration")}
+    print(f"  this tree: log_step {got['plain']:,}, + axes (3 ints) {got['axes']:,}, "
+          f"the 4-call iteration {got['iteration']:,}")  # fmt: skip
+    if base:
+        b = {m: instructions(os.path.abspath(base), m, n) for m in ("plain", "iteration")}
+        print(f"  base ({base}): log_step {b['plain']:,}, the 4-call iteration {b['iteration']:,}")
+        for m, what in (("plain", "log_step without axes="), ("iteration", "the iteration")):
+            print(f"  this tree / base, {what}: {got[m] / b[m]:.3f}x "
+                  f"({got[m] - b[m]:+,} instructions)")  # fmt: skip
+
+
 def child_block(src: str, iterations: int, recorder: bool) -> float:
     """One block of the plain call under source tree ``src``, in a child: its median (us),
     or with ``recorder`` its fastest of 20 recorder blocks."""
@@ -177,8 +257,16 @@ def main() -> None:
     ap.add_argument("--blocks", type=int, default=10)
     ap.add_argument("--base", metavar="SRC", help="also time the plain call under this src")
     ap.add_argument("--recorder", action="store_true", help="time the recorder alone")
+    ap.add_argument("--instructions", action="store_true", help="count, under cachegrind")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--child-count", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.child_count:
+        count_loop(args.child_count[0], int(args.child_count[1]))
+        return
+    if args.instructions:
+        count_instructions(args.base, args.iterations)
+        return
     if args.recorder:
         if args.child:
             got_r = recorder_blocks(args.iterations, 20, ["plain"])

@@ -25,7 +25,7 @@ from aoff import AsyncOffPolicyLogger, OffPolicyLogger
 from aoff._core import _events as ev
 from aoff._core import _tensors
 from aoff._core._buffer import EventBuffer
-from aoff._core._capture import capture, finish
+from aoff._core._capture import capture, finish, plain_step
 from aoff._core._pending import (
     Gather,
     PendingEvent,
@@ -356,6 +356,28 @@ def test_gather_reads_cpu_tensors_now_and_leaves_plain_events() -> None:
     assert capture(3, g, "w", "k") == 3
     assert g == []  # no CUDA tensor: nothing to copy, the recorder puts the plain event
     assert capture("nope", g, "w", "k") == "nope"  # the pump reports non-numbers
+
+
+def test_log_step_with_axes_captures_tensors_anywhere_and_keeps_plain_events() -> None:
+    events: list[ev.Event] = []
+    rec: Recorder[None] = Recorder()
+    rec._init_recorder(events.append, lambda: 0.0)
+    assert rec._refresh_capture()  # torch is imported in this process
+    rec.log_step(1, {"q": 0.5}, axes={"grad_steps": 4})
+    rec.log_step(2, {"q": torch.tensor(0.25)}, axes={"grad_steps": 8})
+    rec.log_step(3, {"q": 0.5}, extra_info={"throughput_steps": torch.tensor(9)}, axes={"g": 1})
+    rec.log_step(4, {"q": 0.5}, axes={"grad_steps": torch.tensor(12)})
+    assert [plain_step(e) for e in events] == [True] * 4  # each captured to plain numbers
+    assert [(e[ev.S_METRICS]["q"], e[ev.S_THROUGHPUT], e[ev.S_AXES]) for e in events] == [
+        (0.5, None, {"grad_steps": 4}),
+        (0.25, None, {"grad_steps": 8}),
+        (0.5, 9, {"g": 1}),
+        (0.5, None, {"grad_steps": 12}),
+    ]
+    got = [(type(e[ev.S_METRICS]["q"]), *map(type, e[ev.S_AXES].values())) for e in events]
+    assert got == [(float, int)] * 4 and type(events[2][ev.S_THROUGHPUT]) is int
+    assert not plain_step((*events[0][:-1], {"g": torch.tensor(1)}))
+    assert not plain_step((*events[0][:4], torch.tensor(1.0), *events[0][5:]))
 
 
 # -- waiting for device values, in order (fake readiness, no CUDA needed) ------------------------

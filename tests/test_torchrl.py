@@ -87,6 +87,48 @@ def test_points_carry_their_axes_through_log_scalar_and_add_scalar(tmp_path: Pat
     assert report is not None and report.invalid_values == 1  # axes={"step": ...}: refused
 
 
+def test_log_metrics_takes_axes_and_writes_what_torchrls_writes(tmp_path: Path) -> None:
+    """``log_metrics(..., axes=)`` (aoff's keyword): the same calls through TorchRL's own
+    ``TensorboardLogger`` (without it) read back the same with ``EventAccumulator``, tag
+    for tag (a dict with a tensor, a nested TensorDict); each point also carries its axes,
+    as ``axis/<name>`` in TensorBoard and as columns of ``read_scalars(axes=True)``."""
+    from tensordict import TensorDict
+
+    from aoff import read_scalars
+
+    def calls(k: int) -> list[Any]:
+        nested = TensorDict({"q": {"min": torch.tensor(-1.0 * k), "max": torch.tensor(2.0)}})
+        return [{"loss": 1.0 / k, "alpha": torch.tensor(0.25 * k)}, nested]
+
+    theirs, ours = (
+        TensorboardLogger("exp", str(tmp_path / "t")),
+        aoff.torchrl.Logger("exp", str(tmp_path / "a"), pump="thread"),
+    )
+    for k in range(1, 4):
+        for want_in, got_in in zip(calls(k), calls(k), strict=True):
+            want = theirs.log_metrics(want_in, step=100 * k, keys_sep=".")
+            axes = {"grad_steps": 8 * k, "policy_version": k}
+            assert ours.log_metrics(got_in, step=100 * k, keys_sep=".", axes=axes) == want
+    theirs.close()
+    ours.close()
+    t, a = (ea.EventAccumulator(str(tmp_path / d / "exp")) for d in ("t", "a"))
+    t.Reload()
+    a.Reload()
+    tags = ["alpha", "loss", "q.max", "q.min"]
+    assert sorted(t.Tags()["scalars"]) == tags
+    assert sorted(a.Tags()["scalars"]) == ["alpha", "axis/grad_steps", "axis/policy_version",
+                                           *tags[1:]]  # fmt: skip
+    for tag in tags:
+        assert [(e.step, e.value) for e in a.Scalars(tag)] == [
+            (e.step, e.value) for e in t.Scalars(tag)
+        ], tag
+    df = read_scalars(str(tmp_path / "a" / "exp"), axes=True)
+    q = df[df["tag"] == "q.min"]
+    assert q["step"].tolist() == [100, 200, 300] and q["value"].tolist() == [-1.0, -2.0, -3.0]
+    assert q["grad_steps"].tolist() == [8.0, 16.0, 24.0]
+    assert q["policy_version"].tolist() == [1.0, 2.0, 3.0]
+
+
 def sprites(t: int, h: int, w: int, seed: int) -> torch.Tensor:
     """``(1, T, 3, H, W)`` uint8 frames of few colours (an Atari-like screen: a flat
     background and a moving block), which a GIF's palette holds exactly."""

@@ -80,6 +80,29 @@ class Logger(_TorchRLLogger):  # type: ignore[misc]
         else:
             self.experiment.add_scalar(name, value, global_step=step, axes=axes)
 
+    def log_metrics(
+        self,
+        metrics: Any,
+        step: int | None = None,
+        *,
+        keys_sep: str = "/",
+        axes: Mapping[str, float] | None = None,
+    ) -> dict[str, Any]:
+        """Several scalars at ``step`` (a dict or a TensorDict, nested keys joined with
+        ``keys_sep``); returns them with tensors as Python numbers, as TorchRL's does.
+        ``axes`` (aoff's, keyword-only): every point's other clocks, as
+        :meth:`log_scalar`'s ``axes=``; without it, TorchRL's own ``log_metrics`` runs."""
+        if axes is None:
+            return super().log_metrics(metrics, step, keys_sep=keys_sep)  # type: ignore[no-any-return]
+        # TorchRL's conversion (one device sync for the call's CUDA tensors, a
+        # TensorDict's keys flattened), then each point with its axes, as its loop does
+        from torchrl.record.loggers.common import _make_metrics_safe
+
+        safe: dict[str, Any] = _make_metrics_safe(metrics, keys_sep=keys_sep)
+        for name, value in safe.items():
+            self.log_scalar(name, value, step=step, axes=axes)
+        return safe
+
     def log_video(self, name: str, video: Any, step: int | None = None, **kwargs: Any) -> None:
         """A video ``(N, T, C, H, W)`` (``C`` 1 or 3), as an animated GIF; ``fps`` and
         ``walltime`` as keywords (TorchRL's ``VideoRecorder`` passes its ``fps``)."""

@@ -110,6 +110,8 @@ def capture_values(d: dict[Any, Any], g: Gather, where: str) -> None:
             d[k] = capture(v, g, where, k)
 
 
+#: the values a call hands on as they are (anything else is captured: a tensor)
+_PLAIN = frozenset((float, int))
 #: a STEP event's scalar slots, by the argument name errors give
 _STEP_SCALARS = (
     (ev.S_ITERATION, "iteration"),
@@ -126,6 +128,20 @@ _STEP_DICTS = (
     (ev.S_REWARD_METRICS, W_REWARD_METRICS),
     (ev.S_COMPONENTS, W_COMPONENTS),
 )
+
+
+def plain_step(event: ev.Event) -> bool:
+    """Whether a STEP event holds only plain numbers (nothing to capture): the check
+    ``log_step`` makes inline, for its ``axes=`` path, which has the axes' copy too."""
+    for i, _ in _STEP_SCALARS:
+        v = event[i]
+        if v is not None and type(v) is not float and type(v) is not int:
+            return False
+    for i, _ in _STEP_DICTS:
+        d = event[i]
+        if d and not _PLAIN.issuperset(map(type, d.values())):
+            return False
+    return len(event) <= ev.S_AXES or _PLAIN.issuperset(map(type, event[ev.S_AXES].values()))
 
 
 def capture_step(event: ev.Event) -> ev.Event:

@@ -46,16 +46,23 @@ from ._arguments import (
     throughput,
     warn_converted,
 )
-from ._capture import activate, capture, capture_step, capture_tensor, capture_values, finish
+from ._capture import (
+    activate,
+    capture,
+    capture_step,
+    capture_tensor,
+    capture_values,
+    finish,
+    plain_step,
+)
 from ._checkpoint import checked_state_dict
 from ._config import flatten_config
+from ._events import S_COMPONENTS, S_METRICS, S_REWARD_METRICS, S_THROUGHPUT
 from ._histogram import capture as capture_histogram
 from ._hotcost import COST_EVERY, HotCost
 from ._pending import Gather, PendingEvent, Placeholder
 
 R = TypeVar("R")
-#: the values the hot path hands on as they are (anything else is captured: a tensor)
-_PLAIN = frozenset((float, int))
 
 
 class Recorder(Generic[R]):
@@ -101,7 +108,6 @@ class Recorder(Generic[R]):
         learner_incremental_h2d_time: float = 0.0,
         weight_sync_time: float = 0.0,
         extra_info: Mapping[str, Any] | None = None,
-        *,
         axes: Mapping[str, int | float] | None = None,
     ) -> R:
         """Record one learner iteration (times in seconds). Returns at once.
@@ -113,10 +119,10 @@ class Recorder(Generic[R]):
         ``reward_metrics``/``reward_components``: more reward numbers (``reward/...``);
         ``train_time``, ``wait_time``, ``learner_incremental_h2d_time``,
         ``weight_sync_time``: the learner's times in seconds; ``extra_info``:
-        ``{"throughput_steps": n}`` gives ``perf/steps_per_sec``; ``axes``: the run's
-        other clocks now (``{"grad_steps": g, "policy_version": v}``: numbers that never
-        go down), carried by this step's record and every later one as ``axis/<name>``
-        (see the Axes guide).
+        ``{"throughput_steps": n}`` gives ``perf/steps_per_sec``; ``axes`` (aoff's, pass
+        it by name): the run's other clocks now (``{"grad_steps": g, "policy_version":
+        v}``: numbers that never go down), carried by this step's record and every later
+        one as ``axis/<name>`` (see the Axes guide).
 
         Any value may be a 0-d or one-element tensor; ``reward`` and the three dicts'
         values may also be per-environment tensors (e.g. ``(num_envs,)``), copied once
@@ -124,7 +130,13 @@ class Recorder(Generic[R]):
         their histogram (``_core/_vectors.py``, docs/guides/tensors.md).
 
         The hot path, and one function on purpose (over 60 lines): each helper call it
-        made would cost every iteration ~50 ns of its ~0.3 us.
+        made would cost every iteration ~50 ns of its ~0.3 us. A call without ``axes=``
+        runs one tuple display and a test of ``axes``, nothing more (holding the fields in
+        locals to build a tuple of either length would cost it ~200 machine instructions,
+        ~3 %); with it, the tuple grows by one. ``axes`` is not keyword-only on purpose:
+        CPython looks a keyword-only parameter's default up in a dict on every call that
+        omits it, ~130 instructions more (benchmarks/bench_axes.py ``--instructions``
+        counts them).
         """
         self._cost_left -= 1
         if not self._cost_left:  # one call in COST_EVERY is timed (_cost.py)
@@ -141,65 +153,39 @@ class Recorder(Generic[R]):
                 extra_info,
                 axes,
             )
-        m = (
+        event: ev.Event = (  # one tuple display, in _events.FIELDS[STEP]'s order
+            ev.STEP,
+            self._clock(),
+            iteration,
             None
             if metrics is None
-            else (metrics.copy() if type(metrics) is dict else copy_dict(metrics, W_METRICS))
-        )
-        rm = None if reward_metrics is None else copy_dict(reward_metrics, W_REWARD_METRICS)
-        rc = (
+            else (metrics.copy() if type(metrics) is dict else copy_dict(metrics, W_METRICS)),
+            reward,
+            None if reward_metrics is None else copy_dict(reward_metrics, W_REWARD_METRICS),
             None
             if reward_components is None
             else (
                 reward_components.copy()
                 if type(reward_components) is dict
                 else copy_dict(reward_components, W_COMPONENTS)
-            )
-        )
-        tp = (
+            ),
+            train_time,
+            wait_time,
+            learner_incremental_h2d_time,
+            weight_sync_time,
             None
             if extra_info is None
             else (
                 extra_info.get("throughput_steps", 0)
                 if type(extra_info) is dict
                 else throughput(extra_info)
-            )
+            ),
         )
-        event: ev.Event
-        if axes is None:  # one tuple display, in _events.FIELDS[STEP]'s order
-            event = (
-                ev.STEP,
-                self._clock(),
-                iteration,
-                m,
-                reward,
-                rm,
-                rc,
-                train_time,
-                wait_time,
-                learner_incremental_h2d_time,
-                weight_sync_time,
-                tp,
-            )
-        else:  # the optional field after them (a tuple display: no concatenation)
-            ax = axes.copy() if type(axes) is dict else copy_dict(axes, W_AXES)
-            event = (
-                ev.STEP,
-                self._clock(),
-                iteration,
-                m,
-                reward,
-                rm,
-                rc,
-                train_time,
-                wait_time,
-                learner_incremental_h2d_time,
-                weight_sync_time,
-                tp,
-                ax,
-            )
-            if self._capturing and not _PLAIN.issuperset(map(type, ax.values())):
+        if axes is not None:  # the optional field after the others (a plain call: this test)
+            event += (axes.copy() if type(axes) is dict else copy_dict(axes, W_AXES),)
+            if self._capturing and not plain_step(event):
                 return self._put(capture_step(event))
+            return self._put(event)
         if self._capturing:
             # The common case, plain numbers, is checked here in this frame (a call per
             # dict cost ~0.3 us an iteration on a cold cache); anything else is captured
@@ -211,10 +197,10 @@ class Recorder(Generic[R]):
                 and type(wait_time) is float
                 and type(learner_incremental_h2d_time) is float
                 and type(weight_sync_time) is float
-                and (tp is None or type(tp) is int)
+                and (event[S_THROUGHPUT] is None or type(event[S_THROUGHPUT]) is int)
             ):
                 return self._put(capture_step(event))
-            for d in (m, rc, rm):  # the event's own copies
+            for d in (event[S_METRICS], event[S_COMPONENTS], event[S_REWARD_METRICS]):
                 if d:
                     for v in d.values():
                         if type(v) is not float and type(v) is not int:
@@ -225,7 +211,7 @@ class Recorder(Generic[R]):
         """A ``log_step`` call, timed; its time joins the next ``COST`` event."""
         self._cost_left = COST_EVERY
         t0 = perf_counter_ns()
-        result = self.log_step(*args[:-1], axes=args[-1])
+        result = self.log_step(*args)
         t1 = perf_counter_ns()
         cost = self._cost
         if cost is None:
@@ -271,13 +257,13 @@ class Recorder(Generic[R]):
         total_steps: int,
         buffer_size: int,
         mean_reward: float = 0.0,
-        *,
         axes: Mapping[str, int | float] | None = None,
     ) -> R:
         """Total env steps and replay-buffer size; a non-zero ``mean_reward`` joins the
         dashboard's reward history; ``axes``: the collector's clocks
         (``{"policy_version": v}`` gives ``collector/staleness``, the learner's
-        ``policy_version`` axis minus this one; see the Axes guide).
+        ``policy_version`` axis minus this one; see the Axes guide; pass it by name: it
+        is not keyword-only for the reason ``log_step``'s is not).
 
         The reward history has one point per iteration, whichever calls carry it: a
         ``mean_reward`` here adds a point, and the next ``log_step(reward=...)``
