@@ -91,6 +91,8 @@ _MAX_LAYOUTS = 4096
 #: an Event's first byte: its wall time (field 1, 64-bit)
 _WALL_KEY = 0x09
 _DT_FLOAT, _DT_DOUBLE = 1, 2
+#: a ``Summary.Value``'s ``simple_value`` key (field 2, 32-bit)
+_SIMPLE_VALUE_KEY = 0x15
 
 
 @dataclass
@@ -106,11 +108,26 @@ class Layout:
     values: list[tuple[str, int, int]] = field(default_factory=list)  # tag, offset, 4 | 8
     #: offsets of the data's variable bytes (the checksum's own four left out)
     varbytes: tuple[int, ...] = ()
+    #: each value's tag bytes: offset, length
+    names: tuple[tuple[int, int], ...] = ()
+    #: a layout of any tag (see :meth:`any_tag`): where the record holds its tag's bytes
+    tag_at: tuple[int, int] | None = None
     _crc: tuple[int, list[tuple[int, int, np.ndarray[Any, np.dtype[np.uint32]]]]] | None = None
 
     @property
     def key(self) -> tuple[bytes, bytes]:
         return self.fixed, self.mask
+
+    def any_tag(self) -> Layout:
+        """This one-value layout with its tag's bytes variable: the records of every tag
+        of the same length alike but for it, learnt once (a file of many tags each
+        appearing rarely learns a layout per tag length, not per tag). Its records' tags
+        are read as slices; their bytes' share of the data checksum is taken per tag."""
+        (at, length), fixed, mask = self.names[0], bytearray(self.fixed), bytearray(self.mask)
+        fixed[at : at + length] = mask[at : at + length] = bytes(length)
+        values = [("", off, width) for _tag, off, width in self.values]
+        return Layout(self.size, bytes(fixed), bytes(mask), self.wall, self.step, values,
+                      self.varbytes, self.names, (at, length))  # fmt: skip
 
     def base(self) -> int:
         """The CRC32C of the data's fixed bytes (its variable bytes zeroed)."""
@@ -191,14 +208,16 @@ def layout_of(folder: Folder, buf: Buf, pos: int, length: int) -> Layout | None:
     if summary is None:
         return None
     values: list[tuple[str, int, int]] = []
+    names: list[tuple[int, int]] = []
     for num, wire, s, e in fields(buf, *summary):
         if num != 1 or wire != 2:
             return None
         got = _value(folder, buf, s, e)
         if got is None:
             return None
-        tag, at, width = got
+        tag, at, width, name = got
         values.append((tag, at - pos, width))
+        names.append((name[0] - pos, name[1] - name[0]))
         var.append((at - pos, width, False))
     if not values:
         return None
@@ -213,19 +232,22 @@ def layout_of(folder: Folder, buf: Buf, pos: int, length: int) -> Layout | None:
     varbytes = tuple(
         i for off, width, _ in var[:-1] for i in range(off, off + width) if mask[i] != 0xFF
     )
-    return Layout(size, bytes(fixed), bytes(mask), wall, step, values, varbytes)
+    return Layout(size, bytes(fixed), bytes(mask), wall, step, values, varbytes, tuple(names))
 
 
-def _value(folder: Folder, buf: Buf, start: int, end: int) -> tuple[str, int, int] | None:
-    """``(tag, offset of its number, 4 | 8)`` of a ``Summary.Value`` that is a scalar of
-    a fixed layout: a ``simple_value``, or a one-number tensor of a tag whose first
-    metadata named the ``scalars`` plugin."""
+def _value(
+    folder: Folder, buf: Buf, start: int, end: int
+) -> tuple[str, int, int, tuple[int, int]] | None:
+    """``(tag, offset of its number, 4 | 8, its tag's bytes)`` of a ``Summary.Value``
+    that is a scalar of a fixed layout: a ``simple_value``, or a one-number tensor of a
+    tag whose first metadata named the ``scalars`` plugin."""
     parts = fields(buf, start, end)
     if len(parts) < 2 or parts[0][:2] != (1, 2) or parts[0][3] == parts[0][2]:
         return None
-    tag = buf[parts[0][2] : parts[0][3]].decode("utf-8", "replace")
+    name = parts[0][2], parts[0][3]
+    tag = buf[name[0] : name[1]].decode("utf-8", "replace")
     if parts[1][:2] == (2, 5) and all(q[:2] == (9, 2) for q in parts[2:]):
-        return tag, parts[1][2], 4  # a simple_value (its metadata, if any, is fixed bytes)
+        return tag, parts[1][2], 4, name  # a simple_value (its metadata, if any, is fixed)
     rest = parts[1:]
     if rest[-1][:2] == (9, 2):  # metadata: the first one of a tag decides (as TensorBoard)
         if tag not in folder.plugins:
@@ -233,10 +255,11 @@ def _value(folder: Folder, buf: Buf, start: int, end: int) -> tuple[str, int, in
         rest = rest[:-1]
     if len(rest) != 1 or rest[0][:2] != (8, 2) or folder.plugins.get(tag) != "scalars":
         return None
-    return _tensor_number(tag, buf, rest[0][2], rest[0][3])
+    got = _tensor_number(buf, rest[0][2], rest[0][3])
+    return None if got is None else (tag, *got, name)
 
 
-def _tensor_number(tag: str, buf: Buf, start: int, end: int) -> tuple[str, int, int] | None:
+def _tensor_number(buf: Buf, start: int, end: int) -> tuple[int, int] | None:
     parts = fields(buf, start, end)
     if len(parts) == 3 and parts[1][:2] == (2, 2) and parts[1][3] == parts[1][2]:
         del parts[1]  # a shape with no dimensions (torch's new_style writes none at all)
@@ -248,10 +271,17 @@ def _tensor_number(tag: str, buf: Buf, start: int, end: int) -> tuple[str, int, 
     if width is None or e - s != width:
         return None
     if (num, wire) in ((4, 2), (5, 2), (5, 5)) and width == 4:
-        return tag, s, 4
+        return s, 4
     if (num, wire) in ((4, 2), (6, 2), (6, 1)) and width == 8:
-        return tag, s, 8
+        return s, 8
     return None
+
+
+def _simple(lay: Layout) -> bool:
+    """Whether a one-value layout's value is a ``simple_value`` (else a tensor's number:
+    the byte before it is a length, 4 or 8, or a packed field's key)."""
+    _tag, off, width = lay.values[0]
+    return width == 4 and lay.fixed[off - 1] == _SIMPLE_VALUE_KEY
 
 
 class _Shape:
@@ -267,10 +297,24 @@ class _Shape:
         self.step = lay.step
         self.slots = [(off, width) for _tag, off, width in lay.values]
         self.runs = lay.crc_tables()[1]
+        #: a layout of any tag: its tag's bytes (offset, length), each byte's checksum
+        #: table (against a zero byte), and whether its value is a tensor (a tag's first
+        #: metadata must have named the ``scalars`` plugin)
+        self.tag_at = lay.tag_at
+        self.tag_tables: Any = None
+        self.tensor = False
+        if lay.tag_at is not None:
+            at, length = lay.tag_at
+            data = lay.size - 16
+            self.tag_tables = np.stack(
+                [_byte_table(data - (at + i - 12) - 1, 0) for i in range(length)]
+            )
+            self.tensor = not _simple(lay)
 
     @staticmethod
     def key(lay: Layout) -> tuple[Any, ...]:
-        return (lay.size, lay.wall, lay.step, tuple((o, w) for _t, o, w in lay.values))
+        values = tuple((o, w) for _t, o, w in lay.values)
+        return (lay.size, lay.wall, lay.step, values, lay.tag_at)
 
 
 class FastPath:
@@ -281,17 +325,20 @@ class FastPath:
         self.folder = folder
         self.layouts: dict[tuple[bytes, bytes], int] = {}
         self.by_id: list[Layout] = []
-        #: record size -> its layouts; the sizes in the order first seen, and each size's
-        #: place in that list by size (-1: none)
-        self.by_size: dict[int, _SizeGroup] = {}
-        self.sizes: list[int] = []
-        self.slots: Any = np.full(1, -1, np.int64)
+        #: the layouts of one tag each (the cycle path's too), and those of any tag (told
+        #: a record only where none of the first is its own)
+        self.exact = _Index()
+        self.any_tag = _Index()
+        #: (a record's tag bytes, whether its value is a tensor) -> (its tag id, True)
+        self.tag_bytes: dict[tuple[bytes, bool], tuple[int, bool]] = {}
         #: the shapes, and per layout id: its shape, its checksum's base, its values' tags
         self.shape_ids: dict[tuple[Any, ...], int] = {}
         self.shapes: list[_Shape] = []
         self.lid_shape: Any = np.empty(0, np.int64)
         self.lid_base: Any = np.empty(0, np.uint32)
         self.lid_tags: Any = np.empty((0, 1), np.int64)
+        self.lid_any: Any = np.empty(0, bool)
+        self.lid_tensor: Any = np.empty(0, bool)  # of any tag, a tensor
         #: the tags (their prefix in front) by id, and whether each is wanted
         self.tag_ids: dict[str, int] = {}
         self.tag_names: list[str] = []
@@ -304,35 +351,33 @@ class FastPath:
         """A record was skipped: the next sweep starts small."""
         self.window = _MIN_WINDOW
 
-    def learn(self, buf: Buf, pos: int, length: int) -> Layout | None:
+    def learn(self, buf: Buf, pos: int, length: int, any_tag: bool = False) -> Layout | None:
         """Note the layout of a record the general decoder has just read; that layout
-        (None: not one the bulk path reads)."""
+        (None: not one the bulk path reads). ``any_tag``: a record of one value with no
+        metadata is learnt as the layout of any tag of its tag's length (a sweep's record
+        of no known layout: one of many tags, each rare, costs one layout, not one each)."""
         try:
             lay = layout_of(self.folder, buf, pos, length)
         except (ValueError, IndexError):
             return None
         if lay is None or lay.fixed[12] != _WALL_KEY:
             return None
+        index = self.exact
+        if (
+            any_tag
+            and len(lay.values) == 1
+            and (not _simple(lay) or lay.values[0][1] + lay.values[0][2] == lay.size - 4)
+        ):  # a tensor (its metadata fixed bytes) or a simple value of no metadata
+            lay, index = lay.any_tag(), self.any_tag
         lid = self.layouts.get(lay.key)
         if lid is not None:
             return self.by_id[lid]
-        if len(self.by_id) >= _MAX_LAYOUTS:  # a file of endless new tags: the general path
+        if len(self.by_id) >= _MAX_LAYOUTS:  # a file of endless new layouts: the general path
             return None
         lid = self.layouts[lay.key] = len(self.by_id)
         self.by_id.append(lay)
         self._index(lid, lay)
-        # the record as 64-bit words, the last one ending at its end (overlapping)
-        offs = [*range(0, lay.size - 8, 8), lay.size - 8]
-        fixed = np.array([int.from_bytes(lay.fixed[o : o + 8], "little") for o in offs], np.uint64)
-        mask = np.array([int.from_bytes(lay.mask[o : o + 8], "little") for o in offs], np.uint64)
-        known = self.by_size.get(lay.size)
-        if known is None:
-            self.by_size[lay.size] = known = _SizeGroup(len(self.sizes))
-            self.sizes.append(lay.size)
-            slots = np.full(max(self.sizes) + 1, -1, np.int64)
-            slots[self.sizes] = np.arange(len(self.sizes))
-            self.slots = slots
-        known.add(lid, lay, fixed, mask)
+        index.add(lid, lay)
         return lay
 
     def _index(self, lid: int, lay: Layout) -> None:
@@ -346,6 +391,8 @@ class FastPath:
             cap = max(2 * len(self.lid_shape), 16)
             self.lid_shape = np.resize(self.lid_shape, cap)
             self.lid_base = np.resize(self.lid_base, cap)
+            self.lid_any = np.resize(self.lid_any, cap)
+            self.lid_tensor = np.resize(self.lid_tensor, cap)
             self.lid_tags = np.resize(self.lid_tags, (cap, self.lid_tags.shape[1]))
         if len(lay.values) > self.lid_tags.shape[1]:
             wider = np.full((len(self.lid_tags), len(lay.values)), -1, np.int64)
@@ -353,6 +400,8 @@ class FastPath:
             self.lid_tags = wider
         self.lid_shape[lid] = sid
         self.lid_base[lid] = lay.base()
+        self.lid_any[lid] = lay.tag_at is not None
+        self.lid_tensor[lid] = lay.tag_at is not None and not _simple(lay)
         for slot, (tag, _off, _width) in enumerate(lay.values):
             self.lid_tags[lid, slot] = self._tag_id(self.folder.prefix + tag)
 
@@ -361,8 +410,9 @@ class FastPath:
         if tid is None:
             tid = self.tag_ids[name] = len(self.tag_names)
             self.tag_names.append(name)
-            wanted = self.folder.tags is None or name in self.folder.tags
-            self.tag_wanted = np.append(self.tag_wanted, wanted)
+            if tid >= len(self.tag_wanted):  # room for twice as many (a tag costs O(1))
+                self.tag_wanted = np.resize(self.tag_wanted, max(2 * tid, 16))
+            self.tag_wanted[tid] = self.folder.tags is None or name in self.folder.tags
         return tid
 
     # -- the sweep ----------------------------------------------------------------------
@@ -373,8 +423,7 @@ class FastPath:
         if end - pos < 17 or buf[pos + 12] != _WALL_KEY:
             return pos
         size = int.from_bytes(buf[pos : pos + 8], "little") + 16
-        known = self.by_size.get(size)
-        if known is None or pos + size > end or known.lookup(bytes(buf[pos : pos + size])) < 0:
+        if pos + size > end or self._lookup(size, bytes(buf[pos : pos + size])) < 0:
             return pos  # the record here has no known layout: not worth a sweep
         stop = min(end, pos + self.window)
         a = _Window(buf, pos, stop - pos)
@@ -387,7 +436,8 @@ class FastPath:
         k = self._others(a, pos, starts, sizes, ids, general)
         taken = self._take(a, starts[:k], ids[:k], general)
         self.folder.bulk_records += int((ids[:taken] >= 0).sum())
-        last_other = np.flatnonzero(ids[:taken] < 0)
+        # the cycle path reads layouts of one tag each
+        last_other = np.flatnonzero((ids[:taken] < 0) | self.lid_any[ids[:taken]])
         first = max(taken - _TAIL, int(last_other[-1]) + 1 if len(last_other) else 0)
         self.tail = [self.by_id[i] for i in ids[first:taken].tolist()]
         if taken:
@@ -438,13 +488,11 @@ class FastPath:
                 continue
             p = pos + int(starts[u])
             size = int(sizes[u])
-            known = self.by_size.get(size)
-            if known is not None:  # a layout learnt from a record before it in this window
-                lid = known.lookup(bytes(buf[p : p + size]))
-                if lid >= 0:
-                    ids[u] = lid
-                    hits += 1
-                    continue
+            lid = -1 if ids[u] == -3 else self._lookup(size, bytes(buf[p : p + size]))
+            if lid >= 0:  # a layout learnt from a record before it in this window
+                ids[u] = lid
+                hits += 1
+                continue
             end = p + size - 4
             if (
                 masked_crc32c(view[p : p + 8]) != U32S.unpack_from(buf, p + 8)[0]
@@ -461,21 +509,30 @@ class FastPath:
             for tag, value in values:
                 if value is not None:
                     general.append((u, folder.prefix + tag, step, wall, value))
-            self.learn(buf, p, size - 16)
+            if ids[u] != -3:  # (its layout is known)
+                self.learn(buf, p, size - 16, any_tag=True)
             ids[u] = -2
         return len(ids)
 
+    def _lookup(self, size: int, record: bytes) -> int:
+        """The id of ``record``'s layout (-1: none known)."""
+        lid = self.exact.lookup(size, record)
+        return lid if lid >= 0 or not self.any_tag.sizes else self.any_tag.lookup(size, record)
+
     def _classify(self, a: _Window, starts: Any, sizes: Any) -> Any:
-        """Each record's layout id (-1: none known)."""
-        ids = np.full(len(starts), -1, np.int64)
-        slots = self.slots
-        slot = np.where(sizes < len(slots), slots[np.minimum(sizes, len(slots) - 1)], -1)
-        for g, sel in _grouped(slot, len(self.sizes)):
-            size = self.sizes[g]
-            offs = np.array([*range(0, size - 8, 8), size - 8])
-            words = a.u8[starts[sel][:, None] + offs]
-            got = self.by_size[size].classify(words)
-            ids[sel] = got
+        """Each record's layout id (-1: none known; -3: a tensor of a layout of any tag
+        whose tag is not known to be a scalar: read in its place, its metadata says)."""
+        ids = self.exact.classify(a, starts, sizes)
+        if self.any_tag.sizes:
+            rest = np.flatnonzero(ids < 0)
+            if len(rest):
+                ids[rest] = self.any_tag.classify(a, starts[rest], sizes[rest])
+            tensor = self.lid_tensor[np.maximum(ids, 0)] & (ids >= 0)
+            if tensor.any():
+                shape_of = np.where(tensor, self.lid_shape[np.maximum(ids, 0)], -1)
+                for sid, sel in _grouped(shape_of, len(self.shapes)):
+                    _tags, _share, scalar = self._tags_of(a, starts[sel], self.shapes[sid])
+                    ids[sel[~scalar]] = -3
         return ids
 
     def _take(
@@ -514,10 +571,16 @@ class FastPath:
                 for i in range(width):
                     crc ^= table[i].take((word >> (8 * i)) & 0xFF)
             rot = a.u4[at + shape.size - 4] - np.uint32(MASK_DELTA)
-            bad[sel] = crc != ((rot << np.uint32(15)) | (rot >> np.uint32(17)))
+            if shape.tag_at is None:
+                record_tags = None
+                bad[sel] = crc != ((rot << np.uint32(15)) | (rot >> np.uint32(17)))
+            else:
+                record_tags, share, scalar = self._tags_of(a, at, shape)
+                crc ^= share
+                bad[sel] = (crc != ((rot << np.uint32(15)) | (rot >> np.uint32(17)))) | ~scalar
             for slot, (off, width) in enumerate(shape.slots):
                 recs.append(sel)
-                tags.append(self.lid_tags[lids, slot])
+                tags.append(self.lid_tags[lids, slot] if record_tags is None else record_tags)
                 values.append((a.f4 if width == 4 else a.f8)[at + off])
         cut = int(bad.argmax()) if bad.any() else k
         if not (folder.file_version and folder.file_version >= 2):  # the old purge rule
@@ -532,6 +595,32 @@ class FastPath:
         if cut:
             self._hand_over(cut, recs, tags, values, steps, walls, general)
         return cut
+
+    def _tags_of(self, a: _Window, at: Any, shape: _Shape) -> tuple[Any, Any, Any]:
+        """The tag ids of the records at ``at`` of a layout of any tag, read from their
+        bytes; each one's tag bytes' share of its data checksum; and whether its value
+        is a scalar (a tensor's tag whose first metadata named the ``scalars`` plugin,
+        else the general decoder reads it). Per distinct tag, not per record: the tags'
+        bytes are told apart in bulk."""
+        off, length = shape.tag_at or (0, 0)
+        rows, which = _distinct(a, at + off, length)
+        share = np.bitwise_xor.reduce(shape.tag_tables[np.arange(length), rows], axis=1)
+        ids = np.empty(len(rows), np.int64)
+        scalar = np.empty(len(rows), bool)
+        known = self.tag_bytes
+        plugins = self.folder.plugins
+        for i, name in enumerate(map(bytes, rows)):
+            got = known.get((name, shape.tensor))
+            if got is None:
+                tag = name.decode("utf-8", "replace")
+                # a tensor is a scalar once its tag's first metadata said so (that record,
+                # with its metadata, was read by the general decoder): known for good
+                if shape.tensor and plugins.get(tag) != "scalars":
+                    ids[i], scalar[i] = -1, False
+                    continue
+                got = known[name, shape.tensor] = (self._tag_id(self.folder.prefix + tag), True)
+            ids[i], scalar[i] = got
+        return ids[which], share[which].astype(np.uint32), scalar[which]
 
     def _hand_over(
         self,
@@ -574,6 +663,49 @@ class FastPath:
         for i in range(len(bounds) - 1):
             lo, hi = bounds[i], bounds[i + 1]
             block(names[int(tag[lo])], (s[lo:hi], w[lo:hi], value[lo:hi]))
+
+
+class _Index:
+    """Layouts by record size: each record of a window told its layout among those of its
+    size."""
+
+    def __init__(self) -> None:
+        #: record size -> its layouts; the sizes in the order first seen, and each size's
+        #: place in that list by size (-1: none)
+        self.by_size: dict[int, _SizeGroup] = {}
+        self.sizes: list[int] = []
+        self.slots: Any = np.full(1, -1, np.int64)
+
+    def add(self, lid: int, lay: Layout) -> None:
+        # the record as 64-bit words, the last one ending at its end (overlapping)
+        offs = [*range(0, lay.size - 8, 8), lay.size - 8]
+        fixed = np.array([int.from_bytes(lay.fixed[o : o + 8], "little") for o in offs], np.uint64)
+        mask = np.array([int.from_bytes(lay.mask[o : o + 8], "little") for o in offs], np.uint64)
+        known = self.by_size.get(lay.size)
+        if known is None:
+            self.by_size[lay.size] = known = _SizeGroup(len(self.sizes))
+            self.sizes.append(lay.size)
+            slots = np.full(max(self.sizes) + 1, -1, np.int64)
+            slots[self.sizes] = np.arange(len(self.sizes))
+            self.slots = slots
+        known.add(lid, lay, fixed, mask)
+
+    def lookup(self, size: int, record: bytes) -> int:
+        """The id of ``record``'s layout (its bytes, ``size`` of them; -1: none here)."""
+        known = self.by_size.get(size)
+        return -1 if known is None else known.lookup(record)
+
+    def classify(self, a: _Window, starts: Any, sizes: Any) -> Any:
+        """Each record's layout id (-1: none here)."""
+        ids = np.full(len(starts), -1, np.int64)
+        slots = self.slots
+        slot = np.where(sizes < len(slots), slots[np.minimum(sizes, len(slots) - 1)], -1)
+        for g, sel in _grouped(slot, len(self.sizes)):
+            size = self.sizes[g]
+            offs = np.array([*range(0, size - 8, 8), size - 8])
+            words = a.u8[starts[sel][:, None] + offs]
+            ids[sel] = self.by_size[size].classify(words)
+        return ids
 
 
 class _SizeGroup:
@@ -697,6 +829,29 @@ def _varints(a: _Window, at: Any, width: int) -> Any:
     for i in range(1, width):
         out |= (word >> i) & (0x7F << (7 * i))
     return out
+
+
+def _distinct(a: _Window, at: Any, length: int) -> tuple[Any, Any]:
+    """The distinct byte strings of ``length`` bytes at ``at`` (rows of bytes), and which
+    of them each one is: each read as 64-bit words (the bytes past its end masked off;
+    a record's tag is followed by at least its value and checksum), keyed by one number,
+    and the keys' groups checked to hold equal strings (else told apart exactly)."""
+    words = a.u8[at[:, None] + np.arange(0, length, 8)]
+    tail = length % 8
+    if tail:
+        words[:, -1] &= np.uint64((1 << (8 * tail)) - 1)
+    if words.shape[1] == 1:
+        key = words[:, 0]
+    else:
+        odd = np.arange(1, words.shape[1] + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+        key = (words * odd).sum(axis=1, dtype=np.uint64)
+    _keys, first, which = np.unique(key, return_index=True, return_inverse=True)
+    which = which.ravel()
+    if words.shape[1] > 1 and not (words == words[first[which]]).all():  # keys alike (rare)
+        _rows, first, which = np.unique(words, axis=0, return_index=True, return_inverse=True)
+        which = which.ravel()
+    rows = np.ascontiguousarray(words[first]).view(np.uint8)[:, :length]
+    return rows, which
 
 
 def _grouped(keys: Any, n: int) -> list[tuple[int, Any]]:
