@@ -43,7 +43,9 @@ def test_many_rare_tags_are_read_in_bulk_from_a_few_layouts(
     path = _rare_tags_run(tmp_path, 4000, new_style=new_style)
     folder = EventFolder()
     folder.read([str(path)])
-    assert len(folder.fast.by_id) < 60, len(folder.fast.by_id)  # 400 tags
+    # 400 tags, the first 64 learnt one by one (a file that repeats its few tags in order
+    # keeps a layout per tag, for the cycle path), the rest from a few layouts of any tag
+    assert len(folder.fast.by_id) < TAGS // 4, len(folder.fast.by_id)
     assert folder.bulk_records > 0.8 * 4000, folder.bulk_records
     assert _same_as_accumulator(aoff.read_scalars(tmp_path), str(tmp_path), tmp_path) == 4000
 

@@ -88,6 +88,10 @@ _TAIL = 128
 _RECLASSIFY = 32
 #: the most layouts learnt for a folder
 _MAX_LAYOUTS = 4096
+#: tags seen, after which a sweep's record of no known layout is learnt as the layout of
+#: any tag of its tag's length (a file of many tags, each rare); fewer are learnt one
+#: layout per tag, which the cycle path can follow (a file that repeats its tags in order)
+_ANY_TAG_AFTER = 64
 #: an Event's first byte: its wall time (field 1, 64-bit)
 _WALL_KEY = 0x09
 _DT_FLOAT, _DT_DOUBLE = 1, 2
@@ -178,6 +182,20 @@ def _byte_table(after: int, fixed: int) -> np.ndarray[Any, np.dtype[np.uint32]]:
         table = np.bitwise_xor.reduce(np.where(bits, deltas, np.uint32(0)), axis=1)
         table = _TABLES[(after, fixed)] = table.astype(np.uint32)
     return table
+
+
+#: each data byte's table against a zero byte (its share of CRC32C), row ``after`` (the
+#: data bytes after it) of 256, flat: grown as longer records need (see ``_Tail``)
+_ROWS: list[np.ndarray[Any, np.dtype[np.uint32]]] = [np.zeros(0, np.uint32)]
+
+
+def _rows(after: int) -> np.ndarray[Any, np.dtype[np.uint32]]:
+    """The flat tables (``_ROWS``), rows ``0..after`` at least."""
+    flat = _ROWS[0]
+    if len(flat) < 256 * (after + 1):
+        n = max(after + 1, 2 * (len(flat) // 256), 128)
+        flat = _ROWS[0] = np.concatenate([_byte_table(i, 0) for i in range(n)])
+    return flat
 
 
 def layout_of(folder: Folder, buf: Buf, pos: int, length: int) -> Layout | None:
@@ -277,6 +295,64 @@ def _tensor_number(buf: Buf, start: int, end: int) -> tuple[int, int] | None:
     return None
 
 
+class _Tail:
+    """One-value layouts of one tag each, the wall time and the step where torch's,
+    tensorboardX's and SB3's writers put them (the first fields), the value at one
+    distance from the record's end: their records are decoded together whatever the
+    length of their tags (CleanRL's eleven tags are three of these, one per step width,
+    not thirty-three shapes). The value's share of the data checksum is this one's tables;
+    the wall time's and the step's are looked up by each record's size (``_rows``)."""
+
+    WALL, STEP = 13, 22
+
+    def __init__(self, key: tuple[int, int, int]) -> None:
+        self.step_width, self.value_end, self.width = key
+        # a value byte at ``size - value_end + i`` has ``value_end - i - 5`` data bytes
+        # after it (the data ends 4 bytes before the record)
+        self.value_tables = np.stack(
+            [_byte_table(self.value_end - i - 5, 0) for i in range(self.width)]
+        )
+        #: a varint's bytes but its last carry a continuation bit (fixed in the layout)
+        self.step_fixed = [0x80] * (self.step_width - 1) + [0]
+
+    @staticmethod
+    def key(lay: Layout) -> tuple[int, int, int] | None:
+        """``(step width, value's distance from the end, value width)``; None: not one."""
+        if len(lay.values) != 1 or lay.tag_at is not None or lay.step is None:
+            return None
+        (_tag, off, width), (step, step_width) = lay.values[0], lay.step
+        if lay.wall != _Tail.WALL or step != _Tail.STEP or step_width > 8:
+            return None
+        want = [*range(13, 21), *range(22, 22 + step_width), *range(off, off + width)]
+        if sorted(lay.varbytes) != want:
+            return None
+        return step_width, lay.size - off, width
+
+    def take(self, a: _Window, at: Any, sizes: Any, base: Any) -> tuple[Any, Any, Any, Any]:
+        """``(steps, wall times, values, whether each record's data checksum fails)``."""
+        w = self.step_width
+        steps = _varints(a, at + self.STEP, w)
+        walls = a.f8[at + self.WALL]
+        rows = _rows(int(sizes.max()))
+        # row of a byte at record offset ``o``: ``size - o - 5`` (the data bytes after it)
+        row0 = (sizes.astype(np.intp) - 5) * 256
+        crc = base.copy()
+        word = a.u8[at + self.WALL].astype(np.intp)
+        for i in range(8):
+            crc ^= rows.take(row0 - (self.WALL + i) * 256 + ((word >> (8 * i)) & 0xFF))
+        word = (a.u4 if w <= 4 else a.u8)[at + self.STEP].astype(np.intp)
+        for i, fixed in enumerate(self.step_fixed):
+            byte = (word >> (8 * i)) & 0xFF
+            crc ^= rows.take(row0 - (self.STEP + i) * 256 + (byte ^ fixed if fixed else byte))
+        end = at + sizes
+        word = (a.u4 if self.width == 4 else a.u8)[end - self.value_end].astype(np.intp)
+        for i in range(self.width):
+            crc ^= self.value_tables[i].take((word >> (8 * i)) & 0xFF)
+        values = (a.f4 if self.width == 4 else a.f8)[end - self.value_end]
+        rot = a.u4[end - 4] - np.uint32(MASK_DELTA)
+        return steps, walls, values, crc != ((rot << np.uint32(15)) | (rot >> np.uint32(17)))
+
+
 def _simple(lay: Layout) -> bool:
     """Whether a one-value layout's value is a ``simple_value`` (else a tensor's number:
     the byte before it is a length, 4 or 8, or a packed field's key)."""
@@ -339,6 +415,10 @@ class FastPath:
         self.lid_tags: Any = np.empty((0, 1), np.int64)
         self.lid_any: Any = np.empty(0, bool)
         self.lid_tensor: Any = np.empty(0, bool)  # of any tag, a tensor
+        #: the tails (``_Tail``), and each layout's (-1: none)
+        self.tail_ids: dict[tuple[int, int, int], int] = {}
+        self.tails: list[_Tail] = []
+        self.lid_tail: Any = np.empty(0, np.int64)
         #: the tags (their prefix in front) by id, and whether each is wanted
         self.tag_ids: dict[str, int] = {}
         self.tag_names: list[str] = []
@@ -393,6 +473,7 @@ class FastPath:
             self.lid_base = np.resize(self.lid_base, cap)
             self.lid_any = np.resize(self.lid_any, cap)
             self.lid_tensor = np.resize(self.lid_tensor, cap)
+            self.lid_tail = np.resize(self.lid_tail, cap)
             self.lid_tags = np.resize(self.lid_tags, (cap, self.lid_tags.shape[1]))
         if len(lay.values) > self.lid_tags.shape[1]:
             wider = np.full((len(self.lid_tags), len(lay.values)), -1, np.int64)
@@ -402,6 +483,11 @@ class FastPath:
         self.lid_base[lid] = lay.base()
         self.lid_any[lid] = lay.tag_at is not None
         self.lid_tensor[lid] = lay.tag_at is not None and not _simple(lay)
+        tail = _Tail.key(lay)
+        if tail is not None and tail not in self.tail_ids:
+            self.tail_ids[tail] = len(self.tails)
+            self.tails.append(_Tail(tail))
+        self.lid_tail[lid] = -1 if tail is None else self.tail_ids[tail]
         for slot, (tag, _off, _width) in enumerate(lay.values):
             self.lid_tags[lid, slot] = self._tag_id(self.folder.prefix + tag)
 
@@ -434,7 +520,7 @@ class FastPath:
         ids = self._classify(a, starts, sizes)
         general: list[tuple[int, str, int, float, float]] = []
         k = self._others(a, pos, starts, sizes, ids, general)
-        taken = self._take(a, starts[:k], ids[:k], general)
+        taken = self._take(a, starts[:k], sizes[:k], ids[:k], general)
         self.folder.bulk_records += int((ids[:taken] >= 0).sum())
         # the cycle path reads layouts of one tag each
         last_other = np.flatnonzero((ids[:taken] < 0) | self.lid_any[ids[:taken]])
@@ -510,7 +596,7 @@ class FastPath:
                 if value is not None:
                     general.append((u, folder.prefix + tag, step, wall, value))
             if ids[u] != -3:  # (its layout is known)
-                self.learn(buf, p, size - 16, any_tag=True)
+                self.learn(buf, p, size - 16, any_tag=len(self.tag_ids) >= _ANY_TAG_AFTER)
             ids[u] = -2
         return len(ids)
 
@@ -539,10 +625,12 @@ class FastPath:
         self,
         a: _Window,
         starts: Any,
+        sizes: Any,
         ids: Any,
         general: list[tuple[int, str, int, float, float]],
     ) -> int:
-        """Decode the records at ``starts`` (those of a known layout, shape by shape; the
+        """Decode the records at ``starts`` (those of a known layout, tail by tail, then
+        shape by shape; the
         others' points are in ``general``) up to the first whose data checksum fails,
         or, in an old file, whose step goes back; how many."""
         folder = self.folder
@@ -556,7 +644,17 @@ class FastPath:
         tags: list[Any] = []
         values: list[Any] = []
         bulk = ids >= 0
-        shape_of = np.where(bulk, self.lid_shape[np.where(bulk, ids, 0)], -1)
+        lid = np.where(bulk, ids, 0)
+        tail_of = np.where(bulk, self.lid_tail[lid], -1)
+        for tid, sel in _grouped(tail_of, len(self.tails)):
+            lids = ids[sel]
+            steps[sel], walls[sel], value, bad[sel] = self.tails[tid].take(
+                a, starts[sel], sizes[sel], self.lid_base[lids]
+            )
+            recs.append(sel)
+            tags.append(self.lid_tags[lids, 0])
+            values.append(value)
+        shape_of = np.where(bulk & (tail_of < 0), self.lid_shape[lid], -1)
         for sid, sel in _grouped(shape_of, len(self.shapes)):
             shape = self.shapes[sid]
             at = starts[sel]
