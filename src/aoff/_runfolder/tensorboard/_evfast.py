@@ -143,8 +143,9 @@ class Layout:
         ``width`` variable bytes at ``offset`` (built once)."""
         if self._crc is None:
             data = self.fixed[12 : self.size - 4]
-            tables = np.stack(
-                [_byte_table(len(data) - (off - 12) - 1, data[off - 12]) for off in self.varbytes]
+            tables = _byte_tables(
+                [len(data) - (off - 12) - 1 for off in self.varbytes],
+                [data[off - 12] for off in self.varbytes],
             )
             # a run of adjacent variable bytes (a wall time's eight, a value's four) is
             # read as one word, split into its bytes
@@ -162,26 +163,36 @@ class Layout:
         return self._crc
 
 
-#: (bytes after a data byte, its fixed bits) -> that byte's table (see ``crc_tables``)
-_TABLES: dict[tuple[int, int], np.ndarray[Any, np.dtype[np.uint32]]] = {}
+#: bytes after a data byte -> that byte's table against a zero byte (see ``_byte_tables``)
+_ZERO_ROWS: dict[int, np.ndarray[Any, np.dtype[np.uint32]]] = {}
+_BYTES = np.arange(256)
 
 
-def _byte_table(after: int, fixed: int) -> np.ndarray[Any, np.dtype[np.uint32]]:
-    """What a data byte stored as each of 0..255 XORs into the data's CRC32C, against
-    ``fixed`` in its place, with ``after`` bytes of data after it: CRC32C is affine, so
-    this depends on nothing else (built from its eight bits' effects, kept for reuse)."""
-    table = _TABLES.get((after, fixed))
-    if table is None:
-        if len(_TABLES) >= 4096:
-            _TABLES.clear()
-        tail = bytes(after)
-        zero = crc32c(bytes(1) + tail)
-        deltas = np.array([crc32c(bytes([1 << bit]) + tail) ^ zero for bit in range(8)], np.uint32)
-        changed = np.arange(256) ^ fixed  # indexed by the byte as stored
-        bits = (changed[:, None] >> np.arange(8)) & 1 == 1
-        table = np.bitwise_xor.reduce(np.where(bits, deltas, np.uint32(0)), axis=1)
-        table = _TABLES[(after, fixed)] = table.astype(np.uint32)
-    return table
+def _byte_tables(afters: list[int], fixed: list[int]) -> np.ndarray[Any, np.dtype[np.uint32]]:
+    """Row ``i``: what a data byte stored as each of 0..255 XORs into the data's CRC32C,
+    against ``fixed[i]`` in its place, with ``afters[i]`` bytes of data after it: CRC32C
+    is affine, so this depends on nothing else. Built from its eight bits' effects, all
+    the rows not met before at once (a first read builds a few hundred: one NumPy pass,
+    not one each), and kept for reuse."""
+    missing = [x for x in dict.fromkeys(afters) if x not in _ZERO_ROWS]
+    if missing:
+        if len(_ZERO_ROWS) + len(missing) > 8192:
+            _ZERO_ROWS.clear()
+            missing = list(dict.fromkeys(afters))
+        deltas = np.empty((len(missing), 8), np.uint32)
+        for row, after in enumerate(missing):
+            tail = bytes(after)
+            zero = crc32c(bytes(1) + tail)
+            deltas[row] = [crc32c(bytes([1 << bit]) + tail) ^ zero for bit in range(8)]
+        tables = np.zeros((len(missing), 256), np.uint32)
+        for bit in range(8):
+            tables ^= np.where((_BYTES >> bit) & 1 == 1, deltas[:, bit : bit + 1], np.uint32(0))
+        _ZERO_ROWS.update(zip(missing, tables, strict=True))
+    rows = np.stack([_ZERO_ROWS[x] for x in afters])
+    if not any(fixed):
+        return rows
+    # indexed by the byte as stored: its change from the fixed bits
+    return np.take_along_axis(rows, _BYTES[None, :] ^ np.asarray(fixed)[:, None], axis=1)
 
 
 #: each data byte's table against a zero byte (its share of CRC32C), row ``after`` (the
@@ -194,7 +205,7 @@ def _rows(after: int) -> np.ndarray[Any, np.dtype[np.uint32]]:
     flat = _ROWS[0]
     if len(flat) < 256 * (after + 1):
         n = max(after + 1, 2 * (len(flat) // 256), 128)
-        flat = _ROWS[0] = np.concatenate([_byte_table(i, 0) for i in range(n)])
+        flat = _ROWS[0] = _byte_tables(list(range(n)), [0] * n).ravel()
     return flat
 
 
@@ -309,8 +320,8 @@ class _Tail:
         self.step_width, self.value_end, self.width = key
         # a value byte at ``size - value_end + i`` has ``value_end - i - 5`` data bytes
         # after it (the data ends 4 bytes before the record)
-        self.value_tables = np.stack(
-            [_byte_table(self.value_end - i - 5, 0) for i in range(self.width)]
+        self.value_tables = _byte_tables(
+            [self.value_end - i - 5 for i in range(self.width)], [0] * self.width
         )
         #: a varint's bytes but its last carry a continuation bit (fixed in the layout)
         self.step_fixed = [0x80] * (self.step_width - 1) + [0]
@@ -382,8 +393,8 @@ class _Shape:
         if lay.tag_at is not None:
             at, length = lay.tag_at
             data = lay.size - 16
-            self.tag_tables = np.stack(
-                [_byte_table(data - (at + i - 12) - 1, 0) for i in range(length)]
+            self.tag_tables = _byte_tables(
+                [data - (at + i - 12) - 1 for i in range(length)], [0] * length
             )
             self.tensor = not _simple(lay)
 
