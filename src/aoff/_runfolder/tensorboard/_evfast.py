@@ -101,6 +101,9 @@ _TAIL = 128
 _RECLASSIFY = 32
 #: the most layouts learnt for a folder
 _MAX_LAYOUTS = 4096
+#: records a shape in a window below which a tail's records are decoded as one group (its
+#: tables are bigger: a look-up per byte costs more than in a shape's own)
+_TAIL_RECORDS = 1024
 #: tags seen, after which a sweep's record of no known layout is learnt as the layout of
 #: any tag of its tag's length (a file of many tags, each rare); fewer are learnt one
 #: layout per tag, which the cycle path can follow (a file that repeats its tags in order)
@@ -488,7 +491,7 @@ class FastPath:
         """Layout ``lid``'s shape, checksum base and tags into the per-layout arrays."""
         tail = _Tail.key(lay)
         key = _Shape.key(lay)
-        sid = -1 if tail is not None else self.shape_ids.get(key)  # a tail's: none
+        sid = self.shape_ids.get(key)
         if sid is None:
             sid = self.shape_ids[key] = len(self.shapes)
             self.shapes.append(_Shape(lay))
@@ -672,6 +675,10 @@ class FastPath:
         tail_of = np.where(bulk, self.lid_tail[lid], -1)
         for tid, sel in _grouped(tail_of, len(self.tails)):
             lids = ids[sel]
+            shapes = np.count_nonzero(np.bincount(self.lid_shape[lids]))
+            if len(sel) > _TAIL_RECORDS * shapes:  # big shapes: theirs are the smaller tables
+                tail_of[sel] = -1
+                continue
             steps[sel], walls[sel], value, bad[sel] = self.tails[tid].take(
                 a, starts[sel], sizes[sel], self.lid_base[lids]
             )
