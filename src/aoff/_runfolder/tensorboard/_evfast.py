@@ -40,6 +40,19 @@ under it, so a shape's layouts share them, each layout adding the checksum of it
 fixed bytes; a record told the wrong layout (bytes fixed in that layout that the hash
 left out differ) fails its checksum, and the general decoder reads it.
 
+Two kinds of layouts cut the Python work per tag. A file of many tags, each appearing
+rarely (a metric per environment), would learn a layout per tag: once 64 tags are seen, a
+sweep's one-value record of no known layout is learnt as the layout of *any* tag of its
+tag's length (its tag bytes variable too); its records' tags are read as slices, told
+apart in bulk per distinct tag, and each distinct tag's bytes' share of the checksum is
+taken once (a tensor's tag must be known as a ``scalars`` one: the record of a tag not
+yet known is read in its place, its metadata decides). And the one-value layouts of one
+tag each whose wall time and step come first (torch's, tensorboardX's and SB3's writers)
+are decoded together by their value's distance from the record's end, whatever their
+tags' lengths (``_Tail``): the wall time's and step's share of the checksum is looked up
+by each record's size, so CleanRL's eleven tags cost three groups of NumPy calls, not
+thirty-three.
+
 TensorBoard's purge rules hold here too: records of these layouts carry no
 ``SessionLog``; in a file older than ``brain.Event:2`` a sweep is taken only up to a
 step that goes back (the general decoder purges there).
@@ -88,9 +101,18 @@ _TAIL = 128
 _RECLASSIFY = 32
 #: the most layouts learnt for a folder
 _MAX_LAYOUTS = 4096
+#: records a shape in a window below which a tail's records are decoded as one group (its
+#: tables are bigger: a look-up per byte costs more than in a shape's own)
+_TAIL_RECORDS = 1024
+#: tags seen, after which a sweep's record of no known layout is learnt as the layout of
+#: any tag of its tag's length (a file of many tags, each rare); fewer are learnt one
+#: layout per tag, which the cycle path can follow (a file that repeats its tags in order)
+_ANY_TAG_AFTER = 64
 #: an Event's first byte: its wall time (field 1, 64-bit)
 _WALL_KEY = 0x09
 _DT_FLOAT, _DT_DOUBLE = 1, 2
+#: a ``Summary.Value``'s ``simple_value`` key (field 2, 32-bit)
+_SIMPLE_VALUE_KEY = 0x15
 
 
 @dataclass
@@ -106,11 +128,26 @@ class Layout:
     values: list[tuple[str, int, int]] = field(default_factory=list)  # tag, offset, 4 | 8
     #: offsets of the data's variable bytes (the checksum's own four left out)
     varbytes: tuple[int, ...] = ()
+    #: each value's tag bytes: offset, length
+    names: tuple[tuple[int, int], ...] = ()
+    #: a layout of any tag (see :meth:`any_tag`): where the record holds its tag's bytes
+    tag_at: tuple[int, int] | None = None
     _crc: tuple[int, list[tuple[int, int, np.ndarray[Any, np.dtype[np.uint32]]]]] | None = None
 
     @property
     def key(self) -> tuple[bytes, bytes]:
         return self.fixed, self.mask
+
+    def any_tag(self) -> Layout:
+        """This one-value layout with its tag's bytes variable: the records of every tag
+        of the same length alike but for it, learnt once (a file of many tags each
+        appearing rarely learns a layout per tag length, not per tag). Its records' tags
+        are read as slices; their bytes' share of the data checksum is taken per tag."""
+        (at, length), fixed, mask = self.names[0], bytearray(self.fixed), bytearray(self.mask)
+        fixed[at : at + length] = mask[at : at + length] = bytes(length)
+        values = [("", off, width) for _tag, off, width in self.values]
+        return Layout(self.size, bytes(fixed), bytes(mask), self.wall, self.step, values,
+                      self.varbytes, self.names, (at, length))  # fmt: skip
 
     def base(self) -> int:
         """The CRC32C of the data's fixed bytes (its variable bytes zeroed)."""
@@ -122,8 +159,9 @@ class Layout:
         ``width`` variable bytes at ``offset`` (built once)."""
         if self._crc is None:
             data = self.fixed[12 : self.size - 4]
-            tables = np.stack(
-                [_byte_table(len(data) - (off - 12) - 1, data[off - 12]) for off in self.varbytes]
+            tables = _byte_tables(
+                [len(data) - (off - 12) - 1 for off in self.varbytes],
+                [data[off - 12] for off in self.varbytes],
             )
             # a run of adjacent variable bytes (a wall time's eight, a value's four) is
             # read as one word, split into its bytes
@@ -141,26 +179,50 @@ class Layout:
         return self._crc
 
 
-#: (bytes after a data byte, its fixed bits) -> that byte's table (see ``crc_tables``)
-_TABLES: dict[tuple[int, int], np.ndarray[Any, np.dtype[np.uint32]]] = {}
+#: bytes after a data byte -> that byte's table against a zero byte (see ``_byte_tables``)
+_ZERO_ROWS: dict[int, np.ndarray[Any, np.dtype[np.uint32]]] = {}
+_BYTES = np.arange(256)
 
 
-def _byte_table(after: int, fixed: int) -> np.ndarray[Any, np.dtype[np.uint32]]:
-    """What a data byte stored as each of 0..255 XORs into the data's CRC32C, against
-    ``fixed`` in its place, with ``after`` bytes of data after it: CRC32C is affine, so
-    this depends on nothing else (built from its eight bits' effects, kept for reuse)."""
-    table = _TABLES.get((after, fixed))
-    if table is None:
-        if len(_TABLES) >= 4096:
-            _TABLES.clear()
-        tail = bytes(after)
-        zero = crc32c(bytes(1) + tail)
-        deltas = np.array([crc32c(bytes([1 << bit]) + tail) ^ zero for bit in range(8)], np.uint32)
-        changed = np.arange(256) ^ fixed  # indexed by the byte as stored
-        bits = (changed[:, None] >> np.arange(8)) & 1 == 1
-        table = np.bitwise_xor.reduce(np.where(bits, deltas, np.uint32(0)), axis=1)
-        table = _TABLES[(after, fixed)] = table.astype(np.uint32)
-    return table
+def _byte_tables(afters: list[int], fixed: list[int]) -> np.ndarray[Any, np.dtype[np.uint32]]:
+    """Row ``i``: what a data byte stored as each of 0..255 XORs into the data's CRC32C,
+    against ``fixed[i]`` in its place, with ``afters[i]`` bytes of data after it: CRC32C
+    is affine, so this depends on nothing else. Built from its eight bits' effects, all
+    the rows not met before at once (a first read builds a few hundred: one NumPy pass,
+    not one each), and kept for reuse."""
+    missing = [x for x in dict.fromkeys(afters) if x not in _ZERO_ROWS]
+    if missing:
+        if len(_ZERO_ROWS) + len(missing) > 8192:
+            _ZERO_ROWS.clear()
+            missing = list(dict.fromkeys(afters))
+        deltas = np.empty((len(missing), 8), np.uint32)
+        for row, after in enumerate(missing):
+            tail = bytes(after)
+            zero = crc32c(bytes(1) + tail)
+            deltas[row] = [crc32c(bytes([1 << bit]) + tail) ^ zero for bit in range(8)]
+        tables = np.zeros((len(missing), 256), np.uint32)
+        for bit in range(8):
+            tables ^= np.where((_BYTES >> bit) & 1 == 1, deltas[:, bit : bit + 1], np.uint32(0))
+        _ZERO_ROWS.update(zip(missing, tables, strict=True))
+    rows = np.stack([_ZERO_ROWS[x] for x in afters])
+    if not any(fixed):
+        return rows
+    # indexed by the byte as stored: its change from the fixed bits
+    return np.take_along_axis(rows, _BYTES[None, :] ^ np.asarray(fixed)[:, None], axis=1)
+
+
+#: each data byte's table against a zero byte (its share of CRC32C), row ``after`` (the
+#: data bytes after it) of 256, flat: grown as longer records need (see ``_Tail``)
+_ROWS: list[np.ndarray[Any, np.dtype[np.uint32]]] = [np.zeros(0, np.uint32)]
+
+
+def _rows(after: int) -> np.ndarray[Any, np.dtype[np.uint32]]:
+    """The flat tables (``_ROWS``), rows ``0..after`` at least."""
+    flat = _ROWS[0]
+    if len(flat) < 256 * (after + 1):
+        n = max(after + 1, 2 * (len(flat) // 256), 128)
+        flat = _ROWS[0] = _byte_tables(list(range(n)), [0] * n).ravel()
+    return flat
 
 
 def layout_of(folder: Folder, buf: Buf, pos: int, length: int) -> Layout | None:
@@ -191,14 +253,16 @@ def layout_of(folder: Folder, buf: Buf, pos: int, length: int) -> Layout | None:
     if summary is None:
         return None
     values: list[tuple[str, int, int]] = []
+    names: list[tuple[int, int]] = []
     for num, wire, s, e in fields(buf, *summary):
         if num != 1 or wire != 2:
             return None
         got = _value(folder, buf, s, e)
         if got is None:
             return None
-        tag, at, width = got
+        tag, at, width, name = got
         values.append((tag, at - pos, width))
+        names.append((name[0] - pos, name[1] - name[0]))
         var.append((at - pos, width, False))
     if not values:
         return None
@@ -213,19 +277,22 @@ def layout_of(folder: Folder, buf: Buf, pos: int, length: int) -> Layout | None:
     varbytes = tuple(
         i for off, width, _ in var[:-1] for i in range(off, off + width) if mask[i] != 0xFF
     )
-    return Layout(size, bytes(fixed), bytes(mask), wall, step, values, varbytes)
+    return Layout(size, bytes(fixed), bytes(mask), wall, step, values, varbytes, tuple(names))
 
 
-def _value(folder: Folder, buf: Buf, start: int, end: int) -> tuple[str, int, int] | None:
-    """``(tag, offset of its number, 4 | 8)`` of a ``Summary.Value`` that is a scalar of
-    a fixed layout: a ``simple_value``, or a one-number tensor of a tag whose first
-    metadata named the ``scalars`` plugin."""
+def _value(
+    folder: Folder, buf: Buf, start: int, end: int
+) -> tuple[str, int, int, tuple[int, int]] | None:
+    """``(tag, offset of its number, 4 | 8, its tag's bytes)`` of a ``Summary.Value``
+    that is a scalar of a fixed layout: a ``simple_value``, or a one-number tensor of a
+    tag whose first metadata named the ``scalars`` plugin."""
     parts = fields(buf, start, end)
     if len(parts) < 2 or parts[0][:2] != (1, 2) or parts[0][3] == parts[0][2]:
         return None
-    tag = buf[parts[0][2] : parts[0][3]].decode("utf-8", "replace")
+    name = parts[0][2], parts[0][3]
+    tag = buf[name[0] : name[1]].decode("utf-8", "replace")
     if parts[1][:2] == (2, 5) and all(q[:2] == (9, 2) for q in parts[2:]):
-        return tag, parts[1][2], 4  # a simple_value (its metadata, if any, is fixed bytes)
+        return tag, parts[1][2], 4, name  # a simple_value (its metadata, if any, is fixed)
     rest = parts[1:]
     if rest[-1][:2] == (9, 2):  # metadata: the first one of a tag decides (as TensorBoard)
         if tag not in folder.plugins:
@@ -233,10 +300,11 @@ def _value(folder: Folder, buf: Buf, start: int, end: int) -> tuple[str, int, in
         rest = rest[:-1]
     if len(rest) != 1 or rest[0][:2] != (8, 2) or folder.plugins.get(tag) != "scalars":
         return None
-    return _tensor_number(tag, buf, rest[0][2], rest[0][3])
+    got = _tensor_number(buf, rest[0][2], rest[0][3])
+    return None if got is None else (tag, *got, name)
 
 
-def _tensor_number(tag: str, buf: Buf, start: int, end: int) -> tuple[str, int, int] | None:
+def _tensor_number(buf: Buf, start: int, end: int) -> tuple[int, int] | None:
     parts = fields(buf, start, end)
     if len(parts) == 3 and parts[1][:2] == (2, 2) and parts[1][3] == parts[1][2]:
         del parts[1]  # a shape with no dimensions (torch's new_style writes none at all)
@@ -248,10 +316,75 @@ def _tensor_number(tag: str, buf: Buf, start: int, end: int) -> tuple[str, int, 
     if width is None or e - s != width:
         return None
     if (num, wire) in ((4, 2), (5, 2), (5, 5)) and width == 4:
-        return tag, s, 4
+        return s, 4
     if (num, wire) in ((4, 2), (6, 2), (6, 1)) and width == 8:
-        return tag, s, 8
+        return s, 8
     return None
+
+
+class _Tail:
+    """One-value layouts of one tag each, the wall time and the step where torch's,
+    tensorboardX's and SB3's writers put them (the first fields), the value at one
+    distance from the record's end: their records are decoded together whatever the
+    length of their tags (CleanRL's eleven tags are three of these, one per step width,
+    not thirty-three shapes). The value's share of the data checksum is this one's tables;
+    the wall time's and the step's are looked up by each record's size (``_rows``)."""
+
+    WALL, STEP = 13, 22
+
+    def __init__(self, key: tuple[int, int, int]) -> None:
+        self.step_width, self.value_end, self.width = key
+        # a value byte at ``size - value_end + i`` has ``value_end - i - 5`` data bytes
+        # after it (the data ends 4 bytes before the record)
+        self.value_tables = _byte_tables(
+            [self.value_end - i - 5 for i in range(self.width)], [0] * self.width
+        )
+        #: a varint's bytes but its last carry a continuation bit (fixed in the layout)
+        self.step_fixed = [0x80] * (self.step_width - 1) + [0]
+
+    @staticmethod
+    def key(lay: Layout) -> tuple[int, int, int] | None:
+        """``(step width, value's distance from the end, value width)``; None: not one."""
+        if len(lay.values) != 1 or lay.tag_at is not None or lay.step is None:
+            return None
+        (_tag, off, width), (step, step_width) = lay.values[0], lay.step
+        if lay.wall != _Tail.WALL or step != _Tail.STEP or step_width > 8:
+            return None
+        want = [*range(13, 21), *range(22, 22 + step_width), *range(off, off + width)]
+        if sorted(lay.varbytes) != want:
+            return None
+        return step_width, lay.size - off, width
+
+    def take(self, a: _Window, at: Any, sizes: Any, base: Any) -> tuple[Any, Any, Any, Any]:
+        """``(steps, wall times, values, whether each record's data checksum fails)``."""
+        w = self.step_width
+        steps = _varints(a, at + self.STEP, w)
+        walls = a.f8[at + self.WALL]
+        rows = _rows(int(sizes.max()))
+        # row of a byte at record offset ``o``: ``size - o - 5`` (the data bytes after it)
+        row0 = (sizes.astype(np.intp) - 5) * 256
+        crc = base.copy()
+        word = a.u8[at + self.WALL].astype(np.intp)
+        for i in range(8):
+            crc ^= rows.take(row0 - (self.WALL + i) * 256 + ((word >> (8 * i)) & 0xFF))
+        word = (a.u4 if w <= 4 else a.u8)[at + self.STEP].astype(np.intp)
+        for i, fixed in enumerate(self.step_fixed):
+            byte = (word >> (8 * i)) & 0xFF
+            crc ^= rows.take(row0 - (self.STEP + i) * 256 + (byte ^ fixed if fixed else byte))
+        end = at + sizes
+        word = (a.u4 if self.width == 4 else a.u8)[end - self.value_end].astype(np.intp)
+        for i in range(self.width):
+            crc ^= self.value_tables[i].take((word >> (8 * i)) & 0xFF)
+        values = (a.f4 if self.width == 4 else a.f8)[end - self.value_end]
+        rot = a.u4[end - 4] - np.uint32(MASK_DELTA)
+        return steps, walls, values, crc != ((rot << np.uint32(15)) | (rot >> np.uint32(17)))
+
+
+def _simple(lay: Layout) -> bool:
+    """Whether a one-value layout's value is a ``simple_value`` (else a tensor's number:
+    the byte before it is a length, 4 or 8, or a packed field's key)."""
+    _tag, off, width = lay.values[0]
+    return width == 4 and lay.fixed[off - 1] == _SIMPLE_VALUE_KEY
 
 
 class _Shape:
@@ -267,10 +400,24 @@ class _Shape:
         self.step = lay.step
         self.slots = [(off, width) for _tag, off, width in lay.values]
         self.runs = lay.crc_tables()[1]
+        #: a layout of any tag: its tag's bytes (offset, length), each byte's checksum
+        #: table (against a zero byte), and whether its value is a tensor (a tag's first
+        #: metadata must have named the ``scalars`` plugin)
+        self.tag_at = lay.tag_at
+        self.tag_tables: Any = None
+        self.tensor = False
+        if lay.tag_at is not None:
+            at, length = lay.tag_at
+            data = lay.size - 16
+            self.tag_tables = _byte_tables(
+                [data - (at + i - 12) - 1 for i in range(length)], [0] * length
+            )
+            self.tensor = not _simple(lay)
 
     @staticmethod
     def key(lay: Layout) -> tuple[Any, ...]:
-        return (lay.size, lay.wall, lay.step, tuple((o, w) for _t, o, w in lay.values))
+        values = tuple((o, w) for _t, o, w in lay.values)
+        return (lay.size, lay.wall, lay.step, values, lay.tag_at)
 
 
 class FastPath:
@@ -281,17 +428,24 @@ class FastPath:
         self.folder = folder
         self.layouts: dict[tuple[bytes, bytes], int] = {}
         self.by_id: list[Layout] = []
-        #: record size -> its layouts; the sizes in the order first seen, and each size's
-        #: place in that list by size (-1: none)
-        self.by_size: dict[int, _SizeGroup] = {}
-        self.sizes: list[int] = []
-        self.slots: Any = np.full(1, -1, np.int64)
+        #: the layouts of one tag each (the cycle path's too), and those of any tag (told
+        #: a record only where none of the first is its own)
+        self.exact = _Index()
+        self.any_tag = _Index()
+        #: (a record's tag bytes, whether its value is a tensor) -> (its tag id, True)
+        self.tag_bytes: dict[tuple[bytes, bool], tuple[int, bool]] = {}
         #: the shapes, and per layout id: its shape, its checksum's base, its values' tags
         self.shape_ids: dict[tuple[Any, ...], int] = {}
         self.shapes: list[_Shape] = []
         self.lid_shape: Any = np.empty(0, np.int64)
         self.lid_base: Any = np.empty(0, np.uint32)
         self.lid_tags: Any = np.empty((0, 1), np.int64)
+        self.lid_any: Any = np.empty(0, bool)
+        self.lid_tensor: Any = np.empty(0, bool)  # of any tag, a tensor
+        #: the tails (``_Tail``), and each layout's (-1: none)
+        self.tail_ids: dict[tuple[int, int, int], int] = {}
+        self.tails: list[_Tail] = []
+        self.lid_tail: Any = np.empty(0, np.int64)
         #: the tags (their prefix in front) by id, and whether each is wanted
         self.tag_ids: dict[str, int] = {}
         self.tag_names: list[str] = []
@@ -304,39 +458,38 @@ class FastPath:
         """A record was skipped: the next sweep starts small."""
         self.window = _MIN_WINDOW
 
-    def learn(self, buf: Buf, pos: int, length: int) -> Layout | None:
+    def learn(self, buf: Buf, pos: int, length: int, any_tag: bool = False) -> Layout | None:
         """Note the layout of a record the general decoder has just read; that layout
-        (None: not one the bulk path reads)."""
+        (None: not one the bulk path reads). ``any_tag``: a record of one value with no
+        metadata is learnt as the layout of any tag of its tag's length (a sweep's record
+        of no known layout: one of many tags, each rare, costs one layout, not one each)."""
         try:
             lay = layout_of(self.folder, buf, pos, length)
         except (ValueError, IndexError):
             return None
         if lay is None or lay.fixed[12] != _WALL_KEY:
             return None
+        index = self.exact
+        if (
+            any_tag
+            and len(lay.values) == 1
+            and (not _simple(lay) or lay.values[0][1] + lay.values[0][2] == lay.size - 4)
+        ):  # a tensor (its metadata fixed bytes) or a simple value of no metadata
+            lay, index = lay.any_tag(), self.any_tag
         lid = self.layouts.get(lay.key)
         if lid is not None:
             return self.by_id[lid]
-        if len(self.by_id) >= _MAX_LAYOUTS:  # a file of endless new tags: the general path
+        if len(self.by_id) >= _MAX_LAYOUTS:  # a file of endless new layouts: the general path
             return None
         lid = self.layouts[lay.key] = len(self.by_id)
         self.by_id.append(lay)
         self._index(lid, lay)
-        # the record as 64-bit words, the last one ending at its end (overlapping)
-        offs = [*range(0, lay.size - 8, 8), lay.size - 8]
-        fixed = np.array([int.from_bytes(lay.fixed[o : o + 8], "little") for o in offs], np.uint64)
-        mask = np.array([int.from_bytes(lay.mask[o : o + 8], "little") for o in offs], np.uint64)
-        known = self.by_size.get(lay.size)
-        if known is None:
-            self.by_size[lay.size] = known = _SizeGroup(len(self.sizes))
-            self.sizes.append(lay.size)
-            slots = np.full(max(self.sizes) + 1, -1, np.int64)
-            slots[self.sizes] = np.arange(len(self.sizes))
-            self.slots = slots
-        known.add(lid, lay, fixed, mask)
+        index.add(lid, lay)
         return lay
 
     def _index(self, lid: int, lay: Layout) -> None:
         """Layout ``lid``'s shape, checksum base and tags into the per-layout arrays."""
+        tail = _Tail.key(lay)
         key = _Shape.key(lay)
         sid = self.shape_ids.get(key)
         if sid is None:
@@ -346,6 +499,9 @@ class FastPath:
             cap = max(2 * len(self.lid_shape), 16)
             self.lid_shape = np.resize(self.lid_shape, cap)
             self.lid_base = np.resize(self.lid_base, cap)
+            self.lid_any = np.resize(self.lid_any, cap)
+            self.lid_tensor = np.resize(self.lid_tensor, cap)
+            self.lid_tail = np.resize(self.lid_tail, cap)
             self.lid_tags = np.resize(self.lid_tags, (cap, self.lid_tags.shape[1]))
         if len(lay.values) > self.lid_tags.shape[1]:
             wider = np.full((len(self.lid_tags), len(lay.values)), -1, np.int64)
@@ -353,6 +509,12 @@ class FastPath:
             self.lid_tags = wider
         self.lid_shape[lid] = sid
         self.lid_base[lid] = lay.base()
+        self.lid_any[lid] = lay.tag_at is not None
+        self.lid_tensor[lid] = lay.tag_at is not None and not _simple(lay)
+        if tail is not None and tail not in self.tail_ids:
+            self.tail_ids[tail] = len(self.tails)
+            self.tails.append(_Tail(tail))
+        self.lid_tail[lid] = -1 if tail is None else self.tail_ids[tail]
         for slot, (tag, _off, _width) in enumerate(lay.values):
             self.lid_tags[lid, slot] = self._tag_id(self.folder.prefix + tag)
 
@@ -361,8 +523,9 @@ class FastPath:
         if tid is None:
             tid = self.tag_ids[name] = len(self.tag_names)
             self.tag_names.append(name)
-            wanted = self.folder.tags is None or name in self.folder.tags
-            self.tag_wanted = np.append(self.tag_wanted, wanted)
+            if tid >= len(self.tag_wanted):  # room for twice as many (a tag costs O(1))
+                self.tag_wanted = np.resize(self.tag_wanted, max(2 * tid, 16))
+            self.tag_wanted[tid] = self.folder.tags is None or name in self.folder.tags
         return tid
 
     # -- the sweep ----------------------------------------------------------------------
@@ -373,8 +536,7 @@ class FastPath:
         if end - pos < 17 or buf[pos + 12] != _WALL_KEY:
             return pos
         size = int.from_bytes(buf[pos : pos + 8], "little") + 16
-        known = self.by_size.get(size)
-        if known is None or pos + size > end or known.lookup(bytes(buf[pos : pos + size])) < 0:
+        if pos + size > end or self._lookup(size, bytes(buf[pos : pos + size])) < 0:
             return pos  # the record here has no known layout: not worth a sweep
         stop = min(end, pos + self.window)
         a = _Window(buf, pos, stop - pos)
@@ -385,9 +547,10 @@ class FastPath:
         ids = self._classify(a, starts, sizes)
         general: list[tuple[int, str, int, float, float]] = []
         k = self._others(a, pos, starts, sizes, ids, general)
-        taken = self._take(a, starts[:k], ids[:k], general)
+        taken = self._take(a, starts[:k], sizes[:k], ids[:k], general)
         self.folder.bulk_records += int((ids[:taken] >= 0).sum())
-        last_other = np.flatnonzero(ids[:taken] < 0)
+        # the cycle path reads layouts of one tag each
+        last_other = np.flatnonzero((ids[:taken] < 0) | self.lid_any[ids[:taken]])
         first = max(taken - _TAIL, int(last_other[-1]) + 1 if len(last_other) else 0)
         self.tail = [self.by_id[i] for i in ids[first:taken].tolist()]
         if taken:
@@ -438,13 +601,11 @@ class FastPath:
                 continue
             p = pos + int(starts[u])
             size = int(sizes[u])
-            known = self.by_size.get(size)
-            if known is not None:  # a layout learnt from a record before it in this window
-                lid = known.lookup(bytes(buf[p : p + size]))
-                if lid >= 0:
-                    ids[u] = lid
-                    hits += 1
-                    continue
+            lid = -1 if ids[u] == -3 else self._lookup(size, bytes(buf[p : p + size]))
+            if lid >= 0:  # a layout learnt from a record before it in this window
+                ids[u] = lid
+                hits += 1
+                continue
             end = p + size - 4
             if (
                 masked_crc32c(view[p : p + 8]) != U32S.unpack_from(buf, p + 8)[0]
@@ -461,31 +622,42 @@ class FastPath:
             for tag, value in values:
                 if value is not None:
                     general.append((u, folder.prefix + tag, step, wall, value))
-            self.learn(buf, p, size - 16)
+            if ids[u] != -3:  # (its layout is known)
+                self.learn(buf, p, size - 16, any_tag=len(self.tag_ids) >= _ANY_TAG_AFTER)
             ids[u] = -2
         return len(ids)
 
+    def _lookup(self, size: int, record: bytes) -> int:
+        """The id of ``record``'s layout (-1: none known)."""
+        lid = self.exact.lookup(size, record)
+        return lid if lid >= 0 or not self.any_tag.sizes else self.any_tag.lookup(size, record)
+
     def _classify(self, a: _Window, starts: Any, sizes: Any) -> Any:
-        """Each record's layout id (-1: none known)."""
-        ids = np.full(len(starts), -1, np.int64)
-        slots = self.slots
-        slot = np.where(sizes < len(slots), slots[np.minimum(sizes, len(slots) - 1)], -1)
-        for g, sel in _grouped(slot, len(self.sizes)):
-            size = self.sizes[g]
-            offs = np.array([*range(0, size - 8, 8), size - 8])
-            words = a.u8[starts[sel][:, None] + offs]
-            got = self.by_size[size].classify(words)
-            ids[sel] = got
+        """Each record's layout id (-1: none known; -3: a tensor of a layout of any tag
+        whose tag is not known to be a scalar: read in its place, its metadata says)."""
+        ids = self.exact.classify(a, starts, sizes)
+        if self.any_tag.sizes:
+            rest = np.flatnonzero(ids < 0)
+            if len(rest):
+                ids[rest] = self.any_tag.classify(a, starts[rest], sizes[rest])
+            tensor = self.lid_tensor[np.maximum(ids, 0)] & (ids >= 0)
+            if tensor.any():
+                shape_of = np.where(tensor, self.lid_shape[np.maximum(ids, 0)], -1)
+                for sid, sel in _grouped(shape_of, len(self.shapes)):
+                    _tags, _share, scalar = self._tags_of(a, starts[sel], self.shapes[sid])
+                    ids[sel[~scalar]] = -3
         return ids
 
     def _take(
         self,
         a: _Window,
         starts: Any,
+        sizes: Any,
         ids: Any,
         general: list[tuple[int, str, int, float, float]],
     ) -> int:
-        """Decode the records at ``starts`` (those of a known layout, shape by shape; the
+        """Decode the records at ``starts`` (those of a known layout, tail by tail, then
+        shape by shape; the
         others' points are in ``general``) up to the first whose data checksum fails,
         or, in an old file, whose step goes back; how many."""
         folder = self.folder
@@ -499,7 +671,21 @@ class FastPath:
         tags: list[Any] = []
         values: list[Any] = []
         bulk = ids >= 0
-        shape_of = np.where(bulk, self.lid_shape[np.where(bulk, ids, 0)], -1)
+        lid = np.where(bulk, ids, 0)
+        tail_of = np.where(bulk, self.lid_tail[lid], -1)
+        for tid, sel in _grouped(tail_of, len(self.tails)):
+            lids = ids[sel]
+            shapes = np.count_nonzero(np.bincount(self.lid_shape[lids]))
+            if len(sel) > _TAIL_RECORDS * shapes:  # big shapes: theirs are the smaller tables
+                tail_of[sel] = -1
+                continue
+            steps[sel], walls[sel], value, bad[sel] = self.tails[tid].take(
+                a, starts[sel], sizes[sel], self.lid_base[lids]
+            )
+            recs.append(sel)
+            tags.append(self.lid_tags[lids, 0])
+            values.append(value)
+        shape_of = np.where(bulk & (tail_of < 0), self.lid_shape[lid], -1)
         for sid, sel in _grouped(shape_of, len(self.shapes)):
             shape = self.shapes[sid]
             at = starts[sel]
@@ -514,10 +700,16 @@ class FastPath:
                 for i in range(width):
                     crc ^= table[i].take((word >> (8 * i)) & 0xFF)
             rot = a.u4[at + shape.size - 4] - np.uint32(MASK_DELTA)
-            bad[sel] = crc != ((rot << np.uint32(15)) | (rot >> np.uint32(17)))
+            if shape.tag_at is None:
+                record_tags = None
+                bad[sel] = crc != ((rot << np.uint32(15)) | (rot >> np.uint32(17)))
+            else:
+                record_tags, share, scalar = self._tags_of(a, at, shape)
+                crc ^= share
+                bad[sel] = (crc != ((rot << np.uint32(15)) | (rot >> np.uint32(17)))) | ~scalar
             for slot, (off, width) in enumerate(shape.slots):
                 recs.append(sel)
-                tags.append(self.lid_tags[lids, slot])
+                tags.append(self.lid_tags[lids, slot] if record_tags is None else record_tags)
                 values.append((a.f4 if width == 4 else a.f8)[at + off])
         cut = int(bad.argmax()) if bad.any() else k
         if not (folder.file_version and folder.file_version >= 2):  # the old purge rule
@@ -532,6 +724,32 @@ class FastPath:
         if cut:
             self._hand_over(cut, recs, tags, values, steps, walls, general)
         return cut
+
+    def _tags_of(self, a: _Window, at: Any, shape: _Shape) -> tuple[Any, Any, Any]:
+        """The tag ids of the records at ``at`` of a layout of any tag, read from their
+        bytes; each one's tag bytes' share of its data checksum; and whether its value
+        is a scalar (a tensor's tag whose first metadata named the ``scalars`` plugin,
+        else the general decoder reads it). Per distinct tag, not per record: the tags'
+        bytes are told apart in bulk."""
+        off, length = shape.tag_at or (0, 0)
+        rows, which = _distinct(a, at + off, length)
+        share = np.bitwise_xor.reduce(shape.tag_tables[np.arange(length), rows], axis=1)
+        ids = np.empty(len(rows), np.int64)
+        scalar = np.empty(len(rows), bool)
+        known = self.tag_bytes
+        plugins = self.folder.plugins
+        for i, name in enumerate(map(bytes, rows)):
+            got = known.get((name, shape.tensor))
+            if got is None:
+                tag = name.decode("utf-8", "replace")
+                # a tensor is a scalar once its tag's first metadata said so (that record,
+                # with its metadata, was read by the general decoder): known for good
+                if shape.tensor and plugins.get(tag) != "scalars":
+                    ids[i], scalar[i] = -1, False
+                    continue
+                got = known[name, shape.tensor] = (self._tag_id(self.folder.prefix + tag), True)
+            ids[i], scalar[i] = got
+        return ids[which], share[which].astype(np.uint32), scalar[which]
 
     def _hand_over(
         self,
@@ -576,6 +794,49 @@ class FastPath:
             block(names[int(tag[lo])], (s[lo:hi], w[lo:hi], value[lo:hi]))
 
 
+class _Index:
+    """Layouts by record size: each record of a window told its layout among those of its
+    size."""
+
+    def __init__(self) -> None:
+        #: record size -> its layouts; the sizes in the order first seen, and each size's
+        #: place in that list by size (-1: none)
+        self.by_size: dict[int, _SizeGroup] = {}
+        self.sizes: list[int] = []
+        self.slots: Any = np.full(1, -1, np.int64)
+
+    def add(self, lid: int, lay: Layout) -> None:
+        # the record as 64-bit words, the last one ending at its end (overlapping)
+        offs = [*range(0, lay.size - 8, 8), lay.size - 8]
+        fixed = np.array([int.from_bytes(lay.fixed[o : o + 8], "little") for o in offs], np.uint64)
+        mask = np.array([int.from_bytes(lay.mask[o : o + 8], "little") for o in offs], np.uint64)
+        known = self.by_size.get(lay.size)
+        if known is None:
+            self.by_size[lay.size] = known = _SizeGroup(len(self.sizes))
+            self.sizes.append(lay.size)
+            slots = np.full(max(self.sizes) + 1, -1, np.int64)
+            slots[self.sizes] = np.arange(len(self.sizes))
+            self.slots = slots
+        known.add(lid, lay, fixed, mask)
+
+    def lookup(self, size: int, record: bytes) -> int:
+        """The id of ``record``'s layout (its bytes, ``size`` of them; -1: none here)."""
+        known = self.by_size.get(size)
+        return -1 if known is None else known.lookup(record)
+
+    def classify(self, a: _Window, starts: Any, sizes: Any) -> Any:
+        """Each record's layout id (-1: none here)."""
+        ids = np.full(len(starts), -1, np.int64)
+        slots = self.slots
+        slot = np.where(sizes < len(slots), slots[np.minimum(sizes, len(slots) - 1)], -1)
+        for g, sel in _grouped(slot, len(self.sizes)):
+            size = self.sizes[g]
+            offs = np.array([*range(0, size - 8, 8), size - 8])
+            words = a.u8[starts[sel][:, None] + offs]
+            ids[sel] = self.by_size[size].classify(words)
+        return ids
+
+
 class _SizeGroup:
     """The layouts of one record size, as 64-bit words (the last one ending at the
     record's end), and how a record is told to be one of them: a hash of the bytes fixed
@@ -616,19 +877,16 @@ class _SizeGroup:
             self.lids = np.concatenate([self.lids, np.empty_like(self.lids)])
         self.fixeds[n], self.masks[n], self.lids[n] = fixed, mask, lid
         self.n = n + 1
-        common = self.common & mask
-        if n == 0 or (common != self.common).any():  # the hashed bytes changed: all again
-            self.common = common
-            keys = self._hash(self.fixeds[: n + 1])
-            self.order = np.argsort(keys)
-            self.keys = keys[self.order]
-            self.hashed = len(np.unique(keys)) == len(keys)
-            return
-        key = self._hash(fixed[None, :])
-        at = int(np.searchsorted(self.keys, key[0]))
-        self.hashed = self.hashed and (at == len(self.keys) or bool(self.keys[at] != key[0]))
-        self.keys = np.insert(self.keys, at, key[0])
-        self.order = np.insert(self.order, at, n)
+        self.keys = None  # hashed again when next asked (layouts are learnt in runs)
+
+    def _rehash(self) -> None:
+        """The bytes fixed in all the layouts, each one's hash of them, sorted."""
+        n = self.n
+        self.common = np.bitwise_and.reduce(self.masks[:n], axis=0)
+        keys = self._hash(self.fixeds[:n])
+        self.order = np.argsort(keys)
+        self.keys = keys[self.order]
+        self.hashed = bool((self.keys[1:] != self.keys[:-1]).all())
 
     def lookup(self, record: bytes) -> int:
         """The id of ``record``'s layout (its bytes) among these (-1: none)."""
@@ -647,6 +905,8 @@ class _SizeGroup:
         if self.n == 1:
             match = ((words & self.masks[0]) == self.fixeds[0]).all(axis=1)
             return np.where(match, self.lids[0], -1)
+        if self.keys is None:
+            self._rehash()
         if not self.hashed:  # two layouts' keys alike (rare): each layout in turn
             ids = np.full(len(words), -1, np.int64)
             for i in range(self.n):
@@ -697,6 +957,29 @@ def _varints(a: _Window, at: Any, width: int) -> Any:
     for i in range(1, width):
         out |= (word >> i) & (0x7F << (7 * i))
     return out
+
+
+def _distinct(a: _Window, at: Any, length: int) -> tuple[Any, Any]:
+    """The distinct byte strings of ``length`` bytes at ``at`` (rows of bytes), and which
+    of them each one is: each read as 64-bit words (the bytes past its end masked off;
+    a record's tag is followed by at least its value and checksum), keyed by one number,
+    and the keys' groups checked to hold equal strings (else told apart exactly)."""
+    words = a.u8[at[:, None] + np.arange(0, length, 8)]
+    tail = length % 8
+    if tail:
+        words[:, -1] &= np.uint64((1 << (8 * tail)) - 1)
+    if words.shape[1] == 1:
+        key = words[:, 0]
+    else:
+        odd = np.arange(1, words.shape[1] + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+        key = (words * odd).sum(axis=1, dtype=np.uint64)
+    _keys, first, which = np.unique(key, return_index=True, return_inverse=True)
+    which = which.ravel()
+    if words.shape[1] > 1 and not (words == words[first[which]]).all():  # keys alike (rare)
+        _rows, first, which = np.unique(words, axis=0, return_index=True, return_inverse=True)
+        which = which.ravel()
+    rows = np.ascontiguousarray(words[first]).view(np.uint8)[:, :length]
+    return rows, which
 
 
 def _grouped(keys: Any, n: int) -> list[tuple[int, Any]]:

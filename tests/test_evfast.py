@@ -1,0 +1,78 @@
+"""The bulk path (``_evfast``) on a file of many tags, each appearing rarely: records of
+every tag of one tag length share one layout (the tag read as a slice), what comes back is
+what TensorBoard's ``EventAccumulator`` reads, and a record whose tag bytes were changed
+fails its own checksum however many are changed alike."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+import aoff
+from aoff._runfolder.tensorboard._evfolder import EventFolder
+
+from .test_read_scalars import _record_ends, _same_as_accumulator
+
+TAGS = 400
+
+
+def _rare_tags_run(folder: Path, records: int, *, new_style: bool) -> Path:
+    """torch's ``SummaryWriter``: ``records`` scalars, each of one of ``TAGS`` tags at
+    random (a per-environment metric: each tag seen a few times), one step each."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    rng = random.Random(5)
+    w = SummaryWriter(str(folder))
+    for g in range(records):
+        w.add_scalar(f"per_env/{rng.randrange(TAGS)}/return", rng.random(), g, new_style=new_style)
+    w.close()
+    (path,) = folder.iterdir()
+    return path
+
+
+@pytest.mark.parametrize("new_style", [False, True], ids=["simple_value", "tensor"])
+def test_many_rare_tags_are_read_in_bulk_from_a_few_layouts(
+    tmp_path: Path, new_style: bool
+) -> None:
+    """400 tags over 2,500 records (torch's ``new_style`` tensors carry their metadata in
+    every record; a tag's first one says it is a scalar): nearly every record is read in
+    bulk, from a few layouts (one per tag length and step width, not one per tag), and
+    every point is what ``EventAccumulator`` reads."""
+    path = _rare_tags_run(tmp_path, 2500, new_style=new_style)
+    folder = EventFolder()
+    folder.read([str(path)])
+    # 400 tags, the first 64 learnt one by one (a file that repeats its few tags in order
+    # keeps a layout per tag, for the cycle path), the rest from a few layouts of any tag
+    assert len(folder.fast.by_id) < TAGS // 4, len(folder.fast.by_id)
+    assert folder.bulk_records > 0.8 * 2500, folder.bulk_records
+    assert _same_as_accumulator(aoff.read_scalars(tmp_path), str(tmp_path), tmp_path) == 2500
+
+
+@pytest.mark.parametrize("corrupted", [2, 10])
+def test_tags_changed_alike_are_each_caught_in_bulk(tmp_path: Path, corrupted: int) -> None:
+    """The same bit flipped in the tag of ``corrupted`` records (each becomes a record of
+    another tag that exists, of the same length): each record's tag bytes count in its own
+    checksum, so every one is skipped and counted, and no point comes back under a wrong
+    tag."""
+    intact_dir = tmp_path / "intact"
+    path = _rare_tags_run(intact_dir, 2500, new_style=False)
+    intact = aoff.read_scalars(intact_dir)
+    data = bytearray(path.read_bytes())
+    ends = _record_ends(bytes(data))
+    hit = [1500 + 5 * k for k in range(corrupted)]
+    for r in hit:
+        at = data.rindex(b"/return", ends[r - 1], ends[r]) - 1
+        data[at] ^= 0x01  # the tag's last digit: per_env/12/return -> per_env/13/return
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / path.name).write_bytes(bytes(data))
+    reader = aoff.ScalarReader(broken)
+    df = reader.read()
+    assert reader.bulk_records > 1800
+    assert reader.problems == [f"{broken / path.name}: {corrupted} corrupt record(s) skipped"]
+    merged = intact.merge(df, on=["tag", "step", "wall_time", "value"], how="outer", indicator=True)
+    assert (merged["_merge"] == "right_only").sum() == 0  # nothing under a wrong tag
+    lost = merged.loc[merged["_merge"] == "left_only", "step"]
+    assert sorted(lost) == [r - 1 for r in hit]  # record 0 is the file version
