@@ -7,10 +7,13 @@ discovery ("is this a run folder") iterate the formats of one table
 answers these questions, plus the registry line of the backend that writes it.
 
 A format names its files in a folder, reads a run back as points (or holds none: the run
-summary), gives its last step and cuts its rows after a step. One that is an append-only
-file of encoded records (:class:`AppendFormat`) also says how a batch of records is
-encoded: aoff's own backend for such a file (``_backends/_formatfile.py``) appends it,
-so such a format needs no backend of its own.
+summary), gives its last step and cuts its rows after a step, and owns the bytes of its
+files: a backend that writes it keeps the file (its handle, batching, flushing) and asks
+its format object how a record is encoded (the built-ins: ``TENSORBOARD.encode``,
+``JSONL.encode``, ``CSV.cells``/``encode_rows``, whose header the backend keeps). One
+that is an append-only file of encoded records (:class:`AppendFormat`) says it in one
+call, ``encode(batch)``: aoff's own backend for such a file
+(``_backends/_formatfile.py``) appends it, so such a format needs no backend of its own.
 """
 
 from __future__ import annotations
