@@ -114,6 +114,18 @@ class RunFormat(Protocol):
         """Drop its rows after ``step`` in ``folder`` (resume); nothing when it has none."""
         ...
 
+    def writers(self, folder: str) -> int:
+        """How many sessions or writers its files in ``folder`` show: one file each
+        (TensorBoard's event files, the run summaries), or 0 where writers share its
+        file (a line file), which shows none."""
+        ...
+
+    def bytes_to_read(self, path: str) -> int:
+        """The bytes its reader of the run at ``path`` reads in all, as
+        :attr:`Points.bytes_read` counts them (0: it does not count them); ``aoff compare``
+        sizes its progress from it."""
+        ...
+
     @property
     def exact(self) -> bool:
         """Whether its values are the float64s logged, so ``aoff ls/show`` read it before

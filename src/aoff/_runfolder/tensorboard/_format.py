@@ -13,6 +13,7 @@ reads them.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -120,6 +121,20 @@ class TensorBoardFormat:
 
     def cut_after(self, folder: str, step: int) -> None:
         return
+
+    def writers(self, folder: str) -> int:
+        return len(event_files(folder))  # one a writer; aoff's HParams file is no writer's
+
+    def bytes_to_read(self, path: str) -> int:
+        if os.path.isfile(path):
+            files = [path] if is_events_name(os.path.basename(path)) else []
+        else:
+            files = [f for group in event_folders(path).values() for f in group]
+        total = 0
+        for f in files:
+            with contextlib.suppress(OSError):
+                total += os.path.getsize(f)
+        return total
 
     # -- the bytes a writer appends (the encoders load TensorBoard's protobufs and are
     # -- imported on first use: the training process reads this table at import) --------
