@@ -64,6 +64,7 @@ from .._runfolder.tensorboard._xaxis import OnAxis
 from ._base import BackendContext, Takes
 from ._configwrites import ConfigWrites
 from ._lockedfile import LockedFileBackend
+from ._tensorboardoptions import TensorBoardOptions
 
 __all__ = ["TensorBoardBackend"]
 
@@ -109,10 +110,7 @@ class TensorBoardBackend(LockedFileBackend):
         purge_after: int | None = None,
         x: str | None = None,
     ) -> None:
-        if os.sep in filename_suffix or (os.altsep and os.altsep in filename_suffix):
-            raise ValueError(
-                f"filename_suffix must not contain a path separator: {filename_suffix!r}"
-            )
+        TensorBoardOptions(filename_suffix=filename_suffix)  # checked as the option is
         super().__init__()  # the file, its lock and its closed state (_lockedfile.py)
         self.log_dir = os.fspath(log_dir)
         self.filename_suffix = filename_suffix
