@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -95,6 +95,19 @@ class EventPoints:
             folder.handed_out = True
 
 
+#: the batch encoder (``_encode.encode_records``) once loaded: it needs NumPy, and an
+#: import statement in :meth:`TensorBoardFormat.encode` cost a microsecond or two a batch
+_batch_encoder: Callable[[EventEncoder, Sequence[Record], Pieces], bytes] | None = None
+
+
+def _load_batch_encoder() -> Callable[[EventEncoder, Sequence[Record], Pieces], bytes]:
+    global _batch_encoder
+    from ._encode import encode_records
+
+    _batch_encoder = encode_records
+    return encode_records
+
+
 @dataclass(frozen=True)
 class TensorBoardFormat:
     """``events.out.tfevents.*``: aoff's, or any other writer's."""
@@ -149,9 +162,7 @@ class TensorBoardFormat:
     ) -> bytes:
         """One ``Event`` a record, framed as TFRecords into one buffer, paced by
         ``pieces`` (steps, ``SummaryWriter``'s records, texts)."""
-        from ._encode import encode_records
-
-        return encode_records(encoder, records, pieces)
+        return (_batch_encoder or _load_batch_encoder())(encoder, records, pieces)
 
     def file_head(self, event_cls: Any, wall_time: float, start_step: int | None) -> bytes:
         """A new file's first events, framed: the file version and, with ``start_step``,
