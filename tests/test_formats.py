@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -123,3 +123,35 @@ def test_the_table_counts_writers_and_bytes_to_read_as_the_formats_say(tmp_path:
     points = TENSORBOARD.points(str(tmp_path), None)
     assert points is not None and len(points.read()) == 2  # the run's own, and sub/
     assert bytes_to_read(str(tmp_path)) == points.bytes_read > 0
+
+
+@pytest.mark.anyio
+async def test_a_built_in_backend_writes_the_bytes_of_the_format_its_entry_names(
+    tmp_path: Path,
+) -> None:
+    """The backend owns the file, its registry entry's format the bytes: a JSONL backend's
+    lines are its format's ``encode``, whatever encoding a swapped-in format gives."""
+    from aoff._backends._base import BackendContext
+    from aoff._backends._csv import CsvBackend
+    from aoff._backends._jsonl import JsonlBackend
+    from aoff._backends._tensorboard import TensorBoardBackend
+    from aoff._core._records import Record, StepRecord
+    from aoff._runfolder._pieces import Pieces, whole
+    from aoff._runfolder.lines._formats import JSONL, JsonlFormat
+
+    for cls in (TensorBoardBackend, JsonlBackend, CsvBackend):
+        assert cls.format is _registry.entry(cls.name).format
+
+    class Upper(JsonlFormat):
+        def encode(self, records: Sequence[Record], pieces: Pieces = whole) -> bytes:
+            return JSONL.encode(records, pieces).upper()
+
+    class Shouting(JsonlBackend):
+        format = Upper("up", "m.jsonl", ".jsonl", JSONL.reader, JSONL.last_step_in, JSONL.cut_file)
+
+    recs = [StepRecord(1, 1, 1.0, (("train/loss", 0.5),))]
+    backend = Shouting(tmp_path / "m.jsonl")
+    await backend.open(BackendContext())
+    await backend.write(recs)
+    await backend.close()
+    assert (tmp_path / "m.jsonl").read_bytes() == JSONL.encode(recs).upper()
