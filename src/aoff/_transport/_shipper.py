@@ -157,7 +157,8 @@ class Shipper(Generic[R]):
         #: when a list (``setup.tap``), every event drained is also appended to it
         self.tap: list[Event] | None = [] if setup.tap else None
         self.held: list[Event] = []  # drained, behind an event waiting for a device
-        #: the agent's stdout/stderr lines to forward, sent before the next events
+        #: this process's stdout/stderr writes, forwarded to the agent (``Out``) before the
+        #: next events
         self.text: collections.deque[tuple[str, str]] = collections.deque()
         #: slices pickled by ``collect(slices=True)`` and not framed yet (the sync face's
         #: rounds on the caller's thread): framed by :meth:`frame_slices`, before anything
