@@ -12,10 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TextIO
 
-from ..._core._records import Record
-from .._pieces import Pieces, whole
 from . import _csv, _jsonl
 from ._points import LineFormat
 
@@ -26,13 +23,11 @@ __all__ = ["CSV", "JSONL", "CsvFormat", "JsonlFormat"]
 class JsonlFormat(LineFormat):
     """``metrics.jsonl``: an append-only file of one JSON object a record."""
 
-    def encode(self, records: Sequence[Record], pieces: Pieces = whole) -> bytes:
-        """A batch of records as the lines appended, whole (paced by ``pieces``)."""
-        return _jsonl.encode_lines(records, pieces)
-
-    def encode_media(self, rows: Sequence[dict[str, object]]) -> bytes:
-        """Media files' rows (``_mediafiles``) as the lines appended."""
-        return _jsonl.encode_rows(rows)
+    #: a batch of records as the lines appended, whole (paced by ``pieces``); the
+    #: encoders themselves, not wrappers: the agent calls them for every batch
+    encode = staticmethod(_jsonl.encode_lines)
+    #: media files' rows (``_mediafiles``) as the lines appended
+    encode_media = staticmethod(_jsonl.encode_rows)
 
 
 @dataclass(frozen=True)
@@ -41,14 +36,16 @@ class CsvFormat(LineFormat):
     depend on the header so far, which the backend keeps with the file: a record is
     encoded as its cells (:meth:`cells`), cells under the header as :meth:`encode_rows`."""
 
-    def cells(self, rec: Record) -> dict[str, str]:
-        return _csv.record_cells(rec)
-
-    def media_cells(self, row: dict[str, object]) -> dict[str, str]:
-        return _csv.media_cells(row)
-
-    def new_columns(self, columns: Sequence[str], rows: Iterable[dict[str, str]]) -> list[str]:
-        return _csv.new_columns(columns, rows)
+    #: a record's cells, keyed by column (the agent calls it for every record)
+    cells = staticmethod(_csv.record_cells)
+    #: a media file's row as cells
+    media_cells = staticmethod(_csv.media_cells)
+    #: the columns rows bring that the header lacks, in first-seen order
+    new_columns = staticmethod(_csv.new_columns)
+    #: the file again under a wider header, every row padded (a new column's rewrite)
+    copy_padded = staticmethod(_csv.copy_padded)
+    #: an existing file's header (None: no such file, or empty)
+    read_header = staticmethod(_csv.read_header)
 
     def encode_rows(
         self, rows: Iterable[dict[str, str]], columns: Sequence[str], *, header: bool = False
@@ -56,12 +53,6 @@ class CsvFormat(LineFormat):
         """The rows under ``columns`` (``header``: the header line first)."""
         body = _csv.encode_rows(rows, columns)
         return _csv.header_line(columns) + body if header else body
-
-    def copy_padded(self, src: TextIO, out: TextIO, columns: Sequence[str]) -> None:
-        _csv.copy_padded(src, out, columns)
-
-    def read_header(self, path: str) -> list[str] | None:
-        return _csv.read_header(path)
 
 
 JSONL = JsonlFormat(
