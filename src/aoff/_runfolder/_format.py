@@ -10,7 +10,7 @@ A format names its files in a folder, reads a run back as points (or holds none:
 summary), gives its last step and cuts its rows after a step, and owns the bytes of its
 files: a backend that writes it keeps the file (its handle, batching, flushing) and asks
 its format object how a record is encoded (the built-ins: ``TENSORBOARD.encode``,
-``JSONL.encode``, ``CSV.cells``/``encode_rows``, whose header the backend keeps). One
+``JSONL.encode``, ``CSV.batch_cells``/``encode_rows``, whose header the backend keeps). One
 that is an append-only file of encoded records (:class:`AppendFormat`) says it in one
 call, ``encode(batch)``: aoff's own backend for such a file
 (``_backends/_formatfile.py``) appends it, so such a format needs no backend of its own.

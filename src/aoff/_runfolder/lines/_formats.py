@@ -36,8 +36,9 @@ class CsvFormat(LineFormat):
     depend on the header so far, which the backend keeps with the file: a record is
     encoded as its cells (:meth:`cells`), cells under the header as :meth:`encode_rows`."""
 
-    #: a record's cells, keyed by column (the agent calls it for every record)
-    cells = staticmethod(_csv.record_cells)
+    #: a batch's rows: a run fold's rows a run at a time (``RowCells``), every other
+    #: record's cells keyed by column (the agent calls it for every batch)
+    batch_cells = staticmethod(_csv.batch_cells)
     #: a media file's row as cells
     media_cells = staticmethod(_csv.media_cells)
     #: the columns rows bring that the header lacks, in first-seen order
@@ -48,7 +49,11 @@ class CsvFormat(LineFormat):
     read_header = staticmethod(_csv.read_header)
 
     def encode_rows(
-        self, rows: Iterable[dict[str, str]], columns: Sequence[str], *, header: bool = False
+        self,
+        rows: Iterable[dict[str, str] | _csv.RowCells],
+        columns: Sequence[str],
+        *,
+        header: bool = False,
     ) -> str:
         """The rows under ``columns`` (``header``: the header line first)."""
         body = _csv.encode_rows(rows, columns)
