@@ -887,7 +887,7 @@ def test_a_loop_round_is_bounded_in_events_and_bytes_and_says_when_more_can_go()
         buf = EventBuffer(1000)
         shipper = Shipper(buf, Link(ours), FinishReport)
         shipper.for_loop()
-        shipper.round_events, shipper.round_bytes = 3, 1
+        shipper.pace.round_events, shipper.pace.round_bytes = 3, 1
         for i in range(10):
             buf.put((0, 0.0, i))  # any tuple: the shipper does not look inside
         waits = [shipper.step() for _ in range(3)]

@@ -1,7 +1,8 @@
 """CSV backend: ``log_dir/progress.csv``, one row per step, the file Stable-Baselines3
 users know, readable by ``pandas.read_csv``.
 
-What a row and the header are is the run folder's format, :mod:`aoff._runfolder.lines._csv`;
+What a row and the header are is the run folder's format,
+:data:`aoff._runfolder.lines._formats.CSV` (its cells in :mod:`aoff._runfolder.lines._csv`);
 this backend owns the file while the run lasts.
 
 The file only grows. The header is written with the first batch, and rewritten only
@@ -31,16 +32,8 @@ from collections.abc import Sequence
 from typing import BinaryIO
 
 from .._core._records import Record
-from .._runfolder.lines._csv import (
-    RowCells,
-    batch_cells,
-    copy_padded,
-    encode_rows,
-    header_line,
-    media_cells,
-    new_columns,
-    read_header,
-)
+from .._runfolder.lines._csv import RowCells
+from .._runfolder.lines._formats import CSV, CsvFormat
 from .._runfolder.tensorboard._tfrecord import write_whole
 from ._base import Takes
 from ._file import AppendFileBackend
@@ -54,6 +47,8 @@ class CsvBackend(AppendFileBackend):
     name = "csv"
     takes = Takes.MEDIA
     label = "CSV"
+    #: what a row and the header are: the format's (the backend owns the file)
+    format: CsvFormat = CSV
     #: the agent builds it again from its path (see ``AppendFileBackend.portable``)
     rebuilt_from_path = True
 
@@ -70,7 +65,7 @@ class CsvBackend(AppendFileBackend):
             header = None
             size = os.fstat(f.fileno()).st_size
             if size:  # a resumed run: keep its columns
-                header = read_header(self.path)  # None: only blank lines so far
+                header = self.format.read_header(self.path)  # None: only blank lines so far
                 with open(self.path, "rb") as r:
                     r.seek(size - 1)
                     if r.read(1) != b"\n":  # a last line cut short (a crash)
@@ -86,21 +81,21 @@ class CsvBackend(AppendFileBackend):
             f = self._file
             if f is None:
                 raise RuntimeError("CSV backend: the file is closed")
-            self._write_rows(f, batch_cells(records))
+            self._write_rows(f, self.format.batch_cells(records))
 
     def _media_rows(self, f: BinaryIO, rows: list[dict[str, object]]) -> None:
-        self._write_rows(f, [media_cells(r) for r in rows])
+        self._write_rows(f, [self.format.media_cells(r) for r in rows])
 
     def _write_rows(self, f: BinaryIO, rows: Sequence[dict[str, str] | RowCells]) -> None:
         """Append ``rows`` (under the lock), rewriting the file for new columns."""
-        new = new_columns(self._columns, rows)
+        fmt = self.format
+        new = fmt.new_columns(self._columns, rows)
         if not new:
-            write_whole(f, encode_rows(rows, self._columns).encode("utf-8"))
+            write_whole(f, fmt.encode_rows(rows, self._columns).encode("utf-8"))
             return
         columns = [*self._columns, *new]
         if not self._columns:  # a new file: the header goes in with the first batch
-            data = header_line(columns) + encode_rows(rows, columns)
-            write_whole(f, data.encode("utf-8"))
+            write_whole(f, fmt.encode_rows(rows, columns, header=True).encode("utf-8"))
         else:
             self._file = self._rewrite(f, columns, rows)
         self._columns = columns
@@ -119,8 +114,8 @@ class CsvBackend(AppendFileBackend):
                 open(fd, "w", encoding="utf-8", newline="") as out,
                 open(self.path, encoding="utf-8", newline="") as src,
             ):
-                copy_padded(src, out, columns)
-                out.write(encode_rows(rows, columns))
+                self.format.copy_padded(src, out, columns)
+                out.write(self.format.encode_rows(rows, columns))
             os.chmod(tmp, stat.S_IMODE(os.fstat(old.fileno()).st_mode))  # not mkstemp's 0600
             new = open(tmp, "ab", buffering=0)  # noqa: SIM115 - returned, closed in close()
             os.fsync(new.fileno())  # the data is on disk before the name points at it

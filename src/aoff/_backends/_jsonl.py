@@ -1,7 +1,8 @@
 """JSON Lines backend: one strict-JSON object per step, for tools that are not TensorBoard.
 
 What a line is (its keys, its order, non-finite values, the encoder) is the run folder's
-format, :mod:`aoff._runfolder.lines._jsonl`; this backend owns the file while the run lasts.
+format, :data:`aoff._runfolder.lines._formats.JSONL` (its encoder in
+:mod:`aoff._runfolder.lines._jsonl`); this backend owns the file while the run lasts.
 
 The file is opened for appending (an existing file is never truncated; a resumed run
 adds to it) and parent folders are created. Each batch is encoded and handed to the OS
@@ -28,7 +29,7 @@ from typing import BinaryIO
 
 from .._core._records import Record
 from .._runfolder._pieces import whole
-from .._runfolder.lines._jsonl import encode_lines, encode_rows
+from .._runfolder.lines._formats import JSONL, JsonlFormat
 from .._runfolder.tensorboard._tfrecord import write_whole
 from ._base import Takes
 from ._file import AppendFileBackend
@@ -42,11 +43,13 @@ class JsonlBackend(AppendFileBackend):
     name = "jsonl"
     takes = Takes.TEXTS | Takes.MEDIA
     label = "JSONL"
+    #: what a line is: the format's (the backend owns the file)
+    format: JsonlFormat = JSONL
     #: the agent builds it again from its path (see ``AppendFileBackend.portable``)
     rebuilt_from_path = True
 
     def _encode(self, records: Sequence[Record]) -> bytes:
-        return encode_lines(records, whole if self._ctx is None else self._ctx.pieces)
+        return self.format.encode(records, whole if self._ctx is None else self._ctx.pieces)
 
     def _media_rows(self, f: BinaryIO, rows: list[dict[str, object]]) -> None:
-        write_whole(f, encode_rows(rows))
+        write_whole(f, self.format.encode_media(rows))

@@ -54,20 +54,17 @@ from rich.markup import escape
 
 from .._core._records import MediaRecord, Record, StepRecord
 from .._runfolder._pieces import Pieces, whole
-from .._runfolder.tensorboard._encode import encode_records
-from .._runfolder.tensorboard._events import FILE_VERSION, EventEncoder, load_event_class
+from .._runfolder.tensorboard._events import load_event_class
 from .._runfolder.tensorboard._files import events_name, name_time
-from .._runfolder.tensorboard._hparams import (
-    hparams_file_events,
-    text_table_event,
-    write_hparams_file,
-)
-from .._runfolder.tensorboard._media import MEDIA_FORMATS, media_events
-from .._runfolder.tensorboard._tfrecord import frame_many, fsync_and_close, write_all, write_whole
+from .._runfolder.tensorboard._format import TENSORBOARD, TensorBoardFormat
+from .._runfolder.tensorboard._hparams import write_hparams_file
+from .._runfolder.tensorboard._media import MEDIA_FORMATS
+from .._runfolder.tensorboard._tfrecord import fsync_and_close, write_all, write_whole
 from .._runfolder.tensorboard._xaxis import OnAxis
 from ._base import BackendContext, Takes
 from ._configwrites import ConfigWrites
 from ._lockedfile import LockedFileBackend
+from ._tensorboardoptions import TensorBoardOptions
 
 __all__ = ["TensorBoardBackend"]
 
@@ -102,6 +99,8 @@ class TensorBoardBackend(LockedFileBackend):
     takes = Takes.TEXTS | Takes.MEDIA | Takes.HPARAMS
     label = "TensorBoard"
     closed_message = "event file is closed"
+    #: what an event is: the format's (the backend owns the files)
+    format: TensorBoardFormat = TENSORBOARD
 
     def __init__(
         self,
@@ -111,10 +110,7 @@ class TensorBoardBackend(LockedFileBackend):
         purge_after: int | None = None,
         x: str | None = None,
     ) -> None:
-        if os.sep in filename_suffix or (os.altsep and os.altsep in filename_suffix):
-            raise ValueError(
-                f"filename_suffix must not contain a path separator: {filename_suffix!r}"
-            )
+        TensorBoardOptions(filename_suffix=filename_suffix)  # checked as the option is
         super().__init__()  # the file, its lock and its closed state (_lockedfile.py)
         self.log_dir = os.fspath(log_dir)
         self.filename_suffix = filename_suffix
@@ -122,7 +118,7 @@ class TensorBoardBackend(LockedFileBackend):
         self.path: str | None = None
         self.disabled = False
         self._event_cls: Any = None
-        self._encoder = EventEncoder()
+        self._encoder = self.format.encoder()
         #: resume: steps after this one are hidden from TensorBoard (SessionLog.START)
         self.purge_after = purge_after
         # config (see _runfolder/tensorboard/_hparams.py): the context's HParams, the version
@@ -184,12 +180,7 @@ class TensorBoardBackend(LockedFileBackend):
                 continue
             break
         try:
-            head = [event_cls(wall_time=now, file_version=FILE_VERSION).SerializeToString()]
-            if start_step is not None:
-                start = event_cls(wall_time=now, step=start_step)
-                start.session_log.status = start.session_log.START
-                head.append(start.SerializeToString())
-            write_all(f, frame_many(head))
+            write_all(f, self.format.file_head(event_cls, now, start_step))
         except BaseException:
             f.close()
             raise
@@ -234,7 +225,7 @@ class TensorBoardBackend(LockedFileBackend):
             else:
                 theirs.setdefault(name, []).append(rec)
         return own, {
-            name: encode_records(self._encoder, recs, self._pieces())
+            name: self.format.encode(recs, self._pieces(), encoder=self._encoder)
             for name, recs in theirs.items()
         }
 
@@ -247,7 +238,9 @@ class TensorBoardBackend(LockedFileBackend):
             and any(r.run for r in records if not isinstance(r, StepRecord))
         ):
             records, others = self._encode_others(records)
-        data = encode_records(self._encoder, records, self._pieces()) if records else b""
+        data = (
+            self.format.encode(records, self._pieces(), encoder=self._encoder) if records else b""
+        )
         with self._held() as f:
             for name, blob in others.items():
                 write_whole(self._run_file(name), blob)
@@ -260,19 +253,19 @@ class TensorBoardBackend(LockedFileBackend):
     def _write_config_sync(self, values: dict[str, Any], step: int) -> None:
         now = time.time()
         with self._held() as f:
-            write_whole(f, frame_many([text_table_event(values, step, now)]))
+            write_whole(f, self.format.encode_config(values, step, now))
             self._hp_values = values
             self._write_hparams_file(None)
 
     def _write_hparams_file(self, end: tuple[float, bool] | None) -> None:
-        version = self._event_cls(wall_time=self._hp_start, file_version=FILE_VERSION)
-        events = hparams_file_events(
+        version = self.format.file_version(self._event_cls, self._hp_start)
+        events = self.format.hparams_events(
             self._hp_values,
             start_time=self._hp_start,
             end_time=None if end is None else end[0],
             interrupted=False if end is None else end[1],
         )
-        write_hparams_file(self.log_dir, events, version.SerializeToString())
+        write_hparams_file(self.log_dir, events, version)
 
     def _finish_config_sync(self, final: dict[str, float], interrupted: bool) -> None:
         """At close: the final metrics as scalars at the last step, and the session end."""
@@ -282,7 +275,7 @@ class TensorBoardBackend(LockedFileBackend):
                 return
             if final:
                 rec = StepRecord(self._last_step, 0, time.time(), tuple(final.items()))
-                write_whole(f, encode_records(self._encoder, (rec,)))
+                write_whole(f, self.format.encode((rec,), encoder=self._encoder))
             self._write_hparams_file((time.time(), interrupted))
 
     def _close_others(self) -> None:  # under the lock, before the run's own file
@@ -335,7 +328,7 @@ class TensorBoardBackend(LockedFileBackend):
     async def write_media(self, items: Sequence[MediaRecord]) -> None:
         """Write the encoded images and videos as TensorBoard image summaries."""
         if not self.disabled and items:
-            data = frame_many(media_events(items))
+            data = self.format.encode_media(items)
             await anyio.to_thread.run_sync(self._write_bytes, data, abandon_on_cancel=True)
 
     async def close(self) -> None:

@@ -112,10 +112,10 @@ class Conn:
 
             link.on_sent = sent
             while True:
-                if self.flush_asked > sh.flush_asked:
-                    sh.flush_asked = self.flush_asked
-                if self.closing and sh.stop_summary is None:
-                    sh.stop_summary = False
+                if self.flush_asked > sh.talk.flush_asked:
+                    sh.talk.flush_asked = self.flush_asked
+                if self.closing and sh.talk.stop_summary is None:
+                    sh.talk.stop_summary = False
                 self.on_round()
                 try:
                     wait = sh.step()
@@ -125,7 +125,7 @@ class Conn:
                     return
                 with self.cond:
                     self.cond.notify_all()
-                if sh.report is not None:
+                if sh.talk.report is not None:
                     link.close()
                     return
                 self.wake.wait(wait)
@@ -219,7 +219,7 @@ class Conn:
 
         def flushed() -> bool:
             sh = self.shipper
-            return self.gone or (sh is not None and sh.flushed >= n)
+            return self.gone or (sh is not None and sh.talk.flushed >= n)
 
         self.wait(flushed, self.spec.timeout)
 
@@ -230,7 +230,7 @@ class Conn:
         self.wake.set()
         self.wait(self.done.is_set, timeout + HELLO_TIMEOUT)
         sh = self.shipper
-        got = sh.report if sh is not None else None
+        got = sh.talk.report if sh is not None else None
         received = got.received if got is not None else None
         error = self.error
         if error is None and got is None:
@@ -247,7 +247,7 @@ class Conn:
 
     def dropped(self) -> int:
         sh = self.shipper
-        unresolved = sh.unresolved if sh is not None else 0
+        unresolved = sh.tally.unresolved if sh is not None else 0
         late = int(repr(self.late)[6:-1])  # itertools.count: "count(N)"
         return self.buffer.dropped + unresolved + self.lost + late + len(self.buffer)
 

@@ -16,7 +16,6 @@ stderr; the command fails (exit 1) only when no group is left to show.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import glob
 import json
 import math
@@ -30,7 +29,8 @@ from rich.table import Table
 from rich.text import Text
 
 from .._channel._paths import has_live_files
-from .._runfolder.reading._runfind import runs_in, tb_files
+from .._runfolder.reading._formats import bytes_to_read
+from .._runfolder.reading._runfind import runs_in
 from .._runfolder.reading._runindex import select_runs
 from .._runfolder.reading._where import Where, compile_where
 from ._comparechart import curve_chart
@@ -136,15 +136,6 @@ def find_compare_runs(args: list[str], notes: list[str], where: Where | None = N
     return list(unique.values())
 
 
-def _event_bytes(run: str) -> int:
-    total = 0
-    for here, _dirs, _files in os.walk(run):
-        for f in tb_files(here):
-            with contextlib.suppress(OSError):
-                total += os.path.getsize(f)
-    return total
-
-
 class Reading:
     """Every run's series of the metric, read as the files grow (``--follow``); a run
     that cannot be read, or lacks the metric, is named on ``err`` once."""
@@ -159,7 +150,7 @@ class Reading:
     def update(self) -> bool:
         """Read what was appended; True when a series changed."""
         live = [r for r in self.series if r not in self.skipped]
-        todo = sum(_event_bytes(r) for r in live) - sum(self.series[r].bytes_read for r in live)
+        todo = sum(bytes_to_read(r) for r in live) - sum(self.series[r].bytes_read for r in live)
         changed = False
         with reading_progress(self.err, todo, "reading runs") as progress:
             for run in live:

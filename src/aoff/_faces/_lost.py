@@ -45,7 +45,7 @@ def start_fallback(
     from .._pump._thread import PumpThread  # only now in this process
 
     core = make_core()
-    core.pump.note_unresolved(shipper.unresolved)
+    core.pump.note_unresolved(shipper.tally.unresolved)
     if core.pump.drop_summary_file():  # it would hold this part of the run only:
         from .._runfolder.summary._writer import remove_stale  # ls/show read the files instead
 
@@ -112,16 +112,16 @@ def confirmed_report(
 ) -> FinishReport:
     """The report of a run whose agent will not send its own: what it confirmed written,
     what it received but did not confirm (lost), ``dropped`` events never folded."""
-    written, _ = shipper.acked_media
-    lost_media = shipper.agent_media_loss(0)
+    written, _ = shipper.tally.acked_media
+    lost_media = shipper.tally.agent_media_loss(0)
     return FinishReport(
         dropped_events=dropped,
-        steps=shipper.acked_steps,
+        steps=shipper.tally.acked_steps,
         media_written=written,
         media_lost={LOST_AGENT: lost_media} if lost_media else {},
-        backend_written=dict(shipper.acked_written),
-        backend_lost=shipper.agent_loss(),
-        backend_errors={name: error for name in shipper.agent_loss()},
+        backend_written=dict(shipper.tally.acked_written),
+        backend_lost=shipper.tally.agent_loss(),
+        backend_errors={name: error for name in shipper.tally.agent_loss()},
         interrupted=interrupted,
         partial=True,
     )
@@ -131,13 +131,13 @@ def add_confirmed(report: FinishReport, shipper: Shipper[FinishReport], again: i
     """Add what the lost agent had confirmed written, and lost, to the fallback's report
     (``again``: media it never read, which the fallback encoded from their frames); the
     images and videos it took with it (the fallback's end-of-run lines could not know)."""
-    report.steps += shipper.acked_steps
-    report.media_written += shipper.acked_media[0]
-    lost_media = shipper.agent_media_loss(again)
+    report.steps += shipper.tally.acked_steps
+    report.media_written += shipper.tally.acked_media[0]
+    lost_media = shipper.tally.agent_media_loss(again)
     if lost_media:
         report.media_lost[LOST_AGENT] = report.media_lost.get(LOST_AGENT, 0) + lost_media
-    for name, written in shipper.acked_written.items():
+    for name, written in shipper.tally.acked_written.items():
         report.backend_written[name] = report.backend_written.get(name, 0) + written
-    for name, lost in shipper.agent_loss().items():
+    for name, lost in shipper.tally.agent_loss().items():
         report.backend_lost[name] = report.backend_lost.get(name, 0) + lost
     return lost_media

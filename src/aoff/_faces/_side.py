@@ -165,7 +165,7 @@ class AgentSide:
             if not self._closed:
                 self._gone(f"shipper error: {type(exc).__name__}: {exc}")
         else:
-            return wait if self.shipper.report is None else None
+            return wait if self.shipper.talk.report is None else None
         return None if self._stranded is None else SHIP_INTERVAL  # discard rounds go on
 
     def _run_thread(self) -> None:
@@ -173,7 +173,7 @@ class AgentSide:
             with self._round_lock:
                 wait = self._round()
                 self._last_round = time.monotonic()
-            if self.shipper.waiting_for_agent() or wait is None:
+            if self.shipper.talk.waiting() or wait is None:
                 with self._cond:
                     self._cond.notify_all()
             if wait is None:
@@ -201,7 +201,7 @@ class AgentSide:
         early, s = self._early, self.shipper
         assert early is not None
         with self._round_lock:
-            tapped, s.tap = s.tap, ([] if not s.progress else None)
+            tapped, s.tap = s.tap, ([] if not s.talk.progress else None)
             try:
                 going = tapped is not None and s.tap is not None and early.judge(tapped)
             except Exception:  # pragma: no cover - a bug: the agent judges alone, as later
@@ -259,7 +259,7 @@ class AgentSide:
             send = (
                 now - self._last_send >= self._interval
                 or s.slices.nbytes >= INLINE_SEND_BYTES
-                or s.waiting_for_agent()
+                or s.talk.waiting()
             )
             # a slice alone needs no signal deferral (``Slices.pickle_from``), unless the
             # round has more to do than pickle (``Shipper.slice_of`` says when)
@@ -293,7 +293,7 @@ class AgentSide:
         if self.forwarding is not None:
             self.forwarding.restore()
         s, failure = self.shipper, None
-        lost = max(s.agent_loss().values(), default=0)
+        lost = max(s.tally.agent_loss().values(), default=0)
         self._inline = False
         unread = s.freed.lost(self.proc)  # media not confirmed written: frames are here
         try:
@@ -303,7 +303,7 @@ class AgentSide:
             s.freed.discarded(unread)
             failure, self._stranded = exc, _lost.discard_unsent(s)
         again = len(unread)
-        media_lost = s.agent_media_loss(again)
+        media_lost = s.tally.agent_media_loss(again)
         line = _lost.gone_line(reason, self.proc.poll(), lost, failure, again, media_lost)
         say_to_stderr(line)
         self.gone = reason
@@ -325,7 +325,7 @@ class AgentSide:
         """Whether the agent made no progress for ``timeout`` seconds (events drained from
         the buffer, or any answer from the agent, count as progress)."""
         s = self.shipper
-        return ProgressWatch(lambda: (s.buffer.drained, s.progress), timeout)
+        return ProgressWatch(lambda: (s.buffer.drained, s.talk.progress), timeout)
 
     def _wait(self, done: Callable[[], bool], idle_timeout: float) -> bool:
         # a lost agent ends the wait too: then whether it got there (the fallback's turn)
@@ -347,10 +347,10 @@ class AgentSide:
 
     def _ask_flush(self) -> Callable[[], bool]:
         s = self.shipper
-        s.flush_asked += 1
-        n = s.flush_asked
+        s.talk.flush_asked += 1
+        n = s.talk.flush_asked
         self._wake.set()
-        return lambda: s.flushed >= n
+        return lambda: s.talk.flushed >= n
 
     def flush(self, idle_timeout: float) -> None:
         """Wait until the agent (or the fallback) wrote and flushed everything so far."""
@@ -360,18 +360,18 @@ class AgentSide:
 
     def state_dict(self, idle_timeout: float) -> dict[str, Any] | None:
         """aoff's counters after a flush (None: the agent never answered)."""
-        if self.shipper.report is None and self.fallback is None:
+        if self.shipper.talk.report is None and self.fallback is None:
             self.flush(idle_timeout)
         if self.fallback is not None:
             return self.fallback.state_dict()
-        return self.shipper.last_state
+        return self.shipper.talk.last_state
 
     async def astate_dict(self, idle_timeout: float) -> dict[str, Any] | None:
-        if self.shipper.report is None and self.fallback is None:
+        if self.shipper.talk.report is None and self.fallback is None:
             await self.aflush(idle_timeout)
         if self.fallback is not None:
             return await anyio.to_thread.run_sync(self.fallback.state_dict)
-        return self.shipper.last_state
+        return self.shipper.talk.last_state
 
     async def aflush(self, idle_timeout: float) -> None:
         await self._await(self._ask_flush(), idle_timeout)
@@ -380,22 +380,22 @@ class AgentSide:
 
     def stop(self, summary: bool, idle_timeout: float) -> FinishReport:
         """Ship the rest, ask the agent to finish; its report (or the fallback's)."""
-        self.shipper.stop_summary = summary
+        self.shipper.talk.stop_summary = summary
         self._wake.set()
-        self._wait(lambda: self.shipper.report is not None, idle_timeout)
+        self._wait(lambda: self.shipper.talk.report is not None, idle_timeout)
         return self._conclude(summary, idle_timeout)
 
     async def astop(self, summary: bool, idle_timeout: float) -> FinishReport:
-        self.shipper.stop_summary = summary
-        await self._await(lambda: self.shipper.report is not None, idle_timeout)
+        self.shipper.talk.stop_summary = summary
+        await self._await(lambda: self.shipper.talk.report is not None, idle_timeout)
         return await anyio.to_thread.run_sync(self._conclude, summary, idle_timeout)
 
     # -- after the wait: the agent's report, the fallback's, or what is known -----------------
     def _conclude(self, summary: bool, idle_timeout: float) -> FinishReport:
         s = self.shipper
-        if s.report is not None:
+        if s.talk.report is not None:
             self._close()
-            return s.report
+            return s.talk.report
         if self.fallback is not None:
             report = self.fallback.stop(summary, idle_timeout)
             took = _lost.add_confirmed(report, s, self._again)
@@ -428,7 +428,7 @@ class AgentSide:
         """Per backend, steps not confirmed written as of now (shipped or still here)."""
         if self.fallback is not None:
             here = self.fallback.unwritten()
-            return {n: here.get(n, 0) + lost for n, lost in self.shipper.agent_loss().items()}
+            return {n: here.get(n, 0) + lost for n, lost in self.shipper.tally.agent_loss().items()}
         s = self.shipper
         # between rounds only: a round moves events from the buffer onto the link and
         # counts them shipped once sent; read mid-round, a frame was counted twice (as
@@ -438,12 +438,14 @@ class AgentSide:
         try:
             unsent = [e for batch in s.unsent_frames() for e in batch]
             waiting = list(self.buffer.snapshot()) + s.held + unsent
-            shipped = s.shipped_steps
+            shipped = s.tally.shipped_steps
         finally:
             if got:
                 self._round_lock.release()
-        names = list(s.acked_written) or self.options.backend_names()
-        return unwritten_steps({n: shipped - s.acked_written.get(n, 0) for n in names}, waiting)
+        names = list(s.tally.acked_written) or self.options.backend_names()
+        return unwritten_steps(
+            {n: shipped - s.tally.acked_written.get(n, 0) for n in names}, waiting
+        )
 
     def _close(self) -> None:
         if self.forwarding is not None:

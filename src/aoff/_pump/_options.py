@@ -36,9 +36,10 @@ if TYPE_CHECKING:
 BackendSpec = str | Backend
 PumpMode = Literal["process", "thread"]
 PUMP_MODES: tuple[PumpMode, ...] = ("process", "thread")
-#: the original logger's W&B keywords, each one of W&B's own options (``WandbOptions``):
-#: ``wandb_project="p"`` is ``backend_options={"wandb": {"project": "p"}}``, a conversion
-#: documented on the faces; one given both ways with two values is an error
+#: the keywords that are one backend's own option: the original logger's W&B keywords
+#: (``WandbOptions``), ``wandb_project="p"`` is ``backend_options={"wandb": {"project":
+#: "p"}}``, and ``SummaryWriter``'s TensorBoard ones (``TensorBoardOptions``), a
+#: conversion documented on the faces; one given both ways with two values is an error
 SEED_BACKEND_KEYWORDS: dict[str, tuple[str, str]] = {
     "wandb_project": ("wandb", "project"),
     "wandb_entity": ("wandb", "entity"),
@@ -48,6 +49,8 @@ SEED_BACKEND_KEYWORDS: dict[str, tuple[str, str]] = {
     "wandb_tags": ("wandb", "tags"),
     "wandb_notes": ("wandb", "notes"),
     "wandb_x": ("wandb", "x"),
+    "tb_filename_suffix": ("tensorboard", "filename_suffix"),
+    "tb_purge_step": ("tensorboard", "purge_step"),
 }
 #: ``log_backend=`` values that open no backend: ``"none"`` the dashboard only (the seed
 #: took any unknown name so; aoff refuses a misspelt one), ``"no_print"`` nothing at all
@@ -137,8 +140,8 @@ class Options:
     #: the process whose CPU/memory/GPU use is sampled: the one that built these options
     #: (pickled as is to the agent, which watches it from there)
     training_pid: int = field(default_factory=os.getpid, compare=False)
-    #: ``aoff.tensorboard.SummaryWriter``'s ``filename_suffix`` and ``purge_step`` (the
-    #: TensorBoard backend's; ``purge_step=N`` hides points at steps >= N, like torch's)
+    #: ``aoff.tensorboard.SummaryWriter``'s ``filename_suffix`` and ``purge_step``: the
+    #: TensorBoard backend's own options (``TensorBoardOptions``), converted into them
     tb_filename_suffix: str = ""
     tb_purge_step: int | None = None
     #: bytes of image/video frames accepted but not yet encoded (``_media/_calls.py``)

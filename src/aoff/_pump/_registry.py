@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .._backends._base import Backend, Takes
+from .._backends._tensorboardoptions import TensorBoardOptions
 from .._backends._wandboptions import WandbOptions
 from .._runfolder._format import AppendFormat, RunFormat
 from .._runfolder.lines._csv import CSV_NAME
@@ -52,10 +53,6 @@ class BackendOptions(Protocol):
     def log_dir(self) -> str: ...
     @property
     def resume_step(self) -> int | None: ...
-    @property
-    def tb_filename_suffix(self) -> str: ...
-    @property
-    def tb_purge_step(self) -> int | None: ...
     def options_of(self, name: str) -> Any:
         """Backend ``name``'s own options: its entry's ``options`` type, built from
         ``backend_options={name: {...}}`` (its defaults when not given)."""
@@ -123,14 +120,11 @@ class NamedBackend:
 def _tensorboard(o: BackendOptions) -> Backend:
     from .._backends._tensorboard import TensorBoardBackend
 
+    t: TensorBoardOptions = o.options_of("tensorboard")
     purge = o.resume_step
-    if purge is None and o.tb_purge_step is not None:
-        purge = o.tb_purge_step - 1
-    return TensorBoardBackend(
-        o.log_dir,
-        filename_suffix=o.tb_filename_suffix,
-        purge_after=purge,
-    )
+    if purge is None and t.purge_step is not None:
+        purge = t.purge_step - 1
+    return TensorBoardBackend(o.log_dir, filename_suffix=t.filename_suffix, purge_after=purge)
 
 
 def _jsonl(o: BackendOptions) -> Backend:
@@ -237,6 +231,7 @@ register(
         "TensorBoard files go into it",
         TENSORBOARD,
         resumable=True,
+        options=TensorBoardOptions,
         takes=Takes.TEXTS | Takes.MEDIA | Takes.HPARAMS,
     )
 )

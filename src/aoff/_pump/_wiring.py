@@ -103,6 +103,7 @@ def _run_summary(options: Options) -> RunSummary | None:
     """``log_dir/aoff-summary.json`` for ``aoff ls``/``show`` when the run writes files
     there. A resumed run gets none (its history is cut; the readers use the files) and
     an earlier session's is removed."""
+    from .._runfolder.reading._formats import data_files
     from .._runfolder.summary._writer import SUMMARY_NAME, RunSummary, remove_stale
 
     if not options.writes_files():
@@ -113,4 +114,5 @@ def _run_summary(options: Options) -> RunSummary | None:
     return RunSummary(
         os.path.join(options.log_dir, SUMMARY_NAME),
         max_iterations=options.shown_config().max_iterations,
+        data_files=data_files,
     )

@@ -7,10 +7,13 @@ discovery ("is this a run folder") iterate the formats of one table
 answers these questions, plus the registry line of the backend that writes it.
 
 A format names its files in a folder, reads a run back as points (or holds none: the run
-summary), gives its last step and cuts its rows after a step. One that is an append-only
-file of encoded records (:class:`AppendFormat`) also says how a batch of records is
-encoded: aoff's own backend for such a file (``_backends/_formatfile.py``) appends it,
-so such a format needs no backend of its own.
+summary), gives its last step and cuts its rows after a step, and owns the bytes of its
+files: a backend that writes it keeps the file (its handle, batching, flushing) and asks
+its format object how a record is encoded (the built-ins: ``TENSORBOARD.encode``,
+``JSONL.encode``, ``CSV.batch_cells``/``encode_rows``, whose header the backend keeps). One
+that is an append-only file of encoded records (:class:`AppendFormat`) says it in one
+call, ``encode(batch)``: aoff's own backend for such a file
+(``_backends/_formatfile.py``) appends it, so such a format needs no backend of its own.
 """
 
 from __future__ import annotations
@@ -109,6 +112,18 @@ class RunFormat(Protocol):
 
     def cut_after(self, folder: str, step: int) -> None:
         """Drop its rows after ``step`` in ``folder`` (resume); nothing when it has none."""
+        ...
+
+    def writers(self, folder: str) -> int:
+        """How many sessions or writers its files in ``folder`` show: one file each
+        (TensorBoard's event files, the run summaries), or 0 where writers share its
+        file (a line file), which shows none."""
+        ...
+
+    def bytes_to_read(self, path: str) -> int:
+        """The bytes its reader of the run at ``path`` reads in all, as
+        :attr:`Points.bytes_read` counts them (0: it does not count them); ``aoff compare``
+        sizes its progress from it."""
         ...
 
     @property

@@ -104,7 +104,7 @@ def picklable_batch(batch: list[Event]) -> list[Event]:
 
 class Pickled:
     """What a frame on the link keeps of its events when they are let go once pickled
-    (``Shipper.keep_events`` False: the training process's shipper, on both faces; a
+    (``ShipperSetup.keep_events`` False: the training process's shipper, on both faces; a
     producer's keeps its events, whose media bytes it gives back once sent): how many,
     how many are steps, and the pickle, read back only if the agent is lost before it
     took them.

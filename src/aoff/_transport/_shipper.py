@@ -30,12 +30,11 @@ import collections
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic
 
 from .._core._buffer import EventBuffer
 from .._core._events import Event
 from .._core._pending import PendingEvent, ready_prefix
-from .._core._report import FinishReport
 from .._core._rules import Alert
 from .._core._say import SayOnce, say_to_stderr
 from .._media._freed import FreedBytes
@@ -47,12 +46,12 @@ from ._messages import (
     Flush,
     Flushed,
     Out,
-    ProducerReport,
     Report,
     Stop,
     decode_from_peer,
     encode,
 )
+from ._shipstate import Pace, R, Talk, Tally
 from ._wire import MAX_PENDING_BYTES, Link
 
 #: events per pickled frame (~60-100 bytes an event on the wire)
@@ -72,7 +71,7 @@ BURST_FACTOR = 4
 #: event, the rest a send). The loop runs its other tasks between rounds. Few events
 #: then wait at a time, which the garbage collector sees too (see :class:`Pickled`).
 LOOP_ROUND_EVENTS = 128
-#: bytes one round sends when the shipper runs on an event loop (``Shipper.round_bytes``,
+#: bytes one round sends when the shipper runs on an event loop (``Pace.round_bytes``,
 #: whole frames): a round of LOOP_ROUND_EVENTS is ~25 KB on the wire, so this sends a
 #: round's frame and catches up on two more. Unbounded, a round after the agent had
 #: fallen behind sent every frame waiting (up to ``MAX_PENDING_BYTES``) and freed their
@@ -94,11 +93,6 @@ BACKED_UP_INTERVAL = SHIP_INTERVAL_BUSY
 #: how often answers from the agent are read when nothing is being waited for (they
 #: only matter if the agent is lost, and a lost agent is seen at the next send anyway)
 RECV_INTERVAL = 1.0
-
-
-#: the peer's report: a FinishReport from the agent, a ProducerReport from a run that took
-#: a producer's events
-R = TypeVar("R", FinishReport, ProducerReport)
 
 
 @dataclass(frozen=True)
@@ -150,57 +144,33 @@ class Shipper(Generic[R]):
         report_type: type[R],
         setup: ShipperSetup = ShipperSetup(),
     ) -> None:
-        # every field of the shipper's state, each with why it is there, in one place,
-        # so that a round's reader finds them together
+        # the shipper's parts, what waits to leave, and its state grouped by what changes
+        # it (``_shipstate.py``), each with why it is there, in one place
         self.buffer = buffer
         self.link = link
         self.report_type: type[R] = report_type
+        #: how its driver wants it (frames keeping their events, alerts, intervals)
+        self.setup = setup
         self.say = setup.say or SayOnce(lambda line: say_to_stderr(line, wait=False))
         link.on_sent = self._sent
-        self.held: list[Event] = []  # drained, behind an event waiting for a device
-        self.unresolved = 0
         self.freed = setup.freed if setup.freed is not None else FreedBytes()
-        self.shipped_steps = 0
-        self.acked_steps = 0
-        self.acked_written: dict[str, int] = {}
-        self.backends = setup.backends
-        #: ``MEDIA`` events sent; the agent's ``(written, lost)`` media as of its last Ack
-        self.shipped_media = 0
-        self.acked_media = (0, 0)
-        self.on_alert = setup.on_alert
         #: when a list (``setup.tap``), every event drained is also appended to it
         self.tap: list[Event] | None = [] if setup.tap else None
-        self.recv_interval = setup.recv_interval
-        #: the agent's backlog as of its last Ack: bytes held now, the most held
-        self.agent_backlog = (0, 0)
-        self.start_pending_bytes = setup.start_pending_bytes
+        self.held: list[Event] = []  # drained, behind an event waiting for a device
+        #: this process's stdout/stderr writes, forwarded to the agent (``Out``) before the
+        #: next events
         self.text: collections.deque[tuple[str, str]] = collections.deque()
-        self.flush_asked = 0  # flush requests: asked, sent to the agent, answered
-        self.flush_sent = 0
-        self.flushed = 0
-        self.stop_summary: bool | None = None
-        self.stop_sent = False
-        self.report: R | None = None
-        #: aoff's counters (``_core/_checkpoint.py``) from the agent's latest flush or report
-        self.last_state: dict[str, Any] | None = None
-        self.progress = 0  # bumps on every answer from the agent (finish() watches it)
-        self.keep_events = setup.keep_events
-        #: events a round drains (None: all there are; see ``LOOP_ROUND_EVENTS``)
-        self.round_events: int | None = None
-        #: bytes a round sends (None: all the socket takes; see ``LOOP_ROUND_BYTES``)
-        self.round_bytes: int | None = None
-        #: the last round stopped at ``round_events`` or ``round_bytes`` with more to do
-        #: that could be done now (the agent keeps up): come back at once
-        self.cut_short = False
         #: slices pickled by ``collect(slices=True)`` and not framed yet (the sync face's
         #: rounds on the caller's thread): framed by :meth:`frame_slices`, before anything
         #: else is queued, so the order on the link is the order logged
         self.slices = Slices()
-        self._last_recv = 0.0
+        self.tally = Tally(backends=setup.backends)
+        self.talk: Talk[R] = Talk()
+        self.pace = Pace()
 
     # -- outgoing ---------------------------------------------------------------------------
     def dropped(self) -> int:
-        return self.buffer.dropped + self.unresolved
+        return self.buffer.dropped + self.tally.unresolved
 
     def futile_round(self, waiting: int, since: float) -> bool:
         """Whether a producer's round now could only trim (see ``BACKED_UP_INTERVAL``): the
@@ -217,7 +187,7 @@ class Shipper(Generic[R]):
     def backed_up(self) -> bool:
         """More bytes wait for the socket than the peer should owe us: ``MAX_PENDING_BYTES``
         once it answered, ``start_pending_bytes`` before (it is still starting)."""
-        limit = MAX_PENDING_BYTES if self.progress else self.start_pending_bytes
+        limit = MAX_PENDING_BYTES if self.talk.progress else self.setup.start_pending_bytes
         return self.link.pending_out > limit
 
     def collect(self, limit: int | None = None, slices: bool = False) -> None:
@@ -225,8 +195,8 @@ class Shipper(Generic[R]):
         events (default ``round_events``; all there are if that is None too). With
         ``slices`` (only when frames keep only their pickles: ``keep_events`` False) the
         events are pickled into :attr:`slices`, framed later by :meth:`frame_slices`."""
-        self.cut_short = False
-        slices = slices and not self.keep_events
+        self.pace.cut_short = False
+        slices = slices and not self.setup.keep_events
         if self.text or not slices:
             self.frame_slices()
         while self.text:
@@ -243,7 +213,7 @@ class Shipper(Generic[R]):
         # capacity (and BURST_FACTOR x) at once, ~10 MB more pending and as much again
         # in flight (a stalled pump: 17 MiB pending, +27 MB peak; bench_memory.py)
         if limit is None:
-            limit = self.round_events
+            limit = self.pace.round_events
         if self.link.pending_out and (limit is None or limit > FRAME_EVENTS):
             limit = FRAME_EVENTS
         drained = self.buffer.drain(limit)
@@ -263,16 +233,17 @@ class Shipper(Generic[R]):
                     self._queue_events(ready[i : i + FRAME_EVENTS])
         # a flush follows every event logged before it: not while a sliced round left some
         drained_all = limit is None or len(drained) < limit
-        self.cut_short = not drained_all and len(self.buffer) > 0
-        if self.flush_asked > self.flush_sent and not self.held and drained_all:
+        self.pace.cut_short = not drained_all and len(self.buffer) > 0
+        talk = self.talk
+        if talk.flush_asked > talk.flush_sent and not self.held and drained_all:
             self.frame_slices()
-            self.link.queue(encode(Flush(self.flush_asked)))
-            self.flush_sent = self.flush_asked
+            self.link.queue(encode(Flush(talk.flush_asked)))
+            talk.flush_sent = talk.flush_asked
         stop_now = not self.held and not len(self.buffer)
-        if self.stop_summary is not None and not self.stop_sent and stop_now:
+        if talk.stop_summary is not None and not talk.stop_sent and stop_now:
             self.frame_slices()
-            self.link.queue(encode(Stop(self.stop_summary)))
-            self.stop_sent = True
+            self.link.queue(encode(Stop(talk.stop_summary)))
+            talk.stop_sent = True
 
     def slice_of(self, limit: int) -> bool:
         """Pickle up to ``limit`` events from the buffer into :attr:`slices`, safe from
@@ -286,9 +257,9 @@ class Shipper(Generic[R]):
         if (
             self.text
             or self.held
-            or self.keep_events
-            or self.flush_asked > self.flush_sent
-            or self.stop_summary is not None
+            or self.setup.keep_events
+            or self.talk.flush_asked > self.talk.flush_sent
+            or self.talk.stop_summary is not None
             or n > BURST_FACTOR * buffer.capacity
             or (self.link.pending_out and self.backed_up())
         ):
@@ -297,7 +268,7 @@ class Shipper(Generic[R]):
         # only this thread drains: the n oldest now are the n moved
         if PendingEvent.made and PendingEvent in set(map(type, buffer.oldest(n))):
             return False
-        self.cut_short = False
+        self.pace.cut_short = False
         self.slices.pickle_from(buffer, n)
         return True
 
@@ -315,7 +286,7 @@ class Shipper(Generic[R]):
         and slept the whole ``SHIP_INTERVAL`` (50 ms: 2.2-2.9 s of a 3 s flood in 50 ms
         sleeps, ~3,000 events waiting at a time), then caught up in rounds cut short.
         ``clock``: for tests."""
-        self.round_events, self.round_bytes = LOOP_ROUND_EVENTS, LOOP_ROUND_BYTES
+        self.pace.round_events, self.pace.round_bytes = LOOP_ROUND_EVENTS, LOOP_ROUND_BYTES
         buf = self.buffer
         came, last = buf.drained + len(buf), clock()
         rate = 0.0  # events a second, as last measured (0: quiet)
@@ -340,7 +311,7 @@ class Shipper(Generic[R]):
     def _ready_prefix(self, events: list[Event]) -> list[Event]:
         """The events that can go now; from the first one still waiting, keep the rest."""
         ready, self.held, unresolved = ready_prefix(events, self.say)
-        self.unresolved += unresolved
+        self.tally.unresolved += unresolved
         if unresolved:
             self.freed.unresolved(events, ready, self.held)
         return ready
@@ -358,7 +329,8 @@ class Shipper(Generic[R]):
             self.slices.add(inner, batch)
             return
         payload = encode(Events(inner, len(batch), self.dropped()))
-        self.link.queue(payload, batch if self.keep_events else Pickled.of(payload, batch))
+        keep = self.setup.keep_events
+        self.link.queue(payload, batch if keep else Pickled.of(payload, batch))
 
     def frame_slices(self) -> None:
         """Queue the :attr:`slices` pickled so far as one frame (none: nothing)."""
@@ -381,41 +353,36 @@ class Shipper(Generic[R]):
 
     def _sent(self, batch: list[Event] | Pickled) -> None:
         if isinstance(batch, Pickled):
-            self.shipped_steps += batch.steps
-            self.shipped_media += batch.media
-            if batch.frames:  # a lost agent's unread frames are encoded again (FreedBytes.lost)
-                self.freed.sent_frames(batch.frames)
+            steps, media, frames = batch.steps, batch.media, batch.frames
         else:
             steps, media, frames = steps_and_frames(batch)
-            self.shipped_steps += steps
-            self.shipped_media += media
-            if frames:
-                self.freed.sent_frames(frames)
+        self.tally.shipped_steps += steps
+        self.tally.shipped_media += media
+        if frames:  # a lost agent's unread frames are encoded again (FreedBytes.lost)
+            self.freed.sent_frames(frames)
 
     # -- incoming ---------------------------------------------------------------------------
     def receive(self) -> None:
+        talk, tally = self.talk, self.tally
         for payload in self.link.recv_some():
             msg = decode_from_peer(payload)
-            self.progress += 1
+            talk.progress += 1
             match msg:
                 case Ack(steps, written, backlog_bytes, backlog_peak, media):
-                    self.acked_steps, self.acked_written = steps, written
-                    self.agent_backlog = (backlog_bytes, backlog_peak)
-                    self.acked_media = media
+                    tally.acked_steps, tally.acked_written = steps, written
+                    tally.agent_backlog = (backlog_bytes, backlog_peak)
+                    tally.acked_media = media
                 case Alerted(alert):
-                    if self.on_alert is not None:
-                        self.on_alert(alert)
+                    if self.setup.on_alert is not None:
+                        self.setup.on_alert(alert)
                 case Flushed(n, state):
-                    self.flushed = n
-                    self.last_state = state
+                    talk.flushed = n
+                    talk.last_state = state
                 case Report(report, state):
                     if not isinstance(report, self.report_type):
                         raise ValueError(f"aoff: unexpected report {type(report).__name__}")
-                    self.report = report
-                    self.last_state = state
-
-    def waiting_for_agent(self) -> bool:
-        return self.flush_asked > self.flushed or self.stop_summary is not None
+                    talk.report = report
+                    talk.last_state = state
 
     def step(self, limit: int | None = None, send: bool = True, slices: bool = False) -> float:
         """One round: collect (up to ``limit`` events, into :attr:`slices` if ``slices``:
@@ -426,14 +393,14 @@ class Shipper(Generic[R]):
         self.collect(limit, slices)
         if send:
             self.frame_slices()
-            if self.link.pending_out and self.link.send_some(self.round_bytes):
-                self.cut_short = True
+            if self.link.pending_out and self.link.send_some(self.pace.round_bytes):
+                self.pace.cut_short = True
         now = time.monotonic()
-        waiting = self.waiting_for_agent()
-        if waiting or now - self._last_recv >= self.recv_interval:
-            self._last_recv = now
+        waiting = self.talk.waiting()
+        if waiting or now - self.pace.last_recv >= self.setup.recv_interval:
+            self.pace.last_recv = now
             self.receive()
-        if self.cut_short:
+        if self.pace.cut_short:
             return 0.0
         busy = waiting or self.link.pending_out or self.held or len(self.buffer) > SHIP_BATCH
         return SHIP_INTERVAL_BUSY if busy else SHIP_INTERVAL
@@ -442,16 +409,3 @@ class Shipper(Generic[R]):
         """After :class:`AgentGone`: events never handed to the agent, oldest first."""
         out: list[Event] = [e for batch in self.unsent_frames() for e in batch]
         return out + self.held
-
-    def agent_media_loss(self, again: int) -> int:
-        """Images and videos the agent received and neither wrote nor counted, less the
-        ``again`` the fallback encodes from their frames."""
-        written, lost = self.acked_media
-        return max(self.shipped_media - written - lost - again, 0)
-
-    def agent_loss(self) -> dict[str, int]:
-        """Per backend, steps the agent received but had not confirmed written."""
-        names = dict.fromkeys((*self.backends, *self.acked_written))
-        return {
-            name: max(self.shipped_steps - self.acked_written.get(name, 0), 0) for name in names
-        }

@@ -159,21 +159,21 @@ class Probe:
     def shipped_steps(self) -> int:
         """``log_step`` events sent to the agent so far (0 outside process mode)."""
         side = _side(self._face)
-        return 0 if side is None else int(side.shipper.shipped_steps)
+        return 0 if side is None else int(side.shipper.tally.shipped_steps)
 
     @property
     def shipped_media(self) -> int:
         """``log_image``/``log_video`` events whose frame the agent's socket took so far
         (0 outside process mode)."""
         side = _side(self._face)
-        return 0 if side is None else int(side.shipper.shipped_media)
+        return 0 if side is None else int(side.shipper.tally.shipped_media)
 
     @property
     def agent_written(self) -> dict[str, int]:
         """Per backend, the steps the agent confirmed written (its last ``Ack``, sent at
         most every 0.25 s); empty outside process mode and before the first ``Ack``."""
         side = _side(self._face)
-        return {} if side is None else dict(side.shipper.acked_written)
+        return {} if side is None else dict(side.shipper.tally.acked_written)
 
     @property
     def agent_backlog_bytes(self) -> int:
@@ -182,14 +182,14 @@ class Probe:
         Its bound is 64 MiB at the default ``capacity``; beyond it a burst waits in this
         process (:attr:`link_pending_bytes`, :attr:`buffered`). 0 outside process mode."""
         side = _side(self._face)
-        return 0 if side is None else side.shipper.agent_backlog[0]
+        return 0 if side is None else side.shipper.tally.agent_backlog[0]
 
     @property
     def agent_backlog_peak_bytes(self) -> int:
         """The most :attr:`agent_backlog_bytes` has been in this run (as of the last
         ``Ack``; 0 outside process mode)."""
         side = _side(self._face)
-        return 0 if side is None else side.shipper.agent_backlog[1]
+        return 0 if side is None else side.shipper.tally.agent_backlog[1]
 
     @property
     def unsent_frames(self) -> tuple[Any, ...]:

@@ -107,3 +107,9 @@ class LineFormat:
     def cut_after(self, folder: str, step: int) -> None:
         for path in self.files(folder):
             self.cut_file(path, step)
+
+    def writers(self, folder: str) -> int:
+        return 0  # one file that every writer appends to
+
+    def bytes_to_read(self, path: str) -> int:
+        return 0  # RowPoints.bytes_read: not counted

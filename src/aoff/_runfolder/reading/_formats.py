@@ -16,7 +16,15 @@ from ..lines._formats import CSV, JSONL
 from ..summary._format import SUMMARY
 from ..tensorboard._format import TENSORBOARD
 
-__all__ = ["add_format", "formats", "labels", "remove_format"]
+__all__ = [
+    "add_format",
+    "bytes_to_read",
+    "data_files",
+    "formats",
+    "labels",
+    "remove_format",
+    "writers",
+]
 
 _TABLE: list[RunFormat] = [TENSORBOARD, JSONL, CSV, SUMMARY]
 
@@ -49,3 +57,21 @@ def labels(*, points: bool = False, more: tuple[str, ...] = ()) -> str:
     whose files hold points; ``more``: other names after them."""
     found = [f.label for f in _TABLE if not points or f.holds_points] + list(more)
     return found[0] if len(found) == 1 else ", ".join(found[:-1]) + " or " + found[-1]
+
+
+def data_files(folder: str) -> list[str]:
+    """The files directly in ``folder`` that hold the run's points, every format's (the
+    run summary records their sizes: it stands for the run while none is smaller)."""
+    return [path for f in _TABLE if f.holds_points for path in f.files(folder)]
+
+
+def writers(folder: str) -> int:
+    """How many sessions or writers wrote into ``folder``: the most any format's files
+    show (one each), at least one."""
+    return max([f.writers(folder) for f in _TABLE] + [1])
+
+
+def bytes_to_read(path: str) -> int:
+    """The bytes the formats' readers of the run at ``path`` read in all (those that
+    count them: :attr:`~aoff._runfolder._format.Points.bytes_read`)."""
+    return sum(f.bytes_to_read(path) for f in _TABLE)

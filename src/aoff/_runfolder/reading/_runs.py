@@ -24,11 +24,11 @@ import os
 from collections.abc import Callable
 
 from ..tensorboard._format import TensorBoardFormat
-from ._formats import formats
+from ._formats import formats, writers
 from ._rundata import RunData
 from ._runfiles import read_points, read_tensorboard
 from ._runfind import tb_files
-from ._runsummary import from_summary, load_summary, writers
+from ._runsummary import from_summary, load_summary
 
 __all__ = ["read_run", "scan_bytes"]
 

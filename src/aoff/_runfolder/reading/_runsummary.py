@@ -16,16 +16,11 @@ from typing import Any
 from .._nonfinite import from_json_float
 from ..summary._file import SUMMARY_NAME
 from ..summary._file import load_summary as load_one
+from ._formats import writers
 from ._rundata import RunData, TagStats
-from ._runfind import summary_files, tb_files
+from ._runfind import summary_files
 
 __all__ = ["from_summary", "load_summary"]
-
-
-def writers(run_dir: str) -> int:
-    """How many sessions or writers wrote into ``run_dir``: its summaries (one each) or
-    its event files (one each), whichever are more."""
-    return max(len(summary_files(run_dir)), len(tb_files(run_dir)), 1)
 
 
 def load_summary(run_dir: str, *, live: bool) -> tuple[str, dict[str, Any]] | None:
@@ -34,7 +29,7 @@ def load_summary(run_dir: str, *, live: bool) -> tuple[str, dict[str, Any]] | No
     itself may (:func:`aoff._runfolder.summary._file.load_summary`); ``None`` when there
     are several (their data files hold the union) or it may not."""
     only = os.path.join(run_dir, SUMMARY_NAME)
-    if summary_files(run_dir) != [only] or len(tb_files(run_dir)) > 1:
+    if summary_files(run_dir) != [only] or writers(run_dir) > 1:
         return None
     content = load_one(run_dir, live=live)
     return None if content is None else (only, content)

@@ -38,5 +38,11 @@ class SummaryFormat:
     def cut_after(self, folder: str, step: int) -> None:
         return
 
+    def writers(self, folder: str) -> int:
+        return len(self.files(folder))
+
+    def bytes_to_read(self, path: str) -> int:
+        return 0
+
 
 SUMMARY = SummaryFormat()

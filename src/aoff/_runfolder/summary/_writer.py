@@ -44,7 +44,7 @@ import math
 import os
 import tempfile
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -53,9 +53,6 @@ from ..._core._columns import MIN_RUN, RowRecord, ScalarColumns, record_columns,
 from ..._core._records import Record, StepRecord, TextRecord, WriterRecord
 from .._nonfinite import from_json_float, to_json_float
 from .._replace import replaced
-from ..lines._csv import CSV_NAME
-from ..lines._jsonl import JSONL_NAME
-from ..tensorboard._files import EVENTS_PREFIX
 from ._file import (
     FORMAT,
     STAGING_PREFIX,
@@ -204,9 +201,18 @@ class RunSummary:
     writes one; a write older than one already written is skipped.
     """
 
-    def __init__(self, path: str, *, max_iterations: int = 0) -> None:
+    def __init__(
+        self,
+        path: str,
+        *,
+        max_iterations: int = 0,
+        data_files: Callable[[str], Sequence[str]] = lambda folder: (),
+    ) -> None:
         self.path = path
         self.max_iterations = max_iterations
+        #: the run's data files in a folder (the format table's, which sits above this
+        #: package and is passed in by the pump): their sizes go in the file
+        self.data_files = data_files
         self.records = 0
         self.step: int | None = None
         self.iteration: int | None = None
@@ -371,7 +377,7 @@ class RunSummary:
                 "refused": self.media_refused,
                 "lost": dict(self.media_lost),
             },
-            "files": data_file_sizes(os.path.dirname(self.path)),
+            "files": data_file_sizes(self.data_files(os.path.dirname(self.path))),
             "late": {"records": self.late_records, "producers": dict(self.late_points)},
             **({"stopped": self.stopped} if self.stopped is not None else {}),
         }
@@ -392,19 +398,15 @@ class RunSummary:
             self._written_seq = seq
 
 
-def data_file_sizes(log_dir: str) -> dict[str, int]:
-    """The sizes of the run's data files now (``metrics.jsonl``, ``progress.csv``, the
-    event files): a reader trusts the summary only while none of them is smaller (a file
-    cut or damaged later is read, and its damage reported)."""
+def data_file_sizes(files: Sequence[str]) -> dict[str, int]:
+    """The sizes of the run's data files now, by name (every format's that holds points:
+    ``metrics.jsonl``, ``progress.csv``, the event files...): a reader trusts the summary
+    only while none of them is smaller (a file cut or damaged later is read, and its
+    damage reported)."""
     out: dict[str, int] = {}
-    try:
-        names = os.listdir(log_dir or ".")
-    except OSError:
-        return out
-    for name in names:
-        if name in (JSONL_NAME, CSV_NAME) or name.startswith(EVENTS_PREFIX):
-            with contextlib.suppress(OSError):
-                out[name] = os.path.getsize(os.path.join(log_dir, name))
+    for path in files:
+        with contextlib.suppress(OSError):
+            out[os.path.basename(path)] = os.path.getsize(path)
     return out
 
 
