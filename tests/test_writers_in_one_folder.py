@@ -95,3 +95,19 @@ def test_six_summarywriters_on_one_folder(
     assert isinstance(rows, list)
     (row,) = rows
     assert row["writers"] == 6
+
+
+def test_sessions_that_say_different_ends_have_no_one_state(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A folder two sessions wrote into says how it ended only when both summaries agree:
+    one marked interrupted leaves the state unknown, never 'finished'."""
+    run = tmp_path / "runs" / "shared"
+    _session(run, "first/loss", 5)
+    _session(run, "second/loss", 5)
+    second = run / "aoff-summary-2.json"
+    content = json.loads(second.read_text())
+    content["state"] = "interrupted"
+    second.write_text(json.dumps(content))
+    (row,) = _json(capsys, "ls", str(tmp_path / "runs"))
+    assert row["status"] == "unknown (2 writers)"

@@ -212,8 +212,10 @@ def run_show(
 
 def _status(data: RunData, live: str | None) -> str:
     # Without a run summary (a folder another tool wrote, or a run whose agent never
-    # finished it) nothing says how the run ended: "finished" would be a guess.
-    status = live or stopped_early(data) or data.state or "no summary"
+    # finished it), or with sessions' summaries that disagree, nothing says how the run
+    # ended: "finished" would be a guess.
+    unknown = "unknown" if data.writers > 1 else "no summary"
+    status = live or stopped_early(data) or data.state or unknown
     if data.writers > 1:
         status += f" ({data.writers} writers)"
     return status + (" (damaged file: see aoff show)" if data.notes else "")

@@ -28,7 +28,7 @@ from ._formats import formats, writers
 from ._rundata import RunData
 from ._runfiles import read_points, read_tensorboard
 from ._runfind import tb_files
-from ._runsummary import from_summary, load_summary
+from ._runsummary import from_summary, load_summary, sessions_state
 
 __all__ = ["read_run", "scan_bytes"]
 
@@ -79,6 +79,8 @@ def read_run(
     data = _read_files(run_dir, progress, ends)
     if data is not None:
         data.writers = writers(run_dir)
+        if data.state is None:
+            data.state = sessions_state(run_dir, live=live)
     return data
 
 

@@ -20,7 +20,7 @@ from ._formats import writers
 from ._rundata import RunData, TagStats
 from ._runfind import summary_files
 
-__all__ = ["from_summary", "load_summary"]
+__all__ = ["from_summary", "load_summary", "sessions_state"]
 
 
 def load_summary(run_dir: str, *, live: bool) -> tuple[str, dict[str, Any]] | None:
@@ -33,6 +33,20 @@ def load_summary(run_dir: str, *, live: bool) -> tuple[str, dict[str, Any]] | No
         return None
     content = load_one(run_dir, live=live)
     return None if content is None else (only, content)
+
+
+def sessions_state(run_dir: str, *, live: bool) -> str | None:
+    """How a folder several sessions wrote into ended, when every session's summary may
+    stand for its session and they all say the same (``"finished"``); ``None`` when one
+    is missing, left by a killed session, or they differ: the data files, read for the
+    union of their tags, say nothing of it."""
+    states = set()
+    for path in summary_files(run_dir):
+        content = load_one(run_dir, live=live, name=os.path.basename(path))
+        if content is None:
+            return None
+        states.add(str(content.get("state")))
+    return states.pop() if len(states) == 1 else None
 
 
 _num = from_json_float  # the summary's numbers, read without its writer (numpy)

@@ -41,11 +41,11 @@ def summary_name(n: int) -> str:
     return SUMMARY_NAME if n == 1 else f"aoff-summary-{n}.json"
 
 
-def load_summary(run_dir: str, *, live: bool) -> dict[str, Any] | None:
+def load_summary(run_dir: str, *, live: bool, name: str = SUMMARY_NAME) -> dict[str, Any] | None:
     """The summary's content when it may stand for the run: finished (or interrupted),
     or still being refreshed by a live run; ``None`` when absent, unreadable or left by
     a run that was killed (its files go further than it)."""
-    path = os.path.join(run_dir, SUMMARY_NAME)
+    path = os.path.join(run_dir, name)
     try:
         with open(path, "rb") as f:
             content = json.loads(f.read())
