@@ -186,7 +186,9 @@ def test_trackio_gets_only_the_users_config_against_direct_trackio_calls(tmp_pat
     assert user_keys(ours) == user_keys(theirs) == {"algo": "SAC", "lr": 0.001}
     projects = ("through-aoff", "direct")
     shown = ("train/loss", "timing/learner_train_ms", "perf/iter_ms", "axis/grad_steps")
-    queries = [("list", "metrics", "--project", p, "--run", "r") for p in projects]
+    queries: list[tuple[str, ...]] = [
+        ("list", "metrics", "--project", p, "--run", "r") for p in projects
+    ]
     queries += [
         ("get", "metric", "--project", p, "--run", "r", "--metric", m)
         for m in shown
