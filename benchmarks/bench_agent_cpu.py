@@ -16,6 +16,11 @@ on. The agent's start-up (imports) is left out: the count starts after a warm-up
   agent still imports (loop + ``finish()``, the events dropped);
 * 4 threads flat out, a quarter of the iterations each: the same, with the events
   from several threads at once (the training process's GIL shared by 5 threads);
+* flat out, one ``log_step`` of 32 metrics a step (the issue's other unit): agent CPU
+  a step, and steps/s and metric scalars/s on disk, the events dropped;
+* an 8-run group (``RunGroup``, one agent) paced at 1 ms an iteration, 32 float32
+  metrics a run: the agent's CPU an iteration and its share of a core (the issue's
+  "8 runs at 1 kHz under 50 % of a core");
 * flat out, 8 metrics a step (``log_step`` alone): scalars/s on disk, the issue's
   throughput figure (each step also gets aoff's own scalars: counted too).
 
@@ -30,6 +35,7 @@ import os
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -64,23 +70,36 @@ def rows(run: Path) -> int:
         return sum(1 for _ in f)
 
 
-def standard(run: Path, n: int, pace_s: float) -> dict[str, float]:
-    """``n`` iterations (paced, or flat out with ``pace_s == 0``) after a warm-up."""
+#: the issue's one 32-metric ``log_step``
+WIDE = {f"train/metric_{k}": 0.5 + k for k in range(32)}
+
+
+def wide(log: OffPolicyLogger, start: int, n: int) -> None:
+    """``n`` steps of ``log_step`` with 32 metrics alone, from iteration ``start``."""
+    for i in range(start, start + n):
+        log.log_step(i, WIDE)
+
+
+def standard(
+    run: Path, n: int, pace_s: float, body: Callable[[Any, int, int], None] = iterate
+) -> dict[str, float]:
+    """``n`` iterations of ``body`` (the standard one, or one 32-metric ``log_step``:
+    32 scalars either way; paced, or flat out with ``pace_s == 0``) after a warm-up."""
     log = logger(run)
     pid = agent_pid(log)
     warm = max(n // 10, 100)
-    iterate(log, 1, warm)
+    body(log, 1, warm)
     log.flush()
     cpu0, t0 = cpu_seconds(pid), time.perf_counter()
     if pace_s:
         due = time.perf_counter()
         for i in range(warm + 1, warm + n + 1):
-            iterate(log, i, 1)
+            body(log, i, 1)
             due += pace_s
             while (left := due - time.perf_counter()) > 0:
                 time.sleep(left if left > 0.002 else 0)
     else:
-        iterate(log, warm + 1, n)
+        body(log, warm + 1, n)
     loop_s = time.perf_counter() - t0
     log.flush()
     flushed_s = time.perf_counter() - t0
@@ -96,6 +115,46 @@ def standard(run: Path, n: int, pace_s: float) -> dict[str, float]:
         "scalars_per_s": 32 * n / total_s,
         "dropped": report.dropped_events,
         "written": report.backend_written["jsonl"] - warm,
+    }
+
+
+def group(run: Path, n: int, pace_s: float, runs: int = 8) -> dict[str, float]:
+    """A run group of ``runs`` runs (one agent, ``pump="process"``), ``RunGroup.log_step``
+    with 32 float32 metrics a run, ``n`` iterations paced at ``pace_s`` after a warm-up:
+    the agent's CPU an iteration (all runs) and its share of a core."""
+    import numpy as np
+    import psutil
+
+    from aoff import RunGroup
+
+    log = RunGroup(runs, run, backends=("jsonl",), display="none")
+    agents = [
+        p for p in psutil.Process().children() if any("aoff._agent" in part for part in p.cmdline())
+    ]
+    assert len(agents) == 1, "the group's agent is not this process's only agent child"
+    pid = agents[0].pid
+    metrics = {f"train/metric_{k}": np.full(runs, 0.5 + k, np.float32) for k in range(32)}
+    warm = max(n // 10, 100)
+    for i in range(warm):
+        log.log_step(i, metrics)
+    log.flush()
+    cpu0, t0 = cpu_seconds(pid), time.perf_counter()
+    due = t0
+    for i in range(warm, warm + n):
+        log.log_step(i, metrics)
+        due += pace_s
+        while (left := due - time.perf_counter()) > 0:
+            time.sleep(left if left > 0.002 else 0)
+    log.flush()
+    took = time.perf_counter() - t0
+    cpu = cpu_seconds(pid) - cpu0
+    reports = log.finish()
+    return {
+        "agent_us_per_iteration": cpu / n * 1e6,
+        "agent_cpu_share": cpu / took,
+        "iterations_per_s": n / took,
+        "dropped": sum(r.dropped_events for r in reports),
+        "written": sum(r.backend_written["jsonl"] for r in reports) - runs * warm,
     }
 
 
@@ -168,6 +227,8 @@ def main() -> None:
         # and 300 (~15 ms of it) could read as 0
         paced = standard(Path(tmp) / "paced", max(n, 1000), args.pace_ms / 1e3)
         flat = standard(Path(tmp) / "flat", n * 5, 0.0)
+        flat32 = standard(Path(tmp) / "flat32", n * 5, 0.0, wide)
+        eight_runs = group(Path(tmp) / "group", max(n, 1000), 0.001)
         first = cold(Path(tmp) / "cold", n * 5)
         four = threads(Path(tmp) / "threads", n * 5)
         eight = eight_metrics(Path(tmp) / "eight", n * 5)
@@ -180,11 +241,25 @@ def main() -> None:
         f"  flat out                    {flat['agent_us_per_iteration']:7.1f} us an iteration "
         f"({flat['agent_cpu_share'] * 100:.0f} % of a core)"
     )
+    print(
+        f"  one 32-metric log_step, flat out {flat32['agent_us_per_iteration']:7.1f} us a step "
+        f"({flat32['agent_cpu_share'] * 100:.0f} % of a core)"
+    )
+    print(
+        f"  8-run group, 32 metrics a run, paced 1 ms {eight_runs['agent_us_per_iteration']:7.1f} "
+        f"us an iteration ({eight_runs['agent_cpu_share'] * 100:.0f} % of a core at "
+        f"{eight_runs['iterations_per_s']:,.0f} iterations/s)"
+    )
     print(f"throughput to disk (loop + finish), n={n * 5:,}:")
     print(
         f"  standard workload   {flat['iterations_per_s']:10,.0f} iterations/s "
         f"{flat['scalars_per_s']:12,.0f} scalars/s  dropped {flat['dropped']:,.0f}, "
         f"written {flat['written']:,.0f}"
+    )
+    print(
+        f"  log_step, 32 metrics{flat32['iterations_per_s']:10,.0f} steps/s      "
+        f"{flat32['scalars_per_s']:12,.0f} metric scalars/s  dropped {flat32['dropped']:,.0f}, "
+        f"written {flat32['written']:,.0f}"
     )
     print(
         f"  from the first line {first['iterations_per_s']:10,.0f} iterations/s "
@@ -202,7 +277,15 @@ def main() -> None:
         f"dropped {eight['dropped']:,.0f}, written {eight['written']:,.0f}"
     )
     if args.out is not None:
-        got = {"paced": paced, "flat": flat, "cold": first, "threads": four, "eight": eight}
+        got = {
+            "paced": paced,
+            "flat": flat,
+            "flat32": flat32,
+            "group": eight_runs,
+            "cold": first,
+            "threads": four,
+            "eight": eight,
+        }
         args.out.write_text(json.dumps(got))
 
 

@@ -233,6 +233,8 @@ def test_bench_agent_cpu_and_loop_lag_print_their_figures(tmp_path: Path) -> Non
     assert got["cold"]["written"] == 1500 and got["cold"]["dropped"] == 0
     assert got["threads"]["written"] == 1500 and got["threads"]["dropped"] == 0
     assert got["eight"]["written"] == 1500 and got["paced"]["agent_us_per_iteration"] > 0
+    assert got["flat32"]["written"] == 1500 and got["flat32"]["dropped"] == 0
+    assert got["group"]["written"] == 8 * 1000 and got["group"]["dropped"] == 0
     out = _bench("bench_loop_lag.py", "--quick")
     assert out.count(" p99 ") >= 3 and "median: none mean" in out, out
 
@@ -350,6 +352,10 @@ def test_bench_columnar_prints_each_stage_both_ways() -> None:
     assert "standard iteration" in out and "log_step of 32 metrics" in out, out
     folds = [ln.split() for ln in out.splitlines() if ln.strip().startswith("fold ")]
     assert len(folds) == 2 and all(float(x) > 0 for row in folds for x in row[1:]), out
+    out = _bench("bench_agent_stages.py", "--iterations", "40", "--rounds", "1")
+    rows = [ln.split() for ln in out.splitlines() if ln.startswith("  ")]
+    assert [r[0] for r in rows] == ["standard", "log_step_32"], out
+    assert all(float(r[r.index(s) + 1]) > 0 for r in rows for s in ("unpickle", "csv", "total"))
 
 
 @pytest.mark.slow  # torch's writer, four `aoff` processes, a worker pool (~40 s loaded)

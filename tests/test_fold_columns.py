@@ -73,11 +73,58 @@ def same(events: list[ev.Event]) -> list[StepRecord]:
     assert bits(got) == bits(want)
     assert encode_records(EventEncoder(), got) == encode_records(EventEncoder(), want)
     assert encode_lines(got) == encode_lines(want)
+    assert alerts(got) == alerts(want)
+    assert summary(got) == summary(want)
+    assert csv_text(got) == csv_text(want)
     for name in FIELDS:
         assert repr(getattr(s2, name)) == repr(getattr(s1, name)), name
     assert repr(s2.hparams.reward_last) == repr(s1.hparams.reward_last)
     assert repr(s2.hparams.reward_best) == repr(s1.hparams.reward_best)
     return got
+
+
+def alerts(records: list[StepRecord]) -> tuple[str, object]:
+    """What the rules say of ``records`` (a run's rows checked as columns where no rule
+    can fire), and the stall clock's last step."""
+    from aoff import rules
+    from aoff._core._watch import Watch
+
+    watch = Watch(
+        (rules.nonfinite(), rules.above("*", 1e299), rules.below("*", -1e299),
+         rules.collapse("*loss*", -1e300), rules.blowup("reward/mean", window=4),
+         rules.stalled(seconds=10)),
+        clock=lambda: 0.0, monotonic=lambda: 1.0,
+    )  # fmt: skip
+    return repr(watch.see(records)), watch._seen
+
+
+def summary(records: list[StepRecord]) -> str:
+    """The run summary's content from ``records`` in two batches, folded every 12
+    records (a run's rows are taken as table slices, cut where a fold falls)."""
+    from aoff._runfolder.summary import _writer
+
+    keep = _writer.FOLD_ROWS
+    _writer.FOLD_ROWS = 12
+    try:
+        s = _writer.RunSummary("/nonexistent/aoff-summary.json")
+        half = len(records) // 2
+        s.add(records[:half])
+        s.add(records[half:])
+        content = s.snapshot()
+    finally:
+        _writer.FOLD_ROWS = keep
+    return repr(content)
+
+
+def csv_text(records: list[StepRecord]) -> str:
+    """``progress.csv`` of ``records`` under a header with a column they lack (a run's
+    rows are cells made a column at a time)."""
+    from aoff._runfolder.lines._csv import batch_cells, encode_rows, header_line, new_columns
+
+    rows = batch_cells(records)
+    columns = ["step", "iteration", "wall_time", "other"]
+    columns += new_columns(columns, rows)
+    return header_line(columns) + encode_rows(rows, columns)
 
 
 FLOATS = st.one_of(
@@ -186,7 +233,7 @@ def test_a_real_run_writes_the_same_files_both_ways(
 
     def run(folder: Path) -> None:
         log = aoff.OffPolicyLogger(log_dir=folder, pump="thread", display="none",
-                                   backends=("jsonl",), system_interval=0)  # fmt: skip
+                                   backends=("jsonl", "csv"), system_interval=0)  # fmt: skip
         for i in range(300):
             log.update_collector_timing({"env_step_ms": 2.5, "replay_ms": 0.4})
             log.update_done_rates(0.01, 0.002)
@@ -219,6 +266,11 @@ def test_a_real_run_writes_the_same_files_both_ways(
         rows = (tmp_path / name / "metrics.jsonl").read_text().splitlines()
         lines.append([re.sub(r'"wall_time":[^,]*,', "", row) for row in rows])
     assert lines[0] == lines[1] and len(lines[0]) == 300
+    cells = []  # CSV: a new column (eval/return) rewrites the file under its new header
+    for name in ("columns", "events"):
+        rows = (tmp_path / name / "progress.csv").read_text().splitlines()
+        cells.append([row.split(",")[:2] + row.split(",")[3:] for row in rows])
+    assert cells[0] == cells[1] and len(cells[0]) == 301 and "eval/return" in cells[0][0]
 
 
 def test_times_that_overflow_fold_alike_and_warn_nothing() -> None:

@@ -174,7 +174,8 @@ def test_ls_lists_each_run(
         cols = line.split()
         assert cols[1] == f"{last['step']:,}"
         assert float(cols[2]) == pytest.approx(float(str(last["reward/mean"])), abs=0.05)
-        assert cols[-1] == "finished"
+        # a's summary says how it ended; b (event files only) has nothing that says so
+        assert line.endswith("finished" if cols[0] == "a" else "no summary"), line
 
 
 def test_demo_hint_commands_run_as_printed(demo_run: tuple[Path, str]) -> None:

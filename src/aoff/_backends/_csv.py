@@ -32,13 +32,14 @@ from typing import BinaryIO
 
 from .._core._records import Record
 from .._runfolder.lines._csv import (
+    RowCells,
+    batch_cells,
     copy_padded,
     encode_rows,
     header_line,
     media_cells,
     new_columns,
     read_header,
-    record_cells,
 )
 from .._runfolder.tensorboard._tfrecord import write_whole
 from ._base import Takes
@@ -85,12 +86,12 @@ class CsvBackend(AppendFileBackend):
             f = self._file
             if f is None:
                 raise RuntimeError("CSV backend: the file is closed")
-            self._write_rows(f, [record_cells(rec) for rec in records])
+            self._write_rows(f, batch_cells(records))
 
     def _media_rows(self, f: BinaryIO, rows: list[dict[str, object]]) -> None:
         self._write_rows(f, [media_cells(r) for r in rows])
 
-    def _write_rows(self, f: BinaryIO, rows: list[dict[str, str]]) -> None:
+    def _write_rows(self, f: BinaryIO, rows: Sequence[dict[str, str] | RowCells]) -> None:
         """Append ``rows`` (under the lock), rewriting the file for new columns."""
         new = new_columns(self._columns, rows)
         if not new:
@@ -104,7 +105,9 @@ class CsvBackend(AppendFileBackend):
             self._file = self._rewrite(f, columns, rows)
         self._columns = columns
 
-    def _rewrite(self, old: BinaryIO, columns: list[str], rows: list[dict[str, str]]) -> BinaryIO:
+    def _rewrite(
+        self, old: BinaryIO, columns: list[str], rows: Sequence[dict[str, str] | RowCells]
+    ) -> BinaryIO:
         """Write header ``columns``, the file's rows padded and then ``rows`` to a temporary
         file, move it over the file and return it open for appending. On failure the
         file is as it was and ``old`` still open."""

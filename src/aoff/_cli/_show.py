@@ -211,7 +211,9 @@ def run_show(
 
 
 def _status(data: RunData, live: str | None) -> str:
-    status = live or stopped_early(data) or "finished"
+    # Without a run summary (a folder another tool wrote, or a run whose agent never
+    # finished it) nothing says how the run ended: "finished" would be a guess.
+    status = live or stopped_early(data) or data.state or "no summary"
     if data.writers > 1:
         status += f" ({data.writers} writers)"
     return status + (" (damaged file: see aoff show)" if data.notes else "")

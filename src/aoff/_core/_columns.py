@@ -24,7 +24,15 @@ from ._records import Record, Scalars, StepRecord, columns, scalars_of
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["RowRecord", "ScalarColumns", "column_runs", "plain", "record_columns", "row_records"]
+__all__ = [
+    "RowRecord",
+    "ScalarColumns",
+    "column_runs",
+    "plain",
+    "record_columns",
+    "row_records",
+    "row_run",
+]
 
 #: records in a row with one tag sequence below which the per-event encoder is cheaper
 #: (the table's fixed cost is a few NumPy calls)
@@ -178,6 +186,22 @@ def _table(records: Sequence[Record]) -> ScalarColumns | None:
     return ScalarColumns(_tags_of(records[0]), steps, walls, values)
 
 
+def row_run(records: Sequence[Record], i: int) -> tuple[ScalarColumns, int, int]:
+    """The rows of one table in order from ``records[i]`` (a :class:`RowRecord`): the
+    table and the rows' slice ``[s, e)`` of it (``records[i : i + e - s]`` are they)."""
+    first = records[i]
+    assert type(first) is RowRecord
+    rows, a = first._table, first._index - i
+    n = len(records)
+    j = i + 1
+    while j < n:
+        nxt = records[j]
+        if type(nxt) is not RowRecord or nxt._table is not rows or nxt._index != a + j:
+            break
+        j += 1
+    return rows, a + i, a + j
+
+
 def column_runs(records: Sequence[Record], min_run: int = MIN_RUN) -> list[ScalarColumns | Record]:
     """``records`` in order: each run of at least ``min_run`` plain records with one tag
     sequence as a :class:`ScalarColumns`, every other record as itself."""
@@ -187,15 +211,9 @@ def column_runs(records: Sequence[Record], min_run: int = MIN_RUN) -> list[Scala
     while i < n:
         rec = records[i]
         if type(rec) is RowRecord:  # rows of one table, in order: its slice as it is
-            rows, a = rec._table, rec._index - i
-            j = i + 1
-            while j < n:
-                nxt = records[j]
-                if type(nxt) is not RowRecord or nxt._table is not rows or nxt._index != a + j:
-                    break
-                j += 1
+            rows, s, e = row_run(records, i)
+            j = i + e - s
             if j - i >= min_run:
-                s, e = a + i, a + j
                 out.append(
                     ScalarColumns(
                         rows.tags, rows.steps[s:e], rows.wall_times[s:e], rows.values[s:e]

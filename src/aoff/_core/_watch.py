@@ -21,9 +21,10 @@ import math
 import statistics
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
-from ._columns import record_columns
+from ._columns import MIN_RUN, RowRecord, ScalarColumns, record_columns, row_run
 from ._records import PerTags, Record, StepRecord, TextRecord, WriterRecord
 from ._rules import Alert, Rule
 
@@ -133,43 +134,100 @@ class Watch:
                 out.append((i, rule, idx))
         return tuple(out)
 
-    def see(self, records: Iterable[Record]) -> list[Alert]:
+    def see(self, records: Sequence[Record]) -> list[Alert]:
         """The alerts ``records`` (in order) make. The common case, every value finite
         and no bound crossed, costs a C-level ``all(map(isfinite, ...))`` per
-        ``nonfinite`` rule and a comparison per value a bound or trend names."""
+        ``nonfinite`` rule and a comparison per value a bound or trend names; a run of
+        a run fold's rows (``_core/_columns.row_run``) where no rule can fire costs a
+        NumPy check per rule (:meth:`_quiet`), its last step for ``stalled``."""
         alerts: list[Alert] = []
         stalls = bool(self._stalls)
         now = self._monotonic() if stalls else 0.0
-        fired = self._fired
-        for rec in records:
-            if stalls and isinstance(rec, StepRecord):
-                self._seen[rec.producer] = (now, rec.step)
-                if self._silent:
-                    self._silent.discard(rec.producer)
-            if isinstance(rec, TextRecord) or not self.rules:
-                continue
-            cols = record_columns(rec)
-            if cols is None:
-                continue
-            tags, values = cols
-            for i, rule, idx in self._picks.get(tags):
-                if rule.kind == "nonfinite":
-                    if (i, "") in fired:
-                        continue
-                    picked = values if len(idx) == len(values) else [values[j] for j in idx]
-                    if all(map(_isfinite, picked)):
-                        continue
-                for j in idx:
-                    try:
-                        got = self._judge(i, rule, tags[j], values[j], rec)
-                    except Exception as exc:  # one rule's error, never the others'
-                        self._failed(rule, exc)
-                        continue
-                    if got is not None:
-                        alerts.append(got)
-                        if rule.kind == "nonfinite":
-                            break
+        n = len(records)
+        i = 0
+        while i < n:
+            rec = records[i]
+            j = i + 1
+            if type(rec) is RowRecord:
+                table, a, b = row_run(records, i)
+                j = i + b - a
+                if j - i >= MIN_RUN and self._quiet(table, a, b):
+                    if stalls:
+                        self._saw(records[j - 1], now)  # type: ignore[arg-type]
+                    i = j
+                    continue
+            for k in range(i, j):
+                self._see_one(records[k], stalls, now, alerts)
+            i = j
         return alerts
+
+    def _saw(self, rec: StepRecord, now: float) -> None:
+        """``stalled``: ``rec``'s source logged a step ``now``."""
+        self._seen[rec.producer] = (now, rec.step)
+        if self._silent:
+            self._silent.discard(rec.producer)
+
+    def _quiet(self, table: ScalarColumns, a: int, b: int) -> bool:
+        """Whether no rule can fire on rows ``a .. b`` of ``table``: each ``nonfinite``
+        rule fired already or sees finite values only, each bound (``above``,
+        ``below``, ``collapse``) crossed by no finite value. A rule with a window
+        (``blowup``, ``regression``, ``slower``) keeps its state value by value: never
+        quiet, the rows go one by one."""
+        import numpy as np
+
+        picks = self._picks.get(table.tags)
+        if not picks:
+            return True
+        rows = table.values[a:b]
+        fired = self._fired
+        for i, rule, idx in picks:
+            kind = rule.kind
+            if kind == "nonfinite" and (i, "") in fired:
+                continue
+            vals: Any = rows[:, list(idx)]
+            with np.errstate(invalid="ignore"):
+                if kind == "nonfinite":
+                    crossed = not np.isfinite(vals).all()
+                elif kind == "above":
+                    crossed = bool((vals > rule.threshold).any())
+                elif kind == "below":
+                    crossed = bool((vals < rule.threshold).any())
+                elif kind == "collapse":
+                    crossed = bool((vals <= rule.threshold).any())
+                else:
+                    return False
+            if crossed:  # ±inf crosses a bound here, not in _judge: one by one says
+                return False
+        return True
+
+    def _see_one(self, rec: Record, stalls: bool, now: float, alerts: list[Alert]) -> None:
+        """One record's alerts, appended to ``alerts``."""
+        if stalls and isinstance(rec, StepRecord):
+            self._saw(rec, now)
+        if isinstance(rec, TextRecord) or not self.rules:
+            return
+        cols = record_columns(rec)
+        if cols is None:
+            return
+        fired = self._fired
+        tags, values = cols
+        for i, rule, idx in self._picks.get(tags):
+            if rule.kind == "nonfinite":
+                if (i, "") in fired:
+                    continue
+                picked = values if len(idx) == len(values) else [values[j] for j in idx]
+                if all(map(_isfinite, picked)):
+                    continue
+            for j in idx:
+                try:
+                    got = self._judge(i, rule, tags[j], values[j], rec)
+                except Exception as exc:  # one rule's error, never the others'
+                    self._failed(rule, exc)
+                    continue
+                if got is not None:
+                    alerts.append(got)
+                    if rule.kind == "nonfinite":
+                        break
 
     def _judge(
         self, i: int, rule: Rule, tag: str, v: float, rec: StepRecord | WriterRecord

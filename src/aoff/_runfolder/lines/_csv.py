@@ -28,8 +28,10 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Collection, Iterable, Sequence
+from itertools import chain
 from typing import TextIO
 
+from ..._core._columns import MIN_RUN, RowRecord, ScalarColumns, row_run
 from ..._core._records import Record, StepRecord, TextRecord, WriterRecord
 from ._lines import LineCursor, RowSink, cut_rows, last_row_step
 
@@ -37,6 +39,8 @@ __all__ = [
     "CSV_NAME",
     "FIXED_COLUMNS",
     "CsvScalars",
+    "RowCells",
+    "batch_cells",
     "copy_padded",
     "cut_after",
     "encode_rows",
@@ -80,6 +84,65 @@ def record_cells(rec: Record) -> dict[str, str]:
     return cells
 
 
+class RowCells:
+    """A run of a run fold's rows (``_core/_columns.row_run``) as CSV cells, a column at
+    a time: the cells :func:`record_cells` gives each of them (its keys, its texts), made
+    with one ``repr`` a value and one format a row, no dict a row."""
+
+    __slots__ = ("_texts", "keys")
+
+    def __init__(self, table: ScalarColumns, a: int, records: Sequence[Record]) -> None:
+        b = a + len(records)
+        # a key's source, in record_cells' order: the fixed three first and always the
+        # record's own, then each tag where it first comes, holding its last value
+        source: dict[str, int] = {name: -1 - k for k, name in enumerate(FIXED_COLUMNS)}
+        for j, tag in enumerate(table.tags):
+            if tag not in FIXED_COLUMNS:
+                source[tag] = j
+        self.keys = list(source)
+        values = table.values[a:b].T.tolist()
+        fixed = (
+            list(map(str, table.steps[a:b].tolist())),
+            [str(r.iteration) for r in records],
+            list(map(repr, table.wall_times[a:b].tolist())),
+        )
+        self._texts = {
+            key: fixed[-1 - j] if j < 0 else list(map(repr, values[j])) for key, j in source.items()
+        }
+
+    def __len__(self) -> int:
+        return len(self._texts["step"])
+
+    def text(self, columns: Sequence[str]) -> str:
+        """The rows' lines under the header ``columns`` (which hold every key)."""
+        texts = self._texts
+        line = ",".join(["%s" if c in texts else "" for c in columns]) + "\n"
+        cells = zip(*[texts[c] for c in columns if c in texts], strict=True)
+        return (line * len(self)) % tuple(chain.from_iterable(cells))
+
+
+def batch_cells(records: Sequence[Record]) -> list[dict[str, str] | RowCells]:
+    """A batch's rows: each run of at least ``MIN_RUN`` of a run fold's rows as one
+    :class:`RowCells`, every other record's :func:`record_cells`."""
+    out: list[dict[str, str] | RowCells] = []
+    n = len(records)
+    i = 0
+    while i < n:
+        rec = records[i]
+        if type(rec) is RowRecord:
+            table, a, b = row_run(records, i)
+            j = i + b - a
+            if j - i >= MIN_RUN:
+                out.append(RowCells(table, a, records[i:j]))
+            else:
+                out += map(record_cells, records[i:j])
+            i = j
+            continue
+        out.append(record_cells(rec))
+        i += 1
+    return out
+
+
 def media_cells(row: dict[str, object]) -> dict[str, str]:
     """A media file's row (``_mediafiles``) as cells: its path has no character CSV
     would quote."""
@@ -92,17 +155,23 @@ def header_line(columns: Iterable[str]) -> str:
     return buf.getvalue()
 
 
-def encode_rows(rows: Iterable[dict[str, str]], columns: Sequence[str]) -> str:
+def encode_rows(rows: Iterable[dict[str, str] | RowCells], columns: Sequence[str]) -> str:
     # Cells are numbers, "nan", "inf", "-inf" or empty: nothing that needs quoting.
-    return "".join(",".join([row.get(c, "") for c in columns]) + "\n" for row in rows)
+    return "".join(
+        row.text(columns)
+        if type(row) is RowCells
+        else ",".join([row.get(c, "") for c in columns]) + "\n"  # type: ignore[union-attr]
+        for row in rows
+    )
 
 
-def new_columns(columns: Sequence[str], rows: Iterable[dict[str, str]]) -> list[str]:
+def new_columns(columns: Sequence[str], rows: Iterable[dict[str, str] | RowCells]) -> list[str]:
     """The columns ``rows`` bring that ``columns`` lacks, in first-seen order."""
     known = set(columns)
     new: dict[str, None] = {}  # an ordered set
     for row in rows:
-        for key in row:
+        keys: Iterable[str] = row.keys if isinstance(row, RowCells) else row
+        for key in keys:
             if key not in known:
                 new[key] = None
     return list(new)

@@ -42,11 +42,11 @@ import contextlib
 import json
 import math
 import re
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 
 import msgspec
 
-from ..._core._columns import record_columns
+from ..._core._columns import MIN_RUN, RowRecord, record_columns, row_run
 from ..._core._records import PerTags, Record, StepRecord, TextRecord, WriterRecord
 from .._nonfinite import nonfinite_text
 from .._pieces import Pieces, whole
@@ -155,11 +155,12 @@ def _general_line(rec: Record) -> bytes:
     return line + b"\n"
 
 
-def _rows_lines(rows: list[msgspec.Struct], recs: list[Record]) -> bytes:
+def _rows_lines(rows: list[msgspec.Struct], recs: Sequence[Record], finite: bool = False) -> bytes:
     """The lines of ``rows`` (made from ``recs``) at once; a row with a non-finite value
-    (msgspec's ``null``, see :data:`_NULL`) goes through the general path instead."""
+    (msgspec's ``null``, see :data:`_NULL`) goes through the general path instead.
+    ``finite``: every value is known finite (no ``null`` to look for)."""
     blob = _encode_rows(rows)
-    if _NULL not in blob:
+    if finite or _NULL not in blob:
         return blob
     lines = [_dumps(row) + b"\n" for row in rows]
     return b"".join(
@@ -167,13 +168,63 @@ def _rows_lines(rows: list[msgspec.Struct], recs: list[Record]) -> bytes:
     )
 
 
+def _table_rows(
+    row: Callable[..., msgspec.Struct], recs: Sequence[RowRecord]
+) -> list[msgspec.Struct]:
+    """The rows of ``recs``, rows of one run fold's table: their values as the fold
+    stacked them, no record's columns looked up one by one."""
+    return [row(r.step, r.iteration, r.wall_time, *r._row) for r in recs]
+
+
+def _in_runs(records: Sequence[Record]) -> bytes:
+    """The batch with each run of a run fold's rows (``_core/_columns.row_run``, at least
+    ``MIN_RUN``) encoded from its table's columns, the records between them one by one."""
+    import numpy as np  # the rows' tables are NumPy's: loaded already where they exist
+
+    out: list[bytes] = []
+    n = len(records)
+    i = start = 0  # records[start:i] wait for the per-record path
+    while i < n:
+        if type(records[i]) is not RowRecord:
+            i += 1
+            continue
+        table, s, e = row_run(records, i)
+        j = i + e - s
+        row = _row_types.get(table.tags) if e - s >= MIN_RUN else None
+        if row is not None:
+            if start < i:
+                part = records[start:i]
+                out.append(_per_record(part, part))
+            # a table's floats checked at once: its lines need no search for a null
+            finite = bool(np.isfinite(table.values[s:e]).all())
+            finite = finite and bool(np.isfinite(table.wall_times[s:e]).all())
+            for a in range(i, j, _ROWS_AT_ONCE):  # msgspec's buffer: as the per-record path
+                recs = list(records[a : min(a + _ROWS_AT_ONCE, j)])
+                rows = _table_rows(row, recs)  # type: ignore[arg-type]  # row_run: all rows
+                out.append(_rows_lines(rows, recs, finite))
+            start = j
+        i = j
+    if start < n:
+        part = records[start:]
+        out.append(_per_record(part, part))
+    return b"".join(out)
+
+
 def encode_lines(records: Sequence[Record], pieces: Pieces = whole) -> bytes:
     """Encode records as UTF-8 JSON lines (see the module docstring for the format),
-    paced by ``pieces``."""
+    paced by ``pieces``. Unpaced, a run fold's rows are encoded from its columns
+    (:func:`_in_runs`: the same bytes)."""
+    paced = pieces(records)
+    if paced is records and len(records) >= MIN_RUN:
+        return _in_runs(records)
+    return _per_record(records, paced)
+
+
+def _per_record(records: Sequence[Record], paced: Iterable[Record]) -> bytes:
+    """Each record's line (``paced``: ``records`` as the pacing hands them out)."""
     out: list[bytes] = []
     rows: list[msgspec.Struct] = []
     recs: list[Record] = []
-    paced = pieces(records)
     # handed out in pieces (the GIL is shared): one msgspec call a piece
     at_once = _ROWS_AT_ONCE if paced is records else _ROWS_A_PIECE
     for rec in paced:

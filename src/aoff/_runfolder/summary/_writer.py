@@ -13,8 +13,9 @@ the file whole every ``SUMMARY_INTERVAL`` seconds while the run lasts and once m
 the end, and the commands read a few kilobytes instead of the event files.
 
 The per-record cost stays small: a record's values are appended as one tuple to the block
-of records with the same tags, and every ``FOLD_ROWS`` records the blocks are folded into
-each tag's statistics with numpy. Each curve is kept as between ``CURVE_POINTS`` and twice
+of records with the same tags (a run fold's rows as slices of their table, no tuple a
+record), and every ``FOLD_ROWS`` records the blocks are folded into each tag's
+statistics with numpy. Each curve is kept as between ``CURVE_POINTS`` and twice
 as many buckets (sum and count of the finite values of ``stride`` consecutive points;
 two neighbours merge when the curve fills up), enough for any sparkline ``show`` draws.
 
@@ -48,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._core._columns import record_columns
+from ..._core._columns import MIN_RUN, RowRecord, ScalarColumns, record_columns, row_run
 from ..._core._records import Record, StepRecord, TextRecord, WriterRecord
 from .._nonfinite import from_json_float, to_json_float
 from .._replace import replaced
@@ -167,11 +168,32 @@ class _Tag:
 
 
 class _Block:
-    __slots__ = ("orders", "rows")
+    """The records of one tag sequence since the last fold: each one's order and row,
+    and slices of a run fold's tables whole (``chunks``: the first one's order, the rows)."""
+
+    __slots__ = ("chunks", "orders", "rows")
 
     def __init__(self) -> None:
         self.orders: list[int] = []
         self.rows: list[Sequence[float]] = []
+        self.chunks: list[tuple[int, np.ndarray[Any, np.dtype[np.float64]]]] = []
+
+    def table(self, width: int) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+        """The block as one (orders, rows) table in order: its chunks and its records'
+        rows joined (each tag then reads one column of it, not one a chunk)."""
+        parts = [
+            (np.arange(first, first + len(rows), dtype=np.int64), rows)
+            for first, rows in self.chunks
+        ]
+        if self.rows:
+            rows = np.asarray(self.rows, np.float64).reshape(len(self.rows), width)
+            parts.append((np.asarray(self.orders, np.int64), rows))
+        if len(parts) == 1:
+            return parts[0]
+        orders = np.concatenate([p[0] for p in parts])
+        table = np.concatenate([p[1] for p in parts])
+        at = np.argsort(orders, kind="stable")
+        return orders[at], table[at]
 
 
 class RunSummary:
@@ -210,6 +232,49 @@ class RunSummary:
         self.late_points: dict[str, int] = {}
 
     def add(self, records: Sequence[Record]) -> None:
+        """The run's own records of a batch; a run of a run fold's rows
+        (``_core/_columns.row_run``) is taken as its table's slice, the others one by one."""
+        n = len(records)
+        i = start = 0  # records[start:i] wait for the per-record path
+        while i < n:
+            if type(records[i]) is not RowRecord:
+                i += 1
+                continue
+            table, a, b = row_run(records, i)
+            j = i + b - a
+            if j - i >= MIN_RUN and not np.isnan(table.wall_times[a:b]).any():
+                if start < i:
+                    self._add_each(records[start:i])
+                self._add_rows(table, a, records[i:j])
+                start = j
+            i = j
+        self._add_each(records[start:] if start else records)
+
+    def _add_rows(self, table: ScalarColumns, a: int, rows: Sequence[Record]) -> None:
+        """Rows ``a ..`` of ``table`` (the records ``rows``) in pieces that end where
+        :meth:`_add_each` would fold: the statistics see the same values at the same folds."""
+        done = 0
+        while done < len(rows):
+            k = min(len(rows) - done, FOLD_ROWS - self._pending)
+            block = self._blocks.get(table.tags)
+            if block is None:
+                block = self._blocks[table.tags] = _Block()
+            block.chunks.append((self.records, table.values[a + done : a + done + k]))
+            walls = table.wall_times[a + done : a + done + k]
+            lo, hi = float(walls.min()), float(walls.max())
+            first, last = self.first_time, self.last_time
+            self._pending += k
+            done += k
+            self._note(
+                rows[done - 1],  # type: ignore[arg-type]  # a row: a StepRecord
+                self.records + k,
+                lo if first is None or lo < first else first,
+                hi if last is None or hi > last else last,
+            )
+            if self._pending >= FOLD_ROWS:
+                self.fold()
+
+    def _add_each(self, records: Sequence[Record]) -> None:
         blocks = self._blocks
         last_tags: tuple[str, ...] | None = None
         block = _Block()
@@ -266,11 +331,11 @@ class RunSummary:
         parts: dict[str, list[tuple[Any, Any]]] = {}
         firsts: dict[str, int] = {}
         for tags, block in self._blocks.items():
-            orders = np.asarray(block.orders, np.int64)
-            rows = np.asarray(block.rows, np.float64).reshape(len(block.rows), len(tags))
+            orders, rows = block.table(len(tags))
+            at = int(orders[0])
             for j, tag in enumerate(tags):  # a tag twice in one record: the last one
                 parts.setdefault(tag, []).append((orders, rows[:, j]))
-                firsts[tag] = min(firsts.get(tag, block.orders[0]), block.orders[0])
+                firsts[tag] = min(firsts.get(tag, at), at)
         self._blocks = {}
         self._pending = 0
         for tag in sorted(parts, key=firsts.__getitem__):

@@ -1,0 +1,115 @@
+"""The agent's work on the standard workload, stage by stage, for a before/after.
+
+``bench_agent_cpu.py`` reads the whole agent process's CPU in 10 ms ticks, and on a
+loaded machine its figure moves by ±30 % from run to run; ``bench_columnar.py`` compares
+the per-event and the columnar paths of one version. This one times what the agent does
+with a slice of events, as it does it (the intake's runs of regular iterations), by this
+thread's CPU time, best of ``--rounds``, with the agent's garbage collector settings:
+
+* unpickle: frames of 128 iterations' events (``pack_events``) read back;
+* fold: the intake's loop, slices of 512 events (``Folder.apply_run``, else ``apply``);
+* rules: the default rules (``Watch``) on each slice's records;
+* summary: the run summary (``RunSummary.add``) on each slice's records, and its folds;
+* TensorBoard, JSONL, CSV: each backend's encoder on batches of 1,024 records.
+
+It imports only what every version since the run fold has, so the same file runs against
+an older checkout's ``src`` for the before figure (``PYTHONPATH=<old>/src``)::
+
+    python benchmarks/bench_agent_stages.py [--iterations 5000] [--rounds 5] [--out f.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bench_columnar import BATCH, SLICE, columnar, standard, wide
+
+from aoff._agent._serve import GC_THRESHOLD
+from aoff._core._rules import DEFAULT_RULES
+from aoff._core._watch import Watch
+from aoff._runfolder.lines import _csv
+from aoff._runfolder.lines._jsonl import encode_lines
+from aoff._runfolder.summary._writer import RunSummary
+from aoff._runfolder.tensorboard._encode import encode_records
+from aoff._runfolder.tensorboard._events import EventEncoder
+from aoff._transport._batches import pack_events, unpack_events
+
+FRAME = 128  # iterations a frame
+
+
+def _csv_text(records: list[Any]) -> str:
+    cells = getattr(_csv, "batch_cells", None)  # older versions: a dict a record
+    rows = cells(records) if cells else [_csv.record_cells(r) for r in records]
+    columns = _csv.new_columns([], rows)
+    return _csv.encode_rows(rows, columns)
+
+
+def stages(events: list[Any], n: int, rounds: int) -> dict[str, float]:
+    """Best µs an iteration of each stage."""
+    per = len(events) // n
+    frames = [pack_events(events[k : k + FRAME * per]) for k in range(0, len(events), FRAME * per)]
+    records = columnar(events)
+    slices = [records[k : k + SLICE // per] for k in range(0, len(records), SLICE // per)]
+    batches = [records[k : k + BATCH] for k in range(0, len(records), BATCH)]
+
+    def rules() -> None:
+        watch = Watch(DEFAULT_RULES, clock=time.time, monotonic=time.monotonic)
+        for s in slices:
+            watch.see(s)
+
+    def summary() -> None:
+        s = RunSummary(os.path.join("/nonexistent", "aoff-summary.json"))  # never written
+        for part in slices:
+            s.add(part)
+        s.fold()
+
+    work: dict[str, Callable[[], object]] = {
+        "unpickle": lambda: [unpack_events(f) for f in frames],
+        "fold": lambda: columnar(events),
+        "rules": rules,
+        "summary": summary,
+        "tensorboard": lambda: [encode_records(EventEncoder(), b) for b in batches],
+        "jsonl": lambda: [encode_lines(b) for b in batches],
+        "csv": lambda: [_csv_text(b) for b in batches],
+    }
+    best = dict.fromkeys(work, float("inf"))
+    for _ in range(rounds):
+        for name, job in work.items():
+            t = time.thread_time()
+            job()
+            best[name] = min(best[name], time.thread_time() - t)
+    return {k: v / n * 1e6 for k, v in best.items()}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--iterations", type=int, default=5000)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
+    args = ap.parse_args()
+    n = args.iterations
+    gc.freeze()
+    gc.set_threshold(GC_THRESHOLD, 20, 20)
+    got = {
+        "load": os.getloadavg()[0],
+        "standard": stages(standard(n), n, args.rounds),
+        "log_step_32": stages(wide(n), n, args.rounds),
+    }
+    print(f"load {got['load']:.1f}; µs an iteration, best of {args.rounds}, n={n:,}")
+    for work in ("standard", "log_step_32"):
+        row: dict[str, float] = got[work]  # type: ignore[assignment]
+        cells = "  ".join(f"{k} {v:.2f}" for k, v in row.items())
+        print(f"  {work:<12} {cells}  total {sum(row.values()):.2f}")
+    if args.out is not None:
+        args.out.write_text(json.dumps(got))
+
+
+if __name__ == "__main__":
+    main()
