@@ -56,10 +56,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Tests marked ``cluster`` (a local Ray cluster, a Tune sweep) first, in their order.
 
     ``--dist worksteal`` hands each worker a contiguous slice of this order and an idle
-    worker steals from the *end* of another's queue, so the marked tests run back to back
-    on the first worker, from the start: a module's shared Ray session or sweep is built
-    once (split across workers it was built twice), and the suite's longest tests never
-    wait at the end of a slice to become its tail."""
+    worker steals half of the *end* of the longest queue, so the marked tests start at
+    once, back to back on the first worker: the suite's longest tests never wait at the
+    end of a slice to become its tail, and a module's Ray session or sweep is built once
+    (split across workers, it was built on each). Only when the other workers run out of
+    work first (a small selection of tests) are some of them stolen: slower, not wrong."""
     items.sort(key=lambda item: item.get_closest_marker("cluster") is None)
 
 
