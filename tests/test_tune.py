@@ -297,7 +297,7 @@ def test_the_old_rllib_callback_name_is_a_deprecated_alias() -> None:
     """``aoff.ray.EpisodeStats`` read as ``aoff.torch.EpisodeStats``: renamed, the old
     name still the same class, with a warning that names the new one."""
     with pytest.warns(DeprecationWarning, match="RLlibEpisodeStats"):
-        old = aoff.ray.EpisodeStats  # type: ignore[attr-defined]
+        old = aoff.ray.EpisodeStats
     assert old is aoff.ray.RLlibEpisodeStats
 
 
