@@ -18,7 +18,9 @@ same program, each compiled once before timing:
   stacked): every update is still logged, one host callback per block for all seeds;
   ``none-block`` is the same blocked program with no logging, its floor;
 * ``null-block``: ``aoff.jax.log_many`` as ``aoff-block``, into a target whose
-  ``log_step`` does nothing: the blocked callbacks' own cost, without aoff's work;
+  ``log_step`` does nothing: the blocked callbacks' own cost, without aoff's work (a
+  target that is not a group gets the block step by step: a view and a reshape a value
+  a step, which a group's whole block is spared);
 * ``empty-ordered`` / ``empty-unordered``: the round trip alone, one callback per update
   for all seeds (a ``custom_vmap`` as ``aoff.jax.log``'s) into a host function that does
   nothing, ordered as ``aoff.jax.log`` is, and unordered (what giving up the order
@@ -29,12 +31,18 @@ medians over ``--rounds`` are printed: the program's wall time (until its result
 every callback are in: ``block_until_ready`` + ``jax.effects_barrier``), its ratio to
 ``none``, the time to close the logger afterwards (everything on disk), and the CPU
 time the logging took beside the program: this process's CPU during the program less
-``none``'s, and the group's agent processes' (``RUSAGE_CHILDREN`` after the close).
-On a machine whose cores the program leaves idle that CPU runs beside it; on a loaded
-2-core machine it comes out of the program's wall time. The callback's cost per call is
+``none``'s, the host callback's own time per call (inside aoff's host function, or the
+user's sink), and the group agent's CPU per run-step (one step of one seed): its CPU
+from the group's start (the agent up) until everything logged is folded and written
+(a ``flush`` after the program), from ``/proc/<pid>/stat``, so its start-up (the
+interpreter, the imports) and its closing are left out; its whole life is the last
+column (``RUSAGE_CHILDREN`` after the close). On a machine whose cores the program
+leaves idle that CPU runs beside it; on a loaded 2-core machine it comes out of the
+program's wall time. The whole callback's cost per call, round trip included, is
 ``(variant - none) / updates``.
 
-Run: ``python benchmarks/bench_jax.py`` (``--quick`` for a smoke run).
+Run: ``python benchmarks/bench_jax.py`` (``--quick`` for a smoke run; ``--only aoff-block
+none-block`` for fewer variants, so more rounds fit).
 """
 
 from __future__ import annotations
@@ -136,6 +144,32 @@ def _callback_into(sink: Callable[[int, int, dict[str, Any]], None]) -> Any:
     return log
 
 
+def _cpu_of(pid: int) -> float:
+    """A process's user + system CPU seconds so far (Linux ``/proc``)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class _HostClock:
+    """Time spent inside host callbacks, summed: ``wrap`` a host function to count it."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.calls = 0
+
+    def wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(*args: Any, **kw: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kw)
+            finally:
+                self.seconds += time.perf_counter() - t0
+                self.calls += 1
+
+        return timed
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seeds", type=int, default=8)
@@ -147,6 +181,9 @@ def main() -> None:
     p.add_argument("--pump", choices=("process", "thread"), default="process")
     p.add_argument("--nice", type=int, default=0, help="the group agent's agent_nice")
     p.add_argument("--block", type=int, default=50, help="updates per log_many call")
+    p.add_argument(
+        "--only", nargs="+", default=None, help="the variants to run (none is always run)"
+    )
     a = p.parse_args()
     if a.quick:
         a.updates, a.rounds = 50, 1
@@ -158,6 +195,11 @@ def main() -> None:
     keys = jax.random.split(jax.random.PRNGKey(0), a.seeds)
     tmp = tempfile.mkdtemp(prefix="bench_jax-")
     sinks: dict[str, Any] = {}
+    host = _HostClock()
+    from aoff._adapters import _jax as jax_impl
+
+    jax_impl._deliver = host.wrap(jax_impl._deliver)  # type: ignore[assignment]
+    steady: list[float] = []  # the last close's agent CPU, start-up and closing left out
 
     def torch_sink(s: int, step: int, m: dict[str, Any]) -> None:
         w = sinks["torch-tb"][s]
@@ -170,10 +212,10 @@ def main() -> None:
     variants = {
         "none": make_train(a.updates, a.width, None),
         "aoff": make_train(a.updates, a.width, _aoff_log),
-        "torch-tb": make_train(a.updates, a.width, _callback_into(torch_sink)),
+        "torch-tb": make_train(a.updates, a.width, _callback_into(host.wrap(torch_sink))),
     }
     if not a.no_wandb:
-        variants["wandb"] = make_train(a.updates, a.width, _callback_into(wandb_sink))
+        variants["wandb"] = make_train(a.updates, a.width, _callback_into(host.wrap(wandb_sink)))
     variants["none-block"] = make_train(a.updates, a.width, None, a.block)
     variants["aoff-block"] = make_train(
         a.updates, a.width, None, a.block, lambda steps, m: aoff.jax.log_many(steps, m)
@@ -181,6 +223,11 @@ def main() -> None:
     variants["null-block"] = variants["aoff-block"]
     variants["empty-ordered"] = make_train(a.updates, a.width, _empty_callback(True))
     variants["empty-unordered"] = make_train(a.updates, a.width, _empty_callback(False))
+    if a.only is not None:
+        unknown = set(a.only) - set(variants)
+        if unknown:
+            p.error(f"--only: no variant {sorted(unknown)}; there are {list(variants)}")
+        variants = {k: v for k, v in variants.items() if k == "none" or k in a.only}
     n = [0]
 
     def open_sink(name: str) -> Callable[[], object]:
@@ -191,11 +238,15 @@ def main() -> None:
                 a.seeds, d, name="bench", system_interval=0, pump=a.pump, agent_nice=a.nice
             )
             g.flush()  # its agent has started: the timing is the logging, not a start-up
+            proc = getattr(g._driver, "proc", None)  # pump="thread": none
+            c0 = 0.0 if proc is None else _cpu_of(proc.pid)
             sinks["aoff-use"] = aoff.jax.use(g)
             sinks["aoff-use"].__enter__()
 
             def close_aoff() -> object:
                 sinks["aoff-use"].__exit__(None, None, None)
+                g.flush()  # every step folded and written: the agent's CPU for them
+                steady[:] = [0.0 if proc is None else _cpu_of(proc.pid) - c0]
                 return g.finish()
 
             return close_aoff
@@ -225,6 +276,8 @@ def main() -> None:
     closes: dict[str, list[float]] = {k: [] for k in variants}
     cpus: dict[str, list[float]] = {k: [] for k in variants}
     agents: dict[str, list[float]] = {k: [] for k in variants}
+    hosts: dict[str, list[float]] = {k: [] for k in variants}
+    per_step: dict[str, list[float]] = {k: [] for k in variants}
 
     def children_cpu() -> float:
         r = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -233,6 +286,8 @@ def main() -> None:
     for _ in range(a.rounds):
         for name, fn in variants.items():
             close = open_sink(name)
+            steady[:] = [0.0]
+            host.seconds, host.calls = 0.0, 0
             c0, k0 = time.process_time(), children_cpu()
             t0 = time.perf_counter()
             jax.block_until_ready(fn(seeds, keys))
@@ -245,6 +300,8 @@ def main() -> None:
             closes[name].append(t2 - t1)
             cpus[name].append(c1 - c0)
             agents[name].append(children_cpu() - k0)
+            hosts[name].append(host.seconds / host.calls * 1e6 if host.calls else 0.0)
+            per_step[name].append(steady[0] / (a.seeds * a.updates) * 1e6)
     base = statistics.median(times["none"])
     print(f"load (uptime): {os.getloadavg()}; jax {jax.__version__} on {jax.devices()[0]}")
     print(
@@ -253,7 +310,7 @@ def main() -> None:
     )
     print(
         f"{'variant':16} {'program s':>10} {'vs none':>8} {'per update us':>14} {'close s':>8}"
-        f" {'+cpu s':>7} {'agent cpu s':>11}"
+        f" {'+cpu s':>7} {'host us/call':>12} {'agent us/run-step':>17} {'agent life s':>12}"
     )
     base_cpu = statistics.median(cpus["none"])
     for name in variants:
@@ -262,7 +319,11 @@ def main() -> None:
         c = statistics.median(closes[name])
         cpu = statistics.median(cpus[name]) - base_cpu
         agent = statistics.median(agents[name])
-        print(f"{name:16} {t:10.3f} {t / base:8.3f} {per:14.1f} {c:8.3f} {cpu:7.3f} {agent:11.3f}")
+        hc, ps = statistics.median(hosts[name]), statistics.median(per_step[name])
+        print(
+            f"{name:16} {t:10.3f} {t / base:8.3f} {per:14.1f} {c:8.3f} {cpu:7.3f} {hc:12.1f}"
+            f" {ps:17.2f} {agent:12.3f}"
+        )
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ import aoff
 from aoff import RunGroup
 from aoff._cli._groups import group_runs
 from aoff._core import _events as ev
-from aoff._core._groupbatch import split_step, take_batch
+from aoff._core._groupbatch import split_step, take_batch, take_block
 from aoff._display._grouptable import MANY_RUNS, GroupRow, group_table, iqm
 from aoff.rules import nonfinite
 from aoff.testing import wait_until
@@ -321,7 +321,9 @@ def test_split_gives_each_run_its_own_value_bit_for_bit(runs: int, data: st.Data
     col = np.array(data.draw(st.lists(floats, min_size=runs, max_size=runs)), dtype=np.float32)
     steps = data.draw(st.lists(st.integers(0, 2**40), min_size=runs, max_size=runs))
     axes = data.draw(st.sampled_from([None, {"g": np.array(steps), "v": 2}]))
-    batch = take_batch(runs, 1.0, np.array(steps), {"a": col, "b": 7}, None, axes)
+    reward = data.draw(st.sampled_from([None, 0.5, col]))
+    metrics = data.draw(st.sampled_from([{"a": col, "b": 7}, {}]))
+    batch = take_batch(runs, 1.0, np.array(steps), metrics, reward, axes)
     events = split_step(batch, runs)
     assert len(events) == runs
     for k, e in enumerate(events):
@@ -329,7 +331,27 @@ def test_split_gives_each_run_its_own_value_bit_for_bit(runs: int, data: st.Data
         # the axes are the optional field: there only when the call gave them
         assert e[ev.S_AXES :] == (() if axes is None else ({"g": steps[k], "v": 2},))
         got = e[ev.S_METRICS]
-        assert np.float32(got["a"]).tobytes() == col[k].tobytes() and got["b"] == 7
+        assert list(got) == list(metrics)
+        if metrics:
+            assert np.float32(got["a"]).tobytes() == col[k].tobytes() and got["b"] == 7
+        want_r = reward if reward is None or type(reward) is float else float(col[k])
+        assert e[ev.S_REWARD] == want_r
+
+
+def test_a_block_is_what_its_steps_one_by_one_are() -> None:
+    """``take_block`` (``aoff.jax.log_many``'s group path) gives the items ``take_batch``
+    gives for each of its rows, values in their dtype's numbers; bad input is refused."""
+    rng = np.random.default_rng(3)
+    steps = np.arange(12, dtype=np.int32).reshape(4, 3)
+    m = {"x": rng.standard_normal((4, 3)).astype(np.float32), "n": steps * 2, "b": steps > 5}
+    got = take_block(3, 1.0, steps, m)
+    want = [take_batch(3, 1.0, steps[j], {k: v[j] for k, v in m.items()}, None) for j in range(4)]
+    assert got == want
+    assert [type(v[0]) for v in got[0][2].values()] == [float, int, bool]
+    with pytest.raises(TypeError, match="step: expected numbers"):
+        take_block(3, 1.0, steps.astype(np.float32), m)
+    with pytest.raises(ValueError, match=r"x: a block is \(steps, 3\)"):
+        take_block(3, 1.0, steps, {"x": np.zeros((4, 2))})
 
 
 def test_max_iterations_is_shown_only_when_given(tmp_path: Path) -> None:

@@ -32,7 +32,7 @@ import numpy as np
 from jax import custom_batching
 
 from .._core._warning import AoffWarning
-from .._faces._group import BEFORE_STOP
+from .._faces._group import BEFORE_STOP, RunGroup
 
 __all__ = ["Target", "counts", "log", "log_many", "use"]
 
@@ -112,6 +112,9 @@ def _deliver(
             if s.ndim == 0:
                 raise ValueError("log_many: steps must have one entry per step logged")
             lead = s.ndim - 1  # the vmapped axes before the K steps
+            if _block_at_once(target, s, host, r, ax):
+                _counts["delivered"] += 1
+                return
             for j in range(s.shape[-1]):
 
                 def at(v: Any, j: int = j) -> Any:
@@ -128,6 +131,29 @@ def _deliver(
         _fail(str(exc))
         return
     _counts["delivered"] += 1
+
+
+def _block_at_once(
+    target: Target, s: Any, host: dict[str, Any], r: Any, ax: dict[str, Any] | None
+) -> bool:
+    """A ``log_many`` block of a group's scalars, handed over whole: each value one
+    conversion for the ``K`` steps of every run (:meth:`RunGroup._log_block`), where the
+    loop over the steps would take a view, a reshape and a copy a value a step. False
+    (nothing logged) for what the loop handles: a single run's logger, per-environment
+    vectors, a reward, axes, a batch that is not one entry per run."""
+    if type(target) is not RunGroup or r is not None or ax is not None or s.ndim < 2:
+        return False
+    shape = s.shape
+    k = shape[-1]
+    n = s.size // k if k else 0
+    if n != target.runs or any(v.shape != shape for v in host.values()):
+        return False
+
+    def rows(v: Any) -> Any:  # (runs..., K) -> (K, runs), runs flattened row-major
+        return np.moveaxis(v, -1, 0).reshape(k, n)
+
+    target._log_block(rows(s), {name: rows(v) for name, v in host.items()})
+    return True
 
 
 def _one(target: Target, s: Any, host: dict[str, Any], r: Any, ax: dict[str, Any] | None) -> None:

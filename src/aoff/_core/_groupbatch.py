@@ -12,7 +12,8 @@ so what the backends write back as float32 is bit for bit the value logged).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -30,7 +31,12 @@ __all__ = [
     "split_item",
     "split_step",
     "take_batch",
+    "take_block",
 ]
+
+_STEP = ev.STEP
+#: the dtype kinds a batch takes: bool, signed and unsigned integers, floats
+_NUMBERS = "biuf"
 
 #: marks a queued item that carries its own event for each run: ``(PER_RUN, events)``.
 #: Compared with ``==``: the item may have crossed a pickle (the group's agent)
@@ -74,7 +80,7 @@ def batch_of(where: str, value: Any, runs: int, *, vectors: bool = False) -> Any
         arr = np.asarray(value)
     except Exception as exc:  # pragma: no cover - numpy's own message says what
         raise TypeError(f"{where}: cannot read {type(value).__name__} as numbers: {exc}") from None
-    if arr.dtype.kind not in "biuf":
+    if arr.dtype.kind not in _NUMBERS:
         raise TypeError(
             f"{where}: expected numbers, got dtype {arr.dtype} ({type(value).__name__})"
         )
@@ -127,13 +133,43 @@ def take_batch(
     for k, v in (metrics or {}).items():
         if not isinstance(k, str):
             raise TypeError(f"log_step: metric keys must be str, got {k!r}")
-        cols[k] = batch_of(f"log_step: metric {k!r}", v, runs, vectors=True)
+        if type(v) is np.ndarray and v.ndim == 1 and len(v) == runs and v.dtype.kind in _NUMBERS:
+            cols[k] = v.tolist()  # batch_of's common case, without naming it for an error
+        else:
+            cols[k] = batch_of(f"log_step: metric {k!r}", v, runs, vectors=True)
     steps = batch_of("log_step: step", step, runs)
     for s in steps if type(steps) is list else (steps,):
         if type(s) is not int:
             raise TypeError(f"log_step: steps must be integers, got {s!r}")
     r = None if reward is None else batch_of("log_step: reward", reward, runs, vectors=True)
     return (wall, steps, cols, r, batch_axes("log_step", axes, runs))
+
+
+def take_block(runs: int, wall: float, steps: Any, metrics: Mapping[str, Any]) -> list[GroupStep]:
+    """``K`` group ``log_step`` calls at once (``aoff.jax.log_many``'s block of steps): each
+    value an array of shape ``(K, runs)``, ``steps`` of integers, ``metrics`` of numbers.
+
+    What :func:`take_batch` does ``K`` times, with one conversion a value for the ``K``
+    steps (``tolist`` of the whole array: the one copy, exact as there) instead of one
+    check and one copy a value and a step. The caller checked the shapes (a
+    ``ValueError`` here otherwise); a dtype that is not numbers is a ``TypeError`` as in
+    :func:`take_batch`."""
+    arrays = {"step": np.asarray(steps), **{k: np.asarray(v) for k, v in metrics.items()}}
+    for name, arr in arrays.items():
+        if arr.ndim != 2 or arr.shape[1] != runs:
+            raise ValueError(f"log_step: {name}: a block is (steps, {runs}), got {arr.shape}")
+        if arr.dtype.kind not in ("iu" if name == "step" else _NUMBERS):
+            raise TypeError(f"log_step: {name}: expected numbers, got dtype {arr.dtype}")
+    step_rows = arrays.pop("step").tolist()
+    names = tuple(metrics)
+    columns = [arr.tolist() for arr in arrays.values()]
+    rows: Iterable[tuple[Any, ...]] = (
+        zip(*columns, strict=True) if names else repeat((), len(step_rows))
+    )
+    return [
+        (wall, s, dict(zip(names, row, strict=True)), None, None)
+        for s, row in zip(step_rows, rows, strict=True)
+    ]
 
 
 def _at(value: Any, k: int) -> Any:
@@ -144,18 +180,35 @@ def _at(value: Any, k: int) -> Any:
     return value
 
 
+def _per_run(value: Any, runs: int) -> Sequence[Any]:
+    """A batch's value as a sequence of one entry per run (a value for all repeated)."""
+    if type(value) is list:
+        return value
+    if type(value) is PerRunVectors:
+        return [value.at(k) for k in range(runs)]
+    return repeat(value, runs)  # type: ignore[return-value]  # zip() only iterates it
+
+
 def split_step(batch: GroupStep, runs: int) -> list[ev.Event]:
-    """One ``STEP`` event per run from a group ``log_step`` (beside the pump)."""
+    """One ``STEP`` event per run from a group ``log_step`` (beside the pump).
+
+    Built by transposing the batch's columns (``zip`` over one sequence per tag, then one
+    ``dict(zip(names, row))`` a run): the loop over runs and tags is C's, not one Python
+    look-up per value."""
     wall, steps, cols, reward, axes = batch
-    out: list[ev.Event] = []
-    for k in range(runs):
-        metrics = {name: _at(v, k) for name, v in cols.items()}
-        event = (
-            ev.STEP,
+    names = tuple(cols)
+    rows: Iterable[tuple[Any, ...]] = (
+        zip(*[_per_run(v, runs) for v in cols.values()], strict=True) if names else repeat((), runs)
+    )
+    step_of = _per_run(steps, runs)
+    reward_of = repeat(None, runs) if reward is None else _per_run(reward, runs)
+    out: list[ev.Event] = [
+        (
+            _STEP,
             wall,
-            _at(steps, k),
-            metrics,
-            None if reward is None else _at(reward, k),
+            s,
+            dict(zip(names, row, strict=True)),
+            r,
             None,
             None,
             0.0,
@@ -164,8 +217,11 @@ def split_step(batch: GroupStep, runs: int) -> list[ev.Event]:
             0.0,
             None,
         )
+        for s, row, r in zip(step_of, rows, reward_of, strict=True)
+    ]
+    if axes is not None:
         # ``axes`` is an optional field: an event without it is the call without axes=
-        out.append(event if axes is None else (*event, axes_at(axes, k)))
+        out = [(*event, axes_at(axes, k)) for k, event in enumerate(out)]
     return out
 
 

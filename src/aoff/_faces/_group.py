@@ -28,7 +28,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .._core import _events as ev
 from .._core._buffer import DEFAULT_CAPACITY, EventBuffer, Overflow
 from .._core._events import Event
-from .._core._groupbatch import PER_RUN, axes_at, batch_axes, batch_of, take_batch
+from .._core._groupbatch import (
+    PER_RUN,
+    axes_at,
+    batch_axes,
+    batch_of,
+    take_batch,
+    take_block,
+)
 from .._core._records import SEED_MAX_ITERATIONS
 from .._core._report import FinishReport
 from .._core._rules import Alert, Rule
@@ -239,6 +246,14 @@ class RunGroup:
         (leading axis of length ``runs``) or one for all. Checked and copied here;
         returns at once."""
         self._put(take_batch(self.runs, self._clock(), step, metrics, reward, axes))
+
+    def _log_block(self, steps: Any, metrics: Mapping[str, Any]) -> None:
+        """``K`` steps of every run at once, in order: ``steps`` and each metric of shape
+        ``(K, runs)`` (row ``j``: the ``j``-th step of every run), as ``K`` calls of
+        :meth:`log_step` would log them, checked and copied once a value
+        (``aoff.jax.log_many``'s host side)."""
+        for item in take_block(self.runs, self._clock(), steps, metrics):
+            self._put(item)
 
     def log_status(self, status: str) -> None:
         """Every run's status text."""

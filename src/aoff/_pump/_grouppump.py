@@ -149,21 +149,27 @@ class GroupPump:
         return self
 
     # -- on the loop ------------------------------------------------------------------------
-    def _room(self) -> bool:
-        return all(len(c.buffer) < c.buffer.capacity for c in self.cores)
+    def _room(self) -> int:
+        """Group items the runs' buffers have room for (each item is one event a run)."""
+        return min(c.buffer.capacity - len(c.buffer) for c in self.cores)
 
     def _move(self) -> int:
-        """Split up to a slice of group events into the runs' buffers (while they have room)."""
-        moved = 0
+        """Split up to a slice of group events into the runs' buffers (while they have
+        room): each run's events of the slice go into its buffer at once."""
         intake, split, cores = self.intake, self._split, self.cores
         if intake.overflow == "drop_oldest":
             intake.trim()  # over capacity: the oldest go, counted (``intake.dropped``)
-        while moved < SPLIT_SLICE and len(intake) and self._room():
-            for item in intake.drain(1):
-                for core, event in zip(cores, split(item), strict=True):
-                    core.buffer.put(event)
-            moved += 1
-        return moved
+        room = self._room()
+        if room <= 0 or not len(intake):
+            return 0
+        items = intake.drain(min(SPLIT_SLICE, room))
+        per_run: list[list[Event]] = [[] for _ in cores]
+        for item in items:
+            for events, event in zip(per_run, split(item), strict=True):
+                events.append(event)
+        for core, events in zip(cores, per_run, strict=True):
+            core.buffer.put_many(events)
+        return len(items)
 
     def rows(self) -> list[GroupRow]:
         """Each run's latest values, copied (on the loop, or once the pumps ended)."""
