@@ -31,6 +31,7 @@ run; the ratios are per run, side by side in one sitting.
     python benchmarks/bench_scale.py            # 200 runs x 2,000 steps x 5 tags
     python benchmarks/bench_scale.py --quick    # seconds: 24 runs x 200 steps
     python benchmarks/bench_scale.py --full --tb-runs 100
+    python benchmarks/bench_scale.py --scaling  # only workers 1, 2, 4: the 1-vs-2 ratio
 """
 
 from __future__ import annotations
@@ -204,6 +205,97 @@ def tb_tag(root: Path, n: int) -> tuple[float, int]:
     return time.perf_counter() - t0, points
 
 
+_HALF = """
+import sys, time
+import aoff
+from aoff._runfolder.reading._runfind import runs_in
+runs = runs_in(sys.argv[1], [])[int(sys.argv[2]) :: 2]
+aoff.read_scalars(runs[0], tags=[sys.argv[3]])
+c0 = time.process_time()
+aoff.read_scalars(runs, tags=[sys.argv[3]])
+print(time.process_time() - c0)
+"""
+
+
+def halves(root: Path) -> float:
+    """The control: two independent processes, each reading every other run with
+    ``workers=1`` at the same time; their reading's CPU summed (no split, no transfer:
+    what running two readers at once costs on this machine by itself)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _HALF, str(root), str(k), TAGS[0]],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for k in (0, 1)
+    ]
+    return sum(float(p.communicate()[0]) for p in procs)
+
+
+def scaling(root: Path, points: int, repeats: int) -> tuple[dict[int, float], dict[int, float]]:
+    """``read_scalars(root, tags=[TAG], workers=N)`` for N = 1, 2, 4 (and one a core):
+    each N's wall and CPU time (its workers included) the median of ``repeats`` calls, the
+    Ns taken in turn within each repeat (so a change of load hits them alike); every
+    table checked equal to ``workers=1``'s. The first call with workers starts the
+    forkserver (once a process): it is timed apart, before."""
+    import aoff
+
+    counts = sorted({1, 2, 4, os.cpu_count() or 1})
+    aoff.read_scalars(root / ENVS[0] / f"{ENVS[0]}-seed0000", tags=[TAGS[0]])  # imports
+    c0, t0 = _cpu(), time.perf_counter()
+    aoff.read_scalars(root / ENVS[0], tags=[TAGS[0]], workers=2)  # starts the forkserver
+    start_wall, start_cpu = time.perf_counter() - t0, _cpu() - c0
+    walls: dict[int, list[float]] = {w: [] for w in counts}
+    cpus: dict[int, list[float]] = {w: [] for w in counts}
+    control: list[float] = []
+    one = None
+    for _ in range(repeats):
+        for workers in counts:
+            c0, t0 = _cpu(), time.perf_counter()
+            df = aoff.read_scalars(root, tags=[TAGS[0]], workers=workers)
+            walls[workers].append(time.perf_counter() - t0)
+            cpus[workers].append(_cpu() - c0)
+            if one is None:
+                one = df
+                if len(one) != points:
+                    raise SystemExit(f"read_scalars gave {len(one)} points, not {points}")
+            elif not df.equals(one):
+                raise SystemExit(f"workers={workers} gave another table than workers=1")
+        control.append(halves(root))
+    wall = {w: sorted(v)[len(v) // 2] for w, v in walls.items()}
+    cpu = {w: sorted(v)[len(v) // 2] for w, v in cpus.items()}
+    print(
+        f"first call with workers=2 (on {ENVS[0]}'s runs) started the forkserver: "
+        f"{start_wall:.2f} s wall, {start_cpu:.2f} s CPU; {_load()}"
+    )
+    print(f"medians of {repeats} calls, the worker counts in turn; cores: {os.cpu_count()}")
+    print("| workers | wall s | CPU s (workers included) | wall speed-up | CPU / workers=1 |")
+    print("| ---: | ---: | ---: | ---: | ---: |")
+    for w in counts:
+        print(
+            f"| {w} | {wall[w]:.2f} | {cpu[w]:.2f} | {wall[1] / wall[w]:.2f}x "
+            f"| {cpu[w] / cpu[1]:.2f}x |"
+        )
+    scale = ", ".join(f"{w}: {wall[1] / t:.2f}x" for w, t in wall.items())
+    print(f"workers scaling (workers=1 time / workers=N time): {scale}; {_load()}")
+    split = ", ".join(f"{w}: {(c / cpu[1] - 1) * 100:+.0f} %" for w, c in cpu.items() if w > 1)
+    print(
+        f"CPU overhead of the split (total CPU of workers=N over workers=1): {split} (on a "
+        "busy machine the wall-time scaling is the share of the cores this job got; "
+        "this is the work)"
+    )
+    half = sorted(control)[len(control) // 2]
+    print(
+        f"control: two independent processes reading half the runs each at once spent "
+        f"{half:.2f} s CPU on the reading ({(half / cpu[1] - 1) * 100:+.0f} % over one "
+        f"process reading all): that much of workers=2's is the machine, not the split"
+    )
+    print(f"workers=2 vs workers=1 wall ratio: {wall[1] / wall[2]:.2f}x; {_load()}")
+    return wall, cpu
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--runs", type=int, default=200)
@@ -212,13 +304,18 @@ def main() -> None:
     p.add_argument("--quick", action="store_true", help="24 runs x 200 steps (a smoke test)")
     p.add_argument("--tb-runs", type=int, default=None, help="time TensorBoard on these many runs")
     p.add_argument("--dir", default=None, help="build the folder here (kept); default: a temp one")
+    p.add_argument(
+        "--scaling",
+        action="store_true",
+        help="only read_scalars with workers 1, 2, 4: wall and CPU, the 1-vs-2 wall ratio",
+    )
+    p.add_argument("--repeats", type=int, default=3, help="calls per worker count (median)")
     ns = p.parse_args()
     if ns.full:
         ns.runs, ns.steps = 1000, 10_000
     if ns.quick:
-        ns.runs, ns.steps = 24, 200
+        ns.runs, ns.steps, ns.repeats = 24, 200, 1
     tb_n = ns.runs if ns.tb_runs is None else min(ns.tb_runs, ns.runs)
-    import aoff
 
     base = Path(ns.dir) if ns.dir else Path(tempfile.mkdtemp(prefix="aoff-scale-"))
     try:
@@ -230,6 +327,11 @@ def main() -> None:
             f"{ns.runs:,} runs x {ns.steps:,} steps x {len(TAGS)} tags: {size / 1e6:,.1f} MB of "
             f"event files, built in {time.perf_counter() - t0:.1f} s; {_load()}"
         )
+        for f in root.rglob("*tfevents*"):  # the folder into the page cache, for every reader
+            f.read_bytes()
+        if ns.scaling:
+            scaling(root, ns.runs * ns.steps, ns.repeats)
+            return
         print(f"cores: {os.cpu_count()}; TensorBoard timed on {tb_n:,} runs")
         print(
             "| what | aoff s | aoff ms/run | TensorBoard s | TensorBoard ms/run "
@@ -248,9 +350,6 @@ def main() -> None:
                 f"{tper / per:.1f}x | {_load()} |"
             )
 
-        # the folder into the page cache once, for every reader
-        for f in root.rglob("*tfevents*"):
-            f.read_bytes()
         tb_ls_s, tb_kept = tb_ls(root, tb_n)
         cold, out = _aoff("ls", str(root), "--where", FILTER, "--json")
         kept = len(json.loads(out))
@@ -268,32 +367,11 @@ def main() -> None:
             print(f"ls --where kept {kept} runs (TensorBoard's way, on {tb_n}: {tb_kept})")
 
         tb_tag_s, tb_points = tb_tag(root, tb_n)
-        times: dict[int, float] = {}
-        frames = {}
-        cpu: dict[int, float] = {}
-        for workers in sorted({1, 2, os.cpu_count() or 1}):
-            aoff.read_scalars(root / ENVS[0] / f"{ENVS[0]}-seed0000", tags=[TAGS[0]])  # imports
-            c0 = _cpu()
-            t0 = time.perf_counter()
-            frames[workers] = aoff.read_scalars(root, tags=[TAGS[0]], workers=workers)
-            times[workers] = time.perf_counter() - t0
-            cpu[workers] = _cpu() - c0
-            row(f"read_scalars of one tag, workers={workers}", times[workers], tb_tag_s)
-        one = frames[1]
-        for workers, df in frames.items():
-            if not df.equals(one):
-                raise SystemExit(f"workers={workers} gave another table than workers=1")
-        if len(one) != ns.runs * ns.steps:
-            raise SystemExit(f"read_scalars gave {len(one)} points, not {ns.runs * ns.steps}")
         if tb_points != tb_n * ns.steps:
             raise SystemExit(f"EventAccumulator gave {tb_points} points, not {tb_n * ns.steps}")
-        scaling = ", ".join(f"{w}: {times[1] / t:.2f}x" for w, t in times.items())
-        print(f"workers scaling (workers=1 time / workers=N time): {scaling}; {_load()}")
-        spent = ", ".join(f"{w}: {c:.2f} s" for w, c in cpu.items())
-        print(
-            f"CPU time of read_scalars, its workers included: {spent} (on a busy machine "
-            "the wall-time scaling is the share of the cores this job got; this is the work)"
-        )
+        times, _ = scaling(root, ns.runs * ns.steps, ns.repeats)
+        for workers, took in times.items():
+            row(f"read_scalars of one tag, workers={workers}", took, tb_tag_s)
 
         took, out = _aoff("compare", str(root), "--metric", TAGS[0], "--json", "--reps", "2000")
         groups = json.loads(out)["groups"]

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import aoff
-from aoff._runfolder.reading._scalarpool import check_workers
+from aoff._runfolder.reading._scalarpool import check_workers, deal
 
 from .tbruns import write_cleanrl_runs
 
@@ -77,8 +77,18 @@ def test_a_reader_with_workers_reads_what_was_appended_as_one_does(tmp_path: Pat
         two.read()
     for w in writers:
         w.close()
-    with (
-        aoff.ScalarReader([runs[0], tmp_path / "gone"], workers=2) as missing,
-        pytest.raises(FileNotFoundError, match="gone"),
-    ):
-        missing.read()
+    for gone in ([runs[0], tmp_path / "gone"], [tmp_path / "gone", tmp_path / "gone2"]):
+        # the missing run read by the worker, then by the caller's own share
+        with (
+            aoff.ScalarReader(gone, workers=2) as missing,
+            pytest.raises(FileNotFoundError, match="gone"),
+        ):
+            missing.read()
+
+
+def test_runs_are_dealt_by_bytes() -> None:
+    """Shares of about equal bytes (the heaviest first, to the lightest share), not of
+    equal counts; each share in the runs' order."""
+    assert deal([100, 1, 1, 1, 1, 96], 2) == [[0], [1, 2, 3, 4, 5]]  # 100 bytes each
+    assert deal([5, 5, 5], 2) == [[0, 2], [1]]
+    assert deal([1], 4) == [[0]]

@@ -292,6 +292,22 @@ def test_every_help_says_each_default_once(capsys: pytest.CaptureFixture[str]) -
             assert "resamples (from 2000 to 1,000,000) (default: 2000)" in text  # added once
 
 
+def test_ls_loads_only_its_own_arguments(tmp_path: Path) -> None:
+    """``aoff ls`` builds only its own sub-parser: compare's statistics, the demo and
+    attach are not imported (a part of every warm ``ls --where``'s cost)."""
+    import subprocess
+
+    code = (
+        "import sys, aoff.__main__ as m\n"
+        "m.main(['ls', sys.argv[1]])\n"
+        "print([n for n in ('_compare', '_demo', '_attach') if 'aoff._cli.' + n in sys.modules])"
+    )
+    got = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True
+    )
+    assert got.stdout == "[]\n" and "no run folders" in got.stderr, got
+
+
 def test_show_says_env_steps_only_for_a_run_that_logged_them(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -13,10 +13,6 @@ from ._core._records import Record, RunConfig, StepRecord, TextRecord, WriterRec
 from ._core._report import FinishReport
 from ._core._view import RunView
 from ._core._warning import AoffWarning
-from ._display._api import Display, NullDisplay
-from ._faces._async import AsyncOffPolicyLogger
-from ._faces._remote import RemoteLogger, RemoteReport
-from ._faces._sync import OffPolicyLogger
 
 if TYPE_CHECKING:
     from ._backends._csv import CsvBackend
@@ -25,13 +21,24 @@ if TYPE_CHECKING:
     from ._backends._tensorboard import TensorBoardBackend
     from ._backends._trackio import TrackioBackend
     from ._backends._wandb import WandbBackend
+    from ._display._api import Display, NullDisplay
     from ._display._dashboard import Dashboard
+    from ._faces._async import AsyncOffPolicyLogger
     from ._faces._asyncgroup import AsyncRunGroup
     from ._faces._group import RunGroup
+    from ._faces._remote import RemoteLogger, RemoteReport
+    from ._faces._sync import OffPolicyLogger
     from ._runfolder.reading._scalars import ScalarReader, read_scalars
 
 # backends are imported on first use: TensorBoard's protobufs and wandb are slow imports
 _LAZY = {
+    # the loggers and their display: what `aoff ls` and the other commands never use
+    "OffPolicyLogger": "._faces._sync",
+    "AsyncOffPolicyLogger": "._faces._async",
+    "RemoteLogger": "._faces._remote",
+    "RemoteReport": "._faces._remote",
+    "Display": "._display._api",
+    "NullDisplay": "._display._api",
     "TensorBoardBackend": "._backends._tensorboard",
     "CsvBackend": "._backends._csv",
     "JsonlBackend": "._backends._jsonl",
@@ -98,12 +105,8 @@ __all__ = [
 
 # public classes show their public home (as anyio does)
 for _obj in (
-    AsyncOffPolicyLogger,
     Backend,
     BackendContext,
-    Display,
-    NullDisplay,
-    OffPolicyLogger,
     RunConfig,
     RunView,
     StepRecord,

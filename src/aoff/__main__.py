@@ -122,22 +122,35 @@ _COMMANDS = (
 )
 
 
-def _parser() -> argparse.ArgumentParser:
-    from ._cli._attach import add_attach_arguments
-    from ._cli._compare import add_compare_arguments
-    from ._cli._demo import add_arguments
-    from ._cli._export import add_export_arguments
-    from ._cli._show import add_ls_arguments, add_show_arguments
+#: each command's own arguments: the module and function that add them (``sweep-shm``
+#: takes none), imported only for the command run: ``aoff ls`` does not load compare's
+#: statistics or the demo's simulator
+_ARGUMENTS = {
+    "demo": ("._cli._demo", "add_arguments"),
+    "attach": ("._cli._attach", "add_attach_arguments"),
+    "show": ("._cli._show", "add_show_arguments"),
+    "ls": ("._cli._show", "add_ls_arguments"),
+    "compare": ("._cli._compare", "add_compare_arguments"),
+    "export": ("._cli._export", "add_export_arguments"),
+}
 
-    #: each command's own arguments (``sweep-shm`` takes none)
-    arguments: dict[str, Callable[[argparse.ArgumentParser], object]] = {
-        "demo": add_arguments,
-        "attach": add_attach_arguments,
-        "show": add_show_arguments,
-        "ls": add_ls_arguments,
-        "compare": add_compare_arguments,
-        "export": add_export_arguments,
-    }
+
+def _arguments(name: str) -> Callable[[argparse.ArgumentParser], object] | None:
+    import importlib
+
+    where = _ARGUMENTS.get(name)
+    if where is None:
+        return None
+    add: Callable[[argparse.ArgumentParser], object] = getattr(
+        importlib.import_module(where[0], __package__), where[1]
+    )
+    return add
+
+
+def _parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with ``command``, only that command's arguments are added (the others
+    are listed by name and help, which is all ``aoff --help`` shows of them); without,
+    every command's."""
     fmt = _Defaults  # every --help lists the defaults, once
     p = _Parser(
         prog="aoff",
@@ -146,22 +159,22 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"aoff {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    for command in _COMMANDS:
+    for cmd in _COMMANDS:
         parser = sub.add_parser(
-            command.name,
-            formatter_class=fmt,
-            help=command.help,
-            description=command.description,
+            cmd.name, formatter_class=fmt, help=cmd.help, description=cmd.description
         )
-        add = arguments.get(command.name)
+        add = _arguments(cmd.name) if command in (None, cmd.name) else None
         if add is not None:
             add(parser)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = _parser()
-    ns = p.parse_args(argv)
+    args = sys.argv[1:] if argv is None else list(argv)
+    # the command is the first argument (the only options before it, --help and
+    # --version, end the program): only its arguments are needed ("": none's)
+    p = _parser(args[0] if args else "")
+    ns = p.parse_args(args)
     try:
         if ns.command in ("show", "ls", "compare", "export"):
             try:

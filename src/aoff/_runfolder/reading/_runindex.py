@@ -25,6 +25,7 @@ file that is not an index (damaged, another version) is ignored and rebuilt.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import struct
@@ -55,7 +56,7 @@ INDEX_NAME = ".aoff-index.msgpack"
 #: the entries runs append at their finish, folded into the index by its next reader
 JOURNAL_NAME = ".aoff-index.journal"
 FORMAT = "aoff.run-index"
-VERSION = 1
+VERSION = 2
 #: a file or folder changed this recently when indexed is checked again next time
 RACY_NS = 2_000_000_000
 #: how many folders above a finished run are looked at for an index to update
@@ -97,6 +98,7 @@ class Damaged(Exception):
 
 _decoder = msgspec.msgpack.Decoder(_File)
 _journal_decoder = msgspec.msgpack.Decoder(tuple[str, _Entry])
+_field_decoder = msgspec.msgpack.Decoder()
 _encoder = msgspec.msgpack.Encoder()
 _SHAPES: dict[str, type] = {"tags": list, "config": dict, "summary": dict, "last": dict}
 
@@ -121,7 +123,7 @@ class Fields(Mapping[str, Any]):
         if shape is None:
             return default
         try:
-            got = msgspec.msgpack.decode(getattr(self._entry, key))
+            got = _field_decoder.decode(getattr(self._entry, key))
         except msgspec.DecodeError as exc:
             raise Damaged(f"{key}: {exc}") from exc
         if not isinstance(got, shape):
@@ -214,13 +216,20 @@ def _unchanged(path: str, entry: _Entry) -> bool:
         return not entry.sig
     now: list[int] = []
     prefix = path + os.sep
+    stat = os.stat
     try:
         for name in entry.names.split("\0"):
-            st = os.stat(prefix + name)
+            st = stat(prefix + name)
             now += (st.st_size, st.st_mtime_ns)
     except OSError:
         return False
-    return struct.pack(f"<{len(now)}q", *now) == entry.sig
+    return _packer(len(now)).pack(*now) == entry.sig
+
+
+@functools.cache
+def _packer(n: int) -> struct.Struct:
+    """The packing of ``n`` int64s (a run's files' sizes and mtimes), made once per ``n``."""
+    return struct.Struct(f"<{n}q")
 
 
 def _packed(value: object) -> msgspec.Raw:
@@ -317,8 +326,12 @@ class RunIndex:
         if dirs.keys() != self._dirs.keys() or runs.keys() != self._runs.keys():
             self.changed = True
         self._dirs, self._runs = dirs, runs
-        named = sorted((os.path.join(root, rel), rel) for rel in runs)
-        return [(path, Fields(rel.replace(sep, "/"), runs[rel])) for path, rel in named]
+        # os.path.join(root, rel) for each, at the cost of one join; the order is the
+        # joined paths' (one prefix)
+        prefix = os.path.join(root, "")
+        if sep == "/":
+            return [(prefix + rel, Fields(rel, runs[rel])) for rel in sorted(runs)]
+        return [(prefix + rel, Fields(rel.replace(sep, "/"), runs[rel])) for rel in sorted(runs)]
 
     def _reread(
         self, path: str, rel: str, mtime: int, now: int, skipped: list[str] | None

@@ -136,7 +136,8 @@ class ScalarReader:
         self._states: list[RunState] = []
         self._pending: list[str] = []
         if n > 1 and len(self._runs) > 1:
-            self._pool = Workers(_Share, [r.path for r in self._runs], wanted, n)
+            names = [r.path for r in self._runs]
+            self._pool = Workers(_Share, names, wanted, n, [_bytes_under(p) for p in names])
 
     def close(self) -> None:
         """End the worker processes (``workers > 1``); a later :meth:`read` raises."""
@@ -293,6 +294,24 @@ class _Share:
             reader._said_notes.update(said)
             out.append(_state_of(run, parts, said + reader._new_problems(run)))
         return out
+
+
+def _bytes_under(path: str) -> int:
+    """The bytes of the files at or under ``path`` (0 for what cannot be listed): the
+    work of reading a run, to deal the runs out to workers by."""
+    try:
+        if not os.path.isdir(path):
+            return os.path.getsize(path)
+        total = 0
+        for folder, _, names in os.walk(path):
+            for name in names:
+                try:
+                    total += os.path.getsize(os.path.join(folder, name))
+                except OSError:
+                    continue  # gone since it was listed
+        return total
+    except OSError:
+        return 0
 
 
 def _runs_named(

@@ -27,6 +27,7 @@ the value is ``true``.
 from __future__ import annotations
 
 import math
+import operator
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -151,6 +152,9 @@ def _kind(v: Any) -> str:
 
 
 def _equal(a: Any, b: Any) -> bool:
+    t = type(a)
+    if t is type(b) and (t is str or t is int):  # the common case, decided at once
+        return bool(a == b)
     ka = _kind(a)
     if ka != _kind(b):
         return False
@@ -159,7 +163,18 @@ def _equal(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
+_ORDER: dict[str, Callable[[Any, Any], bool]] = {
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
+
+
 def _ordered(op: str, a: Any, b: Any) -> bool:
+    t = type(a)
+    if t is type(b) and (t is int or t is str):  # no NaN, no mixed kinds: at once
+        return _ORDER[op](a, b)
     ka = _kind(a)
     if ka not in ("num", "str") or ka != _kind(b):
         return False
@@ -251,6 +266,9 @@ class _Parser:
             parts.append(self._not())
         if len(parts) == 1:
             return parts[0]
+        if len(parts) == 2:  # the common case, without a generator per run
+            first, second = parts
+            return lambda r: first(r) and second(r)
         return lambda r: all(p(r) for p in parts)
 
     def _not(self) -> Node:
