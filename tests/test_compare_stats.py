@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
+from importlib.util import find_spec
 from typing import Any
 
 import numpy as np
@@ -18,10 +20,18 @@ from aoff._cli._stats import (
     score_run,
 )
 
-metrics = pytest.importorskip("rliable.metrics")
+# rliable (and SciPy and arch under it) is imported by the tests, not at collection:
+# every xdist worker collects every module, and only the one that runs these needs it
+pytestmark = pytest.mark.skipif(find_spec("rliable") is None, reason="needs rliable (dev)")
 
 
-def _rliable_library() -> object:
+def metrics() -> Any:
+    """``rliable.metrics``."""
+    return importlib.import_module("rliable.metrics")
+
+
+@functools.cache
+def rly() -> Any:
     """``rliable.library``; its bootstrap comes from ``arch``, whose 7.x calls pandas'
     ``deprecate_kwarg`` without the warning class pandas 3 asks for first: that one call
     is given ``FutureWarning`` so rliable's own code runs unchanged. Pandas 2 (which
@@ -47,21 +57,18 @@ def _rliable_library() -> object:
     return library
 
 
-rly: Any = _rliable_library()
-
-
 @pytest.mark.filterwarnings("ignore:random_state is deprecated:FutureWarning")
 @pytest.mark.parametrize("n", [3, 10])
 def test_iqm_and_interval_match_rliable(n: int) -> None:
     rng = np.random.default_rng(n)
     scores = rng.normal(100.0, 30.0, size=n)
     ours = final_stats(scores, reps=4000, seed=1)
-    assert ours.iqm == pytest.approx(float(metrics.aggregate_iqm(scores[:, None])), rel=1e-12)
+    assert ours.iqm == pytest.approx(float(metrics().aggregate_iqm(scores[:, None])), rel=1e-12)
     assert ours.mean == pytest.approx(scores.mean())
     assert ours.median == pytest.approx(np.median(scores))
-    points, intervals = rly.get_interval_estimates(
+    points, intervals = rly().get_interval_estimates(
         {"a": scores[:, None]},
-        lambda x: np.array([metrics.aggregate_iqm(x)]),
+        lambda x: np.array([metrics().aggregate_iqm(x)]),
         reps=4000,
         random_state=np.random.RandomState(2),
     )
@@ -85,7 +92,7 @@ def test_probability_of_improvement_matches_rliable() -> None:
     x = rng.normal(1.0, 1.0, 5).round(1)
     y = rng.normal(0.5, 1.0, 4).round(1)
     y[0] = x[0]  # a tie counts one half
-    want = float(metrics.probability_of_improvement(x[:, None], y[:, None]))
+    want = float(metrics().probability_of_improvement(x[:, None], y[:, None]))
     assert probability_of_improvement(x, y) == pytest.approx(want)
     assert probability_of_improvement(y, x) == pytest.approx(1.0 - want)
 
@@ -140,7 +147,7 @@ def test_curve_spans_every_run_over_the_runs_that_cover_each_step() -> None:
     for j, step in enumerate(c.steps):
         over = [np.interp(step, s, v) for s, v in runs if s[0] <= step <= s[-1]]
         assert c.runs[j] == len(over)
-        want = float(metrics.aggregate_iqm(np.array(over)[:, None]))
+        want = float(metrics().aggregate_iqm(np.array(over)[:, None]))
         assert c.iqm[j] == pytest.approx(want)
         assert c.lo[j] <= c.iqm[j] <= c.hi[j]
     # disjoint runs: a step no run covers is a gap (NaN, over 0 runs), never made up

@@ -113,7 +113,7 @@ def async_logger(log_dir: Path, **kw: object) -> AsyncOffPolicyLogger:
 
 
 # -- disk full -------------------------------------------------------------------------------
-DISK_FULL_STEPS = 2000
+DISK_FULL_STEPS = 500  # 64 KiB holds ~90 of them: lost in both files, many batches kept
 DISK_FULL_CHILD = textwrap.dedent(
     """
     import json, resource, signal, sys

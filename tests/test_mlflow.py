@@ -6,9 +6,11 @@ mlflow-skinny has no SQL store, and MLflow 3 refuses the file store unless
 
 from __future__ import annotations
 
+import importlib
 import math
 import pickle
 from collections.abc import Sequence
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +23,14 @@ from aoff._core._config import HParams
 from aoff._core._records import RunConfig, StepRecord
 from aoff._pump._options import Options
 
-mlflow_tracking = pytest.importorskip("mlflow.tracking")
+pytestmark = pytest.mark.skipif(find_spec("mlflow") is None, reason="needs aoff[mlflow]")
+
+
+def tracking() -> Any:
+    """``mlflow.tracking``, imported by the tests that use it: every xdist worker collects
+    every module, and only the one that runs these needs MLflow."""
+    return importlib.import_module("mlflow.tracking")
+
 
 TAGS = [f"train/m{j}" for j in range(7)]
 
@@ -46,7 +55,7 @@ def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 def client(uri: str) -> Any:
-    return mlflow_tracking.MlflowClient(tracking_uri=uri)
+    return tracking().MlflowClient(tracking_uri=uri)
 
 
 def history(uri: str, run_id: str, key: str) -> list[tuple[int, float]]:
@@ -59,13 +68,13 @@ async def test_batches_within_limits_params_and_a_retry_that_duplicates_nothing(
     store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: list[int] = []
-    real = mlflow_tracking.MlflowClient.log_batch
+    real = tracking().MlflowClient.log_batch
 
     def spy(self: Any, run_id: str, metrics: Sequence[Any] = (), **kw: Any) -> Any:
         calls.append(len(metrics) + len(kw.get("params", ())) + len(kw.get("tags", ())))
         return real(self, run_id, metrics=metrics, **kw)
 
-    monkeypatch.setattr(mlflow_tracking.MlflowClient, "log_batch", spy)
+    monkeypatch.setattr(tracking().MlflowClient, "log_batch", spy)
     backend = MlflowBackend(
         tracking_uri=store, experiment="sac", dir=tmp_path / "run", tags={"team": "rl"}
     )

@@ -34,6 +34,8 @@ from tests.conftest import read_jsonl, read_tensorboard
 
 ray = pytest.importorskip("ray")
 
+pytestmark = pytest.mark.cluster
+
 STEPS = 1000
 
 
@@ -56,7 +58,8 @@ def two_nodes() -> Iterator[Any]:
     # Ray's node installs its own SIGINT/SIGTERM handlers in this process and leaves
     # them: a later test of aoff's signal handling in the same worker would meet them
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    # no dashboard: nothing here reads it, and it is one more process to start
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
     try:
         c.add_node(num_cpus=1, resources={"far": 3})
         ray.init(address=c.address, logging_level="warning", log_to_driver=False)

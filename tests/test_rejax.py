@@ -11,6 +11,7 @@ truncated``).
 
 from __future__ import annotations
 
+import importlib.util
 import io
 from contextlib import redirect_stdout
 from pathlib import Path
@@ -18,19 +19,16 @@ from typing import Any
 
 import pytest
 
-jax = pytest.importorskip("jax")
-rejax = pytest.importorskip("rejax")
-gymnax = pytest.importorskip("gymnax")
+from aoff.__main__ import main as aoff_main
 
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-from rejax.evaluate import evaluate  # noqa: E402
+from .conftest import read_tensorboard
 
-import aoff  # noqa: E402
-import aoff.jax  # noqa: E402
-from aoff.__main__ import main as aoff_main  # noqa: E402
-
-from .conftest import read_tensorboard  # noqa: E402
+# JAX, rejax and gymnax are imported by the tests that use them: every xdist worker
+# collects every module, and only the one that runs these needs them
+pytestmark = pytest.mark.skipif(
+    any(importlib.util.find_spec(m) is None for m in ("jax", "rejax", "gymnax")),
+    reason="needs jax, rejax and gymnax (aoff[jax] and the dev extra)",
+)
 
 SEEDS = 8
 
@@ -47,11 +45,19 @@ class FiveTuple:
         return getattr(self._env, name)
 
     def step(self, key: Any, state: Any, action: Any, params: Any = None) -> Any:
+        import jax.numpy as jnp
+
         obs, state, reward, terminated, truncated, info = self._env.step(key, state, action, params)
         return obs, state, reward, jnp.logical_or(terminated, truncated), info
 
 
 def _algo(cls: Any, **kw: Any) -> Any:
+    import gymnax
+    import jax.numpy as jnp
+    from rejax.evaluate import evaluate
+
+    import aoff.jax
+
     env, params = gymnax.make("CartPole-v1")
     algo = cls.create(env=FiveTuple(env), env_params=params, **kw)
 
@@ -81,6 +87,12 @@ CASES = {
 @pytest.mark.slow  # one rejax compilation each (tens of seconds on a busy 2-core machine)
 @pytest.mark.parametrize("name", list(CASES))
 def test_rejax_seeds_become_runs_bit_equal(tmp_path: Path, name: str) -> None:
+    import jax
+    import numpy as np
+    import rejax
+
+    import aoff.jax
+
     cls_name, kw = CASES[name]
     algo = _algo(getattr(rejax, cls_name), **kw)
     keys = jax.random.split(jax.random.PRNGKey(0), SEEDS)

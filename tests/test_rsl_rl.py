@@ -14,13 +14,12 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from rsl_rl.runners import OnPolicyRunner
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from aoff.rsl_rl import LogWriter, env_config, track_episodes
-
 from .gifs import gif_frames
-from .rsl_rl_env import BatchedPendulum, train_cfg
+
+# rsl_rl (and aoff.rsl_rl, which imports it) is imported by the tests that use it: every
+# xdist worker collects every module, and only the one that runs these needs it
 
 #: scalars that are clocks (their values differ run to run) and tags whose *step* is one
 _TIMED_VALUES = ("Perf/total_fps", "Perf/collection_time", "Perf/learning_time")
@@ -28,6 +27,12 @@ _TIMED_STEPS = ("Train/mean_reward/time", "Train/mean_episode_length/time")
 
 
 def train(log_dir: Path, logger: Any, iterations: int = 2, track: bool = False) -> None:
+    from rsl_rl.runners import OnPolicyRunner
+
+    from aoff.rsl_rl import track_episodes
+
+    from .rsl_rl_env import BatchedPendulum, train_cfg
+
     torch.manual_seed(0)
     runner = OnPolicyRunner(BatchedPendulum(256), train_cfg(logger), log_dir=str(log_dir))
     if track:
@@ -38,6 +43,12 @@ def train(log_dir: Path, logger: Any, iterations: int = 2, track: bool = False) 
 
 
 def test_track_episodes_needs_aoff_s_writer_and_no_rnd(tmp_path: Path) -> None:
+    from rsl_rl.runners import OnPolicyRunner
+
+    from aoff.rsl_rl import track_episodes
+
+    from .rsl_rl_env import BatchedPendulum, train_cfg
+
     torch.manual_seed(0)
     cfg = train_cfg("tensorboard")
     runner = OnPolicyRunner(BatchedPendulum(8), cfg, log_dir=str(tmp_path))
@@ -115,6 +126,8 @@ def test_on_policy_runner_through_rsl_rl_and_aoff_reads_back_the_same(tmp_path: 
 
 
 def test_env_config_takes_each_shape_rsl_rl_hands_over() -> None:
+    from aoff.rsl_rl import env_config
+
     @dataclasses.dataclass
     class Cfg:
         episode_length_s: float = 20.0
@@ -135,6 +148,8 @@ def test_env_config_takes_each_shape_rsl_rl_hands_over() -> None:
 
 def test_a_writer_is_rsl_rl_s_log_writer_and_stop_finishes(tmp_path: Path) -> None:
     from rsl_rl.utils.log_writer import LogWriter as RslLogWriter
+
+    from aoff.rsl_rl import LogWriter
 
     w = LogWriter(str(tmp_path), dashboard=False, pump="thread")
     assert isinstance(w, RslLogWriter)
@@ -157,6 +172,7 @@ def test_a_mean_over_no_episode_is_not_written_nor_counted_bad(tmp_path: Path) -
     from aoff._adapters._rsl_rl import _IterationMeans, _Mean, _Window
     from aoff._core import _events as ev
     from aoff._core._pending import PendingEvent
+    from aoff.rsl_rl import LogWriter
     from aoff.torch import EpisodeStats
 
     stats = EpisodeStats(4)

@@ -44,17 +44,37 @@ TRAIN = textwrap.dedent(
 )
 
 
-def trackio_cli(env: dict[str, str], *args: str, project: str = "aoff-test") -> Any:
-    cli = os.path.join(os.path.dirname(sys.executable), "trackio")
+CLI = textwrap.dedent(
+    """
+    import contextlib, io, json, sys
+    from trackio.cli import main  # what the trackio command runs
+
+    answers = []
+    for argv in json.loads(sys.argv[1]):
+        sys.argv = ["trackio", *argv]
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            main()
+        answers.append(json.loads(out.getvalue()))
+    print(json.dumps(answers))
+    """
+)
+
+
+def trackio_cli(env: dict[str, str], *queries: tuple[str, ...]) -> list[Any]:
+    """What ``trackio <query...> --json`` prints, for each query (its argv, with
+    ``--project``): trackio's own command line, one process for them all (each trackio
+    command pays trackio's import, ~1 s)."""
+    argvs = [[*q, "--json"] for q in queries]
     got = subprocess.run(
-        [cli, *args, "--project", project, "--json"],
+        [sys.executable, "-c", CLI, json.dumps(argvs)],
         env=env,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=120,
     )
     assert got.returncode == 0, got.stderr
-    return json.loads(got.stdout)
+    answers: list[Any] = json.loads(got.stdout.splitlines()[-1])
+    return answers
 
 
 def test_a_run_lands_in_trackios_local_store(tmp_path: Path) -> None:
@@ -72,9 +92,14 @@ def test_a_run_lands_in_trackios_local_store(tmp_path: Path) -> None:
     assert name == "sac-1"
     assert config["lr"] == 0.001 and config["algo"] == "SAC"
 
-    loss = trackio_cli(env, "get", "metric", "--run", "sac-1", "--metric", "train/loss")
+    on = ("--project", "aoff-test", "--run", "sac-1")
+    loss, at5 = trackio_cli(
+        env,
+        ("get", "metric", *on, "--metric", "train/loss"),
+        ("get", "snapshot", *on, "--step", "5"),
+    )
     assert [(v["step"], v["value"]) for v in loss["values"]] == [(i, 1.0 / i) for i in range(1, 6)]
-    at5 = trackio_cli(env, "get", "snapshot", "--run", "sac-1", "--step", "5")["metrics"]
+    at5 = at5["metrics"]
     assert at5["q"][0]["value"]["_type"] == "trackio.histogram"
     for key, kind in (("img", "trackio.image"), ("vid", "trackio.video")):
         [value] = at5[key]
@@ -159,30 +184,29 @@ def test_trackio_gets_only_the_users_config_against_direct_trackio_calls(tmp_pat
         return {k: v for k, v in c.items() if not k.startswith("_")}  # trackio's own
 
     assert user_keys(ours) == user_keys(theirs) == {"algo": "SAC", "lr": 0.001}
-    loss = {
-        p: trackio_cli(env, "get", "metric", "--run", "r", "--metric", "train/loss", project=p)
-        for p in ("through-aoff", "direct")
-    }
-    ours_points, theirs_points = (
-        [(v["step"], v["value"]) for v in loss[p]["values"]] for p in ("through-aoff", "direct")
-    )
-    assert ours_points == theirs_points == [(i, 1.0 / i) for i in range(1, 6)]
-    metrics = {
-        p: trackio_cli(env, "list", "metrics", "--run", "r", project=p)["metrics"]
-        for p in ("through-aoff", "direct")
-    }
+    projects = ("through-aoff", "direct")
+    shown = ("train/loss", "timing/learner_train_ms", "perf/iter_ms", "axis/grad_steps")
+    queries: list[tuple[str, ...]] = [
+        ("list", "metrics", "--project", p, "--run", "r") for p in projects
+    ]
+    queries += [
+        ("get", "metric", "--project", p, "--run", "r", "--metric", m)
+        for m in shown
+        for p in projects
+    ]
+    answers = trackio_cli(env, *queries)
+    listed, answers = answers[: len(projects)], answers[len(projects) :]
+    metrics = dict(zip(projects, (a["metrics"] for a in listed), strict=True))
     assert sorted(metrics["through-aoff"]) == sorted(metrics["direct"]), metrics
-    for metric in ("timing/learner_train_ms", "perf/iter_ms", "axis/grad_steps"):
-        got = {
-            p: [
-                (v["step"], v["value"])
-                for v in trackio_cli(
-                    env, "get", "metric", "--run", "r", "--metric", metric, project=p
-                )["values"]
-            ]
-            for p in ("through-aoff", "direct")
-        }
-        assert got["through-aoff"] == got["direct"] != [], (metric, got)
+    points = {
+        (m, p): [(v["step"], v["value"]) for v in answer["values"]]
+        for (m, p), answer in zip(((m, p) for m in shown for p in projects), answers, strict=True)
+    }
+    loss = [(i, 1.0 / i) for i in range(1, 6)]
+    assert points["train/loss", "through-aoff"] == points["train/loss", "direct"] == loss
+    for metric in shown[1:]:
+        ours, theirs = points[metric, "through-aoff"], points[metric, "direct"]
+        assert ours == theirs != [], (metric, ours, theirs)
 
 
 HPARAMS = textwrap.dedent(
@@ -225,8 +249,8 @@ def test_add_hparams_reaches_trackios_config_and_its_metrics_keep_their_names(
     assert "late" not in config  # trackio fixes the config at the first point: said
     said = " ".join((got.stdout + got.stderr).split())  # the display wraps its lines
     assert said.count("trackio keeps a run's config as of its first point: late") == 1, said
-    for metric, step, value in (("hparam/return", 0, 90.0), ("hparam/late", 0, 1.0)):
-        out = trackio_cli(
-            env, "get", "metric", "--run", "r", "--metric", metric, project="through-aoff"
-        )
+    want = (("hparam/return", 0, 90.0), ("hparam/late", 0, 1.0))
+    on = ("--project", "through-aoff", "--run", "r")
+    outs = trackio_cli(env, *(("get", "metric", *on, "--metric", m) for m, _, _ in want))
+    for (metric, step, value), out in zip(want, outs, strict=True):
         assert [(v["step"], v["value"]) for v in out["values"]] == [(step, value)], metric
