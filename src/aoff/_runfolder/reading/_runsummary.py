@@ -36,13 +36,15 @@ def load_summary(run_dir: str, *, live: bool) -> tuple[str, dict[str, Any]] | No
 
 
 def sessions_state(run_dir: str, *, live: bool) -> str | None:
-    """How a folder several sessions wrote into ended, when every session's summary may
-    stand for its session and they all say the same (``"finished"``); ``None`` when one
-    is missing, left by a killed session, or they differ: the data files, read for the
-    union of their tags, say nothing of it."""
+    """How a run read from its data files ended, from its sessions' summaries when every
+    one says the same (``"finished"``): several sessions wrote into the folder, or a data
+    file was cut since (the summary's numbers no longer stand for the files; how the run
+    ended still does). ``None`` when one is missing, left by a killed session, or they
+    differ: the data files say nothing of it."""
     states = set()
     for path in summary_files(run_dir):
-        content = load_one(run_dir, live=live, name=os.path.basename(path))
+        name = os.path.basename(path)
+        content = load_one(run_dir, live=live, name=name, check_files=False)
         if content is None:
             return None
         states.add(str(content.get("state")))

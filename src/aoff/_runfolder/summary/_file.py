@@ -41,10 +41,14 @@ def summary_name(n: int) -> str:
     return SUMMARY_NAME if n == 1 else f"aoff-summary-{n}.json"
 
 
-def load_summary(run_dir: str, *, live: bool, name: str = SUMMARY_NAME) -> dict[str, Any] | None:
+def load_summary(
+    run_dir: str, *, live: bool, name: str = SUMMARY_NAME, check_files: bool = True
+) -> dict[str, Any] | None:
     """The summary's content when it may stand for the run: finished (or interrupted),
     or still being refreshed by a live run; ``None`` when absent, unreadable or left by
-    a run that was killed (its files go further than it)."""
+    a run that was killed (its files go further than it). ``name``: another session's
+    summary in the folder; ``check_files=False``: also when a data file was cut since
+    (for how the run ended, which the cut does not change)."""
     path = os.path.join(run_dir, name)
     try:
         with open(path, "rb") as f:
@@ -58,7 +62,7 @@ def load_summary(run_dir: str, *, live: bool, name: str = SUMMARY_NAME) -> dict[
     if content.get("state") == "running" and not live:
         return None
     files = content.get("files")
-    if isinstance(files, dict):  # a data file cut since: read the files, say what is lost
+    if check_files and isinstance(files, dict):  # a data file cut since: read the files, say what is lost
         for name, size in files.items():
             try:
                 if os.path.getsize(os.path.join(run_dir, str(name))) < int(size):
