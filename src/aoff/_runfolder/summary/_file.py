@@ -62,10 +62,11 @@ def load_summary(
     if content.get("state") == "running" and not live:
         return None
     files = content.get("files")
-    if check_files and isinstance(files, dict):  # a data file cut since: read the files, say what is lost
-        for name, size in files.items():
+    # a data file cut since: read the files, say what is lost
+    if check_files and isinstance(files, dict):
+        for data_file, size in files.items():
             try:
-                if os.path.getsize(os.path.join(run_dir, str(name))) < int(size):
+                if os.path.getsize(os.path.join(run_dir, str(data_file))) < int(size):
                     return None
             except (OSError, TypeError, ValueError):
                 return None
