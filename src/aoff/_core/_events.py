@@ -49,6 +49,11 @@ MEDIA: Final = 65
 MEDIA_REFUSED: Final = 66  # (key, what): refused at the call (over the media budget)
 #: the hot path's sampled call times (``_cost.py``): made by the recorder, not a call
 COST: Final = 67  # (samples: tuple of ns, span_ns, total_ns)
+#: ``K`` plain steps of one run of a group at once (``_core/_groupbatch.py``): metrics only,
+#: plain floats, one key sequence; made beside the group's pump, never by a call. (walls:
+#: a tuple of ``K`` floats, iterations: ``K`` int64, names: the keys, values: ``K x keys``
+#: float64); folded as columns by ``Folder.apply_block``
+STEP_BLOCK: Final = 68
 
 
 class Kind(NamedTuple):
@@ -109,6 +114,7 @@ KINDS: Final[dict[int, Kind]] = {
     ),
     MEDIA_REFUSED: Kind("log_media (refused)", ("key", "what")),
     COST: Kind("the logger's cost", ("samples", "span_ns", "total_ns")),
+    STEP_BLOCK: Kind("log_step (a group's block)", ("walls", "iterations", "names", "values")),
 }
 #: each kind's fields (``KINDS``' second column), for the readers that want only those
 FIELDS: Final[dict[int, tuple[str, ...]]] = {k: kind.fields for k, kind in KINDS.items()}
@@ -153,4 +159,7 @@ def name_of(event: Event) -> str:
 
 def steps_in(events: list[Event]) -> int:
     """How many of ``events`` are steps (each becomes one record per backend)."""
-    return sum(1 for e in events if e[0] == STEP)
+    return sum(1 if e[0] == STEP else len(e[2]) for e in events if e[0] in _STEPS)
+
+
+_STEPS = frozenset((STEP, STEP_BLOCK))

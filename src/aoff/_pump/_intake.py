@@ -27,6 +27,7 @@ from .._core._events import (
     MEDIA_REFUSED,
     REMOTE,
     STEP,
+    STEP_BLOCK,
     Event,
 )
 from .._core._fold import Folder
@@ -248,6 +249,17 @@ class Intake:
             kind = e[0]
             if kind in _MEDIA_KINDS:
                 self._media_event(e)
+                continue
+            if kind == STEP_BLOCK:  # a group's plain steps (_core/_groupbatch): as columns
+                try:
+                    block = self.folder.apply_block(e)
+                except Exception as exc:  # a bug: said, its steps counted as invalid
+                    self.state.invalid_values += len(e[2])
+                    self.say(f"aoff: could not fold a block of steps: {type(exc).__name__}: {exc}")
+                    continue
+                if block:
+                    records += block
+                    self.last_step = block[-1].step
                 continue
             if kind == REMOTE and type(e[3]) is tuple and e[3][0] in _MEDIA_KINDS:
                 self._media_event(e[3], own=False)  # a producer's: the run's encoder
