@@ -8,6 +8,7 @@ what was logged. Values are converted to floats by the pump, not here.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Final, NamedTuple
 
 # kinds (small ints: compared on every fold)
@@ -157,9 +158,14 @@ def name_of(event: Event) -> str:
     return repr(kind) if known is None else known.name
 
 
-def steps_in(events: list[Event]) -> int:
+def steps_in(events: Iterable[Event]) -> int:
     """How many of ``events`` are steps (each becomes one record per backend)."""
     return sum(1 if e[0] == STEP else len(e[2]) for e in events if e[0] in _STEPS)
 
 
 _STEPS = frozenset((STEP, STEP_BLOCK))
+
+
+def calls_in(events: Iterable[Event]) -> int:
+    """How many calls ``events`` stand for (a group's block: one a step)."""
+    return sum(len(e[2]) if e[0] == STEP_BLOCK else 1 for e in events)

@@ -187,14 +187,14 @@ class Folder:
             self._last_reward_from = None
         return list[Record](records), start + n, start + n
 
-    def apply_block(self, event: ev.Event) -> list[Record]:
+    def apply_block(self, event: ev.Event, *, columns: bool = True) -> list[Record]:
         """Fold a group's block of plain steps (``STEP_BLOCK``, ``_core/_groupbatch.py``):
         as columns where the run fold takes it (``RunFold.take_block``), else step by
         step as the same ``log_step`` events; after the first of them, the rest as
         columns where that first step made it possible (its key sequence checked, the
-        run started)."""
+        run started). ``columns=False``: step by step (the run fold failed)."""
         _, _, walls, its, names, values = event
-        if self._remotes:
+        if self._remotes or not columns:
             return self._block_by_step(walls, its, names, values)
         got = self._runs.take_block(walls, its, names, values, self._producer_total)
         if got is not None:

@@ -251,12 +251,7 @@ class Intake:
                 self._media_event(e)
                 continue
             if kind == STEP_BLOCK:  # a group's plain steps (_core/_groupbatch): as columns
-                try:
-                    block = self.folder.apply_block(e)
-                except Exception as exc:  # a bug: said, its steps counted as invalid
-                    self.state.invalid_values += len(e[2])
-                    self.say(f"aoff: could not fold a block of steps: {type(exc).__name__}: {exc}")
-                    continue
+                block = self._block(e)
                 if block:
                     records += block
                     self.last_step = block[-1].step
@@ -277,6 +272,19 @@ class Intake:
         if folded:
             self._on_change()
         return records
+
+    def _block(self, e: Event) -> list[Record]:
+        """A group's block folded as columns, or step by step once the columns failed
+        (as for a run of regular iterations); a step the per-event fold cannot take is
+        counted and said there, as for any event."""
+        if self._runs:
+            try:
+                return self.folder.apply_block(e)
+            except Exception as exc:  # a bug: the per-event fold takes every step
+                self._runs = False
+                self.say(f"aoff: the run fold failed ({type(exc).__name__}: {exc}); "
+                         "folding event by event")  # fmt: skip
+        return self.folder.apply_block(e, columns=False)
 
     def _offer(self, records: list[Record]) -> None:
         for r in self.runners:
