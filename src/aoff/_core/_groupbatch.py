@@ -7,7 +7,10 @@ a leading axis of one entry per run; a plain number goes to every run), and the 
 into one ``STEP`` event per run (:func:`split_step`) runs beside the group's pump, off the
 training loop. Values stay in their dtype until the split, which turns each column into
 Python numbers with ``tolist()`` (exact: a float32 becomes the float64 of the same value,
-so what the backends write back as float32 is bit for bit the value logged).
+so what the backends write back as float32 is bit for bit the value logged). Plain
+steps in a row (metrics only, floats, one key sequence) are not split into events at all
+(:func:`split_items`): each run gets one block of them as arrays, which its fold takes as
+columns (``Folder.apply_block``), as a run of regular iterations is.
 """
 
 from __future__ import annotations
