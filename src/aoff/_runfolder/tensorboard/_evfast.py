@@ -782,8 +782,10 @@ class FastPath:
             rec, tag, value = rec[keep], tag[keep], value[keep]
         if not len(rec):
             return
-        # by tag, then record (a stable sort keeps a record's values in their order)
-        order = np.argsort(tag * cut + rec, kind="stable")
+        # by tag, then record (stable sorts keep a record's values in their order): by
+        # record first (runs already in order, which a stable sort merges), then by tag
+        order = np.argsort(rec, kind="stable")
+        order = order[_stable_order(tag[order], len(self.tag_names))]
         rec, tag, value = rec[order], tag[order], value[order]
         s, w = steps[rec], walls[rec]
         bounds = [0, *(np.flatnonzero(tag[1:] != tag[:-1]) + 1).tolist(), len(tag)]
@@ -982,6 +984,15 @@ def _distinct(a: _Window, at: Any, length: int) -> tuple[Any, Any]:
     return rows, which
 
 
+def _stable_order(keys: Any, n: int) -> Any:
+    """The stable order of ``keys`` (each in ``range(n)``): as 16-bit numbers where they
+    fit, which NumPy sorts by radix in one pass over them (a 64-bit key's stable sort is
+    a merge sort, ~10x the time)."""
+    if n <= 1 << 16:
+        keys = keys.astype(np.uint16)
+    return np.argsort(keys, kind="stable")
+
+
 def _grouped(keys: Any, n: int) -> list[tuple[int, Any]]:
     """``(key, the positions holding it, in order)`` for each key in ``range(n)`` that
     ``keys`` holds (other keys left out)."""
@@ -989,7 +1000,7 @@ def _grouped(keys: Any, n: int) -> list[tuple[int, Any]]:
     if not inside.all():
         where = np.flatnonzero(inside)
         return [(k, where[sel]) for k, sel in _grouped(keys[where], n)]
-    order = np.argsort(keys, kind="stable")
+    order = _stable_order(keys, n)
     counts = np.bincount(keys, minlength=n)
     out = []
     at = 0
