@@ -380,3 +380,11 @@ def test_bench_scale_prints_each_figure_beside_tensorboard() -> None:
         assert float(rows[what][1]) > 0 and float(rows[what][3]) > 0, out
     assert "workers scaling (workers=1 time / workers=N time): 1: 1.00x, 2: " in out, out
     assert "compare: 4 groups over 24 runs" in out, out
+
+
+def test_bench_groupfold_prints_both_paths_and_their_ratio() -> None:
+    out = _bench(
+        "bench_groupfold.py", "--runs", "2", "--keys", "3", "--steps", "40", "--rounds", "1"
+    )
+    [row] = [ln.split() for ln in out.splitlines() if ln.strip().startswith("0 ")]
+    assert len(row) == 4 and all(float(x) > 0 for x in row[1:]), out

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from aoff._core import _events as ev
-from aoff._core import _fold_columns
+from aoff._core import _fold_columns, _groupbatch
 from aoff._core._fold import Folder
 from aoff._core._records import StepRecord
 from aoff._core._state import State
@@ -45,6 +45,10 @@ def fold(events: Sequence[ev.Event], runs: bool) -> tuple[list[StepRecord], Stat
     out: list[StepRecord] = []
     i, run_at = 0, 0
     while i < len(events):
+        if events[i][0] == ev.STEP_BLOCK:  # a group's block (the intake's own branch)
+            out += folder.apply_block(events[i])
+            i += 1
+            continue
         if runs and i >= run_at and events[i][0] in RUN_KINDS:
             got, end, run_at = folder.apply_run(events, i)
             if got:
@@ -66,10 +70,11 @@ def bits(records: list[StepRecord]) -> list[tuple[object, ...]]:
     ]
 
 
-def same(events: list[ev.Event]) -> list[StepRecord]:
-    """Fold ``events`` both ways: the same records, bytes and state; the records."""
+def same(events: list[ev.Event], blocks: list[ev.Event] | None = None) -> list[StepRecord]:
+    """Fold ``events`` both ways (event by event, and with runs at once, or ``blocks``:
+    the same steps in a group's blocks): the same records, bytes and state; the records."""
     want, s1 = fold(events, runs=False)
-    got, s2 = fold(events, runs=True)
+    got, s2 = fold(events if blocks is None else blocks, runs=True)
     assert bits(got) == bits(want)
     assert encode_records(EventEncoder(), got) == encode_records(EventEncoder(), want)
     assert encode_lines(got) == encode_lines(want)
@@ -191,6 +196,82 @@ def iterations(draw: st.DrawFn) -> list[ev.Event]:
 @given(iterations())
 def test_runs_fold_as_the_per_event_fold_does(events: list[ev.Event]) -> None:
     same(events)
+
+
+@st.composite
+def group_items(draw: st.DrawFn) -> tuple[int, list[Any]]:
+    """A group's queued items: its ``log_step`` calls (each value one a run or one for
+    all; now and then an int, a reward or a step beyond int64; keys that change) with
+    events every run gets between them."""
+    import numpy as np
+
+    runs = draw(st.integers(1, 3))
+    shapes = [tuple(draw(st.lists(KEYS, max_size=3, unique=True))) for _ in range(2)]
+    keys = shapes[0]
+    items: list[Any] = []
+    wall = 1.7e9
+    for i in range(draw(st.integers(0, 30))):
+        wall += 0.5
+        if draw(st.integers(0, 9)) == 0:
+            keys = draw(st.sampled_from(shapes))
+        odd = draw(st.integers(0, 40))
+        if odd == 0:
+            items.append((ev.DONE_RATES, wall, 0.01, draw(FLOATS)))
+        elif odd == 1:
+            items.append((ev.COLLECTOR, wall, draw(st.integers(0, 2**40)), 100, 1.5))
+        elif odd == 2:
+            items.append((ev.EP_LENGTH, wall, 12.0))
+        elif odd == 3:
+            items.append((ev.COLLECTOR_TIMING, wall, {"env_ms": 2.5}))
+        per = {k: np.array([draw(FLOATS) for _ in range(runs)]) for k in keys}
+        if odd == 4 and keys:
+            per[keys[0]] = np.arange(runs)  # ints: the per-event fold's conversion
+        if odd == 5 and keys:
+            per[keys[-1]] = draw(FLOATS)  # one value for every run
+        step: Any = i if odd != 6 else 2**63 + i  # beyond int64: the per-event fold's
+        reward = 1.5 if odd == 7 else None
+        items.append(_groupbatch.take_batch(runs, wall, step, per, reward))
+    return runs, items
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(group_items())
+def test_a_groups_blocks_fold_as_its_steps_events_do(drawn: tuple[int, list[Any]]) -> None:
+    """Each run's blocks (``split_items``: plain steps in a row as columns) give the
+    records, bytes and state its ``log_step`` events give folded one by one."""
+    runs, items = drawn
+    blocked = _groupbatch.split_items(items, runs)
+    for k in range(runs):
+        events = [_groupbatch.split_item(item, runs)[k] for item in items]
+        same(events, blocked[k])
+
+
+def test_plain_group_steps_reach_the_fold_as_blocks_of_columns(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A loop's plain group steps become one block a run, folded as columns (all but the
+    first step, whose keys the per-event fold checks first)."""
+    import numpy as np
+
+    taken: list[int] = []
+    real = _fold_columns.RunFold.take_block
+
+    def spy(self: _fold_columns.RunFold, walls: Sequence[float], *args: Any) -> Any:
+        got = real(self, walls, *args)
+        taken.append(0 if got is None else len(got))
+        return got
+
+    monkeypatch.setattr(_fold_columns.RunFold, "take_block", spy)
+    m = {f"m{j}": np.linspace(0, 1, 8) + j for j in range(4)}
+    items = [_groupbatch.take_batch(8, 1.0 + i, i, m, None) for i in range(50)]
+    blocked = _groupbatch.split_items(items, 8)
+    assert [len(events) for events in blocked] == [1] * 8
+    assert [e[0] for e in blocked[3]] == [ev.STEP_BLOCK]
+    # what waits unfolded counts a call a step (a partial report's dropped, unwritten steps)
+    assert ev.calls_in(blocked[3]) == ev.steps_in(blocked[3]) == 50
+    events = [_groupbatch.split_item(item, 8)[3] for item in items]
+    records = same(events, blocked[3])
+    assert len(records) == 50 and taken == [0, 49]
 
 
 def standard(n: int) -> list[ev.Event]:

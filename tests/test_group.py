@@ -425,3 +425,71 @@ async def test_the_async_twin_waits_without_stopping_the_loop(tmp_path: Path) ->
     assert ticks > before  # the loop ran while the group flushed and finished
     reports = await g.finish()  # idempotent: the reports of the block's end
     assert [r.steps for r in reports] == [5, 5] and g.should_stop == (False, False)
+
+
+def test_plain_steps_fold_as_blocks_into_the_same_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A loop of plain group steps (each run's folded as blocks of columns, a NaN and a
+    key that comes and goes among them) writes, read back, what the same loop split one
+    event a run writes: TensorBoard bit for bit, JSONL and CSV line for line (wall time
+    aside)."""
+    from aoff._core import _fold_columns, _groupbatch
+
+    loss = np.random.default_rng(1).standard_normal((120, 3)).astype(np.float32)
+    loss[50, 1] = np.nan
+    taken: list[int] = []
+    real = _fold_columns.RunFold.take_block
+
+    def spy(self: _fold_columns.RunFold, *args: object) -> object:
+        got = real(self, *args)  # type: ignore[arg-type]
+        taken.append(0 if got is None else len(got))
+        return got
+
+    def run(name: str) -> list[str]:
+        folder = tmp_path / name
+        with _group(folder, runs=3, backends=("jsonl", "csv")) as g:
+            for i in range(120):
+                m = {"q_loss": loss[i], "lr": 3e-4}
+                if i % 40 == 39:
+                    m["eval/return"] = loss[i] * 2
+                g.log_step(i, m)
+        assert [r.steps for r in g.finish()] == [120] * 3
+        return g.run_dirs
+
+    monkeypatch.setattr(_fold_columns.RunFold, "take_block", spy)
+    blocks = run("blocks")
+    assert sum(taken) > 180  # most of the 360 run-steps went as columns
+    monkeypatch.setattr(_groupbatch, "BLOCK_MIN", 10**9)
+    events = run("events")
+    for a, b in zip(blocks, events, strict=True):
+        tb = read_tensorboard(a)
+        assert repr(tb) == repr(read_tensorboard(b)) and len(tb["train/q_loss"]) == 120  # NaN
+        rows = [read_jsonl(Path(d) / "metrics.jsonl") for d in (a, b)]
+        for row in rows[0] + rows[1]:
+            del row["wall_time"]
+        assert repr(rows[0]) == repr(rows[1]) and len(rows[0]) >= 120  # and alerts
+        cells = [
+            [line.split(",")[:2] + line.split(",")[3:] for line in csv.read_text().splitlines()]
+            for csv in (Path(a) / "progress.csv", Path(b) / "progress.csv")
+        ]
+        assert cells[0] == cells[1] and len(cells[0]) == 121 and "eval/return" in cells[0][0]
+
+
+def test_a_failing_block_fold_leaves_its_steps_to_the_per_event_fold(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    from aoff._core import _fold_columns
+
+    def broken(*_: object) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(_fold_columns.RunFold, "take_block", broken)
+    with _group(tmp_path, runs=2, backends=("jsonl",)) as g:
+        for i in range(60):
+            g.log_step(i, {"loss": np.array([1.0, 2.0]) / (i + 1)})
+    reports = g.finish()
+    assert [(r.steps, r.backend_written["jsonl"], r.invalid_values) for r in reports] == [
+        (60, 60, 0)
+    ] * 2
+    assert "the run fold failed (RuntimeError: a bug)" in capfd.readouterr().err

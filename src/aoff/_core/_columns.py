@@ -14,7 +14,7 @@ NumPy is imported where a batch is split (the agent's encoders), never by ``impo
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from typing import TYPE_CHECKING, Any
@@ -32,6 +32,7 @@ __all__ = [
     "record_columns",
     "row_records",
     "row_run",
+    "row_spans",
 ]
 
 #: records in a row with one tag sequence below which the per-event encoder is cheaper
@@ -200,6 +201,31 @@ def row_run(records: Sequence[Record], i: int) -> tuple[ScalarColumns, int, int]
             break
         j += 1
     return rows, a + i, a + j
+
+
+def row_spans(
+    records: Sequence[Record], min_run: int = MIN_RUN
+) -> Iterator[tuple[int, int, ScalarColumns | None, int]]:
+    """``records`` cut in order into spans ``(i, j, table, a)``: ``records[i:j]`` are rows
+    ``a ..`` of one run fold's ``table`` (at least ``min_run`` of them), or, with
+    ``table`` None, records to take one by one. Every reader of a batch that has a fast
+    path for a table's rows (JSONL, CSV, the run summary, the rules) walks it so."""
+    n = len(records)
+    i = start = 0  # records[start:i]: not rows of a long enough run
+    while i < n:
+        if type(records[i]) is not RowRecord:
+            i += 1
+            continue
+        table, a, b = row_run(records, i)
+        j = i + b - a
+        if j - i >= min_run:
+            if start < i:
+                yield start, i, None, 0
+            yield i, j, table, a
+            start = j
+        i = j
+    if start < n:
+        yield start, n, None, 0
 
 
 def column_runs(records: Sequence[Record], min_run: int = MIN_RUN) -> list[ScalarColumns | Record]:

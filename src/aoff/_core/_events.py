@@ -8,6 +8,7 @@ what was logged. Values are converted to floats by the pump, not here.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Final, NamedTuple
 
 # kinds (small ints: compared on every fold)
@@ -49,6 +50,11 @@ MEDIA: Final = 65
 MEDIA_REFUSED: Final = 66  # (key, what): refused at the call (over the media budget)
 #: the hot path's sampled call times (``_cost.py``): made by the recorder, not a call
 COST: Final = 67  # (samples: tuple of ns, span_ns, total_ns)
+#: ``K`` plain steps of one run of a group at once (``_core/_groupbatch.py``): metrics only,
+#: plain floats, one key sequence; made beside the group's pump, never by a call. (walls:
+#: a tuple of ``K`` floats, iterations: ``K`` int64, names: the keys, values: ``K x keys``
+#: float64); folded as columns by ``Folder.apply_block``
+STEP_BLOCK: Final = 68
 
 
 class Kind(NamedTuple):
@@ -109,6 +115,7 @@ KINDS: Final[dict[int, Kind]] = {
     ),
     MEDIA_REFUSED: Kind("log_media (refused)", ("key", "what")),
     COST: Kind("the logger's cost", ("samples", "span_ns", "total_ns")),
+    STEP_BLOCK: Kind("log_step (a group's block)", ("walls", "iterations", "names", "values")),
 }
 #: each kind's fields (``KINDS``' second column), for the readers that want only those
 FIELDS: Final[dict[int, tuple[str, ...]]] = {k: kind.fields for k, kind in KINDS.items()}
@@ -151,6 +158,14 @@ def name_of(event: Event) -> str:
     return repr(kind) if known is None else known.name
 
 
-def steps_in(events: list[Event]) -> int:
+def steps_in(events: Iterable[Event]) -> int:
     """How many of ``events`` are steps (each becomes one record per backend)."""
-    return sum(1 for e in events if e[0] == STEP)
+    return sum(1 if e[0] == STEP else len(e[2]) for e in events if e[0] in _STEPS)
+
+
+_STEPS = frozenset((STEP, STEP_BLOCK))
+
+
+def calls_in(events: Iterable[Event]) -> int:
+    """How many calls ``events`` stand for (a group's block: one a step)."""
+    return sum(len(e[2]) if e[0] == STEP_BLOCK else 1 for e in events)

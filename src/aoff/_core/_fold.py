@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 from collections import deque
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from . import _events as ev
 from ._checkpoint import load_into
@@ -43,6 +44,10 @@ _REMOTE_IGNORED = frozenset(
 _NOT_A_START = frozenset((ev.LOAD_STATE, ev.FINISH))
 #: samples, not calls: they do not move the run's clock nor start it
 _SAMPLES = frozenset((ev.SYSTEM, ev.COST))
+
+
+#: a block's steps carry no learner times (``log_step``'s defaults)
+_NO_TIMES = (0.0, 0.0, 0.0, 0.0)
 
 
 def _ignore(_: str) -> None:
@@ -128,6 +133,7 @@ class Folder:
             ev.W_TEXT: writer,
             ev.W_HISTOGRAM: writer,
             ev.W_HPARAMS: writer,
+            ev.STEP_BLOCK: self._not_alone,
         }
 
     @property
@@ -181,7 +187,40 @@ class Folder:
             self._last_reward_from = None
         return list[Record](records), start + n, start + n
 
+    def apply_block(self, event: ev.Event, *, columns: bool = True) -> list[Record]:
+        """Fold a group's block of plain steps (``STEP_BLOCK``, ``_core/_groupbatch.py``):
+        as columns where the run fold takes it (``RunFold.take_block``), else step by
+        step as the same ``log_step`` events; after the first of them, the rest as
+        columns where that first step made it possible (its key sequence checked, the
+        run started). ``columns=False``: step by step (the run fold failed)."""
+        _, _, walls, its, names, values = event
+        if self._remotes or not columns:
+            return self._block_by_step(walls, its, names, values)
+        got = self._runs.take_block(walls, its, names, values, self._producer_total)
+        if got is not None:
+            return list[Record](got)
+        out = self._block_by_step(walls[:1], its[:1], names, values[:1])
+        got = self._runs.take_block(walls[1:], its[1:], names, values[1:], self._producer_total)
+        if got is not None:
+            return out + list[Record](got)
+        return out + self._block_by_step(walls[1:], its[1:], names, values[1:])
+
+    def _block_by_step(
+        self, walls: Sequence[float], its: Any, names: tuple[str, ...], values: Any
+    ) -> list[Record]:
+        """A block's steps as the ``log_step`` events it stands for, each folded alone."""
+        out: list[Record] = []
+        for wall, it, row in zip(walls, its.tolist(), values.tolist(), strict=True):
+            metrics = dict(zip(names, row, strict=True))
+            rec = self.apply((ev.STEP, wall, it, metrics, None, None, None, *_NO_TIMES, None))
+            if rec is not None:
+                out.append(rec)
+        return out
+
     # -- the handlers, one a kind (see _table) --------------------------------------------
+    def _not_alone(self, event: ev.Event) -> None:
+        raise TypeError("a block of steps folds through Folder.apply_block, not apply")
+
     def _system(self, event: ev.Event) -> None:
         # a sample, not a call: newer values for its keys; aoff's own tags stay
         self.state.system = samples = dict(event[2])

@@ -256,6 +256,65 @@ class RunFold:
             s.total_steps = s.own_total_steps + producers
         return records, new_point
 
+    def take_block(
+        self, walls: Sequence[float], its: Any, names: tuple[str, ...], values: Any, producers: int
+    ) -> list[StepRecord] | None:
+        """A group's block (``STEP_BLOCK``: ``K`` steps of metrics only, plain floats, one
+        key sequence ``names``; ``its`` int64, ``values`` a ``K x keys`` float64 array)
+        folded as :meth:`take` folds the same steps' events, straight from its columns:
+        no event, no dict a step. ``None`` (nothing folded) where the state or the key
+        sequence is not one the run fold takes: the per-event fold takes the steps."""
+        import numpy as np
+
+        s, steps = self._state, self._steps
+        n = len(walls)
+        if n < MIN_STEPS or not names or names not in steps.metric_tags or not self.ready():
+            return None
+        first = dict(zip(names, values[0].tolist(), strict=True))
+        total = s.own_total_steps + producers
+        step = np.full(n, total, np.int64) if total > 0 else np.asarray(its, np.int64)
+        before = np.concatenate(([steps.last_step], step[:-1]))
+        late = int((step < before).sum())
+        zeros = np.zeros(n)
+        parts: list[Any] = [np.asarray(its, np.float64), step.astype(np.float64), values]
+        if s.ep_length > 0:
+            parts.append(np.full(n, s.ep_length))
+        parts += (np.full(n, s.timeout_rate), np.full(n, s.terminated_rate))
+        parts += (zeros,) * 4  # the learner's times: a block carries none
+        if s.collector_timing:
+            parts.append(np.tile(np.array(tuple(s.collector_timing.values())), (n, 1)))
+        parts.append(zeros)  # perf/iter_ms: no times, no steps/s
+        if steps.dropped:
+            parts.append(np.full(n, float(steps.dropped)))
+        table = np.column_stack(parts)
+        like = (_STEP, 0.0, 0, first, None, None, None)
+        shared = steps.shared_tags(self._tags(like, False, False))
+        if len(shared) != table.shape[1]:  # pragma: no cover - the tags and the columns
+            raise AssertionError("the block's tags and columns differ")
+        iterations = its.tolist()
+        records = row_records(
+            ScalarColumns(shared, step, np.array(walls, np.float64), table), iterations
+        )
+        s.late_records += late
+        steps.last_step = int(step[-1])
+        # the history as the per-event fold leaves it: a step without a reward ends a
+        # collector's point; the charted loss from the first step's keys on
+        self._pending.collector_reward = False
+        steps.chart_loss(first)
+        name = s.loss_name
+        if name is not None and name in first:
+            s.loss_history.extend(values[1:, names.index(name)].tolist())
+        s.last_wall_time = walls[-1]
+        s.iteration = iterations[-1]
+        s.train_time = s.wait_time = s.h2d_time = s.weight_sync_time = 0.0
+        s.throughput_known = False
+        s.throughput_steps = 0
+        s.latest_metrics.update(zip(names, values[-1].tolist(), strict=True))
+        s.status = "Training"
+        s.training_started = True
+        s.steps_logged += n
+        return records
+
     def _carried(
         self, events: Sequence[ev.Event], kinds: list[int], ka: Any, at: Any
     ) -> tuple[Any, Any, Any, Any] | None:

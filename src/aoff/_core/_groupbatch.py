@@ -7,13 +7,16 @@ a leading axis of one entry per run; a plain number goes to every run), and the 
 into one ``STEP`` event per run (:func:`split_step`) runs beside the group's pump, off the
 training loop. Values stay in their dtype until the split, which turns each column into
 Python numbers with ``tolist()`` (exact: a float32 becomes the float64 of the same value,
-so what the backends write back as float32 is bit for bit the value logged).
+so what the backends write back as float32 is bit for bit the value logged). Plain
+steps in a row (metrics only, floats, one key sequence) are not split into events at all
+(:func:`split_items`): each run gets one block of them as arrays, which its fold takes as
+columns (``Folder.apply_block``), as a run of regular iterations is.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from itertools import repeat
+from itertools import chain, repeat
 from typing import Any
 
 import numpy as np
@@ -29,12 +32,19 @@ __all__ = [
     "batch_axes",
     "batch_of",
     "split_item",
+    "split_items",
     "split_step",
     "take_batch",
     "take_block",
 ]
 
 _STEP = ev.STEP
+_BLOCK = ev.STEP_BLOCK
+#: group steps in a row below which a block is not worth its arrays: split one by one (the
+#: run fold's own threshold, ``_fold_columns.MIN_STEPS``)
+BLOCK_MIN = 4
+_FLOAT_ONLY = {float}
+_INT_ONLY = {int}
 #: the dtype kinds a batch takes: bool, signed and unsigned integers, floats
 _NUMBERS = "biuf"
 
@@ -235,3 +245,70 @@ def split_item(item: Any, runs: int) -> list[ev.Event]:
     if type(head) is str and head == PER_RUN:
         return list(item[1])
     return [item] * runs
+
+
+def _plain_keys(item: Any) -> tuple[str, ...] | None:
+    """A group ``log_step``'s metric keys when a block may carry it (metrics only, no
+    reward, no axes, each value a list a run or one value for all); else ``None``."""
+    if type(item[0]) is not float or item[3] is not None or item[4] is not None:
+        return None
+    cols = item[2]
+    if not cols or PerRunVectors in set(map(type, cols.values())):
+        return None
+    return tuple(cols)
+
+
+def _block(
+    stretch: Sequence[GroupStep], names: tuple[str, ...], runs: int
+) -> list[ev.Event] | None:
+    """One ``STEP_BLOCK`` event a run from group steps of one key sequence, or ``None``
+    where a value is not a plain float or a step not an int64 (split one by one: the
+    per-event fold's checks and conversions take those)."""
+    per_run = [runs * [v] if type(v) is not list else v for v in _values(stretch)]
+    steps = [runs * [s] if type(s) is not list else s for s in (item[1] for item in stretch)]
+    if not _FLOAT_ONLY.issuperset(map(type, chain.from_iterable(per_run))):
+        return None
+    if set(map(type, chain.from_iterable(steps))) != _INT_ONLY:
+        return None
+    try:
+        its = np.array(steps, np.int64).T.copy()  # (runs, K)
+    except OverflowError:
+        return None
+    k, keys = len(stretch), len(names)
+    values = np.array(per_run, np.float64).reshape(k, keys, runs).transpose(2, 0, 1).copy()
+    walls = tuple(item[0] for item in stretch)
+    last = walls[-1]
+    return [(_BLOCK, last, walls, its[r], names, values[r]) for r in range(runs)]
+
+
+def _values(stretch: Sequence[GroupStep]) -> Iterable[Any]:
+    return chain.from_iterable(item[2].values() for item in stretch)
+
+
+def split_items(items: Sequence[Any], runs: int) -> list[list[ev.Event]]:
+    """Each run's events from items a group queued, in order: :func:`split_item`'s, but
+    ``BLOCK_MIN`` or more plain group steps in a row with one key sequence (metrics
+    only, floats: what ``log_step``/``log_many`` hand over in a training loop) become
+    one ``STEP_BLOCK`` event a run, its steps as arrays (``K`` steps by keys, one slice
+    a run): the run's fold takes them as columns, no dict a step and run."""
+    out: list[list[ev.Event]] = [[] for _ in range(runs)]
+    n = len(items)
+    i = 0
+    while i < n:
+        names = _plain_keys(items[i])
+        j = i + 1
+        if names is not None:
+            while j < n and _plain_keys(items[j]) == names:
+                j += 1
+        block = (
+            _block(items[i:j], names, runs) if names is not None and j - i >= BLOCK_MIN else None
+        )
+        if block is not None:
+            for events, event in zip(out, block, strict=True):
+                events.append(event)
+        else:
+            for item in items[i:j]:
+                for events, event in zip(out, split_item(item, runs), strict=True):
+                    events.append(event)
+        i = j
+    return out

@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from ._columns import MIN_RUN, RowRecord, ScalarColumns, record_columns, row_run
+from ._columns import ScalarColumns, record_columns, row_spans
 from ._records import PerTags, Record, StepRecord, TextRecord, WriterRecord
 from ._rules import Alert, Rule
 
@@ -138,27 +138,18 @@ class Watch:
         """The alerts ``records`` (in order) make. The common case, every value finite
         and no bound crossed, costs a C-level ``all(map(isfinite, ...))`` per
         ``nonfinite`` rule and a comparison per value a bound or trend names; a run of
-        a run fold's rows (``_core/_columns.row_run``) where no rule can fire costs a
+        a run fold's rows (``_core/_columns.row_spans``) where no rule can fire costs a
         NumPy check per rule (:meth:`_quiet`), its last step for ``stalled``."""
         alerts: list[Alert] = []
         stalls = bool(self._stalls)
         now = self._monotonic() if stalls else 0.0
-        n = len(records)
-        i = 0
-        while i < n:
-            rec = records[i]
-            j = i + 1
-            if type(rec) is RowRecord:
-                table, a, b = row_run(records, i)
-                j = i + b - a
-                if j - i >= MIN_RUN and self._quiet(table, a, b):
-                    if stalls:
-                        self._saw(records[j - 1], now)  # type: ignore[arg-type]
-                    i = j
-                    continue
+        for i, j, table, a in row_spans(records):
+            if table is not None and self._quiet(table, a, a + j - i):
+                if stalls:
+                    self._saw(records[j - 1], now)  # type: ignore[arg-type]
+                continue
             for k in range(i, j):
                 self._see_one(records[k], stalls, now, alerts)
-            i = j
         return alerts
 
     def _saw(self, rec: StepRecord, now: float) -> None:

@@ -3,8 +3,9 @@
 Why one loop for N runs: a run group (``aoff.RunGroup``) is many runs of one program
 (seeds trained side by side, a vmapped JAX program). Each run keeps a whole pump of its
 own (its state, backends, summary file, rules), but they share one loop, and the
-training loop hands them one item per group call: the splitter task here turns each into
-one event per run (``split_item``) and moves them into the runs' buffers, off the
+training loop hands them one item per group call: the splitter task here turns them into
+each run's events (``split_items``: one event a run and call, or for plain steps in a
+row one block a run, folded as columns) and moves them into the runs' buffers, off the
 training loop. Backpressure: the splitter moves events only while every run's buffer has
 room, so the group's own buffer (and its overflow policy, counted) is where a flood
 stops.
@@ -29,7 +30,7 @@ import anyio.lowlevel
 
 from .._core._buffer import EventBuffer
 from .._core._events import Event
-from .._core._groupbatch import split_item
+from .._core._groupbatch import split_items
 from .._core._report import FinishReport, gave_up_line
 from .._core._rules import Alert
 from .._core._say import say_to_stderr
@@ -87,7 +88,7 @@ def group_pump(
     return GroupPump(
         cores,
         intake,
-        lambda item: split_item(item, runs),
+        lambda items: split_items(items, runs),
         names=spec.names,
         screen=screen,
         refresh_per_second=spec.refresh_per_second,
@@ -98,7 +99,7 @@ def group_pump(
 class GroupPump:
     """N :class:`Core` pumps and the splitter that feeds them from ``intake``.
 
-    ``split(item)`` returns the item's one event per run, in the runs' order; ``on_tick``
+    ``split(items)`` returns each run's events of the items, in the runs' order; ``on_tick``
     is called on every turn of the splitter (the agent's acks). :meth:`run` is the loop's
     work; another thread calls :meth:`flush` and :meth:`stop`.
     """
@@ -107,7 +108,7 @@ class GroupPump:
         self,
         cores: Sequence[Core],
         intake: EventBuffer,
-        split: Callable[[Any], list[Event]],
+        split: Callable[[Sequence[Any]], list[list[Event]]],
         *,
         names: Sequence[str] = (),
         screen: GroupScreen | None = None,
@@ -163,11 +164,7 @@ class GroupPump:
         if room <= 0 or not len(intake):
             return 0
         items = intake.drain(min(SPLIT_SLICE, room))
-        per_run: list[list[Event]] = [[] for _ in cores]
-        for item in items:
-            for events, event in zip(per_run, split(item), strict=True):
-                events.append(event)
-        for core, events in zip(cores, per_run, strict=True):
+        for core, events in zip(cores, split(items), strict=True):
             core.buffer.put_many(events)
         return len(items)
 

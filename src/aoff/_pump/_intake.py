@@ -27,6 +27,7 @@ from .._core._events import (
     MEDIA_REFUSED,
     REMOTE,
     STEP,
+    STEP_BLOCK,
     Event,
 )
 from .._core._fold import Folder
@@ -249,6 +250,12 @@ class Intake:
             if kind in _MEDIA_KINDS:
                 self._media_event(e)
                 continue
+            if kind == STEP_BLOCK:  # a group's plain steps (_core/_groupbatch): as columns
+                block = self._block(e)
+                if block:
+                    records += block
+                    self.last_step = block[-1].step
+                continue
             if kind == REMOTE and type(e[3]) is tuple and e[3][0] in _MEDIA_KINDS:
                 self._media_event(e[3], own=False)  # a producer's: the run's encoder
                 continue
@@ -265,6 +272,19 @@ class Intake:
         if folded:
             self._on_change()
         return records
+
+    def _block(self, e: Event) -> list[Record]:
+        """A group's block folded as columns, or step by step once the columns failed
+        (as for a run of regular iterations); a step the per-event fold cannot take is
+        counted and said there, as for any event."""
+        if self._runs:
+            try:
+                return self.folder.apply_block(e)
+            except Exception as exc:  # a bug: the per-event fold takes every step
+                self._runs = False
+                self.say(f"aoff: the run fold failed ({type(exc).__name__}: {exc}); "
+                         "folding event by event")  # fmt: skip
+        return self.folder.apply_block(e, columns=False)
 
     def _offer(self, records: list[Record]) -> None:
         for r in self.runners:

@@ -44,7 +44,7 @@ from .._channel._producers import ProducerHub
 from .._channel._server import LiveServer, start_serving, stop_serving
 from .._core._buffer import EventBuffer
 from .._core._checkpoint import to_state_dict
-from .._core._events import Event
+from .._core._events import Event, calls_in
 from .._core._records import Record
 from .._core._report import FinishReport, end_of_run_lines
 from .._core._rules import stopped_by
@@ -294,7 +294,8 @@ class Pump:
 
     def _finish_report(self, *, partial: bool) -> FinishReport:
         i = self._intake
-        left = len(self._buffer) + len(i.held)
+        # the calls not folded (a group's block stands for one a step): dropped if partial
+        left = calls_in(self._buffer.snapshot()) + calls_in(i.held) if partial else 0
         return finish_report(self._state, self._runners, self.dropped(), i, partial, left)
 
     def _stopped_by(self) -> dict[str, Any] | None:

@@ -31,7 +31,7 @@ from collections.abc import Collection, Iterable, Sequence
 from itertools import chain
 from typing import TextIO
 
-from ..._core._columns import MIN_RUN, RowRecord, ScalarColumns, row_run
+from ..._core._columns import ScalarColumns, row_spans
 from ..._core._records import Record, StepRecord, TextRecord, WriterRecord
 from ._lines import LineCursor, RowSink, cut_rows, last_row_step
 
@@ -125,21 +125,11 @@ def batch_cells(records: Sequence[Record]) -> list[dict[str, str] | RowCells]:
     """A batch's rows: each run of at least ``MIN_RUN`` of a run fold's rows as one
     :class:`RowCells`, every other record's :func:`record_cells`."""
     out: list[dict[str, str] | RowCells] = []
-    n = len(records)
-    i = 0
-    while i < n:
-        rec = records[i]
-        if type(rec) is RowRecord:
-            table, a, b = row_run(records, i)
-            j = i + b - a
-            if j - i >= MIN_RUN:
-                out.append(RowCells(table, a, records[i:j]))
-            else:
-                out += map(record_cells, records[i:j])
-            i = j
-            continue
-        out.append(record_cells(rec))
-        i += 1
+    for i, j, table, a in row_spans(records):
+        if table is not None:
+            out.append(RowCells(table, a, records[i:j]))
+        else:
+            out += map(record_cells, records[i:j])
     return out
 
 

@@ -46,7 +46,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 
 import msgspec
 
-from ..._core._columns import MIN_RUN, RowRecord, record_columns, row_run
+from ..._core._columns import MIN_RUN, RowRecord, record_columns, row_spans
 from ..._core._records import PerTags, Record, StepRecord, TextRecord, WriterRecord
 from .._nonfinite import nonfinite_text
 from .._pieces import Pieces, whole
@@ -177,36 +177,25 @@ def _table_rows(
 
 
 def _in_runs(records: Sequence[Record]) -> bytes:
-    """The batch with each run of a run fold's rows (``_core/_columns.row_run``, at least
-    ``MIN_RUN``) encoded from its table's columns, the records between them one by one."""
+    """The batch with each run of a run fold's rows (``_core/_columns.row_spans``, at
+    least ``MIN_RUN``) encoded from its table's columns, the records between them one by one."""
     import numpy as np  # the rows' tables are NumPy's: loaded already where they exist
 
     out: list[bytes] = []
-    n = len(records)
-    i = start = 0  # records[start:i] wait for the per-record path
-    while i < n:
-        if type(records[i]) is not RowRecord:
-            i += 1
+    for i, j, table, s in row_spans(records):
+        row = None if table is None else _row_types.get(table.tags)
+        if table is None or row is None:
+            part = records[i:j]
+            out.append(_per_record(part, part))
             continue
-        table, s, e = row_run(records, i)
-        j = i + e - s
-        row = _row_types.get(table.tags) if e - s >= MIN_RUN else None
-        if row is not None:
-            if start < i:
-                part = records[start:i]
-                out.append(_per_record(part, part))
-            # a table's floats checked at once: its lines need no search for a null
-            finite = bool(np.isfinite(table.values[s:e]).all())
-            finite = finite and bool(np.isfinite(table.wall_times[s:e]).all())
-            for a in range(i, j, _ROWS_AT_ONCE):  # msgspec's buffer: as the per-record path
-                recs = list(records[a : min(a + _ROWS_AT_ONCE, j)])
-                rows = _table_rows(row, recs)  # type: ignore[arg-type]  # row_run: all rows
-                out.append(_rows_lines(rows, recs, finite))
-            start = j
-        i = j
-    if start < n:
-        part = records[start:]
-        out.append(_per_record(part, part))
+        e = s + j - i
+        # a table's floats checked at once: its lines need no search for a null
+        finite = bool(np.isfinite(table.values[s:e]).all())
+        finite = finite and bool(np.isfinite(table.wall_times[s:e]).all())
+        for a in range(i, j, _ROWS_AT_ONCE):  # msgspec's buffer: as the per-record path
+            recs = list(records[a : min(a + _ROWS_AT_ONCE, j)])
+            rows = _table_rows(row, recs)  # type: ignore[arg-type]  # row_spans: all rows
+            out.append(_rows_lines(rows, recs, finite))
     return b"".join(out)
 
 

@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._core._columns import MIN_RUN, RowRecord, ScalarColumns, record_columns, row_run
+from ..._core._columns import ScalarColumns, record_columns, row_spans
 from ..._core._records import Record, StepRecord, TextRecord, WriterRecord
 from .._nonfinite import from_json_float, to_json_float
 from .._replace import replaced
@@ -239,22 +239,12 @@ class RunSummary:
 
     def add(self, records: Sequence[Record]) -> None:
         """The run's own records of a batch; a run of a run fold's rows
-        (``_core/_columns.row_run``) is taken as its table's slice, the others one by one."""
-        n = len(records)
-        i = start = 0  # records[start:i] wait for the per-record path
-        while i < n:
-            if type(records[i]) is not RowRecord:
-                i += 1
-                continue
-            table, a, b = row_run(records, i)
-            j = i + b - a
-            if j - i >= MIN_RUN and not np.isnan(table.wall_times[a:b]).any():
-                if start < i:
-                    self._add_each(records[start:i])
+        (``_core/_columns.row_spans``) is taken as its table's slice, the others one by one."""
+        for i, j, table, a in row_spans(records):
+            if table is not None and not np.isnan(table.wall_times[a : a + j - i]).any():
                 self._add_rows(table, a, records[i:j])
-                start = j
-            i = j
-        self._add_each(records[start:] if start else records)
+            else:
+                self._add_each(records[i:j])
 
     def _add_rows(self, table: ScalarColumns, a: int, rows: Sequence[Record]) -> None:
         """Rows ``a ..`` of ``table`` (the records ``rows``) in pieces that end where
