@@ -31,6 +31,8 @@ values, and as ``new_style`` tensors, whose metadata is in every record).
     python benchmarks/bench_read.py --quick    # seconds: tiny files, every check
     python benchmarks/bench_read.py --only-shapes [--quick]   # the client shapes table
     python benchmarks/bench_read.py --only-files [--files 5000]  # many files, fixed cost
+    python benchmarks/bench_read.py --warm sb3 cleanrl-ppo --shape-steps 300000
+        # aoff's warm reads (best of 5 in each of 3 processes) of those shapes only
 
 ``--only-files``: 5,000 event files of one record each in one folder, read by aoff and by
 ``EventAccumulator`` (each in a fresh process), and the fixed cost of a call: importing
@@ -233,6 +235,43 @@ def time_reader(name: str, folder: Path, repeat: int) -> tuple[float, float, int
         seconds, cpu, rows = json.loads(out.stdout.strip().splitlines()[-1])
         best, best_cpu = min(best, seconds), min(best_cpu, cpu)
     return best, best_cpu, rows
+
+
+def time_warm(folder: Path, repeat: int) -> float:
+    """aoff's best CPU time of ``repeat`` reads of ``folder`` in one process, after a
+    first read: the read alone, without the first call's imports and tables."""
+    code = (
+        "import sys, time\nimport pandas\nfrom aoff import read_scalars\n"
+        "read_scalars(sys.argv[1])\nbest = float('inf')\n"
+        f"for _ in range({repeat}):\n"
+        "    c0 = time.process_time()\n    read_scalars(sys.argv[1])\n"
+        "    best = min(best, time.process_time() - c0)\nprint(best)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(folder)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=_env(),
+    )
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def bench_warm(root: Path, steps: int, repeat: int, names: list[str]) -> None:
+    """Each shape of ``names``: written, checked equal, then aoff's warm reads (best of
+    ``repeat`` in each of three processes), in MB/s of CPU time."""
+    print(f"load average: {Path('/proc/loadavg').read_text().split()[:3]}")
+    print("| shape | MB | aoff MB/s of CPU, warm (three processes) |")
+    print("| --- | ---: | ---: |")
+    for name in names:
+        folder = root / name.replace("+", "-")
+        folder.mkdir()
+        _shape(name, folder, steps)
+        size = sum(f.stat().st_size for f in folder.rglob("*tfevents*")) / 1e6
+        check_equal(folder, quiet=True)
+        speeds = sorted(size / time_warm(folder, repeat) for _ in range(3))
+        print(f"| {name} | {size:.2f} | {' '.join(f'{v:.3g}' for v in speeds)} |")
+    print(f"load average after: {Path('/proc/loadavg').read_text().split()[:3]}")
 
 
 def check_equal(folder: Path, quiet: bool = False) -> None:
@@ -497,7 +536,17 @@ def main() -> None:
     parser.add_argument(
         "--only-files", action="store_true", help="the many files and fixed cost only"
     )
+    parser.add_argument(
+        "--warm", nargs="*", metavar="SHAPE",
+        help="aoff's warm reads of these shapes (all when none named) only",
+    )  # fmt: skip
     args = parser.parse_args()
+    if args.warm is not None:
+        if args.quick:
+            args.shape_steps = 1_000
+        with tempfile.TemporaryDirectory(prefix="aoff-bench-read-") as tmp:
+            bench_warm(Path(tmp), args.shape_steps, max(args.repeat, 5), args.warm or list(SHAPES))
+        return
     if args.quick:
         args.steps, args.small_steps, args.repeat, args.shape_steps = 20_000, 1_000, 1, 1_000
         args.files = 50

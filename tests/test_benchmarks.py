@@ -320,6 +320,10 @@ def test_bench_read_prints_each_reader_and_checks_its_files() -> None:
     assert all(float(r[3]) > 0 and float(r[5]) > 0 for r in rows.values()), out
     assert [r[-1] for r in rows.values()] == ["10,000", "10,000", "10,000", "200,000"], out
     assert "aoff / EventAccumulator on the small file: " in out, out
+    out = _bench("bench_read.py", "--warm", "sb3", "--quick", timeout=180)
+    rows = _table_rows(out, "shape")
+    assert [r[0] for r in rows] == ["sb3"], out
+    assert len(rows[0][2].split()) == 3 and all(float(v) > 0 for v in rows[0][2].split()), out
 
 
 @pytest.mark.slow  # starts an agent; ~2 s at this size

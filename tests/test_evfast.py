@@ -55,7 +55,8 @@ def test_tags_changed_alike_are_each_caught_in_bulk(tmp_path: Path, corrupted: i
     """The same bit flipped in the tag of ``corrupted`` records (each becomes a record of
     another tag that exists, of the same length): each record's tag bytes count in its own
     checksum, so every one is skipped and counted, and no point comes back under a wrong
-    tag."""
+    tag. The broken file is read after the intact one in this process: its layouts'
+    checksum tables are the ones kept from that read (``Layout.crc_tables``)."""
     intact_dir = tmp_path / "intact"
     path = _rare_tags_run(intact_dir, 2500, new_style=False)
     intact = aoff.read_scalars(intact_dir)

@@ -46,26 +46,15 @@ class _Cycle:
         self.starts = np.cumsum([0] + [lay.size for lay in layouts[:-1]]).tolist()
         self.rows = _FIRST_ROWS
         self.max_rows = max(_BLOCK_BYTES // size // 8 * 8, 8)
-        self.row_fixed = b"".join(lay.fixed for lay in layouts)
-        self.row_mask = b"".join(lay.mask for lay in layouts)
-        self.built = 0
-        self.words(8)
+        # eight rows as words, compared with a block's rows eight at a time (broadcast:
+        # a block's worth of repeated rows would be built and paged in anew each read)
+        self.fixed = np.frombuffer(b"".join(lay.fixed for lay in layouts) * 8, np.uint64)
+        self.mask = np.frombuffer(b"".join(lay.mask for lay in layouts) * 8, np.uint64)
         #: each tag's (record in the cycle, offset in the row, width), in record order
         self.tags: dict[str, list[tuple[int, int, int]]] = {}
         for j, (lay, at) in enumerate(zip(layouts, self.starts, strict=True)):
             for tag, off, width in lay.values:
                 self.tags.setdefault(tag, []).append((j, at + off, width))
-
-    def words(self, rows: int) -> int:
-        """Make :attr:`fixed`, :attr:`mask` (as words) and the scratch arrays cover
-        ``rows`` rows (a multiple of 8); the words they take."""
-        if rows > self.built:
-            self.built = built = min(max(rows, 2 * self.built), self.max_rows)
-            self.fixed = np.frombuffer(self.row_fixed * built, np.uint64)
-            self.mask = np.frombuffer(self.row_mask * built, np.uint64)
-            self.scratch = np.empty_like(self.mask)
-            self.flags = np.empty(len(self.mask), bool)
-        return rows * self.size // 8
 
 
 def _column(buf: Buf, start: int, rows: int, stride: int, dtype: str) -> np.ndarray[Any, Any]:
@@ -103,6 +92,9 @@ class CyclePath:
         #: cycles met before, by their layouts (a file comes back to its cycle after
         #: each break: a chunk's end, a step that needs one more varint byte)
         self.cycles: dict[tuple[int, ...], _Cycle] = {}
+        #: a block's masked words and their comparison (one pair for all cycles)
+        self.scratch: np.ndarray[Any, np.dtype[np.uint64]] = np.empty(0, np.uint64)
+        self.flags: np.ndarray[Any, np.dtype[np.bool_]] = np.empty(0, bool)
 
     # -- learning ---------------------------------------------------------------------------
     def forget(self) -> None:
@@ -160,10 +152,15 @@ class CyclePath:
             m = min(cycle.rows, (end - pos) // size) // 8 * 8
             if m == 0:
                 return pos
-            words = cycle.words(m)
-            got = np.frombuffer(buf, np.uint64, count=words, offset=pos)
-            masked = np.bitwise_and(got, cycle.mask[:words], out=cycle.scratch[:words])
-            diff = np.not_equal(masked, cycle.fixed[:words], out=cycle.flags[:words])
+            words = m * size // 8
+            if words > len(self.scratch):  # room for twice as many, kept for the next block
+                self.scratch = np.empty(max(words, 2 * len(self.scratch)), np.uint64)
+                self.flags = np.empty(len(self.scratch), bool)
+            got = np.frombuffer(buf, np.uint64, count=words, offset=pos).reshape(-1, size)
+            scratch = self.scratch[:words].reshape(-1, size)
+            masked = np.bitwise_and(got, cycle.mask, out=scratch)
+            diff = self.flags[:words]
+            np.not_equal(masked, cycle.fixed, out=diff.reshape(-1, size))
             first = int(diff.argmax())
             good = first * 8 // size if diff[first] else m
             if good:
