@@ -52,6 +52,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
+from _torchbytes import check_same_records  # noqa: E402  # benchmarks/ is on sys.path
+
 from aoff._core._records import StepRecord  # noqa: E402
 from aoff._runfolder.tensorboard._events import EventEncoder  # noqa: E402
 from aoff._runfolder.tensorboard._tfrecord import frame_many  # noqa: E402
@@ -107,18 +109,7 @@ def check_against_torch(folder: Path) -> None:
     writer.close()
     (theirs,) = (folder / "torch").iterdir()
 
-    def records(data: bytes) -> list[bytes]:
-        out, pos = [], 0
-        while pos < len(data):
-            n = int.from_bytes(data[pos : pos + 8], "little")
-            out.append(data[pos : pos + 16 + n])
-            pos += 16 + n
-        return out
-
-    a, b = records(run_bytes(3, steps, TAGS)), records(theirs.read_bytes())
-    if a[1:] != b[1:] or len(a) != steps * len(TAGS) + 1:
-        raise SystemExit("the built file is not what torch's SummaryWriter writes")
-    print(f"built file == torch SummaryWriter's bytes ({len(a) - 1} records)")
+    check_same_records(run_bytes(3, steps, TAGS), theirs.read_bytes(), steps * len(TAGS))
 
 
 def build(root: Path, runs: int, steps: int) -> int:
