@@ -4,6 +4,7 @@ worker processes give the same table and the same warnings as one process."""
 from __future__ import annotations
 
 import os
+import shutil
 import warnings
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ from typing import Any
 import pytest
 
 import aoff
-from aoff._runfolder.reading._scalarpool import check_workers, deal
+from aoff._runfolder.reading._scalarpool import check_workers, claim_end
 
 from .tbruns import write_cleanrl_runs
 
@@ -49,7 +50,8 @@ def test_a_bad_workers_is_refused(tmp_path: Path, workers: object, error: type) 
 def test_a_reader_with_workers_reads_what_was_appended_as_one_does(tmp_path: Path) -> None:
     """``ScalarReader(..., workers=2)``: each worker keeps its runs' offsets, so a second
     read gives only the appended points, as the same reader in one process does; its
-    properties agree; a missing run is the same error; a closed reader says so."""
+    properties agree; a missing run is the same error, and that read loses nothing (the
+    next one, once the run is there, gives every run's points); a closed reader says so."""
     pytest.importorskip("torch")
     from torch.utils.tensorboard import SummaryWriter
 
@@ -78,17 +80,29 @@ def test_a_reader_with_workers_reads_what_was_appended_as_one_does(tmp_path: Pat
     for w in writers:
         w.close()
     for gone in ([runs[0], tmp_path / "gone"], [tmp_path / "gone", tmp_path / "gone2"]):
-        # the missing run read by the worker, then by the caller's own share
         with (
             aoff.ScalarReader(gone, workers=2) as missing,
             pytest.raises(FileNotFoundError, match="gone"),
         ):
             missing.read()
+    late = [runs[0], runs[1], tmp_path / "late"]
+    with aoff.ScalarReader(late, workers=2) as reader:
+        with pytest.raises(FileNotFoundError, match="late"):
+            reader.read()
+        shutil.copytree(runs[2], late[2])
+        pd.testing.assert_frame_equal(reader.read(), aoff.read_scalars(late))
 
 
-def test_runs_are_dealt_by_bytes() -> None:
-    """Shares of about equal bytes (the heaviest first, to the lightest share), not of
-    equal counts; each share in the runs' order."""
-    assert deal([100, 1, 1, 1, 1, 96], 2) == [[0], [1, 2, 3, 4, 5]]  # 100 bytes each
-    assert deal([5, 5, 5], 2) == [[0, 2], [1]]
-    assert deal([1], 4) == [[0]]
+def test_runs_are_claimed_in_shrinking_ranges_that_cover_them_once() -> None:
+    """Each claim takes a (2 x participants)-th of what is left (big ranges first,
+    few answers to join), down to one run at the end (no one left waiting long on
+    another's last range); the ranges cover every run once."""
+    for total, n in ((20_000, 2), (200, 4), (3, 2), (1, 16)):
+        ends, at = [], 0
+        while at < total:
+            ends.append(at := claim_end(at, total, n))
+        assert ends[-1] == total
+        sizes = [b - a for a, b in zip([0, *ends], ends, strict=False)]
+        assert sizes == sorted(sizes, reverse=True) and sizes[-1] == 1
+    assert claim_end(0, 20_000, 2) == 5_000
+    assert len(ends) == 1

@@ -1,20 +1,27 @@
 """Reading many runs across processes: ``read_scalars(..., workers=N)`` and
 ``ScalarReader(..., workers=N)``.
 
-Why a module of its own: decoding event files is CPU work in Python and NumPy, so one
-process reads one core's worth; a folder of many runs is dealt out to ``N`` shares of
-about equal bytes (the largest run first, each to the lightest share), each kept by a
-reader over it (so ``ScalarReader.read()`` reads only what was appended, in every
-share), and each answer is joined back in the runs' order: the same output as one
-process. The caller reads the first share itself and ``N - 1`` worker processes the
-others, so ``workers=2`` starts one process, not two. The workers are started by
-``forkserver`` (no fork of a caller that holds threads or a CUDA context), which is asked
-to import the reader's module when it starts: each worker is then a fork of a process
-that has aoff and NumPy loaded, not a fresh import of them (~0.3 s of CPU a worker),
-and a later call's workers start in milliseconds. What a share keeps and answers is the
-caller's (``make``, a picklable callable, and its methods), so this module knows
-nothing of what a run is; an exception in a worker is raised in the caller, a worker
-that dies is a ``RuntimeError`` that says so.
+Why a module of its own: decoding event files is CPU work in Python and NumPy (most of it
+holding the GIL, so threads do not scale it), so one process reads one core's worth. A
+folder of many runs is read by ``N`` participants: the caller and ``N - 1`` worker
+processes (``workers=2`` starts one process, not two). They share the runs by claiming
+them: each takes the next contiguous range of runs not yet taken, an ever smaller part of
+what is left (a ``2N``-th of it, down to one run at the end), until none is left. A
+participant slowed down (a bigger run, a core taken by another job) simply claims fewer,
+so all end at about the same time; nothing is stat'ed or weighed before the reading
+starts. Each participant keeps what it made of its ranges (``make``, a picklable
+callable, and its methods), so ``ScalarReader.read()`` asks each again for what was
+appended; a range's answer comes back whole (the maker decides its shape: one set of
+columns for all its runs, not an object per run), and the caller puts the ranges in the
+runs' order. This module knows nothing of what a run is.
+
+The workers are started by ``forkserver`` (no fork of a caller that holds threads or a
+CUDA context), which is asked to import the maker's module when it starts: each worker
+is then a fork of a process that has aoff and NumPy loaded, not a fresh import of them
+(~0.3 s of CPU a worker), and a later call's workers start in milliseconds. An exception
+in a worker is raised in the caller; a worker that dies is a ``RuntimeError`` that says
+so. When the first question fails anywhere, every participant forgets its ranges and the
+next question shares the runs anew.
 
 Like any ``multiprocessing`` program, a script that asks for ``workers > 1`` keeps its
 top-level work under ``if __name__ == "__main__":`` (the workers import it).
@@ -29,9 +36,9 @@ import weakref
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
-from typing import Any
+from typing import Any, Protocol
 
-__all__ = ["STOP_WAIT", "Workers", "check_workers", "deal"]
+__all__ = ["STOP_WAIT", "Workers", "check_workers", "claim_end"]
 
 #: seconds a worker is given to end after it is asked to, before it is terminated
 STOP_WAIT = 5.0
@@ -47,6 +54,32 @@ def check_workers(workers: object) -> int:
     return workers or (os.cpu_count() or 1)
 
 
+def claim_end(start: int, total: int, participants: int) -> int:
+    """The end of the range claimed from ``start`` of ``total`` items: the part of what is
+    left that each of twice the participants would get, at least one item. Big ranges
+    first (few answers to join), small ones last (no participant left waiting long on
+    another's last range)."""
+    left = total - start
+    return start + max(1, -(-left // (2 * participants)))
+
+
+class _Counter(Protocol):
+    """``multiprocessing.Value``: the next item not yet claimed, shared by all."""
+
+    value: int
+
+    def get_lock(self) -> Any: ...
+
+
+def _claim(counter: _Counter, total: int, participants: int) -> tuple[int, int] | None:
+    with counter.get_lock():
+        start = counter.value
+        if start >= total:
+            return None
+        end = counter.value = claim_end(start, total, participants)
+    return start, end
+
+
 class _Failed:
     """A worker's call raised: the exception, sent back to be raised in the caller."""
 
@@ -54,27 +87,56 @@ class _Failed:
         self.exc = exc
 
 
+Held = list[tuple[int, Any]]
+Maker = Callable[[list[str], Any], Any]
+
+
+def _answer(
+    held: Held | None,
+    method: str,
+    make: Maker,
+    items: Sequence[str],
+    arg: Any,
+    counter: _Counter,
+    participants: int,
+) -> tuple[Held, list[tuple[int, Any]]]:
+    """A participant's answers, ``(start, answer)`` per range it holds: those it holds
+    already (``held``), or, asked to claim (``held`` None), the ranges it claims now."""
+    if held is not None:
+        return held, [(start, getattr(state, method)()) for start, state in held]
+    held, answers = [], []
+    while (got := _claim(counter, len(items), participants)) is not None:
+        start, end = got
+        state = make(list(items[start:end]), arg)
+        held.append((start, state))
+        answers.append((start, getattr(state, method)()))
+    return held, answers
+
+
 def _serve(
-    conn: Connection, make: Callable[[list[str], Any], Any], items: list[str], arg: Any
+    conn: Connection,
+    make: Maker,
+    items: list[str],
+    arg: Any,
+    counter: _Counter,
+    participants: int,
 ) -> None:
-    """A worker: keep ``make(items, arg)``, answer each method name sent with its result."""
-    state: Any = None
-    failed: BaseException | None = None
-    try:
-        state = make(items, arg)
-    except BaseException as exc:  # sent back at the first question
-        failed = exc
+    """A worker: answer each ``(claim, method)`` sent (``claim``: forget the ranges held
+    and claim anew), until ``None`` or the caller is gone."""
+    held: Held | None = None
     while True:
         try:
-            method = conn.recv()
+            question = conn.recv()
         except (EOFError, OSError):  # the caller is gone
             return
-        if method is None:
+        if question is None:
             return
+        claim, method = question
+        if claim:
+            held = None
+        answer: Any
         try:
-            if failed is not None:
-                raise failed
-            answer = getattr(state, method)()
+            held, answer = _answer(held, method, make, items, arg, counter, participants)
         except BaseException as exc:
             answer = _Failed(exc)
         try:
@@ -96,19 +158,6 @@ def _stop(procs: list[BaseProcess], conns: list[Connection]) -> None:
         conn.close()
 
 
-def deal(weights: Sequence[int], n: int) -> list[list[int]]:
-    """``n`` shares of the indexes of ``weights``, of about equal total weight: the
-    heaviest first, each to the share that holds least so far (ties: the first); each
-    share in index order."""
-    shares: list[list[int]] = [[] for _ in range(n)]
-    held = [0] * n
-    for i in sorted(range(len(weights)), key=lambda i: -weights[i]):
-        k = held.index(min(held))
-        shares[k].append(i)
-        held[k] += weights[i]
-    return [sorted(share) for share in shares if share]
-
-
 def _preload(module: str) -> None:
     """Ask the forkserver to import ``module`` when it starts (beside what it was already
     asked for), so its forks have it loaded. A server already running keeps what it has."""
@@ -120,35 +169,42 @@ def _preload(module: str) -> None:
         forkserver.set_forkserver_preload([*have, module])
 
 
-class Workers:
-    """``workers`` shares of ``items`` (of about equal ``weights``: bytes), each keeping
-    ``make(share, arg)``: the first in the caller, each other in a worker process.
-    :meth:`ask` calls a method of every one and returns the answers (each a list, one
-    element per item of its share) in the order of ``items``. :meth:`close` ends the
-    processes (also done when the object is collected, or at exit)."""
+class _Local:
+    """A counter for the caller alone (``workers=1``, or one item): no lock to share."""
 
-    def __init__(
-        self,
-        make: Callable[[list[str], Any], Any],
-        items: Sequence[str],
-        arg: Any,
-        workers: int,
-        weights: Sequence[int] | None = None,
-    ) -> None:
-        n = max(1, min(workers, len(items)))
-        self._shares = deal([1] * len(items) if weights is None else weights, n)
-        self._size = len(items)
+    def __init__(self) -> None:
+        self.value = 0
+
+    def get_lock(self) -> contextlib.nullcontext[None]:
+        return contextlib.nullcontext()
+
+
+class Workers:
+    """``items`` read by ``workers`` participants (the caller and ``workers - 1`` worker
+    processes), each range of items claimed keeping ``make(range, arg)``. :meth:`ask`
+    calls a method of every range's state and returns ``(start, answer)`` per range, in
+    the items' order (the ranges cover every item once). :meth:`close` ends the processes
+    (also done when the object is collected, or at exit)."""
+
+    def __init__(self, make: Maker, items: Sequence[str], arg: Any, workers: int) -> None:
+        self._n = n = max(1, min(workers, len(items)))
+        self._items = list(items)
+        self._make, self._arg = make, arg
         self._procs: list[BaseProcess] = []
         self._conns: list[Connection] = []
         self._stopper = weakref.finalize(self, _stop, self._procs, self._conns)
-        if n > 1:
-            _preload(make.__module__)
+        self._held: Held | None = None  # the caller's ranges (None: to be claimed)
+        self._counter: _Counter = _Local()
+        if n == 1:
+            return
+        _preload(make.__module__)
         ctx = multiprocessing.get_context("forkserver")
-        for share in self._shares[1:]:
+        self._counter = ctx.Value("q", 0)
+        for _ in range(n - 1):
             mine, theirs = ctx.Pipe()
             p = ctx.Process(
                 target=_serve,
-                args=(theirs, make, [items[i] for i in share], arg),
+                args=(theirs, make, self._items, arg, self._counter, n),
                 name="aoff-reader",
                 daemon=True,
             )
@@ -156,45 +212,42 @@ class Workers:
             theirs.close()
             self._procs.append(p)
             self._conns.append(mine)
-        # the caller's own share, made after the workers are started so they work meanwhile
-        self._local: Any = None
-        self._failed: BaseException | None = None
-        try:
-            self._local = make([items[i] for i in self._shares[0]], arg)
-        except Exception as exc:  # raised at the first question, as a worker's is
-            self._failed = exc
 
-    def ask(self, method: str) -> list[Any]:
+    def ask(self, method: str) -> list[tuple[int, Any]]:
         if not self._stopper.alive:
             raise RuntimeError("the reader's worker processes were closed")
+        claim = self._held is None
+        if claim:
+            self._counter.value = 0
         for conn in self._conns:
-            conn.send(method)
-        out: list[Any] = [None] * self._size
-        failed: BaseException | None = self._failed
-        if failed is None:
-            try:
-                mine = getattr(self._local, method)()
-            except Exception as exc:  # the workers' answers are still taken
-                failed = exc
-            else:
-                for i, answer in zip(self._shares[0], mine, strict=True):
-                    out[i] = answer
-        for share, conn, p in zip(self._shares[1:], self._conns, self._procs, strict=True):
+            conn.send((claim, method))
+        out: list[tuple[int, Any]] = []
+        failed: BaseException | None = None
+        try:
+            self._held, mine = _answer(
+                self._held, method, self._make, self._items, self._arg, self._counter, self._n
+            )
+            out.extend(mine)
+        except Exception as exc:  # the workers' answers are still taken
+            failed = exc
+        for conn, p in zip(self._conns, self._procs, strict=True):
             try:
                 got = conn.recv()
             except (EOFError, OSError) as exc:
                 self.close()
                 raise RuntimeError(
-                    f"a worker process reading {len(share)} runs ended abruptly (exit code "
-                    f"{p.exitcode}); workers=1 reads them in this process"
+                    f"a worker process reading some of {len(self._items)} runs ended "
+                    f"abruptly (exit code {p.exitcode}); workers=1 reads them in this process"
                 ) from exc
             if isinstance(got, _Failed):
                 failed = failed or got.exc  # the others' answers are still taken
                 continue
-            for i, answer in zip(share, got, strict=True):
-                out[i] = answer
+            out.extend(got)
         if failed is not None:
+            if claim:  # the ranges are shared anew at the next question
+                self._held = None
             raise failed
+        out.sort(key=lambda answer: answer[0])
         return out
 
     def close(self) -> None:

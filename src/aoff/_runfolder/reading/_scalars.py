@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Collection, Iterable
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -130,14 +130,13 @@ class ScalarReader:
         ]
         self._said: dict[str, tuple[int, int]] = {}
         self._said_notes: set[str] = set()
-        #: with workers: the worker processes, each run's state as of the last read, and
-        #: the warnings they returned that are not said yet
+        #: with workers: the worker processes, each range of runs as of the last read
+        #: (its first run's index, what it said), and the warnings not said yet
         self._pool: Workers | None = None
-        self._states: list[RunState] = []
+        self._blocks: list[tuple[int, Block]] = []
         self._pending: list[str] = []
         if n > 1 and len(self._runs) > 1:
-            names = [r.path for r in self._runs]
-            self._pool = Workers(_Share, names, wanted, n, [_bytes_under(p) for p in names])
+            self._pool = Workers(_Share, [r.path for r in self._runs], wanted, n)
 
     def close(self) -> None:
         """End the worker processes (``workers > 1``); a later :meth:`read` raises."""
@@ -150,62 +149,87 @@ class ScalarReader:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _state(self) -> list[RunState]:
-        """Each run's state: from the workers' last answers, or of the runs here."""
+    def _state(self) -> list[Block]:
+        """What each range of runs says: the workers' last answers, or the runs here."""
         if self._pool is not None:
-            return self._states
-        return [_state_of(run, [], []) for run in self._runs]
+            return [block for _, block in self._blocks]
+        return [_block(self._runs, [], [], [], joined([]), [])]
 
     @property
     def problems(self) -> list[str]:
         """One line for each file with skipped records or a torn end, as of the last read."""
         lines = [f"{line}: skipped" for line in self._skipped]
-        for st in self._state():
-            lines.extend(st.problems)
+        for block in self._state():
+            lines.extend(block.problems)
         return lines
 
     @property
     def bytes_read(self) -> int:
         """Bytes of event files read so far (each byte once, however often :meth:`read`
         is called)."""
-        return sum(st.bytes_read for st in self._state())
+        return sum(block.bytes_read for block in self._state())
 
     @property
     def bulk_records(self) -> int:
         """Event records decoded in bulk so far (the others one by one)."""
-        return sum(st.bulk_records for st in self._state())
+        return sum(block.bulk_records for block in self._state())
 
     @property
     def retracted(self) -> list[tuple[str, int, frozenset[str] | None]]:
         """``(run, step, tags or None)`` for each TensorBoard purge (a resumed run's
         ``SessionLog.START``) that hides points an earlier :meth:`read` handed out: the
         points at ``step`` and after, of those tags (all when None)."""
+        if self._pool is None:
+            return [
+                (run.name, step, tags)
+                for run in self._runs
+                if run.points is not None
+                for step, tags in run.points.retracted
+            ]
         return [
-            (run.name, step, tags)
-            for run, st in zip(self._runs, self._state(), strict=True)
-            for step, tags in st.retracted
+            (self._runs[start + i].name, step, tags)
+            for start, block in self._blocks
+            for i, step, tags in block.retracted
         ]
 
     def read_columns(self) -> list[tuple[str, str, Columns]]:
         """``(run, tag, (steps, wall_times, values))`` of what is new, runs in the order
         given, tags in the order first seen, points in the order read."""
-        return [(run, tag, joined(parts)) for run, tag, parts in self._read_parts()]
+        if self._pool is None:
+            return [(run, tag, joined(parts)) for run, tag, parts in self._read_parts()]
+        out = []
+        for start, block in self._read_blocks():
+            at = 0
+            for i, tag, n in zip(block.seg_runs, block.seg_tags, block.sizes, strict=True):
+                cols = (
+                    block.steps[at : at + n],
+                    block.walls[at : at + n],
+                    block.values[at : at + n],
+                )
+                out.append((self._runs[start + i].name, tag, cols))
+                at += n
+        return out
 
     def _read_parts(self) -> list[tuple[str, str, list[Columns]]]:
-        if self._pool is not None:
-            self._states = self._pool.ask("read")
-            out: list[tuple[str, str, list[Columns]]] = []
-            for run, st in zip(self._runs, self._states, strict=True):
-                run.kind = st.kind
-                self._pending.extend(st.said)
-                out.extend((run.name, tag, parts) for tag, parts in st.parts)
-            return out
+        """What is new of the runs read here (no workers), as ``(run, tag, parts)``."""
         return [(run.name, tag, parts) for run in self._runs for tag, parts in _run_parts(run)]
+
+    def _read_blocks(self) -> list[tuple[int, Block]]:
+        """What is new, from the workers: a block per range of runs, in the runs' order."""
+        assert self._pool is not None
+        self._blocks = self._pool.ask("read")
+        for start, block in self._blocks:
+            for i, kind in enumerate(block.kinds):
+                self._runs[start + i].kind = kind
+            self._pending.extend(block.said)
+        return self._blocks
 
     def read(self) -> pd.DataFrame:
         """The new points as a long DataFrame: ``run``, ``tag`` (both categorical),
         ``step`` (int64), ``wall_time`` and ``value`` (float64)."""
-        return to_frame(self._read_parts())
+        if self._pool is None:
+            return to_frame(self._read_parts())
+        return _blocks_frame([r.name for r in self._runs], self._read_blocks())
 
     def warn_problems(self) -> None:
         """One :class:`aoff.AoffWarning` per file whose problems changed since the last."""
@@ -239,16 +263,24 @@ class ScalarReader:
         return out
 
 
-class RunState(NamedTuple):
-    """One run as a worker read it: what is new, and what the reader's properties say."""
+class Block(NamedTuple):
+    """A range of runs as one participant read it: what is new, one set of columns for
+    all its runs (a segment per run and tag, in order), and what the reader's properties
+    say of them. One object per range, not per run: a worker's answer for thousands of
+    small runs is a few arrays to send and join, not thousands of objects."""
 
-    parts: list[tuple[str, list[Columns]]]
-    kind: str | None
+    seg_runs: list[int]  # each segment's run: its index in the range
+    seg_tags: list[str]
+    sizes: list[int]  # each segment's points
+    steps: np.ndarray[Any, np.dtype[np.int64]]
+    walls: np.ndarray[Any, np.dtype[np.float64]]
+    values: np.ndarray[Any, np.dtype[np.float64]]
+    kinds: list[str | None]  # each run's format (None: none found yet)
     said: list[str]  # the warnings this read gives, not said before
     problems: list[str]
     bytes_read: int
     bulk_records: int
-    retracted: list[tuple[int, frozenset[str] | None]]
+    retracted: list[tuple[int, int, frozenset[str] | None]]  # (run in the range, step, tags)
 
 
 def _run_parts(run: _Run) -> list[tuple[str, list[Columns]]]:
@@ -259,59 +291,65 @@ def _run_parts(run: _Run) -> list[tuple[str, list[Columns]]]:
     return out
 
 
-def _state_of(run: _Run, parts: list[tuple[str, list[Columns]]], said: list[str]) -> RunState:
+def _problem_lines(run: _Run) -> list[str]:
     problems = list(run.notes())
     for path, corrupt, torn in run.problems():
         if corrupt:
             problems.append(f"{path}: {corrupt} corrupt record(s) skipped")
         if torn:
             problems.append(f"{path}: the last record is torn ({torn} bytes); read up to it")
-    pts = run.points
-    return RunState(
-        parts,
-        run.kind,
-        said,
-        problems,
-        0 if pts is None else pts.bytes_read,
-        0 if pts is None else pts.bulk_records,
-        [] if pts is None else list(pts.retracted),
-    )
+    return problems
 
 
 class _Share:
-    """A worker's share of a :class:`ScalarReader`'s runs (``workers > 1``)."""
+    """A range of a :class:`ScalarReader`'s runs, read by one participant (``workers >
+    1``): each read answers one :class:`Block`."""
 
     def __init__(self, names: list[str], tags: Collection[str] | None) -> None:
         self.reader = ScalarReader([])
         self.reader._runs = [_Run(name, tags) for name in names]
 
-    def read(self) -> list[RunState]:
+    def read(self) -> Block:
         reader = self.reader
-        out = []
-        for run in reader._runs:
-            parts = _run_parts(run)
-            said = [n for n in run.notes() if n not in reader._said_notes]
-            reader._said_notes.update(said)
-            out.append(_state_of(run, parts, said + reader._new_problems(run)))
-        return out
+        seg_runs: list[int] = []
+        seg_tags: list[str] = []
+        sizes: list[int] = []
+        parts: list[Columns] = []
+        said: list[str] = []
+        for i, run in enumerate(reader._runs):
+            for tag, got in _run_parts(run):
+                seg_runs.append(i)
+                seg_tags.append(tag)
+                sizes.append(sum(len(p[0]) for p in got))
+                parts.extend(got)
+            new = [n for n in run.notes() if n not in reader._said_notes]
+            reader._said_notes.update(new)
+            said.extend(new + reader._new_problems(run))
+        return _block(reader._runs, seg_runs, seg_tags, sizes, joined(parts), said)
 
 
-def _bytes_under(path: str) -> int:
-    """The bytes of the files at or under ``path`` (0 for what cannot be listed): the
-    work of reading a run, to deal the runs out to workers by."""
-    try:
-        if not os.path.isdir(path):
-            return os.path.getsize(path)
-        total = 0
-        for folder, _, names in os.walk(path):
-            for name in names:
-                try:
-                    total += os.path.getsize(os.path.join(folder, name))
-                except OSError:
-                    continue  # gone since it was listed
-        return total
-    except OSError:
-        return 0
+def _block(
+    runs: list[_Run],
+    seg_runs: list[int],
+    seg_tags: list[str],
+    sizes: list[int],
+    columns: Columns,
+    said: list[str],
+) -> Block:
+    """The block of ``runs``: the segments and columns given, and what the runs say now."""
+    pts = [run.points for run in runs]
+    return Block(
+        seg_runs,
+        seg_tags,
+        sizes,
+        *columns,
+        [run.kind for run in runs],
+        said,
+        [line for run in runs for line in _problem_lines(run)],
+        sum(p.bytes_read for p in pts if p is not None),
+        sum(p.bulk_records for p in pts if p is not None),
+        [(i, step, tags) for i, p in enumerate(pts) if p is not None for step, tags in p.retracted],
+    )
 
 
 def _runs_named(
@@ -331,17 +369,9 @@ def _runs_named(
 def to_frame(columns: list[tuple[str, str, list[Columns]]]) -> pd.DataFrame:
     """The long DataFrame of ``(run, tag, parts)``, in that order (each part copied once,
     into its place)."""
-    import pandas as pd
-
-    runs: dict[str, int] = {}
-    tags: dict[str, int] = {}
     sizes = [sum(len(p[0]) for p in parts) for _, _, parts in columns]
     total = sum(sizes)
-    run_ids = [runs.setdefault(r, len(runs)) for r, _, _ in columns]
-    tag_ids = [tags.setdefault(t, len(tags)) for _, t, _ in columns]
     steps = np.empty(total, np.int64)
-    # wall times and values as the two rows of one array: pandas keeps it as one block
-    # instead of copying the two columns into one (a second pass over the data)
     floats = np.empty((2, total), np.float64)
     at = 0
     for _, _, parts in columns:
@@ -351,6 +381,44 @@ def to_frame(columns: list[tuple[str, str, list[Columns]]]) -> pd.DataFrame:
             floats[0, at : at + n] = w
             floats[1, at : at + n] = v
             at += n
+    return _frame([r for r, _, _ in columns], [t for _, t, _ in columns], sizes, steps, floats)
+
+
+def _blocks_frame(names: list[str], blocks: list[tuple[int, Block]]) -> pd.DataFrame:
+    """The long DataFrame of the workers' blocks (``names``: every run's, by index), the
+    same as :func:`to_frame` of their segments: each block's columns copied once, into
+    their place."""
+    runs = [names[start + i] for start, block in blocks for i in block.seg_runs]
+    tags = [tag for _, block in blocks for tag in block.seg_tags]
+    sizes = [n for _, block in blocks for n in block.sizes]
+    total = sum(sizes)
+    steps = np.empty(total, np.int64)
+    floats = np.empty((2, total), np.float64)
+    if blocks:
+        np.concatenate([b.steps for _, b in blocks], out=steps)
+        np.concatenate([b.walls for _, b in blocks], out=floats[0])
+        np.concatenate([b.values for _, b in blocks], out=floats[1])
+    return _frame(runs, tags, sizes, steps, floats)
+
+
+def _frame(
+    seg_runs: list[str],
+    seg_tags: list[str],
+    sizes: list[int],
+    steps: np.ndarray[Any, np.dtype[np.int64]],
+    floats: np.ndarray[Any, np.dtype[np.float64]],
+) -> pd.DataFrame:
+    """The long DataFrame of segments (a run and tag each, ``sizes`` points) whose points
+    are ``steps`` and the two rows of ``floats`` (wall times, values): categories in the
+    order first seen."""
+    import pandas as pd
+
+    runs: dict[str, int] = {}
+    tags: dict[str, int] = {}
+    run_ids = [runs.setdefault(r, len(runs)) for r in seg_runs]
+    tag_ids = [tags.setdefault(t, len(tags)) for t in seg_tags]
+    # wall times and values as the two rows of one array: pandas keeps it as one block
+    # instead of copying the two columns into one (a second pass over the data)
     df = pd.DataFrame(floats.T, columns=["wall_time", "value"], copy=False)
     df.insert(0, "step", steps)
     codes = np.repeat(np.asarray(tag_ids, np.int32), sizes)
@@ -407,12 +475,11 @@ def read_scalars(
     wanted = None if tags is None else list(tags)
     # the axes are tags of their own: read every tag, keep those asked for once joined
     with ScalarReader(paths, None if axes else wanted, where=where, workers=workers) as reader:
-        columns = reader._read_parts()
+        frame = reader.read()
     for run in reader._runs:
         if run.kind is None:
             raise ValueError(f"{run.path}: no {labels(points=True)} in it")
     reader.warn_problems()
-    frame = to_frame(columns)
     if bucket is not None:
         return envelopes(frame, bucket)
     if not axes:
