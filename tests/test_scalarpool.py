@@ -9,6 +9,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+
 import pytest
 
 import aoff
@@ -17,6 +18,7 @@ from aoff._runfolder.reading._scalarpool import check_workers, claim_end
 from .tbruns import write_cleanrl_runs
 
 pd = pytest.importorskip("pandas")
+np = pytest.importorskip("numpy")
 
 
 def test_workers_give_the_same_table_and_warnings(tmp_path: Path) -> None:
@@ -66,12 +68,17 @@ def test_a_reader_with_workers_reads_what_was_appended_as_one_does(tmp_path: Pat
 
     write(range(0, 50))
     one, two = aoff.ScalarReader(runs), aoff.ScalarReader(runs, workers=2)
-    with two:
+    cols_one, cols_two = aoff.ScalarReader(runs), aoff.ScalarReader(runs, workers=2)
+    with two, cols_two:
         for steps in (range(0, 50), range(50, 80)):
             if steps.start:
                 write(steps)
             a, b = one.read(), two.read()
             pd.testing.assert_frame_equal(a, b)
+            c, d = cols_one.read_columns(), cols_two.read_columns()
+            assert [(run, tag) for run, tag, _ in c] == [(run, tag) for run, tag, _ in d]
+            for (_, _, x), (_, _, y) in zip(c, d, strict=True):
+                assert all(np.array_equal(p, q) for p, q in zip(x, y, strict=True))
             assert sorted(set(b["step"])) == list(steps) and len(b) == 3 * len(steps)
             assert (one.bytes_read, one.problems) == (two.bytes_read, two.problems)
             assert one.bulk_records == two.bulk_records
