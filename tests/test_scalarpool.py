@@ -9,7 +9,6 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-
 import pytest
 
 import aoff
