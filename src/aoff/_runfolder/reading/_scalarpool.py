@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import pickle
 import weakref
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
@@ -116,13 +117,16 @@ def _answer(
 def _serve(
     conn: Connection,
     make: Maker,
-    items: list[str],
+    pickled_items: bytes,
     arg: Any,
     counter: _Counter,
     participants: int,
 ) -> None:
     """A worker: answer each ``(claim, method)`` sent (``claim``: forget the ranges held
-    and claim anew), until ``None`` or the caller is gone."""
+    and claim anew), until ``None`` or the caller is gone. ``pickled_items``: the items,
+    pickled once by the caller for all its workers (not once a worker: tens of thousands
+    of paths take milliseconds each time)."""
+    items: list[str] = pickle.loads(pickled_items)
     held: Held | None = None
     while True:
         try:
@@ -200,11 +204,12 @@ class Workers:
         _preload(make.__module__)
         ctx = multiprocessing.get_context("forkserver")
         self._counter = ctx.Value("q", 0)
+        pickled = pickle.dumps(self._items, pickle.HIGHEST_PROTOCOL)
         for _ in range(n - 1):
             mine, theirs = ctx.Pipe()
             p = ctx.Process(
                 target=_serve,
-                args=(theirs, make, self._items, arg, self._counter, n),
+                args=(theirs, make, pickled, arg, self._counter, n),
                 name="aoff-reader",
                 daemon=True,
             )
