@@ -30,6 +30,7 @@ top-level work under ``if __name__ == "__main__":`` (the workers import it).
 from __future__ import annotations
 
 import contextlib
+import gc
 import multiprocessing
 import os
 import pickle
@@ -126,6 +127,9 @@ def _serve(
     and claim anew), until ``None`` or the caller is gone. ``pickled_items``: the items,
     pickled once by the caller for all its workers (not once a worker: tens of thousands
     of paths take milliseconds each time)."""
+    # what the worker inherited from the server lives as long as it does: out of the
+    # collector's sight, its collections do not touch (and so copy) those pages
+    gc.freeze()
     items: list[str] = pickle.loads(pickled_items)
     held: Held | None = None
     while True:
