@@ -100,10 +100,10 @@ class ScalarReader:
     ``progress.csv``. :func:`read_scalars` is the one-shot form.
 
     ``where``: only the runs this filter keeps (see :func:`read_scalars`), chosen when
-    the reader is made. ``workers=N``: the runs are read by ``N`` worker processes (0: one
-    a core), each keeping its share's offsets, so every :meth:`read` reads what was
-    appended in parallel and returns what one process would; :meth:`close` (or ``with``)
-    ends them.
+    the reader is made. ``workers=N``: the runs are read by this process and ``N - 1``
+    worker processes (0: one a core), each keeping the offsets of the runs it claimed at
+    the first read, so every :meth:`read` reads what was appended in parallel and
+    returns what one process would; :meth:`close` (or ``with``) ends them.
 
     A path that does not exist raises ``FileNotFoundError`` at :meth:`read`; an existing
     folder with no data yet reads as no rows (a run that has not written yet)."""
