@@ -62,10 +62,15 @@ def two_nodes() -> Iterator[Any]:
     # Ray's node installs its own SIGINT/SIGTERM handlers in this process and leaves
     # them: a later test of aoff's signal handling in the same worker would meet them
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-    # no dashboard: nothing here reads it, and it is one more process to start
-    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+    # no dashboard, no autoscaler monitor, no log monitors (log_to_driver=False): nothing
+    # here reads them, and each is one more Python process to start (~1 s of CPU here)
+    quiet = {"include_log_monitor": False}
+    c = Cluster(
+        initialize_head=True,
+        head_node_args={"num_cpus": 1, "include_dashboard": False, "no_monitor": True, **quiet},
+    )
     try:
-        c.add_node(num_cpus=1, resources={"far": 3})
+        c.add_node(num_cpus=1, resources={"far": 3}, **quiet)
         ray.init(address=c.address, logging_level="warning", log_to_driver=False)
         yield c
     finally:
@@ -191,7 +196,7 @@ def every_far_actors_steps_on_disk_in_order_and_a_killed_or_cut_off_one_is_named
     link = aoff.ray.serve(log, lost_after=3.0)
     names = ["c0", "c1", "doomed"]
     actors = _collectors(link, names)  # they start while the node below starts
-    node = cluster.add_node(num_cpus=1, resources={"doomed_node": 1})
+    node = cluster.add_node(num_cpus=1, resources={"doomed_node": 1}, include_log_monitor=False)
     try:
         cluster.wait_for_nodes()
         cut_off = ray.remote(num_cpus=0, resources={"doomed_node": 1}, max_restarts=0)(
