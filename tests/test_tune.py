@@ -53,18 +53,26 @@ def ray_session() -> Iterator[None]:
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (src, str(ROOT), before) if p)
     # Ray installs its own SIGINT/SIGTERM handlers in this process: put them back after
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-    # address="local": a new instance of our own, never another test's cluster on this host
-    ray.init(
-        address="local",
-        num_cpus=2,
-        include_dashboard=False,
-        logging_level=logging.WARNING,
-        log_to_driver=False,
+    # a one-node cluster of our own (never another test's on this host), without the
+    # dashboard, the autoscaler monitor or the log monitor (log_to_driver=False): nothing
+    # here reads them, and each is one more Python process to start (~1 s of CPU here)
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args={
+            "num_cpus": 2,
+            "include_dashboard": False,
+            "no_monitor": True,
+            "include_log_monitor": False,
+        },
     )
+    ray.init(address=cluster.address, logging_level=logging.WARNING, log_to_driver=False)
     try:
         yield
     finally:
         ray.shutdown()
+        cluster.shutdown()  # type: ignore[no-untyped-call]
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
         if before is None:
