@@ -275,7 +275,8 @@ def a_hub_that_never_answers_makes_the_producer_drop_by_its_policy() -> None:
 
     stuck = ray.remote(num_cpus=0, concurrency_groups={"ctl": 2})(_Stuck).remote()
     try:
-        link = RayLink(stuck, 500, "drop_oldest", 1.0, 0.01, 100, 2)
+        # a bound of 0.5 s on each flush and close: four of them wait it out here
+        link = RayLink(stuck, 500, "drop_oldest", 0.5, 0.01, 100, 2)
         rlog = link.remote("stalled")
         for i in range(10_000):  # returns at once: the hot path only appends
             rlog.log_step(i, {"x": 1.0})
