@@ -67,8 +67,8 @@ def ray_session() -> Iterator[None]:
             "include_log_monitor": False,
         },
     )
-    ray.init(address=cluster.address, logging_level=logging.WARNING, log_to_driver=False)
     try:
+        ray.init(address=cluster.address, logging_level=logging.WARNING, log_to_driver=False)
         yield
     finally:
         ray.shutdown()
