@@ -513,4 +513,3 @@ class RunFold:
         if steps.dropped:
             tags.append("aoff/dropped_events")
         return tags
-
