@@ -102,17 +102,17 @@ def main() -> None:
             slices = [events[k : k + step] for k in range(0, len(events), step)]
             pickles = [pack_events(s) for s in slices]
             blocks = [np.array(range(len(s) * 8), np.float64).tobytes() for s in slices]
-            got = {
-                "pickle": per_iteration(lambda s=slices: [pack_events(x) for x in s], n, 3),
-                "columns": per_iteration(lambda s=slices: [pack_columns(x) for x in s], n, 3),
+            jobs: dict[str, Callable[[], object]] = {
+                "pickle": lambda s=slices: [pack_events(x) for x in s],
+                "columns": lambda s=slices: [pack_columns(x) for x in s],
             }
-            for _ in range(args.rounds - 1):  # alternated, best of all rounds
-                for k, job in (
-                    ("pickle", lambda s=slices: [pack_events(x) for x in s]),
-                    ("columns", lambda s=slices: [pack_columns(x) for x in s]),
-                ):
+            got = dict.fromkeys(jobs, float("inf"))
+            for _ in range(args.rounds):  # alternated round by round, the best of each
+                for k, job in jobs.items():
                     got[k] = min(got[k], per_iteration(job, n, 1))
-            unpickle = per_iteration(lambda p=pickles: [unpack_events(x) for x in p], n, args.rounds)
+            unpickle = per_iteration(
+                lambda p=pickles: [unpack_events(x) for x in p], n, args.rounds
+            )
             frombuf = per_iteration(
                 lambda b=blocks: [np.frombuffer(x, np.float64) for x in b], n, args.rounds
             )
