@@ -15,7 +15,7 @@ acks, the system sampler, the collector), start-up left out.
 The wrapped names exist since the run fold, so the same file runs against an older
 checkout's ``src`` for a before (``PYTHONPATH=<old>/src``)::
 
-    python benchmarks/bench_agent_split.py [--iterations 25000]
+    python benchmarks/bench_agent_split.py [--iterations 25000] [--only standard]
 """
 
 from __future__ import annotations
@@ -93,6 +93,9 @@ def one(kind: str, n: int, out: Path, env: dict[str, str]) -> dict[str, float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--iterations", type=int, default=25_000)
+    ap.add_argument(
+        "--only", choices=("standard", "log_step_32"), default=None, help="one workload"
+    )
     args = ap.parse_args()
     n = args.iterations
     seen = n + max(n // 10, 100)  # the warm-up's iterations too
@@ -103,7 +106,7 @@ def main() -> None:
         (hook / "sitecustomize.py").write_text(f"STAGES = {STAGES!r}\n" + HOOK)
         path = os.pathsep.join(p for p in (str(hook), os.environ.get("PYTHONPATH", "")) if p)
         env = {**os.environ, "PYTHONPATH": path}
-        for kind in ("standard", "log_step_32"):
+        for kind in (args.only,) if args.only else ("standard", "log_step_32"):
             out = Path(tmp) / f"{kind}.json"
             whole = one(kind, n, out, env)
             spent = json.loads(out.read_text())

@@ -75,6 +75,22 @@ def pack_columns(events: list[ev.Event]) -> bytes:
     return pickle.dumps((bytes(kinds), head, times, blocks, rest), protocol=5)
 
 
+def check(events: list[ev.Event]) -> None:
+    """The column frame holds the steps' metrics as the events do, bit for bit, and
+    every other event as it was (so the figures time a frame that carries the data)."""
+    import numpy as np
+
+    _, head, _, blocks, rest = pickle.loads(pack_columns(events))
+    steps = [e for e in events if e[0] == ev.STEP]
+    keys, block = blocks[0]
+    got = np.frombuffer(block, np.float64).reshape(len(steps), len(keys))
+    want = np.array([list(e[3].values()) for e in steps], np.float64)
+    assert got.tobytes() == want.tobytes() and keys == tuple(steps[0][3]), "metrics differ"
+    walls = np.frombuffer(head, np.float64, len(steps))
+    assert walls.tolist() == [e[1] for e in steps], "wall times differ"
+    assert rest == [e for e in events if e[0] != ev.STEP], "other events differ"
+
+
 def per_iteration(job: Callable[[], object], n: int, rounds: int) -> float:
     best = float("inf")
     for _ in range(rounds):
@@ -100,6 +116,7 @@ def main() -> None:
         for size in (32, 512):
             step = max(size // per * per, per)
             slices = [events[k : k + step] for k in range(0, len(events), step)]
+            check(slices[0])
             pickles = [pack_events(s) for s in slices]
             blocks = [np.array(range(len(s) * 8), np.float64).tobytes() for s in slices]
             jobs: dict[str, Callable[[], object]] = {
