@@ -365,8 +365,8 @@ def test_bench_columnar_prints_each_stage_both_ways() -> None:
 def test_bench_frame_pack_and_agent_split_print_their_figures() -> None:
     """Smoke tests at tiny sizes; the packer's frame is checked against its events."""
     out = _bench("bench_frame_pack.py", "--iterations", "64", "--rounds", "1")
-    rows = [ln for ln in out.splitlines() if "slices of" in ln]
-    assert len(rows) == 4 and all("sender pickle" in r and "columns" in r for r in rows), out
+    lines = [ln for ln in out.splitlines() if "slices of" in ln]
+    assert len(lines) == 4 and all("sender pickle" in r and "columns" in r for r in lines), out
     out = _bench("bench_agent_split.py", "--iterations", "200", "--only", "standard")
     rows = [ln.split() for ln in out.splitlines() if ln.startswith("  ")]
     assert [r[0] for r in rows] == ["standard"], out
