@@ -55,7 +55,7 @@ def encode_columns(encoder: EventEncoder, cols: ScalarColumns) -> bytes:
     layout = _step_lengths(steps) + 16 * (walls != 0.0)
     cuts = np.flatnonzero(layout[1:] != layout[:-1]) + 1
     bounds = [0, *cuts.tolist(), len(layout)]
-    parts = []
+    parts: list[np.ndarray[Any, Any]] = []
     for a, b in pairwise(bounds):
         key = int(layout[a])
         template = _template(heads, key & 15, bool(key & 16))
@@ -133,9 +133,8 @@ class _Template:
         flat = out.reshape(-1).data
         crc = crc32c
         c = np.array([crc(flat[o : o + n]) for o in range(start, m * width, width)], np.uint64)
-        masked = (((c >> np.uint64(15)) | (c << np.uint64(17))) + np.uint64(MASK_DELTA)) & np.uint64(
-            U32
-        )
+        masked = ((c >> np.uint64(15)) | (c << np.uint64(17))) + np.uint64(MASK_DELTA)
+        masked &= np.uint64(U32)
         out[:, width - 4 :] = masked.astype("<u4").view(_U8).reshape(m, 4)
         return out
 
