@@ -53,13 +53,13 @@ def encode_columns(encoder: EventEncoder, cols: ScalarColumns) -> bytes:
         f32 = np.ascontiguousarray(cols.values, "<f4")
     # a record's layout: whether it has a wall time, and its step's varint_bytes length
     layout = _step_lengths(steps) + 16 * (walls != 0.0)
-    cuts = np.flatnonzero(layout[1:] != layout[:-1]) + 1
+    cuts = (layout[1:] != layout[:-1]).nonzero()[0] + 1
     bounds = [0, *cuts.tolist(), len(layout)]
-    parts: list[np.ndarray[Any, Any]] = []
+    parts: list[memoryview] = []
     for a, b in pairwise(bounds):
         key = int(layout[a])
         template = _template(heads, key & 15, bool(key & 16))
-        parts.append(template.fill(walls[a:b], steps[a:b], f32[a:b]))
+        parts.append(template.fill(walls[a:b], steps[a:b], f32[a:b]).data)
     return parts[0].tobytes() if len(parts) == 1 else b"".join(parts)
 
 
