@@ -6,8 +6,8 @@ same bytes in every record but its wall time, its step and its float32 values. S
 records of a run of equal layout are one NumPy table: a template row (every tag's head,
 the summary's key and length, the TFRecord length head; made once per tag sequence and
 layout, :class:`_Template`) copied once per record, the wall times and the steps'
-varints written as columns into their slots and the values by one scatter (a field a
-tag cost ~1 µs each per batch, which the agent's small batches paid in full),
+varints written as columns into their slots and the values by one scatter (not
+a NumPy call a tag: the agent's batches are small, so a call's fixed cost counts),
 and the one thing that stays per record, its CRC32C, taken by the ``crc32c`` package's C
 function over each row of the joined buffer. The bytes are the per-event encoder's,
 record for record (a test compares them).
