@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from ._evcrc import RowChecksums
 from ._evfast import Folder, Layout
-from ._tfrecord import MASK_DELTA
 from ._wire import Buf
 
 __all__ = ["CyclePath"]
@@ -55,6 +55,18 @@ class _Cycle:
         for j, (lay, at) in enumerate(zip(layouts, self.starts, strict=True)):
             for tag, off, width in lay.values:
                 self.tags.setdefault(tag, []).append((j, at + off, width))
+        self._checksums: RowChecksums | None = None
+
+    def checksums(self) -> RowChecksums:
+        """The cycle's records' checksum check (built at its first block)."""
+        if self._checksums is None:
+            records = []
+            for lay, at in zip(self.layouts, self.starts, strict=True):
+                base, runs = lay.crc_tables()
+                var = [(off + i, tables[i]) for off, width, tables in runs for i in range(width)]
+                records.append((at, lay.size, base, var))
+            self._checksums = RowChecksums(self.size, records)
+        return self._checksums
 
 
 def _column(buf: Buf, start: int, rows: int, stride: int, dtype: str) -> np.ndarray[Any, Any]:
@@ -217,25 +229,7 @@ class CyclePath:
         tables)."""
         cycle = self.cycle
         assert cycle is not None
-        size = cycle.size
-        if m == 0:
-            return 0
-        bad: np.ndarray[Any, np.dtype[np.bool_]] | None = None
-        for lay, at in zip(cycle.layouts, cycle.starts, strict=True):
-            base, runs = lay.crc_tables()
-            crc = np.full(m, base, np.uint32)
-            for off, width, tables in runs:
-                dtype = "<u4" if width <= 4 else "<u8"
-                word = _column(buf, pos + at + off, m, size, dtype).astype(np.intp)
-                for i in range(width):
-                    crc ^= tables[i].take((word >> (8 * i)) & 0xFF)
-            stored = _column(buf, pos + at + lay.size - 4, m, size, "<u4")
-            rot = stored - np.uint32(MASK_DELTA)
-            wrong = crc != ((rot << np.uint32(15)) | (rot >> np.uint32(17)))
-            bad = wrong if bad is None else bad | wrong
-        assert bad is not None
-        first = int(bad.argmax())
-        return first if bad[first] else m
+        return cycle.checksums().first_bad(buf, pos, m) if m else 0
 
     def _hand_over(
         self,

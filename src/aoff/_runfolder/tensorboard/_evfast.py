@@ -67,6 +67,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from .._tagseries import Columns
+from ._evcrc import byte_tables, flat_rows
 from ._tfrecord import MASK_DELTA, crc32c, masked_crc32c
 from ._wire import F64, U32S, Buf, fields, varint
 
@@ -163,7 +164,7 @@ class Layout:
             self._crc = _CRC_TABLES.get(key)
         if self._crc is None:
             data = self.fixed[12 : self.size - 4]
-            tables = _byte_tables(
+            tables = byte_tables(
                 [len(data) - (off - 12) - 1 for off in self.varbytes],
                 [data[off - 12] for off in self.varbytes],
             )
@@ -193,52 +194,6 @@ _CRC_TABLES: dict[
     tuple[bytes, bytes, tuple[int, ...]],
     tuple[int, list[tuple[int, int, np.ndarray[Any, np.dtype[np.uint32]]]]],
 ] = {}
-
-
-#: bytes after a data byte -> that byte's table against a zero byte (see ``_byte_tables``)
-_ZERO_ROWS: dict[int, np.ndarray[Any, np.dtype[np.uint32]]] = {}
-_BYTES = np.arange(256)
-
-
-def _byte_tables(afters: list[int], fixed: list[int]) -> np.ndarray[Any, np.dtype[np.uint32]]:
-    """Row ``i``: what a data byte stored as each of 0..255 XORs into the data's CRC32C,
-    against ``fixed[i]`` in its place, with ``afters[i]`` bytes of data after it: CRC32C
-    is affine, so this depends on nothing else. Built from its eight bits' effects, all
-    the rows not met before at once (a first read builds a few hundred: one NumPy pass,
-    not one each), and kept for reuse."""
-    missing = [x for x in dict.fromkeys(afters) if x not in _ZERO_ROWS]
-    if missing:
-        if len(_ZERO_ROWS) + len(missing) > 8192:
-            _ZERO_ROWS.clear()
-            missing = list(dict.fromkeys(afters))
-        deltas = np.empty((len(missing), 8), np.uint32)
-        for row, after in enumerate(missing):
-            tail = bytes(after)
-            zero = crc32c(bytes(1) + tail)
-            deltas[row] = [crc32c(bytes([1 << bit]) + tail) ^ zero for bit in range(8)]
-        tables = np.zeros((len(missing), 256), np.uint32)
-        for bit in range(8):
-            tables ^= np.where((_BYTES >> bit) & 1 == 1, deltas[:, bit : bit + 1], np.uint32(0))
-        _ZERO_ROWS.update(zip(missing, tables, strict=True))
-    rows = np.stack([_ZERO_ROWS[x] for x in afters])
-    if not any(fixed):
-        return rows
-    # indexed by the byte as stored: its change from the fixed bits
-    return np.take_along_axis(rows, _BYTES[None, :] ^ np.asarray(fixed)[:, None], axis=1)
-
-
-#: each data byte's table against a zero byte (its share of CRC32C), row ``after`` (the
-#: data bytes after it) of 256, flat: grown as longer records need (see ``_Tail``)
-_ROWS: list[np.ndarray[Any, np.dtype[np.uint32]]] = [np.zeros(0, np.uint32)]
-
-
-def _rows(after: int) -> np.ndarray[Any, np.dtype[np.uint32]]:
-    """The flat tables (``_ROWS``), rows ``0..after`` at least."""
-    flat = _ROWS[0]
-    if len(flat) < 256 * (after + 1):
-        n = max(after + 1, 2 * (len(flat) // 256), 128)
-        flat = _ROWS[0] = _byte_tables(list(range(n)), [0] * n).ravel()
-    return flat
 
 
 def layout_of(folder: Folder, buf: Buf, pos: int, length: int) -> Layout | None:
@@ -344,7 +299,7 @@ class _Tail:
     distance from the record's end: their records are decoded together whatever the
     length of their tags (CleanRL's eleven tags are three of these, one per step width,
     not thirty-three shapes). The value's share of the data checksum is this one's tables;
-    the wall time's and the step's are looked up by each record's size (``_rows``)."""
+    the wall time's and the step's are looked up by each record's size (``flat_rows``)."""
 
     WALL, STEP = 13, 22
 
@@ -352,7 +307,7 @@ class _Tail:
         self.step_width, self.value_end, self.width = key
         # a value byte at ``size - value_end + i`` has ``value_end - i - 5`` data bytes
         # after it (the data ends 4 bytes before the record)
-        self.value_tables = _byte_tables(
+        self.value_tables = byte_tables(
             [self.value_end - i - 5 for i in range(self.width)], [0] * self.width
         )
         #: a varint's bytes but its last carry a continuation bit (fixed in the layout)
@@ -376,7 +331,7 @@ class _Tail:
         w = self.step_width
         steps = _varints(a, at + self.STEP, w)
         walls = a.f8[at + self.WALL]
-        rows = _rows(int(sizes.max()))
+        rows = flat_rows(int(sizes.max()))
         # row of a byte at record offset ``o``: ``size - o - 5`` (the data bytes after it)
         row0 = (sizes.astype(np.intp) - 5) * 256
         crc = base.copy()
@@ -425,7 +380,7 @@ class _Shape:
         if lay.tag_at is not None:
             at, length = lay.tag_at
             data = lay.size - 16
-            self.tag_tables = _byte_tables(
+            self.tag_tables = byte_tables(
                 [data - (at + i - 12) - 1 for i in range(length)], [0] * length
             )
             self.tensor = not _simple(lay)
