@@ -24,7 +24,7 @@ import numpy as np
 from ._tfrecord import MASK_DELTA, crc32c
 from ._wire import Buf
 
-__all__ = ["RowChecksums", "byte_tables", "flat_rows", "masked", "xor_columns"]
+__all__ = ["RowChecksums", "byte_tables", "flat_rows", "masked", "shares"]
 
 
 #: bytes after a data byte -> that byte's table against a zero byte (see ``byte_tables``)
@@ -78,12 +78,6 @@ def masked(crc: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     return ((crc >> np.uint32(15)) | (crc << np.uint32(17))) + np.uint32(MASK_DELTA)
 
 
-def xor_columns(tables: np.ndarray[Any, Any], index: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    """The XOR down each column of ``tables[index]`` (``index``: a row per byte
-    position, a column per record): each record's share of its checksum."""
-    return np.bitwise_xor.reduce(tables.take(index), axis=0)  # type: ignore[no-any-return]
-
-
 class RowChecksums:
     """The data checksums of a row of records laid end to end (a cycle of layouts: the
     same records at the same offsets in every row), checked for many rows at once.
@@ -120,23 +114,44 @@ class RowChecksums:
         size = self.size
         # the rows' bytes seen column-major: a row of this view per byte of the cycle
         by_byte = np.ndarray((size, m), np.uint8, buffer=buf, offset=pos, strides=(1, size))
-        got = by_byte[self.cols]
-        first = got[:, 0]
-        varies = (got != first[:, None]).any(axis=1)
-        # the positions that hold one byte in every row: one look-up each
-        once = self.tables[self.offsets + first]
-        once[varies] = 0
-        crc = np.bitwise_xor.reduceat(once, self.starts) ^ self.bases
-        crc = np.repeat(crc[:, None], m, axis=1)
-        where = np.flatnonzero(varies)
-        if len(where):
-            index = got[where].astype(np.intp)
-            index += self.offsets[where, None]
-            share = self.tables.take(index)
-            records = self.record_of[where]
-            cut = np.flatnonzero(np.diff(records, prepend=-1))
-            crc[records[cut]] ^= np.bitwise_xor.reduceat(share, cut, axis=0)
+        crc = shares(by_byte[self.cols], self.tables, self.offsets, self.starts, self.record_of)
+        crc ^= self.bases[:, None]
         stored = np.ndarray((size - 3, m), "<u4", buffer=buf, offset=pos, strides=(1, size))
         wrong = (masked(crc) != stored[self.stored_at]).any(axis=0)
         bad = int(wrong.argmax())
         return bad if wrong[bad] else m
+
+
+_ONE = np.zeros(1, np.intp)
+
+
+def shares(
+    got: np.ndarray[Any, Any],
+    tables: np.ndarray[Any, Any],
+    offsets: np.ndarray[Any, Any],
+    starts: np.ndarray[Any, Any] = _ONE,
+    record_of: np.ndarray[Any, Any] | None = None,
+) -> np.ndarray[Any, np.dtype[np.uint32]]:
+    """Each record's share of its checksum from its variable bytes: ``got`` holds a row
+    per byte position (``tables[offsets[i] + byte]`` its share) and a column per record
+    (or per row of records: ``starts``, the first byte position of each record of a row,
+    ``record_of`` each position's record); an array of a row per record, a column each.
+    A position that holds one byte in every column is looked up once."""
+    m = got.shape[1]
+    first = got[:, 0]
+    varies = (got != first[:, None]).any(axis=1)
+    once = tables[offsets + first]
+    once[varies] = 0
+    crc = np.repeat(np.bitwise_xor.reduceat(once, starts)[:, None], m, axis=1)
+    where = np.flatnonzero(varies)
+    if len(where):
+        index = got[where].astype(np.intp)
+        index += offsets[where, None]
+        share = tables.take(index)
+        if record_of is None:
+            crc[0] ^= np.bitwise_xor.reduce(share, axis=0)
+        else:
+            records = record_of[where]
+            cut = np.flatnonzero(np.diff(records, prepend=-1))
+            crc[records[cut]] ^= np.bitwise_xor.reduceat(share, cut, axis=0)
+    return crc

@@ -67,7 +67,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from .._tagseries import Columns
-from ._evcrc import byte_tables, flat_rows
+from ._evcrc import byte_tables, flat_rows, masked, shares
 from ._tfrecord import MASK_DELTA, crc32c, masked_crc32c
 from ._wire import F64, U32S, Buf, fields, varint
 
@@ -310,8 +310,18 @@ class _Tail:
         self.value_tables = byte_tables(
             [self.value_end - i - 5 for i in range(self.width)], [0] * self.width
         )
-        #: a varint's bytes but its last carry a continuation bit (fixed in the layout)
-        self.step_fixed = [0x80] * (self.step_width - 1) + [0]
+        self.value_tables = self.value_tables.ravel()
+        self.value_cols = np.arange(self.width, dtype=np.intp)[:, None]
+        self.value_offsets = (np.arange(self.width) * 256).astype(np.intp)
+        #: the wall time's and the step's bytes (record offsets), each one's fixed bits (a
+        #: varint's bytes but its last carry a continuation bit), and its rows' shift
+        self.head = np.asarray(
+            [*range(self.WALL, self.WALL + 8), *range(self.STEP, self.STEP + self.step_width)],
+            np.intp,
+        )
+        fixed = [0] * 8 + [0x80] * (self.step_width - 1) + [0]
+        self.head_fixed = np.asarray(fixed, np.uint8)[:, None]
+        self.head_rows = self.head[:, None] * 256
 
     @staticmethod
     def key(lay: Layout) -> tuple[int, int, int] | None:
@@ -328,27 +338,21 @@ class _Tail:
 
     def take(self, a: _Window, at: Any, sizes: Any, base: Any) -> tuple[Any, Any, Any, Any]:
         """``(steps, wall times, values, whether each record's data checksum fails)``."""
-        w = self.step_width
-        steps = _varints(a, at + self.STEP, w)
+        steps = _varints(a, at + self.STEP, self.step_width)
         walls = a.f8[at + self.WALL]
         rows = flat_rows(int(sizes.max()))
-        # row of a byte at record offset ``o``: ``size - o - 5`` (the data bytes after it)
-        row0 = (sizes.astype(np.intp) - 5) * 256
-        crc = base.copy()
-        word = a.u8[at + self.WALL].astype(np.intp)
-        for i in range(8):
-            crc ^= rows.take(row0 - (self.WALL + i) * 256 + ((word >> (8 * i)) & 0xFF))
-        word = (a.u4 if w <= 4 else a.u8)[at + self.STEP].astype(np.intp)
-        for i, fixed in enumerate(self.step_fixed):
-            byte = (word >> (8 * i)) & 0xFF
-            crc ^= rows.take(row0 - (self.STEP + i) * 256 + (byte ^ fixed if fixed else byte))
-        end = at + sizes
-        word = (a.u4 if self.width == 4 else a.u8)[end - self.value_end].astype(np.intp)
-        for i in range(self.width):
-            crc ^= self.value_tables[i].take((word >> (8 * i)) & 0xFF)
-        values = (a.f4 if self.width == 4 else a.f8)[end - self.value_end]
-        rot = a.u4[end - 4] - np.uint32(MASK_DELTA)
-        return steps, walls, values, crc != ((rot << np.uint32(15)) | (rot >> np.uint32(17)))
+        # the wall time's and the step's bytes, a row each: the row of a byte at record
+        # offset ``o`` is ``size - o - 5`` (the data bytes after it)
+        got = a.u1[self.head[:, None] + at]
+        got ^= self.head_fixed
+        index = got.astype(np.intp)
+        index += (sizes.astype(np.intp) - 5) * 256
+        index -= self.head_rows
+        crc = base ^ np.bitwise_xor.reduce(rows.take(index), axis=0)
+        end = at + sizes - self.value_end
+        crc ^= shares(a.u1[self.value_cols + end], self.value_tables, self.value_offsets)[0]
+        values = (a.f4 if self.width == 4 else a.f8)[end]
+        return steps, walls, values, masked(crc) != a.u4[at + sizes - 4]
 
 
 def _simple(lay: Layout) -> bool:
@@ -370,7 +374,12 @@ class _Shape:
         self.wall = lay.wall
         self.step = lay.step
         self.slots = [(off, width) for _tag, off, width in lay.values]
-        self.runs = lay.crc_tables()[1]
+        #: each variable byte's offset, its checksum table (flat), and its table's place
+        runs = lay.crc_tables()[1]
+        self.cols = np.asarray([off + i for off, w, _t in runs for i in range(w)], np.intp)
+        tables = [t[i] for _off, w, t in runs for i in range(w)]
+        self.tables = np.concatenate(tables) if tables else np.zeros(0, np.uint32)
+        self.offsets = (np.arange(len(tables)) * 256).astype(np.intp)
         #: a layout of any tag: its tag's bytes (offset, length), each byte's checksum
         #: table (against a zero byte), and whether its value is a tensor (a tag's first
         #: metadata must have named the ``scalars`` plugin)
@@ -666,10 +675,8 @@ class FastPath:
             if shape.wall is not None:
                 walls[sel] = a.f8[at + shape.wall]
             crc = self.lid_base[lids]
-            for off, width, table in shape.runs:
-                word = (a.u4 if width <= 4 else a.u8)[at + off].astype(np.intp)
-                for i in range(width):
-                    crc ^= table[i].take((word >> (8 * i)) & 0xFF)
+            if len(shape.cols):
+                crc = crc ^ shares(a.u1[shape.cols[:, None] + at], shape.tables, shape.offsets)[0]
             rot = a.u4[at + shape.size - 4] - np.uint32(MASK_DELTA)
             if shape.tag_at is None:
                 record_tags = None
