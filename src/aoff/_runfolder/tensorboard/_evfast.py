@@ -792,7 +792,7 @@ class _Index:
         mask = np.array([int.from_bytes(lay.mask[o : o + 8], "little") for o in offs], np.uint64)
         known = self.by_size.get(lay.size)
         if known is None:
-            self.by_size[lay.size] = known = _SizeGroup(len(self.sizes))
+            self.by_size[lay.size] = known = _SizeGroup(len(self.sizes), offs)
             self.sizes.append(lay.size)
             slots = np.full(max(self.sizes) + 1, -1, np.int64)
             slots[self.sizes] = np.arange(len(self.sizes))
@@ -810,10 +810,7 @@ class _Index:
         slots = self.slots
         slot = np.where(sizes < len(slots), slots[np.minimum(sizes, len(slots) - 1)], -1)
         for g, sel in _grouped(slot, len(self.sizes)):
-            size = self.sizes[g]
-            offs = np.array([*range(0, size - 8, 8), size - 8])
-            words = a.u8[starts[sel][:, None] + offs]
-            ids[sel] = self.by_size[size].classify(words)
+            ids[sel] = self.by_size[self.sizes[g]].classify(a, starts[sel])
         return ids
 
 
@@ -823,8 +820,12 @@ class _SizeGroup:
     in all of them names one (the bytes fixed in that one alone are checked by the
     record's data checksum, computed from that layout's fixed bytes)."""
 
-    def __init__(self, slot: int) -> None:
+    def __init__(self, slot: int, offs: list[int]) -> None:
         self.slot = slot
+        #: each word's offset in the record, as a column (a word of every record a row)
+        self.offs = np.asarray(offs, np.intp)[:, None]
+        #: the words the hash reads (those with a byte fixed in every layout)
+        self.used: Any = self.offs
         #: mask -> the fixed bytes under it, as whole-record integers (one record checked
         #: in Python before a sweep is started on it)
         self.exact: dict[int, dict[int, int]] = {}
@@ -832,9 +833,10 @@ class _SizeGroup:
         self.lids: Any = np.empty(0, np.int64)
         self.fixeds: Any = None
         self.masks: Any = None
-        #: the bytes fixed in all of them, each layout's hash of those (sorted), their
-        #: rows, and whether the hashes differ
+        #: the bytes fixed in all of them (of the words read), each word's odd multiplier,
+        #: each layout's hash of those (sorted), their rows, and whether the hashes differ
         self.common: Any = None
+        self.spread: Any = None
         self.mult: Any = None
         self.keys: Any = None
         self.order: Any = None
@@ -848,9 +850,8 @@ class _SizeGroup:
             self.fixeds = np.empty((8, len(fixed)), np.uint64)
             self.masks = np.empty_like(self.fixeds)
             self.lids = np.empty(8, np.int64)
-            self.common = mask.copy()
             spread = np.arange(len(fixed), dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C16)
-            self.mult = spread | np.uint64(1)  # odd multipliers
+            self.spread = spread | np.uint64(1)
         elif n == len(self.lids):  # room for twice as many, so that adding costs O(1)
             self.fixeds = np.vstack([self.fixeds, np.empty_like(self.fixeds)])
             self.masks = np.vstack([self.masks, np.empty_like(self.masks)])
@@ -862,8 +863,12 @@ class _SizeGroup:
     def _rehash(self) -> None:
         """The bytes fixed in all the layouts, each one's hash of them, sorted."""
         n = self.n
-        self.common = np.bitwise_and.reduce(self.masks[:n], axis=0)
-        keys = self._hash(self.fixeds[:n])
+        common = np.bitwise_and.reduce(self.masks[:n], axis=0)
+        used = np.flatnonzero(common)
+        self.used = self.offs[used]
+        self.common = common[used, None]
+        self.mult = self.spread[used, None]
+        keys = self._hash(self.fixeds[:n, used].T)
         self.order = np.argsort(keys)
         self.keys = keys[self.order]
         self.hashed = bool((self.keys[1:] != self.keys[:-1]).all())
@@ -878,23 +883,27 @@ class _SizeGroup:
         return -1
 
     def _hash(self, words: Any) -> Any:
-        return ((words & self.common) * self.mult).sum(axis=1, dtype=np.uint64)
+        """Each column's hash (a word a row: summed down the columns, whole rows at a time)."""
+        return ((words & self.common) * self.mult).sum(axis=0, dtype=np.uint64)
 
-    def classify(self, words: Any) -> Any:
-        """Each row's layout id (-1: none)."""
+    def classify(self, a: _Window, starts: Any) -> Any:
+        """The layout id of each record at ``starts`` (-1: none)."""
+        if self.n == 1 or self.keys is None or not self.hashed:
+            words = a.u8[self.offs + starts]  # a row per word, a column per record
         if self.n == 1:
-            match = ((words & self.masks[0]) == self.fixeds[0]).all(axis=1)
+            match = ((words & self.masks[0, :, None]) == self.fixeds[0, :, None]).all(axis=0)
             return np.where(match, self.lids[0], -1)
         if self.keys is None:
             self._rehash()
         if not self.hashed:  # two layouts' keys alike (rare): each layout in turn
-            ids = np.full(len(words), -1, np.int64)
+            ids = np.full(len(starts), -1, np.int64)
             for i in range(self.n):
-                ids[((words & self.masks[i]) == self.fixeds[i]).all(axis=1)] = self.lids[i]
+                hit = ((words & self.masks[i, :, None]) == self.fixeds[i, :, None]).all(axis=0)
+                ids[hit] = self.lids[i]
             return ids
         # the bytes fixed in only some of them are not compared here: the data checksum,
         # computed from the named layout's fixed bytes, fails on a record where they differ
-        key = self._hash(words)
+        key = self._hash(a.u8[self.used + starts])
         at = np.minimum(np.searchsorted(self.keys, key), len(self.keys) - 1)
         return np.where(self.keys[at] == key, self.lids[self.order[at]], -1)
 
