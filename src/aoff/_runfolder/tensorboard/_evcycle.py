@@ -60,13 +60,24 @@ class _Cycle:
     def checksums(self) -> RowChecksums:
         """The cycle's records' checksum check (built at its first block)."""
         if self._checksums is None:
+            key = tuple(lay.key for lay in self.layouts)
+            self._checksums = _ROW_CHECKSUMS.get(key)
+        if self._checksums is None:
             records = []
             for lay, at in zip(self.layouts, self.starts, strict=True):
                 base, runs = lay.crc_tables()
                 var = [(off + i, tables[i]) for off, width, tables in runs for i in range(width)]
                 records.append((at, lay.size, base, var))
             self._checksums = RowChecksums(self.size, records)
+            if len(_ROW_CHECKSUMS) >= _MAX_CYCLES:
+                _ROW_CHECKSUMS.clear()
+            _ROW_CHECKSUMS[key] = self._checksums
         return self._checksums
+
+
+#: the cycles' checksum checks met in this process, by their layouts (a file's cycles
+#: recur in its next read and in its client's other runs)
+_ROW_CHECKSUMS: dict[tuple[tuple[bytes, bytes], ...], RowChecksums] = {}
 
 
 def _column(buf: Buf, start: int, rows: int, stride: int, dtype: str) -> np.ndarray[Any, Any]:

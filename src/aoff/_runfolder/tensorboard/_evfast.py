@@ -134,12 +134,33 @@ class Layout:
     #: a layout of any tag (see :meth:`any_tag`): where the record holds its tag's bytes
     tag_at: tuple[int, int] | None = None
     _crc: tuple[int, list[tuple[int, int, np.ndarray[Any, np.dtype[np.uint32]]]]] | None = None
+    _words: tuple[Any, Any] | None = None
+    _any: Layout | None = None
 
     @property
     def key(self) -> tuple[bytes, bytes]:
         return self.fixed, self.mask
 
+    def words(self) -> tuple[Any, Any]:
+        """The fixed bytes and the mask as 64-bit words, the last one ending at the
+        record's end (overlapping): how ``_Index`` compares and hashes records."""
+        if self._words is None:
+            offs = [*range(0, self.size - 8, 8), self.size - 8]
+            self._words = tuple(  # type: ignore[assignment]
+                np.array([int.from_bytes(b[o : o + 8], "little") for o in offs], np.uint64)
+                for b in (self.fixed, self.mask)
+            )
+        assert self._words is not None
+        return self._words
+
     def any_tag(self) -> Layout:
+        """This one-value layout with its tag's bytes variable (see :meth:`_any_tag`),
+        made once."""
+        if self._any is None:
+            self._any = self._any_tag()
+        return self._any
+
+    def _any_tag(self) -> Layout:
         """This one-value layout with its tag's bytes variable: the records of every tag
         of the same length alike but for it, learnt once (a file of many tags each
         appearing rarely learns a layout per tag length, not per tag). Its records' tags
@@ -249,6 +270,57 @@ def layout_of(folder: Folder, buf: Buf, pos: int, length: int) -> Layout | None:
         i for off, width, _ in var[:-1] for i in range(off, off + width) if mask[i] != 0xFF
     )
     return Layout(size, bytes(fixed), bytes(mask), wall, step, values, varbytes, tuple(names))
+
+
+#: the layouts met in this process, by record size, mask and fixed bytes (as integers of
+#: the whole record): a file's layouts recur in its next read and in its client's other
+#: runs, and telling a record's layout from its bytes costs far less than parsing it
+_LAYOUTS: dict[int, dict[int, dict[int, Layout]]] = {}
+_LAYOUT_COUNT = [0]
+
+
+def _known(folder: Folder, buf: Buf, pos: int, length: int) -> Layout | None:
+    """``layout_of``, from the layouts met before where one is the record's (a tensor's
+    layout only where its tag is known to the folder as a ``scalars`` one, as
+    ``layout_of`` asks)."""
+    size = 16 + length
+    by_mask = _LAYOUTS.get(size)
+    if by_mask is not None:
+        value = int.from_bytes(buf[pos : pos + size], "little")
+        for mask, fixed in by_mask.items():
+            lay = fixed.get(value & mask)
+            if lay is not None and all(
+                (width == 4 and lay.fixed[off - 1] == _SIMPLE_VALUE_KEY)
+                or folder.plugins.get(tag) == "scalars"
+                for tag, off, width in lay.values
+            ):
+                return lay
+    lay = layout_of(folder, buf, pos, length)
+    if lay is not None:
+        if _LAYOUT_COUNT[0] >= _MAX_LAYOUTS:
+            _LAYOUTS.clear()
+            _LAYOUT_COUNT[0] = 0
+        mask = int.from_bytes(lay.mask, "little")
+        by = _LAYOUTS.setdefault(size, {}).setdefault(mask, {})
+        by[int.from_bytes(lay.fixed, "little") & mask] = lay
+        _LAYOUT_COUNT[0] += 1
+    return lay
+
+
+#: the shapes and tails made in this process (each made from its key alone, or from the
+#: first layout of its key, as a read makes it): a read that meets them again reuses them
+_SHAPES: dict[Any, Any] = {}
+_TAILS: dict[Any, Any] = {}
+
+
+def _made(cache: dict[Any, Any], key: Any, make: Any, arg: Any) -> Any:
+    """``cache[key]``, made by ``make(arg)`` the first time."""
+    got = cache.get(key)
+    if got is None:
+        if len(cache) >= _MAX_LAYOUTS:
+            cache.clear()
+        got = cache[key] = make(arg)
+    return got
 
 
 def _value(
@@ -444,7 +516,7 @@ class FastPath:
         metadata is learnt as the layout of any tag of its tag's length (a sweep's record
         of no known layout: one of many tags, each rare, costs one layout, not one each)."""
         try:
-            lay = layout_of(self.folder, buf, pos, length)
+            lay = _known(self.folder, buf, pos, length)
         except (ValueError, IndexError):
             return None
         if lay is None or lay.fixed[12] != _WALL_KEY:
@@ -474,7 +546,7 @@ class FastPath:
         sid = self.shape_ids.get(key)
         if sid is None:
             sid = self.shape_ids[key] = len(self.shapes)
-            self.shapes.append(_Shape(lay))
+            self.shapes.append(_made(_SHAPES, (key, _simple(lay)), _Shape, lay))
         if lid >= len(self.lid_shape):  # room for twice as many
             cap = max(2 * len(self.lid_shape), 16)
             self.lid_shape = np.resize(self.lid_shape, cap)
@@ -493,7 +565,7 @@ class FastPath:
         self.lid_tensor[lid] = lay.tag_at is not None and not _simple(lay)
         if tail is not None and tail not in self.tail_ids:
             self.tail_ids[tail] = len(self.tails)
-            self.tails.append(_Tail(tail))
+            self.tails.append(_made(_TAILS, tail, _Tail, tail))
         self.lid_tail[lid] = -1 if tail is None else self.tail_ids[tail]
         for slot, (tag, _off, _width) in enumerate(lay.values):
             self.lid_tags[lid, slot] = self._tag_id(self.folder.prefix + tag)
@@ -788,8 +860,7 @@ class _Index:
     def add(self, lid: int, lay: Layout) -> None:
         # the record as 64-bit words, the last one ending at its end (overlapping)
         offs = [*range(0, lay.size - 8, 8), lay.size - 8]
-        fixed = np.array([int.from_bytes(lay.fixed[o : o + 8], "little") for o in offs], np.uint64)
-        mask = np.array([int.from_bytes(lay.mask[o : o + 8], "little") for o in offs], np.uint64)
+        fixed, mask = lay.words()
         known = self.by_size.get(lay.size)
         if known is None:
             self.by_size[lay.size] = known = _SizeGroup(len(self.sizes), offs)
