@@ -19,8 +19,11 @@ from .test_read_scalars import _record_ends, write_irregular_runs
 
 
 class _Plugins:
-    prefix = ""
-    plugins: dict[str, str | None] = {}
+    """The folder state ``layout_of`` reads: no tag known yet."""
+
+    def __init__(self) -> None:
+        self.prefix = ""
+        self.plugins: dict[str, str | None] = {}
 
 
 def test_row_checks_name_the_first_row_whose_record_is_wrong_as_crc32c_says() -> None:
