@@ -150,8 +150,11 @@ def shares(
         share = tables.take(index)
         if record_of is None:
             crc[0] ^= np.bitwise_xor.reduce(share, axis=0)
-        else:
-            records = record_of[where]
-            cut = np.flatnonzero(np.diff(records, prepend=-1))
-            crc[records[cut]] ^= np.bitwise_xor.reduceat(share, cut, axis=0)
+            return crc
+        # each record's rows XORed down (a reduce per record: ``reduceat`` down the rows
+        # of a 2-D array was ~8x as slow)
+        records = record_of[where]
+        cuts = [0, *(np.flatnonzero(records[1:] != records[:-1]) + 1).tolist(), len(where)]
+        for lo, hi in zip(cuts[:-1], cuts[1:], strict=True):
+            crc[records[lo]] ^= np.bitwise_xor.reduce(share[lo:hi], axis=0)
     return crc
