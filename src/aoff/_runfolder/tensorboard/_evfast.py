@@ -98,8 +98,10 @@ _MAX_WINDOW = 8 << 20
 #: the last records' layouts a sweep hands on (twice the longest cycle looked for)
 _TAIL = 128
 #: records of a window found one by one to have a layout learnt in it (at least, and at
-#: least a sixteenth of those left), after which the rest is classified again in bulk
-_RECLASSIFY = 32
+#: least a sixty-fourth of those left), after which the rest is classified again in bulk
+#: (a look-up in Python costs ~3 us a record; classifying a window's rest, column-major,
+#: ~50 us and ~0.1 us a record)
+_RECLASSIFY = 8
 #: the most layouts learnt for a folder
 _MAX_LAYOUTS = 4096
 #: records a shape in a window below which a tail's records are decoded as one group (its
@@ -642,7 +644,7 @@ class FastPath:
         while i < len(unknown):
             u = unknown[i]
             i += 1
-            if hits >= max(_RECLASSIFY, (len(unknown) - i) >> 4):
+            if hits >= max(_RECLASSIFY, (len(unknown) - i) >> 6):
                 # layouts learnt from the records before: the rest classified again (once
                 # the look-ups one by one have cost a share of what that costs)
                 hits = 0
