@@ -17,6 +17,7 @@ errors could cancel.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -155,6 +156,6 @@ def shares(
         # of a 2-D array was ~8x as slow)
         records = record_of[where]
         cuts = [0, *(np.flatnonzero(records[1:] != records[:-1]) + 1).tolist(), len(where)]
-        for lo, hi in zip(cuts[:-1], cuts[1:], strict=True):
+        for lo, hi in itertools.pairwise(cuts):
             crc[records[lo]] ^= np.bitwise_xor.reduce(share[lo:hi], axis=0)
     return crc

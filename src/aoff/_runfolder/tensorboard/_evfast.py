@@ -448,12 +448,8 @@ class _Shape:
         self.wall = lay.wall
         self.step = lay.step
         self.slots = [(off, width) for _tag, off, width in lay.values]
-        #: each variable byte's offset, its checksum table (flat), and its table's place
-        runs = lay.crc_tables()[1]
-        self.cols = np.asarray([off + i for off, w, _t in runs for i in range(w)], np.intp)
-        tables = [t[i] for _off, w, t in runs for i in range(w)]
-        self.tables = np.concatenate(tables) if tables else np.zeros(0, np.uint32)
-        self.offsets = (np.arange(len(tables)) * 256).astype(np.intp)
+        self._first = lay
+        self._crc: tuple[Any, Any, Any] | None = None
         #: a layout of any tag: its tag's bytes (offset, length), each byte's checksum
         #: table (against a zero byte), and whether its value is a tensor (a tag's first
         #: metadata must have named the ``scalars`` plugin)
@@ -467,6 +463,17 @@ class _Shape:
                 [data - (at + i - 12) - 1 for i in range(length)], [0] * length
             )
             self.tensor = not _simple(lay)
+
+    def crc(self) -> tuple[Any, Any, Any]:
+        """Each variable byte's offset, its checksum table (flat), and its table's place;
+        built when first needed (the layouts a tail decodes never need them)."""
+        if self._crc is None:
+            runs = self._first.crc_tables()[1]
+            cols = np.asarray([off + i for off, w, _t in runs for i in range(w)], np.intp)
+            tables = [t[i] for _off, w, t in runs for i in range(w)]
+            flat = np.concatenate(tables) if tables else np.zeros(0, np.uint32)
+            self._crc = cols, flat, (np.arange(len(tables)) * 256).astype(np.intp)
+        return self._crc
 
     @staticmethod
     def key(lay: Layout) -> tuple[Any, ...]:
@@ -749,8 +756,9 @@ class FastPath:
             if shape.wall is not None:
                 walls[sel] = a.f8[at + shape.wall]
             crc = self.lid_base[lids]
-            if len(shape.cols):
-                crc = crc ^ shares(a.u1[shape.cols[:, None] + at], shape.tables, shape.offsets)[0]
+            cols, tables, places = shape.crc()
+            if len(cols):
+                crc = crc ^ shares(a.u1[cols[:, None] + at], tables, places)[0]
             rot = a.u4[at + shape.size - 4] - np.uint32(MASK_DELTA)
             if shape.tag_at is None:
                 record_tags = None
