@@ -69,15 +69,20 @@ class _Cycle:
                 var = [(off + i, tables[i]) for off, width, tables in runs for i in range(width)]
                 records.append((at, lay.size, base, var))
             self._checksums = RowChecksums(self.size, records)
-            if len(_ROW_CHECKSUMS) >= _MAX_CYCLES:
+            if len(_ROW_CHECKSUMS) >= _MAX_CYCLES or _KEPT_BYTES[0] > _MAX_KEPT_BYTES:
                 _ROW_CHECKSUMS.clear()
+                _KEPT_BYTES[0] = 0
             _ROW_CHECKSUMS[key] = self._checksums
+            _KEPT_BYTES[0] += self._checksums.tables.nbytes
         return self._checksums
 
 
 #: the cycles' checksum checks met in this process, by their layouts (a file's cycles
 #: recur in its next read and in its client's other runs)
 _ROW_CHECKSUMS: dict[tuple[tuple[bytes, bytes], ...], RowChecksums] = {}
+#: their tables' bytes, and the most kept (a table is 1 KiB a variable byte of a cycle)
+_KEPT_BYTES = [0]
+_MAX_KEPT_BYTES = 16 << 20
 
 
 def _column(buf: Buf, start: int, rows: int, stride: int, dtype: str) -> np.ndarray[Any, Any]:

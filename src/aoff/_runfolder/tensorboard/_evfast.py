@@ -289,7 +289,7 @@ def _known(folder: Folder, buf: Buf, pos: int, length: int) -> Layout | None:
     by_mask = _LAYOUTS.get(size)
     if by_mask is not None:
         value = int.from_bytes(buf[pos : pos + size], "little")
-        for mask, fixed in by_mask.items():
+        for mask, fixed in tuple(by_mask.items()):  # (another thread may add one)
             lay = fixed.get(value & mask)
             if lay is not None and all(
                 (width == 4 and lay.fixed[off - 1] == _SIMPLE_VALUE_KEY)
