@@ -6,6 +6,7 @@ each caught (a check over several records' XOR would let equal errors cancel).""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -65,17 +66,23 @@ def test_row_checks_name_the_first_row_whose_record_is_wrong_as_crc32c_says() ->
         assert check.first_bad(broken, 0, bad_rows[0]) == bad_rows[0]
 
 
+@pytest.fixture(scope="module")
+def sac_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
+    """CleanRL's SAC logging through torch's writer (its event file), and what reads back."""
+    (run, _ppo) = write_irregular_runs(tmp_path_factory.mktemp("intact"), 3000)
+    (path,) = run.iterdir()
+    return path, aoff.read_scalars(run)
+
+
 @pytest.mark.parametrize("corrupted", [2, 10])
 def test_episode_returns_corrupted_alike_are_each_caught_by_the_sweep(
-    tmp_path: Path, corrupted: int
+    tmp_path: Path, sac_run: tuple[Path, Any], corrupted: int
 ) -> None:
     """The same bit flipped in the value of ``corrupted`` episode returns in a row of
     CleanRL's SAC logging (records in no repeating order: read by the sweep, one group
     of records a window): every one is skipped and counted, no corrupted value comes
     back, every other point is read."""
-    (run, _ppo) = write_irregular_runs(tmp_path / "intact", 3000)
-    (path,) = run.iterdir()
-    intact = aoff.read_scalars(run)
+    path, intact = sac_run
     data = bytearray(path.read_bytes())
     ends = _record_ends(bytes(data))
     returns = [r for r in range(1, len(ends)) if b"episodic_return" in data[ends[r - 1] : ends[r]]]
