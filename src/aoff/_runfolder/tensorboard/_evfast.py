@@ -1114,19 +1114,23 @@ def _chain(a: _Window) -> tuple[Any, Any]:
     cand, nxt = cand[fits], nxt[fits]
     if not len(cand) or cand[0] != 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
-    j = np.searchsorted(cand, nxt)
+    # a record whose next is not the next candidate: a byte 0x09 inside a record (rare),
+    # or the chain's end; where its next is found among the candidates, for those only
+    follows = np.zeros(len(cand), bool)
+    np.equal(nxt[:-1], cand[1:], out=follows[:-1])
+    bad = np.flatnonzero(~follows)
+    j = np.searchsorted(cand, nxt[bad])
     found = j < len(cand)
-    found[found] = cand[j[found]] == nxt[found]
-    # a record whose next is not the next candidate: a byte 0x09 inside a record (rare)
-    bad = np.flatnonzero(~(found & (j == np.arange(1, len(cand) + 1))))
+    found[found] = cand[j[found]] == nxt[bad][found]
     pieces = []
     i = 0
     while True:
-        b = int(bad[np.searchsorted(bad, i)])  # the last candidate is always one
+        at = int(np.searchsorted(bad, i))  # the last candidate is always one
+        b = int(bad[at])
         pieces.append(np.arange(i, b + 1))
-        if not found[b]:
+        if not found[at]:
             break
-        i = int(j[b])
+        i = int(j[at])
     idx = pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
     starts = cand[idx]
     return starts, nxt[idx] - starts
