@@ -37,8 +37,9 @@ the XOR of many records' checksums would let two equal errors cancel). The sweep
 taken up to its first failing record, which the general decoder then skips and counts.
 The tables of a byte depend only on its distance from the data's end and the fixed bits
 under it, so a shape's layouts share them, each layout adding the checksum of its own
-fixed bytes; a record told the wrong layout (bytes fixed in that layout that the hash
-left out differ) fails its checksum, and the general decoder reads it.
+fixed bytes. Every byte a record's layout fixes is compared (a hash of them, or the
+layout whole): a record corrupted in one would otherwise pass, its checksum taken from
+the layout's bytes, not its own.
 
 Two kinds of layouts cut the Python work per tag. A file of many tags, each appearing
 rarely (a metric per environment), would learn a layout per tag: once 64 tags are seen, a
@@ -897,9 +898,8 @@ class _Index:
 
 class _SizeGroup:
     """The layouts of one record size, as 64-bit words (the last one ending at the
-    record's end), and how a record is told to be one of them: a hash of the bytes fixed
-    in all of them names one (the bytes fixed in that one alone are checked by the
-    record's data checksum, computed from that layout's fixed bytes)."""
+    record's end), and how a record is told to be one of them: a hash of their fixed
+    bytes names one where they all fix the same bytes (else each is compared whole)."""
 
     def __init__(self, slot: int, offs: list[int]) -> None:
         self.slot = slot
@@ -920,7 +920,7 @@ class _SizeGroup:
         self.spread: Any = None
         self.mult: Any = None
         self.keys: Any = None
-        self.order: Any = None
+        self.sorted_lids: Any = None
         self.hashed = True
 
     def add(self, lid: int, lay: Layout, fixed: Any, mask: Any) -> None:
@@ -949,10 +949,16 @@ class _SizeGroup:
         self.used = self.offs[used]
         self.common = common[used, None]
         self.mult = self.spread[used, None]
-        keys = self._hash(self.fixeds[:n, used].T)
-        self.order = np.argsort(keys)
-        self.keys = keys[self.order]
-        self.hashed = bool((self.keys[1:] != self.keys[:-1]).all())
+        keys = self._hash(self.fixeds[:n, used].T.copy())
+        order = np.argsort(keys)
+        self.keys = keys[order]
+        self.sorted_lids = self.lids[order]
+        # a byte fixed in one layout and not in another of the size is not in the hash,
+        # and a record corrupted there would pass as the named layout (its checksum taken
+        # from that layout's fixed bytes, which the record no longer holds): such layouts
+        # are each compared whole
+        uniform = bool((self.masks[:n] == common).all())
+        self.hashed = uniform and bool((self.keys[1:] != self.keys[:-1]).all())
 
     def lookup(self, record: bytes) -> int:
         """The id of ``record``'s layout (its bytes) among these (-1: none)."""
@@ -964,8 +970,11 @@ class _SizeGroup:
         return -1
 
     def _hash(self, words: Any) -> Any:
-        """Each column's hash (a word a row: summed down the columns, whole rows at a time)."""
-        return ((words & self.common) * self.mult).sum(axis=0, dtype=np.uint64)
+        """Each column's hash (a word a row: summed down the columns, whole rows at a
+        time); ``words`` is overwritten."""
+        np.bitwise_and(words, self.common, out=words)
+        np.multiply(words, self.mult, out=words)
+        return words.sum(axis=0, dtype=np.uint64)
 
     def classify(self, a: _Window, starts: Any) -> Any:
         """The layout id of each record at ``starts`` (-1: none)."""
@@ -976,17 +985,16 @@ class _SizeGroup:
             return np.where(match, self.lids[0], -1)
         if self.keys is None:
             self._rehash()
-        if not self.hashed:  # two layouts' keys alike (rare): each layout in turn
+        if not self.hashed:  # masks that differ, or two keys alike: each layout in turn
             ids = np.full(len(starts), -1, np.int64)
             for i in range(self.n):
                 hit = ((words & self.masks[i, :, None]) == self.fixeds[i, :, None]).all(axis=0)
                 ids[hit] = self.lids[i]
             return ids
-        # the bytes fixed in only some of them are not compared here: the data checksum,
-        # computed from the named layout's fixed bytes, fails on a record where they differ
         key = self._hash(a.u8[self.used + starts])
-        at = np.minimum(np.searchsorted(self.keys, key), len(self.keys) - 1)
-        return np.where(self.keys[at] == key, self.lids[self.order[at]], -1)
+        at = np.searchsorted(self.keys, key)
+        np.minimum(at, len(self.keys) - 1, out=at)
+        return np.where(self.keys[at] == key, self.sorted_lids[at], -1)
 
 
 def _plain_event(
