@@ -11,8 +11,8 @@ column by column through strided views, with no search for where records start. 
 the fastest path; a file whose records follow no cycle (CleanRL's episode returns
 between its losses) is swept by ``_evfast`` instead, which finds each record's start.
 
-Each record's own data checksum is checked (``Layout.crc_tables``), and TensorBoard's
-purge rules hold as in ``_evfast``.
+Each record's own data checksum is checked (``_evcrc``, a block of rows at once), and
+TensorBoard's purge rules hold as in ``_evfast``.
 """
 
 from __future__ import annotations

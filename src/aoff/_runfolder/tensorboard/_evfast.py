@@ -30,8 +30,9 @@ The data checksums are verified in bulk too, each record's own: CRC32C is affine
 the data, so a record's checksum is the checksum of its layout's fixed bytes XOR, for
 each variable byte ``j`` (a wall time, a step, a value: ~15 of a scalar record's ~55),
 a table ``T_j`` indexed by that byte (``crc(fixed) ^ crc(fixed with byte j changed)``).
-One table look-up per variable byte (two bytes at a time where they are adjacent) per
-record, vectorized, gives every record's checksum, compared with the one it stores: a
+One table look-up per variable byte per record, the bytes of a group of records
+gathered at once (``_evcrc``), gives every record's checksum, compared with the one it
+stores: a
 corrupt record is found however many others are corrupted the same way (a check over
 the XOR of many records' checksums would let two equal errors cancel). The sweep is
 taken up to its first failing record, which the general decoder then skips and counts.
