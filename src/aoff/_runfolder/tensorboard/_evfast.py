@@ -32,9 +32,8 @@ each variable byte ``j`` (a wall time, a step, a value: ~15 of a scalar record's
 a table ``T_j`` indexed by that byte (``crc(fixed) ^ crc(fixed with byte j changed)``).
 One table look-up per variable byte per record, the bytes of a group of records
 gathered at once (``_evcrc``), gives every record's checksum, compared with the one it
-stores: a
-corrupt record is found however many others are corrupted the same way (a check over
-the XOR of many records' checksums would let two equal errors cancel). The sweep is
+stores: a corrupt record is found however many others are corrupted the same way (a
+check over the XOR of many records' checksums would let two equal errors cancel). The sweep is
 taken up to its first failing record, which the general decoder then skips and counts.
 The tables of a byte depend only on its distance from the data's end and the fixed bits
 under it, so a shape's layouts share them, each layout adding the checksum of its own
@@ -138,8 +137,9 @@ class Layout:
     #: a layout of any tag (see :meth:`any_tag`): where the record holds its tag's bytes
     tag_at: tuple[int, int] | None = None
     _crc: tuple[int, list[tuple[int, int, np.ndarray[Any, np.dtype[np.uint32]]]]] | None = None
-    _words: tuple[Any, Any] | None = None
-    _any: Layout | None = None
+    #: made once when first asked (see :meth:`words`, :meth:`any_tag`)
+    _words: tuple[Any, Any] | None = field(default=None, compare=False, repr=False)
+    _any: Layout | None = field(default=None, compare=False, repr=False)
 
     @property
     def key(self) -> tuple[bytes, bytes]:
