@@ -183,10 +183,14 @@ def iterations(draw: st.DrawFn) -> list[ev.Event]:
         elif odd == 2:
             out.append((ev.EP_LENGTH, wall, 12.0))
         metrics = {k: draw(FLOATS) for k in keys}
+        if draw(st.integers(0, 4)) == 0:  # one step's keys in another order: its own tags
+            metrics = dict(reversed(metrics.items()))
         if odd == 3 and keys:
             metrics[keys[0]] = 7  # an int: the per-event fold's checks take it
         reward = draw(FLOATS) if with_reward else None
         comps = None if comps is None else {k: draw(FLOATS) for k in comps}
+        if comps is not None and draw(st.integers(0, 4)) == 0:
+            comps = dict(reversed(comps.items()))
         step = (ev.STEP, wall, i, metrics, reward, None, comps, t, 0.0002, 0.0, 0.0, extra)
         out.append(step)
     return out
