@@ -50,6 +50,9 @@ class _Cycle:
         # a block's worth of repeated rows would be built and paged in anew each read)
         self.fixed = np.frombuffer(b"".join(lay.fixed for lay in layouts) * 8, np.uint64)
         self.mask = np.frombuffer(b"".join(lay.mask for lay in layouts) * 8, np.uint64)
+        #: one row's, as bytes (the last rows of a buffer, fewer than eight)
+        self.fixed_row = np.frombuffer(b"".join(lay.fixed for lay in layouts), np.uint8)
+        self.mask_row = np.frombuffer(b"".join(lay.mask for lay in layouts), np.uint8)
         #: each tag's (record in the cycle, offset in the row, width), in record order
         self.tags: dict[str, list[tuple[int, int, int]]] = {}
         for j, (lay, at) in enumerate(zip(layouts, self.starts, strict=True)):
@@ -177,20 +180,18 @@ class CyclePath:
             return pos
         size = cycle.size
         while True:
-            m = min(cycle.rows, (end - pos) // size) // 8 * 8
-            if m == 0:
+            rows = (end - pos) // size
+            m = min(cycle.rows, rows) // 8 * 8
+            if m:
+                good = self._matching(buf, pos, m)
+            elif rows:  # the last rows before the end, fewer than eight: byte by byte (a
+                m = rows  # sweep of a few records costs ~20x as much a record)
+                got = np.frombuffer(buf, np.uint8, count=m * size, offset=pos).reshape(m, size)
+                wrong = ((got & cycle.mask_row) != cycle.fixed_row).any(axis=1)
+                first = int(wrong.argmax())
+                good = first if wrong[first] else m
+            else:
                 return pos
-            words = m * size // 8
-            if words > len(self.scratch):  # room for twice as many, kept for the next block
-                self.scratch = np.empty(max(words, 2 * len(self.scratch)), np.uint64)
-                self.flags = np.empty(len(self.scratch), bool)
-            got = np.frombuffer(buf, np.uint64, count=words, offset=pos).reshape(-1, size)
-            scratch = self.scratch[:words].reshape(-1, size)
-            masked = np.bitwise_and(got, cycle.mask, out=scratch)
-            diff = self.flags[:words]
-            np.not_equal(masked, cycle.fixed, out=diff.reshape(-1, size))
-            first = int(diff.argmax())
-            good = first * 8 // size if diff[first] else m
             if good:
                 good = self._take(buf, pos, good)
             self.history.clear()  # what it holds is no longer the records just before
@@ -201,6 +202,24 @@ class CyclePath:
                 cycle.rows = _FIRST_ROWS
                 return pos
             cycle.rows = min(cycle.rows * 2, cycle.max_rows)
+
+    def _matching(self, buf: Buf, pos: int, m: int) -> int:
+        """How many of the ``m`` rows at ``pos`` (a multiple of 8) hold the cycle's fixed
+        bytes, compared 8 bytes at a time."""
+        cycle = self.cycle
+        assert cycle is not None
+        size = cycle.size
+        words = m * size // 8
+        if words > len(self.scratch):  # room for twice as many, kept for the next block
+            self.scratch = np.empty(max(words, 2 * len(self.scratch)), np.uint64)
+            self.flags = np.empty(len(self.scratch), bool)
+        got = np.frombuffer(buf, np.uint64, count=words, offset=pos).reshape(-1, size)
+        scratch = self.scratch[:words].reshape(-1, size)
+        masked = np.bitwise_and(got, cycle.mask, out=scratch)
+        diff = self.flags[:words]
+        np.not_equal(masked, cycle.fixed, out=diff.reshape(-1, size))
+        first = int(diff.argmax())
+        return first * 8 // size if diff[first] else m
 
     def _take(self, buf: Buf, pos: int, m: int) -> int:
         """Decode the ``m`` matching rows at ``pos``; the rows taken (fewer when an old

@@ -96,6 +96,9 @@ class Folder(Protocol):
 _MIN_WINDOW = 4 << 10
 _FIRST_WINDOW = 64 << 10
 _MAX_WINDOW = 8 << 20
+#: the fewest bytes swept: a sweep's fixed cost (~40 NumPy calls) is that of decoding
+#: ~10 records one by one, which the general decoder does with fewer bytes left
+_MIN_SWEEP = 1 << 10
 #: the last records' layouts a sweep hands on (twice the longest cycle looked for)
 _TAIL = 128
 #: records of a window found one by one to have a layout learnt in it (at least, and at
@@ -596,7 +599,7 @@ class FastPath:
         """Decode the records from ``pos`` on, in one window: those of known layouts in
         bulk, the others (in a ``brain.Event:2`` file) one by one in their place; the
         position after them (:attr:`tail`: the layouts of the last ones)."""
-        if end - pos < 17 or buf[pos + 12] != _WALL_KEY:
+        if end - pos < _MIN_SWEEP or buf[pos + 12] != _WALL_KEY:
             return pos
         size = int.from_bytes(buf[pos : pos + 8], "little") + 16
         if pos + size > end or self._lookup(size, bytes(buf[pos : pos + size])) < 0:
