@@ -356,7 +356,7 @@ def test_bench_columnar_prints_each_stage_both_ways() -> None:
     assert "standard iteration" in out and "log_step of 32 metrics" in out, out
     folds = [ln.split() for ln in out.splitlines() if ln.strip().startswith("fold ")]
     assert len(folds) == 2 and all(float(x) > 0 for row in folds for x in row[1:]), out
-    out = _bench("bench_agent_stages.py", "--iterations", "40", "--rounds", "1")
+    out = _bench("bench_agent_stages.py", "--iterations", "40", "--rounds", "1", "--batch", "8")
     rows = [ln.split() for ln in out.splitlines() if ln.startswith("  ")]
     assert [r[0] for r in rows] == ["standard", "log_step_32"], out
     assert all(float(r[r.index(s) + 1]) > 0 for r in rows for s in ("unpickle", "csv", "total"))

@@ -178,7 +178,7 @@ class RunFold:
 
         steps = self._steps
         ka = np.array(kinds, np.int64)
-        at = np.flatnonzero(ka == _STEP)
+        at = (ka == _STEP).nonzero()[0]  # not flatnonzero: its Python wrappers, per call
         n = len(at)
         if n < MIN_STEPS:
             return None
@@ -359,8 +359,8 @@ class RunFold:
 
         def latest(kind: int) -> tuple[Any, list[ev.Event]]:
             mask = ka == kind
-            ordinal = np.cumsum(mask)  # at each position: the kind's events so far
-            return ordinal[at], _items(events, np.flatnonzero(mask).tolist())
+            ordinal = mask.cumsum()  # at each position: the kind's events so far
+            return ordinal[at], _items(events, mask.nonzero()[0].tolist())
 
         row, done = latest(_DONE)
         if done:
@@ -414,10 +414,9 @@ class RunFold:
         flag = pending.collector_reward
         new_point = False
         reward = s.hparams.reward
-        import numpy as np
 
         # the collectors and steps only, in order (``ka``: the span's kinds as an array)
-        for e in _items(events, np.flatnonzero((ka == _COLLECTOR) | (ka == _STEP)).tolist()):
+        for e in _items(events, ((ka == _COLLECTOR) | (ka == _STEP)).nonzero()[0].tolist()):
             if e[0] == _COLLECTOR:
                 if e[4] != 0:
                     history.append(e[4])
