@@ -388,8 +388,7 @@ class _Tail:
         # after it (the data ends 4 bytes before the record)
         self.value_tables = byte_tables(
             [self.value_end - i - 5 for i in range(self.width)], [0] * self.width
-        )
-        self.value_tables = self.value_tables.ravel()
+        ).ravel()
         self.value_cols = np.arange(self.width, dtype=np.intp)[:, None]
         self.value_offsets = (np.arange(self.width) * 256).astype(np.intp)
         #: the wall time's and the step's bytes (record offsets), each one's fixed bits (a
