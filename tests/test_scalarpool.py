@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import aoff
-from aoff._runfolder.reading._scalarpool import check_workers, claim_end
+from aoff._runfolder.reading._scalarpool import _claim, check_workers, claim_end
 
 from .tbruns import write_cleanrl_runs
 
@@ -112,3 +112,18 @@ def test_runs_are_claimed_in_shrinking_ranges_that_cover_them_once() -> None:
         assert sizes == sorted(sizes, reverse=True) and sizes[-1] == 1
     assert claim_end(0, 20_000, 2) == 5_000
     assert len(ends) == 1
+
+
+def test_a_claim_lock_held_by_a_dead_process_is_an_error_not_a_hang() -> None:
+    """A participant killed while holding the claim lock (held for microseconds) would
+    leave the others blocked for ever: they wait a bounded time, then say why."""
+    import multiprocessing
+    import threading
+
+    counter = multiprocessing.get_context("forkserver").Value("q", 0)  # as Workers makes it
+    assert _claim(counter, 10, 2) == (0, 3)
+    held = threading.Thread(target=counter.get_lock().acquire)  # its holder gone: never let go
+    held.start()
+    held.join()
+    with pytest.raises(RuntimeError, match="died holding it"):
+        _claim(counter, 10, 2, wait=0.05)

@@ -40,7 +40,7 @@ from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any, Protocol
 
-__all__ = ["STOP_WAIT", "Workers", "check_workers", "claim_end"]
+__all__ = ["CLAIM_WAIT", "STOP_WAIT", "Workers", "check_workers", "claim_end"]
 
 #: seconds a worker is given to end after it is asked to, before it is terminated
 STOP_WAIT = 5.0
@@ -73,12 +73,27 @@ class _Counter(Protocol):
     def get_lock(self) -> Any: ...
 
 
-def _claim(counter: _Counter, total: int, participants: int) -> tuple[int, int] | None:
-    with counter.get_lock():
+#: seconds a participant waits for the claim lock (held for microseconds) before it takes
+#: the holder for dead: a process killed while holding it would leave the others blocked
+CLAIM_WAIT = 60.0
+
+
+def _claim(
+    counter: _Counter, total: int, participants: int, wait: float = CLAIM_WAIT
+) -> tuple[int, int] | None:
+    lock = counter.get_lock()
+    if not lock.acquire(timeout=wait):
+        raise RuntimeError(
+            f"no reader process let go of the runs' claim lock in {wait:g} s: one of them "
+            "died holding it; workers=1 reads them in this process"
+        )
+    try:
         start = counter.value
         if start >= total:
             return None
         end = counter.value = claim_end(start, total, participants)
+    finally:
+        lock.release()
     return start, end
 
 
@@ -177,14 +192,22 @@ def _preload(module: str) -> None:
         forkserver.set_forkserver_preload([*have, module])
 
 
+class _NoLock:
+    def acquire(self, timeout: float | None = None) -> bool:
+        return True
+
+    def release(self) -> None:
+        pass
+
+
 class _Local:
     """A counter for the caller alone (``workers=1``, or one item): no lock to share."""
 
     def __init__(self) -> None:
         self.value = 0
 
-    def get_lock(self) -> contextlib.nullcontext[None]:
-        return contextlib.nullcontext()
+    def get_lock(self) -> _NoLock:
+        return _NoLock()
 
 
 class Workers:
