@@ -53,8 +53,9 @@ Two programs (``--program``, both by default, one table each):
   ``torch-tb`` and ``wandb`` as above. Its compilation takes ~20 s a variant here.
 
 The host columns (medians of a call's mean a round; a single wait for the interpreter
-lock inside the callback shows in them): ``in-cb us`` is the time inside the host function the callback runs
-(what the compiled program waits for, the round trip aside), ``deliver us`` the time of
+lock inside the callback shows in them): ``in-cb us`` is the time inside the host
+function the callback runs (what the compiled program waits for, the round trip
+aside), ``deliver us`` the time of
 aoff's delivery of one call (``_deliver``: its conversion, checks and queueing into the
 group), wherever it runs: inside the callback for a single run's logger and before the
 "aoff-jax" thread, in that thread for a group since. The line under each table is the

@@ -7,9 +7,10 @@ block, not one item a step. Counted as one item, a dropped block would lose ``K`
 steps while the reports said one, and ``capacity`` would bound ``K`` times what it
 says. Here the capacity, the drops (``dropped``) and the length the group's shipper
 reports (``steps``) are in steps of every run: an item is 1, a block its ``K``;
-``len()`` stays in items (what the splitter and the shipper move). Every other call
-keeps :class:`~aoff._core._buffer.EventBuffer`'s path as is (a bare ``deque.append``
-for ``drop_oldest``): the block's weight is only looked at while blocks are queued.
+``len()`` stays in items (what the splitter and the shipper move). A group call under
+``drop_oldest`` (the default) keeps :class:`~aoff._core._buffer.EventBuffer`'s path (a
+bare ``deque.append``; the consumer's trim weighs the blocks, and only while some are
+queued); ``drop_newest`` and ``block`` compare the steps queued with the capacity.
 """
 
 from __future__ import annotations
@@ -65,6 +66,17 @@ class GroupBuffer(EventBuffer):
         with self._block_lock:
             self._added += k - 1
             self._dq.append(item)
+
+    def _put_drop_newest(self, event: Event) -> None:
+        if self.steps >= self.capacity:
+            next(self._refused)
+            return
+        self._dq.append(event)
+
+    def _put_block(self, event: Event) -> None:
+        if self.steps >= self.capacity and not self.closed:
+            self._wait_for_steps()
+        self._dq.append(event)
 
     def _wait_for_steps(self) -> None:
         with self._space:
