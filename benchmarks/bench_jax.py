@@ -27,9 +27,11 @@ same program, each compiled once before timing:
   would save, before any reordering on the host).
 
 Each round runs every variant once, in turn (load on the machine hits all alike); the
-medians over ``--rounds`` are printed: the program's wall time (until its results and
-every callback are in: ``block_until_ready`` + ``jax.effects_barrier``), its ratio to
-``none``, the time to close the logger afterwards (everything on disk), and the CPU
+medians over ``--rounds`` are printed (and ``min/min``: the fastest round's time over
+``none``'s fastest, the figure least moved by other work on a loaded machine): the
+program's wall time (until its results and every callback are in:
+``block_until_ready`` + ``jax.effects_barrier``), its ratio to ``none``, the time
+to close the logger afterwards (everything on disk), and the CPU
 time the logging took beside the program: this process's CPU during the program less
 ``none``'s, the host callback's own time per call (inside aoff's host function, or the
 user's sink), and the group agent's CPU per run-step (one step of one seed): its CPU
@@ -43,8 +45,9 @@ program's wall time. The whole callback's cost per call, round trip included, is
 
 Two programs (``--program``, both by default, one table each):
 
-* ``toy``: the loop above, a 28 us update (8 seeds): far shorter than any real RL update,
-  so the callback's round trip weighs the most here. The worst case, not the typical one.
+* ``toy``: the loop above, an update of about 0.3 ms for the 8 seeds on the loaded
+  2-core machine (28 us quiet): far shorter than any real RL update, so the callback's
+  round trip weighs the most here. The worst case, not the typical one.
 * ``ppo``: the PureJaxRL-shaped PPO of ``examples/jax_ppo.py`` on gymnax's CartPole-v1
   with PureJaxRL's default sizes (4 environments, 128 steps a rollout, 4 epochs of 4
   minibatches, 64-wide actor and critic, ``--ppo-updates`` updates, 5 metrics logged
@@ -61,7 +64,7 @@ group), wherever it runs: inside the callback for a single run's logger and befo
 "aoff-jax" thread, in that thread for a group since. The line under each table is the
 host function's own cost, without the program's threads competing for the lock: the last
 call's host function called again ``--replay`` times in a row with the arrays JAX handed
-it, into a fresh group.
+it, into a fresh group (the same steps again: the runs say their records came late).
 
 Run: ``python benchmarks/bench_jax.py`` (``--quick`` for a smoke run; ``--only aoff-block
 none-block`` for fewer variants, so more rounds fit).
@@ -426,14 +429,17 @@ def main() -> None:
         print(f"\n== {label} (compiled in {compiled:.0f} s)")
         print(f"load (uptime): {os.getloadavg()}; jax {jax.__version__} on {jax.devices()[0]}")
         print(
-            f"{'variant':16} {'program s':>10} {'vs none':>8} {'per update us':>14} {'close s':>8}"
+            f"{'variant':16} {'program s':>10} {'vs none':>8} {'min/min':>8} {'per update us':>14}"
+            f" {'close s':>8}"
             f" {'+cpu s':>7} {'in-cb us':>9} {'deliver us':>10} {'agent us/run-step':>17}"
             f" {'agent life s':>12}"
         )
         for name in variants:
             t = med("times", name)
+            best = min(got["times"][name]) / min(got["times"]["none"])
             print(
-                f"{name:16} {t:10.3f} {t / base:8.3f} {(t - base) / updates * 1e6:14.1f}"
+                f"{name:16} {t:10.3f} {t / base:8.3f} {best:8.3f}"
+                f" {(t - base) / updates * 1e6:14.1f}"
                 f" {med('closes', name):8.3f} {med('cpus', name) - med('cpus', 'none'):7.3f}"
                 f" {med('in_cb', name):9.1f} {med('deliver', name):10.1f}"
                 f" {med('per_step', name):17.2f} {med('agents', name):12.3f}"
