@@ -66,6 +66,13 @@ host function's own cost, without the program's threads competing for the lock: 
 call's host function called again ``--replay`` times in a row with the arrays JAX handed
 it, into a fresh group (the same steps again: the runs say their records came late).
 
+``--single-thread`` runs XLA's CPU ops on one thread. On the shared 2-core machine at
+load 6 to 9, the PPO program with no callback came out 1.2 to 2x SLOWER than the same
+program with a callback every update (medians and fastest rounds alike, before and
+after the courier): without a callback in the loop, XLA's CPU runtime spreads the ops
+over its thread pool, which on two loaded cores costs more than it gains. On one thread
+both take the same time; that is the fair floor on such a machine.
+
 Run: ``python benchmarks/bench_jax.py`` (``--quick`` for a smoke run; ``--only aoff-block
 none-block`` for fewer variants, so more rounds fit).
 """
@@ -262,7 +269,18 @@ def main() -> None:
     p.add_argument(
         "--only", nargs="+", default=None, help="the variants to run (none is always run)"
     )
+    p.add_argument(
+        "--single-thread",
+        action="store_true",
+        help="XLA's CPU ops on one thread: on a loaded machine its thread pool makes the "
+        "program without callbacks the slowest (see the docstring)",
+    )
     a = p.parse_args()
+    if a.single_thread:  # read when the backend starts: before the first JAX operation
+        os.environ["XLA_FLAGS"] = (
+            os.environ.get("XLA_FLAGS", "")
+            + " --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+        )
     if a.quick:
         a.updates, a.rounds, a.ppo_updates, a.ppo_block = 50, 1, 4, 2
     if a.updates % a.block:
@@ -451,8 +469,8 @@ def main() -> None:
             )
 
     print(
-        f"{a.seeds} seeds, {a.rounds} rounds, group pump {a.pump}, agent_nice {a.nice}; "
-        f"aoff from {os.path.dirname(aoff.__file__)}"
+        f"{a.seeds} seeds, {a.rounds} rounds, group pump {a.pump}, agent_nice {a.nice}, "
+        f"XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}; aoff from {os.path.dirname(aoff.__file__)}"
     )
     if "toy" in a.program:
         label = f"toy: {a.updates} updates, width {a.width}, blocks of {a.block} (the worst case)"
