@@ -7,6 +7,7 @@ one :class:`aoff.RunGroup`, ``runs/jax_ppo/ppo_seed<k>``, which ``aoff compare``
 the seeds of one configuration::
 
     python examples/jax_ppo.py                   # 8 seeds, a few seconds of training
+    python examples/jax_ppo.py --block 4         # the same, one host callback per 4 updates
     python -m aoff compare runs/jax_ppo --metric train/episode_return
 
 Needs the ``jax`` extra: ``pip install 'aoff[jax]'`` (JAX, gymnax, flax, optax).
