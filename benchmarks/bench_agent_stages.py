@@ -10,12 +10,15 @@ thread's CPU time, best of ``--rounds``, with the agent's garbage collector sett
 * fold: the intake's loop, slices of 512 events (``Folder.apply_run``, else ``apply``);
 * rules: the default rules (``Watch``) on each slice's records;
 * summary: the run summary (``RunSummary.add``) on each slice's records, and its folds;
-* TensorBoard, JSONL, CSV: each backend's encoder on batches of 1,024 records.
+* TensorBoard, JSONL, CSV: each backend's encoder on batches of 1,024 records
+  (``--batch``: the running agent's runners hand its backends smaller ones, as many
+  records as came since their last write).
 
 It imports only what every version since the run fold has, so the same file runs against
 an older checkout's ``src`` for the before figure (``PYTHONPATH=<old>/src``)::
 
-    python benchmarks/bench_agent_stages.py [--iterations 5000] [--rounds 5] [--out f.json]
+    python benchmarks/bench_agent_stages.py [--iterations 5000] [--rounds 5] [--batch 1024]
+        [--out f.json]
 """
 
 from __future__ import annotations
@@ -51,13 +54,13 @@ def _csv_text(records: list[Any]) -> str:
     return _csv.encode_rows(rows, columns)
 
 
-def stages(events: list[Any], n: int, rounds: int) -> dict[str, float]:
+def stages(events: list[Any], n: int, rounds: int, batch: int = BATCH) -> dict[str, float]:
     """Best µs an iteration of each stage."""
     per = len(events) // n
     frames = [pack_events(events[k : k + FRAME * per]) for k in range(0, len(events), FRAME * per)]
     records = columnar(events)
     slices = [records[k : k + SLICE // per] for k in range(0, len(records), SLICE // per)]
-    batches = [records[k : k + BATCH] for k in range(0, len(records), BATCH)]
+    batches = [records[k : k + batch] for k in range(0, len(records), batch)]
 
     def rules() -> None:
         watch = Watch(DEFAULT_RULES, clock=time.time, monotonic=time.monotonic)
@@ -92,6 +95,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--iterations", type=int, default=5000)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--batch", type=int, default=BATCH, help="records a backend's batch")
     ap.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
     args = ap.parse_args()
     n = args.iterations
@@ -99,10 +103,13 @@ def main() -> None:
     gc.set_threshold(GC_THRESHOLD, 20, 20)
     got = {
         "load": os.getloadavg()[0],
-        "standard": stages(standard(n), n, args.rounds),
-        "log_step_32": stages(wide(n), n, args.rounds),
+        "standard": stages(standard(n), n, args.rounds, args.batch),
+        "log_step_32": stages(wide(n), n, args.rounds, args.batch),
     }
-    print(f"load {got['load']:.1f}; µs an iteration, best of {args.rounds}, n={n:,}")
+    print(
+        f"load {got['load']:.1f}; µs an iteration, best of {args.rounds}, n={n:,},"
+        f" batches of {args.batch:,}"
+    )
     for work in ("standard", "log_step_32"):
         row: dict[str, float] = got[work]  # type: ignore[assignment]
         cells = "  ".join(f"{k} {v:.2f}" for k, v in row.items())

@@ -356,10 +356,21 @@ def test_bench_columnar_prints_each_stage_both_ways() -> None:
     assert "standard iteration" in out and "log_step of 32 metrics" in out, out
     folds = [ln.split() for ln in out.splitlines() if ln.strip().startswith("fold ")]
     assert len(folds) == 2 and all(float(x) > 0 for row in folds for x in row[1:]), out
-    out = _bench("bench_agent_stages.py", "--iterations", "40", "--rounds", "1")
+    out = _bench("bench_agent_stages.py", "--iterations", "40", "--rounds", "1", "--batch", "8")
     rows = [ln.split() for ln in out.splitlines() if ln.startswith("  ")]
     assert [r[0] for r in rows] == ["standard", "log_step_32"], out
     assert all(float(r[r.index(s) + 1]) > 0 for r in rows for s in ("unpickle", "csv", "total"))
+
+
+def test_bench_frame_pack_and_agent_split_print_their_figures() -> None:
+    """Smoke tests at tiny sizes; the packer's frame is checked against its events."""
+    out = _bench("bench_frame_pack.py", "--iterations", "64", "--rounds", "1")
+    lines = [ln for ln in out.splitlines() if "slices of" in ln]
+    assert len(lines) == 4 and all("sender pickle" in r and "columns" in r for r in lines), out
+    out = _bench("bench_agent_split.py", "--iterations", "200", "--only", "standard")
+    rows = [ln.split() for ln in out.splitlines() if ln.startswith("  ")]
+    assert [r[0] for r in rows] == ["standard"], out
+    assert all(float(r[r.index(s) + 1]) > 0 for r in rows for s in ("fold", "jsonl", "agent"))
 
 
 @pytest.mark.slow  # torch's writer, four `aoff` processes, a worker pool (~40 s loaded)

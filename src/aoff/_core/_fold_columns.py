@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import chain
+from operator import itemgetter
 from typing import Any
 
 from . import _events as ev
@@ -51,24 +52,43 @@ _FLOAT_ONLY = {float}
 _INT_ONLY = {int}
 _NONE_ONLY = {type(None)}
 _DICT_ONLY = {dict}
+_TUPLE_ONLY = {tuple}
+_first = itemgetter(0)
 
 
-def _same_keys(col: Sequence[Any], cache: dict[tuple[str, ...], tuple[str, ...]]) -> bool | None:
+def _items(events: Sequence[ev.Event], at: list[int]) -> list[ev.Event]:
+    """``events`` at the indices ``at``, in one C-level call."""
+    if len(at) < 2:
+        return [events[i] for i in at]
+    return list(itemgetter(*at)(events))
+
+
+def _dict_matrix(
+    col: Sequence[Any], cache: dict[tuple[str, ...], tuple[str, ...]]
+) -> Any | bool | None:
     """A step column of dicts (or of ``None``): ``None`` where the run fold cannot take it
     (not all dicts, or all ``None``; key sequences that differ or that the per-event fold
-    never checked; a value that is not a float); else whether it holds dicts."""
+    never checked; a value that is not a float); ``False`` where it holds no dicts; else
+    the dicts' values as a float64 matrix, one row a dict.
+
+    Each pass over the dicts is one C-level call (their keys joined, their values joined,
+    the values' types), with no tuple a dict: the joined keys equal ``keys * len(col)``
+    exactly when every dict has the key sequence ``keys`` (a dict's keys are distinct, so
+    none can be longer than ``keys`` without repeating one)."""
     kinds = set(map(type, col))
     if kinds == _NONE_ONLY:
         return False
     if kinds != _DICT_ONLY:
         return None
-    keys = set(map(tuple, col))
-    if len(keys) != 1 or next(iter(keys)) not in cache:
+    keys = tuple(col[0])
+    if keys not in cache or list(chain.from_iterable(col)) != list(keys) * len(col):
         return None
-    values = chain.from_iterable(map(dict.values, col))
+    values = list(chain.from_iterable(map(dict.values, col)))
     if not _FLOAT_ONLY.issuperset(map(type, values)):
         return None
-    return True
+    import numpy as np
+
+    return np.array(values, np.float64).reshape(len(col), len(keys))
 
 
 def _ints(col: Sequence[Any]) -> bool:
@@ -112,12 +132,14 @@ class RunFold:
         """The run's candidate span from ``start``: its end (after its last step; only
         the four kinds, plain tuples), its events' kinds, and the index of the first
         event that is not of them (no span starts before it)."""
-        kinds: list[int] = []
-        for e in events[start:]:
-            kind = e[0]
-            if kind not in _RUN_KINDS or type(e) is not tuple:
-                break
-            kinds.append(kind)
+        part = events[start:]
+        kinds: list[int] = list(map(_first, part))
+        # the common case, a slice of nothing else, in three C-level passes
+        if not (_RUN_KINDS.issuperset(kinds) and _TUPLE_ONLY.issuperset(map(type, part))):
+            for i, e in enumerate(part):
+                if kinds[i] not in _RUN_KINDS or type(e) is not tuple:
+                    del kinds[i:]
+                    break
         stop = start + len(kinds)
         try:
             last = len(kinds) - 1 - kinds[::-1].index(_STEP)
@@ -156,18 +178,21 @@ class RunFold:
 
         steps = self._steps
         ka = np.array(kinds, np.int64)
-        at = np.flatnonzero(ka == _STEP)
+        at = (ka == _STEP).nonzero()[0]  # not flatnonzero: its Python wrappers, per call
         n = len(at)
         if n < MIN_STEPS:
             return None
-        pick = [events[i] for i in at.tolist()]
+        pick = _items(events, at.tolist())
         if set(map(len, pick)) != _STEP_LENS:
             return None
-        _, _, its, ms, rs, rms, cs, ts, ws, hs, wss, extras = zip(*pick, strict=True)
-        has_m = _same_keys(ms, steps.metric_tags)
-        has_rm = _same_keys(rms, steps.reward_tags)
-        has_c = _same_keys(cs, steps.reward_tags)
-        if has_m is None or has_rm is None or has_c is None or not _ints(its):
+        cols = tuple(zip(*pick, strict=True))
+        _, _, its, ms, rs, rms, cs, ts, ws, hs, wss, extras = cols
+        mats = (
+            _dict_matrix(ms, steps.metric_tags),
+            _dict_matrix(rms, steps.reward_tags),
+            _dict_matrix(cs, steps.reward_tags),
+        )
+        if any(x is None for x in mats) or not _ints(its):
             return None
         if not _all_floats(ts, ws, hs, wss):
             return None
@@ -184,7 +209,9 @@ class RunFold:
         else:
             return None
         with np.errstate(all="ignore"):  # inf and NaN as Python's float arithmetic gives
-            return self._columns(events, kinds, ka, at, pick, producers, reward_types, extra)
+            return self._columns(
+                events, kinds, ka, at, pick, cols, producers, reward_types, extra, mats
+            )
 
     def _columns(
         self,
@@ -193,18 +220,23 @@ class RunFold:
         ka: Any,
         at: Any,
         pick: list[ev.Event],
+        cols: tuple[tuple[Any, ...], ...],
         producers: int,
         reward_types: set[type],
         extra: Any,
+        mats: tuple[Any, Any, Any],
     ) -> tuple[list[StepRecord], bool] | None:
-        """:meth:`take` past its checks of the steps' columns."""
+        """:meth:`take` past its checks of the steps' columns (``cols``: the steps'
+        fields as columns; ``mats``: the metrics',
+        reward metrics' and reward components' matrices, ``False`` for a column of
+        ``None``)."""
         import numpy as np
 
         s, steps = self._state, self._steps
         n = len(pick)
-        _, walls, its, ms, rs, rms, cs, ts, ws, hs, wss, _ = zip(*pick, strict=True)
+        _, walls, its, _, rs, _, _, ts, ws, hs, wss, _ = cols
         # each dict column checked by take(): all dicts of one key sequence, or all None
-        has_m, has_rm, has_c = ms[0] is not None, rms[0] is not None, cs[0] is not None
+        m, rm, c = mats
         t, w, h, wsync = (np.array(c, np.float64) for c in (ts, ws, hs, wss))
         pipeline = h + t + wsync
         rate = (extra > 0) & (pipeline > 0)
@@ -222,15 +254,15 @@ class RunFold:
         before = np.concatenate(([steps.last_step], step[:-1]))
         late = int((step < before).sum())
         parts: list[Any] = [its_a.astype(np.float64), step.astype(np.float64)]
-        if has_m:
-            parts.append(_matrix(ms))
+        if m is not False:
+            parts.append(m)
         with_reward = reward_types == _FLOAT_ONLY
         if with_reward:
             parts.append(np.array(rs, np.float64))
-        if has_rm:
-            parts.append(_matrix(rms))
-        if has_c:
-            parts.append(_matrix(cs))
+        if rm is not False:
+            parts.append(rm)
+        if c is not False:
+            parts.append(c)
         if s.ep_length > 0:
             parts.append(np.full(n, s.ep_length))
         parts += (timeout, terminated, w * 1000, h * 1000, t * 1000, wsync * 1000)
@@ -249,7 +281,7 @@ class RunFold:
         records = row_records(ScalarColumns(shared, step, walls_a, table), its)
         s.late_records += late
         steps.last_step = int(step[-1])
-        new_point = self._histories(events, kinds, pick, with_reward)
+        new_point = self._histories(events, ka, pick, with_reward)
         learner = bool((t != 0).any() or (w != 0).any() or (h != 0).any() or (wsync != 0).any())
         self._settle(events, kinds, pick, learner, n)
         if _COLLECTOR in kinds:
@@ -327,8 +359,8 @@ class RunFold:
 
         def latest(kind: int) -> tuple[Any, list[ev.Event]]:
             mask = ka == kind
-            ordinal = np.cumsum(mask)  # at each position: the kind's events so far
-            return ordinal[at], [events[i] for i in np.flatnonzero(mask).tolist()]
+            ordinal = mask.cumsum()  # at each position: the kind's events so far
+            return ordinal[at], _items(events, mask.nonzero()[0].tolist())
 
         row, done = latest(_DONE)
         if done:
@@ -359,12 +391,12 @@ class RunFold:
                 return None
             if set(map(len, tim)) != _TIMING_LENS:
                 return None
-            ds = [e[2] for e in tim]
-            if _same_keys(ds, {timing_keys: ()}) is not True or tuple(ds[0]) != timing_keys:
+            got = _dict_matrix([e[2] for e in tim], {timing_keys: ()})
+            if got is None or got is False:
                 return None
             kt = len(timing_keys)
             prior = np.array(tuple(s.collector_timing.values()), np.float64).reshape(1, kt)
-            timing = np.concatenate((prior, _matrix(ds)))[row]
+            timing = np.concatenate((prior, got))[row]
         elif timing_keys:
             timing = np.tile(np.array(tuple(s.collector_timing.values())), (len(at), 1))
         else:
@@ -372,7 +404,7 @@ class RunFold:
         return timeout, terminated, total, timing
 
     def _histories(
-        self, events: Sequence[ev.Event], kinds: list[int], pick: list[ev.Event], with_reward: bool
+        self, events: Sequence[ev.Event], ka: Any, pick: list[ev.Event], with_reward: bool
     ) -> bool:
         """The reward history (a collector's reward is a point, the next step's reward
         replaces it), the best reward, the charted loss; whether a collector's reward
@@ -382,12 +414,14 @@ class RunFold:
         flag = pending.collector_reward
         new_point = False
         reward = s.hparams.reward
-        for e, kind in zip(events, kinds, strict=True):
-            if kind == _COLLECTOR:
+
+        # the collectors and steps only, in order (``ka``: the span's kinds as an array)
+        for e in _items(events, ((ka == _COLLECTOR) | (ka == _STEP)).nonzero()[0].tolist()):
+            if e[0] == _COLLECTOR:
                 if e[4] != 0:
                     history.append(e[4])
                     flag = new_point = True
-            elif kind == _STEP:
+            else:
                 r = e[4]
                 if with_reward:
                     if flag and history:
@@ -478,12 +512,3 @@ class RunFold:
         if steps.dropped:
             tags.append("aoff/dropped_events")
         return tags
-
-
-def _matrix(dicts: Sequence[Any]) -> Any:
-    """The values of dicts with one key sequence, one row a dict."""
-    import numpy as np
-
-    k = len(dicts[0])
-    flat = chain.from_iterable(map(dict.values, dicts))
-    return np.fromiter(flat, np.float64, k * len(dicts)).reshape(len(dicts), k)

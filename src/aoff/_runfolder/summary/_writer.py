@@ -189,6 +189,8 @@ class _Block:
             return parts[0]
         orders = np.concatenate([p[0] for p in parts])
         table = np.concatenate([p[1] for p in parts])
+        if not (orders[1:] < orders[:-1]).any():  # a run fold's slices alone: in order
+            return orders, table
         at = np.argsort(orders, kind="stable")
         return orders[at], table[at]
 
@@ -329,8 +331,9 @@ class RunSummary:
         for tags, block in self._blocks.items():
             orders, rows = block.table(len(tags))
             at = int(orders[0])
+            columns = np.ascontiguousarray(rows.T)  # one copy: each tag's column contiguous
             for j, tag in enumerate(tags):  # a tag twice in one record: the last one
-                parts.setdefault(tag, []).append((orders, rows[:, j]))
+                parts.setdefault(tag, []).append((orders, columns[j]))
                 firsts[tag] = min(firsts.get(tag, at), at)
         self._blocks = {}
         self._pending = 0

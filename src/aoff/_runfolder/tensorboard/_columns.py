@@ -4,8 +4,10 @@ Why a module of its own: the per-event encoder (``_events``) packs one record at
 time in Python; a batch of records with one tag sequence (``_core/_columns``) has the
 same bytes in every record but its wall time, its step and its float32 values. So the
 records of a run of equal layout are one NumPy table: a template row (every tag's head,
-the summary's key and length, the TFRecord length head) copied once per record, the
-wall times, the steps' varints and the values written as columns into their slots,
+the summary's key and length, the TFRecord length head; made once per tag sequence and
+layout, :class:`_Template`) copied once per record, the wall times and the steps'
+varints written as columns into their slots and the values by one scatter (not
+a NumPy call a tag: the agent's batches are small, so a call's fixed cost counts),
 and the one thing that stays per record, its CRC32C, taken by the ``crc32c`` package's C
 function over each row of the joined buffer. The bytes are the per-event encoder's,
 record for record (a test compares them).
@@ -13,6 +15,7 @@ record for record (a test compares them).
 
 from __future__ import annotations
 
+import functools
 import struct
 from itertools import pairwise
 from typing import Any
@@ -43,95 +46,100 @@ def _step_lengths(steps: np.ndarray[Any, np.dtype[np.int64]]) -> np.ndarray[Any,
 def encode_columns(encoder: EventEncoder, cols: ScalarColumns) -> bytes:
     """The framed ``Event`` records of ``cols``, in order: the bytes
     ``frame_many(map(encoder.encode, records))`` writes for the same records."""
-    heads = encoder.summary_heads(cols.tags)
+    heads = tuple(encoder.summary_heads(cols.tags))
     walls = cols.wall_times
     steps = cols.steps
     with np.errstate(over="ignore", invalid="ignore"):  # beyond float32: ±inf, as protobuf
-        f32 = cols.values.astype("<f4")
+        f32 = np.ascontiguousarray(cols.values, "<f4")
     # a record's layout: whether it has a wall time, and its step's varint_bytes length
     layout = _step_lengths(steps) + 16 * (walls != 0.0)
-    cuts = np.flatnonzero(layout[1:] != layout[:-1]) + 1
+    cuts = (layout[1:] != layout[:-1]).nonzero()[0] + 1
     bounds = [0, *cuts.tolist(), len(layout)]
-    summary_len = sum(map(len, heads)) + 4 * len(heads)
-    # each value's offset in the summary
-    offsets = np.cumsum([len(h) for h in heads]) + 4 * np.arange(len(heads))
-    parts: list[bytes] = []
+    parts: list[memoryview] = []
     for a, b in pairwise(bounds):
         key = int(layout[a])
-        parts.append(
-            _segment(
-                heads,
-                summary_len,
-                offsets,
-                key & 15,
-                bool(key & 16),
-                walls[a:b],
-                steps[a:b],
-                f32[a:b],
-            )
-        )
-    return b"".join(parts)
+        template = _template(heads, key & 15, bool(key & 16))
+        parts.append(template.fill(walls[a:b], steps[a:b], f32[a:b]).data)
+    return parts[0].tobytes() if len(parts) == 1 else b"".join(parts)
 
 
-def _segment(
-    heads: list[bytes],
-    summary_len: int,
-    offsets: np.ndarray[Any, Any],
-    step_len: int,
-    has_wall: bool,
-    walls: np.ndarray[Any, Any],
-    steps: np.ndarray[Any, Any],
-    f32: np.ndarray[Any, Any],
-) -> bytes:
-    """Records of one layout: a template row, the columns written into its slots."""
-    m = len(steps)
-    prefix = b""
-    wall_at = step_at = -1
-    if has_wall:
-        wall_at = 1
-        prefix += b"\x09" + bytes(8)
-    if step_len:
-        step_at = len(prefix) + 1
-        prefix += b"\x10" + bytes(step_len)
-    prefix += b"\x2a" + varint_bytes(summary_len)
-    body = b"".join(h + b"\0\0\0\0" for h in heads)
-    n = len(prefix) + len(body)  # the Event's length
-    length = _pack_len(n)
-    head = length + _pack_u32(masked_crc32c(length))
-    width = len(head) + n + 4
-    out = np.empty((m, width), _U8)
-    out[:, : len(head) + n] = np.frombuffer(head + prefix + body, _U8)
-    start = len(head)  # the Event's first byte in a row
-    at = start + len(prefix)
-    # the row's numbers as fields of a structured view (unaligned, little-endian): one
-    # strided copy a column
-    names = [f"v{i}" for i in range(len(heads))] + ["crc"]
-    places = [at + int(o) for o in offsets] + [width - 4]
-    formats = ["<f4"] * len(heads) + ["<u4"]
-    if has_wall:
-        names.append("wall")
-        places.append(start + wall_at)
-        formats.append("<f8")
-    row = np.dtype({"names": names, "formats": formats, "offsets": places, "itemsize": width})
-    fields = out.view(row).reshape(m)
-    for i, name in enumerate(names[: len(heads)]):
-        fields[name] = f32[:, i]
-    if has_wall:
-        fields["wall"] = walls
-    if step_len:
-        u = steps.view(np.uint64)
-        at = start + step_at
-        for j in range(step_len):
-            byte = (u >> np.uint64(7 * j)) & np.uint64(0x7F)
-            if j < step_len - 1:
-                byte |= np.uint64(0x80)
-            out[:, at + j] = byte.astype(_U8)
-    # the one per-record part: each Event's CRC32C, over its row of the joined buffer
-    flat = out.reshape(-1).data
-    crc = crc32c
-    c = np.array([crc(flat[o : o + n]) for o in range(start, m * width, width)], np.uint64)
-    masked = (((c >> np.uint64(15)) | (c << np.uint64(17))) + np.uint64(MASK_DELTA)) & np.uint64(
-        U32
+class _Template:
+    """The records of one tag sequence and layout (its step's varint length, whether it
+    has a wall time): a row of their shared bytes, and where each column goes in it."""
+
+    __slots__ = (
+        "more",
+        "n",
+        "row",
+        "shifts",
+        "start",
+        "step_at",
+        "step_len",
+        "value_at",
+        "wall_at",
+        "width",
     )
-    fields["crc"] = masked
-    return out.tobytes()
+
+    def __init__(self, heads: tuple[bytes, ...], step_len: int, has_wall: bool) -> None:
+        prefix = b""
+        wall_at = step_at = -1
+        if has_wall:
+            wall_at = 1
+            prefix += b"\x09" + bytes(8)
+        if step_len:
+            step_at = len(prefix) + 1
+            prefix += b"\x10" + bytes(step_len)
+        summary_len = sum(map(len, heads)) + 4 * len(heads)
+        prefix += b"\x2a" + varint_bytes(summary_len)
+        body = b"".join(h + b"\0\0\0\0" for h in heads)
+        self.n = n = len(prefix) + len(body)  # the Event's length
+        length = _pack_len(n)
+        head = length + _pack_u32(masked_crc32c(length))
+        self.start = start = len(head)  # the Event's first byte in a row
+        self.width = start + n + 4
+        self.row = np.frombuffer(head + prefix + body + bytes(4), _U8)
+        # each value's four bytes, in order: their places in a row
+        at = start + len(prefix) + np.cumsum([len(h) for h in heads]) + 4 * np.arange(len(heads))
+        self.value_at = (at[:, None] + np.arange(4)).reshape(-1)
+        self.wall_at = start + wall_at if has_wall else -1
+        self.step_at = start + step_at
+        self.step_len = step_len
+        self.shifts = np.arange(step_len, dtype=np.uint64) * np.uint64(7)
+        self.more = np.full(step_len, 0x80, np.uint64)
+        self.more[-1:] = 0
+
+    def fill(
+        self,
+        walls: np.ndarray[Any, Any],
+        steps: np.ndarray[Any, Any],
+        f32: np.ndarray[Any, Any],
+    ) -> np.ndarray[Any, Any]:
+        """The records of these columns (``f32``: C-ordered float32, little-endian), a
+        row each: the template copied, the columns' bytes written into their places."""
+        m = len(steps)
+        width, start, n = self.width, self.start, self.n
+        out = np.empty((m, width), _U8)
+        out[:] = self.row
+        out[:, self.value_at] = f32.view(_U8).reshape(m, -1)  # one scatter for all values
+        if self.wall_at >= 0:
+            w = self.wall_at
+            out[:, w : w + 8] = np.ascontiguousarray(walls, "<f8").view(_U8).reshape(m, 8)
+        if self.step_len:  # the varint's bytes, all at once: 7 bits each, a high bit but the last
+            u = steps.view(np.uint64)[:, None]
+            varint = ((u >> self.shifts) & np.uint64(0x7F)) | self.more
+            at = self.step_at
+            out[:, at : at + self.step_len] = varint.astype(_U8)
+        # the one per-record part: each Event's CRC32C, over its row of the joined buffer
+        flat = out.reshape(-1).data
+        crc = crc32c
+        c = np.array([crc(flat[o : o + n]) for o in range(start, m * width, width)], np.uint64)
+        masked = ((c >> np.uint64(15)) | (c << np.uint64(17))) + np.uint64(MASK_DELTA)
+        masked &= np.uint64(U32)
+        out[:, width - 4 :] = masked.astype("<u4").view(_U8).reshape(m, 4)
+        return out
+
+
+@functools.lru_cache(maxsize=64)
+def _template(heads: tuple[bytes, ...], step_len: int, has_wall: bool) -> _Template:
+    """The template of a tag sequence's heads and a layout, made once (a run has a few)."""
+    return _Template(heads, step_len, has_wall)
