@@ -53,15 +53,47 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests marked ``cluster`` (a local Ray cluster, a Tune sweep) first, in their order.
+    """Each module of tests marked ``cluster`` (a local Ray cluster, a Tune sweep) at the
+    head of a worker's share, in their order; the other tests after them, in theirs.
 
-    ``--dist worksteal`` hands each worker a contiguous slice of this order and an idle
-    worker steals half of the *end* of the longest queue, so the marked tests start at
-    once, back to back on the first worker: the suite's longest tests never wait at the
-    end of a slice to become its tail, and a module's Ray session or sweep is built once
-    (split across workers, it was built on each). Only when the other workers run out of
-    work first (a small selection of tests) are some of them stolen: slower, not wrong."""
-    items.sort(key=lambda item: item.get_closest_marker("cluster") is None)
+    ``--dist worksteal`` hands each worker a contiguous slice of this order (the first
+    worker ``n // workers`` tests, the next a share of the rest, ...) and an idle worker
+    steals half of the *end* of the longest queue, so a module put at a slice's head
+    starts at once: the suite's longest tests never wait at the end of a slice to become
+    its tail, and a module's Ray session or sweep is built once (split across workers, it
+    was built on each). One module a slice: the Ray cluster's test and the Tune sweeps run
+    side by side, not back to back on one worker (beside two CPU hogs that chain alone was
+    most of the suite's time). Without workers (``-n0``) they simply come first."""
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+    cluster: dict[str, list[pytest.Item]] = {}
+    rest: list[pytest.Item] = []
+    for item in items:
+        if item.get_closest_marker("cluster") is None:
+            rest.append(item)
+        else:
+            cluster.setdefault(item.nodeid.split("::")[0], []).append(item)
+    items[:] = _slices_headed_by(list(cluster.values()), rest, workers)
+
+
+def _slices_headed_by(
+    heads: list[list[pytest.Item]], rest: list[pytest.Item], workers: int
+) -> list[pytest.Item]:
+    """``heads`` (groups of tests) each at the start of one of the ``workers`` slices that
+    worksteal cuts the order into first (more groups than slices: the extra ones follow
+    the first), ``rest`` filling each slice up to its size."""
+    total = sum(map(len, heads)) + len(rest)
+    shares: list[list[pytest.Item]] = [[] for _ in range(max(1, min(workers, total)))]
+    for k, group in enumerate(heads):
+        shares[k % len(shares)].extend(group)
+    order: list[pytest.Item] = []
+    left = total
+    for i, share in enumerate(shares):
+        size = left // (len(shares) - i)  # what worksteal sends this slice
+        chunk = share + rest[: max(0, size - len(share))]
+        del rest[: len(chunk) - len(share)]
+        order += chunk
+        left -= len(chunk)
+    return order + rest
 
 
 @pytest.fixture(params=["asyncio", "trio"])

@@ -77,3 +77,54 @@ def test_tags_changed_alike_are_each_caught_in_bulk(tmp_path: Path, corrupted: i
     assert (merged["_merge"] == "right_only").sum() == 0  # nothing under a wrong tag
     lost = merged.loc[merged["_merge"] == "left_only", "step"]
     assert sorted(lost) == [r - 1 for r in hit]  # record 0 is the file version
+
+
+def test_a_byte_fixed_in_one_layout_of_a_size_and_not_another_is_still_checked(
+    tmp_path: Path,
+) -> None:
+    """Two layouts of one record size that fix different bytes (tag ``abc`` at a 2-byte
+    step, ``ab`` at a 3-byte step), in no repeating order (the sweep reads them): a bit
+    flipped in ``abc`` records where ``ab``'s step has its third byte (a byte ``abc``
+    fixes, outside a hash of the bytes both fix) fails each of those records, as
+    TensorBoard's reader fails them: they are skipped and counted, every other point
+    read."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    rng = random.Random(3)
+    w = SummaryWriter(str(tmp_path / "intact"))
+    for i in range(3000):
+        if rng.random() < 0.5:
+            w.add_scalar("abc", rng.random(), 200 + i)  # a 2-byte step
+        else:
+            w.add_scalar("ab", rng.random(), 20_000 + i)  # a 3-byte step
+    w.close()
+    (path,) = (tmp_path / "intact").iterdir()
+    data = bytearray(path.read_bytes())
+    ends = [0, *_record_ends(bytes(data))]
+    abc = [
+        r
+        for r in range(1, len(ends) - 1)
+        if data[ends[r + 1] - 13 : ends[r + 1] - 8] == b"\x03abc\x15"
+    ]
+    assert data[ends[abc[0]] + 24] == 0x2A and ends[abc[0] + 1] - ends[abc[0]] in {
+        ends[r + 1] - ends[r] for r in range(1, len(ends) - 1) if r not in abc
+    }  # the records are of one size; the byte flipped is a key in abc's layout
+    hit = abc[1500:1503]
+    for r in hit:
+        data[ends[r] + 24] ^= 0x01
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / path.name).write_bytes(bytes(data))
+    reader = aoff.ScalarReader(broken)
+    df = reader.read()
+    assert reader.bulk_records > 2500
+    assert reader.problems == [f"{broken / path.name}: 3 corrupt record(s) skipped"]
+    intact = aoff.read_scalars(tmp_path / "intact")
+    assert _same_as_accumulator(intact, str(tmp_path / "intact"), tmp_path / "intact") == 3000
+    merged = intact.drop(columns="run").merge(
+        df.drop(columns="run"), on=["tag", "step", "wall_time", "value"], how="outer",
+        indicator=True,
+    )  # fmt: skip
+    assert (merged["_merge"] == "right_only").sum() == 0
+    lost = merged[merged["_merge"] == "left_only"]
+    assert sorted(lost["step"]) == sorted(200 + r - 1 for r in hit)  # record 0: the version

@@ -2,7 +2,11 @@
 
 One real two-node cluster on this machine for every case (``ray.cluster_utils``: a head,
 where the learner and the hub run, and a second node with the ``far`` resource, where
-every collector actor is pinned; one more node is added, then removed). What is proven:
+every collector actor is pinned; one more node is added, then removed). Two collector
+actors outlive the first case and are linked again, under new names, to each later
+case's run: an actor is a process to start (~1-2 s of CPU each here), and a process
+that logged to one run and then to another is a collector's life under Tune's reused
+actors too. What is proven:
 every step of every actor reaches the run's files (JSONL and TensorBoard, each read
 back with its own reader), each actor's in order; an actor killed mid-run, or a node
 removed, leaves the run going and is named, with what it had delivered; a learner whose
@@ -58,10 +62,15 @@ def two_nodes() -> Iterator[Any]:
     # Ray's node installs its own SIGINT/SIGTERM handlers in this process and leaves
     # them: a later test of aoff's signal handling in the same worker would meet them
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-    # no dashboard: nothing here reads it, and it is one more process to start
-    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+    # no dashboard, no autoscaler monitor, no log monitors (log_to_driver=False): nothing
+    # here reads them, and each is one more Python process to start (~1 s of CPU here)
+    quiet = {"include_log_monitor": False}
+    c = Cluster(
+        initialize_head=True,
+        head_node_args={"num_cpus": 1, "include_dashboard": False, "no_monitor": True, **quiet},
+    )
     try:
-        c.add_node(num_cpus=1, resources={"far": 3})
+        c.add_node(num_cpus=1, resources={"far": 3}, **quiet)
         ray.init(address=c.address, logging_level="warning", log_to_driver=False)
         yield c
     finally:
@@ -75,19 +84,18 @@ def two_nodes() -> Iterator[Any]:
             signal.signal(sig, handler)
 
 
-@pytest.mark.slow  # a Ray cluster (~5-10 s to start here) and 5 cases: ~30 s
+@pytest.mark.slow  # a Ray cluster (~5-10 s to start here) and 6 cases: ~30 s
 def test_collectors_on_a_second_node(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     """One cluster for every case (a Ray cluster costs ~5-10 s to start here, and
     pytest-xdist would start one per worker for a module-scoped fixture)."""
     with two_nodes() as cluster:
-        every_step_of_every_far_actor_on_disk_in_order_and_a_killed_one_is_named(
-            tmp_path / "kill", capfd
+        pool = every_far_actors_steps_on_disk_in_order_and_a_killed_or_cut_off_one_is_named(
+            cluster, tmp_path / "kill", capfd
         )
-        a_node_removed_mid_run_leaves_the_run_going_and_is_named(cluster, tmp_path / "node", capfd)
-        a_learner_gone_mid_run_never_holds_a_collector(tmp_path / "gone")
+        a_learner_gone_mid_run_never_holds_a_collector(pool, tmp_path / "gone")
         a_hub_that_never_answers_makes_the_producer_drop_by_its_policy()
-        a_far_actor_logs_media_through_ray_into_the_runs_encoder(tmp_path / "media")
-        a_far_actors_own_rules_judge_its_steps_in_the_run(tmp_path / "rules")
+        a_far_actor_logs_media_through_ray_into_the_runs_encoder(pool, tmp_path / "media")
+        a_far_actors_own_rules_judge_its_steps_in_the_run(pool, tmp_path / "rules")
         serve_and_remote_check_their_arguments_and_a_logger_pickles(tmp_path / "args")
 
 
@@ -95,6 +103,10 @@ class _Collector:
     """A collector actor: logs its steps like ``tests/remote_child.collector``."""
 
     def __init__(self, link: Any, name: str, rules: Any = None) -> None:
+        self.log = link.remote(name, rules=rules)
+
+    def relink(self, link: Any, name: str, rules: Any = None) -> None:
+        """Log to another run from now on (this actor's last logger is closed)."""
         self.log = link.remote(name, rules=rules)
 
     def node(self) -> str:
@@ -132,7 +144,16 @@ def _collectors(link: Any, names: list[str], rules: Any = None) -> list[Any]:
     return [actor.remote(link, n, rules) for n in names]
 
 
-def a_far_actors_own_rules_judge_its_steps_in_the_run(run: Path) -> None:
+def _relinked(pool: list[Any], link: Any, names: list[str], rules: Any = None) -> list[Any]:
+    """The first ``len(names)`` actors of ``pool`` (on the far node), each now logging
+    to ``link`` as its name."""
+    actors = pool[: len(names)]
+    assert len(actors) == len(names)
+    ray.get([a.relink.remote(link, n, rules) for a, n in zip(actors, names, strict=True)])
+    return actors
+
+
+def a_far_actors_own_rules_judge_its_steps_in_the_run(pool: list[Any], run: Path) -> None:
     """``link.remote(name, rules=...)`` on another node: the rules go with the actor's
     pushes to the hub, whose producer brings them to the run; judged there on that
     actor's steps only (another actor's NaN, without rules, fires nothing: the run itself
@@ -145,8 +166,9 @@ def a_far_actors_own_rules_judge_its_steps_in_the_run(run: Path) -> None:
         rules=[rules.stalled(300)],
     )
     link = aoff.ray.serve(log)
-    (watched,) = _collectors(link, ["watched"], [rules.nonfinite(stop=True)])
-    (plain,) = _collectors(link, ["plain"])
+    watched, plain = pool
+    _relinked([watched], link, ["watched"], [rules.nonfinite(stop=True)])
+    _relinked([plain], link, ["plain"])
     ray.get([a.run.remote(1, 11, nan_at=4) for a in (watched, plain)])  # each flushed
     log.flush()  # the agent's alert has reached this process
     assert log.should_stop
@@ -163,28 +185,48 @@ def _logger(run: Path) -> OffPolicyLogger:
     )
 
 
-def every_step_of_every_far_actor_on_disk_in_order_and_a_killed_one_is_named(
-    run: Path, capfd: pytest.CaptureFixture[str]
-) -> None:
+def every_far_actors_steps_on_disk_in_order_and_a_killed_or_cut_off_one_is_named(
+    cluster: Any, run: Path, capfd: pytest.CaptureFixture[str]
+) -> list[Any]:
+    """Three actors on the far node and one on a node added for it: the one killed mid-run
+    and the one whose node is removed mid-run are each declared lost and named, with what
+    they had delivered; the two others go on to the end, every step on disk, in order.
+    Returns those two (alive, their loggers closed) for the later cases."""
     log = _logger(run)
     link = aoff.ray.serve(log, lost_after=3.0)
     names = ["c0", "c1", "doomed"]
-    actors = _collectors(link, names)
-    here = ray.get_runtime_context().get_node_id()
-    assert here not in ray.get([a.node.remote() for a in actors])  # on the second node
-    ray.get([a.run.remote(1, STEPS + 1) for a in actors])  # each flushed: on disk
+    actors = _collectors(link, names)  # they start while the node below starts
+    node = cluster.add_node(num_cpus=1, resources={"doomed_node": 1}, include_log_monitor=False)
+    try:
+        cluster.wait_for_nodes()
+        cut_off = ray.remote(num_cpus=0, resources={"doomed_node": 1}, max_restarts=0)(
+            _Collector
+        ).remote(link, "on-the-lost-node")
+        here = ray.get_runtime_context().get_node_id()
+        where = ray.get([a.node.remote() for a in actors])
+        assert here not in where and ray.get(cut_off.node.remote()) not in (here, *where)
+        # each flushed: on disk
+        ray.get([a.run.remote(1, STEPS + 1) for a in actors] + [cut_off.run.remote(1, 101)])
+    finally:
+        cluster.remove_node(node)
     ray.kill(actors[2])
     ray.get([a.run.remote(STEPS + 1, 2 * STEPS + 1) for a in actors[:2]])
     reports = ray.get([a.close.remote() for a in actors[:2]])
     for n, r in zip(names, reports, strict=False):
         assert r == RemoteReport(n, 4 * STEPS, 0, 4 * STEPS, None), r
-    wait_until(link.lost, timeout=60, interval=0.1, what="the hub to declare 'doomed' lost")
-    assert link.lost() == [("doomed", 2 * STEPS)]
+    wait_until(
+        lambda: len(link.lost()) == 2,
+        timeout=60,
+        interval=0.1,
+        what="the hub to declare 'doomed' and the removed node's producer lost",
+    )
+    assert sorted(link.lost()) == [("doomed", 2 * STEPS), ("on-the-lost-node", 200)]
     log.log_step(1, {"loss": 1.0})
-    report = log.finish()
+    report = log.finish()  # nothing left open: it does not wait for the lost ones
     assert report.steps == 1 and not report.backend_errors
     err = capfd.readouterr().err
     assert "remote 'doomed' (pid " in err and f"{2 * STEPS:,} events came from it" in err, err
+    assert "remote 'on-the-lost-node' (pid " in err and "200 events came from it" in err, err
 
     rows = read_jsonl(run / "metrics.jsonl")
     for n, steps in (("c0", 2 * STEPS), ("c1", 2 * STEPS), ("doomed", STEPS)):
@@ -195,15 +237,18 @@ def every_step_of_every_far_actor_on_disk_in_order_and_a_killed_one_is_named(
         assert [x["axis/collect_rounds"] for x in mine] == [2 * i for i in range(1, steps + 1)]
         tb = read_tensorboard(run / n)
         assert [s for s, _ in tb["train/x"]] == [i * 10 for i in range(1, steps + 1)], n
+    cut = [x["iteration"] for x in rows if x.get("producer") == "on-the-lost-node"]
+    assert cut == list(range(1, 101))
     assert [x["iteration"] for x in rows if "producer" not in x] == [1]
+    return actors[:2]
 
 
-def a_learner_gone_mid_run_never_holds_a_collector(tmp_path: Path) -> None:
+def a_learner_gone_mid_run_never_holds_a_collector(pool: list[Any], tmp_path: Path) -> None:
     """The hub dies with the learner: the collector's calls go on returning, and its
     close() says what was handed over and what was dropped, within its bound."""
     log = _logger(tmp_path / "run")
     link = aoff.ray.serve(log)
-    (actor,) = _collectors(link, ["orphan"])
+    (actor,) = _relinked(pool, link, ["orphan"])
     ray.get(actor.run.remote(1, 101))
     ray.kill(link.hub)  # the learner's side is gone
     ray.get(actor.run.remote(101, 201))
@@ -230,7 +275,8 @@ def a_hub_that_never_answers_makes_the_producer_drop_by_its_policy() -> None:
 
     stuck = ray.remote(num_cpus=0, concurrency_groups={"ctl": 2})(_Stuck).remote()
     try:
-        link = RayLink(stuck, 500, "drop_oldest", 1.0, 0.01, 100, 2)
+        # a bound of 0.5 s on each flush and close: four of them wait it out here
+        link = RayLink(stuck, 500, "drop_oldest", 0.5, 0.01, 100, 2)
         rlog = link.remote("stalled")
         for i in range(10_000):  # returns at once: the hot path only appends
             rlog.log_step(i, {"x": 1.0})
@@ -279,7 +325,7 @@ def images_dropped_by_the_policy_give_their_bytes_back(
     assert report.sent == 0 and report.dropped == 20 * 601, report
 
 
-def a_far_actor_logs_media_through_ray_into_the_runs_encoder(run: Path) -> None:
+def a_far_actor_logs_media_through_ray_into_the_runs_encoder(pool: list[Any], run: Path) -> None:
     """The frames travel pickled in the pusher's Ray calls; the run's encoder writes them
     under the tag as given (as for ``log.remote()``); over the producer's media budget a
     call is refused and counted, and the report counts it as an event like the others."""
@@ -289,7 +335,7 @@ def a_far_actor_logs_media_through_ray_into_the_runs_encoder(run: Path) -> None:
     # two videos of 576 B fit in 1,024 only if the first came back after flush(); 3 KiB
     # never fits
     link = aoff.ray.serve(log, media_budget=1024)
-    (actor,) = _collectors(link, ["painter"])
+    (actor,) = _relinked(pool, link, ["painter"])
     report = ray.get(actor.media.remote(), timeout=60)
     assert report == RemoteReport("painter", 4, 0, 4, None), report  # 3 media, 1 refused
     finished = log.finish()
@@ -304,37 +350,6 @@ def a_far_actor_logs_media_through_ray_into_the_runs_encoder(run: Path) -> None:
     assert len(gif2) == 4 and (gif2[0] == 255).all() and (gif2[1] == 0).all()
     assert (png_pixels(i.encoded_image_string) == 255).all()
     assert "too/big" not in images
-
-
-def a_node_removed_mid_run_leaves_the_run_going_and_is_named(
-    cluster: Any, run: Path, capfd: pytest.CaptureFixture[str]
-) -> None:
-    log = _logger(run)
-    link = aoff.ray.serve(log, lost_after=2.0)
-    node = cluster.add_node(num_cpus=1, resources={"doomed_node": 1})
-    try:
-        cluster.wait_for_nodes()
-        doomed = ray.remote(num_cpus=0, resources={"doomed_node": 1}, max_restarts=0)(
-            _Collector
-        ).remote(link, "on-the-lost-node")
-        (alive,) = _collectors(link, ["alive"])
-        ray.get([a.run.remote(1, 101) for a in (doomed, alive)])
-    finally:
-        cluster.remove_node(node)
-    ray.get(alive.run.remote(101, 201))
-    wait_until(
-        link.lost, timeout=60, interval=0.1, what="the hub to declare the node's producer lost"
-    )
-    assert link.lost() == [("on-the-lost-node", 200)]
-    assert ray.get(alive.close.remote()) == RemoteReport("alive", 400, 0, 400, None)
-    report = log.finish()  # nothing left open: it does not wait for the lost node
-    assert not report.backend_errors
-    err = capfd.readouterr().err
-    assert "remote 'on-the-lost-node' (pid " in err and "200 events came from it" in err, err
-    rows = read_jsonl(run / "metrics.jsonl")
-    for n, steps in (("alive", 200), ("on-the-lost-node", 100)):
-        mine = [x["iteration"] for x in rows if x.get("producer") == n]
-        assert mine == list(range(1, steps + 1)), n
 
 
 def serve_and_remote_check_their_arguments_and_a_logger_pickles(tmp_path: Path) -> None:

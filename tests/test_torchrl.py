@@ -1,10 +1,16 @@
 """``aoff.torchrl.Logger`` is a TorchRL logger: the same calls through TorchRL's own
 ``TensorboardLogger`` and through aoff's read back the same with TensorBoard's reader,
 and a TorchRL SAC script (``examples/torchrl_sac.py``) run with its logger swapped
-writes the same series, wall-clock ones apart."""
+writes the same series, wall-clock ones apart.
+
+TorchRL (and aoff.torchrl, which imports it) is imported by the tests, not at the
+module's import: every xdist worker imports every test module to collect it, and TorchRL
+with TensorDict is ~1.5 s of CPU beyond torch, paid for nothing on the workers that run
+none of these tests."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import sys
 from pathlib import Path
@@ -12,15 +18,12 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("torchrl")
+if importlib.util.find_spec("torchrl") is None:
+    pytest.skip("needs torchrl (the aoff[torchrl] extra)", allow_module_level=True)
 pytest.importorskip("gymnasium")
 
 import torch
 from tensorboard.backend.event_processing import event_accumulator as ea
-from torchrl.record.loggers import Logger as TorchRLLogger
-from torchrl.record.loggers import TensorboardLogger
-
-import aoff.torchrl
 
 from .test_summarywriter import read
 
@@ -44,6 +47,11 @@ def play(logger: Any) -> None:
 
 
 def test_the_same_calls_read_back_as_torchrls_tensorboard_logger(tmp_path: Path) -> None:
+    from torchrl.record.loggers import Logger as TorchRLLogger
+    from torchrl.record.loggers import TensorboardLogger
+
+    import aoff.torchrl
+
     ours = aoff.torchrl.Logger("exp", str(tmp_path / "aoff"), pump="thread")
     assert isinstance(ours, TorchRLLogger)
     assert ours.log_dir == str(tmp_path / "aoff" / "exp")
@@ -66,6 +74,7 @@ def test_points_carry_their_axes_through_log_scalar_and_add_scalar(tmp_path: Pat
     (same step, same wall time), read back by TensorBoard's ``EventAccumulator`` and as a
     column of ``read_scalars(axes=True)``; a bad axis is skipped and said, the point kept.
     """
+    import aoff.torchrl
     from aoff import read_scalars
 
     logger = aoff.torchrl.Logger("exp", str(tmp_path), pump="thread")
@@ -93,7 +102,9 @@ def test_log_metrics_takes_axes_and_writes_what_torchrls_writes(tmp_path: Path) 
     for tag (a dict with a tensor, a nested TensorDict); each point also carries its axes,
     as ``axis/<name>`` in TensorBoard and as columns of ``read_scalars(axes=True)``."""
     from tensordict import TensorDict
+    from torchrl.record.loggers import TensorboardLogger
 
+    import aoff.torchrl
     from aoff import read_scalars
 
     def calls(k: int) -> list[Any]:
@@ -169,6 +180,10 @@ def test_videos_read_back_as_torchrls_tensorboard_logger(tmp_path: Path) -> None
     1.x gives imageio seconds where it takes ms), so its are not compared; that and a
     grey video, which torch's GIF writer refuses, are in docs/migrate/torchrl.md."""
     pytest.importorskip("moviepy.editor")
+    from torchrl.record.loggers import TensorboardLogger
+
+    import aoff.torchrl
+
     from .gifs import colour_error, gif_frames, torch_frames
 
     theirs = TensorboardLogger("vid", str(tmp_path / "torchrl"))

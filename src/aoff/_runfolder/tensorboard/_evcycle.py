@@ -11,8 +11,8 @@ column by column through strided views, with no search for where records start. 
 the fastest path; a file whose records follow no cycle (CleanRL's episode returns
 between its losses) is swept by ``_evfast`` instead, which finds each record's start.
 
-Each record's own data checksum is checked (``Layout.crc_tables``), and TensorBoard's
-purge rules hold as in ``_evfast``.
+Each record's own data checksum is checked (``_evcrc``, a block of rows at once), and
+TensorBoard's purge rules hold as in ``_evfast``.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from ._evcrc import RowChecksums
 from ._evfast import Folder, Layout
-from ._tfrecord import MASK_DELTA
 from ._wire import Buf
 
 __all__ = ["CyclePath"]
@@ -50,11 +50,42 @@ class _Cycle:
         # a block's worth of repeated rows would be built and paged in anew each read)
         self.fixed = np.frombuffer(b"".join(lay.fixed for lay in layouts) * 8, np.uint64)
         self.mask = np.frombuffer(b"".join(lay.mask for lay in layouts) * 8, np.uint64)
+        #: one row's, as bytes (the last rows of a buffer, fewer than eight)
+        self.fixed_row = np.frombuffer(b"".join(lay.fixed for lay in layouts), np.uint8)
+        self.mask_row = np.frombuffer(b"".join(lay.mask for lay in layouts), np.uint8)
         #: each tag's (record in the cycle, offset in the row, width), in record order
         self.tags: dict[str, list[tuple[int, int, int]]] = {}
         for j, (lay, at) in enumerate(zip(layouts, self.starts, strict=True)):
             for tag, off, width in lay.values:
                 self.tags.setdefault(tag, []).append((j, at + off, width))
+        self._checksums: RowChecksums | None = None
+
+    def checksums(self) -> RowChecksums:
+        """The cycle's records' checksum check (built at its first block)."""
+        if self._checksums is None:
+            key = tuple(lay.key for lay in self.layouts)
+            self._checksums = _ROW_CHECKSUMS.get(key)
+        if self._checksums is None:
+            records = []
+            for lay, at in zip(self.layouts, self.starts, strict=True):
+                base, runs = lay.crc_tables()
+                var = [(off + i, tables[i]) for off, width, tables in runs for i in range(width)]
+                records.append((at, lay.size, base, var))
+            self._checksums = RowChecksums(self.size, records)
+            if len(_ROW_CHECKSUMS) >= _MAX_CYCLES or _KEPT_BYTES[0] > _MAX_KEPT_BYTES:
+                _ROW_CHECKSUMS.clear()
+                _KEPT_BYTES[0] = 0
+            _ROW_CHECKSUMS[key] = self._checksums
+            _KEPT_BYTES[0] += self._checksums.tables.nbytes
+        return self._checksums
+
+
+#: the cycles' checksum checks met in this process, by their layouts (a file's cycles
+#: recur in its next read and in its client's other runs)
+_ROW_CHECKSUMS: dict[tuple[tuple[bytes, bytes], ...], RowChecksums] = {}
+#: their tables' bytes, and the most kept (a table is 1 KiB a variable byte of a cycle)
+_KEPT_BYTES = [0]
+_MAX_KEPT_BYTES = 16 << 20
 
 
 def _column(buf: Buf, start: int, rows: int, stride: int, dtype: str) -> np.ndarray[Any, Any]:
@@ -149,20 +180,18 @@ class CyclePath:
             return pos
         size = cycle.size
         while True:
-            m = min(cycle.rows, (end - pos) // size) // 8 * 8
-            if m == 0:
+            rows = (end - pos) // size
+            m = min(cycle.rows, rows) // 8 * 8
+            if m:
+                good = self._matching(buf, pos, m)
+            elif rows:  # the last rows before the end, fewer than eight: byte by byte (a
+                m = rows  # sweep of a few records costs ~20x as much a record)
+                got = np.frombuffer(buf, np.uint8, count=m * size, offset=pos).reshape(m, size)
+                wrong = ((got & cycle.mask_row) != cycle.fixed_row).any(axis=1)
+                first = int(wrong.argmax())
+                good = first if wrong[first] else m
+            else:
                 return pos
-            words = m * size // 8
-            if words > len(self.scratch):  # room for twice as many, kept for the next block
-                self.scratch = np.empty(max(words, 2 * len(self.scratch)), np.uint64)
-                self.flags = np.empty(len(self.scratch), bool)
-            got = np.frombuffer(buf, np.uint64, count=words, offset=pos).reshape(-1, size)
-            scratch = self.scratch[:words].reshape(-1, size)
-            masked = np.bitwise_and(got, cycle.mask, out=scratch)
-            diff = self.flags[:words]
-            np.not_equal(masked, cycle.fixed, out=diff.reshape(-1, size))
-            first = int(diff.argmax())
-            good = first * 8 // size if diff[first] else m
             if good:
                 good = self._take(buf, pos, good)
             self.history.clear()  # what it holds is no longer the records just before
@@ -173,6 +202,24 @@ class CyclePath:
                 cycle.rows = _FIRST_ROWS
                 return pos
             cycle.rows = min(cycle.rows * 2, cycle.max_rows)
+
+    def _matching(self, buf: Buf, pos: int, m: int) -> int:
+        """How many of the ``m`` rows at ``pos`` (a multiple of 8) hold the cycle's fixed
+        bytes, compared 8 bytes at a time."""
+        cycle = self.cycle
+        assert cycle is not None
+        size = cycle.size
+        words = m * size // 8
+        if words > len(self.scratch):  # room for twice as many, kept for the next block
+            self.scratch = np.empty(max(words, 2 * len(self.scratch)), np.uint64)
+            self.flags = np.empty(len(self.scratch), bool)
+        got = np.frombuffer(buf, np.uint64, count=words, offset=pos).reshape(-1, size)
+        scratch = self.scratch[:words].reshape(-1, size)
+        masked = np.bitwise_and(got, cycle.mask, out=scratch)
+        diff = self.flags[:words]
+        np.not_equal(masked, cycle.fixed, out=diff.reshape(-1, size))
+        first = int(diff.argmax())
+        return first * 8 // size if diff[first] else m
 
     def _take(self, buf: Buf, pos: int, m: int) -> int:
         """Decode the ``m`` matching rows at ``pos``; the rows taken (fewer when an old
@@ -217,25 +264,7 @@ class CyclePath:
         tables)."""
         cycle = self.cycle
         assert cycle is not None
-        size = cycle.size
-        if m == 0:
-            return 0
-        bad: np.ndarray[Any, np.dtype[np.bool_]] | None = None
-        for lay, at in zip(cycle.layouts, cycle.starts, strict=True):
-            base, runs = lay.crc_tables()
-            crc = np.full(m, base, np.uint32)
-            for off, width, tables in runs:
-                dtype = "<u4" if width <= 4 else "<u8"
-                word = _column(buf, pos + at + off, m, size, dtype).astype(np.intp)
-                for i in range(width):
-                    crc ^= tables[i].take((word >> (8 * i)) & 0xFF)
-            stored = _column(buf, pos + at + lay.size - 4, m, size, "<u4")
-            rot = stored - np.uint32(MASK_DELTA)
-            wrong = crc != ((rot << np.uint32(15)) | (rot >> np.uint32(17)))
-            bad = wrong if bad is None else bad | wrong
-        assert bad is not None
-        first = int(bad.argmax())
-        return first if bad[first] else m
+        return cycle.checksums().first_bad(buf, pos, m) if m else 0
 
     def _hand_over(
         self,

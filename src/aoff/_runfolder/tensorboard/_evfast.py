@@ -30,15 +30,16 @@ The data checksums are verified in bulk too, each record's own: CRC32C is affine
 the data, so a record's checksum is the checksum of its layout's fixed bytes XOR, for
 each variable byte ``j`` (a wall time, a step, a value: ~15 of a scalar record's ~55),
 a table ``T_j`` indexed by that byte (``crc(fixed) ^ crc(fixed with byte j changed)``).
-One table look-up per variable byte (two bytes at a time where they are adjacent) per
-record, vectorized, gives every record's checksum, compared with the one it stores: a
-corrupt record is found however many others are corrupted the same way (a check over
-the XOR of many records' checksums would let two equal errors cancel). The sweep is
+One table look-up per variable byte per record, the bytes of a group of records
+gathered at once (``_evcrc``), gives every record's checksum, compared with the one it
+stores: a corrupt record is found however many others are corrupted the same way (a
+check over the XOR of many records' checksums would let two equal errors cancel). The sweep is
 taken up to its first failing record, which the general decoder then skips and counts.
 The tables of a byte depend only on its distance from the data's end and the fixed bits
 under it, so a shape's layouts share them, each layout adding the checksum of its own
-fixed bytes; a record told the wrong layout (bytes fixed in that layout that the hash
-left out differ) fails its checksum, and the general decoder reads it.
+fixed bytes. Every byte a record's layout fixes is compared (a hash of them, or the
+layout whole): a record corrupted in one would otherwise pass, its checksum taken from
+the layout's bytes, not its own.
 
 Two kinds of layouts cut the Python work per tag. A file of many tags, each appearing
 rarely (a metric per environment), would learn a layout per tag: once 64 tags are seen, a
@@ -67,6 +68,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from .._tagseries import Columns
+from ._evcrc import byte_tables, flat_rows, masked, shares
 from ._tfrecord import MASK_DELTA, crc32c, masked_crc32c
 from ._wire import F64, U32S, Buf, fields, varint
 
@@ -94,11 +96,16 @@ class Folder(Protocol):
 _MIN_WINDOW = 4 << 10
 _FIRST_WINDOW = 64 << 10
 _MAX_WINDOW = 8 << 20
+#: the fewest bytes swept: a sweep's fixed cost (~40 NumPy calls) is that of decoding
+#: ~10 records one by one, which the general decoder does with fewer bytes left
+_MIN_SWEEP = 1 << 10
 #: the last records' layouts a sweep hands on (twice the longest cycle looked for)
 _TAIL = 128
 #: records of a window found one by one to have a layout learnt in it (at least, and at
-#: least a sixteenth of those left), after which the rest is classified again in bulk
-_RECLASSIFY = 32
+#: least a sixty-fourth of those left), after which the rest is classified again in bulk
+#: (a look-up in Python costs ~3 us a record; classifying a window's rest, column-major,
+#: ~50 us and ~0.1 us a record)
+_RECLASSIFY = 8
 #: the most layouts learnt for a folder
 _MAX_LAYOUTS = 4096
 #: records a shape in a window below which a tail's records are decoded as one group (its
@@ -133,12 +140,34 @@ class Layout:
     #: a layout of any tag (see :meth:`any_tag`): where the record holds its tag's bytes
     tag_at: tuple[int, int] | None = None
     _crc: tuple[int, list[tuple[int, int, np.ndarray[Any, np.dtype[np.uint32]]]]] | None = None
+    #: made once when first asked (see :meth:`words`, :meth:`any_tag`)
+    _words: tuple[Any, Any] | None = field(default=None, compare=False, repr=False)
+    _any: Layout | None = field(default=None, compare=False, repr=False)
 
     @property
     def key(self) -> tuple[bytes, bytes]:
         return self.fixed, self.mask
 
+    def words(self) -> tuple[Any, Any]:
+        """The fixed bytes and the mask as 64-bit words, the last one ending at the
+        record's end (overlapping): how ``_Index`` compares and hashes records."""
+        if self._words is None:
+            offs = [*range(0, self.size - 8, 8), self.size - 8]
+            self._words = tuple(  # type: ignore[assignment]
+                np.array([int.from_bytes(b[o : o + 8], "little") for o in offs], np.uint64)
+                for b in (self.fixed, self.mask)
+            )
+        assert self._words is not None
+        return self._words
+
     def any_tag(self) -> Layout:
+        """This one-value layout with its tag's bytes variable (see :meth:`_any_tag`),
+        made once."""
+        if self._any is None:
+            self._any = self._any_tag()
+        return self._any
+
+    def _any_tag(self) -> Layout:
         """This one-value layout with its tag's bytes variable: the records of every tag
         of the same length alike but for it, learnt once (a file of many tags each
         appearing rarely learns a layout per tag length, not per tag). Its records' tags
@@ -163,7 +192,7 @@ class Layout:
             self._crc = _CRC_TABLES.get(key)
         if self._crc is None:
             data = self.fixed[12 : self.size - 4]
-            tables = _byte_tables(
+            tables = byte_tables(
                 [len(data) - (off - 12) - 1 for off in self.varbytes],
                 [data[off - 12] for off in self.varbytes],
             )
@@ -193,52 +222,6 @@ _CRC_TABLES: dict[
     tuple[bytes, bytes, tuple[int, ...]],
     tuple[int, list[tuple[int, int, np.ndarray[Any, np.dtype[np.uint32]]]]],
 ] = {}
-
-
-#: bytes after a data byte -> that byte's table against a zero byte (see ``_byte_tables``)
-_ZERO_ROWS: dict[int, np.ndarray[Any, np.dtype[np.uint32]]] = {}
-_BYTES = np.arange(256)
-
-
-def _byte_tables(afters: list[int], fixed: list[int]) -> np.ndarray[Any, np.dtype[np.uint32]]:
-    """Row ``i``: what a data byte stored as each of 0..255 XORs into the data's CRC32C,
-    against ``fixed[i]`` in its place, with ``afters[i]`` bytes of data after it: CRC32C
-    is affine, so this depends on nothing else. Built from its eight bits' effects, all
-    the rows not met before at once (a first read builds a few hundred: one NumPy pass,
-    not one each), and kept for reuse."""
-    missing = [x for x in dict.fromkeys(afters) if x not in _ZERO_ROWS]
-    if missing:
-        if len(_ZERO_ROWS) + len(missing) > 8192:
-            _ZERO_ROWS.clear()
-            missing = list(dict.fromkeys(afters))
-        deltas = np.empty((len(missing), 8), np.uint32)
-        for row, after in enumerate(missing):
-            tail = bytes(after)
-            zero = crc32c(bytes(1) + tail)
-            deltas[row] = [crc32c(bytes([1 << bit]) + tail) ^ zero for bit in range(8)]
-        tables = np.zeros((len(missing), 256), np.uint32)
-        for bit in range(8):
-            tables ^= np.where((_BYTES >> bit) & 1 == 1, deltas[:, bit : bit + 1], np.uint32(0))
-        _ZERO_ROWS.update(zip(missing, tables, strict=True))
-    rows = np.stack([_ZERO_ROWS[x] for x in afters])
-    if not any(fixed):
-        return rows
-    # indexed by the byte as stored: its change from the fixed bits
-    return np.take_along_axis(rows, _BYTES[None, :] ^ np.asarray(fixed)[:, None], axis=1)
-
-
-#: each data byte's table against a zero byte (its share of CRC32C), row ``after`` (the
-#: data bytes after it) of 256, flat: grown as longer records need (see ``_Tail``)
-_ROWS: list[np.ndarray[Any, np.dtype[np.uint32]]] = [np.zeros(0, np.uint32)]
-
-
-def _rows(after: int) -> np.ndarray[Any, np.dtype[np.uint32]]:
-    """The flat tables (``_ROWS``), rows ``0..after`` at least."""
-    flat = _ROWS[0]
-    if len(flat) < 256 * (after + 1):
-        n = max(after + 1, 2 * (len(flat) // 256), 128)
-        flat = _ROWS[0] = _byte_tables(list(range(n)), [0] * n).ravel()
-    return flat
 
 
 def layout_of(folder: Folder, buf: Buf, pos: int, length: int) -> Layout | None:
@@ -296,6 +279,57 @@ def layout_of(folder: Folder, buf: Buf, pos: int, length: int) -> Layout | None:
     return Layout(size, bytes(fixed), bytes(mask), wall, step, values, varbytes, tuple(names))
 
 
+#: the layouts met in this process, by record size, mask and fixed bytes (as integers of
+#: the whole record): a file's layouts recur in its next read and in its client's other
+#: runs, and telling a record's layout from its bytes costs far less than parsing it
+_LAYOUTS: dict[int, dict[int, dict[int, Layout]]] = {}
+_LAYOUT_COUNT = [0]
+
+
+def _known(folder: Folder, buf: Buf, pos: int, length: int) -> Layout | None:
+    """``layout_of``, from the layouts met before where one is the record's (a tensor's
+    layout only where its tag is known to the folder as a ``scalars`` one, as
+    ``layout_of`` asks)."""
+    size = 16 + length
+    by_mask = _LAYOUTS.get(size)
+    if by_mask is not None:
+        value = int.from_bytes(buf[pos : pos + size], "little")
+        for mask, fixed in tuple(by_mask.items()):  # (another thread may add one)
+            lay = fixed.get(value & mask)
+            if lay is not None and all(
+                (width == 4 and lay.fixed[off - 1] == _SIMPLE_VALUE_KEY)
+                or folder.plugins.get(tag) == "scalars"
+                for tag, off, width in lay.values
+            ):
+                return lay
+    lay = layout_of(folder, buf, pos, length)
+    if lay is not None:
+        if _LAYOUT_COUNT[0] >= _MAX_LAYOUTS:
+            _LAYOUTS.clear()
+            _LAYOUT_COUNT[0] = 0
+        mask = int.from_bytes(lay.mask, "little")
+        by = _LAYOUTS.setdefault(size, {}).setdefault(mask, {})
+        by[int.from_bytes(lay.fixed, "little") & mask] = lay
+        _LAYOUT_COUNT[0] += 1
+    return lay
+
+
+#: the shapes and tails made in this process (each made from its key alone, or from the
+#: first layout of its key, as a read makes it): a read that meets them again reuses them
+_SHAPES: dict[Any, Any] = {}
+_TAILS: dict[Any, Any] = {}
+
+
+def _made(cache: dict[Any, Any], key: Any, make: Any, arg: Any) -> Any:
+    """``cache[key]``, made by ``make(arg)`` the first time."""
+    got = cache.get(key)
+    if got is None:
+        if len(cache) >= _MAX_LAYOUTS:
+            cache.clear()
+        got = cache[key] = make(arg)
+    return got
+
+
 def _value(
     folder: Folder, buf: Buf, start: int, end: int
 ) -> tuple[str, int, int, tuple[int, int]] | None:
@@ -344,7 +378,7 @@ class _Tail:
     distance from the record's end: their records are decoded together whatever the
     length of their tags (CleanRL's eleven tags are three of these, one per step width,
     not thirty-three shapes). The value's share of the data checksum is this one's tables;
-    the wall time's and the step's are looked up by each record's size (``_rows``)."""
+    the wall time's and the step's are looked up by each record's size (``flat_rows``)."""
 
     WALL, STEP = 13, 22
 
@@ -352,11 +386,20 @@ class _Tail:
         self.step_width, self.value_end, self.width = key
         # a value byte at ``size - value_end + i`` has ``value_end - i - 5`` data bytes
         # after it (the data ends 4 bytes before the record)
-        self.value_tables = _byte_tables(
+        self.value_tables = byte_tables(
             [self.value_end - i - 5 for i in range(self.width)], [0] * self.width
+        ).ravel()
+        self.value_cols = np.arange(self.width, dtype=np.intp)[:, None]
+        self.value_offsets = (np.arange(self.width) * 256).astype(np.intp)
+        #: the wall time's and the step's bytes (record offsets), each one's fixed bits (a
+        #: varint's bytes but its last carry a continuation bit), and its rows' shift
+        self.head = np.asarray(
+            [*range(self.WALL, self.WALL + 8), *range(self.STEP, self.STEP + self.step_width)],
+            np.intp,
         )
-        #: a varint's bytes but its last carry a continuation bit (fixed in the layout)
-        self.step_fixed = [0x80] * (self.step_width - 1) + [0]
+        fixed = [0] * 8 + [0x80] * (self.step_width - 1) + [0]
+        self.head_fixed = np.asarray(fixed, np.uint8)[:, None]
+        self.head_rows = self.head[:, None] * 256
 
     @staticmethod
     def key(lay: Layout) -> tuple[int, int, int] | None:
@@ -373,27 +416,21 @@ class _Tail:
 
     def take(self, a: _Window, at: Any, sizes: Any, base: Any) -> tuple[Any, Any, Any, Any]:
         """``(steps, wall times, values, whether each record's data checksum fails)``."""
-        w = self.step_width
-        steps = _varints(a, at + self.STEP, w)
+        steps = _varints(a, at + self.STEP, self.step_width)
         walls = a.f8[at + self.WALL]
-        rows = _rows(int(sizes.max()))
-        # row of a byte at record offset ``o``: ``size - o - 5`` (the data bytes after it)
-        row0 = (sizes.astype(np.intp) - 5) * 256
-        crc = base.copy()
-        word = a.u8[at + self.WALL].astype(np.intp)
-        for i in range(8):
-            crc ^= rows.take(row0 - (self.WALL + i) * 256 + ((word >> (8 * i)) & 0xFF))
-        word = (a.u4 if w <= 4 else a.u8)[at + self.STEP].astype(np.intp)
-        for i, fixed in enumerate(self.step_fixed):
-            byte = (word >> (8 * i)) & 0xFF
-            crc ^= rows.take(row0 - (self.STEP + i) * 256 + (byte ^ fixed if fixed else byte))
-        end = at + sizes
-        word = (a.u4 if self.width == 4 else a.u8)[end - self.value_end].astype(np.intp)
-        for i in range(self.width):
-            crc ^= self.value_tables[i].take((word >> (8 * i)) & 0xFF)
-        values = (a.f4 if self.width == 4 else a.f8)[end - self.value_end]
-        rot = a.u4[end - 4] - np.uint32(MASK_DELTA)
-        return steps, walls, values, crc != ((rot << np.uint32(15)) | (rot >> np.uint32(17)))
+        rows = flat_rows(int(sizes.max()))
+        # the wall time's and the step's bytes, a row each: the row of a byte at record
+        # offset ``o`` is ``size - o - 5`` (the data bytes after it)
+        got = a.u1[self.head[:, None] + at]
+        got ^= self.head_fixed
+        index = got.astype(np.intp)
+        index += (sizes.astype(np.intp) - 5) * 256
+        index -= self.head_rows
+        crc = base ^ np.bitwise_xor.reduce(rows.take(index), axis=0)
+        end = at + sizes - self.value_end
+        crc ^= shares(a.u1[self.value_cols + end], self.value_tables, self.value_offsets)[0]
+        values = (a.f4 if self.width == 4 else a.f8)[end]
+        return steps, walls, values, masked(crc) != a.u4[at + sizes - 4]
 
 
 def _simple(lay: Layout) -> bool:
@@ -415,7 +452,8 @@ class _Shape:
         self.wall = lay.wall
         self.step = lay.step
         self.slots = [(off, width) for _tag, off, width in lay.values]
-        self.runs = lay.crc_tables()[1]
+        self._first = lay
+        self._crc: tuple[Any, Any, Any] | None = None
         #: a layout of any tag: its tag's bytes (offset, length), each byte's checksum
         #: table (against a zero byte), and whether its value is a tensor (a tag's first
         #: metadata must have named the ``scalars`` plugin)
@@ -425,10 +463,21 @@ class _Shape:
         if lay.tag_at is not None:
             at, length = lay.tag_at
             data = lay.size - 16
-            self.tag_tables = _byte_tables(
+            self.tag_tables = byte_tables(
                 [data - (at + i - 12) - 1 for i in range(length)], [0] * length
             )
             self.tensor = not _simple(lay)
+
+    def crc(self) -> tuple[Any, Any, Any]:
+        """Each variable byte's offset, its checksum table (flat), and its table's place;
+        built when first needed (the layouts a tail decodes never need them)."""
+        if self._crc is None:
+            runs = self._first.crc_tables()[1]
+            cols = np.asarray([off + i for off, w, _t in runs for i in range(w)], np.intp)
+            tables = [t[i] for _off, w, t in runs for i in range(w)]
+            flat = np.concatenate(tables) if tables else np.zeros(0, np.uint32)
+            self._crc = cols, flat, (np.arange(len(tables)) * 256).astype(np.intp)
+        return self._crc
 
     @staticmethod
     def key(lay: Layout) -> tuple[Any, ...]:
@@ -480,7 +529,7 @@ class FastPath:
         metadata is learnt as the layout of any tag of its tag's length (a sweep's record
         of no known layout: one of many tags, each rare, costs one layout, not one each)."""
         try:
-            lay = layout_of(self.folder, buf, pos, length)
+            lay = _known(self.folder, buf, pos, length)
         except (ValueError, IndexError):
             return None
         if lay is None or lay.fixed[12] != _WALL_KEY:
@@ -510,7 +559,7 @@ class FastPath:
         sid = self.shape_ids.get(key)
         if sid is None:
             sid = self.shape_ids[key] = len(self.shapes)
-            self.shapes.append(_Shape(lay))
+            self.shapes.append(_made(_SHAPES, (key, _simple(lay)), _Shape, lay))
         if lid >= len(self.lid_shape):  # room for twice as many
             cap = max(2 * len(self.lid_shape), 16)
             self.lid_shape = np.resize(self.lid_shape, cap)
@@ -529,7 +578,7 @@ class FastPath:
         self.lid_tensor[lid] = lay.tag_at is not None and not _simple(lay)
         if tail is not None and tail not in self.tail_ids:
             self.tail_ids[tail] = len(self.tails)
-            self.tails.append(_Tail(tail))
+            self.tails.append(_made(_TAILS, tail, _Tail, tail))
         self.lid_tail[lid] = -1 if tail is None else self.tail_ids[tail]
         for slot, (tag, _off, _width) in enumerate(lay.values):
             self.lid_tags[lid, slot] = self._tag_id(self.folder.prefix + tag)
@@ -549,7 +598,7 @@ class FastPath:
         """Decode the records from ``pos`` on, in one window: those of known layouts in
         bulk, the others (in a ``brain.Event:2`` file) one by one in their place; the
         position after them (:attr:`tail`: the layouts of the last ones)."""
-        if end - pos < 17 or buf[pos + 12] != _WALL_KEY:
+        if end - pos < _MIN_SWEEP or buf[pos + 12] != _WALL_KEY:
             return pos
         size = int.from_bytes(buf[pos : pos + 8], "little") + 16
         if pos + size > end or self._lookup(size, bytes(buf[pos : pos + size])) < 0:
@@ -606,7 +655,7 @@ class FastPath:
         while i < len(unknown):
             u = unknown[i]
             i += 1
-            if hits >= max(_RECLASSIFY, (len(unknown) - i) >> 4):
+            if hits >= max(_RECLASSIFY, (len(unknown) - i) >> 6):
                 # layouts learnt from the records before: the rest classified again (once
                 # the look-ups one by one have cost a share of what that costs)
                 hits = 0
@@ -711,10 +760,9 @@ class FastPath:
             if shape.wall is not None:
                 walls[sel] = a.f8[at + shape.wall]
             crc = self.lid_base[lids]
-            for off, width, table in shape.runs:
-                word = (a.u4 if width <= 4 else a.u8)[at + off].astype(np.intp)
-                for i in range(width):
-                    crc ^= table[i].take((word >> (8 * i)) & 0xFF)
+            cols, tables, places = shape.crc()
+            if len(cols):
+                crc = crc ^ shares(a.u1[cols[:, None] + at], tables, places)[0]
             rot = a.u4[at + shape.size - 4] - np.uint32(MASK_DELTA)
             if shape.tag_at is None:
                 record_tags = None
@@ -826,11 +874,10 @@ class _Index:
     def add(self, lid: int, lay: Layout) -> None:
         # the record as 64-bit words, the last one ending at its end (overlapping)
         offs = [*range(0, lay.size - 8, 8), lay.size - 8]
-        fixed = np.array([int.from_bytes(lay.fixed[o : o + 8], "little") for o in offs], np.uint64)
-        mask = np.array([int.from_bytes(lay.mask[o : o + 8], "little") for o in offs], np.uint64)
+        fixed, mask = lay.words()
         known = self.by_size.get(lay.size)
         if known is None:
-            self.by_size[lay.size] = known = _SizeGroup(len(self.sizes))
+            self.by_size[lay.size] = known = _SizeGroup(len(self.sizes), offs)
             self.sizes.append(lay.size)
             slots = np.full(max(self.sizes) + 1, -1, np.int64)
             slots[self.sizes] = np.arange(len(self.sizes))
@@ -848,21 +895,21 @@ class _Index:
         slots = self.slots
         slot = np.where(sizes < len(slots), slots[np.minimum(sizes, len(slots) - 1)], -1)
         for g, sel in _grouped(slot, len(self.sizes)):
-            size = self.sizes[g]
-            offs = np.array([*range(0, size - 8, 8), size - 8])
-            words = a.u8[starts[sel][:, None] + offs]
-            ids[sel] = self.by_size[size].classify(words)
+            ids[sel] = self.by_size[self.sizes[g]].classify(a, starts[sel])
         return ids
 
 
 class _SizeGroup:
     """The layouts of one record size, as 64-bit words (the last one ending at the
-    record's end), and how a record is told to be one of them: a hash of the bytes fixed
-    in all of them names one (the bytes fixed in that one alone are checked by the
-    record's data checksum, computed from that layout's fixed bytes)."""
+    record's end), and how a record is told to be one of them: a hash of their fixed
+    bytes names one where they all fix the same bytes (else each is compared whole)."""
 
-    def __init__(self, slot: int) -> None:
+    def __init__(self, slot: int, offs: list[int]) -> None:
         self.slot = slot
+        #: each word's offset in the record, as a column (a word of every record a row)
+        self.offs = np.asarray(offs, np.intp)[:, None]
+        #: the words the hash reads (those with a byte fixed in every layout)
+        self.used: Any = self.offs
         #: mask -> the fixed bytes under it, as whole-record integers (one record checked
         #: in Python before a sweep is started on it)
         self.exact: dict[int, dict[int, int]] = {}
@@ -870,12 +917,13 @@ class _SizeGroup:
         self.lids: Any = np.empty(0, np.int64)
         self.fixeds: Any = None
         self.masks: Any = None
-        #: the bytes fixed in all of them, each layout's hash of those (sorted), their
-        #: rows, and whether the hashes differ
+        #: the bytes fixed in all of them (of the words read), each word's odd multiplier,
+        #: each layout's hash of those (sorted), their rows, and whether the hashes differ
         self.common: Any = None
+        self.spread: Any = None
         self.mult: Any = None
         self.keys: Any = None
-        self.order: Any = None
+        self.sorted_lids: Any = None
         self.hashed = True
 
     def add(self, lid: int, lay: Layout, fixed: Any, mask: Any) -> None:
@@ -886,9 +934,8 @@ class _SizeGroup:
             self.fixeds = np.empty((8, len(fixed)), np.uint64)
             self.masks = np.empty_like(self.fixeds)
             self.lids = np.empty(8, np.int64)
-            self.common = mask.copy()
             spread = np.arange(len(fixed), dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C16)
-            self.mult = spread | np.uint64(1)  # odd multipliers
+            self.spread = spread | np.uint64(1)
         elif n == len(self.lids):  # room for twice as many, so that adding costs O(1)
             self.fixeds = np.vstack([self.fixeds, np.empty_like(self.fixeds)])
             self.masks = np.vstack([self.masks, np.empty_like(self.masks)])
@@ -900,11 +947,21 @@ class _SizeGroup:
     def _rehash(self) -> None:
         """The bytes fixed in all the layouts, each one's hash of them, sorted."""
         n = self.n
-        self.common = np.bitwise_and.reduce(self.masks[:n], axis=0)
-        keys = self._hash(self.fixeds[:n])
-        self.order = np.argsort(keys)
-        self.keys = keys[self.order]
-        self.hashed = bool((self.keys[1:] != self.keys[:-1]).all())
+        common = np.bitwise_and.reduce(self.masks[:n], axis=0)
+        used = np.flatnonzero(common)
+        self.used = self.offs[used]
+        self.common = common[used, None]
+        self.mult = self.spread[used, None]
+        keys = self._hash(self.fixeds[:n, used].T.copy())
+        order = np.argsort(keys)
+        self.keys = keys[order]
+        self.sorted_lids = self.lids[order]
+        # a byte fixed in one layout and not in another of the size is not in the hash,
+        # and a record corrupted there would pass as the named layout (its checksum taken
+        # from that layout's fixed bytes, which the record no longer holds): such layouts
+        # are each compared whole
+        uniform = bool((self.masks[:n] == common).all())
+        self.hashed = uniform and bool((self.keys[1:] != self.keys[:-1]).all())
 
     def lookup(self, record: bytes) -> int:
         """The id of ``record``'s layout (its bytes) among these (-1: none)."""
@@ -916,25 +973,31 @@ class _SizeGroup:
         return -1
 
     def _hash(self, words: Any) -> Any:
-        return ((words & self.common) * self.mult).sum(axis=1, dtype=np.uint64)
+        """Each column's hash (a word a row: summed down the columns, whole rows at a
+        time); ``words`` is overwritten."""
+        np.bitwise_and(words, self.common, out=words)
+        np.multiply(words, self.mult, out=words)
+        return words.sum(axis=0, dtype=np.uint64)
 
-    def classify(self, words: Any) -> Any:
-        """Each row's layout id (-1: none)."""
+    def classify(self, a: _Window, starts: Any) -> Any:
+        """The layout id of each record at ``starts`` (-1: none)."""
+        if self.n == 1 or self.keys is None or not self.hashed:
+            words = a.u8[self.offs + starts]  # a row per word, a column per record
         if self.n == 1:
-            match = ((words & self.masks[0]) == self.fixeds[0]).all(axis=1)
+            match = ((words & self.masks[0, :, None]) == self.fixeds[0, :, None]).all(axis=0)
             return np.where(match, self.lids[0], -1)
         if self.keys is None:
             self._rehash()
-        if not self.hashed:  # two layouts' keys alike (rare): each layout in turn
-            ids = np.full(len(words), -1, np.int64)
+        if not self.hashed:  # masks that differ, or two keys alike: each layout in turn
+            ids = np.full(len(starts), -1, np.int64)
             for i in range(self.n):
-                ids[((words & self.masks[i]) == self.fixeds[i]).all(axis=1)] = self.lids[i]
+                hit = ((words & self.masks[i, :, None]) == self.fixeds[i, :, None]).all(axis=0)
+                ids[hit] = self.lids[i]
             return ids
-        # the bytes fixed in only some of them are not compared here: the data checksum,
-        # computed from the named layout's fixed bytes, fails on a record where they differ
-        key = self._hash(words)
-        at = np.minimum(np.searchsorted(self.keys, key), len(self.keys) - 1)
-        return np.where(self.keys[at] == key, self.lids[self.order[at]], -1)
+        key = self._hash(a.u8[self.used + starts])
+        at = np.searchsorted(self.keys, key)
+        np.minimum(at, len(self.keys) - 1, out=at)
+        return np.where(self.keys[at] == key, self.sorted_lids[at], -1)
 
 
 def _plain_event(
@@ -1062,19 +1125,23 @@ def _chain(a: _Window) -> tuple[Any, Any]:
     cand, nxt = cand[fits], nxt[fits]
     if not len(cand) or cand[0] != 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
-    j = np.searchsorted(cand, nxt)
+    # a record whose next is not the next candidate: a byte 0x09 inside a record (rare),
+    # or the chain's end; where its next is found among the candidates, for those only
+    follows = np.zeros(len(cand), bool)
+    np.equal(nxt[:-1], cand[1:], out=follows[:-1])
+    bad = np.flatnonzero(~follows)
+    j = np.searchsorted(cand, nxt[bad])
     found = j < len(cand)
-    found[found] = cand[j[found]] == nxt[found]
-    # a record whose next is not the next candidate: a byte 0x09 inside a record (rare)
-    bad = np.flatnonzero(~(found & (j == np.arange(1, len(cand) + 1))))
+    found[found] = cand[j[found]] == nxt[bad][found]
     pieces = []
     i = 0
     while True:
-        b = int(bad[np.searchsorted(bad, i)])  # the last candidate is always one
+        at = int(np.searchsorted(bad, i))  # the last candidate is always one
+        b = int(bad[at])
         pieces.append(np.arange(i, b + 1))
-        if not found[b]:
+        if not found[at]:
             break
-        i = int(j[b])
+        i = int(j[at])
     idx = pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
     starts = cand[idx]
     return starts, nxt[idx] - starts
