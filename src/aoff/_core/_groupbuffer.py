@@ -9,8 +9,9 @@ says. Here the capacity, the drops (``dropped``) and the length the group's ship
 reports (``steps``) are in steps of every run: an item is 1, a block its ``K``;
 ``len()`` stays in items (what the splitter and the shipper move). A group call under
 ``drop_oldest`` (the default) keeps :class:`~aoff._core._buffer.EventBuffer`'s path (a
-bare ``deque.append``; the consumer's trim weighs the blocks, and only while some are
-queued); ``drop_newest`` and ``block`` compare the steps queued with the capacity.
+bare ``deque.append``; the consumer's trim weighs each item it drops, and the drains
+look for blocks only while some are queued); ``drop_newest`` and ``block`` compare the
+steps queued with the capacity.
 """
 
 from __future__ import annotations
@@ -104,12 +105,14 @@ class GroupBuffer(EventBuffer):
     def trim(self, bound: int | None = None) -> int:
         """``drop_oldest``: discard the oldest items until the steps queued are within
         ``bound`` (default: capacity); return the steps discarded (a block: its ``K``)."""
-        if self._added == self._removed:  # no block queued: one step an item
-            return super().trim(bound)
+        # each item looked at as it goes (no C-level fast path for "no block queued": a
+        # block appended between that check and the trim would be counted as one step)
         if self.overflow != "drop_oldest":
             return 0
         limit = self.capacity if bound is None else bound
         excess = self.steps - limit - self._slack
+        if excess <= 0:
+            return 0
         gone = 0
         dq = self._dq
         while gone < excess and dq:
