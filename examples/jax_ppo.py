@@ -7,6 +7,7 @@ one :class:`aoff.RunGroup`, ``runs/jax_ppo/ppo_seed<k>``, which ``aoff compare``
 the seeds of one configuration::
 
     python examples/jax_ppo.py                   # 8 seeds, a few seconds of training
+    python examples/jax_ppo.py --block 4         # the same, one host callback per 4 updates
     python -m aoff compare runs/jax_ppo --metric train/episode_return
 
 Needs the ``jax`` extra: ``pip install 'aoff[jax]'`` (JAX, gymnax, flax, optax).
@@ -15,6 +16,7 @@ Needs the ``jax`` extra: ``pip install 'aoff[jax]'`` (JAX, gymnax, flax, optax).
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import flax.linen as nn
@@ -71,13 +73,30 @@ class Transition(NamedTuple):
     ep_return: jax.Array  # the return of an episode that ended at this step (else 0)
 
 
-def make_train(config: dict[str, Any]) -> Any:
-    """PureJaxRL's ``make_train``: the config in, a pure ``train(rng)`` out."""
+#: what logs an update's metrics: ``log(update, metrics)``, called where PureJaxRL calls
+#: ``jax.debug.callback``
+LogFn = Callable[[jax.Array, dict[str, jax.Array]], None]
+
+
+def make_train(
+    config: dict[str, Any], log: LogFn | None = aoff.jax.log, log_many: LogFn | None = None
+) -> Any:
+    """PureJaxRL's ``make_train``: the config in, a pure ``train(rng)`` out.
+
+    ``log(update, metrics)`` is called in every update (``aoff.jax.log``; None, or
+    ``config["LOG"] = False``: no logging). With ``config["LOG_BLOCK"] = K`` the updates
+    run as a scan of blocks of ``K`` and ``log_many(updates, metrics)`` gets each block's
+    ``K`` updates stacked, once (``aoff.jax.log_many``; docs/guides/jax.md)."""
     env, env_params = gymnax.make(config["ENV_NAME"])
     n_envs, n_steps = config["NUM_ENVS"], config["NUM_STEPS"]
     n_updates = config["TOTAL_TIMESTEPS"] // n_envs // n_steps
     minibatch = n_envs * n_steps // config["NUM_MINIBATCHES"]
-    network = ActorCritic(env.action_space(env_params).n)
+    network = ActorCritic(env.action_space(env_params).n, config.get("HIDDEN", 32))
+    block = config.get("LOG_BLOCK", 0)
+    if not config.get("LOG", True):
+        log = log_many = None
+    if block and n_updates % block:
+        raise ValueError(f"LOG_BLOCK ({block}) must divide the {n_updates} updates")
     tx = optax.chain(optax.clip_by_global_norm(0.5), optax.adam(config["LR"], eps=1e-5))
 
     def train(rng: jax.Array) -> dict[str, Any]:
@@ -160,13 +179,23 @@ def make_train(config: dict[str, Any]) -> Any:
                 "entropy": losses[3].mean(),
                 "episode_return": batch.ep_return.sum() / jnp.maximum(ended, 1.0),
             }
-            if config.get("LOG", True):  # PureJaxRL: jax.debug.callback(print_fn, metrics)
-                aoff.jax.log(update_i, metrics)
+            if log is not None and not block:  # PureJaxRL: jax.debug.callback(print_fn, metrics)
+                log(update_i, metrics)
             return (state, env_state, obs, running, rng), metrics
 
+        def run_block(carry: Any, b: jax.Array) -> Any:
+            updates = b * block + jnp.arange(block)
+            carry, metrics = jax.lax.scan(update, carry, updates)  # stacked: K each
+            if log_many is not None:
+                log_many(updates, metrics)
+            return carry, metrics
+
         carry = (state, env_state, obs, running, rng)
-        _, metrics = jax.lax.scan(update, carry, jnp.arange(n_updates))
-        return {"metrics": metrics}
+        if not block:
+            _, metrics = jax.lax.scan(update, carry, jnp.arange(n_updates))
+            return {"metrics": metrics}
+        _, metrics = jax.lax.scan(run_block, carry, jnp.arange(n_updates // block))
+        return {"metrics": jax.tree.map(lambda m: m.reshape(-1), metrics)}
 
     return train
 
@@ -202,9 +231,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--seeds", type=int, default=8)
     p.add_argument("--updates", type=int, default=16)
     p.add_argument("--log-dir", default="runs/jax_ppo")
+    p.add_argument(
+        "--block", type=int, default=0, help="log K updates per host callback (log_many)"
+    )
     args = p.parse_args(argv)
-    config = config_for(args.updates)
-    train = jax.jit(jax.vmap(make_train(config)))
+    config = {**config_for(args.updates), "LOG_BLOCK": args.block}
+    train = jax.jit(jax.vmap(make_train(config, log_many=aoff.jax.log_many)))
     rngs = seed_keys(args.seeds)
     with (
         aoff.RunGroup(

@@ -493,3 +493,28 @@ def test_a_failing_block_fold_leaves_its_steps_to_the_per_event_fold(
         (60, 60, 0)
     ] * 2
     assert "the run fold failed (RuntimeError: a bug)" in capfd.readouterr().err
+
+
+@both
+def test_a_log_many_block_goes_whole_and_a_dropped_one_counts_its_steps(
+    tmp_path: Path, pump: str
+) -> None:
+    """``aoff.jax.log_many``'s group side: a block of floats crosses the group's buffer as
+    one item (to the agent too), each run's values bit for bit; over capacity, a block
+    is refused whole and counted as its ``K`` steps in every run's report."""
+    runs, k, blocks = 3, 5, 120
+    x = np.random.default_rng(4).standard_normal((blocks * k, runs)).astype(np.float32)
+    g = _group(tmp_path, runs=runs, capacity=8, overflow="drop_newest", pump=pump)
+    for b in range(blocks):
+        rows = slice(b * k, (b + 1) * k)
+        steps = np.arange(b * k, (b + 1) * k)[:, None].repeat(runs, 1)
+        g._log_block(steps, {"x": x[rows]})  # the first two always fit: 0, then 5 < 8
+    reports = g.finish()
+    assert len({(r.steps, r.dropped_events) for r in reports}) == 1
+    assert all(r.steps + r.dropped_events == blocks * k for r in reports)
+    assert reports[0].dropped_events % k == 0  # whole blocks
+    for r, run in enumerate(g.run_dirs):
+        pts = read_tensorboard(run)["train/x"]
+        assert [s for s, _ in pts][: 2 * k] == list(range(2 * k))
+        got = np.array([v for _, v in pts], dtype=np.float32)
+        assert got[: 2 * k].tobytes() == x[: 2 * k, r].tobytes()

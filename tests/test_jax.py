@@ -175,6 +175,39 @@ def test_a_block_of_scalars_under_nested_vmap_is_handed_over_whole(
         assert steps == list(range(8)) and got.tobytes() == out[k].tobytes()
 
 
+def test_the_program_does_not_wait_for_the_group_and_finish_waits_for_it(
+    tmp_path: Path,
+) -> None:
+    """Into a group, the callback only queues what JAX handed it: a group whose calls
+    are held at a gate does not hold the program up (every callback ran, none
+    delivered); ``finish()`` waits for the "aoff-jax" thread, which delivers every call
+    in the program's order, values bit for bit."""
+    import threading
+
+    from aoff._adapters._jax import _courier
+
+    gate, threads = threading.Event(), set()
+
+    class Gated(aoff.RunGroup):
+        def log_step(self, *args: Any, **kw: Any) -> None:
+            threads.add(threading.current_thread().name)
+            gate.wait(30)  # bounded: the old in-callback delivery fails, not hangs
+            super().log_step(*args, **kw)
+
+    g = Gated(4, tmp_path, name="toy", system_interval=0, pump="thread")
+    done = _courier.done
+    with aoff.jax.use(g):
+        xs = np.asarray(TOY(KEYS))
+        jax.effects_barrier()  # every callback has run
+        assert not gate.is_set() and _courier.done == done  # and none was delivered
+        gate.set()
+    assert [r.steps for r in g.finish()] == [6] * 4
+    assert threads == {"aoff-jax"}
+    for k, run in enumerate(g.run_dirs):
+        steps, got = _values(run, "train/x")
+        assert steps == list(range(6)) and got.tobytes() == xs[k].tobytes()
+
+
 def test_fori_loop_and_explicit_logger(tmp_path: Path) -> None:
     g = _group(tmp_path, 2)
 

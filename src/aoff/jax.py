@@ -7,10 +7,10 @@ does not). See ``docs/guides/jax.md`` and ``aoff._adapters._jax`` for the seed a
 what happens at ``finish()``.
 """
 
-from ._adapters._jax import Target, counts, log, log_many, use
+from ._adapters._jax import Target, counts, log, log_many, use, wait
 
-__all__ = ["Target", "counts", "log", "log_many", "use"]
+__all__ = ["Target", "counts", "log", "log_many", "use", "wait"]
 
-for _obj in (counts, log, log_many, use):
+for _obj in (counts, log, log_many, use, wait):
     _obj.__module__ = __name__
 del _obj

@@ -25,17 +25,20 @@ from . import _events as ev
 from ._vectors import Vector
 
 __all__ = [
+    "GROUP_BLOCK",
     "PER_RUN",
     "GroupStep",
     "PerRunVectors",
     "axes_at",
     "batch_axes",
     "batch_of",
+    "item_steps",
     "split_item",
     "split_items",
     "split_step",
     "take_batch",
     "take_block",
+    "take_block_whole",
 ]
 
 _STEP = ev.STEP
@@ -51,6 +54,12 @@ _NUMBERS = "biuf"
 #: marks a queued item that carries its own event for each run: ``(PER_RUN, events)``.
 #: Compared with ``==``: the item may have crossed a pickle (the group's agent)
 PER_RUN = "per-run"
+
+#: marks a queued item that carries ``K`` steps of every run whole (``aoff.jax.log_many``'s
+#: block of floats, :func:`take_block_whole`): ``(GROUP_BLOCK, wall, steps, names,
+#: values)``, ``steps`` an int64 array ``(runs, K)``, ``values`` a float64 array
+#: ``(runs, K, keys)``. Compared with ``==``, as ``PER_RUN``
+GROUP_BLOCK = "group-block"
 
 #: one group ``log_step``: (wall time, steps, metrics, reward, axes); each of steps, the
 #: metrics' values, reward and the axes' values is a list of one number per run, or one
@@ -182,6 +191,54 @@ def take_block(runs: int, wall: float, steps: Any, metrics: Mapping[str, Any]) -
     ]
 
 
+def take_block_whole(
+    runs: int, wall: float, steps: Any, metrics: Mapping[str, Any]
+) -> tuple[str, float, Any, tuple[str, ...], Any] | None:
+    """``K`` group steps as one ``GROUP_BLOCK`` item: ``steps`` and each metric of shape
+    ``(K, runs)``, converted once for the block (each metric one float64 copy into the
+    ``(runs, K, keys)`` array every run's ``STEP_BLOCK`` is a slice of; exact: a float32
+    becomes the float64 of the same value). ``None`` where :func:`take_block`'s step by
+    step path keeps what a block of columns would not (a metric that is not a float of
+    at most 64 bits, steps that are not integers within int64, no metrics); a wrong
+    shape is a ``ValueError`` as there."""
+    s = np.asarray(steps)
+    if s.ndim != 2 or s.shape[1] != runs:
+        raise ValueError(f"log_step: step: a block is (steps, {runs}), got {s.shape}")
+    if s.dtype.kind not in "iu" or (s.dtype.kind == "u" and s.dtype.itemsize >= 8):
+        return None
+    arrays = [np.asarray(v) for v in metrics.values()]
+    if not arrays:
+        return None
+    for name, arr in zip(metrics, arrays, strict=True):
+        if arr.shape != s.shape:
+            raise ValueError(f"log_step: {name}: a block is (steps, {runs}), got {arr.shape}")
+        if arr.dtype.kind != "f" or arr.dtype.itemsize > 8:
+            return None
+    k = s.shape[0]
+    values = np.empty((runs, k, len(arrays)), np.float64)
+    for j, arr in enumerate(arrays):
+        values[:, :, j] = arr.T
+    return (GROUP_BLOCK, wall, np.ascontiguousarray(s.T, np.int64), tuple(metrics), values)
+
+
+def item_steps(item: Any) -> int:
+    """Steps of every run a queued item stands for: a group ``log_step`` 1, a
+    ``GROUP_BLOCK`` its ``K``, any other call 0."""
+    head = item[0]
+    if type(head) is float:
+        return 1
+    if type(head) is str and head == GROUP_BLOCK:
+        return int(item[2].shape[1])
+    return 0
+
+
+def _block_events(item: Any, runs: int) -> list[ev.Event]:
+    """A ``GROUP_BLOCK``'s ``STEP_BLOCK`` event a run: slices of its arrays, no copy."""
+    _, wall, its, names, values = item
+    walls = (wall,) * its.shape[1]
+    return [(_BLOCK, wall, walls, its[r], names, values[r]) for r in range(runs)]
+
+
 def _at(value: Any, k: int) -> Any:
     if type(value) is list:
         return value[k]
@@ -237,13 +294,17 @@ def split_step(batch: GroupStep, runs: int) -> list[ev.Event]:
 
 def split_item(item: Any, runs: int) -> list[ev.Event]:
     """One event per run from any item a group queues: a group ``log_step``
-    (:func:`take_batch`), ``(PER_RUN, events)``, or an event every run gets as is. One
+    (:func:`take_batch`), ``(PER_RUN, events)``, a whole block (``GROUP_BLOCK``: one
+    ``STEP_BLOCK`` a run), or an event every run gets as is. One
     definition for the pump thread and the group's agent, which split the same items."""
     head = item[0]
     if type(head) is float:  # a group log_step: its wall time comes first
         return split_step(item, runs)
-    if type(head) is str and head == PER_RUN:
-        return list(item[1])
+    if type(head) is str:
+        if head == PER_RUN:
+            return list(item[1])
+        if head == GROUP_BLOCK:
+            return _block_events(item, runs)
     return [item] * runs
 
 

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._core import _events as ev
-from .._core._buffer import DEFAULT_CAPACITY, EventBuffer, Overflow
+from .._core._buffer import DEFAULT_CAPACITY, Overflow
 from .._core._events import Event
 from .._core._groupbatch import (
     PER_RUN,
@@ -35,7 +35,9 @@ from .._core._groupbatch import (
     batch_of,
     take_batch,
     take_block,
+    take_block_whole,
 )
+from .._core._groupbuffer import GroupBuffer
 from .._core._records import SEED_MAX_ITERATIONS
 from .._core._report import FinishReport
 from .._core._rules import Alert, Rule
@@ -189,7 +191,7 @@ class RunGroup:
             names = ", ".join(k for k, _ in options[0].hparams_converted)
             warnings.warn(f"aoff: config values stored as str(): {names}", AoffWarning, 2)
         self._options = options
-        self._intake = EventBuffer(capacity, overflow)
+        self._intake = GroupBuffer(capacity, overflow)
         self._put = self._intake.put
         self._clock = options[0].now
         self._stop_lock = threading.Lock()
@@ -251,9 +253,18 @@ class RunGroup:
         """``K`` steps of every run at once, in order: ``steps`` and each metric of shape
         ``(K, runs)`` (row ``j``: the ``j``-th step of every run), as ``K`` calls of
         :meth:`log_step` would log them, checked and copied once a value
-        (``aoff.jax.log_many``'s host side)."""
-        for item in take_block(self.runs, self._clock(), steps, metrics):
-            self._put(item)
+        (``aoff.jax.log_many``'s host side). Floats go through the group's buffer as one
+        item, which its overflow policy counts as ``K`` steps; other dtypes as ``K``
+        items."""
+        wall = self._clock()
+        whole = take_block_whole(self.runs, wall, steps, metrics)
+        if whole is None:
+            for item in take_block(self.runs, wall, steps, metrics):
+                self._put(item)
+        elif self._stopping:
+            self._after_close(whole)
+        else:
+            self._intake.put_block(whole, whole[2].shape[1])
 
     def log_status(self, status: str) -> None:
         """Every run's status text."""
@@ -322,7 +333,7 @@ class RunGroup:
         """Drain every run, close their backends; one report per run (idempotent).
 
         A group step dropped by the overflow policy counts as one dropped event in
-        every run's report."""
+        every run's report (a ``log_many`` block dropped whole: its ``K`` steps)."""
         return self._stop(interrupted=False)
 
     def close(self) -> tuple[FinishReport, ...]:

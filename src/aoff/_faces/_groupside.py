@@ -22,8 +22,9 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
-from .._core._buffer import EventBuffer
 from .._core._events import Event
+from .._core._groupbatch import item_steps
+from .._core._groupbuffer import GroupBuffer
 from .._core._report import FinishReport
 from .._core._rules import Alert
 from .._core._say import say_to_stderr
@@ -58,7 +59,7 @@ class GroupAgentSide:
     :meth:`stop`."""
 
     def __init__(
-        self, spec: GroupSpec, intake: EventBuffer, on_alert: Callable[[int, Alert], None]
+        self, spec: GroupSpec, intake: GroupBuffer, on_alert: Callable[[int, Alert], None]
     ) -> None:
         self.runs = len(spec.options)
         self.intake = intake
@@ -77,8 +78,8 @@ class GroupAgentSide:
         self.acked: tuple[int, ...] = (0,) * self.runs
         self.reports: tuple[FinishReport, ...] | None = None
         self.lost: str | None = None  # why the agent is gone, once it is
-        self.shipped_steps = 0  # group log_steps sent (each one step of every run)
-        self.unsent_steps = 0  # group log_steps that never reached the agent
+        self.shipped_steps = 0  # steps of every run sent (a log_step 1, a block its K)
+        self.unsent_steps = 0  # steps of every run that never reached the agent
         self.progress = 0  # bumps on every answer (a stop waits while it moves)
         self._shipper = threading.Thread(target=self._ship, name="aoff-group-shipper", daemon=True)
         self._receiver = threading.Thread(
@@ -109,7 +110,7 @@ class GroupAgentSide:
             self._wake.clear()
 
     def _send_items(self, items: list[Any]) -> None:
-        steps = sum(1 for item in items if type(item[0]) is float)  # group log_steps
+        steps = sum(map(item_steps, items))  # steps of every run (a block: its K)
         if self.lost is None:
             try:
                 payload = pack_events(items)
@@ -214,7 +215,7 @@ class GroupAgentSide:
 
     def _partial(self, run: int) -> FinishReport:
         written = self.acked[run]
-        logged = self.shipped_steps + self.unsent_steps + len(self.intake)
+        logged = self.shipped_steps + self.unsent_steps + self.intake.steps
         return FinishReport(
             steps=written, dropped_events=max(0, logged - written), interrupted=True, partial=True
         )
