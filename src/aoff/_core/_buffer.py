@@ -144,7 +144,9 @@ class EventBuffer:
         with self._space:
             self._waiters += 1
             try:
-                while len(self._dq) >= self.capacity and not self.closed:
+                # full(), not len(): a buffer that counts in other units (a group's
+                # steps) waits by its own count
+                while self.full() and not self.closed:
                     remaining = None if deadline is None else deadline - time.monotonic()
                     if remaining is not None and remaining <= 0:
                         return False

@@ -17,7 +17,6 @@ steps queued with the capacity.
 from __future__ import annotations
 
 import threading
-import time
 
 from ._buffer import EventBuffer, Overflow
 from ._events import Event
@@ -63,7 +62,7 @@ class GroupBuffer(EventBuffer):
                 self._refused_steps += k - 1
             return
         if self.overflow == "block":
-            self._wait_for_steps()
+            self.wait_for_space()
         with self._block_lock:
             self._added += k - 1
             self._dq.append(item)
@@ -76,31 +75,8 @@ class GroupBuffer(EventBuffer):
 
     def _put_block(self, event: Event) -> None:
         if self.steps >= self.capacity and not self.closed:
-            self._wait_for_steps()
+            self.wait_for_space()
         self._dq.append(event)
-
-    def _wait_for_steps(self) -> None:
-        with self._space:
-            self._waiters += 1
-            try:
-                while self.steps >= self.capacity and not self.closed:
-                    self._space.wait(0.05)  # bounded: wakes up if a notification is missed
-            finally:
-                self._waiters -= 1
-
-    def wait_for_space(self, timeout: float | None = None) -> bool:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        with self._space:
-            self._waiters += 1
-            try:
-                while self.steps >= self.capacity and not self.closed:
-                    remaining = None if deadline is None else deadline - time.monotonic()
-                    if remaining is not None and remaining <= 0:
-                        return False
-                    self._space.wait(0.05 if remaining is None else min(remaining, 0.05))
-            finally:
-                self._waiters -= 1
-        return True
 
     def trim(self, bound: int | None = None) -> int:
         """``drop_oldest``: discard the oldest items until the steps queued are within
