@@ -53,7 +53,8 @@ Two programs (``--program``, both by default, one table each):
   minibatches, 64-wide actor and critic, ``--ppo-updates`` updates, 5 metrics logged
   every update as PureJaxRL does), 8 seeds in ``jax.jit(jax.vmap(train))``: ``none``,
   ``aoff``, ``none-block``/``aoff-block`` (blocks of ``--ppo-block`` updates),
-  ``torch-tb`` and ``wandb`` as above. Its compilation takes ~20 s a variant here.
+  ``torch-tb``, ``wandb`` and ``empty-ordered`` as above. Its compilation takes ~20 s a
+  variant here.
 
 The host columns (medians of a call's mean a round; a single wait for the interpreter
 lock inside the callback shows in them): ``in-cb us`` is the time inside the host
@@ -344,6 +345,7 @@ def main() -> None:
             v["wandb"] = make_ppo(u, _callback_into(wandb_sink))
         v["none-block"] = make_ppo(u, None, b)
         v["aoff-block"] = make_ppo(u, None, b, many)
+        v["empty-ordered"] = make_ppo(u, _empty_callback(True))
         return v
 
     n = [0]
