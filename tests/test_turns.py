@@ -30,7 +30,7 @@ from aoff._display._api import NullDisplay
 from aoff._display._dashboard import Dashboard
 from aoff._display._render import ASCII_GLYPHS, UNICODE_GLYPHS, Glyphs, dashboard_panel
 from aoff._pump import _turns
-from aoff._pump._intake import FOLD_SLICE, TURN_BACKLOG, TURN_SLICE, Intake
+from aoff._pump._intake import BEHIND_SLICE, FOLD_SLICE, TURN_BACKLOG, TURN_SLICE, Intake
 from aoff._runfolder.lines._jsonl import encode_lines
 from aoff._runfolder.tensorboard._encode import encode_records
 from aoff._runfolder.tensorboard._events import EventEncoder
@@ -220,6 +220,8 @@ def _intake(n: int) -> tuple[Intake, list[int], list[Record]]:
         (TURN_BACKLOG + 100, True, False, FOLD_SLICE),  # behind: catch up at full speed
         (200, True, True, FOLD_SLICE),  # the final drain: nobody is left to wait
         (200, False, False, FOLD_SLICE),  # the agent's pump: as it always was
+        (BEHIND_SLICE + 100, False, False, BEHIND_SLICE),  # the agent behind: larger slices
+        (BEHIND_SLICE + 100, True, True, FOLD_SLICE),  # never while a loop shares the GIL
     ],
 )
 def test_intake_slices(n: int, share: bool, final: bool, size: int) -> None:

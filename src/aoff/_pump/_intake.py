@@ -39,7 +39,7 @@ from .._media._encoder import BACKEND_FAILED, NO_BACKEND, MediaEncoder
 from . import _registry
 from ._runner import BackendRunner
 
-__all__ = ["FOLD_SLICE", "TURN_BACKLOG", "TURN_SLICE", "Intake"]
+__all__ = ["BEHIND_SLICE", "FOLD_SLICE", "TURN_BACKLOG", "TURN_SLICE", "Intake"]
 
 FOLD_SLICE = 512
 #: while the pump shares the training process (``shares``) and is not behind (less
@@ -47,6 +47,11 @@ FOLD_SLICE = 512
 #: pure-Python training loop waits for one of them at a time, not for 512 events' fold
 TURN_SLICE = 32
 TURN_BACKLOG = 4 * FOLD_SLICE
+#: while the pump has the process to itself (the agent) and at least this many events
+#: wait: slices this large. A run fold's fixed cost is ~40 NumPy calls a span
+#: (``_core/_fold_columns``), ~1 µs an iteration at ``FOLD_SLICE``; a backlog pays it a
+#: quarter as often, and the runners' and the rules' per-batch costs with it
+BEHIND_SLICE = 4 * FOLD_SLICE
 _MEDIA_KINDS = (MEDIA, MEDIA_REFUSED)
 #: the kinds a run of regular iterations is made of (``Folder.apply_run``)
 _RUN_KINDS = frozenset((STEP, COLLECTOR_TIMING, COLLECTOR, DONE_RATES))
@@ -305,8 +310,11 @@ class Intake:
         # producer faster than the fold cannot keep the pump in here forever.
         budget = None if final else len(buffer) + FOLD_SLICE
         size = FOLD_SLICE
-        if not final and self._shares() and len(buffer) < TURN_BACKLOG:
-            size = TURN_SLICE
+        if self._shares():
+            if not final and len(buffer) < TURN_BACKLOG:
+                size = TURN_SLICE
+        elif len(buffer) >= BEHIND_SLICE:  # behind, and no training loop to wait for us
+            size = BEHIND_SLICE
         while True:
             # drop_oldest: trim before every slice, so the buffer stays bounded even while
             # a long backlog is being folded (not only once per tick)
