@@ -14,9 +14,9 @@ NumPy is imported where a batch is split (the agent's encoders), never by ``impo
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from itertools import chain, repeat
 from typing import TYPE_CHECKING, Any
 
@@ -153,7 +153,7 @@ def row_records(table: ScalarColumns, iterations: Sequence[int]) -> list[StepRec
     return out
 
 
-_drain = deque(maxlen=0).extend
+_drain: Callable[[Iterable[object]], None] = deque[object](maxlen=0).extend
 
 
 def record_columns(rec: Record) -> tuple[tuple[str, ...], Sequence[float]] | None:

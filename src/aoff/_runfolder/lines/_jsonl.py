@@ -42,8 +42,8 @@ import contextlib
 import json
 import math
 import re
-from operator import attrgetter
 from collections.abc import Callable, Collection, Iterable, Sequence
+from operator import attrgetter
 
 import msgspec
 
@@ -177,7 +177,9 @@ def _table_rows(
     steps = table.steps[s:e].tolist()
     walls = table.wall_times[s:e].tolist()
     values = table.values[s:e].tolist()
-    return [row(*head, *v) for head, v in zip(zip(steps, its, walls), values, strict=True)]
+    return [
+        row(*head, *v) for head, v in zip(zip(steps, its, walls, strict=True), values, strict=True)
+    ]
 
 
 _iteration_of = attrgetter("iteration")
