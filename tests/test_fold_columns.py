@@ -314,6 +314,22 @@ def test_the_standard_iteration_folds_as_runs(monkeypatch: pytest.MonkeyPatch) -
     assert len(records) == 50 and sum(taken) >= 4 * 45  # all but the first iterations
 
 
+def test_the_readers_of_columns_leave_a_runs_rows_unmade() -> None:
+    """The default backends (TensorBoard, JSONL), CSV, the run summary and the default
+    rules read a run fold's table: no row's floats are made (``ScalarColumns.row``)
+    until a reader takes a record one by one, and then they are the table's."""
+    from aoff._core._rules import DEFAULT_RULES
+    from aoff._core._watch import Watch
+
+    got, _ = fold(standard(40), runs=True)
+    table = got[-1]._table  # type: ignore[attr-defined]
+    encode_lines(got), encode_records(EventEncoder(), got), csv_text(got), summary(got)
+    Watch(DEFAULT_RULES, clock=lambda: 0.0, monotonic=lambda: 1.0).see(got)
+    assert table._rows is None
+    want = dict(zip(table.tags, table.values[-1].tolist(), strict=True))
+    assert dict(got[-1].scalars) == want and table._rows is not None
+
+
 def test_a_real_run_writes_the_same_files_both_ways(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

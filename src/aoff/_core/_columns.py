@@ -275,7 +275,7 @@ def column_runs(records: Sequence[Record], min_run: int = MIN_RUN) -> list[Scala
         j = i + 1
         while j < n:
             nxt = records[j]
-            if not plain(nxt):
+            if not plain(nxt) or type(nxt) is RowRecord:  # rows: their table's slice
                 break
             other = _tags_of(nxt)
             if other is not tags and other != tags:

@@ -174,11 +174,10 @@ def _table_rows(
 ) -> list[msgspec.Struct]:
     """The rows ``s .. e`` of a run fold's ``table``, ``its`` their iterations: each
     column made Python floats at once (one ``tolist`` a column), no record read."""
-    steps = table.steps[s:e].tolist()
-    walls = table.wall_times[s:e].tolist()
+    steps, walls = table.steps[s:e].tolist(), table.wall_times[s:e].tolist()
     values = table.values[s:e].tolist()
     return [
-        row(*head, *v) for head, v in zip(zip(steps, its, walls, strict=True), values, strict=True)
+        row(step, it, wall, *v) for step, it, wall, v in zip(steps, its, walls, values, strict=True)
     ]
 
 
