@@ -176,7 +176,7 @@ def iterations(draw: st.DrawFn) -> list[ev.Event]:
             out.append((ev.COLLECTOR_TIMING, wall, {k: draw(FLOATS) for k in keys[:2]}))
         if draw(st.booleans()):
             out.append((ev.DONE_RATES, wall, draw(FLOATS), draw(FLOATS)))
-        if draw(st.booleans()):
+        for _ in range(draw(st.sampled_from([0, 1, 1, 2]))):  # two: a point kept, one replaced
             total = draw(st.one_of(st.integers(0, 2**40), st.integers(-(2**63), 2**63 - 1)))
             out.append(
                 (ev.COLLECTOR, wall, total, 100, draw(st.sampled_from([0.0, 1.5, math.nan])))
@@ -312,6 +312,24 @@ def test_the_standard_iteration_folds_as_runs(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(_fold_columns.RunFold, "take", spy)
     records = same(standard(50))
     assert len(records) == 50 and sum(taken) >= 4 * 45  # all but the first iterations
+
+
+def test_a_run_from_a_step_replaces_the_collectors_point_before_it() -> None:
+    """A collector folded event by event, then a run that starts at its step: the step's
+    reward replaces that collector's point, as event by event."""
+    events = [  # each step's reward its own, not its collector's
+        (*e[:4], float(e[2]), *e[5:]) if e[0] == ev.STEP else e for e in standard(12)
+    ]
+    start = 4 * 5 + 3  # the sixth iteration's step, its collector just before
+    state = State()
+    folder = Folder(state)
+    for e in events[:start]:
+        folder.apply(e)
+    got, end, _ = folder.apply_run(events, start)
+    assert got and end == len(events)
+    _, want = fold(events, runs=False)
+    assert list(state.reward_history) == list(want.reward_history)
+    assert state.hparams.reward_best == want.hparams.reward_best
 
 
 def test_the_readers_of_columns_leave_a_runs_rows_unmade() -> None:

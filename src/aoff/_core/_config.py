@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeAlias
 
 from ._convert import encodable, unencodable, visible
@@ -183,6 +183,19 @@ class HParams:
         best = self.reward_best
         if value == value and (best is None or value > best):
             self.reward_best = value
+
+    def rewards(self, values: Sequence[float]) -> None:
+        """:meth:`reward` of each of ``values`` in order (a run fold's steps), at once:
+        the last is the last, the best the first largest that is not NaN."""
+        if not values:
+            return
+        self.reward_last = values[-1]
+        known = [v for v in values if v == v]
+        if known:
+            top = max(known)  # the first of equal ones, as one by one
+            best = self.reward_best
+            if best is None or top > best:
+                self.reward_best = top
 
     def snapshot(self) -> tuple[int, dict[str, ConfigValue]]:
         """``(version, a copy of values)``, taken on the pump's loop."""

@@ -54,6 +54,7 @@ _NONE_ONLY = {type(None)}
 _DICT_ONLY = {dict}
 _TUPLE_ONLY = {tuple}
 _first = itemgetter(0)
+_fifth = itemgetter(4)
 
 
 def _items(events: Sequence[ev.Event], at: list[int]) -> list[ev.Event]:
@@ -409,28 +410,38 @@ class RunFold:
         """The reward history (a collector's reward is a point, the next step's reward
         replaces it), the best reward, the charted loss; whether a collector's reward
         started a point."""
+        import numpy as np
+
         s, pending = self._state, self._pending
         history = s.reward_history
-        flag = pending.collector_reward
-        new_point = False
-        reward = s.hparams.reward
-
-        # the collectors and steps only, in order (``ka``: the span's kinds as an array)
-        for e in _items(events, ((ka == _COLLECTOR) | (ka == _STEP)).nonzero()[0].tolist()):
-            if e[0] == _COLLECTOR:
-                if e[4] != 0:
-                    history.append(e[4])
-                    flag = new_point = True
-            else:
-                r = e[4]
-                if with_reward:
-                    if flag and history:
-                        history[-1] = r
-                    else:
-                        history.append(r)
-                    reward(r)
-                flag = False
-        pending.collector_reward = flag
+        # the collectors and steps in order (``ka``: the span's kinds as an array); a
+        # collector's reward of 0 is no point and changes nothing (the per-event fold's)
+        at = ((ka == _COLLECTOR) | (ka == _STEP)).nonzero()[0]
+        kq = ka[at]
+        is_step = kq == _STEP
+        coll = ~is_step
+        values = np.zeros(len(at))
+        if coll.any():
+            values[coll] = list(map(_fifth, _items(events, at[coll].tolist())))
+        point = coll & (values != 0)  # NaN is a point, as ``!= 0`` says
+        new_point = bool(point.any())
+        if with_reward:
+            rewards = [e[4] for e in pick]
+            values[is_step] = rewards
+            # a step's reward replaces the point of a collector just before it (no other
+            # step between), else is a point of its own; the span ends with a step
+            live = is_step | point
+            fk, fv = is_step[live], values[live]
+            keep = fk.copy()
+            keep[:-1] |= ~fk[1:]  # a collector's point stays when a collector follows
+            if fk[0] and pending.collector_reward and history:
+                history[-1] = rewards[0]  # the point from before the span
+                keep[0] = False
+            history.extend(fv[keep].tolist())
+            s.hparams.rewards(rewards)
+        else:
+            history.extend(values[point].tolist())
+        pending.collector_reward = False  # the span ends with a step
         first = pick[0][3]
         if first:
             steps = self._steps
