@@ -332,20 +332,31 @@ def test_a_run_from_a_step_replaces_the_collectors_point_before_it() -> None:
     assert state.hparams.reward_best == want.hparams.reward_best
 
 
-def test_the_readers_of_columns_leave_a_runs_rows_unmade() -> None:
+def test_the_readers_of_columns_leave_a_runs_rows_unmade(monkeypatch: pytest.MonkeyPatch) -> None:
     """The default backends (TensorBoard, JSONL), CSV, the run summary and the default
-    rules read a run fold's table: no row's floats are made (``ScalarColumns.row``)
-    until a reader takes a record one by one, and then they are the table's."""
+    rules read a run fold's table: no row's floats are made (``ScalarColumns.row``),
+    whole batches or a table's rows cut in two (a piece of fewer than ``MIN_RUN`` rows is
+    read record by record, as any short batch); a reader that takes a record alone gets
+    the table's."""
+    from aoff._core._columns import MIN_RUN, ScalarColumns
     from aoff._core._rules import DEFAULT_RULES
     from aoff._core._watch import Watch
+    from aoff._runfolder.summary._writer import RunSummary
 
+    made: list[int] = []
+    real = ScalarColumns.row
+    monkeypatch.setattr(ScalarColumns, "row", lambda t, i: made.append(i) or real(t, i))
     got, _ = fold(standard(40), runs=True)
     table = got[-1]._table  # type: ignore[attr-defined]
-    encode_lines(got), encode_records(EventEncoder(), got), csv_text(got), summary(got)
-    Watch(DEFAULT_RULES, clock=lambda: 0.0, monotonic=lambda: 1.0).see(got)
-    assert table._rows is None
-    want = dict(zip(table.tags, table.values[-1].tolist(), strict=True))
-    assert dict(got[-1].scalars) == want and table._rows is not None
+    assert len(table) >= 2 * MIN_RUN
+    cut = len(got) - len(table) // 2  # the last table's rows cut in two, both halves long
+    for part in (got, got[:cut], got[cut:]):
+        encode_lines(part), encode_records(EventEncoder(), part), csv_text(part)
+        RunSummary("/nonexistent/aoff-summary.json").add(part)
+        Watch(DEFAULT_RULES, clock=lambda: 0.0, monotonic=lambda: 1.0).see(part)
+    assert made == []
+    assert dict(got[-1].scalars) == dict(zip(table.tags, table.values[-1].tolist(), strict=True))
+    assert made == [len(table) - 1]
 
 
 def test_a_real_run_writes_the_same_files_both_ways(

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import chain, repeat
 from typing import TYPE_CHECKING, Any
 
@@ -51,31 +51,24 @@ class ScalarColumns:
     steps: np.ndarray[Any, np.dtype[np.int64]]
     wall_times: np.ndarray[Any, np.dtype[np.float64]]
     values: np.ndarray[Any, np.dtype[np.float64]]
-    #: the rows as tuples of Python floats, made on the first :meth:`row` (a reader that
-    #: takes records one by one); the readers of columns never make them
-    _rows: list[tuple[float, ...]] | None = field(default=None, compare=False, repr=False)
 
     def __len__(self) -> int:
         return len(self.steps)
 
     def row(self, i: int) -> tuple[float, ...]:
-        """Row ``i``'s values as Python floats (tuples: the collector untracks them). All
-        rows are made at once, on the first call: a reader that wants one wants them all,
-        and one ``tolist`` is ~2x cheaper a row than one a row. Two threads that race here
-        make the same rows."""
-        rows = self._rows
-        if rows is None:
-            rows = list(map(tuple, self.values.tolist()))
-            object.__setattr__(self, "_rows", rows)
-        return rows[i]
+        """Row ``i``'s values as Python floats, for a reader that takes its record alone
+        (a tuple: the collector untracks it). Not kept: the readers of a batch read the
+        columns, and a batch's few rows cut off from their table's (fewer than
+        ``MIN_RUN``) must not pay for the whole table's."""
+        return tuple(self.values[i].tolist())
 
 
 class RowRecord(StepRecord):
     """A step record that is row ``index`` of a run fold's table (``_fold_columns``):
     every reader sees a :class:`StepRecord`, but its ``scalars`` pairs (one tuple a tag,
     ~1.5-4 µs a record of 32) are made on first read, and its values as Python floats
-    (``_row``, ~0.8 µs a row of 40) on a first read of any row of its table
-    (:meth:`ScalarColumns.row`): the encoders that read columns (:func:`record_columns`'s
+    (``_row``, ~1 µs a row of 40) on each read of them (:meth:`ScalarColumns.row`;
+    ``scalars`` keeps them): the encoders that read columns (:func:`record_columns`'s
     callers with a table path, :func:`column_runs`, :func:`row_spans`) never make them.
     Built by :func:`row_records` only; ``RowRecord(...)`` (``dataclasses.replace``) is a
     plain :class:`StepRecord`."""
