@@ -126,6 +126,8 @@ class CyclePath:
         #: a block's masked words and their comparison (one pair for all cycles)
         self.scratch: np.ndarray[Any, np.dtype[np.uint64]] = np.empty(0, np.uint64)
         self.flags: np.ndarray[Any, np.dtype[np.bool_]] = np.empty(0, bool)
+        #: records decoded here (the folder's ``bulk_records`` counts the sweep's too)
+        self.records = 0
 
     # -- learning ---------------------------------------------------------------------------
     def forget(self) -> None:
@@ -196,6 +198,7 @@ class CyclePath:
                 good = self._take(buf, pos, good)
             self.history.clear()  # what it holds is no longer the records just before
             self.folder.bulk_records += good * len(cycle.layouts)
+            self.records += good * len(cycle.layouts)
             pos += good * size
             if good < m:  # the cycle ends here: back to the general decoder
                 self.cycle = None

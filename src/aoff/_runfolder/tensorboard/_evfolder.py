@@ -181,7 +181,12 @@ class EventFolder:
         while n - pos >= 12:
             while True:  # the bulk paths while they move: a cycle, else a sweep
                 was = pos
+                following = cycle.cycle is not None
                 pos = cycle.run(buf, pos, n)
+                if following and cycle.cycle is None:
+                    # the cycle broke (a step one byte wider, a new tag): a short sweep
+                    # learns what follows, so that the cycle path takes it up again soon
+                    fast.forget()
                 swept = fast.run(buf, pos, n)
                 if swept != pos:  # a cycle may be in what the sweep read
                     cycle.adopt(fast.tail)
