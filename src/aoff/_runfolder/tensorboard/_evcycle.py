@@ -110,6 +110,26 @@ def _varints(buf: Buf, start: int, rows: int, stride: int, width: int) -> np.nda
     return out
 
 
+def _widened(cycle: _Cycle, buf: Buf, pos: int, end: int) -> bool:
+    """Whether the row at ``pos`` that breaks ``cycle`` does so at a record one byte
+    longer than its layout whose step's varint is one byte wider (records before it in
+    the row of their layouts' sizes)."""
+    for lay in cycle.layouts:
+        if pos + 12 > end:
+            return False
+        size = int.from_bytes(buf[pos : pos + 8], "little") + 16
+        if size != lay.size:
+            if size != lay.size + 1 or lay.step is None:
+                return False
+            at, width = lay.step
+            if pos + at + width >= end:
+                return False
+            wide = buf[pos + at : pos + at + width + 1]
+            return all(b & 0x80 for b in wide[:-1]) and not wide[-1] & 0x80
+        pos += size
+    return False
+
+
 class CyclePath:
     """Learns the cycle of layouts from the general decoder's records' layouts, then
     decodes the records ahead that follow it in bulk."""
@@ -128,6 +148,9 @@ class CyclePath:
         self.flags: np.ndarray[Any, np.dtype[np.bool_]] = np.empty(0, bool)
         #: records decoded here (the folder's ``bulk_records`` counts the sweep's too)
         self.records = 0
+        #: whether the last cycle broke where a record's step needs one more varint byte
+        #: (the same tags, one byte longer: the cycle comes back as soon as they are learnt)
+        self.widened = False
 
     # -- learning ---------------------------------------------------------------------------
     def forget(self) -> None:
@@ -203,6 +226,7 @@ class CyclePath:
             if good < m:  # the cycle ends here: back to the general decoder
                 self.cycle = None
                 cycle.rows = _FIRST_ROWS
+                self.widened = _widened(cycle, buf, pos, end)
                 return pos
             cycle.rows = min(cycle.rows * 2, cycle.max_rows)
 

@@ -183,9 +183,9 @@ class EventFolder:
                 was = pos
                 following = cycle.cycle is not None
                 pos = cycle.run(buf, pos, n)
-                if following and cycle.cycle is None:
-                    # the cycle broke (a step one byte wider, a new tag): a short sweep
-                    # learns what follows, so that the cycle path takes it up again soon
+                if following and cycle.cycle is None and cycle.widened:
+                    # the cycle broke where the step widens: a short sweep learns the
+                    # wider layouts, so that the cycle path takes up the rest soon
                     fast.forget()
                 swept = fast.run(buf, pos, n)
                 if swept != pos:  # a cycle may be in what the sweep read
