@@ -151,6 +151,7 @@ class CyclePath:
         #: whether the last cycle broke where a record's step needs one more varint byte
         #: (the same tags, one byte longer: the cycle comes back as soon as they are learnt)
         self.widened = False
+        self.widened_from: list[Layout] = []
 
     # -- learning ---------------------------------------------------------------------------
     def forget(self) -> None:
@@ -227,8 +228,9 @@ class CyclePath:
                 self.cycle = None
                 cycle.rows = _FIRST_ROWS
                 self.widened = _widened(cycle, buf, pos, end)
+                self.widened_from = cycle.layouts
                 return pos
-            cycle.rows = min(cycle.rows * 2, cycle.max_rows)
+            cycle.rows = min(cycle.rows * 4, cycle.max_rows)
 
     def _matching(self, buf: Buf, pos: int, m: int) -> int:
         """How many of the ``m`` rows at ``pos`` (a multiple of 8) hold the cycle's fixed
