@@ -138,6 +138,10 @@ class CyclePath:
         self.folder = folder
         self.layouts: dict[tuple[bytes, bytes], int] = {}
         self.by_id: list[Layout] = []
+        #: each layout object met -> its id here, and the object (kept, so that its
+        #: ``id()`` names no other): the sweep hands on the same objects, looked up
+        #: without hashing their bytes
+        self.by_object: dict[int, tuple[int, Layout]] = {}
         self.history: list[int] = []
         self.cycle: _Cycle | None = None
         #: cycles met before, by their layouts (a file comes back to its cycle after
@@ -164,13 +168,24 @@ class CyclePath:
         self.history.clear()
         if len(layouts) < 2:
             return
+        known = self.by_object.get
+        history = self.history
         for lay in layouts[:-1]:  # the last one, learnt below, looks for the cycle once
-            lid = self.layouts.get(lay.key)
-            if lid is None:
-                lid = self.layouts[lay.key] = len(self.by_id)
-                self.by_id.append(lay)
-            self.history.append(lid)
+            got = known(id(lay))
+            history.append(self._id(lay) if got is None else got[0])
         self.learn(layouts[-1])
+
+    def _id(self, lay: Layout) -> int:
+        """``lay``'s id here (a new one for a layout not met before)."""
+        got = self.by_object.get(id(lay))
+        if got is not None:
+            return got[0]
+        lid = self.layouts.get(lay.key)
+        if lid is None:
+            lid = self.layouts[lay.key] = len(self.by_id)
+            self.by_id.append(lay)
+        self.by_object[id(lay)] = (lid, lay)
+        return lid
 
     def learn(self, lay: Layout | None) -> None:
         """Note the layout of a record the general decoder has just read (None: none
@@ -179,16 +194,15 @@ class CyclePath:
         if lay is None:
             history.clear()
             return
-        lid = self.layouts.get(lay.key)
-        if lid is None:
-            lid = self.layouts[lay.key] = len(self.by_id)
-            self.by_id.append(lay)
-        history.append(lid)
+        history.append(self._id(lay))
         if len(history) > 2 * _MAX_PERIOD:
             del history[:-_MAX_PERIOD]
         n = len(history)
+        last = history[-1]
         for p in range(1, min(_MAX_PERIOD, n // 2) + 1):
-            if history[n - p :] == history[n - 2 * p : n - p]:
+            # the last record's layout one period back first (two slices compared for
+            # each period, a record at a time, were most of a sweep's hand-on)
+            if history[n - 1 - p] == last and history[n - p :] == history[n - 2 * p : n - p]:
                 ids = tuple(history[n - p :])
                 cycle = self.cycles.get(ids)
                 if cycle is None:
