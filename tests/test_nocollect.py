@@ -1,0 +1,49 @@
+"""The collector paused for a read: off inside, as it was after (also on an error)."""
+
+from __future__ import annotations
+
+import gc
+from pathlib import Path
+
+import pytest
+
+import aoff
+from aoff._runfolder.reading._nocollect import collector_paused
+
+
+def test_off_inside_back_on_after_even_on_error() -> None:
+    assert gc.isenabled()
+    with pytest.raises(KeyError), collector_paused():
+        assert not gc.isenabled()
+        raise KeyError("x")
+    assert gc.isenabled()
+
+
+def test_a_collector_turned_off_by_the_caller_stays_off() -> None:
+    gc.disable()
+    try:
+        with collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_a_read_pauses_it_and_gives_it_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "metrics.jsonl").write_text('{"step": 1, "loss": 0.5}\n')
+    seen: list[bool] = []
+    from aoff._runfolder.reading import _scalars
+
+    real = _scalars._run_parts
+
+    def spy(run: object) -> object:
+        seen.append(gc.isenabled())
+        return real(run)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_scalars, "_run_parts", spy)
+    df = aoff.read_scalars(tmp_path)
+    assert df["value"].tolist() == [0.5]
+    assert seen == [False]
+    assert gc.isenabled()
