@@ -8,7 +8,9 @@ that walking is a fifth to a third of the reading's CPU, and it is what reading 
 needs none of: what a read makes is either handed back or kept as the runs' state, alive
 either way, so a collection during the read finds nothing to free. The collector is
 paused for the read and resumed after it (only if it was running: a caller that turned it
-off keeps it off), so the objects are walked once, after, instead of over and over.
+off keeps it off), so the objects are walked once, after, instead of over and over. The
+switch is the process's: another thread's cyclic garbage also waits for the read's end
+(memory held a little longer, never lost).
 """
 
 from __future__ import annotations
