@@ -47,3 +47,13 @@ def test_a_read_pauses_it_and_gives_it_back(
     assert df["value"].tolist() == [0.5]
     assert seen == [False]
     assert gc.isenabled()
+
+
+def test_overlapping_reads_give_it_back_only_when_the_last_ends() -> None:
+    first, second = collector_paused(), collector_paused()
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)  # another read still running: stays off
+    assert not gc.isenabled()
+    second.__exit__(None, None, None)
+    assert gc.isenabled()

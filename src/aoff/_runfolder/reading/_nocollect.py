@@ -17,18 +17,33 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import threading
 from collections.abc import Iterator
 
 __all__ = ["collector_paused"]
 
+# reads in several threads at once: the first to begin pauses the collector, the last to
+# end gives it back as the first found it (not each as it found it: the first to end
+# would turn it on under the others, or the last leave it off)
+_LOCK = threading.Lock()
+_depth = 0
+_was_on = False
+
 
 @contextlib.contextmanager
 def collector_paused() -> Iterator[None]:
-    """The cyclic collector off inside the block, back on after it if it was on."""
-    was_on = gc.isenabled()
-    gc.disable()
+    """The cyclic collector off inside the block, back on after the last such block (of
+    any thread) ends, if it was on before the first began."""
+    global _depth, _was_on
+    with _LOCK:
+        if _depth == 0:
+            _was_on = gc.isenabled()
+            gc.disable()
+        _depth += 1
     try:
         yield
     finally:
-        if was_on:
-            gc.enable()
+        with _LOCK:
+            _depth -= 1
+            if _depth == 0 and _was_on:
+                gc.enable()
