@@ -110,6 +110,26 @@ def _varints(buf: Buf, start: int, rows: int, stride: int, width: int) -> np.nda
     return out
 
 
+def _widened(cycle: _Cycle, buf: Buf, pos: int, end: int) -> bool:
+    """Whether the row at ``pos`` that breaks ``cycle`` does so at a record one byte
+    longer than its layout whose step's varint is one byte wider (records before it in
+    the row of their layouts' sizes)."""
+    for lay in cycle.layouts:
+        if pos + 12 > end:
+            return False
+        size = int.from_bytes(buf[pos : pos + 8], "little") + 16
+        if size != lay.size:
+            if size != lay.size + 1 or lay.step is None:
+                return False
+            at, width = lay.step
+            if pos + at + width >= end:
+                return False
+            wide = buf[pos + at : pos + at + width + 1]
+            return all(b & 0x80 for b in wide[:-1]) and not wide[-1] & 0x80
+        pos += size
+    return False
+
+
 class CyclePath:
     """Learns the cycle of layouts from the general decoder's records' layouts, then
     decodes the records ahead that follow it in bulk."""
@@ -118,6 +138,10 @@ class CyclePath:
         self.folder = folder
         self.layouts: dict[tuple[bytes, bytes], int] = {}
         self.by_id: list[Layout] = []
+        #: each layout object met -> its id here, and the object (kept, so that its
+        #: ``id()`` names no other): the sweep hands on the same objects, looked up
+        #: without hashing their bytes
+        self.by_object: dict[int, tuple[int, Layout]] = {}
         self.history: list[int] = []
         self.cycle: _Cycle | None = None
         #: cycles met before, by their layouts (a file comes back to its cycle after
@@ -126,6 +150,12 @@ class CyclePath:
         #: a block's masked words and their comparison (one pair for all cycles)
         self.scratch: np.ndarray[Any, np.dtype[np.uint64]] = np.empty(0, np.uint64)
         self.flags: np.ndarray[Any, np.dtype[np.bool_]] = np.empty(0, bool)
+        #: records decoded here (the folder's ``bulk_records`` counts the sweep's too)
+        self.records = 0
+        #: whether the last cycle broke where a record's step needs one more varint byte
+        #: (the same tags, one byte longer: the cycle comes back as soon as they are learnt)
+        self.widened = False
+        self.widened_from: list[Layout] = []
 
     # -- learning ---------------------------------------------------------------------------
     def forget(self) -> None:
@@ -138,13 +168,24 @@ class CyclePath:
         self.history.clear()
         if len(layouts) < 2:
             return
+        known = self.by_object.get
+        history = self.history
         for lay in layouts[:-1]:  # the last one, learnt below, looks for the cycle once
-            lid = self.layouts.get(lay.key)
-            if lid is None:
-                lid = self.layouts[lay.key] = len(self.by_id)
-                self.by_id.append(lay)
-            self.history.append(lid)
+            got = known(id(lay))
+            history.append(self._id(lay) if got is None else got[0])
         self.learn(layouts[-1])
+
+    def _id(self, lay: Layout) -> int:
+        """``lay``'s id here (a new one for a layout not met before)."""
+        got = self.by_object.get(id(lay))
+        if got is not None:
+            return got[0]
+        lid = self.layouts.get(lay.key)
+        if lid is None:
+            lid = self.layouts[lay.key] = len(self.by_id)
+            self.by_id.append(lay)
+        self.by_object[id(lay)] = (lid, lay)
+        return lid
 
     def learn(self, lay: Layout | None) -> None:
         """Note the layout of a record the general decoder has just read (None: none
@@ -153,16 +194,15 @@ class CyclePath:
         if lay is None:
             history.clear()
             return
-        lid = self.layouts.get(lay.key)
-        if lid is None:
-            lid = self.layouts[lay.key] = len(self.by_id)
-            self.by_id.append(lay)
-        history.append(lid)
+        history.append(self._id(lay))
         if len(history) > 2 * _MAX_PERIOD:
             del history[:-_MAX_PERIOD]
         n = len(history)
+        last = history[-1]
         for p in range(1, min(_MAX_PERIOD, n // 2) + 1):
-            if history[n - p :] == history[n - 2 * p : n - p]:
+            # the last record's layout one period back first (two slices compared for
+            # each period, a record at a time, were most of a sweep's hand-on)
+            if history[n - 1 - p] == last and history[n - p :] == history[n - 2 * p : n - p]:
                 ids = tuple(history[n - p :])
                 cycle = self.cycles.get(ids)
                 if cycle is None:
@@ -196,12 +236,15 @@ class CyclePath:
                 good = self._take(buf, pos, good)
             self.history.clear()  # what it holds is no longer the records just before
             self.folder.bulk_records += good * len(cycle.layouts)
+            self.records += good * len(cycle.layouts)
             pos += good * size
             if good < m:  # the cycle ends here: back to the general decoder
                 self.cycle = None
                 cycle.rows = _FIRST_ROWS
+                self.widened = _widened(cycle, buf, pos, end)
+                self.widened_from = cycle.layouts
                 return pos
-            cycle.rows = min(cycle.rows * 2, cycle.max_rows)
+            cycle.rows = min(cycle.rows * 4, cycle.max_rows)
 
     def _matching(self, buf: Buf, pos: int, m: int) -> int:
         """How many of the ``m`` rows at ``pos`` (a multiple of 8) hold the cycle's fixed

@@ -178,10 +178,23 @@ class EventFolder:
         u32 = U32S.unpack_from
         fast = self.fast
         cycle = self.cycle
+        #: records left for the general decoder to find the cycle again in, no sweep
+        relearn = 0
         while n - pos >= 12:
             while True:  # the bulk paths while they move: a cycle, else a sweep
                 was = pos
+                following = cycle.cycle is not None
                 pos = cycle.run(buf, pos, n)
+                if following and cycle.cycle is None and cycle.widened:
+                    # the cycle broke where the step widens: its records one byte longer
+                    # are read one by one for a few rows (their layouts learnt), until
+                    # the cycle path finds the wider cycle (a sweep would learn them at
+                    # ~3x the cost and read on past where the cycle is back)
+                    relearn = 3 * len(cycle.widened_from)
+                if relearn and cycle.cycle is None:
+                    relearn -= 1
+                    break
+                relearn = 0
                 swept = fast.run(buf, pos, n)
                 if swept != pos:  # a cycle may be in what the sweep read
                     cycle.adopt(fast.tail)
