@@ -168,3 +168,23 @@ def test_a_step_beyond_int64_is_refused_with_one_line_naming_the_file(
     rc, out, err = _cli(capsys, "show", str(run), "--json")
     assert rc == 0 and "2 row(s) with a step beyond int64 refused" in err
     assert os.path.exists(run / "metrics.jsonl")  # read, never changed
+
+
+def test_each_real_folder_is_found_once_and_glob_characters_are_names(tmp_path: Path) -> None:
+    from aoff._runfolder.reading._runfind import find_runs
+    from aoff._runfolder.tensorboard._files import event_files, event_folders, hparams_name
+
+    root = tmp_path / "runs"
+    run = root / "a[1]*"  # glob's characters, taken as a name
+    run.mkdir(parents=True)
+    events = run / "events.out.tfevents.1.host"
+    events.write_bytes(b"")
+    (run / hparams_name(0)).write_bytes(b"")
+    (run / "not.events").write_bytes(b"")
+    (root / "b-link").symlink_to(run, target_is_directory=True)  # the same run again
+    (run / "loop").symlink_to(root, target_is_directory=True)  # walked once, not forever
+    assert find_runs(str(root)) == [str(run)]
+    assert event_files(str(run)) == [str(events)]
+    assert len(event_files(str(run), hparams=True)) == 2
+    assert event_files(str(events)) == event_files(str(tmp_path / "gone")) == []
+    assert event_folders(str(root)) == {"a[1]*": [str(events)]}

@@ -19,7 +19,7 @@ import os
 from collections.abc import Callable
 
 from ..summary._format import SUMMARY
-from ..tensorboard._files import event_files
+from ..tensorboard._files import event_files, folder_id
 from ._formats import formats
 
 __all__ = ["find_runs", "is_run_dir", "runs_in", "summary_files", "tb_files"]
@@ -65,14 +65,14 @@ def find_runs(
     those names, above this part) counts too, data or not yet. A folder that cannot be
     listed is named in ``skipped`` (``"<path>: <why>"``) and left out."""
     found: list[str] = []
-    seen: set[str] = set()
+    seen: set[tuple[int, int] | str] = set()
 
     def problem(exc: OSError) -> None:
         if skipped is not None:
             skipped.append(f"{exc.filename or root}: {exc.strerror or exc}")
 
     for here, dirs, _files in os.walk(root, onerror=problem, followlinks=True):
-        real = os.path.realpath(here)
+        real = folder_id(here)
         if real in seen:  # a link back up, or two links to one folder
             dirs[:] = []
             continue

@@ -40,6 +40,8 @@ from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any, Protocol
 
+from ._nocollect import collector_paused
+
 __all__ = ["CLAIM_WAIT", "STOP_WAIT", "Workers", "check_workers", "claim_end"]
 
 #: seconds a worker is given to end after it is asked to, before it is terminated
@@ -119,15 +121,16 @@ def _answer(
 ) -> tuple[Held, list[tuple[int, Any]]]:
     """A participant's answers, ``(start, answer)`` per range it holds: those it holds
     already (``held``), or, asked to claim (``held`` None), the ranges it claims now."""
-    if held is not None:
-        return held, [(start, getattr(state, method)()) for start, state in held]
-    held, answers = [], []
-    while (got := _claim(counter, len(items), participants)) is not None:
-        start, end = got
-        state = make(list(items[start:end]), arg)
-        held.append((start, state))
-        answers.append((start, getattr(state, method)()))
-    return held, answers
+    with collector_paused():  # what the ranges make is kept or answered: nothing to free
+        if held is not None:
+            return held, [(start, getattr(state, method)()) for start, state in held]
+        held, answers = [], []
+        while (got := _claim(counter, len(items), participants)) is not None:
+            start, end = got
+            state = make(list(items[start:end]), arg)
+            held.append((start, state))
+            answers.append((start, getattr(state, method)()))
+        return held, answers
 
 
 def _serve(

@@ -30,6 +30,7 @@ from .._format import Points
 from .._tagseries import Columns, Series, joined
 from ..tensorboard import _evfolder  # noqa: F401  (the event parser, loaded with its reader)
 from ._formats import formats, labels
+from ._nocollect import collector_paused
 from ._runfind import runs_in
 from ._scalarpool import Workers, check_workers
 from ._where import Where, compile_where
@@ -196,7 +197,8 @@ class ScalarReader:
         """``(run, tag, (steps, wall_times, values))`` of what is new, runs in the order
         given, tags in the order first seen, points in the order read."""
         if self._pool is None:
-            return [(run, tag, joined(parts)) for run, tag, parts in self._read_parts()]
+            with collector_paused():
+                return [(run, tag, joined(parts)) for run, tag, parts in self._read_parts()]
         out = []
         for start, block in self._read_blocks():
             at = 0
@@ -228,7 +230,8 @@ class ScalarReader:
         """The new points as a long DataFrame: ``run``, ``tag`` (both categorical),
         ``step`` (int64), ``wall_time`` and ``value`` (float64)."""
         if self._pool is None:
-            return to_frame(self._read_parts())
+            with collector_paused():
+                return to_frame(self._read_parts())
         return _blocks_frame([r.name for r in self._runs], self._read_blocks())
 
     def warn_problems(self) -> None:

@@ -8,7 +8,6 @@ name holds ``tfevents``; each sub-folder is a run of its own.
 
 from __future__ import annotations
 
-import glob
 import os
 import re
 import socket
@@ -24,6 +23,7 @@ __all__ = [
     "event_files",
     "event_folders",
     "events_name",
+    "folder_id",
     "hparams_name",
     "hparams_seq",
     "is_events_name",
@@ -75,10 +75,29 @@ def is_events_name(name: str) -> bool:
 def event_files(folder: str, *, hparams: bool = False) -> list[str]:
     """The folder's ``events.out.tfevents.*`` files, sorted by name (as TensorBoard reads
     them); aoff's HParams file only when ``hparams``."""
-    files = sorted(glob.glob(os.path.join(glob.escape(folder), EVENTS_PATTERN)))
+    # one listing and a prefix test: what ``glob`` of EVENTS_PATTERN finds, without its
+    # pattern machinery (most of the cost of telling 20,000 folders apart as runs)
+    try:
+        names = os.listdir(folder or os.curdir)
+    except OSError:  # not a folder, gone, or not readable: no files, as glob says
+        return []
+    files = sorted(os.path.join(folder, n) for n in names if n.startswith(EVENTS_PREFIX))
     if hparams:
         return files
     return [f for f in files if not os.path.basename(f).startswith(HPARAMS_FILE_PREFIX)]
+
+
+def folder_id(path: str) -> tuple[int, int] | str:
+    """What names the folder at ``path`` whichever way it is reached (through symlinks or
+    not), for a walk that follows links to visit each real folder once: its device and
+    inode, one ``stat`` (``os.path.realpath`` costs an ``lstat`` per part of the path and
+    Python's string work, a third of finding 20,000 runs); the path itself when it
+    cannot be stat'ed (gone since it was listed: nothing else will name it)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return path
+    return st.st_dev, st.st_ino
 
 
 def event_folders(root: str) -> dict[str, list[str]]:
@@ -87,9 +106,9 @@ def event_folders(root: str) -> dict[str, list[str]]:
     ``tfevents``, as TensorBoard; aoff's HParams file left out). Symlinked folders are
     followed once each."""
     found: dict[str, list[str]] = {}
-    seen: set[str] = set()
+    seen: set[tuple[int, int] | str] = set()
     for here, dirs, files in os.walk(root, followlinks=True):
-        real = os.path.realpath(here)
+        real = folder_id(here)
         if real in seen:
             dirs[:] = []
             continue

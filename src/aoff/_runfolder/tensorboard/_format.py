@@ -35,18 +35,28 @@ __all__ = ["TENSORBOARD", "EventPoints", "TensorBoardFormat"]
 class EventPoints:
     """The points of a run's event files (or of one event file), read incrementally."""
 
-    def __init__(self, path: str, tags: Collection[str] | None) -> None:
+    def __init__(
+        self, path: str, tags: Collection[str] | None, found: dict[str, list[str]] | None = None
+    ) -> None:
         self.path = path
         self.tags = tags
         self.single = os.path.isfile(path)
         self.folders: dict[str, EventFolder] = {}
+        #: the folders of event files just found by whoever made this reader, taken by the
+        #: first read instead of walking the run again (a walk a run: a tenth of reading
+        #: a small run); every later read walks it anew
+        self._found = found
 
     def read(self) -> list[dict[str, Series]]:
         # the parser (NumPy) only once a file is read: the training process reads this
         # table through the backend registry and never reads a file back
         from ._evfolder import EventFolder
 
-        groups = {"": [self.path]} if self.single else event_folders(self.path)
+        if self.single:
+            groups = {"": [self.path]}
+        else:
+            groups = self._found if self._found is not None else event_folders(self.path)
+            self._found = None
         out = []
         for rel, files in groups.items():
             folder = self.folders.get(rel)
@@ -123,10 +133,9 @@ class TensorBoardFormat:
 
     def points(self, path: str, tags: Collection[str] | None) -> EventPoints | None:
         if os.path.isfile(path):
-            found = is_events_name(os.path.basename(path))
-        else:
-            found = bool(event_folders(path))
-        return EventPoints(path, tags) if found else None
+            return EventPoints(path, tags) if is_events_name(os.path.basename(path)) else None
+        groups = event_folders(path)
+        return EventPoints(path, tags, groups) if groups else None
 
     def last_step(self, folder: str) -> int | None:
         files = event_files(folder) if os.path.isdir(folder) else []

@@ -1,0 +1,85 @@
+"""The collector paused for a read: off inside, as it was after (also on an error)."""
+
+from __future__ import annotations
+
+import gc
+from pathlib import Path
+
+import pytest
+
+import aoff
+from aoff._runfolder.reading._nocollect import collector_paused
+
+
+def test_off_inside_back_on_after_even_on_error() -> None:
+    assert gc.isenabled()
+    with pytest.raises(KeyError), collector_paused():
+        assert not gc.isenabled()
+        raise KeyError("x")
+    assert gc.isenabled()
+
+
+def test_a_collector_turned_off_by_the_caller_stays_off() -> None:
+    gc.disable()
+    try:
+        with collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_a_read_pauses_it_and_gives_it_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "metrics.jsonl").write_text('{"step": 1, "loss": 0.5}\n')
+    seen: list[bool] = []
+    from aoff._runfolder.reading import _scalars
+
+    real = _scalars._run_parts
+
+    def spy(run: object) -> object:
+        seen.append(gc.isenabled())
+        return real(run)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_scalars, "_run_parts", spy)
+    df = aoff.read_scalars(tmp_path)
+    assert df["value"].tolist() == [0.5]
+    assert seen == [False]
+    assert gc.isenabled()
+
+
+def test_overlapping_reads_give_it_back_only_when_the_last_ends() -> None:
+    first, second = collector_paused(), collector_paused()
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)  # another read still running: stays off
+    assert not gc.isenabled()
+    second.__exit__(None, None, None)
+    assert gc.isenabled()
+
+
+def test_a_read_leaves_no_cycles_behind_while_its_reader_lives(tmp_path: Path) -> None:
+    """Why the pause costs nothing: what a read makes is the runs' state or handed back,
+    never garbage in cycles the collector would have freed during the read."""
+    for seed in (1, 2):
+        log = aoff.OffPolicyLogger(
+            log_dir=tmp_path / f"run{seed}",
+            backends=("tensorboard", "jsonl"),
+            display="none",
+            pump="thread",
+            handle_sigterm=False,
+        )
+        for step in range(1, 6):
+            log.log_step(step * 10, {"q_loss": 1.0 / step, "return": float(seed)})
+        log.finish()
+    reader = aoff.ScalarReader(tmp_path)
+    gc.collect()
+    gc.disable()
+    try:
+        df = reader.read()
+        assert df["tag"].str.endswith("q_loss").sum() == 10
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
+    reader.close()
