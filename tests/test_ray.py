@@ -243,6 +243,17 @@ def every_far_actors_steps_on_disk_in_order_and_a_killed_or_cut_off_one_is_named
     return actors[:2]
 
 
+def _gone(actor: Any) -> bool:
+    """Whether a killed actor answers no more (its death known to the caller)."""
+    try:
+        ray.get(actor.ping.remote(), timeout=10)
+    except ray.exceptions.RayActorError:
+        return True
+    except ray.exceptions.GetTimeoutError:
+        return False
+    return False
+
+
 def a_learner_gone_mid_run_never_holds_a_collector(pool: list[Any], tmp_path: Path) -> None:
     """The hub dies with the learner: the collector's calls go on returning, and its
     close() says what was handed over and what was dropped, within its bound."""
@@ -251,6 +262,9 @@ def a_learner_gone_mid_run_never_holds_a_collector(pool: list[Any], tmp_path: Pa
     (actor,) = _relinked(pool, link, ["orphan"])
     ray.get(actor.run.remote(1, 101))
     ray.kill(link.hub)  # the learner's side is gone
+    # ray.kill returns before the hub's process is: calls already on their way may still
+    # be served (at load 20 the collector's 101.. were), so wait for the death to show
+    wait_until(lambda: _gone(link.hub), timeout=120, what="the killed hub to be gone")
     ray.get(actor.run.remote(101, 201))
     report = ray.get(actor.close.remote(), timeout=30)
     assert (report.sent, report.dropped, report.received) == (200, 200, None), report
