@@ -16,7 +16,7 @@ from aoff._runfolder.tensorboard._evcrc import RowChecksums
 from aoff._runfolder.tensorboard._evfast import layout_of
 from aoff._runfolder.tensorboard._tfrecord import crc32c, frame_many
 
-from .test_read_scalars import _record_ends, write_irregular_runs
+from .test_read_scalars import _record_ends, lost_points, read_broken, write_irregular_runs
 
 
 class _Plugins:
@@ -89,17 +89,8 @@ def test_episode_returns_corrupted_alike_are_each_caught_by_the_sweep(
     hit = returns[len(returns) // 2 :][:corrupted]
     for r in hit:
         data[ends[r] - 6] ^= 0x10  # a value byte
-    broken = tmp_path / "broken"
-    broken.mkdir()
-    (broken / path.name).write_bytes(bytes(data))
-    reader = aoff.ScalarReader(broken)
-    df = reader.read()
+    reader, df, broken = read_broken(tmp_path, path.name, bytes(data))
     assert reader.bulk_records > 0.9 * len(ends)
     assert reader.problems == [f"{broken / path.name}: {corrupted} corrupt record(s) skipped"]
-    merged = intact.drop(columns="run").merge(
-        df.drop(columns="run"), on=["tag", "step", "wall_time", "value"], how="outer",
-        indicator=True,
-    )  # fmt: skip
-    assert (merged["_merge"] == "right_only").sum() == 0  # no corrupted value came back
-    lost = merged[merged["_merge"] == "left_only"]
+    lost = lost_points(intact, df)
     assert len(lost) == corrupted and set(lost["tag"]) == {"charts/episodic_return"}

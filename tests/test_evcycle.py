@@ -10,7 +10,7 @@ import numpy as np
 import aoff
 from aoff._runfolder.tensorboard._evfolder import EventFolder
 
-from .test_read_scalars import _record_ends, _torch_run
+from .test_read_scalars import _record_ends, _torch_run, lost_points, read_broken
 
 
 def test_the_last_rows_of_a_cycle_are_checked_as_every_other(tmp_path: Path) -> None:
@@ -23,18 +23,9 @@ def test_the_last_rows_of_a_cycle_are_checked_as_every_other(tmp_path: Path) -> 
     ends = _record_ends(bytes(data))
     data[ends[-1] - 6] ^= 0x10  # the last record's value
     data[ends[-5] - 10] ^= 0x01  # the tag's last byte, four records before
-    broken = tmp_path / "broken"
-    broken.mkdir()
-    (broken / path.name).write_bytes(bytes(data))
-    reader = aoff.ScalarReader(broken)
-    df = reader.read()
+    reader, df, broken = read_broken(tmp_path, path.name, bytes(data))
     assert reader.problems == [f"{broken / path.name}: 2 corrupt record(s) skipped"]
-    merged = intact.drop(columns="run").merge(
-        df.drop(columns="run"), on=["tag", "step", "wall_time", "value"], how="outer",
-        indicator=True,
-    )  # fmt: skip
-    assert (merged["_merge"] == "right_only").sum() == 0
-    lost = merged[merged["_merge"] == "left_only"]
+    lost = lost_points(intact, df)
     assert sorted(lost["step"]) == [398, 399] and len(lost) == 2
 
 
@@ -69,16 +60,7 @@ def test_the_cycle_carries_on_where_the_step_widens(tmp_path: Path) -> None:
     first_wide = 1 + 164 * 8  # after the file version: dump 164, step 16,400
     data[ends[first_wide] - 6] ^= 0x10
     data[ends[first_wide + 3 * 8 + 2] - 6] ^= 0x10
-    broken = tmp_path / "broken"
-    broken.mkdir()
-    (broken / path.name).write_bytes(bytes(data))
-    reader = aoff.ScalarReader(broken)
-    df = reader.read()
+    reader, df, broken = read_broken(tmp_path, path.name, bytes(data))
     assert reader.problems == [f"{broken / path.name}: 2 corrupt record(s) skipped"]
-    merged = intact.drop(columns="run").merge(
-        df.drop(columns="run"), on=["tag", "step", "wall_time", "value"], how="outer",
-        indicator=True,
-    )  # fmt: skip
-    assert (merged["_merge"] == "right_only").sum() == 0
-    lost = merged[merged["_merge"] == "left_only"]
+    lost = lost_points(intact, df)
     assert sorted(lost["step"]) == [16400, 16700], lost

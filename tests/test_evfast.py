@@ -13,7 +13,7 @@ import pytest
 import aoff
 from aoff._runfolder.tensorboard._evfolder import EventFolder
 
-from .test_read_scalars import _record_ends, _same_as_accumulator
+from .test_read_scalars import _record_ends, _same_as_accumulator, lost_points, read_broken
 
 TAGS = 400
 
@@ -66,11 +66,7 @@ def test_tags_changed_alike_are_each_caught_in_bulk(tmp_path: Path, corrupted: i
     for r in hit:
         at = data.rindex(b"/return", ends[r - 1], ends[r]) - 1
         data[at] ^= 0x01  # the tag's last digit: per_env/12/return -> per_env/13/return
-    broken = tmp_path / "broken"
-    broken.mkdir()
-    (broken / path.name).write_bytes(bytes(data))
-    reader = aoff.ScalarReader(broken)
-    df = reader.read()
+    reader, df, broken = read_broken(tmp_path, path.name, bytes(data))
     assert reader.bulk_records > 1800
     assert reader.problems == [f"{broken / path.name}: {corrupted} corrupt record(s) skipped"]
     merged = intact.merge(df, on=["tag", "step", "wall_time", "value"], how="outer", indicator=True)
@@ -112,19 +108,10 @@ def test_a_byte_fixed_in_one_layout_of_a_size_and_not_another_is_still_checked(
     hit = abc[1500:1503]
     for r in hit:
         data[ends[r] + 24] ^= 0x01
-    broken = tmp_path / "broken"
-    broken.mkdir()
-    (broken / path.name).write_bytes(bytes(data))
-    reader = aoff.ScalarReader(broken)
-    df = reader.read()
+    reader, df, broken = read_broken(tmp_path, path.name, bytes(data))
     assert reader.bulk_records > 2500
     assert reader.problems == [f"{broken / path.name}: 3 corrupt record(s) skipped"]
     intact = aoff.read_scalars(tmp_path / "intact")
     assert _same_as_accumulator(intact, str(tmp_path / "intact"), tmp_path / "intact") == 3000
-    merged = intact.drop(columns="run").merge(
-        df.drop(columns="run"), on=["tag", "step", "wall_time", "value"], how="outer",
-        indicator=True,
-    )  # fmt: skip
-    assert (merged["_merge"] == "right_only").sum() == 0
-    lost = merged[merged["_merge"] == "left_only"]
+    lost = lost_points(intact, df)
     assert sorted(lost["step"]) == sorted(200 + r - 1 for r in hit)  # record 0: the version

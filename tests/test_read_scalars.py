@@ -119,6 +119,27 @@ def test_tf2_tensor_scalars_read_back_as_event_accumulator_does(tmp_path: Path) 
     assert set(df["tag"]) == {"loss", "reward", "lr"}
 
 
+def read_broken(tmp_path: Path, name: str, data: bytes) -> tuple[aoff.ScalarReader, Any, Path]:
+    """A file's corrupted bytes written alone into ``tmp_path / "broken"`` and read back:
+    the reader (its problems and counts), its table and the folder."""
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / name).write_bytes(data)
+    reader = aoff.ScalarReader(broken)
+    return reader, reader.read(), broken
+
+
+def lost_points(intact: Any, df: Any) -> Any:
+    """The points of ``intact`` that ``df`` lacks, once it is checked that ``df`` has no
+    point of its own (a corrupted value that came back would be one)."""
+    merged = intact.drop(columns="run").merge(
+        df.drop(columns="run"), on=["tag", "step", "wall_time", "value"], how="outer",
+        indicator=True,
+    )  # fmt: skip
+    assert (merged["_merge"] == "right_only").sum() == 0  # no corrupted value came back
+    return merged[merged["_merge"] == "left_only"]
+
+
 def _record_ends(data: bytes) -> list[int]:
     ends, pos = [], 0
     while pos + 12 <= len(data):
@@ -268,11 +289,7 @@ def test_bulk_path_skips_corrupt_records_and_agrees_with_event_accumulator(
     data[ends[4000] - 6] ^= 0x01  # a value byte
     data[ends[6000] - 10] ^= 0x01  # the tag's last byte
     data[ends[7000]] ^= 0x04  # a length: its header's checksum fails, the next is found
-    broken = tmp_path / "broken"
-    broken.mkdir()
-    (broken / path.name).write_bytes(bytes(data))
-    reader = aoff.ScalarReader(broken)
-    df = reader.read()
+    reader, df, broken = read_broken(tmp_path, path.name, bytes(data))
     assert reader.bulk_records > 8000  # of 9,001
     assert reader.problems == [f"{broken / path.name}: 3 corrupt record(s) skipped"]
     assert len(df) == len(intact) - 3
@@ -294,11 +311,7 @@ def test_records_corrupted_alike_are_each_caught_in_bulk(tmp_path: Path, corrupt
     hit = [4500 + 3 * k for k in range(corrupted)]  # one tag's records, cycles in a row
     for r in hit:
         data[ends[r] - 6] ^= 0x10  # a value byte
-    broken = tmp_path / "broken"
-    broken.mkdir()
-    (broken / path.name).write_bytes(bytes(data))
-    reader = aoff.ScalarReader(broken)
-    df = reader.read()
+    reader, df, broken = read_broken(tmp_path, path.name, bytes(data))
     assert reader.bulk_records > 8000  # of 9,001: the bulk path saw them
     assert reader.problems == [f"{broken / path.name}: {corrupted} corrupt record(s) skipped"]
     merged = intact.merge(df, on=["tag", "step", "wall_time", "value"], how="outer", indicator=True)
