@@ -2,10 +2,10 @@
 
 Why a module of its own: this sequence is where every source of records is waited for,
 each within ``finish_timeout`` or a fixed bound, and its order matters (producers first,
-then close the buffer, drain, device values, close the runners, wait for them, abandon
-the stuck ones). It works on the pump's parts (:class:`Intake`, the runners, the
-producers' hub), not on the pump: ``Pump.run`` calls :func:`end_of_input` once, shielded,
-then makes the report and closes the screen.
+then close the buffer, drain, device values, close the runners, wait for them while
+they make progress, abandon the stuck ones). It works on the pump's parts
+(:class:`Intake`, the runners, the producers' hub), not on the pump: ``Pump.run`` calls
+:func:`end_of_input` once, shielded, then makes the report and closes the screen.
 """
 
 from __future__ import annotations
@@ -56,8 +56,11 @@ async def end_of_input(
     *,
     finish_timeout: float,
     say: Callable[[str], None],
+    on_wait: Callable[[], object] = lambda: None,
 ) -> None:
-    """Take the last events in, fold them, and see every runner finished or abandoned."""
+    """Take the last events in, fold them, and see every runner finished or abandoned.
+    ``on_wait`` is called while the runners are waited for (the agent's ack: the
+    training process gives up on an agent it hears nothing from)."""
     await await_producers(hub, intake, finish_timeout, say)
     intake.buffer.close()
     await intake.drain_once(final=True)
@@ -65,14 +68,49 @@ async def end_of_input(
     await intake.await_media()
     for r in runners:
         r.close_input()
-    with anyio.move_on_after(max(intake.backend_wait_left(), 0.0)):
-        for r in runners:
-            await r.done.wait()
-    for r in runners:
-        if not r.done.is_set():
-            r.abandon()
-            say(
-                f"aoff: backend {r.name!r} did not finish within "
-                f"{finish_timeout:g}s; {r.lost:,} records not written"
-            )
+    await await_runners(runners, finish_timeout, say, on_wait)
     runners_tg.cancel_scope.cancel()
+
+
+def _progress(r: BackendRunner) -> tuple[int, float | None]:
+    """What changes while a runner works: records settled (written or lost) and the start
+    of the call it is in (a new write, flush or close starts a new one)."""
+    return (r.written + r.lost, r.busy_since)
+
+
+async def await_runners(
+    runners: Sequence[BackendRunner],
+    finish_timeout: float,
+    say: Callable[[str], None],
+    on_wait: Callable[[], object] = lambda: None,
+) -> None:
+    """Wait for every runner to write its outbox and close while it makes progress; give
+    up on one (its outbox and the batch in flight counted lost) once it has shown no
+    progress for ``finish_timeout``: a hung backend costs finish() that long at most, a
+    slow one that keeps writing (a busy machine) is waited for. Its outbox is bounded
+    (backpressure), so the wait ends."""
+    now = time.monotonic()
+    seen = {id(r): (_progress(r), now) for r in runners}
+    given_up: set[int] = set()
+    left = [r for r in runners if not r.done.is_set()]
+    while left:
+        # polled (10 ms, only at finish): progress is a count, not an event
+        with anyio.move_on_after(0.01):
+            await left[0].done.wait()
+        on_wait()
+        now = time.monotonic()
+        for r in left:
+            if r.done.is_set():
+                continue
+            mark, since = seen[id(r)]
+            if _progress(r) != mark:
+                seen[id(r)] = (_progress(r), now)
+            elif now - since >= finish_timeout:
+                given_up.add(id(r))
+                r.abandon()
+                say(
+                    f"aoff: backend {r.name!r} did not finish within {finish_timeout:g}s "
+                    f"({r.busy_with or 'its work'} made no progress); {r.lost:,} records "
+                    "not written"
+                )
+        left = [r for r in left if not r.done.is_set() and id(r) not in given_up]

@@ -389,10 +389,6 @@ class Intake:
         self.media.close()
         self.offer_media()
 
-    def backend_wait_left(self) -> float:
-        """What is left of ``finish_timeout`` for waiting on the backends."""
-        return self._backend_wait_left
-
     async def await_device_values(self) -> None:
         """Final drain: poll (1 ms, never blocking the loop) for values still on a device.
 

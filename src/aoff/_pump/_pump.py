@@ -434,6 +434,7 @@ class Pump:
             self._producers,
             finish_timeout=self._finish_timeout,
             say=say,
+            on_wait=self._slice_chores,
         )
         if self._alerts is not None:  # a webhook or command still running: bounded
             await anyio.to_thread.run_sync(

@@ -18,14 +18,15 @@ Failure modes, and what each costs:
     a call in flight longer than ``stall_timeout`` makes the runner *stalled*: reported
     (the first time only), it stops holding the pump back, and its outbox keeps only the newest
     ``max_pending`` records (the rest counted in ``lost``). If the call returns, the
-    runner carries on. At ``finish`` the pump waits ``finish_timeout`` at most, then
-    :meth:`abandon` counts the outbox *and the batch in flight* as lost.
+    runner carries on. At ``finish`` the pump waits while the runner makes progress; once
+    it has shown none for ``finish_timeout`` (``_end.await_runners``), :meth:`abandon`
+    counts the outbox *and the batch in flight* as lost.
 
 Invariant (tested): at the end, ``offered == written + lost`` for every runner.
 ``written`` counts records whose ``write`` returned; ``lost`` counts the others.
 
 A backend's blocking work must be cancellable (``anyio.to_thread.run_sync(...,
-abandon_on_cancel=True)``): the runner is cancelled when ``finish_timeout`` expires, and
+abandon_on_cancel=True)``): the runner is cancelled when finish gives up on it, and
 an await that ignores cancellation would hold ``finish`` back.
 
 Memory: the outbox holds at most ``max_pending`` records plus one fold slice, and one
