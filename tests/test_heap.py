@@ -35,13 +35,15 @@ CHILD = textwrap.dedent(
 )
 
 
-def _run(mode: str) -> tuple[bool, int]:
+def _run(mode: str, tunables: str = "") -> tuple[bool, int]:
+    """The child's answer; ``tunables``: its ``GLIBC_TUNABLES`` (none: glibc's defaults,
+    whatever the caller's)."""
     got = subprocess.run(
         [sys.executable, "-c", CHILD, mode],
         capture_output=True,
         text=True,
         check=True,
-        env={**os.environ, "GLIBC_TUNABLES": ""},  # glibc's defaults, whatever the caller's
+        env={**os.environ, "GLIBC_TUNABLES": tunables},
     )
     kept, faults = got.stdout.split()
     return kept == "True", int(faults)
@@ -64,5 +66,14 @@ def test_the_agents_freed_buffers_are_reused_without_faulting_their_pages_in_aga
 
 def test_without_glibc_nothing_is_set(monkeypatch: pytest.MonkeyPatch) -> None:
     """macOS, musl: ``mallopt`` is not glibc's (or not there); the defaults stay."""
-    monkeypatch.setattr(_heap.sys, "platform", "darwin")
+    monkeypatch.setattr(sys, "platform", "darwin")  # the one _heap reads
     assert not _heap.keep_freed_memory()
+
+
+@glibc_only
+def test_thresholds_the_user_set_are_left_as_they_are() -> None:
+    """``GLIBC_TUNABLES`` naming either threshold (inherited from the training process):
+    the user's choice stands; another tunable's name that ends alike does not count."""
+    assert not _run("keep", "glibc.malloc.trim_threshold=1048576")[0]
+    assert not _run("keep", "glibc.malloc.tcache_count=7:glibc.malloc.mmap_threshold=65536")[0]
+    assert _run("keep", "glibc.cpu.x86_rep_movsb_threshold=4096")[0]

@@ -16,7 +16,9 @@ iteration, ~2-4 µs of system CPU of the agent's ~20-30 (``docs/reference/perfor
 
 :func:`keep_freed_memory` fixes both thresholds (``mallopt``) in the agent process only,
 never in the training process: blocks up to :data:`MMAP_THRESHOLD` come from the heaps,
-and a heap keeps up to :data:`TRIM_THRESHOLD` free at its top. The agent's peak memory is
+and a heap keeps up to :data:`TRIM_THRESHOLD` free at its top. Thresholds the user set
+(``GLIBC_TUNABLES``' ``glibc.malloc.mmap_threshold`` or ``trim_threshold``, inherited from
+the training process) are theirs and left as they are. The agent's peak memory is
 what it was (the same blocks are live at once); what changes is that its resident size
 stays near that peak instead of falling back between bursts. Elsewhere (macOS, musl, a
 C library without ``mallopt``) it does nothing.
@@ -32,6 +34,8 @@ __all__ = ["MMAP_THRESHOLD", "TRIM_THRESHOLD", "keep_freed_memory"]
 #: ``mallopt``'s parameter numbers (glibc's ``malloc.h``)
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
+#: the tunables that set the same thresholds: where the user set one, theirs stand
+_USERS_OWN = ("glibc.malloc.mmap_threshold=", "glibc.malloc.trim_threshold=")
 #: blocks up to this size come from the heaps: a writer's batch of 1,024 records (~1.5
 #: MiB of JSONL at 32 metrics, its msgspec pieces, TensorBoard's framing), a backlog's
 #: frame. Larger ones are ``mmap``-ed as before (glibc's own dynamic threshold stops at
@@ -57,7 +61,8 @@ def _glibc() -> bool:
 def keep_freed_memory() -> bool:
     """Set the agent's ``malloc`` thresholds (see the module docstring); whether they
     were set. Any failure leaves the defaults: only speed depends on it."""
-    if not _glibc():
+    tunables = os.environ.get("GLIBC_TUNABLES", "")
+    if not _glibc() or any(name in tunables for name in _USERS_OWN):
         return False
     import ctypes  # only here: the agent's one call into the C library
 
