@@ -77,3 +77,10 @@ def test_thresholds_the_user_set_are_left_as_they_are() -> None:
     assert not _run("keep", "glibc.malloc.trim_threshold=1048576")[0]
     assert not _run("keep", "glibc.malloc.tcache_count=7:glibc.malloc.mmap_threshold=65536")[0]
     assert _run("keep", "glibc.cpu.x86_rep_movsb_threshold=4096")[0]
+
+
+def test_a_python_without_ctypes_keeps_the_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``ctypes`` is optional in a CPython build: the agent starts all the same."""
+    monkeypatch.setattr(_heap, "_glibc", lambda: True)
+    monkeypatch.setitem(sys.modules, "ctypes", None)  # import ctypes raises ImportError
+    assert not _heap.keep_freed_memory()

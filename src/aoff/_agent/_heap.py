@@ -64,11 +64,11 @@ def keep_freed_memory() -> bool:
     tunables = os.environ.get("GLIBC_TUNABLES", "")
     if not _glibc() or any(name in tunables for name in _USERS_OWN):
         return False
-    import ctypes  # only here: the agent's one call into the C library
-
     try:
+        import ctypes  # only here: the agent's one call into the C library
+
         mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
+    except (ImportError, OSError, AttributeError):  # a Python built without ctypes too
         return False
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     mallopt.restype = ctypes.c_int
