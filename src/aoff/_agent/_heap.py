@@ -10,18 +10,18 @@ as the free part at the top of a thread's heap passes its trim threshold (128 Ki
 first, twice the largest ``mmap``-ed block freed so far after that, ``madvise``
 ``MADV_DONTNEED``) and serve a block above its ``mmap`` threshold from fresh pages: the
 next batch touches the same sizes again, and each 4 KiB page of them is a page fault
-and a zeroed page, system CPU the agent pays for nothing. Flat out, that was ~1 fault an
-iteration, ~2-4 µs of system CPU of the agent's ~20-30 (``docs/reference/performance.md``,
-"the agent's heap").
+and a zeroed page, system CPU the agent pays for nothing. Flat out, that was ~0.8 faults
+an iteration; fixing it saved 2.7-3.7 µs of system CPU an iteration, of the agent's 30-40
+that day (``docs/reference/performance.md``, "The agent's heap").
 
 :func:`keep_freed_memory` fixes both thresholds (``mallopt``) in the agent process only,
 never in the training process: blocks up to :data:`MMAP_THRESHOLD` come from the heaps,
 and a heap keeps up to :data:`TRIM_THRESHOLD` free at its top. Thresholds the user set
 (``GLIBC_TUNABLES``' ``glibc.malloc.mmap_threshold`` or ``trim_threshold``, inherited from
 the training process) are theirs and left as they are. The agent's peak memory is
-what it was (the same blocks are live at once); what changes is that its resident size
-stays near that peak instead of falling back between bursts. Elsewhere (macOS, musl, a
-C library without ``mallopt``) it does nothing.
+what it was (the same blocks are live at once); what changes is that after a burst each
+heap may stay up to :data:`TRIM_THRESHOLD` above its live blocks instead of falling
+back. Elsewhere (macOS, musl, a C library without ``mallopt``) it does nothing.
 """
 
 from __future__ import annotations
