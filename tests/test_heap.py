@@ -35,15 +35,20 @@ CHILD = textwrap.dedent(
 )
 
 
-def _run(mode: str, tunables: str = "") -> tuple[bool, int]:
+def _without_thresholds() -> dict[str, str]:
+    """This environment less glibc's older threshold variables (a caller's own)."""
+    return {k: v for k, v in os.environ.items() if k not in _heap._USERS_OWN_VARS}
+
+
+def _run(mode: str, tunables: str = "", **env: str) -> tuple[bool, int]:
     """The child's answer; ``tunables``: its ``GLIBC_TUNABLES`` (none: glibc's defaults,
-    whatever the caller's)."""
+    whatever the caller's), ``env``: more of its environment."""
     got = subprocess.run(
         [sys.executable, "-c", CHILD, mode],
         capture_output=True,
         text=True,
         check=True,
-        env={**os.environ, "GLIBC_TUNABLES": tunables},
+        env={**_without_thresholds(), "GLIBC_TUNABLES": tunables, **env},
     )
     kept, faults = got.stdout.split()
     return kept == "True", int(faults)
@@ -77,6 +82,7 @@ def test_thresholds_the_user_set_are_left_as_they_are() -> None:
     assert not _run("keep", "glibc.malloc.trim_threshold=1048576")[0]
     assert not _run("keep", "glibc.malloc.tcache_count=7:glibc.malloc.mmap_threshold=65536")[0]
     assert _run("keep", "glibc.cpu.x86_rep_movsb_threshold=4096")[0]
+    assert not _run("keep", MALLOC_TRIM_THRESHOLD_="1048576")[0]
 
 
 def test_a_python_without_ctypes_keeps_the_defaults(monkeypatch: pytest.MonkeyPatch) -> None:

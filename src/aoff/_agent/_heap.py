@@ -17,8 +17,9 @@ that day (``docs/reference/performance.md``, "The agent's heap").
 :func:`keep_freed_memory` fixes both thresholds (``mallopt``) in the agent process only,
 never in the training process: blocks up to :data:`MMAP_THRESHOLD` come from the heaps,
 and a heap keeps up to :data:`TRIM_THRESHOLD` free at its top. Thresholds the user set
-(``GLIBC_TUNABLES``' ``glibc.malloc.mmap_threshold`` or ``trim_threshold``, inherited from
-the training process) are theirs and left as they are. The agent's peak memory is
+(``GLIBC_TUNABLES``' ``glibc.malloc.mmap_threshold`` or ``trim_threshold``, or glibc's
+``MALLOC_MMAP_THRESHOLD_``/``MALLOC_TRIM_THRESHOLD_``, inherited from the training
+process) are theirs and left as they are. The agent's peak memory is
 what it was (the same blocks are live at once); what changes is that after a burst each
 heap may stay up to :data:`TRIM_THRESHOLD` above its live blocks instead of falling
 back. Elsewhere (macOS, musl, a C library without ``mallopt``) it does nothing.
@@ -36,6 +37,8 @@ _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
 #: the tunables that set the same thresholds: where the user set one, theirs stand
 _USERS_OWN = ("glibc.malloc.mmap_threshold=", "glibc.malloc.trim_threshold=")
+#: glibc's older environment variables for them, read as well
+_USERS_OWN_VARS = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")
 #: blocks up to this size come from the heaps: a writer's batch of 1,024 records (~1.5
 #: MiB of JSONL at 32 metrics, its msgspec pieces, TensorBoard's framing), a backlog's
 #: frame. Larger ones are ``mmap``-ed as before (glibc's own dynamic threshold stops at
@@ -62,7 +65,11 @@ def keep_freed_memory() -> bool:
     """Set the agent's ``malloc`` thresholds (see the module docstring); whether they
     were set. Any failure leaves the defaults: only speed depends on it."""
     tunables = os.environ.get("GLIBC_TUNABLES", "")
-    if not _glibc() or any(name in tunables for name in _USERS_OWN):
+    if any(name in tunables for name in _USERS_OWN) or any(
+        var in os.environ for var in _USERS_OWN_VARS
+    ):
+        return False
+    if not _glibc():
         return False
     try:
         import ctypes  # only here: the agent's one call into the C library
