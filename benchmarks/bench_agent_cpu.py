@@ -11,7 +11,8 @@ on. The agent's start-up (imports) is left out: the count starts after a warm-up
 * paced: one iteration every ``--pace-ms`` (a training loop's rhythm): agent CPU per
   iteration, wake-ups included;
 * flat out: the loop as fast as it goes: agent CPU per iteration, and the loop plus
-  ``finish()`` as iterations/s and scalars/s on disk, with the events dropped;
+  ``finish()`` as iterations/s and scalars/s on disk, with the events dropped; of the
+  agent's CPU, its system part and its minor page faults an iteration;
 * flat out from the first line: the same loop right after the constructor, while the
   agent still imports (loop + ``finish()``, the events dropped);
 * 4 threads flat out, a quarter of the iterations each: the same, with the events
@@ -52,6 +53,13 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
+def system_and_faults(pid: int) -> tuple[float, int]:
+    """Process ``pid``'s system CPU (tick resolution) and minor page faults so far: the
+    part of its CPU the kernel spends for it, of which faulting pages in is one."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[12]) / TICK, int(fields[7])
+
+
 def logger(run: Path) -> OffPolicyLogger:
     log = OffPolicyLogger(
         log_dir=run, backends=("jsonl",), display=NullDisplay(), handle_sigterm=False
@@ -90,6 +98,7 @@ def standard(
     warm = max(n // 10, 100)
     body(log, 1, warm)
     log.flush()
+    sys0, faults0 = system_and_faults(pid)
     cpu0, t0 = cpu_seconds(pid), time.perf_counter()
     if pace_s:
         due = time.perf_counter()
@@ -104,12 +113,15 @@ def standard(
     log.flush()
     flushed_s = time.perf_counter() - t0
     cpu = cpu_seconds(pid) - cpu0
+    sys1, faults1 = system_and_faults(pid)
     report = log.finish()
     total_s = time.perf_counter() - t0
     assert rows(run) == report.backend_written["jsonl"]
     return {
         "agent_us_per_iteration": cpu / n * 1e6,
         "agent_cpu_share": cpu / flushed_s,
+        "agent_system_us_per_iteration": (sys1 - sys0) / n * 1e6,
+        "agent_faults_per_iteration": (faults1 - faults0) / n,
         "loop_s": loop_s,
         "iterations_per_s": n / total_s,
         "scalars_per_s": 32 * n / total_s,
@@ -214,6 +226,13 @@ def eight_metrics(run: Path, n: int) -> dict[str, float]:
     }
 
 
+def _kernel(got: dict[str, float]) -> str:
+    return (
+        f"system {got['agent_system_us_per_iteration']:.1f} us, "
+        f"{got['agent_faults_per_iteration']:.2f} page faults"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--iterations", type=int, default=20_000)
@@ -239,11 +258,11 @@ def main() -> None:
     )
     print(
         f"  flat out                    {flat['agent_us_per_iteration']:7.1f} us an iteration "
-        f"({flat['agent_cpu_share'] * 100:.0f} % of a core)"
+        f"({flat['agent_cpu_share'] * 100:.0f} % of a core; {_kernel(flat)})"
     )
     print(
         f"  one 32-metric log_step, flat out {flat32['agent_us_per_iteration']:7.1f} us a step "
-        f"({flat32['agent_cpu_share'] * 100:.0f} % of a core)"
+        f"({flat32['agent_cpu_share'] * 100:.0f} % of a core; {_kernel(flat32)})"
     )
     print(
         f"  8-run group, 32 metrics a run, paced 1 ms {eight_runs['agent_us_per_iteration']:7.1f} "

@@ -234,6 +234,8 @@ def test_bench_agent_cpu_and_loop_lag_print_their_figures(tmp_path: Path) -> Non
     assert got["threads"]["written"] == 1500 and got["threads"]["dropped"] == 0
     assert got["eight"]["written"] == 1500 and got["paced"]["agent_us_per_iteration"] > 0
     assert got["flat32"]["written"] == 1500 and got["flat32"]["dropped"] == 0
+    assert got["flat32"]["agent_faults_per_iteration"] >= 0, got["flat32"]
+    assert "page faults" in out, out
     assert got["group"]["written"] == 8 * 1000 and got["group"]["dropped"] == 0
     out = _bench("bench_loop_lag.py", "--quick")
     assert out.count(" p99 ") >= 3 and "median: none mean" in out, out

@@ -52,6 +52,7 @@ from .._transport._messages import (
 )
 from .._transport._wire import AGENT_IGNORES
 from ._groupserve import serve_group
+from ._heap import keep_freed_memory
 
 #: the agent's first-generation collection threshold (CPython's default: 700). The count
 #: is allocations less deallocations of container objects, so what trips it is the
@@ -170,6 +171,8 @@ def main(argv: Sequence[str]) -> int:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     # started with both blocked (``_spawn``): what came meanwhile is dropped now
     signal.pthread_sigmask(signal.SIG_UNBLOCK, AGENT_IGNORES)
+    # the batches' buffers reused, not faulted in again (``_heap``); both kinds of agent
+    keep_freed_memory()
     sock = socket.socket(fileno=int(argv[0]))
     sock.setblocking(True)
     conn = Connection(sock.detach())
