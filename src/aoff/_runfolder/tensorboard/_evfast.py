@@ -418,15 +418,30 @@ class _Tail:
         """``(steps, wall times, values, whether each record's data checksum fails)``."""
         steps = _varints(a, at + self.STEP, self.step_width)
         walls = a.f8[at + self.WALL]
-        rows = flat_rows(int(sizes.max()))
+        top = int(sizes.max())
+        rows = flat_rows(top)
         # the wall time's and the step's bytes, a row each: the row of a byte at record
         # offset ``o`` is ``size - o - 5`` (the data bytes after it)
         got = a.u1[self.head[:, None] + at]
         got ^= self.head_fixed
-        index = got.astype(np.intp)
-        index += (sizes.astype(np.intp) - 5) * 256
-        index -= self.head_rows
-        crc = base ^ np.bitwise_xor.reduce(rows.take(index), axis=0)
+        first = got[:, 0]
+        varies = (got != first[:, None]).any(axis=1)
+        crc = base.copy()
+        same = np.flatnonzero(~varies)
+        if len(same):
+            # a byte alike in every record (a wall time's high bytes, the step's): its
+            # share of the checksum differs only by the record's size, looked up once a
+            # size (of every size up to the longest), not once a record
+            index = np.arange(-5 * 256, (top - 4) * 256, 256, dtype=np.intp)
+            index = index - self.head_rows[same] + first[same, None]
+            np.maximum(index, 0, out=index)  # (sizes too small to hold the bytes: unused)
+            crc ^= np.bitwise_xor.reduce(rows.take(index), axis=0)[sizes]
+        if len(same) < len(varies):
+            vary = np.flatnonzero(varies)
+            index = got[vary].astype(np.intp)
+            index += (sizes.astype(np.intp) - 5) * 256
+            index -= self.head_rows[vary]
+            crc ^= np.bitwise_xor.reduce(rows.take(index), axis=0)
         end = at + sizes - self.value_end
         crc ^= shares(a.u1[self.value_cols + end], self.value_tables, self.value_offsets)[0]
         values = (a.f4 if self.width == 4 else a.f8)[end]
@@ -870,6 +885,12 @@ class _Index:
         self.by_size: dict[int, _SizeGroup] = {}
         self.sizes: list[int] = []
         self.slots: Any = np.full(1, -1, np.int64)
+        #: all the sizes' layouts told at once (made when first asked after a layout is
+        #: added, or found made for the same layouts by an earlier read)
+        self.flat: _Flat | None = None
+        #: the layouts added, in order: their ids, and their ids and keys
+        self.lids: list[int] = []
+        self.added: list[tuple[int, tuple[bytes, bytes]]] = []
 
     def add(self, lid: int, lay: Layout) -> None:
         # the record as 64-bit words, the last one ending at its end (overlapping)
@@ -883,6 +904,9 @@ class _Index:
             slots[self.sizes] = np.arange(len(self.sizes))
             self.slots = slots
         known.add(lid, lay, fixed, mask)
+        self.lids.append(lid)
+        self.added.append((lid, lay.key))
+        self.flat = None
 
     def lookup(self, size: int, record: bytes) -> int:
         """The id of ``record``'s layout (its bytes, ``size`` of them; -1: none here)."""
@@ -891,11 +915,149 @@ class _Index:
 
     def classify(self, a: _Window, starts: Any, sizes: Any) -> Any:
         """Each record's layout id (-1: none here)."""
+        flat = self.flat
+        if flat is None:
+            flat = self.flat = _made(_FLATS, tuple(self.added), _Flat, self)
+        if flat.words == 0:
+            return self._grouped_ids(a, starts, sizes)
+        return flat.classify(self, a, starts, sizes)
+
+    def _grouped_ids(self, a: _Window, starts: Any, sizes: Any) -> Any:
+        """Each record's layout id, size by size (-1: none here)."""
         ids = np.full(len(starts), -1, np.int64)
         slots = self.slots
         slot = np.where(sizes < len(slots), slots[np.minimum(sizes, len(slots) - 1)], -1)
         for g, sel in _grouped(slot, len(self.sizes)):
             ids[sel] = self.by_size[self.sizes[g]].classify(a, starts[sel])
+        return ids
+
+
+#: the ``_Flat`` made in this process, by their layouts (ids and keys, in the order added):
+#: a file's next read learns the same layouts in the same order
+_FLATS: dict[Any, Any] = {}
+#: the longest record told its layout with the others of every size at once (longer ones:
+#: size by size, as the words of every record are read up to the longest's)
+_FLAT_BYTES = 128
+_WORD_OFFSETS = np.arange(0, _FLAT_BYTES, 8, dtype=np.intp)[:, None]
+
+
+class _Flat:
+    """The records of every size up to ``_FLAT_BYTES`` told their layouts at once, not
+    size by size (a sweep of CleanRL's PPO file meets ~14 sizes, each a dozen NumPy calls
+    and a share of a sort), and from the buffer's aligned 64-bit words (a gather of the
+    words at every byte costs ~3x as much). A record at ``8q + r`` of the buffer is read
+    as the ``words`` aligned words from ``q``: masked by the bytes fixed in every layout of
+    its size, shifted by ``r`` (none outside the record), hashed, and the hash looked up
+    among all the layouts' at each of the eight shifts (its size and shift checked too).
+    A record named a layout that fixes more bytes than the others of its size (a step one
+    varint byte wider, the same size as another tag's) has those compared too, so that
+    every byte its layout fixes is checked (hashed, or compared). Two layouts of one hash:
+    their sizes are told size by size (``_SizeGroup``)."""
+
+    def __init__(self, index: _Index) -> None:
+        small = [s for s in index.sizes if s <= _FLAT_BYTES]
+        #: aligned words read a record: its bytes from any shift (0..7) lie in them
+        self.words = words = (max(small) + 14) // 8 if small else 0
+        if not words:
+            return
+        width = 8 * words
+        ncols = len(index.sizes) + 1  # a last column of no bytes: a size of no layout
+        masks = np.zeros((ncols, 8, width), np.uint8)  # a row per (size, shift)
+        #: by record size: its column (the last for none), and whether it is told here
+        top = max(index.sizes) + 2
+        self.col = np.full(top, ncols - 1, np.intp)
+        self.here = np.zeros(top, bool)
+        mult = np.arange(1, words + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C16)
+        self.mult = (mult | np.uint64(1))[:, None]
+        keys: list[Any] = []
+        lids: list[Any] = []
+        where: list[Any] = []  # each key's record size and shift, as ``8 * size + shift``
+        #: the layouts that fix bytes beyond their size's common ones: by layout id, their
+        #: row (of eight, one a shift) of their whole mask and fixed bytes (0: none)
+        self.check_row = np.zeros(max(index.lids) + 2, np.intp)
+        check = [np.zeros((2, 8, width), np.uint8)]
+        for col, size in enumerate(index.sizes):
+            self.col[size] = col
+            if size > _FLAT_BYTES:
+                continue
+            group = index.by_size[size]
+            lays = group.layouts
+            got = np.frombuffer(b"".join(lay.mask + lay.fixed for lay in lays), np.uint8)
+            got = got.reshape(len(lays), 2, size)  # each layout's mask and fixed bytes
+            common = np.bitwise_and.reduce(got[:, 0], axis=0)
+            for r in range(8):
+                masks[col, r, r : r + size] = common
+            rows = np.zeros((len(lays), 8, width), np.uint8)
+            for r in range(8):
+                rows[:, r, r : r + size] = got[:, 1] & common
+            for i in np.flatnonzero((got[:, 0] != common).any(axis=1)).tolist():
+                whole = np.zeros((2, 8, width), np.uint8)
+                for r in range(8):
+                    whole[:, r, r : r + size] = got[i]
+                self.check_row[group.lids[i]] = 8 * len(check)
+                check.append(whole)
+            keys.append(self._mix(rows.reshape(-1, width).view(np.uint64).T.copy()))
+            lids.append(np.repeat(group.lids[: len(lays)], 8))
+            where.append(np.tile(8 * size + np.arange(8), len(lays)))
+            self.here[size] = True
+        self.masks = np.ascontiguousarray(masks.reshape(-1, width).view(np.uint64).T)
+        both = np.concatenate(check, axis=1).reshape(2, -1, width).view(np.uint64)
+        self.check_masks = np.ascontiguousarray(both[0].T)  # a row per word
+        self.check_fixed = np.ascontiguousarray(both[1].T)
+        if not keys:
+            self.words = 0
+            return
+        key = np.concatenate(keys)
+        order = np.argsort(key, kind="stable")
+        self.keys = key[order]
+        self.lids = np.concatenate(lids)[order]
+        self.where = np.concatenate(where)[order]
+        same = np.flatnonzero(self.keys[1:] == self.keys[:-1])
+        for i in same.tolist():  # two layouts of one hash (rare): their sizes size by size
+            self.here[self.where[i] // 8] = self.here[self.where[i + 1] // 8] = False
+        if not self.here.any():
+            self.words = 0
+
+    def _mix(self, masked: Any) -> Any:
+        """Each column's hash of its masked words, a word a row (``masked`` is
+        overwritten)."""
+        np.multiply(masked, self.mult, out=masked)
+        return masked.sum(axis=0, dtype=np.uint64)
+
+    def classify(self, index: _Index, a: _Window, starts: Any, sizes: Any) -> Any:
+        """Each record's layout id (-1: none here)."""
+        aligned = a.aligned()
+        n = self.words
+        # the records whose words all lie in the buffer (the last few may not)
+        k = int(np.searchsorted(starts, 8 * (len(aligned) - n + 1) - a.pos - 1, side="right"))
+        at = starts[:k] + a.pos
+        shift = at & 7
+        size_at = np.minimum(sizes[:k], len(self.col) - 1)
+        row = self.col[size_at]
+        row *= 8
+        row += shift
+        words = aligned.take(_WORD_OFFSETS[:n] // 8 + (at >> 3))  # a row per word
+        key = self._mix(words & self.masks.take(row, axis=1))
+        found = self.keys.searchsorted(key)
+        np.minimum(found, len(self.keys) - 1, out=found)
+        hit = self.keys[found] == key
+        hit &= self.where[found] == sizes[:k] * 8 + shift
+        ids = np.empty(len(starts), np.int64)
+        lid = ids[:k]
+        np.copyto(lid, np.where(hit, self.lids[found], -1))
+        # the records of layouts that fix more bytes than their size's others: those too
+        check = self.check_row[lid]
+        sel = np.flatnonzero(check)
+        if len(sel):
+            check = check[sel] + shift[sel]
+            got = words[:, sel]
+            wrong = (got & self.check_masks[:, check]) != self.check_fixed[:, check]
+            lid[sel[wrong.any(axis=0)]] = -1
+        rest = np.flatnonzero(~self.here[size_at])
+        if k < len(starts):
+            rest = np.concatenate([rest, np.arange(k, len(starts))])
+        if len(rest):
+            ids[rest] = index._grouped_ids(a, starts[rest], sizes[rest])
         return ids
 
 
@@ -914,6 +1076,7 @@ class _SizeGroup:
         #: in Python before a sweep is started on it)
         self.exact: dict[int, dict[int, int]] = {}
         self.n = 0
+        self.layouts: list[Layout] = []
         self.lids: Any = np.empty(0, np.int64)
         self.fixeds: Any = None
         self.masks: Any = None
@@ -942,6 +1105,7 @@ class _SizeGroup:
             self.lids = np.concatenate([self.lids, np.empty_like(self.lids)])
         self.fixeds[n], self.masks[n], self.lids[n] = fixed, mask, lid
         self.n = n + 1
+        self.layouts.append(lay)
         self.keys = None  # hashed again when next asked (layouts are learnt in runs)
 
     def _rehash(self) -> None:
@@ -1096,7 +1260,10 @@ class _Window:
 
     def __init__(self, buf: Buf, pos: int, n: int) -> None:
         self.buf = buf
+        self.pos = pos
         self.n = n
+        #: the buffer as aligned 64-bit words (made when first asked: see ``_Flat``)
+        self._aligned: Any = None
 
         def at_every_byte(dtype: str) -> Any:
             width = np.dtype(dtype).itemsize
@@ -1109,6 +1276,14 @@ class _Window:
         self.u8 = at_every_byte("<u8")
         self.f4 = at_every_byte("<f4")
         self.f8 = at_every_byte("<f8")
+
+    def aligned(self) -> Any:
+        """The whole buffer as 64-bit words at multiples of 8 bytes from its start: a
+        gather of these is a plain one, ~3x as fast as of the views at every byte (NumPy
+        copies an element of a view of stride one byte by byte)."""
+        if self._aligned is None:
+            self._aligned = np.frombuffer(self.buf, np.uint64, count=len(self.buf) // 8)
+        return self._aligned
 
 
 def _chain(a: _Window) -> tuple[Any, Any]:
