@@ -108,9 +108,6 @@ _TAIL = 128
 _RECLASSIFY = 8
 #: the most layouts learnt for a folder
 _MAX_LAYOUTS = 4096
-#: records a shape in a window below which a tail's records are decoded as one group (its
-#: tables are bigger: a look-up per byte costs more than in a shape's own)
-_TAIL_RECORDS = 1024
 #: tags seen, after which a sweep's record of no known layout is learnt as the layout of
 #: any tag of its tag's length (a file of many tags, each rare); fewer are learnt one
 #: layout per tag, which the cycle path can follow (a file that repeats its tags in order)
@@ -755,10 +752,6 @@ class FastPath:
         tail_of = np.where(bulk, self.lid_tail[lid], -1)
         for tid, sel in _grouped(tail_of, len(self.tails)):
             lids = ids[sel]
-            shapes = np.count_nonzero(np.bincount(self.lid_shape[lids]))
-            if len(sel) > _TAIL_RECORDS * shapes:  # big shapes: theirs are the smaller tables
-                tail_of[sel] = -1
-                continue
             steps[sel], walls[sel], value, bad[sel] = self.tails[tid].take(
                 a, starts[sel], sizes[sel], self.lid_base[lids]
             )
@@ -915,6 +908,8 @@ class _Index:
 
     def classify(self, a: _Window, starts: Any, sizes: Any) -> Any:
         """Each record's layout id (-1: none here)."""
+        if len(self.sizes) < _FLAT_SIZES:
+            return self._grouped_ids(a, starts, sizes)
         flat = self.flat
         if flat is None:
             flat = self.flat = _made(_FLATS, tuple(self.added), _Flat, self)
@@ -935,6 +930,9 @@ class _Index:
 #: the ``_Flat`` made in this process, by their layouts (ids and keys, in the order added):
 #: a file's next read learns the same layouts in the same order
 _FLATS: dict[Any, Any] = {}
+#: the fewest record sizes told at once (fewer: size by size, a few NumPy calls each, are
+#: as fast: a file of many rare tags learns ~4 sizes of ~20 layouts each)
+_FLAT_SIZES = 6
 #: the longest record told its layout with the others of every size at once (longer ones:
 #: size by size, as the words of every record are read up to the longest's)
 _FLAT_BYTES = 128
@@ -976,6 +974,7 @@ class _Flat:
         #: row (of eight, one a shift) of their whole mask and fixed bytes (0: none)
         self.check_row = np.zeros(max(index.lids) + 2, np.intp)
         check = [np.zeros((2, 8, width), np.uint8)]
+        differ = np.zeros(width, bool)  # the bytes where one of those fixes more
         for col, size in enumerate(index.sizes):
             self.col[size] = col
             if size > _FLAT_BYTES:
@@ -994,6 +993,7 @@ class _Flat:
                 whole = np.zeros((2, 8, width), np.uint8)
                 for r in range(8):
                     whole[:, r, r : r + size] = got[i]
+                differ |= (whole[0] != masks[col]).any(axis=0)
                 self.check_row[group.lids[i]] = 8 * len(check)
                 check.append(whole)
             keys.append(self._mix(rows.reshape(-1, width).view(np.uint64).T.copy()))
@@ -1002,8 +1002,10 @@ class _Flat:
             self.here[size] = True
         self.masks = np.ascontiguousarray(masks.reshape(-1, width).view(np.uint64).T)
         both = np.concatenate(check, axis=1).reshape(2, -1, width).view(np.uint64)
-        self.check_masks = np.ascontiguousarray(both[0].T)  # a row per word
-        self.check_fixed = np.ascontiguousarray(both[1].T)
+        #: the words those bytes lie in (the others are hashed whole), as a column
+        self.check_words = np.flatnonzero(differ.reshape(words, 8).any(axis=1))[:, None]
+        self.check_masks = np.ascontiguousarray(both[0].T[self.check_words[:, 0]])
+        self.check_fixed = np.ascontiguousarray(both[1].T[self.check_words[:, 0]])
         if not keys:
             self.words = 0
             return
@@ -1046,11 +1048,12 @@ class _Flat:
         lid = ids[:k]
         np.copyto(lid, np.where(hit, self.lids[found], -1))
         # the records of layouts that fix more bytes than their size's others: those too
+        # (the words that hold them)
         check = self.check_row[lid]
         sel = np.flatnonzero(check)
         if len(sel):
             check = check[sel] + shift[sel]
-            got = words[:, sel]
+            got = words[self.check_words, sel]
             wrong = (got & self.check_masks[:, check]) != self.check_fixed[:, check]
             lid[sel[wrong.any(axis=0)]] = -1
         rest = np.flatnonzero(~self.here[size_at])
