@@ -369,6 +369,23 @@ def _tensor_number(buf: Buf, start: int, end: int) -> tuple[int, int] | None:
     return None
 
 
+#: record offsets below which ``_padded_rows`` has rows of zeros (a tail's head bytes lie
+#: at 13..29)
+_PAD = 40
+_PADDED: list[Any] = [np.zeros(0, np.uint32)]
+
+
+def _padded_rows(after: int) -> Any:
+    """``flat_rows`` (rows ``0..after`` at least) after ``_PAD`` rows of zeros: a byte at
+    record offset ``o`` of a record of ``size`` bytes has its row at ``size * 256`` of the
+    table from ``(_PAD - o - 5) * 256`` (one add an element, not three)."""
+    flat = flat_rows(after)
+    padded = _PADDED[0]
+    if len(padded) != len(flat) + _PAD * 256:
+        padded = _PADDED[0] = np.concatenate([np.zeros(_PAD * 256, np.uint32), flat])
+    return padded
+
+
 class _Tail:
     """One-value layouts of one tag each, the wall time and the step where torch's,
     tensorboardX's and SB3's writers put them (the first fields), the value at one
@@ -381,13 +398,7 @@ class _Tail:
 
     def __init__(self, key: tuple[int, int, int]) -> None:
         self.step_width, self.value_end, self.width = key
-        # a value byte at ``size - value_end + i`` has ``value_end - i - 5`` data bytes
-        # after it (the data ends 4 bytes before the record)
-        self.value_tables = byte_tables(
-            [self.value_end - i - 5 for i in range(self.width)], [0] * self.width
-        ).ravel()
         self.value_cols = np.arange(self.width, dtype=np.intp)[:, None]
-        self.value_offsets = (np.arange(self.width) * 256).astype(np.intp)
         #: the wall time's and the step's bytes (record offsets), each one's fixed bits (a
         #: varint's bytes but its last carry a continuation bit), and its rows' shift
         self.head = np.asarray(
@@ -396,7 +407,11 @@ class _Tail:
         )
         fixed = [0] * 8 + [0x80] * (self.step_width - 1) + [0]
         self.head_fixed = np.asarray(fixed, np.uint8)[:, None]
-        self.head_rows = self.head[:, None] * 256
+        #: where each head byte's and each value byte's table starts in ``_padded_rows``
+        #: (a value byte at ``size - value_end + i`` has ``value_end - i - 5`` data bytes
+        #: after it: the data ends 4 bytes before the record)
+        self.head_base = ((_PAD - self.head - 5) * 256).astype(np.intp)
+        self.value_base = [(_PAD + self.value_end - i - 5) * 256 for i in range(self.width)]
 
     @staticmethod
     def key(lay: Layout) -> tuple[int, int, int] | None:
@@ -416,31 +431,36 @@ class _Tail:
         steps = _varints(a, at + self.STEP, self.step_width)
         walls = a.f8[at + self.WALL]
         top = int(sizes.max())
-        rows = flat_rows(top)
-        # the wall time's and the step's bytes, a row each: the row of a byte at record
-        # offset ``o`` is ``size - o - 5`` (the data bytes after it)
+        rows = _padded_rows(top)
+        # the wall time's and the step's bytes, a row each: the table row of a byte at
+        # record offset ``o`` is ``size - o - 5`` (the data bytes after it), which the
+        # table ``rows[(_PAD - o - 5) * 256:]`` indexes by ``size * 256 + byte``
         got = a.u1[self.head[:, None] + at]
         got ^= self.head_fixed
-        first = got[:, 0]
-        varies = (got != first[:, None]).any(axis=1)
+        first = got[:, 0].tolist()
+        varies = (got != got[:, :1]).any(axis=1).tolist()
         crc = base.copy()
-        same = np.flatnonzero(~varies)
-        if len(same):
+        at_size = sizes.astype(np.intp) << 8
+        same = [i for i, v in enumerate(varies) if not v]
+        if same:
             # a byte alike in every record (a wall time's high bytes, the step's): its
             # share of the checksum differs only by the record's size, looked up once a
             # size (of every size up to the longest), not once a record
-            index = np.arange(-5 * 256, (top - 4) * 256, 256, dtype=np.intp)
-            index = index - self.head_rows[same] + first[same, None]
-            np.maximum(index, 0, out=index)  # (sizes too small to hold the bytes: unused)
+            index = np.arange(0, (top + 1) * 256, 256, dtype=np.intp)
+            index = index + (self.head_base[same] + np.asarray([first[i] for i in same]))[:, None]
             crc ^= np.bitwise_xor.reduce(rows.take(index), axis=0)[sizes]
-        if len(same) < len(varies):
-            vary = np.flatnonzero(varies)
-            index = got[vary].astype(np.intp)
-            index += (sizes.astype(np.intp) - 5) * 256
-            index -= self.head_rows[vary]
-            crc ^= np.bitwise_xor.reduce(rows.take(index), axis=0)
+        for i, v in enumerate(varies):
+            if v:  # (a row at a time: no index array of every row, no pass to offset it)
+                crc ^= rows[self.head_base[i] :].take(np.add(got[i], at_size))
         end = at + sizes - self.value_end
-        crc ^= shares(a.u1[self.value_cols + end], self.value_tables, self.value_offsets)[0]
+        got = a.u1[self.value_cols + end]
+        first = got[:, 0].tolist()
+        for i, v in enumerate((got != got[:, :1]).any(axis=1).tolist()):
+            table = rows[self.value_base[i] : self.value_base[i] + 256]
+            if v:
+                crc ^= table.take(got[i])
+            else:
+                crc ^= table[first[i]]
         values = (a.f4 if self.width == 4 else a.f8)[end]
         return steps, walls, values, masked(crc) != a.u4[at + sizes - 4]
 
