@@ -140,6 +140,8 @@ class Layout:
     #: made once when first asked (see :meth:`words`, :meth:`any_tag`)
     _words: tuple[Any, Any] | None = field(default=None, compare=False, repr=False)
     _any: Layout | None = field(default=None, compare=False, repr=False)
+    #: what ``FastPath`` files a layout under (see :meth:`facts`), made once
+    _facts: tuple[Any, ...] | None = field(default=None, compare=False, repr=False)
 
     @property
     def key(self) -> tuple[bytes, bytes]:
@@ -156,6 +158,14 @@ class Layout:
             )
         assert self._words is not None
         return self._words
+
+    def facts(self) -> tuple[Any, ...]:
+        """``(its tail's key or None, its shape's key, whether its value is a simple one,
+        the CRC32C of its fixed data)``, made once (a read learns each of its file's
+        layouts again: these were a third of that)."""
+        if self._facts is None:
+            self._facts = (_Tail.key(self), _Shape.key(self), _simple(self), self.base())
+        return self._facts
 
     def any_tag(self) -> Layout:
         """This one-value layout with its tag's bytes variable (see :meth:`_any_tag`),
@@ -586,14 +596,13 @@ class FastPath:
 
     def _index(self, lid: int, lay: Layout) -> None:
         """Layout ``lid``'s shape, checksum base and tags into the per-layout arrays."""
-        tail = _Tail.key(lay)
-        key = _Shape.key(lay)
+        tail, key, simple, base = lay.facts()
         sid = self.shape_ids.get(key)
         if sid is None:
             sid = self.shape_ids[key] = len(self.shapes)
-            self.shapes.append(_made(_SHAPES, (key, _simple(lay)), _Shape, lay))
+            self.shapes.append(_made(_SHAPES, (key, simple), _Shape, lay))
         if lid >= len(self.lid_shape):  # room for twice as many
-            cap = max(2 * len(self.lid_shape), 16)
+            cap = max(2 * len(self.lid_shape), 64)
             self.lid_shape = np.resize(self.lid_shape, cap)
             self.lid_base = np.resize(self.lid_base, cap)
             self.lid_any = np.resize(self.lid_any, cap)
@@ -605,9 +614,9 @@ class FastPath:
             wider[:, : self.lid_tags.shape[1]] = self.lid_tags
             self.lid_tags = wider
         self.lid_shape[lid] = sid
-        self.lid_base[lid] = lay.base()
+        self.lid_base[lid] = base
         self.lid_any[lid] = lay.tag_at is not None
-        self.lid_tensor[lid] = lay.tag_at is not None and not _simple(lay)
+        self.lid_tensor[lid] = lay.tag_at is not None and not simple
         if tail is not None and tail not in self.tail_ids:
             self.tail_ids[tail] = len(self.tails)
             self.tails.append(_made(_TAILS, tail, _Tail, tail))
@@ -890,54 +899,94 @@ class FastPath:
 
 class _Index:
     """Layouts by record size: each record of a window told its layout among those of its
-    size."""
+    size. What a record is looked up in, one at a time, is kept as layouts are added (a
+    dict a size); the arrays that tell a window's records (``_Tables``) are made when
+    next asked, or found made for the same layouts added in the same order by an earlier
+    read (a file's next read, or another run of its client, learns the same layouts:
+    making them again was ~a tenth of reading an SB3 file)."""
 
     def __init__(self) -> None:
-        #: record size -> its layouts; the sizes in the order first seen, and each size's
-        #: place in that list by size (-1: none)
-        self.by_size: dict[int, _SizeGroup] = {}
+        #: the sizes in the order first seen; size -> mask -> the fixed bytes under it,
+        #: as whole-record integers -> the layout's id
         self.sizes: list[int] = []
-        self.slots: Any = np.full(1, -1, np.int64)
-        #: all the sizes' layouts told at once (made when first asked after a layout is
-        #: added, or found made for the same layouts by an earlier read)
-        self.flat: _Flat | None = None
-        #: the layouts added, in order: their ids, and their ids and keys
+        self.exact: dict[int, dict[int, dict[int, int]]] = {}
+        #: the layouts added, in order: their ids, themselves, and their ids and keys
         self.lids: list[int] = []
+        self.layouts: list[Layout] = []
         self.added: list[tuple[int, tuple[bytes, bytes]]] = []
+        self.tables: _Tables | None = None
 
     def add(self, lid: int, lay: Layout) -> None:
-        # the record as 64-bit words, the last one ending at its end (overlapping)
-        offs = [*range(0, lay.size - 8, 8), lay.size - 8]
-        fixed, mask = lay.words()
-        known = self.by_size.get(lay.size)
-        if known is None:
-            self.by_size[lay.size] = known = _SizeGroup(len(self.sizes), offs)
+        by_mask = self.exact.get(lay.size)
+        if by_mask is None:
+            by_mask = self.exact[lay.size] = {}
             self.sizes.append(lay.size)
-            slots = np.full(max(self.sizes) + 1, -1, np.int64)
-            slots[self.sizes] = np.arange(len(self.sizes))
-            self.slots = slots
-        known.add(lid, lay, fixed, mask)
+        m = int.from_bytes(lay.mask, "little")
+        by_mask.setdefault(m, {})[int.from_bytes(lay.fixed, "little") & m] = lid
         self.lids.append(lid)
+        self.layouts.append(lay)
         self.added.append((lid, lay.key))
-        self.flat = None
+        self.tables = None
 
     def lookup(self, size: int, record: bytes) -> int:
         """The id of ``record``'s layout (its bytes, ``size`` of them; -1: none here)."""
-        known = self.by_size.get(size)
-        return -1 if known is None else known.lookup(record)
+        by_mask = self.exact.get(size)
+        if by_mask is not None:
+            value = int.from_bytes(record, "little")
+            for m, fixed in by_mask.items():
+                lid = fixed.get(value & m)
+                if lid is not None:
+                    return lid
+        return -1
 
     def classify(self, a: _Window, starts: Any, sizes: Any) -> Any:
         """Each record's layout id (-1: none here)."""
-        if len(self.sizes) < _FLAT_SIZES:
-            return self._grouped_ids(a, starts, sizes)
-        flat = self.flat
-        if flat is None:
-            flat = self.flat = _made(_FLATS, tuple(self.added), _Flat, self)
-        if flat.words == 0:
-            return self._grouped_ids(a, starts, sizes)
-        return flat.classify(self, a, starts, sizes)
+        tables = self.tables
+        if tables is None:
+            key = tuple(self.added)
+            tables = _TABLES.get(key)
+            if tables is None:
+                if len(_TABLES) >= _MAX_TABLES:
+                    _TABLES.clear()
+                tables = _TABLES[key] = _Tables(self)
+            self.tables = tables
+        return tables.classify(a, starts, sizes)
 
-    def _grouped_ids(self, a: _Window, starts: Any, sizes: Any) -> Any:
+
+#: the ``_Tables`` made in this process, by their layouts (ids and keys, in the order
+#: added), and the most kept
+_TABLES: dict[tuple[tuple[int, tuple[bytes, bytes]], ...], _Tables] = {}
+_MAX_TABLES = 256
+
+
+class _Tables:
+    """An index's layouts as the arrays that tell a window's records their layouts: size
+    by size (``_SizeGroup``), or every size at once (``_Flat``)."""
+
+    def __init__(self, index: _Index) -> None:
+        #: record size -> its layouts; the sizes in the order first seen, and each size's
+        #: place in that list by size (-1: none)
+        self.sizes = list(index.sizes)
+        self.lids = list(index.lids)
+        self.by_size: dict[int, _SizeGroup] = {}
+        for lid, lay in zip(index.lids, index.layouts, strict=True):
+            group = self.by_size.get(lay.size)
+            if group is None:
+                # the record as 64-bit words, the last one ending at its end (overlapping)
+                offs = [*range(0, lay.size - 8, 8), lay.size - 8]
+                group = self.by_size[lay.size] = _SizeGroup(offs)
+            group.add(lid, lay, *lay.words())
+        self.slots = np.full(max(self.sizes) + 1, -1, np.int64)
+        self.slots[self.sizes] = np.arange(len(self.sizes))
+        self.flat = _Flat(self) if len(self.sizes) >= _FLAT_SIZES else None
+
+    def classify(self, a: _Window, starts: Any, sizes: Any) -> Any:
+        """Each record's layout id (-1: none here)."""
+        if self.flat is not None and self.flat.words:
+            return self.flat.classify(self, a, starts, sizes)
+        return self.grouped(a, starts, sizes)
+
+    def grouped(self, a: _Window, starts: Any, sizes: Any) -> Any:
         """Each record's layout id, size by size (-1: none here)."""
         ids = np.full(len(starts), -1, np.int64)
         slots = self.slots
@@ -947,9 +996,6 @@ class _Index:
         return ids
 
 
-#: the ``_Flat`` made in this process, by their layouts (ids and keys, in the order added):
-#: a file's next read learns the same layouts in the same order
-_FLATS: dict[Any, Any] = {}
 #: the fewest record sizes told at once (fewer: size by size, a few NumPy calls each, are
 #: as fast: a file of many rare tags learns ~4 sizes of ~20 layouts each)
 _FLAT_SIZES = 6
@@ -972,7 +1018,7 @@ class _Flat:
     every byte its layout fixes is checked (hashed, or compared). Two layouts of one hash:
     their sizes are told size by size (``_SizeGroup``)."""
 
-    def __init__(self, index: _Index) -> None:
+    def __init__(self, index: _Tables) -> None:
         small = [s for s in index.sizes if s <= _FLAT_BYTES]
         #: aligned words read a record: its bytes from any shift (0..7) lie in them
         self.words = words = (max(small) + 14) // 8 if small else 0
@@ -1046,7 +1092,7 @@ class _Flat:
         np.multiply(masked, self.mult, out=masked)
         return masked.sum(axis=0, dtype=np.uint64)
 
-    def classify(self, index: _Index, a: _Window, starts: Any, sizes: Any) -> Any:
+    def classify(self, index: _Tables, a: _Window, starts: Any, sizes: Any) -> Any:
         """Each record's layout id (-1: none here)."""
         aligned = a.aligned()
         n = self.words
@@ -1080,7 +1126,7 @@ class _Flat:
         if k < len(starts):
             rest = np.concatenate([rest, np.arange(k, len(starts))])
         if len(rest):
-            ids[rest] = index._grouped_ids(a, starts[rest], sizes[rest])
+            ids[rest] = index.grouped(a, starts[rest], sizes[rest])
         return ids
 
 
@@ -1089,15 +1135,11 @@ class _SizeGroup:
     record's end), and how a record is told to be one of them: a hash of their fixed
     bytes names one where they all fix the same bytes (else each is compared whole)."""
 
-    def __init__(self, slot: int, offs: list[int]) -> None:
-        self.slot = slot
+    def __init__(self, offs: list[int]) -> None:
         #: each word's offset in the record, as a column (a word of every record a row)
         self.offs = np.asarray(offs, np.intp)[:, None]
         #: the words the hash reads (those with a byte fixed in every layout)
         self.used: Any = self.offs
-        #: mask -> the fixed bytes under it, as whole-record integers (one record checked
-        #: in Python before a sweep is started on it)
-        self.exact: dict[int, dict[int, int]] = {}
         self.n = 0
         self.layouts: list[Layout] = []
         self.lids: Any = np.empty(0, np.int64)
@@ -1113,8 +1155,6 @@ class _SizeGroup:
         self.hashed = True
 
     def add(self, lid: int, lay: Layout, fixed: Any, mask: Any) -> None:
-        m = int.from_bytes(lay.mask, "little")
-        self.exact.setdefault(m, {})[int.from_bytes(lay.fixed, "little") & m] = lid
         n = self.n
         if self.fixeds is None:
             self.fixeds = np.empty((8, len(fixed)), np.uint64)
@@ -1149,15 +1189,6 @@ class _SizeGroup:
         # are each compared whole
         uniform = bool((self.masks[:n] == common).all())
         self.hashed = uniform and bool((self.keys[1:] != self.keys[:-1]).all())
-
-    def lookup(self, record: bytes) -> int:
-        """The id of ``record``'s layout (its bytes) among these (-1: none)."""
-        value = int.from_bytes(record, "little")
-        for m, fixed in self.exact.items():
-            lid = fixed.get(value & m)
-            if lid is not None:
-                return lid
-        return -1
 
     def _hash(self, words: Any) -> Any:
         """Each column's hash (a word a row: summed down the columns, whole rows at a
