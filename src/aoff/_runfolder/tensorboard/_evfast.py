@@ -15,7 +15,8 @@ ahead are swept in bulk: the records' starts are found by following their length
 (vectorized: every place 12 bytes before an ``Event``'s first byte is a candidate, and
 the chain from the first record through the lengths picks the true ones), each record
 is told its layout among the known ones of its size (a hash of the bytes fixed in all of
-them), and the records are decoded by *shape* (the layouts alike but for their fixed
+them; where a file has many sizes, every size at once, from the buffer's aligned words:
+``_Flat``), and the records are decoded by *shape* (the layouts alike but for their fixed
 bytes, a tag's name: the same variable fields at the same offsets), column by column
 (wall times, steps, values, checksums) without a Python object per value; each tag's
 points are handed over in record order. A record of no known layout (a histogram, a
@@ -401,8 +402,9 @@ class _Tail:
     tensorboardX's and SB3's writers put them (the first fields), the value at one
     distance from the record's end: their records are decoded together whatever the
     length of their tags (CleanRL's eleven tags are three of these, one per step width,
-    not thirty-three shapes). The value's share of the data checksum is this one's tables;
-    the wall time's and the step's are looked up by each record's size (``flat_rows``)."""
+    not thirty-three shapes). Each byte's share of the data checksum is looked up in
+    ``_padded_rows`` (the wall time's and the step's by each record's size; a byte alike in
+    every record once a size)."""
 
     WALL, STEP = 13, 22
 
