@@ -1007,6 +1007,16 @@ _FLAT_BYTES = 128
 _WORD_OFFSETS = np.arange(0, _FLAT_BYTES, 8, dtype=np.intp)[:, None]
 
 
+def _shifted(x: Any, width: int) -> Any:
+    """``x`` (bytes along its last axis) placed at each shift 0..7 in rows of ``width``
+    zero bytes: an axis of eight before the last."""
+    size = x.shape[-1]
+    out = np.zeros((*x.shape[:-1], 8, width), np.uint8)
+    shift = np.arange(8)[:, None]
+    out[..., shift, shift + np.arange(size)] = x[..., None, :]
+    return out
+
+
 class _Flat:
     """The records of every size up to ``_FLAT_BYTES`` told their layouts at once, not
     size by size (a sweep of CleanRL's PPO file meets ~14 sizes, each a dozen NumPy calls
@@ -1035,53 +1045,45 @@ class _Flat:
         self.here = np.zeros(top, bool)
         mult = np.arange(1, words + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C16)
         self.mult = (mult | np.uint64(1))[:, None]
-        keys: list[Any] = []
-        lids: list[Any] = []
-        where: list[Any] = []  # each key's record size and shift, as ``8 * size + shift``
         #: the layouts that fix bytes beyond their size's common ones: by layout id, their
         #: row (of eight, one a shift) of their whole mask and fixed bytes (0: none)
         self.check_row = np.zeros(max(index.lids) + 2, np.intp)
-        check = [np.zeros((2, 8, width), np.uint8)]
-        differ = np.zeros(width, bool)  # the bytes where one of those fixes more
-        for col, size in enumerate(index.sizes):
-            self.col[size] = col
-            if size > _FLAT_BYTES:
-                continue
-            group = index.by_size[size]
-            lays = group.layouts
-            got = np.frombuffer(b"".join(lay.mask + lay.fixed for lay in lays), np.uint8)
-            got = got.reshape(len(lays), 2, size)  # each layout's mask and fixed bytes
-            common = np.bitwise_and.reduce(got[:, 0], axis=0)
-            for r in range(8):
-                masks[col, r, r : r + size] = common
-            rows = np.zeros((len(lays), 8, width), np.uint8)
-            for r in range(8):
-                rows[:, r, r : r + size] = got[:, 1] & common
-            for i in np.flatnonzero((got[:, 0] != common).any(axis=1)).tolist():
-                whole = np.zeros((2, 8, width), np.uint8)
-                for r in range(8):
-                    whole[:, r, r : r + size] = got[i]
-                differ |= (whole[0] != masks[col]).any(axis=0)
-                self.check_row[group.lids[i]] = 8 * len(check)
-                check.append(whole)
-            keys.append(self._mix(rows.reshape(-1, width).view(np.uint64).T.copy()))
-            lids.append(np.repeat(group.lids[: len(lays)], 8))
-            where.append(np.tile(8 * size + np.arange(8), len(lays)))
-            self.here[size] = True
-        self.masks = np.ascontiguousarray(masks.reshape(-1, width).view(np.uint64).T)
-        both = np.concatenate(check, axis=1).reshape(2, -1, width).view(np.uint64)
-        #: the words those bytes lie in (the others are hashed whole), as a column
+        self.col[index.sizes] = np.arange(len(index.sizes))
+        # every layout of a size told here, size after size: its mask and fixed bytes (as
+        # ``width`` bytes), its size's column, and where each size's layouts start
+        lays = [(lid, lay) for size in small for lid, lay in index.by_size[size].members()]
+        got = b"".join(lay.mask.ljust(width, b"\0") + lay.fixed.ljust(width, b"\0")
+                       for _lid, lay in lays)  # fmt: skip
+        both = np.frombuffer(got, np.uint8).reshape(len(lays), 2, width)
+        lid = np.asarray([lid for lid, _lay in lays], np.intp)
+        size = np.asarray([lay.size for _lid, lay in lays], np.intp)
+        col = self.col[size]
+        starts = np.flatnonzero(np.diff(size, prepend=-1))
+        common = np.bitwise_and.reduceat(both[:, 0], starts, axis=0)  # a row a size
+        masks[col[starts]] = _shifted(common[:, : max(small)], width)
+        mine = common[np.cumsum(np.diff(size, prepend=size[0]) != 0)]  # its size's
+        key = self._mix(
+            _shifted(both[:, 1, : max(small)] & mine[:, : max(small)], width)
+            .reshape(-1, width)
+            .view(np.uint64)
+            .T.copy()
+        )  # (layouts x 8 shifts)
+        more = np.flatnonzero((both[:, 0] != mine).any(axis=1))
+        wholes = _shifted(both[more, :, : max(small)], width)  # (more, 2, 8, width)
+        #: the words of the bytes where those fix more (the others are hashed whole)
+        differ = (wholes[:, 0] != masks[col[more]]).any(axis=(0, 1))
         self.check_words = np.flatnonzero(differ.reshape(words, 8).any(axis=1))[:, None]
-        self.check_masks = np.ascontiguousarray(both[0].T[self.check_words[:, 0]])
-        self.check_fixed = np.ascontiguousarray(both[1].T[self.check_words[:, 0]])
-        if not keys:
-            self.words = 0
-            return
-        key = np.concatenate(keys)
+        self.check_row[lid[more]] = 8 * (1 + np.arange(len(more)))
+        check = np.concatenate([np.zeros((1, 2, 8, width), np.uint8), wholes])
+        check = check.transpose(1, 0, 2, 3).reshape(2, -1, width).view(np.uint64)
+        self.check_masks = np.ascontiguousarray(check[0].T[self.check_words[:, 0]])
+        self.check_fixed = np.ascontiguousarray(check[1].T[self.check_words[:, 0]])
+        self.masks = np.ascontiguousarray(masks.reshape(-1, width).view(np.uint64).T)
+        self.here[small] = True
         order = np.argsort(key, kind="stable")
         self.keys = key[order]
-        self.lids = np.concatenate(lids)[order]
-        self.where = np.concatenate(where)[order]
+        self.lids = np.repeat(lid, 8)[order]
+        self.where = (8 * size[:, None] + np.arange(8)).ravel()[order]
         same = np.flatnonzero(self.keys[1:] == self.keys[:-1])
         for i in same.tolist():  # two layouts of one hash (rare): their sizes size by size
             self.here[self.where[i] // 8] = self.here[self.where[i + 1] // 8] = False
@@ -1172,6 +1174,10 @@ class _SizeGroup:
         self.n = n + 1
         self.layouts.append(lay)
         self.keys = None  # hashed again when next asked (layouts are learnt in runs)
+
+    def members(self) -> list[tuple[int, Layout]]:
+        """``(id, layout)`` of each layout of this size, in the order added."""
+        return list(zip(self.lids[: self.n].tolist(), self.layouts, strict=True))
 
     def _rehash(self) -> None:
         """The bytes fixed in all the layouts, each one's hash of them, sorted."""
