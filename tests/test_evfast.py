@@ -126,7 +126,7 @@ def test_a_byte_fixed_in_one_layout_of_a_size_and_not_another_is_still_checked(
 
 
 def test_every_size_at_once_names_the_layouts_size_by_size_does(tmp_path: Path) -> None:
-    """Records of many sizes (eleven tags, three step widths, CleanRL's PPO lengths) told
+    """Records of many sizes (thirteen tags, three step widths, CleanRL's PPO lengths) told
     their layouts at once from the buffer's aligned words name the same layout, record for
     record, as telling them size by size; a record's bytes changed where its layout fixes
     them name none."""
@@ -135,7 +135,8 @@ def test_every_size_at_once_names_the_layouts_size_by_size_does(tmp_path: Path) 
     from aoff._runfolder.tensorboard import _evfast
 
     rng = random.Random(5)
-    tags = [f"losses/{'x' * n}" for n in range(3, 14)]
+    # (and tags whose records are 122-128 bytes long, the longest told at once)
+    tags = [f"losses/{'x' * n}" for n in [*range(3, 14), 78, 81]]
     w = SummaryWriter(str(tmp_path))
     for i in range(4000):
         w.add_scalar(rng.choice(tags), rng.random(), rng.choice([5, 500, 50_000]) + i)

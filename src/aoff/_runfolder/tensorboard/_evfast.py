@@ -1004,7 +1004,8 @@ _FLAT_SIZES = 6
 #: the longest record told its layout with the others of every size at once (longer ones:
 #: size by size, as the words of every record are read up to the longest's)
 _FLAT_BYTES = 128
-_WORD_OFFSETS = np.arange(0, _FLAT_BYTES, 8, dtype=np.intp)[:, None]
+#: the aligned words of a record, as a column (up to ``_FLAT_BYTES`` bytes at any shift)
+_WORD_ROWS = np.arange((_FLAT_BYTES + 14) // 8, dtype=np.intp)[:, None]
 
 
 def _shifted(x: Any, width: int) -> Any:
@@ -1108,7 +1109,7 @@ class _Flat:
         row = self.col[size_at]
         row *= 8
         row += shift
-        words = aligned.take(_WORD_OFFSETS[:n] // 8 + (at >> 3))  # a row per word
+        words = aligned.take(_WORD_ROWS[:n] + (at >> 3))  # a row per word
         key = self._mix(words & self.masks.take(row, axis=1))
         found = self.keys.searchsorted(key)
         np.minimum(found, len(self.keys) - 1, out=found)
