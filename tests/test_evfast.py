@@ -8,6 +8,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import aoff
@@ -75,21 +76,28 @@ def test_tags_changed_alike_are_each_caught_in_bulk(tmp_path: Path, corrupted: i
     assert sorted(lost) == [r - 1 for r in hit]  # record 0 is the file version
 
 
+@pytest.mark.parametrize("more_sizes", [False, True])
 def test_a_byte_fixed_in_one_layout_of_a_size_and_not_another_is_still_checked(
-    tmp_path: Path,
+    tmp_path: Path, more_sizes: bool
 ) -> None:
     """Two layouts of one record size that fix different bytes (tag ``abc`` at a 2-byte
     step, ``ab`` at a 3-byte step), in no repeating order (the sweep reads them): a bit
     flipped in ``abc`` records where ``ab``'s step has its third byte (a byte ``abc``
     fixes, outside a hash of the bytes both fix) fails each of those records, as
     TensorBoard's reader fails them: they are skipped and counted, every other point
-    read."""
+    read. ``more_sizes``: five more tags of other lengths among them, so that the
+    records of every size are told their layouts at once (``_evfast._Flat``), whose
+    hash of a size's common bytes leaves that byte to a comparison of its own."""
     from torch.utils.tensorboard import SummaryWriter
 
     rng = random.Random(3)
     w = SummaryWriter(str(tmp_path / "intact"))
+    others = ["e", "dddd", "eeeee", "ffffff", "ggggggg"] if more_sizes else []
     for i in range(3000):
-        if rng.random() < 0.5:
+        pick = rng.random()
+        if others and pick < 0.25:
+            w.add_scalar(others[int(pick * 20)], rng.random(), 200 + i)  # other sizes
+        elif pick < (0.625 if others else 0.5):
             w.add_scalar("abc", rng.random(), 200 + i)  # a 2-byte step
         else:
             w.add_scalar("ab", rng.random(), 20_000 + i)  # a 3-byte step
@@ -105,7 +113,7 @@ def test_a_byte_fixed_in_one_layout_of_a_size_and_not_another_is_still_checked(
     assert data[ends[abc[0]] + 24] == 0x2A and ends[abc[0] + 1] - ends[abc[0]] in {
         ends[r + 1] - ends[r] for r in range(1, len(ends) - 1) if r not in abc
     }  # the records are of one size; the byte flipped is a key in abc's layout
-    hit = abc[1500:1503]
+    hit = abc[len(abc) // 2 : len(abc) // 2 + 3]
     for r in hit:
         data[ends[r] + 24] ^= 0x01
     reader, df, broken = read_broken(tmp_path, path.name, bytes(data))
@@ -115,3 +123,46 @@ def test_a_byte_fixed_in_one_layout_of_a_size_and_not_another_is_still_checked(
     assert _same_as_accumulator(intact, str(tmp_path / "intact"), tmp_path / "intact") == 3000
     lost = lost_points(intact, df)
     assert sorted(lost["step"]) == sorted(200 + r - 1 for r in hit)  # record 0: the version
+
+
+def test_every_size_at_once_names_the_layouts_size_by_size_does(tmp_path: Path) -> None:
+    """Records of many sizes (thirteen tags, three step widths, CleanRL's PPO lengths) told
+    their layouts at once from the buffer's aligned words name the same layout, record for
+    record, as telling them size by size; a record's bytes changed where its layout fixes
+    them name none."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    from aoff._runfolder.tensorboard import _evfast
+
+    rng = random.Random(5)
+    # (and tags whose records are 122-128 bytes long, the longest told at once)
+    tags = [f"losses/{'x' * n}" for n in [*range(3, 14), 78, 81]]
+    w = SummaryWriter(str(tmp_path))
+    for i in range(4000):
+        w.add_scalar(rng.choice(tags), rng.random(), rng.choice([5, 500, 50_000]) + i)
+    w.close()
+    (path,) = tmp_path.iterdir()
+    data = bytearray(path.read_bytes())
+    folder = EventFolder()
+    folder.read([str(path)])
+    index = folder.fast.exact
+    assert len(index.sizes) >= _evfast._FLAT_SIZES
+    first = int.from_bytes(data[:8], "little") + 16  # after the file version's record
+    a = _evfast._Window(data, first, len(data) - first)
+    starts, sizes = _evfast._chain(a)
+    flat = None
+    for shift in (0, 3):  # every record at another shift from the aligned words
+        buf = bytearray(shift) + data
+        a = _evfast._Window(buf, first + shift, len(data) - first)
+        index.classify(a, starts, sizes)
+        tables = index.tables
+        assert tables is not None and tables.flat is not None and tables.flat.words
+        flat = tables.classify(a, starts, sizes)
+        assert (flat >= 0).all() and (flat == tables.grouped(a, starts, sizes)).all()
+    bad = data.copy()
+    changed = np.arange(0, len(starts), 97)
+    for r in changed.tolist():  # a byte of its tag's name (fixed) changed
+        bad[first + int(starts[r]) + 30] ^= 0x20
+    got = tables.classify(_evfast._Window(bad, first, len(bad) - first), starts, sizes)
+    assert (got[changed] == -1).all()
+    assert (np.delete(got, changed) == np.delete(flat, changed)).all()

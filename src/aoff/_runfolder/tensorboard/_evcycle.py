@@ -27,8 +27,11 @@ from ._wire import Buf
 
 __all__ = ["CyclePath"]
 
-#: rows tried in the first block after a cycle is found, and the most bytes in a block
+#: rows tried in the first block after a cycle is found, how much bigger each next block
+#: is (a block's fixed cost is ~100 NumPy calls; rows past where the cycle breaks cost only
+#: their comparison, two passes over their bytes), and the most bytes in a block
 _FIRST_ROWS = 16
+_GROWTH = 16
 _BLOCK_BYTES = 4 << 20
 #: the longest cycle of layouts looked for
 _MAX_PERIOD = 64
@@ -244,7 +247,7 @@ class CyclePath:
                 self.widened = _widened(cycle, buf, pos, end)
                 self.widened_from = cycle.layouts
                 return pos
-            cycle.rows = min(cycle.rows * 4, cycle.max_rows)
+            cycle.rows = min(cycle.rows * _GROWTH, cycle.max_rows)
 
     def _matching(self, buf: Buf, pos: int, m: int) -> int:
         """How many of the ``m`` rows at ``pos`` (a multiple of 8) hold the cycle's fixed
