@@ -64,3 +64,35 @@ def test_the_cycle_carries_on_where_the_step_widens(tmp_path: Path) -> None:
     assert reader.problems == [f"{broken / path.name}: 2 corrupt record(s) skipped"]
     lost = lost_points(intact, df)
     assert sorted(lost["step"]) == [16400, 16700], lost
+
+
+def test_the_wider_cycle_is_guessed_from_the_next_row(tmp_path: Path) -> None:
+    """SB3's file: where the step widens the cycle is guessed from the records one byte
+    longer (each checked by its checksums and known the cycle's layout but for the step),
+    not found again over two rows read one by one; the points are the same. A record of
+    the guessed row corrupted (its value, or a tag byte: no guess), or one of the row
+    after it (the cycle path checks it), is each skipped and counted, every other point
+    as from the intact file."""
+    path = _sb3_run(tmp_path / "intact", 800)
+    folder = EventFolder()
+    folder.read([str(path)])
+    # 6,401 records (the file version first): ~44 read one by one without the guess
+    assert 6401 - folder.bulk_records <= 30, folder.bulk_records
+    intact = aoff.read_scalars(path.parent)
+    ends = _record_ends(path.read_bytes())
+    first_wide = 1 + 164 * 8  # after the file version: dump 164, step 16,400
+    for n, (record, back, flip, steps) in enumerate(
+        [
+            (first_wide + 5, 6, 0x10, [16400]),  # a value, in the guessed row
+            (first_wide + 8 + 3, 6, 0x10, [16500]),  # a value, in the row after it
+            (first_wide + 8 + 3, 10, 0x01, [16500]),  # a tag's last byte, there
+            (first_wide + 2, 10, 0x01, [16400]),  # a tag's last byte, in the guessed row
+        ]
+    ):
+        data = bytearray(path.read_bytes())
+        data[ends[record] - back] ^= flip
+        (tmp_path / str(n)).mkdir()
+        reader, df, broken = read_broken(tmp_path / str(n), path.name, bytes(data))
+        assert reader.problems == [f"{broken / path.name}: 1 corrupt record(s) skipped"]
+        lost = lost_points(intact, df)
+        assert sorted(lost["step"]) == steps and len(lost) == 1, (n, lost)

@@ -17,13 +17,19 @@ TensorBoard's purge rules hold as in ``_evfast``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from ._evcrc import RowChecksums
 from ._evfast import Folder, Layout
+from ._tfrecord import masked_crc32c
 from ._wire import Buf
+
+#: learns the layout of the record at a position of a buffer, of a data length
+#: (``FastPath.learn``); None: not one the bulk paths read
+Learn = Callable[[Buf, int, int], Layout | None]
 
 __all__ = ["CyclePath"]
 
@@ -133,6 +139,24 @@ def _widened(cycle: _Cycle, buf: Buf, pos: int, end: int) -> bool:
     return False
 
 
+def _wider(old: Layout, new: Layout) -> bool:
+    """Whether ``new`` is ``old`` with its step's varint one byte wider, every other byte
+    of the event alike (the same tags, metadata and value fields: the general decoder
+    has read a record of ``old``, so it would learn nothing from one of ``new``)."""
+    if old.step is None or new.step != (old.step[0], old.step[1] + 1):
+        return False
+    if new.size != old.size + 1:
+        return False
+    at, width = old.step
+    head, tail = slice(12, at), slice(at + width + 1, new.size - 4)
+    return (
+        new.fixed[head] == old.fixed[head]
+        and new.mask[head] == old.mask[head]
+        and new.fixed[tail] == old.fixed[at + width : old.size - 4]
+        and new.mask[tail] == old.mask[at + width : old.size - 4]
+    )
+
+
 class CyclePath:
     """Learns the cycle of layouts from the general decoder's records' layouts, then
     decodes the records ahead that follow it in bulk."""
@@ -159,11 +183,17 @@ class CyclePath:
         #: (the same tags, one byte longer: the cycle comes back as soon as they are learnt)
         self.widened = False
         self.widened_from: list[Layout] = []
+        #: whether the cycle is a guess (``widen``) no row of which is taken yet: a guess
+        #: not followed is not guessed again (the general decoder reads on)
+        self.guessed = False
+        #: the guessed wider cycle: the buffer and position it starts at, and itself
+        self.pending: tuple[Buf, int, _Cycle] | None = None
 
     # -- learning ---------------------------------------------------------------------------
     def forget(self) -> None:
         """A record was skipped: the records before it are no cycle with those after."""
         self.history.clear()
+        self.pending = None
 
     def adopt(self, layouts: list[Layout]) -> None:
         """The layouts of records the sweep has just read, in order: a cycle may be
@@ -215,6 +245,75 @@ class CyclePath:
                 self.cycle = cycle
                 return
 
+    def widen(self, learn: Learn, buf: Buf, pos: int, end: int) -> None:
+        """Where the cycle broke at a step one varint byte wider (:attr:`widened`), at a
+        row whose records from the ``j``-th on are one byte longer (a cycle's row need
+        not start where a step does): guess the wider cycle from the ``p`` records from
+        that one on (``p`` the cycle's period, each checked by its own header and data
+        checksum as the general decoder checks them, its layout learnt by ``learn``, and
+        each the cycle's layout in its place but for the step one byte wider:
+        ``_wider``). The general decoder reads the row's first ``j`` records, and the
+        cycle path the rest from where the guess starts (:meth:`resume`), every row
+        checked as any cycle's (its fixed bytes and each record's data checksum): a guess
+        it does not follow costs a comparison. Reading two rows one by one to find the
+        cycle again was ~a sixth of an SB3 file's read (eight records a row, two
+        widenings)."""
+        self.pending = None
+        old = self.widened_from
+        p = len(old)
+        view = memoryview(buf)
+        wider: list[Layout | None] = [None] * p
+        first = start = -1
+        for i in range(2 * p):
+            if pos + 12 > end:
+                return
+            length = int.from_bytes(buf[pos : pos + 8], "little")
+            stop = pos + 12 + length
+            if first < 0 and length + 16 == old[i % p].size:
+                if i + 1 == p:
+                    return  # a row of the cycle's sizes: not where it widens
+                pos = stop + 4  # (one of the row's first records, the general decoder's)
+                continue
+            if (
+                stop + 4 > end
+                or masked_crc32c(view[pos : pos + 8])
+                != int.from_bytes(buf[pos + 8 : pos + 12], "little")
+                or masked_crc32c(view[pos + 12 : stop])
+                != int.from_bytes(buf[stop : stop + 4], "little")
+            ):
+                return
+            lay = learn(buf, pos, length)
+            if lay is None or not _wider(old[i % p], lay):
+                return
+            if first < 0:
+                first, start = i, pos
+            wider[i % p] = lay
+            pos = stop + 4
+            if i - first + 1 == p:
+                break
+        else:
+            return
+        layouts = [wider[(first + t) % p] for t in range(p)]
+        ids = tuple(self._id(lay) for lay in layouts if lay is not None)
+        cycle = self.cycles.get(ids)
+        if cycle is None:
+            if len(self.cycles) >= _MAX_CYCLES:
+                self.cycles.clear()
+            cycle = self.cycles[ids] = _Cycle([self.by_id[i] for i in ids])
+        self.pending = (buf, start, cycle)
+
+    def resume(self, buf: Buf, pos: int) -> bool:
+        """Whether the guessed wider cycle (:meth:`widen`) starts at ``pos``: then it is
+        the cycle (the cycle path reads on from there)."""
+        pending = self.pending
+        if pending is None or pending[0] is not buf or pending[1] != pos:
+            return False
+        self.pending = None
+        self.history.clear()
+        self.cycle = pending[2]
+        self.guessed = True
+        return True
+
     # -- bulk -------------------------------------------------------------------------------
     def run(self, buf: Buf, pos: int, end: int) -> int:
         """Decode the records from ``pos`` that follow the cycle; the position after them."""
@@ -237,6 +336,8 @@ class CyclePath:
                 return pos
             if good:
                 good = self._take(buf, pos, good)
+            guessed = self.guessed and not good
+            self.guessed = guessed
             self.history.clear()  # what it holds is no longer the records just before
             self.folder.bulk_records += good * len(cycle.layouts)
             self.records += good * len(cycle.layouts)
@@ -244,7 +345,9 @@ class CyclePath:
             if good < m:  # the cycle ends here: back to the general decoder
                 self.cycle = None
                 cycle.rows = _FIRST_ROWS
-                self.widened = _widened(cycle, buf, pos, end)
+                # (a guess that took no row: not guessed again here)
+                self.widened = not guessed and _widened(cycle, buf, pos, end)
+                self.guessed = False
                 self.widened_from = cycle.layouts
                 return pos
             cycle.rows = min(cycle.rows * _GROWTH, cycle.max_rows)

@@ -191,7 +191,10 @@ class EventFolder:
                     # the cycle path finds the wider cycle (a sweep would learn them at
                     # ~3x the cost and read on past where the cycle is back)
                     relearn = 3 * len(cycle.widened_from)
+                    cycle.widen(fast.learn, buf, pos, n)  # (often: the wider cycle guessed)
                 if relearn and cycle.cycle is None:
+                    if cycle.resume(buf, pos):
+                        continue  # the guessed wider cycle starts here
                     relearn -= 1
                     break
                 relearn = 0
