@@ -594,3 +594,16 @@ def test_scalars_among_histograms_images_and_text_read_as_event_accumulator_does
     df = reader.read()
     assert _same_as_accumulator(df, str(tmp_path), tmp_path) == 1200
     assert reader.bulk_records > 1000
+
+
+def test_categorical_dtypes_are_kept_by_their_categories_in_order() -> None:
+    """A frame's run and tag dtypes are made once a process for the same categories in
+    the same order (a run read again); other categories, or another order, get their
+    own."""
+    from aoff._runfolder.reading._scalars import _categories
+
+    first = _categories(("a/x", "a/y"))
+    assert _categories(("a/x", "a/y")) is first
+    assert list(first.categories) == ["a/x", "a/y"]
+    assert list(_categories(("a/y", "a/x")).categories) == ["a/y", "a/x"]
+    assert list(_categories(("a/x",)).categories) == ["a/x"]
