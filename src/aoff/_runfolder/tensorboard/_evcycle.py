@@ -256,8 +256,8 @@ class CyclePath:
         cycle path the rest from where the guess starts (:meth:`resume`), every row
         checked as any cycle's (its fixed bytes and each record's data checksum): a guess
         it does not follow costs a comparison. Reading two rows one by one to find the
-        cycle again was ~a sixth of an SB3 file's read (eight records a row, two
-        widenings)."""
+        cycle again (16 of the ~44 records an SB3 file's read decoded one by one, each
+        ~20-40 us) was ~5% of that read at 300,000 steps."""
         self.pending = None
         old = self.widened_from
         p = len(old)
