@@ -153,6 +153,10 @@ def run_logger(log_dir: Path, steps: range, **kw: Any) -> Any:
         handle_sigterm=False,
         backends=("jsonl", "mlflow"),
         system_interval=0,
+        # the agent's MLflow backend imports mlflow and makes its run in open(), which a
+        # 20-step run's finish() waits on: at load 8 that single call passed the default
+        # 10 s and was given up (a hog run); what is tested here is MLflow's records
+        finish_timeout=120,
         **kw,
     )
     for it in steps:
