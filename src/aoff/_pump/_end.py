@@ -87,30 +87,28 @@ async def await_runners(
     """Wait for every runner to write its outbox and close while it makes progress; give
     up on one (its outbox and the batch in flight counted lost) once it has shown no
     progress for ``finish_timeout``: a hung backend costs finish() that long at most, a
-    slow one that keeps writing (a busy machine) is waited for. Its outbox is bounded
-    (backpressure), so the wait ends."""
+    slow one that keeps writing (a busy machine) is waited for. What it has left to
+    write is finite (no input comes after close_input), so the wait ends."""
     now = time.monotonic()
-    seen = {id(r): (_progress(r), now) for r in runners}
-    given_up: set[int] = set()
-    left = [r for r in runners if not r.done.is_set()]
-    while left:
+    # each runner still waited for: its progress when last seen to change, and when
+    waiting = {r: (_progress(r), now) for r in runners if not r.done.is_set()}
+    while waiting:
         # polled (10 ms, only at finish): progress is a count, not an event
         with anyio.move_on_after(0.01):
-            await left[0].done.wait()
+            await next(iter(waiting)).done.wait()
         on_wait()
         now = time.monotonic()
-        for r in left:
+        for r, (mark, since) in list(waiting.items()):
+            got = _progress(r)
             if r.done.is_set():
-                continue
-            mark, since = seen[id(r)]
-            if _progress(r) != mark:
-                seen[id(r)] = (_progress(r), now)
+                del waiting[r]
+            elif got != mark:
+                waiting[r] = (got, now)
             elif now - since >= finish_timeout:
-                given_up.add(id(r))
+                del waiting[r]
                 r.abandon()
                 say(
                     f"aoff: backend {r.name!r} did not finish within {finish_timeout:g}s "
                     f"({r.busy_with or 'its work'} made no progress); {r.lost:,} records "
                     "not written"
                 )
-        left = [r for r in left if not r.done.is_set() and id(r) not in given_up]
