@@ -18,6 +18,7 @@ middle is skipped and counted. Both are named in :attr:`ScalarReader.problems` a
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
 from collections.abc import Collection, Iterable
@@ -404,24 +405,15 @@ def _blocks_frame(names: list[str], blocks: list[tuple[int, Block]]) -> pd.DataF
     return _frame(runs, tags, sizes, steps, floats)
 
 
-#: the categorical dtypes made in this process, by their categories, and the most kept
-_DTYPES: dict[tuple[str, ...], Any] = {}
-_MAX_DTYPES = 64
-
-
+@functools.lru_cache(maxsize=64)
 def _categories(names: tuple[str, ...]) -> Any:
     """The categorical dtype of ``names`` (in that order): made once for a process (its
     categories are checked as it is made, ~0.12 ms a column, a share of a small file's
-    read; a run read again, or followed, has the same ones). A dtype cannot change, so
-    the frames may share it."""
+    read; a run read again, or followed, has the same ones), the 64 latest kept. A dtype
+    cannot change, so the frames may share it."""
     import pandas as pd
 
-    got = _DTYPES.get(names)
-    if got is None:
-        if len(_DTYPES) >= _MAX_DTYPES:
-            _DTYPES.clear()
-        got = _DTYPES[names] = pd.CategoricalDtype(list(names))
-    return got
+    return pd.CategoricalDtype(list(names))
 
 
 def _frame(
