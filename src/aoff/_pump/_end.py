@@ -72,12 +72,6 @@ async def end_of_input(
     runners_tg.cancel_scope.cancel()
 
 
-def _progress(r: BackendRunner) -> tuple[int, float | None]:
-    """What changes while a runner works: records settled (written or lost) and the start
-    of the call it is in (a new write, flush or close starts a new one)."""
-    return (r.written + r.lost, r.busy_since)
-
-
 async def await_runners(
     runners: Sequence[BackendRunner],
     finish_timeout: float,
@@ -91,7 +85,7 @@ async def await_runners(
     write is finite (no input comes after close_input), so the wait ends."""
     now = time.monotonic()
     # each runner still waited for: its progress when last seen to change, and when
-    waiting = {r: (_progress(r), now) for r in runners if not r.done.is_set()}
+    waiting = {r: (r.progress(), now) for r in runners if not r.done.is_set()}
     while waiting:
         # polled (10 ms, only at finish): progress is a count, not an event
         with anyio.move_on_after(0.01):
@@ -99,7 +93,7 @@ async def await_runners(
         on_wait()
         now = time.monotonic()
         for r, (mark, since) in list(waiting.items()):
-            got = _progress(r)
+            got = r.progress()
             if r.done.is_set():
                 del waiting[r]
             elif got != mark:

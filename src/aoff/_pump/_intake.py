@@ -108,7 +108,7 @@ class Intake:
         self._give_up = False
         #: whether the fold takes runs of regular iterations at once (off after a failure)
         self._runs = True
-        self._backend_wait_left = finish_timeout  # finish's budget for waiting on backends
+        self._room_given_up = False  # the final drain stopped waiting for a stuck runner
         #: also handed every slice's records (the run summary file), if set
         self.on_records = on_records
         #: also handed every slice's records after the runners: the run's rules
@@ -348,16 +348,27 @@ class Intake:
 
     # -- the end of a run's waits ----------------------------------------------------------------
     async def await_room(self) -> None:
-        """Wait (1 ms polls) while a runner holds the pump back, out of the budget of
-        ``finish_timeout`` that finish() spends waiting for backends; once that is spent,
-        return at once (everything left is then folded and a stuck backend loses it)."""
-        if self._backend_wait_left <= 0:
+        """Wait (1 ms polls) while a runner holds the pump back and the runners make
+        progress, so the final drain folds no faster than the backends write and their
+        outboxes stay bounded however long the backlog; once none has made progress for
+        ``finish_timeout``, return at once from then on (everything left is folded, and
+        ``await_runners`` gives the stuck one up). A hung backend stops holding the
+        others back by itself after ``stall_timeout``."""
+        if self._room_given_up:
             return
-        t0 = time.monotonic()
+        mark, since = self._progress(), time.monotonic()
         # polled: runners have no "room" event, and this runs only at finish
-        while not self.may_drain() and time.monotonic() - t0 < self._backend_wait_left:  # noqa: ASYNC110
+        while not self.may_drain():
             await anyio.sleep(0.001)
-        self._backend_wait_left -= time.monotonic() - t0
+            now, got = time.monotonic(), self._progress()
+            if got != mark:
+                mark, since = got, now
+            elif now - since >= self.finish_timeout:
+                self._room_given_up = True
+                return
+
+    def _progress(self) -> tuple[tuple[int, float | None], ...]:
+        return tuple(r.progress() for r in self.runners)
 
     async def _wait_media(self) -> bool:
         """Wait (a worker thread) while the encoder makes progress, handing each item it

@@ -132,6 +132,12 @@ class BackendRunner:
             )
         return True
 
+    def progress(self) -> tuple[int, float | None]:
+        """What changes while this runner works: records settled (written or lost) and
+        the start of the call it is in (a new write, flush or close starts a new one).
+        finish() waits on a runner while this changes (slow is not hung)."""
+        return (self.written + self.lost, self.busy_since)
+
     def holds_back(self) -> bool:
         """True while the pump should wait for this runner before draining more."""
         return self.healthy and len(self.pending) >= self.max_pending and not self.stalled()
