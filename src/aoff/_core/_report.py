@@ -28,7 +28,8 @@ class FinishReport:
     """What ``finish()``/``close()`` return: what could not be delivered, and why.
 
     ``dropped_events`` counts events that never reached the fold (the overflow policy,
-    device values that never arrived, events the agent received but could not fold);
+    device values that never arrived, events the agent received but could not fold; every
+    call is an event, and so is the logger's own cost sample, one every 5 s);
     ``backend_written``/``backend_lost`` count step records per backend
     (``offered == written + lost``); ``backend_errors`` says why a backend stopped.
     ``partial`` is True when ``finish()`` gave up waiting for the pump: the counts are
