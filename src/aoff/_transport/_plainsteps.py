@@ -274,13 +274,14 @@ class PlainSteps:
         if not self.templates and self.builds >= MAX_BUILDS:
             return unpack_events(payload)
         arr = np.frombuffer(payload, np.uint8)
+        f = io.BytesIO(payload)
         out: list[ev.Event] = []
         size = len(payload)
         at = 0
         run: list[int] = []  # offsets of pickles that match ``tpl``, in a row
         tpl: _Template | None = None
         while at < size:
-            got = self._match(arr, payload, at)
+            got = self._match(arr, payload, at) if self.templates else None
             if got is not None and (got is tpl or not run):
                 tpl = got
                 run.append(at)
@@ -292,13 +293,17 @@ class PlainSteps:
                 run = []
                 tpl = None
                 continue  # the pickle at ``at`` again, against every template
-            f = io.BytesIO(payload)
             f.seek(at)
             events = pickle.Unpickler(f).load()  # a fresh memo for each pickle
             if type(events) is not list:
                 raise ValueError(f"aoff: not a frame of events: {type(events).__name__}")
             end = f.tell()
-            if self.builds < MAX_BUILDS and len(events) >= MIN_STEPS:
+            if (
+                self.builds < MAX_BUILDS
+                and len(events) >= MIN_STEPS
+                and type(events[0]) is tuple
+                and events[0][0] == ev.STEP  # the cheap refusal first: most hold other kinds
+            ):
                 self._learn(payload[at:end], events)
             out += events
             at = end
@@ -314,8 +319,6 @@ class PlainSteps:
         return None
 
     def _learn(self, raw: bytes, events: list[ev.Event]) -> None:
-        if type(events[0]) is not tuple or events[0][0] != ev.STEP:
-            return  # the cheap refusal first: most pickles hold other kinds
         t = _template(raw, events)
         self.builds += 1
         if t is not None:
