@@ -269,11 +269,9 @@ class PlainSteps:
     def unpack(self, payload: bytes) -> list[ev.Event]:
         """The events of a frame (a pickle of a list of events, or several joined); raises
         what ``unpack_events`` raises for a frame it cannot read."""
-        import numpy as np
-
         if not self.templates and self.builds >= MAX_BUILDS:
             return unpack_events(payload)
-        arr = np.frombuffer(payload, np.uint8)
+        arr: Any = None  # the payload's bytes for NumPy, made once a template may match
         f = io.BytesIO(payload)
         out: list[ev.Event] = []
         size = len(payload)
@@ -281,7 +279,13 @@ class PlainSteps:
         run: list[int] = []  # offsets of pickles that match ``tpl``, in a row
         tpl: _Template | None = None
         while at < size:
-            got = self._match(arr, payload, at) if self.templates else None
+            got = None
+            if self.templates:
+                if arr is None:
+                    import numpy as np
+
+                    arr = np.frombuffer(payload, np.uint8)
+                got = self._match(arr, payload, at)
             if got is not None and (got is tpl or not run):
                 tpl = got
                 run.append(at)
