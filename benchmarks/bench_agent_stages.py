@@ -7,7 +7,12 @@ with a slice of events, as it does it (the intake's runs of regular iterations),
 thread's CPU time, best of ``--rounds``, with the agent's garbage collector settings:
 
 * unpickle: frames of 128 iterations' events (``pack_events``) read back;
-* fold: the intake's loop, slices of 512 events (``Folder.apply_run``, else ``apply``);
+* read (``--sender``): frames as the training process sends them, slices of 32 events
+  pickled one by one and joined 20 to a frame, read as the agent's backlog reads them
+  (``_transport/_plainsteps``: a pickle of plain ``log_step`` events as one block of
+  columns, where this version has it; its templates made in the first round);
+* fold: the intake's loop, slices of 512 events (``Folder.apply_run``, else ``apply``;
+  with ``--sender``, what "read" gave: blocks through ``Folder.apply_block``);
 * rules: the default rules (``Watch``) on each slice's records;
 * summary: the run summary (``RunSummary.add``) on each slice's records, and its folds;
 * TensorBoard, JSONL, CSV: each backend's encoder on batches of 1,024 records
@@ -18,7 +23,7 @@ It imports only what every version since the run fold has, so the same file runs
 an older checkout's ``src`` for the before figure (``PYTHONPATH=<old>/src``)::
 
     python benchmarks/bench_agent_stages.py [--iterations 5000] [--rounds 5] [--batch 1024]
-        [--out f.json]
+        [--sender] [--out f.json]
 """
 
 from __future__ import annotations
@@ -32,10 +37,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench_columnar import BATCH, SLICE, columnar, standard, wide
+from bench_columnar import BATCH, RUN_KINDS, SLICE, columnar, standard, wide
 
 from aoff._agent._serve import GC_THRESHOLD
+from aoff._core import _events as ev
+from aoff._core._fold import Folder
 from aoff._core._rules import DEFAULT_RULES
+from aoff._core._state import State
 from aoff._core._watch import Watch
 from aoff._runfolder.lines import _csv
 from aoff._runfolder.lines._jsonl import encode_lines
@@ -45,6 +53,48 @@ from aoff._runfolder.tensorboard._events import EventEncoder
 from aoff._transport._batches import pack_events, unpack_events
 
 FRAME = 128  # iterations a frame
+SENDER_SLICE = 32  # events a pickle (the sync face's slice)
+SENDER_FRAME = 20  # pickles a frame
+
+try:  # the agent's reader of plain steps as columns, where this version has it
+    from aoff._transport._plainsteps import PlainSteps
+except ImportError:  # older versions: unpickled
+    PlainSteps = None  # type: ignore[assignment,misc]
+
+
+def _reader() -> Callable[[bytes], list[Any]]:
+    return unpack_events if PlainSteps is None else PlainSteps().unpack
+
+
+def _intake(events: list[Any]) -> list[Any]:
+    """The intake's loop over what the agent's backlog read: ``columnar``'s, with a
+    block of plain steps folded at once and its markers passed over."""
+    block, marker = getattr(ev, "STEP_BLOCK", None), getattr(ev, "FOLDED", None)
+    folder = Folder(State())
+    out: list[Any] = []
+    for k in range(0, len(events), SLICE):
+        part = events[k : k + SLICE]
+        i = run_at = 0
+        while i < len(part):
+            kind = part[i][0]
+            if kind == marker:
+                i += 1
+                continue
+            if kind == block:
+                out += folder.apply_block(part[i])
+                i += 1
+                continue
+            if i >= run_at and kind in RUN_KINDS:
+                got, end, run_at = folder.apply_run(part, i)
+                if got:
+                    out += got
+                    i = end
+                    continue
+            rec = folder.apply(part[i])
+            if rec is not None:
+                out.append(rec)
+            i += 1
+    return out
 
 
 def _csv_text(records: list[Any]) -> str:
@@ -54,11 +104,26 @@ def _csv_text(records: list[Any]) -> str:
     return _csv.encode_rows(rows, columns)
 
 
-def stages(events: list[Any], n: int, rounds: int, batch: int = BATCH) -> dict[str, float]:
+def stages(
+    events: list[Any], n: int, rounds: int, batch: int = BATCH, sender: bool = False
+) -> dict[str, float]:
     """Best µs an iteration of each stage."""
     per = len(events) // n
     frames = [pack_events(events[k : k + FRAME * per]) for k in range(0, len(events), FRAME * per)]
     records = columnar(events)
+    work: dict[str, Callable[[], object]] = {}
+    if sender:
+        pickles = [
+            pack_events(events[k : k + SENDER_SLICE]) for k in range(0, len(events), SENDER_SLICE)
+        ]
+        sent = [
+            b"".join(pickles[k : k + SENDER_FRAME]) for k in range(0, len(pickles), SENDER_FRAME)
+        ]
+        unpack = _reader()
+        read = [e for f in sent for e in unpack(f)]
+        records = _intake(read)
+        work["read"] = lambda: [unpack(f) for f in sent]
+        work["fold"] = lambda: _intake(read)
     slices = [records[k : k + SLICE // per] for k in range(0, len(records), SLICE // per)]
     batches = [records[k : k + batch] for k in range(0, len(records), batch)]
 
@@ -73,9 +138,10 @@ def stages(events: list[Any], n: int, rounds: int, batch: int = BATCH) -> dict[s
             s.add(part)
         s.fold()
 
-    work: dict[str, Callable[[], object]] = {
-        "unpickle": lambda: [unpack_events(f) for f in frames],
-        "fold": lambda: columnar(events),
+    if not sender:
+        work["unpickle"] = lambda: [unpack_events(f) for f in frames]
+        work["fold"] = lambda: columnar(events)
+    work |= {
         "rules": rules,
         "summary": summary,
         "tensorboard": lambda: [encode_records(EventEncoder(), b) for b in batches],
@@ -97,14 +163,17 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--batch", type=int, default=BATCH, help="records a backend's batch")
     ap.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
+    ap.add_argument(
+        "--sender", action="store_true", help="frames as sent, read as the agent's backlog does"
+    )
     args = ap.parse_args()
     n = args.iterations
     gc.freeze()
     gc.set_threshold(GC_THRESHOLD, 20, 20)
     got = {
         "load": os.getloadavg()[0],
-        "standard": stages(standard(n), n, args.rounds, args.batch),
-        "log_step_32": stages(wide(n), n, args.rounds, args.batch),
+        "standard": stages(standard(n), n, args.rounds, args.batch, args.sender),
+        "log_step_32": stages(wide(n), n, args.rounds, args.batch, args.sender),
     }
     print(
         f"load {got['load']:.1f}; µs an iteration, best of {args.rounds}, n={n:,},"

@@ -362,6 +362,17 @@ def test_bench_columnar_prints_each_stage_both_ways() -> None:
     rows = [ln.split() for ln in out.splitlines() if ln.startswith("  ")]
     assert [r[0] for r in rows] == ["standard", "log_step_32"], out
     assert all(float(r[r.index(s) + 1]) > 0 for r in rows for s in ("unpickle", "csv", "total"))
+    # frames as the sender makes them, read as the agent's backlog reads them
+    out = _bench("bench_agent_stages.py", "--iterations", "200", "--rounds", "1", "--sender")
+    rows = [ln.split() for ln in out.splitlines() if ln.startswith("  ")]
+    assert [r[0] for r in rows] == ["standard", "log_step_32"], out
+    assert all("read" in r and float(r[r.index("fold") + 1]) > 0 for r in rows), out
+
+
+def test_bench_agent_flat_prints_both_workloads() -> None:
+    """Smoke test: the two flat-out workloads of ``bench_agent_cpu.py`` alone."""
+    out = _bench("bench_agent_flat.py", "--iterations", "400")
+    assert "standard" in out and "32-metric log_step" in out and "dropped 0, 0" in out, out
 
 
 def test_bench_frame_pack_and_agent_split_print_their_figures() -> None:

@@ -74,6 +74,9 @@ class Agent:
         self._send_lock = threading.Lock()
         self._ack_lock = threading.Lock()
         self.buffer = Backlog(backlog_bytes(options.capacity))
+        # one run: its pickles of plain log_step events read as columns (a group's agent
+        # splits its events per run first, so only this one)
+        self.buffer.read_plain_steps()
         self.core = Core(
             options,
             buffer=self.buffer,

@@ -55,6 +55,10 @@ COST: Final = 67  # (samples: tuple of ns, span_ns, total_ns)
 #: a tuple of ``K`` floats, iterations: ``K`` int64, names: the keys, values: ``K x keys``
 #: float64); folded as columns by ``Folder.apply_block``
 STEP_BLOCK: Final = 68
+#: a step the ``STEP_BLOCK`` before it holds (the single run's agent reads a pickle of
+#: plain ``log_step`` events as one block, ``_transport/_plainsteps.py``): kept so a frame
+#: still holds as many events as its sender counted; folded as nothing, no call of its own
+FOLDED: Final = 69
 
 
 class Kind(NamedTuple):
@@ -116,6 +120,7 @@ KINDS: Final[dict[int, Kind]] = {
     MEDIA_REFUSED: Kind("log_media (refused)", ("key", "what")),
     COST: Kind("the logger's cost", ("samples", "span_ns", "total_ns")),
     STEP_BLOCK: Kind("log_step (a group's block)", ("walls", "iterations", "names", "values")),
+    FOLDED: Kind("log_step (read with its block)", ()),
 }
 #: each kind's fields (``KINDS``' second column), for the readers that want only those
 FIELDS: Final[dict[int, tuple[str, ...]]] = {k: kind.fields for k, kind in KINDS.items()}
@@ -167,5 +172,6 @@ _STEPS = frozenset((STEP, STEP_BLOCK))
 
 
 def calls_in(events: Iterable[Event]) -> int:
-    """How many calls ``events`` stand for (a group's block: one a step)."""
-    return sum(len(e[2]) if e[0] == STEP_BLOCK else 1 for e in events)
+    """How many calls ``events`` stand for (a block: one a step; its markers, ``FOLDED``:
+    none, the block counted them)."""
+    return sum(len(e[2]) if e[0] == STEP_BLOCK else e[0] != FOLDED for e in events)

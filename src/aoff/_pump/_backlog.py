@@ -36,6 +36,7 @@ from collections.abc import Callable
 from .._core._buffer import DEFAULT_CAPACITY, EventBuffer
 from .._core._events import Event
 from .._transport._batches import unpack_events
+from .._transport._plainsteps import PlainSteps
 
 __all__ = [
     "BACKLOG_BYTES",
@@ -97,6 +98,17 @@ class Backlog(EventBuffer):
         self._held = 0  # events in _chunks and _ready
         self.put = self._put_one
         self.on_unreadable: Callable[[str], object] | None = None
+        #: how a frame's payload is read: unpickled, or (:meth:`read_plain_steps`) its
+        #: pickles of plain ``log_step`` events as columns
+        self._unpack: Callable[[bytes], list[Event]] = unpack_events
+
+    def read_plain_steps(self) -> PlainSteps:
+        """Read each frame's pickles of plain ``log_step`` events as one ``STEP_BLOCK``
+        and its ``FOLDED`` markers (``_transport/_plainsteps``): the single run's agent,
+        whose fold takes blocks; a group's splits its events per run first."""
+        reader = PlainSteps()
+        self._unpack = reader.unpack
+        return reader
 
     # -- producers ---------------------------------------------------------------------
     def _add(self, item: _Frame | Event, n: int, size: int, *, wait: bool) -> None:
@@ -188,7 +200,7 @@ class Backlog(EventBuffer):
 
     def _load(self, frame: _Frame) -> list[Event]:
         try:
-            events = unpack_events(frame.payload)
+            events = self._unpack(frame.payload)
         except Exception as exc:
             self._trimmed += frame.n  # counted in dropped
             if self.on_unreadable is not None:

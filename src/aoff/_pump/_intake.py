@@ -23,6 +23,7 @@ from .._core._events import (
     COLLECTOR,
     COLLECTOR_TIMING,
     DONE_RATES,
+    FOLDED,
     MEDIA,
     MEDIA_REFUSED,
     REMOTE,
@@ -255,7 +256,9 @@ class Intake:
             if kind in _MEDIA_KINDS:
                 self._media_event(e)
                 continue
-            if kind == STEP_BLOCK:  # a group's plain steps (_core/_groupbatch): as columns
+            if kind == FOLDED:  # a step its block before it folded (_transport/_plainsteps)
+                continue
+            if kind == STEP_BLOCK:  # plain steps as columns (a group's, or read as columns)
                 block = self._block(e)
                 if block:
                     records += block

@@ -1,0 +1,200 @@
+"""The agent's reader of plain ``log_step`` pickles as columns (``_transport/_plainsteps``):
+the same records, files and state as the same frames unpickled, on adversarial input;
+as many events as the sender counted; only what matches a template read as columns."""
+
+from __future__ import annotations
+
+import math
+import re
+import struct
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from aoff._core import _events as ev
+from aoff._pump._backlog import Backlog
+from aoff._transport._batches import pack_events, unpack_events
+from aoff._transport._plainsteps import MIN_STEPS, PlainSteps
+
+from .conftest import read_tensorboard
+from .test_fold_columns import FLOATS, KEYS, same
+
+NAN_PAYLOAD = struct.unpack(">d", bytes.fromhex("7ff8000000000abc"))[0]
+VALUES = st.one_of(FLOATS, st.sampled_from([NAN_PAYLOAD, -NAN_PAYLOAD, 5e-324]))
+#: iterations where pickle's integer opcodes change width (BININT1, BININT2, BININT, LONG1)
+EDGES = [0, 250, 65_530, 2**31 - 6, 2**40]
+
+
+def plain(i: int, wall: float, metrics: dict[str, Any]) -> ev.Event:
+    return (ev.STEP, wall, i, metrics, None, None, None, 0.0, 0.0, 0.0, 0.0, None)
+
+
+@st.composite
+def frames(draw: st.DrawFn) -> tuple[list[ev.Event], list[bytes]]:
+    """A loop of plain ``log_step`` calls (now and then: another key order or keys, an
+    int, a reward, a time, ``-0.0`` for a time, another kind of event between steps),
+    iterations across the integer opcodes' widths, cut into slices pickled one by one
+    and joined into frames, as the training process sends them."""
+    keys = [tuple(draw(st.lists(KEYS, min_size=1, max_size=4, unique=True))) for _ in range(2)]
+    it = draw(st.sampled_from(EDGES))
+    wall = 1.7e9
+    events: list[ev.Event] = []
+    names = keys[0]
+    for _ in range(draw(st.integers(0, 160))):
+        wall += 0.5
+        it += 1
+        if draw(st.integers(0, 40)) == 0:  # the loop's keys change now and then
+            names = keys[names == keys[0]]
+        metrics: dict[str, Any] = {k: draw(VALUES) for k in names}
+        e = list(plain(it, wall, metrics))
+        odd = draw(st.integers(0, 100))
+        if odd == 0:
+            metrics[names[0]] = 3  # an int: the per-event fold converts it
+        elif odd == 1:
+            e[3] = dict(reversed(metrics.items()))
+        elif odd == 2:
+            e[4] = 1.5  # a reward
+        elif odd == 3:
+            e[7] = draw(st.sampled_from([0.004, -0.0]))  # a train time, or -0.0
+        elif odd == 4:
+            events.append((ev.DONE_RATES, wall, 0.01, 0.002))
+        elif odd == 5:
+            e[9] = math.nan
+        events.append(tuple(e))
+    out: list[bytes] = []
+    at = 0
+    while at < len(events):
+        parts = []
+        for _ in range(draw(st.integers(1, 4))):
+            size = draw(st.sampled_from([1, 8, 9, 16, 32]))
+            parts.append(pack_events(events[at : at + size]))
+            at += size
+        frame = b"".join(p for p in parts if p != pack_events([]))
+        if frame:
+            out.append(frame)
+    return events, out
+
+
+def read(reader: PlainSteps, payloads: list[bytes]) -> list[ev.Event]:
+    got: list[ev.Event] = []
+    for p in payloads:
+        part = reader.unpack(p)
+        assert len(part) == len(unpack_events(p))  # as many events as the sender counted
+        got += part
+    return got
+
+
+def norm(x: object) -> object:
+    """``x`` with each float as its bits (NaN payloads and -0.0 told apart)."""
+    if type(x) is float:
+        return struct.pack(">d", x)
+    if type(x) is tuple:
+        return tuple(map(norm, x))
+    if type(x) is dict:
+        return [(k, norm(v)) for k, v in x.items()]
+    return (type(x).__name__, x)
+
+
+def expand(events: list[ev.Event]) -> list[ev.Event]:
+    """The steps a block stands for, as the events they were."""
+    out: list[ev.Event] = []
+    for e in events:
+        if e[0] == ev.STEP_BLOCK:
+            _, _, walls, its, names, values = e
+            for w, i, row in zip(walls, its.tolist(), values.tolist(), strict=True):
+                out.append(plain(i, w, dict(zip(names, row, strict=True))))
+        elif e[0] != ev.FOLDED:
+            out.append(e)
+    return out
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(frames())
+def test_frames_read_as_columns_fold_as_their_events_do(drawn: Any) -> None:
+    """Bit for bit: the events a block stands for are the pickles' events; folded, the
+    blocks give the per-event fold's records, TensorBoard and JSONL bytes, rules, run
+    summary, CSV and dashboard state (``test_fold_columns.same``)."""
+    events, payloads = drawn
+    reader = PlainSteps()
+    read(reader, payloads)  # the templates, learned from the first frames
+    got = read(reader, payloads)
+    assert list(map(norm, expand(got))) == list(map(norm, events))
+    assert ev.calls_in(got) == len(events)
+    assert ev.steps_in(got) == ev.steps_in(events)
+    same(events, [e for e in got if e[0] != ev.FOLDED])
+
+
+def steps(n: int, start: int = 1000, names: tuple[str, ...] = ("loss", "lr")) -> list[ev.Event]:
+    return [
+        plain(i, 1.7e9 + i, {k: 0.5 + i + j for j, k in enumerate(names)})
+        for i in range(start, start + n)
+    ]
+
+
+def test_only_pickles_like_a_template_are_read_as_columns() -> None:
+    """The first pickle of a shape is unpickled (and makes the template); the next ones
+    of that shape are one block; a pickle of another shape, or of fewer than
+    ``MIN_STEPS``, is unpickled."""
+    reader = PlainSteps()
+    first = pack_events(steps(32))
+    got = reader.unpack(first)
+    assert [e[0] for e in got] == [ev.STEP] * 32 and reader.read == 0
+    more = b"".join(pack_events(steps(32, 1032 + 32 * k)) for k in range(3))
+    got = reader.unpack(more)
+    assert got[0][0] == ev.STEP_BLOCK and len(got[0][2]) == 96
+    assert [e[0] for e in got[1:]] == [ev.FOLDED] * 95 and reader.read == 96
+    other = pack_events(steps(32, 2000, ("loss", "q")))  # other keys: unpickled
+    short = pack_events(steps(MIN_STEPS - 1, 3000))
+    got = reader.unpack(other + short + pack_events(steps(32, 4000)))
+    assert [e[0] for e in got[: 32 + MIN_STEPS - 1]] == [ev.STEP] * (32 + MIN_STEPS - 1)
+    assert got[32 + MIN_STEPS - 1][0] == ev.STEP_BLOCK
+    assert len(got) == 32 + MIN_STEPS - 1 + 32
+
+
+def test_the_backlog_counts_a_block_as_its_steps() -> None:
+    """A frame read as a block still holds as many events as its sender counted: the
+    drain's limits, ``len`` and ``drained`` are the same as unpickled."""
+    buf = Backlog(10**7)
+    buf.read_plain_steps()
+    buf.put_frame(pack_events(steps(32)), 32)
+    payload = b"".join(pack_events(steps(32, 1032 + 32 * k)) for k in range(4))
+    buf.put_frame(payload, 128)
+    assert len(buf) == 160
+    a = buf.drain(50)
+    b = buf.drain(100)
+    c = buf.drain()
+    assert (len(a), len(b), len(c), len(buf), buf.drained) == (50, 100, 10, 0, 160)
+    assert ev.calls_in(a + b + c) == 160 and ev.steps_in(a + b + c) == 160
+
+
+def test_a_process_run_writes_what_a_thread_run_writes(tmp_path: Path) -> None:
+    """Through the agent (its frames read as columns) and in thread mode (events, never
+    pickled): plain ``log_step`` calls with an int, a key added now and then and a step
+    with a train time write the same TensorBoard scalars and JSONL rows, wall times
+    aside (NaN: the Hypothesis test above; its alert's line lands where the rules'
+    timing puts it, either way)."""
+    import aoff
+
+    def run(folder: Path, pump: str) -> None:
+        log = aoff.OffPolicyLogger(log_dir=folder, pump=pump, display="none",
+                                   backends=("jsonl",), system_interval=0)  # fmt: skip
+        for i in range(3000):
+            metrics: dict[str, Any] = {"q_loss": 0.5 / (i + 1), "lr": 3e-4}
+            if i % 500 == 499:
+                metrics["eval/return"] = float(i)
+            if i == 2345:
+                metrics["lr"] = 3
+            log.log_step(i, metrics, train_time=0.004 if i == 777 else 0.0)
+        log.finish()
+
+    run(tmp_path / "process", "process")
+    run(tmp_path / "thread", "thread")
+    a, b = (read_tensorboard(tmp_path / n) for n in ("process", "thread"))
+    assert a == b and len(a["axis/iteration"]) == 3000
+    lines = []
+    for name in ("process", "thread"):
+        rows = (tmp_path / name / "metrics.jsonl").read_text().splitlines()
+        lines.append([re.sub(r'"wall_time":[^,]*,', "", row) for row in rows])
+    assert lines[0] == lines[1] and len(lines[0]) == 3000
