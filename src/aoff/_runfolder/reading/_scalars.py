@@ -493,8 +493,8 @@ def read_scalars(
     wanted = None if tags is None else list(tags)
     # the collector stays paused until the reader is dropped: its runs' state (~80
     # objects a run, no cycle among them) is then freed by reference counting alone,
-    # never walked by a collection first (~0.3 s per 20,000 runs, paid once the read
-    # has ended: in the serial tail of a call with workers)
+    # never walked by a collection first (a walk of every object the read kept, paid
+    # once the read has ended: with workers, in the call's serial tail)
     with collector_paused():
         # the axes are tags of their own: read every tag, keep those asked for once joined
         tagged = None if axes else wanted
