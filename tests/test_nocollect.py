@@ -83,3 +83,32 @@ def test_a_read_leaves_no_cycles_behind_while_its_reader_lives(tmp_path: Path) -
     finally:
         gc.enable()
     reader.close()
+
+
+def test_a_dropped_reader_is_freed_without_the_collector(tmp_path: Path) -> None:
+    """The runs' decoding state holds no cycle (the bulk paths reach their folder through
+    a weak proxy): dropping a reader frees it at once, and a later collection, the next
+    call's cost otherwise, finds nothing of it."""
+    for seed in (1, 2):
+        log = aoff.OffPolicyLogger(
+            log_dir=tmp_path / f"run{seed}",
+            backends=("tensorboard",),
+            display="none",
+            pump="thread",
+            handle_sigterm=False,
+        )
+        for step in range(1, 40):
+            log.log_step(step * 10, {"q_loss": 1.0 / step, "return": float(seed)})
+        log.finish()
+    aoff.read_scalars(tmp_path)  # what a first read imports and caches is not the reader's
+    gc.collect()
+    gc.disable()
+    try:
+        reader = aoff.ScalarReader(tmp_path, tags=["train/q_loss"])
+        df = reader.read()
+        assert reader.bulk_records > 0  # the bulk paths took part
+        assert len(df) == 2 * 39
+        del reader, df
+        assert gc.collect() == 0
+    finally:
+        gc.enable()

@@ -491,13 +491,20 @@ def read_scalars(
         envelopes(to_frame([]), bucket)  # a bad bucket is refused before any reading
     check_workers(workers)
     wanted = None if tags is None else list(tags)
-    # the axes are tags of their own: read every tag, keep those asked for once joined
-    with ScalarReader(paths, None if axes else wanted, where=where, workers=workers) as reader:
-        frame = reader.read()
-    for run in reader._runs:
-        if run.kind is None:
-            raise ValueError(f"{run.path}: no {labels(points=True)} in it")
-    reader.warn_problems()
+    # the collector stays paused until the reader is dropped: its runs' state (~80
+    # objects a run, no cycle among them) is then freed by reference counting alone,
+    # never walked by a collection first (a walk of every object the read kept, paid
+    # once the read has ended: with workers, in the call's serial tail)
+    with collector_paused():
+        # the axes are tags of their own: read every tag, keep those asked for once joined
+        tagged = None if axes else wanted
+        with ScalarReader(paths, tagged, where=where, workers=workers) as reader:
+            frame = reader.read()
+        for run in reader._runs:
+            if run.kind is None:
+                raise ValueError(f"{run.path}: no {labels(points=True)} in it")
+        reader.warn_problems()
+        del reader
     if bucket is not None:
         return envelopes(frame, bucket)
     if not axes:
