@@ -348,9 +348,10 @@ def test_fold_step_before_any_collector_uses_the_iteration_as_step() -> None:
 
 def test_every_event_kind_has_one_handler_in_the_fold_but_the_encoders() -> None:
     """The fold's table names each kind once; a kind added to ``_events.KINDS`` without a
-    handler fails here (media are the encoder's, never the fold's)."""
+    handler fails here (media are the encoder's, never the fold's; ``FOLDED``, a step its
+    ``STEP_BLOCK`` already stands for, is the intake's to skip)."""
     handled = set(Folder(State())._handlers)
-    assert set(ev.KINDS) - handled == {ev.MEDIA, ev.MEDIA_REFUSED}
+    assert set(ev.KINDS) - handled == {ev.MEDIA, ev.MEDIA_REFUSED, ev.FOLDED}
     assert handled <= set(ev.KINDS)
     assert ev.name_of((ev.COST, 0.0)) == "the logger's cost"
     assert ev.name_of((ev.MEDIA, 0.0, "k", None, "video")) == "log_video"
