@@ -62,17 +62,7 @@ def test_overlapping_reads_give_it_back_only_when_the_last_ends() -> None:
 def test_a_read_leaves_no_cycles_behind_while_its_reader_lives(tmp_path: Path) -> None:
     """Why the pause costs nothing: what a read makes is the runs' state or handed back,
     never garbage in cycles the collector would have freed during the read."""
-    for seed in (1, 2):
-        log = aoff.OffPolicyLogger(
-            log_dir=tmp_path / f"run{seed}",
-            backends=("tensorboard", "jsonl"),
-            display="none",
-            pump="thread",
-            handle_sigterm=False,
-        )
-        for step in range(1, 6):
-            log.log_step(step * 10, {"q_loss": 1.0 / step, "return": float(seed)})
-        log.finish()
+    _two_runs(tmp_path, 5, ("tensorboard", "jsonl"))
     reader = aoff.ScalarReader(tmp_path)
     gc.collect()
     gc.disable()
@@ -89,17 +79,7 @@ def test_a_dropped_reader_is_freed_without_the_collector(tmp_path: Path) -> None
     """The runs' decoding state holds no cycle (the bulk paths reach their folder through
     a weak proxy): dropping a reader frees it at once, and a later collection, the next
     call's cost otherwise, finds nothing of it."""
-    for seed in (1, 2):
-        log = aoff.OffPolicyLogger(
-            log_dir=tmp_path / f"run{seed}",
-            backends=("tensorboard",),
-            display="none",
-            pump="thread",
-            handle_sigterm=False,
-        )
-        for step in range(1, 40):
-            log.log_step(step * 10, {"q_loss": 1.0 / step, "return": float(seed)})
-        log.finish()
+    _two_runs(tmp_path, 39, ("tensorboard",))
     aoff.read_scalars(tmp_path)  # what a first read imports and caches is not the reader's
     gc.collect()
     gc.disable()
@@ -112,3 +92,18 @@ def test_a_dropped_reader_is_freed_without_the_collector(tmp_path: Path) -> None
         assert gc.collect() == 0
     finally:
         gc.enable()
+
+
+def _two_runs(folder: Path, steps: int, backends: tuple[str, ...]) -> None:
+    """Two runs of ``steps`` steps under ``folder`` (``run1``, ``run2``), in thread mode."""
+    for seed in (1, 2):
+        log = aoff.OffPolicyLogger(
+            log_dir=folder / f"run{seed}",
+            backends=backends,
+            display="none",
+            pump="thread",
+            handle_sigterm=False,
+        )
+        for step in range(1, steps + 1):
+            log.log_step(step * 10, {"q_loss": 1.0 / step, "return": float(seed)})
+        log.finish()
