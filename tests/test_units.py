@@ -348,11 +348,13 @@ def test_fold_step_before_any_collector_uses_the_iteration_as_step() -> None:
 
 def test_every_event_kind_has_one_handler_in_the_fold_but_the_encoders() -> None:
     """The fold's table names each kind once; a kind added to ``_events.KINDS`` without a
-    handler fails here (media are the encoder's, never the fold's; ``FOLDED``, a step its
-    ``STEP_BLOCK`` already stands for, is the intake's to skip)."""
+    handler fails here (media are the encoder's, never the fold's)."""
     handled = set(Folder(State())._handlers)
-    assert set(ev.KINDS) - handled == {ev.MEDIA, ev.MEDIA_REFUSED, ev.FOLDED}
+    assert set(ev.KINDS) - handled == {ev.MEDIA, ev.MEDIA_REFUSED}
     assert handled <= set(ev.KINDS)
+    # a block's step markers fold as nothing, wherever they reach the fold
+    folder = Folder(State())
+    assert folder.apply((ev.FOLDED,)) is None and not folder.state.started
     assert ev.name_of((ev.COST, 0.0)) == "the logger's cost"
     assert ev.name_of((ev.MEDIA, 0.0, "k", None, "video")) == "log_video"
     assert ev.name_of((99, 0.0)) == "99"

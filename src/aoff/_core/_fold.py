@@ -42,8 +42,9 @@ _REMOTE_IGNORED = frozenset(
 )
 #: events that do not start the run: restoring a checkpoint's counters, and the end
 _NOT_A_START = frozenset((ev.LOAD_STATE, ev.FINISH))
-#: samples, not calls: they do not move the run's clock nor start it
-_SAMPLES = frozenset((ev.SYSTEM, ev.COST))
+#: samples, not calls, and a step's marker its block already folded (no wall time of its
+#: own): they do not move the run's clock nor start it
+_NO_CLOCK = frozenset((ev.SYSTEM, ev.COST, ev.FOLDED))
 
 
 #: a block's steps carry no learner times (``log_step``'s defaults)
@@ -134,6 +135,8 @@ class Folder:
             ev.W_HISTOGRAM: writer,
             ev.W_HPARAMS: writer,
             ev.STEP_BLOCK: self._not_alone,
+            # a step its STEP_BLOCK stands for (_transport/_plainsteps): the block folded it
+            ev.FOLDED: _nothing,
         }
 
     @property
@@ -158,7 +161,7 @@ class Folder:
     def apply(self, event: ev.Event) -> Record | None:
         """Fold one event; the record it makes, if any."""
         kind = event[0]
-        if kind not in _SAMPLES:
+        if kind not in _NO_CLOCK:
             s = self.state
             s.last_wall_time = wall = event[1]
             if not s.started and kind not in _NOT_A_START:
