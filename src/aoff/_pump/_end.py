@@ -18,6 +18,7 @@ import anyio.abc
 
 from .._channel._producers import ProducerHub
 from ._intake import Intake
+from ._progresswatch import ProgressWatch
 from ._runner import BackendRunner
 
 __all__ = ["end_of_input"]
@@ -83,22 +84,17 @@ async def await_runners(
     progress for ``finish_timeout``: a hung backend costs finish() that long at most, a
     slow one that keeps writing (a busy machine) is waited for. What it has left to
     write is finite (no input comes after close_input), so the wait ends."""
-    now = time.monotonic()
-    # each runner still waited for: its progress when last seen to change, and when
-    waiting = {r: (r.progress(), now) for r in runners if not r.done.is_set()}
+    # each runner still waited for, and whether it still moves on
+    waiting = {r: ProgressWatch(r.progress, finish_timeout) for r in runners if not r.done.is_set()}
     while waiting:
         # polled (10 ms, only at finish): progress is a count, not an event
         with anyio.move_on_after(0.01):
             await next(iter(waiting)).done.wait()
         on_wait()
-        now = time.monotonic()
-        for r, (mark, since) in list(waiting.items()):
-            got = r.progress()
+        for r, idle in list(waiting.items()):
             if r.done.is_set():
                 del waiting[r]
-            elif got != mark:
-                waiting[r] = (got, now)
-            elif now - since >= finish_timeout:
+            elif idle.stalled():
                 del waiting[r]
                 r.abandon()
                 say(

@@ -38,6 +38,7 @@ from .._core._say import SayOnce
 from .._core._state import State
 from .._media._encoder import BACKEND_FAILED, NO_BACKEND, MediaEncoder
 from . import _registry
+from ._progresswatch import ProgressWatch, await_progressing
 from ._runner import BackendRunner
 
 __all__ = ["BEHIND_SLICE", "FOLD_SLICE", "TURN_BACKLOG", "TURN_SLICE", "Intake"]
@@ -359,19 +360,11 @@ class Intake:
         others back by itself after ``stall_timeout``."""
         if self._room_given_up:
             return
-        mark, since = self._progress(), time.monotonic()
+        runners = self.runners
+        idle = ProgressWatch(lambda: [r.progress() for r in runners], self.finish_timeout)
         # polled: runners have no "room" event, and this runs only at finish
-        while not self.may_drain():
-            await anyio.sleep(0.001)
-            now, got = time.monotonic(), self._progress()
-            if got != mark:
-                mark, since = got, now
-            elif now - since >= self.finish_timeout:
-                self._room_given_up = True
-                return
-
-    def _progress(self) -> tuple[tuple[int, float | None], ...]:
-        return tuple(r.progress() for r in self.runners)
+        if not await await_progressing(self.may_drain, idle, lambda: anyio.sleep(0.001)):
+            self._room_given_up = True
 
     async def _wait_media(self) -> bool:
         """Wait (a worker thread) while the encoder makes progress, handing each item it
