@@ -37,13 +37,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench_columnar import BATCH, RUN_KINDS, SLICE, columnar, standard, wide
+from bench_columnar import BATCH, SLICE, columnar, standard, wide
 
 from aoff._agent._serve import GC_THRESHOLD
-from aoff._core import _events as ev
-from aoff._core._fold import Folder
 from aoff._core._rules import DEFAULT_RULES
-from aoff._core._state import State
 from aoff._core._watch import Watch
 from aoff._runfolder.lines import _csv
 from aoff._runfolder.lines._jsonl import encode_lines
@@ -64,37 +61,6 @@ except ImportError:  # older versions: unpickled
 
 def _reader() -> Callable[[bytes], list[Any]]:
     return unpack_events if PlainSteps is None else PlainSteps().unpack
-
-
-def _intake(events: list[Any]) -> list[Any]:
-    """The intake's loop over what the agent's backlog read: ``columnar``'s, with a
-    block of plain steps folded at once and its markers passed over."""
-    block, marker = getattr(ev, "STEP_BLOCK", None), getattr(ev, "FOLDED", None)
-    folder = Folder(State())
-    out: list[Any] = []
-    for k in range(0, len(events), SLICE):
-        part = events[k : k + SLICE]
-        i = run_at = 0
-        while i < len(part):
-            kind = part[i][0]
-            if kind == marker:
-                i += 1
-                continue
-            if kind == block:
-                out += folder.apply_block(part[i])
-                i += 1
-                continue
-            if i >= run_at and kind in RUN_KINDS:
-                got, end, run_at = folder.apply_run(part, i)
-                if got:
-                    out += got
-                    i = end
-                    continue
-            rec = folder.apply(part[i])
-            if rec is not None:
-                out.append(rec)
-            i += 1
-    return out
 
 
 def _csv_text(records: list[Any]) -> str:
@@ -121,9 +87,9 @@ def stages(
         ]
         unpack = _reader()
         read = [e for f in sent for e in unpack(f)]
-        records = _intake(read)
+        records = columnar(read)
         work["read"] = lambda: [unpack(f) for f in sent]
-        work["fold"] = lambda: _intake(read)
+        work["fold"] = lambda: columnar(read)
     slices = [records[k : k + SLICE // per] for k in range(0, len(records), SLICE // per)]
     batches = [records[k : k + batch] for k in range(0, len(records), batch)]
 

@@ -87,15 +87,29 @@ def per_event(events: list[ev.Event]) -> list[StepRecord]:
     return out
 
 
+#: a block of plain steps (a group's, or the agent's plain-steps reader's) and the markers
+#: of the steps it holds, where this version has them (this file runs against older ones)
+_BLOCK, _MARKER = getattr(ev, "STEP_BLOCK", None), getattr(ev, "FOLDED", None)
+
+
 def columnar(events: list[ev.Event]) -> list[StepRecord]:
-    """The intake's loop (``_pump/_intake.Intake.fold``) over slices of ``SLICE``."""
+    """The intake's loop (``_pump/_intake.Intake.fold``) over slices of ``SLICE``: runs
+    of regular iterations at once, a block of steps at once, its markers passed over."""
     folder = Folder(State())
     out: list[StepRecord] = []
     for k in range(0, len(events), SLICE):
         part = events[k : k + SLICE]
         i = run_at = 0
         while i < len(part):
-            if i >= run_at and part[i][0] in RUN_KINDS:
+            kind = part[i][0]
+            if kind == _MARKER:
+                i += 1
+                continue
+            if kind == _BLOCK:
+                out += folder.apply_block(part[i])
+                i += 1
+                continue
+            if i >= run_at and kind in RUN_KINDS:
                 got, end, run_at = folder.apply_run(part, i)
                 if got:
                     out += got
