@@ -28,6 +28,7 @@ from ._messages import Events, decode_to_peer
 __all__ = [
     "Pickled",
     "Slices",
+    "load_list",
     "pack_events",
     "picklable_batch",
     "steps_and_frames",
@@ -49,14 +50,15 @@ def unpack_events(payload: bytes) -> list[Event]:
     after the other (a sender's slices framed together: ``pack_events`` of each, joined);
     ``ValueError`` if one holds no list."""
     f = io.BytesIO(payload)
-    events = _load_list(f)
+    events = load_list(f)
     size = len(payload)
     while f.tell() < size:
-        events += _load_list(f)
+        events += load_list(f)
     return events
 
 
-def _load_list(f: io.BytesIO) -> list[Event]:
+def load_list(f: io.BytesIO) -> list[Event]:
+    """The pickle of a list of events at ``f``'s position, ``f`` left after it."""
     events = pickle.Unpickler(f).load()  # a fresh memo for each pickle
     if type(events) is not list:
         raise ValueError(f"aoff: not a frame of events: {type(events).__name__}")

@@ -34,7 +34,7 @@ import pickle
 from typing import Any
 
 from .._core import _events as ev
-from ._batches import unpack_events
+from ._batches import load_list, unpack_events
 
 __all__ = ["MIN_STEPS", "PlainSteps"]
 
@@ -298,9 +298,7 @@ class PlainSteps:
                 tpl = None
                 continue  # the pickle at ``at`` again, against every template
             f.seek(at)
-            events = pickle.Unpickler(f).load()  # a fresh memo for each pickle
-            if type(events) is not list:
-                raise ValueError(f"aoff: not a frame of events: {type(events).__name__}")
+            events = load_list(f)
             end = f.tell()
             if (
                 self.builds < MAX_BUILDS
