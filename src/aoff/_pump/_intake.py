@@ -257,7 +257,9 @@ class Intake:
             if kind in _MEDIA_KINDS:
                 self._media_event(e)
                 continue
-            if kind == FOLDED:  # a step its block before it folded (_transport/_plainsteps)
+            # a step its block before it folded (_transport/_plainsteps): the fold's table
+            # folds it as nothing too; passed over here, one a step, before apply's work
+            if kind == FOLDED:
                 continue
             if kind == STEP_BLOCK:  # plain steps as columns (a group's, or read as columns)
                 block = self._block(e)
