@@ -41,7 +41,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import struct
 import subprocess
@@ -55,6 +54,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
 from _eventbulk import event_file  # noqa: E402  # benchmarks/ is on sys.path
+from _participants import participants_cpu  # noqa: E402
 from _torchbytes import check_same_records  # noqa: E402
 
 TAGS = (
@@ -131,22 +131,8 @@ def build(root: Path, runs: int, steps: int) -> int:
 
 
 def _cpu() -> float:
-    """CPU seconds of this process, its ended children, and the forkserver's (the
-    workers are its children: it reaps them, so its children's times hold theirs)."""
-    from multiprocessing import forkserver
-
-    import psutil
-
-    me, kids = (
-        resource.getrusage(resource.RUSAGE_SELF),
-        resource.getrusage(resource.RUSAGE_CHILDREN),
-    )
-    total = me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
-    pid = getattr(getattr(forkserver, "_forkserver", None), "_forkserver_pid", None)
-    if pid:  # a private attribute: there is no public way to the server
-        t = psutil.Process(pid).cpu_times()
-        total += t.user + t.system + t.children_user + t.children_system
-    return total
+    """CPU seconds of this process and its workers, together."""
+    return sum(participants_cpu())
 
 
 def _aoff(*args: str) -> tuple[float, str]:

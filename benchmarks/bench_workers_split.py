@@ -20,29 +20,13 @@ from __future__ import annotations
 import argparse
 import gc
 import os
-import resource
 import time
 from typing import Any
 
+from _participants import participants_cpu
+
 #: the tag read, one of ``bench_scale.py``'s
 TAG = "charts/episodic_return"
-
-
-def participants_cpu() -> tuple[float, float]:
-    """CPU seconds of this process, and of its workers (this process's ended children and
-    the forkserver's, which reaps the workers)."""
-    from multiprocessing import forkserver
-
-    import psutil
-
-    me = resource.getrusage(resource.RUSAGE_SELF)
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    others = kids.ru_utime + kids.ru_stime
-    pid = getattr(getattr(forkserver, "_forkserver", None), "_forkserver_pid", None)
-    if pid:  # a private attribute: there is no public way to the server
-        t = psutil.Process(pid).cpu_times()
-        others += t.user + t.system + t.children_user + t.children_system
-    return me.ru_utime + me.ru_stime, others
 
 
 class CollectorClock:
