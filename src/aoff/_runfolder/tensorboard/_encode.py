@@ -24,7 +24,7 @@ from typing import Any
 from ..._core._columns import MIN_RUN, ScalarColumns, column_runs
 from ..._core._records import Record, StepRecord, TextRecord, WriterRecord
 from .._pieces import Pieces, whole
-from ._columns import encode_columns
+from ._columns import column_parts
 from ._events import EventEncoder, SummaryRecord, encode_histogram
 from ._tfrecord import frame_many
 
@@ -177,15 +177,16 @@ def encode_records(
 
 
 def _in_runs(encoder: EventEncoder, records: Sequence[Record]) -> bytes:
-    """The batch as column runs (bulk) and the records between them (per record)."""
-    out: list[bytes] = []
+    """The batch as column runs (bulk) and the records between them (per record),
+    joined once."""
+    out: list[bytes | memoryview] = []
     others: list[Record] = []
     for item in column_runs(records):
         if type(item) is ScalarColumns:
             if others:
                 out.append(_per_record(encoder, others, others))
                 others = []
-            out.append(encode_columns(encoder, item))
+            out.extend(column_parts(encoder, item))
         else:
             others.append(item)  # type: ignore[arg-type]
     if others:
