@@ -24,7 +24,7 @@ import numpy as np
 
 from ..._core._columns import ScalarColumns
 from ._events import EventEncoder, varint_bytes
-from ._tfrecord import MASK_DELTA, U32, crc32c, masked_crc32c
+from ._tfrecord import MASK_DELTA, crc32c, masked_crc32c
 
 __all__ = ["column_parts", "encode_columns"]
 
@@ -32,6 +32,9 @@ _U8 = np.uint8
 _pack_len = struct.Struct("<Q").pack
 _pack_u32 = struct.Struct("<I").pack
 #: the largest step each varint_bytes length holds (a negative step is ten bytes, as an u64)
+#: the NumPy scalars of the per-table arithmetic, made once (not a call each)
+_MASK_DELTA = np.uint32(MASK_DELTA)
+_LOW7 = np.uint64(0x7F)
 _VARINT_LIMITS = np.array([(1 << (7 * k)) - 1 for k in range(1, 10)], np.uint64)
 
 
@@ -133,15 +136,16 @@ class _Template:
             out[:, w : w + 8] = np.ascontiguousarray(walls, "<f8").view(_U8).reshape(m, 8)
         if self.step_len:  # the varint's bytes, all at once: 7 bits each, a high bit but the last
             u = steps.view(np.uint64)[:, None]
-            varint = ((u >> self.shifts) & np.uint64(0x7F)) | self.more
+            varint = ((u >> self.shifts) & _LOW7) | self.more
             at = self.step_at
             out[:, at : at + self.step_len] = varint.astype(_U8)
         # the one per-record part: each Event's CRC32C, over its row of the joined buffer
         # (a row of a 2-D array is a contiguous buffer: no slice made a record)
-        c = np.fromiter(map(crc32c, out[:, start : start + n]), np.uint64, m)
-        masked = ((c >> np.uint64(15)) | (c << np.uint64(17))) + np.uint64(MASK_DELTA)
-        masked &= np.uint64(U32)
-        out[:, width - 4 :] = masked.astype("<u4").view(_U8).reshape(m, 4)
+        c = np.fromiter(map(crc32c, out[:, start : start + n]), "<u4", m)
+        # masked as masked_crc32c does, in 32 bits (the shift and the sum wrap as its & U32)
+        masked = (c >> 15) | (c << 17)
+        masked += _MASK_DELTA
+        out[:, width - 4 :] = masked.view(_U8).reshape(m, 4)
         return out
 
 
