@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import struct
+from collections.abc import Sequence
 from itertools import pairwise
 from typing import Any
 
@@ -26,7 +27,7 @@ from ..._core._columns import ScalarColumns
 from ._events import EventEncoder, varint_bytes
 from ._tfrecord import MASK_DELTA, crc32c, masked_crc32c
 
-__all__ = ["column_parts", "encode_columns"]
+__all__ = ["column_parts", "encode_columns", "join_columns"]
 
 _U8 = np.uint8
 _pack_len = struct.Struct("<Q").pack
@@ -71,6 +72,17 @@ def column_parts(encoder: EventEncoder, cols: ScalarColumns) -> list[memoryview]
         template = _template(heads, key & 15, bool(key & 16))
         parts.append(template.fill(walls[a:b], steps[a:b], f32[a:b]).data)
     return parts
+
+
+def join_columns(runs: Sequence[ScalarColumns]) -> ScalarColumns:
+    """Runs with one tag sequence, in order, as one table: a record's bytes depend on
+    its own row alone, so the joined table frames to the runs' bytes one after another."""
+    return ScalarColumns(
+        runs[0].tags,
+        np.concatenate([r.steps for r in runs]),
+        np.concatenate([r.wall_times for r in runs]),
+        np.concatenate([r.values for r in runs]),
+    )
 
 
 class _Template:
