@@ -16,9 +16,12 @@ freed an array that big: a read's memory then comes from the heap and stays ther
 the next read. The setting is the process's, as the collector's pause while reading
 (``reading/_nocollect``): freed memory up to 64 MiB stays with the process instead of
 going back to the kernel, and blocks under 32 MiB come from the heap, not a mapping of
-their own (glibc's own behaviour once a process has freed such a block). A caller that
-set the thresholds itself (``mallopt``, ``MALLOC_*_`` variables) keeps them: glibc moves
-them only while they are its own. Another ``malloc`` sees an allocation and a free.
+their own (glibc's own behaviour once a process has freed such a block). Not
+``mallopt``, as the agent's process has it (``_agent/_heap``): a read runs in the
+caller's process, whose thresholds are left glibc's to move (``mallopt`` would fix them
+for good). A caller that set them itself (``mallopt``, ``GLIBC_TUNABLES``,
+``MALLOC_*_`` variables) keeps them: glibc moves them only while they are its own.
+Another ``malloc`` sees one allocation and a free (~0.07 ms, one page fault).
 """
 
 from __future__ import annotations
