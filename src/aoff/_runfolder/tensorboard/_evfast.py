@@ -798,9 +798,11 @@ class FastPath:
         lid = np.where(bulk, ids, 0)
         tail_of = np.where(bulk, self.lid_tail[lid], -1)
         for tid, sel in _grouped(tail_of, len(self.tails)):
-            lids = ids[sel]
-            steps[sel], walls[sel], value, bad[sel] = self.tails[tid].take(
-                a, starts[sel], sizes[sel], self.lid_base[lids]
+            # (every record one tail's: its columns as they come, no gather, no scatter)
+            idx = slice(None) if len(sel) == k else sel
+            lids = ids[idx]
+            steps[idx], walls[idx], value, bad[idx] = self.tails[tid].take(
+                a, starts[idx], sizes[idx], self.lid_base[lids]
             )
             recs.append(sel)
             tags.append(self.lid_tags[lids, 0])
@@ -903,8 +905,11 @@ class FastPath:
             return
         # by tag, then record (stable sorts keep a record's values in their order): by
         # record first (runs already in order, which a stable sort merges), then by tag
-        order = np.argsort(rec, kind="stable")
-        order = order[_stable_order(tag[order], len(self.tag_names))]
+        if len(recs) == 1:  # one group's records: in record order already
+            order = _stable_order(tag, len(self.tag_names))
+        else:
+            order = np.argsort(rec, kind="stable")
+            order = order[_stable_order(tag[order], len(self.tag_names))]
         rec, tag, value = rec[order], tag[order], value[order]
         s, w = steps[rec], walls[rec]
         bounds = [0, *(np.flatnonzero(tag[1:] != tag[:-1]) + 1).tolist(), len(tag)]
@@ -1324,6 +1329,10 @@ def _stable_order(keys: Any, n: int) -> Any:
 def _grouped(keys: Any, n: int) -> list[tuple[int, Any]]:
     """``(key, the positions holding it, in order)`` for each key in ``range(n)`` that
     ``keys`` holds (other keys left out)."""
+    if len(keys):
+        lo, hi = int(keys.min()), int(keys.max())
+        if lo == hi:  # one key (a window of one tail: PPO's, SB3's): no sort, no count
+            return [(lo, np.arange(len(keys)))] if 0 <= lo < n else []
     inside = (keys >= 0) & (keys < n)
     if not inside.all():
         where = np.flatnonzero(inside)

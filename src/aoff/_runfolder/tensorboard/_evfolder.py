@@ -36,6 +36,7 @@ from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from .._heapkept import keep_freed_memory
 from .._tagseries import Columns, Series
 from ._evcycle import CyclePath
 from ._evfast import FastPath
@@ -125,6 +126,9 @@ class EventFolder:
         me = weakref.proxy(self)
         self.fast = FastPath(me)
         self.cycle = CyclePath(me)
+        # a read's buffer and temporaries reused from the heap by the next read, not
+        # paged in again (``_heapkept``: once a process)
+        keep_freed_memory()
 
     # -- files ------------------------------------------------------------------------------
     def read(self, files: list[str]) -> None:
