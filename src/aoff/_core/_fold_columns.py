@@ -12,6 +12,10 @@ record's tags. The run is then folded as columns: the record's tags once, each s
 row as one tuple (the latest done rates, collector total and timings carried forward),
 and the dashboard's state from the run's last values and its histories extended.
 
+A span is read into columns first (:class:`_Span`), from its events or from a
+``RUN_BLOCK`` (pickles of such iterations the agent read as columns, ``_core/_runblock``:
+no event made at all), and one definition folds both (:meth:`RunFold._fold_span`).
+
 The per-event fold stays the definition: whatever the scan refuses (media, histograms,
 text, ``SummaryWriter``'s records, producers, axes, a value that is not a float, a
 first sight of a key sequence, a step that changes the tags) is folded there, and a test

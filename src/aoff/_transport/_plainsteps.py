@@ -22,6 +22,13 @@ iterations (ints of that width) and metric values (floats, bit for bit: NaN payl
 reward, a time, axes, an iteration of another width, another kind of event) differs in a
 compared byte and is unpickled as before.
 
+A pickle of the standard iteration's four kinds (collector timings, done rates, a
+collector, a step with its reward, components, times and ``extra_info``) is read the same
+way with a run template (:func:`_run_template`): its events' skeleton is a
+``_core/_runblock`` ``RunShape``, its floats and ints the payloads, and matching pickles
+in a row become one ``RUN_BLOCK`` (``Folder.apply_runblock`` folds it as columns) and a
+``FOLDED`` marker for each event after its first.
+
 Only the single run's agent reads frames this way (``_agent/_serve``): a group's agent
 splits its events per run before the fold, and a thread-mode run has no pickles.
 """
