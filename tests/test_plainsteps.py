@@ -340,6 +340,11 @@ def test_pickles_of_iterations_are_one_run_block_folded_as_columns(
     assert ev.RUN_BLOCK not in {e[0] for e in reader.unpack(other)}
     records = same(events, [e for e in first + got if e[0] != ev.FOLDED])
     assert len(records) == 160 and taken == [19 * 8]  # the last timing: event by event
+    # a fold that meets the block first (not started, its keys never seen): its first
+    # pickle event by event, then the rest as columns
+    taken.clear()
+    records = same(events[32:], [got[0]])
+    assert len(records) == 152 and taken == [0, 18 * 8]
 
 
 def test_a_process_run_of_iterations_writes_what_a_thread_run_writes(tmp_path: Path) -> None:
