@@ -28,6 +28,7 @@ __all__ = ["RunBlock", "RunShape", "shape_of"]
 _STEP, _TIMING, _COLLECTOR, _DONE = ev.STEP, ev.COLLECTOR_TIMING, ev.COLLECTOR, ev.DONE_RATES
 #: each kind's length without optional fields (``axes=``: no shape)
 _LENS = {k: 2 + len(ev.KINDS[k].fields) for k in (_STEP, _TIMING, _COLLECTOR, _DONE)}
+_FLOAT_ONLY = frozenset((float,))
 
 #: a field of a skeleton: ("f", slot) a float, ("i", slot) an int, ("n",) ``None``,
 #: ("d", keys, slots) a dict of floats
@@ -63,10 +64,13 @@ class _Leaves:
         """A dict of plain floats with ``str`` keys, not empty."""
         if type(x) is not dict or not x or not all(type(k) is str for k in x):
             return None
-        slots = [self.float_(v) for v in x.values()]
-        if any(s is None for s in slots):
+        values = list(x.values())
+        if not _FLOAT_ONLY.issuperset(map(type, values)):
             return None
-        return ("d", tuple(x), [s[1] for s in slots if s is not None])
+        start = len(self.floats)
+        self.floats += values
+        self.order += "f" * len(values)
+        return ("d", tuple(x), list(range(start, start + len(values))))
 
     def optional(self, x: object, read: Any) -> Field | None:
         return ("n",) if x is None else read(x)

@@ -53,12 +53,17 @@ MAX_TEMPLATES = 8
 #: templates made in a process at most: making one pickles its steps twice and compares
 #: (~3 ms for 96 steps); a run whose pickles never repeat stops trying
 MAX_BUILDS = 256
+#: events a pickle holds at most for a template: the sync face's slices hold 32 or 96;
+#: a larger pickle (a final flush's) seldom repeats, and making its template costs ~50-150 µs
+#: an event
+MAX_LEARN = 256
 #: the fixed part of a plain step after its metrics: no reward, reward metrics,
 #: components; the learner's four times; no steps/s
 _TAIL = (None, None, None, 0.0, 0.0, 0.0, 0.0, None)
 _STEP_LEN = 2 + len(ev.KINDS[ev.STEP].fields)
 #: an iteration's opcode and the NumPy type of its payload (``pickle``'s encodings)
 _INT_TYPES = {"BININT1": "<u1", "BININT2": "<u2", "BININT": "<i4"}
+_INT_WIDTHS = {"<u1": 1, "<u2": 2, "<i4": 4}
 _INT_OPS_BY_CODE = {
     pickle.BININT1[0]: "BININT1",
     pickle.BININT2[0]: "BININT2",
@@ -357,34 +362,33 @@ def _run_template(raw: bytes, events: list[ev.Event]) -> _RunTemplate | None:
     b = np.frombuffer(pickle.dumps(other, protocol=5), np.uint8)
     if len(a) != len(b):
         return None
-    diff = (a != b).nonzero()[0].tolist()
+    diff = (a != b).nonzero()[0]
     if len(diff) != 8 * len(fl) + len(il):
         return None
-    f_starts: list[int] = []
-    i_starts: list[tuple[int, str]] = []
-    at = 0
-    for leaf in order:
-        first = diff[at]
-        if first < _HEAD:
-            return None
-        if leaf == "f":
-            if diff[at : at + 8] != list(range(first, first + 8)):
-                return None
-            f_starts.append(first)
-            at += 8
-        else:
-            op = _INT_OPS_BY_CODE.get(raw[first - 1])
-            if op is None:
-                return None
-            i_starts.append((first, _INT_TYPES[op]))
-            at += 1
+    # each leaf's first differing byte, in order: 8 of a float's (all of them, in a
+    # row), 1 of an int's (its opcode before it)
+    is_f = np.frombuffer("".join(order).encode(), np.uint8) == ord("f")
+    first_at = np.concatenate(([0], np.cumsum(np.where(is_f, 8, 1))[:-1]))
+    firsts = diff[first_at]
+    if len(firsts) and firsts.min() < _HEAD:
+        return None
+    eight = np.arange(8)
+    f_first = firsts[is_f]
+    if not (diff[first_at[is_f][:, None] + eight] == f_first[:, None] + eight).all():
+        return None
+    i_first = firsts[~is_f].tolist()
+    ops = [_INT_OPS_BY_CODE.get(raw[at - 1]) for at in i_first]
+    if None in ops:
+        return None
+    i_starts = [(at, _INT_TYPES[op]) for at, op in zip(i_first, ops, strict=True) if op]
     want = np.array(fl, ">f8").view(np.uint8).reshape(-1, 8)
-    if not (a[np.array(f_starts)[:, None] + np.arange(8)] == want).all():
+    if not (a[f_first[:, None] + eight] == want).all():
         return None
     for (start, typ), value in zip(i_starts, il, strict=True):
-        width = np.dtype(typ).itemsize
-        if int(a[start : start + width].view(typ)[0]) != value:
+        width = _INT_WIDTHS[typ]
+        if int.from_bytes(raw[start : start + width], "little", signed=typ == "<i4") != value:
             return None
+    f_starts = f_first.tolist()
     return _RunTemplate(raw, shape, f_starts, i_starts)
 
 
@@ -438,7 +442,7 @@ class PlainSteps:
             end = f.tell()
             if (
                 self.builds < MAX_BUILDS
-                and len(events) >= MIN_STEPS
+                and MIN_STEPS <= len(events) <= MAX_LEARN
                 and type(events[0]) is tuple
                 and events[0][0] in _RUN_KINDS  # the cheap refusal first
             ):
