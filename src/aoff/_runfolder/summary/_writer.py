@@ -78,6 +78,8 @@ SUMMARY_INTERVAL = 10.0
 CURVE_POINTS = 64
 #: records folded into the statistics at a time
 FOLD_ROWS = 2048
+#: tags at one place in their curves folded together from this many (``_Tag.feed_rows``)
+_GROUPS_FROM = 2
 
 
 class _Tag:
@@ -137,6 +139,82 @@ class _Tag:
                 self.fins.append(int(finite[done + whole * k : done + take].sum()))
             self.count += take
             done += take
+
+    @staticmethod
+    def feed_rows(accs: Sequence[_Tag], values: np.ndarray[Any, np.dtype[np.float64]]) -> None:
+        """Each of ``accs`` fed its row of ``values`` (``len(accs)`` rows), as :meth:`feed`
+        would one by one, with a few NumPy calls for all of them, not ~15 a tag: a run's
+        tags fold together, so its 40 tags cost what one did. The caller checks that they
+        share their ``count``, ``stride`` and number of buckets (the loop's state), and
+        each row's sums are NumPy's pairwise sums over the same values as :meth:`feed`
+        takes them (the same bits; ``tests/test_summary_rows.py``)."""
+        n = values.shape[1]
+        if not n:
+            return
+        lead = accs[0]
+        if lead.count == 0:
+            for acc, v in zip(accs, values[:, 0].tolist(), strict=True):
+                acc.first = v
+        for acc, v in zip(accs, values[:, -1].tolist(), strict=True):
+            acc.last = v
+        finite = np.isfinite(values)
+        clean = np.where(finite, values, 0.0)
+        has = finite.any(axis=1).tolist()
+        los = np.where(finite, values, math.inf).min(axis=1).tolist()
+        his = np.where(finite, values, -math.inf).max(axis=1).tolist()
+        for t, acc in enumerate(accs):
+            if not has[t]:
+                continue
+            lo, hi = los[t], his[t]
+            if lo == 0.0 or hi == 0.0:  # which zero's sign a min of 0.0 and -0.0 keeps
+                fv = values[t][finite[t]]  # depends on its array: feed's own, then
+                lo, hi = float(fv.min()), float(fv.max())
+            acc.lo = min(acc.lo, lo)
+            acc.hi = max(acc.hi, hi)
+        count, stride, buckets = lead.count, lead.stride, len(lead.sums)
+        done = 0
+        while done < n:  # feed's loop, its state shared
+            used = count % stride
+            room = (stride - used) if used else 0
+            if room:
+                take = min(room, n - done)
+                sums = clean[:, done : done + take].sum(axis=1).tolist()
+                fins = finite[:, done : done + take].sum(axis=1).tolist()
+                for acc, s, f in zip(accs, sums, fins, strict=True):
+                    acc.sums[-1] += s
+                    acc.fins[-1] += f
+                count += take
+                done += take
+                continue
+            if buckets >= 2 * CURVE_POINTS:
+                for acc in accs:
+                    acc._halve()
+                stride, buckets = lead.stride, len(lead.sums)
+                continue
+            k = stride
+            more = min((n - done + k - 1) // k, 2 * CURVE_POINTS - buckets)
+            take = min(more * k, n - done)
+            whole = take // k
+            if whole:
+                rows = len(accs)
+                end = done + whole * k
+                sums = clean[:, done:end].reshape(rows, whole, k).sum(axis=2).tolist()
+                fins = finite[:, done:end].reshape(rows, whole, k).sum(axis=2).tolist()
+                for acc, s, f in zip(accs, sums, fins, strict=True):
+                    acc.sums.extend(s)
+                    acc.fins.extend(f)
+                buckets += whole
+            if take > whole * k:  # a partial bucket at the end
+                sums = clean[:, done + whole * k : done + take].sum(axis=1).tolist()
+                fins = finite[:, done + whole * k : done + take].sum(axis=1).tolist()
+                for acc, s, f in zip(accs, sums, fins, strict=True):
+                    acc.sums.append(s)
+                    acc.fins.append(f)
+                buckets += 1
+            count += take
+            done += take
+        for acc in accs:
+            acc.count = count
 
     def _halve(self) -> None:
         s, f = self.sums, self.fins
@@ -323,31 +401,51 @@ class RunSummary:
         self.first_time, self.last_time = first_time, last_time
 
     def fold(self) -> None:
-        """Fold the records added since the last fold into each tag's statistics."""
+        """Fold the records added since the last fold into each tag's statistics: the
+        tags of one tag sequence (a block) that no other block holds, and whose
+        statistics are at the same place, together (:meth:`_Tag.feed_rows`); any other
+        tag alone."""
         if not self._pending:
             return
         parts: dict[str, list[tuple[Any, Any]]] = {}
         firsts: dict[str, int] = {}
+        tables: list[tuple[tuple[str, ...], Any]] = []
         for tags, block in self._blocks.items():
             orders, rows = block.table(len(tags))
             at = int(orders[0])
             columns = np.ascontiguousarray(rows.T)  # one copy: each tag's column contiguous
+            tables.append((tags, columns))
             for j, tag in enumerate(tags):  # a tag twice in one record: the last one
                 parts.setdefault(tag, []).append((orders, columns[j]))
                 firsts[tag] = min(firsts.get(tag, at), at)
         self._blocks = {}
         self._pending = 0
-        for tag in sorted(parts, key=firsts.__getitem__):
+        for tag in sorted(parts, key=firsts.__getitem__):  # new tags in order of appearance
+            if tag not in self.tags:
+                self.tags[tag] = _Tag()
+        alone = set(parts)
+        for tags, columns in tables:
+            if len(set(tags)) != len(tags) or any(len(parts[t]) != 1 for t in tags):
+                continue
+            # tags at the same place in their curves fold together (a run's tags: all)
+            groups: dict[tuple[int, int, int], list[int]] = {}
+            for j, tag in enumerate(tags):
+                acc = self.tags[tag]
+                groups.setdefault((acc.count, acc.stride, len(acc.sums)), []).append(j)
+            for js in groups.values():
+                if len(js) < _GROUPS_FROM:
+                    continue
+                rows = columns if len(js) == len(tags) else columns[js]
+                _Tag.feed_rows([self.tags[tags[j]] for j in js], rows)
+                alone.difference_update(tags[j] for j in js)
+        for tag in alone:
             got = parts[tag]
             if len(got) == 1:
                 values = got[0][1]
             else:
                 orders = np.concatenate([g[0] for g in got])
                 values = np.concatenate([g[1] for g in got])[np.argsort(orders, kind="stable")]
-            acc = self.tags.get(tag)
-            if acc is None:
-                acc = self.tags[tag] = _Tag()
-            acc.feed(np.ascontiguousarray(values, np.float64))
+            self.tags[tag].feed(np.ascontiguousarray(values, np.float64))
 
     def snapshot(self, state: str = "running") -> dict[str, Any]:
         """The file's content now (``state``: running, finished, stopped or interrupted)."""
