@@ -90,6 +90,11 @@ def per_event(events: list[ev.Event]) -> list[StepRecord]:
 #: a block of plain steps (a group's, or the agent's plain-steps reader's) and the markers
 #: of the steps it holds, where this version has them (this file runs against older ones)
 _BLOCK, _MARKER = getattr(ev, "STEP_BLOCK", None), getattr(ev, "FOLDED", None)
+#: pickles of regular iterations read as columns, where this version has them
+_RUN_BLOCK = getattr(ev, "RUN_BLOCK", None)
+_MARKERS = (_MARKER,)
+#: whether this version's intake passes a block's markers over at once (with run blocks)
+_SKIPS = _RUN_BLOCK is not None
 
 
 def columnar(events: list[ev.Event]) -> list[StepRecord]:
@@ -105,9 +110,15 @@ def columnar(events: list[ev.Event]) -> list[StepRecord]:
             if kind == _MARKER:
                 i += 1
                 continue
-            if kind == _BLOCK:
-                out += folder.apply_block(part[i])
+            if kind in (_BLOCK, _RUN_BLOCK):
+                e = part[i]
+                fold = folder.apply_block if kind == _BLOCK else folder.apply_runblock
+                out += fold(e)
                 i += 1
+                if _SKIPS:  # its markers at once, as the intake does
+                    end = min(i + (len(e[2]) if kind == _BLOCK else e[2].calls) - 1, len(part))
+                    if end > i and part[i:end].count(_MARKERS) == end - i:
+                        i = end
                 continue
             if i >= run_at and kind in RUN_KINDS:
                 got, end, run_at = folder.apply_run(part, i)

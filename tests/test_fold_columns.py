@@ -49,6 +49,10 @@ def fold(events: Sequence[ev.Event], runs: bool) -> tuple[list[StepRecord], Stat
             out += folder.apply_block(events[i])
             i += 1
             continue
+        if events[i][0] == ev.RUN_BLOCK:  # pickles read as columns (the intake's branch)
+            out += folder.apply_runblock(events[i])
+            i += 1
+            continue
         if runs and i >= run_at and events[i][0] in RUN_KINDS:
             got, end, run_at = folder.apply_run(events, i)
             if got:

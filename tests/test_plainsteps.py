@@ -10,10 +10,12 @@ import struct
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from aoff._core import _events as ev
+from aoff._core import _fold_columns
 from aoff._pump._backlog import Backlog
 from aoff._transport._batches import pack_events, unpack_events
 from aoff._transport._plainsteps import MIN_STEPS, PlainSteps
@@ -98,10 +100,12 @@ def norm(x: object) -> object:
 
 
 def expand(events: list[ev.Event]) -> list[ev.Event]:
-    """The steps a block stands for, as the events they were."""
+    """The steps (or events) a block stands for, as the events they were."""
     out: list[ev.Event] = []
     for e in events:
-        if e[0] == ev.STEP_BLOCK:
+        if e[0] == ev.RUN_BLOCK:
+            out += e[2].events()
+        elif e[0] == ev.STEP_BLOCK:
             _, _, walls, its, names, values = e
             for w, i, row in zip(walls, its.tolist(), values.tolist(), strict=True):
                 out.append(plain(i, w, dict(zip(names, row, strict=True))))
@@ -187,6 +191,185 @@ def test_a_process_run_writes_what_a_thread_run_writes(tmp_path: Path) -> None:
             if i == 2345:
                 metrics["lr"] = 3
             log.log_step(i, metrics, train_time=0.004 if i == 777 else 0.0)
+        log.finish()
+
+    run(tmp_path / "process", "process")
+    run(tmp_path / "thread", "thread")
+    a, b = (read_tensorboard(tmp_path / n) for n in ("process", "thread"))
+    assert a == b and len(a["axis/iteration"]) == 3000
+    lines = []
+    for name in ("process", "thread"):
+        rows = (tmp_path / name / "metrics.jsonl").read_text().splitlines()
+        lines.append([re.sub(r'"wall_time":[^,]*,', "", row) for row in rows])
+    assert lines[0] == lines[1] and len(lines[0]) == 3000
+
+
+#: int payloads where pickle's opcodes change width (BININT1, BININT2, BININT, LONG1)
+INT_EDGES = [0, 200, 255, 256, 65_535, 65_536, 2**31 - 1, 2**31, -1, -(2**31), -(2**31) - 1]
+
+
+@st.composite
+def iteration_frames(draw: st.DrawFn) -> tuple[list[ev.Event], list[bytes]]:
+    """A loop of the standard iteration (collector timings, done rates, a collector, a
+    step with a reward, components, times and ``extra_info``) whose shape changes now
+    and then (a reward or none, the keys, the timing dict's keys, components, a call
+    left out, ``extra_info`` or none), with NaN of every sign and payload, ±inf, ``-0.0``,
+    ints across the opcodes' widths, a collector's reward of 0 or NaN, and other events
+    between; cut into slices (mostly of one size, so pickles repeat) pickled one by one
+    and joined into frames, as the training process sends them."""
+    keys = [tuple(draw(st.lists(KEYS, min_size=1, max_size=3, unique=True))) for _ in range(2)]
+    timings = [("env_ms", "replay_ms"), ("replay_ms", "env_ms"), ("env_ms",)]
+    it = draw(st.sampled_from(EDGES))
+    total = draw(st.sampled_from(INT_EDGES))
+    wall = 1.7e9
+
+    def shape() -> tuple[Any, ...]:
+        return (
+            draw(st.sampled_from(keys)),
+            draw(st.booleans()),  # a reward
+            draw(st.sampled_from([None, ("forward",), ("forward", "ctrl")])),
+            draw(st.sampled_from(timings)),
+            draw(st.sampled_from([None, 4096, 0, -5, 2**40])),  # extra_info
+            draw(st.sampled_from(["all", "all", "no timing", "no done", "no collector"])),
+            draw(st.sampled_from(INT_EDGES)),  # the buffer's size
+        )
+
+    now = shape()
+    events: list[ev.Event] = []
+    for _ in range(draw(st.integers(0, 160))):
+        if draw(st.integers(0, 40)) == 0:
+            now = shape()
+        names, with_reward, comps, timing, extra, calls, size = now
+        wall += 0.5
+        it += 1
+        total += 4096 if draw(st.integers(0, 3)) else 0
+        if calls != "no timing":
+            events.append((ev.COLLECTOR_TIMING, wall, {k: draw(VALUES) for k in timing}))
+        if calls != "no done":
+            events.append((ev.DONE_RATES, wall, draw(VALUES), draw(VALUES)))
+        if calls != "no collector":
+            reward = draw(st.one_of(VALUES, st.sampled_from([0.0, math.nan])))
+            events.append((ev.COLLECTOR, wall, total, size, reward))
+        odd = draw(st.integers(0, 100))
+        if odd == 0:
+            events.append((ev.SYSTEM, wall, {"system/cpu": 3.0}))
+        elif odd == 1:
+            events.append((ev.EP_LENGTH, wall, 12.0))
+        elif odd == 2:
+            events.append((ev.EPISODES, wall, (1.0, 2.0), (10, 20)))
+        metrics: dict[str, Any] = {k: draw(VALUES) for k in names}
+        if odd == 3:
+            metrics[names[0]] = 3  # an int: the per-event fold converts it
+        c = None if comps is None else {k: draw(VALUES) for k in comps}
+        times = [draw(st.sampled_from([0.004, 0.0, -0.0, math.inf, math.nan])) for _ in range(4)]
+        r = draw(VALUES) if with_reward else None
+        events.append((ev.STEP, wall, it, metrics, r, None, c, *times, extra))
+    cut = draw(st.sampled_from([8, 12, 16, 32]))
+    out: list[bytes] = []
+    at = 0
+    while at < len(events):
+        parts = []
+        for _ in range(draw(st.integers(1, 4))):
+            n = cut if draw(st.integers(0, 9)) else draw(st.sampled_from([1, 9, 33]))
+            parts.append(pack_events(events[at : at + n]))
+            at += n
+        frame = b"".join(p for p in parts if p != pack_events([]))
+        if frame:
+            out.append(frame)
+    return events, out
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(iteration_frames())
+def test_iterations_read_as_columns_fold_as_their_events_do(drawn: Any) -> None:
+    """Bit for bit: the events a run block stands for are the pickles' events; folded
+    (its columns, its first pickle event by event where the fold had not seen its keys,
+    the events after its last step), the blocks give the per-event fold's records,
+    TensorBoard and JSONL bytes, rules, run summary, CSV and dashboard state."""
+    events, payloads = drawn
+    reader = PlainSteps()
+    read(reader, payloads)  # the templates, learned from the first frames
+    got = read(reader, payloads)
+    assert list(map(norm, expand(got))) == list(map(norm, events))
+    assert ev.calls_in(got) == len(events)
+    assert ev.steps_in(got) == ev.steps_in(events)
+    same(events, [e for e in got if e[0] != ev.FOLDED])
+
+
+def iterations(n: int, start: int = 1000, reward: float | None = -120.5) -> list[ev.Event]:
+    out: list[ev.Event] = []
+    for i in range(start, start + n):
+        w = 1.7e9 + i
+        out += [
+            (ev.COLLECTOR_TIMING, w, {"env_ms": 2.5 + i, "replay_ms": 0.4}),
+            (ev.DONE_RATES, w, 0.01, 0.002 * i),
+            (ev.COLLECTOR, w, i * 4096, 10**6, -120.5),
+            (ev.STEP, w, i, {"loss": 0.5 / i, "lr": 3e-4}, reward, None, {"fwd": 1.0 * i},
+             0.004, 2e-4, 0.0, 0.0, 4096),
+        ]  # fmt: skip
+    return out
+
+
+def test_pickles_of_iterations_are_one_run_block_folded_as_columns(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The standard iteration's pickles (four kinds of events, cut anywhere: here one
+    event in, so each pickle ends with the next iteration's collector timing) after the
+    first of their shape are one ``RUN_BLOCK`` a frame and its markers, folded as columns
+    but for the last pickle's events after its last step; a pickle of another shape (no
+    reward) is unpickled."""
+    taken: list[int] = []
+    real = _fold_columns.RunFold.take_runblock
+
+    def spy(self: _fold_columns.RunFold, block: Any, producers: int) -> Any:
+        got = real(self, block, producers)
+        taken.append(0 if got is None else len(got[0]))
+        return got
+
+    monkeypatch.setattr(_fold_columns.RunFold, "take_runblock", spy)
+    events = iterations(161)[1:641]  # 640 events from a collector timing's done rates on
+    pickles = [pack_events(events[k : k + 32]) for k in range(0, len(events), 32)]
+    reader = PlainSteps()
+    first = reader.unpack(pickles[0])
+    assert len(first) == 32 and ev.RUN_BLOCK not in {e[0] for e in first}
+    got = reader.unpack(b"".join(pickles[1:]))
+    assert got[0][0] == ev.RUN_BLOCK and got[0][2].pickles == 19
+    assert [e[0] for e in got[1:]] == [ev.FOLDED] * (19 * 32 - 1)
+    assert reader.read == 19 * 8
+    other = pack_events(iterations(8, 5000, None))  # no reward: unpickled
+    assert ev.RUN_BLOCK not in {e[0] for e in reader.unpack(other)}
+    records = same(events, [e for e in first + got if e[0] != ev.FOLDED])
+    assert len(records) == 160 and taken == [19 * 8]  # the last timing: event by event
+    # a fold that meets the block first (not started, its keys never seen): its first
+    # pickle event by event, then the rest as columns
+    taken.clear()
+    records = same(events[32:], [got[0]])
+    assert len(records) == 152 and taken == [0, 18 * 8]
+
+
+def test_a_process_run_of_iterations_writes_what_a_thread_run_writes(tmp_path: Path) -> None:
+    """The standard iteration through the agent (its frames read as run blocks) and in
+    thread mode: the same TensorBoard scalars and JSONL rows, wall times aside."""
+    import aoff
+
+    def run(folder: Path, pump: str) -> None:
+        log = aoff.OffPolicyLogger(log_dir=folder, pump=pump, display="none",
+                                   backends=("jsonl",), system_interval=0)  # fmt: skip
+        for i in range(3000):
+            log.update_collector_timing({"env_ms": 2.5, "replay_ms": 0.4 + (i == 1500)})
+            log.update_done_rates(0.01, 0.002)
+            log.log_collector(i * 64, 1000, -1.0 if i % 7 else math.nan)
+            metrics: dict[str, Any] = {"q_loss": 0.5 / (i + 1), "lr": 3e-4}
+            if i % 500 == 499:
+                metrics["eval/return"] = float(i)
+            log.log_step(
+                i,
+                metrics,
+                reward=-1.5 if i != 2000 else None,
+                train_time=0.004,
+                reward_components={"fwd": 1.0},
+                extra_info={"throughput_steps": 64},
+            )
         log.finish()
 
     run(tmp_path / "process", "process")

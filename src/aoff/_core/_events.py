@@ -59,6 +59,11 @@ STEP_BLOCK: Final = 68
 #: plain ``log_step`` events as one block, ``_transport/_plainsteps.py``): kept so a frame
 #: still holds as many events as its sender counted; folded as nothing, no call of its own
 FOLDED: Final = 69
+#: pickles of regular iterations (the four kinds of ``RunFold``) read as columns by the
+#: single run's agent (``_transport/_plainsteps.py``): (block: a ``_core/_runblock``
+#: ``RunBlock``, its events' skeleton and payloads), followed by a ``FOLDED`` marker for
+#: each event after its first; folded as columns by ``Folder.apply_runblock``
+RUN_BLOCK: Final = 70
 
 
 class Kind(NamedTuple):
@@ -121,6 +126,7 @@ KINDS: Final[dict[int, Kind]] = {
     COST: Kind("the logger's cost", ("samples", "span_ns", "total_ns")),
     STEP_BLOCK: Kind("log_step (a group's block)", ("walls", "iterations", "names", "values")),
     FOLDED: Kind("log_step (read with its block)", ()),
+    RUN_BLOCK: Kind("regular iterations (read as columns)", ("block",)),
 }
 #: each kind's fields (``KINDS``' second column), for the readers that want only those
 FIELDS: Final[dict[int, tuple[str, ...]]] = {k: kind.fields for k, kind in KINDS.items()}
@@ -165,13 +171,20 @@ def name_of(event: Event) -> str:
 
 def steps_in(events: Iterable[Event]) -> int:
     """How many of ``events`` are steps (each becomes one record per backend)."""
-    return sum(1 if e[0] == STEP else len(e[2]) for e in events if e[0] in _STEPS)
+    return sum(
+        1 if e[0] == STEP else len(e[2]) if e[0] == STEP_BLOCK else e[2].steps
+        for e in events
+        if e[0] in _STEPS
+    )
 
 
-_STEPS = frozenset((STEP, STEP_BLOCK))
+_STEPS = frozenset((STEP, STEP_BLOCK, RUN_BLOCK))
 
 
 def calls_in(events: Iterable[Event]) -> int:
-    """How many calls ``events`` stand for (a block: one a step; its markers, ``FOLDED``:
-    none, the block counted them)."""
-    return sum(len(e[2]) if e[0] == STEP_BLOCK else e[0] != FOLDED for e in events)
+    """How many calls ``events`` stand for (a block: one a step, or a run block one an
+    event it holds; their markers, ``FOLDED``: none, the block counted them)."""
+    return sum(
+        len(e[2]) if e[0] == STEP_BLOCK else e[2].calls if e[0] == RUN_BLOCK else e[0] != FOLDED
+        for e in events
+    )

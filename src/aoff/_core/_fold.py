@@ -29,6 +29,7 @@ from ._fold_step import StepFold, collector_tag
 from ._fold_writer import WriterFold
 from ._hotcost import summarize as cost_tags
 from ._records import Record
+from ._runblock import RunBlock
 from ._say import Say
 from ._state import ProducerInfo, State
 
@@ -135,6 +136,7 @@ class Folder:
             ev.W_HISTOGRAM: writer,
             ev.W_HPARAMS: writer,
             ev.STEP_BLOCK: self._not_alone,
+            ev.RUN_BLOCK: self._not_alone,
             # a step its STEP_BLOCK stands for (_transport/_plainsteps): the block folded it
             ev.FOLDED: _nothing,
         }
@@ -207,6 +209,42 @@ class Folder:
         if got is not None:
             return out + list[Record](got)
         return out + self._block_by_step(walls[1:], its[1:], names, values[1:])
+
+    def apply_runblock(self, event: ev.Event, *, columns: bool = True) -> list[Record]:
+        """Fold pickles of regular iterations read as columns (``RUN_BLOCK``,
+        ``_core/_runblock.py``): up to the last pickle's last step as columns where the
+        run fold takes them (``RunFold.take_runblock``), else the first pickle event by
+        event and the rest as columns where that made it possible (a key sequence
+        checked, the run started), else event by event; the events after the last step
+        event by event. ``columns=False``: event by event (the run fold failed)."""
+        block: RunBlock = event[2]
+        if self._remotes or not columns:
+            return self._by_event(block.events())
+        runs = self._runs
+        out: list[Record] = []
+        got = runs.take_runblock(block, self._producer_total)
+        if got is None:
+            out = self._by_event(block.part(0, 1).events())
+            if block.pickles == 1:
+                return out
+            block = block.part(1)
+            got = runs.take_runblock(block, self._producer_total)
+            if got is None:
+                return out + self._by_event(block.events())
+        records, new_point = got
+        if new_point:
+            self._last_reward_from = None
+        out += records
+        shape = block.shape
+        if shape.last_step + 1 < len(shape.kinds):  # each pickle's events after its last step
+            last = block.part(block.pickles - 1)
+            out += self._by_event(last.events(shape.last_step + 1))
+        return out
+
+    def _by_event(self, events: list[ev.Event]) -> list[Record]:
+        """``events`` folded one by one (:meth:`apply`); their records."""
+        apply = self.apply
+        return [r for e in events if (r := apply(e)) is not None]
 
     def _block_by_step(
         self, walls: Sequence[float], its: Any, names: tuple[str, ...], values: Any

@@ -12,6 +12,10 @@ record's tags. The run is then folded as columns: the record's tags once, each s
 row as one tuple (the latest done rates, collector total and timings carried forward),
 and the dashboard's state from the run's last values and its histories extended.
 
+A span is read into columns first (:class:`_Span`), from its events or from a
+``RUN_BLOCK`` (pickles of such iterations the agent read as columns, ``_core/_runblock``:
+no event made at all), and one definition folds both (:meth:`RunFold._fold_span`).
+
 The per-event fold stays the definition: whatever the scan refuses (media, histograms,
 text, ``SummaryWriter``'s records, producers, axes, a value that is not a float, a
 first sight of a key sequence, a step that changes the tags) is folded there, and a test
@@ -30,6 +34,7 @@ from ._columns import ScalarColumns, row_records
 from ._fold_pending import Pending
 from ._fold_step import STEP_TAIL, StepFold, collector_tag
 from ._records import StepRecord
+from ._runblock import RunBlock
 from ._state import State
 
 __all__ = ["RunFold"]
@@ -54,7 +59,76 @@ _NONE_ONLY = {type(None)}
 _DICT_ONLY = {dict}
 _TUPLE_ONLY = {tuple}
 _first = itemgetter(0)
-_fifth = itemgetter(4)
+
+
+def _names(d: object) -> tuple[str, ...] | None:
+    """A step's dict's key sequence, ``None`` for no dict."""
+    return None if d is None else tuple(d)  # type: ignore[arg-type]
+
+
+class _Span:
+    """A span's columns, checked, as the fold of a span reads them: from its events
+    (:meth:`RunFold.take`) or from a block of pickles read as columns
+    (:meth:`RunFold.take_runblock`), so both fold through one definition.
+
+    ``ka``/``at``: the span's kinds (int64) and its steps' places; the steps' ``walls``
+    (float64), ``its`` (ints), key sequences ``names`` and matrices ``mats`` (metrics,
+    reward metrics, components: ``False`` for none), ``rewards`` (floats, or ``None``),
+    learner ``times`` (train, wait, h2d, weight sync: float64), ``extra`` (int64, 0 for
+    none); the first step's metrics; ``last``: the last step's wall, iteration, metrics,
+    components, four times and ``extra_info``; the done rates (two float64 columns),
+    collectors (totals int64, rewards float64) and timings (a matrix in the state's key
+    order) in order, ``None`` for none, and each kind's last."""
+
+    __slots__ = (
+        "at",
+        "coll",
+        "derived",
+        "done",
+        "extra",
+        "first_metrics",
+        "its",
+        "ka",
+        "last",
+        "last_coll",
+        "last_done",
+        "last_timing",
+        "mats",
+        "names",
+        "rewards",
+        "times",
+        "timing",
+        "walls",
+    )
+
+    def __init__(
+        self,
+        ka: Any,
+        at: Any,
+        walls: Any,
+        its: list[int],
+        names: tuple[tuple[str, ...] | None, ...],
+        mats: tuple[Any, Any, Any],
+        rewards: Sequence[float] | None,
+        times: tuple[Any, ...],
+        extra: Any,
+        first_metrics: dict[str, float] | None,
+        last: tuple[Any, ...],
+        done: tuple[Any, Any] | None,
+        coll: tuple[Any, Any] | None,
+        timing: Any,
+        last_done: tuple[float, float] | None,
+        last_coll: tuple[int, int] | None,
+        last_timing: dict[str, float] | None,
+    ) -> None:
+        self.ka, self.at, self.walls, self.its = ka, at, walls, its
+        self.names, self.mats, self.rewards, self.times = names, mats, rewards, times
+        self.extra, self.first_metrics, self.last = extra, first_metrics, last
+        self.done, self.coll, self.timing = done, coll, timing
+        self.last_done, self.last_coll, self.last_timing = last_done, last_coll, last_timing
+        #: what the fold derives from ``ka`` and ``at`` alone (a block's shape keeps it
+        #: for its next block of that size)
+        self.derived: dict[Any, Any] = {}
 
 
 def _items(events: Sequence[ev.Event], at: list[int]) -> list[ev.Event]:
@@ -187,7 +261,7 @@ class RunFold:
         if set(map(len, pick)) != _STEP_LENS:
             return None
         cols = tuple(zip(*pick, strict=True))
-        _, _, its, ms, rs, rms, cs, ts, ws, hs, wss, extras = cols
+        _, walls, its, ms, rs, rms, cs, ts, ws, hs, wss, extras = cols
         mats = (
             _dict_matrix(ms, steps.metric_tags),
             _dict_matrix(rms, steps.reward_tags),
@@ -209,45 +283,90 @@ class RunFold:
             extra = np.zeros(n, np.int64)
         else:
             return None
+        others = self._others(events, ka)
+        if others is None:
+            return None
+        first, last = pick[0], pick[-1]
+        span = _Span(
+            ka,
+            at,
+            np.array(walls, np.float64),
+            list(its),
+            (_names(first[3]), _names(first[5]), _names(first[6])),
+            (mats[0], mats[1], mats[2]),  # None refused above
+            rs if reward_types == _FLOAT_ONLY else None,
+            tuple(np.array(c, np.float64) for c in (ts, ws, hs, wss)),
+            extra,
+            first[3],
+            (last[1], last[2], last[3], last[6], *last[7:12]),
+            *others,
+        )
         with np.errstate(all="ignore"):  # inf and NaN as Python's float arithmetic gives
-            return self._columns(
-                events, kinds, ka, at, pick, cols, producers, reward_types, extra, mats
-            )
+            return self._fold_span(span, producers)
 
-    def _columns(
-        self,
-        events: Sequence[ev.Event],
-        kinds: list[int],
-        ka: Any,
-        at: Any,
-        pick: list[ev.Event],
-        cols: tuple[tuple[Any, ...], ...],
-        producers: int,
-        reward_types: set[type],
-        extra: Any,
-        mats: tuple[Any, Any, Any],
-    ) -> tuple[list[StepRecord], bool] | None:
-        """:meth:`take` past its checks of the steps' columns (``cols``: the steps'
-        fields as columns; ``mats``: the metrics',
-        reward metrics' and reward components' matrices, ``False`` for a column of
-        ``None``)."""
+    def _others(self, events: Sequence[ev.Event], ka: Any) -> tuple[Any, ...] | None:
+        """A span's done rates, collectors and collector timings as :class:`_Span`
+        holds them (columns, and each kind's last), or ``None`` where an event of those
+        kinds is not plain."""
+        import numpy as np
+
+        s = self._state
+
+        def of(kind: int) -> list[ev.Event]:
+            return _items(events, (ka == kind).nonzero()[0].tolist())
+
+        done = of(_DONE)
+        done_cols = last_done = None
+        if done:
+            if set(map(len, done)) != _DONE_LENS:
+                return None
+            _, _, a, b = zip(*done, strict=True)
+            if not _all_floats(a, b):
+                return None
+            done_cols = (np.array(a, np.float64), np.array(b, np.float64))
+            last_done = (a[-1], b[-1])
+        coll = of(_COLLECTOR)
+        coll_cols = last_coll = None
+        if coll:
+            if set(map(len, coll)) != _COLLECTOR_LENS:
+                return None
+            _, _, tot, buf, mr = zip(*coll, strict=True)
+            if not _ints(tot) or not _ints(buf) or not _all_floats(mr):
+                return None
+            coll_cols = (np.array(tot, np.int64), np.array(mr, np.float64))
+            last_coll = (tot[-1], buf[-1])
+        tim = of(_TIMING)
+        timing = last_timing = None
+        if tim:
+            timing_keys = tuple(s.collector_timing)
+            if not timing_keys or timing_keys not in self._steps.collector_tags:
+                return None
+            if set(map(len, tim)) != _TIMING_LENS:
+                return None
+            got = _dict_matrix([e[2] for e in tim], {timing_keys: ()})
+            if got is None or got is False:
+                return None
+            timing = got
+            last_timing = tim[-1][2]
+        return done_cols, coll_cols, timing, last_done, last_coll, last_timing
+
+    def _fold_span(self, span: _Span, producers: int) -> tuple[list[StepRecord], bool] | None:
+        """Fold a span from its columns (:class:`_Span`, checked by :meth:`take` or
+        :meth:`take_runblock`): its records and whether a collector's reward started a
+        point; ``None`` (nothing folded) where its steps/s comes and goes."""
         import numpy as np
 
         s, steps = self._state, self._steps
-        n = len(pick)
-        _, walls, its, _, rs, _, _, ts, ws, hs, wss, _ = cols
-        # each dict column checked by take(): all dicts of one key sequence, or all None
-        m, rm, c = mats
-        t, w, h, wsync = (np.array(c, np.float64) for c in (ts, ws, hs, wss))
+        n = len(span.its)
+        m, rm, c = span.mats
+        t, w, h, wsync = span.times
+        extra = span.extra
         pipeline = h + t + wsync
         rate = (extra > 0) & (pipeline > 0)
         if rate.any() and not rate.all():  # steps/s comes and goes: the tags change
             return None
-        carried = self._carried(events, kinds, ka, at)
-        if carried is None:
-            return None
-        timeout, terminated, total, timing = carried
-        its_a = np.array(its, np.int64)
+        timeout, terminated, total, timing = self._carried(span)
+        its_a = np.array(span.its, np.int64)
         total = total + producers
         step = np.where(total > 0, total, its_a)
         # the run's own records below the step before them: written at their step, counted
@@ -257,9 +376,9 @@ class RunFold:
         parts: list[Any] = [its_a.astype(np.float64), step.astype(np.float64)]
         if m is not False:
             parts.append(m)
-        with_reward = reward_types == _FLOAT_ONLY
+        with_reward = span.rewards is not None
         if with_reward:
-            parts.append(np.array(rs, np.float64))
+            parts.append(np.array(span.rewards, np.float64))
         if rm is not False:
             parts.append(rm)
         if c is not False:
@@ -275,17 +394,16 @@ class RunFold:
         if steps.dropped:
             parts.append(np.full(n, float(steps.dropped)))
         table = np.column_stack(parts)
-        shared = steps.shared_tags(self._tags(pick[0], with_reward, bool(rate.all())))
+        shared = steps.shared_tags(self._tags(span.names, with_reward, bool(rate.all())))
         if len(shared) != table.shape[1]:  # pragma: no cover - the tags and the columns
             raise AssertionError("the run's tags and columns differ")
-        walls_a = np.array(walls, np.float64)
-        records = row_records(ScalarColumns(shared, step, walls_a, table), its)
+        records = row_records(ScalarColumns(shared, step, span.walls, table), span.its)
         s.late_records += late
         steps.last_step = int(step[-1])
-        new_point = self._histories(events, ka, pick, with_reward)
+        new_point = self._histories(span)
         learner = bool((t != 0).any() or (w != 0).any() or (h != 0).any() or (wsync != 0).any())
-        self._settle(events, kinds, pick, learner, n)
-        if _COLLECTOR in kinds:
+        self._settle(span, learner, n)
+        if span.coll is not None:
             s.total_steps = s.own_total_steps + producers
         return records, new_point
 
@@ -320,8 +438,7 @@ class RunFold:
         if steps.dropped:
             parts.append(np.full(n, float(steps.dropped)))
         table = np.column_stack(parts)
-        like = (_STEP, 0.0, 0, first, None, None, None)
-        shared = steps.shared_tags(self._tags(like, False, False))
+        shared = steps.shared_tags(self._tags((names, None, None), False, False))
         if len(shared) != table.shape[1]:  # pragma: no cover - the tags and the columns
             raise AssertionError("the block's tags and columns differ")
         iterations = its.tolist()
@@ -348,65 +465,148 @@ class RunFold:
         s.steps_logged += n
         return records
 
-    def _carried(
-        self, events: Sequence[ev.Event], kinds: list[int], ka: Any, at: Any
-    ) -> tuple[Any, Any, Any, Any] | None:
+    def take_runblock(
+        self, block: RunBlock, producers: int
+    ) -> tuple[list[StepRecord], bool] | None:
+        """Pickles of regular iterations read as columns (``RUN_BLOCK``: a
+        :class:`~aoff._core._runblock.RunBlock`) folded as :meth:`take` folds their
+        events up to the last one's last step, straight from the block's matrices: no
+        event, tuple, dict or float a step. Its records and whether a collector's reward
+        started a point; ``None`` (nothing folded) where the state or a key sequence is
+        not one the run fold takes (the per-event fold's caches, as :meth:`take`
+        checks them): the caller folds the events. The events after the last step are
+        the caller's to fold (``Folder.apply_runblock``)."""
+        import numpy as np
+
+        s, steps = self._state, self._steps
+        shape = block.shape
+        mp = block.pickles
+        n = mp * shape.steps
+        if n < MIN_STEPS or not self.ready():
+            return None
+        m_names, rm_names, c_names = shape.m_names, shape.rm_names, shape.c_names
+        if m_names not in steps.metric_tags:
+            return None
+        for names in (rm_names, c_names):
+            if names is not None and names not in steps.reward_tags:
+                return None
+        f, i = block.floats, block.ints
+        nt = mp * len(shape.timing_slots) - shape.timing_tail
+        timing = last_timing = None
+        if nt > 0:
+            keys = tuple(s.collector_timing)
+            if not keys or keys != shape.timing_keys or keys not in steps.collector_tags:
+                return None
+            timing = f[:, shape.timing_slots].reshape(-1, len(keys))[:nt]
+            last_timing = dict(zip(keys, timing[-1].tolist(), strict=True))
+        ka, at, derived = shape.span(mp)
+        its = i[:, shape.it_slots].ravel().tolist()
+        cols = f[:, shape.step_slots].reshape(n, -1)  # see RunShape.step_slots
+        walls = np.ascontiguousarray(cols[:, 0])
+        km = len(m_names)
+        m = cols[:, 1 : 1 + km]
+        k = 1 + km
+        rewards = None
+        if shape.reward_slots is not None:
+            rewards = cols[:, k].tolist()
+            k += 1
+        rm: Any = False
+        if rm_names is not None:
+            rm = cols[:, k : k + len(rm_names)]
+            k += len(rm_names)
+        c: Any = False
+        if c_names is not None:
+            c = cols[:, k : k + len(c_names)]
+            k += len(c_names)
+        t, w, h, wsync = (cols[:, k + j] for j in range(4))
+        extra = np.zeros(n, np.int64)
+        last_extra = None
+        if shape.extra_slots is not None:
+            extra = i[:, shape.extra_slots].ravel()
+            last_extra = int(extra[-1])
+        nd = mp * len(shape.done_a) - shape.done_tail
+        done = last_done = None
+        if nd > 0:
+            done = (f[:, shape.done_a].ravel()[:nd], f[:, shape.done_b].ravel()[:nd])
+            last_done = (float(done[0][-1]), float(done[1][-1]))
+        nc = mp * len(shape.coll_total) - shape.coll_tail
+        coll = last_coll = None
+        if nc > 0:
+            total = i[:, shape.coll_total].ravel()[:nc]
+            coll = (total, f[:, shape.coll_reward].ravel()[:nc])
+            last_coll = (int(total[-1]), int(i[:, shape.coll_buf].ravel()[nc - 1]))
+        last_c = None if c is False else dict(zip(c_names or (), c[-1].tolist(), strict=True))
+        span = _Span(
+            ka,
+            at,
+            walls,
+            its,
+            (m_names, rm_names, c_names),
+            (m, rm, c),
+            rewards,
+            (t, w, h, wsync),
+            extra,
+            dict(zip(m_names, m[0].tolist(), strict=True)),
+            (
+                float(walls[-1]),
+                its[-1],
+                dict(zip(m_names, m[-1].tolist(), strict=True)),
+                last_c,
+                *(float(x[-1]) for x in (t, w, h, wsync)),
+                last_extra,
+            ),
+            done,
+            coll,
+            timing,
+            last_done,
+            last_coll,
+            last_timing,
+        )
+        span.derived = derived
+        with np.errstate(all="ignore"):  # inf and NaN as Python's float arithmetic gives
+            return self._fold_span(span, producers)
+
+    def _carried(self, span: _Span) -> tuple[Any, Any, Any, Any]:
         """At each step, the latest done rates, collector total and collector timings
-        (the state's before the span's first): columns, or ``None`` where an event of
-        those kinds is not plain."""
+        (the state's before the span's first): columns."""
         import numpy as np
 
         s = self._state
+        ka, at = span.ka, span.at
+        k = len(at)
 
-        def latest(kind: int) -> tuple[Any, list[ev.Event]]:
-            mask = ka == kind
-            ordinal = mask.cumsum()  # at each position: the kind's events so far
-            return ordinal[at], _items(events, mask.nonzero()[0].tolist())
+        derived = span.derived
 
-        row, done = latest(_DONE)
-        if done:
-            if set(map(len, done)) != _DONE_LENS:
-                return None
-            _, _, a, b = zip(*done, strict=True)
-            if not _all_floats(a, b):
-                return None
-            timeout = np.array((s.timeout_rate, *a), np.float64)[row]
-            terminated = np.array((s.terminated_rate, *b), np.float64)[row]
+        def row(kind: int) -> Any:
+            got = derived.get(kind)
+            if got is None:  # at each step: the kind's events so far
+                got = derived[kind] = (ka == kind).cumsum()[at]
+            return got
+
+        if span.done is not None:
+            r = row(_DONE)
+            a, b = span.done
+            timeout = np.concatenate((np.array([s.timeout_rate], np.float64), a))[r]
+            terminated = np.concatenate((np.array([s.terminated_rate], np.float64), b))[r]
         else:
-            timeout = np.full(len(at), s.timeout_rate)
-            terminated = np.full(len(at), s.terminated_rate)
-        row, coll = latest(_COLLECTOR)
-        if coll:
-            if set(map(len, coll)) != _COLLECTOR_LENS:
-                return None
-            _, _, tot, buf, mr = zip(*coll, strict=True)
-            if not _ints(tot) or not _ints(buf) or not _all_floats(mr):
-                return None
-            total = np.array((s.own_total_steps, *tot), np.int64)[row]
+            timeout = np.full(k, s.timeout_rate)
+            terminated = np.full(k, s.terminated_rate)
+        if span.coll is not None:
+            prior = np.array([s.own_total_steps], np.int64)
+            total = np.concatenate((prior, span.coll[0]))[row(_COLLECTOR)]
         else:
-            total = np.full(len(at), s.own_total_steps, np.int64)
+            total = np.full(k, s.own_total_steps, np.int64)
         timing_keys = tuple(s.collector_timing)
-        row, tim = latest(_TIMING)
-        if tim:
-            if not timing_keys or timing_keys not in self._steps.collector_tags:
-                return None
-            if set(map(len, tim)) != _TIMING_LENS:
-                return None
-            got = _dict_matrix([e[2] for e in tim], {timing_keys: ()})
-            if got is None or got is False:
-                return None
+        timing: Any = None
+        if span.timing is not None:
             kt = len(timing_keys)
-            prior = np.array(tuple(s.collector_timing.values()), np.float64).reshape(1, kt)
-            timing = np.concatenate((prior, got))[row]
+            last = np.array(tuple(s.collector_timing.values()), np.float64).reshape(1, kt)
+            timing = np.concatenate((last, span.timing))[row(_TIMING)]
         elif timing_keys:
-            timing = np.tile(np.array(tuple(s.collector_timing.values())), (len(at), 1))
-        else:
-            timing = None
+            timing = np.tile(np.array(tuple(s.collector_timing.values())), (k, 1))
         return timeout, terminated, total, timing
 
-    def _histories(
-        self, events: Sequence[ev.Event], ka: Any, pick: list[ev.Event], with_reward: bool
-    ) -> bool:
+    def _histories(self, span: _Span) -> bool:
         """The reward history (a collector's reward is a point, the next step's reward
         replaces it), the best reward, the charted loss; whether a collector's reward
         started a point."""
@@ -414,19 +614,22 @@ class RunFold:
 
         s, pending = self._state, self._pending
         history = s.reward_history
-        # the collectors and steps in order (``ka``: the span's kinds as an array); a
-        # collector's reward of 0 is no point and changes nothing (the per-event fold's)
-        at = ((ka == _COLLECTOR) | (ka == _STEP)).nonzero()[0]
-        kq = ka[at]
-        is_step = kq == _STEP
-        coll = ~is_step
+        ka = span.ka
+        # the collectors and steps in order; a collector's reward of 0 is no point and
+        # changes nothing (the per-event fold's)
+        got = span.derived.get("history")
+        if got is None:
+            at = ((ka == _COLLECTOR) | (ka == _STEP)).nonzero()[0]
+            is_step = ka[at] == _STEP
+            got = span.derived["history"] = (at, is_step, ~is_step)
+        at, is_step, coll = got
         values = np.zeros(len(at))
-        if coll.any():
-            values[coll] = list(map(_fifth, _items(events, at[coll].tolist())))
+        if span.coll is not None:
+            values[coll] = span.coll[1]
         point = coll & (values != 0)  # NaN is a point, as ``!= 0`` says
         new_point = bool(point.any())
-        if with_reward:
-            rewards = [e[4] for e in pick]
+        rewards = span.rewards
+        if rewards is not None:
             values[is_step] = rewards
             # a step's reward replaces the point of a collector just before it (no other
             # step between), else is a point of its own; the span ends with a step
@@ -442,29 +645,21 @@ class RunFold:
         else:
             history.extend(values[point].tolist())
         pending.collector_reward = False  # the span ends with a step
-        first = pick[0][3]
+        first = span.first_metrics
         if first:
-            steps = self._steps
-            steps.chart_loss(first)
+            self._steps.chart_loss(first)
             name = s.loss_name
             if name is not None and name in first:
-                s.loss_history.extend([e[3][name] for e in pick[1:]])
+                m_names = span.names[0] or ()
+                s.loss_history.extend(span.mats[0][1:, m_names.index(name)].tolist())
         return new_point
 
-    def _settle(
-        self,
-        events: Sequence[ev.Event],
-        kinds: list[int],
-        pick: list[ev.Event],
-        learner: bool,
-        n: int,
-    ) -> None:
+    def _settle(self, span: _Span, learner: bool, n: int) -> None:
         """The state's fields the span leaves: its last step's, its last done rates,
         collector and timings."""
         s = self._state
-        last = pick[-1]
-        (_, _, it, m, _, _, c, t, w, h, ws, extra) = last
-        s.last_wall_time = events[-1][1]
+        wall, it, m, c, t, w, h, ws, extra = span.last
+        s.last_wall_time = wall
         s.iteration = it
         s.train_time, s.wait_time, s.h2d_time, s.weight_sync_time = t, w, h, ws
         s.throughput_known = extra is not None
@@ -476,43 +671,34 @@ class RunFold:
         logged = s.logged
         if learner:
             logged.add("learner")
-        for kind, name, apply in (
-            (_DONE, "done_rates", self._last_done),
-            (_COLLECTOR, "collector", self._last_collector),
-            (_TIMING, "", self._last_timing),
-        ):
-            if kind in kinds:
-                i = len(kinds) - 1 - kinds[::-1].index(kind)
-                apply(events[i])
-                if name:
-                    logged.add(name)
+        if span.last_done is not None:
+            s.timeout_rate, s.terminated_rate = span.last_done
+            logged.add("done_rates")
+        if span.last_coll is not None:
+            s.own_total_steps, s.buffer_size = span.last_coll
+            logged.add("collector")
+        if span.last_timing is not None:
+            s.collector_timing.update(span.last_timing)
         s.status = "Training"
         s.training_started = True
         s.steps_logged += n
 
-    def _last_done(self, e: ev.Event) -> None:
-        self._state.timeout_rate, self._state.terminated_rate = e[2], e[3]
-
-    def _last_collector(self, e: ev.Event) -> None:
-        s = self._state
-        s.own_total_steps, s.buffer_size = e[2], e[3]
-
-    def _last_timing(self, e: ev.Event) -> None:
-        self._state.collector_timing.update(e[2])
-
-    def _tags(self, first: ev.Event, with_reward: bool, rate: bool) -> list[str]:
-        """The run's record tags, in the per-event fold's order (``_fold_step``)."""
+    def _tags(
+        self, names: tuple[tuple[str, ...] | None, ...], with_reward: bool, rate: bool
+    ) -> list[str]:
+        """The run's record tags, in the per-event fold's order (``_fold_step``), from
+        its steps' key sequences (metrics, reward metrics, components; ``None``: none)."""
         s, steps = self._state, self._steps
-        m, rm, c = first[3], first[5], first[6]
+        m, rm, c = names
         tags = ["axis/iteration", "axis/env_steps_total"]
         if m:
-            tags += steps.metric_tags[tuple(m)]
+            tags += steps.metric_tags[m]
         if with_reward:
             tags.append("reward/mean")
         if rm:
-            tags += steps.reward_tags[tuple(rm)]
+            tags += steps.reward_tags[rm]
         if c:
-            tags += steps.reward_tags[tuple(c)]
+            tags += steps.reward_tags[c]
         if s.ep_length > 0:
             tags.append("episode/length")
         tags += STEP_TAIL

@@ -27,6 +27,7 @@ from .._core._events import (
     MEDIA,
     MEDIA_REFUSED,
     REMOTE,
+    RUN_BLOCK,
     STEP,
     STEP_BLOCK,
     Event,
@@ -57,6 +58,12 @@ BEHIND_SLICE = 4 * FOLD_SLICE
 _MEDIA_KINDS = (MEDIA, MEDIA_REFUSED)
 #: the kinds a run of regular iterations is made of (``Folder.apply_run``)
 _RUN_KINDS = frozenset((STEP, COLLECTOR_TIMING, COLLECTOR, DONE_RATES))
+
+
+#: a step or event its block before it folded (``_transport/_plainsteps``)
+_MARKER: Event = (FOLDED,)
+#: events that stand for several calls, folded as columns
+_BLOCKS = frozenset((STEP_BLOCK, RUN_BLOCK))
 
 
 def _alone() -> bool:
@@ -261,11 +268,17 @@ class Intake:
             # folds it as nothing too; passed over here, one a step, before apply's work
             if kind == FOLDED:
                 continue
-            if kind == STEP_BLOCK:  # plain steps as columns (a group's, or read as columns)
+            if kind in _BLOCKS:  # columns (a group's, or read so)
                 block = self._block(e)
                 if block:
                     records += block
                     self.last_step = block[-1].step
+                # its markers after it, passed over at once (one C-level count, not a
+                # turn of this loop each); any other event stops the skip
+                end = min(i + (len(e[2]) if kind == STEP_BLOCK else e[2].calls) - 1, n)
+                if end > i and events[i:end].count(_MARKER) == end - i:
+                    folded += end - i
+                    i = end
                 continue
             if kind == REMOTE and type(e[3]) is tuple and e[3][0] in _MEDIA_KINDS:
                 self._media_event(e[3], own=False)  # a producer's: the run's encoder
@@ -285,17 +298,19 @@ class Intake:
         return records
 
     def _block(self, e: Event) -> list[Record]:
-        """A group's block folded as columns, or step by step once the columns failed
-        (as for a run of regular iterations); a step the per-event fold cannot take is
-        counted and said there, as for any event."""
+        """A block (a group's plain steps, or pickles read as columns: ``RUN_BLOCK``)
+        folded as columns, or event by event once the columns failed (as for a run of
+        regular iterations); a step the per-event fold cannot take is counted and said
+        there, as for any event."""
+        apply = self.folder.apply_block if e[0] == STEP_BLOCK else self.folder.apply_runblock
         if self._runs:
             try:
-                return self.folder.apply_block(e)
+                return apply(e)
             except Exception as exc:  # a bug: the per-event fold takes every step
                 self._runs = False
                 self.say(f"aoff: the run fold failed ({type(exc).__name__}: {exc}); "
                          "folding event by event")  # fmt: skip
-        return self.folder.apply_block(e, columns=False)
+        return apply(e, columns=False)
 
     def _offer(self, records: list[Record]) -> None:
         for r in self.runners:
