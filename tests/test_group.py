@@ -476,12 +476,20 @@ def test_plain_steps_fold_as_blocks_into_the_same_files(
         assert cells[0] == cells[1] and len(cells[0]) == 121 and "eval/return" in cells[0][0]
 
 
+@pytest.mark.parametrize("first", ["fails", "refuses"])
 def test_a_failing_block_fold_leaves_its_steps_to_the_per_event_fold(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str], first: str
 ) -> None:
+    """The run fold fails on a block (a bug, forced): at once, or after refusing it, once
+    the block's first step was folded by itself, which is then never folded again."""
     from aoff._core import _fold_columns
 
+    calls: list[int] = []
+
     def broken(*_: object) -> None:
+        calls.append(1)
+        if first == "refuses" and len(calls) == 1:
+            return None
         raise RuntimeError("a bug")
 
     monkeypatch.setattr(_fold_columns.RunFold, "take_block", broken)

@@ -21,7 +21,7 @@ from aoff._transport._batches import pack_events, unpack_events
 from aoff._transport._plainsteps import MIN_STEPS, PlainSteps
 
 from .conftest import read_tensorboard
-from .test_fold_columns import FLOATS, KEYS, same
+from .test_fold_columns import FIELDS, FLOATS, KEYS, fold, same
 
 NAN_PAYLOAD = struct.unpack(">d", bytes.fromhex("7ff8000000000abc"))[0]
 VALUES = st.one_of(FLOATS, st.sampled_from([NAN_PAYLOAD, -NAN_PAYLOAD, 5e-324]))
@@ -345,6 +345,55 @@ def test_pickles_of_iterations_are_one_run_block_folded_as_columns(
     taken.clear()
     records = same(events[32:], [got[0]])
     assert len(records) == 152 and taken == [0, 18 * 8]
+
+
+def test_a_run_fold_failing_after_a_blocks_first_pickle_never_folds_that_pickle_twice(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The run fold refuses a block (its keys never seen), so its first pickle is folded
+    event by event, and then fails on the rest (a bug, forced here): the intake says so and
+    folds the rest event by event; every step is folded once, as the per-event fold does."""
+    from aoff._core._buffer import EventBuffer
+    from aoff._core._say import SayOnce
+    from aoff._core._state import State
+    from aoff._pump._intake import Intake
+
+    calls: list[int] = []
+
+    def failing(self: _fold_columns.RunFold, block: Any, producers: int) -> Any:
+        calls.append(block.pickles)
+        if len(calls) == 1:
+            return None  # not started: the first pickle goes event by event
+        raise RuntimeError("forced")
+
+    monkeypatch.setattr(_fold_columns.RunFold, "take_runblock", failing)
+    events = iterations(161)[1:641]
+    pickles = [pack_events(events[k : k + 32]) for k in range(0, len(events), 32)]
+    reader = PlainSteps()
+    reader.unpack(pickles[0])  # the template
+    got = reader.unpack(b"".join(pickles[1:]))
+    assert got[0][0] == ev.RUN_BLOCK
+    said: list[str] = []
+    folded: list[Any] = []
+    state = State()
+    intake = Intake(
+        EventBuffer(10_000),
+        state,
+        [],
+        SayOnce(said.append),
+        finish_timeout=5.0,
+        on_change=lambda: None,
+        on_slice=lambda: None,
+        on_records=folded.extend,
+    )
+    records = intake.fold(got)
+    assert calls == [19, 18]
+    want, want_state = fold(events[32:], runs=False)
+    assert [r.step for r in records] == [r.step for r in want] and len(records) == 152
+    # the state too: the first pickle folded twice counted 160 steps, its histories twice
+    for name in FIELDS:
+        assert repr(getattr(state, name)) == repr(getattr(want_state, name)), name
+    assert any("run fold failed (RuntimeError: forced)" in line for line in said), said
 
 
 def test_a_process_run_of_iterations_writes_what_a_thread_run_writes(tmp_path: Path) -> None:

@@ -60,6 +60,17 @@ def _nothing(_: ev.Event) -> None:
     return None
 
 
+class FoldedInPart(Exception):
+    """The run fold failed on a block after part of it was folded event by event:
+    ``records`` are that part's, ``rest`` the event (a block of the same kind) of what is left,
+    for the caller to fold event by event; the part folded is never folded again."""
+
+    def __init__(self, records: list[Record], rest: ev.Event) -> None:
+        super().__init__("the run fold failed after a block's first pickle")
+        self.records = records
+        self.rest = rest
+
+
 class Folder:
     """Folds events into a :class:`State`, yielding the seed's scalar record per step.
 
@@ -205,7 +216,10 @@ class Folder:
         if got is not None:
             return list[Record](got)
         out = self._block_by_step(walls[:1], its[:1], names, values[:1])
-        got = self._runs.take_block(walls[1:], its[1:], names, values[1:], self._producer_total)
+        try:
+            got = self._runs.take_block(walls[1:], its[1:], names, values[1:], self._producer_total)
+        except Exception as exc:  # a bug: the rest event by event, never the first again
+            raise FoldedInPart(out, (*event[:2], walls[1:], its[1:], names, values[1:])) from exc
         if got is not None:
             return out + list[Record](got)
         return out + self._block_by_step(walls[1:], its[1:], names, values[1:])
@@ -228,7 +242,11 @@ class Folder:
             if block.pickles == 1:
                 return out
             block = block.part(1)
-            got = runs.take_runblock(block, self._producer_total)
+            try:
+                got = runs.take_runblock(block, self._producer_total)
+            except Exception as exc:  # a bug: the caller folds the rest event by event,
+                # never the first pickle again (its records are the exception's)
+                raise FoldedInPart(out, (event[0], event[1], block)) from exc
             if got is None:
                 return out + self._by_event(block.events())
         records, new_point = got

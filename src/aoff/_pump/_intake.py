@@ -32,7 +32,7 @@ from .._core._events import (
     STEP_BLOCK,
     Event,
 )
-from .._core._fold import Folder
+from .._core._fold import FoldedInPart, Folder
 from .._core._pending import PendingEvent, event_ready, resolve_event, unreadable_line
 from .._core._records import MediaRecord, Record, StepRecord
 from .._core._say import SayOnce
@@ -303,14 +303,19 @@ class Intake:
         regular iterations); a step the per-event fold cannot take is counted and said
         there, as for any event."""
         apply = self.folder.apply_block if e[0] == STEP_BLOCK else self.folder.apply_runblock
+        done: list[Record] = []
         if self._runs:
             try:
                 return apply(e)
             except Exception as exc:  # a bug: the per-event fold takes every step
                 self._runs = False
-                self.say(f"aoff: the run fold failed ({type(exc).__name__}: {exc}); "
+                cause: BaseException = exc
+                if isinstance(exc, FoldedInPart):  # its first part folded already
+                    done, e = exc.records, exc.rest
+                    cause = exc.__cause__ or exc
+                self.say(f"aoff: the run fold failed ({type(cause).__name__}: {cause}); "
                          "folding event by event")  # fmt: skip
-        return apply(e, columns=False)
+        return done + apply(e, columns=False)
 
     def _offer(self, records: list[Record]) -> None:
         for r in self.runners:
