@@ -45,7 +45,12 @@ __all__ = ["GroupPump", "GroupSpec", "group_pump"]
 
 #: group events moved per turn of the splitter before it yields to the pumps
 SPLIT_SLICE = 256
-TICK = 0.02
+#: the splitter's wait when the intake had nothing to move: a loop logging at 1 kHz hands
+#: each run's pump ~100 steps a turn, not ~20 (an 8-run group of 32 metrics at 1 kHz:
+#: the agent's CPU ~0.7x of 20 ms turns', ``bench_agent_cpu.py``'s group row). Latency
+#: beside the other clocks: the runs' pumps fold every 50 ms, the table draws at 4/s,
+#: the acks go every 0.25 s; ``flush()`` and ``finish()`` move what is queued at once
+TICK = 0.1
 
 
 class GroupSpec:
