@@ -375,6 +375,12 @@ def test_bench_agent_flat_prints_both_workloads() -> None:
     assert "standard" in out and "32-metric log_step" in out and "dropped 0, 0" in out, out
 
 
+def test_bench_agent_group_prints_the_groups_share_of_a_core() -> None:
+    """Smoke test: ``bench_agent_cpu.py``'s 8-run group line alone, every step written."""
+    out = _bench("bench_agent_group.py", "--iterations", "300")
+    assert "% of a core" in out and "dropped 0, written 2,400" in out, out
+
+
 def test_bench_frame_pack_and_agent_split_print_their_figures() -> None:
     """Smoke tests at tiny sizes; the packer's frame is checked against its events."""
     out = _bench("bench_frame_pack.py", "--iterations", "64", "--rounds", "1")
