@@ -375,6 +375,23 @@ def test_bench_agent_flat_prints_both_workloads() -> None:
     assert "standard" in out and "32-metric log_step" in out and "dropped 0, 0" in out, out
 
 
+def test_bench_agent_kernel_prints_both_workloads_and_the_append_cost() -> None:
+    """Smoke test: the agent's system part by workload (no tracer attached), and the
+    CPU a MiB appended against a MiB rewritten."""
+    out = _bench(
+        "bench_agent_kernel.py",
+        "--iterations",
+        "300",
+        "--tool",
+        "none",
+        "--append",
+        "--append-mib",
+        "2",
+    )
+    assert "32-metric log_step" in out and "standard iteration" in out, out
+    assert out.count("dropped 0") == 2 and "rewritten in place" in out, out
+
+
 def test_bench_agent_group_prints_the_groups_share_of_a_core() -> None:
     """Smoke test: ``bench_agent_cpu.py``'s 8-run group line alone, every step written."""
     out = _bench("bench_agent_group.py", "--iterations", "300")
