@@ -334,6 +334,10 @@ from aoff.testing._parts import _Parts
 log = aoff.OffPolicyLogger(log_dir=sys.argv[1], pump="thread", system_interval=0,
                            display=aoff.NullDisplay(), finish_timeout=0.4)
 encoder = _Parts(log).encoder
+# the encoder warm first (its codec imported, ~0.5 s on a loaded machine): the drain's
+# window is finish_timeout without progress, and the first encode is not what is timed
+log.log_video("warm", np.zeros((1, 8, 8, 3), np.uint8), step=0)
+log.flush()
 encode = encoder._encode
 def slow(job):
     time.sleep(0.15)
@@ -349,7 +353,8 @@ time.sleep(30)
 
 def test_the_sigterm_drain_waits_for_an_encoder_that_makes_progress(tmp_path: Path) -> None:
     """SIGTERM right after 8 videos whose encoding takes 1.2 s in all, finish_timeout
-    0.4 s: the exit drain writes all 8 (the encoder finished one every 0.15 s)."""
+    0.4 s: the exit drain writes all 8 (the encoder, warmed by a first video, finished
+    one every 0.15 s)."""
     import os
     import subprocess
     import sys
