@@ -33,6 +33,18 @@ def plain(i: int, wall: float, metrics: dict[str, Any]) -> ev.Event:
     return (ev.STEP, wall, i, metrics, None, None, None, 0.0, 0.0, 0.0, 0.0, None)
 
 
+def same_files(tmp_path: Path, steps: int) -> None:
+    """The runs in ``tmp_path``'s ``process`` and ``thread`` folders wrote the same
+    TensorBoard scalars and JSONL lines (wall times aside), ``steps`` of each."""
+    a, b = (read_tensorboard(tmp_path / n) for n in ("process", "thread"))
+    assert a == b and len(a["axis/iteration"]) == steps
+    lines = []
+    for name in ("process", "thread"):
+        rows = (tmp_path / name / "metrics.jsonl").read_text().splitlines()
+        lines.append([re.sub(r'"wall_time":[^,]*,', "", row) for row in rows])
+    assert lines[0] == lines[1] and len(lines[0]) == steps
+
+
 @st.composite
 def frames(draw: st.DrawFn) -> tuple[list[ev.Event], list[bytes]]:
     """A loop of plain ``log_step`` calls (now and then: another key order or keys, an
@@ -195,13 +207,7 @@ def test_a_process_run_writes_what_a_thread_run_writes(tmp_path: Path) -> None:
 
     run(tmp_path / "process", "process")
     run(tmp_path / "thread", "thread")
-    a, b = (read_tensorboard(tmp_path / n) for n in ("process", "thread"))
-    assert a == b and len(a["axis/iteration"]) == 3000
-    lines = []
-    for name in ("process", "thread"):
-        rows = (tmp_path / name / "metrics.jsonl").read_text().splitlines()
-        lines.append([re.sub(r'"wall_time":[^,]*,', "", row) for row in rows])
-    assert lines[0] == lines[1] and len(lines[0]) == 3000
+    same_files(tmp_path, 3000)
 
 
 #: int payloads where pickle's opcodes change width (BININT1, BININT2, BININT, LONG1)
@@ -423,10 +429,4 @@ def test_a_process_run_of_iterations_writes_what_a_thread_run_writes(tmp_path: P
 
     run(tmp_path / "process", "process")
     run(tmp_path / "thread", "thread")
-    a, b = (read_tensorboard(tmp_path / n) for n in ("process", "thread"))
-    assert a == b and len(a["axis/iteration"]) == 3000
-    lines = []
-    for name in ("process", "thread"):
-        rows = (tmp_path / name / "metrics.jsonl").read_text().splitlines()
-        lines.append([re.sub(r'"wall_time":[^,]*,', "", row) for row in rows])
-    assert lines[0] == lines[1] and len(lines[0]) == 3000
+    same_files(tmp_path, 3000)
