@@ -43,6 +43,7 @@ __all__ = [
 
 _STEP = ev.STEP
 _BLOCK = ev.STEP_BLOCK
+_FOLDED = ev.FOLDED
 #: group steps in a row below which a block is not worth its arrays: split one by one (the
 #: run fold's own threshold, ``_fold_columns.MIN_STEPS``)
 BLOCK_MIN = 4
@@ -58,7 +59,10 @@ PER_RUN = "per-run"
 #: marks a queued item that carries ``K`` steps of every run whole (``aoff.jax.log_many``'s
 #: block of floats, :func:`take_block_whole`): ``(GROUP_BLOCK, wall, steps, names,
 #: values)``, ``steps`` an int64 array ``(runs, K)``, ``values`` a float64 array
-#: ``(runs, K, keys)``. Compared with ``==``, as ``PER_RUN``
+#: ``(runs, K, keys)``. Compared with ``==``, as ``PER_RUN``. The group's agent reads a
+#: frame of plain group steps as one with each step's wall time after its fields (a
+#: tuple of ``K`` floats) and ``K - 1`` ``FOLDED`` markers, which :func:`split_items`
+#: skips (``_transport/_groupsteps``)
 GROUP_BLOCK = "group-block"
 
 #: one group ``log_step``: (wall time, steps, metrics, reward, axes); each of steps, the
@@ -233,9 +237,11 @@ def item_steps(item: Any) -> int:
 
 
 def _block_events(item: Any, runs: int) -> list[ev.Event]:
-    """A ``GROUP_BLOCK``'s ``STEP_BLOCK`` event a run: slices of its arrays, no copy."""
-    _, wall, its, names, values = item
-    walls = (wall,) * its.shape[1]
+    """A ``GROUP_BLOCK``'s ``STEP_BLOCK`` event a run: slices of its arrays, no copy. Its
+    steps' wall times are the item's for all, or (the group's agent reading a frame as
+    columns, ``_transport/_groupsteps``) each step's, a sixth field."""
+    wall, its, names, values = item[1:5]
+    walls = item[5] if len(item) > 5 else (wall,) * its.shape[1]
     return [(_BLOCK, wall, walls, its[r], names, values[r]) for r in range(runs)]
 
 
@@ -356,6 +362,10 @@ def split_items(items: Sequence[Any], runs: int) -> list[list[ev.Event]]:
     n = len(items)
     i = 0
     while i < n:
+        head = items[i][0]
+        if type(head) is int and head == _FOLDED:  # a step of the GROUP_BLOCK before it
+            i += 1
+            continue
         names = _plain_keys(items[i])
         j = i + 1
         if names is not None:
