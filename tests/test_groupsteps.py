@@ -148,9 +148,9 @@ def loop(n: int, start: int = 1000, runs: int = 3, names: tuple[str, ...] = ("a"
 
 def test_only_frames_like_a_template_are_read_as_columns() -> None:
     """The first frame of a layout is unpickled (and makes the template); the next ones,
-    of any length from ``MIN_ITEMS`` to 1,000, are one ``GROUP_BLOCK`` and its markers,
-    each step's wall time kept; other keys, fewer items, more than pickle's batch of
-    1,000 appends, a reward among them: unpickled."""
+    of any length from ``MIN_ITEMS`` on (across pickle's batches of 1,000 appends), are
+    one ``GROUP_BLOCK`` and its markers, each step's wall time kept; other keys, fewer
+    items, a reward among them: unpickled."""
     reader = GroupSteps(3)
     assert reader.unpack(loop(20))[0][0] == 1.7e9 + 1000 and reader.read == 0
     for n in (MIN_ITEMS, 57, 1000):
@@ -159,8 +159,18 @@ def test_only_frames_like_a_template_are_read_as_columns() -> None:
         assert got[0][0] == GROUP_BLOCK and got[0][5] == walls
         assert got[0][2].tolist() == [list(range(5000, 5000 + n))] * 3
         assert got[1:] == [(ev.FOLDED,)] * (n - 1)
-    assert reader.read == MIN_ITEMS + 57 + 1000
-    for payload in (loop(20, 5000, names=("a", "c")), loop(MIN_ITEMS - 1), loop(1001)):
+    for n in (1001, 1024, 2000, 2001, 3500):  # pickle's batches of 1,000 appends
+        got = reader.unpack(loop(n, 5000))
+        assert got[0][0] == GROUP_BLOCK and got[0][5] == tuple(
+            1.7e9 + i for i in range(5000, 5000 + n)
+        )
+        assert got[0][2].tolist() == [list(range(5000, 5000 + n))] * 3
+        assert got[0][4][:, :, 1].tolist() == [[1.5 + i for i in range(5000, 5000 + n)]] * 3
+    assert reader.read == MIN_ITEMS + 57 + 1000 + 1001 + 1024 + 2000 + 2001 + 3500
+    items = unpack_events(loop(1500, 5000))
+    items[1200] = (*items[1200][:3], 0.5, None)  # a reward in the second batch
+    assert type(reader.unpack(pack_events(items))[0][0]) is float
+    for payload in (loop(20, 5000, names=("a", "c")), loop(MIN_ITEMS - 1)):
         assert type(reader.unpack(payload)[0][0]) is float
     items = unpack_events(loop(20))
     items[7] = (*items[7][:3], 0.5, None)  # a reward
@@ -220,3 +230,23 @@ def test_a_process_group_writes_what_a_thread_group_writes(tmp_path: Path) -> No
         assert [x for x in lines[0] if "alerts" not in x] == [
             x for x in lines[1] if "alerts" not in x
         ]
+
+
+def test_frames_read_and_the_small_frames_between_are_one_block_a_run() -> None:
+    """The shipper's ~50-item frames (read as columns) and the 1-2-item ones between
+    them (unpickled) give each run one ``STEP_BLOCK`` of all their steps, in order; a
+    small frame with an int value goes step by step where it is."""
+    reader = GroupSteps(3)
+    reader.unpack(loop(20))
+    items = reader.unpack(loop(50, 2000)) + reader.unpack(loop(2, 2050))
+    items += reader.unpack(loop(50, 2052))
+    for events in split_items(items, 3):
+        assert [e[0] for e in events] == [ev.STEP_BLOCK]
+        assert events[0][3].tolist() == list(range(2000, 2102))
+        assert events[0][2] == tuple(1.7e9 + i for i in range(2000, 2102))
+    odd = unpack_events(loop(2, 2050))
+    odd[1][2]["a"] = [1, 2, 3]  # ints: the per-event fold's
+    items = reader.unpack(loop(50, 2000)) + odd + reader.unpack(loop(50, 2052))
+    for events in split_items(items, 3):
+        assert [e[0] for e in events] == [ev.STEP_BLOCK, ev.STEP, ev.STEP, ev.STEP_BLOCK]
+        assert events[0][3].tolist() == list(range(2000, 2050))

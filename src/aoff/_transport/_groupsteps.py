@@ -22,10 +22,11 @@ same bytes but for their payloads (their keys are memo references to the first i
 and ``APPENDS``, ``STOP``. A candidate whose every other byte equals the template's
 head, each later item's and the tail therefore unpickles to items of the template's
 structure with its own payloads: wall times and values bit for bit (NaN payloads,
-``-0.0``), steps of that width. Anything else (another key sequence, an int value, a
-per-run vector, a reward, axes, another item between, a step of another width, more
-than 1,000 items: pickle's batch of appends) differs in a compared byte or in length,
-and the frame is unpickled as before.
+``-0.0``), steps of that width; a frame of more than 1,000 items has ``APPENDS MARK``
+after each 1,000 (pickle's batches), checked and cut out. Anything else (another key
+sequence, an int value, a per-run vector, a reward, axes, another item between, a step
+of another width) differs in a compared byte or in length, and the frame is unpickled
+as before.
 """
 
 from __future__ import annotations
@@ -42,8 +43,12 @@ __all__ = ["MIN_ITEMS", "GroupSteps"]
 
 #: items a frame holds at least to be read as columns (the splitter's ``BLOCK_MIN``)
 MIN_ITEMS = 4
-#: items a frame holds at most: pickle appends a list's items in batches of 1,000
-MAX_ITEMS = 1000
+#: pickle appends a list's items in batches of this many (``APPENDS MARK`` between)
+BATCH = 1000
+#: items a frame holds at most to make a template (one batch of appends)
+MAX_ITEMS = BATCH
+#: items a frame read as columns holds at most (the shipper's frames hold 1,024)
+MAX_READ = 8 * BATCH
 #: templates kept at once (one a key sequence, step width and layout)
 MAX_TEMPLATES = 4
 #: templates tried at most in a process (making one pickles a frame three times, ~ms)
@@ -52,6 +57,8 @@ _PROTO = b"\x80\x05"
 _FRAME = pickle.FRAME[0]
 #: the list's end: APPENDS, STOP
 _TAIL = b"e."
+#: between two batches of a list's appends: APPENDS, MARK
+_BREAK = b"e("
 _FOLDED: ev.Event = (ev.FOLDED,)
 
 
@@ -185,11 +192,31 @@ class _Template:
         import numpy as np
 
         head, item = self.head, self.item
-        rest = len(body) - head.size - len(_TAIL)
-        n, odd = divmod(rest, item.size)
-        n += 1
-        if odd or not MIN_ITEMS <= n <= MAX_ITEMS or body[-2:] != _TAIL:
+        if body[-2:] != _TAIL:
             return None
+        rest = len(body) - head.size - len(_TAIL)
+        # pickle appends a list's items in batches of 1,000: ``APPENDS MARK`` after each
+        # batch but the last (a frame of the shipper's 1,024, while the agent is behind)
+        for breaks in range(MAX_READ // BATCH + 1):
+            k, odd = divmod(rest - len(_BREAK) * breaks, item.size)
+            if not odd and k // BATCH == breaks:
+                break
+        else:
+            return None
+        n = k + 1
+        if not MIN_ITEMS <= n <= MAX_READ:
+            return None
+        if breaks:
+            parts, at = [], 0
+            for j in range(1, breaks + 1):
+                cut = head.size + (BATCH * j - 1) * item.size + len(_BREAK) * (j - 1)
+                if body[cut : cut + len(_BREAK)] != _BREAK:
+                    return None
+                parts.append(body[at:cut])
+                at = cut + len(_BREAK)
+            parts.append(body[at:])
+            body = b"".join(parts)
+            rest -= len(_BREAK) * breaks
         arr = np.frombuffer(body, np.uint8)
         if not np.array_equal(arr[: head.size] & head.mask, head.masked):
             return None
