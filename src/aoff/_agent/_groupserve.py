@@ -57,6 +57,8 @@ class GroupAgent:
         first = spec.options[0]
         self.buffer = Backlog(backlog_bytes(first.capacity))
         self.buffer.on_unreadable = say_to_stderr
+        #: frames of plain group steps read as columns, not unpickled
+        self.reader = self.buffer.read_group_steps(len(spec.options))
         self.finish_timeout = first.finish_timeout
         self._acked: tuple[int, ...] = ()
         self._acked_at = 0.0

@@ -43,6 +43,7 @@ __all__ = [
 
 _STEP = ev.STEP
 _BLOCK = ev.STEP_BLOCK
+_FOLDED = ev.FOLDED
 #: group steps in a row below which a block is not worth its arrays: split one by one (the
 #: run fold's own threshold, ``_fold_columns.MIN_STEPS``)
 BLOCK_MIN = 4
@@ -58,7 +59,10 @@ PER_RUN = "per-run"
 #: marks a queued item that carries ``K`` steps of every run whole (``aoff.jax.log_many``'s
 #: block of floats, :func:`take_block_whole`): ``(GROUP_BLOCK, wall, steps, names,
 #: values)``, ``steps`` an int64 array ``(runs, K)``, ``values`` a float64 array
-#: ``(runs, K, keys)``. Compared with ``==``, as ``PER_RUN``
+#: ``(runs, K, keys)``. Compared with ``==``, as ``PER_RUN``. The group's agent reads a
+#: frame of plain group steps as one with each step's wall time after its fields (a
+#: tuple of ``K`` floats) and ``K - 1`` ``FOLDED`` markers, which :func:`split_items`
+#: skips (``_transport/_groupsteps``)
 GROUP_BLOCK = "group-block"
 
 #: one group ``log_step``: (wall time, steps, metrics, reward, axes); each of steps, the
@@ -233,9 +237,11 @@ def item_steps(item: Any) -> int:
 
 
 def _block_events(item: Any, runs: int) -> list[ev.Event]:
-    """A ``GROUP_BLOCK``'s ``STEP_BLOCK`` event a run: slices of its arrays, no copy."""
-    _, wall, its, names, values = item
-    walls = (wall,) * its.shape[1]
+    """A ``GROUP_BLOCK``'s ``STEP_BLOCK`` event a run: slices of its arrays, no copy. Its
+    steps' wall times are the item's for all, or (the group's agent reading a frame as
+    columns, ``_transport/_groupsteps``) each step's, a sixth field."""
+    wall, its, names, values = item[1:5]
+    walls = item[5] if len(item) > 5 else (wall,) * its.shape[1]
     return [(_BLOCK, wall, walls, its[r], names, values[r]) for r in range(runs)]
 
 
@@ -325,6 +331,18 @@ def _block(
     """One ``STEP_BLOCK`` event a run from group steps of one key sequence, or ``None``
     where a value is not a plain float or a step not an int64 (split one by one: the
     per-event fold's checks and conversions take those)."""
+    got = _arrays(stretch, names, runs)
+    if got is None:
+        return None
+    return _block_events((GROUP_BLOCK, got[0][-1], got[1], names, got[2], got[0]), runs)
+
+
+def _arrays(
+    stretch: Sequence[GroupStep], names: tuple[str, ...], runs: int
+) -> tuple[tuple[float, ...], Any, Any] | None:
+    """Group steps of one key sequence as columns: their wall times, steps ``(runs, K)``
+    int64 and values ``(runs, K, keys)`` float64; ``None`` where a value is not a plain
+    float or a step not an int64."""
     per_run = [runs * [v] if type(v) is not list else v for v in _values(stretch)]
     steps = [runs * [s] if type(s) is not list else s for s in (item[1] for item in stretch)]
     if not _FLOAT_ONLY.issuperset(map(type, chain.from_iterable(per_run))):
@@ -337,9 +355,7 @@ def _block(
         return None
     k, keys = len(stretch), len(names)
     values = np.array(per_run, np.float64).reshape(k, keys, runs).transpose(2, 0, 1).copy()
-    walls = tuple(item[0] for item in stretch)
-    last = walls[-1]
-    return [(_BLOCK, last, walls, its[r], names, values[r]) for r in range(runs)]
+    return tuple(item[0] for item in stretch), its, values
 
 
 def _values(stretch: Sequence[GroupStep]) -> Iterable[Any]:
@@ -351,25 +367,104 @@ def split_items(items: Sequence[Any], runs: int) -> list[list[ev.Event]]:
     ``BLOCK_MIN`` or more plain group steps in a row with one key sequence (metrics
     only, floats: what ``log_step``/``log_many`` hand over in a training loop) become
     one ``STEP_BLOCK`` event a run, its steps as arrays (``K`` steps by keys, one slice
-    a run): the run's fold takes them as columns, no dict a step and run."""
+    a run): the run's fold takes them as columns, no dict a step and run. The group's
+    agent's frames read as columns (``GROUP_BLOCK`` items with each step's wall time,
+    their ``FOLDED`` markers) join the plain steps of their key sequence around them."""
     out: list[list[ev.Event]] = [[] for _ in range(runs)]
     n = len(items)
     i = 0
     while i < n:
-        names = _plain_keys(items[i])
+        head = items[i][0]
+        if type(head) is int and head == _FOLDED:  # a step of the GROUP_BLOCK before it
+            i += 1
+            continue
+        names = _stretch_keys(items[i])
         j = i + 1
         if names is not None:
-            while j < n and _plain_keys(items[j]) == names:
+            while j < n and (_is_folded(items[j]) or _stretch_keys(items[j]) == names):
                 j += 1
-        block = (
-            _block(items[i:j], names, runs) if names is not None and j - i >= BLOCK_MIN else None
-        )
+        stretch = items[i:j]
+        if names is not None and any(_is_read(item) for item in stretch):
+            _split_read(stretch, names, runs, out)
+            i = j
+            continue
+        block = _block(stretch, names, runs) if names is not None and j - i >= BLOCK_MIN else None
         if block is not None:
             for events, event in zip(out, block, strict=True):
                 events.append(event)
         else:
-            for item in items[i:j]:
-                for events, event in zip(out, split_item(item, runs), strict=True):
-                    events.append(event)
+            _split_each(stretch, runs, out)
         i = j
     return out
+
+
+def _is_folded(item: Any) -> bool:
+    head = item[0]
+    return type(head) is int and head == _FOLDED
+
+
+def _is_read(item: Any) -> bool:
+    """Whether ``item`` is a frame the group's agent read as columns (``GROUP_BLOCK``
+    with each step's wall time)."""
+    head = item[0]
+    return type(head) is str and head == GROUP_BLOCK and len(item) > 5
+
+
+def _stretch_keys(item: Any) -> tuple[str, ...] | None:
+    """The key sequence a block may join ``item`` on: a plain group step's, a frame
+    read as columns'; else ``None``."""
+    if _is_read(item):
+        return item[3]  # type: ignore[no-any-return]
+    return _plain_keys(item)
+
+
+def _split_each(items: Sequence[Any], runs: int, out: list[list[ev.Event]]) -> None:
+    for item in items:
+        for events, event in zip(out, split_item(item, runs), strict=True):
+            events.append(event)
+
+
+def _split_read(
+    stretch: Sequence[Any], names: tuple[str, ...], runs: int, out: list[list[ev.Event]]
+) -> None:
+    """Frames read as columns and plain steps of ``names`` between them (their markers
+    skipped) as one ``STEP_BLOCK`` a run; plain steps whose values are not all floats
+    (or steps beyond int64) one by one where they are. Why joined: the group's shipper
+    sends a frame of ~50 steps and then one of the 1-2 that came meanwhile, and each
+    block costs each run's fold and writers a fixed ~60 NumPy calls."""
+    parts: list[tuple[tuple[float, ...], Any, Any]] = []
+    plain: list[Any] = []
+
+    def take_plain() -> None:
+        if not plain:
+            return
+        got = _arrays(plain, names, runs)
+        if got is None:
+            emit()
+            _split_each(plain, runs, out)
+        else:
+            parts.append(got)
+        plain.clear()
+
+    def emit() -> None:
+        if not parts:
+            return
+        if len(parts) == 1:
+            walls, its, values = parts[0]
+        else:
+            walls = tuple(chain.from_iterable(p[0] for p in parts))
+            its = np.concatenate([p[1] for p in parts], axis=1)
+            values = np.concatenate([p[2] for p in parts], axis=1)
+        block = _block_events((GROUP_BLOCK, walls[-1], its, names, values, walls), runs)
+        for events, event in zip(out, block, strict=True):
+            events.append(event)
+        parts.clear()
+
+    for item in stretch:
+        if _is_read(item):
+            take_plain()
+            parts.append((item[5], item[2], item[4]))
+        elif not _is_folded(item):
+            plain.append(item)
+    take_plain()
+    emit()

@@ -36,6 +36,7 @@ from collections.abc import Callable
 from .._core._buffer import DEFAULT_CAPACITY, EventBuffer
 from .._core._events import Event
 from .._transport._batches import unpack_events
+from .._transport._groupsteps import GroupSteps
 from .._transport._plainsteps import PlainSteps
 
 __all__ = [
@@ -107,6 +108,14 @@ class Backlog(EventBuffer):
         and its ``FOLDED`` markers (``_transport/_plainsteps``): the single run's agent,
         whose fold takes blocks; a group's splits its events per run first."""
         reader = PlainSteps()
+        self._unpack = reader.unpack
+        return reader
+
+    def read_group_steps(self, runs: int) -> GroupSteps:
+        """Read each frame of a run group's plain group steps as one ``GROUP_BLOCK`` item
+        and its ``FOLDED`` markers (``_transport/_groupsteps``): the group's agent,
+        whose splitter makes one ``STEP_BLOCK`` a run of it."""
+        reader = GroupSteps(runs)
         self._unpack = reader.unpack
         return reader
 

@@ -30,7 +30,8 @@ in a row become one ``RUN_BLOCK`` (``Folder.apply_runblock`` folds it as columns
 ``FOLDED`` marker for each event after its first.
 
 Only the single run's agent reads frames this way (``_agent/_serve``): a group's agent
-splits its events per run before the fold, and a thread-mode run has no pickles.
+reads its frames of group items with ``_groupsteps`` (the same strided copies,
+:class:`_Slots`), and a thread-mode run has no pickles.
 """
 
 from __future__ import annotations
