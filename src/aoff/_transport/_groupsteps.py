@@ -37,7 +37,7 @@ from typing import Any
 from .._core import _events as ev
 from .._core._groupbatch import GROUP_BLOCK
 from ._batches import unpack_events
-from ._plainsteps import _INT_OPS_BY_CODE, _INT_TYPES, _Slots
+from ._plainsteps import INT_OPS_BY_CODE, INT_TYPES, Slots
 
 __all__ = ["MIN_ITEMS", "GroupSteps"]
 
@@ -160,8 +160,8 @@ class _Part:
         self.mask = mask
         self.masked = np.frombuffer(raw, np.uint8) & mask
         self.size = len(raw)
-        self.floats = _Slots(floats, 8)
-        self.steps = _Slots(steps, width)
+        self.floats = Slots(floats, 8)
+        self.steps = Slots(steps, width)
         self.it_type = it_type
 
 
@@ -296,12 +296,12 @@ def _template(payload: bytes, items: list[Any], runs: int) -> _Template | None:
     ).all():
         return None
     s_first = firsts[:, ~is_f]
-    ops = {_INT_OPS_BY_CODE.get(op) for op in a[s_first - 1].ravel().tolist()}
+    ops = {INT_OPS_BY_CODE.get(op) for op in a[s_first - 1].ravel().tolist()}
     if len(ops) != 1 or None in ops:
         return None
     op = ops.pop()
     assert op is not None
-    it_type = _INT_TYPES[op]
+    it_type = INT_TYPES[op]
     width = int(np.dtype(it_type).itemsize)
     read_i = a[s_first[:, :, None] + np.arange(width)].copy().view(it_type)[..., 0]
     if read_i.tolist() != il:

@@ -31,7 +31,7 @@ in a row become one ``RUN_BLOCK`` (``Folder.apply_runblock`` folds it as columns
 
 Only the single run's agent reads frames this way (``_agent/_serve``): a group's agent
 reads its frames of group items with ``_groupsteps`` (the same strided copies,
-:class:`_Slots`), and a thread-mode run has no pickles.
+:class:`Slots`), and a thread-mode run has no pickles.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from .._core import _events as ev
 from .._core._runblock import RunBlock, RunShape, shape_of
 from ._batches import load_list, unpack_events
 
-__all__ = ["MIN_STEPS", "PlainSteps"]
+__all__ = ["INT_OPS_BY_CODE", "INT_TYPES", "MIN_STEPS", "PlainSteps", "Slots"]
 
 #: steps a pickle holds at least for a template (below, the fold's per-block cost wins)
 MIN_STEPS = 8
@@ -63,9 +63,9 @@ MAX_LEARN = 256
 _TAIL = (None, None, None, 0.0, 0.0, 0.0, 0.0, None)
 _STEP_LEN = 2 + len(ev.KINDS[ev.STEP].fields)
 #: an iteration's opcode and the NumPy type of its payload (``pickle``'s encodings)
-_INT_TYPES = {"BININT1": "<u1", "BININT2": "<u2", "BININT": "<i4"}
+INT_TYPES = {"BININT1": "<u1", "BININT2": "<u2", "BININT": "<i4"}
 _INT_WIDTHS = {"<u1": 1, "<u2": 2, "<i4": 4}
-_INT_OPS_BY_CODE = {
+INT_OPS_BY_CODE = {
     pickle.BININT1[0]: "BININT1",
     pickle.BININT2[0]: "BININT2",
     pickle.BININT[0]: "BININT",
@@ -110,7 +110,7 @@ class _Pattern:
 
     __slots__ = ("head", "mask", "masked", "size")
 
-    def __init__(self, raw: bytes, slots: tuple[_Slots, ...]) -> None:
+    def __init__(self, raw: bytes, slots: tuple[Slots, ...]) -> None:
         import numpy as np
 
         mask = np.full(len(raw), 0xFF, np.uint8)
@@ -147,17 +147,17 @@ class _Template(_Pattern):
         import numpy as np
 
         walls, its, values = places
-        width = int(np.dtype(_INT_TYPES[it_op]).itemsize)
-        self.walls = _Slots(walls, 8)
-        self.values = _Slots(values, 8)
-        self.its = _Slots(its, width)
-        self.it_type = _INT_TYPES[it_op]
+        width = int(np.dtype(INT_TYPES[it_op]).itemsize)
+        self.walls = Slots(walls, 8)
+        self.values = Slots(values, 8)
+        self.its = Slots(its, width)
+        self.it_type = INT_TYPES[it_op]
         super().__init__(raw, (self.walls, self.its, self.values))
         self.names = names
         self.n = n
 
 
-class _Slots:
+class Slots:
     """Payloads of one width at byte offsets ``starts`` in a template, in order, read from
     ``m`` adjacent copies of it at once. Cut into runs at a constant stride (a dict's
     values), runs of the same shape (count and stride) at a constant spacing grouped
@@ -281,12 +281,12 @@ def _template(raw: bytes, events: list[ev.Event]) -> _Template | None:
     ops = set(a[it_at].tolist())
     if len(ops) != 1:
         return None
-    it_op = _INT_OPS_BY_CODE.get(ops.pop())
+    it_op = INT_OPS_BY_CODE.get(ops.pop())
     if it_op is None or min(walls.tolist()) < _HEAD:
         return None
     its = it_at + 1
-    width = np.dtype(_INT_TYPES[it_op]).itemsize
-    got = a[its[:, None] + np.arange(width)].copy().view(_INT_TYPES[it_op]).ravel().tolist()
+    width = np.dtype(INT_TYPES[it_op]).itemsize
+    got = a[its[:, None] + np.arange(width)].copy().view(INT_TYPES[it_op]).ravel().tolist()
     if got != [e[2] for e in events]:
         return None
     return _Template(
@@ -296,7 +296,7 @@ def _template(raw: bytes, events: list[ev.Event]) -> _Template | None:
 
 class _RunTemplate(_Pattern):
     """A pickle of regular iterations (:class:`~aoff._core._runblock.RunShape`): its
-    bytes, its float payloads' places (one :class:`_Slots`) and its ints' (one a width).
+    bytes, its float payloads' places (one :class:`Slots`) and its ints' (one a width).
     Its shape numbers the payloads in the order they are read (the slots' groups, the
     ints' widths one after the other), so a block is read with no reordering."""
 
@@ -307,17 +307,17 @@ class _RunTemplate(_Pattern):
     ) -> None:
         import numpy as np
 
-        self.floats = _Slots(floats, 8)
+        self.floats = Slots(floats, 8)
         by_type: dict[str, tuple[list[int], list[int]]] = {}
         for leaf, (start, typ) in enumerate(ints):
             starts, leaves = by_type.setdefault(typ, ([], []))
             starts.append(start)
             leaves.append(leaf)
-        self.ints: list[tuple[str, _Slots, int]] = []  # (type, slots, first column)
+        self.ints: list[tuple[str, Slots, int]] = []  # (type, slots, first column)
         int_at = [0] * len(ints)  # each int leaf's column in a read block
         column = 0
         for typ, (starts, leaves) in by_type.items():
-            slots = _Slots(starts, np.dtype(typ).itemsize)
+            slots = Slots(starts, np.dtype(typ).itemsize)
             self.ints.append((typ, slots, column))
             for k, slot in enumerate(slots.order):
                 int_at[leaves[slot]] = column + k
@@ -378,10 +378,10 @@ def _run_template(raw: bytes, events: list[ev.Event]) -> _RunTemplate | None:
     if not (diff[first_at[is_f][:, None] + eight] == f_first[:, None] + eight).all():
         return None
     i_first = firsts[~is_f].tolist()
-    ops = [_INT_OPS_BY_CODE.get(raw[at - 1]) for at in i_first]
+    ops = [INT_OPS_BY_CODE.get(raw[at - 1]) for at in i_first]
     if None in ops:
         return None
-    i_starts = [(at, _INT_TYPES[op]) for at, op in zip(i_first, ops, strict=True) if op]
+    i_starts = [(at, INT_TYPES[op]) for at, op in zip(i_first, ops, strict=True) if op]
     want = np.array(fl, ">f8").view(np.uint8).reshape(-1, 8)
     if not (a[f_first[:, None] + eight] == want).all():
         return None
