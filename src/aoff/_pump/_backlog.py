@@ -32,12 +32,16 @@ import contextlib
 import itertools
 from collections import deque
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from .._core._buffer import DEFAULT_CAPACITY, EventBuffer
 from .._core._events import Event
 from .._transport._batches import unpack_events
-from .._transport._groupsteps import GroupSteps
 from .._transport._plainsteps import PlainSteps
+
+if TYPE_CHECKING:  # the group's agent alone reads group frames (NumPy, via _groupbatch):
+    # the training process imports this module for backlog_bytes and stays light
+    from .._transport._groupsteps import GroupSteps
 
 __all__ = [
     "BACKLOG_BYTES",
@@ -115,6 +119,8 @@ class Backlog(EventBuffer):
         """Read each frame of a run group's plain group steps as one ``GROUP_BLOCK`` item
         and its ``FOLDED`` markers (``_transport/_groupsteps``): the group's agent,
         whose splitter makes one ``STEP_BLOCK`` a run of it."""
+        from .._transport._groupsteps import GroupSteps
+
         reader = GroupSteps(runs)
         self._unpack = reader.unpack
         return reader
