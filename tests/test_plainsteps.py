@@ -45,6 +45,19 @@ def same_files(tmp_path: Path, steps: int) -> None:
     assert lines[0] == lines[1] and len(lines[0]) == steps
 
 
+def read_twice_and_fold(events: list[ev.Event], payloads: list[bytes]) -> None:
+    """``payloads`` read once (the templates learned from the first frames), then again:
+    the events the blocks stand for are ``events``, counted as the sender counted them,
+    and folded they give what ``events`` give event by event (``test_fold_columns.same``)."""
+    reader = PlainSteps()
+    read(reader, payloads)
+    got = read(reader, payloads)
+    assert list(map(norm, expand(got))) == list(map(norm, events))
+    assert ev.calls_in(got) == len(events)
+    assert ev.steps_in(got) == ev.steps_in(events)
+    same(events, [e for e in got if e[0] != ev.FOLDED])
+
+
 @st.composite
 def frames(draw: st.DrawFn) -> tuple[list[ev.Event], list[bytes]]:
     """A loop of plain ``log_step`` calls (now and then: another key order or keys, an
@@ -132,14 +145,7 @@ def test_frames_read_as_columns_fold_as_their_events_do(drawn: Any) -> None:
     """Bit for bit: the events a block stands for are the pickles' events; folded, the
     blocks give the per-event fold's records, TensorBoard and JSONL bytes, rules, run
     summary, CSV and dashboard state (``test_fold_columns.same``)."""
-    events, payloads = drawn
-    reader = PlainSteps()
-    read(reader, payloads)  # the templates, learned from the first frames
-    got = read(reader, payloads)
-    assert list(map(norm, expand(got))) == list(map(norm, events))
-    assert ev.calls_in(got) == len(events)
-    assert ev.steps_in(got) == ev.steps_in(events)
-    same(events, [e for e in got if e[0] != ev.FOLDED])
+    read_twice_and_fold(*drawn)
 
 
 def steps(n: int, start: int = 1000, names: tuple[str, ...] = ("loss", "lr")) -> list[ev.Event]:
@@ -292,14 +298,7 @@ def test_iterations_read_as_columns_fold_as_their_events_do(drawn: Any) -> None:
     (its columns, its first pickle event by event where the fold had not seen its keys,
     the events after its last step), the blocks give the per-event fold's records,
     TensorBoard and JSONL bytes, rules, run summary, CSV and dashboard state."""
-    events, payloads = drawn
-    reader = PlainSteps()
-    read(reader, payloads)  # the templates, learned from the first frames
-    got = read(reader, payloads)
-    assert list(map(norm, expand(got))) == list(map(norm, events))
-    assert ev.calls_in(got) == len(events)
-    assert ev.steps_in(got) == ev.steps_in(events)
-    same(events, [e for e in got if e[0] != ev.FOLDED])
+    read_twice_and_fold(*drawn)
 
 
 def iterations(n: int, start: int = 1000, reward: float | None = -120.5) -> list[ev.Event]:
