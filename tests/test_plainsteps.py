@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import re
 import struct
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,23 @@ def read_twice_and_fold(events: list[ev.Event], payloads: list[bytes]) -> None:
     same(events, [e for e in got if e[0] != ev.FOLDED])
 
 
+def sent(events: list[ev.Event], size: Callable[[], int], draw: st.DrawFn) -> list[bytes]:
+    """``events`` as the training process sends them: cut into slices of ``size()`` events,
+    each pickled by itself, 1-4 slices joined into a frame (empty slices left out)."""
+    out: list[bytes] = []
+    at = 0
+    while at < len(events):
+        parts = []
+        for _ in range(draw(st.integers(1, 4))):
+            n = size()
+            parts.append(pack_events(events[at : at + n]))
+            at += n
+        frame = b"".join(p for p in parts if p != pack_events([]))
+        if frame:
+            out.append(frame)
+    return out
+
+
 @st.composite
 def frames(draw: st.DrawFn) -> tuple[list[ev.Event], list[bytes]]:
     """A loop of plain ``log_step`` calls (now and then: another key order or keys, an
@@ -90,18 +108,7 @@ def frames(draw: st.DrawFn) -> tuple[list[ev.Event], list[bytes]]:
         elif odd == 5:
             e[9] = math.nan
         events.append(tuple(e))
-    out: list[bytes] = []
-    at = 0
-    while at < len(events):
-        parts = []
-        for _ in range(draw(st.integers(1, 4))):
-            size = draw(st.sampled_from([1, 8, 9, 16, 32]))
-            parts.append(pack_events(events[at : at + size]))
-            at += size
-        frame = b"".join(p for p in parts if p != pack_events([]))
-        if frame:
-            out.append(frame)
-    return events, out
+    return events, sent(events, lambda: draw(st.sampled_from([1, 8, 9, 16, 32])), draw)
 
 
 def read(reader: PlainSteps, payloads: list[bytes]) -> list[ev.Event]:
@@ -277,18 +284,8 @@ def iteration_frames(draw: st.DrawFn) -> tuple[list[ev.Event], list[bytes]]:
         r = draw(VALUES) if with_reward else None
         events.append((ev.STEP, wall, it, metrics, r, None, c, *times, extra))
     cut = draw(st.sampled_from([8, 12, 16, 32]))
-    out: list[bytes] = []
-    at = 0
-    while at < len(events):
-        parts = []
-        for _ in range(draw(st.integers(1, 4))):
-            n = cut if draw(st.integers(0, 9)) else draw(st.sampled_from([1, 9, 33]))
-            parts.append(pack_events(events[at : at + n]))
-            at += n
-        frame = b"".join(p for p in parts if p != pack_events([]))
-        if frame:
-            out.append(frame)
-    return events, out
+    sizes = st.sampled_from([1, 9, 33])
+    return events, sent(events, lambda: cut if draw(st.integers(0, 9)) else draw(sizes), draw)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
