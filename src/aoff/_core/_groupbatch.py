@@ -374,8 +374,7 @@ def split_items(items: Sequence[Any], runs: int) -> list[list[ev.Event]]:
     n = len(items)
     i = 0
     while i < n:
-        head = items[i][0]
-        if type(head) is int and head == _FOLDED:  # a step of the GROUP_BLOCK before it
+        if _is_folded(items[i]):  # a step of the GROUP_BLOCK before it
             i += 1
             continue
         names = _stretch_keys(items[i])
@@ -399,6 +398,7 @@ def split_items(items: Sequence[Any], runs: int) -> list[list[ev.Event]]:
 
 
 def _is_folded(item: Any) -> bool:
+    """Whether ``item`` is a ``FOLDED`` marker: a step of the ``GROUP_BLOCK`` before it."""
     head = item[0]
     return type(head) is int and head == _FOLDED
 
