@@ -89,10 +89,20 @@ class Pace:
         self.seconds, self.steered = float(args.seconds), bool(args.steered)
         self.say_file = os.path.join(args.out, "say")
         self.stop_file = os.path.join(args.out, "stop")
-        self.t0 = time.monotonic()
+        # the clock starts at the first iteration, not before the logger's start: on a
+        # loaded machine starting the agent can take longer than ``--seconds``, and a
+        # child that never iterated would say nothing
+        self.t0: float | None = None
+        self.born = time.monotonic()
 
     def elapsed(self) -> float:
+        if self.t0 is None:
+            self.t0 = time.monotonic()
         return time.monotonic() - self.t0
+
+    def lived(self) -> float:
+        """Seconds since the logger's construction (its start included)."""
+        return time.monotonic() - self.born
 
     def go_on(self) -> bool:
         if self.elapsed() >= self.seconds:
@@ -119,7 +129,7 @@ class Progress:
         self.file.write("finished\n")
         self.file.flush()
         with open(os.path.join(self.out, "elapsed.txt"), "w", encoding="utf-8") as f:
-            f.write(f"{pace.elapsed():.3f}\n")
+            f.write(f"{pace.lived():.3f}\n")
 
 
 def run_sync(args: argparse.Namespace) -> None:
@@ -144,6 +154,11 @@ def run_sync(args: argparse.Namespace) -> None:
             if args.log_marker:
                 logging.getLogger("train").warning(MARKER_LOG)
         time.sleep(0.002)  # a training step takes time (a pace, not a wait)
+    if not said:  # one iteration outlasted ``--seconds`` (a loaded machine): say it now
+        print(MARKER_OUT, flush=True)
+        print(MARKER_ERR, file=sys.stderr, flush=True)
+        if args.log_marker:
+            logging.getLogger("train").warning(MARKER_LOG)
     if not args.no_finish:
         log.finish()
         progress.finished(pace)
