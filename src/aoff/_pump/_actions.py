@@ -30,7 +30,6 @@ import subprocess
 import threading
 import time
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Sequence
 
 from .._core._rules import Alert
@@ -160,6 +159,10 @@ class Actions:
         return False
 
     def _post(self, body: bytes) -> bool:
+        # imported here, on this thread, at the first alert: http.client, ssl and email
+        # are ~25 ms of every agent's start, and most runs never post
+        import urllib.request
+
         assert self.webhook is not None
         pause = RETRY_PAUSE
         error = ""
