@@ -57,6 +57,8 @@ def read_twice_and_fold(events: list[ev.Event], payloads: list[bytes]) -> None:
     assert ev.calls_in(got) == len(events)
     assert ev.steps_in(got) == ev.steps_in(events)
     same(events, [e for e in got if e[0] != ev.FOLDED])
+    # as the intake folds them: the blocks of consecutive frames joined (_core/_blockjoin)
+    same(events, got)
 
 
 def sent(events: list[ev.Event], size: Callable[[], int], draw: st.DrawFn) -> list[bytes]:
