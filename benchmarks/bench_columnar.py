@@ -101,13 +101,14 @@ except ImportError:
     join_blocks = None  # type: ignore[assignment]
 
 
-def columnar(events: list[ev.Event]) -> list[StepRecord]:
-    """The intake's loop (``_pump/_intake.Intake.fold``) over slices of ``SLICE``: runs
-    of regular iterations at once, a block of steps at once, its markers passed over."""
+def columnar(events: list[ev.Event], size: int = SLICE) -> list[StepRecord]:
+    """The intake's loop (``_pump/_intake.Intake.fold``) over slices of ``size`` events:
+    runs of regular iterations at once, a block of steps at once (with the blocks in a row
+    after it, where this version joins them), its markers passed over."""
     folder = Folder(State())
     out: list[StepRecord] = []
-    for k in range(0, len(events), SLICE):
-        part = events[k : k + SLICE]
+    for k in range(0, len(events), size):
+        part = events[k : k + size]
         i = run_at = 0
         while i < len(part):
             kind = part[i][0]
