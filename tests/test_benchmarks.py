@@ -398,6 +398,14 @@ def test_bench_agent_group_prints_the_groups_share_of_a_core() -> None:
     assert "% of a core" in out and "dropped 0, written 2,400" in out, out
 
 
+def test_bench_jsonl_parts_prints_each_part_of_both_workloads() -> None:
+    """Smoke test at a tiny size; the parts' lines are checked against the encoder's."""
+    out = _bench("bench_jsonl_parts.py", "--iterations", "200", "--rounds", "1")
+    rows = [ln.split() for ln in out.splitlines() if ln.startswith("  ")]
+    assert [r[0] for r in rows] == ["standard", "log_step_32"], out
+    assert all(float(r[r.index(s) + 1]) > 0 for r in rows for s in ("msgspec", "sum")), out
+
+
 def test_bench_frame_pack_and_agent_split_print_their_figures() -> None:
     """Smoke tests at tiny sizes; the packer's frame is checked against its events."""
     out = _bench("bench_frame_pack.py", "--iterations", "64", "--rounds", "1")
