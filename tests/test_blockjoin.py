@@ -118,11 +118,12 @@ def test_blocks_not_in_a_row_or_not_alike_stay_apart() -> None:
     assert join_blocks(got[: at[1] - 1] + got[at[1] :], at[0]) == (got[at[0]], at[0])
     assert join_blocks(got[: at[1]], at[0]) == (got[at[0]], at[0])
     assert join_blocks(got, at[1]) == (got[at[1]], at[1])
-    # other metric names, or values of another type: another block, folded on its own
+    # other metric names, values of another type or width: another block, folded alone
     second = got[at[1]]
     for other_block in (
         (*second[:4], ("a", "c"), second[5]),
         (*second[:5], second[5].astype(np.float32)),  # never converted by a join
+        (*second[:5], second[5][:, :1]),  # rows of another width: never stacked
     ):
         changed = [*got[: at[1]], other_block, *got[at[1] + 1 :]]
         assert join_blocks(changed, at[0]) == (got[at[0]], at[0])

@@ -42,13 +42,15 @@ def _joins(a: Event, b: Event) -> bool:
         return False
     if a[0] == RUN_BLOCK:
         return bool(b[2].shape is a[2].shape)
-    # the metric names, and arrays of one type (a join never converts a value)
+    # the metric names, and arrays of one type and width (a join never converts a value)
     same = b[4] is a[4] or b[4] == a[4]
-    return bool(same and _dtype(b[3]) == _dtype(a[3]) and _dtype(b[5]) == _dtype(a[5]))
+    return bool(same and _form(b[3]) == _form(a[3]) and _form(b[5]) == _form(a[5]))
 
 
-def _dtype(x: Any) -> Any:
-    return getattr(x, "dtype", None)
+def _form(x: Any) -> Any:
+    """An array's type and its rows' width (``None``: not an array)."""
+    shape = getattr(x, "shape", None)
+    return None if shape is None else (x.dtype, shape[1:])
 
 
 def _joined(parts: list[Event]) -> Event:
