@@ -11,8 +11,9 @@ import pytest
 
 from aoff._core import _events as ev
 from aoff._core import _fold_columns
-from aoff._core._blockjoin import block_calls, join_blocks
+from aoff._core._blockjoin import block_calls, join_blocks, repeats
 from aoff._core._buffer import EventBuffer
+from aoff._core._runblock import shape_of
 from aoff._core._say import SayOnce
 from aoff._core._state import State
 from aoff._pump._intake import Intake
@@ -129,16 +130,57 @@ def test_blocks_not_in_a_row_or_not_alike_stay_apart() -> None:
         assert join_blocks(changed, at[0]) == (got[at[0]], at[0])
 
 
-def test_blocks_of_another_shape_stay_apart() -> None:
-    events = iterations(8 * 16)
-    # pickles of 32 events, then of 64: each size has a template (and a shape) of its own
+def test_a_block_of_a_repeating_shape_joins_as_its_pickles(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A pickle of 96 events among pickles of 32 (the sync face sends both) has a
+    template and a shape of its own, three times the other's: its block is joined as
+    three pickles of the other shape; the fold and the files are the per-event fold's."""
+    events = iterations(8 * 24)
     small = [pack_events(events[k : k + 32]) for k in range(0, 256, 32)]
-    large = [pack_events(events[k : k + 64]) for k in range(256, len(events), 64)]
+    large = pack_events(events[256:352])
+    rest = [pack_events(events[k : k + 32]) for k in range(352, len(events), 32)]
     reader = PlainSteps()
     reader.unpack(small[0])  # the templates, learned from pickles read before
-    reader.unpack(large[0])
-    got = reader.unpack(b"".join(small)) + reader.unpack(b"".join(large))
+    reader.unpack(large)
+    got = reader.unpack(b"".join(small)) + reader.unpack(large) + reader.unpack(b"".join(rest))
     at = [k for k, e in enumerate(got) if e[0] == ev.RUN_BLOCK]
-    assert len(at) == 2 and got[at[0]][2].shape is not got[at[1]][2].shape
-    assert join_blocks(got, at[0]) == (got[at[0]], at[0])
+    assert len(at) == 3 and got[at[1]][2].shape is not got[at[0]][2].shape
+    joined, last = join_blocks(got, at[0])
+    assert last == at[2] and joined[2].shape is got[at[0]][2].shape
+    assert joined[2].pickles == 8 + 3 + len(rest)
+    assert joined[2].events() == events
+    # a slice that starts at the longer pickle: it is viewed as the next block's pickles
+    joined, last = join_blocks(got, at[1])
+    assert last == at[2] and joined[2].shape is got[at[2]][2].shape
+    assert joined[2].pickles == 3 + len(rest) and joined[2].events() == events[256:]
+    taken = spy(monkeypatch, "take_runblock")
+    records, state = intake_fold(got)
+    # one block: the run not started, its first pickle event by event, the rest at once
+    assert taken == [8 + 3 + len(rest), 7 + 3 + len(rest)]
+    want, want_state = fold(events, runs=False)
+    assert bits(records) == bits(want)
+    for name in FIELDS:
+        assert repr(getattr(state, name)) == repr(getattr(want_state, name)), name
     same(events, got)
+
+
+def test_shapes_that_do_not_repeat_another_stay_apart() -> None:
+    events = iterations(8 * 16)
+    small = shape_of(events[:32])
+    assert small is not None
+    for other in (
+        events[1:65],  # another phase of the iteration: other kinds at each place
+        events[:40],  # not a whole number of the other's pickles
+        events[:32],  # the same length: its own shape
+        iterations(16, reward=None),  # no reward: other fields
+        [(*e[:3], {"loss": 1.0}, *e[4:]) if e[0] == ev.STEP else e for e in events[:64]],
+    ):
+        got = shape_of(other)
+        assert got is not None
+        assert repeats(got[0], small[0]) is None
+    twice = shape_of(events[:64])
+    assert twice is not None
+    fmap, imap = repeats(twice[0], small[0])  # type: ignore[misc]
+    assert sorted(fmap.tolist()) == list(range(twice[0].n_floats))
+    assert sorted(imap.tolist()) == list(range(twice[0].n_ints))

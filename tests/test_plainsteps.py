@@ -286,7 +286,9 @@ def iteration_frames(draw: st.DrawFn) -> tuple[list[ev.Event], list[bytes]]:
         r = draw(VALUES) if with_reward else None
         events.append((ev.STEP, wall, it, metrics, r, None, c, *times, extra))
     cut = draw(st.sampled_from([8, 12, 16, 32]))
-    sizes = st.sampled_from([1, 9, 33])
+    # now and then another size; twice or three times the cut, as the sync face's 96
+    # among its 32: pickles whose shape repeats the others' (_core/_blockjoin.repeats)
+    sizes = st.sampled_from([1, 9, 33, 2 * cut, 3 * cut])
     return events, sent(events, lambda: cut if draw(st.integers(0, 9)) else draw(sizes), draw)
 
 
