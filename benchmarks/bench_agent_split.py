@@ -15,7 +15,7 @@ acks, the system sampler, the collector), start-up left out.
 The wrapped names exist since the run fold, so the same file runs against an older
 checkout's ``src`` for a before (``PYTHONPATH=<old>/src``)::
 
-    python benchmarks/bench_agent_split.py [--iterations 25000] [--only standard]
+    python benchmarks/bench_agent_split.py [--iterations 25000] [--only standard] [--jsonl-parts]
 """
 
 from __future__ import annotations
@@ -38,6 +38,17 @@ STAGES = (
     ("aoff._backends._tensorboard", "TensorBoardBackend", "_write_sync", "tensorboard"),
     ("aoff._backends._jsonl", "JsonlBackend", "_write_sync", "jsonl"),
 )
+#: ``--jsonl-parts``: the JSONL stage's own parts (inside it, so not in "rest"; a class of
+#: ``None``: a module's function): the encoding (``encode``: the lines made), of which the
+#: rows made from the table's columns (``rows``: ``tolist`` and a msgspec struct a row) and
+#: msgspec's encoding of them (``msgspec``), and the file's ``write`` (the rest of
+#: ``encode`` is the rows freed, the finite checks, the walk of the batch and the join)
+JSONL_PARTS = (
+    ("aoff._backends._jsonl", "JsonlBackend", "_encode", "j.encode"),
+    ("aoff._runfolder.lines._jsonl", None, "_table_rows", "j.rows"),
+    ("aoff._runfolder.lines._jsonl", None, "_encode_rows", "j.msgspec"),
+    ("aoff._backends._file", None, "write_whole", "j.write"),
+)
 
 HOOK = textwrap.dedent(
     """
@@ -54,8 +65,9 @@ HOOK = textwrap.dedent(
                 finally:
                     spent[label] = spent.get(label, 0.0) + time.thread_time() - t
             setattr(cls, name, timed)
-        for mod, cls, name, label in STAGES:
-            _wrap(getattr(importlib.import_module(mod), cls), name, label)
+        for mod, cls, name, label in STAGES + PARTS:
+            owner = importlib.import_module(mod)
+            _wrap(owner if cls is None else getattr(owner, cls), name, label)
         def _dump():
             with open(os.environ["AOFF_BENCH_SPLIT"], "w") as f:
                 json.dump(spent, f)
@@ -96,14 +108,16 @@ def main() -> None:
     ap.add_argument(
         "--only", choices=("standard", "log_step_32"), default=None, help="one workload"
     )
+    ap.add_argument("--jsonl-parts", action="store_true", help="the JSONL stage's parts too")
     args = ap.parse_args()
+    parts = JSONL_PARTS if args.jsonl_parts else ()
     n = args.iterations
     seen = n + max(n // 10, 100)  # the warm-up's iterations too
     print(f"load {os.getloadavg()[0]:.1f}; agent CPU, µs an iteration, flat out, n={n:,}")
     with tempfile.TemporaryDirectory() as tmp:
         hook = Path(tmp) / "hook"
         hook.mkdir()
-        (hook / "sitecustomize.py").write_text(f"STAGES = {STAGES!r}\n" + HOOK)
+        (hook / "sitecustomize.py").write_text(f"STAGES = {STAGES!r}\nPARTS = {parts!r}\n" + HOOK)
         path = os.pathsep.join(p for p in (str(hook), os.environ.get("PYTHONPATH", "")) if p)
         env = {**os.environ, "PYTHONPATH": path}
         for kind in (args.only,) if args.only else ("standard", "log_step_32"):
@@ -113,6 +127,9 @@ def main() -> None:
             stages = {label: spent.get(label, 0.0) / seen * 1e6 for *_, label in STAGES}
             agent = whole["agent_us_per_iteration"]
             cells = "  ".join(f"{k} {v:.2f}" for k, v in stages.items())
+            if parts:
+                inside = {label: spent.get(label, 0.0) / seen * 1e6 for *_, label in parts}
+                cells += " (" + "  ".join(f"{k} {v:.2f}" for k, v in inside.items()) + ")"
             print(
                 f"  {kind:<12} {cells}  rest {agent - sum(stages.values()):.2f}  "
                 f"agent {agent:.1f} (dropped {whole['dropped']:.0f})"

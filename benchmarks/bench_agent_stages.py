@@ -11,8 +11,10 @@ thread's CPU time, best of ``--rounds``, with the agent's garbage collector sett
   pickled one by one and joined 20 to a frame, read as the agent's backlog reads them
   (``_transport/_plainsteps``: a pickle of plain ``log_step`` events as one block of
   columns, where this version has it; its templates made in the first round);
-* fold: the intake's loop, slices of 512 events (``Folder.apply_run``, else ``apply``;
-  with ``--sender``, what "read" gave: blocks through ``Folder.apply_block``);
+* fold: the intake's loop, slices of 512 events (``--slice``: the running agent drains
+  2,048 a slice while behind) (``Folder.apply_run``, else ``apply``; with ``--sender``,
+  what "read" gave: blocks through ``Folder.apply_block``, the blocks of frames in a row
+  within a slice joined where this version joins them);
 * rules: the default rules (``Watch``) on each slice's records;
 * summary: the run summary (``RunSummary.add``) on each slice's records, and its folds;
 * TensorBoard, JSONL, CSV: each backend's encoder on batches of 1,024 records
@@ -23,7 +25,7 @@ It imports only what every version since the run fold has, so the same file runs
 an older checkout's ``src`` for the before figure (``PYTHONPATH=<old>/src``)::
 
     python benchmarks/bench_agent_stages.py [--iterations 5000] [--rounds 5] [--batch 1024]
-        [--sender] [--out f.json]
+        [--sender] [--slice 512] [--out f.json]
 """
 
 from __future__ import annotations
@@ -71,7 +73,12 @@ def _csv_text(records: list[Any]) -> str:
 
 
 def stages(
-    events: list[Any], n: int, rounds: int, batch: int = BATCH, sender: bool = False
+    events: list[Any],
+    n: int,
+    rounds: int,
+    batch: int = BATCH,
+    sender: bool = False,
+    size: int = SLICE,
 ) -> dict[str, float]:
     """Best µs an iteration of each stage."""
     per = len(events) // n
@@ -87,10 +94,10 @@ def stages(
         ]
         unpack = _reader()
         read = [e for f in sent for e in unpack(f)]
-        records = columnar(read)
+        records = columnar(read, size)
         work["read"] = lambda: [unpack(f) for f in sent]
-        work["fold"] = lambda: columnar(read)
-    slices = [records[k : k + SLICE // per] for k in range(0, len(records), SLICE // per)]
+        work["fold"] = lambda: columnar(read, size)
+    slices = [records[k : k + size // per] for k in range(0, len(records), size // per)]
     batches = [records[k : k + batch] for k in range(0, len(records), batch)]
 
     def rules() -> None:
@@ -106,7 +113,7 @@ def stages(
 
     if not sender:
         work["unpickle"] = lambda: [unpack_events(f) for f in frames]
-        work["fold"] = lambda: columnar(events)
+        work["fold"] = lambda: columnar(events, size)
     work |= {
         "rules": rules,
         "summary": summary,
@@ -128,6 +135,12 @@ def main() -> None:
     ap.add_argument("--iterations", type=int, default=5000)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--batch", type=int, default=BATCH, help="records a backend's batch")
+    ap.add_argument(
+        "--slice",
+        type=int,
+        default=SLICE,
+        help="events a fold's slice (the agent's intake: 2,048 while behind, flat out)",
+    )
     ap.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
     ap.add_argument(
         "--sender", action="store_true", help="frames as sent, read as the agent's backlog does"
@@ -138,12 +151,12 @@ def main() -> None:
     gc.set_threshold(GC_THRESHOLD, 20, 20)
     got = {
         "load": os.getloadavg()[0],
-        "standard": stages(standard(n), n, args.rounds, args.batch, args.sender),
-        "log_step_32": stages(wide(n), n, args.rounds, args.batch, args.sender),
+        "standard": stages(standard(n), n, args.rounds, args.batch, args.sender, args.slice),
+        "log_step_32": stages(wide(n), n, args.rounds, args.batch, args.sender, args.slice),
     }
     print(
         f"load {got['load']:.1f}; µs an iteration, best of {args.rounds}, n={n:,},"
-        f" batches of {args.batch:,}"
+        f" batches of {args.batch:,}, slices of {args.slice:,} events"
     )
     for work in ("standard", "log_step_32"):
         row: dict[str, float] = got[work]  # type: ignore[assignment]

@@ -95,15 +95,20 @@ _RUN_BLOCK = getattr(ev, "RUN_BLOCK", None)
 _MARKERS = (_MARKER,)
 #: whether this version's intake passes a block's markers over at once (with run blocks)
 _SKIPS = _RUN_BLOCK is not None
+try:  # blocks in a row joined into one, where this version's intake does it
+    from aoff._core._blockjoin import join_blocks
+except ImportError:
+    join_blocks = None  # type: ignore[assignment]
 
 
-def columnar(events: list[ev.Event]) -> list[StepRecord]:
-    """The intake's loop (``_pump/_intake.Intake.fold``) over slices of ``SLICE``: runs
-    of regular iterations at once, a block of steps at once, its markers passed over."""
+def columnar(events: list[ev.Event], size: int = SLICE) -> list[StepRecord]:
+    """The intake's loop (``_pump/_intake.Intake.fold``) over slices of ``size`` events:
+    runs of regular iterations at once, a block of steps at once (with the blocks in a row
+    after it, where this version joins them), its markers passed over."""
     folder = Folder(State())
     out: list[StepRecord] = []
-    for k in range(0, len(events), SLICE):
-        part = events[k : k + SLICE]
+    for k in range(0, len(events), size):
+        part = events[k : k + size]
         i = run_at = 0
         while i < len(part):
             kind = part[i][0]
@@ -111,10 +116,11 @@ def columnar(events: list[ev.Event]) -> list[StepRecord]:
                 i += 1
                 continue
             if kind in (_BLOCK, _RUN_BLOCK):
-                e = part[i]
+                e, last = (part[i], i) if join_blocks is None else join_blocks(part, i)
                 fold = folder.apply_block if kind == _BLOCK else folder.apply_runblock
                 out += fold(e)
-                i += 1
+                i = last + 1
+                e = part[last]
                 if _SKIPS:  # its markers at once, as the intake does
                     end = min(i + (len(e[2]) if kind == _BLOCK else e[2].calls) - 1, len(part))
                     if end > i and part[i:end].count(_MARKERS) == end - i:

@@ -398,6 +398,14 @@ def test_bench_agent_group_prints_the_groups_share_of_a_core() -> None:
     assert "% of a core" in out and "dropped 0, written 2,400" in out, out
 
 
+def test_bench_jsonl_parts_prints_each_part_of_both_workloads() -> None:
+    """Smoke test at a tiny size; the parts' lines are checked against the encoder's."""
+    out = _bench("bench_jsonl_parts.py", "--iterations", "200", "--rounds", "1")
+    rows = [ln.split() for ln in out.splitlines() if ln.startswith("  ")]
+    assert [r[0] for r in rows] == ["standard", "log_step_32"], out
+    assert all(float(r[r.index(s) + 1]) > 0 for r in rows for s in ("msgspec", "sum")), out
+
+
 def test_bench_frame_pack_and_agent_split_print_their_figures() -> None:
     """Smoke tests at tiny sizes; the packer's frame is checked against its events."""
     out = _bench("bench_frame_pack.py", "--iterations", "64", "--rounds", "1")
@@ -405,10 +413,13 @@ def test_bench_frame_pack_and_agent_split_print_their_figures() -> None:
     assert len(lines) == 4 and all("sender pickle" in r and "columns" in r for r in lines), out
     # the agent's whole CPU is read from /proc in clock ticks (10 ms): 2,000 iterations are
     # tens of milliseconds of it, so a nonzero figure is a real reading, not a rounding
-    out = _bench("bench_agent_split.py", "--iterations", "2000", "--only", "standard")
+    out = _bench(
+        "bench_agent_split.py", "--iterations", "2000", "--only", "standard", "--jsonl-parts"
+    )
     rows = [ln.split() for ln in out.splitlines() if ln.startswith("  ")]
     assert [r[0] for r in rows] == ["standard"], out
-    assert all(float(r[r.index(s) + 1]) > 0 for r in rows for s in ("fold", "jsonl", "agent"))
+    named = ("fold", "jsonl", "agent", "(j.encode", "j.msgspec", "j.write")
+    assert all(float(r[r.index(s) + 1].rstrip(")")) > 0 for r in rows for s in named), out
 
 
 @pytest.mark.slow  # torch's writer, four `aoff` processes, a worker pool (~40 s loaded)

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from aoff._core import _events as ev
 from aoff._core import _fold_columns, _groupbatch
+from aoff._core._blockjoin import join_blocks
 from aoff._core._fold import Folder
 from aoff._core._records import StepRecord
 from aoff._core._state import State
@@ -45,12 +46,15 @@ def fold(events: Sequence[ev.Event], runs: bool) -> tuple[list[StepRecord], Stat
     out: list[StepRecord] = []
     i, run_at = 0, 0
     while i < len(events):
-        if events[i][0] == ev.STEP_BLOCK:  # a group's block (the intake's own branch)
-            out += folder.apply_block(events[i])
-            i += 1
+        kind = events[i][0]
+        if kind in (ev.STEP_BLOCK, ev.RUN_BLOCK):  # the intake's own branch: a group's
+            # block or pickles read as columns, joined with the blocks of its kind and
+            # skeleton right after it and their markers (_core/_blockjoin)
+            e, last = join_blocks(events, i)
+            out += (folder.apply_block if kind == ev.STEP_BLOCK else folder.apply_runblock)(e)
+            i = last + 1
             continue
-        if events[i][0] == ev.RUN_BLOCK:  # pickles read as columns (the intake's branch)
-            out += folder.apply_runblock(events[i])
+        if kind == ev.FOLDED:  # a step its block folded: passed over, as the intake does
             i += 1
             continue
         if runs and i >= run_at and events[i][0] in RUN_KINDS:

@@ -57,6 +57,8 @@ def read_twice_and_fold(events: list[ev.Event], payloads: list[bytes]) -> None:
     assert ev.calls_in(got) == len(events)
     assert ev.steps_in(got) == ev.steps_in(events)
     same(events, [e for e in got if e[0] != ev.FOLDED])
+    # as the intake folds them: the blocks of consecutive frames joined (_core/_blockjoin)
+    same(events, got)
 
 
 def sent(events: list[ev.Event], size: Callable[[], int], draw: st.DrawFn) -> list[bytes]:
@@ -284,7 +286,9 @@ def iteration_frames(draw: st.DrawFn) -> tuple[list[ev.Event], list[bytes]]:
         r = draw(VALUES) if with_reward else None
         events.append((ev.STEP, wall, it, metrics, r, None, c, *times, extra))
     cut = draw(st.sampled_from([8, 12, 16, 32]))
-    sizes = st.sampled_from([1, 9, 33])
+    # now and then another size; twice or three times the cut, as the sync face's 96
+    # among its 32: pickles whose shape repeats the others' (_core/_blockjoin.repeats)
+    sizes = st.sampled_from([1, 9, 33, 2 * cut, 3 * cut])
     return events, sent(events, lambda: cut if draw(st.integers(0, 9)) else draw(sizes), draw)
 
 

@@ -18,6 +18,7 @@ import anyio.lowlevel
 import anyio.to_thread
 
 from .._backends._base import Takes
+from .._core._blockjoin import block_calls, join_blocks
 from .._core._buffer import EventBuffer
 from .._core._events import (
     COLLECTOR,
@@ -269,13 +270,18 @@ class Intake:
             if kind == FOLDED:
                 continue
             if kind in _BLOCKS:  # columns (a group's, or read so)
+                # the blocks of its kind and skeleton right after it (a frame each) with
+                # theirs: one fold's fixed cost, one table (_core/_blockjoin)
+                e, last = join_blocks(events, at)
+                folded += last - at
+                i = last + 1
                 block = self._block(e)
                 if block:
                     records += block
                     self.last_step = block[-1].step
-                # its markers after it, passed over at once (one C-level count, not a
-                # turn of this loop each); any other event stops the skip
-                end = min(i + (len(e[2]) if kind == STEP_BLOCK else e[2].calls) - 1, n)
+                # the last block's markers after it, passed over at once (one C-level
+                # count, not a turn of this loop each); any other event stops the skip
+                end = min(i + block_calls(events[last]) - 1, n)
                 if end > i and events[i:end].count(_MARKER) == end - i:
                     folded += end - i
                     i = end
