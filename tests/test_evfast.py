@@ -166,3 +166,36 @@ def test_every_size_at_once_names_the_layouts_size_by_size_does(tmp_path: Path) 
     got = tables.classify(_evfast._Window(bad, first, len(bad) - first), starts, sizes)
     assert (got[changed] == -1).all()
     assert (np.delete(got, changed) == np.delete(flat, changed)).all()
+
+
+def test_points_kept_across_windows_are_handed_over_before_a_purge(tmp_path: Path) -> None:
+    """The sweeps keep their points until the buffer's end (``FastPath.flush``: one sort
+    and one block a tag for every window): a ``SessionLog.START`` read by the general
+    decoder between two sweeps purges the points the sweeps before it read (at a step
+    from it on), and the points after it come after those, each tag's in file order, as
+    ``EventAccumulator`` reads them; and reading the file in small chunks (a flush at
+    each) gives each tag the same points."""
+    from tensorboard.compat.proto import event_pb2
+    from torch.utils.tensorboard import SummaryWriter
+
+    rng = random.Random(7)
+    w = SummaryWriter(str(tmp_path))
+    for g in range(6000):  # ~300 KB: a few windows of growing size
+        w.add_scalar(f"per_env/{rng.randrange(TAGS)}/return", rng.random(), g)
+    assert w.file_writer is not None
+    start = event_pb2.SessionLog(status=event_pb2.SessionLog.START)
+    w.file_writer.add_event(event_pb2.Event(step=4000, session_log=start))
+    for g in range(4000, 7000):
+        w.add_scalar(f"per_env/{rng.randrange(TAGS)}/return", rng.random(), g)
+    w.close()
+    (path,) = tmp_path.iterdir()
+    folder = EventFolder()
+    folder.read([str(path)])
+    assert folder.bulk_records > 8000 and not folder.fast.pending
+    assert _same_as_accumulator(aoff.read_scalars(tmp_path), str(tmp_path), tmp_path) == 7000
+    chunked = EventFolder(chunk=16 << 10)
+    chunked.read([str(path)])
+    assert set(chunked.series) == set(folder.series)
+    for tag, series in folder.series.items():
+        ours, theirs = series.take(), chunked.series[tag].take()
+        assert all((a == b).all() for a, b in zip(ours, theirs, strict=True)), tag
