@@ -111,6 +111,10 @@ _TAIL = 128
 _RECLASSIFY = 8
 #: the most layouts learnt for a folder
 _MAX_LAYOUTS = 4096
+#: tags seen, after which the sweeps' points are kept to the buffer's end and handed over
+#: at once (``FastPath.flush``: one block a tag, not one a tag a window); with fewer, a
+#: window's points are handed over as it is read (keeping them costs a few more passes)
+_KEEP_AFTER = 64
 #: tags seen, after which a sweep's record of no known layout is learnt as the layout of
 #: any tag of its tag's length (a file of many tags, each rare); fewer are learnt one
 #: layout per tag, which the cycle path can follow (a file that repeats its tags in order)
@@ -937,6 +941,18 @@ class FastPath:
             rec, tag, value = rec[keep], tag[keep], value[keep]
         if not len(rec):
             return
+        if len(self.tag_names) < _KEEP_AFTER:  # a few tags: handed over now, by tag
+            self.flush()
+            # by tag, then record (stable sorts keep a record's values in their order): by
+            # record first (runs already in order, which a stable sort merges), then by tag
+            if len(recs) == 1:  # one group's records: in record order already
+                order = _stable_order(tag, len(self.tag_names))
+            else:
+                order = np.argsort(rec, kind="stable")
+                order = order[_stable_order(tag[order], len(self.tag_names))]
+            rec, tag, value = rec[order], tag[order], value[order]
+            self._blocks(tag, steps[rec], walls[rec], value)
+            return
         if len(recs) > 1:  # (one group's records are in record order already)
             order = np.argsort(rec, kind="stable")
             rec, tag, value = rec[order], tag[order], value[order]
@@ -979,12 +995,20 @@ class FastPath:
             for t in seg_tags[new[np.lexsort((seg_tags[new], window))]].tolist():
                 self.folder.open_series(self.tag_names[t])
             self.tag_open[seg_tags[new]] = True
-        bounds = [0, *starts.tolist(), len(tag)]
+        self._blocks(tag, s, w, value, [0, *starts.tolist(), len(tag)])
+
+    def _blocks(
+        self, tag: Any, s: Any, w: Any, value: Any, bounds: list[int] | None = None
+    ) -> None:
+        """Each tag's points to the folder (``tag`` sorted; ``bounds``: where each tag's
+        points start, and the end)."""
+        if bounds is None:
+            bounds = [0, *(np.flatnonzero(tag[1:] != tag[:-1]) + 1).tolist(), len(tag)]
         names = self.tag_names
         block = self.folder.block
-        for i, t in enumerate(seg_tags.tolist()):
+        for i in range(len(bounds) - 1):
             lo, hi = bounds[i], bounds[i + 1]
-            block(names[t], (s[lo:hi], w[lo:hi], value[lo:hi]))
+            block(names[int(tag[lo])], (s[lo:hi], w[lo:hi], value[lo:hi]))
 
 
 class _Index:
