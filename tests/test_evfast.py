@@ -199,3 +199,38 @@ def test_points_kept_across_windows_are_handed_over_before_a_purge(tmp_path: Pat
     for tag, series in folder.series.items():
         ours, theirs = series.take(), chunked.series[tag].take()
         assert all((a == b).all() for a, b in zip(ours, theirs, strict=True)), tag
+
+
+def test_a_tensor_tag_whose_first_metadata_names_another_plugin_stays_out(
+    tmp_path: Path,
+) -> None:
+    """Many rare tags as ``new_style`` tensors (their records of a layout of any tag; the
+    first record of each tag read from its layout, its metadata noted in file order, as
+    the general decoder notes it): a tag whose first record's metadata names another
+    plugin (``scalarz``, a record of the same size) is no scalar, as to
+    ``EventAccumulator``, though its later records name ``scalars``; every other tag
+    reads as ``EventAccumulator`` reads it."""
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.util import tensor_util
+    from torch.utils.tensorboard import SummaryWriter
+
+    rng = random.Random(9)
+    w = SummaryWriter(str(tmp_path))
+    assert w.file_writer is not None
+    other = "per_env/999/return"  # (no tag drawn at random: 0-399)
+    for g in range(3000):
+        if g == 1000:  # the tag's first record, once the sweep reads layouts of any tag
+            meta = summary_pb2.SummaryMetadata(
+                plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalarz")
+            )
+            value = summary_pb2.Summary.Value(
+                tag=other, tensor=tensor_util.make_tensor_proto(1.5, dtype="float32"), metadata=meta
+            )
+            ev = event_pb2.Event(wall_time=1e9, step=g, summary=summary_pb2.Summary(value=[value]))
+            w.file_writer.add_event(ev)
+        tag = other if g > 1000 and g % 50 == 0 else f"per_env/{rng.randrange(TAGS)}/return"
+        w.add_scalar(tag, rng.random(), g, new_style=True)
+    w.close()
+    df = aoff.read_scalars(tmp_path)
+    assert other not in set(df["tag"])
+    assert _same_as_accumulator(df, str(tmp_path), tmp_path) > 2900
