@@ -168,13 +168,21 @@ def test_every_size_at_once_names_the_layouts_size_by_size_does(tmp_path: Path) 
     assert (np.delete(got, changed) == np.delete(flat, changed)).all()
 
 
-def test_points_kept_across_windows_are_handed_over_before_a_purge(tmp_path: Path) -> None:
+@pytest.mark.parametrize("keep_most", [None, 500])
+def test_points_kept_across_windows_are_handed_over_before_a_purge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, keep_most: int | None
+) -> None:
     """The sweeps keep their points until the buffer's end (``FastPath.flush``: one sort
     and one block a tag for every window): a ``SessionLog.START`` read by the general
     decoder between two sweeps purges the points the sweeps before it read (at a step
     from it on), and the points after it come after those, each tag's in file order, as
     ``EventAccumulator`` reads them; and reading the file in small chunks (a flush at
-    each) gives each tag the same points."""
+    each) gives each tag the same points. ``keep_most``: the points handed over whenever
+    that many are kept (a bound on a read's memory), not only at the buffer's end."""
+    from aoff._runfolder.tensorboard import _evfast
+
+    if keep_most is not None:
+        monkeypatch.setattr(_evfast, "_KEEP_MOST", keep_most)
     from tensorboard.compat.proto import event_pb2
     from torch.utils.tensorboard import SummaryWriter
 

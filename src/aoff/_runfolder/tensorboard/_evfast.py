@@ -116,6 +116,11 @@ _MAX_LAYOUTS = 4096
 #: at once (``FastPath.flush``: one block a tag, not one a tag a window); with fewer, a
 #: window's points are handed over as it is read (keeping them costs a few more passes)
 _KEEP_AFTER = 64
+#: the most points kept (32 bytes each, and as much again as they are handed over): more,
+#: and a read's temporaries outgrow the heap that ``_heapkept`` keeps for the next read
+#: (a read of an 88 MB file of many rare tags, kept a 32 MiB buffer's worth: 2.2x its
+#: page faults)
+_KEEP_MOST = 1 << 18
 #: tags seen, after which a sweep's record of no known layout is learnt as the layout of
 #: any tag of its tag's length (a file of many tags, each rare); fewer are learnt one
 #: layout per tag, which the cycle path can follow (a file that repeats its tags in order)
@@ -593,6 +598,7 @@ class FastPath:
         #: ids, steps, wall times and values, in record order; and whether each tag's
         #: series is known to be open in the folder
         self.pending: list[tuple[Any, Any, Any, Any]] = []
+        self.pending_points = 0
         self.tag_open: Any = np.zeros(0, bool)
 
     def forget(self) -> None:
@@ -1001,6 +1007,9 @@ class FastPath:
             order = np.argsort(rec, kind="stable")
             rec, tag, value = rec[order], tag[order], value[order]
         self.pending.append((tag, steps[rec], walls[rec], value))
+        self.pending_points += len(tag)
+        if self.pending_points >= _KEEP_MOST:
+            self.flush()
 
     def flush(self) -> None:
         """Hand the sweeps' points kept since the last call over to the folder, each
@@ -1015,6 +1024,7 @@ class FastPath:
         if not self.pending:
             return
         pending, self.pending = self.pending, []
+        self.pending_points = 0
         if len(pending) == 1:
             tag, s, w, value = pending[0]
         else:
