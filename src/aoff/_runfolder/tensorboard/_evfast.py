@@ -1487,7 +1487,7 @@ class _KnownTags:
     of their keys and one comparison of their words, not a sort of the window and a
     Python look-up per distinct tag (a file of 2,000 tags, each rare, meets most of them
     in every window). A record is given a tag only where its words equal the tag's (a
-    key alike is not enough); a tag whose slot another holds (rare) is told the slow way,
+    key alike is not enough); a tag whose slot another has (rare) is told the slow way,
     as before; a tensor's tag is added only once known as a scalar (its first metadata)."""
 
     def __init__(self, nwords: int) -> None:
@@ -1524,13 +1524,12 @@ class _KnownTags:
         self.words = np.concatenate([self.words, words[keep]])
         self.ids = np.concatenate([self.ids, ids[keep]])
         self.shares = np.concatenate([self.shares, shares[keep]])
-        # a table of 16x as many slots as tags (few share a slot); where two do, the
-        # first added keeps it
+        # a table of 16x as many slots as tags (few share a slot); where two do, one of
+        # them has it (which one does not matter: a record's words are compared)
         bits = max(len(self.keys).bit_length() + 4, 8)
         self.shift = np.uint64(64 - bits)
-        slot = (self.keys * _MIX) >> self.shift
         table = np.full(1 << bits, -1, np.intp)
-        table[slot[::-1]] = np.arange(len(slot) - 1, -1, -1)  # (the last write wins)
+        table[(self.keys * _MIX) >> self.shift] = np.arange(len(self.keys))
         self.table = table
 
 
