@@ -166,3 +166,99 @@ def test_every_size_at_once_names_the_layouts_size_by_size_does(tmp_path: Path) 
     got = tables.classify(_evfast._Window(bad, first, len(bad) - first), starts, sizes)
     assert (got[changed] == -1).all()
     assert (np.delete(got, changed) == np.delete(flat, changed)).all()
+
+
+@pytest.mark.parametrize("keep_most", [None, 500])
+def test_points_kept_across_windows_are_handed_over_before_a_purge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, keep_most: int | None
+) -> None:
+    """The sweeps keep their points until the buffer's end (``FastPath.flush``: one sort
+    and one block a tag for every window): a ``SessionLog.START`` read by the general
+    decoder between two sweeps purges the points the sweeps before it read (at a step
+    from it on), and the points after it come after those, each tag's in file order, as
+    ``EventAccumulator`` reads them; and reading the file in small chunks (a flush at
+    each) gives each tag the same points. ``keep_most``: the points handed over whenever
+    that many are kept (a bound on a read's memory), not only at the buffer's end."""
+    from aoff._runfolder.tensorboard import _evfast
+
+    if keep_most is not None:
+        monkeypatch.setattr(_evfast, "_KEEP_MOST", keep_most)
+    from tensorboard.compat.proto import event_pb2
+    from torch.utils.tensorboard import SummaryWriter
+
+    rng = random.Random(7)
+    w = SummaryWriter(str(tmp_path))
+    for g in range(6000):  # ~300 KB: a few windows of growing size
+        w.add_scalar(f"per_env/{rng.randrange(TAGS)}/return", rng.random(), g)
+    assert w.file_writer is not None
+    start = event_pb2.SessionLog(status=event_pb2.SessionLog.START)
+    w.file_writer.add_event(event_pb2.Event(step=4000, session_log=start))
+    for g in range(4000, 7000):
+        w.add_scalar(f"per_env/{rng.randrange(TAGS)}/return", rng.random(), g)
+    w.close()
+    (path,) = tmp_path.iterdir()
+    folder = EventFolder()
+    folder.read([str(path)])
+    assert folder.bulk_records > 8000 and not folder.fast.pending
+    assert _same_as_accumulator(aoff.read_scalars(tmp_path), str(tmp_path), tmp_path) == 7000
+    chunked = EventFolder(chunk=16 << 10)
+    chunked.read([str(path)])
+    assert set(chunked.series) == set(folder.series)
+    for tag, series in folder.series.items():
+        ours, theirs = series.take(), chunked.series[tag].take()
+        assert all((a == b).all() for a, b in zip(ours, theirs, strict=True)), tag
+
+
+def test_a_tensor_tag_whose_first_metadata_names_another_plugin_stays_out(
+    tmp_path: Path,
+) -> None:
+    """Many rare tags as ``new_style`` tensors (their records of a layout of any tag; the
+    first record of each tag read from its layout, its metadata noted in file order, as
+    the general decoder notes it): a tag whose first record's metadata names another
+    plugin (``scalarz``, a record of the same size) is no scalar, as to
+    ``EventAccumulator``, though its later records name ``scalars``; every other tag
+    reads as ``EventAccumulator`` reads it."""
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.util import tensor_util
+    from torch.utils.tensorboard import SummaryWriter
+
+    rng = random.Random(9)
+    w = SummaryWriter(str(tmp_path))
+    assert w.file_writer is not None
+    other = "per_env/999/return"  # (no tag drawn at random: 0-399)
+    for g in range(3000):
+        if g == 1000:  # the tag's first record, once the sweep reads layouts of any tag
+            meta = summary_pb2.SummaryMetadata(
+                plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalarz")
+            )
+            value = summary_pb2.Summary.Value(
+                tag=other, tensor=tensor_util.make_tensor_proto(1.5, dtype="float32"), metadata=meta
+            )
+            ev = event_pb2.Event(wall_time=1e9, step=g, summary=summary_pb2.Summary(value=[value]))
+            w.file_writer.add_event(ev)
+        tag = other if g > 1000 and g % 50 == 0 else f"per_env/{rng.randrange(TAGS)}/return"
+        w.add_scalar(tag, rng.random(), g, new_style=True)
+    w.close()
+    df = aoff.read_scalars(tmp_path)
+    assert other not in set(df["tag"])
+    assert _same_as_accumulator(df, str(tmp_path), tmp_path) > 2900
+
+
+def test_a_known_tag_is_given_by_its_words_not_its_key() -> None:
+    """``_KnownTags``: two tags of one key (one slot) and a third string of that key: a
+    record gets a tag only where its words are that tag's; the others are misses (told
+    apart the slow way), never another tag's id or checksum share."""
+    from aoff._runfolder.tensorboard import _evfast
+
+    known = _evfast._KnownTags(2)
+    words = np.array([[1, 10], [2, 20]], np.uint64)
+    key = np.array([7, 7], np.uint64)
+    known.add(words, key, np.array([3, 4], np.int64), np.array([30, 40], np.uint32))
+    asked = np.array([[1, 10], [2, 20], [1, 20], [2, 20], [1, 10]], np.uint64)
+    ids, shares, hit = known.find(asked, np.full(5, 7, np.uint64))
+    assert hit is not None
+    owner = 0 if hit[0] else 1  # the tag that has the slot
+    assert hit.tolist() == (
+        [True, False, False, False, True] if owner == 0 else [False, True, False, True, False]
+    )
+    assert ids[hit].tolist() == [3 + owner] * 2 and shares[hit].tolist() == [30 + 10 * owner] * 2

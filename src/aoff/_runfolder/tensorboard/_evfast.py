@@ -71,7 +71,8 @@ import numpy as np
 from .._tagseries import Columns
 from ._evcrc import byte_tables, flat_rows, masked, shares
 from ._tfrecord import MASK_DELTA, crc32c, masked_crc32c
-from ._wire import F64, U32S, Buf, fields, varint
+from ._value import plugin_name
+from ._wire import F32, F64, U32S, Buf, fields, varint
 
 __all__ = ["FastPath", "Folder", "Layout"]
 
@@ -87,6 +88,8 @@ class Folder(Protocol):
     bulk_records: int
 
     def block(self, tag: str, cols: Columns) -> None: ...
+
+    def open_series(self, tag: str) -> None: ...
 
     def summary_values(self, buf: Buf, start: int, end: int) -> list[tuple[str, float | None]]: ...
 
@@ -109,6 +112,15 @@ _TAIL = 128
 _RECLASSIFY = 8
 #: the most layouts learnt for a folder
 _MAX_LAYOUTS = 4096
+#: tags seen, after which the sweeps' points are kept to the buffer's end and handed over
+#: at once (``FastPath.flush``: one block a tag, not one a tag a window); with fewer, a
+#: window's points are handed over as it is read (keeping them costs a few more passes)
+_KEEP_AFTER = 64
+#: the most points kept (32 bytes each, and as much again as they are handed over): more,
+#: and a read's temporaries outgrow the heap that ``_heapkept`` keeps for the next read
+#: (a read of an 88 MB file of many rare tags, kept a 32 MiB buffer's worth: 2.2x its
+#: page faults)
+_KEEP_MOST = 1 << 18
 #: tags seen, after which a sweep's record of no known layout is learnt as the layout of
 #: any tag of its tag's length (a file of many tags, each rare); fewer are learnt one
 #: layout per tag, which the cycle path can follow (a file that repeats its tags in order)
@@ -559,6 +571,10 @@ class FastPath:
         self.any_tag = _Index()
         #: (a record's tag bytes, whether its value is a tensor) -> (its tag id, True)
         self.tag_bytes: dict[tuple[bytes, bool], tuple[int, bool]] = {}
+        #: per tensor layout of any tag: whether it holds metadata, and its plugin's name
+        self.lid_plugin: dict[int, tuple[bool, str | None]] = {}
+        #: per shape of any tag, the tags met in its records (``_KnownTags``)
+        self.known_tags: dict[_Shape, _KnownTags] = {}
         #: the shapes, and per layout id: its shape, its checksum's base, its values' tags
         self.shape_ids: dict[tuple[Any, ...], int] = {}
         self.shapes: list[_Shape] = []
@@ -578,6 +594,12 @@ class FastPath:
         self.window = _FIRST_WINDOW
         #: the layouts of the last records of the last sweep (a cycle may be in them)
         self.tail: list[Layout] = []
+        #: the sweeps' points not handed over yet (see :meth:`flush`): each window's tag
+        #: ids, steps, wall times and values, in record order; and whether each tag's
+        #: series is known to be open in the folder
+        self.pending: list[tuple[Any, Any, Any, Any]] = []
+        self.pending_points = 0
+        self.tag_open: Any = np.zeros(0, bool)
 
     def forget(self) -> None:
         """A record was skipped: the next sweep starts small."""
@@ -736,6 +758,12 @@ class FastPath:
                 or masked_crc32c(view[p + 12 : end]) != U32S.unpack_from(buf, end)[0]
             ):
                 return u
+            if ids[u] == -3:  # a tensor whose tag's first metadata this may be
+                point = self._first_metadata(buf, p, size)
+                if point is not None:  # a scalar: its point as the general decoder's
+                    general.append((u, *point))
+                    ids[u] = -2
+                    continue
             try:
                 got = _plain_event(folder, buf, p + 12, end)
             except (ValueError, IndexError, struct.error):
@@ -750,6 +778,41 @@ class FastPath:
                 self.learn(buf, p, size - 16, any_tag=len(self.tag_ids) >= _ANY_TAG_AFTER)
             ids[u] = -2
         return len(ids)
+
+    def _first_metadata(self, buf: Buf, p: int, size: int) -> tuple[str, int, float, float] | None:
+        """A record (at ``p``, its checksums checked) of a tensor layout of any tag whose
+        tag is not known as a scalar, read as the general decoder reads it, from its
+        layout: its metadata noted (the plugin of a tag's first metadata, the records
+        read in file order here), and where its tag is a scalar, its point ``(tag, step,
+        wall time, value)`` (None: the general decoder reads it). The metadata is among
+        the layout's fixed bytes, its plugin read once a layout: decoding each such
+        record in full (the first records of each of 2,000 tags) was ~a quarter of a
+        read of them."""
+        lid = self.any_tag.lookup(size, bytes(buf[p : p + size]))
+        if lid < 0:
+            return None
+        got = self.lid_plugin.get(lid)
+        if got is None:
+            got = self.lid_plugin[lid] = _metadata_plugin(buf, p + 12, p + size - 4)
+        has_metadata, plugin = got
+        lay = self.by_id[lid]
+        if lay.tag_at is None or lay.wall is None or lay.step is None or not has_metadata:
+            return None
+        at, length = lay.tag_at
+        tag = buf[p + at : p + at + length].decode("utf-8", "replace")
+        plugins = self.folder.plugins
+        if tag not in plugins:
+            plugins[tag] = plugin
+        if plugins[tag] != "scalars":
+            return None
+        (_tag, off, width), (step_at, _width) = lay.values[0], lay.step
+        value = (F32 if width == 4 else F64).unpack_from(buf, p + off)[0]
+        return (
+            self.folder.prefix + tag,
+            varint(buf, p + step_at)[0],
+            F64.unpack_from(buf, p + lay.wall)[0],
+            value,
+        )
 
     def _lookup(self, size: int, record: bytes) -> int:
         """The id of ``record``'s layout (-1: none known)."""
@@ -850,11 +913,35 @@ class FastPath:
         """The tag ids of the records at ``at`` of a layout of any tag, read from their
         bytes; each one's tag bytes' share of its data checksum; and whether its value
         is a scalar (a tensor's tag whose first metadata named the ``scalars`` plugin,
-        else the general decoder reads it). Per distinct tag, not per record: the tags'
-        bytes are told apart in bulk."""
+        else the general decoder reads it). The tags met before in this shape's records
+        are looked up all at once (``_KnownTags``); the others are told apart in bulk
+        and looked up per distinct tag, not per record."""
         off, length = shape.tag_at or (0, 0)
-        rows, which = _distinct(a, at + off, length)
+        words, key = _tag_words(a, at + off, length)
+        known = self.known_tags.get(shape)
+        if known is None:
+            known = self.known_tags[shape] = _KnownTags(words.shape[1])
+        ids, share, hit = known.find(words, key)
+        if hit is None:  # every record's tag met before (and a scalar)
+            return ids, share, np.ones(len(at), bool)
+        scalar = hit.copy()
+        miss = np.flatnonzero(~hit)
+        got_ids, got_share, got_scalar, new = self._new_tags(words[miss], key[miss], length, shape)
+        ids[miss], share[miss], scalar[miss] = got_ids, got_share, got_scalar
+        known.add(*new)
+        return ids, share, scalar
+
+    def _new_tags(
+        self, words: Any, key: Any, length: int, shape: _Shape
+    ) -> tuple[Any, Any, Any, tuple[Any, Any, Any, Any]]:
+        """``_tags_of`` for records whose tags ``_KnownTags`` does not hold (their tags'
+        ``words`` and ``key``), told apart in bulk, each distinct tag looked up by its
+        bytes; and the distinct scalar ones' ``(words, keys, ids, shares)``, for
+        ``_KnownTags.add``."""
+        first, which = _distinct(words, key)
+        rows = np.ascontiguousarray(words[first]).view(np.uint8)[:, :length]
         share = np.bitwise_xor.reduce(shape.tag_tables[np.arange(length), rows], axis=1)
+        share = share.astype(np.uint32)
         ids = np.empty(len(rows), np.int64)
         scalar = np.empty(len(rows), bool)
         known = self.tag_bytes
@@ -870,7 +957,8 @@ class FastPath:
                     continue
                 got = known[name, shape.tensor] = (self._tag_id(self.folder.prefix + tag), True)
             ids[i], scalar[i] = got
-        return ids[which], share[which].astype(np.uint32), scalar[which]
+        new = (words[first[scalar]], key[first[scalar]], ids[scalar], share[scalar])
+        return ids[which], share[which], scalar[which], new
 
     def _hand_over(
         self,
@@ -882,8 +970,8 @@ class FastPath:
         walls: Any,
         general: list[tuple[int, str, int, float, float]],
     ) -> None:
-        """Each tag's points of the first ``cut`` records, in record order (the bulk
-        records' and the others' together)."""
+        """The points of the first ``cut`` records, in record order (the bulk records'
+        and the others' together), kept for :meth:`flush`."""
         kept = [g for g in general if g[0] < cut]
         if kept:
             recs.append(np.array([g[0] for g in kept], np.int64))
@@ -903,16 +991,73 @@ class FastPath:
             rec, tag, value = rec[keep], tag[keep], value[keep]
         if not len(rec):
             return
-        # by tag, then record (stable sorts keep a record's values in their order): by
-        # record first (runs already in order, which a stable sort merges), then by tag
-        if len(recs) == 1:  # one group's records: in record order already
-            order = _stable_order(tag, len(self.tag_names))
-        else:
+        if len(self.tag_names) < _KEEP_AFTER:  # a few tags: handed over now, by tag
+            self.flush()
+            # by tag, then record (stable sorts keep a record's values in their order): by
+            # record first (runs already in order, which a stable sort merges), then by tag
+            if len(recs) == 1:  # one group's records: in record order already
+                order = _stable_order(tag, len(self.tag_names))
+            else:
+                order = np.argsort(rec, kind="stable")
+                order = order[_stable_order(tag[order], len(self.tag_names))]
+            rec, tag, value = rec[order], tag[order], value[order]
+            self._blocks(tag, steps[rec], walls[rec], value)
+            return
+        if len(recs) > 1:  # (one group's records are in record order already)
             order = np.argsort(rec, kind="stable")
-            order = order[_stable_order(tag[order], len(self.tag_names))]
-        rec, tag, value = rec[order], tag[order], value[order]
-        s, w = steps[rec], walls[rec]
-        bounds = [0, *(np.flatnonzero(tag[1:] != tag[:-1]) + 1).tolist(), len(tag)]
+            rec, tag, value = rec[order], tag[order], value[order]
+        self.pending.append((tag, steps[rec], walls[rec], value))
+        self.pending_points += len(tag)
+        if self.pending_points >= _KEEP_MOST:
+            self.flush()
+
+    def flush(self) -> None:
+        """Hand the sweeps' points kept since the last call over to the folder, each
+        tag's in record order: one sort by tag and one block a tag for all the windows
+        swept, not one a window (a file of 2,000 tags, each rare, handed ~2,000 blocks
+        over a window, and its frame joined each tag's parts). The folder calls this
+        before any other point reaches its series (the general decoder's, the cycle
+        path's, a purge) and at the end of each buffer read, so each tag's points stay
+        in file order; the series of tags new to the folder are opened in the order the
+        windows met them (the window, then the tag's id, as when each window handed its
+        points over itself), so the folder's order of tags is as before."""
+        if not self.pending:
+            return
+        pending, self.pending = self.pending, []
+        self.pending_points = 0
+        if len(pending) == 1:
+            tag, s, w, value = pending[0]
+        else:
+            tag = np.concatenate([p[0] for p in pending])
+            s = np.concatenate([p[1] for p in pending])
+            w = np.concatenate([p[2] for p in pending])
+            value = np.concatenate([p[3] for p in pending])
+        # by tag (a stable sort keeps each tag's points in record order)
+        order = _stable_order(tag, len(self.tag_names))
+        tag, s, w, value = tag[order], s[order], w[order], value[order]
+        starts = np.flatnonzero(tag[1:] != tag[:-1]) + 1
+        firsts = np.concatenate([[0], starts])
+        seg_tags = tag[firsts]
+        if len(self.tag_open) < len(self.tag_names):  # room for twice as many
+            wider = np.zeros(2 * len(self.tag_names), bool)
+            wider[: len(self.tag_open)] = self.tag_open
+            self.tag_open = wider
+        new = np.flatnonzero(~self.tag_open[seg_tags])
+        if len(new):  # their series opened by the window that met each first, then by id
+            ends = np.cumsum([len(p[0]) for p in pending])
+            window = np.searchsorted(ends, order[firsts[new]], side="right")
+            for t in seg_tags[new[np.lexsort((seg_tags[new], window))]].tolist():
+                self.folder.open_series(self.tag_names[t])
+            self.tag_open[seg_tags[new]] = True
+        self._blocks(tag, s, w, value, [0, *starts.tolist(), len(tag)])
+
+    def _blocks(
+        self, tag: Any, s: Any, w: Any, value: Any, bounds: list[int] | None = None
+    ) -> None:
+        """Each tag's points to the folder (``tag`` sorted; ``bounds``: where each tag's
+        points start, and the end)."""
+        if bounds is None:
+            bounds = [0, *(np.flatnonzero(tag[1:] != tag[:-1]) + 1).tolist(), len(tag)]
         names = self.tag_names
         block = self.folder.block
         for i in range(len(bounds) - 1):
@@ -1272,6 +1417,21 @@ def _plain_event(
     return step, wall, values
 
 
+def _metadata_plugin(buf: Buf, start: int, end: int) -> tuple[bool, str | None]:
+    """Whether the ``Event`` in ``buf[start:end]`` holds a summary value's metadata,
+    and its plugin's name (its first value's first metadata, as ``summary_values``
+    reads it)."""
+    for num, wire, s, e in fields(buf, start, end):
+        if num == 5 and wire == 2:
+            for n1, w1, s1, e1 in fields(buf, s, e):
+                if n1 == 1 and w1 == 2:
+                    for n2, w2, s2, e2 in fields(buf, s1, e1):
+                        if n2 == 9 and w2 == 2:
+                            return True, plugin_name(buf, s2, e2)
+                    return False, None
+    return False, None
+
+
 def _varints(a: _Window, at: Any, width: int) -> Any:
     """The varints of ``width`` bytes at each of ``at``: the bytes from there read as one
     little-endian word (what follows the varint is masked off), each byte's seven bits
@@ -1294,27 +1454,87 @@ def _varint_words(words: Any, width: int) -> Any:
     return out
 
 
-def _distinct(a: _Window, at: Any, length: int) -> tuple[Any, Any]:
-    """The distinct byte strings of ``length`` bytes at ``at`` (rows of bytes), and which
-    of them each one is: each read as 64-bit words (the bytes past its end masked off;
-    a record's tag is followed by at least its value and checksum), keyed by one number,
-    and the keys' groups checked to hold equal strings (else told apart exactly)."""
+def _tag_words(a: _Window, at: Any, length: int) -> tuple[Any, Any]:
+    """The byte strings of ``length`` bytes at ``at`` as rows of 64-bit words (the bytes
+    past a string's end masked off: a record's tag is followed by at least its value
+    and checksum), and each row's key (one number; rows alike have keys alike)."""
     words = a.u8[at[:, None] + np.arange(0, length, 8)]
     tail = length % 8
     if tail:
         words[:, -1] &= np.uint64((1 << (8 * tail)) - 1)
     if words.shape[1] == 1:
-        key = words[:, 0]
-    else:
-        odd = np.arange(1, words.shape[1] + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-        key = (words * odd).sum(axis=1, dtype=np.uint64)
+        return words, words[:, 0]
+    odd = np.arange(1, words.shape[1] + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    return words, (words * odd).sum(axis=1, dtype=np.uint64)
+
+
+def _distinct(words: Any, key: Any) -> tuple[Any, Any]:
+    """The distinct rows of ``words`` (``_tag_words``): the first place of each, and
+    which of them each row is; by their keys, the keys' groups checked to hold equal
+    rows (else told apart exactly)."""
     _keys, first, which = np.unique(key, return_index=True, return_inverse=True)
     which = which.ravel()
     if words.shape[1] > 1 and not (words == words[first[which]]).all():  # keys alike (rare)
         _rows, first, which = np.unique(words, axis=0, return_index=True, return_inverse=True)
         which = which.ravel()
-    rows = np.ascontiguousarray(words[first]).view(np.uint8)[:, :length]
-    return rows, which
+    return first, which
+
+
+class _KnownTags:
+    """The scalar tags met in one shape's records (a layout of any tag): their words
+    (``_tag_words``), tag ids and their bytes' share of the data checksum, and a table
+    from a key's hash to its tag: a window's records are told their tags by one look-up
+    of their keys and one comparison of their words, not a sort of the window and a
+    Python look-up per distinct tag (a file of 2,000 tags, each rare, meets most of them
+    in every window). A record is given a tag only where its words equal the tag's (a
+    key alike is not enough); a tag whose slot another has (rare) is told the slow way,
+    as before; a tensor's tag is added only once known as a scalar (its first metadata)."""
+
+    def __init__(self, nwords: int) -> None:
+        self.keys: Any = np.empty(0, np.uint64)
+        self.words: Any = np.empty((0, nwords), np.uint64)
+        self.ids: Any = np.empty(0, np.int64)
+        self.shares: Any = np.empty(0, np.uint32)
+        #: slot (the top ``64 - shift`` bits of a key times ``_MIX``) -> entry (-1: none)
+        self.table: Any = np.full(1, -1, np.intp)
+        self.shift = np.uint64(63)
+
+    def find(self, words: Any, key: Any) -> tuple[Any, Any, Any]:
+        """Each record's tag id and share (where it has none, anything), and which
+        records have one (None: all of them)."""
+        n = len(key)
+        if not len(self.keys):
+            return np.empty(n, np.int64), np.zeros(n, np.uint32), np.zeros(n, bool)
+        at = self.table[(key * _MIX) >> self.shift]
+        hit = at >= 0
+        np.maximum(at, 0, out=at)
+        theirs = self.words[at]
+        for i in range(words.shape[1]):
+            hit &= theirs[:, i] == words[:, i]
+        return self.ids[at], self.shares[at], None if hit.all() else hit
+
+    def add(self, words: Any, keys: Any, ids: Any, shares: Any) -> None:
+        """Tags not held before (one of a key already held: left out)."""
+        if not len(keys):
+            return
+        keep = ~np.isin(keys, self.keys)
+        if not keep.any():
+            return
+        self.keys = np.concatenate([self.keys, keys[keep]])
+        self.words = np.concatenate([self.words, words[keep]])
+        self.ids = np.concatenate([self.ids, ids[keep]])
+        self.shares = np.concatenate([self.shares, shares[keep]])
+        # a table of 16x as many slots as tags (few share a slot); where two do, one of
+        # them has it (which one does not matter: a record's words are compared)
+        bits = max(len(self.keys).bit_length() + 4, 8)
+        self.shift = np.uint64(64 - bits)
+        table = np.full(1 << bits, -1, np.intp)
+        table[(self.keys * _MIX) >> self.shift] = np.arange(len(self.keys))
+        self.table = table
+
+
+#: an odd 64-bit multiplier: a key's slot is the top bits of its product with it
+_MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
 def _stable_order(keys: Any, n: int) -> Any:

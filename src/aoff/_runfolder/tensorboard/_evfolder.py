@@ -181,7 +181,14 @@ class EventFolder:
                     return
 
     def _walk(self, cur: Cursor, buf: bytearray, final: bool) -> int:
-        """Decode the whole records at the start of ``buf``; the bytes used."""
+        """Decode the whole records at the start of ``buf``; the bytes used (the sweeps'
+        points handed over to the series by the end)."""
+        try:
+            return self._records(cur, buf, final)
+        finally:
+            self.fast.flush()
+
+    def _records(self, cur: Cursor, buf: bytearray, final: bool) -> int:
         n = len(buf)
         pos = 0
         view = memoryview(buf)
@@ -329,8 +336,16 @@ class EventFolder:
                 out.append((tag, None))
         return out
 
+    def open_series(self, tag: str) -> None:
+        """``tag``'s series, empty, where it has none yet (the sweeps' points, handed
+        over later, keep the folder's order of tags: :meth:`FastPath.flush`)."""
+        if tag not in self.series:
+            self.series[tag] = Series()
+
     def block(self, tag: str, cols: Columns) -> None:
-        """The fast path's points of one tag (already filtered by :attr:`tags`)."""
+        """The bulk paths' points of one tag (already filtered by :attr:`tags`)."""
+        if self.fast.pending:  # the sweeps' points before these
+            self.fast.flush()
         series = self.series.get(tag)
         if series is None:
             series = self.series[tag] = Series()
@@ -339,6 +354,8 @@ class EventFolder:
     def point(self, tag: str, step: int, wall: float, value: float) -> None:
         if self.tags is not None and tag not in self.tags:
             return
+        if self.fast.pending:  # the sweeps' points before this one
+            self.fast.flush()
         series = self.series.get(tag)
         if series is None:
             series = self.series[tag] = Series()
@@ -357,6 +374,7 @@ class EventFolder:
             self.most_recent_step = step
 
     def purge(self, step: int, tags: frozenset[str] | None) -> None:
+        self.fast.flush()  # (the sweeps' points are purged too)
         for tag, series in self.series.items():
             if tags is None or tag in tags:
                 series.drop_from(step)
