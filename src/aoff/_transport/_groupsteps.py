@@ -37,7 +37,7 @@ from typing import Any
 from .._core import _events as ev
 from .._core._groupbatch import GROUP_BLOCK
 from ._batches import unpack_events
-from ._plainsteps import INT_OPS_BY_CODE, INT_TYPES, Slots
+from ._plainsteps import INT_OPS_BY_CODE, INT_TYPES, Slots, payload_mask
 
 __all__ = ["MIN_ITEMS", "GroupSteps"]
 
@@ -152,16 +152,11 @@ class _Part:
     def __init__(self, raw: bytes, floats: list[int], steps: list[int], it_type: str) -> None:
         import numpy as np
 
-        mask = np.full(len(raw), 0xFF, np.uint8)
-        width = int(np.dtype(it_type).itemsize)
-        for starts, w in ((floats, 8), (steps, width)):
-            if starts:
-                mask[(np.array(starts)[:, None] + np.arange(w)).ravel()] = 0
-        self.mask = mask
-        self.masked = np.frombuffer(raw, np.uint8) & mask
-        self.size = len(raw)
         self.floats = Slots(floats, 8)
-        self.steps = Slots(steps, width)
+        self.steps = Slots(steps, int(np.dtype(it_type).itemsize))
+        self.mask = payload_mask(len(raw), (self.floats, self.steps))
+        self.masked = np.frombuffer(raw, np.uint8) & self.mask
+        self.size = len(raw)
         self.it_type = it_type
 
 

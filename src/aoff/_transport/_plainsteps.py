@@ -39,13 +39,14 @@ from __future__ import annotations
 import io
 import math
 import pickle
+from collections.abc import Iterable
 from typing import Any
 
 from .._core import _events as ev
 from .._core._runblock import RunBlock, RunShape, shape_of
 from ._batches import load_list, unpack_events
 
-__all__ = ["INT_OPS_BY_CODE", "INT_TYPES", "MIN_STEPS", "PlainSteps", "Slots"]
+__all__ = ["INT_OPS_BY_CODE", "INT_TYPES", "MIN_STEPS", "PlainSteps", "Slots", "payload_mask"]
 
 #: steps a pickle holds at least for a template (below, the fold's per-block cost wins)
 MIN_STEPS = 8
@@ -104,6 +105,18 @@ def _names(events: list[ev.Event]) -> tuple[str, ...] | None:
     return names
 
 
+def payload_mask(size: int, slots: Iterable[Slots]) -> Any:
+    """A template's mask of ``size`` bytes: 0xFF where a candidate must equal the
+    template's bytes, 0 over each of ``slots``' payloads (``width`` bytes at each start)."""
+    import numpy as np
+
+    mask = np.full(size, 0xFF, np.uint8)
+    for s in slots:
+        if s.starts:
+            mask[(np.array(s.starts)[:, None] + np.arange(s.width)).ravel()] = 0
+    return mask
+
+
 class _Pattern:
     """A template's bytes: what a candidate must equal (``masked``, where ``mask`` is
     0xFF; 0 over the payloads), its first bytes and its length."""
@@ -113,10 +126,7 @@ class _Pattern:
     def __init__(self, raw: bytes, slots: tuple[Slots, ...]) -> None:
         import numpy as np
 
-        mask = np.full(len(raw), 0xFF, np.uint8)
-        for s in slots:
-            if s.starts:
-                mask[(np.array(s.starts)[:, None] + np.arange(s.width)).ravel()] = 0
+        mask = payload_mask(len(raw), slots)
         self.mask = mask
         self.masked = (np.frombuffer(raw, np.uint8) & mask).tobytes()
         self.head = raw[:_HEAD]
