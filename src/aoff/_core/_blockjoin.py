@@ -30,7 +30,7 @@ from typing import Any
 from ._events import FOLDED, RUN_BLOCK, STEP_BLOCK, Event
 from ._runblock import RunBlock, RunShape
 
-__all__ = ["block_calls", "join_blocks", "repeats"]
+__all__ = ["block_calls", "join_blocks", "markers_end", "repeats"]
 
 #: a step or event its block before it folded (``_transport/_plainsteps``)
 _MARKER: Event = (FOLDED,)
@@ -39,6 +39,16 @@ _MARKER: Event = (FOLDED,)
 def block_calls(e: Event) -> int:
     """The events (calls) block ``e`` stands for: itself and its markers after it."""
     return len(e[2]) if e[0] == STEP_BLOCK else int(e[2].calls)
+
+
+def markers_end(events: Sequence[Event], i: int, block: Event) -> int:
+    """Where ``block``'s ``FOLDED`` markers end when they stand whole from ``i`` (the
+    event after it; cut at the events' end), counted at C speed; ``i`` where any other
+    event stands among them."""
+    end = min(i + block_calls(block) - 1, len(events))
+    if end > i and events[i:end].count(_MARKER) != end - i:
+        return i
+    return end
 
 
 def _joins(a: Event, b: Event) -> Event | None:
@@ -160,7 +170,7 @@ def join_blocks(events: Sequence[Event], at: int) -> tuple[Event, int]:
     while True:
         i = last + 1
         end = i + block_calls(events[last]) - 1  # the next event after its markers
-        if end >= n:
+        if end >= n or markers_end(events, i, events[last]) != end:
             break
         b = events[end]
         nxt = _joins(head, b)
@@ -170,7 +180,7 @@ def join_blocks(events: Sequence[Event], at: int) -> tuple[Event, int]:
             if swapped is not None:
                 parts[0] = head = swapped
                 nxt = b
-        if nxt is None or (end > i and events[i:end].count(_MARKER) != end - i):
+        if nxt is None:
             break
         parts.append(nxt)
         last = end

@@ -18,7 +18,7 @@ import anyio.lowlevel
 import anyio.to_thread
 
 from .._backends._base import Takes
-from .._core._blockjoin import block_calls, join_blocks
+from .._core._blockjoin import join_blocks, markers_end
 from .._core._buffer import EventBuffer
 from .._core._events import (
     COLLECTOR,
@@ -61,8 +61,6 @@ _MEDIA_KINDS = (MEDIA, MEDIA_REFUSED)
 _RUN_KINDS = frozenset((STEP, COLLECTOR_TIMING, COLLECTOR, DONE_RATES))
 
 
-#: a step or event its block before it folded (``_transport/_plainsteps``)
-_MARKER: Event = (FOLDED,)
 #: events that stand for several calls, folded as columns
 _BLOCKS = frozenset((STEP_BLOCK, RUN_BLOCK))
 
@@ -279,12 +277,11 @@ class Intake:
                 if block:
                     records += block
                     self.last_step = block[-1].step
-                # the last block's markers after it, passed over at once (one C-level
-                # count, not a turn of this loop each); any other event stops the skip
-                end = min(i + block_calls(events[last]) - 1, n)
-                if end > i and events[i:end].count(_MARKER) == end - i:
-                    folded += end - i
-                    i = end
+                # the last block's markers after it, passed over at once (not a turn of
+                # this loop each); any other event among them stops the skip
+                end = markers_end(events, i, events[last])
+                folded += end - i
+                i = end
                 continue
             if kind == REMOTE and type(e[3]) is tuple and e[3][0] in _MEDIA_KINDS:
                 self._media_event(e[3], own=False)  # a producer's: the run's encoder
