@@ -184,6 +184,18 @@ def pump_thread(log: OffPolicyLogger) -> threading.Thread:
     return thread
 
 
+@pytest.fixture
+def threads_started() -> Callable[..., set[str]]:
+    """``threads_started(*names)``: the names among ``names`` of live threads that this
+    test started. A thread that an earlier test in the same worker left ending is not
+    this test's: a pump whose ``finish()`` gave up returns before its daemon thread
+    ends, and under load that thread can outlive its test by seconds."""
+    before = set(threading.enumerate())
+    return lambda *names: {
+        t.name for t in threading.enumerate() if t.name in names and t not in before
+    }
+
+
 # -- children a test sends Ctrl+C -------------------------------------------------------------
 def sigint_as_in_a_shell() -> None:
     """``preexec_fn`` for a child that a test sends Ctrl+C (SIGINT): SIGINT's default

@@ -14,6 +14,7 @@ import sys
 import textwrap
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -153,7 +154,9 @@ def test_burst_from_four_threads_loses_nothing_with_default_settings(tmp_path: P
 
 
 def test_a_finish_that_gives_up_on_a_frozen_agent_says_so_once_and_folds_nothing_here(
-    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    capfd: pytest.CaptureFixture[str],
+    threads_started: Callable[..., set[str]],
 ) -> None:
     """finish() gives up on an agent it hears nothing from and closes the link; the
     shipper thread's next round must not read that closed link as a lost agent (it
@@ -177,7 +180,7 @@ def test_a_finish_that_gives_up_on_a_frozen_agent_says_so_once_and_folds_nothing
     assert report.backend_lost == {"jsonl": 100}
     assert "agent process is gone" not in err, err
     assert p.agent_lost is None and p.pump_place == "agent"
-    assert not any(t.name == "aoff-pump" for t in threading.enumerate())
+    assert not threads_started("aoff-pump")
     assert [r["iteration"] for r in jsonl_rows(tmp_path / "run")] == list(range(1, 101))
 
 
@@ -1015,7 +1018,10 @@ def _said_of_a_stranded_run(err: str, report: FinishReport) -> None:
 
 
 def test_a_lost_agent_whose_fallback_cannot_start_counts_every_step_after_it(
-    tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    threads_started: Callable[..., set[str]],
 ) -> None:
     """When no pump can start here after the agent's loss, the steps logged after it are
     taken out of the buffer as they come (a ``block`` producer goes on) and counted:
@@ -1045,7 +1051,7 @@ def test_a_lost_agent_whose_fallback_cannot_start_counts_every_step_after_it(
     assert report.dropped_events + report.backend_lost["jsonl"] == n - 100, (report, n)
     assert report.backend_errors == {"jsonl": "agent lost"}
     assert [r["iteration"] for r in jsonl_rows(tmp_path / "run")][:100] == list(range(1, 101))
-    assert not any(t.name == "aoff-pump" for t in threading.enumerate())
+    assert not threads_started("aoff-pump")
 
 
 @pytest.mark.anyio

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -177,18 +178,16 @@ def test_every_call_is_counted_under_overflow(tmp_path: Path, pump: str) -> None
 
 
 def test_the_agent_pumps_the_runs_and_losing_it_is_counted(
-    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], threads_started: Callable[..., set[str]]
 ) -> None:
     """Process mode (the default): no pump thread in this process, what the agent wrote
     is there after ``flush()``; an agent killed mid-run ends in partial reports whose
     steps plus dropped are every call, said in one line."""
-    import threading
-
     g = RunGroup(3, tmp_path, name="sac", system_interval=0, backends=("jsonl",))
     assert g.pump == "process"
     g.log_step(1, {"x": np.array([1.0, 2.0, 3.0], dtype=np.float32)})
     g.flush()
-    assert not {"aoff-group", "aoff-pump"} & {t.name for t in threading.enumerate()}
+    assert not threads_started("aoff-group", "aoff-pump")
     assert [read_jsonl(Path(d) / "metrics.jsonl")[0]["train/x"] for d in g.run_dirs] == [
         1.0,
         2.0,

@@ -12,7 +12,6 @@ import io
 import json
 import os
 import pickle
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -43,12 +42,13 @@ def run_steps(log: OffPolicyLogger, n: int) -> None:
 
 
 def in_agent(log: OffPolicyLogger) -> bool:
-    """The pump is in another, live process, and no pump thread runs in this one."""
+    """The pump is in another, live process, and no pump thread runs ``log``'s pump in
+    this one."""
     p = probe(log)
     if p.pump_place != "agent":
         return False
     assert p.agent_pid != os.getpid() and p.agent_running
-    assert not any(t.name == "aoff-pump" for t in threading.enumerate())
+    assert p.pump_thread is None
     return True
 
 
