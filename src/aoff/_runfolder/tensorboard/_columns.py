@@ -7,7 +7,9 @@ records of a run of equal layout are one NumPy table: a template row (every tag'
 the summary's key and length, the TFRecord length head; made once per tag sequence and
 layout, :class:`_Template`) copied once per record, the wall times and the steps'
 varints written as columns into their slots and the values by one scatter (not
-a NumPy call a tag: the agent's batches are small, so a call's fixed cost counts),
+a NumPy call a tag: a call's fixed cost counts in a small batch) or, in a long table,
+one strided copy a run of tags whose names have one length (a byte's scatter costs more
+than a run's call there),
 and the one thing that stays per record, its CRC32C, taken by the ``crc32c`` package's C
 function over each row of the joined buffer. The bytes are the per-event encoder's,
 record for record (a test compares them).
