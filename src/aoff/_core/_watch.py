@@ -175,10 +175,14 @@ class Watch:
             kind = rule.kind
             if kind == "nonfinite" and (i, "") in fired:
                 continue
-            vals: Any = rows[:, list(idx)]
-            with np.errstate(invalid="ignore"):
+            # a rule on every tag (nonfinite's default) reads the rows as they are
+            vals: Any = rows if len(idx) == rows.shape[1] else rows[:, list(idx)]
+            with np.errstate(invalid="ignore", over="ignore"):
                 if kind == "nonfinite":
-                    crossed = not np.isfinite(vals).all()
+                    # a finite sum: every value finite (a NaN or an infinity makes it NaN
+                    # or infinite), one pass and no mask; else (or finite values that
+                    # overflow it) the values themselves say
+                    crossed = not _isfinite(float(vals.sum())) and not np.isfinite(vals).all()
                 elif kind == "above":
                     crossed = bool((vals > rule.threshold).any())
                 elif kind == "below":
