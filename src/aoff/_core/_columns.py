@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = [
     "RowRecord",
     "ScalarColumns",
+    "Spans",
     "column_runs",
     "plain",
     "record_columns",
@@ -209,6 +210,10 @@ def row_run(records: Sequence[Record], i: int) -> tuple[ScalarColumns, int, int]
             break
         j += 1
     return rows, a + i, a + j
+
+
+#: a batch cut by :func:`row_spans`, walked once for several readers of it
+Spans = Sequence[tuple[int, int, "ScalarColumns | None", int]]
 
 
 def row_spans(

@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._core._columns import ScalarColumns, record_columns, row_spans
+from ..._core._columns import ScalarColumns, Spans, record_columns, row_spans
 from ..._core._records import Record, StepRecord, TextRecord, WriterRecord
 from .._nonfinite import from_json_float, to_json_float
 from .._replace import replaced
@@ -331,10 +331,12 @@ class RunSummary:
         self.late_records = 0
         self.late_points: dict[str, int] = {}
 
-    def add(self, records: Sequence[Record]) -> None:
+    def add(self, records: Sequence[Record], spans: Spans | None = None) -> None:
         """The run's own records of a batch; a run of a run fold's rows
-        (``_core/_columns.row_spans``) is taken as its table's slice, the others one by one."""
-        for i, j, table, a in row_spans(records):
+        (``_core/_columns.row_spans``; ``spans``: ``records`` walked so already, by a
+        caller that hands them to other readers too) is taken as its table's slice, the
+        others one by one."""
+        for i, j, table, a in row_spans(records) if spans is None else spans:
             if table is not None and not np.isnan(table.wall_times[a : a + j - i]).any():
                 self._add_rows(table, a, records[i:j])
             else:
