@@ -3,7 +3,7 @@
 group, cold start, threads), so a before/after can alternate more rounds in a sitting
 (the same file runs against an older checkout's ``src``, ``PYTHONPATH=<old>/src``)::
 
-    python benchmarks/bench_agent_flat.py [--iterations 5000]
+    python benchmarks/bench_agent_flat.py [--iterations 5000] [--only log_step_32]
 """
 
 from __future__ import annotations
@@ -19,8 +19,26 @@ from bench_agent_cpu import standard, wide
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--iterations", type=int, default=5000)
-    n = ap.parse_args().iterations * 5  # as bench_agent_cpu.py's flat-out runs
+    ap.add_argument(
+        "--only",
+        choices=("standard", "log_step_32"),
+        default=None,
+        help="one workload (twice the rounds in a sitting's minutes)",
+    )
+    args = ap.parse_args()
+    n = args.iterations * 5  # as bench_agent_cpu.py's flat-out runs
     with tempfile.TemporaryDirectory() as tmp:
+        if args.only is not None:
+            one = standard(
+                Path(tmp) / "flat", n, 0.0, *((wide,) if args.only == "log_step_32" else ())
+            )
+            what = "32-metric log_step" if args.only == "log_step_32" else "standard iteration"
+            print(
+                f"load {os.getloadavg()[0]:.1f}; n={n:,}; agent CPU flat out: {what} "
+                f"{one['agent_us_per_iteration']:.1f} us; to disk {one['scalars_per_s']:,.0f}"
+                f" scalars/s; dropped {one['dropped']:.0f}"
+            )
+            return
         flat = standard(Path(tmp) / "flat", n, 0.0)
         flat32 = standard(Path(tmp) / "flat32", n, 0.0, wide)
     print(

@@ -1,5 +1,5 @@
-"""The writers after the fold in their steady state: TensorBoard's bulk framing and the
-run summary, on a 32-metric ``log_step``'s rows, for a before/after.
+"""The writers after the fold in their steady state: TensorBoard's bulk framing, the run
+summary and the rules, on a 32-metric ``log_step``'s rows, for a before/after.
 
 ``bench_agent_stages.py`` times the summary over a 3,000-iteration run, most of whose
 cost is its curves' first halvings (a run's first few thousand steps), and TensorBoard
@@ -9,7 +9,9 @@ first seconds:
 * TensorBoard: ``encode_records`` on batches of 1,024 and of 128 records (a runner's
   batch is what came since its last write);
 * summary: ``RunSummary.add`` on slices of 128 records after 4,096 records folded (past
-  the curves' first halvings), folds included, then the last fold.
+  the curves' first halvings), folds included, then the last fold;
+* rules: the default rules (``Watch.see``) on slices of 1,024 records (each slice's walk
+  of its rows included).
 
 The rows are made as the agent makes them (``--sender`` of ``bench_agent_stages.py``:
 pickles of 32 events, 20 a frame, read by the plain-steps reader, folded with their
@@ -32,6 +34,8 @@ from typing import Any
 from bench_columnar import columnar, wide
 
 from aoff._agent._serve import GC_THRESHOLD
+from aoff._core._rules import DEFAULT_RULES
+from aoff._core._watch import Watch
 from aoff._runfolder.summary._writer import RunSummary
 from aoff._runfolder.tensorboard._encode import encode_records
 from aoff._runfolder.tensorboard._events import EventEncoder
@@ -87,6 +91,13 @@ def main() -> None:
         return time.thread_time() - t
 
     got["summary"] = min(summary() for _ in range(args.rounds)) / (n - WARM) * 1e6
+
+    def rules() -> None:
+        watch = Watch(DEFAULT_RULES, clock=time.time, monotonic=time.monotonic)
+        for k in range(0, n, 1024):
+            watch.see(records[k : k + 1024])
+
+    got["rules"] = best(rules, args.rounds) / n * 1e6
     cells = "  ".join(f"{k} {v:.3f}" for k, v in got.items())
     print(f"load {os.getloadavg()[0]:.1f}; µs a 32-metric step, best of {args.rounds}: {cells}")
 

@@ -139,3 +139,50 @@ def test_a_batchs_tables_in_a_row_frame_as_their_records(data: st.DataObject) ->
         if data.draw(st.integers(0, 3)) == 0:
             out.append(TextRecord(3, 1.0, (("t", "hi"),)))
     assert encode_records(EventEncoder(), out) == _per_event_with_texts(out)
+
+
+RUN_TAGS = tuple(f"train/metric_{i}" for i in range(24)) + TAG_POOL
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_values_copied_as_runs_of_one_spacing_are_the_scatters_bytes(
+    data: st.DataObject,
+) -> None:
+    """A table's values go into its records as one scatter, or (a long enough table) as
+    one strided float32 copy a run of evenly spaced tags (``_columns._value_runs``):
+    forced here for every table (``_RUN_COST`` 0), on tag sequences of runs of one name
+    length and of names of every length (unicode, 130 bytes, a tag twice), NaNs, ±inf,
+    -0.0, float32's overflow and subnormals, steps of every varint length: the per-event
+    encoder's bytes, record for record."""
+    import numpy as np
+
+    from aoff._core._columns import row_records
+    from aoff._runfolder.tensorboard import _columns
+
+    out: list[Record] = []
+    for _ in range(data.draw(st.integers(1, 3))):
+        tags = tuple(data.draw(st.lists(st.sampled_from(RUN_TAGS), min_size=1, max_size=30)))
+        if data.draw(st.booleans()):  # a run fold's: its metrics in order
+            tags = RUN_TAGS[: len(tags)]
+        n = data.draw(st.integers(8, 24))
+        steps = data.draw(st.lists(st.one_of(st.integers(0, 2**35), I64), min_size=n, max_size=n))
+        walls = data.draw(st.lists(st.sampled_from([0.0, 1.7e9, -0.0]), min_size=n, max_size=n))
+        flat = data.draw(st.lists(VALUES, min_size=n * len(tags), max_size=n * len(tags)))
+        table = ScalarColumns(
+            tags,
+            np.array(steps, np.int64),
+            np.array(walls, np.float64),
+            np.array(flat, np.float64).reshape(n, len(tags)),
+        )
+        out += row_records(table, range(n))
+    cost = _columns._RUN_COST
+    _columns._template.cache_clear()
+    _columns._RUN_COST = 0
+    try:
+        got = encode_records(EventEncoder(), out)
+    finally:
+        _columns._RUN_COST = cost
+        _columns._template.cache_clear()
+    assert got == _per_event_with_texts(out)
+    assert got == encode_records(EventEncoder(), out)  # the scatter's (tables this short)

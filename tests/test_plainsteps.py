@@ -390,7 +390,7 @@ def test_a_run_fold_failing_after_a_blocks_first_pickle_never_folds_that_pickle_
         finish_timeout=5.0,
         on_change=lambda: None,
         on_slice=lambda: None,
-        on_records=folded.extend,
+        on_records=lambda recs, _spans: folded.extend(recs),
     )
     records = intake.fold(got)
     assert calls == [19, 18]

@@ -685,3 +685,38 @@ def test_a_failing_rule_is_counted_in_the_report_and_the_run_goes_on(
     err = capfd.readouterr().err
     assert err.count("rule blowup(train/*, 10, window=2) failed (RuntimeError") == 1
     assert "rules that failed on some values" in err and "Traceback" not in err
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    flat=st.lists(
+        st.one_of(_ADVERSARIAL, st.sampled_from([1e308, -0.0, math.nan, -math.nan])), max_size=60
+    ),
+    width=st.integers(1, 4),
+    picked=st.booleans(),
+)
+def test_a_tables_rows_are_quiet_exactly_when_every_watched_value_is_finite(
+    flat: list[float], width: int, picked: bool
+) -> None:
+    """``nonfinite`` on a run fold's rows (``Watch._quiet``: a finite sum, else the values
+    themselves): finite values whose sum overflows (±1e308) are quiet, one NaN or
+    infinity (+inf and -inf together: a NaN sum) is not, on every tag or on some
+    (``picked``: a NaN in a tag it does not watch stays quiet), and the rows' alerts are
+    those of the same records one by one."""
+    import numpy as np
+
+    from aoff._core._columns import ScalarColumns, row_records
+
+    n = max(1, len(flat) // width)
+    values = np.array((flat + [1.0] * (n * width))[: n * width], np.float64).reshape(n, width)
+    tags = tuple(f"t{j}" for j in range(width))
+    watched = ("t0",) if picked else ("*",)
+    table = ScalarColumns(tags, np.arange(n, dtype=np.int64), np.ones(n), values)
+    cols = values[:, :1] if picked else values
+    w = Watch((rules.nonfinite(watched),), clock=lambda: 5.0, monotonic=lambda: 0.0)
+    assert w._quiet(table, 0, n) == bool(np.isfinite(cols).all())
+    rows = row_records(table, range(n))
+    one = Watch((rules.nonfinite(watched),), clock=lambda: 5.0, monotonic=lambda: 0.0)
+    alone = [a for r in rows for a in one.see([StepRecord(r.step, r.iteration, r.wall_time,
+                                                          r.scalars)])]  # fmt: skip
+    assert repr(w.see(rows)) == repr(alone)

@@ -198,7 +198,7 @@ def _intake(n: int) -> tuple[Intake, list[int], list[Record]]:
         finish_timeout=5.0,
         on_change=lambda: None,
         on_slice=lambda: None,
-        on_records=folded.extend,
+        on_records=lambda recs, _spans: folded.extend(recs),
         shares=_turns.shared,  # as the pump passes them
         pause=_turns.apause,
     )

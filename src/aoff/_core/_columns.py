@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = [
     "RowRecord",
     "ScalarColumns",
+    "Spans",
     "column_runs",
     "plain",
     "record_columns",
@@ -73,11 +74,10 @@ class RowRecord(StepRecord):
     Built by :func:`row_records` only; ``RowRecord(...)`` (``dataclasses.replace``) is a
     plain :class:`StepRecord`."""
 
-    __slots__ = ("_index", "_pairs", "_table", "_tags")
+    __slots__ = ("_index", "_pairs", "_table")
     _index: int
     _pairs: Scalars | None
     _table: ScalarColumns
-    _tags: tuple[str, ...]
 
     # the fields a row never sets, as class attributes: found before the parent's empty
     # slots, so a row sets only what differs from row to row
@@ -95,7 +95,7 @@ class RowRecord(StepRecord):
     def scalars(self) -> tuple[tuple[str, float], ...]:
         pairs: Scalars | None = self._pairs
         if pairs is None:
-            pairs = scalars_of(self._tags, self._row)
+            pairs = scalars_of(self._table.tags, self._row)
             _set_pairs(self, pairs)
         return pairs
 
@@ -112,7 +112,6 @@ class RowRecord(StepRecord):
 
 
 _set_pairs = RowRecord.__dict__["_pairs"].__set__
-_set_tags = RowRecord.__dict__["_tags"].__set__
 _set_table = RowRecord.__dict__["_table"].__set__
 _set_index = RowRecord.__dict__["_index"].__set__
 _FIELDS = tuple(StepRecord.__dataclass_fields__)
@@ -140,7 +139,6 @@ def row_records(table: ScalarColumns, iterations: Sequence[int]) -> list[StepRec
     drain(map(_set_iteration, out, iterations))
     drain(map(_set_wall, out, table.wall_times.tolist()))
     drain(map(_set_pairs, out, repeat(None, n)))
-    drain(map(_set_tags, out, repeat(table.tags, n)))
     drain(map(_set_table, out, repeat(table, n)))
     drain(map(_set_index, out, range(n)))
     return out
@@ -155,7 +153,7 @@ def record_columns(rec: Record) -> tuple[tuple[str, ...], Sequence[float]] | Non
     if type(rec) is RowRecord:
         pairs = rec._pairs
         if pairs is None:
-            return rec._tags, rec._row
+            return rec._table.tags, rec._row
         return columns(pairs)
     scalars = rec.scalars
     return columns(scalars) if scalars else None
@@ -164,7 +162,7 @@ def record_columns(rec: Record) -> tuple[tuple[str, ...], Sequence[float]] | Non
 def _tags_of(rec: Record) -> tuple[str, ...]:
     """A plain record's tags (:func:`plain`)."""
     if type(rec) is RowRecord:
-        return rec._tags
+        return rec._table.tags
     return rec.scalars.tags  # type: ignore[attr-defined, no-any-return]
 
 
@@ -212,6 +210,10 @@ def row_run(records: Sequence[Record], i: int) -> tuple[ScalarColumns, int, int]
             break
         j += 1
     return rows, a + i, a + j
+
+
+#: a batch cut by :func:`row_spans`, walked once for several readers of it
+Spans = Sequence[tuple[int, int, "ScalarColumns | None", int]]
 
 
 def row_spans(

@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from ._columns import ScalarColumns, record_columns, row_spans
+from ._columns import ScalarColumns, Spans, record_columns, row_spans
 from ._records import PerTags, Record, StepRecord, TextRecord, WriterRecord
 from ._rules import Alert, Rule
 
@@ -134,16 +134,17 @@ class Watch:
                 out.append((i, rule, idx))
         return tuple(out)
 
-    def see(self, records: Sequence[Record]) -> list[Alert]:
+    def see(self, records: Sequence[Record], spans: Spans | None = None) -> list[Alert]:
         """The alerts ``records`` (in order) make. The common case, every value finite
         and no bound crossed, costs a C-level ``all(map(isfinite, ...))`` per
         ``nonfinite`` rule and a comparison per value a bound or trend names; a run of
         a run fold's rows (``_core/_columns.row_spans``) where no rule can fire costs a
-        NumPy check per rule (:meth:`_quiet`), its last step for ``stalled``."""
+        NumPy check per rule (:meth:`_quiet`), its last step for ``stalled``. ``spans``:
+        ``records`` walked so already (a caller that hands them to other readers too)."""
         alerts: list[Alert] = []
         stalls = bool(self._stalls)
         now = self._monotonic() if stalls else 0.0
-        for i, j, table, a in row_spans(records):
+        for i, j, table, a in row_spans(records) if spans is None else spans:
             if table is not None and self._quiet(table, a, a + j - i):
                 if stalls:
                     self._saw(records[j - 1], now)  # type: ignore[arg-type]
@@ -175,10 +176,14 @@ class Watch:
             kind = rule.kind
             if kind == "nonfinite" and (i, "") in fired:
                 continue
-            vals: Any = rows[:, list(idx)]
-            with np.errstate(invalid="ignore"):
+            # a rule on every tag (nonfinite's default) reads the rows as they are
+            vals: Any = rows if len(idx) == rows.shape[1] else rows[:, list(idx)]
+            with np.errstate(invalid="ignore", over="ignore"):
                 if kind == "nonfinite":
-                    crossed = not np.isfinite(vals).all()
+                    # a finite sum: every value finite (a NaN or an infinity makes it NaN
+                    # or infinite), one pass and no mask; else (or finite values that
+                    # overflow it) the values themselves say
+                    crossed = not _isfinite(float(vals.sum())) and not np.isfinite(vals).all()
                 elif kind == "above":
                     crossed = bool((vals > rule.threshold).any())
                 elif kind == "below":

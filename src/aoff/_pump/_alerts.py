@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .._backends._base import takes_alerts
+from .._core._columns import Spans
 from .._core._records import Record, TextRecord
 from .._core._rules import ALERT_TAG, ALERTS_NAME, Alert, Rule
 from .._core._state import State
@@ -84,11 +85,12 @@ class AlertDesk:
         first slice that holds its events, which the pump's buffer gets after this)."""
         self._incoming.append((live, rules))
 
-    def see(self, records: Sequence[Record]) -> None:
-        """A slice's records (the intake, after offering them to the runners)."""
+    def see(self, records: Sequence[Record], spans: Spans | None = None) -> None:
+        """A slice's records (the intake, after offering them to the runners; ``spans``:
+        their row spans, walked once for the loop's readers)."""
         if self._incoming:
             self._take_incoming()
-        alerts = self.watch.see(records)
+        alerts = self.watch.see(records, spans)
         for live, w in self.producers.items():
             alerts += w.see([r for r in records if r.producer == live])
         self._count_errors()

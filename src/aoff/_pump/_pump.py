@@ -44,6 +44,7 @@ from .._channel._producers import ProducerHub
 from .._channel._server import LiveServer, start_serving, stop_serving
 from .._core._buffer import EventBuffer
 from .._core._checkpoint import to_state_dict
+from .._core._columns import Spans
 from .._core._events import Event, calls_in
 from .._core._records import Record
 from .._core._report import FinishReport, end_of_run_lines
@@ -312,11 +313,11 @@ class Pump:
         lost = {why: n for why, n in self._intake.media.lost.items() if n}
         return self._intake.media_written, self._state.media_refused, lost
 
-    def _watch(self, records: list[Record]) -> None:
+    def _watch(self, records: list[Record], spans: Spans) -> None:
         """Each slice's records, once offered to the runners: the rules, the agent's lag."""
         self._cost.see(records)
         if self._alerts is not None:
-            self._alerts.see(records)
+            self._alerts.see(records, spans)
 
     def _slice_chores(self) -> None:
         """Before each slice of a drain (and at the end): the owner's ``on_tick`` (the

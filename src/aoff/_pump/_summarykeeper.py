@@ -18,6 +18,7 @@ import anyio
 import anyio.abc
 import anyio.to_thread
 
+from .._core._columns import Spans
 from .._core._records import Record
 from .._runfolder.summary._writer import SUMMARY_INTERVAL, RunSummary
 
@@ -59,9 +60,9 @@ class SummaryKeeper:
         s.late_records, s.late_points = self.late_counts()
         return s.snapshot(state)
 
-    def offer(self, records: Sequence[Record]) -> None:
+    def offer(self, records: Sequence[Record], spans: Spans | None = None) -> None:
         if records:
-            self.summary.add(records)
+            self.summary.add(records, spans)
 
     def maybe_refresh(self, tg: anyio.abc.TaskGroup) -> None:
         """Start a rewrite in a worker thread when one is due and none is under way."""
