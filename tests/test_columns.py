@@ -112,30 +112,35 @@ def test_tensorboard_reads_the_bulk_records_bit_for_bit(tmp_path: Path) -> None:
         ]
 
 
+def _drawn_table(data: st.DataObject, tags: tuple[str, ...], n: int) -> ScalarColumns:
+    """A run fold's table of ``n`` rows of ``tags``: steps of every varint length, wall
+    times of either zero's sign, values from :data:`VALUES`."""
+    import numpy as np
+
+    steps = data.draw(st.lists(st.one_of(st.integers(0, 2**35), I64), min_size=n, max_size=n))
+    walls = data.draw(st.lists(st.sampled_from([0.0, 1.7e9, -0.0]), min_size=n, max_size=n))
+    flat = data.draw(st.lists(VALUES, min_size=n * len(tags), max_size=n * len(tags)))
+    return ScalarColumns(
+        tags,
+        np.array(steps, np.int64),
+        np.array(walls, np.float64),
+        np.array(flat, np.float64).reshape(n, len(tags)),
+    )
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_a_batchs_tables_in_a_row_frame_as_their_records(data: st.DataObject) -> None:
     """A batch holds one run fold table a drained slice: tables in a row with one tag
     sequence are framed as one (``_encode._in_runs``), a table of other tags or a text
     between them cuts it; the bytes stay the per-event encoder's, record by record."""
-    import numpy as np
-
     from aoff._core._columns import row_records
 
     out: list[Record] = []
     for _ in range(data.draw(st.integers(1, 6))):
         tags = data.draw(st.sampled_from([("loss", "q"), ("loss", "q"), ("ünï/cödé",)]))
         n = data.draw(st.integers(8, 30))
-        steps = data.draw(st.lists(st.one_of(st.integers(0, 2**35), I64), min_size=n, max_size=n))
-        walls = data.draw(st.lists(st.sampled_from([0.0, 1.7e9, -0.0]), min_size=n, max_size=n))
-        flat = data.draw(st.lists(VALUES, min_size=n * len(tags), max_size=n * len(tags)))
-        table = ScalarColumns(
-            tags,
-            np.array(steps, np.int64),
-            np.array(walls, np.float64),
-            np.array(flat, np.float64).reshape(n, len(tags)),
-        )
-        out += row_records(table, range(n))
+        out += row_records(_drawn_table(data, tags, n), range(n))
         if data.draw(st.integers(0, 3)) == 0:
             out.append(TextRecord(3, 1.0, (("t", "hi"),)))
     assert encode_records(EventEncoder(), out) == _per_event_with_texts(out)
@@ -155,8 +160,6 @@ def test_values_copied_as_runs_of_one_spacing_are_the_scatters_bytes(
     length and of names of every length (unicode, 130 bytes, a tag twice), NaNs, ±inf,
     -0.0, float32's overflow and subnormals, steps of every varint length: the per-event
     encoder's bytes, record for record."""
-    import numpy as np
-
     from aoff._core._columns import row_records
     from aoff._runfolder.tensorboard import _columns
 
@@ -166,16 +169,7 @@ def test_values_copied_as_runs_of_one_spacing_are_the_scatters_bytes(
         if data.draw(st.booleans()):  # a run fold's: its metrics in order
             tags = RUN_TAGS[: len(tags)]
         n = data.draw(st.integers(8, 24))
-        steps = data.draw(st.lists(st.one_of(st.integers(0, 2**35), I64), min_size=n, max_size=n))
-        walls = data.draw(st.lists(st.sampled_from([0.0, 1.7e9, -0.0]), min_size=n, max_size=n))
-        flat = data.draw(st.lists(VALUES, min_size=n * len(tags), max_size=n * len(tags)))
-        table = ScalarColumns(
-            tags,
-            np.array(steps, np.int64),
-            np.array(walls, np.float64),
-            np.array(flat, np.float64).reshape(n, len(tags)),
-        )
-        out += row_records(table, range(n))
+        out += row_records(_drawn_table(data, tags, n), range(n))
     cost = _columns._RUN_COST
     _columns._template.cache_clear()
     _columns._RUN_COST = 0
