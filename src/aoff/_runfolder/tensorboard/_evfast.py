@@ -610,7 +610,7 @@ class FastPath:
         #: the layouts known (as ``_FORESEEN`` is keyed) when the general decoder began to
         #: read records of layouts the sweeps did not know, since the last sweep (None:
         #: it did not, or not where :meth:`_foreseeable`)
-        self.unswept: tuple[tuple[int, tuple[bytes, bytes]], ...] | None = None
+        self.unswept: _Known | None = None
         self.gap = False
         #: the layouts of the last records of the last sweep (a cycle may be in them)
         self.tail: list[Layout] = []
@@ -721,7 +721,7 @@ class FastPath:
             return pos
         record = bytes(buf[pos : pos + size])
         seen = self._foreseeable()
-        ahead = None if seen is None else _FORESEEN.get(seen)
+        ahead = None if seen is None else _FORESEEN.get(seen[0])
         early = self._lookup(size, record) < 0  # (where the general decoder would read)
         if early and (ahead is None or not ahead.takes(size, record)):
             self._unswept(seen)
@@ -765,7 +765,7 @@ class FastPath:
             self.window = min(self.window * 2, _MAX_WINDOW)
         return pos
 
-    def _unswept(self, seen: tuple[tuple[int, tuple[bytes, bytes]], ...] | None) -> None:
+    def _unswept(self, seen: _Known | None) -> None:
         """The general decoder reads the record here: where it began to, since the last
         sweep, the layouts known then (``seen``; None: no sweep may foresee from there, as
         before a file's version is read)."""
@@ -779,12 +779,12 @@ class FastPath:
         self.gap = False
         self.unswept = None
 
-    def _foreseeable(self) -> tuple[tuple[int, tuple[bytes, bytes]], ...] | None:
-        """The layouts known now, as :data:`_FORESEEN` is keyed, where a sweep may learn
-        the layouts an earlier read learnt after them (see :class:`_Ahead`); None where it
-        may not: a file older than ``brain.Event:2`` (its records of no known layout end a
-        sweep), layouts of any tag (learnt from many tags, each rare), or as many tags as
-        make a sweep learn those."""
+    def _foreseeable(self) -> _Known | None:
+        """The layouts known now (as :data:`_FORESEEN` is keyed, and how many), where a
+        sweep may learn the layouts an earlier read learnt after them (see
+        :class:`_Ahead`); None where it may not: a file older than ``brain.Event:2`` (its
+        records of no known layout end a sweep), layouts of any tag (learnt from many
+        tags, each rare), or as many tags as make a sweep learn those."""
         folder = self.folder
         if (
             self.any_tag.sizes
@@ -792,18 +792,18 @@ class FastPath:
             or not (folder.file_version and folder.file_version >= 2)
         ):
             return None
-        return tuple(self.exact.added)
+        return self.exact.state, len(self.exact.added)
 
-    def _remember(self, seen: tuple[tuple[int, tuple[bytes, bytes]], ...]) -> None:
+    def _remember(self, seen: _Known) -> None:
         """Note the layouts learnt since ``seen`` was known (by the general decoder before
         this sweep, and in it) for a later read (:class:`_Ahead`): those of one tag each
         whose values are all ``simple_value`` ones with no metadata, up to the first that
         is not (a record of such a layout read in bulk is read as the general decoder
         reads it: a tensor's value, or a value's metadata, notes its tag's plugin)."""
-        learnt = self.by_id[len(seen) :]
+        learnt = self.by_id[seen[1] :]
         if not learnt or self.any_tag.sizes:
             return
-        ahead = _FORESEEN.get(seen)
+        ahead = _FORESEEN.get(seen[0])
         if ahead is not None and [lay.key for lay in ahead.layouts] == [lay.key for lay in learnt]:
             return  # (what a read of a file met before learns)
         plain: list[Layout] = []
@@ -814,7 +814,7 @@ class FastPath:
         if plain:
             if len(_FORESEEN) >= _MAX_TABLES:
                 _FORESEEN.clear()
-            _FORESEEN[seen] = _Ahead(plain)
+            _FORESEEN[seen[0]] = _Ahead(plain)
 
     def _others(
         self,
@@ -1244,6 +1244,8 @@ class _Index:
         self.layouts: list[Layout] = []
         self.added: list[tuple[int, tuple[bytes, bytes]]] = []
         self.tables: _Tables | None = None
+        #: the layouts added as one number (``_list_after``)
+        self.state = 0
 
     def add(self, lid: int, lay: Layout) -> None:
         by_mask = self.exact.get(lay.size)
@@ -1256,6 +1258,7 @@ class _Index:
         self.layouts.append(lay)
         self.added.append((lid, lay.key))
         self.tables = None
+        self.state = _list_after(self.state, lid, lay.key)
 
     def lookup(self, size: int, record: bytes) -> int:
         """The id of ``record``'s layout (its bytes, ``size`` of them; -1: none here)."""
@@ -1388,8 +1391,31 @@ class _Ahead:
 #: the layouts a read learnt from where it knew some (by those: their ids and keys, in the
 #: order added) to the end of its next sweep: from the general decoder's records before
 #: the sweep, and in it. A file's next read, or another run of its client, learns the same
-#: ones there (``FastPath._foreseen``); as many kept as ``_TABLES``
-_FORESEEN: dict[tuple[tuple[int, tuple[bytes, bytes]], ...], _Ahead] = {}
+#: ones there (``_Ahead``); as many kept as ``_TABLES``
+_FORESEEN: dict[int, _Ahead] = {}
+#: each list of layouts added to an index (their ids and keys, in order) as a number: the
+#: number of the list before the last one added, the last one's id and key -> this list's
+#: (0: none added); a list's number made in a look-up, not from the whole list each time
+_LISTS: dict[tuple[int, int, tuple[bytes, bytes]], int] = {}
+#: a list of layouts an index holds, as ``_LISTS`` numbers it, and how many they are
+_Known = tuple[int, int]
+
+
+def _list_after(before: int, lid: int, key: tuple[bytes, bytes]) -> int:
+    """The number of the list of layouts numbered ``before`` with layout ``key`` added as
+    ``lid`` (a new number for a list not met before in this process)."""
+    got = _LISTS.get((before, lid, key))
+    if got is None:
+        if len(_LISTS) >= 1 << 16:  # (what was learnt ahead of the lists forgotten too)
+            _LISTS.clear()
+            _FORESEEN.clear()
+        _NUMBERS[0] += 1
+        got = _LISTS[before, lid, key] = _NUMBERS[0]
+    return got
+
+
+#: the last list number given (numbers are never given twice in a process)
+_NUMBERS = [0]
 #: a record of a layout learnt ahead (``_Ahead.ids``), not its layout's first in a window
 _LATER = -4
 
