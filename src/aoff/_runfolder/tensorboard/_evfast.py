@@ -62,6 +62,7 @@ step that goes back (the general decoder purges there).
 
 from __future__ import annotations
 
+import itertools
 import struct
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -582,7 +583,7 @@ class FastPath:
         self.by_id: list[Layout] = []
         #: the layouts of one tag each (the cycle path's too), and those of any tag (told
         #: a record only where none of the first is its own)
-        self.exact = _Index()
+        self.exact = _Index(numbered=True)
         self.any_tag = _Index()
         #: (a record's tag bytes, whether its value is a tensor) -> (its tag id, True)
         self.tag_bytes: dict[tuple[bytes, bool], tuple[int, bool]] = {}
@@ -720,9 +721,11 @@ class FastPath:
         if pos + size > end:
             return pos
         record = bytes(buf[pos : pos + size])
+        early = self._lookup(size, record) < 0  # (where the general decoder would read)
+        if early and self.gap:  # (what it learns is noted from where it began)
+            return pos
         seen = self._foreseeable()
         ahead = None if seen is None else _FORESEEN.get(seen[0])
-        early = self._lookup(size, record) < 0  # (where the general decoder would read)
         if early and (ahead is None or not ahead.takes(size, record)):
             self._unswept(seen)
             return pos  # the record here has no known layout: not worth a sweep
@@ -1234,7 +1237,7 @@ class _Index:
     read (a file's next read, or another run of its client, learns the same layouts:
     making them again was ~a tenth of reading an SB3 file)."""
 
-    def __init__(self) -> None:
+    def __init__(self, numbered: bool = False) -> None:
         #: the sizes in the order first seen; size -> mask -> the fixed bytes under it,
         #: as whole-record integers -> the layout's id
         self.sizes: list[int] = []
@@ -1244,8 +1247,9 @@ class _Index:
         self.layouts: list[Layout] = []
         self.added: list[tuple[int, tuple[bytes, bytes]]] = []
         self.tables: _Tables | None = None
-        #: the layouts added as one number (``_list_after``)
+        #: the layouts added as one number (``_list_after``), where ``numbered``
         self.state = 0
+        self.numbered = numbered
 
     def add(self, lid: int, lay: Layout) -> None:
         by_mask = self.exact.get(lay.size)
@@ -1258,7 +1262,8 @@ class _Index:
         self.layouts.append(lay)
         self.added.append((lid, lay.key))
         self.tables = None
-        self.state = _list_after(self.state, lid, lay.key)
+        if self.numbered:
+            self.state = _list_after(self.state, lid, lay.key)
 
     def lookup(self, size: int, record: bytes) -> int:
         """The id of ``record``'s layout (its bytes, ``size`` of them; -1: none here)."""
@@ -1406,16 +1411,17 @@ def _list_after(before: int, lid: int, key: tuple[bytes, bytes]) -> int:
     ``lid`` (a new number for a list not met before in this process)."""
     got = _LISTS.get((before, lid, key))
     if got is None:
-        if len(_LISTS) >= 1 << 16:  # (what was learnt ahead of the lists forgotten too)
+        if len(_LISTS) >= 1 << 14:  # (what was learnt ahead of the lists forgotten too)
             _LISTS.clear()
             _FORESEEN.clear()
-        _NUMBERS[0] += 1
-        got = _LISTS[before, lid, key] = _NUMBERS[0]
+        got = _LISTS[before, lid, key] = next(_NUMBERS)
     return got
 
 
-#: the last list number given (numbers are never given twice in a process)
-_NUMBERS = [0]
+#: the list numbers, never given twice in a process (``next`` is one call: threads that
+#: read at once get numbers of their own; a number met twice would cost only speed, as
+#: what ``_Ahead`` holds is checked against each record)
+_NUMBERS = itertools.count(1)
 #: a record of a layout learnt ahead (``_Ahead.ids``), not its layout's first in a window
 _LATER = -4
 
