@@ -194,3 +194,34 @@ def _step(data: bytearray, start: int) -> int | None:
             return step
         shift += 7
         at += 1
+
+
+def test_a_record_of_an_image_or_histogram_alone_is_told_without_decoding_it() -> None:
+    """``_no_scalar`` says True only for an event of one image, histogram or audio value
+    without metadata (no point, nothing to note); a value with metadata, a second value that
+    is a scalar, a scalar alone, a tensor, a file version and a record cut short are read
+    by the general path (False)."""
+    from tensorboard.compat.proto.event_pb2 import Event
+    from tensorboard.compat.proto.summary_pb2 import HistogramProto, Summary
+
+    def told(*values: Summary.Value, **fields: Any) -> bool:
+        data = Event(wall_time=1.5, step=70_000, **fields)
+        if values:
+            data.summary.value.extend(values)
+        raw = data.SerializeToString()
+        return _evfast._no_scalar(raw, 0, len(raw))
+
+    histo = Summary.Value(tag="w", histo=HistogramProto(min=0.0, max=1.0, num=3.0))
+    image = Summary.Value(
+        tag="frame", image=Summary.Image(height=2, width=2, encoded_image_string=b"x" * 300)
+    )
+    assert told(histo) and told(image)
+    assert not told(
+        Summary.Value(tag="w", histo=histo.histo, metadata={"plugin_data": {"plugin_name": "h"}})
+    )
+    assert not told(histo, Summary.Value(tag="loss", simple_value=0.5))
+    assert not told(Summary.Value(tag="loss", simple_value=0.5))
+    assert not told(Summary.Value(tag="t", tensor={"dtype": 1, "float_val": [0.5]}))
+    assert not told(file_version="brain.Event:2")
+    raw = Event(wall_time=1.5, step=3, summary=Summary(value=[histo])).SerializeToString()
+    assert not any(_evfast._no_scalar(raw, 0, n) for n in range(len(raw)))

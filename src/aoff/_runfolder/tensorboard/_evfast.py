@@ -25,7 +25,11 @@ layout learnt, so that the records of that layout after it are read in bulk (the
 window's rest is classified again once a few are found); the sweep stops only where the
 general decoder must read on: a checksum that fails, a ``SessionLog`` or a file version
 (they change how what follows is read), or, in a file older than ``brain.Event:2``, any
-record of no known layout (its purge rule follows every step).
+record of no known layout (its purge rule follows every step). A read in a process that
+read the file before (or another run of its client) knows which layouts come next from
+the ones it knows (``_Ahead``): their first records are checked and their layouts learnt
+in their place, not decoded, in file order as before (the layout and tag ids, and so
+the frame's order of tags, are the same).
 
 The data checksums are verified in bulk too, each record's own: CRC32C is affine in
 the data, so a record's checksum is the checksum of its layout's fixed bytes XOR, for
@@ -917,6 +921,9 @@ class FastPath:
                     or masked_crc32c(view[p + 12 : end]) != U32S.unpack_from(buf, end)[0]
                 ):
                     return u
+                if ids[u] != -3 and _no_scalar(buf, p + 12, end):
+                    ids[u] = -2  # (a histogram, an image: no point, nothing to note)
+                    continue
             if ids[u] == -3:  # a tensor whose tag's first metadata this may be
                 point = self._first_metadata(buf, p, size)
                 if point is not None:  # a scalar: its point as the general decoder's
@@ -1714,6 +1721,42 @@ def _plain_event(
         step -= 1 << 64
     values = folder.summary_values(buf, *summary) if summary is not None else []
     return step, wall, values
+
+
+#: a ``Summary.Value``'s keys of an image, a histogram and audio (fields 4, 5 and 6,
+#: each length-delimited)
+_OTHER_KINDS = frozenset((0x22, 0x2A, 0x32))
+
+
+def _no_scalar(buf: Buf, start: int, end: int) -> bool:
+    """Whether the ``Event`` in ``buf[start:end]`` is a wall time, a step and a summary
+    of one value of a tag that is an image, a histogram or audio, and nothing else: no
+    point, no metadata, nothing else the general decoder would note (told in a few steps,
+    not decoded in full: such records are most of what a sweep reads in its place in a
+    file of scalars among media, ~15 us each decoded). False for anything else, a record
+    that is not well formed included (the general path reads it)."""
+    try:
+        if end - start < 11 or buf[start] != 0x09:  # the wall time
+            return False
+        p = start + 9
+        if buf[p] == 0x10:  # the step
+            p = varint(buf, p + 1)[1]
+        if p >= end or buf[p] != 0x2A:  # the summary, to the end
+            return False
+        n, p = varint(buf, p + 1)
+        if p + n != end or p >= end or buf[p] != 0x0A:  # its one value, to the end
+            return False
+        n, p = varint(buf, p + 1)
+        if p + n != end or p >= end or buf[p] != 0x0A:  # the value's tag
+            return False
+        n, p = varint(buf, p + 1)
+        p += n
+        if p >= end or buf[p] not in _OTHER_KINDS:
+            return False
+        n, p = varint(buf, p + 1)  # the image, histogram or audio, to the end
+        return p + n == end
+    except (ValueError, IndexError):
+        return False
 
 
 def _metadata_plugin(buf: Buf, start: int, end: int) -> tuple[bool, str | None]:
