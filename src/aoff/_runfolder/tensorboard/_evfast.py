@@ -730,6 +730,8 @@ class FastPath:
             return pos
         seen = self._foreseeable()
         ahead = None if seen is None else _FORESEEN.get(seen[0])
+        if ahead is not None and not ahead.layouts:
+            ahead = None  # (what was learnt there is learnt one by one)
         if early and (ahead is None or not ahead.takes(size, record)):
             self._unswept(seen)
             return pos  # the record here has no known layout: not worth a sweep
@@ -810,18 +812,18 @@ class FastPath:
         learnt = self.by_id[seen[1] :]
         if not learnt or self.any_tag.sizes:
             return
+        keys = [lay.key for lay in learnt]
         ahead = _FORESEEN.get(seen[0])
-        if ahead is not None and [lay.key for lay in ahead.layouts] == [lay.key for lay in learnt]:
+        if ahead is not None and ahead.learnt == keys:
             return  # (what a read of a file met before learns)
         plain: list[Layout] = []
         for lay in learnt:
             if not _plain(lay):
                 break
             plain.append(lay)
-        if plain:
-            if len(_FORESEEN) >= _MAX_TABLES:
-                _FORESEEN.clear()
-            _FORESEEN[seen[0]] = _Ahead(plain)
+        if len(_FORESEEN) >= _MAX_TABLES:
+            _FORESEEN.clear()
+        _FORESEEN[seen[0]] = _Ahead(plain, keys)
 
     def _others(
         self,
@@ -1341,8 +1343,11 @@ class _Ahead:
     before it (:meth:`starts_here`), only where those records are each the first of a
     layout learnt so."""
 
-    def __init__(self, layouts: list[Layout]) -> None:
+    def __init__(self, layouts: list[Layout], learnt: list[tuple[bytes, bytes]]) -> None:
         self.layouts = tuple(layouts)
+        #: the keys of every layout the read learnt (these the first of them): a read that
+        #: learns the same notes nothing again
+        self.learnt = learnt
         #: an index of these alone (is a record one of them?), and whether each is read so
         self.index = _Index()
         for lid, lay in enumerate(layouts):
