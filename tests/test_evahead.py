@@ -196,32 +196,44 @@ def _step(data: bytearray, start: int) -> int | None:
         at += 1
 
 
-def test_a_record_of_an_image_or_histogram_alone_is_told_without_decoding_it() -> None:
-    """``_no_scalar`` says True only for an event of one image, histogram or audio value
-    without metadata (no point, nothing to note); a value with metadata, a second value that
-    is a scalar, a scalar alone, a tensor, a file version and a record cut short are read
-    by the general path (False)."""
+def test_a_record_of_an_image_histogram_or_text_is_told_without_decoding_it() -> None:
+    """``_no_scalar`` says True only for an event of one value that gives no point and
+    nothing to note: an image or histogram without metadata, a tensor of a tag whose
+    plugin is known and not ``scalars`` (a text after its first), a tensor without metadata
+    of a tag of no plugin; a value with its tag's first metadata, a ``scalars`` tensor, a
+    second value that is a scalar, a scalar alone, a file version and a record cut short
+    are read by the general path (False)."""
     from tensorboard.compat.proto.event_pb2 import Event
     from tensorboard.compat.proto.summary_pb2 import HistogramProto, Summary
 
-    def told(*values: Summary.Value, **fields: Any) -> bool:
-        data = Event(wall_time=1.5, step=70_000, **fields)
+    def told(
+        *values: Summary.Value, plugins: dict[str, str | None] | None = None, **kw: Any
+    ) -> bool:
+        data = Event(wall_time=1.5, step=70_000, **kw)
         if values:
             data.summary.value.extend(values)
         raw = data.SerializeToString()
-        return _evfast._no_scalar(raw, 0, len(raw))
+        return _evfast._no_scalar(raw, 0, len(raw), plugins or {})
 
     histo = Summary.Value(tag="w", histo=HistogramProto(min=0.0, max=1.0, num=3.0))
     image = Summary.Value(
         tag="frame", image=Summary.Image(height=2, width=2, encoded_image_string=b"x" * 300)
     )
+    text_meta = {"plugin_data": {"plugin_name": "text"}}
+    text = Summary.Value(tag="note", tensor={"dtype": 7, "string_val": [b"hi"]}, metadata=text_meta)
+    bare = Summary.Value(tag="note", tensor={"dtype": 1, "float_val": [0.5]})
     assert told(histo) and told(image)
-    assert not told(
-        Summary.Value(tag="w", histo=histo.histo, metadata={"plugin_data": {"plugin_name": "h"}})
+    assert told(text, plugins={"note": "text"}) and told(text, plugins={"note": None})
+    assert told(bare) and told(bare, plugins={"note": "text"})
+    assert not told(text)  # the tag's first metadata: noted by the general decoder
+    assert not told(bare, plugins={"note": "scalars"}) and not told(
+        text, plugins={"note": "scalars"}
     )
+    assert not told(Summary.Value(tag="w", histo=histo.histo, metadata=text_meta))
+    assert not told(Summary.Value(tag="", histo=histo.histo))
     assert not told(histo, Summary.Value(tag="loss", simple_value=0.5))
     assert not told(Summary.Value(tag="loss", simple_value=0.5))
-    assert not told(Summary.Value(tag="t", tensor={"dtype": 1, "float_val": [0.5]}))
     assert not told(file_version="brain.Event:2")
-    raw = Event(wall_time=1.5, step=3, summary=Summary(value=[histo])).SerializeToString()
-    assert not any(_evfast._no_scalar(raw, 0, n) for n in range(len(raw)))
+    for value in (histo, text):
+        raw = Event(wall_time=1.5, step=3, summary=Summary(value=[value])).SerializeToString()
+        assert not any(_evfast._no_scalar(raw, 0, n, {"note": "text"}) for n in range(len(raw)))

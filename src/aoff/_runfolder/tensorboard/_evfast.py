@@ -923,7 +923,7 @@ class FastPath:
                     or masked_crc32c(view[p + 12 : end]) != U32S.unpack_from(buf, end)[0]
                 ):
                     return u
-                if ids[u] != -3 and _no_scalar(buf, p + 12, end):
+                if ids[u] != -3 and _no_scalar(buf, p + 12, end, folder.plugins):
                     ids[u] = -2  # (a histogram, an image: no point, nothing to note)
                     continue
             if ids[u] == -3:  # a tensor whose tag's first metadata this may be
@@ -1729,17 +1729,20 @@ def _plain_event(
 
 
 #: a ``Summary.Value``'s keys of an image, a histogram and audio (fields 4, 5 and 6,
-#: each length-delimited)
+#: each length-delimited), of a tensor (8) and of metadata (9)
 _OTHER_KINDS = frozenset((0x22, 0x2A, 0x32))
+_TENSOR_KEY, _METADATA_KEY = 0x42, 0x4A
 
 
-def _no_scalar(buf: Buf, start: int, end: int) -> bool:
+def _no_scalar(buf: Buf, start: int, end: int, plugins: dict[str, str | None]) -> bool:
     """Whether the ``Event`` in ``buf[start:end]`` is a wall time, a step and a summary
-    of one value of a tag that is an image, a histogram or audio, and nothing else: no
-    point, no metadata, nothing else the general decoder would note (told in a few steps,
-    not decoded in full: such records are most of what a sweep reads in its place in a
-    file of scalars among media, ~15 us each decoded). False for anything else, a record
-    that is not well formed included (the general path reads it)."""
+    of one value, and nothing else, that gives no point and nothing to note: an image, a
+    histogram or audio without metadata, or a tensor (with its metadata or none) of a tag
+    whose plugin is not ``scalars`` (``plugins``: each tag's, as the folder noted them) and
+    whose first metadata this is not (a text's, after its first). Told in a few steps, not
+    decoded in full: such records are most of what a sweep reads in its place in a file of
+    scalars among media, ~15 us each decoded. False for anything else, a record that is not
+    well formed included (the general path reads it)."""
     try:
         if end - start < 11 or buf[start] != 0x09:  # the wall time
             return False
@@ -1752,16 +1755,32 @@ def _no_scalar(buf: Buf, start: int, end: int) -> bool:
         if p + n != end or p >= end or buf[p] != 0x0A:  # its one value, to the end
             return False
         n, p = varint(buf, p + 1)
-        if p + n != end or p >= end or buf[p] != 0x0A:  # the value's tag
+        if p + n != end or p >= end or buf[p] != 0x0A:  # the value's tag, not empty
             return False
-        n, p = varint(buf, p + 1)
+        length, at = varint(buf, p + 1)
+        p = at + length
+        if not length or p >= end:
+            return False
+        if buf[p] in _OTHER_KINDS:
+            n, p = varint(buf, p + 1)  # the image, histogram or audio, to the end
+            return p + n == end
+        if buf[p] != _TENSOR_KEY:
+            return False
+        n, p = varint(buf, p + 1)  # the tensor, then its metadata or the end
         p += n
-        if p >= end or buf[p] not in _OTHER_KINDS:
-            return False
-        n, p = varint(buf, p + 1)  # the image, histogram or audio, to the end
-        return p + n == end
+        metadata = p != end
+        if metadata:
+            if p > end or buf[p] != _METADATA_KEY:
+                return False
+            n, p = varint(buf, p + 1)
+            if p + n != end:
+                return False
     except (ValueError, IndexError):
         return False
+    tag = bytes(buf[at : at + length]).decode("utf-8", "replace")  # (as ``summary_values``)
+    if metadata and tag not in plugins:
+        return False  # (its first metadata: the general decoder notes its plugin)
+    return plugins.get(tag) != "scalars"
 
 
 def _metadata_plugin(buf: Buf, start: int, end: int) -> tuple[bool, str | None]:
