@@ -203,6 +203,8 @@ class EventFolder:
                 was = pos
                 following = cycle.cycle is not None
                 pos = cycle.run(buf, pos, n)
+                if pos != was:
+                    fast.passed()
                 if following and cycle.cycle is None and cycle.widened:
                     # the cycle broke where the step widens: its records one byte longer
                     # are read one by one for a few rows (their layouts learnt), until
