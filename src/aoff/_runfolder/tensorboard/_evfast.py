@@ -851,106 +851,86 @@ class FastPath:
         place, the record not decoded; the others of the layout take its id once it is
         learnt."""
         try:
-            return self._each_other(a, pos, starts, sizes, ids, general, fore, ahead, firsts)
+            folder = self.folder
+            buf = a.buf
+            unknown = np.flatnonzero((ids < 0) & (ids != _LATER)).tolist()
+            if not unknown:
+                return len(ids)
+            if not (folder.file_version and folder.file_version >= 2):
+                return unknown[0]
+            firsts = firsts or {}
+            view = memoryview(buf)
+            hits = 0  # records found to have a layout learnt since the last classification
+            i = 0
+            while i < len(unknown):
+                u = unknown[i]
+                i += 1
+                if hits >= max(_RECLASSIFY, (len(unknown) - i) >> 6):
+                    # layouts learnt from the records before: the rest classified again (once
+                    # the look-ups one by one have cost a share of what that costs)
+                    hits = 0
+                    rest = np.asarray(unknown[i - 1 :], np.int64)
+                    ids[rest] = self._classify(a, starts[rest], sizes[rest])
+                    unknown = rest[ids[rest] < 0].tolist()
+                    i = 0
+                    continue
+                p = pos + int(starts[u])
+                size = int(sizes[u])
+                end = p + size - 4
+                slot = firsts.get(u)
+                if slot is not None:  # the first record of a layout foreseen (none learnt yet)
+                    if not _checksums_hold(buf, view, p, end):
+                        return u
+                    assert ahead is not None and fore is not None
+                    # (with as many tags, learnt as a layout of any tag, as below)
+                    lid = -1 if len(self.tag_ids) >= _ANY_TAG_AFTER else self._add(ahead, slot)
+                    if lid >= 0:
+                        ids[u] = lid  # (no hit: the records of its layout are not unknown)
+                        continue
+                    # read as any other, and the records of that layout after it too
+                    later = np.flatnonzero(fore[u + 1 :] == slot) + u + 1
+                    ids[later] = -1
+                    unknown = sorted({*unknown[i:], *later.tolist()})
+                    i = 0
+                else:
+                    lid = -1 if ids[u] == -3 else self._lookup(size, bytes(buf[p : p + size]))
+                    if lid >= 0:  # a layout learnt from a record before it in this window
+                        ids[u] = lid
+                        hits += 1
+                        continue
+                    if not _checksums_hold(buf, view, p, end):
+                        return u
+                    if ids[u] != -3 and _no_scalar(buf, p + 12, end, folder.plugins):
+                        ids[u] = -2  # (a histogram, an image: no point, nothing to note)
+                        continue
+                if ids[u] == -3:  # a tensor whose tag's first metadata this may be
+                    point = self._first_metadata(buf, p, size)
+                    if point is not None:  # a scalar: its point as the general decoder's
+                        general.append((u, *point))
+                        ids[u] = -2
+                        continue
+                try:
+                    got = _plain_event(folder, buf, p + 12, end)
+                except (ValueError, IndexError, struct.error):
+                    return u  # the general decoder says what is wrong
+                if got is None:
+                    return u
+                step, wall, values = got
+                scalars = bool(values)
+                for tag, value in values:
+                    if value is not None:
+                        general.append((u, folder.prefix + tag, step, wall, value))
+                    else:
+                        scalars = False
+                # (its layout is known; a record of a value that is no scalar, a histogram, an
+                # image, a text, has none: ``layout_of`` would parse it again to say so)
+                if ids[u] != -3 and scalars:
+                    self.learn(buf, p, size - 16, any_tag=len(self.tag_ids) >= _ANY_TAG_AFTER)
+                ids[u] = -2
+            return len(ids)
         finally:
             if ahead is not None:  # the records of layouts learnt from their first one
                 ahead.resolve(ids, fore, self.layouts)
-
-    def _each_other(
-        self,
-        a: _Window,
-        pos: int,
-        starts: Any,
-        sizes: Any,
-        ids: Any,
-        general: list[tuple[int, str, int, float, float]],
-        fore: Any,
-        ahead: _Ahead | None,
-        firsts: dict[int, int] | None,
-    ) -> int:
-        folder = self.folder
-        buf = a.buf
-        unknown = np.flatnonzero((ids < 0) & (ids != _LATER)).tolist()
-        if not unknown:
-            return len(ids)
-        if not (folder.file_version and folder.file_version >= 2):
-            return unknown[0]
-        firsts = firsts or {}
-        view = memoryview(buf)
-        hits = 0  # records found to have a layout learnt since the last classification
-        i = 0
-        while i < len(unknown):
-            u = unknown[i]
-            i += 1
-            if hits >= max(_RECLASSIFY, (len(unknown) - i) >> 6):
-                # layouts learnt from the records before: the rest classified again (once
-                # the look-ups one by one have cost a share of what that costs)
-                hits = 0
-                rest = np.asarray(unknown[i - 1 :], np.int64)
-                ids[rest] = self._classify(a, starts[rest], sizes[rest])
-                unknown = rest[ids[rest] < 0].tolist()
-                i = 0
-                continue
-            p = pos + int(starts[u])
-            size = int(sizes[u])
-            end = p + size - 4
-            slot = firsts.get(u)
-            if slot is not None:  # the first record of a layout foreseen (none learnt yet)
-                if (
-                    masked_crc32c(view[p : p + 8]) != U32S.unpack_from(buf, p + 8)[0]
-                    or masked_crc32c(view[p + 12 : end]) != U32S.unpack_from(buf, end)[0]
-                ):
-                    return u
-                assert ahead is not None and fore is not None
-                # (with as many tags, learnt as a layout of any tag, as below)
-                lid = -1 if len(self.tag_ids) >= _ANY_TAG_AFTER else self._add(ahead, slot)
-                if lid >= 0:
-                    ids[u] = lid  # (no hit: the records of its layout are not unknown)
-                    continue
-                # read as any other, and the records of that layout after it too
-                later = np.flatnonzero(fore[u + 1 :] == slot) + u + 1
-                ids[later] = -1
-                unknown = sorted({*unknown[i:], *later.tolist()})
-                i = 0
-            else:
-                lid = -1 if ids[u] == -3 else self._lookup(size, bytes(buf[p : p + size]))
-                if lid >= 0:  # a layout learnt from a record before it in this window
-                    ids[u] = lid
-                    hits += 1
-                    continue
-                if (
-                    masked_crc32c(view[p : p + 8]) != U32S.unpack_from(buf, p + 8)[0]
-                    or masked_crc32c(view[p + 12 : end]) != U32S.unpack_from(buf, end)[0]
-                ):
-                    return u
-                if ids[u] != -3 and _no_scalar(buf, p + 12, end, folder.plugins):
-                    ids[u] = -2  # (a histogram, an image: no point, nothing to note)
-                    continue
-            if ids[u] == -3:  # a tensor whose tag's first metadata this may be
-                point = self._first_metadata(buf, p, size)
-                if point is not None:  # a scalar: its point as the general decoder's
-                    general.append((u, *point))
-                    ids[u] = -2
-                    continue
-            try:
-                got = _plain_event(folder, buf, p + 12, end)
-            except (ValueError, IndexError, struct.error):
-                return u  # the general decoder says what is wrong
-            if got is None:
-                return u
-            step, wall, values = got
-            scalars = bool(values)
-            for tag, value in values:
-                if value is not None:
-                    general.append((u, folder.prefix + tag, step, wall, value))
-                else:
-                    scalars = False
-            # (its layout is known; a record of a value that is no scalar, a histogram, an
-            # image, a text, has none: ``layout_of`` would parse it again to say so)
-            if ids[u] != -3 and scalars:
-                self.learn(buf, p, size - 16, any_tag=len(self.tag_ids) >= _ANY_TAG_AFTER)
-            ids[u] = -2
-        return len(ids)
 
     def _first_metadata(self, buf: Buf, p: int, size: int) -> tuple[str, int, float, float] | None:
         """A record (at ``p``, its checksums checked) of a tensor layout of any tag whose
@@ -1726,6 +1706,15 @@ def _plain_event(
         step -= 1 << 64
     values = folder.summary_values(buf, *summary) if summary is not None else []
     return step, wall, values
+
+
+def _checksums_hold(buf: Buf, view: memoryview, p: int, end: int) -> bool:
+    """Whether the record at ``p`` (its data ending at ``end``, its data checksum there)
+    has its length's and its data's checksums right."""
+    return bool(
+        masked_crc32c(view[p : p + 8]) == U32S.unpack_from(buf, p + 8)[0]
+        and masked_crc32c(view[p + 12 : end]) == U32S.unpack_from(buf, end)[0]
+    )
 
 
 #: a ``Summary.Value``'s keys of an image, a histogram and audio (fields 4, 5 and 6,
