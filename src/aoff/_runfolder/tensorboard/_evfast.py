@@ -345,11 +345,12 @@ _SHAPES: dict[Any, Any] = {}
 _TAILS: dict[Any, Any] = {}
 
 
-def _made(cache: dict[Any, Any], key: Any, make: Any, arg: Any) -> Any:
-    """``cache[key]``, made by ``make(arg)`` the first time."""
+def _made(cache: dict[Any, Any], key: Any, make: Any, arg: Any, most: int = 0) -> Any:
+    """``cache[key]``, made by ``make(arg)`` the first time; at most ``most`` kept
+    (``_MAX_LAYOUTS`` where 0), all forgotten once that many are."""
     got = cache.get(key)
     if got is None:
-        if len(cache) >= _MAX_LAYOUTS:
+        if len(cache) >= (most or _MAX_LAYOUTS):
             cache.clear()
         got = cache[key] = make(arg)
     return got
@@ -1289,11 +1290,7 @@ class _Index:
 
 def _tables(key: tuple[tuple[int, tuple[bytes, bytes]], ...], index: _Index) -> _Tables:
     """The ``_Tables`` of ``index`` (its layouts ``key``), made once a process."""
-    tables = _TABLES.get(key)
-    if tables is None:
-        if len(_TABLES) >= _MAX_TABLES:
-            _TABLES.clear()
-        tables = _TABLES[key] = _Tables(index)
+    tables: _Tables = _made(_TABLES, key, _Tables, index, _MAX_TABLES)
     return tables
 
 
