@@ -649,21 +649,17 @@ class FastPath:
             and (not _simple(lay) or lay.values[0][1] + lay.values[0][2] == lay.size - 4)
         ):  # a tensor (its metadata fixed bytes) or a simple value of no metadata
             lay, index = lay.any_tag(), self.any_tag
-        lid = self.layouts.get(lay.key)
-        if lid is not None:
-            return self.by_id[lid]
-        if len(self.by_id) >= _MAX_LAYOUTS:  # a file of endless new layouts: the general path
-            return None
-        lid = self.layouts[lay.key] = len(self.by_id)
-        self.by_id.append(lay)
-        self._index(lid, lay)
-        index.add(lid, lay)
-        return lay
+        lid = self._register(lay, index)
+        return None if lid < 0 else self.by_id[lid]
 
     def _add(self, ahead: _Ahead, slot: int) -> int:
         """Learn ``ahead``'s layout ``slot`` as :meth:`learn` learns it from a record of
         it (its first in a window, read in its place): its id (-1: not learnt)."""
-        lay = ahead.layouts[slot]
+        return self._register(ahead.layouts[slot], self.exact)
+
+    def _register(self, lay: Layout, index: _Index) -> int:
+        """Layout ``lay``'s id, learnt into ``index`` where it is new (-1: a file of
+        endless new layouts, past the most learnt: the general path reads on)."""
         lid = self.layouts.get(lay.key)
         if lid is not None:
             return lid
@@ -672,7 +668,7 @@ class FastPath:
         lid = self.layouts[lay.key] = len(self.by_id)
         self.by_id.append(lay)
         self._index(lid, lay)
-        self.exact.add(lid, lay)
+        index.add(lid, lay)
         return lid
 
     def _index(self, lid: int, lay: Layout) -> None:
