@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,10 @@ SPECIAL = [
     2.2250738585072014e-308, 1.0, -1.0, 0.1, 1e16, 1e-16,
 ]  # fmt: skip
 floats = st.one_of(st.sampled_from(SPECIAL), st.floats(allow_nan=True, allow_infinity=True))
+#: the tags folded together, the tables folded before (a place in the curve), the last's rows
+TAGS = st.integers(1, 5)
+BEFORE = st.lists(st.integers(0, 700), max_size=3)
+ROWS = st.integers(0, 700)
 
 
 def state(acc: _Tag) -> tuple[Any, ...]:
@@ -42,9 +47,9 @@ def state(acc: _Tag) -> tuple[Any, ...]:
 
 @settings(max_examples=300, deadline=None)
 @given(
-    tags=st.integers(1, 5),
-    before=st.lists(st.integers(0, 700), max_size=3),
-    rows=st.integers(0, 700),
+    tags=TAGS,
+    before=BEFORE,
+    rows=ROWS,
     pool=st.one_of(
         st.lists(floats, min_size=1, max_size=12),
         st.lists(st.sampled_from([0.0, -0.0, math.nan, math.inf]), min_size=2, max_size=4),
@@ -66,10 +71,7 @@ def test_tags_folded_together_keep_what_each_alone_keeps(
         noise = rng.standard_normal((tags, n)) * rng.choice([0.0, 1.0, 1e-3, 1e9], (tags, n))
         return np.where(rng.random((tags, n)) < 0.5, drawn, drawn + noise)
 
-    alone = [_Tag() for _ in range(tags)]
-    together = [_Tag() for _ in range(tags)]
-    with np.errstate(over="ignore", invalid="ignore"):  # sums beyond float64, as feed's
-        fold_both(alone, together, [values(n) for n in [*before, rows]])
+    together = fold_curves(tags, [*before, rows], values)
     assert all(len(a.sums) <= 2 * CURVE_POINTS for a in together)
 
 
@@ -78,9 +80,9 @@ FINITE = [v for v in SPECIAL if math.isfinite(v)]
 
 @settings(max_examples=200, deadline=None)
 @given(
-    tags=st.integers(1, 5),
-    before=st.lists(st.integers(0, 700), max_size=3),
-    rows=st.integers(0, 700),
+    tags=TAGS,
+    before=BEFORE,
+    rows=ROWS,
     pool=st.lists(
         st.one_of(st.sampled_from(FINITE), st.floats(allow_nan=False, allow_infinity=False)),
         min_size=1,
@@ -99,10 +101,19 @@ def test_tags_with_every_value_finite_keep_what_each_alone_keeps(
     def values(n: int) -> np.ndarray[Any, Any]:
         return np.array(pool, np.float64)[rng.integers(0, len(pool), (tags, n))]
 
+    fold_curves(tags, [*before, rows], values)
+
+
+def fold_curves(
+    tags: int, sizes: list[int], values: Callable[[int], np.ndarray[Any, Any]]
+) -> list[_Tag]:
+    """``tags`` tags folded one by one and together (:func:`fold_both`) over tables of
+    ``sizes`` rows made by ``values``; the tags folded together."""
     alone = [_Tag() for _ in range(tags)]
     together = [_Tag() for _ in range(tags)]
-    with np.errstate(over="ignore", invalid="ignore"):
-        fold_both(alone, together, [values(n) for n in [*before, rows]])
+    with np.errstate(over="ignore", invalid="ignore"):  # sums beyond float64, as feed's
+        fold_both(alone, together, [values(n) for n in sizes])
+    return together
 
 
 def fold_both(alone: list[_Tag], together: list[_Tag], tables: list[Any]) -> None:
