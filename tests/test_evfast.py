@@ -168,6 +168,26 @@ def test_every_size_at_once_names_the_layouts_size_by_size_does(tmp_path: Path) 
     assert (np.delete(got, changed) == np.delete(flat, changed)).all()
 
 
+@pytest.mark.parametrize("count", [1, 7, 300, 5000])
+def test_a_key_is_found_by_its_slot_as_a_binary_search_finds_it(count: int) -> None:
+    """``_Slots``: each key asked is found at a place holding it, whether its slot is its
+    own or shared (keys alike in their top bits, and a key twice, as ``_Flat`` may hold);
+    a number that is no key is found at a place holding another."""
+    from aoff._runfolder.tensorboard import _evfast
+
+    rng = np.random.default_rng(count)
+    keys = rng.integers(0, 1 << 63, count, dtype=np.uint64) << np.uint64(1)
+    near = keys[: count // 3 + 1] ^ np.uint64(0xFFFF)  # (the same top bits: a shared slot)
+    keys = np.sort(np.concatenate([keys, near, keys[:1]]))
+    slots = _evfast._Slots(keys)
+    assert slots.shared
+    asked = np.concatenate([keys, keys + np.uint64(1), near[::-1], [np.uint64(0)]])
+    rng.shuffle(asked)
+    found = slots.find(asked)
+    assert ((found >= 0) & (found < len(keys))).all()
+    assert ((keys[found] == asked) == np.isin(asked, keys)).all()
+
+
 @pytest.mark.parametrize("keep_most", [None, 500])
 def test_points_kept_across_windows_are_handed_over_before_a_purge(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, keep_most: int | None
