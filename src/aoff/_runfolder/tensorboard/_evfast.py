@@ -467,7 +467,7 @@ class _Tail:
         values = (a.f4 if self.width == 4 else a.f8)[at + sizes - self.value_end]
         top = int(sizes.max())
         rows = _padded_rows(top)
-        at_size = sizes.astype(np.intp) << 8
+        at_size = sizes.astype(np.intp, copy=False) << 8
         crc = base.copy()
         # a byte alike in every record (a wall time's high bytes, the step's), and a step
         # byte's fixed continuation bit: a share of the checksum that differs only by the
@@ -758,10 +758,14 @@ class FastPath:
         self.gap = False
         self.unswept = None
         taken = self._take(a, starts[:k], sizes[:k], ids[:k], general)
-        self.folder.bulk_records += int((ids[:taken] >= 0).sum())
-        # the cycle path reads layouts of one tag each
-        last_other = np.flatnonzero((ids[:taken] < 0) | self.lid_any[ids[:taken]])
-        first = max(taken - _TAIL, int(last_other[-1]) + 1 if len(last_other) else 0)
+        self.folder.bulk_records += int(np.count_nonzero(ids[:taken] >= 0))
+        # the cycle path reads layouts of one tag each: those after the last record of
+        # another kind among the last ``_TAIL`` (the window's others not looked at)
+        first = max(taken - _TAIL, 0)
+        last = ids[first:taken]
+        other = np.flatnonzero((last < 0) | self.lid_any[last])
+        if len(other):
+            first += int(other[-1]) + 1
         self.tail = [self.by_id[i] for i in ids[first:taken].tolist()]
         if taken:
             pos += int(starts[taken - 1] + sizes[taken - 1])
@@ -1010,18 +1014,25 @@ class FastPath:
         bulk = ids >= 0
         lid = np.where(bulk, ids, 0)
         tail_of = np.where(bulk, self.lid_tail[lid], -1)
+        by_tail = 0  # the records the tails took
         for tid, sel in _grouped(tail_of, len(self.tails)):
-            # (every record one tail's: its columns as they come, no gather, no scatter)
-            idx = slice(None) if len(sel) == k else sel
-            lids = ids[idx]
-            steps[idx], walls[idx], value, bad[idx] = self.tails[tid].take(
-                a, starts[idx], sizes[idx], self.lid_base[lids]
-            )
+            if len(sel) == k:  # every record one tail's: its columns as they come, no gather
+                lids = ids
+                steps, walls, value, bad = self.tails[tid].take(
+                    a, starts, sizes, self.lid_base[ids]
+                )
+            else:
+                lids = ids[sel]
+                steps[sel], walls[sel], value, bad[sel] = self.tails[tid].take(
+                    a, starts[sel], sizes[sel], self.lid_base[lids]
+                )
             recs.append(sel)
             tags.append(self.lid_tags[lids, 0])
             values.append(value)
-        shape_of = np.where(bulk & (tail_of < 0), self.lid_shape[lid], -1)
-        for sid, sel in _grouped(shape_of, len(self.shapes)):
+            by_tail += len(sel)
+        # (every record a tail's, as most windows of torch's writers: no shape to look for)
+        shape_of = None if by_tail == k else np.where(bulk & (tail_of < 0), self.lid_shape[lid], -1)
+        for sid, sel in [] if shape_of is None else _grouped(shape_of, len(self.shapes)):
             shape = self.shapes[sid]
             at = starts[sel]
             lids = ids[sel]
@@ -1135,9 +1146,12 @@ class FastPath:
             return
         rec = np.concatenate(recs)
         tag = np.concatenate(tags)
-        value = np.concatenate([v.astype(np.float64) for v in values])
-        keep = (rec < cut) & self.tag_wanted[tag]
-        if not keep.all():
+        value = np.concatenate(values, dtype=np.float64)
+        # (every record's, every tag wanted: as most windows are, nothing to look at)
+        keep = None if cut == len(steps) else rec < cut
+        if self.folder.tags is not None:
+            keep = self.tag_wanted[tag] if keep is None else keep & self.tag_wanted[tag]
+        if keep is not None and not keep.all():
             rec, tag, value = rec[keep], tag[keep], value[keep]
         if not len(rec):
             return
@@ -1990,11 +2004,11 @@ def _chain(a: _Window) -> tuple[Any, Any]:
     if n < 17 or a.u1[12] != _WALL_KEY:
         return np.empty(0, np.int64), np.empty(0, np.int64)
     cand = np.flatnonzero(a.u1[12:] == _WALL_KEY)
-    head = a.u8[cand]
-    fits = head <= n
-    nxt = cand + 16 + np.where(fits, head, 0).astype(np.int64)
-    fits &= nxt <= n
-    cand, nxt = cand[fits], nxt[fits]
+    # (a length past the window's end, taken as the window's: past it from here too)
+    nxt = cand + 16 + np.minimum(a.u8[cand], n).view(np.int64)
+    fits = nxt <= n
+    if not fits.all():
+        cand, nxt = cand[fits], nxt[fits]
     if not len(cand) or cand[0] != 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
     # a record whose next is not the next candidate: a byte 0x09 inside a record (rare),
