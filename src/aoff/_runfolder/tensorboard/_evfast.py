@@ -1000,17 +1000,21 @@ class FastPath:
         """Decode the records at ``starts`` (those of a known layout, tail by tail, then
         shape by shape; the
         others' points are in ``general``) up to the first whose data checksum fails,
-        or, in an old file, whose step goes back; how many."""
+        or, in an old file, whose step goes back; how many.
+
+        Each group's steps and wall times are handed over as decoded, beside its records'
+        places (``recs``), not put in their places among the window's records and taken
+        back from there (two passes over every record of a window of scalars among media,
+        whose records are never all one tail's)."""
         folder = self.folder
         k = len(starts)
         if not k:
             return 0
-        steps = np.zeros(k, np.int64)
-        walls = np.zeros(k, np.float64)
         bad = np.zeros(k, bool)
         recs: list[Any] = []
         tags: list[Any] = []
         values: list[Any] = []
+        times: list[tuple[Any, Any]] = []  # each of ``recs``' steps and wall times
         bulk = ids >= 0
         lid = np.where(bulk, ids, 0)
         tail_of = np.where(bulk, self.lid_tail[lid], -1)
@@ -1023,12 +1027,13 @@ class FastPath:
                 )
             else:
                 lids = ids[sel]
-                steps[sel], walls[sel], value, bad[sel] = self.tails[tid].take(
+                steps, walls, value, bad[sel] = self.tails[tid].take(
                     a, starts[sel], sizes[sel], self.lid_base[lids]
                 )
             recs.append(sel)
             tags.append(self.lid_tags[lids, 0])
             values.append(value)
+            times.append((steps, walls))
             by_tail += len(sel)
         # (every record a tail's, as most windows of torch's writers: no shape to look for)
         shape_of = None if by_tail == k else np.where(bulk & (tail_of < 0), self.lid_shape[lid], -1)
@@ -1036,10 +1041,12 @@ class FastPath:
             shape = self.shapes[sid]
             at = starts[sel]
             lids = ids[sel]
-            if shape.step is not None:
-                steps[sel] = _varints(a, at + shape.step[0], shape.step[1])
-            if shape.wall is not None:
-                walls[sel] = a.f8[at + shape.wall]
+            steps = (
+                np.zeros(len(sel), np.int64)
+                if shape.step is None
+                else _varints(a, at + shape.step[0], shape.step[1])
+            )
+            walls = np.zeros(len(sel)) if shape.wall is None else a.f8[at + shape.wall]
             crc = self.lid_base[lids]
             cols, tables, places = shape.crc()
             if len(cols):
@@ -1056,8 +1063,13 @@ class FastPath:
                 recs.append(sel)
                 tags.append(self.lid_tags[lids, slot] if record_tags is None else record_tags)
                 values.append((a.f4 if width == 4 else a.f8)[at + off])
+                times.append((steps, walls))
         cut = int(bad.argmax()) if bad.any() else k
         if not (folder.file_version and folder.file_version >= 2):  # the old purge rule
+            # (every record a known layout's: the first other ends the window in such a file)
+            steps = np.zeros(k, np.int64)
+            for sel, (got, _walls) in zip(recs, times, strict=True):
+                steps[sel] = got
             before = np.empty(k, np.int64)
             before[0] = folder.most_recent_step
             before[1:] = steps[:-1]
@@ -1067,7 +1079,7 @@ class FastPath:
             if cut:
                 folder.most_recent_step = int(steps[cut - 1])
         if cut:
-            self._hand_over(cut, recs, tags, values, steps, walls, general)
+            self._hand_over(k, cut, recs, tags, values, times, general)
         return cut
 
     def _tags_of(self, a: _Window, at: Any, shape: _Shape) -> tuple[Any, Any, Any]:
@@ -1123,36 +1135,40 @@ class FastPath:
 
     def _hand_over(
         self,
+        k: int,
         cut: int,
         recs: list[Any],
         tags: list[Any],
         values: list[Any],
-        steps: Any,
-        walls: Any,
+        times: list[tuple[Any, Any]],
         general: list[tuple[int, str, int, float, float]],
     ) -> None:
-        """The points of the first ``cut`` records, in record order (the bulk records'
-        and the others' together), kept for :meth:`flush`."""
+        """The points of the first ``cut`` of ``k`` records, in record order (the bulk
+        records' and the others' together), kept for :meth:`flush` (``times``: each group
+        of ``recs``' steps and wall times)."""
         kept = [g for g in general if g[0] < cut]
         if kept:
             recs.append(np.array([g[0] for g in kept], np.int64))
             tags.append(np.array([self._tag_id(g[1]) for g in kept], np.int64))
             values.append(np.array([g[4] for g in kept], np.float64))
-            steps = steps.copy()
-            walls = walls.copy()
-            for u, _tag, step, wall, _value in kept:
-                steps[u], walls[u] = step, wall
+            times.append((np.array([g[2] for g in kept], np.int64), np.array([g[3] for g in kept])))
         if not recs:
             return
-        rec = np.concatenate(recs)
-        tag = np.concatenate(tags)
-        value = np.concatenate(values, dtype=np.float64)
+        if len(recs) == 1:
+            (rec,), (tag,), ((steps, walls),) = recs, tags, times
+            value = values[0].astype(np.float64, copy=False)
+        else:
+            rec = np.concatenate(recs)
+            tag = np.concatenate(tags)
+            value = np.concatenate(values, dtype=np.float64)
+            steps = np.concatenate([t[0] for t in times])
+            walls = np.concatenate([t[1] for t in times])
         # (every record's, every tag wanted: as most windows are, nothing to look at)
-        keep = None if cut == len(steps) else rec < cut
+        keep = None if cut == k else rec < cut
         if self.folder.tags is not None:
             keep = self.tag_wanted[tag] if keep is None else keep & self.tag_wanted[tag]
         if keep is not None and not keep.all():
-            rec, tag, value = rec[keep], tag[keep], value[keep]
+            rec, tag, value, steps, walls = (x[keep] for x in (rec, tag, value, steps, walls))
         if not len(rec):
             return
         if len(self.tag_names) < _KEEP_AFTER:  # a few tags: handed over now, by tag
@@ -1164,13 +1180,12 @@ class FastPath:
             else:
                 order = np.argsort(rec, kind="stable")
                 order = order[_stable_order(tag[order], len(self.tag_names))]
-            rec, tag, value = rec[order], tag[order], value[order]
-            self._blocks(tag, steps[rec], walls[rec], value)
+            self._blocks(tag[order], steps[order], walls[order], value[order])
             return
         if len(recs) > 1:  # (one group's records are in record order already)
             order = np.argsort(rec, kind="stable")
-            rec, tag, value = rec[order], tag[order], value[order]
-        self.pending.append((tag, steps[rec], walls[rec], value))
+            tag, steps, walls, value = tag[order], steps[order], walls[order], value[order]
+        self.pending.append((tag, steps, walls, value))
         self.pending_points += len(tag)
         if self.pending_points >= _KEEP_MOST:
             self.flush()
