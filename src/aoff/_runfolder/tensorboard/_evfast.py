@@ -1035,8 +1035,11 @@ class FastPath:
             values.append(value)
             times.append((steps, walls))
             by_tail += len(sel)
-        # (every record a tail's, as most windows of torch's writers: no shape to look for)
-        shape_of = None if by_tail == k else np.where(bulk & (tail_of < 0), self.lid_shape[lid], -1)
+        # (every record of a known layout a tail's, as in most windows of torch's writers,
+        # among media records too: no shape to look for)
+        shape_of = None
+        if by_tail < k and by_tail < np.count_nonzero(bulk):
+            shape_of = np.where(bulk & (tail_of < 0), self.lid_shape[lid], -1)
         for sid, sel in [] if shape_of is None else _grouped(shape_of, len(self.shapes)):
             shape = self.shapes[sid]
             at = starts[sel]
