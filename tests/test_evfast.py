@@ -168,6 +168,57 @@ def test_every_size_at_once_names_the_layouts_size_by_size_does(tmp_path: Path) 
     assert (np.delete(got, changed) == np.delete(flat, changed)).all()
 
 
+@pytest.mark.parametrize("count", [1, 7, 300, 5000])
+def test_a_key_is_found_by_its_slot_as_a_binary_search_finds_it(count: int) -> None:
+    """``_Slots``: each key asked is found at a place holding it, whether its slot is its
+    own or shared (keys alike in their top bits, and a key twice, as ``_Flat`` may hold);
+    a number that is no key is found at a place holding another."""
+    from aoff._runfolder.tensorboard import _evfast
+
+    rng = np.random.default_rng(count)
+    keys = rng.integers(0, 1 << 63, count, dtype=np.uint64) << np.uint64(1)
+    near = keys[: count // 3 + 1] ^ np.uint64(0xFFFF)  # (the same top bits: a shared slot)
+    keys = np.sort(np.concatenate([keys, near, keys[:1]]))
+    slots = _evfast._Slots(keys)
+    assert slots.shared
+    asked = np.concatenate([keys, keys + np.uint64(1), near[::-1], [np.uint64(0)]])
+    rng.shuffle(asked)
+    found = slots.find(asked)
+    assert ((found >= 0) & (found < len(keys))).all()
+    assert ((keys[found] == asked) == np.isin(asked, keys)).all()
+
+
+def test_a_file_without_a_version_is_swept_up_to_a_step_that_goes_back(tmp_path: Path) -> None:
+    """A file older than ``brain.Event:2`` (no version record), its tags in no order the
+    cycle path follows: the sweeps read its records in bulk up to a step that goes back,
+    where the general decoder purges (``EventAccumulator``'s rule for such files), and on
+    after it; the points are the accumulator's."""
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+
+    from aoff._runfolder.tensorboard._tfrecord import frame_many
+
+    rng = random.Random(7)
+
+    def event(step: int) -> bytes:
+        tag = rng.choice(["loss/a", "loss/bb", "charts/ccc", "charts/dddd"])
+        value = summary_pb2.Summary.Value(tag=tag, simple_value=rng.random())
+        ev = event_pb2.Event(
+            wall_time=1e9 + step + rng.random(), step=step,
+            summary=summary_pb2.Summary(value=[value]),
+        )  # fmt: skip
+        return bytes(ev.SerializeToString())
+
+    steps = [*range(4000), *range(2500, 2600), *range(4000, 6000)]  # back at 2,500
+    (tmp_path / "events.out.tfevents.1.old").write_bytes(frame_many([event(s) for s in steps]))
+    folder = EventFolder()
+    folder.read([str(tmp_path / "events.out.tfevents.1.old")])
+    assert folder.file_version is None and folder.bulk_records > 5000
+    df = aoff.read_scalars(tmp_path)
+    # (each tag purged from its own step back on: a few of the others' points stay)
+    assert _same_as_accumulator(df, str(tmp_path), tmp_path) == len(df) > 4600
+    assert df["step"].max() == 5999
+
+
 @pytest.mark.parametrize("keep_most", [None, 500])
 def test_points_kept_across_windows_are_handed_over_before_a_purge(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, keep_most: int | None

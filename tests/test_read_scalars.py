@@ -440,7 +440,7 @@ def test_a_zero_filled_region_is_jumped_over_and_counted_once(tmp_path: Path) ->
 
 def test_a_small_file_takes_memory_by_its_size(tmp_path: Path) -> None:
     """Reading a run of one short file allocates about what the file holds, not a whole
-    read chunk (32 MiB) per file."""
+    read chunk (31 MiB) per file."""
     import tracemalloc
 
     from aoff._runfolder.tensorboard._evfolder import CHUNK
@@ -455,6 +455,41 @@ def test_a_small_file_takes_memory_by_its_size(tmp_path: Path) -> None:
     finally:
         tracemalloc.stop()
     assert peak < 1 << 20 < CHUNK
+
+
+def test_a_chunk_is_freed_before_the_next_is_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file read in many chunks holds one chunk's buffer at a time: the last one is
+    freed before the next is made (two at once, and a sweep's temporaries, outgrew the
+    heap glibc keeps: every read's chunks faulted in again), and the points are the
+    file's, as read in one chunk."""
+    import weakref
+
+    from aoff._runfolder.tensorboard import _evfolder
+    from aoff._runfolder.tensorboard._evfolder import EventFolder
+
+    path = _torch_run(tmp_path / "run", 3000)
+    whole = EventFolder()
+    whole.read([str(path)])
+    made: list[weakref.ref[bytearray]] = []
+    alive_at_make: list[int] = []
+
+    class Chunk(bytearray):
+        def __init__(self, size: int) -> None:
+            super().__init__(size)
+            alive_at_make.append(sum(ref() is not None for ref in made))
+            made.append(weakref.ref(self))
+
+    monkeypatch.setattr(_evfolder, "bytearray", Chunk, raising=False)
+    folder = EventFolder(chunk=16 << 10)
+    folder.read([str(path)])
+    assert len(alive_at_make) > 5 and alive_at_make == [0] * len(alive_at_make)
+    assert folder.series.keys() == whole.series.keys()
+    for tag, series in whole.series.items():
+        got, want = folder.series[tag].take(), series.take()
+        assert len(want[0]) == 3000
+        assert all(np.array_equal(a, b) for a, b in zip(got, want, strict=True))
 
 
 def test_an_unchanged_file_is_read_again_with_a_stat_not_an_open(

@@ -46,8 +46,15 @@ from ._wire import F32, F64, HEADER, U32S, Buf, fields, varint
 
 __all__ = ["CHUNK", "Cursor", "EventFolder"]
 
-#: bytes read at a time, at most
-CHUNK = 32 << 20
+#: bytes read at a time, at most: a chunk (with a record the last one cut, and ``_SLACK``)
+#: under the 32 MiB at which glibc maps a block of its own, however ``_heapkept`` moved
+#: its thresholds, so that it comes from the heap and its pages stay for the next chunk
+#: and read (each chunk is freed before the next is made: two at once, and a sweep's
+#: temporaries, outgrew what the heap keeps, 64 MiB). Chunks of 32 MiB were each mapped
+#: and faulted in again: a warm read of an 84 MB file of scalars among media took
+#: ~8,200-12,000 page faults, of a 222 MB file of aoff's ~62,000 (525 ms of CPU, a third
+#: of it system time); now ~130 and ~300 (371 ms)
+CHUNK = 31 << 20
 #: bytes asked for beyond a regular file's size (it may have grown since its ``stat``)
 _SLACK = 64 << 10
 _START = 1  # SessionLog.START
@@ -179,6 +186,7 @@ class EventFolder:
                     if st is not None:  # as it was before the read: what grew since is new
                         cur.seen = (st.st_size, st.st_mtime_ns, st.st_ino)
                     return
+                del buf  # (freed before the next chunk's is made: one in the heap at a time)
 
     def _walk(self, cur: Cursor, buf: bytearray, final: bool) -> int:
         """Decode the whole records at the start of ``buf``; the bytes used (the sweeps'
