@@ -76,6 +76,34 @@ def test_tags_changed_alike_are_each_caught_in_bulk(tmp_path: Path, corrupted: i
     assert sorted(lost) == [r - 1 for r in hit]  # record 0 is the file version
 
 
+@pytest.mark.parametrize(
+    ("new_style", "field"),
+    [(False, "wall"), (False, "step"), (False, "value"), (True, "wall"), (True, "step")],
+)
+def test_fields_changed_alike_in_records_of_any_tag_are_each_caught(
+    tmp_path: Path, new_style: bool, field: str
+) -> None:
+    """A bit flipped alike in the wall time, the step or the value of ten records of
+    layouts of any tag (read as a ``_Tail`` reads its records: the fields as gathered,
+    a byte alike in every record once, their tag's share of the checksum taken per
+    tag): each record fails its own checksum, so each is skipped and counted and no
+    changed point comes back."""
+    intact_dir = tmp_path / "intact"
+    path = _rare_tags_run(intact_dir, 2500, new_style=new_style)
+    intact = aoff.read_scalars(intact_dir)
+    data = bytearray(path.read_bytes())
+    ends = _record_ends(bytes(data))
+    hit = [1500 + 7 * k for k in range(10)]
+    for r in hit:  # (record r starts at ends[r - 1]; its data at 12, a wall time at 13)
+        at = {"wall": ends[r - 1] + 15, "step": ends[r - 1] + 22, "value": ends[r] - 7}[field]
+        data[at] ^= 0x01
+    reader, df, broken = read_broken(tmp_path, path.name, bytes(data))
+    assert reader.bulk_records > 1800
+    assert reader.problems == [f"{broken / path.name}: 10 corrupt record(s) skipped"]
+    lost = lost_points(intact, df)
+    assert sorted(lost["step"]) == [r - 1 for r in hit]  # record 0 is the file version
+
+
 @pytest.mark.parametrize("more_sizes", [False, True])
 def test_a_byte_fixed_in_one_layout_of_a_size_and_not_another_is_still_checked(
     tmp_path: Path, more_sizes: bool

@@ -443,9 +443,11 @@ class _Tail:
         self.value_base = [(_PAD + self.value_end - i - 5) * 256 for i in range(self.width)]
 
     @staticmethod
-    def key(lay: Layout) -> tuple[int, int, int] | None:
-        """``(step width, value's distance from the end, value width)``; None: not one."""
-        if len(lay.values) != 1 or lay.tag_at is not None or lay.step is None:
+    def key(lay: Layout, any_tag: bool = False) -> tuple[int, int, int] | None:
+        """``(step width, value's distance from the end, value width)``; None: not one.
+        ``any_tag``: of a layout of any tag (its tag's bytes, variable, are not among
+        its variable bytes: their share of the checksum is taken per tag)."""
+        if len(lay.values) != 1 or (lay.tag_at is not None) != any_tag or lay.step is None:
             return None
         (_tag, off, width), (step, step_width) = lay.values[0], lay.step
         if lay.wall != _Tail.WALL or step != _Tail.STEP or step_width > 8:
@@ -553,7 +555,13 @@ class _Shape:
         self.tag_at = lay.tag_at
         self.tag_tables: Any = None
         self.tensor = False
+        #: a layout of any tag whose wall time, step and value lie where a ``_Tail``'s
+        #: do: its records' columns and checksums read as that tail reads them (the
+        #: fields as gathered, a byte alike in every record once), not byte by byte
+        self.tail: _Tail | None = None
         if lay.tag_at is not None:
+            tail = _Tail.key(lay, any_tag=True)
+            self.tail = None if tail is None else _made(_TAILS, tail, _Tail, tail)
             at, length = lay.tag_at
             data = lay.size - 16
             self.tag_tables = byte_tables(
@@ -1025,6 +1033,16 @@ class FastPath:
             shape = self.shapes[sid]
             at = starts[sel]
             lids = ids[sel]
+            if shape.tail is not None:  # a layout of any tag: its tags, then as a tail
+                record_tags, share, scalar = self._tags_of(a, at, shape)
+                steps[sel], walls[sel], value, wrong = shape.tail.take(
+                    a, at, sizes[sel], self.lid_base[lids] ^ share
+                )
+                bad[sel] = wrong | ~scalar
+                recs.append(sel)
+                tags.append(record_tags)
+                values.append(value)
+                continue
             if shape.step is not None:
                 steps[sel] = _varints(a, at + shape.step[0], shape.step[1])
             if shape.wall is not None:
