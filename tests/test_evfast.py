@@ -51,6 +51,40 @@ def test_many_rare_tags_are_read_in_bulk_from_a_few_layouts(
     assert _same_as_accumulator(aoff.read_scalars(tmp_path), str(tmp_path), tmp_path) == 2500
 
 
+@pytest.mark.parametrize("new_style", [False, True], ids=["simple_value", "tensor"])
+@pytest.mark.parametrize("any_first", [False, True])
+def test_records_told_the_layouts_of_any_tag_first_read_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, new_style: bool, any_first: bool
+) -> None:
+    """The first 64 tags (layouts of one tag each) written often among 400 rare ones:
+    whether a window's records are told the layouts of any tag first (``any_first``:
+    after the first window of enough records, as for a file whose records are nearly
+    all of rare tags) or last (never), the records of both kinds read what
+    ``EventAccumulator`` reads, the same table, tag order included."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    from aoff._runfolder.tensorboard import _evfast
+
+    monkeypatch.setattr(_evfast, "_ANY_FIRST_SHARE", 1.0 if any_first else 0.0)
+    monkeypatch.setattr(_evfast, "_ANY_FIRST_AFTER", 256)
+    rng = random.Random(11)
+    w = SummaryWriter(str(tmp_path))
+    for g in range(6000):
+        often = g < 64 or rng.random() < 0.5
+        tag = f"per_env/{g % 64 if g < 64 else rng.randrange(64 if often else TAGS)}/return"
+        w.add_scalar(tag, rng.random(), g, new_style=new_style)
+    w.close()
+    (path,) = tmp_path.iterdir()
+    folder = EventFolder()
+    folder.read([str(path)])
+    assert folder.fast.any_first == any_first
+    assert folder.bulk_records > 0.8 * 6000, folder.bulk_records
+    df = aoff.read_scalars(tmp_path)
+    assert _same_as_accumulator(df, str(tmp_path), tmp_path) == 6000
+    monkeypatch.setattr(_evfast, "_ANY_FIRST_SHARE", 0.0 if any_first else 1.0)
+    assert df.equals(aoff.read_scalars(tmp_path))
+
+
 @pytest.mark.parametrize("corrupted", [2, 10])
 def test_tags_changed_alike_are_each_caught_in_bulk(tmp_path: Path, corrupted: int) -> None:
     """The same bit flipped in the tag of ``corrupted`` records (each becomes a record of

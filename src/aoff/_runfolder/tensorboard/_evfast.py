@@ -130,6 +130,11 @@ _KEEP_MOST = 1 << 18
 #: any tag of its tag's length (a file of many tags, each rare); fewer are learnt one
 #: layout per tag, which the cycle path can follow (a file that repeats its tags in order)
 _ANY_TAG_AFTER = 64
+#: where a window of at least ``_ANY_FIRST_AFTER`` records has under a ``_ANY_FIRST_SHARE``
+#: of them of a layout of one tag (once layouts of any tag are learnt), the next windows
+#: are told the layouts of any tag first (``FastPath._classify``)
+_ANY_FIRST_AFTER = 1024
+_ANY_FIRST_SHARE = 1 / 8
 #: an Event's first byte: its wall time (field 1, 64-bit)
 _WALL_KEY = 0x09
 _DT_FLOAT, _DT_DOUBLE = 1, 2
@@ -597,7 +602,7 @@ class FastPath:
         #: the layouts of one tag each (the cycle path's too), and those of any tag (told
         #: a record only where none of the first is its own)
         self.exact = _Index(numbered=True)
-        self.any_tag = _Index()
+        self.any_tag = _Index(every_size=True)
         #: (a record's tag bytes, whether its value is a tensor) -> (its tag id, True)
         self.tag_bytes: dict[tuple[bytes, bool], tuple[int, bool]] = {}
         #: per tensor layout of any tag: whether it holds metadata, and its plugin's name
@@ -634,6 +639,9 @@ class FastPath:
         self.pending: list[tuple[Any, Any, Any, Any]] = []
         self.pending_points = 0
         self.tag_open: Any = np.zeros(0, bool)
+        #: whether a window's records are told the layouts of any tag first, then those
+        #: of one tag each (see :meth:`_classify`)
+        self.any_first = False
 
     def forget(self) -> None:
         """A record was skipped: the next sweep starts small."""
@@ -979,18 +987,28 @@ class FastPath:
 
     def _classify(self, a: _Window, starts: Any, sizes: Any) -> Any:
         """Each record's layout id (-1: none known; -3: a tensor of a layout of any tag
-        whose tag is not known to be a scalar: read in its place, its metadata says)."""
-        ids = self.exact.classify(a, starts, sizes)
-        if self.any_tag.sizes:
-            rest = np.flatnonzero(ids < 0)
-            if len(rest):
-                ids[rest] = self.any_tag.classify(a, starts[rest], sizes[rest])
-            tensor = self.lid_tensor[np.maximum(ids, 0)] & (ids >= 0)
-            if tensor.any():
-                shape_of = np.where(tensor, self.lid_shape[np.maximum(ids, 0)], -1)
-                for sid, sel in _grouped(shape_of, len(self.shapes)):
-                    _tags, _share, scalar = self._tags_of(a, starts[sel], self.shapes[sid])
-                    ids[sel[~scalar]] = -3
+        whose tag is not known to be a scalar: read in its place, its metadata says).
+
+        Once a window has few records of the layouts of one tag each (a file of many
+        rare tags: those of its first 64 tags, at the step widths they had then), the
+        layouts of any tag are told first and the others only to the records left:
+        telling every record the first kind was ~half of telling them. A record of
+        both kinds reads the same either way (its tag from its bytes, or its layout)."""
+        if not self.any_tag.sizes:
+            return self.exact.classify(a, starts, sizes)
+        first, then = (self.any_tag, self.exact) if self.any_first else (self.exact, self.any_tag)
+        ids = first.classify(a, starts, sizes)
+        rest = np.flatnonzero(ids < 0)
+        if not self.any_first and len(ids) >= _ANY_FIRST_AFTER:
+            self.any_first = len(ids) - len(rest) < len(ids) * _ANY_FIRST_SHARE
+        if len(rest):
+            ids[rest] = then.classify(a, starts[rest], sizes[rest])
+        tensor = self.lid_tensor[np.maximum(ids, 0)] & (ids >= 0)
+        if tensor.any():
+            shape_of = np.where(tensor, self.lid_shape[np.maximum(ids, 0)], -1)
+            for sid, sel in _grouped(shape_of, len(self.shapes)):
+                _tags, _share, scalar = self._tags_of(a, starts[sel], self.shapes[sid])
+                ids[sel[~scalar]] = -3
         return ids
 
     def _take(
@@ -1241,7 +1259,7 @@ class _Index:
     read (a file's next read, or another run of its client, learns the same layouts:
     making them again was ~a tenth of reading an SB3 file)."""
 
-    def __init__(self, numbered: bool = False) -> None:
+    def __init__(self, numbered: bool = False, every_size: bool = False) -> None:
         #: the sizes in the order first seen; size -> mask -> the fixed bytes under it,
         #: as whole-record integers -> the layout's id
         self.sizes: list[int] = []
@@ -1254,6 +1272,10 @@ class _Index:
         #: the layouts added as one number (``_list_after``), where ``numbered``
         self.state = 0
         self.numbered = numbered
+        #: whether a window's records are told every size at once however few the sizes
+        #: (``_Flat``; the layouts of any tag: a size's layouts fix different bytes, one
+        #: per step width, which size by size compares each layout whole)
+        self.every_size = every_size
 
     def add(self, lid: int, lay: Layout) -> None:
         by_mask = self.exact.get(lay.size)
@@ -1448,7 +1470,8 @@ class _Tables:
             group.add(lid, lay, *lay.words())
         self.slots = np.full(max(self.sizes) + 1, -1, np.int64)
         self.slots[self.sizes] = np.arange(len(self.sizes))
-        self.flat = _Flat(self) if len(self.sizes) >= _FLAT_SIZES else None
+        flat = index.every_size or len(self.sizes) >= _FLAT_SIZES
+        self.flat = _Flat(self) if flat else None
 
     def classify(self, a: _Window, starts: Any, sizes: Any) -> Any:
         """Each record's layout id (-1: none here)."""
