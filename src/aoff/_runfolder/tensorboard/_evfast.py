@@ -1846,15 +1846,22 @@ def _varint_words(words: Any, width: int) -> Any:
 def _tag_words(a: _Window, at: Any, length: int) -> tuple[Any, Any]:
     """The byte strings of ``length`` bytes at ``at`` as rows of 64-bit words (the bytes
     past a string's end masked off: a record's tag is followed by at least its value
-    and checksum), and each row's key (one number; rows alike have keys alike)."""
-    words = a.u8[at[:, None] + np.arange(0, length, 8)]
+    and checksum), and each row's key (one number; rows alike have keys alike).
+
+    Gathered a word at a time into a column each (the rows a view of them): a gather of
+    every row's words at once, and the key summed along the rows, cost ~2.5x as much."""
+    cols = np.empty(((length + 7) // 8, len(at)), np.uint64)
+    for i in range(len(cols)):
+        cols[i] = a.u8[at + 8 * i]
     tail = length % 8
     if tail:
-        words[:, -1] &= np.uint64((1 << (8 * tail)) - 1)
-    if words.shape[1] == 1:
-        return words, words[:, 0]
-    odd = np.arange(1, words.shape[1] + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-    return words, (words * odd).sum(axis=1, dtype=np.uint64)
+        cols[-1] &= np.uint64((1 << (8 * tail)) - 1)
+    if len(cols) == 1:
+        return cols.T, cols[0]
+    key = cols[0] * _MIX
+    for i in range(1, len(cols)):
+        key += cols[i] * np.uint64((i + 1) * int(_MIX) & (1 << 64) - 1)
+    return cols.T, key
 
 
 def _distinct(words: Any, key: Any) -> tuple[Any, Any]:
@@ -1882,6 +1889,7 @@ class _KnownTags:
     def __init__(self, nwords: int) -> None:
         self.keys: Any = np.empty(0, np.uint64)
         self.words: Any = np.empty((0, nwords), np.uint64)
+        self.cols: Any = self.words.T  # (the words of each tag a column)
         self.ids: Any = np.empty(0, np.int64)
         self.shares: Any = np.empty(0, np.uint32)
         #: slot (the top ``64 - shift`` bits of a key times ``_MIX``) -> entry (-1: none)
@@ -1897,9 +1905,8 @@ class _KnownTags:
         at = self.table[(key * _MIX) >> self.shift]
         hit = at >= 0
         np.maximum(at, 0, out=at)
-        theirs = self.words[at]
-        for i in range(words.shape[1]):
-            hit &= theirs[:, i] == words[:, i]
+        for i in range(words.shape[1]):  # (a word of every record at a time)
+            hit &= self.cols[i].take(at) == words[:, i]
         return self.ids[at], self.shares[at], None if hit.all() else hit
 
     def add(self, words: Any, keys: Any, ids: Any, shares: Any) -> None:
@@ -1911,6 +1918,7 @@ class _KnownTags:
             return
         self.keys = np.concatenate([self.keys, keys[keep]])
         self.words = np.concatenate([self.words, words[keep]])
+        self.cols = np.ascontiguousarray(self.words.T)
         self.ids = np.concatenate([self.ids, ids[keep]])
         self.shares = np.concatenate([self.shares, shares[keep]])
         # a table of 16x as many slots as tags (few share a slot); where two do, one of
