@@ -642,6 +642,9 @@ class FastPath:
         #: whether a window's records are told the layouts of any tag first, then those
         #: of one tag each (see :meth:`_classify`)
         self.any_first = False
+        #: the window's records' tags (-1: not told) and their shares of the checksum, as
+        #: :meth:`_classify` told the tensors of layouts of any tag
+        self.told: tuple[Any, Any] = (np.empty(0, np.int64), np.empty(0, np.uint32))
 
     def forget(self) -> None:
         """A record was skipped: the next sweep starts small."""
@@ -756,6 +759,7 @@ class FastPath:
             return pos
         fore = None
         firsts: dict[int, int] = {}
+        self.told = np.full(len(starts), -1, np.int64), np.empty(len(starts), np.uint32)
         if ahead is None:
             ids = self._classify(a, starts, sizes)
         else:
@@ -883,7 +887,7 @@ class FastPath:
                     # the look-ups one by one have cost a share of what that costs)
                     hits = 0
                     rest = np.asarray(unknown[i - 1 :], np.int64)
-                    ids[rest] = self._classify(a, starts[rest], sizes[rest])
+                    ids[rest] = self._classify(a, starts[rest], sizes[rest], rest)
                     unknown = rest[ids[rest] < 0].tolist()
                     i = 0
                     continue
@@ -985,9 +989,11 @@ class FastPath:
         lid = self.exact.lookup(size, record)
         return lid if lid >= 0 or not self.any_tag.sizes else self.any_tag.lookup(size, record)
 
-    def _classify(self, a: _Window, starts: Any, sizes: Any) -> Any:
+    def _classify(self, a: _Window, starts: Any, sizes: Any, rows: Any = None) -> Any:
         """Each record's layout id (-1: none known; -3: a tensor of a layout of any tag
         whose tag is not known to be a scalar: read in its place, its metadata says).
+        The tags so told, and their shares of the checksum, are noted in :attr:`told`
+        for :meth:`_take` (``rows``: the window's records these are; None: all).
 
         Once a window has few records of the layouts of one tag each (a file of many
         rare tags: those of its first 64 tags, at the step widths they had then), the
@@ -1007,8 +1013,11 @@ class FastPath:
         if tensor.any():
             shape_of = np.where(tensor, self.lid_shape[np.maximum(ids, 0)], -1)
             for sid, sel in _grouped(shape_of, len(self.shapes)):
-                _tags, _share, scalar = self._tags_of(a, starts[sel], self.shapes[sid])
+                tags, share, scalar = self._tags_of(a, starts[sel], self.shapes[sid])
                 ids[sel[~scalar]] = -3
+                at = sel if rows is None else rows[sel]
+                self.told[0][at] = np.where(scalar, tags, -1)
+                self.told[1][at] = share
         return ids
 
     def _take(
@@ -1052,7 +1061,7 @@ class FastPath:
             at = starts[sel]
             lids = ids[sel]
             if shape.tail is not None:  # a layout of any tag: its tags, then as a tail
-                record_tags, share, scalar = self._tags_of(a, at, shape)
+                record_tags, share, scalar = self._tags_at(a, at, shape, sel)
                 steps[sel], walls[sel], value, wrong = shape.tail.take(
                     a, at, sizes[sel], self.lid_base[lids] ^ share
                 )
@@ -1074,7 +1083,7 @@ class FastPath:
                 record_tags = None
                 bad[sel] = crc != ((rot << np.uint32(15)) | (rot >> np.uint32(17)))
             else:
-                record_tags, share, scalar = self._tags_of(a, at, shape)
+                record_tags, share, scalar = self._tags_at(a, at, shape, sel)
                 crc ^= share
                 bad[sel] = (crc != ((rot << np.uint32(15)) | (rot >> np.uint32(17)))) | ~scalar
             for slot, (off, width) in enumerate(shape.slots):
@@ -1094,6 +1103,19 @@ class FastPath:
         if cut:
             self._hand_over(cut, recs, tags, values, steps, walls, general)
         return cut
+
+    def _tags_at(self, a: _Window, at: Any, shape: _Shape, sel: Any) -> tuple[Any, Any, Any]:
+        """``_tags_of`` the window's records ``sel`` (at ``at``), where :meth:`_classify`
+        told them (a tensor's tag: the ``new_style`` twin of the file of many rare tags
+        told its every record's tag twice) their tags as noted, the others' told now."""
+        if not shape.tensor:
+            return self._tags_of(a, at, shape)
+        tags, share = self.told[0][sel], self.told[1][sel]
+        miss = np.flatnonzero(tags < 0)
+        scalar = np.ones(len(sel), bool)
+        if len(miss):
+            tags[miss], share[miss], scalar[miss] = self._tags_of(a, at[miss], shape)
+        return tags, share, scalar
 
     def _tags_of(self, a: _Window, at: Any, shape: _Shape) -> tuple[Any, Any, Any]:
         """The tag ids of the records at ``at`` of a layout of any tag, read from their
