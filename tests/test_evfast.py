@@ -324,3 +324,20 @@ def test_a_known_tag_is_given_by_its_words_not_its_key() -> None:
         [True, False, False, False, True] if owner == 0 else [False, True, False, True, False]
     )
     assert ids[hit].tolist() == [3 + owner] * 2 and shares[hit].tolist() == [30 + 10 * owner] * 2
+
+
+@pytest.mark.parametrize("twice", [0, 1, 50])
+def test_the_order_of_a_windows_records_is_a_stable_sorts(twice: int) -> None:
+    """``_record_order``: the records of a window's groups (each group's in order, the
+    groups one after another), with ``twice`` records named twice (a record of two
+    values): the order a stable sort gives, scattered where no record is named twice."""
+    from aoff._runfolder.tensorboard import _evfast
+
+    rng = np.random.default_rng(twice)
+    n = 5000
+    named = rng.permutation(n)[: n - 300]  # (some records give no point)
+    rec = np.concatenate([named, named[rng.choice(len(named), twice, replace=False)]])
+    groups = np.array_split(rec, 7)
+    rec = np.concatenate([np.sort(g) for g in groups])
+    order = _evfast._record_order(rec, n)
+    assert order.tolist() == np.argsort(rec, kind="stable").tolist()

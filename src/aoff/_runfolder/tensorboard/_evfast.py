@@ -1212,7 +1212,7 @@ class FastPath:
             self._blocks(tag, steps[rec], walls[rec], value)
             return
         if len(recs) > 1:  # (one group's records are in record order already)
-            order = np.argsort(rec, kind="stable")
+            order = _record_order(rec, cut)
             rec, tag, value = rec[order], tag[order], value[order]
         self.pending.append((tag, steps[rec], walls[rec], value))
         self.pending_points += len(tag)
@@ -1963,6 +1963,17 @@ def _stable_order(keys: Any, n: int) -> Any:
     if n <= 1 << 16:
         keys = keys.astype(np.uint16)
     return np.argsort(keys, kind="stable")
+
+
+def _record_order(rec: Any, n: int) -> Any:
+    """The stable order of ``rec`` (record numbers in ``range(n)``): where no record is
+    named twice (a value a record: a file of many rare tags), each one's place scattered
+    to its record's, no sort (a stable sort of a window's ~143,000 was ~5x the cost);
+    else a stable sort."""
+    place = np.full(n, -1, np.intp)
+    place[rec] = np.arange(len(rec))
+    order = place[place >= 0]
+    return order if len(order) == len(rec) else np.argsort(rec, kind="stable")
 
 
 def _grouped(keys: Any, n: int) -> list[tuple[int, Any]]:
