@@ -1242,10 +1242,13 @@ class FastPath:
             value = np.concatenate([p[3] for p in pending])
         # by tag (a stable sort keeps each tag's points in record order)
         order = _stable_order(tag, len(self.tag_names))
-        tag, s, w, value = tag[order], s[order], w[order], value[order]
-        starts = np.flatnonzero(tag[1:] != tag[:-1]) + 1
-        firsts = np.concatenate([[0], starts])
-        seg_tags = tag[firsts]
+        s, w, value = s[order], w[order], value[order]
+        # each tag's points, counted (the tags themselves not put in order)
+        counts = np.bincount(tag, minlength=len(self.tag_names))
+        seg_tags = np.flatnonzero(counts)
+        bounds = np.zeros(len(seg_tags) + 1, np.int64)
+        np.cumsum(counts[seg_tags], out=bounds[1:])
+        firsts = bounds[:-1]
         if len(self.tag_open) < len(self.tag_names):  # room for twice as many
             wider = np.zeros(2 * len(self.tag_names), bool)
             wider[: len(self.tag_open)] = self.tag_open
@@ -1257,20 +1260,27 @@ class FastPath:
             for t in seg_tags[new[np.lexsort((seg_tags[new], window))]].tolist():
                 self.folder.open_series(self.tag_names[t])
             self.tag_open[seg_tags[new]] = True
-        self._blocks(tag, s, w, value, [0, *starts.tolist(), len(tag)])
+        self._blocks(None, s, w, value, bounds.tolist(), seg_tags.tolist())
 
     def _blocks(
-        self, tag: Any, s: Any, w: Any, value: Any, bounds: list[int] | None = None
+        self,
+        tag: Any,
+        s: Any,
+        w: Any,
+        value: Any,
+        bounds: list[int] | None = None,
+        seg: list[int] | None = None,
     ) -> None:
         """Each tag's points to the folder (``tag`` sorted; ``bounds``: where each tag's
-        points start, and the end)."""
+        points start, and the end; ``seg``: each one's tag, where ``tag`` is not given)."""
         if bounds is None:
             bounds = [0, *(np.flatnonzero(tag[1:] != tag[:-1]) + 1).tolist(), len(tag)]
+        if seg is None:
+            seg = tag[bounds[:-1]].tolist()
         names = self.tag_names
         block = self.folder.block
-        for i in range(len(bounds) - 1):
-            lo, hi = bounds[i], bounds[i + 1]
-            block(names[int(tag[lo])], (s[lo:hi], w[lo:hi], value[lo:hi]))
+        for t, lo, hi in zip(seg, bounds, bounds[1:], strict=False):  # (bounds: one more)
+            block(names[t], (s[lo:hi], w[lo:hi], value[lo:hi]))
 
 
 class _Index:
