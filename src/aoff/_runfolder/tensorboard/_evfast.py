@@ -643,8 +643,10 @@ class FastPath:
         #: of one tag each (see :meth:`_classify`)
         self.any_first = False
         #: the window's records' tags (-1: not told) and their shares of the checksum, as
-        #: :meth:`_classify` told the tensors of layouts of any tag
-        self.told: tuple[Any, Any] = (np.empty(0, np.int64), np.empty(0, np.uint32))
+        #: :meth:`_classify` told the tensors of layouts of any tag (None: none told), and
+        #: how many records the window has
+        self.told: tuple[Any, Any] | None = None
+        self.records = 0
 
     def forget(self) -> None:
         """A record was skipped: the next sweep starts small."""
@@ -759,7 +761,7 @@ class FastPath:
             return pos
         fore = None
         firsts: dict[int, int] = {}
-        self.told = np.full(len(starts), -1, np.int64), np.empty(len(starts), np.uint32)
+        self.told, self.records = None, len(starts)
         if ahead is None:
             ids = self._classify(a, starts, sizes)
         else:
@@ -1015,6 +1017,11 @@ class FastPath:
             for sid, sel in _grouped(shape_of, len(self.shapes)):
                 tags, share, scalar = self._tags_of(a, starts[sel], self.shapes[sid])
                 ids[sel[~scalar]] = -3
+                if self.told is None:
+                    self.told = (
+                        np.full(self.records, -1, np.int64),
+                        np.empty(self.records, np.uint32),
+                    )
                 at = sel if rows is None else rows[sel]
                 self.told[0][at] = np.where(scalar, tags, -1)
                 self.told[1][at] = share
@@ -1108,7 +1115,7 @@ class FastPath:
         """``_tags_of`` the window's records ``sel`` (at ``at``), where :meth:`_classify`
         told them (a tensor's tag: the ``new_style`` twin of the file of many rare tags
         told its every record's tag twice) their tags as noted, the others' told now."""
-        if not shape.tensor:
+        if not shape.tensor or self.told is None:
             return self._tags_of(a, at, shape)
         tags, share = self.told[0][sel], self.told[1][sel]
         miss = np.flatnonzero(tags < 0)
