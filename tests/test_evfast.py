@@ -85,6 +85,33 @@ def test_records_told_the_layouts_of_any_tag_first_read_the_same(
     assert df.equals(aoff.read_scalars(tmp_path))
 
 
+def test_a_window_of_records_of_neither_kind_keeps_the_order(tmp_path: Path) -> None:
+    """160 tags met once among a loss's records (layouts of any tag learnt), then the loss
+    a step among eight texts (no layout of either kind): its windows have few records of
+    a layout of one tag, but none of a layout of any tag, so the loss stays told its own
+    layout first (``any_first`` is not set by records that have neither); every point as
+    ``EventAccumulator`` reads it."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    rng = random.Random(13)
+    w = SummaryWriter(str(tmp_path))
+    for g in range(200, 1000):  # (the tags met in the sweeps: after 64, of any tag)
+        w.add_scalar("losses/qf", rng.random(), g)
+        if g % 5 == 0:
+            w.add_scalar(f"per_env/{g}/return", rng.random(), g)
+    for g in range(1000, 2500):
+        w.add_scalar("losses/qf", rng.random(), g)
+        for k in range(8):
+            w.add_text(f"notes/{k}", "x", g)
+    w.close()
+    (path,) = tmp_path.iterdir()
+    folder = EventFolder()
+    folder.read([str(path)])
+    assert folder.fast.any_tag.sizes and not folder.fast.any_first
+    df = aoff.read_scalars(tmp_path)
+    assert _same_as_accumulator(df, str(tmp_path), tmp_path) == 2300 + 160
+
+
 @pytest.mark.parametrize("corrupted", [2, 10])
 def test_tags_changed_alike_are_each_caught_in_bulk(tmp_path: Path, corrupted: int) -> None:
     """The same bit flipped in the tag of ``corrupted`` records (each becomes a record of

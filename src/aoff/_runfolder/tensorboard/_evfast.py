@@ -130,9 +130,9 @@ _KEEP_MOST = 1 << 18
 #: any tag of its tag's length (a file of many tags, each rare); fewer are learnt one
 #: layout per tag, which the cycle path can follow (a file that repeats its tags in order)
 _ANY_TAG_AFTER = 64
-#: where a window of at least ``_ANY_FIRST_AFTER`` records has under a ``_ANY_FIRST_SHARE``
-#: of them of a layout of one tag (once layouts of any tag are learnt), the next windows
-#: are told the layouts of any tag first (``FastPath._classify``)
+#: where a window of at least ``_ANY_FIRST_AFTER`` records has fewer of a layout of one tag
+#: than ``_ANY_FIRST_SHARE`` of those of a layout of any tag, the next windows are told
+#: the layouts of any tag first (``FastPath._classify``)
 _ANY_FIRST_AFTER = 1024
 _ANY_FIRST_SHARE = 1 / 8
 #: an Event's first byte: its wall time (field 1, 64-bit)
@@ -997,20 +997,23 @@ class FastPath:
         The tags so told, and their shares of the checksum, are noted in :attr:`told`
         for :meth:`_take` (``rows``: the window's records these are; None: all).
 
-        Once a window has few records of the layouts of one tag each (a file of many
-        rare tags: those of its first 64 tags, at the step widths they had then), the
-        layouts of any tag are told first and the others only to the records left:
-        telling every record the first kind was ~half of telling them. A record of
-        both kinds reads the same either way (its tag from its bytes, or its layout)."""
+        Once a window has few records of the layouts of one tag each against those of
+        any tag (a file of many rare tags: its first 64 tags', at the step widths they
+        had then, against the rest), the layouts of any tag are told first and the
+        others only to the records left: telling every record the first kind was ~half
+        of telling them. A record of both kinds reads the same either way (its tag from
+        its bytes, or its layout)."""
         if not self.any_tag.sizes:
             return self.exact.classify(a, starts, sizes)
         first, then = (self.any_tag, self.exact) if self.any_first else (self.exact, self.any_tag)
         ids = first.classify(a, starts, sizes)
         rest = np.flatnonzero(ids < 0)
-        if not self.any_first and len(ids) >= _ANY_FIRST_AFTER:
-            self.any_first = len(ids) - len(rest) < len(ids) * _ANY_FIRST_SHARE
         if len(rest):
             ids[rest] = then.classify(a, starts[rest], sizes[rest])
+        if not self.any_first and len(ids) >= _ANY_FIRST_AFTER:
+            # (a window of records of neither kind, media, decides nothing)
+            later = int((ids[rest] >= 0).sum())
+            self.any_first = len(ids) - len(rest) < later * _ANY_FIRST_SHARE
         tensor = self.lid_tensor[np.maximum(ids, 0)] & (ids >= 0)
         if tensor.any():
             shape_of = np.where(tensor, self.lid_shape[np.maximum(ids, 0)], -1)
