@@ -51,6 +51,67 @@ def test_many_rare_tags_are_read_in_bulk_from_a_few_layouts(
     assert _same_as_accumulator(aoff.read_scalars(tmp_path), str(tmp_path), tmp_path) == 2500
 
 
+@pytest.mark.parametrize("new_style", [False, True], ids=["simple_value", "tensor"])
+@pytest.mark.parametrize("any_first", [False, True])
+def test_records_told_the_layouts_of_any_tag_first_read_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, new_style: bool, any_first: bool
+) -> None:
+    """The first 64 tags (layouts of one tag each) written often among 400 rare ones:
+    whether a window's records are told the layouts of any tag first (``any_first``:
+    after the first window of enough records, as for a file whose records are nearly
+    all of rare tags) or last (never), the records of both kinds read what
+    ``EventAccumulator`` reads, the same table, tag order included."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    from aoff._runfolder.tensorboard import _evfast
+
+    monkeypatch.setattr(_evfast, "_ANY_FIRST_SHARE", 1.0 if any_first else 0.0)
+    monkeypatch.setattr(_evfast, "_ANY_FIRST_AFTER", 256)
+    rng = random.Random(11)
+    w = SummaryWriter(str(tmp_path))
+    for g in range(6000):
+        often = g < 64 or rng.random() < 0.5
+        tag = f"per_env/{g % 64 if g < 64 else rng.randrange(64 if often else TAGS)}/return"
+        w.add_scalar(tag, rng.random(), g, new_style=new_style)
+    w.close()
+    (path,) = tmp_path.iterdir()
+    folder = EventFolder()
+    folder.read([str(path)])
+    assert folder.fast.any_first == any_first
+    assert folder.bulk_records > 0.8 * 6000, folder.bulk_records
+    df = aoff.read_scalars(tmp_path)
+    assert _same_as_accumulator(df, str(tmp_path), tmp_path) == 6000
+    monkeypatch.setattr(_evfast, "_ANY_FIRST_SHARE", 0.0 if any_first else 1.0)
+    assert df.equals(aoff.read_scalars(tmp_path))
+
+
+def test_a_window_of_records_of_neither_kind_keeps_the_order(tmp_path: Path) -> None:
+    """160 tags met once among a loss's records (layouts of any tag learnt), then the loss
+    a step among eight texts (no layout of either kind): its windows have few records of
+    a layout of one tag, but none of a layout of any tag, so the loss stays told its own
+    layout first (``any_first`` is not set by records that have neither); every point as
+    ``EventAccumulator`` reads it."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    rng = random.Random(13)
+    w = SummaryWriter(str(tmp_path))
+    for g in range(200, 1000):  # (the tags met in the sweeps: after 64, of any tag)
+        w.add_scalar("losses/qf", rng.random(), g)
+        if g % 5 == 0:
+            w.add_scalar(f"per_env/{g}/return", rng.random(), g)
+    for g in range(1000, 2500):
+        w.add_scalar("losses/qf", rng.random(), g)
+        for k in range(8):
+            w.add_text(f"notes/{k}", "x", g)
+    w.close()
+    (path,) = tmp_path.iterdir()
+    folder = EventFolder()
+    folder.read([str(path)])
+    assert folder.fast.any_tag.sizes and not folder.fast.any_first
+    df = aoff.read_scalars(tmp_path)
+    assert _same_as_accumulator(df, str(tmp_path), tmp_path) == 2300 + 160
+
+
 @pytest.mark.parametrize("corrupted", [2, 10])
 def test_tags_changed_alike_are_each_caught_in_bulk(tmp_path: Path, corrupted: int) -> None:
     """The same bit flipped in the tag of ``corrupted`` records (each becomes a record of
@@ -74,6 +135,34 @@ def test_tags_changed_alike_are_each_caught_in_bulk(tmp_path: Path, corrupted: i
     assert (merged["_merge"] == "right_only").sum() == 0  # nothing under a wrong tag
     lost = merged.loc[merged["_merge"] == "left_only", "step"]
     assert sorted(lost) == [r - 1 for r in hit]  # record 0 is the file version
+
+
+@pytest.mark.parametrize(
+    ("new_style", "field"),
+    [(False, "wall"), (False, "step"), (False, "value"), (True, "wall"), (True, "step")],
+)
+def test_fields_changed_alike_in_records_of_any_tag_are_each_caught(
+    tmp_path: Path, new_style: bool, field: str
+) -> None:
+    """A bit flipped alike in the wall time, the step or the value of ten records of
+    layouts of any tag (read as a ``_Tail`` reads its records: the fields as gathered,
+    a byte alike in every record once, their tag's share of the checksum taken per
+    tag): each record fails its own checksum, so each is skipped and counted and no
+    changed point comes back."""
+    intact_dir = tmp_path / "intact"
+    path = _rare_tags_run(intact_dir, 2500, new_style=new_style)
+    intact = aoff.read_scalars(intact_dir)
+    data = bytearray(path.read_bytes())
+    ends = _record_ends(bytes(data))
+    hit = [1500 + 7 * k for k in range(10)]
+    for r in hit:  # (record r starts at ends[r - 1]; its data at 12, a wall time at 13)
+        at = {"wall": ends[r - 1] + 15, "step": ends[r - 1] + 22, "value": ends[r] - 7}[field]
+        data[at] ^= 0x01
+    reader, df, broken = read_broken(tmp_path, path.name, bytes(data))
+    assert reader.bulk_records > 1800
+    assert reader.problems == [f"{broken / path.name}: 10 corrupt record(s) skipped"]
+    lost = lost_points(intact, df)
+    assert sorted(lost["step"]) == [r - 1 for r in hit]  # record 0 is the file version
 
 
 @pytest.mark.parametrize("more_sizes", [False, True])
@@ -313,3 +402,20 @@ def test_a_known_tag_is_given_by_its_words_not_its_key() -> None:
         [True, False, False, False, True] if owner == 0 else [False, True, False, True, False]
     )
     assert ids[hit].tolist() == [3 + owner] * 2 and shares[hit].tolist() == [30 + 10 * owner] * 2
+
+
+@pytest.mark.parametrize("twice", [0, 1, 50])
+def test_the_order_of_a_windows_records_is_a_stable_sorts(twice: int) -> None:
+    """``_record_order``: the records of a window's groups (each group's in order, the
+    groups one after another), with ``twice`` records named twice (a record of two
+    values): the order a stable sort gives, scattered where no record is named twice."""
+    from aoff._runfolder.tensorboard import _evfast
+
+    rng = np.random.default_rng(twice)
+    n = 5000
+    named = rng.permutation(n)[: n - 300]  # (some records give no point)
+    rec = np.concatenate([named, named[rng.choice(len(named), twice, replace=False)]])
+    groups = np.array_split(rec, 7)
+    rec = np.concatenate([np.sort(g) for g in groups])
+    order = _evfast._record_order(rec, n)
+    assert order.tolist() == np.argsort(rec, kind="stable").tolist()

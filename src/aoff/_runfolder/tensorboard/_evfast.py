@@ -130,6 +130,11 @@ _KEEP_MOST = 1 << 18
 #: any tag of its tag's length (a file of many tags, each rare); fewer are learnt one
 #: layout per tag, which the cycle path can follow (a file that repeats its tags in order)
 _ANY_TAG_AFTER = 64
+#: where a window of at least ``_ANY_FIRST_AFTER`` records has fewer of a layout of one tag
+#: than ``_ANY_FIRST_SHARE`` of those of a layout of any tag, the next windows are told
+#: the layouts of any tag first (``FastPath._classify``)
+_ANY_FIRST_AFTER = 1024
+_ANY_FIRST_SHARE = 1 / 8
 #: an Event's first byte: its wall time (field 1, 64-bit)
 _WALL_KEY = 0x09
 _DT_FLOAT, _DT_DOUBLE = 1, 2
@@ -443,9 +448,11 @@ class _Tail:
         self.value_base = [(_PAD + self.value_end - i - 5) * 256 for i in range(self.width)]
 
     @staticmethod
-    def key(lay: Layout) -> tuple[int, int, int] | None:
-        """``(step width, value's distance from the end, value width)``; None: not one."""
-        if len(lay.values) != 1 or lay.tag_at is not None or lay.step is None:
+    def key(lay: Layout, any_tag: bool = False) -> tuple[int, int, int] | None:
+        """``(step width, value's distance from the end, value width)``; None: not one.
+        ``any_tag``: of a layout of any tag (its tag's bytes, variable, are not among
+        its variable bytes: their share of the checksum is taken per tag)."""
+        if len(lay.values) != 1 or (lay.tag_at is not None) != any_tag or lay.step is None:
             return None
         (_tag, off, width), (step, step_width) = lay.values[0], lay.step
         if lay.wall != _Tail.WALL or step != _Tail.STEP or step_width > 8:
@@ -553,7 +560,13 @@ class _Shape:
         self.tag_at = lay.tag_at
         self.tag_tables: Any = None
         self.tensor = False
+        #: a layout of any tag whose wall time, step and value lie where a ``_Tail``'s
+        #: do: its records' columns and checksums read as that tail reads them (the
+        #: fields as gathered, a byte alike in every record once), not byte by byte
+        self.tail: _Tail | None = None
         if lay.tag_at is not None:
+            tail = _Tail.key(lay, any_tag=True)
+            self.tail = None if tail is None else _made(_TAILS, tail, _Tail, tail)
             at, length = lay.tag_at
             data = lay.size - 16
             self.tag_tables = byte_tables(
@@ -589,7 +602,7 @@ class FastPath:
         #: the layouts of one tag each (the cycle path's too), and those of any tag (told
         #: a record only where none of the first is its own)
         self.exact = _Index(numbered=True)
-        self.any_tag = _Index()
+        self.any_tag = _Index(every_size=True)
         #: (a record's tag bytes, whether its value is a tensor) -> (its tag id, True)
         self.tag_bytes: dict[tuple[bytes, bool], tuple[int, bool]] = {}
         #: per tensor layout of any tag: whether it holds metadata, and its plugin's name
@@ -626,6 +639,14 @@ class FastPath:
         self.pending: list[tuple[Any, Any, Any, Any]] = []
         self.pending_points = 0
         self.tag_open: Any = np.zeros(0, bool)
+        #: whether a window's records are told the layouts of any tag first, then those
+        #: of one tag each (see :meth:`_classify`)
+        self.any_first = False
+        #: the window's records' tags (-1: not told) and their shares of the checksum, as
+        #: :meth:`_classify` told the tensors of layouts of any tag (None: none told), and
+        #: how many records the window has
+        self.told: tuple[Any, Any] | None = None
+        self.records = 0
 
     def forget(self) -> None:
         """A record was skipped: the next sweep starts small."""
@@ -740,6 +761,7 @@ class FastPath:
             return pos
         fore = None
         firsts: dict[int, int] = {}
+        self.told, self.records = None, len(starts)
         if ahead is None:
             ids = self._classify(a, starts, sizes)
         else:
@@ -871,7 +893,7 @@ class FastPath:
                     # the look-ups one by one have cost a share of what that costs)
                     hits = 0
                     rest = np.asarray(unknown[i - 1 :], np.int64)
-                    ids[rest] = self._classify(a, starts[rest], sizes[rest])
+                    ids[rest] = self._classify(a, starts[rest], sizes[rest], rest)
                     unknown = rest[ids[rest] < 0].tolist()
                     i = 0
                     continue
@@ -973,20 +995,43 @@ class FastPath:
         lid = self.exact.lookup(size, record)
         return lid if lid >= 0 or not self.any_tag.sizes else self.any_tag.lookup(size, record)
 
-    def _classify(self, a: _Window, starts: Any, sizes: Any) -> Any:
+    def _classify(self, a: _Window, starts: Any, sizes: Any, rows: Any = None) -> Any:
         """Each record's layout id (-1: none known; -3: a tensor of a layout of any tag
-        whose tag is not known to be a scalar: read in its place, its metadata says)."""
-        ids = self.exact.classify(a, starts, sizes)
-        if self.any_tag.sizes:
-            rest = np.flatnonzero(ids < 0)
-            if len(rest):
-                ids[rest] = self.any_tag.classify(a, starts[rest], sizes[rest])
-            tensor = self.lid_tensor[np.maximum(ids, 0)] & (ids >= 0)
-            if tensor.any():
-                shape_of = np.where(tensor, self.lid_shape[np.maximum(ids, 0)], -1)
-                for sid, sel in _grouped(shape_of, len(self.shapes)):
-                    _tags, _share, scalar = self._tags_of(a, starts[sel], self.shapes[sid])
-                    ids[sel[~scalar]] = -3
+        whose tag is not known to be a scalar: read in its place, its metadata says).
+        The tags so told, and their shares of the checksum, are noted in :attr:`told`
+        for :meth:`_take` (``rows``: the window's records these are; None: all).
+
+        Once a window has few records of the layouts of one tag each against those of
+        any tag (a file of many rare tags: its first 64 tags', at the step widths they
+        had then, against the rest), the layouts of any tag are told first and the
+        others only to the records left: telling every record the first kind was ~half
+        of telling them. A record of both kinds reads the same either way (its tag from
+        its bytes, or its layout)."""
+        if not self.any_tag.sizes:
+            return self.exact.classify(a, starts, sizes)
+        first, then = (self.any_tag, self.exact) if self.any_first else (self.exact, self.any_tag)
+        ids = first.classify(a, starts, sizes)
+        rest = np.flatnonzero(ids < 0)
+        if len(rest):
+            ids[rest] = then.classify(a, starts[rest], sizes[rest])
+        if not self.any_first and len(ids) >= _ANY_FIRST_AFTER:
+            # (a window of records of neither kind, media, decides nothing)
+            later = int((ids[rest] >= 0).sum())
+            self.any_first = len(ids) - len(rest) < later * _ANY_FIRST_SHARE
+        tensor = self.lid_tensor[np.maximum(ids, 0)] & (ids >= 0)
+        if tensor.any():
+            shape_of = np.where(tensor, self.lid_shape[np.maximum(ids, 0)], -1)
+            for sid, sel in _grouped(shape_of, len(self.shapes)):
+                tags, share, scalar = self._tags_of(a, starts[sel], self.shapes[sid])
+                ids[sel[~scalar]] = -3
+                if self.told is None:
+                    self.told = (
+                        np.full(self.records, -1, np.int64),
+                        np.empty(self.records, np.uint32),
+                    )
+                at = sel if rows is None else rows[sel]
+                self.told[0][at] = np.where(scalar, tags, -1)
+                self.told[1][at] = share
         return ids
 
     def _take(
@@ -1044,6 +1089,17 @@ class FastPath:
             shape = self.shapes[sid]
             at = starts[sel]
             lids = ids[sel]
+            if shape.tail is not None:  # a layout of any tag: its tags, then as a tail
+                record_tags, share, scalar = self._tags_at(a, at, shape, sel)
+                steps, walls, value, wrong = shape.tail.take(
+                    a, at, sizes[sel], self.lid_base[lids] ^ share
+                )
+                bad[sel] = wrong | ~scalar
+                recs.append(sel)
+                tags.append(record_tags)
+                values.append(value)
+                times.append((steps, walls))
+                continue
             steps = (
                 np.zeros(len(sel), np.int64)
                 if shape.step is None
@@ -1059,7 +1115,7 @@ class FastPath:
                 record_tags = None
                 bad[sel] = crc != ((rot << np.uint32(15)) | (rot >> np.uint32(17)))
             else:
-                record_tags, share, scalar = self._tags_of(a, at, shape)
+                record_tags, share, scalar = self._tags_at(a, at, shape, sel)
                 crc ^= share
                 bad[sel] = (crc != ((rot << np.uint32(15)) | (rot >> np.uint32(17)))) | ~scalar
             for slot, (off, width) in enumerate(shape.slots):
@@ -1084,6 +1140,19 @@ class FastPath:
         if cut:
             self._hand_over(k, cut, recs, tags, values, times, general)
         return cut
+
+    def _tags_at(self, a: _Window, at: Any, shape: _Shape, sel: Any) -> tuple[Any, Any, Any]:
+        """``_tags_of`` the window's records ``sel`` (at ``at``), where :meth:`_classify`
+        told them (a tensor's tag: the ``new_style`` twin of the file of many rare tags
+        told its every record's tag twice) their tags as noted, the others' told now."""
+        if not shape.tensor or self.told is None:
+            return self._tags_of(a, at, shape)
+        tags, share = self.told[0][sel], self.told[1][sel]
+        miss = np.flatnonzero(tags < 0)
+        scalar = np.ones(len(sel), bool)
+        if len(miss):
+            tags[miss], share[miss], scalar[miss] = self._tags_of(a, at[miss], shape)
+        return tags, share, scalar
 
     def _tags_of(self, a: _Window, at: Any, shape: _Shape) -> tuple[Any, Any, Any]:
         """The tag ids of the records at ``at`` of a layout of any tag, read from their
@@ -1186,7 +1255,7 @@ class FastPath:
             self._blocks(tag[order], steps[order], walls[order], value[order])
             return
         if len(recs) > 1:  # (one group's records are in record order already)
-            order = np.argsort(rec, kind="stable")
+            order = _record_order(rec, cut)
             tag, steps, walls, value = tag[order], steps[order], walls[order], value[order]
         self.pending.append((tag, steps, walls, value))
         self.pending_points += len(tag)
@@ -1216,10 +1285,13 @@ class FastPath:
             value = np.concatenate([p[3] for p in pending])
         # by tag (a stable sort keeps each tag's points in record order)
         order = _stable_order(tag, len(self.tag_names))
-        tag, s, w, value = tag[order], s[order], w[order], value[order]
-        starts = np.flatnonzero(tag[1:] != tag[:-1]) + 1
-        firsts = np.concatenate([[0], starts])
-        seg_tags = tag[firsts]
+        s, w, value = s[order], w[order], value[order]
+        # each tag's points, counted (the tags themselves not put in order)
+        counts = np.bincount(tag, minlength=len(self.tag_names))
+        seg_tags = np.flatnonzero(counts)
+        bounds = np.zeros(len(seg_tags) + 1, np.int64)
+        np.cumsum(counts[seg_tags], out=bounds[1:])
+        firsts = bounds[:-1]
         if len(self.tag_open) < len(self.tag_names):  # room for twice as many
             wider = np.zeros(2 * len(self.tag_names), bool)
             wider[: len(self.tag_open)] = self.tag_open
@@ -1231,20 +1303,27 @@ class FastPath:
             for t in seg_tags[new[np.lexsort((seg_tags[new], window))]].tolist():
                 self.folder.open_series(self.tag_names[t])
             self.tag_open[seg_tags[new]] = True
-        self._blocks(tag, s, w, value, [0, *starts.tolist(), len(tag)])
+        self._blocks(None, s, w, value, bounds.tolist(), seg_tags.tolist())
 
     def _blocks(
-        self, tag: Any, s: Any, w: Any, value: Any, bounds: list[int] | None = None
+        self,
+        tag: Any,
+        s: Any,
+        w: Any,
+        value: Any,
+        bounds: list[int] | None = None,
+        seg: list[int] | None = None,
     ) -> None:
         """Each tag's points to the folder (``tag`` sorted; ``bounds``: where each tag's
-        points start, and the end)."""
+        points start, and the end; ``seg``: each one's tag, where ``tag`` is not given)."""
         if bounds is None:
             bounds = [0, *(np.flatnonzero(tag[1:] != tag[:-1]) + 1).tolist(), len(tag)]
+        if seg is None:
+            seg = tag[bounds[:-1]].tolist()
         names = self.tag_names
         block = self.folder.block
-        for i in range(len(bounds) - 1):
-            lo, hi = bounds[i], bounds[i + 1]
-            block(names[int(tag[lo])], (s[lo:hi], w[lo:hi], value[lo:hi]))
+        for t, lo, hi in zip(seg, bounds, bounds[1:], strict=False):  # (bounds: one more)
+            block(names[t], (s[lo:hi], w[lo:hi], value[lo:hi]))
 
 
 class _Index:
@@ -1255,7 +1334,7 @@ class _Index:
     read (a file's next read, or another run of its client, learns the same layouts:
     making them again was ~a tenth of reading an SB3 file)."""
 
-    def __init__(self, numbered: bool = False) -> None:
+    def __init__(self, numbered: bool = False, every_size: bool = False) -> None:
         #: the sizes in the order first seen; size -> mask -> the fixed bytes under it,
         #: as whole-record integers -> the layout's id
         self.sizes: list[int] = []
@@ -1268,6 +1347,10 @@ class _Index:
         #: the layouts added as one number (``_list_after``), where ``numbered``
         self.state = 0
         self.numbered = numbered
+        #: whether a window's records are told every size at once however few the sizes
+        #: (``_Flat``; the layouts of any tag: a size's layouts fix different bytes, one
+        #: per step width, which size by size compares each layout whole)
+        self.every_size = every_size
 
     def add(self, lid: int, lay: Layout) -> None:
         by_mask = self.exact.get(lay.size)
@@ -1462,7 +1545,8 @@ class _Tables:
             group.add(lid, lay, *lay.words())
         self.slots = np.full(max(self.sizes) + 1, -1, np.int64)
         self.slots[self.sizes] = np.arange(len(self.sizes))
-        self.flat = _Flat(self) if len(self.sizes) >= _FLAT_SIZES else None
+        flat = index.every_size or len(self.sizes) >= _FLAT_SIZES
+        self.flat = _Flat(self) if flat else None
 
     def classify(self, a: _Window, starts: Any, sizes: Any) -> Any:
         """Each record's layout id (-1: none here)."""
@@ -1606,9 +1690,12 @@ class _Flat:
         sel = np.flatnonzero(check)
         if len(sel):
             check = check[sel] + shift[sel]
-            got = words[self.check_words, sel]
-            wrong = (got & self.check_masks[:, check]) != self.check_fixed[:, check]
-            lid[sel[wrong.any(axis=0)]] = -1
+            wrong = np.zeros(len(sel), bool)
+            for j, w in enumerate(self.check_words[:, 0].tolist()):  # (a word at a time:
+                # 2-D gathers of them all were ~3.5x the cost, a file of many rare tags)
+                got = words[w].take(sel) & self.check_masks[j].take(check)
+                wrong |= got != self.check_fixed[j].take(check)
+            lid[sel[wrong]] = -1
         rest = np.flatnonzero(~self.here[size_at])
         if k < len(starts):
             rest = np.concatenate([rest, np.arange(k, len(starts))])
@@ -1872,15 +1959,22 @@ def _varint_words(words: Any, width: int) -> Any:
 def _tag_words(a: _Window, at: Any, length: int) -> tuple[Any, Any]:
     """The byte strings of ``length`` bytes at ``at`` as rows of 64-bit words (the bytes
     past a string's end masked off: a record's tag is followed by at least its value
-    and checksum), and each row's key (one number; rows alike have keys alike)."""
-    words = a.u8[at[:, None] + np.arange(0, length, 8)]
+    and checksum), and each row's key (one number; rows alike have keys alike).
+
+    Gathered a word at a time into a column each (the rows a view of them): a gather of
+    every row's words at once, and the key summed along the rows, cost ~2.5x as much."""
+    cols = np.empty(((length + 7) // 8, len(at)), np.uint64)
+    for i in range(len(cols)):
+        cols[i] = a.u8[at + 8 * i]
     tail = length % 8
     if tail:
-        words[:, -1] &= np.uint64((1 << (8 * tail)) - 1)
-    if words.shape[1] == 1:
-        return words, words[:, 0]
-    odd = np.arange(1, words.shape[1] + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-    return words, (words * odd).sum(axis=1, dtype=np.uint64)
+        cols[-1] &= np.uint64((1 << (8 * tail)) - 1)
+    if len(cols) == 1:
+        return cols.T, cols[0]
+    key = cols[0] * _MIX
+    for i in range(1, len(cols)):
+        key += cols[i] * np.uint64((i + 1) * int(_MIX) & (1 << 64) - 1)
+    return cols.T, key
 
 
 def _distinct(words: Any, key: Any) -> tuple[Any, Any]:
@@ -1908,6 +2002,7 @@ class _KnownTags:
     def __init__(self, nwords: int) -> None:
         self.keys: Any = np.empty(0, np.uint64)
         self.words: Any = np.empty((0, nwords), np.uint64)
+        self.cols: Any = self.words.T  # (the words of each tag a column)
         self.ids: Any = np.empty(0, np.int64)
         self.shares: Any = np.empty(0, np.uint32)
         #: slot (the top ``64 - shift`` bits of a key times ``_MIX``) -> entry (-1: none)
@@ -1923,9 +2018,8 @@ class _KnownTags:
         at = self.table[(key * _MIX) >> self.shift]
         hit = at >= 0
         np.maximum(at, 0, out=at)
-        theirs = self.words[at]
-        for i in range(words.shape[1]):
-            hit &= theirs[:, i] == words[:, i]
+        for i in range(words.shape[1]):  # (a word of every record at a time)
+            hit &= self.cols[i].take(at) == words[:, i]
         return self.ids[at], self.shares[at], None if hit.all() else hit
 
     def add(self, words: Any, keys: Any, ids: Any, shares: Any) -> None:
@@ -1937,6 +2031,7 @@ class _KnownTags:
             return
         self.keys = np.concatenate([self.keys, keys[keep]])
         self.words = np.concatenate([self.words, words[keep]])
+        self.cols = np.ascontiguousarray(self.words.T)
         self.ids = np.concatenate([self.ids, ids[keep]])
         self.shares = np.concatenate([self.shares, shares[keep]])
         # a table of 16x as many slots as tags (few share a slot); where two do, one of
@@ -1959,6 +2054,17 @@ def _stable_order(keys: Any, n: int) -> Any:
     if n <= 1 << 16:
         keys = keys.astype(np.uint16)
     return np.argsort(keys, kind="stable")
+
+
+def _record_order(rec: Any, n: int) -> Any:
+    """The stable order of ``rec`` (record numbers in ``range(n)``): where no record is
+    named twice (a value a record: a file of many rare tags), each one's place scattered
+    to its record's, no sort (a stable sort of a window's ~143,000 was ~5x the cost);
+    else a stable sort."""
+    place = np.full(n, -1, np.intp)
+    place[rec] = np.arange(len(rec))
+    order = place[place >= 0]
+    return order if len(order) == len(rec) else np.argsort(rec, kind="stable")
 
 
 def _grouped(keys: Any, n: int) -> list[tuple[int, Any]]:
