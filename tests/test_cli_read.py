@@ -137,9 +137,12 @@ def test_fast_reader_applies_a_resumed_runs_purge(tmp_path: Path) -> None:
     with SummaryWriter(str(run), purge_step=6, filename_suffix=".b") as w:
         for step in range(6, 8):
             w.add_scalar("plain", 100.0 + step, step)
+    # named so that TensorBoard reads them in the order written: it sorts the names, and
+    # torch's hold a per-process writer count (".9.a" sorts after ".10.b")
+    for f in _event_files(run):
+        Path(f).rename(run / f"events.out.tfevents.{'2' if f.endswith('.b') else '1'}")
     files = _event_files(run)
     assert len(files) == 2
-    files.sort(key=lambda f: f.endswith(".b"))  # the order TensorBoard reads them in
     scan = scan_files(files)
     steps, values = _tb_scalars(run)["plain"]
     assert steps == [0, 1, 2, 3, 4, 5, 6, 7]
