@@ -1,4 +1,4 @@
-"""Layouts learnt ahead (``_evfast._Ahead``): a read of a file whose layouts an earlier
+"""Layouts learnt ahead (``_evahead.Ahead``): a read of a file whose layouts an earlier
 read in this process learnt learns them at their first record without decoding it, and
 may start its first sweep where the general decoder read records one by one. What comes
 back must be what a read that learns them one by one returns, the order of rows and tags
@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 import aoff
-from aoff._runfolder.tensorboard import _evfast
+from aoff._runfolder.tensorboard import _evahead, _evfast
 from aoff._runfolder.tensorboard._evfolder import EventFolder
 
 from .test_read_scalars import _record_ends, _same_as_accumulator, lost_points, read_broken
@@ -100,9 +100,9 @@ SHAPES: dict[str, Callable[[Any, random.Random], None]] = {
 @pytest.fixture
 def unforeseen() -> Iterator[Callable[[], None]]:
     """Forgets what reads in this process learnt ahead (as a fresh process knows none)."""
-    _evfast._FORESEEN.clear()
-    yield _evfast._FORESEEN.clear
-    _evfast._FORESEEN.clear()
+    _evahead.FORESEEN.clear()
+    yield _evahead.FORESEEN.clear
+    _evahead.FORESEEN.clear()
 
 
 def _general_records(path: Path) -> tuple[int, int, pd.DataFrame]:

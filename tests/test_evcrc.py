@@ -13,7 +13,7 @@ import pytest
 
 import aoff
 from aoff._runfolder.tensorboard._evcrc import RowChecksums
-from aoff._runfolder.tensorboard._evfast import layout_of
+from aoff._runfolder.tensorboard._evlayout import layout_of
 from aoff._runfolder.tensorboard._tfrecord import crc32c, frame_many
 
 from .test_read_scalars import _record_ends, lost_points, read_broken, write_irregular_runs

@@ -145,7 +145,7 @@ def test_fields_changed_alike_in_records_of_any_tag_are_each_caught(
     tmp_path: Path, new_style: bool, field: str
 ) -> None:
     """A bit flipped alike in the wall time, the step or the value of ten records of
-    layouts of any tag (read as a ``_Tail`` reads its records: the fields as gathered,
+    layouts of any tag (read as an ``_evlayout.Tail`` reads its records: the fields as gathered,
     a byte alike in every record once, their tag's share of the checksum taken per
     tag): each record fails its own checksum, so each is skipped and counted and no
     changed point comes back."""
@@ -175,7 +175,7 @@ def test_a_byte_fixed_in_one_layout_of_a_size_and_not_another_is_still_checked(
     fixes, outside a hash of the bytes both fix) fails each of those records, as
     TensorBoard's reader fails them: they are skipped and counted, every other point
     read. ``more_sizes``: five more tags of other lengths among them, so that the
-    records of every size are told their layouts at once (``_evfast._Flat``), whose
+    records of every size are told their layouts at once (``_evindex.Flat``), whose
     hash of a size's common bytes leaves that byte to a comparison of its own."""
     from torch.utils.tensorboard import SummaryWriter
 
@@ -212,69 +212,6 @@ def test_a_byte_fixed_in_one_layout_of_a_size_and_not_another_is_still_checked(
     assert _same_as_accumulator(intact, str(tmp_path / "intact"), tmp_path / "intact") == 3000
     lost = lost_points(intact, df)
     assert sorted(lost["step"]) == sorted(200 + r - 1 for r in hit)  # record 0: the version
-
-
-def test_every_size_at_once_names_the_layouts_size_by_size_does(tmp_path: Path) -> None:
-    """Records of many sizes (thirteen tags, three step widths, CleanRL's PPO lengths) told
-    their layouts at once from the buffer's aligned words name the same layout, record for
-    record, as telling them size by size; a record's bytes changed where its layout fixes
-    them name none."""
-    from torch.utils.tensorboard import SummaryWriter
-
-    from aoff._runfolder.tensorboard import _evfast
-
-    rng = random.Random(5)
-    # (and tags whose records are 122-128 bytes long, the longest told at once)
-    tags = [f"losses/{'x' * n}" for n in [*range(3, 14), 78, 81]]
-    w = SummaryWriter(str(tmp_path))
-    for i in range(4000):
-        w.add_scalar(rng.choice(tags), rng.random(), rng.choice([5, 500, 50_000]) + i)
-    w.close()
-    (path,) = tmp_path.iterdir()
-    data = bytearray(path.read_bytes())
-    folder = EventFolder()
-    folder.read([str(path)])
-    index = folder.fast.exact
-    assert len(index.sizes) >= _evfast._FLAT_SIZES
-    first = int.from_bytes(data[:8], "little") + 16  # after the file version's record
-    a = _evfast._Window(data, first, len(data) - first)
-    starts, sizes = _evfast._chain(a)
-    flat = None
-    for shift in (0, 3):  # every record at another shift from the aligned words
-        buf = bytearray(shift) + data
-        a = _evfast._Window(buf, first + shift, len(data) - first)
-        index.classify(a, starts, sizes)
-        tables = index.tables
-        assert tables is not None and tables.flat is not None and tables.flat.words
-        flat = tables.classify(a, starts, sizes)
-        assert (flat >= 0).all() and (flat == tables.grouped(a, starts, sizes)).all()
-    bad = data.copy()
-    changed = np.arange(0, len(starts), 97)
-    for r in changed.tolist():  # a byte of its tag's name (fixed) changed
-        bad[first + int(starts[r]) + 30] ^= 0x20
-    got = tables.classify(_evfast._Window(bad, first, len(bad) - first), starts, sizes)
-    assert (got[changed] == -1).all()
-    assert (np.delete(got, changed) == np.delete(flat, changed)).all()
-
-
-@pytest.mark.parametrize("count", [1, 7, 300, 5000])
-def test_a_key_is_found_by_its_slot_as_a_binary_search_finds_it(count: int) -> None:
-    """``_Slots``: each key asked is found at a place holding it, whether its slot is its
-    own or shared (keys alike in their top bits, and a key twice, as ``_Flat`` may hold);
-    a number that is no key is found at a place holding another."""
-    from aoff._runfolder.tensorboard import _evfast
-
-    rng = np.random.default_rng(count)
-    keys = rng.integers(0, 1 << 63, count, dtype=np.uint64) << np.uint64(1)
-    near = keys[: count // 3 + 1] ^ np.uint64(0xFFFF)  # (the same top bits: a shared slot)
-    keys = np.sort(np.concatenate([keys, near, keys[:1]]))
-    slots = _evfast._Slots(keys)
-    assert slots.shared
-    asked = np.concatenate([keys, keys + np.uint64(1), near[::-1], [np.uint64(0)]])
-    rng.shuffle(asked)
-    found = slots.find(asked)
-    assert ((found >= 0) & (found < len(keys))).all()
-    assert ((keys[found] == asked) == np.isin(asked, keys)).all()
 
 
 def test_a_file_without_a_version_is_swept_up_to_a_step_that_goes_back(tmp_path: Path) -> None:
@@ -382,26 +319,6 @@ def test_a_tensor_tag_whose_first_metadata_names_another_plugin_stays_out(
     df = aoff.read_scalars(tmp_path)
     assert other not in set(df["tag"])
     assert _same_as_accumulator(df, str(tmp_path), tmp_path) > 2900
-
-
-def test_a_known_tag_is_given_by_its_words_not_its_key() -> None:
-    """``_KnownTags``: two tags of one key (one slot) and a third string of that key: a
-    record gets a tag only where its words are that tag's; the others are misses (told
-    apart the slow way), never another tag's id or checksum share."""
-    from aoff._runfolder.tensorboard import _evfast
-
-    known = _evfast._KnownTags(2)
-    words = np.array([[1, 10], [2, 20]], np.uint64)
-    key = np.array([7, 7], np.uint64)
-    known.add(words, key, np.array([3, 4], np.int64), np.array([30, 40], np.uint32))
-    asked = np.array([[1, 10], [2, 20], [1, 20], [2, 20], [1, 10]], np.uint64)
-    ids, shares, hit = known.find(asked, np.full(5, 7, np.uint64))
-    assert hit is not None
-    owner = 0 if hit[0] else 1  # the tag that has the slot
-    assert hit.tolist() == (
-        [True, False, False, False, True] if owner == 0 else [False, True, False, True, False]
-    )
-    assert ids[hit].tolist() == [3 + owner] * 2 and shares[hit].tolist() == [30 + 10 * owner] * 2
 
 
 @pytest.mark.parametrize("twice", [0, 1, 50])

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ._evcrc import RowChecksums
-from ._evfast import Folder, Layout
+from ._evlayout import Folder, Layout
 from ._tfrecord import masked_crc32c
 from ._wire import Buf
 
