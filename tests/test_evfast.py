@@ -336,3 +336,34 @@ def test_the_order_of_a_windows_records_is_a_stable_sorts(twice: int) -> None:
     rec = np.concatenate([np.sort(g) for g in groups])
     order = _evfast._record_order(rec, n)
     assert order.tolist() == np.argsort(rec, kind="stable").tolist()
+
+
+def test_tags_apart_tells_a_tag_in_two_groups() -> None:
+    """``_tags_apart``: true where each tag id is in one group at most (a record that
+    gives no point, -1, in any), false where one is in two."""
+    from aoff._runfolder.tensorboard import _evfast
+
+    a, b = np.array([0, 2, 2, -1]), np.array([1, 3, -1])
+    assert _evfast._tags_apart([a, b], 4)
+    assert _evfast._tags_apart([a], 4)
+    assert not _evfast._tags_apart([a, b, np.array([3])], 4)
+    assert not _evfast._tags_apart([a, np.array([1, 0])], 4)
+
+
+@pytest.mark.parametrize("new_style", [False, True], ids=["simple_value", "tensor"])
+def test_a_tag_whose_records_a_window_reads_in_two_groups_keeps_its_order(
+    tmp_path: Path, new_style: bool
+) -> None:
+    """400 rare tags whose steps pass 16,384 (a step's varint one byte wider: each tag's
+    records of two layouts of any tag, two groups, in one window): each tag's points in
+    file order, as ``EventAccumulator`` reads them (a window whose tags each lie in one
+    group is handed over in the groups' order, no sort into record order)."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    rng = random.Random(17)
+    w = SummaryWriter(str(tmp_path))
+    for g in range(16384 - 3000, 16384 + 3000):
+        w.add_scalar(f"per_env/{rng.randrange(TAGS)}/return", rng.random(), g, new_style=new_style)
+    w.close()
+    df = aoff.read_scalars(tmp_path)
+    assert _same_as_accumulator(df, str(tmp_path), tmp_path) == 6000

@@ -822,7 +822,9 @@ class FastPath:
                 order = order[stable_order(tag[order], len(self.tag_names))]
             self._blocks(tag[order], steps[order], walls[order], value[order])
             return
-        if len(recs) > 1:  # (one group's records are in record order already)
+        # (one group's records are in record order already, and so is each tag's points
+        # where no tag has points in two groups: ``flush`` sorts by tag, stably)
+        if len(recs) > 1 and not _tags_apart(tags, len(self.tag_names)):
             order = _record_order(rec, cut)
             tag, steps, walls, value = tag[order], steps[order], walls[order], value[order]
         self.pending.append((tag, steps, walls, value))
@@ -1008,3 +1010,19 @@ def _record_order(rec: Any, n: int) -> Any:
     place[rec] = np.arange(len(rec))
     order = place[place >= 0]
     return order if len(order) == len(rec) else np.argsort(rec, kind="stable")
+
+
+def _tags_apart(tags: list[Any], n: int) -> bool:
+    """Whether no tag id (in ``range(n)``; -1: a record that gives no point) is in two of
+    ``tags`` (each group's records' tags): then each tag's points, the groups one after
+    another, are in record order, with no sort of the window's points into it (a window
+    of a file of many rare tags has a group a tag length, each tag's records in one of
+    them: the order's scatter and its four gathers cost ~0.8 ms a window of 143,000
+    records, this ~0.15)."""
+    groups = np.zeros(n + 1, np.int64)  # (the last: -1's)
+    seen = np.empty(n + 1, bool)
+    for group in tags:
+        seen[:] = False
+        seen[group] = True
+        groups += seen
+    return bool((groups[:n] <= 1).all())

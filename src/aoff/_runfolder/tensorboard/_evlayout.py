@@ -405,14 +405,19 @@ class Tail:
 
         The checksum's bytes are read from the fields as gathered (the wall times, the
         step's word, the values, each seen as rows of bytes), not gathered again a byte
-        at a time (that was ~a quarter of this)."""
+        at a time (that was ~a quarter of this). Where every record is of one size (a
+        shape's: the records of a layout of any tag), each byte's table is one row: its
+        bytes index it as they are, no record's size added to each of them."""
         word = (a.u4 if self.step_width <= 4 else a.u8)[at + self.STEP]
         steps = varint_words(word, self.step_width)
         walls = a.f8[at + self.WALL]
-        values = (a.f4 if self.width == 4 else a.f8)[at + sizes - self.value_end]
         top = int(sizes.max())
+        one = int(sizes.min()) == top
+        values = (a.f4 if self.width == 4 else a.f8)[
+            at + (top - self.value_end) if one else at + sizes - self.value_end
+        ]
         rows = padded_rows(top)
-        at_size = sizes.astype(np.intp, copy=False) << 8
+        at_size = None if one else sizes.astype(np.intp, copy=False) << 8
         crc = base.copy()
         # a byte alike in every record (a wall time's high bytes, the step's), and a step
         # byte's fixed continuation bit: a share of the checksum that differs only by the
@@ -424,12 +429,17 @@ class Tail:
         for column, width in ((walls, 8), (word, self.step_width)):
             got, first, varies = _byte_rows(column, width)
             for i in range(width):
-                if varies[i]:  # (a row at a time: no index array of every row)
-                    crc ^= rows[self.head_base[head + i] :].take(np.add(got[i], at_size))
-                else:
+                if not varies[i]:
                     once.append(int(self.head_base[head + i]) + first[i])
+                elif at_size is None:  # (one size: the size's row of the byte's table)
+                    row = int(self.head_base[head + i]) + (top << 8)
+                    crc ^= rows[row : row + 256].take(got[i])
+                else:  # (a row at a time: no index array of every row)
+                    crc ^= rows[self.head_base[head + i] :].take(np.add(got[i], at_size))
             head += width
-        if once:
+        if once and at_size is None:
+            crc ^= np.bitwise_xor.reduce(rows.take(np.asarray(once, np.intp) + (top << 8)))
+        elif once:
             index = np.arange(0, (top + 1) * 256, 256, dtype=np.intp)
             index = index + np.asarray(once, np.intp)[:, None]
             crc ^= np.bitwise_xor.reduce(rows.take(index), axis=0)[sizes]
@@ -437,7 +447,8 @@ class Tail:
         for i in range(self.width):
             table = rows[self.value_base[i] : self.value_base[i] + 256]
             crc ^= table.take(got[i]) if varies[i] else table[first[i]]
-        return steps, walls, values, masked(crc) != a.u4[at + sizes - 4]
+        stored = a.u4[at + (top - 4) if one else at + sizes - 4]
+        return steps, walls, values, masked(crc) != stored
 
 
 def _byte_rows(field: Any, width: int) -> tuple[Any, list[int], list[bool]]:
