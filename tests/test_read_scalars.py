@@ -253,6 +253,39 @@ def test_import_aoff_stays_light_until_read_scalars_is_called() -> None:
     assert out.stdout.split() == ["False", "False"]
 
 
+#: what a first call loads only for a line file, a filter or workers (issue #49: the
+#: first call's fixed cost was mostly these imports)
+_LAZY = (
+    "msgspec",
+    "multiprocessing.connection",
+    "aoff._runfolder.lines._jsonl",
+    "aoff._runfolder.lines._csv",
+    "aoff._runfolder.reading._where",
+)
+
+
+def _loaded_after_reading(path: Path) -> list[str]:
+    """The modules of :data:`_LAZY` a fresh process has loaded after reading ``path``."""
+    code = (
+        "import sys, aoff; df = aoff.read_scalars(sys.argv[1]); assert len(df); "
+        f"print(*[m for m in {_LAZY!r} if m in sys.modules])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True
+    )
+    return out.stdout.split()
+
+
+def test_a_first_call_loads_only_what_its_format_needs(tmp_path: Path) -> None:
+    """A TensorBoard run's first read loads no line format's codec (msgspec), no where=
+    parser, no worker pool; a metrics.jsonl run's loads its codec (the check bites)."""
+    _torch_run(tmp_path / "tb", 3)
+    assert _loaded_after_reading(tmp_path / "tb") == []
+    (tmp_path / "jsonl").mkdir()
+    (tmp_path / "jsonl" / "metrics.jsonl").write_text('{"step":1,"loss":0.5}\n')
+    assert _loaded_after_reading(tmp_path / "jsonl") == ["msgspec", "aoff._runfolder.lines._jsonl"]
+
+
 def test_a_missing_or_empty_run_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="no such run"):
         aoff.read_scalars(tmp_path / "nope")

@@ -16,8 +16,8 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "aoff"
 
 #: a piece of a file name -> the one module that may spell it
 OWNERS = {
-    "metrics.jsonl": "_runfolder/lines/_jsonl.py",
-    "progress.csv": "_runfolder/lines/_csv.py",
+    "metrics.jsonl": "_runfolder/lines/_names.py",
+    "progress.csv": "_runfolder/lines/_names.py",
     "aoff-summary": "_runfolder/summary/_file.py",
     "config.json": "_runfolder/_configfile.py",
     "tfevents": "_runfolder/tensorboard/_files.py",

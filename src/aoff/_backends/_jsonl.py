@@ -29,6 +29,7 @@ from typing import BinaryIO
 
 from .._core._records import Record
 from .._runfolder._pieces import whole
+from .._runfolder.lines import _jsonl  # noqa: F401  (the codec loaded with its backend, not by its first batch)
 from .._runfolder.lines._formats import JSONL, JsonlFormat
 from .._runfolder.tensorboard._tfrecord import write_whole
 from ._base import Takes

@@ -2,9 +2,10 @@
 scalar series), its last step and its cut after a step (resume).
 
 Why a module of its own: the CSV backend appends this file, resume cuts it and
-:func:`aoff.read_scalars` reads it; its name, its cells and its header's rule are spelled
-here once. The backend (:mod:`aoff._backends._csv`) keeps the file open, the threads, the
-rewrite's temporary file and the errors.
+:func:`aoff.read_scalars` reads it; its cells and its header's rule are spelled here once
+(its name in ``_names``, which the format table reads without loading this module). The
+backend (:mod:`aoff._backends._csv`) keeps the file open, the threads, the rewrite's
+temporary file and the errors.
 
 Columns: ``step``, ``iteration``, ``wall_time``, then every tag in the order it was
 first seen. A producer's row (``log.remote(name)``) has its name in a ``producer``
@@ -34,6 +35,7 @@ from typing import TextIO
 from ..._core._columns import ScalarColumns, row_spans
 from ..._core._records import Record, StepRecord, TextRecord, WriterRecord
 from ._lines import LineCursor, RowSink, cut_rows, last_row_step
+from ._names import CSV_NAME
 
 __all__ = [
     "CSV_NAME",
@@ -53,7 +55,6 @@ __all__ = [
     "row_step",
 ]
 
-CSV_NAME = "progress.csv"
 FIXED_COLUMNS = ("step", "iteration", "wall_time")
 #: the step column of Stable-Baselines3's own ``progress.csv`` (its logger's CSV format,
 #: which has no ``step``): the ``num_timesteps`` SB3 gives TensorBoard as the step

@@ -2,9 +2,10 @@
 its last step and its cut after a step (resume).
 
 Why a module of its own: the JSONL backend appends this file, resume cuts it, ``aoff
-show`` and :func:`aoff.read_scalars` read it; its name and its line are spelled here once.
-The backend (:mod:`aoff._backends._jsonl`) keeps the file open, the threads and the
-errors; this module turns records into bytes and bytes back into rows.
+show`` and :func:`aoff.read_scalars` read it; its line is spelled here once (its name in
+``_names``, which the format table reads without loading msgspec). The backend
+(:mod:`aoff._backends._jsonl`) keeps the file open, the threads and the errors; this
+module turns records into bytes and bytes back into rows.
 
 Each record (:data:`~aoff.Record`) becomes one line of compact JSON::
 
@@ -52,6 +53,7 @@ from ..._core._records import PerTags, Record, StepRecord, TextRecord, WriterRec
 from .._nonfinite import nonfinite_text
 from .._pieces import Pieces, whole
 from ._lines import LineCursor, RowSink, cut_rows, last_row_step
+from ._names import JSONL_NAME
 
 __all__ = [
     "JSONL_NAME",
@@ -63,7 +65,6 @@ __all__ = [
     "row_step",
 ]
 
-JSONL_NAME = "metrics.jsonl"
 _STEP_PREFIX = re.compile(rb'\{"step": ?(-?\d+)[,}]')  # compact, or older runs' spaces
 _decode_list = msgspec.json.Decoder(list[dict[str, object]]).decode
 _decode_one = msgspec.json.Decoder(dict[str, object]).decode

@@ -13,10 +13,12 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from .._tagseries import Series
-from ._lines import LineCursor, RowSink
+
+if TYPE_CHECKING:  # a line file's reader loads them, the table entry does not
+    from ._lines import LineCursor, RowSink
 
 __all__ = ["LineFormat", "LineScalars", "RowPoints"]
 

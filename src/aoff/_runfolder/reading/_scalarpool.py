@@ -31,16 +31,17 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import multiprocessing
 import os
 import pickle
 import weakref
 from collections.abc import Callable, Sequence
-from multiprocessing.connection import Connection
-from multiprocessing.process import BaseProcess
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ._nocollect import collector_paused
+
+if TYPE_CHECKING:  # loaded by the first pool of workers: one process never needs them
+    from multiprocessing.connection import Connection
+    from multiprocessing.process import BaseProcess
 
 __all__ = ["CLAIM_WAIT", "STOP_WAIT", "Workers", "check_workers", "claim_end"]
 
@@ -231,6 +232,8 @@ class Workers:
         self._counter: _Counter = _Local()
         if n == 1:
             return
+        import multiprocessing  # ~3 ms of a first call, only for workers > 1
+
         _preload(make.__module__)
         ctx = multiprocessing.get_context("forkserver")
         self._counter = ctx.Value("q", 0)

@@ -34,10 +34,11 @@ from ._formats import formats, labels
 from ._nocollect import collector_paused
 from ._runfind import runs_in
 from ._scalarpool import Workers, check_workers
-from ._where import Where, compile_where
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from ._where import Where
 
 __all__ = ["COLUMNS", "ScalarReader", "read_scalars"]
 
@@ -122,7 +123,11 @@ class ScalarReader:
         if isinstance(paths, str | os.PathLike):
             paths = [paths]
         wanted = None if tags is None else frozenset([tags] if isinstance(tags, str) else tags)
-        test = None if where is None else compile_where(where)
+        test = None
+        if where is not None:
+            from ._where import compile_where  # its parser: only for a filter
+
+            test = compile_where(where)
         self._skipped: list[str] = []  # folders of runs that could not be listed
         self._index_notes: list[str] = []  # a run index that could not be kept
         self._runs = [
