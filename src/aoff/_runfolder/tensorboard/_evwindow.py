@@ -100,6 +100,17 @@ class Window:
         self.f4 = at_every_byte("<f4")
         self.f8 = at_every_byte("<f8")
 
+    def rows(self, at: Any, words: int) -> Any:
+        """The ``words`` 64-bit words from each of ``at`` on, a row each (``(len(at),
+        words)``, little-endian): each row gathered as one item of ``8 * words`` bytes,
+        not a gather a word (a tag's three words of a file of many rare tags: 7 against
+        19 ms a read of 87 MB; NumPy copies an item of a view of stride one byte by byte
+        either way, but reads each index once and makes no ``at + 8 * i``)."""
+        count = max(self.n - 8 * words + 1, 0)
+        every = np.ndarray((count,), f"V{8 * words}", buffer=self.buf, offset=self.pos,
+                           strides=(1,))  # fmt: skip
+        return every[at].view("<u8").reshape(len(at), words)
+
     def aligned(self) -> Any:
         """The whole buffer as 64-bit words at multiples of 8 bytes from its start: a
         gather of these is a plain one, ~3x as fast as of the views at every byte (NumPy
