@@ -30,7 +30,7 @@ def test_a_known_tag_is_given_by_its_words_not_its_key() -> None:
 
 @pytest.mark.parametrize("length", [1, 7, 8, 9, 16, 19, 24, 30])
 def test_tag_words_are_each_strings_bytes_masked_past_its_end(length: int) -> None:
-    """``tag_words`` (each row gathered whole, ``Window.rows``): a window that starts
+    """``tag_words`` (each row gathered whole, ``Window.span``): a window that starts
     inside its buffer, strings at odd offsets up to its last byte: each row is the
     string's bytes (little-endian words, zeros past its end, whatever follows), and
     rows of equal strings, and only those here, have equal keys."""

@@ -24,9 +24,10 @@ def tag_words(a: Window, at: Any, length: int) -> tuple[Any, Any]:
     past a string's end masked off: a record's tag is followed by at least its value
     and checksum), and each row's key (one number; rows alike have keys alike).
 
-    Each row gathered whole (``Window.rows``: one copy of a record's tag, ~2.7x as fast
+    Each row gathered whole (``Window.span``: one copy of a record's tag, ~2.7x as fast
     as a gather a word), the key summed a word (a column) at a time."""
-    rows = a.rows(at, (length + 7) // 8)
+    words = (length + 7) // 8
+    rows = a.span(at, 8 * words).view("<u8")
     tail = length % 8
     if tail:
         rows[:, -1] &= np.uint64((1 << (8 * tail)) - 1)
