@@ -21,7 +21,7 @@ import numpy as np
 
 from .._tagseries import Columns
 from ._evcrc import byte_tables, flat_rows, masked
-from ._evwindow import WALL_KEY, Window, varint_words
+from ._evwindow import WALL_KEY, Window, at_byte, varint_words
 from ._tfrecord import crc32c
 from ._wire import Buf, fields, varint
 
@@ -408,14 +408,22 @@ class Tail:
         at a time (that was ~a quarter of this). Where every record is of one size (a
         shape's: the records of a layout of any tag), each byte's table is one row: its
         bytes index it as they are, no record's size added to each of them."""
-        word = (a.u4 if self.step_width <= 4 else a.u8)[at + self.STEP]
-        steps = varint_words(word, self.step_width)
-        walls = a.f8[at + self.WALL]
         top = int(sizes.max())
         one = int(sizes.min()) == top
-        values = (a.f4 if self.width == 4 else a.f8)[
-            at + (top - self.value_end) if one else at + sizes - self.value_end
-        ]
+        word_type = "<u4" if self.step_width <= 4 else "<u8"
+        value_type = "<f4" if self.width == 4 else "<f8"
+        if one and len(at):  # each record's bytes from its wall time on, gathered whole
+            span = a.span(at + self.WALL, top - self.WALL)
+            word = at_byte(span, self.STEP - self.WALL, word_type)
+            walls = at_byte(span, 0, "<f8")
+            values = at_byte(span, top - self.value_end - self.WALL, value_type)
+            stored = at_byte(span, top - 4 - self.WALL, "<u4")
+        else:
+            word = (a.u4 if self.step_width <= 4 else a.u8)[at + self.STEP]
+            walls = a.f8[at + self.WALL]
+            values = (a.f4 if self.width == 4 else a.f8)[at + sizes - self.value_end]
+            stored = a.u4[at + sizes - 4]
+        steps = varint_words(word, self.step_width)
         rows = padded_rows(top)
         at_size = None if one else sizes.astype(np.intp, copy=False) << 8
         crc = base.copy()
@@ -447,7 +455,6 @@ class Tail:
         for i in range(self.width):
             table = rows[self.value_base[i] : self.value_base[i] + 256]
             crc ^= table.take(got[i]) if varies[i] else table[first[i]]
-        stored = a.u4[at + (top - 4) if one else at + sizes - 4]
         return steps, walls, values, masked(crc) != stored
 
 

@@ -17,7 +17,16 @@ import numpy as np
 
 from ._wire import Buf
 
-__all__ = ["WALL_KEY", "Window", "chain", "groups_of", "stable_order", "varint_words", "varints"]
+__all__ = [
+    "WALL_KEY",
+    "Window",
+    "at_byte",
+    "chain",
+    "groups_of",
+    "stable_order",
+    "varint_words",
+    "varints",
+]
 
 
 #: an Event's first byte: its wall time (field 1, 64-bit)
@@ -44,6 +53,13 @@ def varint_words(words: Any, width: int) -> Any:
     for i in range(1, width):
         out |= (word >> i) & (0x7F << (7 * i))
     return out
+
+
+def at_byte(rows: Any, off: int, dtype: str) -> Any:
+    """The number of ``dtype`` at byte ``off`` of each of ``rows`` (``Window.span``'s),
+    as a contiguous array of its own."""
+    width = rows.shape[1]
+    return np.ndarray((len(rows),), dtype, buffer=rows, offset=off, strides=(width,)).copy()
 
 
 def stable_order(keys: Any, n: int) -> Any:
@@ -99,6 +115,18 @@ class Window:
         self.u8 = at_every_byte("<u8")
         self.f4 = at_every_byte("<f4")
         self.f8 = at_every_byte("<f8")
+
+    def span(self, at: Any, width: int) -> Any:
+        """The ``width`` bytes from each of ``at`` on, a row each (``(len(at), width)``
+        bytes): each row gathered as one item, not a gather a field or a word (a tag's
+        three words of a file of many rare tags: 7 against 19 ms a read of 87 MB; a
+        tail's four fields: 11 against 28 ms). NumPy copies an item of a view of stride
+        one byte by byte either way, but reads each index once, makes no ``at + off``
+        a field, and passes over the window's memory once."""
+        count = max(self.n - width + 1, 0)
+        every = np.ndarray((count,), f"V{width}", buffer=self.buf, offset=self.pos,
+                           strides=(1,))  # fmt: skip
+        return every[at].view(np.uint8).reshape(len(at), width)
 
     def aligned(self) -> Any:
         """The whole buffer as 64-bit words at multiples of 8 bytes from its start: a
