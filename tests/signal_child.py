@@ -1,35 +1,69 @@
-"""A training script for ``test_signals.py``: logs N steps, says FINISHING, finishes."""
+"""A training script for ``test_signals.py``: logs N steps, says FINISHING, finishes.
+
+``signal_child.py RUN MODE N sync|async [until-signal|forever]``: with a hold, the first
+``HELD_AFTER`` steps are written (flushed), then the buffer is held (``hold_drains``) while
+the rest are logged and ``finish()`` begins, so its drain is under way when the test's
+signal comes, however loaded the machine; ``until-signal`` lets it go at the first SIGINT
+or SIGTERM, ``forever`` never (only a second Ctrl+C ends the run)."""
 
 from __future__ import annotations
 
 import signal
 import sys
 import threading
+from typing import Any
 
 import anyio
 
 from aoff import AsyncOffPolicyLogger, OffPolicyLogger
 from aoff._pump._options import PumpMode
 from aoff.testing import wait_until
+from aoff.testing._faults import hold_drains
+
+#: the steps written before a hold
+HELD_AFTER = 100
 
 
 def main() -> None:
     run, n = sys.argv[1], int(sys.argv[3])
     mode: PumpMode = "process" if sys.argv[2] == "process" else "thread"
+    hold = sys.argv[5] if len(sys.argv) > 5 else ""
     signal.signal(signal.SIGINT, signal.default_int_handler)  # as in an interactive shell
-    if sys.argv[4:] == ["async"]:
+    if sys.argv[4] == "async":
         anyio.run(run_async, run, mode, n)
         return
     log = OffPolicyLogger(
         log_dir=run, backends=("jsonl",), pump=mode, overflow="block", log_backend="tensorboard"
     )
-    for i in range(1, n + 1):
+    first = 1
+    if hold:
+        for first in range(1, HELD_AFTER + 1):
+            log.log_step(first, {"x": float(first)})
+        log.flush()
+        first += 1
+        gate = hold_drains(log)
+        if hold == "until-signal":
+            let_go_at_the_first_signal(gate)
+    for i in range(first, n + 1):
         log.log_step(i, {"x": float(i)})
     # FINISHING once finish() waits for its drain, not before the call: a signal that
     # came between the line and the call would be a Ctrl+C in the loop, not in finish()
     threading.Thread(target=say_when_finishing, daemon=True).start()
     report = log.finish()
     print("DONE", report.steps, flush=True)
+
+
+def let_go_at_the_first_signal(gate: threading.Event) -> None:
+    """SIGINT and SIGTERM open ``gate`` first, then do what they did (aoff's handlers)."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        before = signal.getsignal(signum)
+        assert callable(before), (signum, before)
+
+        def opened(sig: int, frame: object, before: Any = before) -> None:
+            gate.set()
+            before(sig, frame)
+
+        signal.signal(signum, opened)
 
 
 def say_when_finishing() -> None:

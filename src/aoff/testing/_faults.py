@@ -30,6 +30,7 @@ __all__ = [
     "aput_event",
     "drive_backend_clock",
     "finish_grace",
+    "hold_drains",
     "hold_media_encoder",
     "kill_agent",
     "put_event",
@@ -142,6 +143,34 @@ def drive_backend_clock(log: object, name: str, clock: Callable[[], float]) -> N
     stall detection reads, so that a test can make a hung ``write`` count as stalled
     without waiting ``stall_timeout`` (the logger's ``clock=`` does not reach it)."""
     _Parts(log).runner(name).monotonic = clock
+
+
+def hold_drains(log: object) -> threading.Event:
+    """Hold ``log``'s buffer until the returned event is set, as a stalled agent or pump
+    would: a drain on aoff's own threads (the shipper's or the pump's rounds,
+    ``finish()``'s) waits for it, and one on the thread that logs (process mode's
+    inline rounds, which only take what is ready) takes nothing meanwhile. What is logged
+    stays in the buffer, so a test's signal reaches a drain still under way however
+    loaded the machine (a real drain of a few seconds can end before a signal sent from
+    a loaded machine arrives). The logging thread is the one that calls this."""
+    buf = _face(log)._buffer
+    gate = threading.Event()
+    logging_thread = threading.get_ident()
+    drain, drain_into = buf.drain, buf.drain_into
+
+    def held(limit: int | None = None) -> list[Any]:
+        if not gate.is_set():
+            if threading.get_ident() == logging_thread:
+                return []
+            gate.wait()
+        out: list[Any] = drain(limit)
+        return out
+
+    def held_into(out: list[Any], limit: int) -> int:
+        return int(drain_into(out, limit)) if gate.is_set() else 0
+
+    buf.drain, buf.drain_into = held, held_into
+    return gate
 
 
 def hold_media_encoder(log: object) -> threading.Event:
