@@ -31,7 +31,7 @@ from aoff._core._pending import Placeholder, pending_event, ready_prefix
 from aoff._core._records import columns, scalars_of, step_record
 from aoff._core._state import State
 from aoff._pump._progresswatch import ProgressWatch, unwritten_steps, wait_progressing
-from aoff._pump._runner import BackendRunner
+from aoff._pump._runner import MAX_BATCH, BackendRunner
 from aoff.testing import ManualClock, wait_until
 
 from .faulty import CountingBackend
@@ -525,6 +525,23 @@ async def test_runner_retries_then_fails_and_counts_everything_as_lost() -> None
     runner.offer(step_records(5, 3))  # after the failure: counted as lost at once
     assert (runner.offered, runner.lost) == (8, 8) and accounted(runner)
     assert runner.request_flush().is_set()  # nothing to wait for
+
+
+@pytest.mark.anyio
+async def test_a_backlog_is_written_in_order_in_batches_of_at_most_max_batch() -> None:
+    """An outbox longer than ``MAX_BATCH`` (a flat-out loop's backlog) is written a full
+    batch at a time, in order, the last batch what is left."""
+    backend = CountingBackend()
+    runner, lines = make_runner(backend, ManualClock())
+    n = 2 * MAX_BATCH + 452
+    runner.offer(step_records(0, n))  # all waiting before the runner starts
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(runner.run, BackendContext())
+        with anyio.fail_after(WAIT):
+            await runner.request_flush().wait()
+        runner.close_input()
+    assert backend.iterations == list(range(n)) and backend.writes == 3
+    assert (runner.offered, runner.written, runner.lost) == (n, n, 0) and lines == []
 
 
 @pytest.mark.anyio
