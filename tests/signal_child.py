@@ -1,6 +1,7 @@
 """A training script for ``test_signals.py``: logs N steps, says FINISHING, finishes.
 
-``signal_child.py RUN MODE N sync|async [until-signal|forever]``: with a hold, the first
+``signal_child.py RUN MODE N sync|async [until-signal|forever]`` (the async face holds in
+process mode only: in thread mode its pump is a task on this loop): with a hold, the first
 ``HELD_AFTER`` steps are written (flushed), then the buffer is held (``hold_drains``) while
 the rest are logged and ``finish()`` begins, so its drain is under way when the test's
 signal comes, however loaded the machine; ``until-signal`` lets it go at the first SIGINT
@@ -30,7 +31,7 @@ def main() -> None:
     hold = sys.argv[5] if len(sys.argv) > 5 else ""
     signal.signal(signal.SIGINT, signal.default_int_handler)  # as in an interactive shell
     if sys.argv[4] == "async":
-        anyio.run(run_async, run, mode, n)
+        anyio.run(run_async, run, mode, n, hold)
         return
     log = OffPolicyLogger(
         log_dir=run, backends=("jsonl",), pump=mode, overflow="block", log_backend="tensorboard"
@@ -54,7 +55,8 @@ def main() -> None:
 
 
 def let_go_at_the_first_signal(gate: threading.Event) -> None:
-    """SIGINT and SIGTERM open ``gate`` first, then do what they did (aoff's handlers)."""
+    """SIGINT and SIGTERM open ``gate`` first, then do what they did (aoff's handlers,
+    or the event loop's, whose own wake-up does not go through this Python handler)."""
     for signum in (signal.SIGINT, signal.SIGTERM):
         before = signal.getsignal(signum)
         assert callable(before), (signum, before)
@@ -85,11 +87,20 @@ def say_when_finishing() -> None:
     sys.stdout.flush()
 
 
-async def run_async(run: str, mode: PumpMode, n: int) -> None:
+async def run_async(run: str, mode: PumpMode, n: int, hold: str) -> None:
     async with AsyncOffPolicyLogger(
         log_dir=run, backends=("jsonl",), pump=mode, overflow="block", log_backend="tensorboard"
     ) as log:
-        for i in range(1, n + 1):
+        first = 1
+        if hold:  # as the sync face's (the face's SIGTERM watcher is on by now)
+            for first in range(1, HELD_AFTER + 1):
+                await log.log_step(first, {"x": float(first)})
+            await log.aflush()
+            first += 1
+            gate = hold_drains(log)
+            if hold == "until-signal":
+                let_go_at_the_first_signal(gate)
+        for i in range(first, n + 1):
             await log.log_step(i, {"x": float(i)})
         sys.stdout.write("FINISHING\n")
         sys.stdout.flush()

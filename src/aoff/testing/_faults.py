@@ -152,7 +152,9 @@ def hold_drains(log: object) -> threading.Event:
     inline rounds, which only take what is ready) takes nothing meanwhile. What is logged
     stays in the buffer, so a test's signal reaches a drain still under way however
     loaded the machine (a real drain of a few seconds can end before a signal sent from
-    a loaded machine arrives). The logging thread is the one that calls this."""
+    a loaded machine arrives). The logging thread is the one that calls this. Not for the
+    async face in thread mode: its pump is a task on the logging thread's own loop, and
+    a drain that takes nothing there reads as a drain that is over."""
     buf = _face(log)._buffer
     gate = threading.Event()
     logging_thread = threading.get_ident()
