@@ -89,6 +89,11 @@ class BackendContext:
     defaults, or a description the face wrote itself); ``seed_tags`` says each record
     carries the original logger's scaffolding tags whether or not they were logged. A
     backend that keeps only what the user logged or configured (trackio) reads both.
+
+    ``writes_on_loop`` says the loop that calls the backend is aoff's own (the agent
+    process: no training loop shares its GIL, no user's loop waits on it), so a file
+    backend may write a batch right there instead of in a worker thread
+    (``_lockedfile.py``); by default it does not.
     """
 
     config: RunConfig = field(default_factory=RunConfig)
@@ -97,6 +102,7 @@ class BackendContext:
     pieces: Pieces = whole
     unset: frozenset[str] = frozenset()
     seed_tags: bool = False
+    writes_on_loop: bool = False
 
 
 @runtime_checkable

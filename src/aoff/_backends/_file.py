@@ -126,6 +126,7 @@ class AppendFileBackend(LockedFileBackend):
         if self._closed:
             raise RuntimeError(f"{self.label} backend: open() after close()")
         await self._off_loop(self._open_sync)
+        self._choose_where_to_write(ctx, self.path)
         ctx.say(f"[dim]{self.label} logging to: {escape(self.path)}[/]")
         self._ctx = ctx
         await self._maybe_write_config()
@@ -135,6 +136,9 @@ class AppendFileBackend(LockedFileBackend):
             return
         self._check_writable()
         await self._maybe_write_config()
+        if self.writes_here:  # the agent, a local disk (_lockedfile.py)
+            self._write_sync(records)
+            return
         # a tuple: the runner may reuse its list while an abandoned thread still reads ours
         await self._off_loop(self._write_sync, tuple(records))
 

@@ -306,6 +306,7 @@ class TensorBoardBackend(LockedFileBackend):
             ctx.say("[yellow]tensorboard not installed[/]")
             return
         await anyio.to_thread.run_sync(self._create_file, event_cls, abandon_on_cancel=True)
+        self._choose_where_to_write(ctx, self.log_dir)
         ctx.say(f"[dim]TensorBoard logging to: {escape(self.log_dir)}[/]")
         self._ctx = ctx
         self._hp_start = time.time()
@@ -319,6 +320,9 @@ class TensorBoardBackend(LockedFileBackend):
         if self._on_x is not None:
             records = self._on_x.moved(records, self._ctx.say if self._ctx else _quiet)
         await self._write_config(records[-1].step)
+        if self.writes_here:  # the agent, a local disk (_lockedfile.py)
+            self._write_sync(records)
+            return
         # a tuple: the pump may reuse its list while an abandoned thread still reads ours
         await anyio.to_thread.run_sync(self._write_sync, tuple(records), abandon_on_cancel=True)
 

@@ -51,6 +51,7 @@ class Core:
             labels_as_written=not options.seed_tags,  # an adapter's keys, as its caller's
         )
         self.display = options.build_display()
+        in_agent = os.getpid() != options.training_pid
         settings = PumpSettings(
             refresh_per_second=options.refresh_per_second,
             clock=options.now,
@@ -60,7 +61,7 @@ class Core:
             live_dir=options.log_dir,  # `aoff attach` (src/aoff/_channel)
             overflow_label=(options.capacity, options.overflow),
             seed_tags=options.seed_tags,
-            in_agent=os.getpid() != options.training_pid,
+            in_agent=in_agent,
         )
         self.pump = Pump(
             self.buffer,
@@ -87,6 +88,7 @@ class Core:
             say=self.pump.say,
             hparams=self.state.hparams,
             pieces=in_pieces,  # encodings in pieces while a training loop shares the GIL
+            writes_on_loop=in_agent,  # the agent's loop is its own
         )
 
 
