@@ -16,6 +16,7 @@ The wrapped names exist since the run fold, so the same file runs against an old
 checkout's ``src`` for a before (``PYTHONPATH=<old>/src``)::
 
     python benchmarks/bench_agent_split.py [--iterations 25000] [--only standard] [--jsonl-parts]
+        [--tensorboard-parts]
 """
 
 from __future__ import annotations
@@ -48,6 +49,15 @@ JSONL_PARTS = (
     ("aoff._runfolder.lines._jsonl", None, "_table_rows", "j.rows"),
     ("aoff._runfolder.lines._jsonl", None, "_encode_rows", "j.msgspec"),
     ("aoff._backends._file", None, "write_whole", "j.write"),
+)
+
+#: ``--tensorboard-parts``: the TensorBoard stage's own parts: the batch's encoding
+#: (``t.encode``), of which the tables' rows filled from their template (``t.fill``), and
+#: the file's ``write`` (``t.write``)
+TENSORBOARD_PARTS = (
+    ("aoff._runfolder.tensorboard._format", "TensorBoardFormat", "encode", "t.encode"),
+    ("aoff._runfolder.tensorboard._columns", "_Template", "fill", "t.fill"),
+    ("aoff._backends._tensorboard", None, "write_whole", "t.write"),
 )
 
 HOOK = textwrap.dedent(
@@ -109,8 +119,13 @@ def main() -> None:
         "--only", choices=("standard", "log_step_32"), default=None, help="one workload"
     )
     ap.add_argument("--jsonl-parts", action="store_true", help="the JSONL stage's parts too")
+    ap.add_argument(
+        "--tensorboard-parts", action="store_true", help="the TensorBoard stage's parts too"
+    )
     args = ap.parse_args()
-    parts = JSONL_PARTS if args.jsonl_parts else ()
+    parts = (JSONL_PARTS if args.jsonl_parts else ()) + (
+        TENSORBOARD_PARTS if args.tensorboard_parts else ()
+    )
     n = args.iterations
     seen = n + max(n // 10, 100)  # the warm-up's iterations too
     print(f"load {os.getloadavg()[0]:.1f}; agent CPU, µs an iteration, flat out, n={n:,}")
