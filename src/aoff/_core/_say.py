@@ -9,6 +9,7 @@ above the panel) or to a test's list; :class:`SayOnce` says each distinct proble
 
 from __future__ import annotations
 
+import atexit
 import collections
 import contextlib
 import sys
@@ -26,7 +27,10 @@ Say: TypeAlias = Callable[[str], None]
 class _StderrWriter:
     """aoff's own lines go to stderr through one daemon thread, and a caller waits for
     its line at most ``WAIT`` seconds (none at all while an earlier line is stuck): a
-    terminal or pipe that takes no output never holds ``finish()`` or the pump."""
+    terminal or pipe that takes no output never holds ``finish()`` or the pump. At
+    interpreter exit the lines still queued get the same ``WAIT`` (:meth:`_at_exit`): a
+    daemon thread dies with the interpreter, and the last line said before an exit (a
+    second Ctrl+C's "steps not written") must not die with it."""
 
     WAIT = 1.0
 
@@ -37,6 +41,7 @@ class _StderrWriter:
         self._queued = 0
         self._busy_since: float | None = None
         self._thread: threading.Thread | None = None
+        self._exit_registered = False
 
     def __call__(self, message: str, *, wait: bool = True) -> None:
         with self._cond:
@@ -46,10 +51,23 @@ class _StderrWriter:
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name="aoff-stderr", daemon=True)
                 self._thread.start()
+                if not self._exit_registered:
+                    self._exit_registered = True
+                    atexit.register(self._at_exit)
             self._cond.notify_all()
-            stuck = self._busy_since is not None and time.monotonic() - self._busy_since > self.WAIT
-            if wait and not stuck:
+            if wait and not self._stuck():
                 self._cond.wait_for(lambda: self._written >= mine, timeout=self.WAIT)
+
+    def _stuck(self) -> bool:
+        """An earlier line has been in ``print`` for over ``WAIT`` s (under the lock)."""
+        return self._busy_since is not None and time.monotonic() - self._busy_since > self.WAIT
+
+    def _at_exit(self) -> None:
+        """Give the lines still queued ``WAIT`` s to go out (none if stderr is stuck)."""
+        with self._cond:
+            if not self._stuck():
+                queued = self._queued
+                self._cond.wait_for(lambda: self._written >= queued, timeout=self.WAIT)
 
     def _run(self) -> None:
         while True:
