@@ -37,8 +37,8 @@ def _mounts(text: str) -> list[tuple[str, str]]:
         fields = line.split(" ")
         if "-" not in fields[6:]:
             continue
-        dash = fields.index("-", 6)
-        if len(fields) > dash + 1 and len(fields) > 4:
+        dash = fields.index("-", 6)  # after the optional fields; the mount point is 4th
+        if len(fields) > dash + 1:
             out.append((_unescape(fields[4]), fields[dash + 1]))
     return out
 
